@@ -1,0 +1,559 @@
+//! Recursive-descent parser for WML (WML-SPEC §3), both dialects (§15).
+//!
+//! Why parse the whole file first: Filebench executes each statement as soon
+//! as it is reduced, so a syntax error on line 40 is only found after lines
+//! 1-39 ran (and it then exits 0). We parse everything up front, so `check`
+//! and `run` reject a bad file before any I/O, with `file:line:col`.
+
+use crate::ast::*;
+use crate::error::{Pos, Result, WmlError};
+use crate::lexer::{canonical_entity, is_keyword, tokenize, QPart, Tok, Token};
+
+const FILESET_ATTRS: &[&str] = &[
+    "name", "path", "entries", "leafdirs", "size", "filesize", "dirwidth", "dirdepthrv",
+    "dirgamma", "prealloc", "paralloc", "reuse", "trusttree", "readonly", "writeonly",
+];
+const FILESET_ATTRS_14: &[&str] = &["cached", "filesizegamma", "sizegamma", "namelength"];
+const PROC_ATTRS: &[&str] = &["name", "instances", "nice"];
+const THREAD_ATTRS: &[&str] = &["name", "memsize", "useism", "instances", "ioprio"];
+const FLOWOP_ATTRS: &[&str] = &[
+    "workingset", "filename", "filesetname", "name", "random", "fd", "srcfd", "opennext",
+    "dsync", "directio", "indexed", "target", "iters", "value", "blocking", "highwater",
+    "iosize", "noreadahead",
+];
+const FLOWOP_ATTRS_14: &[&str] = &["wss", "rotatefd"];
+const COMP_ATTRS: &[&str] = &["name", "iters"];
+const RV_ATTRS: &[&str] = &["name", "seed", "gamma", "mean", "min", "round", "type", "randsrc"];
+const CV_ATTRS: &[&str] = &["type", "parameters", "min", "max", "round"];
+
+/// Parses a whole script.
+pub fn parse(file: &str, src: &str) -> Result<Script> {
+    let toks = tokenize(file, src)?;
+    let mut p = Parser { toks, i: 0, file, dialect_reason: None };
+    let mut stmts = Vec::new();
+    while p.peek() != &Tok::Eof {
+        let pos = p.pos();
+        let stmt = p.command()?;
+        stmts.push(Spanned { stmt, pos });
+    }
+    let dialect = if p.dialect_reason.is_some() { Dialect::V14 } else { Dialect::V15 };
+    Ok(Script { file: file.to_string(), stmts, dialect, dialect_reason: p.dialect_reason })
+}
+
+struct Parser<'a> {
+    toks: Vec<Token>,
+    i: usize,
+    file: &'a str,
+    dialect_reason: Option<String>,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.i].tok
+    }
+
+    fn pos(&self) -> Pos {
+        self.toks[self.i].pos
+    }
+
+    fn next(&mut self) -> Token {
+        let t = self.toks[self.i].clone();
+        if t.tok != Tok::Eof {
+            self.i += 1;
+        }
+        t
+    }
+
+    fn err<T>(&self, expected: &str) -> Result<T> {
+        let t = &self.toks[self.i];
+        Err(WmlError::Syntax {
+            file: self.file.to_string(),
+            pos: t.pos,
+            message: format!("expected {expected}, found {}", t.tok.describe()),
+        })
+    }
+
+    fn note_14(&mut self, what: &str) {
+        if self.dialect_reason.is_none() {
+            let p = self.pos();
+            self.dialect_reason = Some(format!("{what} at line {}", p.line));
+        }
+    }
+
+    /// The keyword at the cursor, canonicalised (`filesets` -> `fileset`).
+    fn word(&self) -> Option<String> {
+        match self.peek() {
+            Tok::Word(w) => Some(canonical_entity(w).map(str::to_string).unwrap_or(w.clone())),
+            _ => None,
+        }
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        self.word().as_deref() == Some(w)
+    }
+
+    fn expect_word(&mut self, w: &str) -> Result<()> {
+        if self.is_word(w) {
+            self.next();
+            Ok(())
+        } else {
+            self.err(&format!("`{w}`"))
+        }
+    }
+
+    fn is_punct(&self, c: char) -> bool {
+        self.peek() == &Tok::Punct(c)
+    }
+
+    fn expect_punct(&mut self, c: char) -> Result<()> {
+        if self.is_punct(c) {
+            self.next();
+            Ok(())
+        } else {
+            self.err(&format!("`{c}`"))
+        }
+    }
+
+    fn eat_punct(&mut self, c: char) -> bool {
+        if self.is_punct(c) {
+            self.next();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn command(&mut self) -> Result<Stmt> {
+        let Some(w) = self.word() else {
+            return self.err("a command (define, set, run, psrun, echo, ...)");
+        };
+        match w.as_str() {
+            "define" => self.define(),
+            "set" => self.set(),
+            "run" => self.run(),
+            "psrun" => self.psrun(),
+            "create" => {
+                self.next();
+                if self.is_word("files") || self.is_word("fileset") || self.is_word("process") {
+                    self.next();
+                    return Ok(Stmt::CreateFiles);
+                }
+                self.err("`files`")
+            }
+            "echo" | "system" | "usage" => self.quoted_cmd(&w),
+            "eventgen" => {
+                self.next();
+                Ok(Stmt::Eventgen(self.attr_list(&["rate"], &[])?))
+            }
+            "sleep" => {
+                self.next();
+                match self.next().tok {
+                    Tok::Int(i) => Ok(Stmt::Sleep(Value::Int(i))),
+                    Tok::Var(v) => Ok(Stmt::Sleep(Value::Var(v))),
+                    _ => {
+                        self.i -= 1;
+                        self.err("an integer or a variable")
+                    }
+                }
+            }
+            "quit" => {
+                self.next();
+                Ok(Stmt::Quit)
+            }
+            "version" => {
+                self.next();
+                Ok(Stmt::Version)
+            }
+            "debug" => {
+                self.next();
+                match self.next().tok {
+                    Tok::Int(i) => Ok(Stmt::Debug(i)),
+                    _ => {
+                        self.i -= 1;
+                        self.err("an integer")
+                    }
+                }
+            }
+            "list" => {
+                self.next();
+                match self.word().as_deref() {
+                    Some(k @ ("fileset" | "flowop")) => {
+                        let k = k.to_string();
+                        self.next();
+                        Ok(Stmt::List(k))
+                    }
+                    _ => self.err("`filesets` or `flowop`"),
+                }
+            }
+            "enable" => self.enable(),
+            "domultisync" => {
+                self.next();
+                self.expect_word("value")?;
+                self.expect_punct('=')?;
+                Ok(Stmt::DomultiSync(self.value()?))
+            }
+            _ => self.err("a command (define, set, run, psrun, echo, ...)"),
+        }
+    }
+
+    fn quoted_cmd(&mut self, w: &str) -> Result<Stmt> {
+        if w == "usage" {
+            self.note_14("`usage`");
+        }
+        self.next();
+        let mut parts: Vec<QPart> = Vec::new();
+        while let Tok::Quoted(q) = self.peek().clone() {
+            self.next();
+            parts.extend(q);
+        }
+        if parts.is_empty() {
+            return self.err("a quoted string");
+        }
+        Ok(match w {
+            "echo" => Stmt::Echo(parts),
+            "system" => Stmt::System(parts),
+            _ => Stmt::Usage(parts),
+        })
+    }
+
+    fn enable(&mut self) -> Result<Stmt> {
+        self.next();
+        if self.is_word("lathist") {
+            self.next();
+            return Ok(Stmt::EnableLathist);
+        }
+        if self.is_word("multi") {
+            self.next();
+            return Ok(Stmt::EnableMulti(self.attr_list(&["master", "client"], &[])?));
+        }
+        self.err("`lathist` or `multi`")
+    }
+
+    /// A value after `=`: STRING | QUOTED | INT | BOOL | VAR.
+    fn value(&mut self) -> Result<Value> {
+        let v = match self.peek().clone() {
+            Tok::Int(i) => Value::Int(i),
+            Tok::Var(v) => Value::Var(v),
+            Tok::Quoted(q) => {
+                if q.iter().any(|p| matches!(p, QPart::Var(_))) {
+                    return self.err("a value (a quoted value may not contain a $variable)");
+                }
+                Value::Quoted(q)
+            }
+            Tok::Word(w) if w == "true" => Value::Bool(true),
+            Tok::Word(w) if w == "false" => Value::Bool(false),
+            Tok::Word(w) if !is_keyword(&w) => Value::Str(w),
+            _ => return self.err("a value (integer, string, boolean or $variable)"),
+        };
+        self.next();
+        Ok(v)
+    }
+
+    /// `attr[=value] {, attr[=value]}` restricted to `allowed` (+ `allowed_14`).
+    fn attr_list(&mut self, allowed: &[&str], allowed_14: &[&str]) -> Result<Attrs> {
+        let mut attrs = Vec::new();
+        loop {
+            attrs.push(self.attr(allowed, allowed_14)?);
+            if !self.eat_punct(',') {
+                return Ok(Attrs(attrs));
+            }
+        }
+    }
+
+    fn attr(&mut self, allowed: &[&str], allowed_14: &[&str]) -> Result<Attr> {
+        let pos = self.pos();
+        let name = match self.word() {
+            Some(w) if allowed.contains(&w.as_str()) => w,
+            Some(w) if allowed_14.contains(&w.as_str()) => {
+                self.note_14(&format!("1.4.9.1 attribute `{w}`"));
+                w
+            }
+            _ => return self.err(&format!("an attribute ({})", allowed.join(", "))),
+        };
+        self.next();
+        let name = match name.as_str() {
+            "filesize" => "size".to_string(),
+            "filesetname" => "filename".to_string(),
+            "wss" => "workingset".to_string(),
+            _ => name,
+        };
+        let value = if self.eat_punct('=') { self.value()? } else { Value::Bool(true) };
+        Ok(Attr { name, value, pos })
+    }
+
+    fn define(&mut self) -> Result<Stmt> {
+        self.next();
+        match self.word().as_deref() {
+            Some("fileset") | Some("file") => {
+                let is_file = self.is_word("file");
+                self.next();
+                let attrs = self.attr_list(FILESET_ATTRS, FILESET_ATTRS_14)?;
+                Ok(Stmt::DefineFileset { is_file, attrs })
+            }
+            Some("process") => self.define_process(),
+            Some("flowop") => self.define_composite(),
+            Some("randvar") => {
+                self.note_14("`define randvar`");
+                self.next();
+                let (attrs, table) = self.randvar_attrs()?;
+                Ok(Stmt::DefineRandvar { attrs, table })
+            }
+            _ => self.err("`file`, `fileset`, `process`, `flowop` or `randvar`"),
+        }
+    }
+
+    fn define_process(&mut self) -> Result<Stmt> {
+        self.next();
+        let attrs = self.attr_list(PROC_ATTRS, &[])?;
+        self.expect_punct('{')?;
+        let mut threads = Vec::new();
+        loop {
+            let pos = self.pos();
+            self.expect_word("thread")?;
+            let tattrs = self.attr_list(THREAD_ATTRS, &[])?;
+            let flowops = self.flowop_block()?;
+            threads.push(ThreadDef { attrs: tattrs, flowops, pos });
+            if self.eat_punct('}') {
+                return Ok(Stmt::DefineProcess { attrs, threads });
+            }
+        }
+    }
+
+    fn flowop_block(&mut self) -> Result<Vec<FlowopDef>> {
+        self.expect_punct('{')?;
+        let mut flowops = Vec::new();
+        loop {
+            flowops.push(self.flowop()?);
+            if self.eat_punct('}') {
+                return Ok(flowops);
+            }
+        }
+    }
+
+    fn flowop(&mut self) -> Result<FlowopDef> {
+        let pos = self.pos();
+        self.expect_word("flowop")?;
+        let kind = match self.peek().clone() {
+            Tok::Word(w) => w,
+            _ => return self.err("a flowop type"),
+        };
+        self.next();
+        let mut attrs = Vec::new();
+        let mut lvars = Vec::new();
+        if matches!(self.peek(), Tok::Word(_)) && !self.is_word("flowop") {
+            loop {
+                if let Tok::Var(v) = self.peek().clone() {
+                    self.next();
+                    let val = if self.eat_punct('=') { Some(self.value()?) } else { None };
+                    lvars.push((v, val));
+                } else {
+                    attrs.push(self.attr(FLOWOP_ATTRS, FLOWOP_ATTRS_14)?);
+                }
+                if !self.eat_punct(',') {
+                    break;
+                }
+            }
+        }
+        Ok(FlowopDef { kind, attrs: Attrs(attrs), lvars, pos })
+    }
+
+    fn define_composite(&mut self) -> Result<Stmt> {
+        self.next();
+        let mut attrs = Vec::new();
+        let mut lvars = Vec::new();
+        loop {
+            if let Tok::Var(v) = self.peek().clone() {
+                self.next();
+                let val = if self.eat_punct('=') { Some(self.value()?) } else { None };
+                lvars.push((v, val));
+            } else {
+                let a = self.attr(COMP_ATTRS, &[])?;
+                attrs.push(a);
+            }
+            if !self.eat_punct(',') {
+                break;
+            }
+        }
+        let flowops = self.flowop_block()?;
+        Ok(Stmt::DefineComposite { attrs: Attrs(attrs), lvars, flowops })
+    }
+
+    fn set(&mut self) -> Result<Stmt> {
+        self.next();
+        if self.is_word("mode") {
+            self.next();
+            if self.is_word("nousestats") {
+                self.next();
+                return Ok(Stmt::SetNoUseStats);
+            }
+            self.expect_word("quit")?;
+            let mode = match self.word().as_deref() {
+                Some("timeout") => QuitMode::Timeout,
+                Some("alldone") => QuitMode::AllDone,
+                Some("firstdone") => QuitMode::FirstDone,
+                _ => return self.err("`timeout`, `alldone` or `firstdone`"),
+            };
+            self.next();
+            return Ok(Stmt::SetMode(mode));
+        }
+        let var = match self.peek().clone() {
+            Tok::Var(v) => v,
+            _ => return self.err("a $variable or `mode`"),
+        };
+        self.next();
+        self.expect_punct('=')?;
+        let value = if self.is_word("randvar") {
+            self.next();
+            self.expect_punct('(')?;
+            let (attrs, table) = self.randvar_attrs()?;
+            self.expect_punct(')')?;
+            SetValue::Randvar { attrs, table }
+        } else if self.is_word("cvar") {
+            self.next();
+            self.expect_punct('(')?;
+            let attrs = self.attr_list(CV_ATTRS, &[])?;
+            self.expect_punct(')')?;
+            SetValue::Cvar { attrs }
+        } else {
+            match self.peek() {
+                Tok::Var(_) => return self.err("an integer, boolean, string, randvar(...) or cvar(...)"),
+                _ => SetValue::Plain(self.value()?),
+            }
+        };
+        Ok(Stmt::Set { var, value })
+    }
+
+    /// randvar attributes, with keyword values for `type` and `randsrc`, and
+    /// an optional trailing `randtable = {{p, lo, hi}, ...}`.
+    fn randvar_attrs(&mut self) -> Result<(Attrs, Vec<TableRow>)> {
+        let mut attrs = Vec::new();
+        let mut table = Vec::new();
+        loop {
+            if self.is_word("randtable") {
+                self.next();
+                self.expect_punct('=')?;
+                table = self.randtable()?;
+            } else if self.is_word("type") || self.is_word("randsrc") {
+                let pos = self.pos();
+                let name = self.word().unwrap_or_default();
+                self.next();
+                self.expect_punct('=')?;
+                let ok: &[&str] = if name == "type" {
+                    &["uniform", "tabular", "gamma"]
+                } else {
+                    &["urandom", "rand48"]
+                };
+                match self.word() {
+                    Some(w) if ok.contains(&w.as_str()) => {
+                        self.next();
+                        attrs.push(Attr { name, value: Value::Str(w), pos });
+                    }
+                    _ => return self.err(&ok.join(" or ")),
+                }
+            } else {
+                attrs.push(self.attr(RV_ATTRS, &[])?);
+            }
+            if !self.eat_punct(',') {
+                return Ok((Attrs(attrs), table));
+            }
+        }
+    }
+
+    fn randtable(&mut self) -> Result<Vec<TableRow>> {
+        self.expect_punct('{')?;
+        let mut rows = Vec::new();
+        loop {
+            self.expect_punct('{')?;
+            let percent = self.table_num()?;
+            self.expect_punct(',')?;
+            let min = self.table_num()?;
+            self.expect_punct(',')?;
+            let max = self.table_num()?;
+            self.expect_punct('}')?;
+            rows.push(TableRow { percent, min, max });
+            if !self.eat_punct(',') {
+                break;
+            }
+        }
+        self.expect_punct('}')?;
+        Ok(rows)
+    }
+
+    fn table_num(&mut self) -> Result<Value> {
+        match self.peek().clone() {
+            Tok::Int(i) => {
+                self.next();
+                Ok(Value::Int(i))
+            }
+            Tok::Var(v) => {
+                self.next();
+                Ok(Value::Var(v))
+            }
+            _ => self.err("an integer or a variable"),
+        }
+    }
+
+    fn run(&mut self) -> Result<Stmt> {
+        self.next();
+        match self.peek().clone() {
+            Tok::Int(i) => {
+                self.next();
+                Ok(Stmt::Run(Some(Value::Int(i))))
+            }
+            Tok::Var(v) => {
+                self.next();
+                Ok(Stmt::Run(Some(Value::Var(v))))
+            }
+            _ => Ok(Stmt::Run(None)),
+        }
+    }
+
+    fn psrun(&mut self) -> Result<Stmt> {
+        self.next();
+        let period = match self.peek().clone() {
+            Tok::Int(i) => Some(i as i64),
+            Tok::NegInt(i) => Some(i),
+            _ => return Ok(Stmt::Psrun { period: None, runtime: None }),
+        };
+        self.next();
+        let runtime = match self.peek().clone() {
+            Tok::Int(i) => {
+                self.next();
+                Some(i)
+            }
+            _ => None,
+        };
+        Ok(Stmt::Psrun { period, runtime })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyword_as_value_is_rejected() {
+        let e = parse("t.f", "define fileset name=size,path=/tmp").unwrap_err();
+        assert_eq!(e.to_string(), "t.f:1:21: expected a value (integer, string, boolean or $variable), found keyword `size`");
+    }
+
+    #[test]
+    fn flowop_attrs_and_lvars() {
+        let s = parse("t.f", "define flowop name=rmw, $lv=3 { flowop read name=r1, iosize=$lv }").unwrap();
+        assert_eq!(s.stmts.len(), 1);
+    }
+
+    #[test]
+    fn dialect_detection() {
+        let s = parse("t.f", "define randvar name=$ab, type=gamma, mean=16k\n").unwrap();
+        assert_eq!(s.dialect, Dialect::V14);
+        let s = parse("t.f", "set $ab = randvar(type=gamma, mean=16k)\nrun 5").unwrap();
+        assert_eq!(s.dialect, Dialect::V15);
+    }
+
+    #[test]
+    fn psrun_forms() {
+        let s = parse("t.f", "psrun -2 5").unwrap();
+        assert_eq!(s.stmts[0].stmt, Stmt::Psrun { period: Some(-2), runtime: Some(5) });
+    }
+}
