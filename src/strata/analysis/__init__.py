@@ -1,0 +1,1 @@
+"""Analysis of stored results: validity, baselines, statistics, findings, advice."""

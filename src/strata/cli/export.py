@@ -1,0 +1,40 @@
+"""strata export RESULTS --csv F / --parquet F"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from strata.errors import StrataError
+from strata.export import to_csv, to_parquet
+from strata.store import load_results
+
+NAME = "export"
+HELP = "write stored results as CSV or Parquet (one row per trial)"
+
+
+def add_arguments(p):
+    p.add_argument("results", help="a results directory")
+    p.add_argument("--csv", metavar="FILE")
+    p.add_argument("--parquet", metavar="FILE")
+
+
+def main(args) -> int:
+    if not (args.csv or args.parquet):
+        raise StrataError("nothing to export", "add --csv FILE and/or --parquet FILE")
+    results = _load(args.results)
+    if args.csv:
+        Path(args.csv).write_bytes(to_csv(results))
+        print(f"{args.csv}: {len(results)} rows")
+    if args.parquet:
+        Path(args.parquet).write_bytes(to_parquet(results))
+        print(f"{args.parquet}: {len(results)} rows")
+    return 0
+
+
+def _load(path: str) -> list[dict]:
+    if not Path(path).is_dir():
+        raise StrataError(f"no results directory at {path}", "give the directory passed to `strata run -o`")
+    try:
+        return load_results(path)
+    except ValueError as e:
+        raise StrataError(str(e), "remove or repair that file")

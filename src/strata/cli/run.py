@@ -1,0 +1,48 @@
+"""strata run SPEC: build, run, store; resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from strata.cli.validate import print_plan
+from strata.host import host_facts
+from strata.runner import run_experiment
+from strata.spec.load import load_spec
+from strata.spec.plan import resolve
+from strata.unsupported import record_unsupported
+
+NAME = "run"
+HELP = "build every stack of a spec, run its workloads, store every trial"
+
+
+def add_arguments(p):
+    p.add_argument("spec", help="a YAML spec, e.g. examples/quick.yaml")
+    p.add_argument("-o", "--output", help="results directory (default: results/<experiment name>)")
+    p.add_argument("--resume", action="store_true", help="skip trials already stored in the results directory")
+
+
+def main(args) -> int:
+    exp, workloads = load_spec(args.spec)
+    host = host_facts()
+    plan = resolve(exp, workloads, host)
+    out = Path(args.output or f"results/{exp.name}")
+    print_plan(exp, plan)
+    print(f"results: {out}")
+    summary = run_experiment(exp, workloads, plan.runnable, plan.skipped, out, resume=args.resume, host=host)
+    record_unsupported(out, plan, summary.run_id, exp.name, host)
+    print(f"{summary.ok} ok, {summary.failed} failed, {summary.unsupported + len(plan.unsupported)} unsupported, "
+          f"{summary.skipped_stored} already stored")
+    _summary_hook(out)
+    return summary.exit_code
+
+
+def _summary_hook(out: Path) -> None:
+    """The report's terminal summary, when the report package is present."""
+    try:
+        from strata.report.terminal import summary_text
+    except ImportError:
+        from strata.cli.show import table_text
+        from strata.store import load_results
+        print(table_text(load_results(out)))
+        return
+    print(summary_text(out))

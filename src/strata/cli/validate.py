@@ -1,0 +1,55 @@
+"""strata validate SPEC: the plan, without side effects."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from strata.host import host_facts
+from strata.spec.load import load_spec
+from strata.spec.plan import Plan, resolve
+from strata.progress import fmt_s
+from strata.workloads import REGISTRY as WORKLOADS
+
+NAME = "validate"
+HELP = "check a spec and print the plan: stacks, devices written, trials (no side effects)"
+
+
+def add_arguments(p):
+    p.add_argument("spec", help="a YAML spec, e.g. examples/quick.yaml")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every trial")
+
+
+def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
+    print(f"experiment {exp.name}: {len(plan.trials)} trials ({len(plan.runnable)} runnable), "
+          f"{len(plan.skipped)} impossible combinations skipped")
+    print("writes:")
+    for w in plan.writes:
+        print(f"  {w}")
+    stacks = Counter(t.stack_key for t in plan.trials)
+    print("stacks (device/filesystem/runtime: trials):")
+    for key, n in stacks.items():
+        print(f"  {'/'.join(key)}: {n}")
+    est = sum(WORKLOADS[t.workload.type].estimate_s(t.workload) for t in plan.runnable)
+    print(f"estimated time: {fmt_s(est + 15 * len(stacks))}")
+    reasons = Counter(plan.unsupported.values())
+    if reasons:
+        print("unsupported on this host:")
+        for reason, n in reasons.items():
+            print(f"  {n} trial(s): {reason}")
+    if plan.skipped:
+        print("skipped (impossible):")
+        by_reason = Counter(s.reason for s in plan.skipped)
+        for reason, n in by_reason.items():
+            print(f"  {n}: {reason}")
+    if verbose:
+        print("trials:")
+        for t in plan.trials:
+            mark = " (unsupported)" if t.id in plan.unsupported else ""
+            print(f"  {t.id} {t.label}{mark}")
+
+
+def main(args) -> int:
+    exp, workloads = load_spec(args.spec)
+    plan = resolve(exp, workloads, host_facts())
+    print_plan(exp, plan, args.verbose)
+    return 0

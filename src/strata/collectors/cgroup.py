@@ -1,0 +1,93 @@
+"""Each container's cgroup v1 counters (cpu, memory, blkio), sampled from the host.
+
+A container's cgroup directory disappears when it exits, so the runtime also
+leaves the final counters in the instance's out dir (cgroup-final.txt); the
+series here ends at the last sample taken while it ran.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from strata.collectors.sampler import deltas
+
+
+def prime_blkio(device_path: str) -> None:
+    """blkio.throttle.io_service_bytes stays empty until a throttle rule was set once
+    on the device (HOST-NOTES): set a huge limit in a scratch cgroup and clear it."""
+    root = Path("/sys/fs/cgroup/blkio")
+    if not root.exists():
+        return
+    st = os.stat(device_path)
+    majmin = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    scratch = root / "strata-prime"
+    scratch.mkdir(exist_ok=True)
+    try:
+        (scratch / "blkio.throttle.read_bps_device").write_text(f"{majmin} {1 << 50}")
+        (scratch / "blkio.throttle.read_bps_device").write_text(f"{majmin} 0")
+    finally:
+        scratch.rmdir()
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def read_blkio(path: Path) -> dict[str, int]:
+    out = {"read_bytes": 0, "write_bytes": 0}
+    try:
+        for line in path.read_text().splitlines():
+            f = line.split()
+            if len(f) == 3 and f[1] in ("Read", "Write"):
+                out[f"{f[1].lower()}_bytes"] += int(f[2])
+    except OSError:
+        pass
+    return out
+
+
+class CgroupCollector:
+    name = "cgroups"
+
+    def __init__(self, ctx):
+        self.dirs: list[dict[str, str]] = list(ctx.cgroups) if ctx else []
+        self.samples: list[list[dict]] = []
+
+    def sample(self) -> list:
+        row = []
+        for d in self.dirs:
+            blk = read_blkio(Path(d.get("blkio", "/nonexistent")) / "blkio.throttle.io_service_bytes")
+            row.append({
+                "cpu_usage_ns": _read_int(Path(d.get("cpuacct", "/nonexistent")) / "cpuacct.usage"),
+                "memory_bytes": _read_int(Path(d.get("memory", "/nonexistent")) / "memory.usage_in_bytes"),
+                **blk,
+            })
+        self.samples.append(row)
+        return row
+
+    def series(self) -> dict:
+        out = {}
+        for i in range(len(self.dirs)):
+            rows = [s[i] for s in self.samples if i < len(s) and s[i]["cpu_usage_ns"] is not None]
+            if len(rows) < 2:
+                continue
+            out[str(i)] = {
+                "cpu_percent": [d / 1e7 for d in deltas([r["cpu_usage_ns"] for r in rows])],
+                "memory_bytes": [r["memory_bytes"] for r in rows[1:]],
+                "read_bytes": deltas([r["read_bytes"] for r in rows]),
+                "write_bytes": deltas([r["write_bytes"] for r in rows]),
+            }
+        return out
+
+    def summary(self) -> dict:
+        out = {}
+        for i in range(len(self.dirs)):
+            rows = [s[i] for s in self.samples if i < len(s) and s[i]["cpu_usage_ns"] is not None]
+            if rows:
+                out[str(i)] = {"cpu_ns": rows[-1]["cpu_usage_ns"] - rows[0]["cpu_usage_ns"],
+                               "memory_max_bytes": max(r["memory_bytes"] or 0 for r in rows),
+                               "read_bytes": rows[-1]["read_bytes"], "write_bytes": rows[-1]["write_bytes"]}
+        return out

@@ -1,0 +1,70 @@
+"""Host CPU (user/system/iowait/idle, % of all CPUs) and page-cache size, from /proc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from strata.collectors.sampler import deltas
+
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def read_cpu() -> dict[str, int]:
+    first = Path("/proc/stat").read_text().splitlines()[0].split()
+    return dict(zip(CPU_FIELDS, map(int, first[1:9])))
+
+
+def read_meminfo() -> dict[str, int]:
+    out = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        out[key] = int(rest.split()[0]) * 1024
+    return out
+
+
+class HostCollector:
+    name = "host"
+
+    def __init__(self, ctx=None):
+        self.cpu: list[dict] = []
+        self.cache: list[int] = []
+        self.dirty: list[int] = []
+
+    def sample(self) -> dict:
+        c, m = read_cpu(), read_meminfo()
+        self.cpu.append(c)
+        self.cache.append(m.get("Cached", 0))
+        self.dirty.append(m.get("Dirty", 0))
+        return c
+
+    def _percent(self) -> dict[str, list[float]]:
+        out = {k: [] for k in ("user", "system", "iowait", "idle")}
+        for a, b in zip(self.cpu, self.cpu[1:]):
+            d = {k: b[k] - a[k] for k in CPU_FIELDS}
+            total = sum(d.values()) or 1
+            out["user"].append(100.0 * (d["user"] + d["nice"]) / total)
+            out["system"].append(100.0 * (d["system"] + d["irq"] + d["softirq"]) / total)
+            out["iowait"].append(100.0 * d["iowait"] / total)
+            out["idle"].append(100.0 * d["idle"] / total)
+        return out
+
+    def series(self) -> dict:
+        return {"cpu_percent": self._percent(), "page_cache_bytes": self.cache[1:], "dirty_bytes": self.dirty[1:]}
+
+    def summary(self) -> dict:
+        if len(self.cpu) < 2:
+            return {}
+        a, b = self.cpu[0], self.cpu[-1]
+        d = {k: b[k] - a[k] for k in CPU_FIELDS}
+        total = sum(d.values()) or 1
+        return {
+            "cpu_user_percent": 100.0 * (d["user"] + d["nice"]) / total,
+            "cpu_system_percent": 100.0 * (d["system"] + d["irq"] + d["softirq"]) / total,
+            "cpu_iowait_percent": 100.0 * d["iowait"] / total,
+            "cpu_idle_percent": 100.0 * d["idle"] / total,
+            "page_cache_delta_bytes": self.cache[-1] - self.cache[0],
+            "page_cache_max_bytes": max(self.cache),
+        }
+
+
+__all__ = ["HostCollector", "deltas"]

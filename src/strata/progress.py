@@ -1,0 +1,68 @@
+"""A progress line with ETA on stderr (a line per trial when stderr is not a terminal)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def fmt_s(s: float) -> str:
+    s = int(max(0, s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+class Progress:
+    def __init__(self, total: int, estimates_s: list[float], stream=None, quiet: bool = False):
+        self.total, self.estimates = total, list(estimates_s)
+        self.stream = stream or sys.stderr
+        self.tty = getattr(self.stream, "isatty", lambda: False)()
+        self.quiet = quiet
+        self.done_n, self.t0 = 0, time.time()
+        self.spent_est = 0.0
+
+    def eta_s(self) -> float:
+        remaining = sum(self.estimates[self.done_n:])
+        elapsed = time.time() - self.t0
+        if self.spent_est > 0 and elapsed > 0:
+            remaining *= elapsed / self.spent_est  # learn how far off the estimates are
+        return remaining
+
+    def _bar(self) -> str:
+        width = 24
+        filled = int(width * self.done_n / max(1, self.total))
+        return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+    def start(self, label: str) -> None:
+        if self.quiet:
+            return
+        line = f"{self._bar()} {self.done_n}/{self.total} eta {fmt_s(self.eta_s())}  {label}"
+        if self.tty:
+            self.stream.write("\r\033[K" + line[:160])
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def done(self, result: dict) -> None:
+        self.spent_est += self.estimates[self.done_n] if self.done_n < len(self.estimates) else 0
+        self.done_n += 1
+        if self.quiet:
+            return
+        if result["status"] != "ok":
+            f = result["flags"]["failed"] or {}
+            self.note(f"{result['status']}: {result['stack']} {result['labels']['workload']} "
+                      f"{result['labels']['load']}: [{f.get('category')}] {f.get('message', '')[:300]}")
+        for w in result.get("warnings", []):
+            self.note(f"warning: {result['stack']} {result['labels']['workload']}: {w[:300]}")
+
+    def note(self, text: str) -> None:
+        if self.quiet:
+            return
+        self.stream.write(("\r\033[K" if self.tty else "") + text + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if not self.quiet and self.tty:
+            self.stream.write("\r\033[K")
+        if not self.quiet:
+            self.stream.write(f"{self.done_n}/{self.total} trials in {fmt_s(time.time() - self.t0)}\n")
+            self.stream.flush()

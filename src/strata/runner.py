@@ -1,0 +1,127 @@
+"""Execute the trials of an experiment: provision, collect, run, store (DESIGN.md "Flow").
+
+Every finished trial is stored before the next starts; Ctrl-C and SIGTERM tear
+the stacks down and keep what is stored; `--resume` skips stored trials.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strata.analysis import validity
+from strata.errors import StrataError
+from strata.progress import Progress
+from strata.stack.journal import Journal
+from strata.stack.provision import Provisioners, StackCache
+from strata.store import ResultStore, load_results
+from strata.trial import now_iso, run_trial
+from strata.workloads import REGISTRY as WORKLOADS
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    ok: int = 0
+    failed: int = 0
+    unsupported: int = 0
+    skipped_stored: int = 0
+    interrupted: bool = False
+    results: list[dict] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.failed else 0
+
+
+class _Terminate(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: tear down, keep what is stored."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminate()
+
+
+def run_experiment(exp, workloads, trials, skipped, out: Path, resume: bool = False,
+                   provisioners: Provisioners | None = None, host: dict | None = None,
+                   progress: Progress | None = None) -> RunSummary:
+    from strata.host import host_facts
+    host = host if host is not None else host_facts()
+    store = ResultStore(out)
+    if store.count() and not resume:
+        raise StrataError(f"{out} already holds {store.count()} stored trial(s)",
+                          f"continue it with `strata run SPEC --resume -o {out}`, or choose another directory with -o")
+    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    summary = RunSummary(run_id)
+    todo = []
+    for t in trials:
+        if resume and store.status(t.id) in ("ok", "unsupported"):
+            summary.skipped_stored += 1
+        else:
+            todo.append(t)
+    run_doc = {"run_id": run_id, "experiment": exp.name, "spec": exp.model_dump(),
+               "workloads": [w.model_dump() for w in workloads], "host": host, "started_at": now_iso(),
+               "skipped": [{"label": s.label, "reason": s.reason} for s in skipped],
+               "trials": len(trials), "resumed_from_stored": summary.skipped_stored}
+    store.write_run(run_id, run_doc)
+    workdir = Path(exp.workdir)
+    journal = Journal(run_id)
+    stacks = StackCache(journal, workdir, host, provisioners)
+    progress = progress or Progress(len(todo), [WORKLOADS[t.workload.type].estimate_s(t.workload) for t in todo])
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    baselines = _baselines(load_results(out) if resume else [])
+    try:
+        for t in todo:
+            progress.start(t.label)
+            result = run_trial(t, stacks, store, run_id, exp.name, host)
+            _check_above_raw(result, baselines)
+            store.write(result)
+            summary.results.append(result)
+            setattr(summary, result["status"], getattr(summary, result["status"]) + 1)
+            progress.done(result)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        progress.note("interrupted: tearing down; finished trials are stored (continue with --resume)")
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        try:
+            stacks.close()
+        finally:
+            journal.close()
+            run_doc.update(finished_at=now_iso(), interrupted=summary.interrupted, ok=summary.ok,
+                           failed=summary.failed, unsupported=summary.unsupported)
+            store.write_run(run_id, run_doc)
+            progress.finish()
+    return summary
+
+
+def _baselines(results: list[dict]) -> dict:
+    out = {}
+    for r in results:
+        if r.get("status") == "ok" and validity.is_raw_baseline(r):
+            out[validity.raw_baseline_key(r)] = r
+    return out
+
+
+def _check_above_raw(result: dict, baselines: dict) -> None:
+    """Flag a result above the raw device of the same workload (raw trials run first)."""
+    if result.get("status") != "ok":
+        return
+    key = validity.raw_baseline_key(result)
+    if validity.is_raw_baseline(result):
+        baselines[key] = result
+        return
+    raw = baselines.get(key)
+    if raw is None:
+        return
+    ev = validity.above_raw(validity.primary_value(result["metrics"]), validity.primary_value(raw["metrics"]), raw["trial_id"])
+    if ev:
+        cache = result["flags"].setdefault("cache", {})
+        cache.update(suspect=True, above_raw=ev, reason=(cache.get("reason", "") + "; " + ev["reason"]).strip("; "))
+        result["warnings"].append(f"cache: {ev['reason']}")

@@ -1,0 +1,1 @@
+"""Specs: parse, validate, resolve, expand (STYLE.md item 4)."""

@@ -1,0 +1,123 @@
+"""Expand an Experiment into Trials with stable hashed ids, and skip the impossible.
+
+The trial id hashes the resolved trial (every layer's options, the workload,
+the load and the repetition number), so a rerun of the same spec finds its
+finished trials (resume) and results of many hosts merge by copying folders.
+Trials are ordered so that each stack is provisioned once and raw-device
+trials of a device run before its file systems are made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from strata.spec.model import Experiment, Filesystem, Load, Runtime
+
+
+@dataclass(frozen=True)
+class Trial:
+    device: BaseModel
+    filesystem: Filesystem
+    runtime: Runtime
+    path: str
+    workload: BaseModel
+    load: Load
+    repetition: int
+
+    def resolved(self) -> dict:
+        return {
+            "device": self.device.model_dump(),
+            "filesystem": self.filesystem.model_dump(),
+            "runtime": self.runtime.model_dump(),
+            "path": self.path,
+            "workload": self.workload.model_dump(),
+            "load": self.load.model_dump(),
+            "repetition": self.repetition,
+        }
+
+    @property
+    def id(self) -> str:
+        blob = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def stack_key(self) -> tuple[str, str, str]:
+        return (self.device.name, self.filesystem.name, self.runtime.name)
+
+    @property
+    def stack(self) -> str:
+        return f"{self.device.name}/{self.filesystem.name}/{self.runtime.name}/{self.path}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.stack} {self.workload.name} {self.load.name} #{self.repetition}"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    label: str
+    reason: str
+
+
+def impossible(fs: Filesystem, rt: Runtime, path: str, load: Load, workload) -> str | None:
+    """Why this combination cannot exist (not: why this host cannot build it)."""
+    if path == "device" and fs.type != "raw":
+        return "the device path writes the block device itself: it needs filesystem raw"
+    if fs.type == "raw" and path != "device":
+        return f"filesystem raw has no directory for the {path} path: use path device"
+    if rt.type == "native":
+        if path in ("layer", "volume"):
+            return f"the native runtime has no container {path}; native runs on the mount point (path bind)"
+        if path == "tmpfs":
+            return "the native runtime has no tmpfs path"
+        if load.containers > 1:
+            return "concurrent instances need a container runtime"
+        if not load.limits.is_empty():
+            return "cgroup limits need a container runtime"
+    if rt.storage_driver == "btrfs" and fs.type != "btrfs":
+        return f"the docker btrfs driver needs its data root on btrfs, not {fs.type}"
+    return None
+
+
+def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], list[Skipped]]:
+    trials, skipped = [], []
+    for dev, fs, rt, path, wl, load in itertools.product(
+        exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads
+    ):
+        reason = impossible(fs, rt, path, load, wl)
+        label = f"{dev.name}/{fs.name}/{rt.name}/{path} {wl.name} {load.name}"
+        if reason:
+            skipped.append(Skipped(label, reason))
+            continue
+        for rep in range(exp.repetitions):
+            trials.append(Trial(dev, fs, rt, path, wl, load, rep))
+    trials.sort(key=_order(exp))
+    return trials, _dedupe(skipped)
+
+
+def _order(exp: Experiment):
+    """Device, then raw first, then the spec's order of file systems, runtimes, paths."""
+    idx = {
+        "dev": {d.name: i for i, d in enumerate(exp.devices)},
+        "fs": {f.name: i for i, f in enumerate(exp.filesystems)},
+        "rt": {r.name: i for i, r in enumerate(exp.runtimes)},
+        "path": {p: i for i, p in enumerate(exp.paths)},
+    }
+    return lambda t: (
+        idx["dev"][t.device.name], t.filesystem.type != "raw", idx["fs"][t.filesystem.name],
+        idx["rt"][t.runtime.name], idx["path"][t.path], t.repetition,
+    )
+
+
+def _dedupe(skipped: list[Skipped]) -> list[Skipped]:
+    seen, out = set(), []
+    for s in skipped:
+        if s.label not in seen:
+            seen.add(s.label)
+            out.append(s)
+    return out

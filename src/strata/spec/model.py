@@ -1,0 +1,174 @@
+"""The typed spec: the only place options live (STYLE.md item 5).
+
+A spec lists choices for each layer of the stack; the experiment is their
+product (see expand.py). Every model forbids unknown keys so a typo is an
+error, not a silently ignored option.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from strata.units import parse_size
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _size(v):
+    return parse_size(v)
+
+
+# ---- device -----------------------------------------------------------------
+
+class LoopDevice(Strict):
+    """A loop device over a file that strata fills (a sparse file would answer reads from holes)."""
+    type: Literal["loop"] = "loop"
+    name: str = "loop"
+    size: int = Field(default=4 * 2**30, description="bytes; accepts 4GiB, 512M")
+    direct_io: bool = Field(default=True, description="losetup --direct-io; false shows the page-cache effect")
+    backing_file: str | None = Field(default=None, description="default: WORKDIR/<name>.img")
+    _v = field_validator("size", mode="before")(_size)
+
+    @field_validator("size")
+    @classmethod
+    def _whole_mib(cls, v):
+        if v < 64 << 20 or v % (1 << 20):
+            raise ValueError("a loop device size is a whole number of MiB, at least 64MiB")
+        return v
+
+
+class ZramDevice(Strict):
+    type: Literal["zram"] = "zram"
+    name: str = "zram"
+    size: int = 2 * 2**30
+    _v = field_validator("size", mode="before")(_size)
+
+
+class BlockDevice(Strict):
+    """An existing device. Written only if it is blank or `destroy: true` names it."""
+    type: Literal["block"] = "block"
+    name: str = ""
+    path: str
+    destroy: bool = Field(default=False, description="allow strata to erase this exact device")
+
+    @model_validator(mode="after")
+    def _default_name(self):
+        if not self.name:
+            object.__setattr__(self, "name", self.path.rsplit("/", 1)[-1])
+        return self
+
+
+Device = Annotated[Union[LoopDevice, ZramDevice, BlockDevice], Field(discriminator="type")]
+
+
+# ---- filesystem -------------------------------------------------------------
+
+FS_TYPES = ("raw", "ext4", "xfs", "btrfs")
+
+
+class Filesystem(Strict):
+    type: Literal["raw", "ext4", "xfs", "btrfs"]
+    name: str = ""
+    mkfs_options: list[str] = Field(default_factory=list)
+    mount_options: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.type == "raw" and (self.mkfs_options or self.mount_options):
+            raise ValueError("raw means no file system: it takes no mkfs_options or mount_options")
+        if not self.name:
+            name = self.type + "".join("-" + o.replace("=", "") for o in self.mount_options)
+            object.__setattr__(self, "name", name)
+        return self
+
+
+# ---- runtime ----------------------------------------------------------------
+
+STORAGE_DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs")
+
+
+class Runtime(Strict):
+    type: Literal["native", "docker"]
+    storage_driver: Literal[
+        "overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system"
+    ] | None = Field(default=None, description="docker only; `system` = the user's running daemon")
+    name: str = ""
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.type == "native" and self.storage_driver:
+            raise ValueError("the native runtime has no storage_driver")
+        if self.type == "docker" and not self.storage_driver:
+            object.__setattr__(self, "storage_driver", "overlay2")
+        if not self.name:
+            name = self.type if self.type == "native" else f"docker:{self.storage_driver}"
+            object.__setattr__(self, "name", name)
+        return self
+
+    @property
+    def is_container(self) -> bool:
+        return self.type == "docker"
+
+
+PATHS = ("layer", "volume", "bind", "tmpfs", "device")
+PathName = Literal["layer", "volume", "bind", "tmpfs", "device"]
+
+
+# ---- load -------------------------------------------------------------------
+
+class Limits(Strict):
+    """Per-container cgroup limits; bps/iops apply to the device under test."""
+    cpus: float | None = Field(default=None, gt=0)
+    memory: int | None = None
+    read_bps: int | None = None
+    write_bps: int | None = None
+    read_iops: int | None = Field(default=None, gt=0)
+    write_iops: int | None = Field(default=None, gt=0)
+
+    @field_validator("memory", "read_bps", "write_bps", mode="before")
+    @classmethod
+    def _sizes(cls, v):
+        return None if v is None else parse_size(v)
+
+    def is_empty(self) -> bool:
+        return all(v is None for v in self.model_dump().values())
+
+
+LOAD_PRESETS = {"low": {"numjobs": 1, "iodepth": 1}, "high": {"numjobs": 32, "iodepth": 32}}
+
+
+class Load(Strict):
+    name: str = ""
+    numjobs: int = Field(default=1, ge=1, le=4096)
+    iodepth: int = Field(default=1, ge=1, le=65536)
+    containers: int = Field(default=1, ge=1, le=256, description="concurrent instances, synchronized start")
+    limits: Limits = Field(default_factory=Limits)
+
+    @model_validator(mode="after")
+    def _name(self):
+        if not self.name:
+            name = f"j{self.numjobs}xqd{self.iodepth}"
+            if self.containers > 1:
+                name += f"x{self.containers}c"
+            object.__setattr__(self, "name", name)
+        return self
+
+
+# ---- experiment -------------------------------------------------------------
+
+class Experiment(Strict):
+    """A whole spec file. Workload entries are validated by their plugin (workloads/)."""
+    name: str
+    description: str = ""
+    workdir: str = Field(default="/var/tmp/strata", description="loop images and mount points go here")
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    devices: list[Device] = Field(min_length=1)
+    filesystems: list[Filesystem] = Field(min_length=1)
+    runtimes: list[Runtime] = Field(min_length=1)
+    paths: list[PathName] = Field(min_length=1)
+    workloads: list[dict] = Field(min_length=1)
+    loads: list[Load] = Field(default_factory=lambda: [Load(name="low", **LOAD_PRESETS["low"])])

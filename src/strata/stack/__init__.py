@@ -1,0 +1,1 @@
+"""Stack layers: device -> filesystem -> runtime -> path (DESIGN.md "The stack")."""

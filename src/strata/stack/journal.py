@@ -1,0 +1,124 @@
+"""A journal of every resource strata creates, written before it is created.
+
+Each line is an intent `{"seq", "kind", "data"}` or a release `{"release": seq}`,
+fsynced, so after `kill -9` `strata cleanup` can undo exactly what is left.
+Undo actions are idempotent: an intent whose resource never came into being
+is harmless to undo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+UNDO: dict[str, Callable[[dict], None]] = {}
+
+
+def undo_action(kind: str):
+    """Register the function that removes a resource of `kind` (explicit registry)."""
+    def deco(fn):
+        UNDO[kind] = fn
+        return fn
+    return deco
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("STRATA_STATE_DIR", "/var/lib/strata"))
+
+
+class Journal:
+    def __init__(self, run_id: str, directory: Path | None = None):
+        self.dir = (directory or state_dir()) / "journal"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / f"{run_id}.jsonl"
+        self._seq = 0
+        self._write({"owner_pid": os.getpid(), "started": time.time()})
+
+    def _write(self, entry: dict) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def intent(self, kind: str, **data) -> int:
+        assert kind in UNDO, f"no undo action registered for {kind}"
+        self._seq += 1
+        self._write({"seq": self._seq, "kind": kind, "data": data})
+        return self._seq
+
+    def update(self, seq: int, **data) -> None:
+        """Add what became known once the resource exists (e.g. the loop device name)."""
+        self._write({"update": seq, "data": data})
+
+    def release(self, seq: int) -> None:
+        self._write({"release": seq})
+
+    def close(self) -> None:
+        """Remove the journal once everything in it was released."""
+        if not pending(self.path):
+            self.path.unlink(missing_ok=True)
+
+
+def pending(path: Path) -> list[dict]:
+    """Intents of a journal file not yet released, in creation order."""
+    entries: dict[int, dict] = {}
+    for line in path.read_text().splitlines():
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line from a kill -9: the intent before it still counts
+        if "seq" in e:
+            entries[e["seq"]] = {"kind": e["kind"], "data": dict(e["data"]), "seq": e["seq"]}
+        elif "update" in e and e["update"] in entries:
+            entries[e["update"]]["data"].update(e["data"])
+        elif "release" in e:
+            entries.pop(e["release"], None)
+    return [entries[k] for k in sorted(entries)]
+
+
+def owner_alive(path: Path) -> bool:
+    try:
+        first = json.loads(path.read_text().splitlines()[0])
+        pid = first["owner_pid"]
+    except (IndexError, KeyError, json.JSONDecodeError):
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"strata" in cmdline
+
+
+def cleanup(directory: Path | None = None, force: bool = False, log=print) -> int:
+    """Undo every unreleased resource of runs that are no longer alive; returns the count."""
+    jdir = (directory or state_dir()) / "journal"
+    if not jdir.is_dir():
+        return 0
+    undone = 0
+    for path in sorted(jdir.glob("*.jsonl")):
+        if owner_alive(path) and not force:
+            log(f"skipping {path.name}: its strata run is still alive (use --force to undo anyway)")
+            continue
+        failed = 0
+        for entry in reversed(pending(path)):
+            try:
+                UNDO[entry["kind"]](entry["data"])
+                log(f"undid {entry['kind']} {_describe(entry['data'])}")
+                undone += 1
+            except Exception as e:  # keep going: one stuck resource must not block the others
+                failed += 1
+                log(f"could not undo {entry['kind']} {_describe(entry['data'])}: {e}")
+        if failed:
+            log(f"kept {path} ({failed} resource(s) left); run `strata cleanup` again once fixed")
+        else:
+            path.unlink(missing_ok=True)
+    return undone
+
+
+def _describe(data: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in data.items() if isinstance(v, (str, int)))[:200]

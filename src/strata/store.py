@@ -1,0 +1,106 @@
+"""Result files: one JSON per trial, append-only, written atomically (STYLE.md item 8).
+
+Layout of a results directory:
+    runs/<run_id>.json          resolved spec, host facts, skipped combinations, per run
+    trials/<trial_id>.json      one result (see RESULT_FIELDS)
+    trials/<trial_id>/          raw artifacts: inst-N/fio.json, series.json, logs
+    trials/<trial_id>.attempt-K.json   an earlier failed attempt, kept when resumed
+
+Schema history (SCHEMA_VERSION):
+    1  first version: status, stack, labels, trial, metrics, flags, host, stack_facts, collectors
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "unsupported")
+RESULT_FIELDS = (
+    "schema_version", "trial_id", "run_id", "experiment", "status", "stack", "labels", "trial",
+    "started_at", "finished_at", "duration_s", "metrics", "flags", "warnings", "host",
+    "stack_facts", "collectors", "artifacts",
+)
+
+
+def atomic_write_json(path: Path, doc: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class ResultStore:
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+        self.trials = self.root / "trials"
+
+    def result_path(self, trial_id: str) -> Path:
+        return self.trials / f"{trial_id}.json"
+
+    def artifacts_dir(self, trial_id: str) -> Path:
+        d = self.trials / trial_id
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def status(self, trial_id: str) -> str | None:
+        p = self.result_path(trial_id)
+        if not p.exists():
+            return None
+        try:
+            return json.loads(p.read_text()).get("status")
+        except json.JSONDecodeError:
+            return None
+
+    def write(self, result: dict) -> Path:
+        """Store a result; an earlier failed attempt is kept beside it, never overwritten."""
+        assert result["status"] in STATUSES, result["status"]
+        path = self.result_path(result["trial_id"])
+        if path.exists():
+            previous = json.loads(path.read_text())
+            if previous.get("status") == "ok":
+                raise FileExistsError(f"{path} already holds a finished trial; results are never overwritten")
+            k = 1
+            while (keep := path.with_name(f"{result['trial_id']}.attempt-{k}.json")).exists():
+                k += 1
+            os.replace(path, keep)
+        atomic_write_json(path, {"schema_version": SCHEMA_VERSION, **result})
+        return path
+
+    def write_run(self, run_id: str, doc: dict) -> None:
+        atomic_write_json(self.root / "runs" / f"{run_id}.json", {"schema_version": SCHEMA_VERSION, **doc})
+
+    def count(self) -> int:
+        return len(list(self.trials.glob("*.json"))) - len(list(self.trials.glob("*.attempt-*.json"))) if self.trials.exists() else 0
+
+
+def load_results(root: Path | str, include_attempts: bool = False) -> list[dict]:
+    """Every stored trial result under `root` (a results dir, or a folder of them)."""
+    root = Path(root)
+    out = []
+    for path in sorted(root.rglob("trials/*.json")):
+        if ".attempt-" in path.name and not include_attempts:
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not a readable result: {e}")
+        if doc.get("schema_version", 0) > SCHEMA_VERSION:
+            raise ValueError(f"{path} has schema_version {doc['schema_version']}; this strata reads up to {SCHEMA_VERSION}: upgrade strata")
+        doc["_path"] = str(path)
+        out.append(doc)
+    return out
+
+
+def load_runs(root: Path | str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(Path(root).rglob("runs/*.json"))]

@@ -1,0 +1,6 @@
+"""Workload plugins, listed explicitly (STYLE.md item 2)."""
+
+from strata.workloads.fio import FIO
+from strata.workloads.null import NULL
+
+REGISTRY = {w.name: w for w in (FIO, NULL)}

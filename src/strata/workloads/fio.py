@@ -1,0 +1,233 @@
+"""fio: parameters or an unmodified .fio job file (seed study 003's workload).
+
+Defaults follow the study: random 4 KiB, sequential 128 KiB, libaio, O_DIRECT,
+one shared file per trial (the study's 5 GB file, smaller by default here).
+Output is json+ so latency histograms of N instances can be merged exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from strata.errors import TrialFailure
+from strata.spec.model import Strict
+from strata.units import parse_size
+from strata.workloads.base import InstanceOutput, Parsed, Target
+from strata.workloads.latency import summarize
+
+PRESETS = {
+    "rr": {"rw": "randread", "bs": 4096},
+    "rw": {"rw": "randwrite", "bs": 4096},
+    "sr": {"rw": "read", "bs": 128 * 1024},
+    "sw": {"rw": "write", "bs": 128 * 1024},
+}
+DATA_FILE = "strata-fio.dat"
+LAT_KEYS = ("slat_ns", "clat_ns", "lat_ns")
+
+
+def _seconds(v):
+    if isinstance(v, str):
+        s = v.strip().lower()
+        mult = 60 if s.endswith("m") else 1
+        return int(float(s.rstrip("sm")) * mult)
+    return v
+
+
+class FioSpec(Strict):
+    type: Literal["fio"] = "fio"
+    name: str = ""
+    preset: Literal["rr", "rw", "sr", "sw"] | None = None
+    rw: Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"] | None = None
+    rwmixread: int | None = Field(default=None, ge=0, le=100)
+    bs: int | None = None
+    ioengine: Literal["libaio", "io_uring", "psync", "sync", "pvsync2", "posixaio"] = "libaio"
+    direct: Literal[0, 1] = 1
+    size: int = Field(default=1 << 30, description="bytes of the one shared data file (or device region)")
+    runtime: int = Field(default=30, ge=1, description="seconds, time based")
+    ramp_time: int = Field(default=5, ge=0, description="seconds not counted")
+    until: Literal["time", "steady"] = Field(default="time", description="steady: stop once steady, runtime is the maximum")
+    file: str | None = Field(default=None, description="an unmodified .fio job file; strata only sets the target")
+    options: dict[str, str | int | float] = Field(default_factory=dict, description="extra fio options, name: value")
+
+    _sizes = field_validator("bs", "size", mode="before")(lambda v: None if v is None else parse_size(v))
+    _secs = field_validator("runtime", "ramp_time", mode="before")(_seconds)
+
+    @model_validator(mode="after")
+    def _resolve(self):
+        if self.file:
+            if self.preset or self.rw or self.bs:
+                raise ValueError("a job file brings its own rw/bs: drop preset, rw and bs, or drop file")
+        else:
+            if self.preset:
+                if self.rw:
+                    raise ValueError(f"preset {self.preset} already sets rw; drop one of them")
+                p = PRESETS[self.preset]
+                object.__setattr__(self, "rw", p["rw"])
+                if self.bs is None:
+                    object.__setattr__(self, "bs", p["bs"])
+            if not self.rw:
+                raise ValueError("say what to run: preset (rr, rw, sr, sw), rw, or file")
+            if self.bs is None:
+                object.__setattr__(self, "bs", 4096 if self.rw.startswith("rand") else 128 * 1024)
+        if not self.name:
+            if self.file:
+                name = Path(self.file).stem
+            elif self.preset and self.bs == PRESETS[self.preset]["bs"]:
+                name = self.preset
+            else:
+                name = f"{self.rw}-{self.bs // 1024}k" if self.bs % 1024 == 0 else f"{self.rw}-{self.bs}"
+            object.__setattr__(self, "name", name)
+        return self
+
+    @property
+    def job_text(self) -> str | None:
+        return Path(self.file).read_text() if self.file else None
+
+
+class Fio:
+    name = "fio"
+
+    def parse_spec(self, raw: dict, base_dir: Path) -> FioSpec:
+        raw = dict(raw)
+        if raw.get("file"):
+            p = Path(raw["file"])
+            p = p if p.is_absolute() else (base_dir / p)
+            if not p.is_file():
+                raise ValueError(f"no fio job file at {p}")
+            raw["file"] = str(p.resolve())
+        return FioSpec.model_validate(raw)
+
+    def available(self, host: dict) -> str | None:
+        return None if shutil.which("fio") else "fio is not installed (apt-get install fio)"
+
+    def direct_io(self, spec: FioSpec) -> bool:
+        if spec.file:
+            return "direct=1" in spec.job_text.replace(" ", "")
+        return spec.direct == 1
+
+    def estimate_s(self, spec: FioSpec) -> float:
+        return spec.runtime + spec.ramp_time + 3 + spec.size / (400 << 20)
+
+    def command(self, spec: FioSpec, load, target: Target, instance: int) -> list[str]:
+        out = target.out_dir
+        common = [
+            f"--output={out}/fio.json", "--output-format=json+",
+            "--lat_percentiles=1", "--slat_percentiles=1", "--clat_percentiles=1",
+            "--percentile_list=50:90:99:99.9",
+            f"--write_iops_log={out}/fio", f"--write_bw_log={out}/fio",
+            "--log_avg_msec=1000", "--per_job_logs=0",
+        ]
+        where = f"--filename={target.path}" if target.kind == "device" else f"--directory={target.path}"
+        if spec.file:
+            return ["fio", *common, where, f"{out}/job.fio"]
+        argv = [
+            "fio", "--name=strata", *common,
+            f"--rw={spec.rw}", f"--bs={spec.bs}", f"--ioengine={spec.ioengine}",
+            f"--iodepth={load.iodepth}", f"--numjobs={load.numjobs}", f"--direct={spec.direct}",
+            f"--size={spec.size}", f"--runtime={spec.runtime}", "--time_based",
+            f"--ramp_time={spec.ramp_time}", "--group_reporting", "--randrepeat=0",
+        ]
+        argv.append(where if target.kind == "device" else f"--filename={target.path}/{DATA_FILE}")
+        if spec.rwmixread is not None:
+            argv.append(f"--rwmixread={spec.rwmixread}")
+        argv += [f"--{k}={v}" for k, v in spec.options.items()]
+        return argv
+
+    def stage(self, spec: FioSpec, out_dir: Path) -> None:
+        """Files an instance needs in its out dir before it starts (the job file)."""
+        if spec.file:
+            (out_dir / "job.fio").write_text(spec.job_text)
+
+    def parse(self, spec: FioSpec, outputs: list[InstanceOutput]) -> Parsed:
+        docs = [load_fio_json(o) for o in outputs]
+        return aggregate(docs, [iops_series(o.out_dir) for o in outputs])
+
+
+def load_fio_json(o: InstanceOutput) -> dict:
+    path = o.out_dir / "fio.json"
+    text = path.read_text(errors="replace") if path.exists() else ""
+    start = text.find("{")
+    if o.returncode != 0 or start < 0:
+        raise TrialFailure(_category(o.stderr + text), f"fio instance {o.index} exited {o.returncode}", (o.stderr or text)[-4000:])
+    try:
+        return json.loads(text[start:])
+    except json.JSONDecodeError as e:
+        raise TrialFailure("parse", f"fio instance {o.index} wrote unreadable JSON: {e}", text[-4000:])
+
+
+def _category(text: str) -> str:
+    t = text.lower()
+    if "no space left" in t or "enospc" in t:
+        return "disk_full"
+    if "killed" in t or "out of memory" in t:
+        return "oom"
+    if "invalid" in t or "bad option" in t or "unknown option" in t:
+        return "bad_input"
+    return "tool_error"
+
+
+def aggregate(docs: list[dict], series: list[dict] | None = None) -> Parsed:
+    """Sum throughput over jobs and instances; merge latency histograms."""
+    metrics: dict = {"kind": "fio", "instances": []}
+    moved = {}
+    for ddir in ("read", "write"):
+        parts = [j[ddir] for d in docs for j in d["jobs"]]
+        agg = {
+            "iops": sum(p["iops"] for p in parts),
+            "bw_bytes": sum(p["bw_bytes"] for p in parts),
+            "io_bytes": sum(p["io_bytes"] for p in parts),
+            "total_ios": sum(p["total_ios"] for p in parts),
+        }
+        for key in LAT_KEYS:
+            agg[key] = summarize([p.get(key) for p in parts])
+        metrics[ddir] = agg
+        moved[ddir] = agg["io_bytes"]
+    for i, d in enumerate(docs):
+        inst = {ddir: {k: sum(j[ddir][k] for j in d["jobs"]) for k in ("iops", "bw_bytes", "io_bytes")} for ddir in ("read", "write")}
+        inst["job_runtime_ms"] = max(j.get("job_runtime", 0) for j in d["jobs"])
+        inst["end_ms"] = d.get("timestamp_ms")
+        metrics["instances"].append(inst)
+    metrics["fio_version"] = docs[0].get("fio version") if docs else None
+    iops = metrics["read"]["iops"] + metrics["write"]["iops"]
+    bw = metrics["read"]["bw_bytes"] + metrics["write"]["bw_bytes"]
+    metrics["primary"] = {"iops": iops, "bw_bytes": bw}
+    merged = _sum_series(series or [])
+    return Parsed(metrics=metrics, moved_bytes=moved, series={"fio_iops": merged} if merged else {})
+
+
+def iops_series(out_dir: Path) -> dict[int, float]:
+    """Per-second IOPS from fio's averaged log (`time_ms, value, ddir, ...`)."""
+    per_s: dict[int, float] = {}
+    path = out_dir / "fio_iops.log"
+    if not path.exists():
+        return per_s
+    for line in path.read_text().splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) >= 2 and fields[0].isdigit():
+            sec = int(fields[0]) // 1000
+            per_s[sec] = per_s.get(sec, 0.0) + float(fields[1])
+    return per_s
+
+
+def _sum_series(series: list[dict[int, float]]) -> list[list[float]]:
+    total: dict[int, float] = {}
+    for s in series:
+        for k, v in s.items():
+            total[k] = total.get(k, 0.0) + v
+    return [[k, total[k]] for k in sorted(total)]
+
+
+def fio_version() -> str | None:
+    try:
+        return subprocess.run(["fio", "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+FIO = Fio()
