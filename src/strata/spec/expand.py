@@ -89,7 +89,10 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
     for dev, fs, rt, path, wl, load in itertools.product(
         exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads
     ):
-        reason = impossible(fs, rt, path, load, wl)
+        names = {"device": dev.name, "filesystem": fs.name, "runtime": rt.name, "path": path,
+                 "workload": wl.name, "load": load.name}
+        excluded = [i for i, x in enumerate(exp.exclude) if x.matches(names)]
+        reason = f"excluded by the spec (exclude[{excluded[0]}])" if excluded else impossible(fs, rt, path, load, wl)
         label = f"{dev.name}/{fs.name}/{rt.name}/{path} {wl.name} {load.name}"
         if reason:
             skipped.append(Skipped(label, reason))

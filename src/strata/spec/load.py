@@ -45,7 +45,14 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
     if "paths" in doc:
         doc["paths"] = _as_list(doc["paths"])
     if "loads" in doc:
-        doc["loads"] = [e for x in _as_list(doc["loads"]) for e in _sweep(_load(x))]
+        loads = []
+        for i, x in enumerate(_as_list(doc["loads"])):
+            preset = x if isinstance(x, str) else (x.get("preset") if isinstance(x, dict) else None)
+            if preset is not None and preset not in LOAD_PRESETS:
+                errors.append((f"loads[{i}]", f"unknown load preset {preset!r}", f"use one of: {', '.join(LOAD_PRESETS)}, or numjobs/iodepth"))
+                continue
+            loads += _sweep(_load(x))
+        doc["loads"] = loads
     workloads_raw = [e for x in _as_list(doc.get("workloads", [])) for e in _sweep(_workload(x))]
     doc["workloads"] = workloads_raw
     exp = None
@@ -98,8 +105,6 @@ def _runtime(x):
 
 def _load(x):
     if isinstance(x, str):
-        if x not in LOAD_PRESETS:
-            return {"preset": x}  # reported as an unknown key with the valid names below
         return {"name": x, **LOAD_PRESETS[x]}
     if isinstance(x, dict) and "preset" in x and x["preset"] in LOAD_PRESETS:
         x = dict(x)

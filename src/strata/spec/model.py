@@ -160,6 +160,21 @@ class Load(Strict):
 
 # ---- experiment -------------------------------------------------------------
 
+class Exclude(Strict):
+    """Leave out every combination whose names all match (shell globs: `docker:*`)."""
+    device: str | None = None
+    filesystem: str | None = None
+    runtime: str | None = None
+    path: str | None = None
+    workload: str | None = None
+    load: str | None = None
+
+    def matches(self, names: dict[str, str]) -> bool:
+        from fnmatch import fnmatchcase
+        pairs = [(k, v) for k, v in self.model_dump().items() if v is not None]
+        return bool(pairs) and all(fnmatchcase(names[k], v) for k, v in pairs)
+
+
 class Experiment(Strict):
     """A whole spec file. Workload entries are validated by their plugin (workloads/)."""
     name: str
@@ -172,3 +187,4 @@ class Experiment(Strict):
     paths: list[PathName] = Field(min_length=1)
     workloads: list[dict] = Field(min_length=1)
     loads: list[Load] = Field(default_factory=lambda: [Load(name="low", **LOAD_PRESETS["low"])])
+    exclude: list[Exclude] = Field(default_factory=list, description="combinations to leave out, by layer name (globs)")

@@ -29,6 +29,10 @@ PRESETS = {
 }
 DATA_FILE = "strata-fio.dat"
 LAT_KEYS = ("slat_ns", "clat_ns", "lat_ns")
+# `until: steady`: fio's own steady-state detection (fio(1) "steadystate"): stop once
+# the IOPS slope over a 10 s window stays within 2% of the mean; `runtime` is the maximum.
+# The criterion follows SNIA's PTS (slope and range over a rolling window).
+STEADY_OPTIONS = ["--steadystate=iops_slope:2%", "--ss_dur=10", "--ss_ramp=5"]
 
 
 def _seconds(v):
@@ -136,6 +140,8 @@ class Fio:
         argv.append(where if target.kind == "device" else f"--filename={target.path}/{DATA_FILE}")
         if spec.rwmixread is not None:
             argv.append(f"--rwmixread={spec.rwmixread}")
+        if spec.until == "steady":
+            argv += STEADY_OPTIONS
         argv += [f"--{k}={v}" for k, v in spec.options.items()]
         return argv
 
@@ -194,6 +200,10 @@ def aggregate(docs: list[dict], series: list[dict] | None = None) -> Parsed:
         inst["end_ms"] = d.get("timestamp_ms")
         metrics["instances"].append(inst)
     metrics["fio_version"] = docs[0].get("fio version") if docs else None
+    ss = [j["steadystate"] for d in docs for j in d["jobs"] if "steadystate" in j]
+    if ss:
+        metrics["steadystate"] = {"criterion": ss[0]["ss"], "attained": all(bool(s["attained"]) for s in ss),
+                                  "runtime_ms": max(i["job_runtime_ms"] for i in metrics["instances"])}
     iops = metrics["read"]["iops"] + metrics["write"]["iops"]
     bw = metrics["read"]["bw_bytes"] + metrics["write"]["bw_bytes"]
     metrics["primary"] = {"iops": iops, "bw_bytes": bw}

@@ -1,0 +1,198 @@
+"""The workload image `strata-tools:<hash>`, built without any registry.
+
+No daemon of ours ever pulls: the base is a Debian root file system made by
+`debootstrap --variant=minbase` from the host's own Debian mirror, imported
+with `docker import`; a Dockerfile then installs the tools with apt-get
+(`docker build --network host`, the legacy builder, which never resolves a
+local `FROM` against a registry). The result is saved once per machine as a
+tarball under `state_dir()/images/` and loaded into each daemon that needs it
+(HOST-NOTES: debootstrap ~25 s, apt-get of fio ~14 s).
+
+The tag's hash covers the Dockerfile text and the extra files' contents, so a
+new engine binary makes a new image and an unchanged one is never rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from strata.errors import StrataError
+from strata.proc import CommandError, sh
+from strata.stack import docker as dk
+from strata.stack.journal import Journal, state_dir, undo_action
+from strata.stack.runtime import Unsupported
+
+SUITE = "bookworm"
+BASE_TAG = f"strata-base:{SUITE}"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DOCKERFILE = f"""FROM {BASE_TAG}
+ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
+RUN apt-get update \\
+ && apt-get install -y --no-install-recommends fio procps \\
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \\
+ && mkdir -p /data /strata-out /strata-sync
+COPY extra/ /usr/local/bin/
+"""
+BUILD_TIMEOUT_S = 1800
+
+
+def images_dir() -> Path:
+    return state_dir() / "images"
+
+
+def debian_mirror() -> str:
+    """The host's own Debian mirror for `SUITE` (sources.list or deb822 .sources), else deb.debian.org."""
+    apt = Path("/etc/apt")
+    for f in [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*.list"))]:
+        with contextlib.suppress(OSError):
+            for line in f.read_text().splitlines():
+                m = re.match(r"\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
+                if m and m.group(2) == SUITE:
+                    return m.group(1)
+    for f in sorted((apt / "sources.list.d").glob("*.sources")):
+        with contextlib.suppress(OSError):
+            for stanza in re.split(r"\n\s*\n", f.read_text()):
+                fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, re.M))
+                if "deb" in fields.get("Types", "").split() and SUITE in fields.get("Suites", "").split() \
+                        and fields.get("Enabled", "yes") != "no" and fields.get("URIs"):
+                    return fields["URIs"].split()[0]
+    return DEFAULT_MIRROR
+
+
+def image_key(extra_files: Mapping[str, Path] | None = None) -> str:
+    h = hashlib.sha256(DOCKERFILE.encode())
+    for name in sorted(extra_files or {}):
+        if "/" in name or name in ("", ".", ".."):
+            raise StrataError(f"extra image file name {name!r} is not a plain file name", "use a name like strata-wml")
+        h.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(Path(extra_files[name]).read_bytes()).digest())
+    return h.hexdigest()[:12]
+
+
+def image_tag(extra_files: Mapping[str, Path] | None = None) -> str:
+    return f"strata-tools:{image_key(extra_files)}"
+
+
+def tarball_path(extra_files: Mapping[str, Path] | None = None) -> Path:
+    return images_dir() / f"strata-tools-{image_key(extra_files)}.tar"
+
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    images_dir().mkdir(parents=True, exist_ok=True)
+    with open(images_dir() / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # two runs never build at once; the second finds the tarball
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@undo_action("build-dir")
+def _undo_build_dir(data: dict) -> None:
+    """A debootstrap target or a build context: unmount what debootstrap left (proc, maybe a
+    bind of /dev), then delete without crossing file systems."""
+    dk.remove_tree(Path(data["path"]))
+
+
+@contextlib.contextmanager
+def _scratch(journal: Journal, name: str) -> Iterator[Path]:
+    path = images_dir() / f"{name}-{secrets.token_hex(4)}"
+    seq = journal.intent("build-dir", path=str(path))
+    try:
+        path.mkdir(parents=True)
+        yield path
+    finally:
+        _undo_build_dir({"path": str(path)})
+        journal.release(seq)
+
+
+def base_tarball(journal: Journal) -> Path:
+    """The Debian minbase root file system as a tar, made once (call under the build lock)."""
+    out = images_dir() / f"strata-base-{SUITE}.tar"
+    if out.exists():
+        return out
+    if not shutil.which("debootstrap"):
+        raise StrataError("debootstrap is not installed", "apt-get install debootstrap")
+    mirror = debian_mirror()
+    with _scratch(journal, "rootfs") as root:
+        try:
+            sh(["debootstrap", "--variant=minbase", SUITE, str(root), mirror], timeout=BUILD_TIMEOUT_S)
+        except CommandError as e:
+            raise StrataError(f"debootstrap of Debian {SUITE} from {mirror} failed: {e.stderr[-1500:]}",
+                              "check that the Debian mirror in /etc/apt/sources.list is reachable")
+        tmp = out.with_suffix(".tmp")
+        sh(["tar", "-C", str(root), "--numeric-owner", "-cf", str(tmp), "."], timeout=BUILD_TIMEOUT_S)
+        tmp.rename(out)
+    return out
+
+
+def build_image_tarball(extra_files: Mapping[str, Path] | None = None) -> Path:
+    """The saved image for these extra files, built once per machine (for `strata image build`)."""
+    out = tarball_path(extra_files)
+    if out.exists():
+        return out
+    with _build_lock():
+        if out.exists():
+            return out
+        journal = Journal(f"image-build-{os.getpid()}-{secrets.token_hex(2)}")
+        try:
+            base = base_tarball(journal)
+            with _scratch(journal, "ctx") as ctx:
+                (ctx / "Dockerfile").write_text(DOCKERFILE)
+                (ctx / "extra").mkdir()
+                for name, src in sorted((extra_files or {}).items()):
+                    shutil.copy2(src, ctx / "extra" / name)
+                    os.chmod(ctx / "extra" / name, 0o755)
+                _build_in_private_daemon(journal, base, ctx, image_tag(extra_files), out)
+        finally:
+            journal.close()
+    return out
+
+
+def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, out: Path) -> None:
+    last = None
+    for driver in ("overlay2", "vfs"):  # overlay2 unless the state dir cannot hold it
+        try:
+            with _scratch(journal, "build-root") as root, \
+                    dk.private_daemon(driver, root / "docker", journal, remove_data_root=True) as daemon:
+                dk.docker(daemon.sock, "import", str(base), BASE_TAG, timeout=BUILD_TIMEOUT_S)
+                try:
+                    dk.docker(daemon.sock, "build", "--network", "host", "--pull=false", "-t", tag, str(ctx),
+                              timeout=BUILD_TIMEOUT_S, env=dk.client_env(DOCKER_BUILDKIT="0"))
+                except CommandError as e:
+                    raise StrataError(f"building {tag} failed: {e.stderr[-2000:]}",
+                                      "check that apt-get can reach the Debian mirror")
+                tmp = out.with_suffix(".tmp")
+                dk.docker(daemon.sock, "save", "-o", str(tmp), tag, timeout=BUILD_TIMEOUT_S)
+                tmp.rename(out)
+                return
+        except Unsupported as e:
+            last = e
+    raise StrataError(f"no private docker daemon could start to build the image: {last}",
+                      "run `strata doctor` to see which storage drivers work here")
+
+
+def ensure_image(session_or_socket, extra_files: Mapping[str, Path] | None = None) -> str:
+    """Make `strata-tools:<hash>` present in that daemon (loading it at most once) and return its tag."""
+    session = None if isinstance(session_or_socket, str) else session_or_socket
+    sock = session_or_socket if session is None else session.sock
+    tag = image_tag(extra_files)
+    if dk.docker(sock, "image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode != 0:
+        tarball = build_image_tarball(extra_files)
+        seq = None
+        if session is not None and session.daemon is None:
+            # the user's own daemon: remove what we loaded at teardown
+            seq = session.journal.intent("docker-image", socket=sock, tag=tag)
+            session.loaded_images.append((tag, seq))
+        dk.docker(sock, "load", "-q", "-i", str(tarball), timeout=BUILD_TIMEOUT_S)
+    if session is not None:
+        session.image = tag
+    return tag

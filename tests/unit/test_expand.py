@@ -1,0 +1,46 @@
+from strata.spec.expand import expand, impossible
+from strata.spec.load import parse_spec
+from strata.spec.model import Filesystem, Load, Runtime
+
+BASE = {"name": "t", "devices": ["loop"], "workloads": ["rr"]}
+
+
+def test_impossible_combinations_have_reasons():
+    raw, xfs, ext4 = Filesystem(type="raw"), Filesystem(type="xfs"), Filesystem(type="ext4")
+    native, btrfs_drv = Runtime(type="native"), Runtime(type="docker", storage_driver="btrfs")
+    low = Load()
+    assert "needs filesystem raw" in impossible(xfs, native, "device", low, None)
+    assert "no directory" in impossible(raw, native, "bind", low, None)
+    assert "no container layer" in impossible(xfs, native, "layer", low, None)
+    assert "container runtime" in impossible(xfs, native, "bind", Load(containers=2), None)
+    assert "data root on btrfs" in impossible(ext4, btrfs_drv, "layer", low, None)
+    assert impossible(Filesystem(type="btrfs"), btrfs_drv, "layer", low, None) is None
+
+
+def test_expansion_orders_raw_first_and_ids_are_stable():
+    spec = {**BASE, "filesystems": ["xfs", "raw"], "runtimes": ["native", "docker"],
+            "paths": ["layer", "volume", "bind", "device"], "repetitions": 2}
+    trials, skipped = expand(*parse_spec(spec))
+    assert trials[0].filesystem.type == "raw"
+    ids = [t.id for t in trials]
+    assert len(set(ids)) == len(ids)
+    again, _ = expand(*parse_spec(spec))
+    assert [t.id for t in again] == ids
+    # native: bind on xfs, device on raw; docker: layer/volume/bind on xfs, device on raw -> 6 stacks x 2 reps
+    assert len(trials) == 12
+    assert skipped and all(s.reason for s in skipped)
+
+
+def test_trial_id_changes_with_any_option():
+    a, _ = expand(*parse_spec({**BASE, "filesystems": ["xfs"], "runtimes": ["native"], "paths": ["bind"]}))
+    b, _ = expand(*parse_spec({**BASE, "filesystems": [{"type": "xfs", "mount_options": ["noatime"]}],
+                               "runtimes": ["native"], "paths": ["bind"]}))
+    assert a[0].id != b[0].id
+
+
+def test_exclude_by_glob():
+    spec = {**BASE, "filesystems": ["raw", "xfs"], "runtimes": ["native", "docker:overlay2", "docker:vfs"],
+            "paths": ["device", "bind"], "exclude": [{"filesystem": "raw", "runtime": "docker:*"}]}
+    trials, skipped = expand(*parse_spec(spec))
+    assert not [t for t in trials if t.filesystem.type == "raw" and t.runtime.type == "docker"]
+    assert any("exclude[0]" in s.reason for s in skipped)

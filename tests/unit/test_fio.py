@@ -1,0 +1,100 @@
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from strata.errors import TrialFailure
+from strata.spec.model import Load
+from strata.workloads.base import InstanceOutput, Target
+from strata.workloads.fio import FIO, FioSpec, aggregate, iops_series, load_fio_json
+from strata.workloads.latency import merge_bins, percentile, summarize
+
+DATA = Path(__file__).parents[1] / "data" / "fio" / "3.33"
+
+
+def _doc(name):
+    return json.loads((DATA / name).read_text())
+
+
+def test_single_instance_matches_fio_numbers():
+    doc = _doc("randread-loop-jsonplus.json")
+    parsed = aggregate([doc])
+    r = parsed.metrics["read"]
+    job = doc["jobs"][0]["read"]
+    assert r["iops"] == pytest.approx(job["iops"])
+    assert r["io_bytes"] == job["io_bytes"] == parsed.moved_bytes["read"]
+    assert parsed.moved_bytes["write"] == 0
+    # percentiles from bins agree with fio's own percentiles (same buckets)
+    for key, fio_key in (("p50", "50.000000"), ("p99", "99.000000")):
+        fio_p = float(job["clat_ns"]["percentile"][fio_key])
+        assert r["clat_ns"][key] == pytest.approx(fio_p, rel=0.02)
+    assert r["clat_ns"]["mean"] == pytest.approx(job["clat_ns"]["mean"])
+    assert r["slat_ns"]["max"] == job["slat_ns"]["max"]
+
+
+def test_two_instances_sum_throughput_and_merge_histograms():
+    a, b = _doc("randrw-instance0.json"), _doc("randrw-instance1.json")
+    m = aggregate([a, b]).metrics
+    for d in ("read", "write"):
+        ja, jb = a["jobs"][0][d], b["jobs"][0][d]
+        assert m[d]["iops"] == pytest.approx(ja["iops"] + jb["iops"])
+        assert m[d]["bw_bytes"] == ja["bw_bytes"] + jb["bw_bytes"]
+        merged = merge_bins([ja["lat_ns"]["bins"], jb["lat_ns"]["bins"]])
+        assert m[d]["lat_ns"]["p99"] == percentile(merged, 99.0)
+        assert m[d]["lat_ns"]["n"] == ja["lat_ns"]["N"] + jb["lat_ns"]["N"]
+        lo, hi = sorted([float(ja["lat_ns"]["percentile"]["99.000000"]), float(jb["lat_ns"]["percentile"]["99.000000"])])
+        assert lo * 0.98 <= m[d]["lat_ns"]["p99"] <= hi * 1.02
+    assert len(m["instances"]) == 2
+    assert m["primary"]["iops"] == pytest.approx(m["read"]["iops"] + m["write"]["iops"])
+
+
+def test_merged_percentile_is_not_the_average_of_percentiles():
+    fast = {"N": 100, "mean": 10, "min": 10, "max": 10, "bins": {"10": 100}}
+    slow = {"N": 100, "mean": 1000, "min": 1000, "max": 1000, "bins": {"1000": 100}}
+    s = summarize([fast, slow])
+    assert s["p50"] == 10 and s["p99"] == 1000 and s["mean"] == 505
+    assert percentile(Counter({5: 1}), 99.9) == 5
+    assert summarize([])["p99"] is None
+
+
+def test_failed_fio_is_a_trial_failure_with_category(tmp_path):
+    (tmp_path / "fio.json").write_text((DATA / "enospc.json").read_text())
+    out = InstanceOutput(0, tmp_path, 1, (DATA / "enospc.stderr").read_text())
+    with pytest.raises(TrialFailure) as e:
+        load_fio_json(out)
+    assert e.value.category == "disk_full" and "No space left" in e.value.stderr
+
+
+def test_missing_output_is_a_failure(tmp_path):
+    with pytest.raises(TrialFailure) as e:
+        load_fio_json(InstanceOutput(0, tmp_path, 1, "fio: unrecognized option '--bogus'"))
+    assert e.value.category in ("bad_input", "tool_error")
+
+
+def test_command_for_directory_and_device():
+    spec = FioSpec(preset="rr", size="64M", runtime=3, ramp_time=1)
+    argv = FIO.command(spec, Load(numjobs=4, iodepth=16), Target("dir", "/data", "/strata-out"), 0)
+    assert "--filename=/data/strata-fio.dat" in argv and "--iodepth=16" in argv and "--numjobs=4" in argv
+    assert "--output-format=json+" in argv and "--direct=1" in argv and "--ioengine=libaio" in argv
+    argv = FIO.command(spec, Load(), Target("device", "/dev/loop9", "/o"), 0)
+    assert "--filename=/dev/loop9" in argv
+    steady = FIO.command(FioSpec(preset="rr", until="steady"), Load(), Target("dir", "/d", "/o"), 0)
+    assert any(a.startswith("--steadystate=") for a in steady)
+
+
+def test_job_file_only_gets_its_target(tmp_path):
+    job = tmp_path / "x.fio"
+    job.write_text("[global]\ndirect=1\n[a]\nrw=randread\nsize=8m\n")
+    spec = FIO.parse_spec({"type": "fio", "file": str(job)}, tmp_path)
+    argv = FIO.command(spec, Load(numjobs=8), Target("dir", "/data", "/o"), 0)
+    assert argv[-1] == "/o/job.fio" and "--directory=/data" in argv
+    assert not any(a.startswith(("--rw=", "--numjobs=")) for a in argv)
+    assert FIO.direct_io(spec)
+    FIO.stage(spec, tmp_path)
+    assert (tmp_path / "job.fio").read_text() == job.read_text()
+
+
+def test_iops_series_from_fio_log(tmp_path):
+    (tmp_path / "fio_iops.log").write_text("1000, 500, 0, 4096, 0\n1000, 300, 1, 4096, 0\n2000, 600, 0, 4096, 0\n")
+    assert iops_series(tmp_path) == {1: 800.0, 2: 600.0}
