@@ -9,10 +9,18 @@
 pub mod ast;
 pub mod error;
 pub mod fileset;
+pub mod interp;
+pub mod kind;
 pub mod lexer;
+pub mod model;
+pub mod output;
 pub mod parser;
 pub mod random;
+pub mod report;
 pub mod rng;
+pub mod runner;
+pub mod stats;
 pub mod vars;
+pub mod worker;
 
 pub use error::{Pos, Result, WmlError};

@@ -1,1 +1,140 @@
-fn main(){}
+//! `strata-wml`: run or check a Filebench WML script (engine/README.md).
+//!
+//! Exit codes: 0 success; 1 the run stopped early or failed at run time
+//! (statistics are still printed); 2 the script is wrong (syntax or
+//! semantic error) or the command line is.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use strata_wml::interp::{Interp, Options};
+use strata_wml::output::Output;
+use strata_wml::report::ErrorOut;
+use strata_wml::vars::Avd;
+use strata_wml::{parser, runner, WmlError};
+
+const USAGE: &str = "usage: strata-wml run FILE.f [--set '$var=value']... [--runtime S] [--json]
+       strata-wml check FILE.f [--set '$var=value']...";
+
+struct Cli {
+    check: bool,
+    file: String,
+    json: bool,
+    opts: Options,
+}
+
+fn parse_set(s: &str) -> anyhow::Result<(String, Avd)> {
+    let (k, v) = s.split_once('=').with_context(|| format!("--set expects '$name=value', got `{s}`"))?;
+    let k = k.trim();
+    let k = if k.starts_with('$') { k.to_string() } else { format!("${k}") };
+    let v = v.trim();
+    let num = |t: &str, m: u64| t.parse::<u64>().ok().map(|n| Avd::Int(n * m));
+    let val = match v {
+        "true" => Avd::Bool(true),
+        "false" => Avd::Bool(false),
+        _ => match v.char_indices().last() {
+            Some((i, 'k')) => num(&v[..i], 1 << 10),
+            Some((i, 'm')) => num(&v[..i], 1 << 20),
+            Some((i, 'g')) => num(&v[..i], 1 << 30),
+            _ => num(v, 1),
+        }
+        .unwrap_or_else(|| Avd::Str(v.to_string())),
+    };
+    Ok((k, val))
+}
+
+fn parse_cli() -> anyhow::Result<Cli> {
+    let mut args = std::env::args().skip(1);
+    let check = match args.next().as_deref() {
+        Some("run") => false,
+        Some("check") => true,
+        Some("--version") | Some("-V") => {
+            println!("strata-wml {}", env!("CARGO_PKG_VERSION"));
+            std::process::exit(0);
+        }
+        _ => bail!("{USAGE}"),
+    };
+    let mut cli = Cli { check, file: String::new(), json: false, opts: Options { check_only: check, ..Default::default() } };
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--json" => cli.json = true,
+            "--set" => cli.opts.sets.push(parse_set(&args.next().context("--set needs a value")?)?),
+            "--runtime" => {
+                let v = args.next().context("--runtime needs seconds")?;
+                cli.opts.runtime_s = Some(v.parse().with_context(|| format!("--runtime: `{v}` is not a number"))?);
+            }
+            f if !f.starts_with("--") && cli.file.is_empty() => cli.file = f.to_string(),
+            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    if cli.file.is_empty() {
+        bail!("{USAGE}");
+    }
+    Ok(cli)
+}
+
+fn report_error(out: &Output, file: &str, e: &WmlError) -> u8 {
+    eprintln!("{e}");
+    let pos = e.pos();
+    out.emit(
+        "error",
+        &ErrorOut {
+            kind: e.kind().to_string(),
+            message: e.to_string(),
+            file: Some(file.to_string()),
+            line: pos.map(|p| p.line),
+            col: pos.map(|p| p.col),
+        },
+    );
+    match e {
+        WmlError::Syntax { .. } | WmlError::Semantic { .. } => 2,
+        _ => 1,
+    }
+}
+
+fn real_main() -> anyhow::Result<u8> {
+    let cli = match parse_cli() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e:#}");
+            return Ok(2);
+        }
+    };
+    let out = Arc::new(Output::new(cli.json));
+    let src = match std::fs::read_to_string(&cli.file) {
+        Ok(s) => s,
+        Err(e) => {
+            let err = WmlError::io(format!("cannot read {}", cli.file), e);
+            return Ok(report_error(&out, &cli.file, &err).max(2));
+        }
+    };
+    if !cli.json && !cli.check {
+        out.plain(&format!("Filebench Version 1.5-alpha3 (strata-wml {})", env!("CARGO_PKG_VERSION")));
+    }
+    let script = match parser::parse(&cli.file, &src) {
+        Ok(s) => s,
+        Err(e) => return Ok(report_error(&out, &cli.file, &e)),
+    };
+    runner::install_signal_handlers();
+    let mut interp = Interp::new(&script, cli.opts, out.clone());
+    match interp.execute(&script) {
+        Ok(o) => {
+            if cli.check {
+                println!("{}: OK ({:?} dialect)", cli.file, script.dialect);
+            }
+            Ok(o.exit_code as u8)
+        }
+        Err(e) => Ok(report_error(&out, &cli.file, &e)),
+    }
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("strata-wml: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The statement interpreter: executes a parsed script in order, as
+//! Filebench's parser does while reducing (WML-SPEC §1, §7).
+//!
+//! Why in order: `set` after a `define` still takes effect (late binding),
+//! `create files` populates with the values of that moment, and nothing after
+//! `run`/`psrun` executes because the run ends the program.
+
+mod populate;
+mod statements;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+pub use populate::FilesetDef;
+
+use crate::ast::{Attrs, Dialect, QuitMode, Script, ThreadDef};
+use crate::error::{Pos, Result};
+use crate::fileset::Fileset;
+use crate::model::{CompositeDef, RunModel};
+use crate::output::Output;
+use crate::rng::{GlibcRand, MtState, Rand48};
+use crate::runner::RunResult;
+use crate::vars::{Avd, Vars};
+
+/// Command-line options that change how a script runs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--set '$name=value'`: these win over the script's own `set`s.
+    pub sets: Vec<(String, Avd)>,
+    /// `--runtime S`: overrides the length of `run`/`psrun`.
+    pub runtime_s: Option<f64>,
+    /// `check`: parse and validate, no I/O.
+    pub check_only: bool,
+}
+
+/// How the script ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// 0 ok, 1 stopped early or failed.
+    pub exit_code: i32,
+    pub model: Option<RunModel>,
+    pub result: Option<RunResult>,
+}
+
+impl Outcome {
+    /// Ops per flowop name over the whole run (for tests and summaries).
+    pub fn ops_by_name(&self) -> HashMap<String, u64> {
+        let mut m = HashMap::new();
+        if let (Some(model), Some(r)) = (&self.model, &self.result) {
+            for (i, (name, _)) in model.stats.iter().enumerate() {
+                m.insert(name.clone(), r.totals[i].count);
+            }
+        }
+        m
+    }
+}
+
+/// Interpreter state: what Filebench keeps in its shared memory.
+pub struct Interp {
+    pub file: String,
+    pub dialect: Dialect,
+    pub vars: Vars,
+    pub overridden: HashSet<String>,
+    pub fileset_defs: Vec<FilesetDef>,
+    pub filesets: Option<Vec<Arc<Fileset>>>,
+    pub procs: Vec<(Attrs, Vec<ThreadDef>, Pos)>,
+    pub composites: HashMap<String, CompositeDef>,
+    pub mode: QuitMode,
+    pub eventgen_rate: Option<Avd>,
+    pub lathist: bool,
+    pub rng_drand: Arc<Mutex<Rand48>>,
+    pub rng_mt: Arc<Mutex<MtState>>,
+    pub rng_rand: GlibcRand,
+    pub out: Arc<Output>,
+    pub opts: Options,
+    /// `check`: no I/O, no run.
+    pub dry_run: bool,
+}
+
+impl Interp {
+    /// A fresh interpreter for `script`.
+    pub fn new(script: &Script, opts: Options, out: Arc<Output>) -> Self {
+        let mut vars = Vars::default();
+        let mut overridden = HashSet::new();
+        for (k, v) in &opts.sets {
+            vars.set(k, v.clone());
+            overridden.insert(k.clone());
+        }
+        Interp {
+            file: script.file.clone(),
+            dialect: script.dialect,
+            vars,
+            overridden,
+            fileset_defs: Vec::new(),
+            filesets: None,
+            procs: Vec::new(),
+            composites: HashMap::new(),
+            mode: QuitMode::Timeout,
+            eventgen_rate: None,
+            lathist: false,
+            rng_drand: Arc::new(Mutex::new(Rand48::default())),
+            rng_mt: Arc::new(Mutex::new(MtState::default())),
+            rng_rand: GlibcRand::default(),
+            dry_run: opts.check_only,
+            opts,
+            out,
+        }
+    }
+
+    /// Executes the whole script.
+    pub fn execute(&mut self, script: &Script) -> Result<Outcome> {
+        if let Some(why) = &script.dialect_reason {
+            self.out.warn(&format!("Filebench 1.4.9.1 dialect ({why}): `size` is a mean, sizes are gamma-distributed"));
+        }
+        for s in &script.stmts {
+            if let Some(o) = self.statement(&s.stmt, s.pos)? {
+                return Ok(o);
+            }
+        }
+        if self.dry_run {
+            self.validate()?;
+            return Ok(Outcome { exit_code: 0, model: None, result: None });
+        }
+        let secs = self.opts.runtime_s.unwrap_or(60.0);
+        self.out.warn(&format!(
+            "no run command in the WML script: running for {secs} s as if it ended with `run {secs}`"
+        ));
+        self.do_run(Some(secs), None)
+    }
+}

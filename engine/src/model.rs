@@ -1,0 +1,281 @@
+//! The run model: processes, threads and flowops with their attributes
+//! resolved against the variables as they are when `run` executes
+//! (WML-SPEC §4.2, §5.2-§5.4, §10).
+//!
+//! Why compile: attributes that Filebench reads "once at init" become plain
+//! numbers here, those read "every call" stay `Avd`s, and names (filesets,
+//! stats keys) become indexes, so the worker hot path does no lookups.
+
+use std::collections::HashMap;
+
+use crate::ast::{Attrs, FlowopDef, ThreadDef, Value};
+use crate::error::{Pos, Result, WmlError};
+use crate::kind::Kind;
+use crate::vars::{Avd, Vars};
+
+/// A composite flowop definition (`define flowop`).
+#[derive(Debug, Clone)]
+pub struct CompositeDef {
+    pub attrs: Attrs,
+    pub lvars: Vec<(String, Option<Value>)>,
+    pub flowops: Vec<FlowopDef>,
+}
+
+/// One flowop ready to run.
+#[derive(Debug, Clone)]
+pub struct FlowopSpec {
+    pub name: String,
+    pub kind: Kind,
+    pub stat_id: usize,
+    pub fileset: Option<usize>,
+    pub fd: usize,
+    pub srcfd: usize,
+    pub opennext: Avd,
+    pub iosize: Avd,
+    pub workingset: u64,
+    pub random: Avd,
+    pub dsync: Avd,
+    pub directio: Avd,
+    pub noreadahead: Avd,
+    pub indexed: Option<Avd>,
+    pub iters: Avd,
+    pub value: Avd,
+    pub const_value: u64,
+    pub target: String,
+    pub blocking: Avd,
+    pub highwater: u64,
+    pub inner: Vec<FlowopSpec>,
+}
+
+/// A thread definition.
+#[derive(Debug, Clone)]
+pub struct ThreadSpec {
+    pub name: String,
+    pub instances: u64,
+    pub memsize: u64,
+    pub ioprio: u64,
+    pub flowops: Vec<FlowopSpec>,
+}
+
+/// A process definition.
+#[derive(Debug, Clone)]
+pub struct ProcSpec {
+    pub name: String,
+    pub instances: u64,
+    pub nice: u64,
+    pub threads: Vec<ThreadSpec>,
+}
+
+/// One line of the report: a flowop as defined in the script.
+#[derive(Debug, Clone)]
+pub struct ReportRow {
+    pub name: String,
+    pub kind: Kind,
+    /// The stats this row shows; `None` for a duplicate name (Filebench
+    /// credits all same-named instances to the last definition, §12.2).
+    pub stat_id: Option<usize>,
+}
+
+/// Everything a run needs besides the filesets.
+#[derive(Debug, Clone, Default)]
+pub struct RunModel {
+    pub procs: Vec<ProcSpec>,
+    /// Stat ids -> (name, kind).
+    pub stats: Vec<(String, Kind)>,
+    /// Definition order.
+    pub rows: Vec<ReportRow>,
+}
+
+/// Inputs for compiling.
+pub struct Ctx<'a> {
+    pub file: &'a str,
+    pub vars: &'a Vars,
+    pub filesets: &'a [String],
+    pub composites: &'a HashMap<String, CompositeDef>,
+}
+
+struct Builder<'a> {
+    cx: &'a Ctx<'a>,
+    stat_ids: HashMap<String, usize>,
+    model: RunModel,
+}
+
+/// Compiles the process definitions into a run model.
+pub fn compile(cx: &Ctx, procs: &[(Attrs, Vec<ThreadDef>, Pos)]) -> Result<RunModel> {
+    let mut b = Builder { cx, stat_ids: HashMap::new(), model: RunModel::default() };
+    for (attrs, threads, pos) in procs {
+        let p = b.process(attrs, threads, *pos)?;
+        b.model.procs.push(p);
+    }
+    // Filebench's master list is head-inserted and looked up by first match:
+    // the last definition of a name gets the stats.
+    let mut seen = std::collections::HashSet::new();
+    for row in b.model.rows.iter_mut().rev() {
+        if !seen.insert(row.name.clone()) {
+            row.stat_id = None;
+        }
+    }
+    Ok(b.model)
+}
+
+impl<'a> Builder<'a> {
+    fn err(&self, pos: Option<Pos>, msg: String) -> WmlError {
+        WmlError::semantic(self.cx.file, pos, msg)
+    }
+
+    fn resolve(&self, v: &Value, locals: &HashMap<String, Value>, pos: Option<Pos>) -> Result<Avd> {
+        let v = match v {
+            Value::Var(n) => locals.get(n).unwrap_or(v),
+            _ => v,
+        };
+        self.cx.vars.resolve(v).map_err(|n| self.err(pos, format!("Noninitialized variable {n}")))
+    }
+
+    fn attr(&self, a: &Attrs, name: &str, default: Avd, locals: &HashMap<String, Value>) -> Result<Avd> {
+        match a.get(name) {
+            Some(v) => self.resolve(v, locals, a.pos_of(name)),
+            None => Ok(default),
+        }
+    }
+
+    fn process(&mut self, attrs: &Attrs, threads: &[ThreadDef], pos: Pos) -> Result<ProcSpec> {
+        let none = HashMap::new();
+        let name = self.attr(attrs, "name", Avd::Str(String::new()), &none)?.get_str();
+        if name.is_empty() {
+            return Err(self.err(Some(pos), "process definition without a name".into()));
+        }
+        let mut out = ProcSpec {
+            name,
+            instances: self.attr(attrs, "instances", Avd::Int(1), &none)?.get_int(),
+            nice: self.attr(attrs, "nice", Avd::Int(0), &none)?.get_int(),
+            threads: Vec::new(),
+        };
+        for t in threads {
+            let ts = self.thread(t)?;
+            out.threads.push(ts);
+        }
+        Ok(out)
+    }
+
+    fn thread(&mut self, t: &ThreadDef) -> Result<ThreadSpec> {
+        let none = HashMap::new();
+        let name = self.attr(&t.attrs, "name", Avd::Str(String::new()), &none)?.get_str();
+        if name.is_empty() {
+            return Err(self.err(Some(t.pos), "thread definition without a name".into()));
+        }
+        let mut flowops = Vec::new();
+        for f in &t.flowops {
+            flowops.push(self.flowop(f, None, &none)?);
+        }
+        Ok(ThreadSpec {
+            name,
+            instances: self.attr(&t.attrs, "instances", Avd::Int(1), &none)?.get_int(),
+            memsize: self.attr(&t.attrs, "memsize", Avd::Int(0), &none)?.get_int(),
+            ioprio: self.attr(&t.attrs, "ioprio", Avd::Int(8), &none)?.get_int(),
+            flowops,
+        })
+    }
+
+    fn stat_id(&mut self, name: &str, kind: Kind) -> usize {
+        if let Some(&id) = self.stat_ids.get(name) {
+            return id;
+        }
+        let id = self.model.stats.len();
+        self.model.stats.push((name.to_string(), kind));
+        self.stat_ids.insert(name.to_string(), id);
+        id
+    }
+
+    fn flowop(&mut self, f: &FlowopDef, outer: Option<&str>, locals: &HashMap<String, Value>) -> Result<FlowopSpec> {
+        let a = &f.attrs;
+        let base = match a.get("name") {
+            Some(v) => self.resolve(v, locals, a.pos_of("name"))?.get_str(),
+            None => return Err(self.err(Some(f.pos), format!("flowop {} has no name", f.kind))),
+        };
+        let name = match outer {
+            Some(o) => format!("{o}.{base}"),
+            None => base,
+        };
+        let kind = match Kind::from_name(&f.kind) {
+            Some(k) => k,
+            None if self.cx.composites.contains_key(&f.kind) => Kind::Composite,
+            None => return Err(self.err(Some(f.pos), format!("unknown flowop type `{}`", f.kind))),
+        };
+        let stat_id = self.stat_id(&name, kind);
+        self.model.rows.push(ReportRow { name: name.clone(), kind, stat_id: Some(stat_id) });
+        let mut spec = self.flowop_attrs(f, name, kind, stat_id, locals)?;
+        if kind == Kind::Composite {
+            self.composite(f, &mut spec, locals)?;
+        }
+        Ok(spec)
+    }
+
+    fn flowop_attrs(&self, f: &FlowopDef, name: String, kind: Kind, stat_id: usize, l: &HashMap<String, Value>) -> Result<FlowopSpec> {
+        let a = &f.attrs;
+        let f_ = Avd::Bool(false);
+        let fileset = match a.get("filename") {
+            None => None,
+            Some(v) => {
+                let n = self.resolve(v, l, a.pos_of("filename"))?.get_str();
+                let idx = self.cx.filesets.iter().rposition(|x| *x == n);
+                Some(idx.ok_or_else(|| self.err(a.pos_of("filename"), format!("flowop {name}: file {n} not found")))?)
+            }
+        };
+        let fd = self.attr(a, "fd", Avd::Int(0), l)?.get_int();
+        let srcfd = self.attr(a, "srcfd", Avd::Int(0), l)?.get_int();
+        if fd > 128 || srcfd > 128 {
+            return Err(self.err(Some(f.pos), format!("flowop {name}: fd must be 0..128")));
+        }
+        let value = self.attr(a, "value", Avd::Int(0), l)?;
+        Ok(FlowopSpec {
+            name,
+            kind,
+            stat_id,
+            fileset,
+            fd: fd as usize,
+            srcfd: srcfd as usize,
+            opennext: self.attr(a, "opennext", f_.clone(), l)?,
+            iosize: self.attr(a, "iosize", Avd::Int(0), l)?,
+            workingset: self.attr(a, "workingset", Avd::Int(0), l)?.get_int(),
+            random: self.attr(a, "random", f_.clone(), l)?,
+            dsync: self.attr(a, "dsync", f_.clone(), l)?,
+            directio: self.attr(a, "directio", f_.clone(), l)?,
+            noreadahead: self.attr(a, "noreadahead", f_.clone(), l)?,
+            indexed: a.get("indexed").map(|v| self.resolve(v, l, a.pos_of("indexed"))).transpose()?,
+            iters: self.attr(a, "iters", Avd::Int(1), l)?,
+            const_value: if value.is_random() { 0 } else { value.get_int() },
+            value,
+            target: self.attr(a, "target", Avd::Str(String::new()), l)?.get_str(),
+            blocking: self.attr(a, "blocking", f_, l)?,
+            highwater: self.attr(a, "highwater", Avd::Int(1), l)?.get_int(),
+            inner: Vec::new(),
+        })
+    }
+
+    /// Expands a composite invocation: inner flowops named `outer.inner`,
+    /// local variables from the definition's defaults and the invocation.
+    fn composite(&mut self, f: &FlowopDef, spec: &mut FlowopSpec, outer_locals: &HashMap<String, Value>) -> Result<()> {
+        let def = self.cx.composites[&f.kind].clone();
+        let mut locals: HashMap<String, Value> = HashMap::new();
+        for (n, v) in def.lvars.iter().chain(f.lvars.iter()) {
+            if let Some(v) = v {
+                let v = match v {
+                    Value::Var(x) => outer_locals.get(x).cloned().unwrap_or_else(|| v.clone()),
+                    _ => v.clone(),
+                };
+                locals.insert(n.clone(), v);
+            }
+        }
+        if f.attrs.get("iters").is_none() {
+            if let Some(v) = def.attrs.get("iters") {
+                spec.iters = self.resolve(v, &locals, def.attrs.pos_of("iters"))?;
+            }
+        }
+        let outer = spec.name.clone();
+        for inner in &def.flowops {
+            let s = self.flowop(inner, Some(&outer), &locals)?;
+            spec.inner.push(s);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,303 @@
+//! A worker thread: the thread loop of `flowop_start` (WML-SPEC §7.4) with
+//! its fd slots (§8.1), I/O memory (§9.1) and statistics.
+//!
+//! Why threads and not processes: Filebench's fork+exec design needs the same
+//! address in every process (KNOWN-ISSUES §1). Here every "process instance"
+//! is a group of threads; what Filebench keeps per process (the
+//! `controlstats` total, the Mersenne twister) is kept per process group or
+//! per thread, and nothing is shared by pointer across processes.
+
+mod file_ops;
+mod io_ops;
+mod other_ops;
+pub mod sync;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+
+use crate::ast::QuitMode;
+use crate::fileset::Fileset;
+use crate::kind::Kind;
+use crate::model::FlowopSpec;
+use crate::output::Output;
+use crate::rng::MtState;
+use crate::stats::{new_histogram, ThreadStats};
+pub use sync::{EventQueue, SemPair, Signal};
+
+/// Slots per thread (Filebench: 129, indexes 0..128).
+pub const NSLOTS: usize = 129;
+
+/// Outcome of one flowop call (Filebench's OK / NORSC / ERROR / DONE).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ret {
+    Ok,
+    Norsc(String),
+    Error(String),
+    Done,
+}
+
+/// Why a run stopped before its time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StopKind {
+    /// A flowop could not obtain a resource (NORSC).
+    Norsc,
+    /// A flowop failed (ERROR).
+    Error,
+    /// Stopped on purpose (firstdone, finishon*, DONE).
+    Done,
+}
+
+/// State shared by all workers of a run.
+#[derive(Debug)]
+pub struct Shared {
+    pub filesets: Vec<Arc<Fileset>>,
+    pub stop: AtomicBool,
+    pub reason: Mutex<Option<(StopKind, String)>>,
+    pub mode: QuitMode,
+    pub events: EventQueue,
+    pub blocks: std::collections::HashMap<String, Vec<Arc<Signal>>>,
+    pub sems: std::collections::HashMap<String, Vec<Arc<SemPair>>>,
+    pub out: Arc<Output>,
+    /// 1.4.9.1 `indexed` scaling (value x entries/2, §8.2).
+    pub indexed_v14: bool,
+    pub threads_done: AtomicUsize,
+    /// Start gate: workers wait until the runner opens it.
+    pub gate: (Mutex<bool>, std::sync::Condvar),
+}
+
+impl Shared {
+    /// Records the first stop reason and stops everyone.
+    pub fn abort(&self, kind: StopKind, msg: String) {
+        let mut r = self.reason.lock().unwrap();
+        if r.is_none() {
+            *r = Some((kind, msg));
+        }
+        self.stop.store(true, Relaxed);
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+}
+
+/// One fd slot: descriptor (-1 = closed) and the last file used on it.
+#[derive(Debug, Clone, Copy)]
+pub struct Slot {
+    pub fd: i32,
+    pub fse: Option<(usize, usize)>,
+}
+
+/// Per-flowop run-time state that Filebench keeps in the runtime flowop.
+#[derive(Debug, Default)]
+pub struct Aux {
+    pub tputlast: u64,
+    pub bucket: i64,
+    pub target: Option<usize>,
+    pub initted: bool,
+    pub signal: Option<Arc<Signal>>,
+    pub sem: Option<Arc<SemPair>>,
+    pub buf: Vec<u8>,
+    pub trv: (f64, f64, u64),
+}
+
+/// Identity of a worker for messages.
+#[derive(Debug, Clone)]
+pub struct Ident {
+    pub proc_name: String,
+    pub proc_instance: u64,
+    pub thread_name: String,
+    pub thread_instance: u64,
+    /// Unique thread id (1..), the private rotor index for `opennext`.
+    pub utid: usize,
+}
+
+/// One worker thread's context.
+pub struct Worker {
+    pub shared: Arc<Shared>,
+    pub flowops: Arc<Vec<FlowopSpec>>,
+    pub stats: Arc<ThreadStats>,
+    /// All threads of this process instance (for `controlstats`).
+    pub proc_stats: Arc<Mutex<Vec<Arc<ThreadStats>>>>,
+    pub hist: Vec<Option<Histogram<u32>>>,
+    pub aux: Vec<Aux>,
+    pub slots: Vec<Slot>,
+    pub fd_rotor: usize,
+    pub mem: Vec<u8>,
+    pub mt: MtState,
+    pub id: Ident,
+}
+
+/// What a worker hands back when it ends.
+pub struct WorkerResult {
+    pub hist: Vec<Option<Histogram<u32>>>,
+}
+
+impl Worker {
+    /// Builds a worker; `nstats` is the number of stat ids of the run.
+    pub fn new(shared: Arc<Shared>, flowops: Arc<Vec<FlowopSpec>>, nstats: usize, id: Ident, memsize: u64) -> Self {
+        let mut hist: Vec<Option<Histogram<u32>>> = (0..nstats).map(|_| None).collect();
+        fn mark(fs: &[FlowopSpec], h: &mut Vec<Option<Histogram<u32>>>) {
+            for f in fs {
+                h[f.stat_id].get_or_insert_with(new_histogram);
+                mark(&f.inner, h);
+            }
+        }
+        mark(&flowops, &mut hist);
+        let seed = 4357u32.wrapping_add(id.utid as u32 - 1);
+        Worker {
+            shared,
+            flowops,
+            stats: Arc::new(ThreadStats::new(nstats)),
+            proc_stats: Arc::new(Mutex::new(Vec::new())),
+            hist,
+            aux: (0..nstats).map(|_| Aux::default()).collect(),
+            slots: vec![Slot { fd: -1, fse: None }; NSLOTS],
+            fd_rotor: NSLOTS - 2,
+            mem: vec![0u8; memsize as usize],
+            mt: MtState::seed32(seed),
+            id,
+        }
+    }
+
+    /// `flowop_endop`: records one op that began at `t0`.
+    #[inline]
+    pub fn endop(&mut self, fo: &FlowopSpec, t0: Instant, bytes: u64) {
+        let ns = t0.elapsed().as_nanos() as u64;
+        self.stats.flowops[fo.stat_id].record(ns, bytes, fo.kind.rw());
+        if let Some(h) = self.hist[fo.stat_id].as_mut() {
+            h.saturating_record(ns.max(1));
+        }
+    }
+
+    /// Runs the thread loop until the run stops or this thread is done.
+    pub fn run(mut self) -> WorkerResult {
+        self.wait_gate();
+        let flowops = self.flowops.clone();
+        'outer: while !self.shared.stopping() {
+            for fo in flowops.iter() {
+                let r = self.exec_iters(fo);
+                if r != Ret::Ok {
+                    self.handle(fo, r);
+                    break 'outer;
+                }
+                if self.shared.stopping() {
+                    break 'outer;
+                }
+            }
+        }
+        self.close_all();
+        self.shared.threads_done.fetch_add(1, Relaxed);
+        WorkerResult { hist: self.hist }
+    }
+
+    fn wait_gate(&self) {
+        let (m, cv) = &self.shared.gate;
+        let mut open = m.lock().unwrap();
+        while !*open && !self.shared.stopping() {
+            open = cv.wait_timeout(open, std::time::Duration::from_millis(50)).unwrap().0;
+        }
+    }
+
+    fn handle(&self, fo: &FlowopSpec, r: Ret) {
+        let who = format!("{}-{}", self.id.thread_name, self.id.thread_instance);
+        match r {
+            Ret::Error(msg) => self.shared.abort(StopKind::Error, format!("{who}: flowop {}-1 failed: {msg}", fo.name)),
+            Ret::Done => self.shared.abort(StopKind::Done, format!("{who}: flowop {} finished the run", fo.name)),
+            Ret::Norsc(msg) => match self.shared.mode {
+                QuitMode::Timeout => self.shared.abort(
+                    StopKind::Norsc,
+                    format!("flowop {}-1 could not obtain a file ({msg}). Please reduce runtime, increase fileset entries ($nfiles), or switch modes.", fo.name),
+                ),
+                QuitMode::FirstDone => self.shared.abort(StopKind::Done, format!("firstdone: {who}: flowop {} done ({msg})", fo.name)),
+                QuitMode::AllDone => {}
+            },
+            Ret::Ok => {}
+        }
+    }
+
+    /// Runs a flowop `iters` times in a row.
+    pub fn exec_iters(&mut self, fo: &FlowopSpec) -> Ret {
+        let iters = match &fo.iters {
+            crate::vars::Avd::Int(1) => 1,
+            a => a.get_int(),
+        };
+        for _ in 0..iters {
+            let r = self.exec(fo);
+            if r != Ret::Ok {
+                return r;
+            }
+        }
+        Ret::Ok
+    }
+
+    fn exec(&mut self, fo: &FlowopSpec) -> Ret {
+        use Kind::*;
+        match fo.kind {
+            Read => self.read(fo),
+            Write => self.write(fo),
+            ReadWholeFile => self.readwholefile(fo),
+            WriteWholeFile => self.writewholefile(fo),
+            AppendFile => self.appendfile(fo),
+            AppendFileRand => self.appendfilerand(fo),
+            AioWrite => self.aiowrite(fo),
+            AioWait => self.aiowait(fo),
+            OpenFile => {
+                let slot = self.fdnum(fo);
+                self.openfile_common(fo, slot)
+            }
+            CreateFile => self.createfile(fo),
+            CloseFile => self.closefile(fo),
+            DeleteFile => self.deletefile(fo),
+            StatFile => self.statfile(fo),
+            Fsync => self.fsync(fo),
+            FsyncSet => self.fsyncset(fo),
+            MakeDir | RemoveDir => self.leafdir(fo),
+            ListDir => self.listdir(fo),
+            Composite => self.composite(fo),
+            _ => self.other(fo),
+        }
+    }
+
+    fn composite(&mut self, fo: &FlowopSpec) -> Ret {
+        for inner in &fo.inner {
+            let r = self.exec_iters(inner);
+            if r != Ret::Ok {
+                return r;
+            }
+        }
+        Ret::Ok
+    }
+
+    fn close_all(&mut self) {
+        for s in self.slots.iter_mut() {
+            if s.fd >= 0 {
+                unsafe { libc::close(s.fd) };
+                if let Some((f, e)) = s.fse {
+                    self.shared.filesets[f].unbusy_file(e, None, -1);
+                }
+                s.fd = -1;
+            }
+        }
+    }
+
+    /// `flowoplib_fdnum`: the flowop's slot (fd attr, opennext rotor, or 0).
+    pub fn fdnum(&mut self, fo: &FlowopSpec) -> usize {
+        if fo.fd > 0 {
+            return fo.fd;
+        }
+        if fo.opennext.get_bool() {
+            let r = self.fd_rotor;
+            self.fd_rotor = if r == 0 { NSLOTS - 2 } else { r - 1 };
+            return r;
+        }
+        0
+    }
+
+    /// The stop flag, as a closure for waits.
+    pub fn stop_fn(&self) -> impl Fn() -> bool + '_ {
+        move || self.shared.stopping()
+    }
+}
