@@ -48,6 +48,7 @@ pub struct RunParams {
     pub eventgen_rate: Option<Avd>,
     pub lathist: bool,
     pub indexed_v14: bool,
+    pub verbose: bool,
 }
 
 /// What a run measured.
@@ -127,6 +128,7 @@ fn plan(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Arc<O
         out,
         indexed_v14: p.indexed_v14,
         threads_done: AtomicUsize::new(0),
+        verbose: p.verbose,
         gate: (Mutex::new(false), Condvar::new()),
     });
     let mut objs_iter = per_thread_objs.into_iter();

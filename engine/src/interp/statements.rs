@@ -65,7 +65,8 @@ impl Interp {
                 }
             }
             Stmt::System(parts) => self.system(&self.vars.interpolate(parts))?,
-            Stmt::Usage(_) | Stmt::Debug(_) => {}
+            Stmt::Usage(_) => {}
+            Stmt::Debug(n) => self.debug = *n,
             Stmt::Version => self.out.log(&format!("strata-wml {} (Filebench 1.5-alpha3 WML)", env!("CARGO_PKG_VERSION"))),
             Stmt::List(what) => self.list(what),
             Stmt::EnableLathist => self.lathist = true,
@@ -254,6 +255,7 @@ impl Interp {
             eventgen_rate: self.eventgen_rate.clone(),
             lathist: self.lathist,
             indexed_v14: self.dialect == Dialect::V14,
+            verbose: self.debug >= 2,
         };
         let fs = self.filesets.clone().unwrap_or_default();
         let r = runner::run(&model, fs, &params, self.out.clone());

@@ -64,6 +64,8 @@ pub struct Shared {
     /// 1.4.9.1 `indexed` scaling (value x entries/2, §8.2).
     pub indexed_v14: bool,
     pub threads_done: AtomicUsize,
+    /// `debug` >= 2: `print` flowops log their message.
+    pub verbose: bool,
     /// Start gate: workers wait until the runner opens it.
     pub gate: (Mutex<bool>, std::sync::Condvar),
 }

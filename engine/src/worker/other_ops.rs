@@ -50,7 +50,10 @@ impl Worker {
                 Ret::Ok
             }
             Kind::Print => {
-                self.shared.out.log(&format!(
+                if !self.shared.verbose {
+                    return Ret::Ok;
+                }
+                self.shared.out.warn(&format!(
                     "Message from process ({},{}), thread ({},{}): {}",
                     self.id.proc_name, self.id.proc_instance, self.id.thread_name, self.id.thread_instance,
                     fo.value.get_str()
