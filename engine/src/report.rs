@@ -190,8 +190,21 @@ pub fn emit_interval(out: &Output, t_s: f64, interval: &[Totals], secs: f64, mod
     out.emit("interval", &Interval { t_s, ops: s.count, ops_per_s: per_s(s.count, secs), mb_per_s: s.bytes as f64 / MB / secs.max(1e-9) });
 }
 
-fn latency(t: &Totals, h: &Histogram<u64>) -> Latency {
+fn latency(t: &Totals, h: &Histogram<u64>, reset: bool) -> Latency {
     let q = |x: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(x) as f64 / 1e3 };
+    if reset && !h.is_empty() {
+        // psrun with a negative period restarted the exact extremes at each
+        // interval; the histogram still covers the whole run.
+        return Latency {
+            mean: if t.count == 0 { 0.0 } else { t.lat_ns as f64 / t.count as f64 / 1e3 },
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            max: h.max() as f64 / 1e3,
+            min: h.min() as f64 / 1e3,
+        };
+    }
     Latency {
         mean: if t.count == 0 { 0.0 } else { t.lat_ns as f64 / t.count as f64 / 1e3 },
         p50: q(0.5),
@@ -213,7 +226,8 @@ fn histogram(h: &Histogram<u64>) -> HistogramOut {
 }
 
 /// Builds the `end` data from whole-run totals.
-pub fn end_data(model: &RunModel, totals: &[Totals], hists: &[Histogram<u64>], secs: f64, stopped: (bool, Option<String>)) -> End {
+/// `extremes_reset`: min/max counters were restarted by psrun intervals.
+pub fn end_data(model: &RunModel, totals: &[Totals], hists: &[Histogram<u64>], secs: f64, stopped: (bool, Option<String>), extremes_reset: bool) -> End {
     let s = io_summary(model, totals);
     let summary = Summary {
         ops: s.count,
@@ -241,7 +255,7 @@ pub fn end_data(model: &RunModel, totals: &[Totals], hists: &[Histogram<u64>], s
                 ops_per_s: per_s(t.count, secs),
                 bytes: t.bytes,
                 mb_per_s: t.bytes as f64 / MB / secs.max(1e-9),
-                latency_us: latency(t, h),
+                latency_us: latency(t, h, extremes_reset),
                 histogram: histogram(h),
             }
         })

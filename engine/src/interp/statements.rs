@@ -282,7 +282,7 @@ impl Interp {
             self.out.log("Statistics above are from a run that stopped early");
         }
         self.out.log("Shutting down processes");
-        let end = report::end_data(model, &r.totals, &r.hists, r.measured_s, (r.stopped_early, r.reason.clone()));
+        let end = report::end_data(model, &r.totals, &r.hists, r.measured_s, (r.stopped_early, r.reason.clone()), r.tail.is_some());
         self.out.emit("end", &end);
     }
 }

@@ -1,0 +1,165 @@
+//! The binary as a subprocess: the JSON Lines protocol (deserialized
+//! strictly), the text format of psrun intervals, syntax errors, signals.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde::Deserialize;
+use strata_wml::report::{Begin, End, ErrorOut, Interval};
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "lowercase", deny_unknown_fields)]
+enum Envelope {
+    Begin(Begin),
+    Interval(Interval),
+    End(End),
+    Error(ErrorOut),
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strata-wml"))
+}
+
+fn envelopes(stdout: &[u8]) -> Vec<Envelope> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Envelope>(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn json_run_is_strict_json_lines() {
+    let tmp = tempdir();
+    let out = bin()
+        .args(["run", &data("1.5-alpha3/psrun-misc.f").to_string_lossy(), "--json", "--runtime", "2.5"])
+        .args(["--set", &format!("$dir={}", tmp.path().display())])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let env = envelopes(&out.stdout);
+    assert!(matches!(&env[0], Envelope::Begin(b) if b.protocol == 1 && b.runtime_s == Some(2.5)));
+    assert!(env.iter().any(|e| matches!(e, Envelope::Interval(i) if i.ops > 0 && i.t_s >= 2.0)));
+    let Some(Envelope::End(end)) = env.last() else { panic!("no end envelope") };
+    assert!(!end.stopped_early);
+    assert!(end.summary.ops > 0);
+    let names: Vec<&str> = end.flowops.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["cr", "wr", "fss", "cl", "mk", "rm", "ls", "rd", "hg", "trv", "pr", "del", "ol"]);
+    let wr = &end.flowops[1];
+    assert_eq!(wr.kind, "write");
+    assert_eq!(wr.histogram.counts.iter().sum::<u64>(), wr.ops);
+    assert!(wr.latency_us.p50 <= wr.latency_us.p99 && wr.latency_us.p99 <= wr.latency_us.max * 1.01 + 1.0);
+}
+
+#[test]
+fn psrun_text_format_matches_filebench() {
+    let tmp = tempdir();
+    let out = bin()
+        .args(["run", &data("1.5-alpha3/psrun-misc.f").to_string_lossy(), "--runtime", "3"])
+        .args(["--set", &format!("$dir={}", tmp.path().display())])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let reference = std::fs::read_to_string(data("1.5-alpha3/psrun-misc.out")).unwrap();
+    let shape = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.contains("Per-Operation Breakdown") || l.contains("IO Summary") || l.contains("Run took"))
+            .map(|l| l.split(": ").nth(1).unwrap_or(l).split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    // One interval at 2 s, then "Run took", then the last interval.
+    let ours = shape(&text);
+    assert_eq!(ours, ["Per-Operation Breakdown", "IO Summary", "Run took", "Per-Operation Breakdown", "IO Summary"]);
+    let theirs = shape(&reference);
+    assert_eq!(&theirs[theirs.len() - 3..], &ours[2..]);
+    let line_re = |l: &str| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() == 8 && f[1].ends_with("ops") && f[2].ends_with("ops/s") && f[3].ends_with("mb/s") && f[4].ends_with("ms/op")
+            && f[5].starts_with("[") && f[7].ends_with("ms]")
+    };
+    let names = |s: &str| -> Vec<String> { s.lines().filter(|l| line_re(l)).map(|l| l[..20].trim().to_string()).collect() };
+    let ref_names = names(&reference);
+    let our_names = names(&text);
+    assert_eq!(our_names.len(), 26, "{text}");
+    assert_eq!(&our_names[..13], &ref_names[..13]);
+    for l in text.lines().filter(|l| line_re(l)) {
+        assert_eq!(&l[20..21], " ", "name column is 20 wide: {l}");
+    }
+    let summary = text.lines().find(|l| l.contains("IO Summary:")).unwrap();
+    let f: Vec<&str> = summary.split_whitespace().collect();
+    assert_eq!((f[4], f[6], f[8]), ("ops", "ops/s", "rd/wr"));
+}
+
+#[test]
+fn syntax_error_exits_2_with_position() {
+    let out = bin().args(["run", &data("1.5-alpha3/pick-order.f").to_string_lossy().replace("pick-order.f", "../personalities/alternates/../../1.5-alpha3/missing.f")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let tmp = tempdir();
+    let f = tmp.path().join("bad.f");
+    std::fs::write(&f, "set $dir=/tmp\ndefine fileset name=x,path=$dir,\n  entries=10 size=1k\nrun 1\n").unwrap();
+    let out = bin().args(["run", &f.to_string_lossy()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:3:14: expected", f.display())), "{err}");
+    let out = bin().args(["run", &f.to_string_lossy(), "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let env = envelopes(&out.stdout);
+    assert!(matches!(&env[..], [Envelope::Error(e)] if e.kind == "syntax" && e.line == Some(3) && e.col == Some(14)));
+}
+
+#[test]
+fn check_accepts_every_personality_and_rejects_unknown_flowop() {
+    for f in ["webserver.f", "varmail.f", "fileserver.f", "randomfileaccess.f", "v1.4.9.1/webserver.f", "alternates/randomrw.f"] {
+        let out = bin().args(["check", &data(&format!("personalities/{f}")).to_string_lossy()]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{f}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let tmp = tempdir();
+    let f = tmp.path().join("bad.f");
+    std::fs::write(&f, "define process name=p { thread name=t { flowop frobnicate name=x } }\n").unwrap();
+    let out = bin().args(["check", &f.to_string_lossy()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown flowop type `frobnicate`"));
+}
+
+#[test]
+fn stopped_early_still_reports_statistics() {
+    let tmp = tempdir();
+    let f = tmp.path().join("norsc.f");
+    std::fs::write(
+        &f,
+        format!(
+            "define fileset name=fs,path={},size=1k,entries=5,dirwidth=5,prealloc=0\n\
+             define process name=p {{ thread name=t {{ flowop createfile name=cr,filesetname=fs,fd=1\n\
+             flowop closefile name=cl,fd=1 }} }}\nrun 10\n",
+            tmp.path().display()
+        ),
+    )
+    .unwrap();
+    let out = bin().args(["run", &f.to_string_lossy(), "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let env = envelopes(&out.stdout);
+    let Some(Envelope::End(end)) = env.last() else { panic!("no end") };
+    assert!(end.stopped_early);
+    assert!(end.reason.as_deref().unwrap().contains("could not obtain a file"));
+    assert_eq!(end.flowops[0].ops, 5);
+}
+
+#[test]
+fn sigint_stops_cleanly_with_statistics() {
+    let tmp = tempdir();
+    let mut child = bin()
+        .args(["run", &data("personalities/varmail.f").to_string_lossy(), "--json"])
+        .args(["--set", &format!("$dir={}", tmp.path().display()), "--set", "$nthreads=2", "--set", "$nfiles=50"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let env = envelopes(&out.stdout);
+    let Some(Envelope::End(end)) = env.last() else { panic!("no end") };
+    assert!(end.stopped_early);
+    assert!(end.runtime_s < 30.0);
+}
