@@ -1,0 +1,85 @@
+//! Every shipped personality (both dialects and the alternates) parses and
+//! runs briefly on a small fileset, and every flowop in it does work.
+
+mod common;
+
+use common::*;
+
+fn run_personality(rel: &str, extra: &[(&str, &str)]) {
+    let tmp = tempdir();
+    let dir = tmp.path().to_string_lossy().to_string();
+    let mut s = vec![("$dir", dir.as_str()), ("$nthreads", "2")];
+    s.extend_from_slice(extra);
+    let o = run(&data(&format!("personalities/{rel}")), sets(&s), 1.5);
+    let r = o.result.as_ref().unwrap();
+    assert_eq!(o.exit_code, 0, "{rel}: {:?}", r.reason);
+    for (name, ops) in o.ops_by_name() {
+        assert!(ops > 0, "{rel}: flowop {name} did nothing: {:?}", o.ops_by_name());
+    }
+}
+
+#[test]
+fn webserver() {
+    run_personality("webserver.f", &[("$nfiles", "200")]);
+}
+
+#[test]
+fn varmail() {
+    run_personality("varmail.f", &[("$nfiles", "200")]);
+}
+
+#[test]
+fn fileserver() {
+    run_personality("fileserver.f", &[("$nfiles", "200"), ("$filesize", "16384")]);
+}
+
+#[test]
+fn randomfileaccess_14_dialect_without_run() {
+    run_personality("randomfileaccess.f", &[("$nfiles", "200")]);
+}
+
+#[test]
+fn v14_webserver() {
+    run_personality("v1.4.9.1/webserver.f", &[("$nfiles", "200")]);
+}
+
+#[test]
+fn v14_varmail() {
+    run_personality("v1.4.9.1/varmail.f", &[("$nfiles", "200")]);
+}
+
+#[test]
+fn v14_fileserver() {
+    run_personality("v1.4.9.1/fileserver.f", &[("$nfiles", "200"), ("$meanfilesize", "16384")]);
+}
+
+#[test]
+fn v14_randomfileaccess() {
+    run_personality("v1.4.9.1/randomfileaccess.f", &[("$nfiles", "200")]);
+}
+
+#[test]
+fn alternates_randomread() {
+    run_personality("alternates/randomread.f", &[("$filesize", "8388608")]);
+}
+
+#[test]
+fn alternates_randomwrite() {
+    run_personality("alternates/randomwrite.f", &[("$filesize", "8388608")]);
+}
+
+#[test]
+fn alternates_randomrw() {
+    run_personality("alternates/randomrw.f", &[("$filesize", "8388608")]);
+}
+
+/// 1.4.9.1 sizes are gamma-distributed around `size` (the mean).
+#[test]
+fn v14_sizes_are_gamma_around_the_mean() {
+    let i = populate_only(&data("personalities/v1.4.9.1/varmail.f"), sets(&[("$dir", "/nonexistent")]));
+    let fs = &i.filesets.as_ref().unwrap()[0];
+    let sizes: Vec<u64> = fs.tree.files.iter().map(|f| f.1).collect();
+    let mean = sizes.iter().sum::<u64>() as f64 / sizes.len() as f64;
+    assert!((mean - 16384.0).abs() < 2000.0, "mean {mean}");
+    assert!(sizes.iter().any(|&s| s != sizes[0]));
+}
