@@ -151,6 +151,8 @@ fn plan(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Arc<O
                     };
                     let mut w = Worker::new(shared.clone(), fos.clone(), model.stats.len(), id, t.memsize);
                     w.proc_stats = group.clone();
+                    w.nice = pr.nice;
+                    w.ioprio = t.ioprio;
                     group.lock().unwrap().push(w.stats.clone());
                     all_stats.push(w.stats.clone());
                     let mut it = objs_iter.next().unwrap_or_default().into_iter();

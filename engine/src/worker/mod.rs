@@ -130,6 +130,9 @@ pub struct Worker {
     pub mem: Vec<u8>,
     pub mt: MtState,
     pub id: Ident,
+    /// Process `nice` and thread `ioprio` (8 = leave alone), applied at start.
+    pub nice: u64,
+    pub ioprio: u64,
 }
 
 /// What a worker hands back when it ends.
@@ -161,6 +164,8 @@ impl Worker {
             mem: vec![0u8; memsize as usize],
             mt: MtState::seed32(seed),
             id,
+            nice: 0,
+            ioprio: 8,
         }
     }
 
@@ -176,6 +181,7 @@ impl Worker {
 
     /// Runs the thread loop until the run stops or this thread is done.
     pub fn run(mut self) -> WorkerResult {
+        self.apply_priorities();
         self.wait_gate();
         let flowops = self.flowops.clone();
         'outer: while !self.shared.stopping() {
@@ -193,6 +199,21 @@ impl Worker {
         self.close_all();
         self.shared.threads_done.fetch_add(1, Relaxed);
         WorkerResult { hist: self.hist }
+    }
+
+    /// `nice(value)` and `ioprio_set(IOPRIO_CLASS_BE, n)` for this thread
+    /// (Linux applies both per thread); failures are ignored like Filebench.
+    fn apply_priorities(&self) {
+        unsafe {
+            if self.nice != 0 {
+                let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                libc::setpriority(libc::PRIO_PROCESS, tid, self.nice as i32);
+            }
+            if self.ioprio < 8 {
+                const IOPRIO_CLASS_BE: i64 = 2;
+                libc::syscall(libc::SYS_ioprio_set, 1, 0, (IOPRIO_CLASS_BE << 13) | self.ioprio as i64);
+            }
+        }
     }
 
     fn wait_gate(&self) {

@@ -29,8 +29,9 @@ impl Worker {
             Kind::Hog => self.hog(fo),
             Kind::Delay => {
                 let t0 = Instant::now();
-                sleep_unless(Duration::from_secs(fo.value.get_int()), &self.shared.stop);
-                self.endop(fo, t0, 0);
+                if sleep_unless(Duration::from_secs(fo.value.get_int()), &self.shared.stop) {
+                    self.endop(fo, t0, 0);
+                }
                 Ret::Ok
             }
             Kind::EventLimit => self.eventlimit(fo),
