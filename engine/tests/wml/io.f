@@ -2,7 +2,7 @@
 # fsync/fsyncset, statfile by fd and by pick, opennext, noreadahead.
 set $dir=/tmp
 set $iosz=randvar(type=uniform, min=1k, mean=4k, round=1k)
-define fileset name=data,path=$dir,size=64k,entries=20,dirwidth=5,prealloc=80
+define fileset name=data,path=$dir,size=64k,entries=200,dirwidth=10,prealloc=50
 define file name=big,path=$dir,size=1m,prealloc
 define process name=io,instances=1
 {
