@@ -15,10 +15,18 @@ use strata_wml::vars::Avd;
 use strata_wml::{parser, runner, WmlError};
 
 const USAGE: &str = "usage: strata-wml run FILE.f [--set '$var=value']... [--runtime S] [--json]
-       strata-wml check FILE.f [--set '$var=value']...";
+       strata-wml check FILE.f [--set '$var=value']...
+       strata-wml create FILE.f [--set '$var=value']...   (create the filesets, list their files)";
+
+#[derive(PartialEq)]
+enum Cmd {
+    Run,
+    Check,
+    Create,
+}
 
 struct Cli {
-    check: bool,
+    cmd: Cmd,
     file: String,
     json: bool,
     opts: Options,
@@ -46,16 +54,18 @@ fn parse_set(s: &str) -> anyhow::Result<(String, Avd)> {
 
 fn parse_cli() -> anyhow::Result<Cli> {
     let mut args = std::env::args().skip(1);
-    let check = match args.next().as_deref() {
-        Some("run") => false,
-        Some("check") => true,
+    let cmd = match args.next().as_deref() {
+        Some("run") => Cmd::Run,
+        Some("check") => Cmd::Check,
+        Some("create") => Cmd::Create,
         Some("--version") | Some("-V") => {
             println!("strata-wml {}", env!("CARGO_PKG_VERSION"));
             std::process::exit(0);
         }
         _ => bail!("{USAGE}"),
     };
-    let mut cli = Cli { check, file: String::new(), json: false, opts: Options { check_only: check, ..Default::default() } };
+    let check_only = cmd == Cmd::Check;
+    let mut cli = Cli { cmd, file: String::new(), json: false, opts: Options { check_only, ..Default::default() } };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--json" => cli.json = true,
@@ -109,7 +119,7 @@ fn real_main() -> anyhow::Result<u8> {
             return Ok(report_error(&out, &cli.file, &err).max(2));
         }
     };
-    if !cli.json && !cli.check {
+    if !cli.json && cli.cmd == Cmd::Run {
         out.plain(&format!("Filebench Version 1.5-alpha3 (strata-wml {})", env!("CARGO_PKG_VERSION")));
     }
     let script = match parser::parse(&cli.file, &src) {
@@ -117,10 +127,21 @@ fn real_main() -> anyhow::Result<u8> {
         Err(e) => return Ok(report_error(&out, &cli.file, &e)),
     };
     runner::install_signal_handlers();
+    if cli.cmd == Cmd::Create {
+        let mut interp = Interp::new(&script, cli.opts, Arc::new(Output::new(true)));
+        return Ok(match interp.create_only(&script) {
+            Ok(()) => {
+                print!("{}", interp.listing());
+                0
+            }
+            Err(e) => report_error(&out, &cli.file, &e),
+        });
+    }
+    let check = cli.cmd == Cmd::Check;
     let mut interp = Interp::new(&script, cli.opts, out.clone());
     match interp.execute(&script) {
         Ok(o) => {
-            if cli.check {
+            if check {
                 println!("{}: OK ({:?} dialect)", cli.file, script.dialect);
             }
             Ok(o.exit_code as u8)

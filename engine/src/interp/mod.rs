@@ -109,6 +109,33 @@ impl Interp {
         }
     }
 
+    /// Executes every statement before the first `run`/`psrun` and creates
+    /// the filesets (`strata-wml create`).
+    pub fn create_only(&mut self, script: &Script) -> Result<()> {
+        for s in &script.stmts {
+            if matches!(s.stmt, crate::ast::Stmt::Run(_) | crate::ast::Stmt::Psrun { .. } | crate::ast::Stmt::Quit) {
+                break;
+            }
+            self.statement(&s.stmt, s.pos)?;
+        }
+        if self.filesets.is_none() {
+            self.create_filesets()?;
+        }
+        Ok(())
+    }
+
+    /// One line per file entry: fileset, absolute path, size, exists (0/1).
+    pub fn listing(&self) -> String {
+        let mut out = String::new();
+        for fs in self.filesets.iter().flatten() {
+            for (i, p) in fs.file_paths.iter().enumerate() {
+                let exists = fs.lock().files.exists.get(i) as u8;
+                out.push_str(&format!("{}\t{}\t{}\t{}\n", fs.name, p.to_string_lossy(), fs.file_size(i), exists));
+            }
+        }
+        out
+    }
+
     /// Executes the whole script.
     pub fn execute(&mut self, script: &Script) -> Result<Outcome> {
         if let Some(why) = &script.dialect_reason {
