@@ -1,0 +1,64 @@
+"""From stored results to everything the report shows (DESIGN.md "Analysis and report").
+
+`analyse(results)` groups trials into cells (analysis/cells.py), moves results
+above the raw device to the cached side (baseline.py), finds sweeps and
+scaling (sweeps.py), 004-style tables (grid.py), hygiene warnings
+(hygiene.py), evaluates the seed studies' claims (findings.py) and gives
+advice (advice.py). It reads stored results only, never a live run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from strata.analysis import advice, baseline, findings, grid, hygiene, sweeps
+from strata.analysis.cells import Cell, build_cells
+
+
+@dataclass
+class Analysis:
+    results: list
+    cells: list
+    raw: dict
+    sweeps: list = field(default_factory=list)
+    grids: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    best: list = field(default_factory=list)
+    containers: list = field(default_factory=list)
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(r.get("status", "?") for r in self.results)
+
+    @property
+    def hosts(self) -> list[dict]:
+        seen = {}
+        for r in self.results:
+            h = r.get("host") or {}
+            seen.setdefault(h.get("hostname", "?"), h)
+        return [seen[k] for k in sorted(seen)]
+
+    @property
+    def experiments(self) -> list[str]:
+        return sorted({r.get("experiment", "") for r in self.results})
+
+    def workloads(self) -> list[str]:
+        return sorted({c.labels["workload"] for c in self.cells})
+
+    def cells_of(self, workload: str) -> list[Cell]:
+        return [c for c in self.cells if c.labels["workload"] == workload]
+
+
+def analyse(results: list[dict], judge_steady: bool = True) -> Analysis:
+    cells = build_cells(results, judge_steady)
+    baseline.apply_above_raw(cells)
+    a = Analysis(results, cells, baseline.raw_index(cells))
+    a.sweeps = sweeps.find(cells)
+    a.grids = grid.grids(cells)
+    a.warnings = hygiene.check(cells, results)
+    a.findings = findings.evaluate(a)
+    a.best = advice.best_stacks(cells)
+    a.containers = advice.containers(a.sweeps)
+    return a

@@ -1,0 +1,63 @@
+"""Compare two result sets trial by trial (`strata compare A B`).
+
+Results of two hosts (or two runs) are matched on what was measured, the
+labels device/filesystem/runtime/path/workload/load, never on trial ids,
+which differ between hosts whose specs differ in any detail. Each match gives
+B's change relative to A with Welch's 95% interval (analysis/stats.py), as
+pyperf's `compare_to` does for benchmarks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strata.analysis.baseline import apply_above_raw
+from strata.analysis.cells import LABEL_KEYS, Cell, build_cells
+from strata.analysis.stats import Change, change
+
+
+@dataclass
+class Match:
+    labels: dict
+    unit: str
+    a: Cell
+    b: Cell
+    change: Change
+
+    @property
+    def name(self) -> str:
+        lab = self.labels
+        return f"{lab['device']}/{lab['filesystem']}/{lab['runtime']}/{lab['path']} {lab['workload']} {lab['load']}"
+
+
+@dataclass
+class Comparison:
+    matches: list
+    only_a: list
+    only_b: list
+    unit_mismatch: list
+
+
+def _index(cells: list[Cell]) -> dict[tuple, Cell]:
+    out = {}
+    for c in cells:
+        if c.values:
+            out.setdefault(tuple(c.labels[k] for k in LABEL_KEYS), c)
+    return out
+
+
+def compare(results_a: list[dict], results_b: list[dict]) -> Comparison:
+    ca, cb = build_cells(results_a, judge_steady=False), build_cells(results_b, judge_steady=False)
+    apply_above_raw(ca)
+    apply_above_raw(cb)
+    ia, ib = _index(ca), _index(cb)
+    matches, mismatch = [], []
+    for key in sorted(set(ia) & set(ib)):
+        a, b = ia[key], ib[key]
+        if a.unit != b.unit:
+            mismatch.append(a.name)
+            continue
+        matches.append(Match(dict(zip(LABEL_KEYS, key)), a.unit, a, b, change(a.summary, b.summary)))
+    only_a = [ia[k].name for k in sorted(set(ia) - set(ib))]
+    only_b = [ib[k].name for k in sorted(set(ib) - set(ia))]
+    return Comparison(matches, only_a, only_b, mismatch)

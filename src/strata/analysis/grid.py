@@ -1,0 +1,58 @@
+"""Tables by file system x volume/bind x containers, as Tables 2 to 5 of seed study 004.
+
+One table per workload (and per load without the container count): a row
+per number of concurrent containers, a column per (file system, path) pair,
+each cell the throughput per container (MB/s for Filebench, as the study
+reports; the workload's own unit otherwise), mean over repetitions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from strata.analysis.cells import Cell
+
+GRID_PATHS = ("volume", "bind", "layer", "tmpfs")
+
+
+@dataclass
+class Grid:
+    workload: str
+    context: str
+    unit: str
+    columns: list = field(default_factory=list)  # (filesystem, runtime, path)
+    rows: list = field(default_factory=list)     # containers
+    values: dict = field(default_factory=dict)   # (containers, column) -> (per-container mean, Cell)
+
+    @property
+    def title(self) -> str:
+        return f"{self.workload}: {self.unit} per container ({self.context})"
+
+
+def _key(c: Cell) -> str:
+    wl = {k: v for k, v in c.workload.items() if k != "name"}
+    ld = {k: v for k, v in c.load.items() if k not in ("name", "containers")}
+    return json.dumps([c.trial["device"]["name"], c.labels["workload"], wl, ld], sort_keys=True, default=str)
+
+
+def grids(cells: list[Cell]) -> list[Grid]:
+    groups: dict[str, list[Cell]] = {}
+    for c in cells:
+        if c.values and c.path in GRID_PATHS:
+            groups.setdefault(_key(c), []).append(c)
+    out = []
+    for key in sorted(groups):
+        g = groups[key]
+        cols = sorted({(c.labels["filesystem"], c.labels["runtime"], c.path) for c in g})
+        rows = sorted({c.containers for c in g})
+        if len(cols) < 2 and len(rows) < 2:
+            continue
+        ld = g[0].load
+        grid = Grid(g[0].labels["workload"], f"{ld.get('numjobs')} jobs x iodepth {ld.get('iodepth')}, "
+                    f"device {g[0].labels['device']}", g[0].unit, cols, rows)
+        for c in g:
+            col = (c.labels["filesystem"], c.labels["runtime"], c.path)
+            grid.values.setdefault((c.containers, col), (c.summary.mean / c.containers, c))
+        out.append(grid)
+    return out

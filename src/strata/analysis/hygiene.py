@@ -1,0 +1,146 @@
+"""Measurement hygiene: warnings that say what to do (STYLE.md item 10).
+
+Modelled on pyperf's `format_checks` (pyperf/_cli.py) and hyperfine's
+`output/warnings.rs`: each check looks at stored evidence and, when it fails,
+says what is wrong with the number and what to change to get a good one.
+Checks: cache suspected (flags.cache, and results above the raw device),
+too few repetitions, high spread, not steady (SNIA PTS, analysis/steady.py),
+start skew between containers (flags.sync), failed trials, pooled hosts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from strata.analysis.cells import Cell
+
+MIN_REPETITIONS = 3
+MAX_CV = 0.10
+SHOW = 4
+
+
+@dataclass
+class HygieneWarning:
+    kind: str
+    message: str
+    fix: str
+    items: list = field(default_factory=list)
+
+    def text(self) -> str:
+        shown = ", ".join(self.items[:SHOW])
+        more = f" and {len(self.items) - SHOW} more" if len(self.items) > SHOW else ""
+        where = f" ({shown}{more})" if self.items else ""
+        return f"{self.message}{where}. What to do: {self.fix}"
+
+
+def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
+    out: list[HygieneWarning] = []
+    for fn in (_cache, _above_raw, _repetitions, _spread, _steady, _sync, _failed):
+        w = fn(cells)
+        if w:
+            out.append(w)
+    out.extend(_hosts(results))
+    return out
+
+
+def _cache(cells: list[Cell]) -> HygieneWarning | None:
+    items = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.cached if c.above_raw is None]
+    if not items:
+        return None
+    return HygieneWarning("cache", f"a cache answered in {len(items)} trial(s): the device moved far fewer bytes than the "
+                   "workload; they are drawn apart, labeled cache, never as device performance",
+                   "measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`); "
+                   "see flags.cache.evidence in the trial's JSON", items)
+
+
+def _above_raw(cells: list[Cell]) -> HygieneWarning | None:
+    items = [f"{c.name} ({c.above_raw['ratio']:.2f}x raw)" for c in cells if c.above_raw]
+    if not items:
+        return None
+    return HygieneWarning("above_raw", f"{len(items)} configuration(s) beat the raw device they sit on: a cache answered "
+                   "(study 003, section 5.2, the loop-lvm anomaly); shown apart, not as device performance",
+                   "check that the path honours O_DIRECT; rerun the raw device baseline in the same run", items)
+
+
+def _repetitions(cells: list[Cell]) -> HygieneWarning | None:
+    items = [f"{c.name} (n={c.reps})" for c in cells if 0 < c.reps < MIN_REPETITIONS]
+    if not items:
+        return None
+    return HygieneWarning("repetitions", f"{len(items)} configuration(s) have fewer than {MIN_REPETITIONS} repetitions: "
+                   "their confidence intervals are wide or missing, and differences cannot be called significant",
+                   f"set `repetitions: {MIN_REPETITIONS}` (or more) in the spec and rerun it with "
+                   "`strata run SPEC --resume -o RESULTS` (stored trials are kept)", items)
+
+
+def _spread(cells: list[Cell]) -> HygieneWarning | None:
+    items = [f"{c.name} (CV {c.summary.cv:.0%})" for c in cells if c.summary and (c.summary.cv or 0) > MAX_CV]
+    if not items:
+        return None
+    return HygieneWarning("spread", f"{len(items)} configuration(s) vary by more than {MAX_CV:.0%} (coefficient of "
+                   "variation) between repetitions", "run longer (`runtime`), add repetitions, and keep other "
+                   "work off the host and the device while measuring", items)
+
+
+def _steady(cells: list[Cell]) -> HygieneWarning | None:
+    unsteady, unjudged = [], []
+    for c in cells:
+        for r, s in c.steady:
+            if s is None:
+                continue
+            item = f"{c.name} #{r['labels'].get('repetition', 0)}"
+            if s.get("judged", True) and not s.get("steady"):
+                unsteady.append(item)
+            elif not s.get("judged", True):
+                unjudged.append(item)
+    if unsteady:
+        return HygieneWarning("steady", f"{len(unsteady)} trial(s) did not reach steady state (SNIA PTS: range within 20% "
+                       "and slope excursion within 10% of the mean over the last 5 s of IOPS)",
+                       "run longer or set `until: steady` in the fio workload; precondition the device first"
+                       + (f"; {len(unjudged)} more trial(s) were too short to judge" if unjudged else ""), unsteady)
+    if unjudged:
+        return HygieneWarning("steady", f"{len(unjudged)} trial(s) were too short to judge steady state (fewer than 5 "
+                       "per-second samples)", "set `runtime` to 10 s or more, or `until: steady`", unjudged)
+    return None
+
+
+def _sync(cells: list[Cell]) -> HygieneWarning | None:
+    items = []
+    for c in cells:
+        for r in c.ok + c.cached:
+            s = (r.get("flags") or {}).get("sync") or {}
+            if s.get("suspect"):
+                items.append(f"{c.name} #{r['labels'].get('repetition', 0)} (skew {s.get('skew_s', 0):.1f} s)")
+    if not items:
+        return None
+    return HygieneWarning("sync", f"the containers of {len(items)} trial(s) did not start together: the aggregate mixes "
+                   "periods when not all ran", "rerun with fewer containers or a longer runtime", items)
+
+
+def _failed(cells: list[Cell]) -> HygieneWarning | None:
+    cats = Counter()
+    items = []
+    for c in cells:
+        for r in c.failed:
+            f = (r.get("flags") or {}).get("failed") or {}
+            cats[f.get("category") or r.get("status")] += 1
+            items.append(f"{c.name} #{r['labels'].get('repetition', 0)}: {f.get('category')}")
+    if not items:
+        return None
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(cats.items()))
+    return HygieneWarning("failed", f"{len(items)} trial(s) failed ({summary}) and are not in the figures",
+                   "read flags.failed (message, stderr) in each trial's JSON, fix the cause, then "
+                   "`strata run SPEC --resume -o RESULTS` reruns only them", items)
+
+
+def _hosts(results: list[dict]) -> list[HygieneWarning]:
+    out = []
+    hosts = sorted({(r.get("host") or {}).get("hostname", "?") for r in results if r.get("host")})
+    if len(hosts) > 1:
+        out.append(HygieneWarning("hosts", f"results of {len(hosts)} hosts are pooled in one report",
+                           "report each host on its own, or compare them with `strata compare A B`", hosts))
+    notes = sorted({(r.get("host") or {}).get("note") for r in results if (r.get("host") or {}).get("note")})
+    for n in notes:
+        out.append(HygieneWarning("host", n, "read absolute numbers with care; ratios between stacks on the "
+                           "same host still hold"))
+    return out

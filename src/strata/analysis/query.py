@@ -1,0 +1,107 @@
+"""Selecting and matching cells, for findings and advice.
+
+Two cells match when they ran the same workload parameters at the same load
+on the same device (names of workloads and loads aside), plus whatever layer
+the caller also wants equal (the file system, for "volume vs host file system").
+"""
+
+from __future__ import annotations
+
+import json
+
+from strata.analysis.cells import Cell
+from strata.analysis.stats import Change, change
+
+
+def select(cells: list[Cell], fs: str | None = None, plain: bool | None = None, option: str | None = None,
+           runtime: str | None = None, drivers: tuple | None = None, path: str | None = None,
+           rw: tuple | None = None, kind: str | None = None, workload_re: str | None = None) -> list[Cell]:
+    """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present."""
+    import re
+    out = []
+    for c in cells:
+        if not c.values:
+            continue
+        if fs and c.fs_type != fs:
+            continue
+        if plain and c.mount_options:
+            continue
+        if option and not any(o.split("=")[0] == option for o in c.mount_options):
+            continue
+        if runtime and c.runtime_type != runtime:
+            continue
+        if drivers and c.driver not in drivers:
+            continue
+        if path and c.path != path:
+            continue
+        if rw and c.rw not in rw:
+            continue
+        if kind and c.kind != kind:
+            continue
+        if workload_re and not re.search(workload_re, _workload_text(c), re.I):
+            continue
+        out.append(c)
+    return out
+
+
+def _workload_text(c: Cell) -> str:
+    return " ".join(str(x) for x in (c.labels["workload"], c.workload.get("name"), c.workload.get("file")) if x)
+
+
+def match_key(c: Cell, also: tuple = ()) -> str:
+    wl = {k: v for k, v in c.workload.items() if k != "name"}
+    ld = {k: v for k, v in c.load.items() if k != "name"}
+    extra = {a: _layer(c, a) for a in also}
+    return json.dumps([c.trial["device"]["name"], wl, ld, extra], sort_keys=True, default=str)
+
+
+def _layer(c: Cell, name: str):
+    return {"filesystem": c.trial["filesystem"]["name"], "fs_type": c.fs_type, "runtime": c.labels["runtime"],
+            "path": c.path, "containers": c.containers}[name]
+
+
+def pairs(a: list[Cell], b: list[Cell], also: tuple = ()) -> list[tuple[Cell, Cell, Change]]:
+    """Matched (a, b, change of b relative to a)."""
+    index = {}
+    for c in a:
+        index.setdefault(match_key(c, also), c)
+    out = []
+    for c in b:
+        base = index.get(match_key(c, also))
+        if base is not None and base is not c:
+            out.append((base, c, change(base.summary, c.summary)))
+    return out
+
+
+def by_context(cells: list[Cell], also: tuple = ()) -> dict[str, list[Cell]]:
+    """Cells grouped by what they ran (workload, load, device, and `also`)."""
+    groups: dict[str, list[Cell]] = {}
+    for c in cells:
+        groups.setdefault(match_key(c, also), []).append(c)
+    return groups
+
+
+def short(c: Cell) -> str:
+    return c.name
+
+
+def fmt(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    if abs(v) >= 100:
+        s = f"{v:,.0f}"
+    elif abs(v) >= 10:
+        s = f"{v:.1f}"
+    else:
+        s = f"{v:.2f}"
+    return f"{s} {unit}".strip()
+
+
+def at_highest_load(cells: list[Cell]) -> list[Cell]:
+    """Per stack and workload, the cells at the highest load measured ("unless otherwise indicated ... high
+    load (32 jobs, 32 queue depth)", study 003 section 5) when more than one load ran."""
+    top: dict[tuple, int] = {}
+    key = lambda c: (c.stack, json.dumps({k: v for k, v in c.workload.items() if k != "name"}, sort_keys=True))
+    for c in cells:
+        top[key(c)] = max(top.get(key(c), 0), c.outstanding)
+    return [c for c in cells if c.outstanding == top[key(c)]]

@@ -1,0 +1,134 @@
+"""Means, 95% confidence intervals and differences between repetitions.
+
+Repetitions of a trial (labels.repetition) are few (2 to 10), so intervals use
+Student's t, and differences between two stacks Welch's unequal-variance t
+(Welch 1947; as in pyperf's `compare_to` and hyperfine's `--export-json`
+analysis scripts). A ratio (stack / raw device) gets its interval on the log
+scale by the delta method. No SciPy: the t quantiles are tabulated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+# two-sided 95% quantiles of Student's t, df = 1..30
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_Z975 = 1.959964
+
+
+def t975(df: float) -> float:
+    """Two-sided 95% quantile of t with `df` degrees of freedom (fractional df interpolated in 1/df)."""
+    if df < 1:
+        df = 1.0
+    if df <= 30:
+        lo = int(math.floor(df))
+        if lo == df or lo >= 30:
+            return _T975[lo - 1]
+        w = (1 / df - 1 / (lo + 1)) / (1 / lo - 1 / (lo + 1))
+        return w * _T975[lo - 1] + (1 - w) * _T975[lo]
+    z = _Z975  # Cornish-Fisher expansion, exact to 3 decimals beyond df 30
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float
+    sd: float
+    ci_low: float | None
+    ci_high: float | None
+
+    @property
+    def cv(self) -> float | None:
+        """Coefficient of variation of the repetitions, or None with fewer than 2."""
+        return self.sd / self.mean if self.n >= 2 and self.mean else None
+
+    @property
+    def se(self) -> float | None:
+        return self.sd / math.sqrt(self.n) if self.n >= 2 else None
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.ci_high is None else (self.ci_high - self.ci_low) / 2
+
+
+def summarize(values: list[float]) -> Summary:
+    vals = [float(v) for v in values]
+    n = len(vals)
+    if n == 0:
+        return Summary(0, math.nan, math.nan, None, None)
+    mean = sum(vals) / n
+    if n == 1:
+        return Summary(1, mean, 0.0, None, None)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
+    h = t975(n - 1) * sd / math.sqrt(n)
+    return Summary(n, mean, sd, mean - h, mean + h)
+
+
+@dataclass(frozen=True)
+class Change:
+    """B relative to A: (mean_b - mean_a) / mean_a, with its 95% interval."""
+    base: Summary
+    other: Summary
+    rel: float
+    rel_low: float | None
+    rel_high: float | None
+
+    @property
+    def known(self) -> bool:
+        return self.rel_low is not None
+
+    @property
+    def significant(self) -> bool | None:
+        """True/False when both sides have repetitions; None when it cannot be told."""
+        if not self.known:
+            return None
+        return self.rel_low > 0 or self.rel_high < 0
+
+    def text(self) -> str:
+        s = f"{self.rel:+.1%}"
+        if not self.known:
+            return s + " (no interval: too few repetitions)"
+        sig = "significant" if self.significant else "not significant"
+        return f"{s} [{self.rel_low:+.1%}, {self.rel_high:+.1%}] ({sig})"
+
+
+def change(a: Summary, b: Summary) -> Change:
+    """Welch's t interval for mean_b - mean_a, expressed relative to mean_a."""
+    rel = (b.mean - a.mean) / a.mean if a.mean else math.nan
+    if a.n < 2 or b.n < 2 or not a.mean:
+        return Change(a, b, rel, None, None)
+    va, vb = a.sd**2 / a.n, b.sd**2 / b.n
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return Change(a, b, rel, rel, rel)
+    df = (va + vb) ** 2 / ((va**2 / (a.n - 1)) + (vb**2 / (b.n - 1))) if va + vb else a.n + b.n - 2
+    h = t975(df) * se / abs(a.mean)
+    return Change(a, b, rel, rel - h, rel + h)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    value: float
+    low: float | None
+    high: float | None
+
+
+def ratio(num: Summary, den: Summary) -> Ratio:
+    """num.mean / den.mean with a 95% interval by the delta method on log scale."""
+    if not den.mean or not num.mean or num.mean <= 0 or den.mean <= 0:
+        return Ratio(math.nan, None, None)
+    r = num.mean / den.mean
+    if num.n < 2 or den.n < 2:
+        return Ratio(r, None, None)
+    ra, rb = (num.se / num.mean) ** 2, (den.se / den.mean) ** 2
+    s = math.sqrt(ra + rb)
+    if s == 0:
+        return Ratio(r, r, r)
+    df = (ra + rb) ** 2 / (ra**2 / (num.n - 1) + rb**2 / (den.n - 1)) if ra and rb else max(num.n, den.n) - 1
+    h = t975(df) * s
+    return Ratio(r, r * math.exp(-h), r * math.exp(h))

@@ -1,0 +1,34 @@
+"""strata report RESULTS [-o DIR]: HTML, SVG/PNG figures, CSV tables and a terminal summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from strata.cli.export import _load
+
+NAME = "report"
+HELP = "write the report of stored results: HTML (self-contained), SVG/PNG figures, CSV, terminal summary"
+
+
+def add_arguments(p):
+    p.add_argument("results", help="a results directory (or a folder of them)")
+    p.add_argument("-o", "--output", help="report directory (default: RESULTS/report)")
+    p.add_argument("--title", default="", help="title of the HTML report (default: the experiment names)")
+    p.add_argument("--series", action="append", default=[], metavar="TRIAL_ID",
+                   help="also draw the time series of this trial (repeatable)")
+    p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: CPUs)")
+
+
+def main(args) -> int:
+    from strata.report import build_report, generate, write
+    results = _load(args.results)
+    title = args.title or "strata report: " + ", ".join(sorted({r.get("experiment", "") for r in results}))
+    report = build_report(results, title, tuple(args.series))
+    files = generate(report, args.jobs)
+    out = Path(args.output or Path(args.results) / "report")
+    write(files, out)
+    print(files["summary.txt"].decode().rstrip())
+    n_fig = sum(1 for k in files if k.endswith(".svg"))
+    print(f"\nreport: {out / 'report.html'} ({n_fig} figures as SVG and PNG in {out / 'figures'}, "
+          f"tables in {out / 'csv'})")
+    return 0

@@ -1,0 +1,49 @@
+"""CSV of the table behind each figure, and of the findings, advice and warnings (pure: Report -> bytes)."""
+
+from __future__ import annotations
+
+import csv as _csv
+import io
+import math
+
+
+def cell_text(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def table_csv(columns: list, rows: list) -> bytes:
+    buf = io.StringIO()
+    w = _csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([cell_text(v) for v in r])
+    return buf.getvalue().encode()
+
+
+def render(report) -> dict[str, bytes]:
+    """{file name: bytes} for every table of the report."""
+    a = report.analysis
+    out = {f"{f.id}.csv": table_csv(f.table.columns, f.table.rows) for f in report.figures}
+    out.update({f"{t.id}.csv": table_csv(t.columns, t.rows) for t in report.tables})
+    out["findings.csv"] = table_csv(["id", "status", "claim", "source", "criterion", "numbers"],
+                                    [[f.id, o.status, f.claim, f.source, f.criterion, o.detail]
+                                     for f, o in a.findings])
+    out["advice.csv"] = table_csv(["workload", "load", "best stack", "mean", "unit", "n", "next stack", "change",
+                                   "ci_low", "ci_high", "significant", "tied with"],
+                                  [_advice_row(b) for b in a.best])
+    out["warnings.csv"] = table_csv(["kind", "message", "what to do", "items"],
+                                    [[w.kind, w.message, w.fix, "; ".join(w.items)] for w in a.warnings])
+    return out
+
+
+def _advice_row(b) -> list:
+    m = b.margin
+    return [b.workload, b.load, b.best.stack, b.best.summary.mean, b.unit, b.best.reps,
+            b.runner_up.stack if b.runner_up else None, m.rel if m else None, m.rel_low if m else None,
+            m.rel_high if m else None, m.significant if m else None, "; ".join(c.stack for c in b.tied)]

@@ -1,0 +1,204 @@
+"""Figures as SVG and PNG bytes (matplotlib, Agg; no pyplot global state).
+
+Output is deterministic for snapshot tests: a fixed `svg.hashsalt`, text kept
+as text (`svg.fonttype: none`, also what lets a browser test find the axis
+labels), no date or creator in the metadata. Each figure follows the seed
+study it reproduces: bars relative to raw as study 003's Figure 3, latency
+breakdown as its Figure 4, lines with confidence bands for sweeps, scaling
+with the peak marked as its Figure 6a.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure as MplFigure  # noqa: E402
+from matplotlib.ticker import NullLocator  # noqa: E402
+
+RC = {
+    "svg.hashsalt": "strata", "svg.fonttype": "none", "font.family": "DejaVu Sans", "font.size": 9,
+    "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True, "figure.dpi": 100, "savefig.dpi": 100,
+    "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 8, "legend.frameon": False,
+}
+SVG_META = {"Date": None, "Creator": None}
+PNG_META = {"Software": None}
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+LAT_COLORS = {"slat": "#9ecae1", "clat": "#3182bd", "lat": "#08519c"}
+CACHE_STYLE = {"color": "#d9d9d9", "edgecolor": "#636363", "hatch": "///"}
+
+
+def render(fig) -> tuple[bytes, bytes]:
+    """(svg, png) bytes of a report Figure."""
+    with matplotlib.rc_context(RC):
+        mpl = DRAW[fig.kind](fig)
+        mpl.suptitle(_wrap(fig.title, 110), fontsize=10, x=0.01, ha="left")
+        mpl.tight_layout()
+        svg, png = io.BytesIO(), io.BytesIO()
+        mpl.savefig(svg, format="svg", metadata=SVG_META)
+        mpl.savefig(png, format="png", metadata=PNG_META)
+    return svg.getvalue(), png.getvalue()
+
+
+def _wrap(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
+def _ci(values, lows, highs):
+    lo = [v - l if l is not None else 0 for v, l in zip(values, lows)]
+    hi = [h - v if h is not None else 0 for v, h in zip(values, highs)]
+    return [lo, hi]
+
+
+def _bars(fig) -> MplFigure:
+    bars = fig.data["bars"]
+    stacks = list(dict.fromkeys(b["label"] for b in bars))
+    loads = list(dict.fromkeys(b["load"] for b in bars))
+    series = list(dict.fromkeys((b["load"], b["cached"]) for b in bars))
+    width = 0.8 / max(1, len(series))
+    mpl = MplFigure(figsize=(min(14, max(6.5, 0.45 * len(bars) + 2.5)), 4.2))
+    ax = mpl.add_subplot()
+    for si, (load, cached) in enumerate(series):
+        sel = [b for b in bars if b["load"] == load and b["cached"] == cached]
+        xs = [stacks.index(b["label"]) + (si - (len(series) - 1) / 2) * width for b in sel]
+        vals = [b["value"] for b in sel]
+        color = PALETTE[loads.index(load) % len(PALETTE)]
+        style = dict(CACHE_STYLE, edgecolor=color) if cached else {"color": color}
+        ax.bar(xs, vals, width * 0.95, **style, label=None if cached else f"load {load}")
+        ax.errorbar(xs, vals, yerr=_ci(vals, [b["low"] for b in sel], [b["high"] for b in sel]), fmt="none",
+                    ecolor="black", elinewidth=0.8, capsize=2)
+        for x, b in zip(xs, sel):
+            if cached:
+                ax.annotate("cache", (x, b["value"]), ha="center", va="bottom", fontsize=7, color="#636363")
+    if len(stacks) < 3:
+        ax.set_xlim(-1.2, len(stacks) + 0.2)
+    if any(b["cached"] for b in bars):
+        ax.bar([], [], label="cache answered (not device)", **CACHE_STYLE)
+    if fig.data.get("has_raw"):
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="raw device = 1.0")
+        ax.set_ylabel("throughput relative to raw device")
+    else:
+        ax.set_ylabel(fig.data.get("unit", ""))
+    ax.set_xticks(range(len(stacks)), stacks, rotation=25, ha="right")
+    ax.set_xlabel("stack")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return mpl
+
+
+def _latency(fig) -> MplFigure:
+    panels = fig.data["panels"]
+    n = max(len(p["stacks"]) for p in panels)
+    mpl = MplFigure(figsize=(min(14, max(6.5, 1.1 * n * len(panels) + 2)), 4.2))
+    axes = mpl.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    for ax, p in zip(axes, panels):
+        labels = [s["label"] for s in p["stacks"]]
+        for ki, kind in enumerate(("slat", "clat", "lat")):
+            xs = [i + (ki - 1) * 0.27 for i in range(len(labels))]
+            means = [s.get(f"{kind}_mean_us") or 0 for s in p["stacks"]]
+            p99 = [s.get(f"{kind}_p99_us") for s in p["stacks"]]
+            ax.bar(xs, means, 0.26, color=LAT_COLORS[kind], label=f"{kind} mean")
+            pts = [(x, v) for x, v in zip(xs, p99) if v]
+            if pts:
+                ax.scatter(*zip(*pts), marker="_", s=120, color="black", zorder=3,
+                           label="p99" if kind == "lat" else None)
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost a third of the drawing time
+        ax.set_title(f"load {p['load']} ({p['outstanding']} I/Os in flight)", fontsize=9)
+        ax.set_xticks(range(len(labels)), labels, rotation=25, ha="right")
+        ax.set_xlabel("stack")
+    axes[0].set_ylabel("latency (\u00b5s, log scale)")
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return mpl
+
+
+def _line(ax, i, label, pts, scale=1.0):
+    xs = [p[0] for p in pts]
+    ys = [p[1] / (p[0] if scale == "per" else 1) for p in pts]
+    div = [(p[0] if scale == "per" else 1) for p in pts]
+    lo = [(p[2] if p[2] is not None else p[1]) / d for p, d in zip(pts, div)]
+    hi = [(p[3] if p[3] is not None else p[1]) / d for p, d in zip(pts, div)]
+    color = PALETTE[i % len(PALETTE)]
+    ax.plot(xs, ys, marker="o", markersize=3.5, color=color, label=label)
+    ax.fill_between(xs, lo, hi, color=color, alpha=0.18, linewidth=0)
+    return xs, ys
+
+
+def _sweep(fig) -> MplFigure:
+    mpl = MplFigure(figsize=(7.5, 4.2))
+    ax = mpl.add_subplot()
+    allx = set()
+    for i, ln in enumerate(fig.data["lines"]):
+        xs, _ = _line(ax, i, ln["label"], ln["points"])
+        allx.update(xs)
+    if allx and min(allx) > 0 and max(allx) / min(allx) >= 8:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(allx), [f"{x:g}" for x in sorted(allx)])
+    ax.minorticks_off()
+    ax.set_xlabel(fig.data["xlabel"])
+    ax.set_ylabel(fig.data["unit"])
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return mpl
+
+
+def _scaling(fig) -> MplFigure:
+    mpl = MplFigure(figsize=(10, 4.2))
+    agg, per = mpl.subplots(1, 2)
+    for i, ln in enumerate(fig.data["lines"]):
+        xs, ys = _line(agg, i, ln["label"], ln["points"])
+        _line(per, i, ln["label"], ln["points"], scale="per")
+        py = ys[xs.index(ln["peak"])]
+        agg.scatter([ln["peak"]], [py], marker="*", s=160, color=PALETTE[i % len(PALETTE)], edgecolor="black",
+                    zorder=4, label=f"peak at {ln['peak']}")
+    unit = fig.data["unit"]
+    for ax, what in ((agg, f"aggregate {unit}"), (per, f"{unit} per container")):
+        ax.set_xlabel("concurrent containers")
+        ax.set_ylabel(what)
+        ax.set_ylim(bottom=0)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    per.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    agg.legend(loc="lower right")
+    return mpl
+
+
+def _series(fig) -> MplFigure:
+    series = fig.data["series"]
+    mpl = MplFigure(figsize=(7.5, 1.5 * len(series) + 0.8))
+    axes = mpl.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
+    for i, (ax, (name, pts)) in enumerate(zip(axes, series.items())):
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", color=PALETTE[i % len(PALETTE)])
+        ax.set_ylabel(name, fontsize=8)
+        ax.set_ylim(bottom=0)
+    axes[-1].set_xlabel("seconds since start")
+    return mpl
+
+
+def _compare(fig) -> MplFigure:
+    rows = fig.data["rows"]
+    mpl = MplFigure(figsize=(9, max(2.5, 0.32 * len(rows) + 1.4)))
+    ax = mpl.add_subplot()
+    ys = list(range(len(rows)))[::-1]
+    for y, r in zip(ys, rows):
+        color = "#bdbdbd" if not r["significant"] else ("#2ca02c" if r["rel"] > 0 else "#d62728")
+        ax.barh(y, 100 * r["rel"], color=color, height=0.7)
+        if r["low"] is not None:
+            ax.plot([100 * r["low"], 100 * r["high"]], [y, y], color="black", linewidth=1)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(ys, [r["label"] for r in rows], fontsize=7)
+    ax.set_xlabel("change of B relative to A (%), 95% interval")
+    for label, color in (("better, significant", "#2ca02c"), ("worse, significant", "#d62728"),
+                         ("not significant / unknown", "#bdbdbd")):
+        ax.barh([], [], color=color, label=label)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return mpl
+
+
+DRAW = {"ratio": _bars, "throughput": _bars, "latency": _latency, "sweep": _sweep, "scaling": _scaling,
+        "series": _series, "compare": _compare}
+
+
+def finite(v) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))

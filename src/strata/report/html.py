@@ -1,0 +1,155 @@
+"""The self-contained HTML report (pure: Report + SVG figures -> bytes).
+
+Figures are inline SVG (ids prefixed per figure so that several SVGs in one
+page never share an id), tables inline, no external resource of any kind:
+the file opens offline. A few lines of script sort a table on a click on its
+header; nothing else runs.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from strata import __version__
+from strata.report.csv import cell_text
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 18px 40px;
+color:#222;line-height:1.4}
+h1{font-size:1.6em;margin:18px 0 4px}h2{border-bottom:2px solid #ddd;padding-bottom:3px;margin-top:32px}
+.meta{color:#555;font-size:.9em}nav a{margin-right:12px}
+table{border-collapse:collapse;font-size:.85em;margin:6px 0}th,td{border:1px solid #ddd;padding:3px 7px;
+text-align:left;vertical-align:top}th{background:#f3f3f3;cursor:pointer}td.num{text-align:right}
+.warn{background:#fff4e5;border-left:4px solid #f0a020;padding:6px 10px;margin:6px 0}
+.warn b{color:#8a5300}.fix{display:block;margin-top:2px}
+.st{font-weight:bold;padding:1px 6px;border-radius:3px;white-space:nowrap}
+.held{background:#e3f4e1;color:#1e6b1e}.not-held{background:#fde2e1;color:#9b1c1c}.not-measured{background:#eee;color:#666}
+figure{margin:22px 0;border:1px solid #e5e5e5;padding:10px}figure svg{max-width:100%;height:auto}
+figcaption{font-size:.9em;color:#444;margin-top:4px}.files{font-size:.8em}
+details summary{cursor:pointer;color:#1f4f8f;font-size:.9em}.cache{color:#8a5300}
+"""
+SCRIPT = """
+document.querySelectorAll("table.sortable th").forEach(function (th, i) {
+  th.addEventListener("click", function () {
+    var tbody = th.closest("table").tBodies[0];
+    var rows = Array.prototype.slice.call(tbody.rows);
+    var num = rows.every(function (r) { var t = r.cells[i].textContent; return t === "" || !isNaN(parseFloat(t)); });
+    var dir = th.dataset.dir === "asc" ? -1 : 1;
+    th.dataset.dir = dir === 1 ? "asc" : "desc";
+    rows.sort(function (a, b) {
+      var x = a.cells[i].textContent, y = b.cells[i].textContent;
+      return dir * (num ? (parseFloat(x) || 0) - (parseFloat(y) || 0) : x.localeCompare(y));
+    });
+    rows.forEach(function (r) { tbody.appendChild(r); });
+  });
+});
+document.documentElement.dataset.figures = String(document.querySelectorAll("figure svg").length);
+"""
+
+
+def inline_svg(svg: bytes | str, prefix: str) -> str:
+    """An SVG file as an inline element: no XML prolog, ids unique to this figure."""
+    text = svg.decode() if isinstance(svg, bytes) else svg
+    text = text[text.index("<svg"):]
+    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', text)
+    text = re.sub(r'url\(#([^)]+)\)', lambda m: f"url(#{prefix}-{m.group(1)})", text)
+    return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)
+
+
+def _table(columns, rows, cls="sortable") -> str:
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
+    body = []
+    for r in rows:
+        tds = "".join(f'<td class="num">{escape(cell_text(v))}</td>' if isinstance(v, (int, float)) and
+                      not isinstance(v, bool) else f"<td>{escape(cell_text(v))}</td>" for v in r)
+        body.append(f"<tr>{tds}</tr>")
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _header(report) -> str:
+    a = report.analysis
+    n = a.counts
+    hosts = "; ".join(f"{escape(str(h.get('hostname', '?')))}: {escape(str(h.get('os', '')))}, kernel "
+                      f"{escape(str(h.get('kernel', '')))}, {h.get('cpus', '?')} CPUs, "
+                      f"{escape(str(h.get('fio_version') or ''))}" for h in a.hosts)
+    return (f"<h1>{escape(report.title)}</h1><p class=meta>experiments: {escape(', '.join(a.experiments))}<br>"
+            f"{len(a.results)} stored trials: {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
+            f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configurations<br>hosts: {hosts}</p>"
+            '<nav><a href="#warnings">warnings</a><a href="#advice">advice</a><a href="#findings">findings</a>'
+            '<a href="#figures">figures</a><a href="#tables">tables</a></nav>')
+
+
+def _warnings(a) -> str:
+    if not a.warnings:
+        return '<h2 id="warnings">Warnings</h2><p>No warning: every check passed.</p>'
+    items = []
+    for w in a.warnings:
+        shown = escape(", ".join(w.items[:12])) + (f" and {len(w.items) - 12} more" if len(w.items) > 12 else "")
+        items.append(f'<div class="warn"><b>{escape(w.kind)}</b>: {escape(w.message)}'
+                     + (f"<br><small>{shown}</small>" if w.items else "")
+                     + f'<span class="fix">What to do: {escape(w.fix)}</span></div>')
+    return f'<h2 id="warnings">Warnings ({len(a.warnings)})</h2>' + "".join(items)
+
+
+def _advice(a) -> str:
+    items = [f"<li>{escape(b.text())}</li>" for b in a.best] + [f"<li>{escape(c.text())}</li>" for c in a.containers]
+    body = f"<ul>{''.join(items)}</ul>" if items else "<p>Nothing to advise: no two stacks ran the same workload.</p>"
+    return ('<h2 id="advice">Advice</h2><p class=meta>Best stack per workload and load (device performance only; '
+            "the raw device is the baseline, not a candidate). Tied: the difference is not significant at 95% "
+            "(Welch).</p>" + body)
+
+
+def _finding_rows(pairs) -> str:
+    rows = []
+    for f, o in pairs:
+        cls = o.status.replace(" ", "-")
+        rows.append(f'<tr><td><span class="st {cls}">{escape(o.status)}</span></td><td><b>{escape(f.id)}</b><br>'
+                    f"{escape(f.claim)}<br><small>source: {escape(f.source)}</small></td><td>{escape(f.criterion)}"
+                    f"</td><td>{escape(o.detail)}</td></tr>")
+    return ("<table><thead><tr><th>status</th><th>claim</th><th>criterion here</th><th>numbers</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _findings(a) -> str:
+    counts = {s: sum(1 for _, o in a.findings if o.status == s) for s in ("held", "not held", "not measured")}
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items())
+    measured = [(f, o) for f, o in a.findings if o.status != "not measured"]
+    rest = [(f, o) for f, o in a.findings if o.status == "not measured"]
+    out = (f'<h2 id="findings">Findings of the seed studies ({summary})</h2><p class=meta>Each claim of the studies '
+           "in shared/seeds, checked on these results with the criterion shown.</p>")
+    out += _finding_rows(measured) if measured else "<p>None of the claims is measured by these results.</p>"
+    if rest:
+        out += (f"<details><summary>{len(rest)} claim(s) not measured by these results</summary>"
+                f"{_finding_rows(rest)}</details>")
+    return out
+
+
+def _figure(i: int, f, svg) -> str:
+    files = (f'<span class=files>files: <a href="figures/{f.id}.svg">SVG</a> <a href="figures/{f.id}.png">PNG</a> '
+             f'<a href="csv/{f.id}.csv">CSV</a></span>')
+    body = inline_svg(svg, f"f{i}") if svg is not None else \
+        "<p class=meta>(not drawn: too many figures of this kind; the table and CSV hold the numbers)</p>"
+    return (f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{body}<figcaption><b>{escape(f.title)}</b>. '
+            f"{escape(f.caption)} {files}</figcaption><details><summary>table ({len(f.table.rows)} rows)"
+            f"</summary>{_table(f.table.columns, f.table.rows)}</details></figure>")
+
+
+def render(report, svgs: dict[str, bytes]) -> bytes:
+    parts = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{escape(report.title)}</title><style>{STYLE}</style></head><body>",
+             _header(report), _warnings(report.analysis), _advice(report.analysis), _findings(report.analysis),
+             '<h2 id="figures">Figures</h2>']
+    if not report.figures:
+        parts.append("<p>No figure: the results hold no successful measurement.</p>")
+    parts += [_figure(i, f, svgs.get(f.id)) for i, f in enumerate(report.figures)]
+    parts.append('<h2 id="tables">Tables: file system x path x containers</h2>')
+    if not report.tables:
+        parts.append("<p class=meta>Not measured: these tables need two or more file systems or paths "
+                     "(volume, bind, layer) or container counts for the same workload (seed study 004, Tables 2-5).</p>")
+    for t in report.tables:
+        parts.append(f'<h3 id="{escape(t.id)}">{escape(t.title)}</h3>{_table(t.columns, t.rows)}')
+    parts.append(f"<footer class=meta><p>strata {escape(__version__)}: generated from stored results only.</p>"
+                 f"</footer><script>{SCRIPT}</script></body></html>\n")
+    return "".join(parts).encode()

@@ -1,0 +1,265 @@
+"""What the report shows, as plain data: figures (each with the table behind it),
+tables, warnings, findings and advice, built from an Analysis of stored results.
+
+Figures are chosen from what the results contain (DESIGN.md "Analysis and
+report"): throughput relative to the raw device per workload (seed study 003,
+Figure 3), the latency breakdown slat/clat/lat at low and high load (Figure 4),
+sweeps with confidence bands (Figures 3e, 3g), scaling over containers with the
+peak (Figure 6a), collector time series of chosen trials. The exporters
+(html, figures, csv, terminal) turn a Report into bytes and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from strata.analysis.analyse import Analysis
+from strata.analysis.baseline import baseline_key, cached_ratio, ratio_to_raw
+from strata.analysis.cells import Cell, artifact
+from strata.analysis.sweeps import DIM_LABEL, peak
+from strata.report.names import figure_id, short_labels
+
+# Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
+MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4}
+MAX_SERIES = 3
+LAT_STATS = ("mean", "p99")
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    columns: list
+    rows: list
+
+
+@dataclass
+class Figure:
+    id: str
+    kind: str
+    title: str
+    caption: str
+    table: Table
+    data: dict = field(default_factory=dict)
+    drawn: bool = True
+
+
+@dataclass
+class Report:
+    title: str
+    analysis: Analysis
+    figures: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+
+
+def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> Report:
+    rep = Report(title, a)
+    for kind, make in (("ratio", _ratio_figures), ("latency", _latency_figures), ("sweep", _sweep_figures),
+                       ("scaling", _scaling_figures)):
+        figs = make(a)
+        for f in figs[MAX_FIGURES_PER_KIND[kind]:]:
+            f.drawn = False
+        rep.figures.extend(figs)
+    rep.figures.extend(_series_figures(a, series_ids))
+    rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)]
+    return rep
+
+
+def _workload_groups(a: Analysis) -> list[tuple[str, list[Cell]]]:
+    groups: dict[tuple, list[Cell]] = {}
+    for c in a.cells:
+        groups.setdefault((c.labels["workload"], c.labels["device"], c.tag), []).append(c)
+    return [(f"{w} on {d}" + (f" [{t}]" if t else ""), groups[(w, d, t)]) for w, d, t in sorted(groups)]
+
+
+def _ratio_figures(a: Analysis) -> list[Figure]:
+    out = []
+    for name, cells in _workload_groups(a):
+        others = [c for c in cells if not c.is_raw and (c.values or c.cached_values)]
+        has_raw = any(ratio_to_raw(c, a.raw) is not None or cached_ratio(c, a.raw) is not None for c in others)
+        if not others:
+            continue
+        labels = short_labels([c.stack for c in others])
+        rows, bars = [], []
+        for c in others:
+            for bar in _bars_of(c, a, labels[c.stack], has_raw):
+                bars.append(bar)
+                rows.append([c.stack, c.labels["load"], bar["value"], bar["low"], bar["high"], bar["n"],
+                             bar["mean"], bar.get("raw"), c.unit, bar["note"]])
+        if not bars:
+            continue
+        kind = "ratio" if has_raw else "throughput"
+        col = "ratio to raw" if has_raw else c.unit
+        fid = figure_id(kind, name)
+        title = f"{name}: throughput relative to the raw device (raw = 1.0)" if has_raw else \
+            f"{name}: throughput ({cells[0].unit}; no raw-device baseline measured)"
+        out.append(Figure(fid, kind, title, _ratio_caption(has_raw), Table(fid, title, [
+            "stack", "load", col, "ci_low", "ci_high", "n", f"mean {cells[0].unit}", f"raw {cells[0].unit}",
+            "unit", "note"], rows), {"bars": bars, "has_raw": has_raw, "unit": cells[0].unit}))
+    return out
+
+
+def _ratio_caption(has_raw: bool) -> str:
+    what = "Mean over repetitions relative to the raw device of the same workload and load (seed study 003, " \
+           "Figure 3), with 95% intervals." if has_raw else "Mean over repetitions with 95% intervals."
+    return what + " Hatched grey bars: a cache answered (flags.cache or above the raw device); they are not " \
+                  "device performance."
+
+
+def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
+    """The device bar of a cell and, apart, the bar of its cache-flagged repetitions."""
+    out = []
+    raw = a.raw.get(baseline_key(c))
+    base = raw.summary.mean if raw is not None and has_raw else None
+    if c.values and (base or not has_raw):
+        s = c.summary
+        r = ratio_to_raw(c, a.raw) if has_raw else None
+        v, lo, hi = (r.value, r.low, r.high) if r else (s.mean, s.ci_low, s.ci_high)
+        out.append({"label": label, "load": c.labels["load"], "value": v, "low": lo, "high": hi, "cached": False,
+                    "note": "", "raw": base, "n": c.reps, "mean": s.mean})
+    if c.cached_values and (base or not has_raw):
+        m = sum(c.cached_values) / len(c.cached_values)
+        why = "above the raw device" if c.above_raw else "flags.cache"
+        out.append({"label": label, "load": c.labels["load"], "value": m / base if base else m, "low": None,
+                    "high": None, "cached": True, "note": f"cache answered ({why}): not device performance",
+                    "raw": base, "n": len(c.cached_values), "mean": m})
+    return out
+
+
+def _latency_figures(a: Analysis) -> list[Figure]:
+    out = []
+    for name, cells in _workload_groups(a):
+        cells = [c for c in cells if c.values and c.latency("lat", "mean").n]
+        loads = sorted({(c.outstanding, c.labels["load"]) for c in cells})
+        if not cells or cells[0].kind != "fio":
+            continue
+        panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
+        labels = short_labels(sorted({c.stack for c in cells}))
+        rows, data = [], []
+        for outstanding, load in panels:
+            stacks = []
+            for c in [c for c in cells if c.labels["load"] == load and c.outstanding == outstanding]:
+                entry = {"label": labels[c.stack]}
+                for kind in ("slat", "clat", "lat"):
+                    for stat in LAT_STATS:
+                        s = c.latency(kind, stat)
+                        entry[f"{kind}_{stat}_us"] = s.mean / 1000 if s.n else None
+                        rows.append([c.stack, load, kind, stat, entry[f"{kind}_{stat}_us"], s.n])
+                stacks.append(entry)
+            data.append({"load": load, "outstanding": outstanding, "stacks": stacks})
+        fid = figure_id("latency", name)
+        title = f"{name}: latency breakdown, low and high load"
+        caption = ("Submission (slat), completion (clat) and total (lat) latency, mean (bars) and p99 (markers), "
+                   "as Figure 4 of seed study 003; fio merges histograms of jobs and containers, repetitions "
+                   "are averaged.")
+        out.append(Figure(fid, "latency", title, caption, Table(fid, title, ["stack", "load", "latency", "stat",
+                                                                          "us", "n"], rows), {"panels": data}))
+    return out
+
+
+def _sweep_figures(a: Analysis) -> list[Figure]:
+    out = []
+    for s in a.sweeps:
+        if s.dim == "containers":
+            continue
+        labels = short_labels([ln.stack for ln in s.lines])
+        rows, lines = [], []
+        for ln in s.lines:
+            pts = []
+            for x, c in ln.points:
+                xv = x / 1024 if s.dim == "bs" else x
+                sm = c.summary
+                pts.append((xv, sm.mean, sm.ci_low, sm.ci_high))
+                rows.append([ln.stack, xv, sm.mean, sm.ci_low, sm.ci_high, sm.n, c.unit])
+            lines.append({"label": labels[ln.stack], "points": pts})
+        fid = figure_id(f"sweep-{s.dim}", s.context)
+        out.append(Figure(fid, "sweep", s.title, "Mean over repetitions; the band is the 95% confidence interval "
+                          "(seed study 003, Figures 3e and 3g).",
+                          Table(fid, s.title, ["stack", DIM_LABEL[s.dim], s.unit, "ci_low", "ci_high", "n", "unit"],
+                                rows), {"lines": lines, "xlabel": DIM_LABEL[s.dim], "unit": s.unit, "dim": s.dim}))
+    return out
+
+
+def _scaling_figures(a: Analysis) -> list[Figure]:
+    out = []
+    for s in a.sweeps:
+        if s.dim != "containers":
+            continue
+        labels = short_labels([ln.stack for ln in s.lines])
+        rows, lines = [], []
+        for ln in s.lines:
+            p = peak(ln)
+            pts = [(x, c.summary.mean, c.summary.ci_low, c.summary.ci_high) for x, c in ln.points]
+            rows += [[ln.stack, x, m, lo, hi, m / x, x == p.x, ln.points[i][1].reps]
+                     for i, (x, m, lo, hi) in enumerate(pts)]
+            lines.append({"label": labels[ln.stack], "points": pts, "peak": p.x, "falls_after": p.falls_after})
+        title = f"scaling over containers: {s.context}"
+        fid = figure_id("scaling", s.context)
+        out.append(Figure(fid, "scaling", title, "Aggregate throughput of all containers and throughput per "
+                          "container, mean with 95% band; the star marks the peak (seed study 003, Figure 6a).",
+                          Table(fid, title, ["stack", "containers", f"aggregate {s.unit}", "ci_low", "ci_high",
+                                             f"per container {s.unit}", "peak", "n"], rows),
+                          {"lines": lines, "unit": s.unit}))
+    return out
+
+
+def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
+    out = []
+    for r, cell in _pick_series(a, wanted):
+        data = series_data(r)
+        if not data:
+            continue
+        rows = [[k, t, v] for k, pts in data.items() for t, v in pts]
+        title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']})"
+        fid = figure_id("series", r["trial_id"])
+        out.append(Figure(fid, "series", title, "Per-second samples of the collectors and of fio's IOPS log: "
+                          "a steady run is flat; device utilization, iowait and page cache show where time went.",
+                          Table(fid, title, ["series", "t_s", "value"], rows), {"series": data}))
+    return out
+
+
+def _pick_series(a: Analysis, wanted: tuple) -> list[tuple[dict, Cell]]:
+    by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.ok + c.cached}
+    picked = [by_id[t] for t in wanted if t in by_id]
+    unsteady = [(r, c) for c in a.cells for r, s in c.steady if s and s.get("judged", True) and not s.get("steady")]
+    cached = [(r, c) for c in a.cells for r in c.cached]
+    busiest = sorted((c for c in a.cells if c.ok), key=lambda c: -c.outstanding)
+    for r, c in unsteady[:1] + cached[:1] + [(c.ok[0], c) for c in busiest]:
+        if len(picked) >= MAX_SERIES + len(wanted):
+            break
+        if all(r is not p[0] for p in picked):
+            picked.append((r, c))
+    return picked
+
+
+def series_data(r: dict) -> dict:
+    """{series name: [(t_s, value), ...]} from a trial's workload-series.json and series.json."""
+    out = {}
+    ws = artifact(r, "workload-series.json") or {}
+    if ws.get("fio_iops"):
+        out["IOPS (fio)"] = [(float(t), float(v)) for t, v in ws["fio_iops"]]
+    s = artifact(r, "series.json") or {}
+    t = s.get("t") or []
+    if not t:
+        return out
+    t0 = t[0]
+    ts = [x - t0 for x in t[1:]]
+    disk = (r.get("stack_facts") or {}).get("device", {}).get("kernel_name")
+    dev = (s.get("diskstats") or {}).get(disk) or next(iter((s.get("diskstats") or {}).values()), {})
+    if dev.get("util_percent"):
+        out["device utilization %"] = list(zip(ts, dev["util_percent"]))
+    host = s.get("host") or {}
+    if (host.get("cpu_percent") or {}).get("iowait"):
+        out["iowait %"] = list(zip(ts, host["cpu_percent"]["iowait"]))
+    if host.get("page_cache_bytes"):
+        out["page cache MiB"] = [(x, v / 2**20) for x, v in zip(ts, host["page_cache_bytes"])]
+    return out
+
+
+def _grid_table(g, i: int) -> Table:
+    multi_rt = len({rt for _, rt, _ in g.columns}) > 1
+    cols = [f"{fs} {p}" + (f" ({rt})" if multi_rt else "") for fs, rt, p in g.columns]
+    rows = []
+    for n in g.rows:
+        rows.append([n] + [g.values[(n, col)][0] if (n, col) in g.values else None for col in g.columns])
+    return Table(figure_id("table", f"{g.workload} {i}"), g.title, ["containers"] + cols, rows)

@@ -1,0 +1,80 @@
+"""The report's terminal summary (pure: Report -> text), printed at the end of `strata run`.
+
+Like hyperfine's and pyperf's console output: the numbers first, each with its
+interval, then the warnings that say what to do, then advice and findings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from strata.analysis.baseline import ratio_to_raw
+from strata.analysis.query import fmt
+
+MAX_ROWS = 30
+STATUS_MARK = {"held": "+", "not held": "x", "not measured": "."}
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _cells(a) -> list[str]:
+    rows = [["stack", "workload", "load", "mean", "95% CI", "n", "x raw", "flags"]]
+    for c in a.cells[:MAX_ROWS]:
+        s = c.summary
+        ci = f"+-{fmt(s.half_width)}" if c.values and s.half_width is not None else "-"
+        r = ratio_to_raw(c, a.raw)
+        flags = []
+        if c.cached_values:
+            flags.append(f"CACHE x{len(c.cached_values)}")
+        if c.failed:
+            flags.append(f"FAILED x{len(c.failed)}")
+        rows.append([c.stack + (f" [{c.tag}]" if c.tag else ""), c.labels["workload"], c.labels["load"],
+                     fmt(s.mean, c.unit) if c.values else "-", ci, str(c.reps),
+                     f"{r.value:.2f}" if r else "-", " ".join(flags)])
+    out = _table(rows)
+    if len(a.cells) > MAX_ROWS:
+        out.append(f"  ... {len(a.cells) - MAX_ROWS} more configurations: see the HTML report or its CSV files")
+    return out
+
+
+def render(report) -> str:
+    return analysis_text(report.analysis)
+
+
+def analysis_text(a) -> str:
+    n = a.counts
+    lines = [f"strata report: {len(a.results)} trial(s): {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
+             f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configuration(s) on {len(a.hosts)} host(s)"]
+    if not a.cells:
+        return lines[0] + "\nno measurements to report"
+    lines += ["", "throughput (mean over repetitions; CACHE = a cache answered, not device performance):"]
+    lines += _cells(a)
+    if a.warnings:
+        lines += ["", f"warnings ({len(a.warnings)}):"]
+        lines += [f"  ! {w.text()}" for w in a.warnings]
+    if a.best or a.containers:
+        lines += ["", "advice:"]
+        lines += [f"  - {b.text()}" for b in a.best[:MAX_ROWS]]
+        lines += [f"  - {c.text()}" for c in a.containers]
+    counts = {s: sum(1 for _, o in a.findings if o.status == s) for s in STATUS_MARK}
+    lines += ["", "findings of the seed studies: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
+    for f, o in a.findings:
+        if o.status != "not measured":
+            lines.append(f"  {STATUS_MARK[o.status]} {o.status:<8} {f.id}: {_clip(o.detail, 150)}")
+    return "\n".join(lines)
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def summary_text(results_dir) -> str:
+    """The terminal summary of the stored results in `results_dir` (called by `strata run`)."""
+    from strata.analysis.analyse import analyse
+    from strata.store import load_results
+    results = load_results(Path(results_dir))
+    text = analysis_text(analyse(results))
+    return text + f"\nfull report: strata report {results_dir}"
