@@ -45,7 +45,6 @@ DOCKERD = "/usr/sbin/dockerd"          # Debian's docker.io 20.10 (HOST-NOTES)
 DEBIAN_CLI = "/usr/bin/docker"          # Debian's client, the daemon's own version
 SYSTEM_SOCKET = "/var/run/docker.sock"
 RUN_ROOT = Path("/run/strata")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 DAEMON_START_TIMEOUT_S = 60
 DAEMON_STOP_TIMEOUT_S = 20
 DEVICE_IN_CONTAINER = "/dev/strata-dev"
@@ -173,26 +172,59 @@ def _signal_and_wait(pids: list[int], sig: int, timeout_s: float) -> list[int]:
     return pids
 
 
-def cgroup_dirs(parent: str) -> list[Path]:
-    """Every cgroup directory named `parent` at the top of a hierarchy (v1 controllers or v2)."""
-    dirs = [d for d in CGROUP_ROOT.glob(f"*/{parent}") if d.is_dir()]
-    if (CGROUP_ROOT / parent).is_dir():
-        dirs.append(CGROUP_ROOT / parent)
+def cgroup_hierarchies() -> dict[str, Path]:
+    """Mount point of each cgroup hierarchy, keyed as /proc/<pid>/cgroup names it
+    ("cpu", "cpu,cpuacct", "name=systemd"; "" for cgroup v2)."""
+    found: dict[str, Path] = {}
+    controllers = {l.split()[0] for l in Path("/proc/cgroups").read_text().splitlines()[1:] if l.strip()}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        fstype, _, superopts = (post.split(" ") + ["", "", ""])[:3]
+        if fstype == "cgroup2":
+            found.setdefault("", Path(pre.split(" ")[4]))
+        elif fstype == "cgroup":
+            known = [o for o in superopts.split(",") if o in controllers or o.startswith("name=")]
+            found.setdefault(",".join(sorted(known)), Path(pre.split(" ")[4]))
+    return found
+
+
+def proc_cgroups(pid: int | str) -> dict[str, Path]:
+    """Host directory of each cgroup hierarchy a process is in (hierarchy key -> dir)."""
+    mounts = cgroup_hierarchies()
+    dirs: dict[str, Path] = {}
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, rel = line.split(":", 2)
+        key = ",".join(sorted(controllers.split(","))) if controllers else ""
+        if key in mounts:
+            dirs[key] = mounts[key] / rel.lstrip("/")
     return dirs
 
 
-def cgroup_pids(parent: str) -> set[int]:
+def own_cgroup_dirs(parent: str) -> list[str]:
+    """Where a daemon started by this process puts `--cgroup-parent parent` (a relative parent
+    is taken relative to the cgroup of the process that starts the container, in each hierarchy)."""
+    return [str(d / parent) for d in proc_cgroups("self").values()]
+
+
+def cgroup_dirs(parent: str, known: list[str] | None = None) -> list[Path]:
+    """Every cgroup directory of `parent`: those journaled, and any at the top of a hierarchy."""
+    dirs = {Path(d) for d in known or []}
+    dirs.update(m / parent for m in cgroup_hierarchies().values())
+    return sorted(d for d in dirs if d.is_dir())
+
+
+def cgroup_pids(dirs: list[Path]) -> set[int]:
     pids: set[int] = set()
-    for top in cgroup_dirs(parent):
+    for top in dirs:
         for procs in top.rglob("cgroup.procs"):
             with contextlib.suppress(OSError, ValueError):
                 pids.update(int(x) for x in procs.read_text().split())
     return pids
 
 
-def remove_cgroups(parent: str, timeout_s: float = 10) -> None:
+def remove_cgroups(dirs: list[Path], timeout_s: float = 10) -> None:
     deadline = time.monotonic() + timeout_s
-    for top in cgroup_dirs(parent):
+    for top in dirs:
         for d in sorted((p for p in [top, *top.rglob("*")] if p.is_dir()), key=lambda p: -len(p.parts)):
             while True:
                 try:
@@ -236,18 +268,26 @@ def remove_tree(path: Path) -> None:
     sh(["rm", "-rf", "--one-file-system", str(path)], timeout=1800)
 
 
-def prime_blkio(device_path: str, cgroup: Path) -> None:
+def prime_blkio(device_path: str, cgroup_name: str, remove: bool) -> None:
     """Make blkio.throttle.io_service_bytes count on the device: the kernel keeps it empty until
-    a throttle rule was set once on that device (HOST-NOTES). Set a huge one, then remove it."""
-    knob = cgroup / "blkio.throttle.read_bps_device"
-    if not (CGROUP_ROOT / "blkio").is_dir():
-        return
+    a throttle rule was set once on that device (HOST-NOTES). Set a huge one in the cgroup
+    `cgroup_name` (below our own blkio cgroup), then remove the rule (and the cgroup if asked)."""
+    blkio = proc_cgroups("self").get("blkio")
+    if blkio is None:
+        return  # cgroup v2 counts io.stat without this
     st = os.stat(device_path)
     dev = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    cgroup = blkio / cgroup_name
     cgroup.mkdir(exist_ok=True)
-    with contextlib.suppress(OSError):
-        knob.write_text(f"{dev} {1 << 50}")
-        knob.write_text(f"{dev} 0")
+    try:
+        knob = cgroup / "blkio.throttle.read_bps_device"
+        with contextlib.suppress(OSError):
+            knob.write_text(f"{dev} {1 << 50}")
+            knob.write_text(f"{dev} 0")
+    finally:
+        if remove:
+            with contextlib.suppress(OSError):
+                cgroup.rmdir()
 
 
 # ---- the daemon ---------------------------------------------------------------
@@ -286,7 +326,7 @@ class DaemonPaths:
         return f"strata-{self.id}"
 
     def journal_data(self, driver: str, remove_data_root: bool) -> dict:
-        return {"id": self.id, "driver": driver, "sock": self.sock, "run_dir": str(self.run_dir),
+        return {"id": self.id, "driver": driver, "cgroup_dirs": own_cgroup_dirs(self.cgroup_parent), "sock": self.sock, "run_dir": str(self.run_dir),
                 "exec_root": str(self.exec_root), "pidfile": str(self.pidfile), "data_root": str(self.data_root),
                 "cgroup_parent": self.cgroup_parent, "remove_data_root": remove_data_root}
 
@@ -363,7 +403,7 @@ def private_daemon(driver: str, data_root: Path, journal: Journal, *, remove_dat
         data_root.mkdir(parents=True, exist_ok=True)
         paths.config.write_text("{}\n")
         if prime_device:
-            prime_blkio(prime_device, CGROUP_ROOT / "blkio" / paths.cgroup_parent)
+            prime_blkio(prime_device, paths.cgroup_parent, remove=False)  # dockerd's parent; undo removes it
         t0 = time.monotonic()
         with open(paths.log, "w") as log:
             # own session: a Ctrl-C to strata's process group must not stop the daemon
@@ -392,8 +432,9 @@ def _undo_daemon(data: dict) -> None:
         if ids:
             docker(sock, "rm", "-f", "-v", *ids, check=False, timeout=120)
     # containers outlive a killed dockerd under containerd-shim: kill what is in our cgroups
+    cgroups = cgroup_dirs(data["cgroup_parent"], data.get("cgroup_dirs"))
     for _ in range(5):
-        pids = cgroup_pids(data["cgroup_parent"])
+        pids = cgroup_pids(cgroups)
         if not pids:
             break
         _signal_and_wait(sorted(pids), signal.SIGKILL, 5)
@@ -405,7 +446,7 @@ def _undo_daemon(data: dict) -> None:
     _signal_and_wait(left, signal.SIGKILL, 5)
     for root in (data["data_root"], data["exec_root"], run_dir):
         unmount_under(root)
-    remove_cgroups(data["cgroup_parent"])
+    remove_cgroups(cgroup_dirs(data["cgroup_parent"], data.get("cgroup_dirs")))
     remove_tree(Path(run_dir))
     if data.get("remove_data_root"):
         remove_tree(Path(data["data_root"]))
@@ -510,16 +551,14 @@ def parse_cgroup_final(text: str) -> dict[str, str]:
 
 
 def host_cgroups(pid: int) -> dict[str, str]:
-    """controller -> cgroup dir on the host, from /proc/<pid>/cgroup (v1; v2 gives {"unified": dir})."""
+    """controller -> the container's cgroup dir on the host ("cpu", "memory", "blkio", ...;
+    "unified" for the cgroup v2 hierarchy)."""
     dirs: dict[str, str] = {}
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, rel = line.split(":", 2)
-        if not controllers:
-            dirs["unified"] = str(CGROUP_ROOT / rel.lstrip("/"))
-            continue
-        for c in controllers.split(","):
-            d = CGROUP_ROOT / c / rel.lstrip("/")
-            if not c.startswith("name=") and d.is_dir():
+    for key, d in proc_cgroups(pid).items():
+        if not key:
+            dirs["unified"] = str(d)
+        for c in key.split(","):
+            if c and not c.startswith("name="):
                 dirs[c] = str(d)
     return dirs
 
@@ -571,10 +610,11 @@ class DockerRunning:
                 out, err = p.communicate(timeout=0.5)
                 break
             except subprocess.TimeoutExpired:
-                if s.daemon is not None and not s.daemon.alive() or time.monotonic() > deadline:
+                died = s.daemon is not None and not s.daemon.alive()
+                if died or time.monotonic() > deadline:
                     p.kill()
                     p.communicate()
-                    if s.daemon is not None and not s.daemon.alive():
+                    if died:
                         self._daemon_died()
                     self.stop()
                     raise TrialFailure("timeout", f"{len(names)} container(s) still ran {timeout_s:.0f} s "
@@ -723,6 +763,8 @@ class DockerSession:
         try:
             for r in requests:
                 r.out_dir.mkdir(parents=True, exist_ok=True)
+                for stale in ("start", "end", "stdout", "stderr", "cgroup-final.txt"):
+                    (r.out_dir / stale).unlink(missing_ok=True)
                 self._count += 1
                 name = f"strata-{self.id}-{self._count}"
                 seq = self.journal.intent("container", socket=self.sock, name=name)
@@ -777,7 +819,7 @@ def provision_docker(runtime: Runtime, mounted: Mounted, journal: Journal, workd
     if driver == "system":
         if not answers(SYSTEM_SOCKET):
             raise Unsupported(f"no docker daemon answers at {SYSTEM_SOCKET}")
-        prime_blkio_scratch(mounted.device.path)
+        prime_blkio(mounted.device.path, f"strata-prime-{secrets.token_hex(4)}", remove=True)
         session = DockerSession(runtime, mounted, journal, SYSTEM_SOCKET, secrets.token_hex(4), None,
                                 session_facts(SYSTEM_SOCKET, "system", mounted))
         try:
@@ -799,16 +841,6 @@ def provision_docker(runtime: Runtime, mounted: Mounted, journal: Journal, workd
             yield session
         finally:
             session.close()
-
-
-def prime_blkio_scratch(device_path: str) -> None:
-    """prime_blkio for the user's daemon: in a scratch cgroup made and removed at once."""
-    scratch = CGROUP_ROOT / "blkio" / f"strata-prime-{secrets.token_hex(4)}"
-    try:
-        prime_blkio(device_path, scratch)
-    finally:
-        with contextlib.suppress(OSError):
-            scratch.rmdir()
 
 
 def available(driver: str, host: dict) -> str | None:

@@ -128,6 +128,10 @@ def base_tarball(journal: Journal) -> Path:
         except CommandError as e:
             raise StrataError(f"debootstrap of Debian {SUITE} from {mirror} failed: {e.stderr[-1500:]}",
                               "check that the Debian mirror in /etc/apt/sources.list is reachable")
+        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):  # the .debs debootstrap kept
+            for f in (root / cache).glob("*"):
+                if f.is_file():
+                    f.unlink()
         tmp = out.with_suffix(".tmp")
         sh(["tar", "-C", str(root), "--numeric-owner", "-cf", str(tmp), "."], timeout=BUILD_TIMEOUT_S)
         tmp.rename(out)
