@@ -172,19 +172,23 @@ def _signal_and_wait(pids: list[int], sig: int, timeout_s: float) -> list[int]:
     return pids
 
 
-def cgroup_hierarchies() -> dict[str, Path]:
-    """Mount point of each cgroup hierarchy, keyed as /proc/<pid>/cgroup names it
-    ("cpu", "cpu,cpuacct", "name=systemd"; "" for cgroup v2)."""
-    found: dict[str, Path] = {}
-    controllers = {l.split()[0] for l in Path("/proc/cgroups").read_text().splitlines()[1:] if l.strip()}
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+def cgroup_hierarchies(mountinfo: str | None = None, cgroups_table: str | None = None) -> dict[str, tuple[Path, str]]:
+    """Mount point and mounted root of each cgroup hierarchy, keyed as /proc/<pid>/cgroup names
+    it ("cpu", "cpu,cpuacct", "name=systemd"; "" for cgroup v2)."""
+    found: dict[str, tuple[Path, str]] = {}
+    table = cgroups_table if cgroups_table is not None else Path("/proc/cgroups").read_text()
+    controllers = {l.split()[0] for l in table.splitlines() if l.strip() and not l.startswith("#")}
+    text = mountinfo if mountinfo is not None else Path("/proc/self/mountinfo").read_text()
+    for line in text.splitlines():
         pre, _, post = line.partition(" - ")
         fstype, _, superopts = (post.split(" ") + ["", "", ""])[:3]
+        fields = pre.split(" ")
+        where = (Path(fields[4]), fields[3])
         if fstype == "cgroup2":
-            found.setdefault("", Path(pre.split(" ")[4]))
+            found.setdefault("", where)
         elif fstype == "cgroup":
             known = [o for o in superopts.split(",") if o in controllers or o.startswith("name=")]
-            found.setdefault(",".join(sorted(known)), Path(pre.split(" ")[4]))
+            found.setdefault(",".join(sorted(known)), where)
     return found
 
 
@@ -196,7 +200,9 @@ def proc_cgroups(pid: int | str) -> dict[str, Path]:
         _, controllers, rel = line.split(":", 2)
         key = ",".join(sorted(controllers.split(","))) if controllers else ""
         if key in mounts:
-            dirs[key] = mounts[key] / rel.lstrip("/")
+            mountpoint, root = mounts[key]
+            if rel == root or rel.startswith(root.rstrip("/") + "/"):  # a mount may show a subtree only
+                dirs[key] = mountpoint / os.path.relpath(rel, root)
     return dirs
 
 
@@ -209,7 +215,7 @@ def own_cgroup_dirs(parent: str) -> list[str]:
 def cgroup_dirs(parent: str, known: list[str] | None = None) -> list[Path]:
     """Every cgroup directory of `parent`: those journaled, and any at the top of a hierarchy."""
     dirs = {Path(d) for d in known or []}
-    dirs.update(m / parent for m in cgroup_hierarchies().values())
+    dirs.update(m / parent for m, _ in cgroup_hierarchies().values())
     return sorted(d for d in dirs if d.is_dir())
 
 
@@ -238,11 +244,12 @@ def remove_cgroups(dirs: list[Path], timeout_s: float = 10) -> None:
                     time.sleep(0.1)
 
 
-def mounts_under(path: str) -> list[str]:
+def mounts_under(path: str, mountinfo: str | None = None) -> list[str]:
     """Mount points at or below `path`, innermost (most recently mounted) first."""
     found = []
     prefix = path.rstrip("/") + "/"
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    text = mountinfo if mountinfo is not None else Path("/proc/self/mountinfo").read_text()
+    for line in text.splitlines():
         mp = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split(" ")[4])
         if mp == path.rstrip("/") or mp.startswith(prefix):
             found.append(mp)

@@ -48,9 +48,8 @@ def images_dir() -> Path:
     return state_dir() / "images"
 
 
-def debian_mirror() -> str:
+def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
     """The host's own Debian mirror for `SUITE` (sources.list or deb822 .sources), else deb.debian.org."""
-    apt = Path("/etc/apt")
     for f in [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*.list"))]:
         with contextlib.suppress(OSError):
             for line in f.read_text().splitlines():

@@ -1,0 +1,493 @@
+"""The docker runtime without root or docker: command lines, the wrapper, the
+daemon's error text, cgroup and mount parsing, and the undo logic with fakes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from strata.errors import StrataError, TrialFailure
+from strata.spec.model import Filesystem, Limits, Load
+from strata.stack import docker as dk
+from strata.stack import image
+from strata.stack.device import DeviceHandle
+from strata.stack.filesystem import Mounted
+from strata.stack.runtime import OUT_DIR, SYNC_DIR, InstanceRequest, PathHandle
+
+# ---- captured dockerd 20.10.24 logs (Debian 12, kernel 6.18), trimmed -------------------
+
+LOG_DEVICEMAPPER = textwrap.dedent('''\
+    time="2026-11-22T01:48:38.196931150Z" level=info msg="containerd successfully booted in 0.038566s"
+    time="2026-11-22T01:48:38.217341266Z" level=warning msg="[graphdriver] WARNING: the devicemapper storage-driver is deprecated, and will be removed in a future release"
+    time="2026-11-22T01:48:38.218459454Z" level=info msg="stopping event stream following graceful shutdown" error="context canceled" module=libcontainerd namespace=plugins.moby
+    time="2026-11-22T01:48:38.218537631Z" level=info msg="stopping healthcheck following graceful shutdown" module=libcontainerd
+    failed to start daemon: error initializing graphdriver: driver not supported
+    ''')
+LOG_AUFS = textwrap.dedent('''\
+    time="2026-11-22T01:48:39.330813839Z" level=info msg="containerd successfully booted in 0.020331s"
+    time="2026-11-22T01:48:39.344754045Z" level=warning msg="[graphdriver] WARNING: the aufs storage-driver is deprecated, and will be removed in a future release"
+    time="2026-11-22T01:48:39.344939632Z" level=error msg="AUFS was not found in /proc/filesystems" storage-driver=aufs
+    time="2026-11-22T01:48:39.345284025Z" level=info msg="stopping healthcheck following graceful shutdown" module=libcontainerd
+    failed to start daemon: error initializing graphdriver: driver not supported
+    ''')
+LOG_ZFS = textwrap.dedent('''\
+    time="2026-11-22T01:48:40.497678708Z" level=info msg="metadata content store policy set" policy=shared
+    time="2026-11-22T01:48:40.525298728Z" level=info msg="stopping event stream following graceful shutdown" error="context canceled" module=libcontainerd namespace=plugins.moby
+    failed to start daemon: error initializing graphdriver: prerequisites for driver not satisfied (wrong filesystem?)
+    ''')
+
+
+def test_daemon_error_devicemapper():
+    assert dk.daemon_error(LOG_DEVICEMAPPER) == "failed to start daemon: error initializing graphdriver: driver not supported"
+
+
+def test_daemon_error_aufs_names_the_cause_first():
+    text = dk.daemon_error(LOG_AUFS)
+    assert text.startswith("AUFS was not found in /proc/filesystems; ")
+    assert text.endswith("driver not supported")
+
+
+def test_daemon_error_zfs():
+    assert "prerequisites for driver not satisfied (wrong filesystem?)" in dk.daemon_error(LOG_ZFS)
+
+
+def test_daemon_error_without_a_final_line_gives_the_log_tail():
+    text = dk.daemon_error('time="x" level=info msg="Starting up"\nsomething odd\n')
+    assert text.startswith("dockerd exited") and "something odd" in text
+
+
+# ---- command lines -----------------------------------------------------------------
+
+def paths(tmp: Path) -> dk.DaemonPaths:
+    return dk.DaemonPaths("0a1b2c3d", tmp / "mnt" / "docker")
+
+
+def test_dockerd_argv_has_the_network_rule_and_own_paths(tmp_path):
+    p = paths(tmp_path)
+    argv = dk.dockerd_argv(p, "overlay2")
+    assert argv[0] == "/usr/sbin/dockerd"
+    for flag in ("--bridge=none", "--iptables=false", "--ip-masq=false", "--ip6tables=false", "--ip-forward=false"):
+        assert flag in argv
+    pairs = dict(zip(argv, argv[1:]))
+    assert pairs["--data-root"] == str(tmp_path / "mnt" / "docker")
+    assert pairs["--exec-root"] == "/run/strata/0a1b2c3d/x"
+    assert pairs["-H"] == "unix:///run/strata/0a1b2c3d/d.sock"
+    assert pairs["--pidfile"] == "/run/strata/0a1b2c3d/d.pid"
+    assert pairs["--storage-driver"] == "overlay2"
+    assert pairs["--cgroup-parent"] == "strata-0a1b2c3d"
+    assert pairs["--config-file"] == "/run/strata/0a1b2c3d/daemon.json"  # never the user's daemon.json
+
+
+def test_socket_path_is_short():
+    # unix socket paths are limited to 108 bytes, containerd's lives below the exec-root
+    p = dk.DaemonPaths("ffffffff", Path("/x"))
+    assert len(str(p.exec_root / "containerd" / "containerd.sock.ttrpc")) < 100
+    assert len(p.sock) < 100
+
+
+def test_daemon_env_has_no_way_to_a_registry():
+    assert dk.DAEMON_ENV["HTTPS_PROXY"].startswith("http://127.0.0.1:")
+    assert dk.DAEMON_ENV["HTTP_PROXY"].startswith("http://127.0.0.1:")
+
+
+def handle(name: str, per: list[dict]) -> PathHandle:
+    kind = "device" if name == "device" else "dir"
+    return PathHandle(name, kind, dk.DEVICE_IN_CONTAINER if kind == "device" else "/data", None, per)
+
+
+@pytest.mark.parametrize("name,per,expected", [
+    ("layer", [{}], []),
+    ("volume", [{"volume": "strata-ab-t-0"}], ["--mount", "type=volume,src=strata-ab-t-0,dst=/data"]),
+    ("bind", [{"dir": "/mnt/x/strata-bind/t/0"}], ["--mount", "type=bind,src=/mnt/x/strata-bind/t/0,dst=/data"]),
+    ("tmpfs", [{}], ["--tmpfs", "/data"]),
+    ("device", [{}], ["--device", "/dev/loop7:/dev/strata-dev"]),
+])
+def test_path_args(name, per, expected):
+    assert dk.path_args(handle(name, per), 0, "/dev/loop7") == expected
+
+
+def test_limit_args_all():
+    lim = Limits(cpus=1.5, memory="64MiB", read_bps="10MiB", write_bps="20MiB", read_iops=100, write_iops=200)
+    args = dk.limit_args(lim, "/dev/loop7")
+    pairs = list(zip(args[::2], args[1::2]))
+    assert ("--cpus", "1.5") in pairs
+    assert ("--memory", str(64 << 20)) in pairs and ("--memory-swap", str(64 << 20)) in pairs
+    assert ("--device-read-bps", f"/dev/loop7:{10 << 20}") in pairs
+    assert ("--device-write-bps", f"/dev/loop7:{20 << 20}") in pairs
+    assert ("--device-read-iops", "/dev/loop7:100") in pairs
+    assert ("--device-write-iops", "/dev/loop7:200") in pairs
+
+
+def test_limit_args_none():
+    assert dk.limit_args(Limits(), "/dev/loop7") == []
+
+
+def test_create_argv(tmp_path):
+    req = InstanceRequest(1, ["fio", "--name=x", "--output=/strata-out/fio.json"], tmp_path / "out1")
+    argv = dk.create_argv("strata-ab-3", "ab", req, handle("bind", [{"dir": "/b/0"}, {"dir": "/b/1"}]),
+                          Limits(write_bps="20MiB"), "/dev/loop7", "strata-tools:abc", tmp_path / "sync")
+    assert argv[0] == "create"
+    pairs = list(zip(argv, argv[1:]))
+    assert ("--network", "none") in pairs and ("--pull", "never") in pairs  # never a registry
+    assert ("--mount", f"type=bind,src={tmp_path / 'out1'},dst={OUT_DIR}") in pairs
+    assert ("--mount", f"type=bind,src={tmp_path / 'sync'},dst={SYNC_DIR}") in pairs
+    assert ("--mount", "type=bind,src=/b/1,dst=/data") in pairs  # this instance's own dir
+    assert ("--device-write-bps", f"/dev/loop7:{20 << 20}") in pairs
+    i = argv.index("strata-tools:abc")
+    assert argv[i + 1:i + 3] == ["/bin/sh", "-c"] and argv[i + 3] == dk.WRAPPER
+    assert argv[i + 4:] == ["strata-wrap", *req.argv]
+
+
+def test_create_argv_rejects_a_comma(tmp_path):
+    req = InstanceRequest(0, ["true"], tmp_path / "a,b")
+    with pytest.raises(StrataError):
+        dk.create_argv("n", "ab", req, handle("layer", [{}]), Limits(), "/dev/loop7", "img", tmp_path)
+
+
+# ---- the wrapper, run for real with /bin/sh on temp dirs -------------------------------
+
+def run_wrapper(tmp_path: Path, argv: list[str]) -> tuple[subprocess.Popen, Path, Path]:
+    out, sync = tmp_path / "out", tmp_path / "sync"
+    out.mkdir()
+    sync.mkdir()
+    script = dk.WRAPPER.replace(OUT_DIR, str(out)).replace(SYNC_DIR, str(sync))
+    p = subprocess.Popen(["/bin/sh", "-c", script, "strata-wrap", *argv])
+    return p, out, sync
+
+
+def test_wrapper_waits_for_go_then_times_the_tool(tmp_path):
+    p, out, sync = run_wrapper(tmp_path, ["sh", "-c", 'echo "to stderr $1" >&2; echo out; exit 3', "x", "arg 1"])
+    time.sleep(0.3)
+    assert p.poll() is None and not (out / "start").exists()  # held at the barrier
+    go = time.time()
+    (sync / "go").touch()
+    assert p.wait(timeout=10) == 3  # the tool's exit code
+    start, end = float((out / "start").read_text()), float((out / "end").read_text())
+    assert go - 0.01 <= start <= end <= time.time()
+    assert start - go < 0.5  # polled every 5 ms
+    assert (out / "stderr").read_text() == "to stderr arg 1\n"
+    assert (out / "stdout").read_text() == "out\n"
+    assert (out / "cgroup-final.txt").exists()
+
+
+def test_parse_cgroup_final():
+    text = "== memory/memory.failcnt\n0\n== blkio/blkio.throttle.io_service_bytes\n7:1 Read 5\n7:1 Write 0\nTotal 5\n"
+    got = dk.parse_cgroup_final(text)
+    assert got["memory/memory.failcnt"] == "0"
+    assert got["blkio/blkio.throttle.io_service_bytes"].splitlines()[0] == "7:1 Read 5"
+
+
+# ---- mounts and cgroups -----------------------------------------------------------------
+
+MOUNTINFO = textwrap.dedent('''\
+    31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+    32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+    33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+    35 31 0:32 /outer /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+    40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd
+    41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+    50 27 7:1 / /w/mnt/docker rw,relatime shared:1 - ext4 /dev/loop1 rw
+    51 50 0:50 / /w/mnt/docker/overlay2/abc/merged rw,relatime - overlay overlay rw,lowerdir=x
+    52 27 0:51 / /w/mnt/docker2 rw,relatime - tmpfs tmpfs rw
+    53 27 0:52 / /w/with\\040space rw,relatime - tmpfs tmpfs rw
+    ''')
+CGROUPS_TABLE = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\ncpuacct\t2\t1\t1\nmemory\t4\t1\t1\n"
+
+
+def test_cgroup_hierarchies():
+    h = dk.cgroup_hierarchies(MOUNTINFO, CGROUPS_TABLE)
+    assert h["cpu"] == (Path("/sys/fs/cgroup/cpu"), "/")
+    assert h["memory"] == (Path("/sys/fs/cgroup/memory"), "/outer")
+    assert h["name=systemd"][0] == Path("/sys/fs/cgroup/systemd")  # xattr is not a controller
+    assert h[""][0] == Path("/sys/fs/cgroup/unified")
+
+
+def test_mounts_under_innermost_first_and_exact_prefix():
+    assert dk.mounts_under("/w/mnt/docker", MOUNTINFO) == ["/w/mnt/docker/overlay2/abc/merged", "/w/mnt/docker"]
+    assert dk.mounts_under("/w/with space", MOUNTINFO) == ["/w/with space"]
+    assert dk.mounts_under("/w/nothing", MOUNTINFO) == []
+
+
+# ---- undo with fakes ---------------------------------------------------------------------
+
+class FakeHost:
+    """Records what the undo does instead of doing it."""
+
+    def __init__(self, monkeypatch, *, answers: bool, cmdlines: dict[int, str]):
+        self.calls: list[tuple] = []
+        self.cmdlines = cmdlines
+        monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: answers)
+        monkeypatch.setattr(dk, "docker", self.docker)
+        monkeypatch.setattr(dk, "cgroup_dirs", lambda parent, known=None: [Path("/fake") / parent])
+        monkeypatch.setattr(dk, "cgroup_pids", self.cgroup_pids)
+        monkeypatch.setattr(dk, "_signal_and_wait", self.signal)
+        monkeypatch.setattr(dk, "_cmdline", lambda pid: self.cmdlines.get(pid, ""))
+        monkeypatch.setattr(dk, "_running", lambda pid: pid in self.cmdlines)
+        monkeypatch.setattr(dk, "procs_mentioning", lambda m: [p for p, c in self.cmdlines.items() if m in c])
+        monkeypatch.setattr(dk, "unmount_under", lambda p: self.calls.append(("umount", p)))
+        monkeypatch.setattr(dk, "remove_cgroups", lambda dirs: self.calls.append(("rmcg", [str(d) for d in dirs])))
+        monkeypatch.setattr(dk, "remove_tree", lambda p: self.calls.append(("rm", str(p))))
+        self.cg_pids = {501, 502}
+
+    def docker(self, sock, *args, **kw):
+        self.calls.append(("docker", *args))
+        out = "c1\nc2\n" if args[:2] == ("ps", "-aq") else ""
+        return subprocess.CompletedProcess(args, 0, out, "")
+
+    def cgroup_pids(self, dirs):
+        return set(self.cg_pids)
+
+    def signal(self, pids, sig, timeout):
+        self.calls.append(("kill", sorted(pids), sig))
+        if sig == 9:
+            self.cg_pids -= set(pids)
+        for p in pids:
+            self.cmdlines.pop(p, None)
+        return []
+
+
+def daemon_data(tmp_path) -> dict:
+    p = paths(tmp_path)
+    d = p.journal_data("overlay2", remove_data_root=False)
+    d["pidfile"] = str(tmp_path / "d.pid")
+    return d
+
+
+def test_undo_daemon_order_when_the_daemon_answers(monkeypatch, tmp_path):
+    data = daemon_data(tmp_path)
+    (tmp_path / "d.pid").write_text("4242")
+    fake = FakeHost(monkeypatch, answers=True, cmdlines={
+        4242: f"/usr/sbin/dockerd -H unix://{data['sock']} --exec-root {data['exec_root']}",
+        4243: f"containerd --config {data['exec_root']}/containerd/containerd.toml",
+        4244: "sshd: unrelated"})
+    dk._undo_daemon(data)
+    kinds = [c[0] for c in fake.calls]
+    assert fake.calls[1] == ("docker", "rm", "-f", "-v", "c1", "c2")
+    assert ("kill", [501, 502], 9) in fake.calls  # what ran in our cgroups
+    assert ("kill", [4242], 15) in fake.calls     # dockerd, by its pidfile
+    assert ("kill", [4243], 15) in fake.calls     # containerd, by its command line
+    assert all(4244 not in c[1] for c in fake.calls if c[0] == "kill")
+    # containers, then the daemon, then mounts, cgroups and dirs
+    assert kinds.index("docker") < kinds.index("kill") < kinds.index("umount") < kinds.index("rmcg") < kinds.index("rm")
+    assert ("umount", data["data_root"]) in fake.calls
+    assert ("rm", data["run_dir"]) in fake.calls
+    assert ("rm", data["data_root"]) not in fake.calls  # on the file system under test: left to its unmount
+
+
+def test_undo_daemon_never_kills_a_reused_pid(monkeypatch, tmp_path):
+    data = daemon_data(tmp_path)
+    (tmp_path / "d.pid").write_text("4242")
+    fake = FakeHost(monkeypatch, answers=False, cmdlines={4242: "/usr/bin/python3 something-else"})
+    dk._undo_daemon({**data, "remove_data_root": True})
+    assert not any(c[0] == "kill" and 4242 in c[1] for c in fake.calls)
+    assert not any(c[0] == "docker" for c in fake.calls)  # a dead daemon is not asked
+    assert ("rm", data["data_root"]) in fake.calls
+
+
+def test_undo_daemon_is_idempotent_with_nothing_left(monkeypatch, tmp_path):
+    fake = FakeHost(monkeypatch, answers=False, cmdlines={})
+    fake.cg_pids = set()
+    data = daemon_data(tmp_path)
+    dk._undo_daemon(data)
+    dk._undo_daemon(data)
+    assert not any(c[0] == "kill" and c[1] for c in fake.calls)
+
+
+def test_undo_container_of_a_gone_private_daemon_is_done(monkeypatch):
+    monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: False)
+    dk._undo_container({"socket": "/run/strata/ab/d.sock", "name": "strata-ab-1"})
+
+
+def test_undo_container_on_a_silent_system_daemon_keeps_the_entry(monkeypatch):
+    monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: False)
+    with pytest.raises(StrataError):
+        dk._undo_container({"socket": dk.SYSTEM_SOCKET, "name": "strata-ab-1"})
+
+
+def test_undo_actions_are_registered():
+    from strata.stack.journal import UNDO
+    for kind in ("daemon", "container", "volume", "docker-image", "build-dir"):
+        assert kind in UNDO
+
+
+# ---- waiting for containers, with a fake docker CLI --------------------------------------
+
+FAKE_DOCKER = '''#!{python}
+import json, os, sys, time
+args = sys.argv[3:]  # after -H unix://...
+state = json.load(open(os.environ["FAKE_STATE"]))
+if args[0] == "wait":
+    time.sleep(state.get("wait_s", 0))
+    print("\\n".join(str(state["codes"][n]) for n in args[1:]))
+elif args[0] == "inspect":
+    print(json.dumps({{"OOMKilled": args[-1] in state.get("oom", [])}}))
+elif args[0] in ("rm", "version"):
+    print("20.10")
+'''
+
+
+class FakeJournal:
+    def __init__(self):
+        self.released = []
+
+    def release(self, seq):
+        self.released.append(seq)
+
+
+def fake_session(monkeypatch, tmp_path, state: dict) -> dk.DockerSession:
+    cli = tmp_path / "docker"
+    cli.write_text(FAKE_DOCKER.format(python=sys.executable))
+    cli.chmod(0o755)
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    monkeypatch.setattr(dk, "docker_cli", lambda: str(cli))
+    monkeypatch.setenv("FAKE_STATE", str(tmp_path / "state.json"))
+    monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: True)
+    from strata.spec.model import Runtime
+    dev = DeviceHandle("loop", "/dev/loop7", 1 << 30, ["loop7"])
+    mounted = Mounted(Filesystem(type="ext4"), dev, tmp_path / "mnt")
+    return dk.DockerSession(Runtime(type="docker"), mounted, FakeJournal(), "/run/strata/ab/d.sock", "ab", None, {})
+
+
+def running_with(session, tmp_path, n: int) -> dk.DockerRunning:
+    r = dk.DockerRunning(session, tmp_path / "sync", Limits(memory="32MiB"))
+    (tmp_path / "sync").mkdir()
+    for i in range(n):
+        out = tmp_path / f"out{i}"
+        out.mkdir()
+        (out / "start").write_text("100.5\n")
+        (out / "end").write_text("102.25\n")
+        (out / "stderr").write_text("x" * 5000 + "tail")
+        r.containers.append(dk.Container(f"c{i}", 10 + i, InstanceRequest(i, ["true"], out)))
+    session.running.append(r)
+    return r
+
+
+def test_wait_collects_outputs_and_removes_containers(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0, "c1": 2}})
+    r = running_with(s, tmp_path, 2)
+    go = r.go()
+    assert (tmp_path / "sync" / "go").exists() and go <= time.time()
+    outs = r.wait(10)
+    assert [(o.index, o.returncode, o.start_time_s, o.end_time_s) for o in outs] == [(0, 0, 100.5, 102.25),
+                                                                                       (1, 2, 100.5, 102.25)]
+    assert outs[0].stderr.endswith("tail") and len(outs[0].stderr) == dk.STDERR_TAIL_CHARS
+    assert s.journal.released == [10, 11] and s.running == []
+
+
+def test_wait_reports_oom(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 137}, "oom": ["c0"]})
+    r = running_with(s, tmp_path, 1)
+    with pytest.raises(TrialFailure) as e:
+        r.wait(10)
+    assert e.value.category == "oom"
+    assert s.journal.released == [10]
+
+
+def test_wait_reports_oom_from_the_cgroup_counter(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 137}})
+    r = running_with(s, tmp_path, 1)
+    (tmp_path / "out0" / "cgroup-final.txt").write_text(
+        "== memory/memory.oom_control\noom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    with pytest.raises(TrialFailure) as e:
+        r.wait(10)
+    assert e.value.category == "oom"
+
+
+def test_wait_timeout_kills_and_removes(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0}, "wait_s": 30})
+    r = running_with(s, tmp_path, 1)
+    t = time.monotonic()
+    with pytest.raises(TrialFailure) as e:
+        r.wait(1)
+    assert e.value.category == "timeout" and time.monotonic() - t < 10
+    assert s.journal.released == [10]
+
+
+def test_wait_on_a_dead_private_daemon(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0}, "wait_s": 30})
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    s.daemon = dk.Daemon(dk.DaemonPaths("ab", tmp_path), "overlay2", dead, 0.1)
+    r = running_with(s, tmp_path, 1)
+    with pytest.raises(TrialFailure) as e:
+        r.wait(20)
+    assert e.value.category == "daemon_died"
+
+
+# ---- availability and the image ------------------------------------------------------------
+
+def test_available_needs_root(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert dk.available("overlay2", {}) == "needs root"
+
+
+def test_incompatible():
+    assert "btrfs file system" in dk.incompatible("btrfs", "xfs")
+    assert dk.incompatible("btrfs", "btrfs") is None
+    assert dk.incompatible("overlay2", "xfs") is None
+
+
+def test_debian_mirror_from_deb822(tmp_path):
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(textwrap.dedent('''\
+        Types: deb
+        URIs: http://mirror.example/debian-security
+        Suites: bookworm-security
+        Components: main
+
+        Types: deb
+        # a comment
+        URIs: http://mirror.example/debian
+        Suites: bookworm bookworm-updates
+        Components: main
+        '''))
+    assert image.debian_mirror(tmp_path) == "http://mirror.example/debian"
+
+
+def test_debian_mirror_from_sources_list(tmp_path):
+    (tmp_path / "sources.list").write_text("# x\ndeb [arch=amd64] http://m.example/debian bookworm main\n")
+    assert image.debian_mirror(tmp_path) == "http://m.example/debian"
+
+
+def test_debian_mirror_default(tmp_path):
+    assert image.debian_mirror(tmp_path) == image.DEFAULT_MIRROR
+
+
+def test_image_key_follows_the_extra_files(tmp_path):
+    f = tmp_path / "engine"
+    f.write_bytes(b"v1")
+    k1 = image.image_key({"strata-wml": f})
+    assert k1 == image.image_key({"strata-wml": f}) != image.image_key()
+    f.write_bytes(b"v2")
+    assert image.image_key({"strata-wml": f}) != k1
+    assert image.image_tag().startswith("strata-tools:")
+    with pytest.raises(StrataError):
+        image.image_key({"../x": f})
+
+
+def test_dockerfile_never_names_a_registry_image():
+    first = image.DOCKERFILE.splitlines()[0]
+    assert first == f"FROM {image.BASE_TAG}"
+    assert "fio" in image.DOCKERFILE and "mkdir -p /data" in image.DOCKERFILE
+
+
+def test_session_paths_refuse_what_cannot_be(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {}})
+    with pytest.raises(dk.Unsupported):
+        with s.path("device", tmp_path / "t", Load()):
+            pass
+    s.mounted = Mounted(Filesystem(type="raw"), s.mounted.device, None)
+    s.daemon = object()  # a private daemon: its data-root is not on the device under test
+    for name in ("bind", "volume", "layer"):
+        with pytest.raises(dk.Unsupported):
+            with s.path(name, tmp_path / "t", Load()):
+                pass
+    with s.path("device", tmp_path / "t", Load(containers=2)) as h:
+        assert h.target_kind == "device" and h.target_path == "/dev/strata-dev" and len(h.per_instance) == 2
