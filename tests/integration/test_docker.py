@@ -1,0 +1,309 @@
+"""The docker runtime on real loop devices, real file systems and real private dockerds.
+
+Needs root, Debian's docker.io (dockerd 20.10), fuse-overlayfs, debootstrap and
+Debian's package archive (the image is built once per machine and cached under
+the real state dir; later sessions only load it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from strata.errors import TrialFailure
+from strata.spec.model import Filesystem, Limits, Load, LoopDevice, Runtime
+from strata.stack import docker as dk
+from strata.stack import image, journal as jn
+from strata.stack.device import provision_loop
+from strata.stack.filesystem import provision as provision_fs
+from strata.stack.runtime import InstanceRequest, Unsupported
+
+pytestmark = pytest.mark.integration
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+MiB = 1 << 20
+DD = ("dd if=/dev/zero of={t} bs=1M count={n} oflag=direct status=none"
+      " && dd if={t} of=/dev/null bs=1M iflag=direct status=none && echo ok")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state(tmp_path_factory):
+    """Build (or find) the image in the real state dir, then run every test with its own state dir
+    that shares only the image cache."""
+    assert os.geteuid() == 0, "the docker integration tests need root"
+    t = time.monotonic()
+    tarball = image.build_image_tarball()
+    print(f"\nimage tarball {tarball} ready in {time.monotonic() - t:.1f} s")
+    d = tmp_path_factory.mktemp("state")
+    (d / "images").symlink_to(tarball.parent)
+    old = os.environ.get("STRATA_STATE_DIR")
+    os.environ["STRATA_STATE_DIR"] = str(d)
+    yield d
+    if old is None:
+        os.environ.pop("STRATA_STATE_DIR")
+    else:
+        os.environ["STRATA_STATE_DIR"] = old
+
+
+@contextlib.contextmanager
+def stack(tmp: Path, fs_type: str, driver: str, size_mib: int = 1024):
+    journal = jn.Journal(f"it-{fs_type}-{driver}-{os.getpid()}-{time.monotonic_ns() % 10**6}")
+    wd = tmp / "wd"
+    with provision_loop(LoopDevice(name=f"l{os.getpid()}", size=size_mib * MiB), journal, wd) as dev, \
+            provision_fs(Filesystem(type=fs_type), dev, journal, wd) as mounted, \
+            dk.provision_docker(Runtime(type="docker", storage_driver=driver), mounted, journal, wd, {}) as s:
+        yield s, journal
+    assert_nothing_left(journal, wd)  # only after a clean exit: never hide the test's own failure
+
+
+def daemons_of(journal: jn.Journal) -> list[dict]:
+    """Every daemon the journal ever recorded (released or not), with its updates."""
+    found: dict[int, dict] = {}
+    for line in journal.path.read_text().splitlines() if journal.path.exists() else []:
+        e = json.loads(line)
+        if e.get("kind") == "daemon":
+            found[e["seq"]] = dict(e["data"])
+        elif e.get("update") in found:
+            found[e["update"]].update(e["data"])
+    return list(found.values())
+
+
+def assert_nothing_left(journal: jn.Journal, wd: Path) -> None:
+    daemons = daemons_of(journal)
+    assert not journal.path.exists() or not jn.pending(journal.path), jn.pending(journal.path)
+    for d in daemons:
+        assert not [p for p in dk.procs_mentioning(d["run_dir"] + "/") if dk._running(p)], "a process of ours"
+        assert not Path(d["run_dir"]).exists()
+        assert not dk.cgroup_dirs(d["cgroup_parent"], d["cgroup_dirs"])
+    assert dk.mounts_under(str(wd)) == []
+    assert "(" + str(wd) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    journal.close()
+
+
+def written_to(final: dict[str, str], device: str) -> int:
+    st = os.stat(device)
+    key = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)} Write "
+    for line in final.get("blkio/blkio.throttle.io_service_bytes", "").splitlines():
+        if line.startswith(key):
+            return int(line.split()[-1])
+    return 0
+
+
+def run_once(s: dk.DockerSession, path: str, trial: Path, n: int, argv: list[str], limits: Limits = Limits(),
+             timeout_s: float = 120):
+    """One trial on `path`: n containers, the barrier, and their outputs."""
+    load = Load(containers=n, limits=limits)
+    with s.path(path, trial, load) as h:
+        reqs = [InstanceRequest(i, argv, trial / f"out{i}") for i in range(n)]
+        running = s.start(reqs, h, load, trial / "sync")
+        assert len(running.cgroups) == n and all(Path(c["memory"]).is_dir() for c in running.cgroups)
+        time.sleep(0.3)
+        assert not any((r.out_dir / "start").exists() for r in reqs), "a container passed the barrier early"
+        go = running.go()
+        outs = running.wait(timeout_s)
+        return h, go, outs
+
+
+# ---- drivers and paths ----------------------------------------------------------------
+
+DRIVERS = [  # (file system, driver, loop size MiB, paths, containers per path)
+    ("xfs", "overlay2", 1024, ("layer", "volume", "bind", "tmpfs"), 2),
+    ("ext4", "overlay2", 1024, ("layer", "volume", "bind", "tmpfs"), 2),
+    ("btrfs", "btrfs", 1024, ("layer", "volume", "bind", "tmpfs"), 2),
+    ("ext4", "vfs", 3072, ("layer", "bind"), 1),  # vfs copies the whole image per container: slow, big
+    ("ext4", "fuse-overlayfs", 1024, ("layer", "volume", "bind", "tmpfs"), 2),
+]
+
+
+@pytest.mark.parametrize("fs_type,driver,size,paths,n", DRIVERS, ids=[f"{d[1]}-on-{d[0]}" for d in DRIVERS])
+def test_driver_runs_every_path(tmp_path, fs_type, driver, size, paths, n):
+    with stack(tmp_path, fs_type, driver, size) as (s, journal):
+        f = s.facts
+        assert f["storage_driver"] == driver and f["dockerd_version"].startswith("20.10")
+        assert f["data_root"] == str(s.mounted.mountpoint / "docker")
+        assert f["cgroup_driver"] == "cgroupfs"
+        print(f"\n{driver} on {fs_type}: daemon answered in {f['daemon_start_s']:.2f} s")
+        t = time.monotonic()
+        tag = image.ensure_image(s)
+        print(f"  image loaded in {time.monotonic() - t:.1f} s")
+        t = time.monotonic()
+        assert image.ensure_image(s) == tag and time.monotonic() - t < 2  # loaded once per daemon
+        for path in paths:
+            t = time.monotonic()
+            h, go, outs = run_once(s, path, tmp_path / f"trial-{path}", n,
+                                   ["sh", "-c", DD.format(t="/data/f", n=8)])
+            starts = [o.start_time_s for o in outs]
+            print(f"  {path}: {time.monotonic() - t:.1f} s, start skew {max(starts) - min(starts):.3f} s")
+            for o in outs:
+                assert o.returncode == 0, o.stderr
+                assert (o.out_dir / "stdout").read_text() == "ok\n"
+                assert go - 0.05 <= o.start_time_s <= o.end_time_s
+                final = dk.parse_cgroup_final((o.out_dir / "cgroup-final.txt").read_text())
+                assert int(final["memory/memory.max_usage_in_bytes"]) > 0
+                if path != "tmpfs" and not (path == "layer" and driver == "fuse-overlayfs"):
+                    # the I/O reached the device under test (fuse-overlayfs writes from its own daemon)
+                    assert written_to(final, s.mounted.device.path) >= 8 * MiB, final
+            assert max(starts) - min(starts) < 1.0
+            if path in ("bind", "volume"):
+                assert h.host_path.startswith(str(s.mounted.mountpoint))
+
+
+def test_device_path_on_a_raw_device(tmp_path):
+    with stack(tmp_path, "raw", "overlay2", 256) as (s, journal):
+        data_root = Path(s.facts["data_root"])
+        assert data_root.parent == tmp_path / "wd"  # no file system on the device: data-root in the workdir
+        _, _, outs = run_once(s, "device", tmp_path / "trial", 1,
+                              ["sh", "-c", DD.format(t="/dev/strata-dev", n=16)])
+        assert outs[0].returncode == 0, outs[0].stderr
+        final = dk.parse_cgroup_final((outs[0].out_dir / "cgroup-final.txt").read_text())
+        assert written_to(final, s.mounted.device.path) >= 16 * MiB
+    assert not data_root.exists()
+
+
+# ---- drivers this host cannot run ------------------------------------------------------
+
+UNSUPPORTED = [
+    ("ext4", "devicemapper", "error initializing graphdriver: driver not supported"),
+    ("ext4", "aufs", "AUFS was not found in /proc/filesystems"),
+    ("ext4", "zfs", "prerequisites for driver not satisfied (wrong filesystem?)"),
+    ("xfs", "btrfs", "prerequisites for driver not satisfied (wrong filesystem?)"),
+]
+
+
+@pytest.mark.parametrize("fs_type,driver,text", UNSUPPORTED, ids=[f"{d[1]}-on-{d[0]}" for d in UNSUPPORTED])
+def test_unsupported_driver_gives_the_daemon_text(tmp_path, fs_type, driver, text):
+    journal = jn.Journal(f"it-unsup-{driver}-{os.getpid()}")
+    wd = tmp_path / "wd"
+    with provision_loop(LoopDevice(name="u", size=512 * MiB), journal, wd) as dev, \
+            provision_fs(Filesystem(type=fs_type), dev, journal, wd) as mounted:
+        with pytest.raises(Unsupported) as e:
+            with dk.provision_docker(Runtime(type="docker", storage_driver=driver), mounted, journal, wd, {}):
+                pytest.fail("the daemon started")
+        assert text in str(e.value)
+        assert dk.mounts_under(str(mounted.mountpoint)) == [str(mounted.mountpoint)]
+        assert not (mounted.mountpoint / "docker").exists()
+    assert_nothing_left(journal, wd)
+
+
+# ---- limits, OOM, timeout ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def overlay2_ext4(tmp_path_factory):
+    with stack(tmp_path_factory.mktemp("ov"), "ext4", "overlay2", 1024) as (s, journal):
+        image.ensure_image(s)
+        yield s
+
+
+def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
+    s = overlay2_ext4
+    _, _, outs = run_once(s, "bind", tmp_path, 1, ["sh", "-c", DD.format(t="/data/f", n=60)],
+                          Limits(write_bps="20MiB"))
+    o = outs[0]
+    assert o.returncode == 0, o.stderr
+    final = dk.parse_cgroup_final((o.out_dir / "cgroup-final.txt").read_text())
+    written = written_to(final, s.mounted.device.path)
+    assert written >= 60 * MiB
+    rate = 60 / (o.end_time_s - o.start_time_s)  # MiB/s, the read back is unthrottled and fast
+    print(f"\nwrite_bps 20MiB/s: {rate:.1f} MiB/s")
+    assert 10 < rate < 30
+
+
+def test_oom_is_reported(overlay2_ext4, tmp_path):
+    with pytest.raises(TrialFailure) as e:
+        run_once(overlay2_ext4, "layer", tmp_path, 1,
+                 ["dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"], Limits(memory="32MiB"))
+    assert e.value.category == "oom"
+    assert dk.docker(overlay2_ext4.sock, "ps", "-aq").stdout.strip() == ""
+
+
+def test_timeout_kills_the_containers(overlay2_ext4, tmp_path):
+    s = overlay2_ext4
+    load = Load()
+    with s.path("tmpfs", tmp_path, load) as h:
+        running = s.start([InstanceRequest(0, ["sleep", "60"], tmp_path / "out0")], h, load, tmp_path / "sync")
+        running.go()
+        with pytest.raises(TrialFailure) as e:
+            running.wait(1)
+    assert e.value.category == "timeout"
+    assert dk.docker(s.sock, "ps", "-aq").stdout.strip() == ""
+
+
+# ---- a daemon or strata killed -----------------------------------------------------------
+
+def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
+    with stack(tmp_path, "ext4", "overlay2") as (s, journal):
+        load = Load(containers=2)
+        with s.path("bind", tmp_path / "t", load) as h:
+            reqs = [InstanceRequest(i, ["sleep", "300"], tmp_path / f"out{i}") for i in range(2)]
+            running = s.start(reqs, h, load, tmp_path / "sync")
+            running.go()
+            os.kill(s.daemon.proc.pid, signal.SIGKILL)
+            with pytest.raises(TrialFailure) as e:
+                running.wait(60)
+            assert e.value.category == "daemon_died"
+            # the containers outlive dockerd under containerd-shim until the teardown
+    # stack() checked: no process, mount, cgroup or loop device left
+
+
+KILLED_SCRIPT = textwrap.dedent('''\
+    import sys, time
+    from pathlib import Path
+    from strata.spec.model import Filesystem, Load, LoopDevice, Runtime
+    from strata.stack import journal as jn, docker as dk, image
+    from strata.stack.device import provision_loop
+    from strata.stack.filesystem import provision
+    from strata.stack.runtime import InstanceRequest
+    wd = Path(sys.argv[1])
+    j = jn.Journal("killed")
+    with provision_loop(LoopDevice(name="k", size=1024 << 20), j, wd) as dev, \\
+            provision(Filesystem(type="ext4"), dev, j, wd) as m, \\
+            dk.provision_docker(Runtime(type="docker", storage_driver="overlay2"), m, j, wd, {}) as s:
+        load = Load(containers=2)
+        with s.path("volume", wd / "t", load) as h:
+            r = s.start([InstanceRequest(i, ["sleep", "300"], wd / f"o{i}") for i in range(2)], h, load, wd / "s")
+            r.go()
+            print("READY", j.path, flush=True)
+            time.sleep(300)
+''')
+
+
+@pytest.mark.parametrize("daemon_too", [False, True], ids=["strata", "strata-and-dockerd"])
+def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
+    # its own state dir: cleanup() must see only the killed run's journal, not this process's
+    own_state = tmp_path / "state"
+    own_state.mkdir()
+    (own_state / "images").symlink_to((state / "images").resolve())
+    wd = tmp_path / "wd"
+    script = tmp_path / "strata_killed.py"
+    script.write_text(KILLED_SCRIPT)
+    p = subprocess.Popen([sys.executable, str(script), str(wd)], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC), "STRATA_STATE_DIR": str(own_state)})
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("READY"), line
+        jpath = Path(line.split()[1])
+        daemon = next(e["data"] for e in jn.pending(jpath) if e["kind"] == "daemon")
+        assert dk.cgroup_pids(dk.cgroup_dirs(daemon["cgroup_parent"], daemon["cgroup_dirs"]))  # containers run
+    finally:
+        p.kill()
+        p.wait()
+    if daemon_too:
+        os.kill(int(Path(daemon["pidfile"]).read_text()), signal.SIGKILL)
+    logs: list[str] = []
+    undone = jn.cleanup(own_state, log=logs.append)
+    assert not jpath.exists(), logs
+    assert undone >= 6, logs  # file, loop, mount, daemon, volumes, containers
+    assert not [q for q in dk.procs_mentioning(daemon["run_dir"] + "/") if dk._running(q)]
+    assert not dk.cgroup_dirs(daemon["cgroup_parent"], daemon["cgroup_dirs"])
+    assert not Path(daemon["run_dir"]).exists()
+    assert dk.mounts_under(str(wd)) == []
+    assert "(" + str(wd) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
