@@ -14,10 +14,11 @@ number trustworthy").
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from strata.analysis import steady as steady_mod
 from strata.analysis.stats import Summary, summarize
@@ -31,11 +32,21 @@ def artifact(result: dict, name: str):
     """A JSON artifact of a stored trial (series.json, workload-series.json), or None."""
     if "_path" not in result:
         return None
-    path = Path(result["_path"]).parent / result["trial_id"] / name
+    from strata.analysis.load import read_bytes
+    path = os.path.join(os.path.dirname(result["_path"]), result["trial_id"], name)
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_bytes(path))
     except (OSError, ValueError):
         return None
+
+
+def freeze(v):
+    """A hashable, order-independent copy of a JSON value (dict keys sorted)."""
+    if isinstance(v, dict):
+        return tuple(sorted((k, freeze(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        return tuple(freeze(x) for x in v)
+    return v
 
 
 def is_cache_suspect(result: dict) -> bool:
@@ -93,64 +104,34 @@ class Cell:
     above_raw: dict | None = None
     tag: str = ""
 
-    @property
-    def stack(self) -> str:
-        lab = self.labels
-        return f"{lab['device']}/{lab['filesystem']}/{lab['runtime']}/{lab['path']}"
+    def __post_init__(self):
+        lab, t = self.labels, self.trial
+        self.stack = f"{lab['device']}/{lab['filesystem']}/{lab['runtime']}/{lab['path']}"
+        self.fs_type = t["filesystem"]["type"]
+        self.mount_options = list(t["filesystem"].get("mount_options") or [])
+        self.runtime_type = t["runtime"]["type"]
+        self.driver = t["runtime"].get("storage_driver")
+        self.path = t["path"]
+        self.workload, self.load = t["workload"], t["load"]
+        self.containers = self.load.get("containers", 1)
+        # I/Os in flight the load asks for: jobs x iodepth x containers
+        self.outstanding = self.load.get("numjobs", 1) * self.load.get("iodepth", 1) * self.containers
+        self.is_raw = self.fs_type == "raw" and self.runtime_type == "native" and self.path == "device"
+        self.kind = self.workload.get("type", "fio")
+        self.rw = self.workload.get("rw")
 
     @property
     def name(self) -> str:
         return f"{self.stack} {self.labels['workload']} {self.labels['load']}" + (f" [{self.tag}]" if self.tag else "")
 
-    @property
-    def fs_type(self) -> str:
-        return self.trial["filesystem"]["type"]
+    @functools.cached_property
+    def workload_key(self) -> tuple:
+        """The workload's parameters without its name, hashable."""
+        return freeze({k: v for k, v in self.workload.items() if k != "name"})
 
-    @property
-    def mount_options(self) -> list:
-        return list(self.trial["filesystem"].get("mount_options") or [])
-
-    @property
-    def runtime_type(self) -> str:
-        return self.trial["runtime"]["type"]
-
-    @property
-    def driver(self) -> str | None:
-        return self.trial["runtime"].get("storage_driver")
-
-    @property
-    def path(self) -> str:
-        return self.trial["path"]
-
-    @property
-    def workload(self) -> dict:
-        return self.trial["workload"]
-
-    @property
-    def load(self) -> dict:
-        return self.trial["load"]
-
-    @property
-    def outstanding(self) -> int:
-        """I/Os in flight the load asks for: jobs x iodepth x containers."""
-        ld = self.load
-        return ld.get("numjobs", 1) * ld.get("iodepth", 1) * ld.get("containers", 1)
-
-    @property
-    def containers(self) -> int:
-        return self.load.get("containers", 1)
-
-    @property
-    def is_raw(self) -> bool:
-        return self.fs_type == "raw" and self.runtime_type == "native" and self.path == "device"
-
-    @property
-    def kind(self) -> str:
-        return self.workload.get("type", "fio")
-
-    @property
-    def rw(self) -> str | None:
-        return self.workload.get("rw")
+    @functools.cached_property
+    def load_key(self) -> tuple:
+        return freeze({k: v for k, v in self.load.items() if k != "name"})
 
     @property
     def reps(self) -> int:
@@ -172,17 +153,21 @@ def fingerprint(trial: dict) -> str:
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
+def _group_key(trial: dict) -> str:
+    return json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
+
+
 def build_cells(results: list[dict], judge_steady: bool = True) -> list[Cell]:
     """Group results into cells, in a stable order (by stack, workload, load)."""
-    cells: dict[str, Cell] = {}
+    cells: dict = {}
     for r in results:
         if r.get("status") == "unsupported" or "trial" not in r:
             continue
-        key = fingerprint(r["trial"])
+        key = _group_key(r["trial"])
         c = cells.get(key)
         if c is None:
             labels = {k: str((r.get("labels") or {}).get(k, "")) for k in LABEL_KEYS}
-            c = cells[key] = Cell(key, labels, r["trial"], r.get("experiment", ""))
+            c = cells[key] = Cell(hashlib.sha1(key.encode()).hexdigest()[:12], labels, r["trial"], r.get("experiment", ""))
         _add(c, r, judge_steady)
     for c in cells.values():
         c.summary = summarize(c.values)

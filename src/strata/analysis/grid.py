@@ -8,7 +8,6 @@ reports; the workload's own unit otherwise), mean over repetitions.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
@@ -30,19 +29,18 @@ class Grid:
         return f"{self.workload}: {self.unit} per container ({self.context})"
 
 
-def _key(c: Cell) -> str:
-    wl = {k: v for k, v in c.workload.items() if k != "name"}
-    ld = {k: v for k, v in c.load.items() if k not in ("name", "containers")}
-    return json.dumps([c.trial["device"]["name"], c.labels["workload"], wl, ld], sort_keys=True, default=str)
+def _key(c: Cell) -> tuple:
+    ld = tuple(kv for kv in c.load_key if kv[0] != "containers")
+    return (c.trial["device"]["name"], c.labels["workload"], c.workload_key, ld)
 
 
 def grids(cells: list[Cell]) -> list[Grid]:
-    groups: dict[str, list[Cell]] = {}
+    groups: dict[tuple, list[Cell]] = {}
     for c in cells:
         if c.values and c.path in GRID_PATHS:
             groups.setdefault(_key(c), []).append(c)
     out = []
-    for key in sorted(groups):
+    for key in sorted(groups, key=repr):
         g = groups[key]
         cols = sorted({(c.labels["filesystem"], c.labels["runtime"], c.path) for c in g})
         rows = sorted({c.containers for c in g})

@@ -7,7 +7,7 @@ the caller also wants equal (the file system, for "volume vs host file system").
 
 from __future__ import annotations
 
-import json
+import re
 
 from strata.analysis.cells import Cell
 from strata.analysis.stats import Change, change
@@ -17,7 +17,6 @@ def select(cells: list[Cell], fs: str | None = None, plain: bool | None = None, 
            runtime: str | None = None, drivers: tuple | None = None, path: str | None = None,
            rw: tuple | None = None, kind: str | None = None, workload_re: str | None = None) -> list[Cell]:
     """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present."""
-    import re
     out = []
     for c in cells:
         if not c.values:
@@ -48,11 +47,8 @@ def _workload_text(c: Cell) -> str:
     return " ".join(str(x) for x in (c.labels["workload"], c.workload.get("name"), c.workload.get("file")) if x)
 
 
-def match_key(c: Cell, also: tuple = ()) -> str:
-    wl = {k: v for k, v in c.workload.items() if k != "name"}
-    ld = {k: v for k, v in c.load.items() if k != "name"}
-    extra = {a: _layer(c, a) for a in also}
-    return json.dumps([c.trial["device"]["name"], wl, ld, extra], sort_keys=True, default=str)
+def match_key(c: Cell, also: tuple = ()) -> tuple:
+    return (c.trial["device"]["name"], c.workload_key, c.load_key) + tuple(_layer(c, a) for a in also)
 
 
 def _layer(c: Cell, name: str):
@@ -73,7 +69,7 @@ def pairs(a: list[Cell], b: list[Cell], also: tuple = ()) -> list[tuple[Cell, Ce
     return out
 
 
-def by_context(cells: list[Cell], also: tuple = ()) -> dict[str, list[Cell]]:
+def by_context(cells: list[Cell], also: tuple = ()) -> dict[tuple, list[Cell]]:
     """Cells grouped by what they ran (workload, load, device, and `also`)."""
     groups: dict[str, list[Cell]] = {}
     for c in cells:
@@ -98,10 +94,18 @@ def fmt(v: float | None, unit: str = "") -> str:
 
 
 def at_highest_load(cells: list[Cell]) -> list[Cell]:
-    """Per stack and workload, the cells at the highest load measured ("unless otherwise indicated ... high
-    load (32 jobs, 32 queue depth)", study 003 section 5) when more than one load ran."""
+    """Per stack and workload, the single-container cells at the highest load measured ("unless otherwise
+    indicated ... high load (32 jobs, 32 queue depth)", study 003 section 5)."""
+    cells = [c for c in cells if c.containers == 1]
     top: dict[tuple, int] = {}
-    key = lambda c: (c.stack, json.dumps({k: v for k, v in c.workload.items() if k != "name"}, sort_keys=True))
+    key = lambda c: (c.stack, c.tag, c.workload_key)
     for c in cells:
         top[key(c)] = max(top.get(key(c), 0), c.outstanding)
     return [c for c in cells if c.outstanding == top[key(c)]]
+
+
+def within(ch: Change, tol: float) -> bool:
+    """|change| <= tol, or not distinguishable from it: the 95% interval reaches into [-tol, +tol]."""
+    if abs(ch.rel) <= tol:
+        return True
+    return ch.known and ch.rel_low <= tol and ch.rel_high >= -tol

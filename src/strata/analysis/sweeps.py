@@ -9,7 +9,6 @@ declared: cells that differ only in one of SWEEP_DIMS form a line per stack.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
@@ -43,12 +42,13 @@ class Sweep:
         return f"{DIM_LABEL[self.dim]} sweep: {self.context}"
 
 
-def _without(c: Cell, dim: str) -> tuple[str, str]:
+def _without(c: Cell, dim: str) -> tuple[tuple, tuple]:
+    """(line key, figure key): the cell's trial without `dim`, with and without the stack."""
     section, key = SWEEP_DIMS[dim]
-    t = {k: v for k, v in c.trial.items() if k != "repetition"}
-    t[section] = {k: v for k, v in t[section].items() if k not in (key, "name")}
-    rest = {k: t[k] for k in ("workload", "load")}
-    return json.dumps(t, sort_keys=True, default=str), json.dumps(rest, sort_keys=True, default=str)
+    wl, ld = dict(c.workload_key), dict(c.load_key)
+    (wl if section == "workload" else ld).pop(key, None)
+    rest = (tuple(sorted(wl.items())), tuple(sorted(ld.items())))
+    return (c.stack, c.tag) + rest, rest
 
 
 def _context(c: Cell, dim: str) -> str:
@@ -65,15 +65,15 @@ def find(cells: list[Cell], dims=tuple(SWEEP_DIMS)) -> list[Sweep]:
     out = []
     for dim in dims:
         section, key = SWEEP_DIMS[dim]
-        figures: dict[str, dict[str, list]] = {}
+        figures: dict[tuple, dict[tuple, list]] = {}
         for c in cells:
             if not c.values:
                 continue
             line_key, fig_key = _without(c, dim)
             figures.setdefault(fig_key, {}).setdefault(line_key, []).append((c.trial[section].get(key), c))
-        for fig_key in sorted(figures):
+        for fig_key in sorted(figures, key=repr):
             lines = []
-            for line_key in sorted(figures[fig_key]):
+            for line_key in sorted(figures[fig_key], key=repr):
                 pts = sorted(figures[fig_key][line_key], key=lambda p: p[0])
                 if len({x for x, _ in pts}) >= MIN_POINTS[dim]:
                     lines.append(Line(pts[0][1].stack, pts))
@@ -83,25 +83,27 @@ def find(cells: list[Cell], dims=tuple(SWEEP_DIMS)) -> list[Sweep]:
     return out
 
 
+FALL = 0.10  # the aggregate at the largest count this far below the peak: "then falls"
+
+
 @dataclass
 class Peak:
     x: int
     aggregate: float
     per_container: float
     last_x: int
-    falls_after: bool  # the aggregate at the largest count is below the peak, beyond the intervals
+    falls_after: bool          # the largest count is at least FALL below the peak
+    drop: float                # 1 - last / peak
+    significant: bool | None   # the fall beyond both 95% intervals (None: too few repetitions)
 
 
 def peak(line: Line) -> Peak:
     """The container count with the highest mean aggregate, and whether throughput falls after it."""
     best_x, best = max(line.points, key=lambda p: p[1].summary.mean)
     last_x, last = line.points[-1]
-    falls = best_x != last_x and _below(last, best)
-    return Peak(best_x, best.summary.mean, best.summary.mean / best_x, last_x, falls)
-
-
-def _below(a: Cell, b: Cell) -> bool:
-    sa, sb = a.summary, b.summary
-    if sa.ci_high is not None and sb.ci_low is not None:
-        return sa.ci_high < sb.ci_low
-    return sa.mean < sb.mean * 0.95
+    drop = 1 - last.summary.mean / best.summary.mean if best.summary.mean else 0.0
+    falls = best_x != last_x and drop >= FALL
+    sig = None
+    if last.summary.ci_high is not None and best.summary.ci_low is not None:
+        sig = last.summary.ci_high < best.summary.ci_low
+    return Peak(best_x, best.summary.mean, best.summary.mean / best_x, last_x, falls, drop, sig)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.cli.export import _load
+from strata.cli.report import load_results
 
 NAME = "compare"
 HELP = "compare two result sets (hosts, runs): change of B relative to A with its interval and significance"
@@ -21,7 +21,7 @@ def main(args) -> int:
     from strata.analysis.compare import compare
     from strata.report import write
     from strata.report.compare import generate
-    cmp = compare(_load(args.a), _load(args.b))
+    cmp = compare(load_results(args.a), load_results(args.b))
     files = generate(cmp, args.a, args.b)
     write(files, Path(args.output))
     print(files["compare.txt"].decode().rstrip())

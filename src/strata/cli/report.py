@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.cli.export import _load
+from strata.errors import StrataError
 
 NAME = "report"
 HELP = "write the report of stored results: HTML (self-contained), SVG/PNG figures, CSV, terminal summary"
@@ -19,9 +19,19 @@ def add_arguments(p):
     p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: CPUs)")
 
 
+def load_results(path: str) -> list[dict]:
+    from strata.analysis.load import load
+    if not Path(path).is_dir():
+        raise StrataError(f"no results directory at {path}", "give the directory passed to `strata run -o`")
+    try:
+        return load(path)
+    except ValueError as e:
+        raise StrataError(str(e), "remove or repair that file")
+
+
 def main(args) -> int:
     from strata.report import build_report, generate, write
-    results = _load(args.results)
+    results = load_results(args.results)
     title = args.title or "strata report: " + ", ".join(sorted({r.get("experiment", "") for r in results}))
     report = build_report(results, title, tuple(args.series))
     files = generate(report, args.jobs)

@@ -22,6 +22,8 @@ from strata.report.names import figure_id, short_labels
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
 MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4}
 MAX_SERIES = 3
+MAX_LINES = 8     # lines per sweep or scaling figure
+MAX_STACKS = 12   # stacks per latency panel
 LAT_STATS = ("mean", "p99")
 
 
@@ -81,9 +83,11 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
             continue
         labels = short_labels([c.stack for c in others])
         rows, bars = [], []
+        shown = _low_high(others)
         for c in others:
             for bar in _bars_of(c, a, labels[c.stack], has_raw):
-                bars.append(bar)
+                if (c.outstanding, c.labels["load"]) in shown:
+                    bars.append(bar)
                 rows.append([c.stack, c.labels["load"], bar["value"], bar["low"], bar["high"], bar["n"],
                              bar["mean"], bar.get("raw"), c.unit, bar["note"]])
         if not bars:
@@ -93,10 +97,18 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
         fid = figure_id(kind, name)
         title = f"{name}: throughput relative to the raw device (raw = 1.0)" if has_raw else \
             f"{name}: throughput ({cells[0].unit}; no raw-device baseline measured)"
-        out.append(Figure(fid, kind, title, _ratio_caption(has_raw), Table(fid, title, [
+        caption = _ratio_caption(has_raw) + (" Drawn: the lowest and highest load (H/L as in the study); the table "
+                                             "holds every load." if len({(c.outstanding, c.labels['load'])
+                                                                          for c in others}) > 2 else "")
+        out.append(Figure(fid, kind, title, caption, Table(fid, title, [
             "stack", "load", col, "ci_low", "ci_high", "n", f"mean {cells[0].unit}", f"raw {cells[0].unit}",
             "unit", "note"], rows), {"bars": bars, "has_raw": has_raw, "unit": cells[0].unit}))
     return out
+
+
+def _low_high(cells: list[Cell]) -> set:
+    loads = sorted({(c.outstanding, c.labels["load"]) for c in cells})
+    return {loads[0], loads[-1]} if loads else set()
 
 
 def _ratio_caption(has_raw: bool) -> str:
@@ -138,20 +150,21 @@ def _latency_figures(a: Analysis) -> list[Figure]:
         rows, data = [], []
         for outstanding, load in panels:
             stacks = []
-            for c in [c for c in cells if c.labels["load"] == load and c.outstanding == outstanding]:
-                entry = {"label": labels[c.stack]}
+            for i, c in enumerate(c for c in cells if c.labels["load"] == load and c.outstanding == outstanding):
+                entry = {"label": labels[c.stack], "drawn": i < MAX_STACKS}
                 for kind in ("slat", "clat", "lat"):
                     for stat in LAT_STATS:
                         s = c.latency(kind, stat)
                         entry[f"{kind}_{stat}_us"] = s.mean / 1000 if s.n else None
                         rows.append([c.stack, load, kind, stat, entry[f"{kind}_{stat}_us"], s.n])
                 stacks.append(entry)
-            data.append({"load": load, "outstanding": outstanding, "stacks": stacks})
+            data.append({"load": load, "outstanding": outstanding, "stacks": [e for e in stacks if e["drawn"]]})
         fid = figure_id("latency", name)
         title = f"{name}: latency breakdown, low and high load"
         caption = ("Submission (slat), completion (clat) and total (lat) latency, mean (bars) and p99 (markers), "
                    "as Figure 4 of seed study 003; fio merges histograms of jobs and containers, repetitions "
-                   "are averaged.")
+                   "are averaged." + (f" Drawn: the first {MAX_STACKS} stacks; the table holds all."
+                                      if len(labels) > MAX_STACKS else ""))
         out.append(Figure(fid, "latency", title, caption, Table(fid, title, ["stack", "load", "latency", "stat",
                                                                           "us", "n"], rows), {"panels": data}))
     return out
@@ -172,6 +185,7 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
                 pts.append((xv, sm.mean, sm.ci_low, sm.ci_high))
                 rows.append([ln.stack, xv, sm.mean, sm.ci_low, sm.ci_high, sm.n, c.unit])
             lines.append({"label": labels[ln.stack], "points": pts})
+        lines = lines[:MAX_LINES]
         fid = figure_id(f"sweep-{s.dim}", s.context)
         out.append(Figure(fid, "sweep", s.title, "Mean over repetitions; the band is the 95% confidence interval "
                           "(seed study 003, Figures 3e and 3g).",
@@ -193,6 +207,7 @@ def _scaling_figures(a: Analysis) -> list[Figure]:
             rows += [[ln.stack, x, m, lo, hi, m / x, x == p.x, ln.points[i][1].reps]
                      for i, (x, m, lo, hi) in enumerate(pts)]
             lines.append({"label": labels[ln.stack], "points": pts, "peak": p.x, "falls_after": p.falls_after})
+        lines = lines[:MAX_LINES]
         title = f"scaling over containers: {s.context}"
         fid = figure_id("scaling", s.context)
         out.append(Figure(fid, "scaling", title, "Aggregate throughput of all containers and throughput per "

@@ -74,7 +74,7 @@ def _clip(text: str, n: int) -> str:
 def summary_text(results_dir) -> str:
     """The terminal summary of the stored results in `results_dir` (called by `strata run`)."""
     from strata.analysis.analyse import analyse
-    from strata.store import load_results
-    results = load_results(Path(results_dir))
+    from strata.analysis.load import load
+    results = load(Path(results_dir))
     text = analysis_text(analyse(results))
     return text + f"\nfull report: strata report {results_dir}"

@@ -1,0 +1,75 @@
+"""analysis/cells.py and baseline.py: grouping, headline metric, cache kept apart, above raw."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from synth_results import make_result  # noqa: E402
+
+from strata.analysis import baseline  # noqa: E402
+from strata.analysis.cells import build_cells, throughput, trial_steady  # noqa: E402
+
+
+def test_headline_metric_per_workload_kind():
+    assert throughput(make_result(rw="randread", value=5000))[1] == "IOPS"
+    v, unit = throughput(make_result(rw="read", bs=131072, value=800))
+    assert unit == "MB/s" and v == pytest.approx(800, rel=1e-3)
+    assert throughput(make_result(kind="filebench", value=42.0)) == (42.0, "MB/s")
+
+
+def test_repetitions_group_into_one_cell_and_cache_is_kept_apart():
+    rs = [make_result(rep=i, value=v) for i, v in enumerate((100, 110, 105))]
+    rs.append(make_result(rep=3, value=900, cache=True))
+    (c,) = build_cells(rs)
+    assert c.values == [100, 110, 105] and c.cached_values == [900]
+    assert c.summary.mean == pytest.approx(105)
+
+
+def test_failed_and_unsupported():
+    rs = [make_result(rep=0), make_result(rep=1, status="failed"), make_result(rep=2, status="unsupported")]
+    (c,) = build_cells(rs)
+    assert c.reps == 1 and len(c.failed) == 1
+
+
+def test_above_raw_moves_to_cache_side():
+    raw = [make_result(fs="raw", rep=i, value=v) for i, v in enumerate((100, 102, 98))]
+    fast = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((150, 152, 148))]
+    near = [make_result(fs="ext4", rep=i, value=v) for i, v in enumerate((104, 99, 101))]
+    cells = build_cells(raw + fast + near)
+    moved = baseline.apply_above_raw(cells)
+    assert [c.fs_type for c in moved] == ["xfs"]
+    assert moved[0].values == [] and len(moved[0].cached_values) == 3
+    assert "not device performance" in moved[0].above_raw["reason"]
+    index = baseline.raw_index(cells)
+    ext4 = next(c for c in cells if c.fs_type == "ext4")
+    assert baseline.ratio_to_raw(ext4, index).value == pytest.approx(1.013, abs=1e-3)
+
+
+def test_steady_from_flags_or_from_the_series(tmp_path):
+    r = make_result(steady={"steady": True, "reason": "runner"})
+    assert trial_steady(r)["reason"] == "runner"
+    r = make_result()
+    d = tmp_path / "trials" / r["trial_id"]
+    d.mkdir(parents=True)
+    (d / "workload-series.json").write_text(json.dumps({"fio_iops": [[t, 100 + t * 10] for t in range(8)]}))
+    r["_path"] = str(tmp_path / "trials" / f"{r['trial_id']}.json")
+    s = trial_steady(r)
+    assert s["judged"] and not s["steady"]
+
+
+def test_same_labels_different_parameters_are_told_apart():
+    a = make_result(experiment="one", size=1 << 30)
+    b = make_result(experiment="two", size=2 << 30)
+    names = sorted(c.name for c in build_cells([a, b]))
+    assert names[0].endswith("[one]") and names[1].endswith("[two]")
+
+
+def test_real_results_load():
+    from strata.analysis.load import load
+    root = Path(__file__).resolve().parents[1] / "data" / "results"
+    rs = load(root / "small")
+    assert len(rs) == 16 and all(r["_path"].endswith(".json") for r in rs)
+    assert len(load(root)) == len(rs) + sum(len(load(root / d)) for d in ("fs-compare", "sweeps", "bs-sweep"))

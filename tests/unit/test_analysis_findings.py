@@ -1,0 +1,124 @@
+"""analysis/findings.py: the registry, and each claim held / not held on small synthetic result sets
+(numbers from the seed studies where they give them) and not measured on nothing."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from synth_results import make_result  # noqa: E402
+
+from strata.analysis.analyse import analyse  # noqa: E402
+from strata.analysis.findings import FINDINGS, HELD, NOT_HELD, NOT_MEASURED  # noqa: E402
+from strata.analysis.load import load  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+JITTER = (1.0, 1.01, 0.99)
+HIGH = {"numjobs": 32, "iodepth": 32}
+
+
+def reps(value, **kw):
+    return [make_result(rep=i, value=value * j, **kw) for i, j in enumerate(JITTER)]
+
+
+def raw(value, **kw):
+    return reps(value, fs="raw", **kw)
+
+
+def fb(workload, fs, value, path="volume", containers=1):
+    return reps(value * containers, fs=fs, runtime="docker", driver="overlay2", path=path, kind="filebench",
+                workload=workload, containers=containers)
+
+
+def jobs(fs, values):
+    return [r for n, v in zip((8, 16, 24, 32), values) for r in reps(v, fs=fs, rw="randwrite", numjobs=n)]
+
+
+def docker(value, path="volume", driver="overlay2", **kw):
+    return reps(value, runtime="docker", driver=driver, path=path, **kw)
+
+
+# Table 4 (fileserver) and Table 3 (mail) of study 004, one container, volume
+FILESERVER = {"ext4": 168.03, "xfs": 108.23, "btrfs": 79.7}
+MAIL = {"ext4": 3.6, "xfs": 2.03, "btrfs": 3.33}
+
+CASES = {
+    "xfs-near-raw": (raw(1000, **HIGH) + reps(980, fs="xfs", **HIGH), raw(1000, **HIGH) + reps(700, fs="xfs", **HIGH)),
+    "ext4-rr-below-raw": (raw(1000, **HIGH) + reps(750, fs="ext4", **HIGH),
+                          raw(1000, **HIGH) + reps(990, fs="ext4", **HIGH)),
+    "ext4-dioread-nolock": (reps(750, fs="ext4", **HIGH) + reps(940, fs="ext4", mount_options=("dioread_nolock",), **HIGH),
+                            reps(750, fs="ext4", **HIGH) + reps(760, fs="ext4", mount_options=("dioread_nolock",), **HIGH)),
+    "xfs-jobs-cliff": (jobs("xfs", (1000, 1000, 1000, 400)), jobs("xfs", (1000, 1000, 1000, 990))),
+    "ext4-jobs-flat": (jobs("ext4", (1000, 990, 1010, 1000)), jobs("ext4", (1000, 700, 500, 400))),
+    "btrfs-small-random": (reps(900, fs="ext4", **HIGH) + reps(300, fs="btrfs", **HIGH),
+                           reps(900, fs="ext4", **HIGH) + reps(880, fs="btrfs", **HIGH)),
+    "btrfs-nodatacow": (reps(200, fs="btrfs", rw="randwrite", **HIGH)
+                        + reps(1000, fs="btrfs", rw="randwrite", mount_options=("nodatacow",), **HIGH),
+                        reps(200, fs="btrfs", rw="randwrite", **HIGH)
+                        + reps(250, fs="btrfs", rw="randwrite", mount_options=("nodatacow",), **HIGH)),
+    "overlay-layer-near-raw": (raw(1000) + docker(970, path="layer"), raw(1000) + docker(500, path="layer")),
+    "btrfs-driver-slow": (docker(1000, path="layer", fs="xfs") + docker(300, path="layer", driver="btrfs", fs="btrfs"),
+                          docker(1000, path="layer", fs="xfs") + docker(950, path="layer", driver="btrfs", fs="btrfs")),
+    "volume-near-host-fs": (reps(1000) + docker(990), reps(1000) + docker(800)),
+    "volume-bind-similar": (fb("webserver", "ext4", 108.9) + fb("webserver", "ext4", 108.6, path="bind"),
+                            fb("webserver", "ext4", 108.9) + fb("webserver", "ext4", 60.0, path="bind")),
+    "above-raw-is-cache": (raw(1000) + reps(2000, fs="xfs", cache=True), raw(1000) + reps(2000, fs="xfs")),
+    "latency-high-load": (reps(1000, lat_us=100) + reps(10000, lat_us=3000, **HIGH),
+                          reps(1000, lat_us=100) + reps(10000, lat_us=200, **HIGH)),
+    "containers-peak": ([r for n, v in zip(range(1, 7), (100, 180, 240, 260, 200, 150)) for r in docker(v, containers=n)],
+                        [r for n, v in zip(range(1, 7), (100, 180, 240, 260, 270, 280)) for r in docker(v, containers=n)]),
+    "per-container-share": ([r for n, v in ((1, 108.9), (2, 55.05), (3, 37.38)) for r in fb("webserver", "ext4", v,
+                                                                                           containers=n)],
+                            [r for n, v in ((1, 108.9), (2, 108.0), (3, 100.0)) for r in fb("webserver", "ext4", v,
+                                                                                            containers=n)]),
+    "ext4-best-file-mail": ([r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, v)],
+                            [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, 250 - v)]),
+    "xfs-worst-mail": ([r for fs, v in MAIL.items() for r in fb("varmail", fs, v)],
+                       [r for fs, v in MAIL.items() for r in fb("varmail", fs, 6 - v)]),
+    "btrfs-worst-fileserver": ([r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, v)],
+                               [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, 250 - v)]),
+    "container-near-native": (reps(1000) + docker(980), reps(1000) + docker(700)),
+}
+
+
+def by_id(results):
+    return {f.id: o for f, o in analyse(results, judge_steady=False).findings}
+
+
+def test_registry():
+    ids = [f.id for f in FINDINGS]
+    assert len(ids) >= 15 and len(set(ids)) == len(ids)
+    for f in FINDINGS:
+        assert re.search(r"00[1-4]_[0-9a-f]+\.txt (section|Table)", f.source), f.source
+        assert f.claim and f.criterion and callable(f.check)
+
+
+@pytest.mark.parametrize("fid", sorted(CASES))
+def test_finding_held_and_not_held(fid):
+    held, not_held = CASES[fid]
+    o = by_id(held)[fid]
+    assert o.status == HELD, o.detail
+    o = by_id(not_held)[fid]
+    assert o.status == NOT_HELD, o.detail
+    assert o.numbers
+
+
+def test_nothing_measured_on_unrelated_results():
+    for fid, o in by_id(reps(1000, kind="filebench", workload="other", fs="zfs")).items():
+        assert o.status == NOT_MEASURED, fid
+        assert "nothing" in o.detail
+
+
+@pytest.mark.parametrize("name", ["small", "fs-compare", "sweeps", "bs-sweep"])
+def test_every_finding_runs_on_real_results(name):
+    out = by_id(load(DATA / name))
+    assert set(out) == {f.id for f in FINDINGS}
+    assert any(o.status != NOT_MEASURED for o in out.values())
+
+
+def test_real_jobs_sweep_is_measured():
+    out = by_id(load(DATA / "sweeps"))
+    assert out["ext4-jobs-flat"].status in (HELD, NOT_HELD)
+    assert "jobs" in out["ext4-jobs-flat"].detail

@@ -1,0 +1,52 @@
+"""analysis/stats.py: t intervals, Welch changes, ratios."""
+
+import math
+
+import pytest
+
+from strata.analysis.stats import change, ratio, summarize, t975
+
+
+def test_t_quantiles():
+    assert t975(1) == pytest.approx(12.706)
+    assert t975(10) == pytest.approx(2.228)
+    assert t975(30) == pytest.approx(2.042)
+    assert t975(120) == pytest.approx(1.980, abs=2e-3)
+    assert t975(1000) == pytest.approx(1.962, abs=2e-3)
+    assert t975(2.0) > t975(2.5) > t975(3.0)
+
+
+def test_summary_interval():
+    s = summarize([10.0, 12.0, 14.0])
+    assert s.n == 3 and s.mean == 12.0 and s.sd == 2.0
+    h = 4.303 * 2.0 / math.sqrt(3)
+    assert (s.ci_low, s.ci_high) == (pytest.approx(12 - h), pytest.approx(12 + h))
+    assert s.cv == pytest.approx(2 / 12)
+
+
+def test_single_and_empty():
+    assert summarize([5.0]).ci_low is None and summarize([5.0]).cv is None
+    assert summarize([]).n == 0
+
+
+def test_change_significant_and_not():
+    a, b = summarize([100, 101, 99, 100]), summarize([120, 121, 119, 120])
+    ch = change(a, b)
+    assert ch.rel == pytest.approx(0.2)
+    assert ch.significant is True and ch.rel_low > 0
+    noisy = change(summarize([100, 60, 140]), summarize([110, 70, 150]))
+    assert noisy.significant is False
+    assert "not significant" in noisy.text()
+
+
+def test_change_without_repetitions_is_unknown():
+    ch = change(summarize([100]), summarize([150]))
+    assert ch.significant is None and not ch.known
+    assert "too few repetitions" in ch.text()
+
+
+def test_ratio_interval_contains_value():
+    r = ratio(summarize([90, 92, 88]), summarize([100, 101, 99]))
+    assert r.value == pytest.approx(0.9)
+    assert r.low < 0.9 < r.high
+    assert ratio(summarize([90]), summarize([100])).low is None
