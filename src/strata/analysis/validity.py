@@ -15,8 +15,12 @@ from __future__ import annotations
 MIN_CHECKED_BYTES = 32 << 20
 # The disk must have moved at least this share of the workload's bytes.
 MIN_DEVICE_SHARE = 0.5
-# Above the raw device by more than this is suspicious (noise allowance).
-ABOVE_RAW_TOLERANCE = 1.10
+# Above the raw device by more than this is suspicious. Single short trials on a
+# shared VM varied 4x back to back on the same loop device (9864 vs 2414 IOPS, seen
+# here), so a single trial is flagged only for a clear excess; with repetitions the
+# report compares confidence intervals instead. The byte evidence above is the
+# primary test and does not depend on timing.
+ABOVE_RAW_TOLERANCE = 1.5
 # Start skew allowed between instances, as a share of the runtime (and at least 1 s).
 MAX_SKEW_SHARE = 0.05
 

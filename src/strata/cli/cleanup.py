@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from strata.stack import device, filesystem  # noqa: F401  (register their undo actions)
+from strata.stack import device, filesystem, runtime  # noqa: F401  (register their undo actions)
 from strata.stack.journal import cleanup
 
 NAME = "cleanup"

@@ -34,9 +34,9 @@ class DeviceHandle:
         return Path(os.path.realpath(self.path)).name
 
     @property
-    def backing_disk(self) -> str:
+    def backing_disk(self) -> str | None:
         """Where bytes move when no cache answers (the device itself unless it is a loop)."""
-        return self.diskstats[-1]
+        return self.diskstats[-1] if self.diskstats else None
 
 
 def block_facts(kernel_name: str) -> dict:

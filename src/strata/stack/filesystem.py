@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,10 +50,12 @@ def available(fs_type: str) -> str | None:
 @undo_action("mount")
 def _undo_mount(data: dict) -> None:
     mp = data["mountpoint"]
-    if is_mounted(mp):
-        r = sh(["umount", mp], check=False)
-        if r.returncode != 0:
-            sh(["umount", "-l", mp])
+    for _ in range(20):  # busy for a moment while killed processes release their files
+        if not is_mounted(mp) or sh(["umount", mp], check=False).returncode == 0:
+            break
+        time.sleep(0.25)
+    else:
+        sh(["umount", "-l", mp])
     with contextlib.suppress(OSError):
         Path(mp).rmdir()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Iterator, Protocol
 from strata.errors import TrialFailure
 from strata.spec.model import Load
 from strata.stack.filesystem import Mounted
+from strata.stack.journal import undo_action
 from strata.workloads.base import InstanceOutput, Target
 
 # Inside an instance, the out dir and the barrier dir are always here.
@@ -67,18 +69,62 @@ class RuntimeSession(Protocol):
 
 # ---- native -------------------------------------------------------------------
 
+def _cgroup_root() -> Path:
+    """Where native instances get a cgroup of their own (v1: the pids hierarchy)."""
+    v1 = Path("/sys/fs/cgroup/pids")
+    return v1 if v1.is_dir() else Path("/sys/fs/cgroup")
+
+
+@undo_action("native_cgroup")
+def _undo_native_cgroup(data: dict) -> None:
+    """Kill every process in the instance's cgroup: fio's job processes leave its process
+    group, and are reparented when the parent dies, so only the cgroup finds them all."""
+    path = Path(data["path"])
+    for _ in range(100):
+        try:
+            pids = [int(x) for x in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)  # the file systems below stay busy until they are gone
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
+def _join_cgroup(path: Path):
+    def join():  # runs in the child before exec
+        (path / "cgroup.procs").write_text(str(os.getpid()))
+    return join
+
+
 class NativeRunning:
-    def __init__(self, requests: list[InstanceRequest]):
-        self.requests = requests
+    def __init__(self, requests: list[InstanceRequest], journal=None):
+        self.requests, self.journal = requests, journal
         self.cgroups = [{} for _ in requests]
         self.procs: list[subprocess.Popen] = []
         self.starts: list[float] = []
+        self.groups: list[tuple[int | None, Path]] = []
 
     def go(self) -> float:
         t = time.time()
         for r in self.requests:
+            cg = _cgroup_root() / f"strata-native-{os.getpid()}-{time.time_ns()}"
+            seq = self.journal.intent("native_cgroup", path=str(cg)) if self.journal else None
+            try:
+                cg.mkdir()
+                self.groups.append((seq, cg))
+                join = _join_cgroup(cg)
+            except OSError:  # not root (unit tests): a process group is all we get
+                join = None
+                if seq:
+                    self.journal.release(seq)
             self.starts.append(time.time())
-            self.procs.append(subprocess.Popen(r.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+            self.procs.append(subprocess.Popen(r.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                               start_new_session=True, preexec_fn=join))
         return t
 
     def wait(self, timeout_s: float) -> list[InstanceOutput]:
@@ -94,18 +140,21 @@ class NativeRunning:
         return outs
 
     def stop(self) -> None:
+        for seq, cg in self.groups:
+            _undo_native_cgroup({"path": str(cg)})
+            if seq:
+                self.journal.release(seq)
+        self.groups = []
         for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            p.poll() is None and p.wait()
 
 
 class NativeSession:
     """Processes on the host, doing I/O on the mount point (or the raw device)."""
     name = "native"
 
-    def __init__(self, mounted: Mounted):
-        self.mounted = mounted
+    def __init__(self, mounted: Mounted, journal=None):
+        self.mounted, self.journal = mounted, journal
         self.facts = {"runtime": "native"}
 
     def out_dir_in_instance(self, host_out: Path) -> str:
@@ -126,12 +175,12 @@ class NativeSession:
             shutil.rmtree(d, ignore_errors=True)
 
     def start(self, requests, handle, load, sync_dir) -> NativeRunning:
-        return NativeRunning(requests)
+        return NativeRunning(requests, self.journal)
 
 
 @contextlib.contextmanager
 def provision_native(runtime, mounted: Mounted, journal, workdir: Path, host: dict):
-    yield NativeSession(mounted)
+    yield NativeSession(mounted, journal)
 
 
 def target_for(session: RuntimeSession, handle: PathHandle, host_out: Path) -> Target:

@@ -1,0 +1,60 @@
+"""Run strata for real (root, loop devices, file systems) and check nothing is left behind."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+
+def write_spec(path: Path, spec: dict) -> Path:
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def strata(*args, env=None, timeout=900, check=None) -> subprocess.CompletedProcess:
+    cp = subprocess.run([sys.executable, "-m", "strata.cli.main", *map(str, args)], capture_output=True, text=True,
+                        timeout=timeout, env={**os.environ, **(env or {})})
+    if check is not None:
+        assert cp.returncode == check, f"exit {cp.returncode}\nstdout:\n{cp.stdout}\nstderr:\n{cp.stderr}"
+    return cp
+
+
+def start_strata(*args, env=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "strata.cli.main", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
+
+
+def results(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((out / "trials").glob("*.json")) if ".attempt-" not in p.name]
+
+
+def leftovers(workdir: Path) -> list[str]:
+    """Mounts, loop devices and processes of ours still around (empty: clean)."""
+    left = []
+    for line in Path("/proc/mounts").read_text().splitlines():
+        if str(workdir) in line.split(" ")[1]:
+            left.append(f"mount {line.split(' ')[1]}")
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    left += [f"loop {l}" for l in loops.splitlines() if str(workdir) in l]
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if str(workdir) in cmd and int(p.name) != os.getpid():
+                left.append(f"process {p.name}: {cmd[:120]}")
+    return left
+
+
+def wait_for(predicate, timeout_s: float, what: str):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")

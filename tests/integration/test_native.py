@@ -1,0 +1,173 @@
+"""The core on the real thing: loop devices, ext4/xfs/btrfs, real fio, the journal and cleanup."""
+
+import json
+import os
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def env(tmp_path):
+    workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
+    e = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    yield workdir, e
+    strata("cleanup", "--force", env=e)
+    assert leftovers(workdir) == []
+
+
+def _spec(workdir, **over):
+    spec = {"name": "it", "workdir": str(workdir), "devices": [{"type": "loop", "size": "512MiB"}],
+            "filesystems": ["raw", "ext4", "xfs", "btrfs"], "runtimes": ["native"], "paths": ["device", "bind"],
+            "workloads": [{"fio": {"preset": "rr", "size": "128MiB", "runtime": 3, "ramp_time": 1}}],
+            "loads": ["low"]}
+    spec.update(over)
+    return spec
+
+
+def test_every_filesystem_natively(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["raw", "ext4", "xfs", {"type": "btrfs", "mount_options": ["nodatacow"]}]))
+    cp = strata("run", spec, "-o", tmp_path / "out", env=e, check=0)
+    rs = results(tmp_path / "out")
+    assert sorted(r["labels"]["filesystem"] for r in rs) == ["btrfs-nodatacow", "ext4", "raw", "xfs"]
+    for r in rs:
+        assert r["status"] == "ok", r["flags"]["failed"]
+        assert r["metrics"]["read"]["iops"] > 100
+        ev = r["flags"]["cache"]["evidence"]
+        assert ev["read_disk_bytes"] >= 0.5 * ev["read_workload_bytes"], r["flags"]["cache"]
+        if r["flags"]["cache"]["suspect"]:  # timing noise against the raw baseline, stated with evidence
+            assert r["flags"]["cache"]["above_raw"]["ratio"] > 1.5
+        lat = r["metrics"]["read"]["lat_ns"]
+        assert lat["p50"] <= lat["p99"] <= lat["p99_9"] <= lat["max"]
+        assert r["host"]["fio_version"].startswith("fio-")
+        series = json.loads((tmp_path / "out" / r["artifacts"] / "series.json").read_text())
+        assert len(series["t"]) >= 3 and series["diskstats"]
+    btrfs = next(r for r in rs if r["labels"]["filesystem"] == "btrfs-nodatacow")
+    assert "nodatacow" in btrfs["stack_facts"]["filesystem"]["mount_options"]
+    assert "rr" in cp.stdout  # the summary table
+    show = strata("show", tmp_path / "out", env=e, check=0).stdout
+    assert "loop/xfs/native/bind" in show
+    strata("export", tmp_path / "out", "--csv", tmp_path / "r.csv", "--parquet", tmp_path / "r.parquet", env=e, check=0)
+    assert len((tmp_path / "r.csv").read_text().splitlines()) == 5
+    import pyarrow.parquet as pq
+    assert pq.read_table(tmp_path / "r.parquet").num_rows == 4
+
+
+def test_cache_flag_follows_the_disk_evidence_for_both_loop_modes(tmp_path, env):
+    """On kernel 6.18 a loop device without direct I/O still reads and writes through to its
+    disk (measured: vda moved 584 MB for 272 MB of fio reads, even with the image cached
+    first), so neither is a cache case here; the flag must agree with the byte counts.
+    The live cache case (fuse-overlayfs) is tested in test_docker_cache.py."""
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(
+        workdir, filesystems=["raw"], paths=["device"],
+        devices=[{"type": "loop", "name": "honest", "size": "256MiB"},
+                 {"type": "loop", "name": "buffered", "size": "256MiB", "direct_io": False}],
+        workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 4, "ramp_time": 0}}],
+        loads=[{"numjobs": 2, "iodepth": 16}]))
+    strata("run", spec, "-o", tmp_path / "out", env=e, check=0)
+    by_dev = {r["labels"]["device"]: r for r in results(tmp_path / "out")}
+    assert by_dev["buffered"]["stack_facts"]["device"]["direct_io"] is False
+    assert by_dev["honest"]["stack_facts"]["device"]["direct_io"] is True
+    for r in by_dev.values():
+        ev = r["flags"]["cache"]["evidence"]
+        judged = ev["read_workload_bytes"] >= 32 << 20
+        assert r["flags"]["cache"]["suspect"] == (judged and ev["read_disk_bytes"] < 0.5 * ev["read_workload_bytes"])
+
+
+def test_failing_fio_and_full_disk_are_failed_trials_and_the_run_goes_on(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(
+        workdir, filesystems=["xfs"], paths=["bind"], devices=[{"type": "loop", "size": "300MiB"}],
+        workloads=[{"fio": {"preset": "rr", "name": "badopt", "size": "16MiB", "runtime": 1, "options": {"bogus_option": 1}}},
+                   {"fio": {"preset": "sw", "name": "toobig", "size": "1GiB", "runtime": 1, "ramp_time": 0}},
+                   {"fio": {"preset": "rr", "name": "fine", "size": "16MiB", "runtime": 1, "ramp_time": 0}}]))
+    cp = strata("run", spec, "-o", tmp_path / "out", env=e)
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    by = {r["labels"]["workload"]: r for r in results(tmp_path / "out")}
+    assert by["fine"]["status"] == "ok"
+    assert by["badopt"]["status"] == "failed" and "bogus_option" in by["badopt"]["flags"]["failed"]["stderr"]
+    assert by["toobig"]["status"] == "failed"
+    assert by["toobig"]["flags"]["failed"]["category"] == "disk_full", by["toobig"]["flags"]["failed"]
+
+
+def test_sigterm_tears_down_and_resume_finishes(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["xfs"], paths=["bind"],
+                      workloads=[{"fio": {"preset": p, "size": "64MiB", "runtime": 3, "ramp_time": 0}} for p in ("rr", "rw", "sr")]))
+    out = tmp_path / "out"
+    proc = start_strata("run", spec, "-o", out, env=e)
+    wait_for(lambda: len(results(out)) >= 1, 120, "the first trial")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 130, proc.stdout.read()
+    assert leftovers(workdir) == []
+    stored = len(results(out))
+    assert 1 <= stored < 3
+    strata("run", spec, "-o", out, env=e, check=2)  # refuses to mix without --resume
+    cp = strata("run", spec, "-o", out, "--resume", env=e, check=0)
+    assert f"{stored} already stored" in cp.stdout
+    assert len(results(out)) == 3
+
+
+def test_kill9_then_cleanup_leaves_nothing(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["xfs"], paths=["bind"],
+                      workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 60, "ramp_time": 0}}]))
+    proc = start_strata("run", spec, "-o", tmp_path / "out", env=e)
+    wait_for(lambda: any(x.startswith("process") and ": fio --" in x for x in leftovers(workdir)), 120, "fio to run")
+    assert any(x.startswith("mount") for x in leftovers(workdir))
+    proc.kill()
+    proc.wait()
+    assert leftovers(workdir)  # a killed run leaves its stack behind ...
+    cp = strata("cleanup", env=e, check=0)
+    assert "undid" in cp.stdout
+    assert leftovers(workdir) == []  # ... and cleanup removes all of it
+    assert not list(Path(e["STRATA_STATE_DIR"], "journal").glob("*.jsonl"))
+
+
+def test_zram_device(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, devices=[{"type": "zram", "size": "256MiB"}],
+                                                 filesystems=["raw", "ext4"]))
+    strata("run", spec, "-o", tmp_path / "out", env=e, check=0)
+    rs = results(tmp_path / "out")
+    assert len(rs) == 2 and all(r["status"] == "ok" for r in rs)
+    assert rs[0]["stack_facts"]["device"]["type"] == "zram"
+
+
+def test_block_device_holding_data_is_refused_without_consent(tmp_path, env):
+    workdir, e = env
+    img = tmp_path / "disk.img"
+    subprocess.run(["truncate", "-s", "64M", str(img)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
+    dev = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        spec = _spec(workdir, devices=[{"type": "block", "path": dev}], filesystems=["raw"], paths=["device"],
+                     workloads=[{"fio": {"preset": "rw", "size": "16MiB", "runtime": 1, "ramp_time": 0}}])
+        write_spec(tmp_path / "s.yaml", spec)
+        for cmd in ("validate", "run"):
+            cp = strata(cmd, tmp_path / "s.yaml", "-o", tmp_path / "out", env=e) if cmd == "run" else strata(cmd, tmp_path / "s.yaml", env=e)
+            assert cp.returncode == 2 and "holds data" in cp.stderr and "destroy: true" in cp.stderr
+        assert subprocess.run(["blkid", "-p", dev]).returncode == 0  # the file system is still there
+        spec["devices"][0]["destroy"] = True
+        write_spec(tmp_path / "s.yaml", spec)
+        strata("run", tmp_path / "s.yaml", "-o", tmp_path / "out", env=e, check=0)
+    finally:
+        subprocess.run(["losetup", "-d", dev])
+
+
+def test_bad_spec_exits_2_with_every_error(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", {**_spec(workdir), "filesystems": ["zfs"], "loads": ["extreme"], "oops": 1})
+    cp = strata("validate", spec, env=e)
+    assert cp.returncode == 2
+    for needle in ("filesystems[0].type", "loads[0]", "oops", "fix:"):
+        assert needle in cp.stderr, cp.stderr

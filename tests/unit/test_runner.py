@@ -1,0 +1,112 @@
+import json
+
+import pytest
+
+from strata.errors import StrataError
+from strata.progress import Progress
+from strata.runner import run_experiment
+from strata.spec.expand import expand
+from strata.spec.load import parse_spec
+from strata.store import ResultStore, load_results
+
+from .fakes import fake_provisioners
+
+HOST = {"kernel": "test"}
+
+
+def _spec(tmp_path, **over):
+    spec = {"name": "unit", "workdir": str(tmp_path / "work"), "devices": ["loop"], "filesystems": ["raw", "xfs"],
+            "runtimes": ["native"], "paths": ["device", "bind"], "workloads": [{"null": {"iops": 500}}],
+            "loads": ["low"], "repetitions": 2}
+    spec.update(over)
+    return parse_spec(spec)
+
+
+def _run(tmp_path, exp, wls, out, events=None, **kw):
+    trials, skipped = expand(exp, wls)
+    return run_experiment(exp, wls, trials, skipped, out, host=HOST,
+                          provisioners=fake_provisioners(tmp_path, events, kw.pop("unsupported_runtime", None)),
+                          progress=Progress(len(trials), [0.1] * len(trials), quiet=True), **kw)
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_STATE_DIR", str(tmp_path / "state"))
+
+
+def test_whole_pipeline_stores_every_trial(tmp_path):
+    exp, wls = _spec(tmp_path)
+    events = []
+    s = _run(tmp_path, exp, wls, tmp_path / "out", events)
+    assert (s.ok, s.failed, s.exit_code) == (4, 0, 0)
+    results = load_results(tmp_path / "out")
+    assert len(results) == 4
+    r = results[0]
+    assert r["schema_version"] == 1 and r["status"] == "ok" and r["metrics"]["primary"]["iops"] == 500
+    assert r["flags"]["failed"] is None and "sync" in r["flags"] and "cache" in r["flags"]
+    assert (tmp_path / "out" / r["artifacts"] / "series.json").exists()
+    # each stack provisioned once, torn down in reverse order, and nothing left in the journal
+    assert events.count(("device+", "loop")) == 1 and events[-1] == ("device-", "loop")
+    assert events.count(("fs+", "xfs")) == 1
+    assert not list((tmp_path / "state" / "journal").glob("*.jsonl"))
+    run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
+    assert run["ok"] == 4 and run["skipped"]
+
+
+def test_failed_trial_is_recorded_and_the_run_goes_on(tmp_path):
+    exp, wls = _spec(tmp_path, workloads=[{"null": {"fail": True, "name": "bad"}}, {"null": {"name": "good"}}])
+    s = _run(tmp_path, exp, wls, tmp_path / "out")
+    assert s.failed == 4 and s.ok == 4 and s.exit_code == 1
+    bad = [r for r in load_results(tmp_path / "out") if r["status"] == "failed"]
+    assert all(r["flags"]["failed"]["category"] == "tool_error" for r in bad)
+
+
+def test_resume_skips_stored_and_reruns_failed(tmp_path):
+    exp, wls = _spec(tmp_path)
+    out = tmp_path / "out"
+    _run(tmp_path, exp, wls, out)
+    with pytest.raises(StrataError, match="--resume"):
+        _run(tmp_path, exp, wls, out)
+    s = _run(tmp_path, exp, wls, out, resume=True)
+    assert s.skipped_stored == 4 and s.ok == 0
+    # a failed trial is rerun on resume and the failed attempt is kept beside it
+    store = ResultStore(out)
+    victim = load_results(out)[0]
+    victim["status"] = "failed"
+    victim["flags"]["failed"] = {"category": "tool_error", "message": "x", "stderr": ""}
+    victim.pop("_path")
+    store.result_path(victim["trial_id"]).write_text(json.dumps(victim))
+    s = _run(tmp_path, exp, wls, out, resume=True)
+    assert s.ok == 1 and s.skipped_stored == 3
+    assert list((out / "trials").glob(f"{victim['trial_id']}.attempt-1.json"))
+
+
+def test_ok_results_are_never_overwritten(tmp_path):
+    store = ResultStore(tmp_path)
+    store.write({"trial_id": "a", "status": "ok"})
+    with pytest.raises(FileExistsError):
+        store.write({"trial_id": "a", "status": "ok"})
+
+
+def test_unsupported_runtime_is_recorded_with_its_reason(tmp_path):
+    exp, wls = _spec(tmp_path, runtimes=["native", "docker:devicemapper"], paths=["device", "bind", "volume"],
+                     repetitions=1)
+    s = _run(tmp_path, exp, wls, tmp_path / "out", unsupported_runtime="docker:devicemapper")
+    unsup = [r for r in load_results(tmp_path / "out") if r["status"] == "unsupported"]
+    assert unsup and all("driver not supported" in r["flags"]["failed"]["message"] for r in unsup)
+    assert s.ok == 2 and s.exit_code == 0
+
+
+def test_interrupt_keeps_finished_trials(tmp_path):
+    exp, wls = _spec(tmp_path)
+    trials, skipped = expand(exp, wls)
+
+    class Interrupting(Progress):
+        def start(self, label):
+            if self.done_n == 2:
+                raise KeyboardInterrupt
+    s = run_experiment(exp, wls, trials, skipped, tmp_path / "out", host=HOST,
+                       provisioners=fake_provisioners(tmp_path), progress=Interrupting(4, [0.1] * 4, quiet=True))
+    assert s.interrupted and s.exit_code == 130
+    assert len(load_results(tmp_path / "out")) == 2
+    assert not list((tmp_path / "state" / "journal").glob("*.jsonl"))
