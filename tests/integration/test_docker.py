@@ -238,6 +238,43 @@ def test_timeout_kills_the_containers(overlay2_ext4, tmp_path):
     assert dk.docker(s.sock, "ps", "-aq").stdout.strip() == ""
 
 
+def test_eight_containers_start_together(overlay2_ext4, tmp_path):
+    _, go, outs = run_once(overlay2_ext4, "volume", tmp_path, 8, ["sh", "-c", DD.format(t="/data/f", n=4)])
+    starts = [o.start_time_s for o in outs]
+    print(f"\n8 containers: start skew {max(starts) - min(starts):.3f} s, first {min(starts) - go:.3f} s after go")
+    assert all(o.returncode == 0 for o in outs) and max(starts) - min(starts) < 0.5
+
+
+# ---- the user's own daemon -----------------------------------------------------------------
+
+def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
+    """`docker:system` against a stand-in for the user's daemon (a private one at a patched socket):
+    strata starts and stops no daemon there and leaves no container, volume or image of its own."""
+    journal = jn.Journal(f"it-system-{os.getpid()}")
+    wd = tmp_path / "wd"
+    with provision_loop(LoopDevice(name="sys", size=1024 * MiB), journal, wd) as dev, \
+            provision_fs(Filesystem(type="ext4"), dev, journal, wd) as mounted, \
+            dk.private_daemon("overlay2", mounted.mountpoint / "users", journal, remove_data_root=False) as users:
+        monkeypatch.setattr(dk, "SYSTEM_SOCKET", users.sock)
+        with dk.provision_docker(Runtime(type="docker", storage_driver="system"), mounted, journal, wd, {}) as s:
+            assert s.daemon is None and s.facts["daemon"] == "system"
+            for path in ("volume", "bind"):
+                _, _, outs = run_once(s, path, tmp_path / path, 1, ["sh", "-c", DD.format(t="/data/f", n=4)])
+                assert outs[0].returncode == 0, outs[0].stderr
+            assert s.loaded_images  # loaded here, so removed at the end
+        assert users.alive()
+        assert dk.docker(users.sock, "ps", "-aq").stdout.strip() == ""
+        assert dk.docker(users.sock, "volume", "ls", "-q").stdout.strip() == ""
+        assert dk.docker(users.sock, "images", "-q", "strata-tools").stdout.strip() == ""
+    assert_nothing_left(journal, wd)
+
+
+def test_probe_driver(tmp_path):
+    assert dk.probe_driver("overlay2", tmp_path) is None
+    assert "AUFS was not found in /proc/filesystems" in dk.probe_driver("aufs", tmp_path)
+    assert dk.mounts_under(str(tmp_path)) == []
+
+
 # ---- a daemon or strata killed -----------------------------------------------------------
 
 def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
