@@ -96,8 +96,8 @@ def _jobs_lines(ctx, fs, rw="randwrite"):
 def xfs_jobs_cliff(ctx):
     items = []
     for ln in _jobs_lines(ctx, "xfs"):
-        lo = [c.summary.mean for x, c in ln.points if x <= 24]
-        hi = [c.summary.mean for x, c in ln.points if x > 24]
+        lo = [c.summary.mean for x, c in ln.measured if x <= 24]
+        hi = [c.summary.mean for x, c in ln.measured if x > 24]
         if lo and hi:
             items.append((max(hi) < 0.8 * max(lo), f"{ln.stack}: best {fmt(max(lo))} up to 24 jobs, "
                           f"best {fmt(max(hi))} past 24 ({max(hi) / max(lo):.2f}x)"))
@@ -107,7 +107,9 @@ def xfs_jobs_cliff(ctx):
 def ext4_jobs_flat(ctx):
     items = []
     for ln in _jobs_lines(ctx, "ext4"):
-        vals = [c.summary.mean for _, c in ln.points]
+        vals = [c.summary.mean for _, c in ln.measured]
+        if len(vals) < 3:
+            continue
         spread = (max(vals) - min(vals)) / max(vals)
         items.append((spread <= 0.20, f"{ln.stack} over {ln.xs[0]}..{ln.xs[-1]} jobs: spread {spread:.0%} of the best"))
     return _verdict(items)
@@ -137,7 +139,7 @@ def btrfs_rr_blocksize(ctx):
             c0 = ln.points[0][1]
             if c0.fs_type != "btrfs" or c0.rw != "randread":
                 continue
-            rs = [(x, ratio_to_raw(c, ctx.raw)) for x, c in ln.points]
+            rs = [(x, ratio_to_raw(c, ctx.raw)) for x, c in ln.measured]
             rs = [(x, r.value) for x, r in rs if r is not None]
             small = [v for x, v in rs if x <= 4096]
             big = [v for x, v in rs if x >= 32768]
@@ -250,7 +252,7 @@ def slat_small_high_load(ctx):
 
 
 def _scaling(ctx, min_points=2):
-    return [ln for s in ctx.sweeps if s.dim == "containers" for ln in s.lines if len(ln.points) >= min_points]
+    return [ln for s in ctx.sweeps if s.dim == "containers" for ln in s.lines if len(ln.measured) >= min_points]
 
 
 def containers_peak(ctx):
@@ -268,7 +270,7 @@ def containers_peak(ctx):
 def p99_grows_faster(ctx):
     items = []
     for ln in _scaling(ctx, 2):
-        a, b = ln.points[0][1], ln.points[-1][1]
+        a, b = ln.measured[0][1], ln.measured[-1][1]
         m = b.latency("lat", "mean").mean / a.latency("lat", "mean").mean if a.latency("lat", "mean").mean else None
         p = b.latency("lat", "p99").mean / a.latency("lat", "p99").mean if a.latency("lat", "p99").mean else None
         if m and p and m == m and p == p:
@@ -315,10 +317,10 @@ def volume_bind_similar(ctx):
 def per_container_share(ctx):
     items = []
     for ln in _scaling(ctx, 2):
-        one = dict(ln.points).get(1)
+        one = dict(ln.measured).get(1)
         if one is None:
             continue
-        for x, c in ln.points[1:]:
+        for x, c in ln.measured[1:]:
             f = c.summary.mean / one.summary.mean
             items.append((0.8 <= f <= 1.2, f"{ln.stack} {c.labels['workload']}: {x} containers move {f:.2f}x one "
                           f"container's total ({fmt(c.summary.mean / x, c.unit)} each)"))

@@ -1,6 +1,6 @@
 """Tables by file system x volume/bind x containers, as Tables 2 to 5 of seed study 004.
 
-One table per workload (and per load without the container count): a row
+One table per workload run in containers (and per load without the container count): a row
 per number of concurrent containers, a column per (file system, path) pair,
 each cell the throughput per container (MB/s for Filebench, as the study
 reports; the workload's own unit otherwise), mean over repetitions.
@@ -44,7 +44,7 @@ def grids(cells: list[Cell]) -> list[Grid]:
         g = groups[key]
         cols = sorted({(c.labels["filesystem"], c.labels["runtime"], c.path) for c in g})
         rows = sorted({c.containers for c in g})
-        if len(cols) < 2 and len(rows) < 2:
+        if (len(cols) < 2 and len(rows) < 2) or all(c.runtime_type == "native" for c in g):
             continue
         ld = g[0].load
         grid = Grid(g[0].labels["workload"], f"{ld.get('numjobs')} jobs x iodepth {ld.get('iodepth')}, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from strata.analysis import validity
 from strata.analysis.cells import Cell
 
 MIN_REPETITIONS = 3
@@ -36,7 +37,8 @@ class HygieneWarning:
 
 def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
     out: list[HygieneWarning] = []
-    for fn in (_cache, _above_raw, _repetitions, _spread, _steady, _sync, _failed):
+    out.extend(_cache(cells))
+    for fn in (_above_raw, _repetitions, _spread, _steady, _sync, _failed):
         w = fn(cells)
         if w:
             out.append(w)
@@ -44,14 +46,35 @@ def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
     return out
 
 
-def _cache(cells: list[Cell]) -> HygieneWarning | None:
-    items = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.cached if c.above_raw is None]
-    if not items:
-        return None
-    return HygieneWarning("cache", f"a cache answered in {len(items)} trial(s): the device moved far fewer bytes than the "
-                   "workload; they are drawn apart, labeled cache, never as device performance",
-                   "measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`); "
-                   "see flags.cache.evidence in the trial's JSON", items)
+def _disk_confirms(r: dict) -> bool | None:
+    """Does the trial's diskstats evidence show a cache (the disk moved < MIN_DEVICE_SHARE of the bytes)?"""
+    ev = ((r.get("flags") or {}).get("cache") or {}).get("evidence") or {}
+    shares = [v for k, v in ev.items() if k.endswith("_disk_share")]
+    return min(shares) < validity.MIN_DEVICE_SHARE if shares else None
+
+
+def _cache(cells: list[Cell]) -> list[HygieneWarning]:
+    confirmed, unconfirmed = [], []
+    for c in cells:
+        if c.above_raw is not None:
+            continue
+        for r in c.cached:
+            item = f"{c.name} #{r['labels'].get('repetition', 0)}"
+            above = ((r.get("flags") or {}).get("cache") or {}).get("above_raw")
+            (unconfirmed if above and _disk_confirms(r) is False else confirmed).append(item)
+    out = []
+    if confirmed:
+        out.append(HygieneWarning("cache", f"a cache answered in {len(confirmed)} trial(s): they are drawn apart, "
+                                  "labeled cache, never as device performance",
+                                  "measure the device with O_DIRECT on a path that honours it (loop devices with "
+                                  "`direct_io: true`); see flags.cache.evidence in the trial's JSON", confirmed))
+    if unconfirmed:
+        out.append(HygieneWarning("cache_unconfirmed", f"{len(unconfirmed)} trial(s) were flagged for beating the "
+                                  "raw device, yet the disk moved all of their bytes: the raw baseline may be the "
+                                  "outlier; they are drawn apart as cache all the same",
+                                  "rerun the raw device trials of that workload with more repetitions "
+                                  "(`repetitions: 3`, `strata run SPEC --resume`) and compare again", unconfirmed))
+    return out
 
 
 def _above_raw(cells: list[Cell]) -> HygieneWarning | None:

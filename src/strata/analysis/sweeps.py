@@ -26,8 +26,13 @@ class Line:
     points: list = field(default_factory=list)  # (x, Cell), x ascending
 
     @property
+    def measured(self) -> list:
+        """Points with device numbers (cache-flagged cells drawn apart, never part of the line)."""
+        return [(x, c) for x, c in self.points if c.values]
+
+    @property
     def xs(self) -> list:
-        return [x for x, _ in self.points]
+        return [x for x, _ in self.measured]
 
 
 @dataclass
@@ -67,7 +72,7 @@ def find(cells: list[Cell], dims=tuple(SWEEP_DIMS)) -> list[Sweep]:
         section, key = SWEEP_DIMS[dim]
         figures: dict[tuple, dict[tuple, list]] = {}
         for c in cells:
-            if not c.values:
+            if not (c.values or c.cached_values):
                 continue
             line_key, fig_key = _without(c, dim)
             figures.setdefault(fig_key, {}).setdefault(line_key, []).append((c.trial[section].get(key), c))
@@ -75,7 +80,8 @@ def find(cells: list[Cell], dims=tuple(SWEEP_DIMS)) -> list[Sweep]:
             lines = []
             for line_key in sorted(figures[fig_key], key=repr):
                 pts = sorted(figures[fig_key][line_key], key=lambda p: p[0])
-                if len({x for x, _ in pts}) >= MIN_POINTS[dim]:
+                if len({x for x, c in pts if c.values}) >= min(2, MIN_POINTS[dim]) and \
+                        len({x for x, _ in pts}) >= MIN_POINTS[dim]:
                     lines.append(Line(pts[0][1].stack, pts))
             if lines:
                 first = lines[0].points[0][1]
@@ -99,8 +105,8 @@ class Peak:
 
 def peak(line: Line) -> Peak:
     """The container count with the highest mean aggregate, and whether throughput falls after it."""
-    best_x, best = max(line.points, key=lambda p: p[1].summary.mean)
-    last_x, last = line.points[-1]
+    best_x, best = max(line.measured, key=lambda p: p[1].summary.mean)
+    last_x, last = line.measured[-1]
     drop = 1 - last.summary.mean / best.summary.mean if best.summary.mean else 0.0
     falls = best_x != last_x and drop >= FALL
     sig = None

@@ -48,6 +48,10 @@ def generate(report, jobs: int | None = None) -> dict[str, bytes]:
 
 
 def write(files: dict[str, bytes], out_dir: Path) -> list[Path]:
+    """Write the files; figures/ and csv/ of an earlier report in out_dir are replaced, not mixed."""
+    import shutil
+    for sub in {rel.split("/")[0] for rel in files if "/" in rel}:
+        shutil.rmtree(Path(out_dir) / sub, ignore_errors=True)
     paths = []
     for rel, data in sorted(files.items()):
         p = Path(out_dir) / rel

@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure as MplFigure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import NullLocator  # noqa: E402
 
 RC = {
@@ -84,7 +85,7 @@ def _bars(fig) -> MplFigure:
         vals = [b["value"] for b in sel]
         color = PALETTE[loads.index(load) % len(PALETTE)]
         style = dict(CACHE_STYLE, edgecolor=color) if cached else {"color": color}
-        ax.bar(xs, vals, width * 0.95, **style, label=None if cached else f"load {load}")
+        ax.bar(xs, vals, width * 0.95, **style)
         ax.errorbar(xs, vals, yerr=_ci(vals, [b["low"] for b in sel], [b["high"] for b in sel]), fmt="none",
                     ecolor="black", elinewidth=0.8, capsize=2)
         for x, b in zip(xs, sel):
@@ -92,17 +93,19 @@ def _bars(fig) -> MplFigure:
                 ax.annotate("cache", (x, b["value"]), ha="center", va="bottom", fontsize=7, color="#636363")
     if len(stacks) < 3:
         ax.set_xlim(-1.2, len(stacks) + 0.2)
+    handles = [Patch(color=PALETTE[i % len(PALETTE)], label=f"load {ld}") for i, ld in enumerate(loads)]
     if any(b["cached"] for b in bars):
-        ax.bar([], [], label="cache answered (not device)", **CACHE_STYLE)
+        handles.append(Patch(facecolor=CACHE_STYLE["color"], edgecolor=CACHE_STYLE["edgecolor"], hatch="///",
+                             label="cache answered (not device)"))
     if fig.data.get("has_raw"):
-        ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="raw device = 1.0")
+        handles.append(ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="raw device = 1.0"))
         ax.set_ylabel("throughput relative to raw device")
     else:
         ax.set_ylabel(fig.data.get("unit", ""))
     ax.set_xticks(range(len(stacks)), stacks, rotation=25, ha="right")
     ax.set_xlabel("stack")
-    leg = ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    _layout(mpl, _maxlen(stacks), _maxlen(t.get_text() for t in leg.get_texts()))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _layout(mpl, _maxlen(stacks), _maxlen(h.get_label() for h in handles))
     return mpl
 
 
@@ -133,15 +136,22 @@ def _latency(fig) -> MplFigure:
     return mpl
 
 
-def _line(ax, i, label, pts, scale=1.0):
-    xs = [p[0] for p in pts]
-    ys = [p[1] / (p[0] if scale == "per" else 1) for p in pts]
-    div = [(p[0] if scale == "per" else 1) for p in pts]
-    lo = [(p[2] if p[2] is not None else p[1]) / d for p, d in zip(pts, div)]
-    hi = [(p[3] if p[3] is not None else p[1]) / d for p, d in zip(pts, div)]
+def _line(ax, i, label, pts, per=False):
+    """A mean line with its 95% band; cache-flagged points apart as grey crosses, never on the line."""
+    dev = [p for p in pts if not p[4]]
+    div = (lambda p: p[0]) if per else (lambda p: 1)
+    xs = [p[0] for p in dev]
+    ys = [p[1] / div(p) for p in dev]
+    lo = [(p[2] if p[2] is not None else p[1]) / div(p) for p in dev]
+    hi = [(p[3] if p[3] is not None else p[1]) / div(p) for p in dev]
     color = PALETTE[i % len(PALETTE)]
     ax.plot(xs, ys, marker="o", markersize=3.5, color=color, label=label)
     ax.fill_between(xs, lo, hi, color=color, alpha=0.18, linewidth=0)
+    for p in pts:
+        if p[4]:
+            ax.scatter([p[0]], [p[1] / div(p)], marker="x", color="#636363", zorder=3)
+            ax.annotate("cache", (p[0], p[1] / div(p)), textcoords="offset points", xytext=(4, 3), fontsize=7,
+                        color="#636363")
     return xs, ys
 
 
@@ -150,8 +160,8 @@ def _sweep(fig) -> MplFigure:
     ax = mpl.add_subplot()
     allx = set()
     for i, ln in enumerate(fig.data["lines"]):
-        xs, _ = _line(ax, i, ln["label"], ln["points"])
-        allx.update(xs)
+        _line(ax, i, ln["label"], ln["points"])
+        allx.update(p[0] for p in ln["points"])
     if allx and min(allx) > 0 and max(allx) / min(allx) >= 8:
         ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(allx), [f"{x:g}" for x in sorted(allx)])
@@ -169,7 +179,7 @@ def _scaling(fig) -> MplFigure:
     agg, per = mpl.subplots(1, 2)
     for i, ln in enumerate(fig.data["lines"]):
         xs, ys = _line(agg, i, ln["label"], ln["points"])
-        _line(per, i, ln["label"], ln["points"], scale="per")
+        _line(per, i, ln["label"], ln["points"], per=True)
         py = ys[xs.index(ln["peak"])]
         agg.scatter([ln["peak"]], [py], marker="*", s=160, color=PALETTE[i % len(PALETTE)], edgecolor="black",
                     zorder=4)
@@ -212,10 +222,9 @@ def _compare(fig) -> MplFigure:
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(ys, [r["label"] for r in rows], fontsize=7)
     ax.set_xlabel("change of B relative to A (%), 95% interval")
-    for label, color in (("better, significant", "#2ca02c"), ("worse, significant", "#d62728"),
-                         ("not significant / unknown", "#bdbdbd")):
-        ax.barh([], [], color=color, label=label)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(handles=[Patch(color=c, label=t) for t, c in (("better, significant", "#2ca02c"),
+              ("worse, significant", "#d62728"), ("not significant / unknown", "#bdbdbd"))],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0))
     _layout(mpl, 0, 26, min(60, _maxlen(r["label"] for r in rows)))
     return mpl
 

@@ -52,6 +52,8 @@ def inline_svg(svg: bytes | str, prefix: str) -> str:
     """An SVG file as an inline element: no XML prolog, ids unique to this figure."""
     text = svg.decode() if isinstance(svg, bytes) else svg
     text = text[text.index("<svg"):]
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
+    text = re.sub(r'\s+xmlns:(dc|cc|rdf)="[^"]*"', "", text)
     text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', text)
     text = re.sub(r'url\(#([^)]+)\)', lambda m: f"url(#{prefix}-{m.group(1)})", text)
     return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)

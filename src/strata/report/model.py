@@ -68,10 +68,19 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
 
 
 def _workload_groups(a: Analysis) -> list[tuple[str, list[Cell]]]:
+    """Cells by device and workload parameters, named "<workload> on <device>" (+ experiment if ambiguous)."""
     groups: dict[tuple, list[Cell]] = {}
     for c in a.cells:
-        groups.setdefault((c.labels["workload"], c.labels["device"], c.tag), []).append(c)
-    return [(f"{w} on {d}" + (f" [{t}]" if t else ""), groups[(w, d, t)]) for w, d, t in sorted(groups)]
+        groups.setdefault((c.labels["device"], c.workload_key), []).append(c)
+    named: dict[str, list] = {}
+    for (dev, _), cells in groups.items():
+        named.setdefault(f"{cells[0].labels['workload']} on {dev}", []).append(cells)
+    out = []
+    for name in sorted(named):
+        for cells in named[name]:
+            tag = ", ".join(sorted({c.experiment for c in cells})) if len(named[name]) > 1 else ""
+            out.append((name + (f" [{tag}]" if tag else ""), cells))
+    return out
 
 
 def _ratio_figures(a: Analysis) -> list[Figure]:
@@ -180,18 +189,29 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
         for ln in s.lines:
             pts = []
             for x, c in ln.points:
-                xv = x / 1024 if s.dim == "bs" else x
-                sm = c.summary
-                pts.append((xv, sm.mean, sm.ci_low, sm.ci_high))
-                rows.append([ln.stack, xv, sm.mean, sm.ci_low, sm.ci_high, sm.n, c.unit])
+                pt = _point(x / 1024 if s.dim == "bs" else x, c)
+                pts.append(pt)
+                rows.append([ln.stack, *pt[:4], c.reps or len(c.cached_values), c.unit, _cache_note(c)])
             lines.append({"label": labels[ln.stack], "points": pts})
         lines = lines[:MAX_LINES]
         fid = figure_id(f"sweep-{s.dim}", s.context)
         out.append(Figure(fid, "sweep", s.title, "Mean over repetitions; the band is the 95% confidence interval "
                           "(seed study 003, Figures 3e and 3g).",
-                          Table(fid, s.title, ["stack", DIM_LABEL[s.dim], s.unit, "ci_low", "ci_high", "n", "unit"],
-                                rows), {"lines": lines, "xlabel": DIM_LABEL[s.dim], "unit": s.unit, "dim": s.dim}))
+                          Table(fid, s.title, ["stack", DIM_LABEL[s.dim], s.unit, "ci_low", "ci_high", "n", "unit",
+                                               "note"], rows), {"lines": lines, "xlabel": DIM_LABEL[s.dim], "unit": s.unit, "dim": s.dim}))
     return out
+
+
+def _point(x, c: Cell) -> tuple:
+    """(x, mean, ci_low, ci_high, cached): device numbers, or the cache-flagged mean drawn apart."""
+    if c.values:
+        s = c.summary
+        return (x, s.mean, s.ci_low, s.ci_high, False)
+    return (x, sum(c.cached_values) / len(c.cached_values), None, None, True)
+
+
+def _cache_note(c: Cell) -> str:
+    return "" if c.values else "cache answered: not device performance"
 
 
 def _scaling_figures(a: Analysis) -> list[Figure]:
@@ -203,9 +223,9 @@ def _scaling_figures(a: Analysis) -> list[Figure]:
         rows, lines = [], []
         for ln in s.lines:
             p = peak(ln)
-            pts = [(x, c.summary.mean, c.summary.ci_low, c.summary.ci_high) for x, c in ln.points]
-            rows += [[ln.stack, x, m, lo, hi, m / x, x == p.x, ln.points[i][1].reps]
-                     for i, (x, m, lo, hi) in enumerate(pts)]
+            pts = [_point(x, c) for x, c in ln.points]
+            rows += [[ln.stack, x, m, lo, hi, m / x, x == p.x and not cached, c.reps or len(c.cached_values),
+                      _cache_note(c)] for (x, m, lo, hi, cached), (_, c) in zip(pts, ln.points)]
             lines.append({"label": labels[ln.stack], "points": pts, "peak": p.x, "falls_after": p.falls_after})
         lines = lines[:MAX_LINES]
         title = f"scaling over containers: {s.context}"
@@ -213,7 +233,7 @@ def _scaling_figures(a: Analysis) -> list[Figure]:
         out.append(Figure(fid, "scaling", title, "Aggregate throughput of all containers and throughput per "
                           "container, mean with 95% band; the star marks the peak (seed study 003, Figure 6a).",
                           Table(fid, title, ["stack", "containers", f"aggregate {s.unit}", "ci_low", "ci_high",
-                                             f"per container {s.unit}", "peak", "n"], rows),
+                                             f"per container {s.unit}", "peak", "n", "note"], rows),
                           {"lines": lines, "unit": s.unit}))
     return out
 

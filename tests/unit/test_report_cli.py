@@ -1,0 +1,43 @@
+"""`strata report` and `strata compare` on stored results, and the summary `strata run` prints."""
+
+from pathlib import Path
+
+from strata.cli.main import main
+from strata.report.terminal import summary_text
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+
+
+def test_report_writes_html_figures_csv(tmp_path, capsys):
+    assert main(["report", str(DATA / "small"), "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "strata report: 16 trial(s)" in out and "report.html" in out
+    assert (tmp_path / "report.html").stat().st_size > 10000
+    svgs = sorted(p.stem for p in (tmp_path / "figures").glob("*.svg"))
+    assert svgs == sorted(p.stem for p in (tmp_path / "figures").glob("*.png")) and svgs
+    assert {p.stem for p in (tmp_path / "csv").glob("*.csv")} >= set(svgs) | {"findings", "advice", "warnings"}
+    assert (tmp_path / "summary.txt").read_text().startswith("strata report")
+
+
+def test_report_series_option(tmp_path, capsys):
+    tid = "046e91f04f2089c7"
+    assert main(["report", str(DATA / "small"), "-o", str(tmp_path), "--series", tid, "--jobs", "1"]) == 0
+    assert (tmp_path / "figures" / f"series-{tid}.svg").exists()
+
+
+def test_report_of_missing_directory_is_a_user_error(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+    assert "fix:" in capsys.readouterr().err
+
+
+def test_compare_two_result_sets(tmp_path, capsys):
+    assert main(["compare", str(DATA / "small"), str(DATA / "fs-compare"), "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "configuration(s) in both" in out and "change [95% CI]" in out
+    assert (tmp_path / "compare.svg").exists() and (tmp_path / "compare.csv").exists()
+
+
+def test_summary_text_for_strata_run():
+    text = summary_text(DATA / "fs-compare")
+    assert text.startswith("strata report: 72 trial(s)")
+    assert "warnings" in text and "advice:" in text and "strata report" in text.splitlines()[-1]

@@ -1,0 +1,127 @@
+"""Every kind of figure and table, chosen from what synthetic results contain: scaling with the peak,
+sweeps with bands, 004-style tables for Filebench, time series, compare; each SVG has axes and labels."""
+
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from synth_results import make_result  # noqa: E402
+
+from strata.analysis.analyse import analyse  # noqa: E402
+from strata.analysis.compare import compare  # noqa: E402
+from strata.report import compare as compare_report  # noqa: E402
+from strata.report import csv as csv_out  # noqa: E402
+from strata.report import figures, html, terminal  # noqa: E402
+from strata.report.model import build  # noqa: E402
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def reps(value, n=3, **kw):
+    return [make_result(rep=i, value=value * (1 + 0.01 * i), **kw) for i in range(n)]
+
+
+def mixed_results():
+    rs = []
+    for fs, f in (("raw", 1.0), ("xfs", 0.95), ("ext4", 0.8)):
+        for bs in (4096, 16384, 65536):
+            rs += reps(1000 * f * 4096 / bs, fs=fs, bs=bs, numjobs=4, iodepth=8)
+        rs += reps(300 * f, fs=fs, bs=4096, numjobs=1, iodepth=1, lat_us=80)
+    for n, v in zip(range(1, 6), (100, 170, 220, 240, 190)):
+        rs += reps(v, fs="xfs", runtime="docker", driver="overlay2", path="volume", containers=n)
+    for fs, v in (("ext4", 168.0), ("xfs", 108.2), ("btrfs", 79.7)):
+        for path in ("volume", "bind"):
+            for n in (1, 2, 3):
+                rs += reps(v, fs=fs, runtime="docker", driver="overlay2", path=path, kind="filebench",
+                           workload="fileserver", containers=n)
+    return rs
+
+
+@pytest.fixture(scope="module")
+def report():
+    return build(analyse(mixed_results()), "synthetic")
+
+
+def svg_texts(svg: bytes) -> list[str]:
+    root = ET.fromstring(svg)
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+
+
+def test_figure_kinds_chosen_from_the_results(report):
+    kinds = {f.kind for f in report.figures}
+    assert {"ratio", "latency", "sweep", "scaling", "throughput"} <= kinds
+    assert any(f.data.get("dim") == "bs" for f in report.figures if f.kind == "sweep")
+
+
+def test_every_figure_renders_with_axes_and_labels(report):
+    for f in report.figures:
+        svg, png = figures.render(f)
+        root = ET.fromstring(svg)
+        axes = [g for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("axes_")]
+        assert axes, f.id
+        texts = svg_texts(svg)
+        assert any(f.title[:20] in t for t in texts), f.id
+        assert len(texts) >= 6, f.id
+        assert png.startswith(b"\x89PNG")
+
+
+def test_scaling_marks_the_peak(report):
+    (f,) = [f for f in report.figures if f.kind == "scaling" and f.data["unit"] == "IOPS"]
+    (line,) = f.data["lines"]
+    assert line["peak"] == 4 and line["falls_after"]
+    assert "peak 4" in svg_texts(figures.render(f)[0])
+    peak_rows = [r for r in f.table.rows if r[6]]
+    assert [r[1] for r in peak_rows] == [4]
+
+
+def test_004_tables_by_filesystem_path_containers(report):
+    (t,) = [t for t in report.tables if "fileserver" in t.title]
+    assert t.columns == ["containers", "btrfs bind", "btrfs volume", "ext4 bind", "ext4 volume", "xfs bind",
+                         "xfs volume"]
+    assert [r[0] for r in t.rows] == [1, 2, 3]
+    assert t.rows[0][3] == pytest.approx(168.0 * 1.01)
+    assert t.rows[1][3] == pytest.approx(168.0 * 1.01 / 2)
+
+
+def test_html_has_every_section_and_no_external_resource(report):
+    svgs = {f.id: figures.render(f)[0] for f in report.figures if f.drawn}
+    page = html.render(report, svgs).decode()
+    for section in ("warnings", "advice", "findings", "figures", "tables"):
+        assert f'id="{section}"' in page
+    assert page.count("<svg") == len(svgs)
+    assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page
+    assert "<script src" not in page and "<link" not in page
+    ids = [x for x in page.split('id="')[1:]]
+    ids = [x.split('"')[0] for x in ids]
+    assert len(ids) == len(set(ids)), "ids of inline SVGs must not clash"
+
+
+def test_csv_and_terminal(report):
+    out = csv_out.render(report)
+    assert {"findings.csv", "advice.csv", "warnings.csv"} <= set(out)
+    assert all(f"{f.id}.csv" in out for f in report.figures)
+    text = terminal.render(report)
+    assert "advice:" in text and "findings of the seed studies" in text
+    assert "4 container(s) per host maximize" in text
+
+
+def test_cache_flagged_drawn_apart():
+    rs = reps(1000, fs="raw") + reps(900, fs="xfs") + reps(5000, fs="xfs", cache=True)[:1]
+    rep = build(analyse(rs), "t")
+    (f,) = [f for f in rep.figures if f.kind == "ratio"]
+    cached = [b for b in f.data["bars"] if b["cached"]]
+    assert len(cached) == 1 and cached[0]["value"] == pytest.approx(5.0, rel=0.02)
+    assert "cache" in svg_texts(figures.render(f)[0])
+
+
+def test_compare_figure_and_table():
+    a = reps(100, fs="xfs") + reps(100, fs="ext4")
+    b = reps(120, fs="xfs") + reps(100.5, fs="ext4")
+    out = compare_report.generate(compare(a, b), "A", "B")
+    assert {"compare.csv", "compare.svg", "compare.png", "compare.html", "compare.txt"} <= set(out)
+    txt = out["compare.txt"].decode()
+    assert "(significant)" in txt and "(not significant)" in txt
+    assert any("change of B relative to A" in t for t in svg_texts(out["compare.svg"]))

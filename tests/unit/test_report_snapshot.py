@@ -1,0 +1,87 @@
+"""Snapshot tests of the report exporters (STYLE.md item 9) on a small result set captured from real
+runs (tests/data/results/small, spec in tests/data/results/specs/small.yaml).
+
+CSV and the terminal summary are pure Python and must match byte for byte. SVG, PNG and the HTML (which
+inlines the SVGs) depend on matplotlib and FreeType: they are compared when the versions match those
+recorded with the snapshots, and the test says so when they do not.
+Update after a deliberate change: STRATA_UPDATE_SNAPSHOTS=1 python3 -m pytest tests/unit/test_report_snapshot.py
+"""
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ft2font
+import pytest
+
+from strata.analysis.load import load
+from strata.report import build_report, generate
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+SNAP = DATA / "snapshots" / "small"
+UPDATE = os.environ.get("STRATA_UPDATE_SNAPSHOTS") == "1"
+VERSIONS = {"matplotlib": matplotlib.__version__, "freetype": matplotlib.ft2font.__freetype_version__}
+
+
+@pytest.fixture(scope="module")
+def files():
+    report = build_report(load(DATA / "small"), "strata report: report-small")
+    out = generate(report, jobs=1)
+    if UPDATE:
+        for rel, data in out.items():
+            p = SNAP / (rel + ".sha256" if rel.endswith(".png") else rel)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(hashlib.sha256(data).hexdigest().encode() + b"\n" if rel.endswith(".png") else data)
+        (SNAP / "versions.json").write_text(json.dumps(VERSIONS, indent=1) + "\n")
+    return out
+
+
+def recorded_versions():
+    return json.loads((SNAP / "versions.json").read_text())
+
+
+def same_renderer():
+    return recorded_versions() == VERSIONS
+
+
+def test_same_set_of_files(files):
+    recorded = {str(p.relative_to(SNAP)).removesuffix(".sha256") for p in SNAP.rglob("*") if p.is_file()}
+    assert set(files) == recorded - {"versions.json"}
+
+
+@pytest.mark.parametrize("kind", ["csv/", "summary.txt"])
+def test_pure_python_outputs_match(files, kind):
+    names = [k for k in files if k.startswith(kind)]
+    assert names
+    for name in names:
+        assert files[name] == (SNAP / name).read_bytes(), f"{name} differs from its snapshot"
+
+
+@pytest.mark.parametrize("kind", [".svg", ".png", "report.html"])
+def test_rendered_outputs_match(files, kind):
+    if not same_renderer():
+        pytest.skip(f"snapshots recorded with {recorded_versions()}, this is {VERSIONS}: "
+                    "regenerate with STRATA_UPDATE_SNAPSHOTS=1 after checking the figures")
+    names = [k for k in files if k.endswith(kind)]
+    assert names
+    for name in names:
+        if name.endswith(".png"):
+            assert hashlib.sha256(files[name]).hexdigest() == (SNAP / (name + ".sha256")).read_text().strip(), name
+        else:
+            assert files[name] == (SNAP / name).read_bytes(), f"{name} differs from its snapshot"
+
+
+def test_outputs_are_deterministic(files):
+    again = generate(build_report(load(DATA / "small"), "strata report: report-small"), jobs=2)
+    assert again == files
+
+
+def test_no_dates_paths_or_metadata(files):
+    for name, data in files.items():
+        assert b"/work/" not in data and b"/tmp/" not in data, name
+        if name.endswith(".svg"):
+            assert b"<dc:date>" not in data and b"Matplotlib v" not in data, name
+        if name.endswith(".png"):
+            assert data.startswith(b"\x89PNG") and b"Software" not in data and b"matplotlib" not in data, name
