@@ -9,6 +9,8 @@ use crate::ast::*;
 use crate::error::{Pos, Result, WmlError};
 use crate::lexer::{canonical_entity, is_keyword, tokenize, QPart, Tok, Token};
 
+mod set;
+
 const FILESET_ATTRS: &[&str] = &[
     "name", "path", "entries", "leafdirs", "size", "filesize", "dirwidth", "dirdepthrv",
     "dirgamma", "prealloc", "paralloc", "reuse", "trusttree", "readonly", "writeonly",
@@ -23,8 +25,8 @@ const FLOWOP_ATTRS: &[&str] = &[
 ];
 const FLOWOP_ATTRS_14: &[&str] = &["wss", "rotatefd"];
 const COMP_ATTRS: &[&str] = &["name", "iters"];
-const RV_ATTRS: &[&str] = &["name", "seed", "gamma", "mean", "min", "round", "type", "randsrc"];
-const CV_ATTRS: &[&str] = &["type", "parameters", "min", "max", "round"];
+pub(crate) const RV_ATTRS: &[&str] = &["name", "seed", "gamma", "mean", "min", "round", "type", "randsrc"];
+pub(crate) const CV_ATTRS: &[&str] = &["type", "parameters", "min", "max", "round"];
 
 /// Parses a whole script.
 pub fn parse(file: &str, src: &str) -> Result<Script> {
@@ -40,7 +42,7 @@ pub fn parse(file: &str, src: &str) -> Result<Script> {
     Ok(Script { file: file.to_string(), stmts, dialect, dialect_reason: p.dialect_reason })
 }
 
-struct Parser<'a> {
+pub(crate) struct Parser<'a> {
     toks: Vec<Token>,
     i: usize,
     file: &'a str,
@@ -48,15 +50,15 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn peek(&self) -> &Tok {
+    pub(crate) fn peek(&self) -> &Tok {
         &self.toks[self.i].tok
     }
 
-    fn pos(&self) -> Pos {
+    pub(crate) fn pos(&self) -> Pos {
         self.toks[self.i].pos
     }
 
-    fn next(&mut self) -> Token {
+    pub(crate) fn next(&mut self) -> Token {
         let t = self.toks[self.i].clone();
         if t.tok != Tok::Eof {
             self.i += 1;
@@ -64,7 +66,7 @@ impl<'a> Parser<'a> {
         t
     }
 
-    fn err<T>(&self, expected: &str) -> Result<T> {
+    pub(crate) fn err<T>(&self, expected: &str) -> Result<T> {
         let t = &self.toks[self.i];
         Err(WmlError::Syntax {
             file: self.file.to_string(),
@@ -81,18 +83,18 @@ impl<'a> Parser<'a> {
     }
 
     /// The keyword at the cursor, canonicalised (`filesets` -> `fileset`).
-    fn word(&self) -> Option<String> {
+    pub(crate) fn word(&self) -> Option<String> {
         match self.peek() {
             Tok::Word(w) => Some(canonical_entity(w).map(str::to_string).unwrap_or(w.clone())),
             _ => None,
         }
     }
 
-    fn is_word(&self, w: &str) -> bool {
+    pub(crate) fn is_word(&self, w: &str) -> bool {
         self.word().as_deref() == Some(w)
     }
 
-    fn expect_word(&mut self, w: &str) -> Result<()> {
+    pub(crate) fn expect_word(&mut self, w: &str) -> Result<()> {
         if self.is_word(w) {
             self.next();
             Ok(())
@@ -101,11 +103,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn is_punct(&self, c: char) -> bool {
+    pub(crate) fn is_punct(&self, c: char) -> bool {
         self.peek() == &Tok::Punct(c)
     }
 
-    fn expect_punct(&mut self, c: char) -> Result<()> {
+    pub(crate) fn expect_punct(&mut self, c: char) -> Result<()> {
         if self.is_punct(c) {
             self.next();
             Ok(())
@@ -114,7 +116,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn eat_punct(&mut self, c: char) -> bool {
+    pub(crate) fn eat_punct(&mut self, c: char) -> bool {
         if self.is_punct(c) {
             self.next();
             true
@@ -230,7 +232,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A value after `=`: STRING | QUOTED | INT | BOOL | VAR.
-    fn value(&mut self) -> Result<Value> {
+    pub(crate) fn value(&mut self) -> Result<Value> {
         let v = match self.peek().clone() {
             Tok::Int(i) => Value::Int(i),
             Tok::Var(v) => Value::Var(v),
@@ -250,7 +252,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `attr[=value] {, attr[=value]}` restricted to `allowed` (+ `allowed_14`).
-    fn attr_list(&mut self, allowed: &[&str], allowed_14: &[&str]) -> Result<Attrs> {
+    pub(crate) fn attr_list(&mut self, allowed: &[&str], allowed_14: &[&str]) -> Result<Attrs> {
         let mut attrs = Vec::new();
         loop {
             attrs.push(self.attr(allowed, allowed_14)?);
@@ -260,7 +262,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn attr(&mut self, allowed: &[&str], allowed_14: &[&str]) -> Result<Attr> {
+    pub(crate) fn attr(&mut self, allowed: &[&str], allowed_14: &[&str]) -> Result<Attr> {
         let pos = self.pos();
         let name = match self.word() {
             Some(w) if allowed.contains(&w.as_str()) => w,
@@ -376,121 +378,6 @@ impl<'a> Parser<'a> {
         }
         let flowops = self.flowop_block()?;
         Ok(Stmt::DefineComposite { attrs: Attrs(attrs), lvars, flowops })
-    }
-
-    fn set(&mut self) -> Result<Stmt> {
-        self.next();
-        if self.is_word("mode") {
-            self.next();
-            if self.is_word("nousestats") {
-                self.next();
-                return Ok(Stmt::SetNoUseStats);
-            }
-            self.expect_word("quit")?;
-            let mode = match self.word().as_deref() {
-                Some("timeout") => QuitMode::Timeout,
-                Some("alldone") => QuitMode::AllDone,
-                Some("firstdone") => QuitMode::FirstDone,
-                _ => return self.err("`timeout`, `alldone` or `firstdone`"),
-            };
-            self.next();
-            return Ok(Stmt::SetMode(mode));
-        }
-        let var = match self.peek().clone() {
-            Tok::Var(v) => v,
-            _ => return self.err("a $variable or `mode`"),
-        };
-        self.next();
-        self.expect_punct('=')?;
-        let value = if self.is_word("randvar") {
-            self.next();
-            self.expect_punct('(')?;
-            let (attrs, table) = self.randvar_attrs()?;
-            self.expect_punct(')')?;
-            SetValue::Randvar { attrs, table }
-        } else if self.is_word("cvar") {
-            self.next();
-            self.expect_punct('(')?;
-            let attrs = self.attr_list(CV_ATTRS, &[])?;
-            self.expect_punct(')')?;
-            SetValue::Cvar { attrs }
-        } else {
-            match self.peek() {
-                Tok::Var(_) => return self.err("an integer, boolean, string, randvar(...) or cvar(...)"),
-                _ => SetValue::Plain(self.value()?),
-            }
-        };
-        Ok(Stmt::Set { var, value })
-    }
-
-    /// randvar attributes, with keyword values for `type` and `randsrc`, and
-    /// an optional trailing `randtable = {{p, lo, hi}, ...}`.
-    fn randvar_attrs(&mut self) -> Result<(Attrs, Vec<TableRow>)> {
-        let mut attrs = Vec::new();
-        let mut table = Vec::new();
-        loop {
-            if self.is_word("randtable") {
-                self.next();
-                self.expect_punct('=')?;
-                table = self.randtable()?;
-            } else if self.is_word("type") || self.is_word("randsrc") {
-                let pos = self.pos();
-                let name = self.word().unwrap_or_default();
-                self.next();
-                self.expect_punct('=')?;
-                let ok: &[&str] = if name == "type" {
-                    &["uniform", "tabular", "gamma"]
-                } else {
-                    &["urandom", "rand48"]
-                };
-                match self.word() {
-                    Some(w) if ok.contains(&w.as_str()) => {
-                        self.next();
-                        attrs.push(Attr { name, value: Value::Str(w), pos });
-                    }
-                    _ => return self.err(&ok.join(" or ")),
-                }
-            } else {
-                attrs.push(self.attr(RV_ATTRS, &[])?);
-            }
-            if !self.eat_punct(',') {
-                return Ok((Attrs(attrs), table));
-            }
-        }
-    }
-
-    fn randtable(&mut self) -> Result<Vec<TableRow>> {
-        self.expect_punct('{')?;
-        let mut rows = Vec::new();
-        loop {
-            self.expect_punct('{')?;
-            let percent = self.table_num()?;
-            self.expect_punct(',')?;
-            let min = self.table_num()?;
-            self.expect_punct(',')?;
-            let max = self.table_num()?;
-            self.expect_punct('}')?;
-            rows.push(TableRow { percent, min, max });
-            if !self.eat_punct(',') {
-                break;
-            }
-        }
-        self.expect_punct('}')?;
-        Ok(rows)
-    }
-
-    fn table_num(&mut self) -> Result<Value> {
-        match self.peek().clone() {
-            Tok::Int(i) => {
-                self.next();
-                Ok(Value::Int(i))
-            }
-            Tok::Var(v) => {
-                self.next();
-                Ok(Value::Var(v))
-            }
-            _ => self.err("an integer or a variable"),
-        }
     }
 
     fn run(&mut self) -> Result<Stmt> {
