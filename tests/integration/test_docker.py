@@ -269,6 +269,26 @@ def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
     assert_nothing_left(journal, wd)
 
 
+def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatch):
+    """How the engine binary gets into the image: a new tag, built in a private build daemon."""
+    own = tmp_path / "state"
+    (own / "images").mkdir(parents=True)
+    base = f"strata-base-{image.SUITE}.tar"
+    (own / "images" / base).symlink_to((state / "images" / base).resolve())  # only the debootstrap result
+    monkeypatch.setenv("STRATA_STATE_DIR", str(own))
+    tool = tmp_path / "hello.sh"
+    tool.write_text("#!/bin/sh\necho hello from the image\n")
+    t = time.monotonic()
+    tag = image.ensure_image(overlay2_ext4, {"strata-hello": tool})
+    print(f"\nimage with an extra file built and loaded in {time.monotonic() - t:.1f} s")
+    assert tag == image.image_tag({"strata-hello": tool}) != image.image_tag()
+    _, _, outs = run_once(overlay2_ext4, "tmpfs", tmp_path / "t", 1, ["strata-hello"])
+    assert (outs[0].out_dir / "stdout").read_text() == "hello from the image\n"
+    assert list((own / "journal").glob("*.jsonl")) == []  # the build journal closed: all undone
+    assert [p.name for p in (own / "images").iterdir() if not p.name.startswith(".")] == \
+        sorted([base, image.tarball_path({"strata-hello": tool}).name])
+
+
 def test_probe_driver(tmp_path):
     assert dk.probe_driver("overlay2", tmp_path) is None
     assert "AUFS was not found in /proc/filesystems" in dk.probe_driver("aufs", tmp_path)
