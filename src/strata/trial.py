@@ -120,8 +120,9 @@ def _measure(trial, device, session, store, result: dict) -> None:
     result["collectors"] = summary
     if parsed.series:
         (art / "workload-series.json").write_text(json.dumps(parsed.series))
-    disk = summary.get("diskstats", {}).get(device.backing_disk)
-    result["flags"]["cache"] = validity.cache_flag(parsed.moved_bytes, disk, wl.direct_io(spec), device.backing_disk, trial.path)
+    stats = summary.get("diskstats", {})
+    disks = {name: stats[name] for name in device.diskstats if name in stats}
+    result["flags"]["cache"] = validity.cache_flag(parsed.moved_bytes, disks, wl.direct_io(spec), trial.path)
     runtime_s = getattr(spec, "runtime", 0) or 0
     result["flags"]["sync"] = validity.sync_flag([o.start_time_s for o in outputs], runtime_s)
     for flag in ("cache", "sync"):

@@ -92,3 +92,10 @@ def test_examples_parse():
     assert specs, "examples/ has specs"
     for p in specs:
         load_spec(p)
+
+
+def test_spec_reference_is_up_to_date():
+    import pathlib
+    from strata.spec.reference import generate
+    ref = pathlib.Path(__file__).parents[2] / "docs" / "spec-reference.md"
+    assert ref.read_text() == generate(), "run: python -m strata.spec.reference"

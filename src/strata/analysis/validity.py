@@ -25,25 +25,37 @@ ABOVE_RAW_TOLERANCE = 1.5
 MAX_SKEW_SHARE = 0.05
 
 
-def cache_flag(moved: dict[str, int], disk: dict | None, direct_io: bool, disk_name: str, path: str) -> dict:
+def cache_flag(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: str) -> dict:
+    """`disks`: diskstats totals of each layer below the workload (the device under test,
+    then the disk behind a loop device). The device under test sees only our file system,
+    so it is not fooled by other activity on a shared root disk; the disk behind it shows
+    what a buffered loop device really moved. A shortfall at any layer is a cache."""
     if path == "tmpfs":
         return {"suspect": True, "expected": True, "reason": "the tmpfs path measures memory, not the device", "evidence": {}}
     if not direct_io:
         return {"suspect": False, "expected": True,
                 "reason": "buffered I/O: the page cache is part of what is measured", "evidence": {"moved": moved}}
-    if not disk:
-        return {"suspect": False, "reason": f"no diskstats for {disk_name}: not checked", "evidence": {}}
-    evidence, reasons = {"disk": disk_name}, []
+    if not disks:
+        return {"suspect": False, "reason": "no diskstats for the device: not checked", "evidence": {}}
+    evidence, reasons = {"disks": list(disks)}, []
     for ddir in ("read", "write"):
-        wl, dev = moved.get(ddir, 0), disk.get(f"{ddir}_bytes", 0)
-        evidence[f"{ddir}_workload_bytes"], evidence[f"{ddir}_disk_bytes"] = wl, dev
-        if wl >= MIN_CHECKED_BYTES:
-            share = dev / wl
-            evidence[f"{ddir}_disk_share"] = round(share, 4)
-            if share < MIN_DEVICE_SHARE:
-                reasons.append(f"the workload {ddir} {wl / 2**20:.0f} MiB with O_DIRECT but {disk_name} moved "
-                               f"{dev / 2**20:.0f} MiB ({share:.0%}): a cache answered")
-    return {"suspect": bool(reasons), "reason": "; ".join(reasons) or "device moved the workload's bytes", "evidence": evidence}
+        wl = moved.get(ddir, 0)
+        evidence[f"{ddir}_workload_bytes"] = wl
+        for name, disk in disks.items():
+            dev = disk.get(f"{ddir}_bytes", 0)
+            evidence[f"{ddir}_disk_bytes"] = evidence.get(f"{ddir}_disk_bytes", dev)  # the device under test first
+            evidence.setdefault("per_disk", {}).setdefault(name, {})[f"{ddir}_bytes"] = dev
+            if wl >= MIN_CHECKED_BYTES:
+                share = dev / wl
+                evidence["per_disk"][name][f"{ddir}_share"] = round(share, 4)
+                if share < MIN_DEVICE_SHARE:
+                    reasons.append(f"the workload {ddir} {wl / 2**20:.0f} MiB with O_DIRECT but {name} moved "
+                                   f"{dev / 2**20:.0f} MiB ({share:.0%}): a cache answered")
+    shares = [d.get("read_share") for d in evidence.get("per_disk", {}).values() if d.get("read_share") is not None]
+    if shares:
+        evidence["read_disk_share"] = min(shares)
+    return {"suspect": bool(reasons), "reason": "; ".join(reasons) or "every layer moved the workload's bytes",
+            "evidence": evidence}
 
 
 def above_raw(value: float, raw_value: float | None, raw_trial: str | None) -> dict | None:

@@ -27,9 +27,9 @@ def _size(v):
 class LoopDevice(Strict):
     """A loop device over a file that strata fills (a sparse file would answer reads from holes)."""
     type: Literal["loop"] = "loop"
-    name: str = "loop"
+    name: str = Field(default="loop", description="the name used in results and stack labels")
     size: int = Field(default=4 * 2**30, description="bytes; accepts 4GiB, 512M")
-    direct_io: bool = Field(default=True, description="losetup --direct-io; false shows the page-cache effect")
+    direct_io: bool = Field(default=True, description="losetup --direct-io=on; false makes a buffered loop device")
     backing_file: str | None = Field(default=None, description="default: WORKDIR/<name>.img")
     _v = field_validator("size", mode="before")(_size)
 
@@ -42,17 +42,18 @@ class LoopDevice(Strict):
 
 
 class ZramDevice(Strict):
+    """A compressed RAM block device (RAM speed: a ceiling, not a disk)."""
     type: Literal["zram"] = "zram"
     name: str = "zram"
-    size: int = 2 * 2**30
+    size: int = Field(default=2 * 2**30, description="bytes")
     _v = field_validator("size", mode="before")(_size)
 
 
 class BlockDevice(Strict):
     """An existing device. Written only if it is blank or `destroy: true` names it."""
     type: Literal["block"] = "block"
-    name: str = ""
-    path: str
+    name: str = Field(default="", description="default: the device's kernel name")
+    path: str = Field(description="e.g. /dev/nvme0n1")
     destroy: bool = Field(default=False, description="allow strata to erase this exact device")
 
     @model_validator(mode="after")
@@ -71,10 +72,11 @@ FS_TYPES = ("raw", "ext4", "xfs", "btrfs")
 
 
 class Filesystem(Strict):
-    type: Literal["raw", "ext4", "xfs", "btrfs"]
-    name: str = ""
-    mkfs_options: list[str] = Field(default_factory=list)
-    mount_options: list[str] = Field(default_factory=list)
+    """The file system made on the device (mkfs without discard), or raw (none)."""
+    type: Literal["raw", "ext4", "xfs", "btrfs"] = Field(description="raw = no file system (path device)")
+    name: str = Field(default="", description="default: type plus mount options, e.g. ext4-dioread_nolock")
+    mkfs_options: list[str] = Field(default_factory=list, description="extra mkfs arguments, e.g. [-m, '0']")
+    mount_options: list[str] = Field(default_factory=list, description="e.g. [dioread_nolock], [nodatacow]")
 
     @model_validator(mode="after")
     def _check(self):
@@ -92,11 +94,12 @@ STORAGE_DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper",
 
 
 class Runtime(Strict):
-    type: Literal["native", "docker"]
+    """Where the workload runs: on the host, or in containers of a private dockerd per driver."""
+    type: Literal["native", "docker"] = Field(description="native, or docker with a private daemon")
     storage_driver: Literal[
         "overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system"
-    ] | None = Field(default=None, description="docker only; `system` = the user's running daemon")
-    name: str = ""
+    ] | None = Field(default=None, description="docker only (default overlay2); `system` = your running daemon, as it is")
+    name: str = Field(default="", description="default: native or docker:DRIVER")
 
     @model_validator(mode="after")
     def _check(self):
@@ -122,12 +125,12 @@ PathName = Literal["layer", "volume", "bind", "tmpfs", "device"]
 
 class Limits(Strict):
     """Per-container cgroup limits; bps/iops apply to the device under test."""
-    cpus: float | None = Field(default=None, gt=0)
-    memory: int | None = None
-    read_bps: int | None = None
-    write_bps: int | None = None
-    read_iops: int | None = Field(default=None, gt=0)
-    write_iops: int | None = Field(default=None, gt=0)
+    cpus: float | None = Field(default=None, gt=0, description="docker --cpus")
+    memory: int | None = Field(default=None, description="bytes (docker --memory, swap equal)")
+    read_bps: int | None = Field(default=None, description="bytes/s on the device under test")
+    write_bps: int | None = Field(default=None, description="bytes/s on the device under test")
+    read_iops: int | None = Field(default=None, gt=0, description="IOPS on the device under test")
+    write_iops: int | None = Field(default=None, gt=0, description="IOPS on the device under test")
 
     @field_validator("memory", "read_bps", "write_bps", mode="before")
     @classmethod
@@ -142,11 +145,12 @@ LOAD_PRESETS = {"low": {"numjobs": 1, "iodepth": 1}, "high": {"numjobs": 32, "io
 
 
 class Load(Strict):
-    name: str = ""
-    numjobs: int = Field(default=1, ge=1, le=4096)
-    iodepth: int = Field(default=1, ge=1, le=65536)
+    """How hard and how many: jobs, queue depth, concurrent containers, cgroup limits."""
+    name: str = Field(default="", description="default: j<numjobs>xqd<iodepth>[x<containers>c]")
+    numjobs: int = Field(default=1, ge=1, le=4096, description="fio jobs per instance (threads for filebench)")
+    iodepth: int = Field(default=1, ge=1, le=65536, description="fio queue depth per job")
     containers: int = Field(default=1, ge=1, le=256, description="concurrent instances, synchronized start")
-    limits: Limits = Field(default_factory=Limits)
+    limits: Limits = Field(default_factory=Limits, description="per-container cgroup limits")
 
     @model_validator(mode="after")
     def _name(self):
@@ -177,14 +181,14 @@ class Exclude(Strict):
 
 class Experiment(Strict):
     """A whole spec file. Workload entries are validated by their plugin (workloads/)."""
-    name: str
+    name: str = Field(description="names the results directory (results/<name>)")
     description: str = ""
     workdir: str = Field(default="/var/tmp/strata", description="loop images and mount points go here")
-    repetitions: int = Field(default=1, ge=1, le=1000)
-    devices: list[Device] = Field(min_length=1)
+    repetitions: int = Field(default=1, ge=1, le=1000, description="runs of each trial (for confidence intervals)")
+    devices: list[Device] = Field(min_length=1, description="see the device sections below")
     filesystems: list[Filesystem] = Field(min_length=1)
     runtimes: list[Runtime] = Field(min_length=1)
-    paths: list[PathName] = Field(min_length=1)
-    workloads: list[dict] = Field(min_length=1)
-    loads: list[Load] = Field(default_factory=lambda: [Load(name="low", **LOAD_PRESETS["low"])])
+    paths: list[PathName] = Field(min_length=1, description="see paths below")
+    workloads: list[dict] = Field(min_length=1, description="`{fio: {...}}` or `{filebench: {...}}`, see below")
+    loads: list[Load] = Field(default=[Load(name="low", **LOAD_PRESETS["low"])], description="default: low")
     exclude: list[Exclude] = Field(default_factory=list, description="combinations to leave out, by layer name (globs)")

@@ -1,0 +1,102 @@
+"""Generate the spec reference (docs/spec-reference.md) from the typed models.
+
+The models are the one source of truth (STYLE.md items 5 and 14); a unit test
+fails when the committed reference is out of date: `python -m strata.spec.reference`.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from strata.spec import model
+from strata.workloads import REGISTRY as WORKLOADS
+
+SECTIONS = [
+    ("Experiment (the top level of a spec file)", model.Experiment),
+    ("devices: `type: loop`", model.LoopDevice),
+    ("devices: `type: zram`", model.ZramDevice),
+    ("devices: `type: block`", model.BlockDevice),
+    ("filesystems", model.Filesystem),
+    ("runtimes", model.Runtime),
+    ("loads", model.Load),
+    ("loads: limits (per container)", model.Limits),
+    ("exclude (each entry)", model.Exclude),
+]
+
+HEADER = """# Spec reference
+
+Generated from the code by `python -m strata.spec.reference`; do not edit by hand.
+
+Shorthands: a device may be written `loop`, `zram` or `/dev/sdX`; a file system
+`xfs`; a runtime `native`, `docker` (= `docker:overlay2`), `docker:DRIVER` or
+`docker:system`; a load `low` (1 job x QD1) or `high` (32 jobs x QD32), or
+`{preset: high, containers: 3}`; a workload `rr` (= `{fio: {preset: rr}}`).
+A list as the value of a workload or load key is a sweep: one entry per value
+(`bs: [4k, 16k, 64k]`). Sizes accept `4096`, `128k`, `512MiB`, `4GiB` (binary).
+The experiment is the product of devices x filesystems x runtimes x paths x
+workloads x loads x repetitions; impossible combinations are skipped with the
+reason (`strata validate` lists them).
+"""
+
+
+def _type_name(ann) -> str:
+    origin = typing.get_origin(ann)
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{a}`" for a in typing.get_args(ann))
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " or ".join(_type_name(a) for a in typing.get_args(ann) if a is not type(None))
+    if origin is list:
+        return f"list of {_type_name(typing.get_args(ann)[0])}"
+    if origin is dict:
+        return "mapping"
+    if origin is typing.Annotated:
+        return _type_name(typing.get_args(ann)[0])
+    return getattr(ann, "__name__", str(ann)).replace("typing.", "")
+
+
+def _default(field) -> str:
+    if field.is_required():
+        return "required"
+    if field.default_factory is not None:
+        v = field.default_factory()
+        return f"`{v.model_dump() if isinstance(v, BaseModel) else v}`"
+    if isinstance(field.default, list) and field.default and isinstance(field.default[0], BaseModel):
+        return "`[" + ", ".join(getattr(x, "name", "?") for x in field.default) + "]`"
+    return f"`{field.default}`" if field.default not in (None, "") else "-"
+
+
+def section(title: str, cls: type[BaseModel]) -> str:
+    lines = [f"## {title}", "", (cls.__doc__ or "").strip().split("\n")[0], "",
+             "| key | type | default | meaning |", "|---|---|---|---|"]
+    for name, f in cls.model_fields.items():
+        lines.append(f"| `{name}` | {_type_name(f.annotation)} | {_default(f)} | {f.description or ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def generate() -> str:
+    parts = [HEADER]
+    parts += [section(t, c) for t, c in SECTIONS]
+    parts.append("## paths\n\nOne of " + ", ".join(f"`{p}`" for p in model.PATHS) +
+                 ": `layer` = the container's writable layer (storage driver), `volume` = a named Docker volume per "
+                 "container, `bind` = a directory of the file system under test (natively: the mount point), `tmpfs` = "
+                 "memory (measures RAM, always flagged), `device` = the block device itself (raw only).\n")
+    for name, plugin in WORKLOADS.items():
+        spec_cls = typing.get_type_hints(plugin.parse_spec)["return"]
+        parts.append(section(f"workloads: `{name}`", spec_cls))
+    return "\n".join(parts)
+
+
+def main() -> int:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/spec-reference.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(generate())
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
