@@ -125,3 +125,15 @@ def test_compare_figure_and_table():
     txt = out["compare.txt"].decode()
     assert "(significant)" in txt and "(not significant)" in txt
     assert any("change of B relative to A" in t for t in svg_texts(out["compare.svg"]))
+
+
+def test_filebench_flowop_table(report):
+    (t,) = [t for t in report.tables if t.id.startswith("flowops-fileserver")]
+    assert t.columns[:3] == ["stack", "load", "flowop"]
+    assert {r[2] for r in t.rows} == {"openfile", "readfile", "appendfile", "closefile"}
+    assert all(r[-1] == 3 for r in t.rows)
+
+
+def test_terminal_shows_004_tables(report):
+    text = terminal.render(report)
+    assert "fileserver: MB/s per container" in text and "ext4 volume" in text

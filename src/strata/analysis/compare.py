@@ -23,6 +23,8 @@ class Match:
     a: Cell
     b: Cell
     change: Change
+    differs: list
+
 
     @property
     def name(self) -> str:
@@ -46,6 +48,16 @@ def _index(cells: list[Cell]) -> dict[tuple, Cell]:
     return out
 
 
+def _differs(a: Cell, b: Cell) -> list[str]:
+    """Parameters that differ under the same labels (a 1 GiB file on one host, 4 GiB on the other)."""
+    out = []
+    for section in ("device", "filesystem", "runtime", "workload", "load"):
+        x, y = a.trial.get(section) or {}, b.trial.get(section) or {}
+        out += [f"{section}.{k}: {x.get(k)} vs {y.get(k)}" for k in sorted(set(x) | set(y))
+                if k != "name" and x.get(k) != y.get(k)]
+    return out
+
+
 def compare(results_a: list[dict], results_b: list[dict]) -> Comparison:
     ca, cb = build_cells(results_a, judge_steady=False), build_cells(results_b, judge_steady=False)
     apply_above_raw(ca)
@@ -57,7 +69,7 @@ def compare(results_a: list[dict], results_b: list[dict]) -> Comparison:
         if a.unit != b.unit:
             mismatch.append(a.name)
             continue
-        matches.append(Match(dict(zip(LABEL_KEYS, key)), a.unit, a, b, change(a.summary, b.summary)))
+        matches.append(Match(dict(zip(LABEL_KEYS, key)), a.unit, a, b, change(a.summary, b.summary), _differs(a, b)))
     only_a = [ia[k].name for k in sorted(set(ia) - set(ib))]
     only_b = [ib[k].name for k in sorted(set(ib) - set(ia))]
     return Comparison(matches, only_a, only_b, mismatch)

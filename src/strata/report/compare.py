@@ -14,12 +14,13 @@ from strata.report.csv import table_csv
 from strata.report.html import STYLE, _table, inline_svg
 from strata.report.model import Figure, Table
 
-COLUMNS = ["configuration", "unit", "A mean", "A n", "B mean", "B n", "change", "ci_low", "ci_high", "significant"]
+COLUMNS = ["configuration", "unit", "A mean", "A n", "B mean", "B n", "change", "ci_low", "ci_high", "significant",
+           "parameters that differ"]
 
 
 def rows(cmp) -> list[list]:
     return [[m.name, m.unit, m.a.summary.mean, m.a.reps, m.b.summary.mean, m.b.reps, m.change.rel,
-             m.change.rel_low, m.change.rel_high, m.change.significant] for m in cmp.matches]
+             m.change.rel_low, m.change.rel_high, m.change.significant, "; ".join(m.differs)] for m in cmp.matches]
 
 
 def figure(cmp, name_a: str, name_b: str) -> Figure:
@@ -39,6 +40,10 @@ def text(cmp, name_a: str, name_b: str) -> str:
                       f"{fmt(m.b.summary.mean, m.unit)} (n={m.b.reps})", m.change.text()])
     widths = [max(len(r[i]) for r in table) for i in range(4)]
     out += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in table]
+    differ = [m for m in cmp.matches if m.differs]
+    if differ:
+        out.append(f"{len(differ)} match(es) ran different parameters under the same labels (see the CSV), e.g. "
+                   f"{differ[0].name}: {'; '.join(differ[0].differs[:3])}")
     if cmp.only_a or cmp.only_b:
         out.append(f"only in A: {len(cmp.only_a)}, only in B: {len(cmp.only_b)} (not compared)")
     if cmp.unit_mismatch:

@@ -46,15 +46,17 @@ def render(fig) -> tuple[bytes, bytes]:
 CHAR_IN = 0.068  # width of one 8-9 pt character, inches
 
 
-def _layout(mpl, rot_len: int = 0, legend_len: int = 0, ytick_len: int = 6, panel_titles: bool = False) -> None:
+def _layout(mpl, rot_len: int = 0, legend_len: int = 0, ytick_len: int = 6, panel_titles: bool = False,
+            wspace: float | None = None) -> None:
     """Fixed margins from the longest labels: tight_layout costs a third of the drawing time."""
     w, h = mpl.get_size_inches()
     left = (CHAR_IN * ytick_len + 0.55) / w
-    right = 1 - ((CHAR_IN * legend_len + 0.55) / w if legend_len else 0.25 / w)
+    right = 1 - ((CHAR_IN * legend_len + 0.8) / w if legend_len else 0.25 / w)
     bottom = (0.5 + (0.45 * CHAR_IN * rot_len + 0.1 if rot_len else 0.2)) / h
     top = 1 - (0.62 if panel_titles else 0.42) / h
     mpl.subplots_adjust(left=min(left, 0.45), right=max(right, left + 0.3), bottom=min(bottom, 0.6),
-                        top=max(top, bottom + 0.2), wspace=0.25 + (CHAR_IN * ytick_len) / w, hspace=0.25)
+                        top=max(top, bottom + 0.2), hspace=0.25,
+                        wspace=wspace if wspace is not None else 0.15 + (CHAR_IN * ytick_len + 0.5) / w)
 
 
 def _maxlen(labels) -> int:
@@ -132,7 +134,7 @@ def _latency(fig) -> MplFigure:
         ax.set_xlabel("stack")
     axes[0].set_ylabel("latency (\u00b5s, log scale)")
     axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    _layout(mpl, _maxlen(s["label"] for p in panels for s in p["stacks"]), 9, panel_titles=True)
+    _layout(mpl, _maxlen(s["label"] for p in panels for s in p["stacks"]), 9, panel_titles=True, wspace=0.08)
     return mpl
 
 

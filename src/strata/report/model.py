@@ -63,7 +63,7 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
             f.drawn = False
         rep.figures.extend(figs)
     rep.figures.extend(_series_figures(a, series_ids))
-    rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)]
+    rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _flowop_tables(a)
     return rep
 
 
@@ -298,3 +298,32 @@ def _grid_table(g, i: int) -> Table:
     for n in g.rows:
         rows.append([n] + [g.values[(n, col)][0] if (n, col) in g.values else None for col in g.columns])
     return Table(figure_id("table", f"{g.workload} {i}"), g.title, ["containers"] + cols, rows)
+
+
+def _flowop_tables(a: Analysis) -> list[Table]:
+    """Per Filebench workload: each flowop's rate and latency (metrics.flowops), mean over repetitions."""
+    out = []
+    for name, cells in _workload_groups(a):
+        rows = []
+        for c in cells:
+            if c.kind != "filebench" or not c.ok:
+                continue
+            ops: dict[str, list] = {}
+            for r in c.ok:
+                for f in (r.get("metrics") or {}).get("flowops") or []:
+                    lat = f.get("latency_us") or {}
+                    ops.setdefault(f.get("name", "?"), []).append(
+                        (f.get("ops_per_s"), f.get("mb_per_s"), lat.get("mean"), lat.get("p99")))
+            for op, vals in ops.items():
+                rows.append([c.stack, c.labels["load"], op] + [_mean([v[i] for v in vals]) for i in range(4)]
+                            + [len(vals)])
+        if rows:
+            out.append(Table(figure_id("flowops", name), f"{name}: Filebench flowops (mean over repetitions)",
+                             ["stack", "load", "flowop", "ops/s", "MB/s", "latency mean us", "latency p99 us", "n"],
+                             rows))
+    return out
+
+
+def _mean(vals: list):
+    vals = [v for v in vals if v is not None]
+    return sum(vals) / len(vals) if vals else None

@@ -12,6 +12,7 @@ from strata.analysis.baseline import ratio_to_raw
 from strata.analysis.query import fmt
 
 MAX_ROWS = 30
+MAX_GRIDS = 4
 STATUS_MARK = {"held": "+", "not held": "x", "not measured": "."}
 
 
@@ -59,6 +60,13 @@ def analysis_text(a) -> str:
         lines += ["", "advice:"]
         lines += [f"  - {b.text()}" for b in a.best[:MAX_ROWS]]
         lines += [f"  - {c.text()}" for c in a.containers]
+    for g in a.grids[:MAX_GRIDS]:
+        lines += ["", g.title + ":"]
+        lines += _table([["containers"] + [f"{fs} {p}" for fs, _, p in g.columns]] +
+                        [[str(n)] + [fmt(g.values[(n, col)][0]) if (n, col) in g.values else "-" for col in g.columns]
+                         for n in g.rows])
+    if len(a.grids) > MAX_GRIDS:
+        lines.append(f"  ... {len(a.grids) - MAX_GRIDS} more tables in the HTML report")
     counts = {s: sum(1 for _, o in a.findings if o.status == s) for s in STATUS_MARK}
     lines += ["", "findings of the seed studies: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
     for f, o in a.findings:
