@@ -41,3 +41,10 @@ def test_summary_text_for_strata_run():
     text = summary_text(DATA / "fs-compare")
     assert text.startswith("strata report: 72 trial(s)")
     assert "warnings" in text and "advice:" in text and "strata report" in text.splitlines()[-1]
+
+
+def test_summary_text_never_fails_a_run(tmp_path):
+    (tmp_path / "trials").mkdir()
+    (tmp_path / "trials" / "bad.json").write_text("{not json")
+    text = summary_text(tmp_path)
+    assert "report summary failed" in text and "strata report" in text

@@ -80,9 +80,15 @@ def _clip(text: str, n: int) -> str:
 
 
 def summary_text(results_dir) -> str:
-    """The terminal summary of the stored results in `results_dir` (called by `strata run`)."""
+    """The terminal summary of the stored results in `results_dir` (called at the end of `strata run`).
+
+    The run's trials are stored before this runs: a failure here must not turn a good run into a failed
+    one, so it is reported in the text (with the command that shows its traceback) instead of raised."""
     from strata.analysis.analyse import analyse
     from strata.analysis.load import load
-    results = load(Path(results_dir))
-    text = analysis_text(analyse(results))
+    try:
+        text = analysis_text(analyse(load(Path(results_dir))))
+    except Exception as e:  # noqa: BLE001  (see the docstring)
+        return (f"report summary failed ({type(e).__name__}: {e}); the results are stored: "
+                f"`strata report {results_dir}` shows the traceback (please report it as a bug)")
     return text + f"\nfull report: strata report {results_dir}"
