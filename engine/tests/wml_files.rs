@@ -83,7 +83,7 @@ fn finishoncount_in_firstdone_mode() {
     assert_eq!(o.exit_code, 0);
     assert!(r.measured_s < 10.0);
     assert_eq!(ops["app"], 500);
-    assert!(r.reason.as_deref().unwrap().contains("firstdone"));
+    assert!(r.reason.as_deref().unwrap().contains("finishoncount reached 500"));
 }
 
 #[test]
@@ -157,4 +157,13 @@ fn indexed_picks() {
     let (o, ops, _t) = run_wml("indexed.f", 1.0);
     assert_eq!(o.exit_code, 0, "{:?}", o.result.as_ref().unwrap().reason);
     assert!(ops["op"] > 0 && ops["st"] > 0);
+}
+
+#[test]
+fn finishoncount_in_timeout_mode_ends_cleanly() {
+    let (o, ops, _t) = run_wml("finish_timeout.f", 20.0);
+    let r = o.result.as_ref().unwrap();
+    assert_eq!(o.exit_code, 0, "{:?}", r.reason);
+    assert!(r.measured_s < 10.0);
+    assert_eq!((ops["open1"], ops["app"], ops["close1"]), (1, 100, 1));
 }

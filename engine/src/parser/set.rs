@@ -44,10 +44,9 @@ impl<'a> Parser<'a> {
             self.expect_punct(')')?;
             SetValue::Cvar { attrs }
         } else {
-            match self.peek() {
-                Tok::Var(_) => return self.err("an integer, boolean, string, randvar(...) or cvar(...)"),
-                _ => SetValue::Plain(self.value()?),
-            }
+            // `set $a = $b` is not in the 1.5 grammar, but shipped files
+            // (createdelete-swing.f) use it: copy the value.
+            SetValue::Plain(self.value()?)
         };
         Ok(Stmt::Set { var, value })
     }

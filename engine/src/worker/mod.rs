@@ -37,6 +37,10 @@ pub enum Ret {
     Norsc(String),
     Error(String),
     Done,
+    /// finishoncount / finishonbytes reached: Filebench returns NORSC, which
+    /// in `timeout` mode aborts the run as an error (KNOWN-ISSUES §5); we end
+    /// the thread (alldone) or the run (timeout, firstdone) cleanly.
+    Finish(String),
 }
 
 /// Why a run stopped before its time.
@@ -229,6 +233,10 @@ impl Worker {
         match r {
             Ret::Error(msg) => self.shared.abort(StopKind::Error, format!("{who}: flowop {}-1 failed: {msg}", fo.name)),
             Ret::Done => self.shared.abort(StopKind::Done, format!("{who}: flowop {} finished the run", fo.name)),
+            Ret::Finish(msg) => match self.shared.mode {
+                QuitMode::AllDone => {}
+                _ => self.shared.abort(StopKind::Done, format!("{who}: flowop {}: {msg}", fo.name)),
+            },
             Ret::Norsc(msg) => match self.shared.mode {
                 QuitMode::Timeout => self.shared.abort(
                     StopKind::Norsc,

@@ -158,7 +158,7 @@ impl Worker {
             _ => now >= fo.const_value,
         };
         if done {
-            return Ret::Norsc(format!("{} reached {}", fo.kind.name(), fo.const_value));
+            return Ret::Finish(format!("{} reached {}", fo.kind.name(), fo.const_value));
         }
         let t0 = Instant::now();
         self.endop(fo, t0, 0);
