@@ -15,7 +15,7 @@ def test_report_writes_html_figures_csv(tmp_path, capsys):
     assert (tmp_path / "report.html").stat().st_size > 10000
     svgs = sorted(p.stem for p in (tmp_path / "figures").glob("*.svg"))
     assert svgs == sorted(p.stem for p in (tmp_path / "figures").glob("*.png")) and svgs
-    assert {p.stem for p in (tmp_path / "csv").glob("*.csv")} >= set(svgs) | {"findings", "advice", "warnings"}
+    assert {p.stem for p in (tmp_path / "csv").glob("*.csv")} >= set(svgs) | {"findings", "advice", "warnings", "containers"}
     assert (tmp_path / "summary.txt").read_text().startswith("strata report")
 
 

@@ -37,6 +37,10 @@ def render(report) -> dict[str, bytes]:
     out["advice.csv"] = table_csv(["workload", "load", "best stack", "mean", "unit", "n", "next stack", "change",
                                    "ci_low", "ci_high", "significant", "tied with"],
                                   [_advice_row(b) for b in a.best])
+    out["containers.csv"] = table_csv(["stack", "workload", "containers measured", "best containers", "aggregate",
+                                       "unit", "falls after"],
+                                      [[c.stack, c.workload, " ".join(map(str, c.counts)), c.best_x, c.aggregate, c.unit,
+                                        c.falls_after] for c in a.containers])
     out["warnings.csv"] = table_csv(["kind", "message", "what to do", "items"],
                                     [[w.kind, w.message, w.fix, "; ".join(w.items)] for w in a.warnings])
     return out

@@ -14,6 +14,9 @@ from html import escape
 from strata import __version__
 from strata.report.csv import cell_text
 
+MAX_TABLE_ROWS = 200   # inline; the CSV holds all
+MAX_LIST = 40          # advice items, findings numbers
+
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 18px 40px;
 color:#222;line-height:1.4}
@@ -62,11 +65,13 @@ def inline_svg(svg: bytes | str, prefix: str) -> str:
 def _table(columns, rows, cls="sortable") -> str:
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     body = []
-    for r in rows:
+    for r in rows[:MAX_TABLE_ROWS]:
         tds = "".join(f'<td class="num">{escape(cell_text(v))}</td>' if isinstance(v, (int, float)) and
                       not isinstance(v, bool) else f"<td>{escape(cell_text(v))}</td>" for v in r)
         body.append(f"<tr>{tds}</tr>")
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    more = f"<p class=meta>First {MAX_TABLE_ROWS} of {len(rows)} rows: the CSV holds all.</p>" \
+        if len(rows) > MAX_TABLE_ROWS else ""
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{more}'
 
 
 def _header(report) -> str:
@@ -95,11 +100,20 @@ def _warnings(a) -> str:
 
 
 def _advice(a) -> str:
-    items = [f"<li>{escape(b.text())}</li>" for b in a.best] + [f"<li>{escape(c.text())}</li>" for c in a.containers]
+    texts = [b.text() for b in a.best] + [c.text() for c in a.containers]
+    items = [f"<li>{escape(t)}</li>" for t in texts[:MAX_LIST]]
+    if len(texts) > MAX_LIST:
+        items.append(f"<li>... {len(texts) - MAX_LIST} more in csv/advice.csv and csv/containers.csv</li>")
     body = f"<ul>{''.join(items)}</ul>" if items else "<p>Nothing to advise: no two stacks ran the same workload.</p>"
     return ('<h2 id="advice">Advice</h2><p class=meta>Best stack per workload and load (device performance only; '
             "the raw device is the baseline, not a candidate). Tied: the difference is not significant at 95% "
             "(Welch).</p>" + body)
+
+
+def _numbers(o) -> str:
+    if len(o.numbers) <= MAX_LIST:
+        return o.detail
+    return "; ".join(o.numbers[:MAX_LIST]) + f"; ... {len(o.numbers) - MAX_LIST} more in csv/findings.csv"
 
 
 def _finding_rows(pairs) -> str:
@@ -108,7 +122,7 @@ def _finding_rows(pairs) -> str:
         cls = o.status.replace(" ", "-")
         rows.append(f'<tr><td><span class="st {cls}">{escape(o.status)}</span></td><td><b>{escape(f.id)}</b><br>'
                     f"{escape(f.claim)}<br><small>source: {escape(f.source)}</small></td><td>{escape(f.criterion)}"
-                    f"</td><td>{escape(o.detail)}</td></tr>")
+                    f"</td><td>{escape(_numbers(o))}</td></tr>")
     return ("<table><thead><tr><th>status</th><th>claim</th><th>criterion here</th><th>numbers</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
@@ -128,13 +142,14 @@ def _findings(a) -> str:
 
 
 def _figure(i: int, f, svg) -> str:
+    csv = f'<a href="csv/{f.id}.csv">CSV</a>'
+    if svg is None:
+        return (f'<li id="{escape(f.id)}">{escape(f.title)} ({len(f.table.rows)} rows): {csv}</li>')
     files = (f'<span class=files>files: <a href="figures/{f.id}.svg">SVG</a> <a href="figures/{f.id}.png">PNG</a> '
-             f'<a href="csv/{f.id}.csv">CSV</a></span>')
-    body = inline_svg(svg, f"f{i}") if svg is not None else \
-        "<p class=meta>(not drawn: too many figures of this kind; the table and CSV hold the numbers)</p>"
-    return (f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{body}<figcaption><b>{escape(f.title)}</b>. '
-            f"{escape(f.caption)} {files}</figcaption><details><summary>table ({len(f.table.rows)} rows)"
-            f"</summary>{_table(f.table.columns, f.table.rows)}</details></figure>")
+             f"{csv}</span>")
+    return (f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{inline_svg(svg, f"f{i}")}<figcaption>'
+            f"<b>{escape(f.title)}</b>. {escape(f.caption)} {files}</figcaption><details><summary>table "
+            f"({len(f.table.rows)} rows)</summary>{_table(f.table.columns, f.table.rows)}</details></figure>")
 
 
 def render(report, svgs: dict[str, bytes]) -> bytes:
@@ -145,7 +160,11 @@ def render(report, svgs: dict[str, bytes]) -> bytes:
              '<h2 id="figures">Figures</h2>']
     if not report.figures:
         parts.append("<p>No figure: the results hold no successful measurement.</p>")
-    parts += [_figure(i, f, svgs.get(f.id)) for i, f in enumerate(report.figures)]
+    parts += [_figure(i, f, svgs[f.id]) for i, f in enumerate(report.figures) if f.id in svgs]
+    rest = [_figure(i, f, None) for i, f in enumerate(report.figures) if f.id not in svgs]
+    if rest:
+        parts.append(f"<p>{len(rest)} more figure(s) not drawn (the report draws a bounded number of each kind); "
+                     f"their tables:</p><ul>{''.join(rest)}</ul>")
     parts.append('<h2 id="tables">Tables: file system x path x containers</h2>')
     if not any(t.id.startswith("table-") for t in report.tables):
         parts.append("<p class=meta>Not measured: these tables need two or more file systems or paths "

@@ -59,7 +59,10 @@ def analysis_text(a) -> str:
     if a.best or a.containers:
         lines += ["", "advice:"]
         lines += [f"  - {b.text()}" for b in a.best[:MAX_ROWS]]
-        lines += [f"  - {c.text()}" for c in a.containers]
+        lines += [f"  - {c.text()}" for c in a.containers[:MAX_ROWS]]
+        more = max(0, len(a.best) - MAX_ROWS) + max(0, len(a.containers) - MAX_ROWS)
+        if more:
+            lines.append(f"  ... {more} more: see the HTML report or csv/advice.csv, csv/containers.csv")
     for g in a.grids[:MAX_GRIDS]:
         lines += ["", g.title + ":"]
         lines += _table([["containers"] + [f"{fs} {p}" for fs, _, p in g.columns]] +
