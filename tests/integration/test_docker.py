@@ -345,8 +345,10 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     script.write_text(KILLED_SCRIPT)
     p = subprocess.Popen([sys.executable, str(script), str(wd)], stdout=subprocess.PIPE, text=True,
                          env={**os.environ, "PYTHONPATH": str(SRC), "STRATA_STATE_DIR": str(own_state)})
+    t = time.monotonic()
     try:
         line = p.stdout.readline()
+        print(f"\nkilled run ready after {time.monotonic() - t:.1f} s")
         assert line.startswith("READY"), line
         jpath = Path(line.split()[1])
         daemon = next(e["data"] for e in jn.pending(jpath) if e["kind"] == "daemon")
@@ -357,7 +359,9 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     if daemon_too:
         os.kill(int(Path(daemon["pidfile"]).read_text()), signal.SIGKILL)
     logs: list[str] = []
+    t = time.monotonic()
     undone = jn.cleanup(own_state, log=logs.append)
+    print(f"cleanup took {time.monotonic() - t:.1f} s")
     assert not jpath.exists(), logs
     assert undone >= 6, logs  # file, loop, mount, daemon, volumes, containers
     assert not [q for q in dk.procs_mentioning(daemon["run_dir"] + "/") if dk._running(q)]

@@ -30,7 +30,7 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -154,11 +154,20 @@ def _running(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+ENGINE_PROGRAMS = ("dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "docker-init")
+
+
 def procs_mentioning(marker: str) -> list[int]:
-    """Processes whose command line contains `marker` (our unique run dir), not ourselves."""
-    me = os.getpid()
-    return [int(p.name) for p in Path("/proc").iterdir()
-            if p.name.isdigit() and int(p.name) != me and marker in _cmdline(int(p.name))]
+    """Container-engine processes whose command line contains `marker` (our unique run dir):
+    dockerd, its containerd and their shims. Never anything else (a user's `less` of our log)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or marker not in _cmdline(int(p.name)):
+            continue
+        with contextlib.suppress(OSError):
+            if os.path.basename(os.readlink(p / "exe")) in ENGINE_PROGRAMS:
+                found.append(int(p.name))
+    return found
 
 
 def _signal_and_wait(pids: list[int], sig: int, timeout_s: float) -> list[int]:
@@ -335,9 +344,10 @@ class DaemonPaths:
         return f"strata-{self.id}"
 
     def journal_data(self, driver: str, remove_data_root: bool) -> dict:
-        return {"id": self.id, "driver": driver, "cgroup_dirs": own_cgroup_dirs(self.cgroup_parent), "sock": self.sock, "run_dir": str(self.run_dir),
+        return {"id": self.id, "driver": driver, "sock": self.sock, "run_dir": str(self.run_dir),
                 "exec_root": str(self.exec_root), "pidfile": str(self.pidfile), "data_root": str(self.data_root),
-                "cgroup_parent": self.cgroup_parent, "remove_data_root": remove_data_root}
+                "cgroup_parent": self.cgroup_parent, "cgroup_dirs": own_cgroup_dirs(self.cgroup_parent),
+                "remove_data_root": remove_data_root}
 
 
 def dockerd_argv(paths: DaemonPaths, driver: str) -> list[str]:
@@ -580,6 +590,13 @@ def _read_time(path: Path) -> float | None:
         return None
 
 
+def _tail(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[-STDERR_TAIL_CHARS:]
+    except OSError:
+        return ""
+
+
 def _safe(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]
 
@@ -610,6 +627,22 @@ class DockerRunning:
         return t
 
     def wait(self, timeout_s: float) -> list[InstanceOutput]:
+        codes = self._exit_codes(timeout_s)
+        outputs, oom = [], []
+        for c, code in zip(self.containers, codes):
+            out = self._output(c, code)
+            if out is None:
+                oom.append(c.request.index)
+                out = InstanceOutput(c.request.index, c.request.out_dir, code, _tail(c.request.out_dir / "stderr"))
+            outputs.append(out)
+        self.stop()
+        if oom:
+            raise TrialFailure("oom", f"instance(s) {oom} ran out of memory (limit {self.limits.memory} bytes) "
+                                      f"and were killed by the OOM killer", outputs[oom[0]].stderr)
+        return outputs
+
+    def _exit_codes(self, timeout_s: float) -> list[int]:
+        """`docker wait` for all, watching the daemon and the deadline."""
         s = self.session
         names = [c.name for c in self.containers]
         p = subprocess.Popen([docker_cli(), "-H", f"unix://{s.sock}", "wait", *names], stdout=subprocess.PIPE,
@@ -634,24 +667,18 @@ class DockerRunning:
                 self._daemon_died()
             self.stop()
             raise TrialFailure("runtime", f"docker wait failed: {err.strip()}")
-        outputs, oom = [], []
-        for c, code in zip(self.containers, out.split()):
-            state = json.loads(s.docker("inspect", "--format", "{{json .State}}", c.name).stdout)
-            r = c.request
-            final = parse_cgroup_final((r.out_dir / "cgroup-final.txt").read_text()) \
-                if (r.out_dir / "cgroup-final.txt").exists() else {}
-            if state.get("OOMKilled") or re.search(r"^oom_kill [1-9]", final.get("memory/memory.oom_control", ""), re.M):
-                oom.append(r.index)
-            stderr = ""
-            with contextlib.suppress(OSError):
-                stderr = (r.out_dir / "stderr").read_text(errors="replace")[-STDERR_TAIL_CHARS:]
-            outputs.append(InstanceOutput(r.index, r.out_dir, int(code), stderr,
-                                          _read_time(r.out_dir / "start"), _read_time(r.out_dir / "end")))
-        self.stop()
-        if oom:
-            raise TrialFailure("oom", f"instance(s) {oom} ran out of memory (limit {self.limits.memory} bytes) "
-                                      f"and were killed by the OOM killer", outputs[oom[0]].stderr)
-        return outputs
+        return [int(x) for x in out.split()]
+
+    def _output(self, c: Container, code: int) -> InstanceOutput | None:
+        """What one exited container left; None if the OOM killer struck in it."""
+        state = json.loads(self.session.docker("inspect", "--format", "{{json .State}}", c.name).stdout)
+        out_dir = c.request.out_dir
+        final_file = out_dir / "cgroup-final.txt"
+        final = parse_cgroup_final(final_file.read_text()) if final_file.exists() else {}
+        if state.get("OOMKilled") or re.search(r"^oom_kill [1-9]", final.get("memory/memory.oom_control", ""), re.M):
+            return None
+        return InstanceOutput(c.request.index, out_dir, code, _tail(out_dir / "stderr"),
+                              _read_time(out_dir / "start"), _read_time(out_dir / "end"))
 
     def _daemon_died(self) -> None:
         s = self.session
