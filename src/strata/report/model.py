@@ -245,7 +245,8 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
         if not data:
             continue
         rows = [[k, t, v] for k, pts in data.items() for t, v in pts]
-        title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']})"
+        cached = " (cache answered: not device performance)" if any(r is x for x in cell.cached) else ""
+        title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']}){cached}"
         fid = figure_id("series", r["trial_id"])
         out.append(Figure(fid, "series", title, "Per-second samples of the collectors and of fio's IOPS log: "
                           "a steady run is flat; device utilization, iowait and page cache show where time went.",
