@@ -9,7 +9,7 @@
  * listing (fileset, path, size, exists) is read from a file.
  *
  * usage: bare MODE LISTING NTHREADS SECONDS    (MODE: webserver|varmail|fileserver)
- * prints: ops/s
+ * prints: ops/s total_ops elapsed_s
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -206,6 +206,6 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double el = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("%.0f\n", ops / el);
+	printf("%.0f %ld %.3f\n", ops / el, ops, el);
 	return 0;
 }

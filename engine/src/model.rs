@@ -279,3 +279,47 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ast::Stmt;
+
+    fn model_of(src: &str) -> RunModel {
+        let script = crate::parser::parse("t.f", src).unwrap();
+        let procs: Vec<_> = script
+            .stmts
+            .iter()
+            .filter_map(|s| match &s.stmt {
+                Stmt::DefineProcess { attrs, threads } => Some((attrs.clone(), threads.clone(), s.pos)),
+                _ => None,
+            })
+            .collect();
+        let vars = Vars::default();
+        let names = vec!["fs".to_string()];
+        let composites = HashMap::new();
+        compile(&Ctx { file: "t.f", vars: &vars, filesets: &names, composites: &composites }, &procs).unwrap()
+    }
+
+    #[test]
+    fn same_name_is_credited_to_the_last_definition() {
+        let m = model_of(
+            "define process name=p { thread name=a { flowop statfile name=st,filesetname=fs } \
+             thread name=b { flowop statfile name=st,filesetname=fs } }",
+        );
+        assert_eq!(m.stats.len(), 1);
+        assert_eq!(m.rows[0].stat_id, None);
+        assert_eq!(m.rows[1].stat_id, Some(0));
+    }
+
+    #[test]
+    fn unknown_fileset_is_a_semantic_error() {
+        let script = crate::parser::parse("t.f", "define process name=p { thread name=t { flowop statfile name=s,filesetname=nope } }").unwrap();
+        let Stmt::DefineProcess { attrs, threads } = &script.stmts[0].stmt else { panic!() };
+        let vars = Vars::default();
+        let composites = HashMap::new();
+        let cx = Ctx { file: "t.f", vars: &vars, filesets: &[], composites: &composites };
+        let e = compile(&cx, &[(attrs.clone(), threads.clone(), script.stmts[0].pos)]).unwrap_err();
+        assert!(e.to_string().contains("file nope not found"), "{e}");
+    }
+}

@@ -267,7 +267,8 @@ fn wait_run(shared: &Shared, p: &RunParams, t0: Instant, nworkers: usize, all: &
         if sig != 0 {
             return (sig, base, last_t);
         }
-        if shared.stopping() || shared.threads_done.load(Relaxed) >= nworkers || p.runtime_s.is_some_and(|r| t >= r) {
+        let all_done = nworkers > 0 && shared.threads_done.load(Relaxed) >= nworkers;
+        if shared.stopping() || all_done || p.runtime_s.is_some_and(|r| t >= r) {
             return (0, base, last_t);
         }
         if t >= next_print {

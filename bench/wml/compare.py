@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Runs strata-wml and the bare C loop alternately and prints the table of
+bench/wml/run.sh. Called by run.sh with the tmpfs mount already in place.
+
+Two figures per personality, medians over the repetitions:
+* throughput ratio: engine ops/s / bare ops/s (the target figure);
+* CPU ratio: engine ops per CPU-second / bare ops per CPU-second, which is
+  far less sensitive to this VM's noisy CPU availability. The engine's CPU
+  time excludes fileset creation (measured with `strata-wml create`).
+"""
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+
+
+def cpu_of(cmd, **kw):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return out, cpu
+
+
+def clean(mnt):
+    for e in os.listdir(mnt):
+        shutil.rmtree(os.path.join(mnt, e), ignore_errors=True)
+
+
+def engine_once(engine, f, mnt, secs):
+    out, cpu = cpu_of([engine, "run", f, "--json", "--runtime", str(secs), "--set", f"$dir={mnt}"])
+    end = [json.loads(l)["data"] for l in out.stdout.splitlines() if json.loads(l)["type"] == "end"][0]
+    clean(mnt)
+    _, create_cpu = cpu_of([engine, "create", f, "--set", f"$dir={mnt}"])
+    clean(mnt)
+    ops = end["summary"]["ops"]
+    return end["summary"]["ops_per_s"], ops / max(cpu - create_cpu, 1e-3)
+
+
+def bare_once(engine, bare, f, name, threads, mnt, secs, work):
+    listing = os.path.join(work, "listing.tsv")
+    with open(listing, "w") as lf:
+        subprocess.run([engine, "create", f, "--set", f"$dir={mnt}"], stdout=lf, stderr=subprocess.DEVNULL, check=True)
+    out, cpu = cpu_of([bare, name, listing, str(threads), str(secs)])
+    clean(mnt)
+    ops_s, ops, _ = out.stdout.split()
+    return float(ops_s), int(ops) / max(cpu, 1e-3)
+
+
+def main():
+    engine, bare, pers, mnt, work, secs, reps = sys.argv[1:8]
+    secs, reps = float(secs), int(reps)
+    print("personality engine_ops/s bare_ops/s ratio cpu_ratio")
+    for name, threads in (("webserver", 100), ("varmail", 16), ("fileserver", 50)):
+        f = os.path.join(pers, f"{name}.f")
+        eng, bar = [], []
+        for _ in range(reps):
+            eng.append(engine_once(engine, f, mnt, secs))
+            bar.append(bare_once(engine, bare, f, name, threads, mnt, secs, work))
+        e_tp = statistics.median(x[0] for x in eng)
+        b_tp = statistics.median(x[0] for x in bar)
+        e_cpu = statistics.median(x[1] for x in eng)
+        b_cpu = statistics.median(x[1] for x in bar)
+        runs = " ".join(f"{a[0]:.0f}/{b[0]:.0f}" for a, b in zip(eng, bar))
+        print(f"{name} {e_tp:.0f} {b_tp:.0f} {e_tp / b_tp:.3f} {e_cpu / b_cpu:.3f}   (engine/bare runs: {runs})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
