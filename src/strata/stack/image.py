@@ -45,7 +45,8 @@ BUILD_TIMEOUT_S = 1800
 
 
 def images_dir() -> Path:
-    return state_dir() / "images"
+    """Built once per machine and shared by every run (and test), whatever its state dir."""
+    return Path(os.environ.get("STRATA_IMAGE_DIR", "/var/cache/strata/images"))
 
 
 def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
@@ -184,7 +185,11 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
 
 
 def ensure_image(session_or_socket, extra_files: Mapping[str, Path] | None = None) -> str:
-    """Make `strata-tools:<hash>` present in that daemon (loading it at most once) and return its tag."""
+    """Make `strata-tools:<hash>` present in that daemon (loading it at most once) and return its tag.
+
+    Without `extra_files`, the image carries the engine binary when one is built."""
+    if extra_files is None:
+        extra_files = default_extra_files()
     session = None if isinstance(session_or_socket, str) else session_or_socket
     sock = session_or_socket if session is None else session.sock
     tag = image_tag(extra_files)
@@ -199,3 +204,8 @@ def ensure_image(session_or_socket, extra_files: Mapping[str, Path] | None = Non
     if session is not None:
         session.image = tag
     return tag
+
+
+def default_extra_files() -> dict[str, Path]:
+    from strata.engine import image_extra_files
+    return image_extra_files()

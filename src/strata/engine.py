@@ -1,0 +1,29 @@
+"""Where the Filebench-compatible engine (`strata-wml`, built from engine/) is.
+
+Looked up in this order: $STRATA_WML, the PATH (scripts/install links it into
+.venv/bin), then the release build beside this checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+REPO_BUILD = Path(__file__).resolve().parents[2] / "engine" / "target" / "release" / "strata-wml"
+
+
+def engine_binary() -> Path | None:
+    env = os.environ.get("STRATA_WML")
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    found = shutil.which("strata-wml")
+    if found:
+        return Path(found).resolve()
+    return REPO_BUILD if REPO_BUILD.is_file() else None
+
+
+def image_extra_files() -> dict[str, Path]:
+    """Binaries baked into the workload image next to fio."""
+    binary = engine_binary()
+    return {"strata-wml": binary} if binary else {}

@@ -1,0 +1,162 @@
+"""filebench: unmodified Filebench `.f` workloads, run by our engine `strata-wml`.
+
+Seed study 004 (Docker storage with Filebench's web, mail, file server and random
+file access personalities) is the reason: Filebench itself needs ASLR off and a
+177 MB shm file and hangs in containers (shared/filebench/KNOWN-ISSUES.md).
+The engine speaks the JSON Lines protocol of engine/README.md; strata sets `$dir`
+to the path under test and passes the spec's `set` overrides. Filebench I/O is
+buffered by default, so the page cache is part of what is measured: the cache
+flag records that as expected, not as an error.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from strata.engine import engine_binary
+from strata.errors import TrialFailure
+from strata.spec.model import Strict
+from strata.workloads.base import InstanceOutput, Parsed, Target
+from strata.workloads.latency import PERCENTILES, percentile
+
+PERSONALITIES_DIR = Path(__file__).parent / "personalities"
+PERSONALITIES = ("webserver", "varmail", "fileserver", "randomfileaccess", "randomread", "randomrw", "randomwrite")
+PROTOCOL = 1
+OUTPUT = "engine.jsonl"
+
+
+class FilebenchSpec(Strict):
+    """A Filebench personality shipped with strata, or your own .f file."""
+    type: Literal["filebench"] = "filebench"
+    name: str = Field(default="", description="default: the personality or the file's stem")
+    personality: Literal[PERSONALITIES] | None = Field(default=None, description="one of the shipped personalities")
+    file: str | None = Field(default=None, description="an unmodified Filebench .f file")
+    set: dict[str, str | int | float | bool] = Field(default_factory=dict, description="variable overrides, e.g. {nthreads: 4}")
+    runtime: int = Field(default=60, ge=1, description="seconds (overrides the file's `run N`)")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if bool(self.personality) == bool(self.file):
+            raise ValueError("give exactly one of personality (" + ", ".join(PERSONALITIES) + ") or file")
+        if "dir" in {k.lstrip("$") for k in self.set}:
+            raise ValueError("$dir is set by strata to the path under test; remove it from `set`")
+        if not self.name:
+            object.__setattr__(self, "name", self.personality or Path(self.file).stem)
+        return self
+
+    @property
+    def source(self) -> Path:
+        return PERSONALITIES_DIR / f"{self.personality}.f" if self.personality else Path(self.file)
+
+
+class Filebench:
+    name = "filebench"
+
+    def parse_spec(self, raw: dict, base_dir: Path) -> FilebenchSpec:
+        raw = dict(raw)
+        if raw.get("file"):
+            p = Path(raw["file"])
+            p = p if p.is_absolute() else base_dir / p
+            if not p.is_file():
+                raise ValueError(f"no Filebench file at {p}")
+            raw["file"] = str(p.resolve())
+        return FilebenchSpec.model_validate(raw)
+
+    def available(self, host: dict) -> str | None:
+        return None if engine_binary() else "the engine strata-wml is not built (run scripts/install, or cargo build --release in engine/)"
+
+    def direct_io(self, spec: FilebenchSpec) -> bool:
+        return False
+
+    def estimate_s(self, spec: FilebenchSpec) -> float:
+        return spec.runtime + 10
+
+    def stage(self, spec: FilebenchSpec, out_dir: Path) -> None:
+        (out_dir / "workload.f").write_text(spec.source.read_text())
+
+    def command(self, spec: FilebenchSpec, load, target: Target, instance: int) -> list[str]:
+        # Natively the engine is on the host; in a container it is baked into the image.
+        binary = str(engine_binary() or "strata-wml") if target.out_dir != "/strata-out" else "strata-wml"
+        sets = [f"$dir={target.path}"] + [f"${k.lstrip('$')}={_value(v)}" for k, v in spec.set.items()]
+        engine = [binary, "run", f"{target.out_dir}/workload.f", "--json", "--runtime", str(spec.runtime)]
+        for s in sets:
+            engine += ["--set", s]
+        # stdout (JSON Lines) to a file in the out dir; stderr stays with the runtime
+        return ["sh", "-c", f"exec {shlex.join(engine)} > {shlex.quote(target.out_dir)}/{OUTPUT}"]
+
+    def parse(self, spec: FilebenchSpec, outputs: list[InstanceOutput]) -> Parsed:
+        ends = [read_end(o) for o in outputs]
+        return aggregate(ends)
+
+
+def _value(v) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def read_end(o: InstanceOutput) -> dict:
+    """The `end` record of one instance; an `error` record or a missing end is a failed trial."""
+    path = o.out_dir / OUTPUT
+    lines = path.read_text().splitlines() if path.exists() else []
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise TrialFailure("parse", f"engine instance {o.index} wrote a line that is not JSON: {line[:200]}", o.stderr)
+    begin = next((r["data"] for r in records if r["type"] == "begin"), None)
+    if begin and begin.get("protocol") != PROTOCOL:
+        raise TrialFailure("bad_input", f"engine protocol {begin.get('protocol')}, strata reads {PROTOCOL}: rebuild the engine")
+    err = next((r["data"] for r in records if r["type"] == "error"), None)
+    end = next((r["data"] for r in records if r["type"] == "end"), None)
+    if err and not end:
+        raise TrialFailure(err.get("kind", "tool_error"), f"engine: {err['message']}", o.stderr)
+    if end is None:
+        raise TrialFailure("tool_error", f"engine instance {o.index} exited {o.returncode} without results", o.stderr)
+    if end["stopped_early"] and o.returncode != 0:
+        raise TrialFailure("stopped_early", f"engine instance {o.index} stopped early: {end.get('reason')}",
+                           o.stderr + "\n" + json.dumps(end["summary"]))
+    end["_intervals"] = [r["data"] for r in records if r["type"] == "interval"]
+    return end
+
+
+def aggregate(ends: list[dict]) -> Parsed:
+    """Sum rates over instances; per-flowop latency from merged histograms."""
+    summary_keys = ("ops", "ops_per_s", "reads_per_s", "writes_per_s", "mb_per_s", "read_bytes", "write_bytes")
+    total = {k: sum(e["summary"][k] for e in ends) for k in summary_keys}
+    flowops = []
+    for i, f0 in enumerate(ends[0]["flowops"]):
+        parts = [e["flowops"][i] for e in ends]
+        bins: Counter = Counter()
+        for p in parts:
+            for upper, count in zip(p["histogram"]["bucket_ns_upper"], p["histogram"]["counts"]):
+                bins[upper] += count
+        ops = sum(p["ops"] for p in parts)
+        lat = {"mean": (sum(p["latency_us"]["mean"] * p["ops"] for p in parts) / ops) if ops else None,
+               "max": max(p["latency_us"]["max"] for p in parts)}
+        for key, pct in PERCENTILES.items():
+            v = percentile(bins, pct)
+            lat[key] = v / 1000.0 if v is not None else None
+        flowops.append({"name": f0["name"], "type": f0["type"], "ops": ops,
+                        "ops_per_s": sum(p["ops_per_s"] for p in parts),
+                        "mb_per_s": sum(p["mb_per_s"] for p in parts), "latency_us": lat})
+    metrics = {
+        "kind": "filebench",
+        "summary": total,
+        "ms_per_op": (sum(e["summary"]["ms_per_op"] * e["summary"]["ops"] for e in ends) / total["ops"]) if total["ops"] else None,
+        "flowops": flowops,
+        "instances": [{"ops_per_s": e["summary"]["ops_per_s"], "mb_per_s": e["summary"]["mb_per_s"],
+                       "runtime_s": e["runtime_s"]} for e in ends],
+        "primary": {"ops_per_s": total["ops_per_s"], "mb_per_s": total["mb_per_s"],
+                    "mb_per_s_per_instance": total["mb_per_s"] / len(ends)},
+        "page_cache": "buffered I/O: the page cache is part of what is measured",
+    }
+    return Parsed(metrics=metrics, moved_bytes={"read": total["read_bytes"], "write": total["write_bytes"]})
+
+
+FILEBENCH = Filebench()

@@ -1,0 +1,82 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from strata.errors import SpecErrors, TrialFailure
+from strata.spec.load import parse_spec
+from strata.spec.model import Load
+from strata.workloads.base import InstanceOutput, Target
+from strata.workloads.filebench import FILEBENCH, OUTPUT, PERSONALITIES, PERSONALITIES_DIR, read_end
+
+DATA = Path(__file__).parents[1] / "data" / "strata-wml" / "0.1.0"
+BASE = {"name": "t", "devices": ["loop"], "filesystems": ["ext4"], "runtimes": ["docker"], "paths": ["volume"]}
+
+
+def _outputs(tmp_path, names, rc=0):
+    outs = []
+    for i, n in enumerate(names):
+        d = tmp_path / f"inst-{i}"
+        d.mkdir()
+        (d / OUTPUT).write_text((DATA / n).read_text())
+        outs.append(InstanceOutput(i, d, rc, ""))
+    return outs
+
+
+def test_every_personality_ships():
+    for p in PERSONALITIES:
+        assert (PERSONALITIES_DIR / f"{p}.f").is_file()
+
+
+def test_spec_shorthand_and_sweep():
+    _, wls = parse_spec({**BASE, "workloads": [{"filebench": {"personality": ["webserver", "varmail"], "set": {"nthreads": 4}}}]})
+    assert [w.name for w in wls] == ["webserver", "varmail"] and wls[0].set == {"nthreads": 4}
+
+
+def test_spec_errors():
+    with pytest.raises(SpecErrors, match="exactly one of personality"):
+        parse_spec({**BASE, "workloads": [{"filebench": {}}]})
+    with pytest.raises(SpecErrors, match=r"\$dir is set by strata"):
+        parse_spec({**BASE, "workloads": [{"filebench": {"personality": "webserver", "set": {"$dir": "/x"}}}]})
+    with pytest.raises(SpecErrors):
+        parse_spec({**BASE, "workloads": [{"filebench": {"personality": "mailserver"}}]})
+
+
+def test_command_sets_dir_and_overrides():
+    spec = FILEBENCH.parse_spec({"type": "filebench", "personality": "webserver", "set": {"nthreads": 4}, "runtime": 7}, Path("."))
+    argv = FILEBENCH.command(spec, Load(), Target("dir", "/data", "/strata-out"), 0)
+    script = argv[-1]
+    assert argv[:2] == ["sh", "-c"] and script.startswith("exec strata-wml run /strata-out/workload.f --json --runtime 7")
+    assert "'$dir=/data'" in script and "'$nthreads=4'" in script and script.endswith("> /strata-out/engine.jsonl")
+
+
+def test_two_instances_sum_and_merge(tmp_path):
+    spec = FILEBENCH.parse_spec({"type": "filebench", "personality": "varmail"}, Path("."))
+    parsed = FILEBENCH.parse(spec, _outputs(tmp_path, ["varmail-instance0.jsonl", "varmail-instance1.jsonl"]))
+    ends = [json.loads(l)["data"] for n in ("varmail-instance0.jsonl", "varmail-instance1.jsonl")
+            for l in (DATA / n).read_text().splitlines() if json.loads(l)["type"] == "end"]
+    m = parsed.metrics
+    assert m["primary"]["ops_per_s"] == pytest.approx(sum(e["summary"]["ops_per_s"] for e in ends))
+    assert m["primary"]["mb_per_s_per_instance"] == pytest.approx(sum(e["summary"]["mb_per_s"] for e in ends) / 2)
+    assert [f["name"] for f in m["flowops"]] == [f["name"] for f in ends[0]["flowops"]]
+    for i, f in enumerate(m["flowops"]):
+        assert f["ops"] == sum(e["flowops"][i]["ops"] for e in ends)
+        if f["ops"]:
+            lo = min(e["flowops"][i]["latency_us"]["p99"] for e in ends)
+            hi = max(e["flowops"][i]["latency_us"]["p99"] for e in ends)
+            assert lo * 0.97 <= f["latency_us"]["p99"] <= hi * 1.03
+    assert parsed.moved_bytes["read"] == sum(e["summary"]["read_bytes"] for e in ends)
+    assert not FILEBENCH.direct_io(spec)
+
+
+def test_engine_error_and_missing_end_are_failures(tmp_path):
+    d = tmp_path / "a"
+    d.mkdir()
+    (d / OUTPUT).write_text(json.dumps({"type": "error", "data": {"kind": "syntax", "message": "x.f:3:5: expected '='",
+                                                                   "file": "x.f", "line": 3, "col": 5}}) + "\n")
+    with pytest.raises(TrialFailure) as e:
+        read_end(InstanceOutput(0, d, 2, ""))
+    assert e.value.category == "syntax" and "x.f:3:5" in str(e.value)
+    (d / OUTPUT).write_text("")
+    with pytest.raises(TrialFailure, match="without results"):
+        read_end(InstanceOutput(0, d, 1, "killed"))
