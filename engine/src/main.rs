@@ -141,7 +141,7 @@ fn real_main() -> anyhow::Result<u8> {
     let mut interp = Interp::new(&script, cli.opts, out.clone());
     match interp.execute(&script) {
         Ok(o) => {
-            if check {
+            if check && !cli.json {
                 println!("{}: OK ({:?} dialect)", cli.file, script.dialect);
             }
             Ok(o.exit_code as u8)

@@ -129,6 +129,7 @@ fn plan(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Arc<O
         indexed_v14: p.indexed_v14,
         threads_done: AtomicUsize::new(0),
         verbose: p.verbose,
+        lathist: p.lathist,
         gate: (Mutex::new(false), Condvar::new()),
     });
     let mut objs_iter = per_thread_objs.into_iter();

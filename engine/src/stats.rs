@@ -63,9 +63,10 @@ pub enum Rw {
 }
 
 impl Counters {
-    /// `flowop_endop`: one op of `lat_ns` moving `bytes`.
+    /// `flowop_endop`: one op of `lat_ns` moving `bytes`; `lathist` also
+    /// counts the log2 bucket (only `enable lathist` prints them).
     #[inline]
-    pub fn record(&self, lat_ns: u64, bytes: u64, rw: Rw) {
+    pub fn record(&self, lat_ns: u64, bytes: u64, rw: Rw, lathist: bool) {
         bump(&self.count, 1);
         bump(&self.bytes, bytes);
         match rw {
@@ -86,8 +87,10 @@ impl Counters {
         if lat_ns > self.max_ns.load(Relaxed) {
             self.max_ns.store(lat_ns, Relaxed);
         }
-        let b = 64 - lat_ns.leading_zeros() as usize;
-        bump(&self.log2[b.min(63)], 1);
+        if lathist {
+            let b = 64 - lat_ns.leading_zeros() as usize;
+            bump(&self.log2[b.min(63)], 1);
+        }
     }
 
     /// A consistent-enough copy for reporting.
@@ -208,11 +211,11 @@ mod tests {
     #[test]
     fn record_and_since() {
         let c = Counters::default();
-        c.record(1500, 4096, Rw::Read);
-        c.record(500, 0, Rw::None);
+        c.record(1500, 4096, Rw::Read, true);
+        c.record(500, 0, Rw::None, true);
         let t = c.snapshot();
         assert_eq!((t.count, t.rcount, t.bytes, t.min_ns, t.max_ns), (2, 1, 4096, 500, 1500));
-        c.record(100, 10, Rw::Write);
+        c.record(100, 10, Rw::Write, true);
         let d = c.snapshot().since(&t);
         assert_eq!((d.count, d.wcount, d.bytes), (1, 1, 10));
     }

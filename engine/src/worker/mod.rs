@@ -70,6 +70,8 @@ pub struct Shared {
     pub threads_done: AtomicUsize,
     /// `debug` >= 2: `print` flowops log their message.
     pub verbose: bool,
+    /// `enable lathist`: keep the log2 latency buckets.
+    pub lathist: bool,
     /// Start gate: workers wait until the runner opens it.
     pub gate: (Mutex<bool>, std::sync::Condvar),
 }
@@ -177,7 +179,7 @@ impl Worker {
     #[inline]
     pub fn endop(&mut self, fo: &FlowopSpec, t0: Instant, bytes: u64) {
         let ns = t0.elapsed().as_nanos() as u64;
-        self.stats.flowops[fo.stat_id].record(ns, bytes, fo.kind.rw());
+        self.stats.flowops[fo.stat_id].record(ns, bytes, fo.kind.rw(), self.shared.lathist);
         if let Some(h) = self.hist[fo.stat_id].as_mut() {
             h.saturating_record(ns.max(1));
         }
