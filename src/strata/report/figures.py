@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 
 import matplotlib
 
@@ -36,7 +37,7 @@ def render(fig) -> tuple[bytes, bytes]:
     """(svg, png) bytes of a report Figure."""
     with matplotlib.rc_context(RC):
         mpl = DRAW[fig.kind](fig)
-        mpl.suptitle(_wrap(fig.title, 110), fontsize=10, x=0.01, ha="left")
+        _title(mpl, fig.title)
         svg, png = io.BytesIO(), io.BytesIO()
         mpl.savefig(svg, format="svg", metadata=SVG_META)
         mpl.savefig(png, format="png", metadata=PNG_META)
@@ -63,8 +64,14 @@ def _maxlen(labels) -> int:
     return max((len(str(x)) for x in labels), default=0)
 
 
-def _wrap(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "\u2026"
+def _title(mpl, title: str) -> None:
+    """The figure's title, on two lines when it does not fit one (margins made room for one)."""
+    w, h = mpl.get_size_inches()
+    lines = textwrap.wrap(title, int(w * 13))
+    if len(lines) > 1:
+        lines = [lines[0], " ".join(lines[1:])]
+        mpl.subplots_adjust(top=mpl.subplotpars.top - 0.17 / h)
+    mpl.suptitle("\n".join(lines), fontsize=10, x=0.01, ha="left")
 
 
 def _ci(values, lows, highs):
