@@ -163,3 +163,21 @@ fn sigint_stops_cleanly_with_statistics() {
     assert!(end.stopped_early);
     assert!(end.runtime_s < 30.0);
 }
+
+#[test]
+fn lathist_adds_64_buckets_to_each_line() {
+    let tmp = tempdir();
+    let out = bin()
+        .args(["run", &wml("vars.f").to_string_lossy(), "--runtime", "1.2"])
+        .args(["--set", &format!("$dir={}", tmp.path().display())])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("wu ")).expect("a wu line");
+    let buckets = line.split('\t').nth(1).expect("lathist column");
+    let n: Vec<u64> = buckets.trim_matches(|c| c == '[' || c == ']' || c == ' ').split(' ').map(|x| x.parse().unwrap()).collect();
+    assert_eq!(n.len(), 64);
+    let ops: u64 = line.split_whitespace().nth(1).unwrap().trim_end_matches("ops").parse().unwrap();
+    assert_eq!(n.iter().sum::<u64>(), ops);
+}
