@@ -73,3 +73,25 @@ def test_real_results_load():
     rs = load(root / "small")
     assert len(rs) == 16 and all(r["_path"].endswith(".json") for r in rs)
     assert len(load(root)) == len(rs) + sum(len(load(root / d)) for d in ("fs-compare", "sweeps", "bs-sweep"))
+
+
+def test_load_skips_attempts_and_checks_the_schema(tmp_path):
+    from strata.analysis.load import load
+    r = make_result()
+    (tmp_path / "trials").mkdir()
+    (tmp_path / "trials" / f"{r['trial_id']}.json").write_text(json.dumps(r))
+    (tmp_path / "trials" / f"{r['trial_id']}.attempt-1.json").write_text(json.dumps({**r, "status": "failed"}))
+    assert [x["status"] for x in load(tmp_path)] == ["ok"]
+    (tmp_path / "trials" / "future.json").write_text(json.dumps({**r, "schema_version": 99}))
+    with pytest.raises(ValueError, match="upgrade strata"):
+        load(tmp_path)
+
+
+def test_only_failed_trials_make_an_empty_but_valid_report():
+    from strata.analysis.analyse import analyse
+    from strata.report import generate
+    from strata.report.model import build
+    rs = [make_result(rep=i, status="failed") for i in range(2)]
+    files = generate(build(analyse(rs), "t"), jobs=1)
+    assert b"No figure" in files["report.html"]
+    assert b"2 failed" in files["summary.txt"]
