@@ -58,7 +58,8 @@ def _ratios(ctx, cells, test) -> Outcome:
     for c in cells:
         r = ratio_to_raw(c, ctx.raw)
         if r is not None:
-            items.append((test(r.value), f"{c.name}: {r.value:.2f}x raw"))
+            ci = f" [{r.low:.2f}, {r.high:.2f}]" if r.low is not None else " (n=1, no interval)"
+            items.append((test(r.value), f"{c.name}: {r.value:.2f}x raw{ci}"))
     return _verdict(items)
 
 
