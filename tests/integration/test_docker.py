@@ -37,14 +37,13 @@ DD = ("dd if=/dev/zero of={t} bs=1M count={n} oflag=direct status=none"
 
 @pytest.fixture(scope="session", autouse=True)
 def state(tmp_path_factory):
-    """Build (or find) the image in the real state dir, then run every test with its own state dir
-    that shares only the image cache."""
+    """Build (or find) the default image in the machine's image cache, then run every test with a
+    state dir (journals) of its own."""
     assert os.geteuid() == 0, "the docker integration tests need root"
     t = time.monotonic()
     tarball = image.build_image_tarball()
     print(f"\nimage tarball {tarball} ready in {time.monotonic() - t:.1f} s")
     d = tmp_path_factory.mktemp("state")
-    (d / "images").symlink_to(tarball.parent)
     old = os.environ.get("STRATA_STATE_DIR")
     os.environ["STRATA_STATE_DIR"] = str(d)
     yield d
@@ -270,12 +269,14 @@ def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
 
 
 def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatch):
-    """How the engine binary gets into the image: a new tag, built in a private build daemon."""
-    own = tmp_path / "state"
-    (own / "images").mkdir(parents=True)
+    """How the engine binary gets into the image: a new tag, built in a private build daemon
+    (in an image cache of its own that shares only the debootstrap result)."""
     base = f"strata-base-{image.SUITE}.tar"
-    (own / "images" / base).symlink_to((state / "images" / base).resolve())  # only the debootstrap result
-    monkeypatch.setenv("STRATA_STATE_DIR", str(own))
+    shared_base = image.images_dir() / base
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / base).symlink_to(shared_base)
+    monkeypatch.setenv("STRATA_IMAGE_DIR", str(images))
     tool = tmp_path / "hello.sh"
     tool.write_text("#!/bin/sh\necho hello from the image\n")
     t = time.monotonic()
@@ -284,8 +285,8 @@ def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatc
     assert tag == image.image_tag({"strata-hello": tool}) != image.image_tag()
     _, _, outs = run_once(overlay2_ext4, "tmpfs", tmp_path / "t", 1, ["strata-hello"])
     assert (outs[0].out_dir / "stdout").read_text() == "hello from the image\n"
-    assert list((own / "journal").glob("*.jsonl")) == []  # the build journal closed: all undone
-    assert [p.name for p in (own / "images").iterdir() if not p.name.startswith(".")] == \
+    assert not [j for j in (state / "journal").glob("image-build-*.jsonl")]  # closed: all undone
+    assert sorted(p.name for p in images.iterdir() if not p.name.startswith(".")) == \
         sorted([base, image.tarball_path({"strata-hello": tool}).name])
 
 
@@ -339,7 +340,6 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     # its own state dir: cleanup() must see only the killed run's journal, not this process's
     own_state = tmp_path / "state"
     own_state.mkdir()
-    (own_state / "images").symlink_to((state / "images").resolve())
     wd = tmp_path / "wd"
     script = tmp_path / "strata_killed.py"
     script.write_text(KILLED_SCRIPT)

@@ -491,3 +491,16 @@ def test_session_paths_refuse_what_cannot_be(monkeypatch, tmp_path):
                 pass
     with s.path("device", tmp_path / "t", Load(containers=2)) as h:
         assert h.target_kind == "device" and h.target_path == "/dev/strata-dev" and len(h.per_instance) == 2
+
+
+def test_default_image_carries_the_default_extra_files(tmp_path, monkeypatch):
+    f = tmp_path / "strata-wml"
+    f.write_bytes(b"engine")
+    monkeypatch.setattr(image, "default_extra_files", lambda: {"strata-wml": f})
+    assert image.image_key() == image.image_key({"strata-wml": f})
+    assert image.image_key({}) != image.image_key()  # {} is fio only
+
+
+def test_image_cache_location(monkeypatch, tmp_path):
+    monkeypatch.setenv("STRATA_IMAGE_DIR", str(tmp_path))
+    assert image.tarball_path({}).parent == tmp_path

@@ -5,8 +5,9 @@ No daemon of ours ever pulls: the base is a Debian root file system made by
 with `docker import`; a Dockerfile then installs the tools with apt-get
 (`docker build --network host`, the legacy builder, which never resolves a
 local `FROM` against a registry). The result is saved once per machine as a
-tarball under `state_dir()/images/` and loaded into each daemon that needs it
-(HOST-NOTES: debootstrap ~25 s, apt-get of fio ~14 s).
+tarball under `images_dir()` ($STRATA_IMAGE_DIR, else /var/cache/strata/images)
+and loaded into each daemon that needs it (measured here: debootstrap ~50 s,
+the build ~20-45 s, a load 3-10 s).
 
 The tag's hash covers the Dockerfile text and the extra files' contents, so a
 new engine binary makes a new image and an unchanged one is never rebuilt.
@@ -27,7 +28,7 @@ from typing import Iterator, Mapping
 from strata.errors import StrataError
 from strata.proc import CommandError, sh
 from strata.stack import docker as dk
-from strata.stack.journal import Journal, state_dir, undo_action
+from strata.stack.journal import Journal, undo_action
 from strata.stack.runtime import Unsupported
 
 SUITE = "bookworm"
@@ -67,9 +68,24 @@ def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
     return DEFAULT_MIRROR
 
 
+def default_extra_files() -> dict[str, Path]:
+    """What the workload image carries besides fio: the engine `strata-wml`, when it is built."""
+    try:
+        from strata.engine import image_extra_files
+    except ImportError:
+        return {}
+    return image_extra_files()
+
+
+def _extras(extra_files: Mapping[str, Path] | None) -> Mapping[str, Path]:
+    """None means the default image (default_extra_files); {} means fio only."""
+    return default_extra_files() if extra_files is None else extra_files
+
+
 def image_key(extra_files: Mapping[str, Path] | None = None) -> str:
+    extra_files = _extras(extra_files)
     h = hashlib.sha256(DOCKERFILE.encode())
-    for name in sorted(extra_files or {}):
+    for name in sorted(extra_files):
         if "/" in name or name in ("", ".", ".."):
             raise StrataError(f"extra image file name {name!r} is not a plain file name", "use a name like strata-wml")
         h.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(Path(extra_files[name]).read_bytes()).digest())
@@ -140,6 +156,7 @@ def base_tarball(journal: Journal) -> Path:
 
 def build_image_tarball(extra_files: Mapping[str, Path] | None = None) -> Path:
     """The saved image for these extra files, built once per machine (for `strata image build`)."""
+    extra_files = _extras(extra_files)
     out = tarball_path(extra_files)
     if out.exists():
         return out
@@ -152,7 +169,7 @@ def build_image_tarball(extra_files: Mapping[str, Path] | None = None) -> Path:
             with _scratch(journal, "ctx") as ctx:
                 (ctx / "Dockerfile").write_text(DOCKERFILE)
                 (ctx / "extra").mkdir()
-                for name, src in sorted((extra_files or {}).items()):
+                for name, src in sorted(extra_files.items()):
                     shutil.copy2(src, ctx / "extra" / name)
                     os.chmod(ctx / "extra" / name, 0o755)
                 _build_in_private_daemon(journal, base, ctx, image_tag(extra_files), out)
@@ -187,9 +204,8 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
 def ensure_image(session_or_socket, extra_files: Mapping[str, Path] | None = None) -> str:
     """Make `strata-tools:<hash>` present in that daemon (loading it at most once) and return its tag.
 
-    Without `extra_files`, the image carries the engine binary when one is built."""
-    if extra_files is None:
-        extra_files = default_extra_files()
+    Without `extra_files`, the default image: fio and, when it is built, the engine."""
+    extra_files = _extras(extra_files)
     session = None if isinstance(session_or_socket, str) else session_or_socket
     sock = session_or_socket if session is None else session.sock
     tag = image_tag(extra_files)
@@ -204,8 +220,3 @@ def ensure_image(session_or_socket, extra_files: Mapping[str, Path] | None = Non
     if session is not None:
         session.image = tag
     return tag
-
-
-def default_extra_files() -> dict[str, Path]:
-    from strata.engine import image_extra_files
-    return image_extra_files()
