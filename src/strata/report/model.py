@@ -92,9 +92,10 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
             continue
         labels = short_labels([c.stack for c in others])
         rows, bars = [], []
-        shown = _low_high(others)
-        for c in others:
-            for bar in _bars_of(c, a, labels[c.stack], has_raw):
+        per_cell = [(c, _bars_of(c, a, labels[c.stack], has_raw)) for c in others]
+        shown = _low_high([c for c, bs in per_cell if bs])
+        for c, bs in per_cell:
+            for bar in bs:
                 if (c.outstanding, c.labels["load"]) in shown:
                     bars.append(bar)
                 rows.append([c.stack, c.labels["load"], bar["value"], bar["low"], bar["high"], bar["n"],
