@@ -137,3 +137,13 @@ def test_filebench_flowop_table(report):
 def test_terminal_shows_004_tables(report):
     text = terminal.render(report)
     assert "fileserver: MB/s per container" in text and "ext4 volume" in text
+
+
+def test_figure_ids_are_unique_when_contexts_repeat():
+    rs = []
+    for size in (1 << 30, 2 << 30):
+        for bs in (4096, 16384, 65536):
+            rs += reps(1000, fs="xfs", bs=bs, size=size, experiment=f"e{size}")
+    rep = build(analyse(rs), "t")
+    ids = [f.id for f in rep.figures]
+    assert len(ids) == len(set(ids)) and any(i.endswith("-2") for i in ids)

@@ -64,7 +64,20 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
         rep.figures.extend(figs)
     rep.figures.extend(_series_figures(a, series_ids))
     rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _flowop_tables(a)
+    _unique_ids(rep.figures + rep.tables)
     return rep
+
+
+def _unique_ids(items: list) -> None:
+    """File names and HTML ids: a second figure with the same id gets -2, and so on."""
+    seen: dict[str, int] = {}
+    for it in items:
+        n = seen.get(it.id, 0) + 1
+        seen[it.id] = n
+        if n > 1:
+            it.id = f"{it.id}-{n}"
+            if isinstance(it, Figure):
+                it.table.id = it.id
 
 
 def _workload_groups(a: Analysis) -> list[tuple[str, list[Cell]]]:
