@@ -49,3 +49,15 @@ class Workload(Protocol):
     def estimate_s(self, spec: BaseModel) -> float: ...
     def command(self, spec: BaseModel, load: BaseModel, target: Target, instance: int) -> list[str]: ...
     def parse(self, spec: BaseModel, outputs: list[InstanceOutput]) -> Parsed: ...
+
+
+def resolve_file(raw: dict, base_dir: Path, what: str) -> dict:
+    """A spec's `file:` relative to the spec's folder, checked to exist."""
+    raw = dict(raw)
+    if raw.get("file"):
+        p = Path(raw["file"])
+        p = p if p.is_absolute() else base_dir / p
+        if not p.is_file():
+            raise ValueError(f"no {what} at {p}")
+        raw["file"] = str(p.resolve())
+    return raw

@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 from strata.engine import engine_binary
 from strata.errors import TrialFailure
 from strata.spec.model import Strict
-from strata.workloads.base import InstanceOutput, Parsed, Target
+from strata.workloads.base import InstanceOutput, Parsed, Target, resolve_file
 from strata.workloads.latency import PERCENTILES, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"
@@ -59,14 +59,7 @@ class Filebench:
     name = "filebench"
 
     def parse_spec(self, raw: dict, base_dir: Path) -> FilebenchSpec:
-        raw = dict(raw)
-        if raw.get("file"):
-            p = Path(raw["file"])
-            p = p if p.is_absolute() else base_dir / p
-            if not p.is_file():
-                raise ValueError(f"no Filebench file at {p}")
-            raw["file"] = str(p.resolve())
-        return FilebenchSpec.model_validate(raw)
+        return FilebenchSpec.model_validate(resolve_file(raw, base_dir, "Filebench file"))
 
     def available(self, host: dict) -> str | None:
         return None if engine_binary() else "the engine strata-wml is not built (run scripts/install, or cargo build --release in engine/)"

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from strata.errors import TrialFailure
 from strata.spec.model import Strict
 from strata.units import parse_size
-from strata.workloads.base import InstanceOutput, Parsed, Target
+from strata.workloads.base import InstanceOutput, Parsed, Target, resolve_file
 from strata.workloads.latency import summarize
 
 PRESETS = {
@@ -98,14 +98,7 @@ class Fio:
     name = "fio"
 
     def parse_spec(self, raw: dict, base_dir: Path) -> FioSpec:
-        raw = dict(raw)
-        if raw.get("file"):
-            p = Path(raw["file"])
-            p = p if p.is_absolute() else (base_dir / p)
-            if not p.is_file():
-                raise ValueError(f"no fio job file at {p}")
-            raw["file"] = str(p.resolve())
-        return FioSpec.model_validate(raw)
+        return FioSpec.model_validate(resolve_file(raw, base_dir, "fio job file"))
 
     def available(self, host: dict) -> str | None:
         return None if shutil.which("fio") else "fio is not installed (apt-get install fio)"

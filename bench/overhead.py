@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Overhead of strata itself (issue: core, "Overhead" quality bar). Run as root.
+
+1. The same fio job run by strata natively and by hand on the same loop device and
+   file system: IOPS ratio strata/by-hand, target >= 0.98.
+2. The same job in a container on a Docker volume (overlay2 daemon, same device)
+   against strata native: ratio container/native, target >= 0.95.
+
+Runs are interleaved A B A B ... (this VM drifts by tens of percent over minutes)
+and each ratio is the ratio of the medians. Prints the ratios; exits 0 either way.
+Usage: sudo .venv/bin/python bench/overhead.py [--rounds 5] [--runtime 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+JOB = {"rw": "randread", "bs": "4k", "numjobs": 2, "iodepth": 16, "size": "512MiB"}
+
+
+def sh(*argv, **kw):
+    return subprocess.run(argv, check=True, capture_output=True, text=True, **kw).stdout.strip()
+
+
+def by_hand(mountpoint: Path, runtime: int) -> float:
+    d = mountpoint / "by-hand"
+    d.mkdir(exist_ok=True)
+    out = sh("fio", "--name=byhand", f"--filename={d}/data", f"--rw={JOB['rw']}", f"--bs={JOB['bs']}",
+             "--ioengine=libaio", "--direct=1", f"--iodepth={JOB['iodepth']}", f"--numjobs={JOB['numjobs']}",
+             f"--size={JOB['size']}", f"--runtime={runtime}", "--time_based", "--ramp_time=2", "--group_reporting",
+             "--output-format=json")
+    return json.loads(out)["jobs"][0]["read"]["iops"]
+
+
+def by_strata(dev: str, runtime: int, runtimes: list[str], paths: list[str], work: Path, n: int) -> dict[str, float]:
+    spec = {"name": f"overhead-{n}", "workdir": str(work / "wd"),
+            "devices": [{"type": "block", "path": dev, "destroy": True}],
+            "filesystems": ["xfs"], "runtimes": runtimes, "paths": paths,
+            "workloads": [{"fio": {"rw": JOB["rw"], "bs": JOB["bs"], "size": JOB["size"], "runtime": runtime, "ramp_time": 2}}],
+            "loads": [{"numjobs": JOB["numjobs"], "iodepth": JOB["iodepth"]}],
+            "exclude": [{"runtime": "native", "path": "volume"}, {"runtime": "docker:*", "path": "bind"}]}
+    (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
+    out = work / f"r{n}"
+    subprocess.run([sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
+                   check=True, capture_output=True, text=True)
+    res = {}
+    for p in (out / "trials").glob("*.json"):
+        r = json.loads(p.read_text())
+        assert r["status"] == "ok", r["flags"]["failed"]
+        res[r["labels"]["runtime"]] = r["metrics"]["read"]["iops"]
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runtime", type=int, default=10)
+    ap.add_argument("--size", default="2G")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="strata-overhead-", dir="/var/tmp"))
+    img = work / "dev.img"
+    sh("dd", "if=/dev/zero", f"of={img}", "bs=1M", f"count={int(args.size.rstrip('G')) * 1024}", "oflag=direct", "status=none")
+    dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
+    mnt = work / "mnt"
+    mnt.mkdir()
+    hand, native, container = [], [], []
+    try:
+        for i in range(args.rounds):
+            sh("mkfs.xfs", "-f", "-q", "-K", dev)
+            sh("mount", dev, str(mnt))
+            try:
+                hand.append(by_hand(mnt, args.runtime))
+            finally:
+                sh("umount", str(mnt))
+            r = by_strata(dev, args.runtime, ["native", "docker:overlay2"], ["bind", "volume"], work, i)
+            native.append(r["native"])
+            container.append(r["docker:overlay2"])
+            print(f"round {i + 1}: by hand {hand[-1]:.0f}  strata native {native[-1]:.0f}  container volume {container[-1]:.0f} IOPS",
+                  flush=True)
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+        subprocess.run(["losetup", "-d", dev])
+        subprocess.run(["rm", "-rf", str(work)])
+    m = statistics.median
+    r1, r2 = m(native) / m(hand), m(container) / m(native)
+    print(f"strata native / by hand:       {r1:.3f}  (target >= 0.98)  medians {m(native):.0f} / {m(hand):.0f} IOPS")
+    print(f"container volume / native:     {r2:.3f}  (target >= 0.95)  medians {m(container):.0f} / {m(native):.0f} IOPS")
+    print(f"job: {JOB}, {args.runtime} s + 2 s ramp, {args.rounds} interleaved rounds, loop device with direct I/O, xfs")
+    return 0
+
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        sys.exit("bench/overhead.py: run as root")
+    sys.exit(main())
