@@ -40,13 +40,11 @@ def artifact(result: dict, name: str):
         return None
 
 
-def freeze(v):
-    """A hashable, order-independent copy of a JSON value (dict keys sorted)."""
-    if isinstance(v, dict):
-        return tuple(sorted((k, freeze(x)) for k, x in v.items()))
-    if isinstance(v, list):
-        return tuple(freeze(x) for x in v)
-    return v
+def freeze(d: dict, drop: str = "name") -> tuple:
+    """A hashable copy of a flat-ish JSON object (sorted keys; nested values by repr, which is canonical
+    for stored results: they are written with sorted keys)."""
+    return tuple(sorted((k, v if v is None or isinstance(v, (str, int, float)) else repr(v))
+                        for k, v in d.items() if k != drop))
 
 
 def is_cache_suspect(result: dict) -> bool:
@@ -127,11 +125,11 @@ class Cell:
     @functools.cached_property
     def workload_key(self) -> tuple:
         """The workload's parameters without its name, hashable."""
-        return freeze({k: v for k, v in self.workload.items() if k != "name"})
+        return freeze(self.workload)
 
     @functools.cached_property
     def load_key(self) -> tuple:
-        return freeze({k: v for k, v in self.load.items() if k != "name"})
+        return freeze(self.load)
 
     @property
     def reps(self) -> int:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from strata.store import SCHEMA_VERSION
+
+READERS = 4
 
 
 def read_bytes(path: str) -> bytes:
@@ -42,20 +45,26 @@ def results_dirs(root: str) -> list[str]:
 
 
 def load(root: Path | str) -> list[dict]:
-    out = []
+    paths = []
     for d in results_dirs(str(root)):
         trials = os.path.join(d, "trials")
-        for name in sorted(os.listdir(trials)):
-            if not name.endswith(".json") or ".attempt-" in name or name.startswith("."):
-                continue
-            path = os.path.join(trials, name)
-            try:
-                doc = json.loads(read_bytes(path))
-            except ValueError as e:
-                raise ValueError(f"{path} is not a readable result: {e}")
-            if doc.get("schema_version", 0) > SCHEMA_VERSION:
-                raise ValueError(f"{path} has schema_version {doc['schema_version']}; this strata reads up to "
-                                 f"{SCHEMA_VERSION}: upgrade strata")
-            doc["_path"] = path
-            out.append(doc)
+        paths += [os.path.join(trials, n) for n in sorted(os.listdir(trials))
+                  if n.endswith(".json") and ".attempt-" not in n and not n.startswith(".")]
+    out = []
+    # the reads wait in the kernel (GIL released) while this thread parses what has arrived
+    with ThreadPoolExecutor(READERS) as pool:
+        for path, data in zip(paths, pool.map(read_bytes, paths, chunksize=64)):
+            out.append(_parse(path, data))
     return out
+
+
+def _parse(path: str, data: bytes) -> dict:
+    try:
+        doc = json.loads(data)
+    except ValueError as e:
+        raise ValueError(f"{path} is not a readable result: {e}")
+    if doc.get("schema_version", 0) > SCHEMA_VERSION:
+        raise ValueError(f"{path} has schema_version {doc['schema_version']}; this strata reads up to "
+                         f"{SCHEMA_VERSION}: upgrade strata")
+    doc["_path"] = path
+    return doc
