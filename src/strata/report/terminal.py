@@ -13,6 +13,7 @@ from strata.analysis.query import fmt
 
 MAX_ROWS = 30
 MAX_GRIDS = 4
+MAX_GRID_COLUMNS = 8
 STATUS_MARK = {"held": "+", "not held": "x", "not measured": "."}
 
 
@@ -65,6 +66,9 @@ def analysis_text(a) -> str:
             lines.append(f"  ... {more} more: see the HTML report or csv/advice.csv, csv/containers.csv")
     for g in a.grids[:MAX_GRIDS]:
         lines += ["", g.title + ":"]
+        if len(g.columns) > MAX_GRID_COLUMNS:
+            lines.append(f"  {len(g.columns)} columns: too wide for a terminal, see the HTML report or its CSV")
+            continue
         lines += _table([["containers"] + [f"{fs} {p}" for fs, _, p in g.columns]] +
                         [[str(n)] + [fmt(g.values[(n, col)][0]) if (n, col) in g.values else "-" for col in g.columns]
                          for n in g.rows])
