@@ -30,7 +30,7 @@ pub fn prealloc_plan(fs: &Fileset, pct: u64, mt: &mut MtState, rnd: &mut GlibcRa
 
 /// Visits `n` entries in "pick unique" order; returns the kept ones.
 fn visit(n: usize, randno: i64, mt: &mut MtState, rnd: &mut GlibcRand) -> Vec<usize> {
-    let mut free = Bits::new(n);
+    let free = Bits::new(n);
     for i in 0..n {
         free.set(i, true);
     }

@@ -1,9 +1,10 @@
 //! Filesets: definition, population, picking and on-disk creation (WML-SPEC §5.1, §6, §8.2).
 //!
-//! Why one lock per fileset: Filebench's `fs_pick_lock` orders the shared
-//! rotors, which is part of the observable behaviour (the pick order of
-//! `conformance/pick-order.strace.txt`). The lock only covers the bit
-//! operations; system calls run outside it.
+//! Why no pick lock: the shared rotors and BUSY flags are atomics (see
+//! `pick`), so picks, unbusies and closes of different threads do not
+//! serialise; a mutex and condition variable are used only to sleep while
+//! every file is busy or while one specific entry is (WML-SPEC §8.2). The
+//! pick order of `conformance/pick-order.strace.txt` is unchanged.
 
 pub mod create;
 pub mod pick;
@@ -11,7 +12,8 @@ pub mod tree;
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering::*};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 pub use pick::{EntryState, Want};
@@ -26,12 +28,12 @@ pub struct CreateOpts {
     pub trusttree: bool,
 }
 
-/// Mutable pick state, under the fileset's lock.
+/// Pick state: atomic (see `pick`), plus a lock used only to sleep.
 #[derive(Debug, Default)]
 pub struct PickState {
     pub files: EntryState,
     pub leafdirs: EntryState,
-    pub dir_rotor: usize,
+    pub dir_rotor: std::sync::atomic::AtomicUsize,
 }
 
 /// A populated fileset shared by all worker threads.
@@ -49,8 +51,11 @@ pub struct Fileset {
     pub file_paths: Vec<CString>,
     pub dir_paths: Vec<CString>,
     pub leaf_paths: Vec<CString>,
-    state: Mutex<PickState>,
+    state: PickState,
+    sleep: Mutex<()>,
     idle_cv: Condvar,
+    /// Threads sleeping until an entry becomes idle.
+    waiters: AtomicUsize,
 }
 
 fn cpath(root: &Path, rel: &str) -> CString {
@@ -69,7 +74,7 @@ impl Fileset {
         let state = PickState {
             files: EntryState::new(tree.files.len()),
             leafdirs: EntryState::new(tree.leafdirs.len()),
-            dir_rotor: 0,
+            dir_rotor: AtomicUsize::new(0),
         };
         Fileset {
             name: name.to_string(),
@@ -82,14 +87,40 @@ impl Fileset {
             file_paths,
             dir_paths,
             leaf_paths,
-            state: Mutex::new(state),
+            state,
+            sleep: Mutex::new(()),
             idle_cv: Condvar::new(),
+            waiters: AtomicUsize::new(0),
         }
     }
 
-    /// Locks the pick state.
-    pub fn lock(&self) -> MutexGuard<'_, PickState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// The pick state (atomics).
+    pub fn state(&self) -> &PickState {
+        &self.state
+    }
+
+    /// Sleeps until `ready()` or `stop()`; wakers call `wake`.
+    fn sleep_until(&self, ready: &dyn Fn() -> bool, stop: &dyn Fn() -> bool) -> bool {
+        let mut g = self.sleep.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiters.fetch_add(1, SeqCst);
+        let ok = loop {
+            if ready() {
+                break true;
+            }
+            if stop() {
+                break false;
+            }
+            g = self.idle_cv.wait_timeout(g, Duration::from_millis(50)).unwrap_or_else(|e| e.into_inner()).0;
+        };
+        self.waiters.fetch_sub(1, SeqCst);
+        ok
+    }
+
+    fn wake(&self) {
+        if self.waiters.load(SeqCst) > 0 {
+            let _g = self.sleep.lock().unwrap_or_else(|e| e.into_inner());
+            self.idle_cv.notify_all();
+        }
     }
 
     /// Size of file entry `i` at population (`fse_size`).
@@ -100,87 +131,68 @@ impl Fileset {
     /// Picks a file: waits while every file is busy (§8.2 step 1), then
     /// rotor/indexed pick. `stop` ends the wait.
     pub fn pick_file(&self, want: Want, tid: usize, index: Option<f64>, stop: &dyn Fn() -> bool) -> Option<usize> {
-        let mut st = self.lock();
-        if st.files.len() == 0 {
+        let files = &self.state.files;
+        let n = files.len();
+        if n == 0 {
             return None;
         }
-        while st.files.all_busy() {
-            if stop() {
-                return None;
-            }
-            st = self.idle_cv.wait_timeout(st, Duration::from_millis(50)).unwrap().0;
+        if files.all_busy() && !self.sleep_until(&|| !files.all_busy(), stop) {
+            return None;
         }
-        let n = st.files.len();
         let idx = index.map(|v| (v as u64 % n as u64) as usize);
-        st.files.pick(want, tid, idx)
+        files.pick(want, tid, idx)
     }
 
     /// Unbusies file `i`, optionally setting existence and changing the open count.
     pub fn unbusy_file(&self, i: usize, exists: Option<bool>, open_delta: i64) {
-        let mut st = self.lock();
-        let was_all_busy = st.files.all_busy();
-        st.files.unbusy(i, exists, open_delta);
-        drop(st);
-        if was_all_busy {
-            self.idle_cv.notify_all();
-        }
+        self.state.files.unbusy(i, exists, open_delta);
+        self.wake();
     }
 
     /// Waits until file `i` is not busy and marks it busy (close, delete by fd).
     pub fn busy_wait_file(&self, i: usize, stop: &dyn Fn() -> bool) -> bool {
-        let mut st = self.lock();
-        while !st.files.try_busy(i) {
-            if stop() {
-                return false;
-            }
-            st = self.idle_cv.wait_timeout(st, Duration::from_millis(10)).unwrap().0;
-        }
-        true
+        let files = &self.state.files;
+        files.try_busy(i) || self.sleep_until(&|| files.try_busy(i), stop)
     }
 
     /// Open count of file `i`.
     pub fn open_count(&self, i: usize) -> u32 {
-        self.lock().files.open_cnt[i]
+        self.state.files.open_count(i)
     }
 
     /// Picks a leaf directory (makedir: non-existing, removedir: existing).
     pub fn pick_leafdir(&self, want: Want, index: Option<f64>) -> Option<usize> {
-        let mut st = self.lock();
-        let n = st.leafdirs.len();
+        let n = self.state.leafdirs.len();
         if n == 0 {
             return None;
         }
         let idx = index.map(|v| ((v * (n as f64 / 2.0)) as u64 % n as u64) as usize);
-        st.leafdirs.pick(want, 0, idx)
+        self.state.leafdirs.pick(want, 0, idx)
     }
 
     /// Unbusies leaf directory `i`.
     pub fn unbusy_leafdir(&self, i: usize, exists: Option<bool>) {
-        self.lock().leafdirs.unbusy(i, exists, 0);
+        self.state.leafdirs.unbusy(i, exists, 0);
     }
 
     /// Picks a (non-leaf) directory by the dir rotor; the root is index 0.
     pub fn pick_dir(&self) -> Option<usize> {
-        let mut st = self.lock();
         let n = self.dir_paths.len();
         if n == 0 {
             return None;
         }
-        let d = st.dir_rotor % n;
-        st.dir_rotor = d + 1;
-        Some(d)
+        Some(self.state.dir_rotor.fetch_add(1, Relaxed) % n)
     }
 
     /// Number of existing files (for tests and logs).
     pub fn existing_files(&self) -> usize {
-        let st = self.lock();
-        (0..st.files.len()).filter(|&i| st.files.exists.get(i)).count()
+        let f = &self.state.files;
+        (0..f.len()).filter(|&i| f.exists.get(i)).count()
     }
 
     /// Marks an entry existing or not without a pick (used by creation).
     pub fn set_exists(&self, leaf: bool, i: usize, v: bool) {
-        let mut st = self.lock();
-        let es = if leaf { &mut st.leafdirs } else { &mut st.files };
+        let es = if leaf { &self.state.leafdirs } else { &self.state.files };
         es.exists.set(i, v);
     }
 }

@@ -1,33 +1,40 @@
 //! Entry state and picking (`fileset_pick`, `fileset_unbusy`; WML-SPEC §8.2).
 //!
-//! Why bitsets: Filebench keeps AVL trees of existing / non-existing entries
-//! ordered by index and walks them from a rotor. "Next entry with index >= i
-//! in the set, else wrap" is a word scan over a bitset, which keeps the pick
-//! lock's critical section short (the pick lock is per fileset, as in
-//! Filebench, because the shared rotors need strict ordering).
+//! Why lock-free: Filebench serialises every pick, unbusy and close of a
+//! fileset on one `fs_pick_lock`; with a hundred threads on two cores a
+//! preempted lock holder stalls everyone. Here existence and BUSY are atomic
+//! bitsets and the rotors atomics: a pick scans for the next entry of the
+//! wanted set at or after the rotor (wrapping), exactly Filebench's "index if
+//! present, else the next higher, else the lowest" walk over its AVL trees,
+//! and claims it by setting its BUSY bit. Only the thread holding an entry's
+//! BUSY bit changes its existence, so a claimed entry is re-checked once and
+//! kept. Single-threaded, the order is Filebench's; with many threads it
+//! differs only where Filebench's own order depends on lock acquisition.
 
-/// A fixed-size bitset with wrapping "find next" scans.
-#[derive(Debug, Clone, Default)]
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::Mutex;
+
+/// A fixed-size atomic bitset.
+#[derive(Debug, Default)]
 pub struct Bits {
-    words: Vec<u64>,
+    words: Vec<AtomicU64>,
     n: usize,
 }
 
 impl Bits {
     pub fn new(n: usize) -> Self {
-        Bits { words: vec![0; n.div_ceil(64)], n }
+        Bits { words: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(), n }
     }
 
     pub fn get(&self, i: usize) -> bool {
-        self.words[i / 64] >> (i % 64) & 1 == 1
+        self.words[i / 64].load(Acquire) >> (i % 64) & 1 == 1
     }
 
-    pub fn set(&mut self, i: usize, v: bool) {
-        if v {
-            self.words[i / 64] |= 1 << (i % 64);
-        } else {
-            self.words[i / 64] &= !(1 << (i % 64));
-        }
+    /// Sets bit `i` to `v`; returns the previous value.
+    pub fn set(&self, i: usize, v: bool) -> bool {
+        let m = 1u64 << (i % 64);
+        let old = if v { self.words[i / 64].fetch_or(m, AcqRel) } else { self.words[i / 64].fetch_and(!m, AcqRel) };
+        old & m != 0
     }
 
     pub fn len(&self) -> usize {
@@ -37,9 +44,13 @@ impl Bits {
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
+
+    fn word(&self, w: usize) -> u64 {
+        self.words[w].load(Acquire)
+    }
 }
 
-/// First index >= `from` (then wrapping to 0) where `f(word_index)` has a bit.
+/// First index >= `from` (then wrapping to 0) where `word(w)` has a bit.
 fn scan(n: usize, from: usize, word: impl Fn(usize) -> u64) -> Option<usize> {
     if n == 0 {
         return None;
@@ -72,15 +83,17 @@ pub enum Want {
 }
 
 /// The per-kind state: existence, busy flags, open counts and rotors.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct EntryState {
     pub exists: Bits,
     pub busy: Bits,
-    pub open_cnt: Vec<u32>,
-    /// Existing-entry rotors by tid (0 = shared; opennext threads own one).
-    pub exrotor: Vec<usize>,
-    pub nerotor: usize,
-    pub nbusy: usize,
+    pub open_cnt: Vec<AtomicU32>,
+    /// The shared existing-entry rotor (tid 0).
+    exrotor: AtomicUsize,
+    /// Private rotors of `opennext` threads, by unique thread id.
+    private: Mutex<Vec<usize>>,
+    nerotor: AtomicUsize,
+    nbusy: AtomicUsize,
 }
 
 impl EntryState {
@@ -88,10 +101,8 @@ impl EntryState {
         EntryState {
             exists: Bits::new(n),
             busy: Bits::new(n),
-            open_cnt: vec![0; n],
-            exrotor: vec![0],
-            nerotor: 0,
-            nbusy: 0,
+            open_cnt: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            ..Default::default()
         }
     }
 
@@ -99,74 +110,103 @@ impl EntryState {
         self.exists.len()
     }
 
+    fn inv(want: Want) -> u64 {
+        if want == Want::Exists {
+            0
+        } else {
+            u64::MAX
+        }
+    }
+
     /// `fileset_find_entry`: index `i` if in the set, else next higher, else lowest.
     fn find(&self, want: Want, i: usize) -> Option<usize> {
-        let inv = if want == Want::Exists { 0 } else { u64::MAX };
-        scan(self.len(), i, |w| self.exists.words[w] ^ inv)
+        let inv = Self::inv(want);
+        scan(self.len(), i, |w| self.exists.word(w) ^ inv)
     }
 
     /// First non-busy entry of the set at or after `i` (wrapping).
     fn first_idle(&self, want: Want, i: usize) -> Option<usize> {
-        let inv = if want == Want::Exists { 0 } else { u64::MAX };
-        scan(self.len(), i, |w| (self.exists.words[w] ^ inv) & !self.busy.words[w])
+        let inv = Self::inv(want);
+        scan(self.len(), i, |w| (self.exists.word(w) ^ inv) & !self.busy.word(w))
+    }
+
+    fn rotor(&self, want: Want, tid: usize) -> usize {
+        match (want, tid) {
+            (Want::NotExists, _) => self.nerotor.load(Relaxed),
+            (Want::Exists, 0) => self.exrotor.load(Relaxed),
+            (Want::Exists, t) => self.private.lock().unwrap().get(t).copied().unwrap_or(0),
+        }
+    }
+
+    fn set_rotor(&self, want: Want, tid: usize, v: usize) {
+        match (want, tid) {
+            (Want::NotExists, _) => self.nerotor.store(v, Relaxed),
+            (Want::Exists, 0) => self.exrotor.store(v, Relaxed),
+            (Want::Exists, t) => {
+                let mut p = self.private.lock().unwrap();
+                if p.len() <= t {
+                    p.resize(t + 1, 0);
+                }
+                p[t] = v;
+            }
+        }
     }
 
     /// Picks an entry (rotor, or `index` for `indexed`) and marks it busy.
     /// `tid` selects the existing-entry rotor. `None` = no entry (NORSC).
-    pub fn pick(&mut self, want: Want, tid: usize, index: Option<usize>) -> Option<usize> {
-        let start = match index {
-            Some(i) => self.find(want, i)?,
-            None => {
-                let rotor = match want {
-                    Want::NotExists => self.nerotor,
-                    Want::Exists => self.rotor(tid),
-                };
-                let e = self.find(want, rotor)?;
-                match want {
-                    Want::NotExists => self.nerotor = e + 1,
-                    Want::Exists => self.exrotor[tid] = e + 1,
+    pub fn pick(&self, want: Want, tid: usize, index: Option<usize>) -> Option<usize> {
+        loop {
+            let start = match index {
+                Some(i) => self.find(want, i)?,
+                None => {
+                    let e = self.find(want, self.rotor(want, tid))?;
+                    self.set_rotor(want, tid, e + 1);
+                    e
                 }
-                e
+            };
+            let e = self.first_idle(want, start)?;
+            if self.busy.set(e, true) {
+                continue; // claimed by another thread in between
             }
-        };
-        let e = self.first_idle(want, start)?;
-        self.busy.set(e, true);
-        self.nbusy += 1;
-        Some(e)
-    }
-
-    fn rotor(&mut self, tid: usize) -> usize {
-        if tid >= self.exrotor.len() {
-            self.exrotor.resize(tid + 1, 0);
+            if self.exists.get(e) != (want == Want::Exists) {
+                self.busy.set(e, false);
+                continue;
+            }
+            self.nbusy.fetch_add(1, SeqCst);
+            return Some(e);
         }
-        self.exrotor[tid]
     }
 
-    /// Marks `e` busy (for close/delete of a known entry); false if it already is.
-    pub fn try_busy(&mut self, e: usize) -> bool {
-        if self.busy.get(e) {
+    /// Marks `e` busy (close, delete of a known entry); false if it already is.
+    pub fn try_busy(&self, e: usize) -> bool {
+        if self.busy.set(e, true) {
             return false;
         }
-        self.busy.set(e, true);
-        self.nbusy += 1;
+        self.nbusy.fetch_add(1, SeqCst);
         true
     }
 
     /// `fileset_unbusy`: optionally set existence, adjust the open count, clear busy.
-    pub fn unbusy(&mut self, e: usize, exists: Option<bool>, open_delta: i64) {
+    pub fn unbusy(&self, e: usize, exists: Option<bool>, open_delta: i64) {
         if let Some(x) = exists {
             self.exists.set(e, x);
         }
-        self.open_cnt[e] = (self.open_cnt[e] as i64 + open_delta).max(0) as u32;
-        if self.busy.get(e) {
-            self.busy.set(e, false);
-            self.nbusy -= 1;
+        if open_delta != 0 {
+            let _ = self.open_cnt[e].fetch_update(AcqRel, Acquire, |c| Some((c as i64 + open_delta).max(0) as u32));
+        }
+        if self.busy.set(e, false) {
+            self.nbusy.fetch_sub(1, SeqCst);
         }
     }
 
     /// True if every entry is busy (pickers wait, §8.2 step 1).
     pub fn all_busy(&self) -> bool {
-        self.nbusy >= self.len() && !self.exists.is_empty()
+        !self.exists.is_empty() && self.nbusy.load(SeqCst) >= self.len()
+    }
+
+    /// Open count of entry `e`.
+    pub fn open_count(&self, e: usize) -> u32 {
+        self.open_cnt[e].load(Acquire)
     }
 }
 
@@ -176,7 +216,7 @@ mod tests {
 
     #[test]
     fn scan_wraps() {
-        let mut s = EntryState::new(130);
+        let s = EntryState::new(130);
         for i in [3usize, 70, 129] {
             s.exists.set(i, true);
         }
@@ -188,16 +228,29 @@ mod tests {
 
     #[test]
     fn rotor_and_busy() {
-        let mut s = EntryState::new(4);
+        let s = EntryState::new(4);
         for i in 0..4 {
             s.exists.set(i, true);
         }
         assert_eq!(s.pick(Want::Exists, 0, None), Some(0));
         assert_eq!(s.pick(Want::Exists, 0, None), Some(1));
         s.unbusy(0, None, 1);
-        s.exrotor[0] = 1;
+        s.set_rotor(Want::Exists, 0, 1);
         // entry 1 is busy: skip to 2, but the rotor moves past 1 only
         assert_eq!(s.pick(Want::Exists, 0, None), Some(2));
-        assert_eq!(s.exrotor[0], 2);
+        assert_eq!(s.rotor(Want::Exists, 0), 2);
+        assert_eq!(s.open_count(0), 1);
+    }
+
+    #[test]
+    fn private_rotors_are_independent() {
+        let s = EntryState::new(3);
+        for i in 0..3 {
+            s.exists.set(i, true);
+        }
+        let a = s.pick(Want::Exists, 5, None).unwrap();
+        s.unbusy(a, None, 0);
+        let b = s.pick(Want::Exists, 0, None).unwrap();
+        assert_eq!((a, b), (0, 0));
     }
 }

@@ -129,7 +129,7 @@ impl Interp {
         let mut out = String::new();
         for fs in self.filesets.iter().flatten() {
             for (i, p) in fs.file_paths.iter().enumerate() {
-                let exists = fs.lock().files.exists.get(i) as u8;
+                let exists = fs.state().files.exists.get(i) as u8;
                 out.push_str(&format!("{}\t{}\t{}\t{}\n", fs.name, p.to_string_lossy(), fs.file_size(i), exists));
             }
         }
