@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from strata.analysis import validity
-from strata.collectors.cgroup import CgroupCollector, prime_blkio
+from strata.analysis import steady, validity
+from strata.collectors.cgroup import CgroupCollector, final_counters, prime_blkio
 from strata.collectors.diskstats import DiskstatsCollector
 from strata.collectors.host import HostCollector
 from strata.collectors.sampler import Sampler
@@ -46,6 +46,20 @@ def failed_result(result: dict, category: str, message: str, stderr: str = "", s
     result.update(status=status)
     result["flags"]["failed"] = {"category": category, "message": message, "stderr": stderr[-8000:]}
     return result
+
+
+def steady_flag(parsed) -> dict | None:
+    """SNIA-style steady state of the workload's per-second IOPS (analysis/steady.py);
+    with `until: steady`, also whether fio's own criterion was attained."""
+    series = parsed.series.get("fio_iops")
+    if not series:
+        return None
+    values = [v for _, v in series[:-1]] if len(series) > 2 else [v for _, v in series]  # last second is partial
+    flag = steady.detect(values)
+    fio_ss = parsed.metrics.get("steadystate")
+    if fio_ss:
+        flag["fio"] = fio_ss
+    return flag
 
 
 def drop_caches() -> None:
@@ -116,6 +130,10 @@ def _measure(trial, device, session, store, result: dict) -> None:
         (o.out_dir / "stderr.txt").write_text(o.stderr or "")
     parsed = wl.parse(spec, outputs)
     summary = sampler.summary()
+    finals = {str(o.index): final_counters((o.out_dir / "cgroup-final.txt").read_text())
+              for o in outputs if (o.out_dir / "cgroup-final.txt").exists()}
+    if finals:
+        summary["cgroups_final"] = finals
     result["metrics"] = parsed.metrics
     result["collectors"] = summary
     if parsed.series:
@@ -125,6 +143,7 @@ def _measure(trial, device, session, store, result: dict) -> None:
     result["flags"]["cache"] = validity.cache_flag(parsed.moved_bytes, disks, wl.direct_io(spec), trial.path)
     runtime_s = getattr(spec, "runtime", 0) or 0
     result["flags"]["sync"] = validity.sync_flag([o.start_time_s for o in outputs], runtime_s)
+    result["flags"]["steady"] = steady_flag(parsed)
     for flag in ("cache", "sync"):
         f = result["flags"][flag]
         if f.get("suspect") and not f.get("expected"):

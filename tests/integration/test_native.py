@@ -100,14 +100,15 @@ def test_failing_fio_and_full_disk_are_failed_trials_and_the_run_goes_on(tmp_pat
     assert by["toobig"]["flags"]["failed"]["category"] == "disk_full", by["toobig"]["flags"]["failed"]
 
 
-def test_sigterm_tears_down_and_resume_finishes(tmp_path, env):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_tears_down_and_resume_finishes(tmp_path, env, sig):
     workdir, e = env
     spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["xfs"], paths=["bind"],
                       workloads=[{"fio": {"preset": p, "size": "64MiB", "runtime": 3, "ramp_time": 0}} for p in ("rr", "rw", "sr")]))
     out = tmp_path / "out"
     proc = start_strata("run", spec, "-o", out, env=e)
     wait_for(lambda: len(results(out)) >= 1, 120, "the first trial")
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     assert proc.wait(60) == 130, proc.stdout.read()
     assert leftovers(workdir) == []
     stored = len(results(out))
@@ -172,3 +173,16 @@ def test_bad_spec_exits_2_with_every_error(tmp_path, env):
     assert cp.returncode == 2
     for needle in ("filesystems[0].type", "loads[0]", "oops", "fix:"):
         assert needle in cp.stderr, cp.stderr
+
+
+def test_until_steady_stops_early_and_records_steady_state(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["xfs"], paths=["bind"],
+                      workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 45, "ramp_time": 0, "until": "steady"}}]))
+    strata("run", spec, "-o", tmp_path / "out", env=e, check=0)
+    r = results(tmp_path / "out")[0]
+    ss = r["metrics"]["steadystate"]
+    assert ss["criterion"].startswith("iops_slope")
+    if ss["attained"]:
+        assert ss["runtime_ms"] < 44_000  # fio stopped before the maximum
+    assert r["flags"]["steady"]["judged"] and r["flags"]["steady"]["fio"] == ss

@@ -44,3 +44,13 @@ def test_sync_skew():
     s = sync_flag([10.0, 14.0], 30)
     assert s["suspect"] and s["skew_s"] == 4.0
     assert not sync_flag([None], 30)["suspect"]
+
+
+def test_final_cgroup_counters():
+    from strata.collectors.cgroup import final_counters
+    text = ("== cpuacct/cpuacct.usage\n123456\n== memory/memory.max_usage_in_bytes\n4096\n"
+            "== blkio/blkio.throttle.io_service_bytes\n7:0 Read 1000\n7:0 Write 24\n7:0 Total 1024\nTotal 1024\n"
+            "== memory/memory.oom_control\noom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    c = final_counters(text)
+    assert c["cpu_ns"] == 123456 and c["memory_max_bytes"] == 4096
+    assert (c["read_bytes"], c["write_bytes"], c["oom_kills"]) == (1000, 24, 1)

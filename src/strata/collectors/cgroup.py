@@ -91,3 +91,30 @@ class CgroupCollector:
                                "memory_max_bytes": max(r["memory_bytes"] or 0 for r in rows),
                                "read_bytes": rows[-1]["read_bytes"], "write_bytes": rows[-1]["write_bytes"]}
         return out
+
+
+def final_counters(text: str) -> dict:
+    """A container's last cgroup counters, read inside it just before it exited
+    (`cgroup-final.txt`: sections `== <controller>/<file>` then the file's content)."""
+    sections: dict[str, list[str]] = {}
+    key = None
+    for line in text.splitlines():
+        if line.startswith("== "):
+            key = line[3:].strip()
+            sections[key] = []
+        elif key is not None:
+            sections[key].append(line)
+    get = lambda k: "\n".join(sections.get(k, []))
+    num = lambda k: int(get(k).split()[0]) if get(k).split() and get(k).split()[0].isdigit() else None
+    out = {"cpu_ns": num("cpuacct/cpuacct.usage"), "memory_bytes": num("memory/memory.usage_in_bytes"),
+           "memory_max_bytes": num("memory/memory.max_usage_in_bytes"), "memory_failcnt": num("memory/memory.failcnt")}
+    blk = {"read_bytes": 0, "write_bytes": 0}
+    for line in sections.get("blkio/blkio.throttle.io_service_bytes", []):
+        f = line.split()
+        if len(f) == 3 and f[1] in ("Read", "Write"):
+            blk[f"{f[1].lower()}_bytes"] += int(f[2])
+    out.update(blk)
+    for line in sections.get("memory/memory.oom_control", []):
+        if line.startswith("oom_kill "):
+            out["oom_kills"] = int(line.split()[1])
+    return out
