@@ -53,11 +53,12 @@ def make_result(fs: str = "xfs", runtime: str = "native", driver: str | None = N
                 rep: int = 0, value: float = 1000.0, kind: str = "fio", workload: str | None = None,
                 load: str | None = None, device: str = "loop", mount_options: tuple = (), cache: bool = False,
                 lat_us: float | None = None, steady: dict | None = None, experiment: str = "synthetic",
-                host: dict | None = None, status: str = "ok", size: int = 1 << 30) -> dict:
+                host: dict | None = None, status: str = "ok", size: int = 1 << 30, limits: dict | None = None,
+                device_type: str = "loop") -> dict:
     """One stored result. `value`: IOPS (fio random), MB/s (fio sequential and filebench)."""
     path = path or ("device" if fs == "raw" else "bind")
     fs_name = fs + "".join("-" + o.replace("=", "") for o in mount_options)
-    rt_name = runtime if runtime == "native" else f"docker:{driver or 'overlay2'}"
+    rt_name = runtime if runtime in ("native", "vm") else f"docker:{driver or 'overlay2'}"
     if kind == "filebench":
         wl = {"type": "filebench", "name": workload or "fileserver", "file": f"{workload or 'fileserver'}.f"}
         metrics = filebench_metrics(value, value * 40)
@@ -68,10 +69,10 @@ def make_result(fs: str = "xfs", runtime: str = "native", driver: str | None = N
         lat = lat_us if lat_us is not None else 1e6 * numjobs * iodepth * containers / max(iops, 1.0)
         metrics = fio_metrics(rw, bs, iops, lat, containers)
     ld = {"name": load or f"j{numjobs}xqd{iodepth}" + (f"x{containers}c" if containers > 1 else ""),
-          "numjobs": numjobs, "iodepth": iodepth, "containers": containers, "limits": {}}
-    trial = {"device": {"name": device, "type": "loop"}, "filesystem": {"name": fs_name, "type": fs,
+          "numjobs": numjobs, "iodepth": iodepth, "containers": containers, "limits": limits or {}}
+    trial = {"device": {"name": device, "type": device_type}, "filesystem": {"name": fs_name, "type": fs,
              "mount_options": list(mount_options), "mkfs_options": []},
-             "runtime": {"name": rt_name, "type": runtime, "storage_driver": driver if runtime != "native" else None},
+             "runtime": {"name": rt_name, "type": runtime, "storage_driver": driver if runtime == "docker" else None},
              "path": path, "workload": wl, "load": ld, "repetition": rep}
     tid = hashlib.sha256(json.dumps(trial, sort_keys=True).encode()).hexdigest()[:16]
     flags = {"failed": None, "sync": {"suspect": False, "skew_s": 0.0, "instances": containers},

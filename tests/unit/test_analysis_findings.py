@@ -80,6 +80,14 @@ CASES = {
     "btrfs-worst-fileserver": ([r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, v)],
                                [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, 250 - v)]),
     "container-near-native": (reps(1000) + docker(980), reps(1000) + docker(700)),
+    "containers-beat-vms": (reps(1000, runtime="vm", path="volume") + docker(1300),
+                            reps(1000, runtime="vm", path="volume") + docker(1020)),
+    "remote-near-local": (reps(1000) + reps(930, device="nvmf", device_type="remote"),
+                          reps(1000) + reps(700, device="nvmf", device_type="remote")),
+    "memory-limit-hurts": (docker(1000, containers=4) + docker(530, containers=4, limits={"memory": 6 << 30}),
+                           docker(1000, containers=4) + docker(990, containers=4, limits={"memory": 6 << 30})),
+    "bandwidth-limit-harmless": (docker(1000, containers=4) + docker(995, containers=4, limits={"read_bps": 4e8}),
+                                 docker(1000, containers=4) + docker(500, containers=4, limits={"read_bps": 4e8})),
 }
 
 
