@@ -59,12 +59,8 @@ def run_experiment(exp, workloads, trials, skipped, out: Path, resume: bool = Fa
                           f"continue it with `strata run SPEC --resume -o {out}`, or choose another directory with -o")
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     summary = RunSummary(run_id)
-    todo = []
-    for t in trials:
-        if resume and store.status(t.id) in ("ok", "unsupported"):
-            summary.skipped_stored += 1
-        else:
-            todo.append(t)
+    todo = [t for t in trials if not (resume and store.status(t.id) in ("ok", "unsupported"))]
+    summary.skipped_stored = len(trials) - len(todo)
     run_doc = {"run_id": run_id, "experiment": exp.name, "spec": exp.model_dump(),
                "workloads": [w.model_dump() for w in workloads], "host": host, "started_at": now_iso(),
                "skipped": [{"label": s.label, "reason": s.reason} for s in skipped],

@@ -98,8 +98,8 @@ def run_trial(trial, stacks, store, run_id: str, experiment: str, host: dict) ->
 
 
 def _measure(trial, device, session, store, result: dict) -> None:
-    wl = WORKLOADS[trial.workload.type]
-    spec, load = trial.workload, trial.load
+    """Provision the path, run the instances under the collectors, parse, judge."""
+    wl, spec, load = WORKLOADS[trial.workload.type], trial.workload, trial.load
     art = store.artifacts_dir(trial.id)
     drop_caches()
     if trial.runtime.type == "docker":
@@ -108,43 +108,60 @@ def _measure(trial, device, session, store, result: dict) -> None:
         except OSError:
             result["warnings"].append("could not prime blkio accounting; per-container blkio bytes may be empty")
     with session.path(trial.path, art, load) as handle:
-        requests = []
-        for i in range(load.containers):
-            out = art / f"inst-{i}"
-            out.mkdir(parents=True, exist_ok=True)
-            wl.stage(spec, out)
-            requests.append(InstanceRequest(i, wl.command(spec, load, target_for(session, handle, out), i), out))
-        (art / "command.json").write_text(json.dumps([r.argv for r in requests], indent=1))
-        sync_dir = art / "sync"
-        sync_dir.mkdir(exist_ok=True)
-        running = session.start(requests, handle, load, sync_dir)
-        try:
-            ctx = CollectContext(device.diskstats, running.cgroups)
-            with Sampler([HostCollector(ctx), DiskstatsCollector(ctx), CgroupCollector(ctx)]) as sampler:
-                running.go()
-                outputs = running.wait(timeout_s=2 * wl.estimate_s(spec) + 120)
-        finally:
-            running.stop()
+        requests = _requests(wl, spec, load, session, handle, art)
+        outputs, sampler = _run_collected(wl, spec, load, session, handle, requests, device, art)
     (art / "series.json").write_text(json.dumps(sampler.series()))
     for o in outputs:
         (o.out_dir / "stderr.txt").write_text(o.stderr or "")
     parsed = wl.parse(spec, outputs)
+    if parsed.series:
+        (art / "workload-series.json").write_text(json.dumps(parsed.series))
     summary = sampler.summary()
     finals = {str(o.index): final_counters((o.out_dir / "cgroup-final.txt").read_text())
               for o in outputs if (o.out_dir / "cgroup-final.txt").exists()}
     if finals:
         summary["cgroups_final"] = finals
-    result["metrics"] = parsed.metrics
-    result["collectors"] = summary
-    if parsed.series:
-        (art / "workload-series.json").write_text(json.dumps(parsed.series))
+    result["metrics"], result["collectors"] = parsed.metrics, summary
+    _judge(trial, wl, device, parsed, outputs, summary, result)
+
+
+def _requests(wl, spec, load, session, handle, art) -> list[InstanceRequest]:
+    """One instance per container, each with its own out dir (the workload's files staged in it)."""
+    requests = []
+    for i in range(load.containers):
+        out = art / f"inst-{i}"
+        out.mkdir(parents=True, exist_ok=True)
+        wl.stage(spec, out)
+        requests.append(InstanceRequest(i, wl.command(spec, load, target_for(session, handle, out), i), out))
+    (art / "command.json").write_text(json.dumps([r.argv for r in requests], indent=1))
+    return requests
+
+
+def _run_collected(wl, spec, load, session, handle, requests, device, art):
+    """Create the instances at the barrier, start the collectors, release them, wait."""
+    sync_dir = art / "sync"
+    sync_dir.mkdir(exist_ok=True)
+    running = session.start(requests, handle, load, sync_dir)
+    try:
+        ctx = CollectContext(device.diskstats, running.cgroups)
+        with Sampler([HostCollector(ctx), DiskstatsCollector(ctx), CgroupCollector(ctx)]) as sampler:
+            running.go()
+            outputs = running.wait(timeout_s=2 * wl.estimate_s(spec) + 120)
+    finally:
+        running.stop()
+    return outputs, sampler
+
+
+def _judge(trial, wl, device, parsed, outputs, summary: dict, result: dict) -> None:
+    """The validity flags, each with its evidence; suspicions become warnings."""
     stats = summary.get("diskstats", {})
     disks = {name: stats[name] for name in device.diskstats if name in stats}
-    result["flags"]["cache"] = validity.cache_flag(parsed.moved_bytes, disks, wl.direct_io(spec), trial.path)
-    runtime_s = getattr(spec, "runtime", 0) or 0
-    result["flags"]["sync"] = validity.sync_flag([o.start_time_s for o in outputs], runtime_s)
-    result["flags"]["steady"] = steady_flag(parsed)
+    flags = result["flags"]
+    flags["cache"] = validity.cache_flag(parsed.moved_bytes, disks, wl.direct_io(trial.workload), trial.path)
+    runtime_s = getattr(trial.workload, "runtime", 0) or 0
+    flags["sync"] = validity.sync_flag([o.start_time_s for o in outputs], runtime_s)
+    flags["steady"] = steady_flag(parsed)
     for flag in ("cache", "sync"):
-        f = result["flags"][flag]
+        f = flags[flag]
         if f.get("suspect") and not f.get("expected"):
             result["warnings"].append(f"{flag}: {f['reason']}")
