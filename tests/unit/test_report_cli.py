@@ -48,3 +48,11 @@ def test_summary_text_never_fails_a_run(tmp_path):
     (tmp_path / "trials" / "bad.json").write_text("{not json")
     text = summary_text(tmp_path)
     assert "report summary failed" in text and "strata report" in text
+
+
+def test_list_findings(capsys):
+    from strata.analysis.findings import FINDINGS
+    assert main(["report", "--list-findings"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("  source: ") == len(FINDINGS) and "dioread_nolock" in out
+    assert main(["report"]) == 2

@@ -11,12 +11,14 @@ HELP = "write the report of stored results: HTML (self-contained), SVG/PNG figur
 
 
 def add_arguments(p):
-    p.add_argument("results", help="a results directory (or a folder of them)")
+    p.add_argument("results", nargs="?", help="a results directory (or a folder of them)")
     p.add_argument("-o", "--output", help="report directory (default: RESULTS/report)")
     p.add_argument("--title", default="", help="title of the HTML report (default: the experiment names)")
     p.add_argument("--series", action="append", default=[], metavar="TRIAL_ID",
                    help="also draw the time series of this trial (repeatable)")
     p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: CPUs)")
+    p.add_argument("--list-findings", action="store_true",
+                   help="list the seed studies' claims that the report checks (id, claim, source, criterion)")
 
 
 def load_results(path: str) -> list[dict]:
@@ -29,8 +31,18 @@ def load_results(path: str) -> list[dict]:
         raise StrataError(str(e), "remove or repair that file")
 
 
+def list_findings() -> str:
+    from strata.analysis.findings import FINDINGS
+    return "\n".join(f"{f.id}\n  claim: {f.claim}\n  source: {f.source}\n  held when: {f.criterion}" for f in FINDINGS)
+
+
 def main(args) -> int:
     from strata.report import build_report, generate, write
+    if args.list_findings:
+        print(list_findings())
+        return 0
+    if not args.results:
+        raise StrataError("no results directory given", "strata report RESULTS (the directory of `strata run -o`)")
     results = load_results(args.results)
     title = args.title or "strata report: " + ", ".join(sorted({r.get("experiment", "") for r in results}))
     report = build_report(results, title, tuple(args.series))
