@@ -147,3 +147,20 @@ def test_figure_ids_are_unique_when_contexts_repeat():
     rep = build(analyse(rs), "t")
     ids = [f.id for f in rep.figures]
     assert len(ids) == len(set(ids)) and any(i.endswith("-2") for i in ids)
+
+
+def test_series_with_containers(tmp_path):
+    import json
+    from strata.report.model import series_data
+    r = make_result(runtime="docker", path="volume", containers=2)
+    d = tmp_path / "trials" / r["trial_id"]
+    d.mkdir(parents=True)
+    r["_path"] = str(tmp_path / "trials" / f"{r['trial_id']}.json")
+    (d / "series.json").write_text(json.dumps({"t": [0, 1, 2, 3], "host": {}, "diskstats": {}, "cgroups": {
+        "0": {"read_bytes": [1e6, 2e6, 3e6], "write_bytes": [0, 0, 0]},
+        "1": {"read_bytes": [2e6, 2e6, 2e6], "write_bytes": [0, 0, 0]}}}))
+    data = series_data(r)
+    assert data["container I/O MB/s"]["container 1"] == [(1, 2.0), (2, 2.0), (3, 2.0)]
+    from strata.report.model import Figure, Table
+    fig = Figure("s", "series", "series with containers", "", Table("s", "", [], []), {"series": data})
+    assert "container 0" in svg_texts(figures.render(fig)[0])

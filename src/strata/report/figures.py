@@ -210,11 +210,16 @@ def _series(fig) -> MplFigure:
     mpl = MplFigure(figsize=(7.5, 1.5 * len(series) + 0.8))
     axes = mpl.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
     for i, (ax, (name, pts)) in enumerate(zip(axes, series.items())):
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", color=PALETTE[i % len(PALETTE)])
+        lines = pts if isinstance(pts, dict) else {None: pts}  # one line per container, or one line
+        for j, (label, p) in enumerate(lines.items()):
+            ax.plot([x for x, _ in p], [v for _, v in p], marker=".", label=label,
+                    color=PALETTE[(i + j) % len(PALETTE)])
+        if isinstance(pts, dict):
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.set_ylabel(name, fontsize=8)
         ax.set_ylim(bottom=0)
     axes[-1].set_xlabel("seconds since start")
-    _layout(mpl, 0, 0, 12)
+    _layout(mpl, 0, 12 if any(isinstance(p, dict) for p in series.values()) else 0, 12)
     return mpl
 
 

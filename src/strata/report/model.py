@@ -258,7 +258,9 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
         data = series_data(r)
         if not data:
             continue
-        rows = [[k, t, v] for k, pts in data.items() for t, v in pts]
+        rows = [[k, t, v] for k, pts in data.items() if isinstance(pts, list) for t, v in pts]
+        rows += [[f"{k} {c}", t, v] for k, per in data.items() if isinstance(per, dict) for c, pts in per.items()
+                 for t, v in pts]
         cached = " (cache answered: not device performance)" if any(r is x for x in cell.cached) else ""
         title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']}){cached}"
         fid = figure_id("series", r["trial_id"])
@@ -303,6 +305,13 @@ def series_data(r: dict) -> dict:
         out["iowait %"] = list(zip(ts, host["cpu_percent"]["iowait"]))
     if host.get("page_cache_bytes"):
         out["page cache MiB"] = [(x, v / 2**20) for x, v in zip(ts, host["page_cache_bytes"])]
+    groups = s.get("cgroups") or {}
+    if groups:
+        io = {f"container {i}": [(x, (a + b) / 1e6) for x, a, b in zip(ts, g.get("read_bytes") or [],
+                                                                         g.get("write_bytes") or [])]
+              for i, g in sorted(groups.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else kv[0])}
+        if any(io.values()):
+            out["container I/O MB/s"] = io
     return out
 
 
