@@ -42,7 +42,8 @@ def atomic_write_json(path: Path, doc: dict) -> None:
 
 class ResultStore:
     def __init__(self, root: Path | str):
-        self.root = Path(root)
+        # absolute: artifact dirs are bind-mounted into containers, which need absolute sources
+        self.root = Path(root).resolve()
         self.trials = self.root / "trials"
 
     def result_path(self, trial_id: str) -> Path:

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,14 @@ def test_interrupt_keeps_finished_trials(tmp_path):
     assert s.interrupted and s.exit_code == 130
     assert len(load_results(tmp_path / "out")) == 2
     assert not list((tmp_path / "state" / "journal").glob("*.jsonl"))
+
+
+def test_relative_results_dir_gives_absolute_instance_dirs(tmp_path, monkeypatch):
+    """Regression: `-o results/x` passed relative bind-mount sources to docker."""
+    monkeypatch.chdir(tmp_path)
+    exp, wls = _spec(tmp_path, repetitions=1, filesystems=["xfs"], paths=["bind"])
+    s = _run(tmp_path, exp, wls, Path("rel/out"))
+    assert s.ok == 1
+    argv = json.loads(next((tmp_path / "rel/out/trials").glob("*/command.json")).read_text())[0]
+    out_arg = next(a for a in argv if "null.json" in a)
+    assert str(tmp_path / "rel" / "out") in out_arg
