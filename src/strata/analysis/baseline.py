@@ -21,7 +21,10 @@ MIN_ABOVE = 1.10
 
 
 def baseline_key(c: Cell) -> tuple:
-    return validity.raw_baseline_key({"trial": c.trial})
+    key = c.__dict__.get("_baseline_key")
+    if key is None:
+        key = c.__dict__["_baseline_key"] = validity.raw_baseline_key({"trial": c.trial})
+    return key
 
 
 def raw_index(cells: list[Cell]) -> dict[tuple, Cell]:

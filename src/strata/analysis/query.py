@@ -17,29 +17,26 @@ def select(cells: list[Cell], fs: str | None = None, plain: bool | None = None, 
            runtime: str | None = None, drivers: tuple | None = None, path: str | None = None,
            rw: tuple | None = None, kind: str | None = None, workload_re: str | None = None) -> list[Cell]:
     """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present."""
-    out = []
-    for c in cells:
-        if not c.values:
-            continue
-        if fs and c.fs_type != fs:
-            continue
-        if plain and c.mount_options:
-            continue
-        if option and not any(o.split("=")[0] == option for o in c.mount_options):
-            continue
-        if runtime and c.runtime_type != runtime:
-            continue
-        if drivers and c.driver not in drivers:
-            continue
-        if path and c.path != path:
-            continue
-        if rw and c.rw not in rw:
-            continue
-        if kind and c.kind != kind:
-            continue
-        if workload_re and not re.search(workload_re, _workload_text(c), re.I):
-            continue
-        out.append(c)
+    out = [c for c in cells if c.values]
+    if fs:
+        out = [c for c in out if c.fs_type == fs]
+    if runtime:
+        out = [c for c in out if c.runtime_type == runtime]
+    if path:
+        out = [c for c in out if c.path == path]
+    if rw:
+        out = [c for c in out if c.rw in rw]
+    if drivers:
+        out = [c for c in out if c.driver in drivers]
+    if kind:
+        out = [c for c in out if c.kind == kind]
+    if plain:
+        out = [c for c in out if not c.mount_options]
+    if option:
+        out = [c for c in out if any(o.split("=")[0] == option for o in c.mount_options)]
+    if workload_re:
+        pattern = re.compile(workload_re, re.I)
+        out = [c for c in out if pattern.search(_workload_text(c))]
     return out
 
 

@@ -50,10 +50,12 @@ class Sweep:
 def _without(c: Cell, dim: str) -> tuple[tuple, tuple]:
     """(line key, figure key): the cell's trial without `dim`, with and without the stack."""
     section, key = SWEEP_DIMS[dim]
-    wl, ld = dict(c.workload_key), dict(c.load_key)
-    (wl if section == "workload" else ld).pop(key, None)
-    rest = (tuple(sorted(wl.items())), tuple(sorted(ld.items())))
-    return (c.stack, c.tag) + rest, rest
+    wl, ld = c.workload_key, c.load_key  # sorted already: dropping an item keeps them canonical
+    if section == "workload":
+        wl = tuple(kv for kv in wl if kv[0] != key)
+    else:
+        ld = tuple(kv for kv in ld if kv[0] != key)
+    return (c.stack, c.tag, wl, ld), (wl, ld)
 
 
 def _context(c: Cell, dim: str) -> str:
