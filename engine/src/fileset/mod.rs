@@ -56,6 +56,8 @@ pub struct Fileset {
     idle_cv: Condvar,
     /// Threads sleeping until an entry becomes idle.
     waiters: AtomicUsize,
+    /// Bumped by every unbusy, so a picker can sleep until one happens.
+    unbusies: AtomicUsize,
 }
 
 fn cpath(root: &Path, rel: &str) -> CString {
@@ -91,6 +93,7 @@ impl Fileset {
             sleep: Mutex::new(()),
             idle_cv: Condvar::new(),
             waiters: AtomicUsize::new(0),
+            unbusies: AtomicUsize::new(0),
         }
     }
 
@@ -128,24 +131,33 @@ impl Fileset {
         self.tree.files[i].1
     }
 
-    /// Picks a file: waits while every file is busy (§8.2 step 1), then
-    /// rotor/indexed pick. `stop` ends the wait.
+    /// Picks a file (rotor or `indexed`); `None` only when no file of the
+    /// wanted kind exists (NORSC). While every candidate is BUSY the picker
+    /// waits for an unbusy and tries again: Filebench waits only while the
+    /// whole fileset is busy and otherwise returns NORSC, which makes
+    /// concurrent opens of a one-file fileset fail (issue #125).
     pub fn pick_file(&self, want: Want, tid: usize, index: Option<f64>, stop: &dyn Fn() -> bool) -> Option<usize> {
         let files = &self.state.files;
         let n = files.len();
         if n == 0 {
             return None;
         }
-        if files.all_busy() && !self.sleep_until(&|| !files.all_busy(), stop) {
-            return None;
-        }
         let idx = index.map(|v| (v as u64 % n as u64) as usize);
-        files.pick(want, tid, idx)
+        loop {
+            let seen = self.unbusies.load(SeqCst);
+            if let Some(e) = files.pick(want, tid, idx) {
+                return Some(e);
+            }
+            if !files.has(want) || !self.sleep_until(&|| self.unbusies.load(SeqCst) != seen, stop) {
+                return None;
+            }
+        }
     }
 
     /// Unbusies file `i`, optionally setting existence and changing the open count.
     pub fn unbusy_file(&self, i: usize, exists: Option<bool>, open_delta: i64) {
         self.state.files.unbusy(i, exists, open_delta);
+        self.unbusies.fetch_add(1, SeqCst);
         self.wake();
     }
 

@@ -124,6 +124,11 @@ impl EntryState {
         scan(self.len(), i, |w| self.exists.word(w) ^ inv)
     }
 
+    /// True if the set has any entry (busy or not).
+    pub fn has(&self, want: Want) -> bool {
+        self.find(want, 0).is_some()
+    }
+
     /// First non-busy entry of the set at or after `i` (wrapping).
     fn first_idle(&self, want: Want, i: usize) -> Option<usize> {
         let inv = Self::inv(want);
