@@ -21,10 +21,10 @@ import os
 from dataclasses import dataclass, field
 
 from strata.analysis import steady as steady_mod
+from strata.analysis.load import read_bytes
 from strata.analysis.stats import Summary, summarize
 
 LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")
-LAT_KINDS = ("slat", "clat", "lat")
 RANDOM_RW = ("randread", "randwrite", "randrw", "randtrim")
 
 
@@ -32,7 +32,6 @@ def artifact(result: dict, name: str):
     """A JSON artifact of a stored trial (series.json, workload-series.json), or None."""
     if "_path" not in result:
         return None
-    from strata.analysis.load import read_bytes
     path = os.path.join(os.path.dirname(result["_path"]), result["trial_id"], name)
     try:
         return json.loads(read_bytes(path))
