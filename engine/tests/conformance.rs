@@ -159,10 +159,10 @@ fn webserver_op_mix_matches_reference() {
 
 #[test]
 fn varmail_op_mix_matches_reference() {
-    check_mix("varmail", "1.5-alpha3/varmail-scaled.out", &[("$nthreads", "4"), ("$nfiles", "300")]);
+    check_mix("varmail", "1.5-alpha3/varmail-scaled.out", &[("$nthreads", "4"), ("$nfiles", "2000")]);
 }
 
 #[test]
 fn fileserver_op_mix_matches_reference() {
-    check_mix("fileserver", "1.5-alpha3/fileserver-scaled.out", &[("$nthreads", "4"), ("$nfiles", "300"), ("$filesize", "16384")]);
+    check_mix("fileserver", "1.5-alpha3/fileserver-scaled.out", &[("$nthreads", "4"), ("$nfiles", "2000"), ("$filesize", "8192")]);
 }

@@ -25,12 +25,12 @@ fn webserver() {
 
 #[test]
 fn varmail() {
-    run_personality("varmail.f", &[("$nfiles", "200")]);
+    run_personality("varmail.f", &[("$nfiles", "1000")]);
 }
 
 #[test]
 fn fileserver() {
-    run_personality("fileserver.f", &[("$nfiles", "200"), ("$filesize", "16384")]);
+    run_personality("fileserver.f", &[("$nfiles", "1000"), ("$filesize", "8192")]);
 }
 
 #[test]
@@ -45,12 +45,12 @@ fn v14_webserver() {
 
 #[test]
 fn v14_varmail() {
-    run_personality("v1.4.9.1/varmail.f", &[("$nfiles", "200")]);
+    run_personality("v1.4.9.1/varmail.f", &[("$nfiles", "1000")]);
 }
 
 #[test]
 fn v14_fileserver() {
-    run_personality("v1.4.9.1/fileserver.f", &[("$nfiles", "200"), ("$meanfilesize", "16384")]);
+    run_personality("v1.4.9.1/fileserver.f", &[("$nfiles", "1000"), ("$meanfilesize", "8192")]);
 }
 
 #[test]
