@@ -116,8 +116,10 @@ def _check_above_raw(result: dict, baselines: dict) -> None:
     raw = baselines.get(key)
     if raw is None:
         return
-    ev = validity.above_raw(validity.primary_value(result["metrics"]), validity.primary_value(raw["metrics"]), raw["trial_id"])
+    cache = result["flags"].setdefault("cache", {})
+    bytes_moved = not cache.get("suspect") and bool(cache.get("evidence", {}).get("per_disk"))
+    ev = validity.above_raw(validity.primary_value(result["metrics"]), validity.primary_value(raw["metrics"]),
+                            raw["trial_id"], bytes_moved)
     if ev:
-        cache = result["flags"].setdefault("cache", {})
         cache.update(suspect=True, above_raw=ev, reason=(cache.get("reason", "") + "; " + ev["reason"]).strip("; "))
         result["warnings"].append(f"cache: {ev['reason']}")

@@ -35,6 +35,8 @@ def test_small_transfers_are_not_judged():
 
 def test_above_raw():
     assert above_raw(200_000, 12_000, "abc")["ratio"] > 16
+    assert "a cache answered" in above_raw(200_000, 12_000, "abc")["reason"]
+    assert "disturbed" in above_raw(20_000, 12_000, "abc", bytes_moved=True)["reason"]
     assert above_raw(12_500, 12_000, "abc") is None
     assert above_raw(1, None, None) is None
 

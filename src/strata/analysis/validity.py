@@ -58,13 +58,20 @@ def cache_flag(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, p
             "evidence": evidence}
 
 
-def above_raw(value: float, raw_value: float | None, raw_trial: str | None) -> dict | None:
-    """Evidence that a result beats the raw device it sits on, or None."""
+def above_raw(value: float, raw_value: float | None, raw_trial: str | None, bytes_moved: bool = False) -> dict | None:
+    """Evidence that a result beats the raw device it sits on, or None. `bytes_moved`: every
+    layer below moved the workload's bytes, so the byte evidence does not point to a cache."""
     if not raw_value or value <= raw_value * ABOVE_RAW_TOLERANCE:
         return None
-    return {"reason": f"{value:.0f} is {value / raw_value:.2f}x the raw device's {raw_value:.0f} for the same workload: "
-                      "a cache answered, this is not device performance",
-            "raw_value": raw_value, "raw_trial": raw_trial, "ratio": value / raw_value}
+    ratio = value / raw_value
+    if bytes_moved:
+        reason = (f"{value:.0f} is {ratio:.2f}x the raw device's {raw_value:.0f} for the same workload although the "
+                  "device moved the workload's bytes: a cache below the device (e.g. the hypervisor's) or a disturbed "
+                  "raw baseline; not device performance until repetitions of both agree")
+    else:
+        reason = (f"{value:.0f} is {ratio:.2f}x the raw device's {raw_value:.0f} for the same workload: "
+                  "a cache answered, this is not device performance")
+    return {"reason": reason, "raw_value": raw_value, "raw_trial": raw_trial, "ratio": ratio, "bytes_moved": bytes_moved}
 
 
 def sync_flag(starts: list[float | None], runtime_s: float) -> dict:
