@@ -16,6 +16,7 @@ import pytest
 from strata.errors import StrataError, TrialFailure
 from strata.spec.model import Filesystem, Limits, Load
 from strata.stack import docker as dk
+from strata.stack import dockerd, procfs
 from strata.stack import image
 from strata.stack.device import DeviceHandle
 from strata.stack.filesystem import Mounted
@@ -45,33 +46,33 @@ LOG_ZFS = textwrap.dedent('''\
 
 
 def test_daemon_error_devicemapper():
-    assert dk.daemon_error(LOG_DEVICEMAPPER) == "failed to start daemon: error initializing graphdriver: driver not supported"
+    assert dockerd.daemon_error(LOG_DEVICEMAPPER) == "failed to start daemon: error initializing graphdriver: driver not supported"
 
 
 def test_daemon_error_aufs_names_the_cause_first():
-    text = dk.daemon_error(LOG_AUFS)
+    text = dockerd.daemon_error(LOG_AUFS)
     assert text.startswith("AUFS was not found in /proc/filesystems; ")
     assert text.endswith("driver not supported")
 
 
 def test_daemon_error_zfs():
-    assert "prerequisites for driver not satisfied (wrong filesystem?)" in dk.daemon_error(LOG_ZFS)
+    assert "prerequisites for driver not satisfied (wrong filesystem?)" in dockerd.daemon_error(LOG_ZFS)
 
 
 def test_daemon_error_without_a_final_line_gives_the_log_tail():
-    text = dk.daemon_error('time="x" level=info msg="Starting up"\nsomething odd\n')
+    text = dockerd.daemon_error('time="x" level=info msg="Starting up"\nsomething odd\n')
     assert text.startswith("dockerd exited") and "something odd" in text
 
 
 # ---- command lines -----------------------------------------------------------------
 
-def paths(tmp: Path) -> dk.DaemonPaths:
-    return dk.DaemonPaths("0a1b2c3d", tmp / "mnt" / "docker")
+def paths(tmp: Path) -> dockerd.DaemonPaths:
+    return dockerd.DaemonPaths("0a1b2c3d", tmp / "mnt" / "docker")
 
 
 def test_dockerd_argv_has_the_network_rule_and_own_paths(tmp_path):
     p = paths(tmp_path)
-    argv = dk.dockerd_argv(p, "overlay2")
+    argv = dockerd.dockerd_argv(p, "overlay2")
     assert argv[0] == "/usr/sbin/dockerd"
     for flag in ("--bridge=none", "--iptables=false", "--ip-masq=false", "--ip6tables=false", "--ip-forward=false"):
         assert flag in argv
@@ -87,14 +88,14 @@ def test_dockerd_argv_has_the_network_rule_and_own_paths(tmp_path):
 
 def test_socket_path_is_short():
     # unix socket paths are limited to 108 bytes, containerd's lives below the exec-root
-    p = dk.DaemonPaths("ffffffff", Path("/x"))
+    p = dockerd.DaemonPaths("ffffffff", Path("/x"))
     assert len(str(p.exec_root / "containerd" / "containerd.sock.ttrpc")) < 100
     assert len(p.sock) < 100
 
 
 def test_daemon_env_has_no_way_to_a_registry():
-    assert dk.DAEMON_ENV["HTTPS_PROXY"].startswith("http://127.0.0.1:")
-    assert dk.DAEMON_ENV["HTTP_PROXY"].startswith("http://127.0.0.1:")
+    assert dockerd.DAEMON_ENV["HTTPS_PROXY"].startswith("http://127.0.0.1:")
+    assert dockerd.DAEMON_ENV["HTTP_PROXY"].startswith("http://127.0.0.1:")
 
 
 def handle(name: str, per: list[dict]) -> PathHandle:
@@ -202,7 +203,7 @@ CGROUPS_TABLE = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\ncp
 
 
 def test_cgroup_hierarchies():
-    h = dk.cgroup_hierarchies(MOUNTINFO, CGROUPS_TABLE)
+    h = procfs.cgroup_hierarchies(MOUNTINFO, CGROUPS_TABLE)
     assert h["cpu"] == (Path("/sys/fs/cgroup/cpu"), "/")
     assert h["memory"] == (Path("/sys/fs/cgroup/memory"), "/outer")
     assert h["name=systemd"][0] == Path("/sys/fs/cgroup/systemd")  # xattr is not a controller
@@ -210,9 +211,9 @@ def test_cgroup_hierarchies():
 
 
 def test_mounts_under_innermost_first_and_exact_prefix():
-    assert dk.mounts_under("/w/mnt/docker", MOUNTINFO) == ["/w/mnt/docker/overlay2/abc/merged", "/w/mnt/docker"]
-    assert dk.mounts_under("/w/with space", MOUNTINFO) == ["/w/with space"]
-    assert dk.mounts_under("/w/nothing", MOUNTINFO) == []
+    assert procfs.mounts_under("/w/mnt/docker", MOUNTINFO) == ["/w/mnt/docker/overlay2/abc/merged", "/w/mnt/docker"]
+    assert procfs.mounts_under("/w/with space", MOUNTINFO) == ["/w/with space"]
+    assert procfs.mounts_under("/w/nothing", MOUNTINFO) == []
 
 
 # ---- undo with fakes ---------------------------------------------------------------------
@@ -223,17 +224,18 @@ class FakeHost:
     def __init__(self, monkeypatch, *, answers: bool, cmdlines: dict[int, str]):
         self.calls: list[tuple] = []
         self.cmdlines = cmdlines
-        monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: answers)
-        monkeypatch.setattr(dk, "docker", self.docker)
-        monkeypatch.setattr(dk, "cgroup_dirs", lambda parent, known=None: [Path("/fake") / parent])
-        monkeypatch.setattr(dk, "cgroup_pids", self.cgroup_pids)
-        monkeypatch.setattr(dk, "_signal_and_wait", self.signal)
-        monkeypatch.setattr(dk, "_cmdline", lambda pid: self.cmdlines.get(pid, ""))
-        monkeypatch.setattr(dk, "_running", lambda pid: pid in self.cmdlines)
-        monkeypatch.setattr(dk, "procs_mentioning", lambda m: [p for p, c in self.cmdlines.items() if m in c])
-        monkeypatch.setattr(dk, "unmount_under", lambda p: self.calls.append(("umount", p)))
-        monkeypatch.setattr(dk, "remove_cgroups", lambda dirs: self.calls.append(("rmcg", [str(d) for d in dirs])))
-        monkeypatch.setattr(dk, "remove_tree", lambda p: self.calls.append(("rm", str(p))))
+        monkeypatch.setattr(dockerd, "answers", lambda sock, timeout=5: answers)
+        monkeypatch.setattr(dockerd, "docker", self.docker)
+        monkeypatch.setattr(dockerd, "cgroup_dirs", lambda parent, known=None: [Path("/fake") / parent])
+        monkeypatch.setattr(dockerd, "cgroup_pids", self.cgroup_pids)
+        monkeypatch.setattr(dockerd, "signal_and_wait", self.signal)
+        monkeypatch.setattr(dockerd, "cmdline", lambda pid: self.cmdlines.get(pid, ""))
+        monkeypatch.setattr(dockerd, "is_running", lambda pid: pid in self.cmdlines)
+        monkeypatch.setattr(dockerd, "procs_mentioning", lambda m: [p for p, c in self.cmdlines.items() if m in c])
+        monkeypatch.setattr(dockerd, "unmount_under", lambda p: self.calls.append(("umount", p)))
+        monkeypatch.setattr(dockerd, "remove_cgroups",
+                            lambda dirs: self.calls.append(("rmcg", [str(d) for d in dirs])))
+        monkeypatch.setattr(dockerd, "remove_tree", lambda p: self.calls.append(("rm", str(p))))
         self.cg_pids = {501, 502}
 
     def docker(self, sock, *args, **kw):
@@ -267,7 +269,7 @@ def test_undo_daemon_order_when_the_daemon_answers(monkeypatch, tmp_path):
         4242: f"/usr/sbin/dockerd -H unix://{data['sock']} --exec-root {data['exec_root']}",
         4243: f"containerd --config {data['exec_root']}/containerd/containerd.toml",
         4244: "sshd: unrelated"})
-    dk._undo_daemon(data)
+    dockerd._undo_daemon(data)
     kinds = [c[0] for c in fake.calls]
     assert fake.calls[1] == ("docker", "rm", "-f", "-v", "c1", "c2")
     assert ("kill", [501, 502], 9) in fake.calls  # what ran in our cgroups
@@ -285,7 +287,7 @@ def test_undo_daemon_never_kills_a_reused_pid(monkeypatch, tmp_path):
     data = daemon_data(tmp_path)
     (tmp_path / "d.pid").write_text("4242")
     fake = FakeHost(monkeypatch, answers=False, cmdlines={4242: "/usr/bin/python3 something-else"})
-    dk._undo_daemon({**data, "remove_data_root": True})
+    dockerd._undo_daemon({**data, "remove_data_root": True})
     assert not any(c[0] == "kill" and 4242 in c[1] for c in fake.calls)
     assert not any(c[0] == "docker" for c in fake.calls)  # a dead daemon is not asked
     assert ("rm", data["data_root"]) in fake.calls
@@ -295,8 +297,8 @@ def test_undo_daemon_is_idempotent_with_nothing_left(monkeypatch, tmp_path):
     fake = FakeHost(monkeypatch, answers=False, cmdlines={})
     fake.cg_pids = set()
     data = daemon_data(tmp_path)
-    dk._undo_daemon(data)
-    dk._undo_daemon(data)
+    dockerd._undo_daemon(data)
+    dockerd._undo_daemon(data)
     assert not any(c[0] == "kill" and c[1] for c in fake.calls)
 
 
@@ -315,6 +317,23 @@ def test_undo_actions_are_registered():
     from strata.stack.journal import UNDO
     for kind in ("daemon", "container", "volume", "docker-image", "build-dir"):
         assert kind in UNDO
+
+
+def test_importing_docker_alone_registers_every_undo_action():
+    # `strata cleanup` imports strata.stack.docker only: the daemon's and the image build's undo come with it
+    code = ("import strata.stack.docker; from strata.stack.journal import UNDO; "
+            "print(' '.join(sorted(UNDO)))")
+    kinds = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert {"daemon", "container", "volume", "docker-image", "build-dir"} <= set(kinds)
+
+
+def test_public_names_stay_in_strata_stack_docker():
+    # plan, doctor, provision and the integration tests reach these as strata.stack.docker.<name>
+    for name in ("provision_docker", "probe_driver", "available", "incompatible", "DockerSession", "private_daemon",
+                 "docker", "SYSTEM_SOCKET", "parse_cgroup_final", "mounts_under", "cgroup_dirs", "cgroup_pids",
+                 "procs_mentioning", "_running"):
+        assert hasattr(dk, name), name
+    assert dk.available is dockerd.available and dk.mounts_under is procfs.mounts_under
 
 
 # ---- waiting for containers, with a fake docker CLI --------------------------------------
@@ -346,7 +365,7 @@ def fake_session(monkeypatch, tmp_path, state: dict) -> dk.DockerSession:
     cli.write_text(FAKE_DOCKER.format(python=sys.executable))
     cli.chmod(0o755)
     (tmp_path / "state.json").write_text(json.dumps(state))
-    monkeypatch.setattr(dk, "docker_cli", lambda: str(cli))
+    monkeypatch.setattr(dockerd, "docker_cli", lambda: str(cli))
     monkeypatch.setenv("FAKE_STATE", str(tmp_path / "state.json"))
     monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: True)
     from strata.spec.model import Runtime
@@ -414,7 +433,7 @@ def test_wait_on_a_dead_private_daemon(monkeypatch, tmp_path):
     s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0}, "wait_s": 30})
     dead = subprocess.Popen(["true"])
     dead.wait()
-    s.daemon = dk.Daemon(dk.DaemonPaths("ab", tmp_path), "overlay2", dead, 0.1)
+    s.daemon = dockerd.Daemon(dockerd.DaemonPaths("ab", tmp_path), "overlay2", dead, 0.1)
     r = running_with(s, tmp_path, 1)
     with pytest.raises(TrialFailure) as e:
         r.wait(20)

@@ -27,7 +27,7 @@ from typing import Iterator, Mapping
 
 from strata.errors import StrataError
 from strata.proc import CommandError, sh
-from strata.stack import docker as dk
+from strata.stack import dockerd as dk  # the client and private_daemon (and procfs.remove_tree)
 from strata.stack.journal import Journal, undo_action
 from strata.stack.runtime import Unsupported
 

@@ -1,0 +1,332 @@
+"""The docker daemons strata talks to: the client call, and a private dockerd's life.
+
+A private daemon keeps its images, layers and volumes (`--data-root`) on the
+file system under test, so that the storage driver's I/O lands on the device
+being measured (DESIGN.md "Private container engines"). It gets its own
+socket, exec-root and pidfile under `/run/strata/<id>/` (short: a unix socket
+path is limited to 108 bytes), no network (`--bridge=none`, no iptables, no
+ip forwarding) and its own cgroup parent `strata-<id>`, so that container
+cgroups are ours and findable after a crash.
+
+The daemon is journaled before it is started, and its undo works from the
+journal entry alone, after `kill -9` of strata: containers outlive a killed
+dockerd under containerd-shim, and dockerd bind-mounts its data-root onto
+itself and leaves that mount behind when it fails to start (seen with 20.10
+here). The lookups it needs are in `procfs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from strata.errors import StrataError
+from strata.proc import CommandError, sh
+from strata.stack.journal import Journal, undo_action
+from strata.stack.procfs import (cgroup_dirs, cgroup_pids, cmdline, is_running, own_cgroup_dirs, prime_blkio,
+                                 procs_mentioning, remove_cgroups, remove_tree, signal_and_wait, unmount_under)
+from strata.stack.runtime import Unsupported
+
+DOCKERD = "/usr/sbin/dockerd"          # Debian's docker.io 20.10 (HOST-NOTES)
+DEBIAN_CLI = "/usr/bin/docker"          # Debian's client, the daemon's own version
+SYSTEM_SOCKET = "/var/run/docker.sock"
+RUN_ROOT = Path("/run/strata")
+DAEMON_START_TIMEOUT_S = 60
+DAEMON_STOP_TIMEOUT_S = 20
+STDERR_TAIL_CHARS = 4000
+# The daemon's own environment: a fixed PATH, and a proxy that does not exist so
+# that nothing the daemon does by itself can reach a registry (the network rule).
+DAEMON_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C",
+    "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "",
+}
+# Client variables that would point the CLI somewhere else than `-H`.
+CLIENT_ENV_DROP = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
+# Stored in the facts of every result on these drivers: their numbers need a second look.
+CAVEATS = {
+    "fuse-overlayfs": "fuse-overlayfs accepts O_DIRECT but does not honor it, and blkio throttles do not "
+                      "apply through it (HOST-NOTES): layer-path numbers may come from the page cache",
+    "vfs": "vfs copies every layer in full: container creation is slow and uses much space",
+}
+
+
+# ---- the docker client ----------------------------------------------------------
+
+def docker_cli() -> str:
+    """Debian's client matches the daemon (20.10); a newer client on PATH also works."""
+    if os.access(DEBIAN_CLI, os.X_OK):
+        return DEBIAN_CLI
+    cli = shutil.which("docker")
+    if not cli:
+        raise StrataError("the docker client is not installed", "apt-get install docker.io")
+    return cli
+
+
+def client_env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_DROP}
+    env.update(extra)
+    return env
+
+
+def client_argv(sock: str, *args: str) -> list[str]:
+    return [docker_cli(), "-H", f"unix://{sock}", *args]
+
+
+def docker(sock: str, *args: str, check: bool = True, timeout: float = 300,
+           env: dict | None = None) -> subprocess.CompletedProcess:
+    argv = client_argv(sock, *args)
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env or client_env())
+    except subprocess.TimeoutExpired:
+        raise CommandError(argv, -1, f"timed out after {timeout:.0f} s")
+    if check and cp.returncode != 0:
+        raise CommandError(argv, cp.returncode, cp.stderr.strip() or cp.stdout.strip())
+    return cp
+
+
+def answers(sock: str, timeout: float = 5) -> bool:
+    if not os.path.exists(sock):
+        return False
+    try:
+        return docker(sock, "version", "--format", "{{.Server.Version}}", check=False, timeout=timeout).returncode == 0
+    except CommandError:
+        return False
+
+
+def info(sock: str) -> dict:
+    return json.loads(docker(sock, "info", "--format", "{{json .}}", timeout=30).stdout)
+
+
+def daemon_facts(sock: str, kind: str) -> dict:
+    """What a result records about the daemon it ran on (`kind`: private or system)."""
+    i = info(sock)
+    status = {k: v for k, v in (i.get("DriverStatus") or [])}
+    root = i.get("DockerRootDir", "")
+    backing = status.get("Backing Filesystem") or sh(
+        ["findmnt", "-n", "-o", "FSTYPE", "--target", root], check=False).stdout.strip()
+    facts = {"runtime": "docker", "daemon": kind, "socket": sock, "dockerd_version": i.get("ServerVersion"),
+             "storage_driver": i.get("Driver"), "driver_status": status, "data_root": root,
+             "backing_fs": backing, "cgroup_driver": i.get("CgroupDriver"), "cgroup_version": i.get("CgroupVersion"),
+             "kernel": i.get("KernelVersion"), "warnings": i.get("Warnings") or []}
+    if i.get("Driver") in CAVEATS:
+        facts["caveats"] = [CAVEATS[i["Driver"]]]
+    return facts
+
+
+# ---- the daemon ---------------------------------------------------------------
+
+@dataclass
+class DaemonPaths:
+    id: str
+    data_root: Path
+
+    @property
+    def run_dir(self) -> Path:
+        return RUN_ROOT / self.id
+
+    @property
+    def sock(self) -> str:
+        return str(self.run_dir / "d.sock")
+
+    @property
+    def exec_root(self) -> Path:
+        return self.run_dir / "x"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.run_dir / "d.pid"
+
+    @property
+    def log(self) -> Path:
+        return self.run_dir / "dockerd.log"
+
+    @property
+    def config(self) -> Path:
+        return self.run_dir / "daemon.json"
+
+    @property
+    def cgroup_parent(self) -> str:
+        return f"strata-{self.id}"
+
+    def journal_data(self, driver: str, remove_data_root: bool) -> dict:
+        return {"id": self.id, "driver": driver, "sock": self.sock, "run_dir": str(self.run_dir),
+                "exec_root": str(self.exec_root), "pidfile": str(self.pidfile), "data_root": str(self.data_root),
+                "cgroup_parent": self.cgroup_parent, "cgroup_dirs": own_cgroup_dirs(self.cgroup_parent),
+                "remove_data_root": remove_data_root}
+
+
+def dockerd_argv(paths: DaemonPaths, driver: str) -> list[str]:
+    return [DOCKERD, "--config-file", str(paths.config),  # never the user's /etc/docker/daemon.json
+            "--data-root", str(paths.data_root), "--exec-root", str(paths.exec_root),
+            "-H", f"unix://{paths.sock}", "--pidfile", str(paths.pidfile), "--storage-driver", driver,
+            "--bridge=none", "--iptables=false", "--ip-masq=false", "--ip6tables=false", "--ip-forward=false",
+            "--cgroup-parent", paths.cgroup_parent, "--shutdown-timeout", "5"]
+
+
+def daemon_error(log: str) -> str:
+    """The daemon's own reason for not starting: its error lines about the storage driver,
+    then its final `failed to start daemon: ...` line."""
+    errors, final = [], ""
+    for line in log.splitlines():
+        if line.startswith("failed to start daemon:"):
+            final = line.strip()
+        elif "level=fatal" in line or ("level=error" in line and ("storage-driver=" in line or "graphdriver" in line)):
+            m = re.search(r'msg="((?:[^"\\]|\\.)*)"', line) or re.search(r"msg=(\S+)", line)
+            if m:
+                errors.append(m.group(1).replace('\\"', '"'))
+    parts = list(dict.fromkeys(errors)) + ([final] if final else [])
+    if parts:
+        return "; ".join(parts)
+    tail = [l for l in log.strip().splitlines() if "module=grpc" not in l][-3:]
+    return "dockerd exited; its log ends: " + " | ".join(tail)
+
+
+@dataclass
+class Daemon:
+    paths: DaemonPaths
+    driver: str
+    proc: subprocess.Popen
+    start_s: float
+
+    @property
+    def sock(self) -> str:
+        return self.paths.sock
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, chars: int = STDERR_TAIL_CHARS) -> str:
+        with contextlib.suppress(OSError):
+            return self.paths.log.read_text(errors="replace")[-chars:]
+        return ""
+
+
+def _wait_ready(paths: DaemonPaths, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise Unsupported(daemon_error(paths.log.read_text(errors="replace")))
+        if answers(paths.sock, timeout=5):
+            return
+        time.sleep(0.05)
+    raise Unsupported(f"dockerd did not answer within {DAEMON_START_TIMEOUT_S} s; "
+                      + daemon_error(paths.log.read_text(errors="replace")))
+
+
+@contextlib.contextmanager
+def private_daemon(driver: str, data_root: Path, journal: Journal, *, remove_data_root: bool,
+                   prime_device: str | None = None) -> Iterator[Daemon]:
+    """Start dockerd, yield it once it answers; stop it and remove all it left on the way out."""
+    paths = DaemonPaths(secrets.token_hex(4), data_root)
+    data = paths.journal_data(driver, remove_data_root)
+    seq = journal.intent("daemon", **data)
+    proc = None
+    started = False
+    try:
+        paths.run_dir.mkdir(parents=True)
+        data_root.mkdir(parents=True, exist_ok=True)
+        paths.config.write_text("{}\n")
+        if prime_device:
+            prime_blkio(prime_device, paths.cgroup_parent, remove=False)  # dockerd's parent; undo removes it
+        t0 = time.monotonic()
+        with open(paths.log, "w") as log:
+            # own session: a Ctrl-C to strata's process group must not stop the daemon
+            # before strata has removed its containers
+            proc = subprocess.Popen(dockerd_argv(paths, driver), stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, env=DAEMON_ENV, start_new_session=True)
+        journal.update(seq, pid=proc.pid)
+        _wait_ready(paths, proc)
+        started = True
+        yield Daemon(paths, driver, proc, time.monotonic() - t0)
+    finally:
+        _undo_daemon({**data, "pid": proc.pid if proc else None,
+                      "remove_data_root": remove_data_root or not started})
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        journal.release(seq)
+
+
+@undo_action("daemon")
+def _undo_daemon(data: dict) -> None:
+    """Stop a private dockerd and remove everything it made, from the journal entry alone."""
+    sock, run_dir = data["sock"], data["run_dir"]
+    if answers(sock):
+        with contextlib.suppress(CommandError):  # a hung daemon: the cgroups below still get killed
+            ids = docker(sock, "ps", "-aq", check=False, timeout=30).stdout.split()
+            if ids:
+                docker(sock, "rm", "-f", "-v", *ids, check=False, timeout=120)
+    # containers outlive a killed dockerd under containerd-shim: kill what is in our cgroups
+    cgroups = cgroup_dirs(data["cgroup_parent"], data.get("cgroup_dirs"))
+    for _ in range(5):
+        pids = cgroup_pids(cgroups)
+        if not pids:
+            break
+        signal_and_wait(sorted(pids), signal.SIGKILL, 5)
+    pid = _daemon_pid(data)
+    if pid and signal_and_wait([pid], signal.SIGTERM, DAEMON_STOP_TIMEOUT_S):
+        signal_and_wait([pid], signal.SIGKILL, 5)
+    # containerd and its shims carry our run dir in their command lines
+    left = signal_and_wait(procs_mentioning(run_dir.rstrip("/") + "/"), signal.SIGTERM, 5)
+    signal_and_wait(left, signal.SIGKILL, 5)
+    for root in (data["data_root"], data["exec_root"], run_dir):
+        unmount_under(root)
+    remove_cgroups(cgroup_dirs(data["cgroup_parent"], data.get("cgroup_dirs")))
+    remove_tree(Path(run_dir))
+    if data.get("remove_data_root"):
+        remove_tree(Path(data["data_root"]))
+
+
+def _daemon_pid(data: dict) -> int | None:
+    """The dockerd pid, only if that process really is our daemon (pids are reused)."""
+    candidates = []
+    with contextlib.suppress(OSError, ValueError):
+        candidates.append(int(Path(data["pidfile"]).read_text().strip()))
+    if data.get("pid"):
+        candidates.append(int(data["pid"]))
+    for pid in candidates:
+        if f"unix://{data['sock']}" in cmdline(pid) and is_running(pid):
+            return pid
+    return None
+
+
+# ---- what this host can run ----------------------------------------------------
+
+def available(driver: str, host: dict) -> str | None:
+    """A cheap check, without starting a daemon (STYLE.md item 3); the daemon has the last word."""
+    if os.geteuid() != 0:
+        return "needs root"
+    if not (os.access(DEBIAN_CLI, os.X_OK) or shutil.which("docker")):
+        return "the docker client is not installed (apt-get install docker.io)"
+    if driver == "system":
+        return None if os.path.exists(SYSTEM_SOCKET) else f"no docker daemon socket at {SYSTEM_SOCKET}"
+    if not os.access(DOCKERD, os.X_OK):
+        return f"{DOCKERD} not found (apt-get install docker.io)"
+    if driver == "fuse-overlayfs":
+        if not shutil.which("fuse-overlayfs"):
+            return "the fuse-overlayfs binary is not installed (apt-get install fuse-overlayfs)"
+        if not os.path.exists("/dev/fuse"):
+            return "no /dev/fuse (modprobe fuse)"
+    if driver == "btrfs" and "btrfs" not in Path("/proc/filesystems").read_text().split():
+        return "the kernel has no btrfs (the btrfs driver needs its data-root on a btrfs file system)"
+    return None
+
+
+def incompatible(driver: str, fs_type: str) -> str | None:
+    """Combinations that cannot exist, whatever the host (DESIGN.md: skipped with the reason)."""
+    if driver == "btrfs" and fs_type != "btrfs":
+        return f"the btrfs storage driver needs its data-root on a btrfs file system, not {fs_type}"
+    if driver == "zfs":
+        return "the zfs storage driver needs its data-root on a zfs dataset; strata does not create zfs pools"
+    return None
