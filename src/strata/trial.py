@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from strata.analysis import steady, validity
-from strata.collectors.cgroup import CgroupCollector, final_counters, prime_blkio
+from strata.collectors.cgroup import CgroupCollector, final_counters
 from strata.collectors.diskstats import DiskstatsCollector
 from strata.collectors.host import HostCollector
 from strata.collectors.sampler import Sampler
@@ -102,11 +102,6 @@ def _measure(trial, device, session, store, result: dict) -> None:
     wl, spec, load = WORKLOADS[trial.workload.type], trial.workload, trial.load
     art = store.artifacts_dir(trial.id)
     drop_caches()
-    if trial.runtime.type == "docker":
-        try:
-            prime_blkio(device.path)
-        except OSError:
-            result["warnings"].append("could not prime blkio accounting; per-container blkio bytes may be empty")
     with session.path(trial.path, art, load) as handle:
         requests = _requests(wl, spec, load, session, handle, art)
         outputs, sampler = _run_collected(wl, spec, load, session, handle, requests, device, art)

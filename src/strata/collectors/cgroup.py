@@ -7,27 +7,9 @@ series here ends at the last sample taken while it ran.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from strata.collectors.sampler import deltas
-
-
-def prime_blkio(device_path: str) -> None:
-    """blkio.throttle.io_service_bytes stays empty until a throttle rule was set once
-    on the device (HOST-NOTES): set a huge limit in a scratch cgroup and clear it."""
-    root = Path("/sys/fs/cgroup/blkio")
-    if not root.exists():
-        return
-    st = os.stat(device_path)
-    majmin = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    scratch = root / "strata-prime"
-    scratch.mkdir(exist_ok=True)
-    try:
-        (scratch / "blkio.throttle.read_bps_device").write_text(f"{majmin} {1 << 50}")
-        (scratch / "blkio.throttle.read_bps_device").write_text(f"{majmin} 0")
-    finally:
-        scratch.rmdir()
 
 
 def _read_int(path: Path) -> int | None:
@@ -93,9 +75,9 @@ class CgroupCollector:
         return out
 
 
-def final_counters(text: str) -> dict:
-    """A container's last cgroup counters, read inside it just before it exited
-    (`cgroup-final.txt`: sections `== <controller>/<file>` then the file's content)."""
+def final_sections(text: str) -> dict[str, str]:
+    """`cgroup-final.txt` (sections `== <controller>/<file>` then the file's content) ->
+    {"memory/memory.failcnt": "0", ...}."""
     sections: dict[str, list[str]] = {}
     key = None
     for line in text.splitlines():
@@ -104,6 +86,12 @@ def final_counters(text: str) -> dict:
             sections[key] = []
         elif key is not None:
             sections[key].append(line)
+    return {k: "\n".join(v) for k, v in sections.items()}
+
+
+def final_counters(text: str) -> dict:
+    """A container's last cgroup counters, read inside it just before it exited."""
+    sections = {k: v.splitlines() for k, v in final_sections(text).items()}
     get = lambda k: "\n".join(sections.get(k, []))
     num = lambda k: int(get(k).split()[0]) if get(k).split() and get(k).split()[0].isdigit() else None
     out = {"cpu_ns": num("cpuacct/cpuacct.usage"), "memory_bytes": num("memory/memory.usage_in_bytes"),

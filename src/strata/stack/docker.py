@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from strata.collectors.cgroup import final_counters
+from strata.collectors.cgroup import final_counters, final_sections
 from strata.errors import StrataError, TrialFailure
 from strata.proc import CommandError
 from strata.spec.model import Filesystem, Limits, LoopDevice, Load, Runtime
@@ -147,18 +147,7 @@ def create_argv(name: str, run_id: str, request: InstanceRequest, handle: PathHa
             image, "/bin/sh", "-c", WRAPPER, "strata-wrap", *request.argv]
 
 
-def parse_cgroup_final(text: str) -> dict[str, str]:
-    """cgroup-final.txt -> {"memory/memory.failcnt": "0", ...} (file path below /sys/fs/cgroup: content):
-    the raw text, e.g. for per-device lines. The counters: `collectors.cgroup.final_counters`."""
-    out: dict[str, list[str]] = {}
-    key = None
-    for line in text.splitlines():
-        if line.startswith("== "):
-            key = line[3:].strip()
-            out[key] = []
-        elif key is not None:
-            out[key].append(line)
-    return {k: "\n".join(v) for k, v in out.items()}
+parse_cgroup_final = final_sections  # one parser of cgroup-final.txt (collectors/cgroup.py)
 
 
 def _read_time(path: Path) -> float | None:
