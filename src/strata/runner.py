@@ -121,5 +121,6 @@ def _check_above_raw(result: dict, baselines: dict) -> None:
     ev = validity.above_raw(validity.primary_value(result["metrics"]), validity.primary_value(raw["metrics"]),
                             raw["trial_id"], bytes_moved)
     if ev:
+        result["flags"]["above_raw"] = ev
         cache.update(suspect=True, above_raw=ev, reason=(cache.get("reason", "") + "; " + ev["reason"]).strip("; "))
         result["warnings"].append(f"cache: {ev['reason']}")

@@ -21,7 +21,7 @@ def add_arguments(p):
 def main(args) -> int:
     if not (args.csv or args.parquet):
         raise StrataError("nothing to export", "add --csv FILE and/or --parquet FILE")
-    results = _load(args.results)
+    results = load_results_dir(args.results)
     if args.csv:
         Path(args.csv).write_bytes(to_csv(results))
         print(f"{args.csv}: {len(results)} rows")
@@ -31,7 +31,8 @@ def main(args) -> int:
     return 0
 
 
-def _load(path: str) -> list[dict]:
+def load_results_dir(path: str) -> list[dict]:
+    """The results under `path`, or a StrataError that says what to give instead."""
     if not Path(path).is_dir():
         raise StrataError(f"no results directory at {path}", "give the directory passed to `strata run -o`")
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from strata.cli.export import load_results_dir as load_results  # compare.py imports it from here
 from strata.errors import StrataError
 
 NAME = "report"
@@ -21,14 +22,6 @@ def add_arguments(p):
                    help="list the seed studies' claims that the report checks (id, claim, source, criterion)")
 
 
-def load_results(path: str) -> list[dict]:
-    from strata.analysis.load import load
-    if not Path(path).is_dir():
-        raise StrataError(f"no results directory at {path}", "give the directory passed to `strata run -o`")
-    try:
-        return load(path)
-    except ValueError as e:
-        raise StrataError(str(e), "remove or repair that file")
 
 
 def list_findings() -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from strata.cli.export import _load
+from strata.cli.export import load_results_dir
 from strata.export import flatten
 
 NAME = "show"
@@ -52,5 +52,5 @@ def table_text(results: list[dict]) -> str:
 
 
 def main(args) -> int:
-    print(table_text(_load(args.results)))
+    print(table_text(load_results_dir(args.results)))
     return 0

@@ -199,7 +199,8 @@ def aggregate(docs: list[dict], series: list[dict] | None = None) -> Parsed:
                                   "runtime_ms": max(i["job_runtime_ms"] for i in metrics["instances"])}
     iops = metrics["read"]["iops"] + metrics["write"]["iops"]
     bw = metrics["read"]["bw_bytes"] + metrics["write"]["bw_bytes"]
-    metrics["primary"] = {"iops": iops, "bw_bytes": bw}
+    sequential = all(d["jobs"][0]["job options"].get("rw", "") in ("read", "write", "rw", "readwrite") for d in docs)
+    metrics["primary"] = {"iops": iops, "bw_bytes": bw, "metric": "bw_bytes" if sequential else "iops"}
     merged = _sum_series(series or [])
     return Parsed(metrics=metrics, moved_bytes=moved, series={"fio_iops": merged} if merged else {})
 
@@ -213,7 +214,8 @@ def iops_series(out_dir: Path) -> dict[int, float]:
     for line in path.read_text().splitlines():
         fields = [f.strip() for f in line.split(",")]
         if len(fields) >= 2 and fields[0].isdigit():
-            sec = int(fields[0]) // 1000
+            # entries of several jobs land near each second (999 ms, 1001 ms): round, not floor
+            sec = round(int(fields[0]) / 1000)
             per_s[sec] = per_s.get(sec, 0.0) + float(fields[1])
     return per_s
 
