@@ -48,10 +48,11 @@ CHAR_IN = 0.068  # width of one 8-9 pt character, inches
 
 
 def _layout(mpl, rot_len: int = 0, legend_len: int = 0, ytick_len: int = 6, panel_titles: bool = False,
-            wspace: float | None = None) -> None:
-    """Fixed margins from the longest labels: tight_layout costs a third of the drawing time."""
+            wspace: float | None = None, first_tick_len: int = 0) -> None:
+    """Fixed margins from the longest labels: tight_layout costs a third of the drawing time.
+    `first_tick_len`: the first x label, rotated 25 degrees and right-aligned, reaches left of the axes."""
     w, h = mpl.get_size_inches()
-    left = (CHAR_IN * ytick_len + 0.55) / w
+    left = max(CHAR_IN * ytick_len + 0.55, 0.9 * CHAR_IN * first_tick_len - 0.25) / w
     right = 1 - ((CHAR_IN * legend_len + 0.8) / w if legend_len else 0.25 / w)
     bottom = (0.5 + (0.45 * CHAR_IN * rot_len + 0.1 if rot_len else 0.2)) / h
     top = 1 - (0.62 if panel_titles else 0.42) / h
@@ -84,13 +85,15 @@ def _bars(fig) -> MplFigure:
     bars = fig.data["bars"]
     stacks = list(dict.fromkeys(b["label"] for b in bars))
     loads = list(dict.fromkeys(b["load"] for b in bars))
-    series = list(dict.fromkeys((b["load"], b["cached"]) for b in bars))
-    width = 0.8 / max(1, len(series))
+    # each load keeps one slot in every group, cached or not, so low and high never swap places
+    series = sorted(dict.fromkeys((b["load"], b["cached"]) for b in bars), key=lambda s: (loads.index(s[0]), s[1]))
+    width = 0.8 / max(1, len(loads))
     mpl = MplFigure(figsize=(min(14, max(6.5, 0.45 * len(bars) + 2.5)), 4.2))
     ax = mpl.add_subplot()
     for si, (load, cached) in enumerate(series):
         sel = [b for b in bars if b["load"] == load and b["cached"] == cached]
-        xs = [stacks.index(b["label"]) + (si - (len(series) - 1) / 2) * width for b in sel]
+        slot = loads.index(load) - (len(loads) - 1) / 2
+        xs = [stacks.index(b["label"]) + slot * width for b in sel]
         vals = [b["value"] for b in sel]
         color = PALETTE[loads.index(load) % len(PALETTE)]
         style = dict(CACHE_STYLE, edgecolor=color) if cached else {"color": color}
@@ -114,7 +117,7 @@ def _bars(fig) -> MplFigure:
     ax.set_xticks(range(len(stacks)), stacks, rotation=25, ha="right")
     ax.set_xlabel("stack")
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    _layout(mpl, _maxlen(stacks), _maxlen(h.get_label() for h in handles))
+    _layout(mpl, _maxlen(stacks), _maxlen(h.get_label() for h in handles), first_tick_len=len(stacks[0]))
     return mpl
 
 
