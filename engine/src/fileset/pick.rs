@@ -11,7 +11,7 @@
 //! kept. Single-threaded, the order is Filebench's; with many threads it
 //! differs only where Filebench's own order depends on lock acquisition.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Mutex;
 
 /// A fixed-size atomic bitset.
@@ -87,13 +87,14 @@ pub enum Want {
 pub struct EntryState {
     pub exists: Bits,
     pub busy: Bits,
-    pub open_cnt: Vec<AtomicU32>,
+    /// Open counts; like Filebench's `int` they can go below zero (a close
+    /// after a delete of an open file), and only `> 0` / `> 1` are tested.
+    pub open_cnt: Vec<AtomicI32>,
     /// The shared existing-entry rotor (tid 0).
     exrotor: AtomicUsize,
     /// Private rotors of `opennext` threads, by unique thread id.
     private: Mutex<Vec<usize>>,
     nerotor: AtomicUsize,
-    nbusy: AtomicUsize,
 }
 
 impl EntryState {
@@ -101,7 +102,7 @@ impl EntryState {
         EntryState {
             exists: Bits::new(n),
             busy: Bits::new(n),
-            open_cnt: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            open_cnt: (0..n).map(|_| AtomicI32::new(0)).collect(),
             ..Default::default()
         }
     }
@@ -177,18 +178,13 @@ impl EntryState {
                 self.busy.set(e, false);
                 continue;
             }
-            self.nbusy.fetch_add(1, SeqCst);
             return Some(e);
         }
     }
 
     /// Marks `e` busy (close, delete of a known entry); false if it already is.
     pub fn try_busy(&self, e: usize) -> bool {
-        if self.busy.set(e, true) {
-            return false;
-        }
-        self.nbusy.fetch_add(1, SeqCst);
-        true
+        !self.busy.set(e, true)
     }
 
     /// `fileset_unbusy`: optionally set existence, adjust the open count, clear busy.
@@ -197,21 +193,14 @@ impl EntryState {
             self.exists.set(e, x);
         }
         if open_delta != 0 {
-            let _ = self.open_cnt[e].fetch_update(AcqRel, Acquire, |c| Some((c as i64 + open_delta).max(0) as u32));
+            self.open_cnt[e].fetch_add(open_delta as i32, AcqRel);
         }
-        if self.busy.set(e, false) {
-            self.nbusy.fetch_sub(1, SeqCst);
-        }
+        self.busy.set(e, false);
     }
 
-    /// True if every entry is busy (pickers wait, §8.2 step 1).
-    pub fn all_busy(&self) -> bool {
-        !self.exists.is_empty() && self.nbusy.load(SeqCst) >= self.len()
-    }
-
-    /// Open count of entry `e`.
+    /// Open count of entry `e` (negative counts read as 0).
     pub fn open_count(&self, e: usize) -> u32 {
-        self.open_cnt[e].load(Acquire)
+        self.open_cnt[e].load(Acquire).max(0) as u32
     }
 }
 
