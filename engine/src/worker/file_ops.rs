@@ -52,9 +52,9 @@ impl Worker {
         if self.slots[slot].fd >= 0 {
             return Ret::Error(format!("flowop {} attempted to open without closing on fd {slot}", fo.name));
         }
-        let fs = self.shared.filesets[fsi].clone();
+        let fs = &self.shared.filesets[fsi];
         let tid = if fo.opennext.get_bool() { self.id.utid } else { 0 };
-        let index = self.index_of(fo, &fs);
+        let index = self.index_of(fo, fs);
         let Some(e) = fs.pick_file(Want::Exists, tid, index, &|| self.shared.stopping()) else {
             return Ret::Norsc(format!("no existing file in {}", fs.name));
         };
@@ -86,8 +86,8 @@ impl Worker {
         let Some(fsi) = fo.fileset else {
             return Ret::Error(format!("flowop {}: no fileset (filesetname) given", fo.name));
         };
-        let fs = self.shared.filesets[fsi].clone();
-        let index = self.index_of(fo, &fs);
+        let fs = &self.shared.filesets[fsi];
+        let index = self.index_of(fo, fs);
         let Some(e) = fs.pick_file(Want::NotExists, 0, index, &|| self.shared.stopping()) else {
             return Ret::Norsc(format!("no non-existing file in {}", fs.name));
         };
@@ -152,14 +152,14 @@ impl Worker {
             let Some(fsi) = fo.fileset else {
                 return Ret::Error(format!("flowop {}: no fileset (filesetname) given", fo.name));
             };
-            let fs = self.shared.filesets[fsi].clone();
-            let index = self.index_of(fo, &fs);
+            let fs = &self.shared.filesets[fsi];
+            let index = self.index_of(fo, fs);
             match fs.pick_file(Want::Exists, 0, index, &|| self.shared.stopping()) {
                 Some(e) => (fsi, e),
                 None => return Ret::Norsc(format!("no existing file in {}", fs.name)),
             }
         };
-        let fs = self.shared.filesets[fsi].clone();
+        let fs = &self.shared.filesets[fsi];
         let open = fs.open_count(e);
         let mine = fd > 0 && self.slots[fd].fd >= 0;
         if (mine && open > 1) || (!mine && open > 0) {
@@ -185,8 +185,8 @@ impl Worker {
         let Some(fsi) = fo.fileset else {
             return Ret::Error(format!("flowop {}: no fileset (filesetname) given", fo.name));
         };
-        let fs = self.shared.filesets[fsi].clone();
-        let index = self.index_of(fo, &fs);
+        let fs = &self.shared.filesets[fsi];
+        let index = self.index_of(fo, fs);
         let Some(e) = fs.pick_file(Want::Exists, 0, index, &|| self.shared.stopping()) else {
             return Ret::Norsc(format!("no existing file in {}", fs.name));
         };
@@ -229,7 +229,7 @@ impl Worker {
         let Some(fsi) = fo.fileset else {
             return Ret::Error(format!("flowop {}: no fileset (filesetname) given", fo.name));
         };
-        let fs = self.shared.filesets[fsi].clone();
+        let fs = &self.shared.filesets[fsi];
         let make = fo.kind == Kind::MakeDir;
         let want = if make { Want::NotExists } else { Want::Exists };
         let index = fo.indexed.as_ref().map(|a| a.get_dbl());
@@ -250,7 +250,7 @@ impl Worker {
         let Some(fsi) = fo.fileset else {
             return Ret::Error(format!("flowop {}: no fileset (filesetname) given", fo.name));
         };
-        let fs = self.shared.filesets[fsi].clone();
+        let fs = &self.shared.filesets[fsi];
         let Some(d) = fs.pick_dir() else {
             return Ret::Error(format!("flowop {}: fileset {} has no directory", fo.name, fs.name));
         };

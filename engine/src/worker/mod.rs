@@ -129,7 +129,9 @@ pub struct Worker {
     pub stats: Arc<ThreadStats>,
     /// All threads of this process instance (for `controlstats`).
     pub proc_stats: Arc<Mutex<Vec<Arc<ThreadStats>>>>,
-    pub hist: Vec<Option<Histogram<u32>>>,
+    /// Per-thread histograms (a `RefCell` so that `endop` takes `&self`
+    /// and flowops can hold references into the shared state meanwhile).
+    pub hist: std::cell::RefCell<Vec<Option<Histogram<u32>>>>,
     pub aux: Vec<Aux>,
     pub slots: Vec<Slot>,
     pub fd_rotor: usize,
@@ -163,7 +165,7 @@ impl Worker {
             flowops,
             stats: Arc::new(ThreadStats::new(nstats)),
             proc_stats: Arc::new(Mutex::new(Vec::new())),
-            hist,
+            hist: std::cell::RefCell::new(hist),
             aux: (0..nstats).map(|_| Aux::default()).collect(),
             slots: vec![Slot { fd: -1, fse: None }; NSLOTS],
             fd_rotor: NSLOTS - 2,
@@ -177,10 +179,10 @@ impl Worker {
 
     /// `flowop_endop`: records one op that began at `t0`.
     #[inline]
-    pub fn endop(&mut self, fo: &FlowopSpec, t0: Instant, bytes: u64) {
+    pub fn endop(&self, fo: &FlowopSpec, t0: Instant, bytes: u64) {
         let ns = t0.elapsed().as_nanos() as u64;
         self.stats.flowops[fo.stat_id].record(ns, bytes, fo.kind.rw(), self.shared.lathist);
-        if let Some(h) = self.hist[fo.stat_id].as_mut() {
+        if let Some(h) = self.hist.borrow_mut()[fo.stat_id].as_mut() {
             h.saturating_record(ns.max(1));
         }
     }
@@ -204,7 +206,7 @@ impl Worker {
         }
         self.close_all();
         self.shared.threads_done.fetch_add(1, Relaxed);
-        WorkerResult { hist: self.hist }
+        WorkerResult { hist: self.hist.into_inner() }
     }
 
     /// `nice(value)` and `ioprio_set(IOPRIO_CLASS_BE, n)` for this thread
