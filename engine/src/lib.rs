@@ -7,6 +7,7 @@
 //! the same language with the same semantics on threads.
 
 pub mod ast;
+pub mod clock;
 pub mod error;
 pub mod fileset;
 pub mod interp;

@@ -200,6 +200,7 @@ fn eventgen(shared: Arc<Shared>, rate: Avd) {
 
 /// Runs the model against populated filesets.
 pub fn run(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Arc<Output>) -> RunResult {
+    crate::clock::init();
     let (shared, plan) = plan(model, filesets, p, out.clone());
     let Plan { workers, all_stats } = plan;
     for pr in model.procs.iter().rev() {

@@ -150,6 +150,19 @@ impl Fileset {
         files.try_busy(i) || self.retry(&|| files.try_busy(i).then_some(()), stop).is_some()
     }
 
+    /// Waits until file `i` is not busy (closefile, §9.3); false if stopped.
+    pub fn wait_idle(&self, i: usize, stop: &dyn Fn() -> bool) -> bool {
+        let files = &self.state.files;
+        !files.is_busy(i) || self.retry(&|| (!files.is_busy(i)).then_some(()), stop).is_some()
+    }
+
+    /// A close of file `i` finished: one opener less. Filebench also marks
+    /// the entry BUSY around the close(2); nothing observable depends on it
+    /// but the pick order under contention, so we spare the two atomics.
+    pub fn closed(&self, i: usize) {
+        self.state.files.add_open(i, -1);
+    }
+
     /// Open count of file `i`.
     pub fn open_count(&self, i: usize) -> u32 {
         self.state.files.open_count(i)

@@ -2,16 +2,19 @@
 //!
 //! Why lock-free: Filebench serialises every pick, unbusy and close of a
 //! fileset on one `fs_pick_lock`; with a hundred threads on two cores a
-//! preempted lock holder stalls everyone. Here existence and BUSY are atomic
-//! bitsets and the rotors atomics: a pick scans for the next entry of the
+//! preempted lock holder stalls everyone. Here existence is an atomic bitset,
+//! each entry has one atomic word holding its BUSY flag and open count, and
+//! the rotors are atomics: a pick scans the bitset for the next entry of the
 //! wanted set at or after the rotor (wrapping), exactly Filebench's "index if
 //! present, else the next higher, else the lowest" walk over its AVL trees,
-//! and claims it by setting its BUSY bit. Only the thread holding an entry's
-//! BUSY bit changes its existence, so a claimed entry is re-checked once and
-//! kept. Single-threaded, the order is Filebench's; with many threads it
-//! differs only where Filebench's own order depends on lock acquisition.
+//! skips busy entries, and claims one by setting its BUSY flag. Only the
+//! thread holding an entry's BUSY flag changes its existence, so a claimed
+//! entry is re-checked once and kept. An unbusy (flag off, open count +-n)
+//! is a single atomic add. Single-threaded, the order is Filebench's; with
+//! many threads it differs only where Filebench's own order depends on lock
+//! acquisition.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Mutex;
 
 /// A fixed-size atomic bitset.
@@ -76,6 +79,8 @@ fn scan(n: usize, from: usize, word: impl Fn(usize) -> u64) -> Option<usize> {
 }
 
 /// Which set of entries a pick draws from.
+const BUSY: u64 = 1;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
     Exists,
@@ -86,10 +91,10 @@ pub enum Want {
 #[derive(Debug, Default)]
 pub struct EntryState {
     pub exists: Bits,
-    pub busy: Bits,
-    /// Open counts; like Filebench's `int` they can go below zero (a close
-    /// after a delete of an open file), and only `> 0` / `> 1` are tested.
-    pub open_cnt: Vec<AtomicI32>,
+    /// Per entry: bit 0 = BUSY, high 32 bits = open count as an `i32`
+    /// (like Filebench's `int` it can go below zero after a delete of an open
+    /// file; only `> 0` / `> 1` are ever tested).
+    state: Vec<AtomicU64>,
     /// The shared existing-entry rotor (tid 0).
     exrotor: AtomicUsize,
     /// Private rotors of `opennext` threads, by unique thread id.
@@ -101,8 +106,7 @@ impl EntryState {
     pub fn new(n: usize) -> Self {
         EntryState {
             exists: Bits::new(n),
-            busy: Bits::new(n),
-            open_cnt: (0..n).map(|_| AtomicI32::new(0)).collect(),
+            state: (0..n).map(|_| AtomicU64::new(0)).collect(),
             ..Default::default()
         }
     }
@@ -130,10 +134,24 @@ impl EntryState {
         self.find(want, 0).is_some()
     }
 
-    /// First non-busy entry of the set at or after `i` (wrapping).
-    fn first_idle(&self, want: Want, i: usize) -> Option<usize> {
-        let inv = Self::inv(want);
-        scan(self.len(), i, |w| (self.exists.word(w) ^ inv) & !self.busy.word(w))
+    /// True while entry `e` is BUSY.
+    pub fn is_busy(&self, e: usize) -> bool {
+        self.state[e].load(Acquire) & BUSY != 0
+    }
+
+    /// First non-busy entry of the set at or after `start` (itself in the
+    /// set), wrapping; `None` if all are busy.
+    fn first_idle(&self, want: Want, start: usize) -> Option<usize> {
+        let mut i = start;
+        loop {
+            if !self.is_busy(i) {
+                return Some(i);
+            }
+            i = self.find(want, i + 1)?;
+            if i == start {
+                return None;
+            }
+        }
     }
 
     fn rotor(&self, want: Want, tid: usize) -> usize {
@@ -171,11 +189,11 @@ impl EntryState {
                 }
             };
             let e = self.first_idle(want, start)?;
-            if self.busy.set(e, true) {
+            if !self.try_busy(e) {
                 continue; // claimed by another thread in between
             }
             if self.exists.get(e) != (want == Want::Exists) {
-                self.busy.set(e, false);
+                self.state[e].fetch_and(!BUSY, AcqRel);
                 continue;
             }
             return Some(e);
@@ -184,7 +202,7 @@ impl EntryState {
 
     /// Marks `e` busy (close, delete of a known entry); false if it already is.
     pub fn try_busy(&self, e: usize) -> bool {
-        !self.busy.set(e, true)
+        self.state[e].fetch_or(BUSY, AcqRel) & BUSY == 0
     }
 
     /// `fileset_unbusy`: optionally set existence, adjust the open count, clear busy.
@@ -192,15 +210,19 @@ impl EntryState {
         if let Some(x) = exists {
             self.exists.set(e, x);
         }
-        if open_delta != 0 {
-            self.open_cnt[e].fetch_add(open_delta as i32, AcqRel);
-        }
-        self.busy.set(e, false);
+        // One add: the open count in the high half, minus the BUSY bit.
+        let busy = self.state[e].load(Relaxed) & BUSY;
+        self.state[e].fetch_add(((open_delta as i32 as u32 as u64) << 32).wrapping_sub(busy), AcqRel);
+    }
+
+    /// Adds `delta` to the open count without touching BUSY (closefile).
+    pub fn add_open(&self, e: usize, delta: i32) {
+        self.state[e].fetch_add((delta as u32 as u64) << 32, AcqRel);
     }
 
     /// Open count of entry `e` (negative counts read as 0).
     pub fn open_count(&self, e: usize) -> u32 {
-        self.open_cnt[e].load(Acquire).max(0) as u32
+        ((self.state[e].load(Acquire) >> 32) as u32 as i32).max(0) as u32
     }
 }
 

@@ -3,7 +3,7 @@
 //! as in Filebench; the pick happens before the clock starts.
 
 use std::ffi::CStr;
-use std::time::Instant;
+use crate::clock;
 
 use super::{Ret, Worker};
 use crate::fileset::{Fileset, Want};
@@ -60,7 +60,7 @@ impl Worker {
         };
         self.slots[slot].fse = Some((fsi, e));
         let flags = open_flags(&fs, fo);
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let fd = unsafe { libc::open(fs.file_paths[e].as_ptr(), flags, 0o666) };
         self.endop(fo, t0, 0);
         if fd < 0 {
@@ -94,7 +94,7 @@ impl Worker {
         self.slots[slot].fse = Some((fsi, e));
         let flags = open_flags(&fs, fo) | libc::O_CREAT;
         let path = &fs.file_paths[e];
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let mut fd = unsafe { libc::open(path.as_ptr(), flags, 0o666) };
         if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
             // Parent directory missing: create it (Filebench stats and mkdirs first).
@@ -124,15 +124,15 @@ impl Worker {
         }
         let fse = s.fse;
         if let Some((f, e)) = fse {
-            if !self.shared.filesets[f].busy_wait_file(e, &|| self.shared.stopping()) {
+            if !self.shared.filesets[f].wait_idle(e, &|| self.shared.stopping()) {
                 return Ret::Ok;
             }
         }
-        let t0 = Instant::now();
+        let t0 = clock::now();
         unsafe { libc::close(s.fd) };
         self.endop(fo, t0, 0);
         if let Some((f, e)) = fse {
-            self.shared.filesets[f].unbusy_file(e, None, -1);
+            self.shared.filesets[f].closed(e);
         }
         self.slots[slot].fd = -1;
         Ret::Ok
@@ -166,7 +166,7 @@ impl Worker {
             fs.unbusy_file(e, None, 0);
             return Ret::Ok;
         }
-        let t0 = Instant::now();
+        let t0 = clock::now();
         unsafe { libc::unlink(fs.file_paths[e].as_ptr()) };
         self.endop(fo, t0, 0);
         fs.unbusy_file(e, Some(false), -(open as i64));
@@ -177,7 +177,7 @@ impl Worker {
     pub fn statfile(&mut self, fo: &FlowopSpec) -> Ret {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         if fo.fd > 0 && self.slots[fo.fd].fd >= 0 {
-            let t0 = Instant::now();
+            let t0 = clock::now();
             unsafe { libc::fstat(self.slots[fo.fd].fd, &mut st) };
             self.endop(fo, t0, 0);
             return Ret::Ok;
@@ -190,7 +190,7 @@ impl Worker {
         let Some(e) = fs.pick_file(Want::Exists, 0, index, &|| self.shared.stopping()) else {
             return Ret::Norsc(format!("no existing file in {}", fs.name));
         };
-        let t0 = Instant::now();
+        let t0 = clock::now();
         unsafe { libc::stat(fs.file_paths[e].as_ptr(), &mut st) };
         self.endop(fo, t0, 0);
         fs.unbusy_file(e, None, 0);
@@ -203,7 +203,7 @@ impl Worker {
         if s.fd < 0 || s.fse.is_none() {
             return Ret::Error(format!("flowop {} attempted to fsync a closed fd {}", fo.name, fo.fd));
         }
-        let t0 = Instant::now();
+        let t0 = clock::now();
         unsafe { libc::fsync(s.fd) };
         self.endop(fo, t0, 0);
         Ret::Ok
@@ -217,7 +217,7 @@ impl Worker {
             if s.fse.map(|(f, _)| Some(f)) != Some(fo.fileset) || fo.fileset.is_none() {
                 continue;
             }
-            let t0 = Instant::now();
+            let t0 = clock::now();
             unsafe { libc::fsync(s.fd) };
             self.endop(fo, t0, 0);
         }
@@ -237,7 +237,7 @@ impl Worker {
             return Ret::Norsc(format!("no {} leaf directory in {}", if make { "non-existing" } else { "existing" }, fs.name));
         };
         let path = fs.leaf_paths[d].as_ptr();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let r = unsafe { if make { libc::mkdir(path, 0o755) } else { libc::rmdir(path) } };
         self.endop(fo, t0, 0);
         let ok = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(if make { libc::EEXIST } else { libc::ENOENT });
@@ -254,7 +254,7 @@ impl Worker {
         let Some(d) = fs.pick_dir() else {
             return Ret::Error(format!("flowop {}: fileset {} has no directory", fo.name, fs.name));
         };
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let mut bytes = 0u64;
         unsafe {
             let dir = libc::opendir(fs.dir_paths[d].as_ptr());

@@ -3,7 +3,7 @@
 //! their buffer from the thread's memory at a random offset (or from a
 //! per-flowop buffer when the thread has no `memsize`).
 
-use std::time::Instant;
+use crate::clock;
 
 use super::{Ret, Worker};
 use crate::model::FlowopSpec;
@@ -84,16 +84,16 @@ impl Worker {
             Ok(v) => v,
             Err(r) => return r,
         };
-        let t0;
+        let t0: clock::Stamp;
         let r = if fo.random.get_bool() {
             if iosize > wss {
                 return Ret::Error(format!("file size smaller than IO size for flowop {}", fo.name));
             }
             let off = self.mt.fb_random64(wss, iosize);
-            t0 = Instant::now();
+            t0 = clock::now();
             unsafe { libc::pread(fd, buf.cast(), iosize as usize, off as i64) }
         } else {
-            t0 = Instant::now();
+            t0 = clock::now();
             unsafe { libc::read(fd, buf.cast(), iosize as usize) }
         };
         if r < 0 {
@@ -115,16 +115,16 @@ impl Worker {
             Ok(v) => v,
             Err(r) => return r,
         };
-        let t0;
+        let t0: clock::Stamp;
         let r = if fo.random.get_bool() {
             if wss < iosize {
                 return Ret::Error(format!("file size smaller than IO size for flowop {}", fo.name));
             }
             let off = self.mt.fb_random64(wss, iosize);
-            t0 = Instant::now();
+            t0 = clock::now();
             unsafe { libc::pwrite(fd, buf.cast(), iosize as usize, off as i64) }
         } else {
-            t0 = Instant::now();
+            t0 = clock::now();
             unsafe { libc::write(fd, buf.cast(), iosize as usize) }
         };
         if r < 0 {
@@ -151,7 +151,7 @@ impl Worker {
             Err(r) => return r,
         };
         let fd = self.slots[slot].fd;
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let mut total = 0u64;
         unsafe {
             libc::lseek(fd, 0, libc::SEEK_SET);
@@ -185,7 +185,7 @@ impl Worker {
             Err(r) => return r,
         };
         let fd = self.slots[slot].fd;
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let mut left = size;
         while left > 0 {
             let n = left.min(chunk);
@@ -209,7 +209,7 @@ impl Worker {
         let iosize = fo.iosize.get_int();
         let n = self.mt.fb_random64(iosize, 0);
         if n == 0 {
-            let t0 = Instant::now();
+            let t0 = clock::now();
             self.endop(fo, t0, 0);
             return Ret::Ok;
         }
@@ -221,7 +221,7 @@ impl Worker {
             Ok(v) => v,
             Err(r) => return r,
         };
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let r = unsafe {
             libc::lseek(fd, 0, libc::SEEK_END);
             libc::write(fd, buf.cast(), n as usize)
@@ -243,7 +243,7 @@ impl Worker {
 
     /// `aiowait`: nothing is outstanding; one op.
     pub fn aiowait(&mut self, fo: &FlowopSpec) -> Ret {
-        let t0 = Instant::now();
+        let t0 = clock::now();
         self.endop(fo, t0, 0);
         Ret::Ok
     }

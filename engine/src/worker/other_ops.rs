@@ -2,7 +2,9 @@
 //! block/wakeup, semaphores, testrandvar and print (WML-SPEC §9.3, §11).
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock;
 
 use super::{sync::sleep_unless, Ret, Worker};
 use crate::kind::Kind;
@@ -28,7 +30,7 @@ impl Worker {
         match fo.kind {
             Kind::Hog => self.hog(fo),
             Kind::Delay => {
-                let t0 = Instant::now();
+                let t0 = clock::now();
                 if sleep_unless(Duration::from_secs(fo.value.get_int()), &self.shared.stop) {
                     self.endop(fo, t0, 0);
                 }
@@ -67,7 +69,7 @@ impl Worker {
 
     fn hog(&mut self, fo: &FlowopSpec) -> Ret {
         let n = fo.value.get_int();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         if let Some(b) = self.mem.first_mut() {
             let p: *mut u8 = b;
             for _ in 0..n {
@@ -82,7 +84,7 @@ impl Worker {
         if !self.shared.events.enabled.load(Relaxed) {
             return Ret::Ok;
         }
-        let t0 = Instant::now();
+        let t0 = clock::now();
         self.shared.events.take(1, &self.shared.stop);
         self.endop(fo, t0, 0);
         Ret::Ok
@@ -130,7 +132,7 @@ impl Worker {
         }
         a.bucket -= now.saturating_sub(a.tputlast) as i64;
         a.tputlast = now;
-        let t0 = Instant::now();
+        let t0 = clock::now();
         if a.bucket >= 0 {
             self.endop(fo, t0, 0);
             return Ret::Ok;
@@ -160,7 +162,7 @@ impl Worker {
         if done {
             return Ret::Finish(format!("{} reached {}", fo.kind.name(), fo.const_value));
         }
-        let t0 = Instant::now();
+        let t0 = clock::now();
         self.endop(fo, t0, 0);
         Ret::Ok
     }
@@ -169,7 +171,7 @@ impl Worker {
         let Some(sig) = self.aux[fo.stat_id].signal.clone() else {
             return Ret::Error(format!("flowop {}: no block signal", fo.name));
         };
-        let t0 = Instant::now();
+        let t0 = clock::now();
         if sig.block(&self.shared.stop) {
             self.endop(fo, t0, 0);
         }
@@ -181,7 +183,7 @@ impl Worker {
             return Ret::Error(format!("wakeup: could not find op {} for thread {}", fo.target, self.id.thread_name));
         };
         for t in targets {
-            let t0 = Instant::now();
+            let t0 = clock::now();
             t.wake();
             self.endop(fo, t0, 0);
         }
@@ -192,7 +194,7 @@ impl Worker {
         let Some(sem) = self.aux[fo.stat_id].sem.clone() else {
             return Ret::Error(format!("flowop {}: no semaphore", fo.name));
         };
-        let t0 = Instant::now();
+        let t0 = clock::now();
         sem.block(fo.value.get_int() as i64, &self.shared.stop);
         self.endop(fo, t0, 0);
         Ret::Ok
@@ -204,7 +206,7 @@ impl Worker {
         };
         let v = fo.value.get_int() as i64;
         let blocking = fo.blocking.get_bool();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         for t in targets {
             if !t.post(v, blocking, &self.shared.stop) {
                 break;
