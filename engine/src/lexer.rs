@@ -285,7 +285,7 @@ impl<'a> Lexer<'a> {
                 _ => {
                     let start = self.i;
                     self.bump();
-                    while self.peek().is_some_and(|c| c >= 0x80 && c < 0xC0) {
+                    while self.peek().is_some_and(|c| (0x80..0xC0).contains(&c)) {
                         self.bump();
                     }
                     text.push_str(&String::from_utf8_lossy(&self.src[start..self.i]));

@@ -148,9 +148,9 @@ fn stopped_early_still_reports_statistics() {
 #[test]
 fn sigint_stops_cleanly_with_statistics() {
     let tmp = tempdir();
-    let mut child = bin()
+    let child = bin()
         .args(["run", &data("personalities/varmail.f").to_string_lossy(), "--json"])
-        .args(["--set", &format!("$dir={}", tmp.path().display()), "--set", "$nthreads=2", "--set", "$nfiles=50"])
+        .args(["--set", &format!("$dir={}", tmp.path().display()), "--set", "$nthreads=2", "--set", "$nfiles=1000"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -161,7 +161,9 @@ fn sigint_stops_cleanly_with_statistics() {
     let env = envelopes(&out.stdout);
     let Some(Envelope::End(end)) = env.last() else { panic!("no end") };
     assert!(end.stopped_early);
+    assert!(end.reason.as_deref().unwrap_or("").contains("signal"), "{:?}", end.reason);
     assert!(end.runtime_s < 30.0);
+    assert!(end.summary.ops > 0);
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn visit(n: usize, randno: i64, mt: &mut MtState, rnd: &mut GlibcRand) -> Vec<us
         let start = mt.fb_random64(n as u64, 0) as usize;
         let e = (start..n).chain(0..start).find(|&i| free.get(i)).expect("free entry");
         free.set(e, false);
-        if (rnd.next() as i64) < randno {
+        if (rnd.next_rand() as i64) < randno {
             continue;
         }
         kept.push(e);

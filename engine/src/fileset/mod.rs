@@ -192,12 +192,6 @@ impl Fileset {
         Some(self.state.dir_rotor.fetch_add(1, Relaxed) % n)
     }
 
-    /// Number of existing files (for tests and logs).
-    pub fn existing_files(&self) -> usize {
-        let f = &self.state.files;
-        (0..f.len()).filter(|&i| f.exists.get(i)).count()
-    }
-
     /// Marks an entry existing or not without a pick (used by creation).
     pub fn set_exists(&self, leaf: bool, i: usize, v: bool) {
         let es = if leaf { &self.state.leafdirs } else { &self.state.files };

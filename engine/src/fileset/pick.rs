@@ -59,7 +59,7 @@ fn scan(n: usize, from: usize, word: impl Fn(usize) -> u64) -> Option<usize> {
         return None;
     }
     let nw = n.div_ceil(64);
-    let tail_mask = |w: usize| if w == nw - 1 && n % 64 != 0 { (1u64 << (n % 64)) - 1 } else { u64::MAX };
+    let tail_mask = |w: usize| if w == nw - 1 && !n.is_multiple_of(64) { (1u64 << (n % 64)) - 1 } else { u64::MAX };
     let from = if from >= n { 0 } else { from };
     let (w0, b0) = (from / 64, from % 64);
     for k in 0..=nw {
@@ -113,6 +113,10 @@ impl EntryState {
 
     pub fn len(&self) -> usize {
         self.exists.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.exists.is_empty()
     }
 
     fn inv(want: Want) -> u64 {

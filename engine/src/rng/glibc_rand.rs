@@ -51,7 +51,7 @@ impl GlibcRand {
     }
 
     /// Next `rand()` value in [0, RAND_MAX].
-    pub fn next(&mut self) -> i32 {
+    pub fn next_rand(&mut self) -> i32 {
         (self.step() >> 1) as i32
     }
 }
@@ -66,7 +66,7 @@ mod tests {
     #[test]
     fn default_sequence_matches_glibc() {
         let mut g = GlibcRand::default();
-        let got: Vec<i32> = (0..3).map(|_| g.next()).collect();
+        let got: Vec<i32> = (0..3).map(|_| g.next_rand()).collect();
         assert_eq!(got, vec![1_804_289_383, 846_930_886, 1_681_692_777]);
     }
 }

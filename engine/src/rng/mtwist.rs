@@ -77,8 +77,8 @@ impl MtState {
         let span = max.wrapping_sub(round);
         let norm = self.next_u64() as f64 / u64::MAX as f64;
         let mut r = (norm * span as f64) as u64;
-        if round != 0 {
-            r = r / round * round;
+        if let Some(q) = r.checked_div(round) {
+            r = q * round;
         }
         r
     }

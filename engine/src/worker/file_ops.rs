@@ -59,7 +59,7 @@ impl Worker {
             return Ret::Norsc(format!("no existing file in {}", fs.name));
         };
         self.slots[slot].fse = Some((fsi, e));
-        let flags = open_flags(&fs, fo);
+        let flags = open_flags(fs, fo);
         let t0 = clock::now();
         let fd = unsafe { libc::open(fs.file_paths[e].as_ptr(), flags, 0o666) };
         self.endop(fo, t0, 0);
@@ -92,7 +92,7 @@ impl Worker {
             return Ret::Norsc(format!("no non-existing file in {}", fs.name));
         };
         self.slots[slot].fse = Some((fsi, e));
-        let flags = open_flags(&fs, fo) | libc::O_CREAT;
+        let flags = open_flags(fs, fo) | libc::O_CREAT;
         let path = &fs.file_paths[e];
         let t0 = clock::now();
         let mut fd = unsafe { libc::open(path.as_ptr(), flags, 0o666) };
