@@ -167,3 +167,11 @@ fn finishoncount_in_timeout_mode_ends_cleanly() {
     assert!(r.measured_s < 10.0);
     assert_eq!((ops["open1"], ops["app"], ops["close1"]), (1, 100, 1));
 }
+
+#[test]
+fn quit_ends_the_script_before_run() {
+    let (o, _ops, t) = run_wml("misc.f", 5.0);
+    assert_eq!(o.exit_code, 0);
+    assert!(o.result.is_none(), "nothing after quit runs");
+    assert!(!t.path().join("f").exists(), "no fileset was created");
+}
