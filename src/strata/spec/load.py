@@ -140,16 +140,19 @@ def _sweep(entry):
     return out
 
 
+# Parts of pydantic's error locations that name a union member, not a key of the spec.
+_UNION_TAGS = {"loop", "zram", "block"}
+
+
 def _pydantic_errors(e: ValidationError, doc, prefix: str = "") -> list[tuple[str, str, str]]:
     out = []
     for err in e.errors():
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and p in ("loop", "zram", "block", "function-after[_check(), Filesystem]"))]
         path = prefix
-        for p in loc:
+        for p in err["loc"]:
             if isinstance(p, int):
                 path += f"[{p}]"
-            elif isinstance(p, str) and ("[" in p or "(" in p):
-                continue  # pydantic's union/validator tags are not key paths
+            elif p in _UNION_TAGS or "[" in p or "(" in p:
+                continue  # a discriminated-union tag or a validator's name, not a key path
             else:
                 path += ("." if path else "") + str(p)
         out.append((path, _problem(err), _fix(err, doc)))
