@@ -117,6 +117,11 @@ fn plan(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Arc<O
             }
         }
     }
+    // Open counts are read only by deletefile: without one, do not keep them.
+    let deletes = model.stats.iter().any(|(_, k)| *k == Kind::DeleteFile);
+    for fs in &filesets {
+        fs.set_track_opens(deletes);
+    }
     let shared = Arc::new(Shared {
         filesets,
         stop: AtomicBool::new(false),

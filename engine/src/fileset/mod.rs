@@ -14,7 +14,7 @@ pub mod tree;
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 pub use pick::{EntryState, Want};
@@ -53,6 +53,10 @@ pub struct Fileset {
     pub dir_paths: Vec<CString>,
     pub leaf_paths: Vec<CString>,
     state: PickState,
+    /// Keep per-entry open counts. Only `deletefile` reads them (§9.3: it
+    /// skips open files), so a run without one turns them off (`runner`)
+    /// and spares an atomic read-modify-write of a shared line per close.
+    track_opens: AtomicBool,
 }
 
 fn cpath(root: &Path, rel: &str) -> CString {
@@ -85,6 +89,7 @@ impl Fileset {
             dir_paths,
             leaf_paths,
             state,
+            track_opens: AtomicBool::new(true),
         }
     }
 
@@ -141,7 +146,25 @@ impl Fileset {
 
     /// Unbusies file `i`, optionally setting existence and changing the open count.
     pub fn unbusy_file(&self, i: usize, exists: Option<bool>, open_delta: i64) {
-        self.state.files.unbusy(i, exists, open_delta);
+        if self.tracks_opens() {
+            self.state.files.unbusy(i, exists, open_delta);
+        } else if exists.is_none() {
+            self.state.files.release(i);
+        } else {
+            self.state.files.unbusy(i, exists, 0);
+        }
+    }
+
+    /// Whether open counts are kept (see `track_opens`).
+    #[inline]
+    pub fn tracks_opens(&self) -> bool {
+        self.track_opens.load(Relaxed)
+    }
+
+    /// Turns open counting on or off for the next run (off only when no
+    /// flowop of the run can read the counts, i.e. there is no `deletefile`).
+    pub fn set_track_opens(&self, on: bool) {
+        self.track_opens.store(on, Relaxed);
     }
 
     /// Waits until file `i` is not busy and marks it busy (close, delete by fd).
@@ -160,7 +183,9 @@ impl Fileset {
     /// the entry BUSY around the close(2); nothing observable depends on it
     /// but the pick order under contention, so we spare the two atomics.
     pub fn closed(&self, i: usize) {
-        self.state.files.add_open(i, -1);
+        if self.tracks_opens() {
+            self.state.files.add_open(i, -1);
+        }
     }
 
     /// Open count of file `i`.

@@ -219,6 +219,16 @@ impl EntryState {
         self.state[e].fetch_add(((open_delta as i32 as u32 as u64) << 32).wrapping_sub(busy), AcqRel);
     }
 
+    /// Clears BUSY of `e`, held by the caller, leaving the open count alone.
+    /// A plain store is enough: while BUSY is held nobody else changes the
+    /// word (a competing `try_busy` ORs in a bit that is already set), and
+    /// open counts are not being kept (`Fileset::unbusy_file`).
+    #[inline]
+    pub fn release(&self, e: usize) {
+        let s = &self.state[e];
+        s.store(s.load(Relaxed) & !BUSY, Release);
+    }
+
     /// Adds `delta` to the open count without touching BUSY (closefile).
     pub fn add_open(&self, e: usize, delta: i32) {
         self.state[e].fetch_add((delta as u32 as u64) << 32, AcqRel);
