@@ -80,3 +80,19 @@ def test_engine_error_and_missing_end_are_failures(tmp_path):
     (d / OUTPUT).write_text("")
     with pytest.raises(TrialFailure, match="without results"):
         read_end(InstanceOutput(0, d, 1, "killed"))
+
+
+def test_full_file_system_is_disk_full_with_the_fix(tmp_path):
+    d = tmp_path / "a"
+    d.mkdir()
+    end = {"stopped_early": True, "summary": {"ops": 1},
+           "reason": "filereaderthread-0: flowop appendlog-1 failed: append failed: No space left on device (os error 28)"}
+    (d / OUTPUT).write_text(json.dumps({"type": "end", "data": end}) + "\n")
+    with pytest.raises(TrialFailure) as e:
+        read_end(InstanceOutput(0, d, 1, ""))
+    assert e.value.category == "disk_full" and "larger device" in str(e.value)
+    end["reason"] = "filereaderthread-0: flowop readfile1 failed: no file to read"
+    (d / OUTPUT).write_text(json.dumps({"type": "end", "data": end}) + "\n")
+    with pytest.raises(TrialFailure) as e:
+        read_end(InstanceOutput(0, d, 1, ""))
+    assert e.value.category == "stopped_early"

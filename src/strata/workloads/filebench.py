@@ -112,7 +112,13 @@ def read_end(o: InstanceOutput) -> dict:
     if end is None:
         raise TrialFailure("tool_error", f"engine instance {o.index} exited {o.returncode} without results", o.stderr)
     if end["stopped_early"] and o.returncode != 0:
-        raise TrialFailure("stopped_early", f"engine instance {o.index} stopped early: {end.get('reason')}",
+        reason = str(end.get("reason"))
+        if "No space left" in reason:
+            raise TrialFailure("disk_full", f"engine instance {o.index}: the file system under test filled up ({reason}); "
+                               "appended files grow for the whole run (webserver's log gains about 5% of the bytes "
+                               "read): use a larger device, a shorter runtime or a smaller $meanappendsize",
+                               o.stderr + "\n" + json.dumps(end["summary"]))
+        raise TrialFailure("stopped_early", f"engine instance {o.index} stopped early: {reason}",
                            o.stderr + "\n" + json.dumps(end["summary"]))
     end["_intervals"] = [r["data"] for r in records if r["type"] == "interval"]
     return end
