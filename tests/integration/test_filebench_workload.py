@@ -41,3 +41,24 @@ def test_personalities_natively_and_in_two_containers(tmp_path):
     finally:
         strata("cleanup", "--force", env=env)
         assert leftovers(workdir) == []
+
+
+def test_a_log_that_fills_the_file_system_is_disk_full(tmp_path):
+    workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
+    env = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    spec = write_spec(tmp_path / "s.yaml", {
+        "name": "full", "workdir": str(workdir), "devices": [{"type": "loop", "size": "64MiB"}],
+        "filesystems": ["ext4"], "runtimes": ["native"], "paths": ["bind"],
+        # webserver's log grows by 8 KiB per append: 64 MiB fill within the 20 s
+        "workloads": [{"filebench": {"personality": "webserver", "runtime": 20, "set": {"nthreads": 2, "nfiles": 50}}},
+                      {"filebench": {"personality": "varmail", "runtime": 2, "set": {"nthreads": 2, "nfiles": 50}}}]})
+    try:
+        strata("run", spec, "-o", tmp_path / "out", env=env, check=1)
+        by = {r["labels"]["workload"]: r for r in results(tmp_path / "out")}
+        failed = by["webserver"]["flags"]["failed"]
+        assert by["webserver"]["status"] == "failed" and failed["category"] == "disk_full", failed
+        assert "larger device" in failed["message"]
+        assert by["varmail"]["status"] == "ok"  # the run went on: each trial's files are removed after it
+    finally:
+        strata("cleanup", "--force", env=env)
+        assert leftovers(workdir) == []
