@@ -33,11 +33,13 @@ def results(out: Path) -> list[dict]:
 
 
 def leftovers(workdir: Path) -> list[str]:
-    """Mounts, loop devices and processes of ours still around (empty: clean)."""
+    """Mounts, mount points, loop devices and processes of ours still around (empty: clean)."""
     left = []
     for line in Path("/proc/mounts").read_text().splitlines():
         if str(workdir) in line.split(" ")[1]:
             left.append(f"mount {line.split(' ')[1]}")
+    if (workdir / "mnt").exists():
+        left.append(f"directory {workdir / 'mnt'}: {[c.name for c in (workdir / 'mnt').iterdir()]}")
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     left += [f"loop {l}" for l in loops.splitlines() if str(workdir) in l]
     for p in Path("/proc").iterdir():

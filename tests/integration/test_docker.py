@@ -84,6 +84,7 @@ def assert_nothing_left(journal: jn.Journal, wd: Path) -> None:
         assert not Path(d["run_dir"]).exists()
         assert not dk.cgroup_dirs(d["cgroup_parent"], d["cgroup_dirs"])
     assert dk.mounts_under(str(wd)) == []
+    assert not (wd / "mnt").exists(), "a mount point of ours"
     assert "(" + str(wd) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     journal.close()
 

@@ -122,3 +122,17 @@ def test_relative_results_dir_gives_absolute_instance_dirs(tmp_path, monkeypatch
     argv = json.loads(next((tmp_path / "rel/out/trials").glob("*/command.json")).read_text())[0]
     out_arg = next(a for a in argv if "null.json" in a)
     assert str(tmp_path / "rel" / "out") in out_arg
+
+
+def test_the_workdir_is_left_as_found(tmp_path):
+    from strata.stack.provision import StackCache
+    made = StackCache(None, tmp_path / "new", HOST, fake_provisioners(tmp_path))
+    (tmp_path / "new" / "mnt").mkdir(parents=True)
+    made.close()
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "users").mkdir()
+    (tmp_path / "users" / "keep.txt").write_text("x")
+    theirs = StackCache(None, tmp_path / "users", HOST, fake_provisioners(tmp_path))
+    (tmp_path / "users" / "mnt").mkdir()
+    theirs.close()
+    assert sorted(p.name for p in (tmp_path / "users").iterdir()) == ["keep.txt"]

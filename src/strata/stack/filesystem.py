@@ -58,6 +58,8 @@ def _undo_mount(data: dict) -> None:
         sh(["umount", "-l", mp])
     with contextlib.suppress(OSError):
         Path(mp).rmdir()
+        if Path(mp).parent.name == "mnt":  # strata's own parent of mount points, when it is empty
+            Path(mp).parent.rmdir()
 
 
 def is_mounted(mountpoint: str) -> bool:

@@ -31,6 +31,7 @@ class Provisioners:
 class StackCache:
     def __init__(self, journal, workdir: Path, host: dict, provisioners: Provisioners | None = None):
         self.journal, self.workdir, self.host = journal, workdir, host
+        self.workdir_was_there = workdir.exists()
         self.p = provisioners or Provisioners()
         self.levels: list[tuple[object, contextlib.ExitStack, object]] = []  # (key, stack, value)
         self.failed: dict[tuple, Exception] = {}
@@ -77,3 +78,7 @@ class StackCache:
 
     def close(self) -> None:
         self._close_from(0)
+        # Leave the workdir as found: drop the mount point parent, and the workdir if this run made it.
+        for d in [self.workdir / "mnt"] + ([] if self.workdir_was_there else [self.workdir]):
+            with contextlib.suppress(OSError):
+                d.rmdir()  # only when empty: never removes anything else
