@@ -10,7 +10,7 @@ secs=${1:-10}
 reps=${2:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 engine_dir="$here/../../engine"
-pers="$engine_dir/tests/data/filebench/personalities"
+pers="$here/../../src/strata/workloads/personalities"
 work=$(mktemp -d /tmp/strata-wml-bench.XXXXXX)
 mnt="$work/mnt"
 mkdir -p "$mnt"

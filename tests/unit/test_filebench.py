@@ -7,7 +7,7 @@ from strata.errors import SpecErrors, TrialFailure
 from strata.spec.load import parse_spec
 from strata.spec.model import Load
 from strata.workloads.base import InstanceOutput, Target
-from strata.workloads.filebench import FILEBENCH, OUTPUT, PERSONALITIES, PERSONALITIES_DIR, read_end
+from strata.workloads.filebench import FILEBENCH, OUTPUT, FilebenchSpec, PERSONALITIES, PERSONALITIES_DIR, read_end
 
 DATA = Path(__file__).parents[1] / "data" / "strata-wml" / "0.1.0"
 BASE = {"name": "t", "devices": ["loop"], "filesystems": ["ext4"], "runtimes": ["docker"], "paths": ["volume"]}
@@ -25,7 +25,8 @@ def _outputs(tmp_path, names, rc=0):
 
 def test_every_personality_ships():
     for p in PERSONALITIES:
-        assert (PERSONALITIES_DIR / f"{p}.f").is_file()
+        src = FilebenchSpec(personality=p).source
+        assert src.is_file() and src.is_relative_to(PERSONALITIES_DIR) and src.stem == p
 
 
 def test_spec_shorthand_and_sweep():

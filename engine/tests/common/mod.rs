@@ -9,9 +9,14 @@ use strata_wml::output::Output;
 use strata_wml::parser;
 use strata_wml::vars::Avd;
 
-/// A file under tests/data/filebench/.
+/// A reference file: `personalities/…` from strata's package data, the rest under tests/data/filebench/.
 pub fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/filebench").join(rel)
+    // The personalities have one home, strata's package data, which mirrors ../shared/filebench.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match rel.strip_prefix("personalities/") {
+        Some(p) => root.join("../src/strata/workloads/personalities").join(p),
+        None => root.join("tests/data/filebench").join(rel),
+    }
 }
 
 /// A file under tests/wml/.

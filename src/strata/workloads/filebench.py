@@ -26,7 +26,11 @@ from strata.workloads.base import InstanceOutput, Parsed, Target, resolve_file
 from strata.workloads.latency import PERCENTILES, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"
-PERSONALITIES = ("webserver", "varmail", "fileserver", "randomfileaccess", "randomread", "randomrw", "randomwrite")
+# The study's four, then the single-file alternates (layout of ../shared/filebench/personalities).
+PERSONALITY_FILES = {"webserver": "webserver.f", "varmail": "varmail.f", "fileserver": "fileserver.f",
+                     "randomfileaccess": "randomfileaccess.f", "randomread": "alternates/randomread.f",
+                     "randomrw": "alternates/randomrw.f", "randomwrite": "alternates/randomwrite.f"}
+PERSONALITIES = tuple(PERSONALITY_FILES)
 PROTOCOL = 1
 OUTPUT = "engine.jsonl"
 
@@ -52,7 +56,7 @@ class FilebenchSpec(Strict):
 
     @property
     def source(self) -> Path:
-        return PERSONALITIES_DIR / f"{self.personality}.f" if self.personality else Path(self.file)
+        return PERSONALITIES_DIR / PERSONALITY_FILES[self.personality] if self.personality else Path(self.file)
 
 
 class Filebench:
