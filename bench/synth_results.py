@@ -1,4 +1,4 @@
-"""Synthetic stored results in strata's result schema (store.py, schema 1), for the
+"""Synthetic stored results in strata's current result schema (schema.py), for the
 report benchmark (bench/report_bench.py) and for unit tests of the analysis.
 
 The numbers follow a simple model shaped by the seed studies (003: file systems
@@ -18,8 +18,11 @@ import json
 import random
 from pathlib import Path
 
+from strata.schema import SCHEMA_VERSION
+from strata.workloads.base import headline
+
 HOST = {"hostname": "synth", "kernel": "6.1.0", "os": "Debian GNU/Linux 12 (bookworm)", "cpus": 2,
-        "fio_version": "fio-3.33", "strata_version": "0.1.0"}
+        "tools": {"fio": "fio-3.33"}, "strata_version": "0.1.0"}
 
 
 def _lat(mean_us: float) -> dict:
@@ -37,15 +40,19 @@ def fio_metrics(rw: str, bs: int, iops: float, lat_us: float, containers: int = 
     zero = {"iops": 0.0, "bw_bytes": 0, "io_bytes": 0, "total_ios": 0,
             **{k: {"n": 0, "mean": None} for k in ("slat_ns", "clat_ns", "lat_ns")}}
     inst = [{ddir: {"iops": iops / containers, "bw_bytes": int(iops * bs / containers)}} for _ in range(containers)]
-    return {"kind": "fio", ddir: side, other: zero, "instances": inst, "fio_version": "fio-3.33",
-            "primary": {"iops": iops, "bw_bytes": int(iops * bs)}}
+    sequential = not rw.startswith("rand")
+    primary = headline(iops * bs / 1e6 if sequential else iops, "MB/s" if sequential else "IOPS",
+                       "bw_bytes" if sequential else "iops", "fio_iops", series_unit="IOPS", iops=iops,
+                       bw_bytes=int(iops * bs))
+    return {"kind": "fio", ddir: side, other: zero, "instances": inst, "fio_version": "fio-3.33", "primary": primary}
 
 
 def filebench_metrics(mb_per_s: float, ops_per_s: float) -> dict:
     flowops = [{"name": n, "ops": int(ops_per_s * 60 / 4), "ops_per_s": ops_per_s / 4, "mb_per_s": mb_per_s / 4,
                 "latency_us": {"mean": 800.0, "p50": 600.0, "p90": 1500.0, "p99": 4000.0, "p99_9": 9000.0,
                                "max": 20000.0}} for n in ("openfile", "readfile", "appendfile", "closefile")]
-    return {"kind": "filebench", "primary": {"ops_per_s": ops_per_s, "mb_per_s": mb_per_s}, "flowops": flowops}
+    return {"kind": "filebench", "primary": headline(mb_per_s, "MB/s", "mb_per_s", ops_per_s=ops_per_s,
+                                                    mb_per_s=mb_per_s), "flowops": flowops}
 
 
 def make_result(fs: str = "xfs", runtime: str = "native", driver: str | None = None, path: str | None = None,
@@ -72,7 +79,8 @@ def make_result(fs: str = "xfs", runtime: str = "native", driver: str | None = N
           "numjobs": numjobs, "iodepth": iodepth, "containers": containers, "limits": limits or {}}
     trial = {"device": {"name": device, "type": device_type}, "filesystem": {"name": fs_name, "type": fs,
              "mount_options": list(mount_options), "mkfs_options": []},
-             "runtime": {"name": rt_name, "type": runtime, "storage_driver": driver if runtime == "docker" else None},
+             "runtime": {"name": rt_name, "type": runtime, **({"storage_driver": driver or "overlay2"}
+                                                               if runtime == "docker" else {})},
              "path": path, "workload": wl, "load": ld, "repetition": rep}
     tid = hashlib.sha256(json.dumps(trial, sort_keys=True).encode()).hexdigest()[:16]
     flags = {"failed": None, "sync": {"suspect": False, "skew_s": 0.0, "instances": containers},
@@ -82,7 +90,7 @@ def make_result(fs: str = "xfs", runtime: str = "native", driver: str | None = N
         flags["steady"] = steady
     labels = {"device": device, "filesystem": fs_name, "runtime": rt_name, "path": path, "workload": wl["name"],
               "load": ld["name"], "repetition": rep}
-    return {"schema_version": 1, "trial_id": tid, "run_id": "synthetic", "experiment": experiment,
+    return {"schema_version": SCHEMA_VERSION, "trial_id": tid, "run_id": "synthetic", "experiment": experiment,
             "status": status, "stack": f"{device}/{fs_name}/{rt_name}/{path}", "labels": labels, "trial": trial,
             "metrics": metrics if status == "ok" else {}, "flags": flags, "warnings": [], "host": host or HOST,
             "stack_facts": {"device": {"kernel_name": "loop0"}}, "collectors": {}, "artifacts": f"trials/{tid}"}

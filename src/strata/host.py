@@ -57,7 +57,6 @@ def host_facts() -> dict:
         "root": os.geteuid() == 0,
         "strata_version": __version__,
         "python": platform.python_version(),
-        "fio_version": _first_line(["fio", "--version"]),
         "dockerd_version": _first_line(["dockerd", "--version"]),
     }
     if virt:

@@ -52,7 +52,7 @@ class Progress:
             self.note(f"{result['status']}: {result['stack']} {result['labels']['workload']} "
                       f"{result['labels']['load']}: [{f.get('category')}] {f.get('message', '')[:300]}")
         for w in result.get("warnings", []):
-            self.note(f"warning: {result['stack']} {result['labels']['workload']}: {w[:300]}")
+            self.note(f"warning: {result['stack']} {result['labels']['workload']}: {w['flag']}: {w['message'][:300]}")
 
     def note(self, text: str) -> None:
         if self.quiet:

@@ -1,4 +1,4 @@
-"""Execute the trials of an experiment: provision, collect, run, store (DESIGN.md "Flow").
+"""Execute the trials of an experiment: provision, collect, run, store (docs/architecture.md "Flow").
 
 Every finished trial is stored before the next starts; Ctrl-C and SIGTERM tear
 the stacks down and keep what is stored; `--resume` skips stored trials.
@@ -13,11 +13,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata.analysis import validity
+from strata import validity
 from strata.errors import StrataError
 from strata.progress import Progress
 from strata.stack.journal import Journal
-from strata.stack.provision import Provisioners, StackCache
+from strata.stack.provision import Registries, StackCache
 from strata.store import ResultStore, load_results
 from strata.trial import now_iso, run_trial
 from strata.workloads import REGISTRY as WORKLOADS
@@ -49,10 +49,9 @@ def _on_sigterm(signum, frame):
 
 
 def run_experiment(exp, workloads, trials, skipped, out: Path, resume: bool = False,
-                   provisioners: Provisioners | None = None, host: dict | None = None,
+                   registries: Registries | None = None, host: dict | None = None,
                    progress: Progress | None = None) -> RunSummary:
-    from strata.host import host_facts
-    host = host if host is not None else host_facts()
+    host = host if host is not None else run_host_facts(workloads)
     store = ResultStore(out)
     if store.count() and not resume:
         raise StrataError(f"{out} already holds {store.count()} stored trial(s)",
@@ -68,7 +67,7 @@ def run_experiment(exp, workloads, trials, skipped, out: Path, resume: bool = Fa
     store.write_run(run_id, run_doc)
     workdir = Path(exp.workdir)
     journal = Journal(run_id)
-    stacks = StackCache(journal, workdir, host, provisioners)
+    stacks = StackCache(journal, workdir, host, registries)
     progress = progress or Progress(len(todo), [WORKLOADS[t.workload.type].estimate_s(t.workload) for t in todo])
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     baselines = _baselines(load_results(out) if resume else [])
@@ -97,6 +96,15 @@ def run_experiment(exp, workloads, trials, skipped, out: Path, resume: bool = Fa
     return summary
 
 
+def run_host_facts(workloads) -> dict:
+    """The host's facts, with the versions of the tools of the workloads this run uses."""
+    from strata.host import host_facts
+    tools: dict = {}
+    for w in workloads:
+        tools.update(WORKLOADS[w.type].versions())
+    return {**host_facts(), "tools": tools}
+
+
 def _baselines(results: list[dict]) -> dict:
     out = {}
     for r in results:
@@ -116,11 +124,8 @@ def _check_above_raw(result: dict, baselines: dict) -> None:
     raw = baselines.get(key)
     if raw is None:
         return
-    cache = result["flags"].setdefault("cache", {})
-    bytes_moved = not cache.get("suspect") and bool(cache.get("evidence", {}).get("per_disk"))
-    ev = validity.above_raw(validity.primary_value(result["metrics"]), validity.primary_value(raw["metrics"]),
-                            raw["trial_id"], bytes_moved)
-    if ev:
-        result["flags"]["above_raw"] = ev
-        cache.update(suspect=True, above_raw=ev, reason=(cache.get("reason", "") + "; " + ev["reason"]).strip("; "))
-        result["warnings"].append(f"cache: {ev['reason']}")
+    judged = validity.above_raw(validity.headline(result)[0], validity.headline(raw)[0], raw["trial_id"],
+                                validity.bytes_moved(result["flags"].get("cache")))
+    if judged:
+        result["flags"]["above_raw"] = judged.to_json()
+        result["warnings"].append(validity.Warning(judged.flag, judged.reason).to_json())

@@ -6,8 +6,7 @@ Layout of a results directory:
     trials/<trial_id>/          raw artifacts: inst-N/fio.json, series.json, logs
     trials/<trial_id>.attempt-K.json   an earlier failed attempt, kept when resumed
 
-Schema history (SCHEMA_VERSION):
-    1  first version: status, stack, labels, trial, metrics, flags, host, stack_facts, collectors
+The format's version and history, and the migrations of older results, are in schema.py.
 """
 
 from __future__ import annotations
@@ -18,7 +17,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+from strata.schema import SCHEMA_VERSION, migrate
+
 STATUSES = ("ok", "failed", "unsupported")
 RESULT_FIELDS = (
     "schema_version", "trial_id", "run_id", "experiment", "status", "stack", "labels", "trial",
@@ -128,11 +128,11 @@ def load_results(root: Path | str, include_attempts: bool = False) -> list[dict]
 def _parse(path: str, data: bytes) -> dict:
     try:
         doc = json.loads(data)
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        doc = migrate(doc)
     except ValueError as e:
         raise ValueError(f"{path} is not a readable result: {e}")
-    if doc.get("schema_version", 0) > SCHEMA_VERSION:
-        raise ValueError(f"{path} has schema_version {doc['schema_version']}; this strata reads up to "
-                         f"{SCHEMA_VERSION}: upgrade strata")
     doc["_path"] = path
     return doc
 

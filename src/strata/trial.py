@@ -1,30 +1,36 @@
-"""Run one trial on a provisioned stack and build its result (metrics + flags + evidence)."""
+"""Run one trial on a provisioned stack and build its result: metrics, evidence, flags.
+
+The trial asks the plugins and knows none by name: the workload builds the
+instances' commands and runs its measured phase (`Workload.measure`), the
+runtime runs the instances, the device and the runtime are watched while
+they run, the collectors sample around the measured window, and validity.py
+judges the evidence.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import traceback
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from strata.analysis import steady, validity
-from strata.collectors.cgroup import CgroupCollector, final_counters
-from strata.collectors.diskstats import DiskstatsCollector
-from strata.collectors.host import HostCollector
+from strata import validity
+from strata.collectors import REGISTRY as COLLECTORS
+from strata.collectors.base import CollectContext
+from strata.collectors.cgroup import final_counters
 from strata.collectors.sampler import Sampler
 from strata.errors import StrataError, TrialFailure
+from strata.instances import InstanceRequest
 from strata.proc import CommandError
-from strata.stack.runtime import InstanceRequest, Unsupported, target_for
+from strata.stack.runtimes.base import Unsupported
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import MeasureContext
 
-
-@dataclass
-class CollectContext:
-    diskstats: list[str]
-    cgroups: list[dict]
+# Beyond its own estimate, how long a trial's instances may run before they count as hung.
+TIMEOUT_SLACK_S = 120
 
 
 def now_iso() -> str:
@@ -46,20 +52,6 @@ def failed_result(result: dict, category: str, message: str, stderr: str = "", s
     result.update(status=status)
     result["flags"]["failed"] = {"category": category, "message": message, "stderr": stderr[-8000:]}
     return result
-
-
-def steady_flag(parsed) -> dict | None:
-    """SNIA-style steady state of the workload's per-second IOPS (analysis/steady.py);
-    with `until: steady`, also whether fio's own criterion was attained."""
-    series = parsed.series.get("fio_iops")
-    if not series:
-        return None
-    values = [v for _, v in series[:-1]] if len(series) > 2 else [v for _, v in series]  # last second is partial
-    flag = steady.detect(values)
-    fio_ss = parsed.metrics.get("steadystate")
-    if fio_ss:
-        flag["fio"] = fio_ss
-    return flag
 
 
 def drop_caches() -> None:
@@ -84,8 +76,10 @@ def run_trial(trial, stacks, store, run_id: str, experiment: str, host: dict) ->
         failed_result(result, "unsupported", str(e), status="unsupported")
     except TrialFailure as e:
         failed_result(result, e.category, str(e), e.stderr)
+        if e.layer:
+            stacks.died(trial, e.layer)
     except CommandError as e:
-        failed_result(result, "command", str(e), e.stderr)
+        failed_result(result, "provision", f"`{e.argv[0]}` failed while building the stack: {e}", e.stderr)
     except StrataError as e:
         failed_result(result, "provision", e.message())
     except (KeyboardInterrupt, SystemExit):
@@ -97,66 +91,84 @@ def run_trial(trial, stacks, store, run_id: str, experiment: str, host: dict) ->
     return result
 
 
+def _watch(device, session):
+    """Poll the layers the instances depend on: the first failure they report, or None."""
+    checks = [w for w in (device.watch, session.watch) if w is not None]
+    return lambda: next((f for f in (c() for c in checks) if f), None)
+
+
 def _measure(trial, device, session, store, result: dict) -> None:
-    """Provision the path, run the instances under the collectors, parse, judge."""
-    wl, spec, load = WORKLOADS[trial.workload.type], trial.workload, trial.load
+    """Provision the path, run the workload's measured phase under the collectors, parse, judge."""
+    wl, params, load = WORKLOADS[trial.workload.type], trial.workload, trial.load
     art = store.artifacts_dir(trial.id)
     drop_caches()
+    samplers: list[Sampler] = []
     with session.path(trial.path, art, load) as handle:
-        requests = _requests(wl, spec, load, session, handle, art)
-        outputs, sampler = _run_collected(wl, spec, load, session, handle, requests, device, art)
-    (art / "series.json").write_text(json.dumps(sampler.series()))
+        requests = _requests(wl, params, load, session, handle, art)
+        sync_dir = art / "sync"
+        sync_dir.mkdir(exist_ok=True)
+        running = session.start(requests, handle, load, sync_dir)
+        try:
+            collect = _collector(device, running, samplers)
+            ctx = MeasureContext(running, collect, 2 * wl.estimate_s(params) + TIMEOUT_SLACK_S,
+                                 _watch(device, session), art)
+            outputs = wl.measure(params, load, ctx)
+        finally:
+            running.stop()
+    sampler = samplers[-1] if samplers else None
+    (art / "series.json").write_text(json.dumps(sampler.series() if sampler else {}))
     for o in outputs:
         (o.out_dir / "stderr.txt").write_text(o.stderr or "")
-    parsed = wl.parse(spec, outputs)
+    parsed = wl.parse(params, outputs)
     if parsed.series:
         (art / "workload-series.json").write_text(json.dumps(parsed.series))
-    summary = sampler.summary()
+    summary = sampler.summary() if sampler else {}
     finals = {str(o.index): final_counters((o.out_dir / "cgroup-final.txt").read_text())
               for o in outputs if (o.out_dir / "cgroup-final.txt").exists()}
     if finals:
         summary["cgroups_final"] = finals
     result["metrics"], result["collectors"] = parsed.metrics, summary
-    _judge(trial, wl, device, parsed, outputs, summary, result)
+    _judge(trial, wl, device, session, parsed, outputs, summary, result)
 
 
-def _requests(wl, spec, load, session, handle, art) -> list[InstanceRequest]:
+def _collector(device, running, samplers: list):
+    """The measured window as a context manager: every collector sampled once a second inside it."""
+    @contextlib.contextmanager
+    def collect():
+        ctx = CollectContext(device.diskstats, running.cgroups)
+        with Sampler([cls(ctx) for cls in COLLECTORS.values()] + list(device.collectors)) as sampler:
+            samplers.append(sampler)
+            yield sampler
+    return collect
+
+
+def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
     """One instance per container, each with its own out dir (the workload's files staged in it)."""
     requests = []
+    image = wl.image(params)
     for i in range(load.containers):
         out = art / f"inst-{i}"
         out.mkdir(parents=True, exist_ok=True)
-        wl.stage(spec, out)
-        requests.append(InstanceRequest(i, wl.command(spec, load, target_for(session, handle, out), i), out))
+        wl.stage(params, out)
+        target = session.target(handle, out)
+        requests.append(InstanceRequest(i, wl.command(params, load, target, i), out,
+                                        prepare=wl.prepare(params, load, target, i), network=wl.network(params),
+                                        image=image))
     (art / "command.json").write_text(json.dumps([r.argv for r in requests], indent=1))
     return requests
 
 
-def _run_collected(wl, spec, load, session, handle, requests, device, art):
-    """Create the instances at the barrier, start the collectors, release them, wait."""
-    sync_dir = art / "sync"
-    sync_dir.mkdir(exist_ok=True)
-    running = session.start(requests, handle, load, sync_dir)
-    try:
-        ctx = CollectContext(device.diskstats, running.cgroups)
-        with Sampler([HostCollector(ctx), DiskstatsCollector(ctx), CgroupCollector(ctx)]) as sampler:
-            running.go()
-            outputs = running.wait(timeout_s=2 * wl.estimate_s(spec) + 120)
-    finally:
-        running.stop()
-    return outputs, sampler
-
-
-def _judge(trial, wl, device, parsed, outputs, summary: dict, result: dict) -> None:
-    """The validity flags, each with its evidence; suspicions become warnings."""
+def _judge(trial, wl, device, session, parsed, outputs, summary: dict, result: dict) -> None:
+    """The validity flags, each with its evidence (validity.py); suspicions become warnings."""
     stats = summary.get("diskstats", {})
     disks = {name: stats[name] for name in device.diskstats if name in stats}
-    flags = result["flags"]
-    flags["cache"] = validity.cache_flag(parsed.moved_bytes, disks, wl.direct_io(trial.workload), trial.path)
+    primary = parsed.metrics.get("primary") or {}
+    series = parsed.series.get(primary.get("series") or "")
     runtime_s = getattr(trial.workload, "runtime", 0) or 0
-    flags["sync"] = validity.sync_flag([o.start_time_s for o in outputs], runtime_s)
-    flags["steady"] = steady_flag(parsed)
-    for flag in ("cache", "sync"):
-        f = flags[flag]
-        if f.get("suspect") and not f.get("expected"):
-            result["warnings"].append(f"{flag}: {f['reason']}")
+    flags, warnings = validity.judge_trial(parsed.moved_bytes, disks, wl.direct_io(trial.workload), trial.path,
+                                           parsed.windows, [o.start_time_s for o in outputs], runtime_s, series,
+                                           parsed.metrics.get("steadystate"))
+    if session.facts.get("emulated"):
+        flags[validity.Flag.EMULATED.value] = {"suspect": True, "reason": session.facts.get("emulated_reason", "")}
+    result["flags"].update(flags)
+    result["warnings"] += [w.to_json() for w in warnings]

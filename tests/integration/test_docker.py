@@ -20,12 +20,28 @@ from pathlib import Path
 import pytest
 
 from strata.errors import TrialFailure
-from strata.spec.model import Filesystem, Limits, Load, LoopDevice, Runtime
-from strata.stack import docker as dk
-from strata.stack import image, journal as jn
-from strata.stack.device import provision_loop
-from strata.stack.filesystem import provision as provision_fs
-from strata.stack.runtime import InstanceRequest, Unsupported
+from strata.collectors.cgroup import final_sections
+from strata.instances import ImageSpec, InstanceRequest
+from strata.params import Limits, Load
+from strata.stack import journal as jn
+from strata.stack import procfs
+from strata.stack.devices.loop import LOOP, LoopParams
+from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+from strata.stack.filesystems import FilesystemParams
+from strata.stack.runtimes.base import Unsupported
+from strata.stack.runtimes.docker import client, image, probe
+from strata.stack.runtimes.docker.daemon import private_daemon
+from strata.stack.runtimes.docker.session import DOCKER, DockerParams, DockerSession
+
+BASE_IMAGE = ImageSpec()  # the Debian base: sh, dd, coreutils
+
+
+def provision_loop(params, journal, wd):
+    return LOOP.provision(params, journal, wd)
+
+
+def provision_fs(fs, dev, journal, wd):
+    return FILESYSTEMS[fs.type].provision(fs, dev, journal, wd)
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +57,7 @@ def state(tmp_path_factory):
     state dir (journals) of its own."""
     assert os.geteuid() == 0, "the docker integration tests need root"
     t = time.monotonic()
-    tarball = image.build_image_tarball()
+    tarball = image.build_image_tarball(BASE_IMAGE)
     print(f"\nimage tarball {tarball} ready in {time.monotonic() - t:.1f} s")
     d = tmp_path_factory.mktemp("state")
     old = os.environ.get("STRATA_STATE_DIR")
@@ -57,9 +73,9 @@ def state(tmp_path_factory):
 def stack(tmp: Path, fs_type: str, driver: str, size_mib: int = 1024):
     journal = jn.Journal(f"it-{fs_type}-{driver}-{os.getpid()}-{time.monotonic_ns() % 10**6}")
     wd = tmp / "wd"
-    with provision_loop(LoopDevice(name=f"l{os.getpid()}", size=size_mib * MiB), journal, wd) as dev, \
-            provision_fs(Filesystem(type=fs_type), dev, journal, wd) as mounted, \
-            dk.provision_docker(Runtime(type="docker", storage_driver=driver), mounted, journal, wd, {}) as s:
+    with provision_loop(LoopParams(name=f"l{os.getpid()}", size=size_mib * MiB), journal, wd) as dev, \
+            provision_fs(FilesystemParams(type=fs_type), dev, journal, wd) as mounted, \
+            DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, wd, {}) as s:
         yield s, journal
     assert_nothing_left(journal, wd)  # only after a clean exit: never hide the test's own failure
 
@@ -80,10 +96,10 @@ def assert_nothing_left(journal: jn.Journal, wd: Path) -> None:
     daemons = daemons_of(journal)
     assert not journal.path.exists() or not jn.pending(journal.path), jn.pending(journal.path)
     for d in daemons:
-        assert not [p for p in dk.procs_mentioning(d["run_dir"] + "/") if dk._running(p)], "a process of ours"
+        assert not [p for p in procfs.procs_mentioning(d["run_dir"] + "/") if procfs.is_running(p)], "a process of ours"
         assert not Path(d["run_dir"]).exists()
-        assert not dk.cgroup_dirs(d["cgroup_parent"], d["cgroup_dirs"])
-    assert dk.mounts_under(str(wd)) == []
+        assert not procfs.cgroup_dirs(d["cgroup_parent"], d["cgroup_dirs"])
+    assert procfs.mounts_under(str(wd)) == []
     assert not (wd / "mnt").exists(), "a mount point of ours"
     assert "(" + str(wd) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     journal.close()
@@ -98,13 +114,14 @@ def written_to(final: dict[str, str], device: str) -> int:
     return 0
 
 
-def run_once(s: dk.DockerSession, path: str, trial: Path, n: int, argv: list[str], limits: Limits = Limits(),
-             timeout_s: float = 120):
+def run_once(s: DockerSession, path: str, trial: Path, n: int, argv: list[str], limits: Limits = Limits(),
+             timeout_s: float = 120, image_spec: ImageSpec = BASE_IMAGE):
     """One trial on `path`: n containers, the barrier, and their outputs."""
     load = Load(containers=n, limits=limits)
     with s.path(path, trial, load) as h:
-        reqs = [InstanceRequest(i, argv, trial / f"out{i}") for i in range(n)]
+        reqs = [InstanceRequest(i, argv, trial / f"out{i}", image=image_spec) for i in range(n)]
         running = s.start(reqs, h, load, trial / "sync")
+        running.ready(60)
         assert len(running.cgroups) == n and all(Path(c["memory"]).is_dir() for c in running.cgroups)
         time.sleep(0.3)
         assert not any((r.out_dir / "start").exists() for r in reqs), "a container passed the barrier early"
@@ -133,10 +150,10 @@ def test_driver_runs_every_path(tmp_path, fs_type, driver, size, paths, n):
         assert f["cgroup_driver"] == "cgroupfs"
         print(f"\n{driver} on {fs_type}: daemon answered in {f['daemon_start_s']:.2f} s")
         t = time.monotonic()
-        tag = image.ensure_image(s)
+        tag = image.ensure_image(s, BASE_IMAGE)
         print(f"  image loaded in {time.monotonic() - t:.1f} s")
         t = time.monotonic()
-        assert image.ensure_image(s) == tag and time.monotonic() - t < 2  # loaded once per daemon
+        assert image.ensure_image(s, BASE_IMAGE) == tag and time.monotonic() - t < 2  # loaded once per daemon
         for path in paths:
             t = time.monotonic()
             h, go, outs = run_once(s, path, tmp_path / f"trial-{path}", n,
@@ -147,7 +164,7 @@ def test_driver_runs_every_path(tmp_path, fs_type, driver, size, paths, n):
                 assert o.returncode == 0, o.stderr
                 assert (o.out_dir / "stdout").read_text() == "ok\n"
                 assert go - 0.05 <= o.start_time_s <= o.end_time_s
-                final = dk.parse_cgroup_final((o.out_dir / "cgroup-final.txt").read_text())
+                final = final_sections((o.out_dir / "cgroup-final.txt").read_text())
                 assert int(final["memory/memory.max_usage_in_bytes"]) > 0
                 if path != "tmpfs" and not (path == "layer" and driver == "fuse-overlayfs"):
                     # the I/O reached the device under test (fuse-overlayfs writes from its own daemon;
@@ -165,7 +182,7 @@ def test_device_path_on_a_raw_device(tmp_path):
         _, _, outs = run_once(s, "device", tmp_path / "trial", 1,
                               ["sh", "-c", DD.format(t="/dev/strata-dev", n=16)])
         assert outs[0].returncode == 0, outs[0].stderr
-        final = dk.parse_cgroup_final((outs[0].out_dir / "cgroup-final.txt").read_text())
+        final = final_sections((outs[0].out_dir / "cgroup-final.txt").read_text())
         assert written_to(final, s.mounted.device.path) >= 16 * MiB
     assert not data_root.exists()
 
@@ -184,13 +201,13 @@ UNSUPPORTED = [
 def test_unsupported_driver_gives_the_daemon_text(tmp_path, fs_type, driver, text):
     journal = jn.Journal(f"it-unsup-{driver}-{os.getpid()}")
     wd = tmp_path / "wd"
-    with provision_loop(LoopDevice(name="u", size=512 * MiB), journal, wd) as dev, \
-            provision_fs(Filesystem(type=fs_type), dev, journal, wd) as mounted:
+    with provision_loop(LoopParams(name="u", size=512 * MiB), journal, wd) as dev, \
+            provision_fs(FilesystemParams(type=fs_type), dev, journal, wd) as mounted:
         with pytest.raises(Unsupported) as e:
-            with dk.provision_docker(Runtime(type="docker", storage_driver=driver), mounted, journal, wd, {}):
+            with DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, wd, {}):
                 pytest.fail("the daemon started")
         assert text in str(e.value)
-        assert dk.mounts_under(str(mounted.mountpoint)) == [str(mounted.mountpoint)]
+        assert procfs.mounts_under(str(mounted.mountpoint)) == [str(mounted.mountpoint)]
         assert not (mounted.mountpoint / "docker").exists()
     assert_nothing_left(journal, wd)
 
@@ -200,7 +217,7 @@ def test_unsupported_driver_gives_the_daemon_text(tmp_path, fs_type, driver, tex
 @pytest.fixture(scope="module")
 def overlay2_ext4(tmp_path_factory):
     with stack(tmp_path_factory.mktemp("ov"), "ext4", "overlay2", 1024) as (s, journal):
-        image.ensure_image(s)
+        image.ensure_image(s, BASE_IMAGE)
         yield s
 
 
@@ -210,7 +227,7 @@ def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
                           Limits(write_bps="20MiB"))
     o = outs[0]
     assert o.returncode == 0, o.stderr
-    final = dk.parse_cgroup_final((o.out_dir / "cgroup-final.txt").read_text())
+    final = final_sections((o.out_dir / "cgroup-final.txt").read_text())
     written = written_to(final, s.mounted.device.path)
     assert written >= 60 * MiB
     rate = 60 / (o.end_time_s - o.start_time_s)  # MiB/s, the read back is unthrottled and fast
@@ -223,7 +240,7 @@ def test_oom_is_reported(overlay2_ext4, tmp_path):
         run_once(overlay2_ext4, "layer", tmp_path, 1,
                  ["dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"], Limits(memory="32MiB"))
     assert e.value.category == "oom"
-    assert dk.docker(overlay2_ext4.sock, "ps", "-aq").stdout.strip() == ""
+    assert client.docker(overlay2_ext4.sock, "ps", "-aq").stdout.strip() == ""
 
 
 def test_timeout_kills_the_containers(overlay2_ext4, tmp_path):
@@ -235,7 +252,7 @@ def test_timeout_kills_the_containers(overlay2_ext4, tmp_path):
         with pytest.raises(TrialFailure) as e:
             running.wait(1)
     assert e.value.category == "timeout"
-    assert dk.docker(s.sock, "ps", "-aq").stdout.strip() == ""
+    assert client.docker(s.sock, "ps", "-aq").stdout.strip() == ""
 
 
 def test_eight_containers_start_together(overlay2_ext4, tmp_path):
@@ -252,20 +269,20 @@ def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
     strata starts and stops no daemon there and leaves no container, volume or image of its own."""
     journal = jn.Journal(f"it-system-{os.getpid()}")
     wd = tmp_path / "wd"
-    with provision_loop(LoopDevice(name="sys", size=1024 * MiB), journal, wd) as dev, \
-            provision_fs(Filesystem(type="ext4"), dev, journal, wd) as mounted, \
-            dk.private_daemon("overlay2", mounted.mountpoint / "users", journal, remove_data_root=False) as users:
+    with provision_loop(LoopParams(name="sys", size=1024 * MiB), journal, wd) as dev, \
+            provision_fs(FilesystemParams(type="ext4"), dev, journal, wd) as mounted, \
+            private_daemon("overlay2", mounted.mountpoint / "users", journal, remove_data_root=False) as users:
         monkeypatch.setattr(dk, "SYSTEM_SOCKET", users.sock)
-        with dk.provision_docker(Runtime(type="docker", storage_driver="system"), mounted, journal, wd, {}) as s:
+        with DOCKER.provision(DockerParams(storage_driver="system"), mounted, journal, wd, {}) as s:
             assert s.daemon is None and s.facts["daemon"] == "system"
             for path in ("volume", "bind"):
                 _, _, outs = run_once(s, path, tmp_path / path, 1, ["sh", "-c", DD.format(t="/data/f", n=4)])
                 assert outs[0].returncode == 0, outs[0].stderr
             assert s.loaded_images  # loaded here, so removed at the end
         assert users.alive()
-        assert dk.docker(users.sock, "ps", "-aq").stdout.strip() == ""
-        assert dk.docker(users.sock, "volume", "ls", "-q").stdout.strip() == ""
-        assert dk.docker(users.sock, "images", "-q", "strata-tools").stdout.strip() == ""
+        assert client.docker(users.sock, "ps", "-aq").stdout.strip() == ""
+        assert client.docker(users.sock, "volume", "ls", "-q").stdout.strip() == ""
+        assert client.docker(users.sock, "images", "-q", "strata-tools").stdout.strip() == ""
     assert_nothing_left(journal, wd)
 
 
@@ -281,20 +298,21 @@ def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatc
     tool = tmp_path / "hello.sh"
     tool.write_text("#!/bin/sh\necho hello from the image\n")
     t = time.monotonic()
-    tag = image.ensure_image(overlay2_ext4, {"strata-hello": tool})
+    hello = ImageSpec("hello", files=(("strata-hello", str(tool)),))
+    tag = image.ensure_image(overlay2_ext4, hello)
     print(f"\nimage with an extra file built and loaded in {time.monotonic() - t:.1f} s")
-    assert tag == image.image_tag({"strata-hello": tool}) != image.image_tag()
-    _, _, outs = run_once(overlay2_ext4, "tmpfs", tmp_path / "t", 1, ["strata-hello"])
+    assert tag == image.image_tag(hello) != image.image_tag(BASE_IMAGE)
+    _, _, outs = run_once(overlay2_ext4, "tmpfs", tmp_path / "t", 1, ["strata-hello"], image_spec=hello)
     assert (outs[0].out_dir / "stdout").read_text() == "hello from the image\n"
     assert not [j for j in (state / "journal").glob("image-build-*.jsonl")]  # closed: all undone
     assert sorted(p.name for p in images.iterdir() if not p.name.startswith(".")) == \
-        sorted([base, image.tarball_path({"strata-hello": tool}).name])
+        sorted([base, image.tarball_path(hello).name])
 
 
 def test_probe_driver(tmp_path):
-    assert dk.probe_driver("overlay2", tmp_path) is None
-    assert "AUFS was not found in /proc/filesystems" in dk.probe_driver("aufs", tmp_path)
-    assert dk.mounts_under(str(tmp_path)) == []
+    assert probe.probe_driver("overlay2", tmp_path) is None
+    assert "AUFS was not found in /proc/filesystems" in probe.probe_driver("aufs", tmp_path)
+    assert procfs.mounts_under(str(tmp_path)) == []
 
 
 # ---- a daemon or strata killed -----------------------------------------------------------
@@ -317,19 +335,22 @@ def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
 KILLED_SCRIPT = textwrap.dedent('''\
     import sys, time
     from pathlib import Path
-    from strata.spec.model import Filesystem, Load, LoopDevice, Runtime
-    from strata.stack import journal as jn, docker as dk, image
-    from strata.stack.device import provision_loop
-    from strata.stack.filesystem import provision
-    from strata.stack.runtime import InstanceRequest
+    from strata.instances import ImageSpec, InstanceRequest
+    from strata.params import Load
+    from strata.stack import journal as jn
+    from strata.stack.devices.loop import LOOP, LoopParams
+    from strata.stack.filesystems.mkfs import EXT4
+    from strata.stack.filesystems import FilesystemParams
+    from strata.stack.runtimes.docker.session import DOCKER, DockerParams
     wd = Path(sys.argv[1])
     j = jn.Journal("killed")
-    with provision_loop(LoopDevice(name="k", size=1024 << 20), j, wd) as dev, \\
-            provision(Filesystem(type="ext4"), dev, j, wd) as m, \\
-            dk.provision_docker(Runtime(type="docker", storage_driver="overlay2"), m, j, wd, {}) as s:
+    with LOOP.provision(LoopParams(name="k", size=1024 << 20), j, wd) as dev, \\
+            EXT4.provision(FilesystemParams(type="ext4"), dev, j, wd) as m, \\
+            DOCKER.provision(DockerParams(storage_driver="overlay2"), m, j, wd, {}) as s:
         load = Load(containers=2)
         with s.path("volume", wd / "t", load) as h:
-            r = s.start([InstanceRequest(i, ["sleep", "300"], wd / f"o{i}") for i in range(2)], h, load, wd / "s")
+            r = s.start([InstanceRequest(i, ["sleep", "300"], wd / f"o{i}", image=ImageSpec()) for i in range(2)],
+                        h, load, wd / "s")
             r.go()
             print("READY", j.path, flush=True)
             time.sleep(300)
@@ -353,7 +374,7 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
         assert line.startswith("READY"), line
         jpath = Path(line.split()[1])
         daemon = next(e["data"] for e in jn.pending(jpath) if e["kind"] == "daemon")
-        assert dk.cgroup_pids(dk.cgroup_dirs(daemon["cgroup_parent"], daemon["cgroup_dirs"]))  # containers run
+        assert procfs.cgroup_pids(procfs.cgroup_dirs(daemon["cgroup_parent"], daemon["cgroup_dirs"]))  # containers run
     finally:
         p.kill()
         p.wait()
@@ -365,8 +386,8 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     print(f"cleanup took {time.monotonic() - t:.1f} s")
     assert not jpath.exists(), logs
     assert undone >= 6, logs  # file, loop, mount, daemon, volumes, containers
-    assert not [q for q in dk.procs_mentioning(daemon["run_dir"] + "/") if dk._running(q)]
-    assert not dk.cgroup_dirs(daemon["cgroup_parent"], daemon["cgroup_dirs"])
+    assert not [q for q in procfs.procs_mentioning(daemon["run_dir"] + "/") if procfs.is_running(q)]
+    assert not procfs.cgroup_dirs(daemon["cgroup_parent"], daemon["cgroup_dirs"])
     assert not Path(daemon["run_dir"]).exists()
-    assert dk.mounts_under(str(wd)) == []
+    assert procfs.mounts_under(str(wd)) == []
     assert "(" + str(wd) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout

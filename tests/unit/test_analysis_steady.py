@@ -2,7 +2,7 @@
 
 import pytest
 
-from strata.analysis.steady import detect
+from strata.steady import detect
 
 
 def test_flat_series_is_steady():

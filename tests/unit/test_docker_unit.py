@@ -14,13 +14,17 @@ from pathlib import Path
 import pytest
 
 from strata.errors import StrataError, TrialFailure
-from strata.spec.model import Filesystem, Limits, Load
-from strata.stack import docker as dk
-from strata.stack import dockerd, procfs
-from strata.stack import image
-from strata.stack.device import DeviceHandle
-from strata.stack.filesystem import Mounted
-from strata.stack.runtime import OUT_DIR, SYNC_DIR, InstanceRequest, PathHandle
+from strata.collectors.cgroup import final_sections
+from strata.instances import ImageSpec, InstanceRequest
+from strata.params import Limits, Load
+from strata.stack import procfs
+from strata.stack.runtimes.docker import image
+from strata.stack.devices import DeviceHandle
+from strata.stack.filesystems import FilesystemParams as Filesystem, Mounted
+from strata.stack.runtimes.base import PathHandle, Unsupported
+from strata.stack.runtimes.docker import client, cmdline, containers, session
+from strata.stack.runtimes.docker import daemon as dockerd
+from strata.stack.runtimes.docker.cmdline import OUT_DIR, SYNC_DIR
 
 # ---- captured dockerd 20.10.24 logs (Debian 12, kernel 6.18), trimmed -------------------
 
@@ -100,7 +104,7 @@ def test_daemon_env_has_no_way_to_a_registry():
 
 def handle(name: str, per: list[dict]) -> PathHandle:
     kind = "device" if name == "device" else "dir"
-    return PathHandle(name, kind, dk.DEVICE_IN_CONTAINER if kind == "device" else "/data", None, per)
+    return PathHandle(name, kind, cmdline.DEVICE_IN_CONTAINER if kind == "device" else "/data", None, per)
 
 
 @pytest.mark.parametrize("name,per,expected", [
@@ -111,12 +115,12 @@ def handle(name: str, per: list[dict]) -> PathHandle:
     ("device", [{}], ["--device", "/dev/loop7:/dev/strata-dev"]),
 ])
 def test_path_args(name, per, expected):
-    assert dk.path_args(handle(name, per), 0, "/dev/loop7") == expected
+    assert cmdline.path_args(handle(name, per), 0, "/dev/loop7") == expected
 
 
 def test_limit_args_all():
     lim = Limits(cpus=1.5, memory="64MiB", read_bps="10MiB", write_bps="20MiB", read_iops=100, write_iops=200)
-    args = dk.limit_args(lim, "/dev/loop7")
+    args = cmdline.limit_args(lim, "/dev/loop7")
     pairs = list(zip(args[::2], args[1::2]))
     assert ("--cpus", "1.5") in pairs
     assert ("--memory", str(64 << 20)) in pairs and ("--memory-swap", str(64 << 20)) in pairs
@@ -127,12 +131,12 @@ def test_limit_args_all():
 
 
 def test_limit_args_none():
-    assert dk.limit_args(Limits(), "/dev/loop7") == []
+    assert cmdline.limit_args(Limits(), "/dev/loop7") == []
 
 
 def test_create_argv(tmp_path):
     req = InstanceRequest(1, ["fio", "--name=x", "--output=/strata-out/fio.json"], tmp_path / "out1")
-    argv = dk.create_argv("strata-ab-3", "ab", req, handle("bind", [{"dir": "/b/0"}, {"dir": "/b/1"}]),
+    argv = cmdline.create_argv("strata-ab-3", "ab", req, handle("bind", [{"dir": "/b/0"}, {"dir": "/b/1"}]),
                           Limits(write_bps="20MiB"), "/dev/loop7", "strata-tools:abc", tmp_path / "sync")
     assert argv[0] == "create"
     pairs = list(zip(argv, argv[1:]))
@@ -142,14 +146,14 @@ def test_create_argv(tmp_path):
     assert ("--mount", "type=bind,src=/b/1,dst=/data") in pairs  # this instance's own dir
     assert ("--device-write-bps", f"/dev/loop7:{20 << 20}") in pairs
     i = argv.index("strata-tools:abc")
-    assert argv[i + 1:i + 3] == ["/bin/sh", "-c"] and argv[i + 3] == dk.WRAPPER
+    assert argv[i + 1:i + 3] == ["/bin/sh", "-c"] and argv[i + 3] == cmdline.WRAPPER
     assert argv[i + 4:] == ["strata-wrap", *req.argv]
 
 
 def test_create_argv_rejects_a_comma(tmp_path):
     req = InstanceRequest(0, ["true"], tmp_path / "a,b")
     with pytest.raises(StrataError):
-        dk.create_argv("n", "ab", req, handle("layer", [{}]), Limits(), "/dev/loop7", "img", tmp_path)
+        cmdline.create_argv("n", "ab", req, handle("layer", [{}]), Limits(), "/dev/loop7", "img", tmp_path)
 
 
 # ---- the wrapper, run for real with /bin/sh on temp dirs -------------------------------
@@ -158,7 +162,7 @@ def run_wrapper(tmp_path: Path, argv: list[str]) -> tuple[subprocess.Popen, Path
     out, sync = tmp_path / "out", tmp_path / "sync"
     out.mkdir()
     sync.mkdir()
-    script = dk.WRAPPER.replace(OUT_DIR, str(out)).replace(SYNC_DIR, str(sync))
+    script = cmdline.WRAPPER.replace(OUT_DIR, str(out)).replace(SYNC_DIR, str(sync))
     p = subprocess.Popen(["/bin/sh", "-c", script, "strata-wrap", *argv])
     return p, out, sync
 
@@ -180,7 +184,7 @@ def test_wrapper_waits_for_go_then_times_the_tool(tmp_path):
 
 def test_parse_cgroup_final():
     text = "== memory/memory.failcnt\n0\n== blkio/blkio.throttle.io_service_bytes\n7:1 Read 5\n7:1 Write 0\nTotal 5\n"
-    got = dk.parse_cgroup_final(text)
+    got = final_sections(text)
     assert got["memory/memory.failcnt"] == "0"
     assert got["blkio/blkio.throttle.io_service_bytes"].splitlines()[0] == "7:1 Read 5"
 
@@ -303,14 +307,14 @@ def test_undo_daemon_is_idempotent_with_nothing_left(monkeypatch, tmp_path):
 
 
 def test_undo_container_of_a_gone_private_daemon_is_done(monkeypatch):
-    monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: False)
-    dk._undo_container({"socket": "/run/strata/ab/d.sock", "name": "strata-ab-1"})
+    monkeypatch.setattr(containers, "answers", lambda sock, timeout=5: False)
+    containers._undo_container({"socket": "/run/strata/ab/d.sock", "name": "strata-ab-1"})
 
 
 def test_undo_container_on_a_silent_system_daemon_keeps_the_entry(monkeypatch):
-    monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: False)
+    monkeypatch.setattr(containers, "answers", lambda sock, timeout=5: False)
     with pytest.raises(StrataError):
-        dk._undo_container({"socket": dk.SYSTEM_SOCKET, "name": "strata-ab-1"})
+        containers._undo_container({"socket": client.SYSTEM_SOCKET, "name": "strata-ab-1"})
 
 
 def test_undo_actions_are_registered():
@@ -319,21 +323,11 @@ def test_undo_actions_are_registered():
         assert kind in UNDO
 
 
-def test_importing_docker_alone_registers_every_undo_action():
-    # `strata cleanup` imports strata.stack.docker only: the daemon's and the image build's undo come with it
-    code = ("import strata.stack.docker; from strata.stack.journal import UNDO; "
-            "print(' '.join(sorted(UNDO)))")
+def test_importing_the_runtimes_registers_every_undo_action():
+    # `strata cleanup` imports the layers' registries: the daemon's and the image build's undo come with them
+    code = "import strata.stack.runtimes; from strata.stack.journal import UNDO; print(' '.join(sorted(UNDO)))"
     kinds = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert {"daemon", "container", "volume", "docker-image", "build-dir"} <= set(kinds)
-
-
-def test_public_names_stay_in_strata_stack_docker():
-    # plan, doctor, provision and the integration tests reach these as strata.stack.docker.<name>
-    for name in ("provision_docker", "probe_driver", "available", "incompatible", "DockerSession", "private_daemon",
-                 "docker", "SYSTEM_SOCKET", "parse_cgroup_final", "mounts_under", "cgroup_dirs", "cgroup_pids",
-                 "procs_mentioning", "_running"):
-        assert hasattr(dk, name), name
-    assert dk.available is dockerd.available and dk.mounts_under is procfs.mounts_under
+    assert {"daemon", "container", "volume", "docker-image", "build-dir", "native_cgroup"} <= set(kinds)
 
 
 # ---- waiting for containers, with a fake docker CLI --------------------------------------
@@ -360,22 +354,21 @@ class FakeJournal:
         self.released.append(seq)
 
 
-def fake_session(monkeypatch, tmp_path, state: dict) -> dk.DockerSession:
+def fake_session(monkeypatch, tmp_path, state: dict) -> session.DockerSession:
     cli = tmp_path / "docker"
     cli.write_text(FAKE_DOCKER.format(python=sys.executable))
     cli.chmod(0o755)
     (tmp_path / "state.json").write_text(json.dumps(state))
-    monkeypatch.setattr(dockerd, "docker_cli", lambda: str(cli))
+    monkeypatch.setattr(client, "docker_cli", lambda: str(cli))
     monkeypatch.setenv("FAKE_STATE", str(tmp_path / "state.json"))
-    monkeypatch.setattr(dk, "answers", lambda sock, timeout=5: True)
-    from strata.spec.model import Runtime
+    monkeypatch.setattr(client, "answers", lambda sock, timeout=5: True)
     dev = DeviceHandle("loop", "/dev/loop7", 1 << 30, ["loop7"])
     mounted = Mounted(Filesystem(type="ext4"), dev, tmp_path / "mnt")
-    return dk.DockerSession(Runtime(type="docker"), mounted, FakeJournal(), "/run/strata/ab/d.sock", "ab", None, {})
+    return session.DockerSession(session.DockerParams(), mounted, FakeJournal(), "/run/strata/ab/d.sock", "ab", None, {})
 
 
-def running_with(session, tmp_path, n: int) -> dk.DockerRunning:
-    r = dk.DockerRunning(session, tmp_path / "sync", Limits(memory="32MiB"))
+def running_with(session, tmp_path, n: int) -> containers.DockerRunning:
+    r = containers.DockerRunning(session, tmp_path / "sync", Limits(memory="32MiB"))
     (tmp_path / "sync").mkdir()
     for i in range(n):
         out = tmp_path / f"out{i}"
@@ -383,7 +376,7 @@ def running_with(session, tmp_path, n: int) -> dk.DockerRunning:
         (out / "start").write_text("100.5\n")
         (out / "end").write_text("102.25\n")
         (out / "stderr").write_text("x" * 5000 + "tail")
-        r.containers.append(dk.Container(f"c{i}", 10 + i, InstanceRequest(i, ["true"], out)))
+        r.containers.append(containers.Container(f"c{i}", 10 + i, InstanceRequest(i, ["true"], out)))
     session.running.append(r)
     return r
 
@@ -396,7 +389,7 @@ def test_wait_collects_outputs_and_removes_containers(monkeypatch, tmp_path):
     outs = r.wait(10)
     assert [(o.index, o.returncode, o.start_time_s, o.end_time_s) for o in outs] == [(0, 0, 100.5, 102.25),
                                                                                        (1, 2, 100.5, 102.25)]
-    assert outs[0].stderr.endswith("tail") and len(outs[0].stderr) == dk.STDERR_TAIL_CHARS
+    assert outs[0].stderr.endswith("tail") and len(outs[0].stderr) == client.STDERR_TAIL_CHARS
     assert s.journal.released == [10, 11] and s.running == []
 
 
@@ -444,13 +437,13 @@ def test_wait_on_a_dead_private_daemon(monkeypatch, tmp_path):
 
 def test_available_needs_root(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    assert dk.available("overlay2", {}) == "needs root"
+    assert dockerd.available("overlay2", {}) == "needs root"
 
 
 def test_incompatible():
-    assert "btrfs file system" in dk.incompatible("btrfs", "xfs")
-    assert dk.incompatible("btrfs", "btrfs") is None
-    assert dk.incompatible("overlay2", "xfs") is None
+    assert "btrfs file system" in dockerd.incompatible("btrfs", "xfs")
+    assert dockerd.incompatible("btrfs", "btrfs") is None
+    assert dockerd.incompatible("overlay2", "xfs") is None
 
 
 def test_debian_mirror_from_deb822(tmp_path):
@@ -479,47 +472,43 @@ def test_debian_mirror_default(tmp_path):
     assert image.debian_mirror(tmp_path) == image.DEFAULT_MIRROR
 
 
-def test_image_key_follows_the_extra_files(tmp_path):
+def test_image_key_follows_the_files_and_packages(tmp_path):
     f = tmp_path / "engine"
     f.write_bytes(b"v1")
-    k1 = image.image_key({"strata-wml": f})
-    assert k1 == image.image_key({"strata-wml": f}) != image.image_key()
+    spec = ImageSpec("wml", files=(("strata-wml", str(f)),))
+    k1 = image.image_key(spec)
+    assert k1 == image.image_key(ImageSpec("wml", files=(("strata-wml", str(f)),))) != image.image_key(ImageSpec())
     f.write_bytes(b"v2")
-    assert image.image_key({"strata-wml": f}) != k1
-    assert image.image_tag().startswith("strata-tools:")
+    assert image.image_key(spec) != k1
+    assert image.image_key(ImageSpec("fio", packages=("fio",))) != image.image_key(ImageSpec("fio"))
+    assert image.image_tag(spec).startswith("strata-wml:")
+    (tmp_path / "ctx").mkdir()
     with pytest.raises(StrataError):
-        image.image_key({"../x": f})
+        image._context(tmp_path / "ctx", ImageSpec(files=(("../x", str(f)),)))
 
 
-def test_dockerfile_never_names_a_registry_image():
-    first = image.DOCKERFILE.splitlines()[0]
-    assert first == f"FROM {image.BASE_TAG}"
-    assert "fio" in image.DOCKERFILE and "mkdir -p /data" in image.DOCKERFILE
+def test_dockerfile_never_names_a_registry_image(tmp_path):
+    text = image.dockerfile(ImageSpec("fio", packages=("fio",), trees=(("/opt/x", str(tmp_path)),)))
+    assert text.splitlines()[0] == f"FROM {image.BASE_TAG}"
+    assert "install -y --no-install-recommends fio" in text and "mkdir -p /data" in text
+    assert "COPY tree0/ /opt/x/" in text
 
 
 def test_session_paths_refuse_what_cannot_be(monkeypatch, tmp_path):
     s = fake_session(monkeypatch, tmp_path, {"codes": {}})
-    with pytest.raises(dk.Unsupported):
+    with pytest.raises(Unsupported):
         with s.path("device", tmp_path / "t", Load()):
             pass
     s.mounted = Mounted(Filesystem(type="raw"), s.mounted.device, None)
     s.daemon = object()  # a private daemon: its data-root is not on the device under test
     for name in ("bind", "volume", "layer"):
-        with pytest.raises(dk.Unsupported):
+        with pytest.raises(Unsupported):
             with s.path(name, tmp_path / "t", Load()):
                 pass
     with s.path("device", tmp_path / "t", Load(containers=2)) as h:
         assert h.target_kind == "device" and h.target_path == "/dev/strata-dev" and len(h.per_instance) == 2
 
 
-def test_default_image_carries_the_default_extra_files(tmp_path, monkeypatch):
-    f = tmp_path / "strata-wml"
-    f.write_bytes(b"engine")
-    monkeypatch.setattr(image, "default_extra_files", lambda: {"strata-wml": f})
-    assert image.image_key() == image.image_key({"strata-wml": f})
-    assert image.image_key({}) != image.image_key()  # {} is fio only
-
-
 def test_image_cache_location(monkeypatch, tmp_path):
     monkeypatch.setenv("STRATA_IMAGE_DIR", str(tmp_path))
-    assert image.tarball_path({}).parent == tmp_path
+    assert image.tarball_path(ImageSpec()).parent == tmp_path

@@ -1,19 +1,22 @@
-from strata.spec.expand import expand, impossible
-from strata.spec.load import parse_spec
-from strata.spec.model import Filesystem, Load, Runtime
+from strata.experiment.expand import expand, impossible
+from strata.experiment.load import parse_spec
+from strata.params import Load
+from strata.stack.filesystems import FilesystemParams as Filesystem
+from strata.stack.runtimes.docker.session import DockerParams
+from strata.stack.runtimes.native import NativeParams
 
 BASE = {"name": "t", "devices": ["loop"], "workloads": ["rr"]}
 
 
 def test_impossible_combinations_have_reasons():
     raw, xfs, ext4 = Filesystem(type="raw"), Filesystem(type="xfs"), Filesystem(type="ext4")
-    native, btrfs_drv = Runtime(type="native"), Runtime(type="docker", storage_driver="btrfs")
+    native, btrfs_drv = NativeParams(), DockerParams(storage_driver="btrfs")
     low = Load()
     assert "needs filesystem raw" in impossible(xfs, native, "device", low, None)
     assert "no directory" in impossible(raw, native, "bind", low, None)
-    assert "no container layer" in impossible(xfs, native, "layer", low, None)
-    assert "container runtime" in impossible(xfs, native, "bind", Load(containers=2), None)
-    assert "data root on btrfs" in impossible(ext4, btrfs_drv, "layer", low, None)
+    assert "has no layer path" in impossible(xfs, native, "layer", low, None)
+    assert "runs one" in impossible(xfs, native, "bind", Load(containers=2), None)
+    assert "data-root on a btrfs" in impossible(ext4, btrfs_drv, "layer", low, None)
     assert impossible(Filesystem(type="btrfs"), btrfs_drv, "layer", low, None) is None
 
 

@@ -4,10 +4,10 @@ from pathlib import Path
 import pytest
 
 from strata.errors import SpecErrors, TrialFailure
-from strata.spec.load import parse_spec
-from strata.spec.model import Load
-from strata.workloads.base import InstanceOutput, Target
-from strata.workloads.filebench import FILEBENCH, OUTPUT, FilebenchSpec, PERSONALITIES, PERSONALITIES_DIR, read_end
+from strata.experiment.load import parse_spec
+from strata.params import Load
+from strata.instances import InstanceOutput, Target
+from strata.workloads.filebench import FILEBENCH, OUTPUT, FilebenchParams, PERSONALITIES, PERSONALITIES_DIR, read_end
 
 DATA = Path(__file__).parents[1] / "data" / "strata-wml" / "0.1.0"
 BASE = {"name": "t", "devices": ["loop"], "filesystems": ["ext4"], "runtimes": ["docker"], "paths": ["volume"]}
@@ -25,7 +25,7 @@ def _outputs(tmp_path, names, rc=0):
 
 def test_every_personality_ships():
     for p in PERSONALITIES:
-        src = FilebenchSpec(personality=p).source
+        src = FilebenchParams(personality=p).source
         assert src.is_file() and src.is_relative_to(PERSONALITIES_DIR) and src.stem == p
 
 
@@ -44,15 +44,15 @@ def test_spec_errors():
 
 
 def test_command_sets_dir_and_overrides():
-    spec = FILEBENCH.parse_spec({"type": "filebench", "personality": "webserver", "set": {"nthreads": 4}, "runtime": 7}, Path("."))
-    argv = FILEBENCH.command(spec, Load(), Target("dir", "/data", "/strata-out"), 0)
+    spec = FILEBENCH.parse_params({"type": "filebench", "personality": "webserver", "set": {"nthreads": 4}, "runtime": 7}, Path("."))
+    argv = FILEBENCH.command(spec, Load(), Target("dir", "/data", "/strata-out", host_tools=False), 0)
     script = argv[-1]
     assert argv[:2] == ["sh", "-c"] and script.startswith("exec strata-wml run /strata-out/workload.f --json --runtime 7")
     assert "'$dir=/data'" in script and "'$nthreads=4'" in script and script.endswith("> /strata-out/engine.jsonl")
 
 
 def test_two_instances_sum_and_merge(tmp_path):
-    spec = FILEBENCH.parse_spec({"type": "filebench", "personality": "varmail"}, Path("."))
+    spec = FILEBENCH.parse_params({"type": "filebench", "personality": "varmail"}, Path("."))
     parsed = FILEBENCH.parse(spec, _outputs(tmp_path, ["varmail-instance0.jsonl", "varmail-instance1.jsonl"]))
     ends = [json.loads(l)["data"] for n in ("varmail-instance0.jsonl", "varmail-instance1.jsonl")
             for l in (DATA / n).read_text().splitlines() if json.loads(l)["type"] == "end"]
@@ -77,7 +77,7 @@ def test_engine_error_and_missing_end_are_failures(tmp_path):
                                                                    "file": "x.f", "line": 3, "col": 5}}) + "\n")
     with pytest.raises(TrialFailure) as e:
         read_end(InstanceOutput(0, d, 2, ""))
-    assert e.value.category == "syntax" and "x.f:3:5" in str(e.value)
+    assert e.value.category == "bad_input" and "x.f:3:5" in str(e.value) and "syntax" in str(e.value)
     (d / OUTPUT).write_text("")
     with pytest.raises(TrialFailure, match="without results"):
         read_end(InstanceOutput(0, d, 1, "killed"))

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from strata.errors import TrialFailure
-from strata.spec.model import Load
-from strata.workloads.base import InstanceOutput, Target
-from strata.workloads.fio import FIO, FioSpec, aggregate, iops_series, load_fio_json
+from strata.params import Load
+from strata.instances import InstanceOutput, Target
+from strata.workloads.fio import FIO, FioParams, aggregate, iops_series, load_fio_json
 from strata.workloads.latency import merge_bins, percentile, summarize
 
 DATA = Path(__file__).parents[1] / "data" / "fio" / "3.33"
@@ -73,20 +73,20 @@ def test_missing_output_is_a_failure(tmp_path):
 
 
 def test_command_for_directory_and_device():
-    spec = FioSpec(preset="rr", size="64M", runtime=3, ramp_time=1)
+    spec = FioParams(preset="rr", size="64M", runtime=3, ramp_time=1)
     argv = FIO.command(spec, Load(numjobs=4, iodepth=16), Target("dir", "/data", "/strata-out"), 0)
     assert "--filename=/data/strata-fio.dat" in argv and "--iodepth=16" in argv and "--numjobs=4" in argv
     assert "--output-format=json+" in argv and "--direct=1" in argv and "--ioengine=libaio" in argv
     argv = FIO.command(spec, Load(), Target("device", "/dev/loop9", "/o"), 0)
     assert "--filename=/dev/loop9" in argv
-    steady = FIO.command(FioSpec(preset="rr", until="steady"), Load(), Target("dir", "/d", "/o"), 0)
+    steady = FIO.command(FioParams(preset="rr", until="steady"), Load(), Target("dir", "/d", "/o"), 0)
     assert any(a.startswith("--steadystate=") for a in steady)
 
 
 def test_job_file_only_gets_its_target(tmp_path):
     job = tmp_path / "x.fio"
     job.write_text("[global]\ndirect=1\n[a]\nrw=randread\nsize=8m\n")
-    spec = FIO.parse_spec({"type": "fio", "file": str(job)}, tmp_path)
+    spec = FIO.parse_params({"type": "fio", "file": str(job)}, tmp_path)
     argv = FIO.command(spec, Load(numjobs=8), Target("dir", "/data", "/o"), 0)
     assert argv[-1] == "/o/job.fio" and "--directory=/data" in argv
     assert not any(a.startswith(("--rw=", "--numjobs=")) for a in argv)

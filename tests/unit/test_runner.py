@@ -6,11 +6,11 @@ import pytest
 from strata.errors import StrataError
 from strata.progress import Progress
 from strata.runner import run_experiment
-from strata.spec.expand import expand
-from strata.spec.load import parse_spec
+from strata.experiment.expand import expand
+from strata.experiment.load import parse_spec
 from strata.store import ResultStore, load_results
 
-from .fakes import fake_provisioners
+from .fakes import fake_registries
 
 HOST = {"kernel": "test"}
 
@@ -26,7 +26,7 @@ def _spec(tmp_path, **over):
 def _run(tmp_path, exp, wls, out, events=None, **kw):
     trials, skipped = expand(exp, wls)
     return run_experiment(exp, wls, trials, skipped, out, host=HOST,
-                          provisioners=fake_provisioners(tmp_path, events, kw.pop("unsupported_runtime", None)),
+                          registries=fake_registries(tmp_path, events, kw.pop("unsupported_runtime", None)),
                           progress=Progress(len(trials), [0.1] * len(trials), quiet=True), **kw)
 
 
@@ -43,7 +43,7 @@ def test_whole_pipeline_stores_every_trial(tmp_path):
     results = load_results(tmp_path / "out")
     assert len(results) == 4
     r = results[0]
-    assert r["schema_version"] == 1 and r["status"] == "ok" and r["metrics"]["primary"]["iops"] == 500
+    assert r["schema_version"] == 2 and r["status"] == "ok" and r["metrics"]["primary"]["iops"] == 500
     assert r["flags"]["failed"] is None and "sync" in r["flags"] and "cache" in r["flags"]
     assert (tmp_path / "out" / r["artifacts"] / "series.json").exists()
     # each stack provisioned once, torn down in reverse order, and nothing left in the journal
@@ -107,7 +107,7 @@ def test_interrupt_keeps_finished_trials(tmp_path):
             if self.done_n == 2:
                 raise KeyboardInterrupt
     s = run_experiment(exp, wls, trials, skipped, tmp_path / "out", host=HOST,
-                       provisioners=fake_provisioners(tmp_path), progress=Interrupting(4, [0.1] * 4, quiet=True))
+                       registries=fake_registries(tmp_path), progress=Interrupting(4, [0.1] * 4, quiet=True))
     assert s.interrupted and s.exit_code == 130
     assert len(load_results(tmp_path / "out")) == 2
     assert not list((tmp_path / "state" / "journal").glob("*.jsonl"))
@@ -126,13 +126,13 @@ def test_relative_results_dir_gives_absolute_instance_dirs(tmp_path, monkeypatch
 
 def test_the_workdir_is_left_as_found(tmp_path):
     from strata.stack.provision import StackCache
-    made = StackCache(None, tmp_path / "new", HOST, fake_provisioners(tmp_path))
+    made = StackCache(None, tmp_path / "new", HOST, fake_registries(tmp_path))
     (tmp_path / "new" / "mnt").mkdir(parents=True)
     made.close()
     assert not (tmp_path / "new").exists()
     (tmp_path / "users").mkdir()
     (tmp_path / "users" / "keep.txt").write_text("x")
-    theirs = StackCache(None, tmp_path / "users", HOST, fake_provisioners(tmp_path))
+    theirs = StackCache(None, tmp_path / "users", HOST, fake_registries(tmp_path))
     (tmp_path / "users" / "mnt").mkdir()
     theirs.close()
     assert sorted(p.name for p in (tmp_path / "users").iterdir()) == ["keep.txt"]

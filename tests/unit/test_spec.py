@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from strata.errors import SpecErrors
-from strata.spec.load import load_spec, parse_spec
+from strata.experiment.load import load_spec, parse_spec
 
 MINIMAL = {"name": "t", "devices": ["loop"], "filesystems": ["xfs"], "runtimes": ["native"],
            "paths": ["bind"], "workloads": ["rr"]}
@@ -31,7 +31,7 @@ def test_every_error_at_once_with_key_paths():
     paths = [p for p, _, _ in e.value.errors]
     text = e.value.message()
     for expected in ("devices[0].size", "filesystems[0].type", "runtimes[0].storage_driver", "paths[1]",
-                     "workloads[0].bogus", "loads[0]", "colour"):
+                     "workloads[0].fio.bogus", "loads[0]", "colour"):
         assert any(p == expected for p in paths), (expected, paths)
     assert "unknown key" in text and "fix:" in text
 
@@ -76,7 +76,7 @@ def test_bad_yaml_and_missing_file(tmp_path):
     (tmp_path / "b.yaml").write_text("name: [unclosed\n")
     with pytest.raises(SpecErrors, match="not valid YAML"):
         load_spec(tmp_path / "b.yaml")
-    with pytest.raises(SpecErrors, match="no spec file"):
+    with pytest.raises(SpecErrors, match="no experiment file"):
         load_spec(tmp_path / "missing.yaml")
 
 
@@ -96,6 +96,6 @@ def test_examples_parse():
 
 def test_spec_reference_is_up_to_date():
     import pathlib
-    from strata.spec.reference import generate
+    from strata.experiment.reference import generate
     ref = pathlib.Path(__file__).parents[2] / "docs" / "spec-reference.md"
     assert ref.read_text() == generate(), "run: python -m strata.spec.reference"

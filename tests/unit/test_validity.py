@@ -1,4 +1,13 @@
-from strata.analysis.validity import above_raw, cache_flag, sync_flag
+from strata import validity
+from strata.validity import above_raw
+
+
+def cache_flag(*a):
+    return validity.cache(*a).to_json()
+
+
+def sync_flag(starts, runtime_s):
+    return validity.sync([], starts, runtime_s).to_json()
 
 MiB = 1 << 20
 
@@ -34,11 +43,29 @@ def test_small_transfers_are_not_judged():
 
 
 def test_above_raw():
-    assert above_raw(200_000, 12_000, "abc")["ratio"] > 16
-    assert "a cache answered" in above_raw(200_000, 12_000, "abc")["reason"]
-    assert "disturbed" in above_raw(20_000, 12_000, "abc", bytes_moved=True)["reason"]
-    assert above_raw(12_500, 12_000, "abc") is None
-    assert above_raw(1, None, None) is None
+    assert above_raw(200_000, 12_000, "abc", None).evidence["ratio"] > 16
+    assert "a cache answered" in above_raw(200_000, 12_000, "abc", None).reason
+    moved = above_raw(20_000, 12_000, "abc", True)
+    assert "disturbed" in moved.reason and "unconfirmed" in moved.reason
+    assert above_raw(12_500, 12_000, "abc", None) is None
+    assert above_raw(1, None, None, None) is None
+
+
+def test_sync_judged_on_the_workloads_own_windows():
+    """Wrappers that started together say nothing when the I/O itself started 2 s apart (issue 14)."""
+    s = validity.sync([(10.0, 15.0), (12.0, 17.0)], [9.0, 9.05], 5).to_json()
+    assert s["suspect"] and s["basis"] == "workload" and s["skew_s"] == 2.0 and s["overlap"] == 0.6
+    assert s["wrapper_skew_s"] < 0.1
+    ok = validity.sync([(10.0, 15.0), (10.2, 15.1)], [9.0, 9.0], 5).to_json()
+    assert not ok["suspect"] and ok["overlap"] > 0.9
+    # one instance without a window: the wrappers' start times decide
+    assert validity.sync([(10.0, 15.0), None], [9.0, 14.0], 5).to_json()["basis"] == "wrapper"
+
+
+def test_the_partial_last_second_never_counts():
+    series = [[1, 100], [2, 100], [3, 100], [4, 100], [5, 100], [6, 100], [7, 3]]
+    assert validity.steady(series)["steady"]
+    assert validity.full_seconds(series)[-1] == 100
 
 
 def test_sync_skew():

@@ -11,7 +11,7 @@ cell, with the evidence.
 
 from __future__ import annotations
 
-from strata.analysis import validity
+from strata import validity
 from strata.analysis.cells import Cell
 from strata.analysis.stats import Ratio, ratio, summarize
 
@@ -60,7 +60,8 @@ def above_raw_evidence(c: Cell, raw: Cell) -> dict | None:
                               f"{raw.summary.mean:.0f} for the same workload: a cache answered, this is not device "
                               "performance", "raw_value": raw.summary.mean, "raw_trial": raw_id, "ratio": r.value}
         return None
-    return validity.above_raw(c.summary.mean, raw.summary.mean, raw_id)
+    judged = validity.above_raw(c.summary.mean, raw.summary.mean, raw_id, None)
+    return {"reason": judged.reason, **judged.evidence} if judged else None
 
 
 def apply_above_raw(cells: list[Cell]) -> list[Cell]:

@@ -1,11 +1,10 @@
 """Cells: the repetitions of one trial configuration, with their statistics.
 
 A cell is everything in the resolved trial but the repetition number (the
-trial id hashes the same thing plus the repetition, see spec/expand.py). Its
-throughput is the headline number the seed studies report: IOPS for random
-fio workloads, bandwidth for sequential ones (study 003, section 5: "We report
-the IOPS for random workloads and bandwidth for sequential I/O operations"),
-MB/s for Filebench workloads (study 004, Tables 2 to 5).
+trial id hashes the same thing plus the repetition, see experiment/expand.py).
+Its throughput is the headline the workload named in `metrics.primary`
+(validity.headline): IOPS for random fio workloads and bandwidth for
+sequential ones (study 003, section 5), MB/s for Filebench (study 004).
 
 Trials whose cache flag is suspect (and not expected) are kept apart in the
 cell: they are never part of the device numbers (DESIGN.md "What makes a
@@ -20,12 +19,11 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from strata.analysis import steady as steady_mod
+from strata import validity
 from strata.analysis.load import read_bytes
 from strata.analysis.stats import Summary, summarize
 
 LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")
-RANDOM_RW = ("randread", "randwrite", "randrw", "randtrim")
 
 
 def artifact(result: dict, name: str):
@@ -47,22 +45,14 @@ def freeze(d: dict, drop: str = "name") -> tuple:
 
 
 def is_cache_suspect(result: dict) -> bool:
-    c = (result.get("flags") or {}).get("cache") or {}
-    return bool(c.get("suspect")) and not c.get("expected")
+    flags = result.get("flags") or {}
+    c = flags.get("cache") or {}
+    return (bool(c.get("suspect")) and not c.get("expected")) or bool((flags.get("above_raw") or {}).get("suspect"))
 
 
 def throughput(result: dict) -> tuple[float | None, str]:
     """(value, unit) of a result's headline throughput."""
-    m = result.get("metrics") or {}
-    p = m.get("primary") or {}
-    if m.get("kind") == "filebench":
-        return (p.get("mb_per_s"), "MB/s") if p.get("mb_per_s") is not None else (p.get("ops_per_s"), "ops/s")
-    rw = ((result.get("trial") or {}).get("workload") or {}).get("rw")
-    if rw and rw not in RANDOM_RW and p.get("bw_bytes") is not None:
-        return p["bw_bytes"] / 1e6, "MB/s"
-    if p.get("iops") is not None:
-        return float(p["iops"]), "IOPS"
-    return None, ""
+    return validity.headline(result)
 
 
 def direction(result: dict) -> str:
@@ -72,16 +62,14 @@ def direction(result: dict) -> str:
     return "write" if w > r else "read"
 
 
-def trial_steady(result: dict, window: int = 5) -> dict | None:
-    """flags.steady when the runner stored it, otherwise judged from fio's per-second IOPS."""
+def trial_steady(result: dict) -> dict | None:
+    """flags.steady when the runner stored it, otherwise judged from the headline's per-second series."""
     f = (result.get("flags") or {}).get("steady")
     if isinstance(f, dict) and "steady" in f:
         return f
-    series = artifact(result, "workload-series.json") or {}
-    iops = series.get("fio_iops")
-    if not iops:
-        return None
-    return steady_mod.detect([v for _, v in iops], window)
+    name = ((result.get("metrics") or {}).get("primary") or {}).get("series")
+    series = (artifact(result, "workload-series.json") or {}).get(name) if name else None
+    return validity.steady(series)
 
 
 @dataclass
@@ -114,7 +102,7 @@ class Cell:
         # I/Os in flight the load asks for: jobs x iodepth x containers
         self.outstanding = self.load.get("numjobs", 1) * self.load.get("iodepth", 1) * self.containers
         self.is_raw = self.fs_type == "raw" and self.runtime_type == "native" and self.path == "device"
-        self.kind = self.workload.get("type", "fio")
+        self.kind = self.workload.get("type", "")
         self.rw = self.workload.get("rw")
 
     @property

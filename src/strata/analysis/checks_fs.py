@@ -134,7 +134,7 @@ def volume_driver_independent(ctx):
 
 def above_raw_is_cache(ctx):
     from strata.analysis.baseline import raw_of
-    from strata.analysis.validity import MIN_DEVICE_SHARE
+    from strata.validity import MIN_DEVICE_SHARE
     items = []
     for c in ctx.cells:
         raw = raw_of(c, ctx.raw)

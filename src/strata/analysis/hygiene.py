@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from strata.analysis import validity
+from strata import validity
 from strata.analysis.cells import Cell
 
 MIN_REPETITIONS = 3
@@ -46,13 +46,6 @@ def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
     return out
 
 
-def _disk_confirms(r: dict) -> bool | None:
-    """Does the trial's diskstats evidence show a cache (the disk moved < MIN_DEVICE_SHARE of the bytes)?"""
-    ev = ((r.get("flags") or {}).get("cache") or {}).get("evidence") or {}
-    shares = [v for k, v in ev.items() if k.endswith("_disk_share")]
-    return min(shares) < validity.MIN_DEVICE_SHARE if shares else None
-
-
 def _cache(cells: list[Cell]) -> list[HygieneWarning]:
     confirmed, unconfirmed = [], []
     for c in cells:
@@ -60,8 +53,9 @@ def _cache(cells: list[Cell]) -> list[HygieneWarning]:
             continue
         for r in c.cached:
             item = f"{c.name} #{r['labels'].get('repetition', 0)}"
-            above = ((r.get("flags") or {}).get("cache") or {}).get("above_raw")
-            (unconfirmed if above and _disk_confirms(r) is False else confirmed).append(item)
+            flags = r.get("flags") or {}
+            above = (flags.get("above_raw") or {}).get("suspect")
+            (unconfirmed if above and validity.bytes_moved(flags.get("cache")) else confirmed).append(item)
     out = []
     if confirmed:
         out.append(HygieneWarning("cache", f"a cache answered in {len(confirmed)} trial(s): they are drawn apart, "
@@ -119,7 +113,7 @@ def _steady(cells: list[Cell]) -> HygieneWarning | None:
     if unsteady:
         return HygieneWarning("steady", f"{len(unsteady)} trial(s) did not reach steady state (SNIA PTS: range within 20% "
                        "and slope excursion within 10% of the mean over the last 5 s of IOPS)",
-                       "run longer or set `until: steady` in the fio workload; precondition the device first"
+                       "run longer or set `until: steady` where the workload has it; precondition the device first"
                        + (f"; {len(unjudged)} more trial(s) were too short to judge" if unjudged else ""), unsteady)
     if unjudged:
         return HygieneWarning("steady", f"{len(unjudged)} trial(s) were too short to judge steady state (fewer than 5 "

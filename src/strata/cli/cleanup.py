@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from strata.stack import device, filesystem, runtime  # noqa: F401  (register their undo actions)
+from strata.stack import provision  # noqa: F401  (imports every layer's plugins: their undo actions register)
+from strata.stack.runtimes.docker import image  # noqa: F401
 from strata.stack.journal import cleanup
 
 NAME = "cleanup"
@@ -14,10 +15,6 @@ def add_arguments(p):
 
 
 def main(args) -> int:
-    try:
-        from strata.stack import docker  # noqa: F401
-    except ImportError:
-        pass
     n = cleanup(force=args.force)
     print(f"cleanup: {n} resource(s) undone" if n else "cleanup: nothing left behind")
     return 0

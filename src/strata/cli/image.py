@@ -1,17 +1,26 @@
-"""strata image build: build the workload image tarball once (debootstrap, no registry)."""
+"""strata image build [SPEC]: build the images a spec's workloads need, once per machine (no registry)."""
 
 from __future__ import annotations
 
 NAME = "image"
-HELP = "build the workload image (fio, engine) as a tarball, once per machine"
+HELP = "build the workload images (a tarball each) now, instead of on first use"
 
 
 def add_arguments(p):
-    p.add_argument("action", choices=["build"], help="build the image tarball now")
+    p.add_argument("action", choices=["build"], help="build the image tarballs now")
+    p.add_argument("spec", nargs="?", default="examples/quick.yaml",
+                   help="build what this experiment's workloads need (default: examples/quick.yaml)")
 
 
 def main(args) -> int:
-    from strata.stack.image import build_image_tarball, default_extra_files
-    path = build_image_tarball(default_extra_files())
-    print(f"image tarball: {path}")
+    from strata.experiment.load import load_spec
+    from strata.stack.runtimes.docker.image import build_image_tarball
+    from strata.workloads import REGISTRY as WORKLOADS
+    _, workloads = load_spec(args.spec)
+    specs = {}
+    for w in workloads:
+        spec = WORKLOADS[w.type].image(w)
+        specs[spec.key()] = spec
+    for spec in specs.values():
+        print(f"image {spec.name}: {build_image_tarball(spec)}")
     return 0

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from strata.cli.validate import print_plan
-from strata.host import host_facts
-from strata.runner import run_experiment
-from strata.spec.load import load_spec
-from strata.spec.plan import resolve
+from strata.experiment.load import load_spec
+from strata.experiment.plan import resolve
+from strata.runner import run_experiment, run_host_facts
 from strata.unsupported import record_unsupported
 
 NAME = "run"
@@ -23,7 +22,7 @@ def add_arguments(p):
 
 def main(args) -> int:
     exp, workloads = load_spec(args.spec)
-    host = host_facts()
+    host = run_host_facts(workloads)
     plan = resolve(exp, workloads, host)
     out = Path(args.output or f"results/{exp.name}")
     print_plan(exp, plan)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from strata.host import host_facts
-from strata.spec.load import load_spec
-from strata.spec.plan import Plan, resolve
+from strata.experiment.load import load_spec
+from strata.experiment.plan import Plan, resolve
 from strata.progress import fmt_s
 from strata.workloads import REGISTRY as WORKLOADS
 

@@ -75,6 +75,22 @@ class CgroupCollector:
         return out
 
 
+def oom_kills(cgroup: dict[str, str]) -> int:
+    """OOM kills so far in an instance's memory cgroup (v1 memory.oom_control, v2 memory.events)."""
+    for key, name, field in (("memory", "memory.oom_control", "oom_kill"), ("unified", "memory.events", "oom_kill")):
+        d = cgroup.get(key)
+        if not d:
+            continue
+        try:
+            for line in (Path(d) / name).read_text().splitlines():
+                k, _, v = line.partition(" ")
+                if k == field:
+                    return int(v)
+        except (OSError, ValueError):
+            pass
+    return 0
+
+
 def final_sections(text: str) -> dict[str, str]:
     """`cgroup-final.txt` (sections `== <controller>/<file>` then the file's content) ->
     {"memory/memory.failcnt": "0", ...}."""

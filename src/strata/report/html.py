@@ -79,7 +79,7 @@ def _header(report) -> str:
     n = a.counts
     hosts = "; ".join(f"{escape(str(h.get('hostname', '?')))}: {escape(str(h.get('os', '')))}, kernel "
                       f"{escape(str(h.get('kernel', '')))}, {h.get('cpus', '?')} CPUs, "
-                      f"{escape(str(h.get('fio_version') or ''))}" for h in a.hosts)
+                      f"{escape(', '.join(str(v) for v in (h.get('tools') or {}).values() if v))}" for h in a.hosts)
     return (f"<h1>{escape(report.title)}</h1><p class=meta>experiments: {escape(', '.join(a.experiments))}<br>"
             f"{len(a.results)} stored trials: {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
             f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configurations<br>hosts: {hosts}</p>"

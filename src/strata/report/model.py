@@ -166,7 +166,7 @@ def _latency_figures(a: Analysis) -> list[Figure]:
     for name, cells in _workload_groups(a):
         cells = [c for c in cells if c.values and c.latency("lat", "mean").n]
         loads = sorted({(c.outstanding, c.labels["load"]) for c in cells})
-        if not cells or cells[0].kind != "fio":
+        if not cells:  # only workloads that report slat/clat/lat have a breakdown
             continue
         panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
         labels = short_labels(sorted({c.stack for c in cells}))
@@ -185,7 +185,7 @@ def _latency_figures(a: Analysis) -> list[Figure]:
         fid = figure_id("latency", name)
         title = f"{name}: latency breakdown, low and high load"
         caption = ("Submission (slat), completion (clat) and total (lat) latency, mean (bars) and p99 (markers), "
-                   "as Figure 4 of seed study 003; fio merges histograms of jobs and containers, repetitions "
+                   "as Figure 4 of seed study 003; percentiles come from histograms merged over jobs and containers, repetitions "
                    "are averaged." + (f" Drawn: the first {MAX_STACKS} stacks; the table holds all."
                                       if len(labels) > MAX_STACKS else ""))
         out.append(Figure(fid, "latency", title, caption, Table(fid, title, ["stack", "load", "latency", "stat",
@@ -264,7 +264,7 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
         cached = " (cache answered: not device performance)" if any(r is x for x in cell.cached) else ""
         title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']}){cached}"
         fid = figure_id("series", r["trial_id"])
-        out.append(Figure(fid, "series", title, "Per-second samples of the collectors and of fio's IOPS log: "
+        out.append(Figure(fid, "series", title, "Per-second samples of the collectors and of the workload's own log: "
                           "a steady run is flat; device utilization, iowait and page cache show where time went.",
                           Table(fid, title, ["series", "t_s", "value"], rows), {"series": data}))
     return out
@@ -288,8 +288,10 @@ def series_data(r: dict) -> dict:
     """{series name: [(t_s, value), ...]} from a trial's workload-series.json and series.json."""
     out = {}
     ws = artifact(r, "workload-series.json") or {}
-    if ws.get("fio_iops"):
-        out["IOPS (fio)"] = [(float(t), float(v)) for t, v in ws["fio_iops"]]
+    primary = (r.get("metrics") or {}).get("primary") or {}
+    if ws.get(primary.get("series")):
+        label = f"{primary.get('series_unit') or primary.get('unit')} ({(r.get('trial') or {}).get('workload', {}).get('type')})"
+        out[label] = [(float(t), float(v)) for t, v in ws[primary["series"]]]
     s = artifact(r, "series.json") or {}
     t = s.get("t") or []
     if not t:
@@ -325,12 +327,13 @@ def _grid_table(g, i: int) -> Table:
 
 
 def _flowop_tables(a: Analysis) -> list[Table]:
-    """Per Filebench workload: each flowop's rate and latency (metrics.flowops), mean over repetitions."""
+    """Per workload that reports its operations (metrics.flowops): each one's rate and latency, mean over
+    repetitions."""
     out = []
     for name, cells in _workload_groups(a):
         rows = []
         for c in cells:
-            if c.kind != "filebench" or not c.ok:
+            if not c.ok or not any((r.get("metrics") or {}).get("flowops") for r in c.ok):
                 continue
             ops: dict[str, list] = {}
             for r in c.ok:
@@ -342,7 +345,7 @@ def _flowop_tables(a: Analysis) -> list[Table]:
                 rows.append([c.stack, c.labels["load"], op] + [_mean([v[i] for v in vals]) for i in range(4)]
                             + [len(vals)])
         if rows:
-            out.append(Table(figure_id("flowops", name), f"{name}: Filebench flowops (mean over repetitions)",
+            out.append(Table(figure_id("flowops", name), f"{name}: operations (mean over repetitions)",
                              ["stack", "load", "flowop", "ops/s", "MB/s", "latency mean us", "latency p99 us", "n"],
                              rows))
     return out

@@ -1,8 +1,11 @@
 """Provision the layers of a stack once and share them across consecutive trials.
 
-Layers nest (device -> filesystem -> runtime); when the next trial needs a
+Layers nest (device -> file system -> runtime); when the next trial needs a
 different layer, that layer and every layer above it are torn down and built
-anew. Provisioners are an explicit registry so unit tests can pass fakes.
+anew. A layer that died during a trial (a daemon, a remote target: the
+failure names the layer) is built again once for the next trial; a second
+death ends that stack with a clear message. The plugins come from the
+registries, which unit tests replace with fakes.
 """
 
 from __future__ import annotations
@@ -11,65 +14,85 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata.stack import device as device_layer
-from strata.stack import filesystem as fs_layer
-from strata.stack.runtime import Unsupported, provision_native
+from strata.errors import StrataError
+from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+from strata.stack.runtimes import REGISTRY as RUNTIMES
 
-
-def _docker(*args, **kw):
-    from strata.stack.docker import provision_docker  # imported late: optional layer
-    return provision_docker(*args, **kw)
+LEVELS = ("device", "filesystem", "runtime")
 
 
 @dataclass
-class Provisioners:
-    device: dict = field(default_factory=lambda: dict(device_layer.PROVISION))
-    filesystem: object = fs_layer.provision
-    runtime: dict = field(default_factory=lambda: {"native": provision_native, "docker": _docker})
+class Registries:
+    devices: dict = field(default_factory=lambda: dict(DEVICES))
+    filesystems: dict = field(default_factory=lambda: dict(FILESYSTEMS))
+    runtimes: dict = field(default_factory=lambda: dict(RUNTIMES))
 
 
 class StackCache:
-    def __init__(self, journal, workdir: Path, host: dict, provisioners: Provisioners | None = None):
+    def __init__(self, journal, workdir: Path, host: dict, registries: Registries | None = None):
         self.journal, self.workdir, self.host = journal, workdir, host
         self.workdir_was_there = workdir.exists()
-        self.p = provisioners or Provisioners()
+        self.r = registries or Registries()
         self.levels: list[tuple[object, contextlib.ExitStack, object]] = []  # (key, stack, value)
         self.failed: dict[tuple, Exception] = {}
+        self.deaths: dict[tuple, int] = {}
 
-    def get(self, trial):
-        """(device handle, mounted fs, runtime session) for the trial; raises what provisioning raised."""
-        keys = [
+    @staticmethod
+    def keys(trial) -> list[tuple]:
+        return [
             ("device", trial.device.model_dump_json()),
             ("fs", trial.device.name, trial.filesystem.model_dump_json()),
             ("rt", trial.device.name, trial.filesystem.name, trial.runtime.model_dump_json()),
         ]
-        for depth, key in enumerate(keys):
+
+    def get(self, trial):
+        """(device handle, mounted fs, runtime session) for the trial; raises what provisioning raised."""
+        for depth, key in enumerate(self.keys(trial)):
             if key in self.failed:
                 raise self.failed[key]
             if depth < len(self.levels) and self.levels[depth][0] == key:
                 continue
             self._close_from(depth)
             try:
-                self._open(depth, key, trial)
-            except (Unsupported, Exception) as e:
+                self._open(depth, trial)
+            except Exception as e:
                 self.failed[key] = e
                 raise
+            self.levels[-1] = (key, *self.levels[-1][1:])
         return tuple(v for _, _, v in self.levels)
 
-    def _open(self, depth: int, key, trial) -> None:
+    def _open(self, depth: int, trial) -> None:
         es = contextlib.ExitStack()
         try:
             if depth == 0:
-                cm = self.p.device[trial.device.type](trial.device, self.journal, self.workdir)
+                cm = self.r.devices[trial.device.type].provision(trial.device, self.journal, self.workdir)
             elif depth == 1:
-                cm = self.p.filesystem(trial.filesystem, self.levels[0][2], self.journal, self.workdir)
+                cm = self.r.filesystems[trial.filesystem.type].provision(trial.filesystem, self.levels[0][2],
+                                                                          self.journal, self.workdir)
             else:
-                cm = self.p.runtime[trial.runtime.type](trial.runtime, self.levels[1][2], self.journal, self.workdir, self.host)
+                cm = self.r.runtimes[trial.runtime.type].provision(trial.runtime, self.levels[1][2], self.journal,
+                                                                    self.workdir, self.host)
             value = es.enter_context(cm)
         except BaseException:
             es.close()
             raise
-        self.levels.append((key, es, value))
+        self.levels.append((None, es, value))
+
+    def died(self, trial, layer: str) -> None:
+        """A layer of the trial's stack died: tear it (and those above) down; build it again once."""
+        depth = LEVELS.index(layer)
+        key = self.keys(trial)[depth]
+        self.deaths[key] = self.deaths.get(key, 0) + 1
+        while len(self.levels) > depth:  # what died cannot always say goodbye: close each level anyway
+            _, es, _ = self.levels.pop()
+            with contextlib.suppress(Exception):
+                es.close()
+        if self.deaths[key] > 1:
+            self.failed[key] = StrataError(f"the {layer} layer of {trial.stack} died twice in this run; "
+                                           "its remaining trials are not run",
+                                           "look at the failed trials' stderr (the log of what died), then "
+                                           "`strata run SPEC --resume` once the cause is fixed")
 
     def _close_from(self, depth: int) -> None:
         while len(self.levels) > depth:

@@ -1,7 +1,10 @@
-"""Workload plugins, listed explicitly (STYLE.md item 2)."""
+"""Workload plugins, listed explicitly (docs/architecture.md "Adding a plugin")."""
 
+from strata.workloads.base import Workload
 from strata.workloads.filebench import FILEBENCH
 from strata.workloads.fio import FIO
 from strata.workloads.null import NULL
 
-REGISTRY = {w.name: w for w in (FIO, FILEBENCH, NULL)}
+REGISTRY: dict[str, Workload] = {w.name: w for w in (FIO, FILEBENCH, NULL)}
+
+__all__ = ["REGISTRY", "Workload"]

@@ -1,60 +1,125 @@
-"""The workload plugin interface (STYLE.md items 2 and 3).
+"""The workload contract (docs/architecture.md "Workloads").
 
-A workload builds the command each instance runs and parses what the
-instances wrote. It never starts processes itself: the runtime does, so the
-same workload runs natively or in N containers.
+A workload builds what each instance runs and reads what the instances wrote.
+It never starts processes itself: the runtime does, so the same workload runs
+natively, in N containers or in N VMs. It declares what the rest of strata
+must know about it, so that no module outside workloads/ names a workload:
+its headline metric and per-second series (in `Parsed`), whether it does
+direct I/O (the cache check), how much data an instance holds (validation),
+what an image must contain, and how its measured phase runs (`measure`: a
+tool is released at the barrier and measured until it exits; a server
+workload starts its servers, loads them, then measures its clients).
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
-from pydantic import BaseModel
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where the workload does its I/O, as seen by the instance."""
-    kind: str          # "dir" or "device"
-    path: str          # directory or block device path inside the instance
-    out_dir: str       # where the instance writes its output files
-
-
-@dataclass
-class InstanceOutput:
-    """What one instance left behind (files under `out_dir` on the host)."""
-    index: int
-    out_dir: Path
-    returncode: int
-    stderr: str
-    start_time_s: float | None = None   # wall clock when the tool was exec'd
-    end_time_s: float | None = None
+from strata.instances import ImageSpec, InstanceOutput, Running, Target, Watch
+from strata.params import Load, Strict
 
 
 @dataclass
 class Parsed:
+    """What a workload reports about one trial, from the tools' own output.
+
+    `metrics["primary"]` is the headline: {"value", "unit", "metric", "series"} (see `headline`).
+    `windows`: per instance, the wall-clock (start, end) of its measured I/O as the tool itself
+    reports it, or None where the tool does not say: the sync check judges their overlap."""
+
     metrics: dict[str, Any]
-    moved_bytes: dict[str, int]          # {"read": n, "write": n}: bytes the workload says it moved
-    series: dict[str, list] = field(default_factory=dict)  # per-second, from the tool's own logs
+    moved_bytes: dict[str, int]  # {"read": n, "write": n}: bytes the workload says it moved
+    series: dict[str, list] = field(default_factory=dict)  # per-second [[t_s, value], ...] from the tool's logs
+    windows: list[tuple[float, float] | None] = field(default_factory=list)
+
+
+def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra) -> dict:
+    """The `primary` entry of a result's metrics: the one number the report compares."""
+    return {"value": value, "unit": unit, "metric": metric, "series": series, **extra}
+
+
+@dataclass
+class MeasureContext:
+    """What `Workload.measure` gets: the instances (created, not yet released) and the trial's hooks."""
+
+    running: Running
+    collect: Callable[[], AbstractContextManager]  # the measured window: collectors run inside it
+    timeout_s: float  # the instances' deadline, from the workload's own estimate
+    watch: Watch | None  # the layers' health, polled while instances run
+    art: Path  # the trial's artifact directory
+    prepare_timeout_s: float = 600.0
 
 
 class Workload(Protocol):
     name: str  # registry key = spec `type` = JSON `workload.type`
+    params: type[Strict]
 
-    def parse_spec(self, raw: dict, base_dir: Path) -> BaseModel: ...
-    def available(self, host: dict) -> str | None: ...
-    def direct_io(self, spec: BaseModel) -> bool: ...
-    def estimate_s(self, spec: BaseModel) -> float: ...
-    def command(self, spec: BaseModel, load: BaseModel, target: Target, instance: int) -> list[str]: ...
-    def parse(self, spec: BaseModel, outputs: list[InstanceOutput]) -> Parsed: ...
+    def parse_params(self, raw: dict, base_dir: Path) -> Strict: ...
+    def available(self, host: dict, params: Strict | None = None) -> str | None: ...
+    def validate(self, params: Strict) -> list[str]: ...  # deeper checks before anything is built
+    def versions(self) -> dict[str, str | None]: ...  # tool versions, stored with the host facts
+    def direct_io(self, params: Strict) -> bool: ...
+    def estimate_s(self, params: Strict) -> float: ...
+    def data_bytes(self, params: Strict, load: Load) -> int: ...  # what one instance puts on the path
+    def network(self, params: Strict) -> str: ...  # "none", or "host" to reach servers on 127.0.0.0/8
+    def image(self, params: Strict) -> ImageSpec: ...  # what a container or guest image must hold
+    def stage(self, params: Strict, out_dir: Path) -> None: ...  # files an instance needs before it starts
+    def prepare(self, params: Strict, load: Load, target: Target, instance: int) -> list[str] | None: ...
+    def command(self, params: Strict, load: Load, target: Target, instance: int) -> list[str]: ...
+    def measure(self, params: Strict, load: Load, ctx: MeasureContext) -> list[InstanceOutput]: ...
+    def parse(self, params: Strict, outputs: list[InstanceOutput]) -> Parsed: ...
+
+
+class ToolWorkload:
+    """Defaults for a workload whose instances are the measuring tool itself (fio, the engine)."""
+
+    def parse_params(self, raw: dict, base_dir: Path) -> Strict:
+        return self.params.model_validate(raw)
+
+    def available(self, host: dict, params: Strict | None = None) -> str | None:
+        return None
+
+    def validate(self, params: Strict) -> list[str]:
+        return []
+
+    def versions(self) -> dict[str, str | None]:
+        return {}
+
+    def direct_io(self, params: Strict) -> bool:
+        return False
+
+    def data_bytes(self, params: Strict, load: Load) -> int:
+        return 0
+
+    def network(self, params: Strict) -> str:
+        return "none"
+
+    def image(self, params: Strict) -> ImageSpec:
+        return ImageSpec()
+
+    def stage(self, params: Strict, out_dir: Path) -> None:
+        pass
+
+    def prepare(self, params: Strict, load: Load, target: Target, instance: int) -> list[str] | None:
+        return None
+
+    def measure(self, params: Strict, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
+        """Every instance prepared, then the collectors start, then all are released at once."""
+        ctx.running.ready(ctx.prepare_timeout_s)
+        with ctx.collect():
+            ctx.running.go()
+            return ctx.running.wait(ctx.timeout_s, ctx.watch)
 
 
 def resolve_file(raw: dict, base_dir: Path, what: str) -> dict:
     """A spec's `file:` relative to the spec's folder, checked to exist."""
     raw = dict(raw)
     if raw.get("file"):
+        if not isinstance(raw["file"], str):
+            raise ValueError(f"`file` is the path of a {what}, not {type(raw['file']).__name__}")
         p = Path(raw["file"])
         p = p if p.is_absolute() else base_dir / p
         if not p.is_file():

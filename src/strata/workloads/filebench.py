@@ -2,7 +2,7 @@
 
 Seed study 004 (Docker storage with Filebench's web, mail, file server and random
 file access personalities) is the reason: Filebench itself needs ASLR off and a
-177 MB shm file and hangs in containers (shared/filebench/KNOWN-ISSUES.md).
+177 MB shm file and hangs in containers (docs/filebench-language.md, "Known bugs").
 The engine speaks the JSON Lines protocol of engine/README.md; strata sets `$dir`
 to the path under test and passes the spec's `set` overrides. Filebench I/O is
 buffered by default, so the page cache is part of what is measured: the cache
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Literal
@@ -21,8 +22,9 @@ from pydantic import Field, model_validator
 
 from strata.engine import engine_binary
 from strata.errors import TrialFailure
-from strata.spec.model import Strict
-from strata.workloads.base import InstanceOutput, Parsed, Target, resolve_file
+from strata.instances import ImageSpec, InstanceOutput, Target
+from strata.params import Strict
+from strata.workloads.base import Parsed, ToolWorkload, headline, resolve_file
 from strata.workloads.latency import PERCENTILES, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"
@@ -33,16 +35,19 @@ PERSONALITY_FILES = {"webserver": "webserver.f", "varmail": "varmail.f", "filese
 PERSONALITIES = tuple(PERSONALITY_FILES)
 PROTOCOL = 1
 OUTPUT = "engine.jsonl"
+# The engine's error kinds (engine/src/error.rs) as failure categories.
+ENGINE_ERRORS = {"syntax": "bad_input", "semantic": "bad_input", "io": "tool_error", "runtime": "tool_error"}
 
 
-class FilebenchSpec(Strict):
+class FilebenchParams(Strict):
     """A Filebench personality shipped with strata, or your own .f file."""
     type: Literal["filebench"] = "filebench"
     name: str = Field(default="", description="default: the personality or the file's stem")
     personality: Literal[PERSONALITIES] | None = Field(default=None, description="one of the shipped personalities")
     file: str | None = Field(default=None, description="an unmodified Filebench .f file")
-    set: dict[str, str | int | float | bool] = Field(default_factory=dict, description="variable overrides, e.g. {nthreads: 4}")
-    runtime: int = Field(default=60, ge=1, description="seconds (overrides the file's `run N`)")
+    set: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=256,
+                                                     description="variable overrides, e.g. {nthreads: 4}")
+    runtime: int = Field(default=60, ge=1, le=7 * 86400, description="seconds (overrides the file's `run N`)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -59,37 +64,77 @@ class FilebenchSpec(Strict):
         return PERSONALITIES_DIR / PERSONALITY_FILES[self.personality] if self.personality else Path(self.file)
 
 
-class Filebench:
+class Filebench(ToolWorkload):
     name = "filebench"
+    params = FilebenchParams
 
-    def parse_spec(self, raw: dict, base_dir: Path) -> FilebenchSpec:
-        return FilebenchSpec.model_validate(resolve_file(raw, base_dir, "Filebench file"))
+    def parse_params(self, raw: dict, base_dir: Path) -> FilebenchParams:
+        return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))
 
-    def available(self, host: dict) -> str | None:
+    def available(self, host: dict, params: FilebenchParams | None = None) -> str | None:
         return None if engine_binary() else "the engine strata-wml is not built (run scripts/install, or cargo build --release in engine/)"
 
-    def direct_io(self, spec: FilebenchSpec) -> bool:
-        return False
+    def versions(self) -> dict[str, str | None]:
+        binary = engine_binary()
+        return {"strata-wml": engine_version(binary) if binary else None}
 
-    def estimate_s(self, spec: FilebenchSpec) -> float:
-        return spec.runtime + 10
+    def validate(self, params: FilebenchParams) -> list[str]:
+        """The engine's own check of the file, reported against the user's path and line."""
+        binary = engine_binary()
+        if binary is None:
+            return []
+        argv = [str(binary), "check", str(params.source), "--set", "$dir=/tmp"]
+        for k, v in params.set.items():
+            argv += ["--set", f"${k.lstrip('$')}={_value(v)}"]
+        try:
+            cp = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            return [f"the engine's check of {params.source} did not answer within 30 s"]
+        if cp.returncode != 0:
+            return [(cp.stderr or cp.stdout).strip()[-1500:] or f"the engine rejects {params.source}"]
+        return []
 
-    def stage(self, spec: FilebenchSpec, out_dir: Path) -> None:
-        (out_dir / "workload.f").write_text(spec.source.read_text())
+    def estimate_s(self, params: FilebenchParams) -> float:
+        return params.runtime + 10
 
-    def command(self, spec: FilebenchSpec, load, target: Target, instance: int) -> list[str]:
-        # Natively the engine is on the host; in a container it is baked into the image.
-        binary = str(engine_binary() or "strata-wml") if target.out_dir != "/strata-out" else "strata-wml"
-        sets = [f"$dir={target.path}"] + [f"${k.lstrip('$')}={_value(v)}" for k, v in spec.set.items()]
-        engine = [binary, "run", f"{target.out_dir}/workload.f", "--json", "--runtime", str(spec.runtime)]
+    def image(self, params: FilebenchParams) -> ImageSpec:
+        binary = engine_binary()
+        return ImageSpec("wml", files=(("strata-wml", str(binary)),) if binary else ())
+
+    def stage(self, params: FilebenchParams, out_dir: Path) -> None:
+        (out_dir / "workload.f").write_text(params.source.read_text())
+
+    def command(self, params: FilebenchParams, load, target: Target, instance: int) -> list[str]:
+        # On the host the engine is where strata finds it; in a container or VM it is in the image.
+        binary = str(engine_binary() or "strata-wml") if target.host_tools else "strata-wml"
+        sets = [f"$dir={target.path}"] + [f"${k.lstrip('$')}={_value(v)}" for k, v in params.set.items()]
+        engine = [binary, "run", f"{target.out_dir}/workload.f", "--json", "--runtime", str(params.runtime)]
         for s in sets:
             engine += ["--set", s]
         # stdout (JSON Lines) to a file in the out dir; stderr stays with the runtime
         return ["sh", "-c", f"exec {shlex.join(engine)} > {shlex.quote(target.out_dir)}/{OUTPUT}"]
 
-    def parse(self, spec: FilebenchSpec, outputs: list[InstanceOutput]) -> Parsed:
+    def parse(self, params: FilebenchParams, outputs: list[InstanceOutput]) -> Parsed:
         ends = [read_end(o) for o in outputs]
-        return aggregate(ends)
+        parsed = aggregate(ends)
+        parsed.windows = [_window(o, e) for o, e in zip(outputs, ends)]
+        return parsed
+
+
+def engine_version(binary: Path) -> str | None:
+    try:
+        cp = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=10)
+        return cp.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _window(o: InstanceOutput, end: dict) -> tuple[float, float] | None:
+    """The engine's measured run: its runtime, ending when the instance ended (the engine reports
+    no wall-clock time of its own; the runtime's end time is within milliseconds of its exit)."""
+    if o.end_time_s is None or not end.get("runtime_s"):
+        return None
+    return (o.end_time_s - float(end["runtime_s"]), o.end_time_s)
 
 
 def _value(v) -> str:
@@ -112,7 +157,8 @@ def read_end(o: InstanceOutput) -> dict:
     err = next((r["data"] for r in records if r["type"] == "error"), None)
     end = next((r["data"] for r in records if r["type"] == "end"), None)
     if err and not end:
-        raise TrialFailure(err.get("kind", "tool_error"), f"engine: {err['message']}", o.stderr)
+        category = ENGINE_ERRORS.get(err.get("kind"), "tool_error")
+        raise TrialFailure(category, f"engine ({err.get('kind')} error): {err['message']}", o.stderr)
     if end is None:
         raise TrialFailure("tool_error", f"engine instance {o.index} exited {o.returncode} without results", o.stderr)
     if end["stopped_early"] and o.returncode != 0:
@@ -155,8 +201,8 @@ def aggregate(ends: list[dict]) -> Parsed:
         "flowops": flowops,
         "instances": [{"ops_per_s": e["summary"]["ops_per_s"], "mb_per_s": e["summary"]["mb_per_s"],
                        "runtime_s": e["runtime_s"]} for e in ends],
-        "primary": {"ops_per_s": total["ops_per_s"], "mb_per_s": total["mb_per_s"],
-                    "mb_per_s_per_instance": total["mb_per_s"] / len(ends)},
+        "primary": headline(total["mb_per_s"], "MB/s", "mb_per_s", None, ops_per_s=total["ops_per_s"],
+                            mb_per_s=total["mb_per_s"], mb_per_s_per_instance=total["mb_per_s"] / len(ends)),
         "page_cache": "buffered I/O: the page cache is part of what is measured",
     }
     return Parsed(metrics=metrics, moved_bytes={"read": total["read_bytes"], "write": total["write_bytes"]})

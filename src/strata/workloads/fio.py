@@ -16,9 +16,10 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from strata.errors import TrialFailure
-from strata.spec.model import Strict
-from strata.units import parse_size
-from strata.workloads.base import InstanceOutput, Parsed, Target, resolve_file
+from strata.instances import ImageSpec, InstanceOutput, Target
+from strata.params import Load, Strict, size_field
+from strata.units import parse_duration
+from strata.workloads.base import Parsed, ToolWorkload, headline, resolve_file
 from strata.workloads.latency import summarize
 
 PRESETS = {
@@ -35,31 +36,35 @@ LAT_KEYS = ("slat_ns", "clat_ns", "lat_ns")
 STEADY_OPTIONS = ["--steadystate=iops_slope:2%", "--ss_dur=10", "--ss_ramp=5"]
 
 
+SERIES = "fio_iops"  # the per-second series of the headline, from fio's own IOPS log
+SEQUENTIAL = ("read", "write", "rw", "readwrite")
+
+
 def _seconds(v):
-    if isinstance(v, str):
-        s = v.strip().lower()
-        mult = 60 if s.endswith("m") else 1
-        return int(float(s.rstrip("sm")) * mult)
-    return v
+    return v if v is None else int(parse_duration(v))
 
 
-class FioSpec(Strict):
+class FioParams(Strict):
+    """fio with parameters (a preset, or rw and bs), or an unmodified .fio job file."""
+
     type: Literal["fio"] = "fio"
     name: str = ""
     preset: Literal["rr", "rw", "sr", "sw"] | None = None
     rw: Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"] | None = None
     rwmixread: int | None = Field(default=None, ge=0, le=100)
-    bs: int | None = None
+    bs: int | None = Field(default=None, ge=512, le=1 << 30, description="block size in bytes (4k, 128k)")
     ioengine: Literal["libaio", "io_uring", "psync", "sync", "pvsync2", "posixaio"] = "libaio"
     direct: Literal[0, 1] = 1
-    size: int = Field(default=1 << 30, description="bytes of the one shared data file (or device region)")
-    runtime: int = Field(default=30, ge=1, description="seconds, time based")
-    ramp_time: int = Field(default=5, ge=0, description="seconds not counted")
+    size: int = Field(default=1 << 30, ge=1 << 20, le=1 << 50,
+                      description="bytes of the one shared data file (or device region)")
+    runtime: int = Field(default=30, ge=1, le=7 * 86400, description="seconds, time based")
+    ramp_time: int = Field(default=5, ge=0, le=86400, description="seconds not counted")
     until: Literal["time", "steady"] = Field(default="time", description="steady: stop once steady, runtime is the maximum")
     file: str | None = Field(default=None, description="an unmodified .fio job file; strata only sets the target")
-    options: dict[str, str | int | float] = Field(default_factory=dict, description="extra fio options, name: value")
+    options: dict[str, str | int | float] = Field(default_factory=dict, max_length=256,
+                                                  description="extra fio options, name: value")
 
-    _sizes = field_validator("bs", "size", mode="before")(lambda v: None if v is None else parse_size(v))
+    _sizes = field_validator("bs", "size", mode="before")(size_field)
     _secs = field_validator("runtime", "ramp_time", mode="before")(_seconds)
 
     @model_validator(mode="after")
@@ -94,61 +99,95 @@ class FioSpec(Strict):
         return Path(self.file).read_text() if self.file else None
 
 
-class Fio:
+class Fio(ToolWorkload):
     name = "fio"
+    params = FioParams
 
-    def parse_spec(self, raw: dict, base_dir: Path) -> FioSpec:
-        return FioSpec.model_validate(resolve_file(raw, base_dir, "fio job file"))
+    def parse_params(self, raw: dict, base_dir: Path) -> FioParams:
+        return FioParams.model_validate(resolve_file(raw, base_dir, "fio job file"))
 
-    def available(self, host: dict) -> str | None:
+    def available(self, host: dict, params: FioParams | None = None) -> str | None:
         return None if shutil.which("fio") else "fio is not installed (apt-get install fio)"
 
-    def direct_io(self, spec: FioSpec) -> bool:
-        if spec.file:
-            return "direct=1" in spec.job_text.replace(" ", "")
-        return spec.direct == 1
+    def versions(self) -> dict[str, str | None]:
+        return {"fio": fio_version()}
 
-    def estimate_s(self, spec: FioSpec) -> float:
-        return spec.runtime + spec.ramp_time + 3 + spec.size / (400 << 20)
+    def validate(self, params: FioParams) -> list[str]:
+        """fio's own parser on the job (`--parse-only`), so a bad option fails before anything is built."""
+        if not shutil.which("fio"):
+            return []
+        argv = self.command(params, Load(), Target("dir", "/tmp", "/tmp"), 0)
+        if params.file:
+            argv[-1] = params.file
+        cp = subprocess.run([*argv, "--parse-only"], capture_output=True, text=True, timeout=30)
+        if cp.returncode != 0:
+            return [f"fio rejects the job: {(cp.stderr or cp.stdout).strip()[-500:]}"]
+        return []
 
-    def command(self, spec: FioSpec, load, target: Target, instance: int) -> list[str]:
-        out = target.out_dir
-        common = [
-            f"--output={out}/fio.json", "--output-format=json+",
-            "--lat_percentiles=1", "--slat_percentiles=1", "--clat_percentiles=1",
-            "--percentile_list=50:90:99:99.9",
-            f"--write_iops_log={out}/fio", f"--write_bw_log={out}/fio",
-            "--log_avg_msec=1000", "--per_job_logs=0",
-        ]
+    def direct_io(self, params: FioParams) -> bool:
+        if params.file:
+            return "direct=1" in params.job_text.replace(" ", "")
+        return params.direct == 1
+
+    def estimate_s(self, params: FioParams) -> float:
+        return params.runtime + params.ramp_time + 3 + params.size / (400 << 20)
+
+    def data_bytes(self, params: FioParams, load: Load) -> int:
+        return 0 if params.file else params.size
+
+    def image(self, params: FioParams) -> ImageSpec:
+        return ImageSpec("fio", packages=("fio",))
+
+    def _output_options(self, out: str) -> list[str]:
+        return [f"--output={out}/fio.json", "--output-format=json+",
+                "--lat_percentiles=1", "--slat_percentiles=1", "--clat_percentiles=1",
+                "--percentile_list=50:90:99:99.9",
+                f"--write_iops_log={out}/fio", f"--write_bw_log={out}/fio",
+                "--log_avg_msec=1000", "--per_job_logs=0"]
+
+    def _job(self, params: FioParams, load, target: Target) -> list[str]:
+        """The job without its output options: the same for the layout step and the run."""
         where = f"--filename={target.path}" if target.kind == "device" else f"--directory={target.path}"
-        if spec.file:
-            return ["fio", *common, where, f"{out}/job.fio"]
+        if params.file:
+            return [where, f"{target.out_dir}/job.fio"]
         argv = [
-            "fio", "--name=strata", *common,
-            f"--rw={spec.rw}", f"--bs={spec.bs}", f"--ioengine={spec.ioengine}",
-            f"--iodepth={load.iodepth}", f"--numjobs={load.numjobs}", f"--direct={spec.direct}",
-            f"--size={spec.size}", f"--runtime={spec.runtime}", "--time_based",
-            f"--ramp_time={spec.ramp_time}", "--group_reporting", "--randrepeat=0",
+            "--name=strata", f"--rw={params.rw}", f"--bs={params.bs}", f"--ioengine={params.ioengine}",
+            f"--iodepth={load.iodepth}", f"--numjobs={load.numjobs}", f"--direct={params.direct}",
+            f"--size={params.size}", f"--runtime={params.runtime}", "--time_based",
+            f"--ramp_time={params.ramp_time}", "--group_reporting", "--randrepeat=0",
+            where if target.kind == "device" else f"--filename={target.path}/{DATA_FILE}",
         ]
-        argv.append(where if target.kind == "device" else f"--filename={target.path}/{DATA_FILE}")
-        if spec.rwmixread is not None:
-            argv.append(f"--rwmixread={spec.rwmixread}")
-        if spec.until == "steady":
+        if params.rwmixread is not None:
+            argv.append(f"--rwmixread={params.rwmixread}")
+        if params.until == "steady":
             argv += STEADY_OPTIONS
-        argv += [f"--{k}={v}" for k, v in spec.options.items()]
-        return argv
+        return argv + [f"--{k}={v}" for k, v in params.options.items()]
 
-    def stage(self, spec: FioSpec, out_dir: Path) -> None:
+    def prepare(self, params: FioParams, load, target: Target, instance: int) -> list[str] | None:
+        """Lay the data file out before the barrier: fio's layout would otherwise run inside the
+        measured window and spread the instances' start by seconds."""
+        if target.kind == "device":
+            return None
+        return ["fio", "--create_only=1", "--output-format=terse", *self._job(params, load, target)]
+
+    def command(self, params: FioParams, load, target: Target, instance: int) -> list[str]:
+        job = self._job(params, load, target)
+        if params.file:
+            return ["fio", *self._output_options(target.out_dir), *job]
+        return ["fio", job[0], *self._output_options(target.out_dir), *job[1:]]
+
+    def stage(self, params: FioParams, out_dir: Path) -> None:
         """Files an instance needs in its out dir before it starts (the job file)."""
-        if spec.file:
-            (out_dir / "job.fio").write_text(spec.job_text)
+        if params.file:
+            (out_dir / "job.fio").write_text(params.job_text)
 
-    def parse(self, spec: FioSpec, outputs: list[InstanceOutput]) -> Parsed:
+    def parse(self, params: FioParams, outputs: list[InstanceOutput]) -> Parsed:
         docs = [load_fio_json(o) for o in outputs]
         return aggregate(docs, [iops_series(o.out_dir) for o in outputs])
 
 
 def load_fio_json(o: InstanceOutput) -> dict:
+    """The JSON of one instance; a missing or bad one is a failed trial with the tool's words."""
     path = o.out_dir / "fio.json"
     text = path.read_text(errors="replace") if path.exists() else ""
     start = text.find("{")
@@ -164,7 +203,7 @@ def _category(text: str) -> str:
     t = text.lower()
     if "no space left" in t or "enospc" in t:
         return "disk_full"
-    if "killed" in t or "out of memory" in t:
+    if "cannot allocate memory" in t or "out of memory" in t:
         return "oom"
     if "invalid" in t or "bad option" in t or "unknown option" in t:
         return "bad_input"
@@ -197,12 +236,30 @@ def aggregate(docs: list[dict], series: list[dict] | None = None) -> Parsed:
     if ss:
         metrics["steadystate"] = {"criterion": ss[0]["ss"], "attained": all(bool(s["attained"]) for s in ss),
                                   "runtime_ms": max(i["job_runtime_ms"] for i in metrics["instances"])}
+    metrics["primary"] = fio_headline(metrics, docs)
+    merged = _sum_series(series or [])
+    return Parsed(metrics=metrics, moved_bytes=moved, series={SERIES: merged} if merged else {},
+                  windows=[io_window(d) for d in docs])
+
+
+def fio_headline(metrics: dict, docs: list[dict]) -> dict:
+    """IOPS for random I/O, MB/s for sequential I/O, as study 003 reports them (section 5)."""
     iops = metrics["read"]["iops"] + metrics["write"]["iops"]
     bw = metrics["read"]["bw_bytes"] + metrics["write"]["bw_bytes"]
-    sequential = all(d["jobs"][0]["job options"].get("rw", "") in ("read", "write", "rw", "readwrite") for d in docs)
-    metrics["primary"] = {"iops": iops, "bw_bytes": bw, "metric": "bw_bytes" if sequential else "iops"}
-    merged = _sum_series(series or [])
-    return Parsed(metrics=metrics, moved_bytes=moved, series={"fio_iops": merged} if merged else {})
+    sequential = bool(docs) and all(d["jobs"][0]["job options"].get("rw", "") in SEQUENTIAL for d in docs)
+    if sequential:
+        return headline(bw / 1e6, "MB/s", "bw_bytes", SERIES, series_unit="IOPS", iops=iops, bw_bytes=bw)
+    return headline(float(iops), "IOPS", "iops", SERIES, series_unit="IOPS", iops=iops, bw_bytes=bw)
+
+
+def io_window(doc: dict) -> tuple[float, float] | None:
+    """(start, end) wall clock of an instance's measured I/O: fio 3.33's JSON has no start time,
+    so it is the end (`timestamp_ms`, written when the jobs finish) minus the longest `job_runtime`."""
+    end_ms = doc.get("timestamp_ms")
+    runtime_ms = max((j.get("job_runtime", 0) for j in doc.get("jobs", [])), default=0)
+    if not end_ms or not runtime_ms:
+        return None
+    return ((end_ms - runtime_ms) / 1000.0, end_ms / 1000.0)
 
 
 def iops_series(out_dir: Path) -> dict[int, float]:

@@ -16,14 +16,17 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from strata.spec.model import Experiment, Filesystem, Load, Runtime
+from strata.experiment.model import Experiment
+from strata.params import Load
+from strata.stack.filesystems import FilesystemParams
+from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 
 @dataclass(frozen=True)
 class Trial:
     device: BaseModel
-    filesystem: Filesystem
-    runtime: Runtime
+    filesystem: FilesystemParams
+    runtime: BaseModel
     path: str
     workload: BaseModel
     load: Load
@@ -64,24 +67,21 @@ class Skipped:
     reason: str
 
 
-def impossible(fs: Filesystem, rt: Runtime, path: str, load: Load, workload) -> str | None:
-    """Why this combination cannot exist (not: why this host cannot build it)."""
+def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str | None:
+    """Why this combination cannot exist (not: why this host cannot build it); the runtime
+    says which paths it provides and whether it runs several instances or applies limits."""
     if path == "device" and fs.type != "raw":
         return "the device path writes the block device itself: it needs filesystem raw"
     if fs.type == "raw" and path != "device":
         return f"filesystem raw has no directory for the {path} path: use path device"
-    if rt.type == "native":
-        if path in ("layer", "volume"):
-            return f"the native runtime has no container {path}; native runs on the mount point (path bind)"
-        if path == "tmpfs":
-            return "the native runtime has no tmpfs path"
-        if load.containers > 1:
-            return "concurrent instances need a container runtime"
-        if not load.limits.is_empty():
-            return "cgroup limits need a container runtime"
-    if rt.storage_driver == "btrfs" and fs.type != "btrfs":
-        return f"the docker btrfs driver needs its data root on btrfs, not {fs.type}"
-    return None
+    plugin = RUNTIMES[rt.type]
+    if path not in plugin.paths:
+        return f"the {rt.name} runtime has no {path} path (it provides: {', '.join(plugin.paths)})"
+    if load.containers > 1 and not plugin.concurrent:
+        return f"concurrent instances need a runtime that runs several (the {rt.name} runtime runs one)"
+    if not load.limits.is_empty() and not plugin.limits:
+        return f"limits need a runtime that applies them (the {rt.name} runtime does not)"
+    return plugin.impossible(rt, fs)
 
 
 def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], list[Skipped]]:

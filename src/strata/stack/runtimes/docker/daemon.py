@@ -1,8 +1,8 @@
-"""The docker daemons strata talks to: the client call, and a private dockerd's life.
+"""A private dockerd's life: start it on the file system under test, stop it, undo it after a crash.
 
 A private daemon keeps its images, layers and volumes (`--data-root`) on the
 file system under test, so that the storage driver's I/O lands on the device
-being measured (DESIGN.md "Private container engines"). It gets its own
+being measured (docs/architecture.md "Private container engines"). It gets its own
 socket, exec-root and pidfile under `/run/strata/<id>/` (short: a unix socket
 path is limited to 108 bytes), no network (`--bridge=none`, no iptables, no
 ip forwarding) and its own cgroup parent `strata-<id>`, so that container
@@ -12,13 +12,12 @@ The daemon is journaled before it is started, and its undo works from the
 journal entry alone, after `kill -9` of strata: containers outlive a killed
 dockerd under containerd-shim, and dockerd bind-mounts its data-root onto
 itself and leaves that mount behind when it fails to start (seen with 20.10
-here). The lookups it needs are in `procfs`.
+here). The lookups it needs are in stack/procfs.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import secrets
@@ -30,20 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import StrataError
-from strata.proc import CommandError, sh
+from strata.proc import CommandError
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import (cgroup_dirs, cgroup_pids, cmdline, is_running, own_cgroup_dirs, prime_blkio,
                                  procs_mentioning, remove_cgroups, remove_tree, signal_and_wait, unmount_under)
-from strata.stack.runtime import Unsupported
+from strata.stack.runtimes.base import Unsupported
+from strata.stack.runtimes.docker.client import DEBIAN_CLI, STDERR_TAIL_CHARS, SYSTEM_SOCKET, answers, docker
 
-DOCKERD = "/usr/sbin/dockerd"          # Debian's docker.io 20.10 (HOST-NOTES)
-DEBIAN_CLI = "/usr/bin/docker"          # Debian's client, the daemon's own version
-SYSTEM_SOCKET = "/var/run/docker.sock"
+DOCKERD = "/usr/sbin/dockerd"          # Debian's docker.io 20.10
 RUN_ROOT = Path("/run/strata")
 DAEMON_START_TIMEOUT_S = 60
 DAEMON_STOP_TIMEOUT_S = 20
-STDERR_TAIL_CHARS = 4000
 # The daemon's own environment: a fixed PATH, and a proxy that does not exist so
 # that nothing the daemon does by itself can reach a registry (the network rule).
 DAEMON_ENV = {
@@ -51,77 +47,6 @@ DAEMON_ENV = {
     "LANG": "C",
     "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "",
 }
-# Client variables that would point the CLI somewhere else than `-H`.
-CLIENT_ENV_DROP = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
-# Stored in the facts of every result on these drivers: their numbers need a second look.
-CAVEATS = {
-    "fuse-overlayfs": "fuse-overlayfs accepts O_DIRECT but does not honor it, and blkio throttles do not "
-                      "apply through it (HOST-NOTES): layer-path numbers may come from the page cache",
-    "vfs": "vfs copies every layer in full: container creation is slow and uses much space",
-}
-
-
-# ---- the docker client ----------------------------------------------------------
-
-def docker_cli() -> str:
-    """Debian's client matches the daemon (20.10); a newer client on PATH also works."""
-    if os.access(DEBIAN_CLI, os.X_OK):
-        return DEBIAN_CLI
-    cli = shutil.which("docker")
-    if not cli:
-        raise StrataError("the docker client is not installed", "apt-get install docker.io")
-    return cli
-
-
-def client_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_DROP}
-    env.update(extra)
-    return env
-
-
-def client_argv(sock: str, *args: str) -> list[str]:
-    return [docker_cli(), "-H", f"unix://{sock}", *args]
-
-
-def docker(sock: str, *args: str, check: bool = True, timeout: float = 300,
-           env: dict | None = None) -> subprocess.CompletedProcess:
-    argv = client_argv(sock, *args)
-    try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env or client_env())
-    except subprocess.TimeoutExpired:
-        raise CommandError(argv, -1, f"timed out after {timeout:.0f} s")
-    if check and cp.returncode != 0:
-        raise CommandError(argv, cp.returncode, cp.stderr.strip() or cp.stdout.strip())
-    return cp
-
-
-def answers(sock: str, timeout: float = 5) -> bool:
-    if not os.path.exists(sock):
-        return False
-    try:
-        return docker(sock, "version", "--format", "{{.Server.Version}}", check=False, timeout=timeout).returncode == 0
-    except CommandError:
-        return False
-
-
-def info(sock: str) -> dict:
-    return json.loads(docker(sock, "info", "--format", "{{json .}}", timeout=30).stdout)
-
-
-def daemon_facts(sock: str, kind: str) -> dict:
-    """What a result records about the daemon it ran on (`kind`: private or system)."""
-    i = info(sock)
-    status = {k: v for k, v in (i.get("DriverStatus") or [])}
-    root = i.get("DockerRootDir", "")
-    backing = status.get("Backing Filesystem") or sh(
-        ["findmnt", "-n", "-o", "FSTYPE", "--target", root], check=False).stdout.strip()
-    facts = {"runtime": "docker", "daemon": kind, "socket": sock, "dockerd_version": i.get("ServerVersion"),
-             "storage_driver": i.get("Driver"), "driver_status": status, "data_root": root,
-             "backing_fs": backing, "cgroup_driver": i.get("CgroupDriver"), "cgroup_version": i.get("CgroupVersion"),
-             "kernel": i.get("KernelVersion"), "warnings": i.get("Warnings") or []}
-    if i.get("Driver") in CAVEATS:
-        facts["caveats"] = [CAVEATS[i["Driver"]]]
-    return facts
 
 
 # ---- the daemon ---------------------------------------------------------------

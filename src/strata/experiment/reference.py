@@ -1,7 +1,7 @@
 """Generate the spec reference (docs/spec-reference.md) from the typed models.
 
-The models are the one source of truth (STYLE.md items 5 and 14); a unit test
-fails when the committed reference is out of date: `python -m strata.spec.reference`.
+The models are the one source of truth (docs/style.md); a unit test fails when
+the committed reference is out of date: `python -m strata.experiment.reference`.
 """
 
 from __future__ import annotations
@@ -12,24 +12,24 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from strata.spec import model
+from strata.experiment import model
+from strata.params import PATHS, Limits, Load
+from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.filesystems import FilesystemParams
+from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
 
-SECTIONS = [
-    ("Experiment (the top level of a spec file)", model.Experiment),
-    ("devices: `type: loop`", model.LoopDevice),
-    ("devices: `type: zram`", model.ZramDevice),
-    ("devices: `type: block`", model.BlockDevice),
-    ("filesystems", model.Filesystem),
-    ("runtimes", model.Runtime),
-    ("loads", model.Load),
-    ("loads: limits (per container)", model.Limits),
-    ("exclude (each entry)", model.Exclude),
-]
+
+def sections() -> list[tuple[str, type[BaseModel]]]:
+    return ([("Experiment (the top level of a spec file)", model.Experiment)]
+            + [(f"devices: `type: {name}`", p.params) for name, p in DEVICES.items()]
+            + [("filesystems", FilesystemParams)]
+            + [(f"runtimes: `type: {name}`", p.params) for name, p in RUNTIMES.items()]
+            + [("loads", Load), ("loads: limits (per container)", Limits), ("exclude (each entry)", model.Exclude)])
 
 HEADER = """# Spec reference
 
-Generated from the code by `python -m strata.spec.reference`; do not edit by hand.
+Generated from the code by `python -m strata.experiment.reference`; do not edit by hand.
 
 Shorthands: a device may be written `loop`, `zram` or `/dev/sdX`; a file system
 `xfs`; a runtime `native`, `docker` (= `docker:overlay2`), `docker:DRIVER` or
@@ -79,14 +79,15 @@ def section(title: str, cls: type[BaseModel]) -> str:
 
 def generate() -> str:
     parts = [HEADER]
-    parts += [section(t, c) for t, c in SECTIONS]
-    parts.append("## paths\n\nOne of " + ", ".join(f"`{p}`" for p in model.PATHS) +
+    parts += [section(t, c) for t, c in sections()]
+    parts.append("## paths\n\nOne of " + ", ".join(f"`{p}`" for p in PATHS) +
                  ": `layer` = the container's writable layer (storage driver), `volume` = a named Docker volume per "
                  "container, `bind` = a directory of the file system under test (natively: the mount point), `tmpfs` = "
-                 "memory (measures RAM, always flagged), `device` = the block device itself (raw only).\n")
+                 "memory (measures RAM, always flagged), `device` = the block device itself (raw only), `image` = a "
+                 "VM's data disk as a file on the file system under test. Each runtime provides some of them: "
+                 + "; ".join(f"{n}: {', '.join(p.paths)}" for n, p in RUNTIMES.items()) + ".\n")
     for name, plugin in WORKLOADS.items():
-        spec_cls = typing.get_type_hints(plugin.parse_spec)["return"]
-        parts.append(section(f"workloads: `{name}`", spec_cls))
+        parts.append(section(f"workloads: `{name}`", plugin.params))
     return "\n".join(parts)
 
 

@@ -6,9 +6,11 @@ Storage Performance Test Specification (PTS) v2.0.2, section 2.1.24 and 3.5
 - the excursion of the least-squares line over the window (slope x (window - 1))
   is within 10% of the window's mean.
 
-strata applies it to the per-second IOPS that fio logs (`fio_iops` in
-workload-series.json), one round per second, over the last `window` seconds.
-fio's own `--steadystate=iops_slope` uses the same idea (fio(1) "steadystate").
+strata applies it to the per-second series of a trial's headline (the series the
+workload names in `metrics.primary.series`, in workload-series.json), one round
+per second, over the last `window` seconds; fio's own `--steadystate=iops_slope`
+uses the same idea (fio(1) "steadystate"). validity.py decides which samples
+count (the partial last second does not).
 """
 
 from __future__ import annotations

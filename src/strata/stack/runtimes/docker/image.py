@@ -1,16 +1,17 @@
-"""The workload image `strata-tools:<hash>`, built without any registry.
+"""Workload images `strata-<name>:<hash>`, built without any registry, one per ImageSpec.
 
 No daemon of ours ever pulls: the base is a Debian root file system made by
 `debootstrap --variant=minbase` from the host's own Debian mirror, imported
-with `docker import`; a Dockerfile then installs the tools with apt-get
+with `docker import`; a Dockerfile then installs what the workload declares
+(workloads/base.py `image`: Debian packages, binaries, whole directories) with apt-get
 (`docker build --network host`, the legacy builder, which never resolves a
 local `FROM` against a registry). The result is saved once per machine as a
 tarball under `images_dir()` ($STRATA_IMAGE_DIR, else /var/cache/strata/images)
 and loaded into each daemon that needs it (measured here: debootstrap ~50 s,
 the build ~20-45 s, a load 3-10 s).
 
-The tag's hash covers the Dockerfile text and the extra files' contents, so a
-new engine binary makes a new image and an unchanged one is never rebuilt.
+The tag's hash covers the Dockerfile text and the files' contents, so a new
+engine binary makes a new image and an unchanged one is never rebuilt.
 """
 
 from __future__ import annotations
@@ -23,26 +24,36 @@ import re
 import secrets
 import shutil
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator
 
 from strata.errors import StrataError
 from strata.proc import CommandError, sh
-from strata.stack import dockerd as dk  # the client and private_daemon (and procfs.remove_tree)
+from strata.instances import ImageSpec
+from strata.stack.procfs import remove_tree
+from strata.stack.runtimes.docker import client as dk
+from strata.stack.runtimes.docker.daemon import private_daemon
 from strata.stack.journal import Journal, undo_action
-from strata.stack.runtime import Unsupported
+from strata.stack.runtimes.base import Unsupported
 
 SUITE = "bookworm"
 BASE_TAG = f"strata-base:{SUITE}"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-DOCKERFILE = f"""FROM {BASE_TAG}
-ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
-RUN apt-get update \\
- && apt-get install -y --no-install-recommends fio procps \\
- && apt-get clean && rm -rf /var/lib/apt/lists/* \\
- && mkdir -p /data /strata-out /strata-sync
-COPY extra/ /usr/local/bin/
-"""
 BUILD_TIMEOUT_S = 1800
+
+
+def dockerfile(spec: ImageSpec) -> str:
+    """The Dockerfile of an image: the base, the workload's packages, its files and trees."""
+    lines = [f"FROM {BASE_TAG}", "ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8"]
+    install = ""
+    if spec.packages:
+        install = (f"apt-get update && apt-get install -y --no-install-recommends {' '.join(sorted(spec.packages))} "
+                   "&& apt-get clean && rm -rf /var/lib/apt/lists/* && ")
+    lines.append(f"RUN {install}mkdir -p /data /strata-out /strata-sync")
+    if spec.files:
+        lines.append("COPY bin/ /usr/local/bin/")
+    for i, (dest, _) in enumerate(sorted(spec.trees)):
+        lines.append(f"COPY tree{i}/ {dest}/")
+    return "\n".join(lines) + "\n"
 
 
 def images_dir() -> Path:
@@ -68,36 +79,16 @@ def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
     return DEFAULT_MIRROR
 
 
-def default_extra_files() -> dict[str, Path]:
-    """What the workload image carries besides fio: the engine `strata-wml`, when it is built."""
-    try:
-        from strata.engine import image_extra_files
-    except ImportError:
-        return {}
-    return image_extra_files()
+def image_key(spec: ImageSpec) -> str:
+    return hashlib.sha256((dockerfile(spec) + spec.key()).encode()).hexdigest()[:12]
 
 
-def _extras(extra_files: Mapping[str, Path] | None) -> Mapping[str, Path]:
-    """None means the default image (default_extra_files); {} means fio only."""
-    return default_extra_files() if extra_files is None else extra_files
+def image_tag(spec: ImageSpec) -> str:
+    return f"strata-{spec.name}:{image_key(spec)}"
 
 
-def image_key(extra_files: Mapping[str, Path] | None = None) -> str:
-    extra_files = _extras(extra_files)
-    h = hashlib.sha256(DOCKERFILE.encode())
-    for name in sorted(extra_files):
-        if "/" in name or name in ("", ".", ".."):
-            raise StrataError(f"extra image file name {name!r} is not a plain file name", "use a name like strata-wml")
-        h.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(Path(extra_files[name]).read_bytes()).digest())
-    return h.hexdigest()[:12]
-
-
-def image_tag(extra_files: Mapping[str, Path] | None = None) -> str:
-    return f"strata-tools:{image_key(extra_files)}"
-
-
-def tarball_path(extra_files: Mapping[str, Path] | None = None) -> Path:
-    return images_dir() / f"strata-tools-{image_key(extra_files)}.tar"
+def tarball_path(spec: ImageSpec) -> Path:
+    return images_dir() / f"strata-{spec.name}-{image_key(spec)}.tar"
 
 
 @contextlib.contextmanager
@@ -115,7 +106,7 @@ def _build_lock() -> Iterator[None]:
 def _undo_build_dir(data: dict) -> None:
     """A debootstrap target or a build context: unmount what debootstrap left (proc, maybe a
     bind of /dev), then delete without crossing file systems."""
-    dk.remove_tree(Path(data["path"]))
+    remove_tree(Path(data["path"]))
 
 
 @contextlib.contextmanager
@@ -154,10 +145,9 @@ def base_tarball(journal: Journal) -> Path:
     return out
 
 
-def build_image_tarball(extra_files: Mapping[str, Path] | None = None) -> Path:
-    """The saved image for these extra files, built once per machine (for `strata image build`)."""
-    extra_files = _extras(extra_files)
-    out = tarball_path(extra_files)
+def build_image_tarball(spec: ImageSpec) -> Path:
+    """The saved image of `spec`, built once per machine (also for `strata image build`)."""
+    out = tarball_path(spec)
     if out.exists():
         return out
     with _build_lock():
@@ -167,15 +157,23 @@ def build_image_tarball(extra_files: Mapping[str, Path] | None = None) -> Path:
         try:
             base = base_tarball(journal)
             with _scratch(journal, "ctx") as ctx:
-                (ctx / "Dockerfile").write_text(DOCKERFILE)
-                (ctx / "extra").mkdir()
-                for name, src in sorted(extra_files.items()):
-                    shutil.copy2(src, ctx / "extra" / name)
-                    os.chmod(ctx / "extra" / name, 0o755)
-                _build_in_private_daemon(journal, base, ctx, image_tag(extra_files), out)
+                _context(ctx, spec)
+                _build_in_private_daemon(journal, base, ctx, image_tag(spec), out)
         finally:
             journal.close()
     return out
+
+
+def _context(ctx: Path, spec: ImageSpec) -> None:
+    (ctx / "Dockerfile").write_text(dockerfile(spec))
+    (ctx / "bin").mkdir()
+    for name, src in sorted(spec.files):
+        if "/" in name or name in ("", ".", ".."):
+            raise StrataError(f"image file name {name!r} is not a plain file name", "use a name like strata-wml")
+        shutil.copy2(src, ctx / "bin" / name)
+        os.chmod(ctx / "bin" / name, 0o755)
+    for i, (_, src) in enumerate(sorted(spec.trees)):
+        shutil.copytree(src, ctx / f"tree{i}", symlinks=True)
 
 
 def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, out: Path) -> None:
@@ -183,7 +181,7 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
     for driver in ("overlay2", "vfs"):  # overlay2 unless the state dir cannot hold it
         try:
             with _scratch(journal, "build-root") as root, \
-                    dk.private_daemon(driver, root / "docker", journal, remove_data_root=True) as daemon:
+                    private_daemon(driver, root / "docker", journal, remove_data_root=True) as daemon:
                 dk.docker(daemon.sock, "import", str(base), BASE_TAG, timeout=BUILD_TIMEOUT_S)
                 try:
                     dk.docker(daemon.sock, "build", "--network", "host", "--pull=false", "-t", tag, str(ctx),
@@ -201,22 +199,17 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
                       "run `strata doctor` to see which storage drivers work here")
 
 
-def ensure_image(session_or_socket, extra_files: Mapping[str, Path] | None = None) -> str:
-    """Make `strata-tools:<hash>` present in that daemon (loading it at most once) and return its tag.
+def ensure_image(session, spec: ImageSpec) -> str:
+    """Make the image of `spec` present in the session's daemon (loading it at most once); its tag.
 
-    Without `extra_files`, the default image: fio and, when it is built, the engine."""
-    extra_files = _extras(extra_files)
-    session = None if isinstance(session_or_socket, str) else session_or_socket
-    sock = session_or_socket if session is None else session.sock
-    tag = image_tag(extra_files)
-    if dk.docker(sock, "image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode != 0:
-        tarball = build_image_tarball(extra_files)
-        seq = None
-        if session is not None and session.daemon is None:
-            # the user's own daemon: remove what we loaded at teardown
-            seq = session.journal.intent("docker-image", socket=sock, tag=tag)
+    The session is a container session (docker, podman): `docker(...)` runs its client, `load_image`
+    loads a tarball, `daemon` is None for the user's own daemon (whose loaded images are removed at
+    teardown)."""
+    tag = image_tag(spec)
+    if session.docker("image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode != 0:
+        tarball = build_image_tarball(spec)
+        if session.daemon is None:
+            seq = session.journal.intent("docker-image", socket=session.sock, tag=tag)
             session.loaded_images.append((tag, seq))
-        dk.docker(sock, "load", "-q", "-i", str(tarball), timeout=BUILD_TIMEOUT_S)
-    if session is not None:
-        session.image = tag
+        session.docker("load", "-q", "-i", str(tarball), timeout=BUILD_TIMEOUT_S)
     return tag

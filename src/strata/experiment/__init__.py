@@ -1,0 +1,1 @@
+"""Experiments: parse, validate, resolve, expand (docs/architecture.md "Experiments")."""

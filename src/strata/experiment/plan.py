@@ -1,0 +1,109 @@
+"""Resolve: the only step that looks at the host (docs/architecture.md "Experiments").
+
+The plan says what a run would do, without side effects: every stack to
+build, every device it will write, every trial, each unsupported cell with
+its reason, and the errors that stop the run before anything is built: a
+device holding data, a file system that does not fit its device, data that
+does not fit its file system, a workload file its own tool rejects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strata.errors import SpecErrors
+from strata.experiment.expand import Skipped, Trial, expand
+from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.workloads import REGISTRY as WORKLOADS
+
+
+@dataclass
+class Plan:
+    trials: list[Trial]
+    skipped: list[Skipped]
+    unsupported: dict[str, str] = field(default_factory=dict)  # trial id -> reason
+    writes: list[str] = field(default_factory=list)  # what gets written, in words
+
+    @property
+    def runnable(self) -> list[Trial]:
+        return [t for t in self.trials if t.id not in self.unsupported]
+
+
+def resolve(exp, workloads, host: dict) -> Plan:
+    trials, skipped = expand(exp, workloads)
+    plan = Plan(trials, skipped)
+    errors = _device_errors(exp, plan) + _fit_errors(exp, trials) + _workload_errors(workloads)
+    if errors:
+        raise SpecErrors(errors, "plan")
+    cache: dict[tuple, str | None] = {}
+    for t in trials:
+        reason = None
+        for key, check in (
+            (("dev", t.device.model_dump_json()), lambda: DEVICES[t.device.type].available(host, t.device)),
+            (("fs", t.filesystem.type), lambda: FILESYSTEMS[t.filesystem.type].available(host, t.filesystem)),
+            (("rt", t.runtime.model_dump_json()), lambda: RUNTIMES[t.runtime.type].available(host, t.runtime)),
+            (("wl", t.workload.type), lambda: WORKLOADS[t.workload.type].available(host, t.workload)),
+        ):
+            if key not in cache:
+                cache[key] = check()
+            reason = reason or cache[key]
+        if reason:
+            plan.unsupported[t.id] = reason
+    return plan
+
+
+def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
+    errors = []
+    for i, dev in enumerate(exp.devices):
+        plugin = DEVICES[dev.type]
+        problems = plugin.problems(dev)
+        if problems:
+            errors.append((f"devices[{i}]", "; ".join(problems),
+                           f"set `destroy: true` on {getattr(dev, 'path', dev.name)} if its data may be erased "
+                           "(and unmount it), or use a loop device"))
+        plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
+    return errors
+
+
+def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
+    """Each file system fits its device, and each trial's data fits its file system (with metadata)."""
+    errors, seen = [], set()
+    for t in trials:
+        size = DEVICES[t.device.type].size_bytes(t.device)
+        if not size:
+            continue
+        fs = FILESYSTEMS[t.filesystem.type]
+        where = f"filesystems[{exp.filesystems.index(t.filesystem)}]"
+        if size < fs.min_size_bytes and (where, t.device.name) not in seen:
+            seen.add((where, t.device.name))
+            errors.append((where, f"{t.filesystem.type} needs a device of at least {fs.min_size_bytes >> 20} MiB; "
+                           f"device {t.device.name} has {size >> 20} MiB", f"make device {t.device.name} larger, "
+                           f"or leave {t.filesystem.name} out for it (exclude:)"))
+            continue
+        need = WORKLOADS[t.workload.type].data_bytes(t.workload, t.load)
+        room = size if t.path == "device" else fs.usable_bytes(size)
+        total = need if t.path == "device" else need * t.load.containers
+        key = ("fit", t.device.name, t.filesystem.name, t.workload.name, t.load.name, t.path)
+        if total > room and key not in seen:
+            seen.add(key)
+            errors.append((f"workloads ({t.workload.name})",
+                           f"{t.load.containers} instance(s) x {need >> 20} MiB of data do not fit "
+                           f"{t.stack} ({room >> 20} MiB usable of {size >> 20} MiB)",
+                           f"make device {t.device.name} larger or the workload's `size` smaller"))
+    return errors
+
+
+def _workload_errors(workloads) -> list[tuple[str, str, str]]:
+    """Each workload's own deep check (fio's parser, the engine's check of a Filebench file)."""
+    errors, seen = [], set()
+    for w in workloads:
+        key = w.model_dump_json()
+        if key in seen:
+            continue
+        seen.add(key)
+        for problem in WORKLOADS[w.type].validate(w):
+            errors.append((f"workloads ({w.name})", problem, "fix the workload's parameters or file"))
+    return errors

@@ -1,0 +1,96 @@
+"""What passes between a workload and a runtime: requests, targets, outputs, images.
+
+A workload builds the command each instance runs (workloads/base.py) and a
+runtime runs the instances (stack/runtimes/base.py); neither imports the
+other, both import this module. The start of every instance is a barrier:
+each is created, runs its `prepare` step (laying out files, outside the
+measured window), reports ready, and waits; the collectors start; then all
+are released at once (`Running.go`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+# A check polled while instances run: (failure category, message) when something the
+# trial depends on is gone (a daemon, a remote target), else None.
+Watch = Callable[[], "tuple[str, str] | None"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the workload does its I/O, as the instance sees it."""
+
+    kind: str  # "dir" or "device"
+    path: str  # directory or block device path inside the instance
+    out_dir: str  # where the instance writes its output files
+    host_tools: bool = True  # the instance runs on the host: host paths of tools are valid in it
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """What an instance's image (container image, VM guest) must hold besides the base system.
+
+    `packages`: Debian packages; `files`: {name: host file} copied to /usr/local/bin;
+    `trees`: {absolute path in the image: host directory} copied in whole."""
+
+    name: str = "tools"
+    packages: tuple[str, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()
+    trees: tuple[tuple[str, str], ...] = ()
+
+    def key(self) -> str:
+        """A hash of everything that goes into the image: an unchanged image is never rebuilt."""
+        h = hashlib.sha256(json.dumps([self.name, sorted(self.packages)]).encode())
+        for name, src in sorted(self.files):
+            h.update(b"\0f" + name.encode() + b"\0" + hashlib.sha256(Path(src).read_bytes()).digest())
+        for dest, src in sorted(self.trees):
+            h.update(b"\0t" + dest.encode() + b"\0" + _tree_digest(Path(src)))
+        return h.hexdigest()[:12]
+
+
+def _tree_digest(root: Path) -> bytes:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{p.relative_to(root)}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+    return h.digest()
+
+
+@dataclass
+class InstanceRequest:
+    index: int
+    argv: list[str]
+    out_dir: Path  # on the host; the instance sees it at `Target.out_dir`
+    prepare: list[str] | None = None  # runs before the barrier, outside the measured window
+    network: str = "none"  # "host": the instance talks to servers on 127.0.0.0/8
+    image: ImageSpec | None = None  # what a container or guest image must hold
+
+
+@dataclass
+class InstanceOutput:
+    """What one instance left behind (files under `out_dir` on the host)."""
+
+    index: int
+    out_dir: Path
+    returncode: int
+    stderr: str
+    start_time_s: float | None = None  # wall clock when the tool was exec'd (after the barrier)
+    end_time_s: float | None = None
+    facts: dict = field(default_factory=dict)
+
+
+class Running(Protocol):
+    """Instances created, preparing or waiting at the barrier."""
+
+    cgroups: list[dict[str, str]]  # per instance: controller -> cgroup dir on the host ({} if none)
+
+    def ready(self, timeout_s: float) -> None: ...  # every `prepare` done; raises TrialFailure
+    def go(self) -> float: ...  # release the barrier; returns the wall-clock time
+    def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]: ...
+    def stop(self) -> None: ...  # kill whatever still runs (Ctrl-C, timeout); idempotent

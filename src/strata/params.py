@@ -1,0 +1,70 @@
+"""Parameter models shared by every layer: the strict base, paths, loads and limits.
+
+This is the bottom of the package graph (docs/architecture.md "Packages"):
+plugins define their own parameter models on `Strict`, and the experiment
+model (experiment/model.py) composes them from the registries. Nothing here
+imports a plugin or the experiment loader.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from strata.units import parse_size
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors (a typo must not be ignored), and parameters never change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def size_field(v):
+    """A `mode="before"` validator for sizes: 4096, '128k', '4GiB' -> bytes."""
+    return None if v is None else parse_size(v)
+
+
+# The path vocabulary: the directory or device the workload uses. A runtime declares
+# which of them it provides (stack/runtimes/base.py).
+PATHS = ("layer", "volume", "bind", "tmpfs", "device", "image")
+PathName = Literal["layer", "volume", "bind", "tmpfs", "device", "image"]
+
+
+class Limits(Strict):
+    """Per-instance resource limits; bps/iops apply to the device under test."""
+
+    cpus: float | None = Field(default=None, gt=0, le=4096, description="docker --cpus (VMs: vCPUs)")
+    memory: int | None = Field(default=None, ge=4 << 20, le=1 << 50, description="bytes (docker --memory, swap equal)")
+    read_bps: int | None = Field(default=None, ge=1, le=1 << 50, description="bytes/s on the device under test")
+    write_bps: int | None = Field(default=None, ge=1, le=1 << 50, description="bytes/s on the device under test")
+    read_iops: int | None = Field(default=None, gt=0, le=1 << 40, description="IOPS on the device under test")
+    write_iops: int | None = Field(default=None, gt=0, le=1 << 40, description="IOPS on the device under test")
+
+    _sizes = field_validator("memory", "read_bps", "write_bps", mode="before")(size_field)
+
+    def is_empty(self) -> bool:
+        return all(v is None for v in self.model_dump().values())
+
+
+LOAD_PRESETS = {"low": {"numjobs": 1, "iodepth": 1}, "high": {"numjobs": 32, "iodepth": 32}}
+
+
+class Load(Strict):
+    """How hard and how many: jobs, queue depth, concurrent instances, resource limits."""
+
+    name: str = Field(default="", description="default: j<numjobs>xqd<iodepth>[x<containers>c]")
+    numjobs: int = Field(default=1, ge=1, le=4096, description="fio jobs per instance (threads for filebench)")
+    iodepth: int = Field(default=1, ge=1, le=65536, description="fio queue depth per job")
+    containers: int = Field(default=1, ge=1, le=256, description="concurrent instances, synchronized start")
+    limits: Limits = Field(default_factory=Limits, description="per-container cgroup limits")
+
+    @model_validator(mode="after")
+    def _name(self):
+        if not self.name:
+            name = f"j{self.numjobs}xqd{self.iodepth}"
+            if self.containers > 1:
+                name += f"x{self.containers}c"
+            object.__setattr__(self, "name", name)
+        return self

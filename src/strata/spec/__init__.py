@@ -1,1 +1,0 @@
-"""Specs: parse, validate, resolve, expand (STYLE.md item 4)."""

@@ -1,0 +1,167 @@
+"""Processes on the host, each in cgroups of its own, behind the start barrier.
+
+The native runtime runs its instances this way, and a workload whose client
+runs outside the stack under test (the YCSB client against a database in a
+container) runs its clients this way. Each process gets a cgroup in every v1
+hierarchy (or one v2 cgroup): the collectors read its CPU, memory and I/O
+there, and teardown finds every process in it (fio's job processes leave its
+process group and are reparented when the parent dies; only the cgroup finds
+them all).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from strata.errors import TrialFailure
+from strata.instances import InstanceOutput, InstanceRequest, Watch
+from strata.stack.journal import undo_action
+from strata.stack.procfs import cgroup_hierarchies
+
+POLL_S = 0.1
+CONTROLLERS = ("pids", "cpu", "cpuacct", "memory", "blkio")
+
+
+def cgroup_parents() -> dict[str, Path]:
+    """controller -> the hierarchy's mount point to make our cgroups in ("unified" for v2)."""
+    out: dict[str, Path] = {}
+    for key, (mountpoint, _) in cgroup_hierarchies().items():
+        if key == "":
+            out.setdefault("unified", mountpoint)
+        for c in key.split(","):
+            if c in CONTROLLERS:
+                out.setdefault(c, mountpoint)
+    return out
+
+
+@undo_action("native_cgroup")
+def _undo_cgroup(data: dict) -> None:
+    """Kill every process in the cgroups, then remove them (works from the journal entry alone)."""
+    paths = [Path(p) for p in data.get("paths") or [data["path"]]]
+    for _ in range(100):
+        pids = set()
+        for path in paths:
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(x) for x in (path / "cgroup.procs").read_text().split())
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)  # the file systems below stay busy until they are gone
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
+def _join(dirs: list[Path]):
+    def join():  # runs in the child before exec
+        for d in dirs:
+            (d / "cgroup.procs").write_text(str(os.getpid()))
+    return join
+
+
+class HostProcesses:
+    """instances.Running over host processes: prepare, ready, go, wait, stop."""
+
+    def __init__(self, requests: list[InstanceRequest], journal=None, stdout_to_file: bool = False):
+        self.requests, self.journal = requests, journal
+        self.stdout_to_file = stdout_to_file
+        self.cgroups: list[dict[str, str]] = [{} for _ in requests]
+        self.procs: list[subprocess.Popen] = []
+        self.starts: list[float] = []
+        self.groups: list[tuple[int | None, list[Path]]] = []
+        self.made: dict[int, list[Path]] = {}
+
+    def _cgroup(self, i: int) -> list[Path]:
+        """Make instance i's cgroups (journaled first); [] when not root (unit tests)."""
+        name = f"strata-native-{os.getpid()}-{time.time_ns()}-{i}"
+        parents = cgroup_parents()
+        dirs = {c: parents[c] / name for c in parents}
+        paths = sorted(set(dirs.values()))
+        seq = self.journal.intent("native_cgroup", paths=[str(p) for p in paths]) if self.journal else None
+        try:
+            for p in paths:
+                p.mkdir()
+        except OSError:
+            _undo_cgroup({"paths": [str(p) for p in paths]})
+            if seq:
+                self.journal.release(seq)
+            return []
+        self.groups.append((seq, paths))
+        self.cgroups[i] = {c: str(d) for c, d in dirs.items()}
+        return paths
+
+    def ready(self, timeout_s: float) -> None:
+        """Run every instance's `prepare` step, in parallel, before the barrier."""
+        todo = [r for r in self.requests if r.prepare]
+        if not todo:
+            return
+        def prep(r):
+            return r, subprocess.run(r.prepare, capture_output=True, text=True, timeout=timeout_s)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(min(16, len(todo))) as pool:
+                done = list(pool.map(prep, todo))
+        except subprocess.TimeoutExpired:
+            raise TrialFailure("timeout", f"preparing the instances took longer than {timeout_s:.0f} s")
+        for r, cp in done:
+            (r.out_dir / "prepare.log").write_text(cp.stdout + cp.stderr)
+            if cp.returncode != 0:
+                raise TrialFailure("prepare", f"instance {r.index}: its prepare step exited {cp.returncode}",
+                                   cp.stderr[-4000:])
+
+    def go(self) -> float:
+        t = time.time()
+        for i, r in enumerate(self.requests):
+            dirs = self._cgroup(i)
+            # files, not pipes: nobody reads a pipe while the instance runs, and a full one would block it
+            out = open(r.out_dir / "stdout", "w") if self.stdout_to_file else subprocess.DEVNULL
+            with open(r.out_dir / "stderr", "w") as err:
+                self.starts.append(time.time())
+                try:
+                    self.procs.append(subprocess.Popen(r.argv, stdout=out, stderr=err, start_new_session=True,
+                                                       preexec_fn=_join(dirs) if dirs else None))
+                finally:
+                    if out is not subprocess.DEVNULL:
+                        out.close()
+        return t
+
+    def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]:
+        deadline = time.monotonic() + timeout_s
+        ends: dict[int, float] = {}
+        while len(ends) < len(self.procs):
+            for i, p in enumerate(self.procs):
+                if i not in ends and p.poll() is not None:
+                    ends[i] = time.time()
+            if len(ends) == len(self.procs):
+                break
+            failure = watch() if watch else None
+            if failure or time.monotonic() > deadline:
+                self.stop()
+                if failure:
+                    raise TrialFailure(*failure)
+                raise TrialFailure("timeout", f"instance(s) still ran {timeout_s:.0f} s after their expected end")
+            time.sleep(POLL_S)
+        outs = []
+        for i, (r, p) in enumerate(zip(self.requests, self.procs)):
+            err = (r.out_dir / "stderr").read_text(errors="replace")[-8000:]
+            outs.append(InstanceOutput(i, r.out_dir, p.returncode, err, self.starts[i], ends[i]))
+        return outs
+
+    def stop(self) -> None:
+        for seq, paths in self.groups:
+            _undo_cgroup({"paths": [str(p) for p in paths]})
+            if seq:
+                self.journal.release(seq)
+        self.groups = []
+        for p in self.procs:
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait()

@@ -1,0 +1,105 @@
+"""`docker create` command lines, and the wrapper each container runs (pure functions).
+
+The wrapper is the start barrier: it runs the instance's prepare step (laying
+out files: outside the measured window), marks the instance ready, waits for
+the `go` file, records when the tool started and ended, and copies the
+container's final cgroup counters into the out dir (its cgroup directory on
+the host disappears with it). Output goes to files in the out dir, never to
+container logs, which would be written to the data-root on the file system
+under test during the measurement.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from strata.errors import StrataError
+from strata.instances import InstanceRequest
+from strata.params import Limits
+from strata.stack.runtimes.base import PathHandle
+
+# Inside a container, the out dir, the barrier dir, the data and the device are always here.
+OUT_DIR = "/strata-out"
+SYNC_DIR = "/strata-sync"
+DEVICE_IN_CONTAINER = "/dev/strata-dev"
+DATA_IN_CONTAINER = "/data"
+PREPARE_FAILED = 90  # the wrapper's exit code when the prepare step failed
+
+# Counters each container copies from its own cgroup before it exits. v1 names first, then v2 names.
+CGROUP_FINAL_FILES = (
+    "cpuacct/cpuacct.usage", "cpu/cpu.stat", "memory/memory.usage_in_bytes", "memory/memory.max_usage_in_bytes",
+    "memory/memory.failcnt", "memory/memory.oom_control", "blkio/blkio.throttle.io_service_bytes",
+    "blkio/blkio.throttle.io_serviced",
+    "cpu.stat", "memory.current", "memory.peak", "memory.events", "io.stat",
+)
+
+# Run as `sh -c WRAPPER strata-wrap ARGV...`; the prepare step, if any, is OUT_DIR/prepare.sh.
+WRAPPER = f"""exec >{OUT_DIR}/stdout 2>{OUT_DIR}/stderr
+if [ -e {OUT_DIR}/prepare.sh ]; then
+  sh {OUT_DIR}/prepare.sh >{OUT_DIR}/prepare.log 2>&1 || {{ cat {OUT_DIR}/prepare.log >&2; exit {PREPARE_FAILED}; }}
+fi
+date +%s.%N >{OUT_DIR}/ready
+while [ ! -e {SYNC_DIR}/go ]; do sleep 0.005; done
+date +%s.%N >{OUT_DIR}/start
+"$@"
+rc=$?
+date +%s.%N >{OUT_DIR}/end
+for f in {' '.join(CGROUP_FINAL_FILES)}; do
+  if [ -r /sys/fs/cgroup/$f ]; then echo "== $f"; cat /sys/fs/cgroup/$f; fi
+done >{OUT_DIR}/cgroup-final.txt
+exit $rc
+"""
+
+
+def prepare_script(request: InstanceRequest) -> str | None:
+    """The prepare step as the wrapper runs it (None: nothing to prepare)."""
+    return f"exec {shlex.join(request.prepare)}\n" if request.prepare else None
+
+
+def path_args(handle: PathHandle, index: int, device_path: str) -> list[str]:
+    inst = handle.per_instance[index] if index < len(handle.per_instance) else {}
+    if handle.name == "layer":
+        return []
+    if handle.name == "volume":
+        return ["--mount", f"type=volume,src={inst['volume']},dst={DATA_IN_CONTAINER}"]
+    if handle.name == "bind":
+        return ["--mount", f"type=bind,src={inst['dir']},dst={DATA_IN_CONTAINER}"]
+    if handle.name == "tmpfs":
+        return ["--tmpfs", DATA_IN_CONTAINER]
+    if handle.name == "device":
+        return ["--device", f"{device_path}:{DEVICE_IN_CONTAINER}"]
+    raise ValueError(f"unknown path {handle.name}")
+
+
+def limit_args(limits: Limits, device_path: str) -> list[str]:
+    args: list[str] = []
+    if limits.cpus is not None:
+        args += ["--cpus", f"{limits.cpus:g}"]
+    if limits.memory is not None:
+        args += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]  # no swap
+    for key, flag in (("read_bps", "--device-read-bps"), ("write_bps", "--device-write-bps"),
+                      ("read_iops", "--device-read-iops"), ("write_iops", "--device-write-iops")):
+        value = getattr(limits, key)
+        if value is not None:
+            args += [flag, f"{device_path}:{value}"]
+    return args
+
+
+def create_argv(name: str, run_id: str, request: InstanceRequest, handle: PathHandle, limits: Limits,
+                device_path: str, image: str, sync_dir: Path, extra: tuple[str, ...] = ()) -> list[str]:
+    for p in (request.out_dir, sync_dir):
+        if "," in str(p):
+            raise StrataError(f"{p}: docker --mount cannot take a path with a comma", "choose another results dir")
+    network = "host" if request.network == "host" else "none"  # never a bridge (the network rule)
+    return ["create", "--name", name, "--label", f"strata.run={run_id}", "--network", network, "--pull", "never",
+            "--log-driver", "none", *extra,
+            "--mount", f"type=bind,src={request.out_dir},dst={OUT_DIR}",
+            "--mount", f"type=bind,src={sync_dir},dst={SYNC_DIR}",
+            *path_args(handle, request.index, device_path), *limit_args(limits, device_path),
+            image, "/bin/sh", "-c", WRAPPER, "strata-wrap", *request.argv]
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]

@@ -1,0 +1,286 @@
+"""The docker session: a daemon (private, or the user's own) with the file system under test below it.
+
+Per trial it prepares a path (layer, volume, bind, tmpfs or the raw device)
+and runs the instances as containers held at the start barrier
+(cmdline.WRAPPER, containers.DockerRunning). A private daemon keeps its
+data-root on the file system under test, so the storage driver's I/O lands on
+the device being measured; `docker:system` uses the user's running daemon as
+it is and removes only what strata created.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import secrets
+import subprocess
+from pathlib import Path
+from typing import Iterator, Literal
+
+from pydantic import Field, model_validator
+
+from strata.errors import StrataError, TrialFailure
+from strata.instances import ImageSpec, InstanceRequest, Target
+from strata.params import Load, Strict
+from strata.proc import CommandError
+from strata.stack.filesystems.base import FilesystemParams, Mounted
+from strata.stack.runtimes.docker.image import ensure_image
+from strata.stack.journal import Journal
+from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
+from strata.stack.runtimes.base import PathHandle, Unsupported
+from strata.stack.runtimes.docker import client
+from strata.stack.runtimes.docker.cmdline import (DATA_IN_CONTAINER, DEVICE_IN_CONTAINER, OUT_DIR, create_argv,
+                                                  prepare_script, safe_name)
+from strata.stack.runtimes.docker.containers import Container, DockerRunning, _undo_image, _undo_volume
+from strata.stack.runtimes.docker.daemon import Daemon, available, incompatible, private_daemon
+
+CREATE_PARALLEL = 8
+DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system")
+
+
+class DockerParams(Strict):
+    """Containers of a private dockerd per (file system, storage driver), or of your own daemon."""
+
+    type: Literal["docker"] = "docker"
+    storage_driver: Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system"] = \
+        Field(default="overlay2", description="the storage driver of strata's private daemon; "
+                                              "`system` = your running daemon, as it is")
+    name: str = Field(default="", description="default: docker:DRIVER")
+
+    @model_validator(mode="after")
+    def _name(self):
+        if not self.name:
+            object.__setattr__(self, "name", f"docker:{self.storage_driver}")
+        return self
+
+
+class DockerSession:
+    """A docker daemon (private or the user's) with the stack's mounted file system under it."""
+
+    engine = "dockerd"
+
+    def __init__(self, params, mounted: Mounted, journal: Journal, sock: str, run_id: str,
+                 daemon: Daemon | None, facts: dict):
+        self.name = params.name
+        self.mounted = mounted
+        self.journal = journal
+        self.sock = sock
+        self.id = run_id
+        self.daemon = daemon
+        self.facts = facts
+        self.images: dict[str, str] = {}  # image key -> tag present in the daemon
+        self.loaded_images: list[tuple[str, int]] = []  # (tag, journal seq), user's daemon only
+        self.running: list[DockerRunning] = []
+        self._count = 0
+
+    # the client, for this daemon
+    def docker(self, *args: str, **kw) -> subprocess.CompletedProcess:
+        return client.docker(self.sock, *args, **kw)
+
+    def client_argv(self, *args: str) -> list[str]:
+        return client.client_argv(self.sock, *args)
+
+    def client_env(self) -> dict:
+        return client.client_env()
+
+    def alive(self) -> bool:
+        return self.daemon.alive() if self.daemon is not None else client.answers(self.sock)
+
+    def watch(self) -> tuple[str, str] | None:
+        if self.daemon is not None and not self.daemon.alive():
+            return ("daemon_died", f"{self.engine} ({self.name}) exited with code {self.daemon.proc.poll()}")
+        return None
+
+    @property
+    def data_root(self) -> str:
+        return self.facts.get("data_root", "")
+
+    def target(self, handle: PathHandle, host_out: Path) -> Target:
+        return Target(handle.target_kind, handle.target_path, OUT_DIR, host_tools=False)
+
+    def _need_fs(self, name: str) -> Path:
+        if self.mounted.mountpoint is None:
+            raise Unsupported(f"the {name} path needs a file system on the device under test (this stack is raw)")
+        return self.mounted.mountpoint
+
+    @contextlib.contextmanager
+    def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
+        n = load.containers
+        if name in ("layer", "tmpfs"):
+            if name == "layer" and self.daemon is not None:
+                self._need_fs(name)
+            yield PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{} for _ in range(n)])
+        elif name == "device":
+            if self.mounted.mountpoint is not None:
+                raise Unsupported(f"the device path writes the raw device, which holds the mounted "
+                                  f"{self.mounted.fs.type} of this stack: use filesystem raw")
+            yield PathHandle(name, "device", DEVICE_IN_CONTAINER, self.mounted.device.path, [{} for _ in range(n)])
+        elif name == "volume":
+            if self.daemon is not None:
+                self._need_fs(name)
+            with self._volumes(trial_dir, n) as handle:
+                yield handle
+        elif name == "bind":
+            with self._binds(trial_dir, n) as handle:
+                yield handle
+        else:
+            raise Unsupported(f"the {self.name} runtime has no {name} path")
+
+    @contextlib.contextmanager
+    def _volumes(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
+        made: list[dict] = []
+        try:
+            for i in range(n):
+                vname = f"strata-{self.id}-{safe_name(trial_dir.name)}-{i}"
+                seq = self.journal.intent("volume", socket=self.sock, name=vname)
+                made.append({"volume": vname, "seq": seq})
+                self.docker("volume", "create", "--label", f"strata.run={self.id}", vname)
+            yield PathHandle("volume", "dir", DATA_IN_CONTAINER, str(Path(self.data_root) / "volumes"), made)
+        finally:
+            for v in made:
+                _undo_volume({"socket": self.sock, "name": v["volume"]})
+                self.journal.release(v["seq"])
+
+    @contextlib.contextmanager
+    def _binds(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
+        base = self._need_fs("bind") / "strata-bind" / safe_name(trial_dir.name)
+        dirs = [base / str(i) for i in range(n)]
+        try:
+            for d in dirs:
+                d.mkdir(parents=True, exist_ok=True)
+            yield PathHandle("bind", "dir", DATA_IN_CONTAINER, str(base), [{"dir": str(d)} for d in dirs])
+        finally:
+            remove_tree(base)
+            with contextlib.suppress(OSError):
+                base.parent.rmdir()
+
+    def image_for(self, spec: ImageSpec | None) -> str:
+        spec = spec or ImageSpec()
+        key = spec.key()
+        if key not in self.images:
+            self.images[key] = ensure_image(self, spec)
+        return self.images[key]
+
+    def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> DockerRunning:
+        sync_dir.mkdir(parents=True, exist_ok=True)
+        (sync_dir / "go").unlink(missing_ok=True)
+        running = DockerRunning(self, sync_dir, load.limits)
+        self.running.append(running)
+        try:
+            image = self.image_for(requests[0].image if requests else None)
+            argvs = [self._journal_container(running, r, handle, image) for r in requests]  # journal first
+            self._create_and_start(running, argvs)
+        except (CommandError, OSError) as e:
+            with contextlib.suppress(CommandError, StrataError):
+                running.stop()
+            if not self.alive():
+                raise TrialFailure("daemon_died", f"{self.engine} ({self.name}) died while creating containers",
+                                   self.daemon.log_tail() if self.daemon else "", layer="runtime")
+            raise TrialFailure("container_start", f"could not start the containers: {e}")
+        return running
+
+    def _journal_container(self, running: DockerRunning, request: InstanceRequest, handle: PathHandle,
+                           image: str) -> list[str]:
+        """Name and journal one container before it exists; its `create` arguments."""
+        request.out_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh"):
+            (request.out_dir / stale).unlink(missing_ok=True)
+        script = prepare_script(request)
+        if script:
+            (request.out_dir / "prepare.sh").write_text(script)
+        self._count += 1
+        name = f"strata-{self.id}-{self._count}"
+        seq = self.journal.intent("container", socket=self.sock, name=name)
+        running.containers.append(Container(name, seq, request))
+        return create_argv(name, self.id, request, handle, running.limits, self.mounted.device.path,
+                           image, running.sync_dir, self.create_extra())
+
+    def create_extra(self) -> tuple[str, ...]:
+        """Engine-specific `create` options (none for docker)."""
+        return ()
+
+    def _create_and_start(self, running: DockerRunning, argvs: list[list[str]]) -> None:
+        """Create the journaled containers, start them (to prepare and wait at the barrier), find their cgroups."""
+        # `create` takes ~0.3 s (seconds with vfs): create many at once
+        with concurrent.futures.ThreadPoolExecutor(CREATE_PARALLEL) as pool:
+            ids = list(pool.map(lambda argv: self.docker(*argv, timeout=600).stdout.strip(), argvs))
+        for c, cid in zip(running.containers, ids):
+            self.journal.update(c.seq, id=cid)
+        names = [c.name for c in running.containers]
+        self.docker("start", *names, timeout=600)
+        pids = self.docker("inspect", "--format", "{{.State.Pid}}", *names).stdout.split()
+        running.cgroups = [host_cgroups(int(p)) if int(p) > 0 else {} for p in pids]
+
+    def close(self) -> None:
+        """Remove our containers and (on the user's daemon) the images we loaded."""
+        for r in list(self.running):
+            r.stop()
+        for tag, seq in self.loaded_images:
+            _undo_image({"socket": self.sock, "tag": tag})
+            self.journal.release(seq)
+        self.loaded_images.clear()
+
+
+@contextlib.contextmanager
+def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) -> Iterator[DockerSession]:
+    if not client.answers(client.SYSTEM_SOCKET):
+        raise Unsupported(f"no docker daemon answers at {client.SYSTEM_SOCKET}")
+    prime_blkio(mounted.device.path, f"strata-prime-{secrets.token_hex(4)}", remove=True)
+    session = DockerSession(params, mounted, journal, client.SYSTEM_SOCKET, secrets.token_hex(4), None,
+                            client.daemon_facts(client.SYSTEM_SOCKET, "system"))
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+class Docker:
+    name = "docker"
+    params = DockerParams
+    paths = ("layer", "volume", "bind", "tmpfs", "device")
+    concurrent = True
+    limits = True
+
+    def available(self, host: dict, params: DockerParams | None = None) -> str | None:
+        return available(params.storage_driver if params else "overlay2", host)
+
+    def impossible(self, params: DockerParams, fs: FilesystemParams) -> str | None:
+        return incompatible(params.storage_driver, fs.type)
+
+    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+        """Each storage driver: the cheap check, then (with `probe`) a real daemon's own answer."""
+        from strata.stack.runtimes.docker.probe import probe_driver
+        rows = []
+        for driver in DRIVERS:
+            reason = available(driver, host)
+            if reason is None and driver != "system":
+                reason = probe_driver(driver, Path("/var/tmp/strata-doctor")) if probe else \
+                    "not probed (--quick): only the daemon itself can tell"
+            rows.append((f"docker:{driver}", reason))
+        return rows
+
+    @contextlib.contextmanager
+    def provision(self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path,
+                  host: dict) -> Iterator[DockerSession]:
+        driver = params.storage_driver
+        if driver == "system":
+            with _system_session(params, mounted, journal) as session:
+                yield session
+            return
+        reason = available(driver, host)
+        if reason:
+            raise Unsupported(reason)
+        raw = mounted.mountpoint is None
+        data_root = (workdir / f"docker-{driver}-{secrets.token_hex(3)}") if raw else mounted.mountpoint / "docker"
+        with private_daemon(driver, data_root, journal, remove_data_root=raw,
+                            prime_device=mounted.device.path) as daemon:
+            facts = {**client.daemon_facts(daemon.sock, "private"), "daemon_start_s": round(daemon.start_s, 3),
+                     "cgroup_parent": daemon.paths.cgroup_parent}
+            session = DockerSession(params, mounted, journal, daemon.sock, daemon.paths.id, daemon, facts)
+            try:
+                yield session
+            finally:
+                session.close()
+
+
+DOCKER = Docker()

@@ -1,0 +1,80 @@
+"""`native`: processes on the host, doing I/O on the mount point (path `bind`) or the raw device.
+
+The baseline of every comparison: no container, no VM, the workload's tools
+as installed on the host. One instance only, and no limits (those need a
+container runtime): the expansion skips such combinations with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+from typing import Iterator, Literal
+
+from pydantic import Field
+
+from strata.instances import Target
+from strata.params import Load, Strict
+from strata.stack.filesystems.base import FilesystemParams, Mounted
+from strata.stack.hostprocs import HostProcesses
+from strata.stack.runtimes.base import PathHandle, Unsupported
+
+
+class NativeParams(Strict):
+    """The workload's tools on the host, on the mount point or the raw device."""
+
+    type: Literal["native"] = "native"
+    name: str = Field(default="native", description="the name used in results and stack labels")
+
+
+class NativeSession:
+    name = "native"
+
+    def __init__(self, mounted: Mounted, journal=None):
+        self.mounted, self.journal = mounted, journal
+        self.facts = {"runtime": "native"}
+
+    @contextlib.contextmanager
+    def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
+        if name == "device":
+            yield PathHandle(name, "device", self.mounted.device.path, self.mounted.device.path)
+            return
+        if name != "bind" or self.mounted.mountpoint is None:
+            raise Unsupported(f"the native runtime has no {name} path")
+        d = self.mounted.mountpoint / "strata-data"
+        d.mkdir(exist_ok=True)
+        try:
+            yield PathHandle(name, "dir", str(d), str(d))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def target(self, handle: PathHandle, host_out: Path) -> Target:
+        return Target(handle.target_kind, handle.target_path, str(host_out), host_tools=True)
+
+    def start(self, requests, handle, load, sync_dir) -> HostProcesses:
+        return HostProcesses(requests, self.journal)
+
+    def watch(self) -> tuple[str, str] | None:
+        return None
+
+
+class Native:
+    name = "native"
+    params = NativeParams
+    paths = ("bind", "device")
+    concurrent = False
+    limits = False
+
+    def available(self, host: dict, params: NativeParams | None = None) -> str | None:
+        return None
+
+    def impossible(self, params: NativeParams, fs: FilesystemParams) -> str | None:
+        return None
+
+    @contextlib.contextmanager
+    def provision(self, params: NativeParams, mounted: Mounted, journal, workdir: Path, host: dict):
+        yield NativeSession(mounted, journal)
+
+
+NATIVE = Native()
