@@ -36,24 +36,48 @@ def sh(*argv, **kw):
 def by_hand(mountpoint: Path, runtime: int) -> float:
     d = mountpoint / "by-hand"
     d.mkdir(exist_ok=True)
-    out = sh("fio", "--name=byhand", f"--filename={d}/data", f"--rw={JOB['rw']}", f"--bs={JOB['bs']}",
-             "--ioengine=libaio", "--direct=1", f"--iodepth={JOB['iodepth']}", f"--numjobs={JOB['numjobs']}",
-             f"--size={JOB['size']}", f"--runtime={runtime}", "--time_based", "--ramp_time=2", "--group_reporting",
-             "--output-format=json")
+    out = sh(
+        "fio",
+        "--name=byhand",
+        f"--filename={d}/data",
+        f"--rw={JOB['rw']}",
+        f"--bs={JOB['bs']}",
+        "--ioengine=libaio",
+        "--direct=1",
+        f"--iodepth={JOB['iodepth']}",
+        f"--numjobs={JOB['numjobs']}",
+        f"--size={JOB['size']}",
+        f"--runtime={runtime}",
+        "--time_based",
+        "--ramp_time=2",
+        "--group_reporting",
+        "--output-format=json",
+    )
     return json.loads(out)["jobs"][0]["read"]["iops"]
 
 
 def by_strata(dev: str, runtime: int, runtimes: list[str], paths: list[str], work: Path, n: int) -> dict[str, float]:
-    spec = {"name": f"overhead-{n}", "workdir": str(work / "wd"),
-            "devices": [{"type": "block", "path": dev, "destroy": True}],
-            "filesystems": ["xfs"], "runtimes": runtimes, "paths": paths,
-            "workloads": [{"fio": {"rw": JOB["rw"], "bs": JOB["bs"], "size": JOB["size"], "runtime": runtime, "ramp_time": 2}}],
-            "loads": [{"numjobs": JOB["numjobs"], "iodepth": JOB["iodepth"]}],
-            "exclude": [{"runtime": "native", "path": "volume"}, {"runtime": "docker:*", "path": "bind"}]}
+    spec = {
+        "name": f"overhead-{n}",
+        "workdir": str(work / "wd"),
+        "devices": [{"type": "block", "path": dev, "destroy": True}],
+        "filesystems": ["xfs"],
+        "runtimes": runtimes,
+        "paths": paths,
+        "workloads": [
+            {"fio": {"rw": JOB["rw"], "bs": JOB["bs"], "size": JOB["size"], "runtime": runtime, "ramp_time": 2}}
+        ],
+        "loads": [{"numjobs": JOB["numjobs"], "iodepth": JOB["iodepth"]}],
+        "exclude": [{"runtime": "native", "path": "volume"}, {"runtime": "docker:*", "path": "bind"}],
+    }
     (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
     out = work / f"r{n}"
-    subprocess.run([sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     res = {}
     for p in (out / "trials").glob("*.json"):
         r = json.loads(p.read_text())
@@ -70,7 +94,15 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="strata-overhead-", dir="/var/tmp"))
     img = work / "dev.img"
-    sh("dd", "if=/dev/zero", f"of={img}", "bs=1M", f"count={int(args.size.rstrip('G')) * 1024}", "oflag=direct", "status=none")
+    sh(
+        "dd",
+        "if=/dev/zero",
+        f"of={img}",
+        "bs=1M",
+        f"count={int(args.size.rstrip('G')) * 1024}",
+        "oflag=direct",
+        "status=none",
+    )
     dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
     mnt = work / "mnt"
     mnt.mkdir()
@@ -86,8 +118,11 @@ def main() -> int:
             r = by_strata(dev, args.runtime, ["native", "docker:overlay2"], ["bind", "volume"], work, i)
             native.append(r["native"])
             container.append(r["docker:overlay2"])
-            print(f"round {i + 1}: by hand {hand[-1]:.0f}  strata native {native[-1]:.0f}  container volume {container[-1]:.0f} IOPS",
-                  flush=True)
+            print(
+                f"round {i + 1}: by hand {hand[-1]:.0f}  strata native {native[-1]:.0f}  "
+                f"container volume {container[-1]:.0f} IOPS",
+                flush=True,
+            )
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
         subprocess.run(["losetup", "-d", dev])
@@ -95,11 +130,17 @@ def main() -> int:
     m = statistics.median
     p1 = m([a / b for a, b in zip(native, hand)])
     p2 = m([a / b for a, b in zip(container, native)])
-    print(f"strata native / by hand:   {p1:.3f} median of paired ratios (target >= 0.98); "
-          f"ratio of medians {m(native) / m(hand):.3f} ({m(native):.0f} / {m(hand):.0f} IOPS)")
-    print(f"container volume / native: {p2:.3f} median of paired ratios (target >= 0.95); "
-          f"ratio of medians {m(container) / m(native):.3f} ({m(container):.0f} / {m(native):.0f} IOPS)")
-    print(f"job: {JOB}, {args.runtime} s + 2 s ramp, {args.rounds} interleaved rounds, loop device with direct I/O, xfs")
+    print(
+        f"strata native / by hand:   {p1:.3f} median of paired ratios (target >= 0.98); "
+        f"ratio of medians {m(native) / m(hand):.3f} ({m(native):.0f} / {m(hand):.0f} IOPS)"
+    )
+    print(
+        f"container volume / native: {p2:.3f} median of paired ratios (target >= 0.95); "
+        f"ratio of medians {m(container) / m(native):.3f} ({m(container):.0f} / {m(native):.0f} IOPS)"
+    )
+    print(
+        f"job: {JOB}, {args.runtime} s + 2 s ramp, {args.rounds} interleaved rounds, loop device with direct I/O, xfs"
+    )
     return 0
 
 

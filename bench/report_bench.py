@@ -36,8 +36,10 @@ def main() -> int:
         t = time.perf_counter()
         generate(root, a.trials)
         print(f"generated {a.trials} trials in {time.perf_counter() - t:.1f} s")
-    from strata.report import build_report, generate as generate_files, write
     from strata.analysis.load import load as load_results
+    from strata.report import build_report, write
+    from strata.report import generate as generate_files
+
     times = []
     for i in range(a.repeat):
         out = root.parent / f"{root.name}-report"
@@ -55,12 +57,16 @@ def main() -> int:
         cpu = sum(c1[:4]) - sum(c0[:4])
         times.append(t3 - t0)
         drawn = sum(1 for k in files if k.endswith(".png"))
-        print(f"run {i + 1}: {len(results)} trials, {len(report.analysis.cells)} configurations, {drawn} figures: "
-              f"load {t1 - t0:.2f} s, analyse {t2 - t1:.2f} s, render+write {t3 - t2:.2f} s, total {t3 - t0:.2f} s "
-              f"(CPU {cpu:.2f} s incl. figure processes; load average {os.getloadavg()[0]:.1f})")
+        print(
+            f"run {i + 1}: {len(results)} trials, {len(report.analysis.cells)} configurations, {drawn} figures: "
+            f"load {t1 - t0:.2f} s, analyse {t2 - t1:.2f} s, render+write {t3 - t2:.2f} s, total {t3 - t0:.2f} s "
+            f"(CPU {cpu:.2f} s incl. figure processes; load average {os.getloadavg()[0]:.1f})"
+        )
     best = min(times)
-    print(f"report on {a.trials} trials: best {best:.2f} s of {a.repeat} (budget {BUDGET_S:.0f} s): "
-          + ("OK" if best < BUDGET_S else "TOO SLOW"))
+    print(
+        f"report on {a.trials} trials: best {best:.2f} s of {a.repeat} (budget {BUDGET_S:.0f} s): "
+        + ("OK" if best < BUDGET_S else "TOO SLOW")
+    )
     return 0 if best < BUDGET_S else 1
 
 

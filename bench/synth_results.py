@@ -21,47 +21,109 @@ from pathlib import Path
 from strata.schema import SCHEMA_VERSION
 from strata.workloads.base import headline
 
-HOST = {"hostname": "synth", "kernel": "6.1.0", "os": "Debian GNU/Linux 12 (bookworm)", "cpus": 2,
-        "tools": {"fio": "fio-3.33"}, "strata_version": "0.1.0"}
+HOST = {
+    "hostname": "synth",
+    "kernel": "6.1.0",
+    "os": "Debian GNU/Linux 12 (bookworm)",
+    "cpus": 2,
+    "tools": {"fio": "fio-3.33"},
+    "strata_version": "0.1.0",
+}
 
 
 def _lat(mean_us: float) -> dict:
     m = mean_us * 1000
-    return {"n": 1000, "mean": m, "min": m * 0.3, "max": m * 8, "p50": m * 0.9, "p90": m * 1.5, "p99": m * 3,
-            "p99_9": m * 5}
+    return {
+        "n": 1000,
+        "mean": m,
+        "min": m * 0.3,
+        "max": m * 8,
+        "p50": m * 0.9,
+        "p90": m * 1.5,
+        "p99": m * 3,
+        "p99_9": m * 5,
+    }
 
 
 def fio_metrics(rw: str, bs: int, iops: float, lat_us: float, containers: int = 1) -> dict:
     ddir = "write" if "write" in rw else "read"
     other = "read" if ddir == "write" else "write"
     moved = int(iops * bs * 30)
-    side = {"iops": iops, "bw_bytes": int(iops * bs), "io_bytes": moved, "total_ios": int(iops * 30),
-            "slat_ns": _lat(lat_us * 0.05), "clat_ns": _lat(lat_us * 0.95), "lat_ns": _lat(lat_us)}
-    zero = {"iops": 0.0, "bw_bytes": 0, "io_bytes": 0, "total_ios": 0,
-            **{k: {"n": 0, "mean": None} for k in ("slat_ns", "clat_ns", "lat_ns")}}
+    side = {
+        "iops": iops,
+        "bw_bytes": int(iops * bs),
+        "io_bytes": moved,
+        "total_ios": int(iops * 30),
+        "slat_ns": _lat(lat_us * 0.05),
+        "clat_ns": _lat(lat_us * 0.95),
+        "lat_ns": _lat(lat_us),
+    }
+    zero = {
+        "iops": 0.0,
+        "bw_bytes": 0,
+        "io_bytes": 0,
+        "total_ios": 0,
+        **{k: {"n": 0, "mean": None} for k in ("slat_ns", "clat_ns", "lat_ns")},
+    }
     inst = [{ddir: {"iops": iops / containers, "bw_bytes": int(iops * bs / containers)}} for _ in range(containers)]
     sequential = not rw.startswith("rand")
-    primary = headline(iops * bs / 1e6 if sequential else iops, "MB/s" if sequential else "IOPS",
-                       "bw_bytes" if sequential else "iops", "fio_iops", series_unit="IOPS", iops=iops,
-                       bw_bytes=int(iops * bs))
+    primary = headline(
+        iops * bs / 1e6 if sequential else iops,
+        "MB/s" if sequential else "IOPS",
+        "bw_bytes" if sequential else "iops",
+        "fio_iops",
+        series_unit="IOPS",
+        iops=iops,
+        bw_bytes=int(iops * bs),
+    )
     return {"kind": "fio", ddir: side, other: zero, "instances": inst, "fio_version": "fio-3.33", "primary": primary}
 
 
 def filebench_metrics(mb_per_s: float, ops_per_s: float) -> dict:
-    flowops = [{"name": n, "ops": int(ops_per_s * 60 / 4), "ops_per_s": ops_per_s / 4, "mb_per_s": mb_per_s / 4,
-                "latency_us": {"mean": 800.0, "p50": 600.0, "p90": 1500.0, "p99": 4000.0, "p99_9": 9000.0,
-                               "max": 20000.0}} for n in ("openfile", "readfile", "appendfile", "closefile")]
-    return {"kind": "filebench", "primary": headline(mb_per_s, "MB/s", "mb_per_s", ops_per_s=ops_per_s,
-                                                    mb_per_s=mb_per_s), "flowops": flowops}
+    flowops = [
+        {
+            "name": n,
+            "ops": int(ops_per_s * 60 / 4),
+            "ops_per_s": ops_per_s / 4,
+            "mb_per_s": mb_per_s / 4,
+            "latency_us": {"mean": 800.0, "p50": 600.0, "p90": 1500.0, "p99": 4000.0, "p99_9": 9000.0, "max": 20000.0},
+        }
+        for n in ("openfile", "readfile", "appendfile", "closefile")
+    ]
+    return {
+        "kind": "filebench",
+        "primary": headline(mb_per_s, "MB/s", "mb_per_s", ops_per_s=ops_per_s, mb_per_s=mb_per_s),
+        "flowops": flowops,
+    }
 
 
-def make_result(fs: str = "xfs", runtime: str = "native", driver: str | None = None, path: str | None = None,
-                rw: str = "randread", bs: int = 4096, numjobs: int = 1, iodepth: int = 1, containers: int = 1,
-                rep: int = 0, value: float = 1000.0, kind: str = "fio", workload: str | None = None,
-                load: str | None = None, device: str = "loop", mount_options: tuple = (), cache: bool = False,
-                lat_us: float | None = None, steady: dict | None = None, experiment: str = "synthetic",
-                host: dict | None = None, status: str = "ok", size: int = 1 << 30, limits: dict | None = None,
-                device_type: str = "loop") -> dict:
+def make_result(
+    fs: str = "xfs",
+    runtime: str = "native",
+    driver: str | None = None,
+    path: str | None = None,
+    rw: str = "randread",
+    bs: int = 4096,
+    numjobs: int = 1,
+    iodepth: int = 1,
+    containers: int = 1,
+    rep: int = 0,
+    value: float = 1000.0,
+    kind: str = "fio",
+    workload: str | None = None,
+    load: str | None = None,
+    device: str = "loop",
+    mount_options: tuple = (),
+    cache: bool = False,
+    lat_us: float | None = None,
+    steady: dict | None = None,
+    experiment: str = "synthetic",
+    host: dict | None = None,
+    status: str = "ok",
+    size: int = 1 << 30,
+    limits: dict | None = None,
+    device_type: str = "loop",
+) -> dict:
     """One stored result. `value`: IOPS (fio random), MB/s (fio sequential and filebench)."""
     path = path or ("device" if fs == "raw" else "bind")
     fs_name = fs + "".join("-" + o.replace("=", "") for o in mount_options)
@@ -70,35 +132,92 @@ def make_result(fs: str = "xfs", runtime: str = "native", driver: str | None = N
         wl = {"type": "filebench", "name": workload or "fileserver", "file": f"{workload or 'fileserver'}.f"}
         metrics = filebench_metrics(value, value * 40)
     else:
-        wl = {"type": "fio", "name": workload or f"{rw}-{bs // 1024}k", "rw": rw, "bs": bs, "direct": 1,
-              "ioengine": "libaio", "size": size, "runtime": 30, "ramp_time": 5, "file": None, "options": {}}
+        wl = {
+            "type": "fio",
+            "name": workload or f"{rw}-{bs // 1024}k",
+            "rw": rw,
+            "bs": bs,
+            "direct": 1,
+            "ioengine": "libaio",
+            "size": size,
+            "runtime": 30,
+            "ramp_time": 5,
+            "file": None,
+            "options": {},
+        }
         iops = value if rw.startswith("rand") else value * 1e6 / bs
         lat = lat_us if lat_us is not None else 1e6 * numjobs * iodepth * containers / max(iops, 1.0)
         metrics = fio_metrics(rw, bs, iops, lat, containers)
-    ld = {"name": load or f"j{numjobs}xqd{iodepth}" + (f"x{containers}c" if containers > 1 else ""),
-          "numjobs": numjobs, "iodepth": iodepth, "containers": containers, "limits": limits or {}}
-    trial = {"device": {"name": device, "type": device_type}, "filesystem": {"name": fs_name, "type": fs,
-             "mount_options": list(mount_options), "mkfs_options": []},
-             "runtime": {"name": rt_name, "type": runtime, **({"storage_driver": driver or "overlay2"}
-                                                               if runtime == "docker" else {})},
-             "path": path, "workload": wl, "load": ld, "repetition": rep}
+    ld = {
+        "name": load or f"j{numjobs}xqd{iodepth}" + (f"x{containers}c" if containers > 1 else ""),
+        "numjobs": numjobs,
+        "iodepth": iodepth,
+        "containers": containers,
+        "limits": limits or {},
+    }
+    trial = {
+        "device": {"name": device, "type": device_type},
+        "filesystem": {"name": fs_name, "type": fs, "mount_options": list(mount_options), "mkfs_options": []},
+        "runtime": {
+            "name": rt_name,
+            "type": runtime,
+            **({"storage_driver": driver or "overlay2"} if runtime == "docker" else {}),
+        },
+        "path": path,
+        "workload": wl,
+        "load": ld,
+        "repetition": rep,
+    }
     tid = hashlib.sha256(json.dumps(trial, sort_keys=True).encode()).hexdigest()[:16]
-    flags = {"failed": None, "sync": {"suspect": False, "skew_s": 0.0, "instances": containers},
-             "cache": {"suspect": cache, "reason": "a cache answered" if cache else "device moved the workload's bytes",
-                       "evidence": {"read_disk_share": 0.05} if cache else {}}}
+    flags = {
+        "failed": None,
+        "sync": {"suspect": False, "skew_s": 0.0, "instances": containers},
+        "cache": {
+            "suspect": cache,
+            "reason": "a cache answered" if cache else "device moved the workload's bytes",
+            "evidence": {"read_disk_share": 0.05} if cache else {},
+        },
+    }
     if steady is not None:
         flags["steady"] = steady
-    labels = {"device": device, "filesystem": fs_name, "runtime": rt_name, "path": path, "workload": wl["name"],
-              "load": ld["name"], "repetition": rep}
-    return {"schema_version": SCHEMA_VERSION, "trial_id": tid, "run_id": "synthetic", "experiment": experiment,
-            "status": status, "stack": f"{device}/{fs_name}/{rt_name}/{path}", "labels": labels, "trial": trial,
-            "metrics": metrics if status == "ok" else {}, "flags": flags, "warnings": [], "host": host or HOST,
-            "stack_facts": {"device": {"kernel_name": "loop0"}}, "collectors": {}, "artifacts": f"trials/{tid}"}
+    labels = {
+        "device": device,
+        "filesystem": fs_name,
+        "runtime": rt_name,
+        "path": path,
+        "workload": wl["name"],
+        "load": ld["name"],
+        "repetition": rep,
+    }
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "trial_id": tid,
+        "run_id": "synthetic",
+        "experiment": experiment,
+        "status": status,
+        "stack": f"{device}/{fs_name}/{rt_name}/{path}",
+        "labels": labels,
+        "trial": trial,
+        "metrics": metrics if status == "ok" else {},
+        "flags": flags,
+        "warnings": [],
+        "host": host or HOST,
+        "stack_facts": {"device": {"kernel_name": "loop0"}},
+        "collectors": {},
+        "artifacts": f"trials/{tid}",
+    }
 
 
-FS_FACTOR = {("raw", "randread"): 1.0, ("ext4", "randread"): 0.75, ("xfs", "randread"): 0.98,
-             ("btrfs", "randread"): 0.45, ("ext4", "randwrite"): 0.95, ("xfs", "randwrite"): 0.8,
-             ("btrfs", "randwrite"): 0.15, ("raw", "randwrite"): 1.0}
+FS_FACTOR = {
+    ("raw", "randread"): 1.0,
+    ("ext4", "randread"): 0.75,
+    ("xfs", "randread"): 0.98,
+    ("btrfs", "randread"): 0.45,
+    ("ext4", "randwrite"): 0.95,
+    ("xfs", "randwrite"): 0.8,
+    ("btrfs", "randwrite"): 0.15,
+    ("raw", "randwrite"): 1.0,
+}
 DRIVER_FACTOR = {"overlay2": 0.97, "btrfs": 0.5, "devicemapper": 0.6, "vfs": 0.9}
 
 
@@ -120,10 +239,22 @@ def model(fs, opt, driver, path, rw, bs, jobs, depth, containers) -> float:
 
 
 def configurations():
-    fss = [("raw", None), ("ext4", None), ("ext4", "dioread_nolock"), ("xfs", None), ("btrfs", None),
-           ("btrfs", "nodatacow")]
-    runtimes = [("native", None, "device"), ("native", None, "bind"), ("docker", "overlay2", "layer"),
-                ("docker", "overlay2", "volume"), ("docker", "overlay2", "bind"), ("docker", "btrfs", "layer")]
+    fss = [
+        ("raw", None),
+        ("ext4", None),
+        ("ext4", "dioread_nolock"),
+        ("xfs", None),
+        ("btrfs", None),
+        ("btrfs", "nodatacow"),
+    ]
+    runtimes = [
+        ("native", None, "device"),
+        ("native", None, "bind"),
+        ("docker", "overlay2", "layer"),
+        ("docker", "overlay2", "volume"),
+        ("docker", "overlay2", "bind"),
+        ("docker", "btrfs", "layer"),
+    ]
     for (fs, opt), (rt, drv, path) in itertools.product(fss, runtimes):
         if (fs == "raw") != (path == "device") or (drv == "btrfs" and fs != "btrfs"):
             continue
@@ -131,8 +262,9 @@ def configurations():
             cont = (1,)
         else:
             cont = (1, 2, 3, 4, 6, 8)
-        for rw, bs, jobs, depth, c in itertools.product(("randread", "randwrite"), (4096, 16384, 65536),
-                                                        (1, 4, 16, 32), (1, 32), cont):
+        for rw, bs, jobs, depth, c in itertools.product(
+            ("randread", "randwrite"), (4096, 16384, 65536), (1, 4, 16, 32), (1, 32), cont
+        ):
             yield fs, opt, rt, drv, path, rw, bs, jobs, depth, c
 
 
@@ -155,6 +287,7 @@ def generate(out: Path, trials: int, seed: int = 1) -> int:
 def _write(out: Path, r: dict, rnd: random.Random) -> None:
     """The result file and its artifacts; flags.steady as the runner stores it (analysis/steady.py)."""
     from strata.analysis.steady import detect
+
     d = out / "trials"
     (d / r["trial_id"]).mkdir(parents=True, exist_ok=True)
     iops = r["metrics"]["primary"]["iops"]
@@ -163,10 +296,18 @@ def _write(out: Path, r: dict, rnd: random.Random) -> None:
     (d / f"{r['trial_id']}.json").write_text(json.dumps(r, indent=1, sort_keys=True))
     (d / r["trial_id"] / "workload-series.json").write_text(json.dumps({"fio_iops": series}))
     t = [1.7e9 + i for i in range(31)]
-    (d / r["trial_id"] / "series.json").write_text(json.dumps({
-        "t": t, "host": {"cpu_percent": {"iowait": [rnd.uniform(0, 20) for _ in range(30)]},
-                         "page_cache_bytes": [2**28 + i * 2**20 for i in range(30)]},
-        "diskstats": {"loop0": {"util_percent": [rnd.uniform(80, 100) for _ in range(30)]}}}))
+    (d / r["trial_id"] / "series.json").write_text(
+        json.dumps(
+            {
+                "t": t,
+                "host": {
+                    "cpu_percent": {"iowait": [rnd.uniform(0, 20) for _ in range(30)]},
+                    "page_cache_bytes": [2**28 + i * 2**20 for i in range(30)],
+                },
+                "diskstats": {"loop0": {"util_percent": [rnd.uniform(80, 100) for _ in range(30)]}},
+            }
+        )
+    )
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ Two figures per personality, medians over the repetitions:
   far less sensitive to this VM's noisy CPU availability. The engine's CPU
   time excludes fileset creation (measured with `strata-wml create`).
 """
+
 import json
 import os
 import resource
@@ -32,7 +33,7 @@ def clean(mnt):
 
 def engine_once(engine, f, mnt, secs):
     out, cpu = cpu_of([engine, "run", f, "--json", "--runtime", str(secs), "--set", f"$dir={mnt}"])
-    end = [json.loads(l)["data"] for l in out.stdout.splitlines() if json.loads(l)["type"] == "end"][0]
+    end = [json.loads(x)["data"] for x in out.stdout.splitlines() if json.loads(x)["type"] == "end"][0]
     clean(mnt)
     _, create_cpu = cpu_of([engine, "create", f, "--set", f"$dir={mnt}"])
     clean(mnt)
@@ -65,7 +66,10 @@ def main():
         e_cpu = statistics.median(x[1] for x in eng)
         b_cpu = statistics.median(x[1] for x in bar)
         runs = " ".join(f"{a[0]:.0f}/{b[0]:.0f}" for a, b in zip(eng, bar))
-        print(f"{name} {e_tp:.0f} {b_tp:.0f} {e_tp / b_tp:.3f} {e_cpu / b_cpu:.3f}   (engine/bare runs: {runs})", flush=True)
+        print(
+            f"{name} {e_tp:.0f} {b_tp:.0f} {e_tp / b_tp:.3f} {e_cpu / b_cpu:.3f}   (engine/bare runs: {runs})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

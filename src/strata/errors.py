@@ -37,33 +37,47 @@ class SpecErrors(StrataError):
 # Every category a failed trial can be stored with, what it means and what to do about it.
 # The one list: the README's table and `strata show`'s legend are printed from it.
 FAILURE_CATEGORIES: dict[str, tuple[str, str]] = {
-    "tool_error": ("the workload's tool exited with an error", "read flags.failed.stderr; run the command in "
-                   "trials/<id>/command.json by hand"),
+    "tool_error": (
+        "the workload's tool exited with an error",
+        "read flags.failed.stderr; run the command in trials/<id>/command.json by hand",
+    ),
     "bad_input": ("the tool rejected its options or job file", "fix the workload's parameters or file"),
     "parse": ("the tool's output could not be read", "a bug: report it with the trial's artifacts"),
-    "disk_full": ("the file system under test filled up", "use a larger device, a smaller `size` or a "
-                  "shorter `runtime`"),
-    "oom": ("an instance was killed by the OOM killer (its memory limit)", "raise `limits.memory` or lower "
-            "what each instance holds (bs x iodepth x numjobs, heap)"),
-    "daemon_died": ("the container engine died during the trial", "read its log in stderr; strata starts it "
-                    "again once for the next trial"),
-    "remote_lost": ("the remote storage target or its link was lost", "read stderr; the next trial gets a "
-                    "fresh storage host"),
-    "host_lost": ("a host of the experiment left or its agent died", "check the host; the run goes on with "
-                  "the others"),
-    "timeout": ("the instances ran far beyond their expected end", "look for a hung device or tool; raise "
-                "the runtime estimate with a shorter workload"),
+    "disk_full": (
+        "the file system under test filled up",
+        "use a larger device, a smaller `size` or a shorter `runtime`",
+    ),
+    "oom": (
+        "an instance was killed by the OOM killer (its memory limit)",
+        "raise `limits.memory` or lower what each instance holds (bs x iodepth x numjobs, heap)",
+    ),
+    "daemon_died": (
+        "the container engine died during the trial",
+        "read its log in stderr; strata starts it again once for the next trial",
+    ),
+    "remote_lost": (
+        "the remote storage target or its link was lost",
+        "read stderr; the next trial gets a fresh storage host",
+    ),
+    "host_lost": ("a host of the experiment left or its agent died", "check the host; the run goes on with the others"),
+    "timeout": (
+        "the instances ran far beyond their expected end",
+        "look for a hung device or tool; raise the runtime estimate with a shorter workload",
+    ),
     "boot_timeout": ("a virtual machine did not boot in time", "read the console tail in stderr"),
     "not_ready": ("a server (a database node) did not come up in time", "read the tail of its log in stderr"),
     "prepare": ("an instance's prepare step (laying out its files) failed", "read stderr; check free space"),
-    "container_start": ("the runtime could not create or start the instances", "read the message; run "
-                        "`strata doctor`"),
+    "container_start": ("the runtime could not create or start the instances", "read the message; run `strata doctor`"),
     "runtime": ("the runtime failed while the instances ran", "read the message and stderr"),
     "stopped_early": ("the workload stopped before its runtime was over", "read the reason in the message"),
-    "provision": ("a layer of the stack could not be built (the message names the command)", "fix what the "
-                  "message says, then `strata run SPEC --resume`"),
-    "unsupported": ("this host cannot build a layer of the stack", "`strata doctor` says why; not a failure "
-                    "of the run"),
+    "provision": (
+        "a layer of the stack could not be built (the message names the command)",
+        "fix what the message says, then `strata run SPEC --resume`",
+    ),
+    "unsupported": (
+        "this host cannot build a layer of the stack",
+        "`strata doctor` says why; not a failure of the run",
+    ),
     "internal": ("a bug in strata (the traceback is in stderr)", "report it with the trial's JSON"),
 }
 

@@ -6,13 +6,49 @@ import csv
 import io
 
 COLUMNS = (
-    "trial_id", "experiment", "status", "stack", "device", "filesystem", "runtime", "path", "workload", "load",
-    "repetition", "numjobs", "iodepth", "containers", "rw", "bs", "direct",
-    "iops", "bw_bytes", "ops_per_s", "mb_per_s", "read_iops", "write_iops", "read_bw_bytes", "write_bw_bytes",
-    "read_clat_mean_ns", "read_clat_p99_ns", "read_lat_mean_ns", "read_lat_p99_ns", "read_slat_mean_ns",
-    "write_clat_mean_ns", "write_clat_p99_ns", "write_lat_mean_ns", "write_lat_p99_ns", "write_slat_mean_ns",
-    "cache_suspect", "sync_suspect", "failed_category", "failed_message", "duration_s", "started_at",
-    "kernel", "hostname",
+    "trial_id",
+    "experiment",
+    "status",
+    "stack",
+    "device",
+    "filesystem",
+    "runtime",
+    "path",
+    "workload",
+    "load",
+    "repetition",
+    "numjobs",
+    "iodepth",
+    "containers",
+    "rw",
+    "bs",
+    "direct",
+    "iops",
+    "bw_bytes",
+    "ops_per_s",
+    "mb_per_s",
+    "read_iops",
+    "write_iops",
+    "read_bw_bytes",
+    "write_bw_bytes",
+    "read_clat_mean_ns",
+    "read_clat_p99_ns",
+    "read_lat_mean_ns",
+    "read_lat_p99_ns",
+    "read_slat_mean_ns",
+    "write_clat_mean_ns",
+    "write_clat_p99_ns",
+    "write_lat_mean_ns",
+    "write_lat_p99_ns",
+    "write_slat_mean_ns",
+    "cache_suspect",
+    "sync_suspect",
+    "failed_category",
+    "failed_message",
+    "duration_s",
+    "started_at",
+    "kernel",
+    "hostname",
 )
 
 
@@ -20,16 +56,25 @@ def flatten(r: dict) -> dict:
     t, m, f, lab = r.get("trial", {}), r.get("metrics", {}), r.get("flags", {}), r.get("labels", {})
     wl, load = t.get("workload", {}), t.get("load", {})
     row = {
-        "trial_id": r.get("trial_id"), "experiment": r.get("experiment"), "status": r.get("status"),
-        "stack": r.get("stack"), **{k: lab.get(k) for k in ("device", "filesystem", "runtime", "path", "workload", "load", "repetition")},
-        "numjobs": load.get("numjobs"), "iodepth": load.get("iodepth"), "containers": load.get("containers"),
-        "rw": wl.get("rw"), "bs": wl.get("bs"), "direct": wl.get("direct"),
+        "trial_id": r.get("trial_id"),
+        "experiment": r.get("experiment"),
+        "status": r.get("status"),
+        "stack": r.get("stack"),
+        **{k: lab.get(k) for k in ("device", "filesystem", "runtime", "path", "workload", "load", "repetition")},
+        "numjobs": load.get("numjobs"),
+        "iodepth": load.get("iodepth"),
+        "containers": load.get("containers"),
+        "rw": wl.get("rw"),
+        "bs": wl.get("bs"),
+        "direct": wl.get("direct"),
         "cache_suspect": bool((f.get("cache") or {}).get("suspect")) and not (f.get("cache") or {}).get("expected"),
         "sync_suspect": bool((f.get("sync") or {}).get("suspect")),
         "failed_category": (f.get("failed") or {}).get("category"),
         "failed_message": (f.get("failed") or {}).get("message"),
-        "duration_s": r.get("duration_s"), "started_at": r.get("started_at"),
-        "kernel": r.get("host", {}).get("kernel"), "hostname": r.get("host", {}).get("hostname"),
+        "duration_s": r.get("duration_s"),
+        "started_at": r.get("started_at"),
+        "kernel": r.get("host", {}).get("kernel"),
+        "hostname": r.get("host", {}).get("hostname"),
     }
     p = m.get("primary", {})
     row.update(iops=p.get("iops"), bw_bytes=p.get("bw_bytes"), ops_per_s=p.get("ops_per_s"), mb_per_s=p.get("mb_per_s"))
@@ -56,6 +101,7 @@ def to_csv(results: list[dict]) -> bytes:
 def to_parquet(results: list[dict]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     rows = [flatten(r) for r in results]
     table = pa.Table.from_pylist(rows, schema=_schema(pa)) if rows else pa.Table.from_pylist([], schema=_schema(pa))
     sink = pa.BufferOutputStream()

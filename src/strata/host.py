@@ -36,7 +36,9 @@ def virtualization() -> str | None:
     if r and r != "none":
         return r
     vendor = Path("/sys/class/dmi/id/sys_vendor")
-    if vendor.exists() and any(v in vendor.read_text() for v in ("QEMU", "KVM", "VMware", "Xen", "Microsoft", "Amazon", "Google")):
+    if vendor.exists() and any(
+        v in vendor.read_text() for v in ("QEMU", "KVM", "VMware", "Xen", "Microsoft", "Amazon", "Google")
+    ):
         return vendor.read_text().strip()
     return "vm" if "hypervisor" in Path("/proc/cpuinfo").read_text() else None
 
@@ -60,8 +62,10 @@ def host_facts() -> dict:
         "dockerd_version": _first_line(["dockerd", "--version"]),
     }
     if virt:
-        facts["note"] = ("measured in a virtual machine: the hypervisor may cache writes "
-                         "(sequential O_DIRECT writes of GiB/s), compare stacks as ratios")
+        facts["note"] = (
+            "measured in a virtual machine: the hypervisor may cache writes "
+            "(sequential O_DIRECT writes of GiB/s), compare stacks as ratios"
+        )
     return facts
 
 

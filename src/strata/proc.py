@@ -7,11 +7,15 @@ import subprocess
 from strata.errors import StrataError
 
 
-def sh(argv: list[str], *, check: bool = True, timeout: float = 600, input: str | None = None) -> subprocess.CompletedProcess:
+def sh(
+    argv: list[str], *, check: bool = True, timeout: float = 600, input: str | None = None
+) -> subprocess.CompletedProcess:
     try:
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input)
     except FileNotFoundError:
-        raise StrataError(f"`{argv[0]}` is not installed", "run scripts/install (or apt-get install the package that provides it)")
+        raise StrataError(
+            f"`{argv[0]}` is not installed", "run scripts/install (or apt-get install the package that provides it)"
+        )
     except subprocess.TimeoutExpired:
         raise CommandError(argv, -1, f"timed out after {timeout:.0f} s")
     if check and cp.returncode != 0:

@@ -21,7 +21,7 @@ class Progress:
         self.spent_est = 0.0
 
     def eta_s(self) -> float:
-        remaining = sum(self.estimates[self.done_n:])
+        remaining = sum(self.estimates[self.done_n :])
         elapsed = time.time() - self.t0
         if self.spent_est > 0 and elapsed > 0:
             remaining *= elapsed / self.spent_est  # learn how far off the estimates are
@@ -49,8 +49,10 @@ class Progress:
             return
         if result["status"] != "ok":
             f = result["flags"]["failed"] or {}
-            self.note(f"{result['status']}: {result['stack']} {result['labels']['workload']} "
-                      f"{result['labels']['load']}: [{f.get('category')}] {f.get('message', '')[:300]}")
+            self.note(
+                f"{result['status']}: {result['stack']} {result['labels']['workload']} "
+                f"{result['labels']['load']}: [{f.get('category')}] {f.get('message', '')[:300]}"
+            )
         for w in result.get("warnings", []):
             self.note(f"warning: {result['stack']} {result['labels']['workload']}: {w['flag']}: {w['message'][:300]}")
 

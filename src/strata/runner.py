@@ -6,7 +6,6 @@ the stacks down and keep what is stored; `--resume` skips stored trials.
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 import uuid
@@ -48,22 +47,39 @@ def _on_sigterm(signum, frame):
     raise _Terminate()
 
 
-def run_experiment(exp, workloads, trials, skipped, out: Path, resume: bool = False,
-                   registries: Registries | None = None, host: dict | None = None,
-                   progress: Progress | None = None) -> RunSummary:
+def run_experiment(
+    exp,
+    workloads,
+    trials,
+    skipped,
+    out: Path,
+    resume: bool = False,
+    registries: Registries | None = None,
+    host: dict | None = None,
+    progress: Progress | None = None,
+) -> RunSummary:
     host = host if host is not None else run_host_facts(workloads)
     store = ResultStore(out)
     if store.count() and not resume:
-        raise StrataError(f"{out} already holds {store.count()} stored trial(s)",
-                          f"continue it with `strata run SPEC --resume -o {out}`, or choose another directory with -o")
+        raise StrataError(
+            f"{out} already holds {store.count()} stored trial(s)",
+            f"continue it with `strata run SPEC --resume -o {out}`, or choose another directory with -o",
+        )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     summary = RunSummary(run_id)
     todo = [t for t in trials if not (resume and store.status(t.id) in ("ok", "unsupported"))]
     summary.skipped_stored = len(trials) - len(todo)
-    run_doc = {"run_id": run_id, "experiment": exp.name, "spec": exp.model_dump(),
-               "workloads": [w.model_dump() for w in workloads], "host": host, "started_at": now_iso(),
-               "skipped": [{"label": s.label, "reason": s.reason} for s in skipped],
-               "trials": len(trials), "resumed_from_stored": summary.skipped_stored}
+    run_doc = {
+        "run_id": run_id,
+        "experiment": exp.name,
+        "spec": exp.model_dump(),
+        "workloads": [w.model_dump() for w in workloads],
+        "host": host,
+        "started_at": now_iso(),
+        "skipped": [{"label": s.label, "reason": s.reason} for s in skipped],
+        "trials": len(trials),
+        "resumed_from_stored": summary.skipped_stored,
+    }
     store.write_run(run_id, run_doc)
     workdir = Path(exp.workdir)
     journal = Journal(run_id)
@@ -89,8 +105,13 @@ def run_experiment(exp, workloads, trials, skipped, out: Path, resume: bool = Fa
             stacks.close()
         finally:
             journal.close()
-            run_doc.update(finished_at=now_iso(), interrupted=summary.interrupted, ok=summary.ok,
-                           failed=summary.failed, unsupported=summary.unsupported)
+            run_doc.update(
+                finished_at=now_iso(),
+                interrupted=summary.interrupted,
+                ok=summary.ok,
+                failed=summary.failed,
+                unsupported=summary.unsupported,
+            )
             store.write_run(run_id, run_doc)
             progress.finish()
     return summary
@@ -99,6 +120,7 @@ def run_experiment(exp, workloads, trials, skipped, out: Path, resume: bool = Fa
 def run_host_facts(workloads) -> dict:
     """The host's facts, with the versions of the tools of the workloads this run uses."""
     from strata.host import host_facts
+
     tools: dict = {}
     for w in workloads:
         tools.update(WORKLOADS[w.type].versions())
@@ -124,8 +146,12 @@ def _check_above_raw(result: dict, baselines: dict) -> None:
     raw = baselines.get(key)
     if raw is None:
         return
-    judged = validity.above_raw(validity.headline(result)[0], validity.headline(raw)[0], raw["trial_id"],
-                                validity.bytes_moved(result["flags"].get("cache")))
+    judged = validity.above_raw(
+        validity.headline(result)[0],
+        validity.headline(raw)[0],
+        raw["trial_id"],
+        validity.bytes_moved(result["flags"].get("cache")),
+    )
     if judged:
         result["flags"]["above_raw"] = judged.to_json()
         result["warnings"].append(validity.Warning(judged.flag, judged.reason).to_json())

@@ -23,7 +23,7 @@ def migrate(doc: dict) -> dict:
     version = doc.get("schema_version", 1)
     if version > SCHEMA_VERSION:
         raise ValueError(f"schema_version {version}; this strata reads up to {SCHEMA_VERSION}: upgrade strata")
-    for step in MIGRATIONS[version - 1:]:
+    for step in MIGRATIONS[version - 1 :]:
         step(doc)
     doc["schema_version"] = SCHEMA_VERSION
     return doc
@@ -35,10 +35,15 @@ def update_to_2(doc: dict) -> None:
     cache = flags.get("cache") or {}
     if cache.get("above_raw"):
         ev = cache.pop("above_raw")
-        flags["above_raw"] = {"suspect": True, "reason": ev.get("reason", ""),
-                              "evidence": {k: v for k, v in ev.items() if k != "reason"}}
-        cache["reason"] = cache.get("reason", "").replace(ev.get("reason", ""), "").strip("; ") or \
-            "every layer moved the workload's bytes"
+        flags["above_raw"] = {
+            "suspect": True,
+            "reason": ev.get("reason", ""),
+            "evidence": {k: v for k, v in ev.items() if k != "reason"},
+        }
+        cache["reason"] = (
+            cache.get("reason", "").replace(ev.get("reason", ""), "").strip("; ")
+            or "every layer moved the workload's bytes"
+        )
         shares = [v for k, v in (cache.get("evidence") or {}).items() if k.endswith("_disk_share")]
         cache["suspect"] = bool(shares) and min(shares) < 0.5
     if isinstance(flags.get("sync"), dict):
@@ -62,8 +67,11 @@ def _primary_v2(doc: dict) -> None:
         return
     rw = ((doc.get("trial") or {}).get("workload") or {}).get("rw")
     if m.get("kind") == "filebench":
-        value, unit, metric = (p.get("mb_per_s"), "MB/s", "mb_per_s") if p.get("mb_per_s") is not None else \
-            (p.get("ops_per_s"), "ops/s", "ops_per_s")
+        value, unit, metric = (
+            (p.get("mb_per_s"), "MB/s", "mb_per_s")
+            if p.get("mb_per_s") is not None
+            else (p.get("ops_per_s"), "ops/s", "ops_per_s")
+        )
     elif rw and rw not in RANDOM_RW and p.get("bw_bytes") is not None:
         value, unit, metric = p["bw_bytes"] / 1e6, "MB/s", "bw_bytes"
     elif p.get("iops") is not None:
@@ -71,8 +79,9 @@ def _primary_v2(doc: dict) -> None:
     else:
         value, unit, metric = None, "", ""
     fio = m.get("kind") == "fio"
-    p.update(value=value, unit=unit, metric=metric, series="fio_iops" if fio else None,
-             series_unit="IOPS" if fio else None)
+    p.update(
+        value=value, unit=unit, metric=metric, series="fio_iops" if fio else None, series_unit="IOPS" if fio else None
+    )
 
 
 def _warning_v2(w) -> dict:

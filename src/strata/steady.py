@@ -25,20 +25,35 @@ def detect(values: list[float], window: int = 5) -> dict:
         raise ValueError("a steady-state window needs at least 2 samples")
     tail = [float(v) for v in values[-window:]]
     if len(tail) < window:
-        return {"steady": False, "window_s": len(tail), "mean": None, "range_pct": None, "slope_pct": None,
-                "judged": False,
-                "reason": f"only {len(tail)} per-second sample(s), {window} needed: run at least "
-                          f"{window + 2} s (runtime) to judge steady state"}
+        return {
+            "steady": False,
+            "window_s": len(tail),
+            "mean": None,
+            "range_pct": None,
+            "slope_pct": None,
+            "judged": False,
+            "reason": f"only {len(tail)} per-second sample(s), {window} needed: run at least "
+            f"{window + 2} s (runtime) to judge steady state",
+        }
     mean = sum(tail) / window
     if mean <= 0:
-        return {"steady": False, "window_s": window, "mean": mean, "range_pct": None, "slope_pct": None,
-                "judged": True, "reason": "no I/O in the last window: the workload stalled"}
+        return {
+            "steady": False,
+            "window_s": window,
+            "mean": mean,
+            "range_pct": None,
+            "slope_pct": None,
+            "judged": True,
+            "reason": "no I/O in the last window: the workload stalled",
+        }
     range_pct = 100.0 * (max(tail) - min(tail)) / mean
     slope_pct = 100.0 * abs(_slope(tail)) * (window - 1) / mean
     steady = range_pct <= MAX_RANGE_PCT and slope_pct <= MAX_SLOPE_PCT
     if steady:
-        reason = f"steady over the last {window} s: range {range_pct:.1f}% <= {MAX_RANGE_PCT:.0f}%, " \
-                 f"slope excursion {slope_pct:.1f}% <= {MAX_SLOPE_PCT:.0f}% of the mean"
+        reason = (
+            f"steady over the last {window} s: range {range_pct:.1f}% <= {MAX_RANGE_PCT:.0f}%, "
+            f"slope excursion {slope_pct:.1f}% <= {MAX_SLOPE_PCT:.0f}% of the mean"
+        )
     else:
         parts = []
         if range_pct > MAX_RANGE_PCT:
@@ -46,8 +61,15 @@ def detect(values: list[float], window: int = 5) -> dict:
         if slope_pct > MAX_SLOPE_PCT:
             parts.append(f"slope excursion {slope_pct:.1f}% > {MAX_SLOPE_PCT:.0f}%")
         reason = f"not steady over the last {window} s: " + ", ".join(parts) + " of the mean"
-    return {"steady": steady, "window_s": window, "mean": mean, "range_pct": range_pct, "slope_pct": slope_pct,
-            "judged": True, "reason": reason}
+    return {
+        "steady": steady,
+        "window_s": window,
+        "mean": mean,
+        "range_pct": range_pct,
+        "slope_pct": slope_pct,
+        "judged": True,
+        "reason": reason,
+    }
 
 
 def _slope(ys: list[float]) -> float:

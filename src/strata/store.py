@@ -21,9 +21,24 @@ from strata.schema import SCHEMA_VERSION, migrate
 
 STATUSES = ("ok", "failed", "unsupported")
 RESULT_FIELDS = (
-    "schema_version", "trial_id", "run_id", "experiment", "status", "stack", "labels", "trial",
-    "started_at", "finished_at", "duration_s", "metrics", "flags", "warnings", "host",
-    "stack_facts", "collectors", "artifacts",
+    "schema_version",
+    "trial_id",
+    "run_id",
+    "experiment",
+    "status",
+    "stack",
+    "labels",
+    "trial",
+    "started_at",
+    "finished_at",
+    "duration_s",
+    "metrics",
+    "flags",
+    "warnings",
+    "host",
+    "stack_facts",
+    "collectors",
+    "artifacts",
 )
 
 
@@ -83,7 +98,11 @@ class ResultStore:
         atomic_write_json(self.root / "runs" / f"{run_id}.json", {"schema_version": SCHEMA_VERSION, **doc})
 
     def count(self) -> int:
-        return len(list(self.trials.glob("*.json"))) - len(list(self.trials.glob("*.attempt-*.json"))) if self.trials.exists() else 0
+        return (
+            len(list(self.trials.glob("*.json"))) - len(list(self.trials.glob("*.attempt-*.json")))
+            if self.trials.exists()
+            else 0
+        )
 
 
 def read_bytes(path: str) -> bytes:
@@ -118,8 +137,11 @@ def load_results(root: Path | str, include_attempts: bool = False) -> list[dict]
     paths = []
     for d in results_dirs(str(root)):
         trials = os.path.join(d, "trials")
-        paths += [os.path.join(trials, n) for n in sorted(os.listdir(trials))
-                  if n.endswith(".json") and not n.startswith(".") and (include_attempts or ".attempt-" not in n)]
+        paths += [
+            os.path.join(trials, n)
+            for n in sorted(os.listdir(trials))
+            if n.endswith(".json") and not n.startswith(".") and (include_attempts or ".attempt-" not in n)
+        ]
     # the reads wait in the kernel (GIL released) while this thread parses what has arrived
     with ThreadPoolExecutor(4) as pool:
         return [_parse(p, data) for p, data in zip(paths, pool.map(read_bytes, paths, chunksize=64))]

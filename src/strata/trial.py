@@ -39,12 +39,27 @@ def now_iso() -> str:
 
 def base_result(trial, run_id: str, experiment: str, host: dict) -> dict:
     return {
-        "trial_id": trial.id, "run_id": run_id, "experiment": experiment, "stack": trial.stack,
-        "labels": {"device": trial.device.name, "filesystem": trial.filesystem.name, "runtime": trial.runtime.name,
-                   "path": trial.path, "workload": trial.workload.name, "load": trial.load.name,
-                   "repetition": trial.repetition},
-        "trial": trial.resolved(), "host": host, "metrics": {}, "flags": {"failed": None}, "warnings": [],
-        "stack_facts": {}, "collectors": {}, "artifacts": f"trials/{trial.id}",
+        "trial_id": trial.id,
+        "run_id": run_id,
+        "experiment": experiment,
+        "stack": trial.stack,
+        "labels": {
+            "device": trial.device.name,
+            "filesystem": trial.filesystem.name,
+            "runtime": trial.runtime.name,
+            "path": trial.path,
+            "workload": trial.workload.name,
+            "load": trial.load.name,
+            "repetition": trial.repetition,
+        },
+        "trial": trial.resolved(),
+        "host": host,
+        "metrics": {},
+        "flags": {"failed": None},
+        "warnings": [],
+        "stack_facts": {},
+        "collectors": {},
+        "artifacts": f"trials/{trial.id}",
     }
 
 
@@ -67,9 +82,11 @@ def run_trial(trial, stacks, store, run_id: str, experiment: str, host: dict) ->
     t0 = time.time()
     try:
         device, mounted, session = stacks.get(trial)
-        result["stack_facts"] = {"device": device.facts, "filesystem": {"mount_options": mounted.mount_options,
-                                                                        "mountpoint": str(mounted.mountpoint or "")},
-                                 "runtime": session.facts}
+        result["stack_facts"] = {
+            "device": device.facts,
+            "filesystem": {"mount_options": mounted.mount_options, "mountpoint": str(mounted.mountpoint or "")},
+            "runtime": session.facts,
+        }
         _measure(trial, device, session, store, result)
         result["status"] = "ok"
     except Unsupported as e:
@@ -110,8 +127,9 @@ def _measure(trial, device, session, store, result: dict) -> None:
         running = session.start(requests, handle, load, sync_dir)
         try:
             collect = _collector(device, running, samplers)
-            ctx = MeasureContext(running, collect, 2 * wl.estimate_s(params) + TIMEOUT_SLACK_S,
-                                 _watch(device, session), art)
+            ctx = MeasureContext(
+                running, collect, 2 * wl.estimate_s(params) + TIMEOUT_SLACK_S, _watch(device, session), art
+            )
             outputs = wl.measure(params, load, ctx)
         finally:
             running.stop()
@@ -123,8 +141,11 @@ def _measure(trial, device, session, store, result: dict) -> None:
     if parsed.series:
         (art / "workload-series.json").write_text(json.dumps(parsed.series))
     summary = sampler.summary() if sampler else {}
-    finals = {str(o.index): final_counters((o.out_dir / "cgroup-final.txt").read_text())
-              for o in outputs if (o.out_dir / "cgroup-final.txt").exists()}
+    finals = {
+        str(o.index): final_counters((o.out_dir / "cgroup-final.txt").read_text())
+        for o in outputs
+        if (o.out_dir / "cgroup-final.txt").exists()
+    }
     if finals:
         summary["cgroups_final"] = finals
     result["metrics"], result["collectors"] = parsed.metrics, summary
@@ -133,12 +154,14 @@ def _measure(trial, device, session, store, result: dict) -> None:
 
 def _collector(device, running, samplers: list):
     """The measured window as a context manager: every collector sampled once a second inside it."""
+
     @contextlib.contextmanager
     def collect():
         ctx = CollectContext(device.diskstats, running.cgroups)
         with Sampler([cls(ctx) for cls in COLLECTORS.values()] + list(device.collectors)) as sampler:
             samplers.append(sampler)
             yield sampler
+
     return collect
 
 
@@ -151,9 +174,16 @@ def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
         out.mkdir(parents=True, exist_ok=True)
         wl.stage(params, out)
         target = session.target(handle, out)
-        requests.append(InstanceRequest(i, wl.command(params, load, target, i), out,
-                                        prepare=wl.prepare(params, load, target, i), network=wl.network(params),
-                                        image=image))
+        requests.append(
+            InstanceRequest(
+                i,
+                wl.command(params, load, target, i),
+                out,
+                prepare=wl.prepare(params, load, target, i),
+                network=wl.network(params),
+                image=image,
+            )
+        )
     (art / "command.json").write_text(json.dumps([r.argv for r in requests], indent=1))
     return requests
 
@@ -165,9 +195,17 @@ def _judge(trial, wl, device, session, parsed, outputs, summary: dict, result: d
     primary = parsed.metrics.get("primary") or {}
     series = parsed.series.get(primary.get("series") or "")
     runtime_s = getattr(trial.workload, "runtime", 0) or 0
-    flags, warnings = validity.judge_trial(parsed.moved_bytes, disks, wl.direct_io(trial.workload), trial.path,
-                                           parsed.windows, [o.start_time_s for o in outputs], runtime_s, series,
-                                           parsed.metrics.get("steadystate"))
+    flags, warnings = validity.judge_trial(
+        parsed.moved_bytes,
+        disks,
+        wl.direct_io(trial.workload),
+        trial.path,
+        parsed.windows,
+        [o.start_time_s for o in outputs],
+        runtime_s,
+        series,
+        parsed.metrics.get("steadystate"),
+    )
     if session.facts.get("emulated"):
         flags[validity.Flag.EMULATED.value] = {"suspect": True, "reason": session.facts.get("emulated_reason", "")}
     result["flags"].update(flags)

@@ -91,6 +91,7 @@ class Warning:
 
 # ---- the headline ----------------------------------------------------------------
 
+
 def headline(result: dict) -> tuple[float | None, str]:
     """(value, unit) of a result's headline: what the workload named in `metrics.primary`."""
     p = (result.get("metrics") or {}).get("primary") or {}
@@ -100,6 +101,7 @@ def headline(result: dict) -> tuple[float | None, str]:
 
 # ---- cache ------------------------------------------------------------------------
 
+
 def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: str) -> Judgement:
     """`disks`: diskstats totals of each layer below the workload (the device under test first,
     then what lies below it). The device under test sees only our file system, so it is not
@@ -108,8 +110,13 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
     if path == "tmpfs":
         return Judgement(Flag.CACHE, True, "the tmpfs path measures memory, not the device", expected=True)
     if not direct_io:
-        return Judgement(Flag.CACHE, False, "buffered I/O: the page cache is part of what is measured",
-                         expected=True, evidence={"moved": moved})
+        return Judgement(
+            Flag.CACHE,
+            False,
+            "buffered I/O: the page cache is part of what is measured",
+            expected=True,
+            evidence={"moved": moved},
+        )
     if not disks:
         return Judgement(Flag.CACHE, False, "no diskstats for the device: not checked")
     evidence: dict = {"disks": list(disks), "per_disk": {name: {} for name in disks}}
@@ -125,14 +132,17 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
                 share = dev / wl
                 evidence["per_disk"][name][f"{ddir}_share"] = round(share, 4)
                 if share < MIN_DEVICE_SHARE:
-                    reasons.append(f"the workload {ddir} {wl / 2**20:.0f} MiB with O_DIRECT but {name} moved "
-                                   f"{dev / 2**20:.0f} MiB ({share:.0%}): a cache answered")
+                    reasons.append(
+                        f"the workload {ddir} {wl / 2**20:.0f} MiB with O_DIRECT but {name} moved "
+                        f"{dev / 2**20:.0f} MiB ({share:.0%}): a cache answered"
+                    )
     for ddir in ("read", "write"):
         shares = [d[f"{ddir}_share"] for d in evidence["per_disk"].values() if f"{ddir}_share" in d]
         if shares:
             evidence[f"{ddir}_disk_share"] = min(shares)
-    return Judgement(Flag.CACHE, bool(reasons), "; ".join(reasons) or "every layer moved the workload's bytes",
-                     evidence=evidence)
+    return Judgement(
+        Flag.CACHE, bool(reasons), "; ".join(reasons) or "every layer moved the workload's bytes", evidence=evidence
+    )
 
 
 def bytes_moved(cache_flag: dict) -> bool | None:
@@ -146,22 +156,32 @@ def bytes_moved(cache_flag: dict) -> bool | None:
 
 # ---- above the raw device -------------------------------------------------------------
 
-def above_raw(value: float | None, raw_value: float | None, raw_trial: str | None,
-              moved: bool | None) -> Judgement | None:
+
+def above_raw(
+    value: float | None, raw_value: float | None, raw_trial: str | None, moved: bool | None
+) -> Judgement | None:
     """A single result against the raw device of the same workload; None when not above it.
     `moved`: the byte evidence says every layer moved the workload's bytes (see `bytes_moved`)."""
     if not value or not raw_value or value <= raw_value * ABOVE_RAW_TOLERANCE:
         return None
     ratio = value / raw_value
     if moved:
-        reason = (f"{value:.0f} is {ratio:.2f}x the raw device's {raw_value:.0f} for the same workload although the "
-                  "device moved the workload's bytes: unconfirmed (a cache below the device, e.g. the "
-                  "hypervisor's, or a disturbed raw baseline); not device performance until repetitions of both agree")
+        reason = (
+            f"{value:.0f} is {ratio:.2f}x the raw device's {raw_value:.0f} for the same workload although the "
+            "device moved the workload's bytes: unconfirmed (a cache below the device, e.g. the "
+            "hypervisor's, or a disturbed raw baseline); not device performance until repetitions of both agree"
+        )
     else:
-        reason = (f"{value:.0f} is {ratio:.2f}x the raw device's {raw_value:.0f} for the same workload: "
-                  "a cache answered, this is not device performance")
-    return Judgement(Flag.ABOVE_RAW, True, reason, evidence={"raw_value": raw_value, "raw_trial": raw_trial,
-                                                               "ratio": ratio, "bytes_moved": moved})
+        reason = (
+            f"{value:.0f} is {ratio:.2f}x the raw device's {raw_value:.0f} for the same workload: "
+            "a cache answered, this is not device performance"
+        )
+    return Judgement(
+        Flag.ABOVE_RAW,
+        True,
+        reason,
+        evidence={"raw_value": raw_value, "raw_trial": raw_trial, "ratio": ratio, "bytes_moved": moved},
+    )
 
 
 def raw_baseline_key(result: dict) -> tuple:
@@ -179,12 +199,17 @@ def is_raw_baseline(result: dict) -> bool:
 
 # ---- sync -------------------------------------------------------------------------------
 
+
 def sync(windows: list[tuple[float, float] | None], starts: list[float | None], runtime_s: float) -> Judgement:
     """Did the instances do their I/O together? Judged on the workloads' own windows (start and end
     of the measured I/O) when every instance reports one; else on the wrappers' start times."""
     n = len(starts)
     wrapper = [s for s in starts if s is not None]
-    extra = {"instances": n, "skew_s": 0.0, "wrapper_skew_s": (max(wrapper) - min(wrapper)) if len(wrapper) > 1 else 0.0}
+    extra = {
+        "instances": n,
+        "skew_s": 0.0,
+        "wrapper_skew_s": (max(wrapper) - min(wrapper)) if len(wrapper) > 1 else 0.0,
+    }
     if n < 2:
         return Judgement(Flag.SYNC, False, "one instance", extra=extra)
     if windows and all(w is not None for w in windows) and len(windows) == n:
@@ -195,21 +220,33 @@ def sync(windows: list[tuple[float, float] | None], starts: list[float | None], 
         skew = last_start - min(s for s, _ in windows)
         extra.update(skew_s=skew, overlap=round(overlap, 4), basis="workload")
         bad = overlap < MIN_OVERLAP
-        reason = (f"the instances did their I/O together for {overlap:.0%} of the runtime (their I/O started "
-                  f"{skew:.2f} s apart; at least {MIN_OVERLAP:.0%} needed): the aggregate mixes periods when not "
-                  "all ran; rerun with fewer instances or a longer runtime") if bad else \
-            f"the instances did their I/O together for {overlap:.0%} of the runtime"
+        reason = (
+            (
+                f"the instances did their I/O together for {overlap:.0%} of the runtime (their I/O started "
+                f"{skew:.2f} s apart; at least {MIN_OVERLAP:.0%} needed): the aggregate mixes periods when not "
+                "all ran; rerun with fewer instances or a longer runtime"
+            )
+            if bad
+            else f"the instances did their I/O together for {overlap:.0%} of the runtime"
+        )
         return Judgement(Flag.SYNC, bad, reason, evidence={"windows": windows}, extra=extra)
     skew = extra["wrapper_skew_s"]
     allowed = max(1.0, MAX_SKEW_SHARE * runtime_s)
     extra.update(skew_s=skew, allowed_s=allowed, basis="wrapper")
     bad = skew > allowed
-    reason = (f"instances started {skew:.2f} s apart (> {allowed:.1f} s): the aggregate mixes periods when not "
-              "all ran; rerun with fewer instances or a longer runtime") if bad else ""
+    reason = (
+        (
+            f"instances started {skew:.2f} s apart (> {allowed:.1f} s): the aggregate mixes periods when not "
+            "all ran; rerun with fewer instances or a longer runtime"
+        )
+        if bad
+        else ""
+    )
     return Judgement(Flag.SYNC, bad, reason, extra=extra)
 
 
 # ---- steady -------------------------------------------------------------------------------
+
 
 def full_seconds(series: list) -> list[float]:
     """The values of a per-second series without its last, partial second (kept when too short)."""
@@ -229,16 +266,31 @@ def steady(series: list | None, tool_criterion: dict | None = None) -> dict | No
 
 # ---- spread -------------------------------------------------------------------------------
 
+
 def spread(cv: float | None) -> Judgement:
     bad = cv is not None and cv > MAX_CV
-    return Judgement(Flag.SPREAD, bad, f"repetitions vary by {cv:.0%} (coefficient of variation > {MAX_CV:.0%})"
-                     if bad else "", extra={"cv": cv})
+    return Judgement(
+        Flag.SPREAD,
+        bad,
+        f"repetitions vary by {cv:.0%} (coefficient of variation > {MAX_CV:.0%})" if bad else "",
+        extra={"cv": cv},
+    )
 
 
 # ---- one trial ------------------------------------------------------------------------------
 
-def judge_trial(moved: dict, disks: dict, direct_io: bool, path: str, windows: list, starts: list,
-                runtime_s: float, series: list | None, tool_steady: dict | None) -> tuple[dict, list[Warning]]:
+
+def judge_trial(
+    moved: dict,
+    disks: dict,
+    direct_io: bool,
+    path: str,
+    windows: list,
+    starts: list,
+    runtime_s: float,
+    series: list | None,
+    tool_steady: dict | None,
+) -> tuple[dict, list[Warning]]:
     """Every flag of one trial from its evidence: (flags JSON, warnings)."""
     judged = [cache(moved, disks, direct_io, path), sync(windows, starts, runtime_s)]
     flags = {j.flag.value: j.to_json() for j in judged}

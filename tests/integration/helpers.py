@@ -16,16 +16,26 @@ def write_spec(path: Path, spec: dict) -> Path:
 
 
 def strata(*args, env=None, timeout=900, check=None) -> subprocess.CompletedProcess:
-    cp = subprocess.run([sys.executable, "-m", "strata.cli.main", *map(str, args)], capture_output=True, text=True,
-                        timeout=timeout, env={**os.environ, **(env or {})})
+    cp = subprocess.run(
+        [sys.executable, "-m", "strata.cli.main", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
     if check is not None:
         assert cp.returncode == check, f"exit {cp.returncode}\nstdout:\n{cp.stdout}\nstderr:\n{cp.stderr}"
     return cp
 
 
 def start_strata(*args, env=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "strata.cli.main", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-m", "strata.cli.main", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def results(out: Path) -> list[dict]:
@@ -41,7 +51,7 @@ def leftovers(workdir: Path) -> list[str]:
     if (workdir / "mnt").exists():
         left.append(f"directory {workdir / 'mnt'}: {[c.name for c in (workdir / 'mnt').iterdir()]}")
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    left += [f"loop {l}" for l in loops.splitlines() if str(workdir) in l]
+    left += [f"loop {ln}" for ln in loops.splitlines() if str(workdir) in ln]
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:

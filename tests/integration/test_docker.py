@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import TrialFailure
 from strata.collectors.cgroup import final_sections
+from strata.errors import TrialFailure
 from strata.instances import ImageSpec, InstanceRequest
 from strata.params import Limits, Load
 from strata.stack import journal as jn
@@ -34,6 +34,7 @@ from strata.stack.runtimes.docker.daemon import private_daemon
 from strata.stack.runtimes.docker.session import DOCKER, DockerParams, DockerSession
 
 BASE_IMAGE = ImageSpec()  # the Debian base: sh, dd, coreutils
+NO_LIMITS = Limits()
 
 
 def provision_loop(params, journal, wd):
@@ -43,12 +44,15 @@ def provision_loop(params, journal, wd):
 def provision_fs(fs, dev, journal, wd):
     return FILESYSTEMS[fs.type].provision(fs, dev, journal, wd)
 
+
 pytestmark = pytest.mark.integration
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 MiB = 1 << 20
-DD = ("dd if=/dev/zero of={t} bs=1M count={n} oflag=direct status=none"
-      " && dd if={t} of=/dev/null bs=1M iflag=direct status=none && echo ok")
+DD = (
+    "dd if=/dev/zero of={t} bs=1M count={n} oflag=direct status=none"
+    " && dd if={t} of=/dev/null bs=1M iflag=direct status=none && echo ok"
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -73,9 +77,11 @@ def state(tmp_path_factory):
 def stack(tmp: Path, fs_type: str, driver: str, size_mib: int = 1024):
     journal = jn.Journal(f"it-{fs_type}-{driver}-{os.getpid()}-{time.monotonic_ns() % 10**6}")
     wd = tmp / "wd"
-    with provision_loop(LoopParams(name=f"l{os.getpid()}", size=size_mib * MiB), journal, wd) as dev, \
-            provision_fs(FilesystemParams(type=fs_type), dev, journal, wd) as mounted, \
-            DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, wd, {}) as s:
+    with (
+        provision_loop(LoopParams(name=f"l{os.getpid()}", size=size_mib * MiB), journal, wd) as dev,
+        provision_fs(FilesystemParams(type=fs_type), dev, journal, wd) as mounted,
+        DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, wd, {}) as s,
+    ):
         yield s, journal
     assert_nothing_left(journal, wd)  # only after a clean exit: never hide the test's own failure
 
@@ -114,8 +120,16 @@ def written_to(final: dict[str, str], device: str) -> int:
     return 0
 
 
-def run_once(s: DockerSession, path: str, trial: Path, n: int, argv: list[str], limits: Limits = Limits(),
-             timeout_s: float = 120, image_spec: ImageSpec = BASE_IMAGE):
+def run_once(
+    s: DockerSession,
+    path: str,
+    trial: Path,
+    n: int,
+    argv: list[str],
+    limits: Limits = NO_LIMITS,
+    timeout_s: float = 120,
+    image_spec: ImageSpec = BASE_IMAGE,
+):
     """One trial on `path`: n containers, the barrier, and their outputs."""
     load = Load(containers=n, limits=limits)
     with s.path(path, trial, load) as h:
@@ -156,8 +170,7 @@ def test_driver_runs_every_path(tmp_path, fs_type, driver, size, paths, n):
         assert image.ensure_image(s, BASE_IMAGE) == tag and time.monotonic() - t < 2  # loaded once per daemon
         for path in paths:
             t = time.monotonic()
-            h, go, outs = run_once(s, path, tmp_path / f"trial-{path}", n,
-                                   ["sh", "-c", DD.format(t="/data/f", n=8)])
+            h, go, outs = run_once(s, path, tmp_path / f"trial-{path}", n, ["sh", "-c", DD.format(t="/data/f", n=8)])
             starts = [o.start_time_s for o in outs]
             print(f"  {path}: {time.monotonic() - t:.1f} s, start skew {max(starts) - min(starts):.3f} s")
             for o in outs:
@@ -179,8 +192,7 @@ def test_device_path_on_a_raw_device(tmp_path):
     with stack(tmp_path, "raw", "overlay2", 256) as (s, journal):
         data_root = Path(s.facts["data_root"])
         assert data_root.parent == tmp_path / "wd"  # no file system on the device: data-root in the workdir
-        _, _, outs = run_once(s, "device", tmp_path / "trial", 1,
-                              ["sh", "-c", DD.format(t="/dev/strata-dev", n=16)])
+        _, _, outs = run_once(s, "device", tmp_path / "trial", 1, ["sh", "-c", DD.format(t="/dev/strata-dev", n=16)])
         assert outs[0].returncode == 0, outs[0].stderr
         final = final_sections((outs[0].out_dir / "cgroup-final.txt").read_text())
         assert written_to(final, s.mounted.device.path) >= 16 * MiB
@@ -201,8 +213,10 @@ UNSUPPORTED = [
 def test_unsupported_driver_gives_the_daemon_text(tmp_path, fs_type, driver, text):
     journal = jn.Journal(f"it-unsup-{driver}-{os.getpid()}")
     wd = tmp_path / "wd"
-    with provision_loop(LoopParams(name="u", size=512 * MiB), journal, wd) as dev, \
-            provision_fs(FilesystemParams(type=fs_type), dev, journal, wd) as mounted:
+    with (
+        provision_loop(LoopParams(name="u", size=512 * MiB), journal, wd) as dev,
+        provision_fs(FilesystemParams(type=fs_type), dev, journal, wd) as mounted,
+    ):
         with pytest.raises(Unsupported) as e:
             with DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, wd, {}):
                 pytest.fail("the daemon started")
@@ -214,6 +228,7 @@ def test_unsupported_driver_gives_the_daemon_text(tmp_path, fs_type, driver, tex
 
 # ---- limits, OOM, timeout ---------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def overlay2_ext4(tmp_path_factory):
     with stack(tmp_path_factory.mktemp("ov"), "ext4", "overlay2", 1024) as (s, journal):
@@ -223,8 +238,7 @@ def overlay2_ext4(tmp_path_factory):
 
 def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
     s = overlay2_ext4
-    _, _, outs = run_once(s, "bind", tmp_path, 1, ["sh", "-c", DD.format(t="/data/f", n=60)],
-                          Limits(write_bps="20MiB"))
+    _, _, outs = run_once(s, "bind", tmp_path, 1, ["sh", "-c", DD.format(t="/data/f", n=60)], Limits(write_bps="20MiB"))
     o = outs[0]
     assert o.returncode == 0, o.stderr
     final = final_sections((o.out_dir / "cgroup-final.txt").read_text())
@@ -237,8 +251,14 @@ def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
 
 def test_oom_is_reported(overlay2_ext4, tmp_path):
     with pytest.raises(TrialFailure) as e:
-        run_once(overlay2_ext4, "layer", tmp_path, 1,
-                 ["dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"], Limits(memory="32MiB"))
+        run_once(
+            overlay2_ext4,
+            "layer",
+            tmp_path,
+            1,
+            ["dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"],
+            Limits(memory="32MiB"),
+        )
     assert e.value.category == "oom"
     assert client.docker(overlay2_ext4.sock, "ps", "-aq").stdout.strip() == ""
 
@@ -264,15 +284,18 @@ def test_eight_containers_start_together(overlay2_ext4, tmp_path):
 
 # ---- the user's own daemon -----------------------------------------------------------------
 
+
 def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
     """`docker:system` against a stand-in for the user's daemon (a private one at a patched socket):
     strata starts and stops no daemon there and leaves no container, volume or image of its own."""
     journal = jn.Journal(f"it-system-{os.getpid()}")
     wd = tmp_path / "wd"
-    with provision_loop(LoopParams(name="sys", size=1024 * MiB), journal, wd) as dev, \
-            provision_fs(FilesystemParams(type="ext4"), dev, journal, wd) as mounted, \
-            private_daemon("overlay2", mounted.mountpoint / "users", journal, remove_data_root=False) as users:
-        monkeypatch.setattr(dk, "SYSTEM_SOCKET", users.sock)
+    with (
+        provision_loop(LoopParams(name="sys", size=1024 * MiB), journal, wd) as dev,
+        provision_fs(FilesystemParams(type="ext4"), dev, journal, wd) as mounted,
+        private_daemon("overlay2", mounted.mountpoint / "users", journal, remove_data_root=False) as users,
+    ):
+        monkeypatch.setattr(client, "SYSTEM_SOCKET", users.sock)
         with DOCKER.provision(DockerParams(storage_driver="system"), mounted, journal, wd, {}) as s:
             assert s.daemon is None and s.facts["daemon"] == "system"
             for path in ("volume", "bind"):
@@ -305,8 +328,9 @@ def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatc
     _, _, outs = run_once(overlay2_ext4, "tmpfs", tmp_path / "t", 1, ["strata-hello"], image_spec=hello)
     assert (outs[0].out_dir / "stdout").read_text() == "hello from the image\n"
     assert not [j for j in (state / "journal").glob("image-build-*.jsonl")]  # closed: all undone
-    assert sorted(p.name for p in images.iterdir() if not p.name.startswith(".")) == \
-        sorted([base, image.tarball_path(hello).name])
+    assert sorted(p.name for p in images.iterdir() if not p.name.startswith(".")) == sorted(
+        [base, image.tarball_path(hello).name]
+    )
 
 
 def test_probe_driver(tmp_path):
@@ -316,6 +340,7 @@ def test_probe_driver(tmp_path):
 
 
 # ---- a daemon or strata killed -----------------------------------------------------------
+
 
 def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
     with stack(tmp_path, "ext4", "overlay2") as (s, journal):
@@ -332,7 +357,7 @@ def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
     # stack() checked: no process, mount, cgroup or loop device left
 
 
-KILLED_SCRIPT = textwrap.dedent('''\
+KILLED_SCRIPT = textwrap.dedent("""\
     import sys, time
     from pathlib import Path
     from strata.instances import ImageSpec, InstanceRequest
@@ -354,7 +379,7 @@ KILLED_SCRIPT = textwrap.dedent('''\
             r.go()
             print("READY", j.path, flush=True)
             time.sleep(300)
-''')
+""")
 
 
 @pytest.mark.parametrize("daemon_too", [False, True], ids=["strata", "strata-and-dockerd"])
@@ -365,8 +390,12 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     wd = tmp_path / "wd"
     script = tmp_path / "strata_killed.py"
     script.write_text(KILLED_SCRIPT)
-    p = subprocess.Popen([sys.executable, str(script), str(wd)], stdout=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONPATH": str(SRC), "STRATA_STATE_DIR": str(own_state)})
+    p = subprocess.Popen(
+        [sys.executable, str(script), str(wd)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC), "STRATA_STATE_DIR": str(own_state)},
+    )
     t = time.monotonic()
     try:
         line = p.stdout.readline()

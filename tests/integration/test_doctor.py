@@ -11,17 +11,31 @@ def _rows(text):
     rows = {}
     for line in text.splitlines():
         parts = line.split(None, 3)
-        if len(parts) >= 3 and parts[0] in ("host", "device", "filesystem", "runtime", "cgroup", "vm", "tool"):
+        if len(parts) >= 3 and parts[0] in ("host", "device", "filesystem", "runtime", "workload", "cgroup", "tool"):
             rows[parts[1]] = (parts[2], parts[3] if len(parts) > 3 else "")
     return rows
 
 
 def test_doctor_probes_every_storage_driver():
     rows = _rows(strata("doctor", check=0).stdout)
-    for ok in ("root", "loop", "ext4", "xfs", "btrfs", "native", "docker:overlay2", "docker:btrfs", "docker:vfs", "fio"):
+    for ok in (
+        "root",
+        "loop",
+        "ext4",
+        "xfs",
+        "btrfs",
+        "native",
+        "docker:overlay2",
+        "docker:btrfs",
+        "docker:vfs",
+        "fio",
+    ):
         assert rows[ok][0] == "ok", (ok, rows[ok])
     # this kernel has no device-mapper: the daemon's own words, not a guess
-    assert rows["docker:devicemapper"] == ("NO", "failed to start daemon: error initializing graphdriver: driver not supported")
+    assert rows["docker:devicemapper"] == (
+        "NO",
+        "failed to start daemon: error initializing graphdriver: driver not supported",
+    )
     assert "AUFS was not found" in rows["docker:aufs"][1]
 
 

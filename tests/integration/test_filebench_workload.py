@@ -13,15 +13,30 @@ pytestmark = pytest.mark.integration
 def test_personalities_natively_and_in_two_containers(tmp_path):
     workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
     env = {"STRATA_STATE_DIR": str(tmp_path / "state")}
-    spec = write_spec(tmp_path / "s.yaml", {
-        "name": "fb", "workdir": str(workdir), "devices": [{"type": "loop", "size": "1GiB"}],  # the data root holds the ~250 MB image
-        "filesystems": ["ext4"], "runtimes": ["native", "docker:overlay2"], "paths": ["bind", "volume"],
-        "workloads": [{"filebench": {"personality": ["webserver", "varmail"], "runtime": 3,
-                                     # webserver's log grows ~5% of the bytes read: small appends keep it in 1 GiB
-                                     "set": {"nthreads": 2, "nfiles": 200, "meanappendsize": 1024}}},
-                      {"filebench": {"personality": "randomfileaccess", "runtime": 3}}],
-        "loads": [{"name": "one"}, {"name": "two", "containers": 2}],
-        "exclude": [{"runtime": "native", "load": "two"}, {"runtime": "docker:*", "path": "bind", "load": "one"}]})
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        {
+            "name": "fb",
+            "workdir": str(workdir),
+            "devices": [{"type": "loop", "size": "1GiB"}],  # the data root holds the ~250 MB image
+            "filesystems": ["ext4"],
+            "runtimes": ["native", "docker:overlay2"],
+            "paths": ["bind", "volume"],
+            "workloads": [
+                {
+                    "filebench": {
+                        "personality": ["webserver", "varmail"],
+                        "runtime": 3,
+                        # webserver's log grows ~5% of the bytes read: small appends keep it in 1 GiB
+                        "set": {"nthreads": 2, "nfiles": 200, "meanappendsize": 1024},
+                    }
+                },
+                {"filebench": {"personality": "randomfileaccess", "runtime": 3}},
+            ],
+            "loads": [{"name": "one"}, {"name": "two", "containers": 2}],
+            "exclude": [{"runtime": "native", "load": "two"}, {"runtime": "docker:*", "path": "bind", "load": "one"}],
+        },
+    )
     try:
         strata("run", spec, "-o", tmp_path / "out", env=env, check=0)
         rs = results(tmp_path / "out")
@@ -46,12 +61,22 @@ def test_personalities_natively_and_in_two_containers(tmp_path):
 def test_a_log_that_fills_the_file_system_is_disk_full(tmp_path):
     workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
     env = {"STRATA_STATE_DIR": str(tmp_path / "state")}
-    spec = write_spec(tmp_path / "s.yaml", {
-        "name": "full", "workdir": str(workdir), "devices": [{"type": "loop", "size": "64MiB"}],
-        "filesystems": ["ext4"], "runtimes": ["native"], "paths": ["bind"],
-        # webserver's log grows by 8 KiB per append: 64 MiB fill within the 20 s
-        "workloads": [{"filebench": {"personality": "webserver", "runtime": 20, "set": {"nthreads": 2, "nfiles": 50}}},
-                      {"filebench": {"personality": "varmail", "runtime": 2, "set": {"nthreads": 2, "nfiles": 50}}}]})
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        {
+            "name": "full",
+            "workdir": str(workdir),
+            "devices": [{"type": "loop", "size": "64MiB"}],
+            "filesystems": ["ext4"],
+            "runtimes": ["native"],
+            "paths": ["bind"],
+            # webserver's log grows by 8 KiB per append: 64 MiB fill within the 20 s
+            "workloads": [
+                {"filebench": {"personality": "webserver", "runtime": 20, "set": {"nthreads": 2, "nfiles": 50}}},
+                {"filebench": {"personality": "varmail", "runtime": 2, "set": {"nthreads": 2, "nfiles": 50}}},
+            ],
+        },
+    )
     try:
         strata("run", spec, "-o", tmp_path / "out", env=env, check=1)
         by = {r["labels"]["workload"]: r for r in results(tmp_path / "out")}

@@ -1,7 +1,6 @@
 """The core on the real thing: loop devices, ext4/xfs/btrfs, real fio, the journal and cleanup."""
 
 import json
-import os
 import signal
 import subprocess
 import uuid
@@ -26,17 +25,26 @@ def env(tmp_path):
 
 
 def _spec(workdir, **over):
-    spec = {"name": "it", "workdir": str(workdir), "devices": [{"type": "loop", "size": "512MiB"}],
-            "filesystems": ["raw", "ext4", "xfs", "btrfs"], "runtimes": ["native"], "paths": ["device", "bind"],
-            "workloads": [{"fio": {"preset": "rr", "size": "128MiB", "runtime": 3, "ramp_time": 1}}],
-            "loads": ["low"]}
+    spec = {
+        "name": "it",
+        "workdir": str(workdir),
+        "devices": [{"type": "loop", "size": "512MiB"}],
+        "filesystems": ["raw", "ext4", "xfs", "btrfs"],
+        "runtimes": ["native"],
+        "paths": ["device", "bind"],
+        "workloads": [{"fio": {"preset": "rr", "size": "128MiB", "runtime": 3, "ramp_time": 1}}],
+        "loads": ["low"],
+    }
     spec.update(over)
     return spec
 
 
 def test_every_filesystem_natively(tmp_path, env):
     workdir, e = env
-    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["raw", "ext4", "xfs", {"type": "btrfs", "mount_options": ["nodatacow"]}]))
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(workdir, filesystems=["raw", "ext4", "xfs", {"type": "btrfs", "mount_options": ["nodatacow"]}]),
+    )
     cp = strata("run", spec, "-o", tmp_path / "out", env=e, check=0)
     rs = results(tmp_path / "out")
     assert sorted(r["labels"]["filesystem"] for r in rs) == ["btrfs-nodatacow", "ext4", "raw", "xfs"]
@@ -61,6 +69,7 @@ def test_every_filesystem_natively(tmp_path, env):
     strata("export", tmp_path / "out", "--csv", tmp_path / "r.csv", "--parquet", tmp_path / "r.parquet", env=e, check=0)
     assert len((tmp_path / "r.csv").read_text().splitlines()) == 5
     import pyarrow.parquet as pq
+
     assert pq.read_table(tmp_path / "r.parquet").num_rows == 4
 
 
@@ -70,12 +79,20 @@ def test_cache_flag_follows_the_disk_evidence_for_both_loop_modes(tmp_path, env)
     first), so neither is a cache case here; the flag must agree with the byte counts.
     The live cache case (fuse-overlayfs) is tested in test_docker_cache.py."""
     workdir, e = env
-    spec = write_spec(tmp_path / "s.yaml", _spec(
-        workdir, filesystems=["raw"], paths=["device"],
-        devices=[{"type": "loop", "name": "honest", "size": "256MiB"},
-                 {"type": "loop", "name": "buffered", "size": "256MiB", "direct_io": False}],
-        workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 4, "ramp_time": 0}}],
-        loads=[{"numjobs": 2, "iodepth": 16}]))
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(
+            workdir,
+            filesystems=["raw"],
+            paths=["device"],
+            devices=[
+                {"type": "loop", "name": "honest", "size": "256MiB"},
+                {"type": "loop", "name": "buffered", "size": "256MiB", "direct_io": False},
+            ],
+            workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 4, "ramp_time": 0}}],
+            loads=[{"numjobs": 2, "iodepth": 16}],
+        ),
+    )
     strata("run", spec, "-o", tmp_path / "out", env=e, check=0)
     by_dev = {r["labels"]["device"]: r for r in results(tmp_path / "out")}
     assert by_dev["buffered"]["stack_facts"]["device"]["direct_io"] is False
@@ -90,10 +107,27 @@ def test_cache_flag_follows_the_disk_evidence_for_both_loop_modes(tmp_path, env)
 def test_what_cannot_work_is_refused_before_anything_is_built(tmp_path, env):
     """A bad fio option (fio's own parser) and data larger than the file system: exit 2, nothing built."""
     workdir, e = env
-    spec = write_spec(tmp_path / "s.yaml", _spec(
-        workdir, filesystems=["xfs"], paths=["bind"], devices=[{"type": "loop", "size": "300MiB"}],
-        workloads=[{"fio": {"preset": "rr", "name": "badopt", "size": "16MiB", "runtime": 1, "options": {"bogus_option": 1}}},
-                   {"fio": {"preset": "sw", "name": "toobig", "size": "1GiB", "runtime": 1, "ramp_time": 0}}]))
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(
+            workdir,
+            filesystems=["xfs"],
+            paths=["bind"],
+            devices=[{"type": "loop", "size": "300MiB"}],
+            workloads=[
+                {
+                    "fio": {
+                        "preset": "rr",
+                        "name": "badopt",
+                        "size": "16MiB",
+                        "runtime": 1,
+                        "options": {"bogus_option": 1},
+                    }
+                },
+                {"fio": {"preset": "sw", "name": "toobig", "size": "1GiB", "runtime": 1, "ramp_time": 0}},
+            ],
+        ),
+    )
     for cmd in ("validate", "run"):
         cp = strata(cmd, spec, "-o", tmp_path / "out", env=e) if cmd == "run" else strata(cmd, spec, env=e)
         assert cp.returncode == 2, cp.stdout + cp.stderr
@@ -107,12 +141,29 @@ def test_failing_fio_and_full_disk_are_failed_trials_and_the_run_goes_on(tmp_pat
     workdir, e = env
     job = tmp_path / "fill.fio"
     job.write_text("[fill]\nrw=write\nbs=1M\nsize=1G\ndirect=1\nioengine=libaio\n")
-    spec = write_spec(tmp_path / "s.yaml", _spec(
-        workdir, filesystems=["xfs"], paths=["bind"], devices=[{"type": "loop", "size": "300MiB"}],
-        workloads=[{"fio": {"preset": "sr", "name": "badverify", "size": "16MiB", "runtime": 1, "ramp_time": 0,
-                            "options": {"verify": "md5", "verify_fatal": 1}}},
-                   {"fio": {"file": str(job), "name": "toobig"}},
-                   {"fio": {"preset": "rr", "name": "fine", "size": "16MiB", "runtime": 1, "ramp_time": 0}}]))
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(
+            workdir,
+            filesystems=["xfs"],
+            paths=["bind"],
+            devices=[{"type": "loop", "size": "300MiB"}],
+            workloads=[
+                {
+                    "fio": {
+                        "preset": "sr",
+                        "name": "badverify",
+                        "size": "16MiB",
+                        "runtime": 1,
+                        "ramp_time": 0,
+                        "options": {"verify": "md5", "verify_fatal": 1},
+                    }
+                },
+                {"fio": {"file": str(job), "name": "toobig"}},
+                {"fio": {"preset": "rr", "name": "fine", "size": "16MiB", "runtime": 1, "ramp_time": 0}},
+            ],
+        ),
+    )
     cp = strata("run", spec, "-o", tmp_path / "out", env=e)
     assert cp.returncode == 1, cp.stdout + cp.stderr
     by = {r["labels"]["workload"]: r for r in results(tmp_path / "out")}
@@ -125,8 +176,17 @@ def test_failing_fio_and_full_disk_are_failed_trials_and_the_run_goes_on(tmp_pat
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_tears_down_and_resume_finishes(tmp_path, env, sig):
     workdir, e = env
-    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["xfs"], paths=["bind"],
-                      workloads=[{"fio": {"preset": p, "size": "64MiB", "runtime": 3, "ramp_time": 0}} for p in ("rr", "rw", "sr")]))
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(
+            workdir,
+            filesystems=["xfs"],
+            paths=["bind"],
+            workloads=[
+                {"fio": {"preset": p, "size": "64MiB", "runtime": 3, "ramp_time": 0}} for p in ("rr", "rw", "sr")
+            ],
+        ),
+    )
     out = tmp_path / "out"
     proc = start_strata("run", spec, "-o", out, env=e)
     wait_for(lambda: len(results(out)) >= 1, 120, "the first trial")
@@ -143,8 +203,15 @@ def test_signal_tears_down_and_resume_finishes(tmp_path, env, sig):
 
 def test_kill9_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
-    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["xfs"], paths=["bind"],
-                      workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 60, "ramp_time": 0}}]))
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(
+            workdir,
+            filesystems=["xfs"],
+            paths=["bind"],
+            workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 60, "ramp_time": 0}}],
+        ),
+    )
     proc = start_strata("run", spec, "-o", tmp_path / "out", env=e)
     wait_for(lambda: any(x.startswith("process") and ": fio --" in x for x in leftovers(workdir)), 120, "fio to run")
     assert any(x.startswith("mount") for x in leftovers(workdir))
@@ -159,8 +226,9 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, env):
 
 def test_zram_device(tmp_path, env):
     workdir, e = env
-    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, devices=[{"type": "zram", "size": "256MiB"}],
-                                                 filesystems=["raw", "ext4"]))
+    spec = write_spec(
+        tmp_path / "s.yaml", _spec(workdir, devices=[{"type": "zram", "size": "256MiB"}], filesystems=["raw", "ext4"])
+    )
     strata("run", spec, "-o", tmp_path / "out", env=e, check=0)
     rs = results(tmp_path / "out")
     assert len(rs) == 2 and all(r["status"] == "ok" for r in rs)
@@ -172,13 +240,24 @@ def test_block_device_holding_data_is_refused_without_consent(tmp_path, env):
     img = tmp_path / "disk.img"
     subprocess.run(["truncate", "-s", "64M", str(img)], check=True)
     subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
-    dev = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True, check=True).stdout.strip()
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(img)], capture_output=True, text=True, check=True
+    ).stdout.strip()
     try:
-        spec = _spec(workdir, devices=[{"type": "block", "path": dev}], filesystems=["raw"], paths=["device"],
-                     workloads=[{"fio": {"preset": "rw", "size": "16MiB", "runtime": 1, "ramp_time": 0}}])
+        spec = _spec(
+            workdir,
+            devices=[{"type": "block", "path": dev}],
+            filesystems=["raw"],
+            paths=["device"],
+            workloads=[{"fio": {"preset": "rw", "size": "16MiB", "runtime": 1, "ramp_time": 0}}],
+        )
         write_spec(tmp_path / "s.yaml", spec)
         for cmd in ("validate", "run"):
-            cp = strata(cmd, tmp_path / "s.yaml", "-o", tmp_path / "out", env=e) if cmd == "run" else strata(cmd, tmp_path / "s.yaml", env=e)
+            cp = (
+                strata(cmd, tmp_path / "s.yaml", "-o", tmp_path / "out", env=e)
+                if cmd == "run"
+                else strata(cmd, tmp_path / "s.yaml", env=e)
+            )
             assert cp.returncode == 2 and "holds data" in cp.stderr and "destroy: true" in cp.stderr
         assert subprocess.run(["blkid", "-p", dev]).returncode == 0  # the file system is still there
         spec["devices"][0]["destroy"] = True
@@ -199,8 +278,15 @@ def test_bad_spec_exits_2_with_every_error(tmp_path, env):
 
 def test_until_steady_stops_early_and_records_steady_state(tmp_path, env):
     workdir, e = env
-    spec = write_spec(tmp_path / "s.yaml", _spec(workdir, filesystems=["xfs"], paths=["bind"],
-                      workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 45, "ramp_time": 0, "until": "steady"}}]))
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(
+            workdir,
+            filesystems=["xfs"],
+            paths=["bind"],
+            workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 45, "ramp_time": 0, "until": "steady"}}],
+        ),
+    )
     strata("run", spec, "-o", tmp_path / "out", env=e, check=0)
     r = results(tmp_path / "out")[0]
     ss = r["metrics"]["steadystate"]

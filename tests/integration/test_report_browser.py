@@ -21,9 +21,18 @@ from strata.cli.main import main
 
 pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--enable-logging=stderr", "--v=0"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-logging=stderr",
+    "--v=0",
+]
 CONSOLE = re.compile(r":CONSOLE[:(]\d*\)?\]? (.*)")
 PROBE = """<script>
 (function () {
@@ -31,7 +40,8 @@ PROBE = """<script>
   document.querySelectorAll("figure").forEach(function (fig) {
     var svg = fig.querySelector("svg");
     var r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-    var texts = svg ? Array.prototype.map.call(svg.querySelectorAll("text"), function (t) { return t.textContent; }) : [];
+    var texts = svg ? Array.prototype.map.call(svg.querySelectorAll("text"),
+                                               function (t) { return t.textContent; }) : [];
     out.push({id: fig.id, svg: !!svg, width: r.width, height: r.height,
               axes: svg ? svg.querySelectorAll("g[id*='axes_']").length : 0,
               paths: svg ? svg.querySelectorAll("path").length : 0, texts: texts});
@@ -51,8 +61,12 @@ def chromium() -> str:
 
 
 def run_browser(page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess:
-    cp = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={tmp / 'profile'}", *extra, page.as_uri()],
-                        capture_output=True, text=True, timeout=120)
+    cp = subprocess.run(
+        [chromium(), *FLAGS, f"--user-data-dir={tmp / 'profile'}", *extra, page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cp.returncode == 0, cp.stderr[-3000:]
     return cp
 

@@ -6,10 +6,13 @@ They are registered under the real names, so any spec runs through the whole pip
 import contextlib
 from pathlib import Path
 
-from strata.stack.devices import REGISTRY as DEVICES, DeviceHandle
-from strata.stack.filesystems import REGISTRY as FILESYSTEMS, Mounted
+from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.devices import DeviceHandle
+from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+from strata.stack.filesystems import Mounted
 from strata.stack.provision import Registries
-from strata.stack.runtimes import REGISTRY as RUNTIMES, Unsupported
+from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.stack.runtimes import Unsupported
 from strata.stack.runtimes.native import NATIVE
 
 
@@ -78,11 +81,14 @@ def _any_path(session):
     def path(name, trial_dir, load):
         with real("device" if name == "device" else "bind", trial_dir, load) as handle:
             yield handle
+
     return path
 
 
 def fake_registries(root: Path, events: list | None = None, unsupported_runtime: str | None = None) -> Registries:
     events = events if events is not None else []
-    return Registries(devices={n: FakeDevice(d, root, events) for n, d in DEVICES.items()},
-                      filesystems={n: FakeFilesystem(f, root, events) for n, f in FILESYSTEMS.items()},
-                      runtimes={n: FakeRuntime(r, events, unsupported_runtime) for n, r in RUNTIMES.items()})
+    return Registries(
+        devices={n: FakeDevice(d, root, events) for n, d in DEVICES.items()},
+        filesystems={n: FakeFilesystem(f, root, events) for n, f in FILESYSTEMS.items()},
+        runtimes={n: FakeRuntime(r, events, unsupported_runtime) for n, r in RUNTIMES.items()},
+    )

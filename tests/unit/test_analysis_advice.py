@@ -34,8 +34,11 @@ def test_single_repetition_says_no_confidence():
 
 
 def test_containers_per_host():
-    rs = [r for n, v in zip(range(1, 6), (100, 180, 240, 200, 150))
-          for r in reps("xfs", (v, v * 1.01, v * 0.99), runtime="docker", path="volume", containers=n)]
+    rs = [
+        r
+        for n, v in zip(range(1, 6), (100, 180, 240, 200, 150))
+        for r in reps("xfs", (v, v * 1.01, v * 0.99), runtime="docker", path="volume", containers=n)
+    ]
     (c,) = analyse(rs).containers
     assert c.best_x == 3 and c.falls_after
     assert "3 container(s) per host" in c.text()

@@ -69,6 +69,7 @@ def test_same_labels_different_parameters_are_told_apart():
 
 def test_real_results_load():
     from strata.analysis.load import load
+
     root = Path(__file__).resolve().parents[1] / "data" / "results"
     rs = load(root / "small")
     assert len(rs) == 16 and all(r["_path"].endswith(".json") for r in rs)
@@ -77,6 +78,7 @@ def test_real_results_load():
 
 def test_load_skips_attempts_and_checks_the_schema(tmp_path):
     from strata.analysis.load import load
+
     r = make_result()
     (tmp_path / "trials").mkdir()
     (tmp_path / "trials" / f"{r['trial_id']}.json").write_text(json.dumps(r))
@@ -91,6 +93,7 @@ def test_only_failed_trials_make_an_empty_but_valid_report():
     from strata.analysis.analyse import analyse
     from strata.report import generate
     from strata.report.model import build
+
     rs = [make_result(rep=i, status="failed") for i in range(2)]
     files = generate(build(analyse(rs), "t"), jobs=1)
     assert b"No figure" in files["report.html"]

@@ -11,8 +11,10 @@ from strata.analysis.compare import compare  # noqa: E402
 
 def test_match_on_labels_across_hosts():
     a = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((100, 101, 99))]
-    b = [make_result(fs="xfs", rep=i, value=v, size=2 << 30, host={**HOST, "hostname": "b"})
-         for i, v in enumerate((120, 121, 119))]
+    b = [
+        make_result(fs="xfs", rep=i, value=v, size=2 << 30, host={**HOST, "hostname": "b"})
+        for i, v in enumerate((120, 121, 119))
+    ]
     assert {r["trial_id"] for r in a}.isdisjoint(r["trial_id"] for r in b)
     b += [make_result(fs="ext4", rep=0, value=5)]
     cmp = compare(a, b)

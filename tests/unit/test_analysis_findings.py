@@ -28,8 +28,16 @@ def raw(value, **kw):
 
 
 def fb(workload, fs, value, path="volume", containers=1):
-    return reps(value * containers, fs=fs, runtime="docker", driver="overlay2", path=path, kind="filebench",
-                workload=workload, containers=containers)
+    return reps(
+        value * containers,
+        fs=fs,
+        runtime="docker",
+        driver="overlay2",
+        path=path,
+        kind="filebench",
+        workload=workload,
+        containers=containers,
+    )
 
 
 def jobs(fs, values):
@@ -46,48 +54,78 @@ MAIL = {"ext4": 3.6, "xfs": 2.03, "btrfs": 3.33}
 
 CASES = {
     "xfs-near-raw": (raw(1000, **HIGH) + reps(980, fs="xfs", **HIGH), raw(1000, **HIGH) + reps(700, fs="xfs", **HIGH)),
-    "ext4-rr-below-raw": (raw(1000, **HIGH) + reps(750, fs="ext4", **HIGH),
-                          raw(1000, **HIGH) + reps(990, fs="ext4", **HIGH)),
-    "ext4-dioread-nolock": (reps(750, fs="ext4", **HIGH) + reps(940, fs="ext4", mount_options=("dioread_nolock",), **HIGH),
-                            reps(750, fs="ext4", **HIGH) + reps(760, fs="ext4", mount_options=("dioread_nolock",), **HIGH)),
+    "ext4-rr-below-raw": (
+        raw(1000, **HIGH) + reps(750, fs="ext4", **HIGH),
+        raw(1000, **HIGH) + reps(990, fs="ext4", **HIGH),
+    ),
+    "ext4-dioread-nolock": (
+        reps(750, fs="ext4", **HIGH) + reps(940, fs="ext4", mount_options=("dioread_nolock",), **HIGH),
+        reps(750, fs="ext4", **HIGH) + reps(760, fs="ext4", mount_options=("dioread_nolock",), **HIGH),
+    ),
     "xfs-jobs-cliff": (jobs("xfs", (1000, 1000, 1000, 400)), jobs("xfs", (1000, 1000, 1000, 990))),
     "ext4-jobs-flat": (jobs("ext4", (1000, 990, 1010, 1000)), jobs("ext4", (1000, 700, 500, 400))),
-    "btrfs-small-random": (reps(900, fs="ext4", **HIGH) + reps(300, fs="btrfs", **HIGH),
-                           reps(900, fs="ext4", **HIGH) + reps(880, fs="btrfs", **HIGH)),
-    "btrfs-nodatacow": (reps(200, fs="btrfs", rw="randwrite", **HIGH)
-                        + reps(1000, fs="btrfs", rw="randwrite", mount_options=("nodatacow",), **HIGH),
-                        reps(200, fs="btrfs", rw="randwrite", **HIGH)
-                        + reps(250, fs="btrfs", rw="randwrite", mount_options=("nodatacow",), **HIGH)),
+    "btrfs-small-random": (
+        reps(900, fs="ext4", **HIGH) + reps(300, fs="btrfs", **HIGH),
+        reps(900, fs="ext4", **HIGH) + reps(880, fs="btrfs", **HIGH),
+    ),
+    "btrfs-nodatacow": (
+        reps(200, fs="btrfs", rw="randwrite", **HIGH)
+        + reps(1000, fs="btrfs", rw="randwrite", mount_options=("nodatacow",), **HIGH),
+        reps(200, fs="btrfs", rw="randwrite", **HIGH)
+        + reps(250, fs="btrfs", rw="randwrite", mount_options=("nodatacow",), **HIGH),
+    ),
     "overlay-layer-near-raw": (raw(1000) + docker(970, path="layer"), raw(1000) + docker(500, path="layer")),
-    "btrfs-driver-slow": (docker(1000, path="layer", fs="xfs") + docker(300, path="layer", driver="btrfs", fs="btrfs"),
-                          docker(1000, path="layer", fs="xfs") + docker(950, path="layer", driver="btrfs", fs="btrfs")),
+    "btrfs-driver-slow": (
+        docker(1000, path="layer", fs="xfs") + docker(300, path="layer", driver="btrfs", fs="btrfs"),
+        docker(1000, path="layer", fs="xfs") + docker(950, path="layer", driver="btrfs", fs="btrfs"),
+    ),
     "volume-near-host-fs": (reps(1000) + docker(990), reps(1000) + docker(800)),
-    "volume-bind-similar": (fb("webserver", "ext4", 108.9) + fb("webserver", "ext4", 108.6, path="bind"),
-                            fb("webserver", "ext4", 108.9) + fb("webserver", "ext4", 60.0, path="bind")),
+    "volume-bind-similar": (
+        fb("webserver", "ext4", 108.9) + fb("webserver", "ext4", 108.6, path="bind"),
+        fb("webserver", "ext4", 108.9) + fb("webserver", "ext4", 60.0, path="bind"),
+    ),
     "above-raw-is-cache": (raw(1000) + reps(2000, fs="xfs", cache=True), raw(1000) + reps(2000, fs="xfs")),
-    "latency-high-load": (reps(1000, lat_us=100) + reps(10000, lat_us=3000, **HIGH),
-                          reps(1000, lat_us=100) + reps(10000, lat_us=200, **HIGH)),
-    "containers-peak": ([r for n, v in zip(range(1, 7), (100, 180, 240, 260, 200, 150)) for r in docker(v, containers=n)],
-                        [r for n, v in zip(range(1, 7), (100, 180, 240, 260, 270, 280)) for r in docker(v, containers=n)]),
-    "per-container-share": ([r for n, v in ((1, 108.9), (2, 55.05), (3, 37.38)) for r in fb("webserver", "ext4", v,
-                                                                                           containers=n)],
-                            [r for n, v in ((1, 108.9), (2, 108.0), (3, 100.0)) for r in fb("webserver", "ext4", v,
-                                                                                            containers=n)]),
-    "ext4-best-file-mail": ([r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, v)],
-                            [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, 250 - v)]),
-    "xfs-worst-mail": ([r for fs, v in MAIL.items() for r in fb("varmail", fs, v)],
-                       [r for fs, v in MAIL.items() for r in fb("varmail", fs, 6 - v)]),
-    "btrfs-worst-fileserver": ([r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, v)],
-                               [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, 250 - v)]),
+    "latency-high-load": (
+        reps(1000, lat_us=100) + reps(10000, lat_us=3000, **HIGH),
+        reps(1000, lat_us=100) + reps(10000, lat_us=200, **HIGH),
+    ),
+    "containers-peak": (
+        [r for n, v in zip(range(1, 7), (100, 180, 240, 260, 200, 150)) for r in docker(v, containers=n)],
+        [r for n, v in zip(range(1, 7), (100, 180, 240, 260, 270, 280)) for r in docker(v, containers=n)],
+    ),
+    "per-container-share": (
+        [r for n, v in ((1, 108.9), (2, 55.05), (3, 37.38)) for r in fb("webserver", "ext4", v, containers=n)],
+        [r for n, v in ((1, 108.9), (2, 108.0), (3, 100.0)) for r in fb("webserver", "ext4", v, containers=n)],
+    ),
+    "ext4-best-file-mail": (
+        [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, v)],
+        [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, 250 - v)],
+    ),
+    "xfs-worst-mail": (
+        [r for fs, v in MAIL.items() for r in fb("varmail", fs, v)],
+        [r for fs, v in MAIL.items() for r in fb("varmail", fs, 6 - v)],
+    ),
+    "btrfs-worst-fileserver": (
+        [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, v)],
+        [r for fs, v in FILESERVER.items() for r in fb("fileserver", fs, 250 - v)],
+    ),
     "container-near-native": (reps(1000) + docker(980), reps(1000) + docker(700)),
-    "containers-beat-vms": (reps(1000, runtime="vm", path="volume") + docker(1300),
-                            reps(1000, runtime="vm", path="volume") + docker(1020)),
-    "remote-near-local": (reps(1000) + reps(930, device="nvmf", device_type="remote"),
-                          reps(1000) + reps(700, device="nvmf", device_type="remote")),
-    "memory-limit-hurts": (docker(1000, containers=4) + docker(530, containers=4, limits={"memory": 6 << 30}),
-                           docker(1000, containers=4) + docker(990, containers=4, limits={"memory": 6 << 30})),
-    "bandwidth-limit-harmless": (docker(1000, containers=4) + docker(995, containers=4, limits={"read_bps": 4e8}),
-                                 docker(1000, containers=4) + docker(500, containers=4, limits={"read_bps": 4e8})),
+    "containers-beat-vms": (
+        reps(1000, runtime="vm", path="volume") + docker(1300),
+        reps(1000, runtime="vm", path="volume") + docker(1020),
+    ),
+    "remote-near-local": (
+        reps(1000) + reps(930, device="nvmf", device_type="remote"),
+        reps(1000) + reps(700, device="nvmf", device_type="remote"),
+    ),
+    "memory-limit-hurts": (
+        docker(1000, containers=4) + docker(530, containers=4, limits={"memory": 6 << 30}),
+        docker(1000, containers=4) + docker(990, containers=4, limits={"memory": 6 << 30}),
+    ),
+    "bandwidth-limit-harmless": (
+        docker(1000, containers=4) + docker(995, containers=4, limits={"read_bps": 4e8}),
+        docker(1000, containers=4) + docker(500, containers=4, limits={"read_bps": 4e8}),
+    ),
 }
 
 

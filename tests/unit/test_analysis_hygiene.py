@@ -20,10 +20,10 @@ def test_clean_results_have_no_warning():
 
 def test_each_check_fires_with_a_fix():
     rs = [make_result(fs="raw", rep=i, value=100) for i in range(3)]
-    rs += [make_result(fs="ext4", rep=0, value=100)]                                   # too few repetitions
+    rs += [make_result(fs="ext4", rep=0, value=100)]  # too few repetitions
     rs += [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((50, 100, 150))]  # spread
-    rs += [make_result(fs="xfs", rep=3, value=900, cache=True)]                          # cache
-    rs += [make_result(fs="btrfs", rep=i, value=300) for i in range(3)]                  # above raw
+    rs += [make_result(fs="xfs", rep=3, value=900, cache=True)]  # cache
+    rs += [make_result(fs="btrfs", rep=i, value=300) for i in range(3)]  # above raw
     rs += [make_result(fs="ext4", rw="randwrite", rep=0, steady={"steady": False, "judged": True, "reason": "x"})]
     skew = make_result(fs="ext4", rw="read", containers=2, runtime="docker", path="volume")
     skew["flags"]["sync"] = {"suspect": True, "skew_s": 3.0}

@@ -13,44 +13,47 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import StrataError, TrialFailure
 from strata.collectors.cgroup import final_sections
+from strata.errors import StrataError, TrialFailure
 from strata.instances import ImageSpec, InstanceRequest
 from strata.params import Limits, Load
 from strata.stack import procfs
-from strata.stack.runtimes.docker import image
 from strata.stack.devices import DeviceHandle
-from strata.stack.filesystems import FilesystemParams as Filesystem, Mounted
+from strata.stack.filesystems import FilesystemParams as Filesystem
+from strata.stack.filesystems import Mounted
 from strata.stack.runtimes.base import PathHandle, Unsupported
-from strata.stack.runtimes.docker import client, cmdline, containers, session
+from strata.stack.runtimes.docker import client, cmdline, containers, image, session
 from strata.stack.runtimes.docker import daemon as dockerd
 from strata.stack.runtimes.docker.cmdline import OUT_DIR, SYNC_DIR
 
 # ---- captured dockerd 20.10.24 logs (Debian 12, kernel 6.18), trimmed -------------------
 
-LOG_DEVICEMAPPER = textwrap.dedent('''\
+LOG_DEVICEMAPPER = textwrap.dedent("""\
     time="2026-11-22T01:48:38.196931150Z" level=info msg="containerd successfully booted in 0.038566s"
     time="2026-11-22T01:48:38.217341266Z" level=warning msg="[graphdriver] WARNING: the devicemapper storage-driver is deprecated, and will be removed in a future release"
     time="2026-11-22T01:48:38.218459454Z" level=info msg="stopping event stream following graceful shutdown" error="context canceled" module=libcontainerd namespace=plugins.moby
     time="2026-11-22T01:48:38.218537631Z" level=info msg="stopping healthcheck following graceful shutdown" module=libcontainerd
     failed to start daemon: error initializing graphdriver: driver not supported
-    ''')
-LOG_AUFS = textwrap.dedent('''\
+    """)
+LOG_AUFS = textwrap.dedent("""\
     time="2026-11-22T01:48:39.330813839Z" level=info msg="containerd successfully booted in 0.020331s"
     time="2026-11-22T01:48:39.344754045Z" level=warning msg="[graphdriver] WARNING: the aufs storage-driver is deprecated, and will be removed in a future release"
     time="2026-11-22T01:48:39.344939632Z" level=error msg="AUFS was not found in /proc/filesystems" storage-driver=aufs
     time="2026-11-22T01:48:39.345284025Z" level=info msg="stopping healthcheck following graceful shutdown" module=libcontainerd
     failed to start daemon: error initializing graphdriver: driver not supported
-    ''')
-LOG_ZFS = textwrap.dedent('''\
+    """)
+LOG_ZFS = textwrap.dedent("""\
     time="2026-11-22T01:48:40.497678708Z" level=info msg="metadata content store policy set" policy=shared
     time="2026-11-22T01:48:40.525298728Z" level=info msg="stopping event stream following graceful shutdown" error="context canceled" module=libcontainerd namespace=plugins.moby
     failed to start daemon: error initializing graphdriver: prerequisites for driver not satisfied (wrong filesystem?)
-    ''')
+    """)
 
 
 def test_daemon_error_devicemapper():
-    assert dockerd.daemon_error(LOG_DEVICEMAPPER) == "failed to start daemon: error initializing graphdriver: driver not supported"
+    assert (
+        dockerd.daemon_error(LOG_DEVICEMAPPER)
+        == "failed to start daemon: error initializing graphdriver: driver not supported"
+    )
 
 
 def test_daemon_error_aufs_names_the_cause_first():
@@ -69,6 +72,7 @@ def test_daemon_error_without_a_final_line_gives_the_log_tail():
 
 
 # ---- command lines -----------------------------------------------------------------
+
 
 def paths(tmp: Path) -> dockerd.DaemonPaths:
     return dockerd.DaemonPaths("0a1b2c3d", tmp / "mnt" / "docker")
@@ -107,13 +111,16 @@ def handle(name: str, per: list[dict]) -> PathHandle:
     return PathHandle(name, kind, cmdline.DEVICE_IN_CONTAINER if kind == "device" else "/data", None, per)
 
 
-@pytest.mark.parametrize("name,per,expected", [
-    ("layer", [{}], []),
-    ("volume", [{"volume": "strata-ab-t-0"}], ["--mount", "type=volume,src=strata-ab-t-0,dst=/data"]),
-    ("bind", [{"dir": "/mnt/x/strata-bind/t/0"}], ["--mount", "type=bind,src=/mnt/x/strata-bind/t/0,dst=/data"]),
-    ("tmpfs", [{}], ["--tmpfs", "/data"]),
-    ("device", [{}], ["--device", "/dev/loop7:/dev/strata-dev"]),
-])
+@pytest.mark.parametrize(
+    "name,per,expected",
+    [
+        ("layer", [{}], []),
+        ("volume", [{"volume": "strata-ab-t-0"}], ["--mount", "type=volume,src=strata-ab-t-0,dst=/data"]),
+        ("bind", [{"dir": "/mnt/x/strata-bind/t/0"}], ["--mount", "type=bind,src=/mnt/x/strata-bind/t/0,dst=/data"]),
+        ("tmpfs", [{}], ["--tmpfs", "/data"]),
+        ("device", [{}], ["--device", "/dev/loop7:/dev/strata-dev"]),
+    ],
+)
 def test_path_args(name, per, expected):
     assert cmdline.path_args(handle(name, per), 0, "/dev/loop7") == expected
 
@@ -136,8 +143,16 @@ def test_limit_args_none():
 
 def test_create_argv(tmp_path):
     req = InstanceRequest(1, ["fio", "--name=x", "--output=/strata-out/fio.json"], tmp_path / "out1")
-    argv = cmdline.create_argv("strata-ab-3", "ab", req, handle("bind", [{"dir": "/b/0"}, {"dir": "/b/1"}]),
-                          Limits(write_bps="20MiB"), "/dev/loop7", "strata-tools:abc", tmp_path / "sync")
+    argv = cmdline.create_argv(
+        "strata-ab-3",
+        "ab",
+        req,
+        handle("bind", [{"dir": "/b/0"}, {"dir": "/b/1"}]),
+        Limits(write_bps="20MiB"),
+        "/dev/loop7",
+        "strata-tools:abc",
+        tmp_path / "sync",
+    )
     assert argv[0] == "create"
     pairs = list(zip(argv, argv[1:]))
     assert ("--network", "none") in pairs and ("--pull", "never") in pairs  # never a registry
@@ -146,8 +161,8 @@ def test_create_argv(tmp_path):
     assert ("--mount", "type=bind,src=/b/1,dst=/data") in pairs  # this instance's own dir
     assert ("--device-write-bps", f"/dev/loop7:{20 << 20}") in pairs
     i = argv.index("strata-tools:abc")
-    assert argv[i + 1:i + 3] == ["/bin/sh", "-c"] and argv[i + 3] == cmdline.WRAPPER
-    assert argv[i + 4:] == ["strata-wrap", *req.argv]
+    assert argv[i + 1 : i + 3] == ["/bin/sh", "-c"] and argv[i + 3] == cmdline.WRAPPER
+    assert argv[i + 4 :] == ["strata-wrap", *req.argv]
 
 
 def test_create_argv_rejects_a_comma(tmp_path):
@@ -157,6 +172,7 @@ def test_create_argv_rejects_a_comma(tmp_path):
 
 
 # ---- the wrapper, run for real with /bin/sh on temp dirs -------------------------------
+
 
 def run_wrapper(tmp_path: Path, argv: list[str]) -> tuple[subprocess.Popen, Path, Path]:
     out, sync = tmp_path / "out", tmp_path / "sync"
@@ -191,7 +207,7 @@ def test_parse_cgroup_final():
 
 # ---- mounts and cgroups -----------------------------------------------------------------
 
-MOUNTINFO = textwrap.dedent('''\
+MOUNTINFO = textwrap.dedent("""\
     31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
     32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
     33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
@@ -202,7 +218,7 @@ MOUNTINFO = textwrap.dedent('''\
     51 50 0:50 / /w/mnt/docker/overlay2/abc/merged rw,relatime - overlay overlay rw,lowerdir=x
     52 27 0:51 / /w/mnt/docker2 rw,relatime - tmpfs tmpfs rw
     53 27 0:52 / /w/with\\040space rw,relatime - tmpfs tmpfs rw
-    ''')
+    """)
 CGROUPS_TABLE = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\ncpuacct\t2\t1\t1\nmemory\t4\t1\t1\n"
 
 
@@ -222,6 +238,7 @@ def test_mounts_under_innermost_first_and_exact_prefix():
 
 # ---- undo with fakes ---------------------------------------------------------------------
 
+
 class FakeHost:
     """Records what the undo does instead of doing it."""
 
@@ -237,8 +254,7 @@ class FakeHost:
         monkeypatch.setattr(dockerd, "is_running", lambda pid: pid in self.cmdlines)
         monkeypatch.setattr(dockerd, "procs_mentioning", lambda m: [p for p, c in self.cmdlines.items() if m in c])
         monkeypatch.setattr(dockerd, "unmount_under", lambda p: self.calls.append(("umount", p)))
-        monkeypatch.setattr(dockerd, "remove_cgroups",
-                            lambda dirs: self.calls.append(("rmcg", [str(d) for d in dirs])))
+        monkeypatch.setattr(dockerd, "remove_cgroups", lambda dirs: self.calls.append(("rmcg", [str(d) for d in dirs])))
         monkeypatch.setattr(dockerd, "remove_tree", lambda p: self.calls.append(("rm", str(p))))
         self.cg_pids = {501, 502}
 
@@ -269,16 +285,21 @@ def daemon_data(tmp_path) -> dict:
 def test_undo_daemon_order_when_the_daemon_answers(monkeypatch, tmp_path):
     data = daemon_data(tmp_path)
     (tmp_path / "d.pid").write_text("4242")
-    fake = FakeHost(monkeypatch, answers=True, cmdlines={
-        4242: f"/usr/sbin/dockerd -H unix://{data['sock']} --exec-root {data['exec_root']}",
-        4243: f"containerd --config {data['exec_root']}/containerd/containerd.toml",
-        4244: "sshd: unrelated"})
+    fake = FakeHost(
+        monkeypatch,
+        answers=True,
+        cmdlines={
+            4242: f"/usr/sbin/dockerd -H unix://{data['sock']} --exec-root {data['exec_root']}",
+            4243: f"containerd --config {data['exec_root']}/containerd/containerd.toml",
+            4244: "sshd: unrelated",
+        },
+    )
     dockerd._undo_daemon(data)
     kinds = [c[0] for c in fake.calls]
     assert fake.calls[1] == ("docker", "rm", "-f", "-v", "c1", "c2")
     assert ("kill", [501, 502], 9) in fake.calls  # what ran in our cgroups
-    assert ("kill", [4242], 15) in fake.calls     # dockerd, by its pidfile
-    assert ("kill", [4243], 15) in fake.calls     # containerd, by its command line
+    assert ("kill", [4242], 15) in fake.calls  # dockerd, by its pidfile
+    assert ("kill", [4243], 15) in fake.calls  # containerd, by its command line
     assert all(4244 not in c[1] for c in fake.calls if c[0] == "kill")
     # containers, then the daemon, then mounts, cgroups and dirs
     assert kinds.index("docker") < kinds.index("kill") < kinds.index("umount") < kinds.index("rmcg") < kinds.index("rm")
@@ -307,18 +328,19 @@ def test_undo_daemon_is_idempotent_with_nothing_left(monkeypatch, tmp_path):
 
 
 def test_undo_container_of_a_gone_private_daemon_is_done(monkeypatch):
-    monkeypatch.setattr(containers, "answers", lambda sock, timeout=5: False)
+    monkeypatch.setattr(client, "answers", lambda sock, timeout=5: False)
     containers._undo_container({"socket": "/run/strata/ab/d.sock", "name": "strata-ab-1"})
 
 
 def test_undo_container_on_a_silent_system_daemon_keeps_the_entry(monkeypatch):
-    monkeypatch.setattr(containers, "answers", lambda sock, timeout=5: False)
+    monkeypatch.setattr(client, "answers", lambda sock, timeout=5: False)
     with pytest.raises(StrataError):
         containers._undo_container({"socket": client.SYSTEM_SOCKET, "name": "strata-ab-1"})
 
 
 def test_undo_actions_are_registered():
     from strata.stack.journal import UNDO
+
     for kind in ("daemon", "container", "volume", "docker-image", "build-dir"):
         assert kind in UNDO
 
@@ -332,7 +354,7 @@ def test_importing_the_runtimes_registers_every_undo_action():
 
 # ---- waiting for containers, with a fake docker CLI --------------------------------------
 
-FAKE_DOCKER = '''#!{python}
+FAKE_DOCKER = """#!{python}
 import json, os, sys, time
 args = sys.argv[3:]  # after -H unix://...
 state = json.load(open(os.environ["FAKE_STATE"]))
@@ -343,7 +365,7 @@ elif args[0] == "inspect":
     print(json.dumps({{"OOMKilled": args[-1] in state.get("oom", [])}}))
 elif args[0] in ("rm", "version"):
     print("20.10")
-'''
+"""
 
 
 class FakeJournal:
@@ -364,7 +386,9 @@ def fake_session(monkeypatch, tmp_path, state: dict) -> session.DockerSession:
     monkeypatch.setattr(client, "answers", lambda sock, timeout=5: True)
     dev = DeviceHandle("loop", "/dev/loop7", 1 << 30, ["loop7"])
     mounted = Mounted(Filesystem(type="ext4"), dev, tmp_path / "mnt")
-    return session.DockerSession(session.DockerParams(), mounted, FakeJournal(), "/run/strata/ab/d.sock", "ab", None, {})
+    return session.DockerSession(
+        session.DockerParams(), mounted, FakeJournal(), "/run/strata/ab/d.sock", "ab", None, {}
+    )
 
 
 def running_with(session, tmp_path, n: int) -> containers.DockerRunning:
@@ -387,8 +411,10 @@ def test_wait_collects_outputs_and_removes_containers(monkeypatch, tmp_path):
     go = r.go()
     assert (tmp_path / "sync" / "go").exists() and go <= time.time()
     outs = r.wait(10)
-    assert [(o.index, o.returncode, o.start_time_s, o.end_time_s) for o in outs] == [(0, 0, 100.5, 102.25),
-                                                                                       (1, 2, 100.5, 102.25)]
+    assert [(o.index, o.returncode, o.start_time_s, o.end_time_s) for o in outs] == [
+        (0, 0, 100.5, 102.25),
+        (1, 2, 100.5, 102.25),
+    ]
     assert outs[0].stderr.endswith("tail") and len(outs[0].stderr) == client.STDERR_TAIL_CHARS
     assert s.journal.released == [10, 11] and s.running == []
 
@@ -406,7 +432,8 @@ def test_wait_reports_oom_from_the_cgroup_counter(monkeypatch, tmp_path):
     s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 137}})
     r = running_with(s, tmp_path, 1)
     (tmp_path / "out0" / "cgroup-final.txt").write_text(
-        "== memory/memory.oom_control\noom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+        "== memory/memory.oom_control\noom_kill_disable 0\nunder_oom 0\noom_kill 1\n"
+    )
     with pytest.raises(TrialFailure) as e:
         r.wait(10)
     assert e.value.category == "oom"
@@ -435,6 +462,7 @@ def test_wait_on_a_dead_private_daemon(monkeypatch, tmp_path):
 
 # ---- availability and the image ------------------------------------------------------------
 
+
 def test_available_needs_root(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert dockerd.available("overlay2", {}) == "needs root"
@@ -448,7 +476,8 @@ def test_incompatible():
 
 def test_debian_mirror_from_deb822(tmp_path):
     (tmp_path / "sources.list.d").mkdir()
-    (tmp_path / "sources.list.d" / "debian.sources").write_text(textwrap.dedent('''\
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        textwrap.dedent("""\
         Types: deb
         URIs: http://mirror.example/debian-security
         Suites: bookworm-security
@@ -459,7 +488,8 @@ def test_debian_mirror_from_deb822(tmp_path):
         URIs: http://mirror.example/debian
         Suites: bookworm bookworm-updates
         Components: main
-        '''))
+        """)
+    )
     assert image.debian_mirror(tmp_path) == "http://mirror.example/debian"
 
 

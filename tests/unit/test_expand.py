@@ -21,8 +21,13 @@ def test_impossible_combinations_have_reasons():
 
 
 def test_expansion_orders_raw_first_and_ids_are_stable():
-    spec = {**BASE, "filesystems": ["xfs", "raw"], "runtimes": ["native", "docker"],
-            "paths": ["layer", "volume", "bind", "device"], "repetitions": 2}
+    spec = {
+        **BASE,
+        "filesystems": ["xfs", "raw"],
+        "runtimes": ["native", "docker"],
+        "paths": ["layer", "volume", "bind", "device"],
+        "repetitions": 2,
+    }
     trials, skipped = expand(*parse_spec(spec))
     assert trials[0].filesystem.type == "raw"
     ids = [t.id for t in trials]
@@ -36,14 +41,27 @@ def test_expansion_orders_raw_first_and_ids_are_stable():
 
 def test_trial_id_changes_with_any_option():
     a, _ = expand(*parse_spec({**BASE, "filesystems": ["xfs"], "runtimes": ["native"], "paths": ["bind"]}))
-    b, _ = expand(*parse_spec({**BASE, "filesystems": [{"type": "xfs", "mount_options": ["noatime"]}],
-                               "runtimes": ["native"], "paths": ["bind"]}))
+    b, _ = expand(
+        *parse_spec(
+            {
+                **BASE,
+                "filesystems": [{"type": "xfs", "mount_options": ["noatime"]}],
+                "runtimes": ["native"],
+                "paths": ["bind"],
+            }
+        )
+    )
     assert a[0].id != b[0].id
 
 
 def test_exclude_by_glob():
-    spec = {**BASE, "filesystems": ["raw", "xfs"], "runtimes": ["native", "docker:overlay2", "docker:vfs"],
-            "paths": ["device", "bind"], "exclude": [{"filesystem": "raw", "runtime": "docker:*"}]}
+    spec = {
+        **BASE,
+        "filesystems": ["raw", "xfs"],
+        "runtimes": ["native", "docker:overlay2", "docker:vfs"],
+        "paths": ["device", "bind"],
+        "exclude": [{"filesystem": "raw", "runtime": "docker:*"}],
+    }
     trials, skipped = expand(*parse_spec(spec))
     assert not [t for t in trials if t.filesystem.type == "raw" and t.runtime.type == "docker"]
     assert any("exclude[0]" in s.reason for s in skipped)

@@ -5,9 +5,9 @@ import pytest
 
 from strata.errors import SpecErrors, TrialFailure
 from strata.experiment.load import parse_spec
-from strata.params import Load
 from strata.instances import InstanceOutput, Target
-from strata.workloads.filebench import FILEBENCH, OUTPUT, FilebenchParams, PERSONALITIES, PERSONALITIES_DIR, read_end
+from strata.params import Load
+from strata.workloads.filebench import FILEBENCH, OUTPUT, PERSONALITIES, PERSONALITIES_DIR, FilebenchParams, read_end
 
 DATA = Path(__file__).parents[1] / "data" / "strata-wml" / "0.1.0"
 BASE = {"name": "t", "devices": ["loop"], "filesystems": ["ext4"], "runtimes": ["docker"], "paths": ["volume"]}
@@ -30,7 +30,9 @@ def test_every_personality_ships():
 
 
 def test_spec_shorthand_and_sweep():
-    _, wls = parse_spec({**BASE, "workloads": [{"filebench": {"personality": ["webserver", "varmail"], "set": {"nthreads": 4}}}]})
+    _, wls = parse_spec(
+        {**BASE, "workloads": [{"filebench": {"personality": ["webserver", "varmail"], "set": {"nthreads": 4}}}]}
+    )
     assert [w.name for w in wls] == ["webserver", "varmail"] and wls[0].set == {"nthreads": 4}
 
 
@@ -44,18 +46,26 @@ def test_spec_errors():
 
 
 def test_command_sets_dir_and_overrides():
-    spec = FILEBENCH.parse_params({"type": "filebench", "personality": "webserver", "set": {"nthreads": 4}, "runtime": 7}, Path("."))
+    spec = FILEBENCH.parse_params(
+        {"type": "filebench", "personality": "webserver", "set": {"nthreads": 4}, "runtime": 7}, Path(".")
+    )
     argv = FILEBENCH.command(spec, Load(), Target("dir", "/data", "/strata-out", host_tools=False), 0)
     script = argv[-1]
-    assert argv[:2] == ["sh", "-c"] and script.startswith("exec strata-wml run /strata-out/workload.f --json --runtime 7")
+    assert argv[:2] == ["sh", "-c"] and script.startswith(
+        "exec strata-wml run /strata-out/workload.f --json --runtime 7"
+    )
     assert "'$dir=/data'" in script and "'$nthreads=4'" in script and script.endswith("> /strata-out/engine.jsonl")
 
 
 def test_two_instances_sum_and_merge(tmp_path):
     spec = FILEBENCH.parse_params({"type": "filebench", "personality": "varmail"}, Path("."))
     parsed = FILEBENCH.parse(spec, _outputs(tmp_path, ["varmail-instance0.jsonl", "varmail-instance1.jsonl"]))
-    ends = [json.loads(l)["data"] for n in ("varmail-instance0.jsonl", "varmail-instance1.jsonl")
-            for l in (DATA / n).read_text().splitlines() if json.loads(l)["type"] == "end"]
+    ends = [
+        json.loads(line)["data"]
+        for n in ("varmail-instance0.jsonl", "varmail-instance1.jsonl")
+        for line in (DATA / n).read_text().splitlines()
+        if json.loads(line)["type"] == "end"
+    ]
     m = parsed.metrics
     assert m["primary"]["ops_per_s"] == pytest.approx(sum(e["summary"]["ops_per_s"] for e in ends))
     assert m["primary"]["mb_per_s_per_instance"] == pytest.approx(sum(e["summary"]["mb_per_s"] for e in ends) / 2)
@@ -73,8 +83,15 @@ def test_two_instances_sum_and_merge(tmp_path):
 def test_engine_error_and_missing_end_are_failures(tmp_path):
     d = tmp_path / "a"
     d.mkdir()
-    (d / OUTPUT).write_text(json.dumps({"type": "error", "data": {"kind": "syntax", "message": "x.f:3:5: expected '='",
-                                                                   "file": "x.f", "line": 3, "col": 5}}) + "\n")
+    (d / OUTPUT).write_text(
+        json.dumps(
+            {
+                "type": "error",
+                "data": {"kind": "syntax", "message": "x.f:3:5: expected '='", "file": "x.f", "line": 3, "col": 5},
+            }
+        )
+        + "\n"
+    )
     with pytest.raises(TrialFailure) as e:
         read_end(InstanceOutput(0, d, 2, ""))
     assert e.value.category == "bad_input" and "x.f:3:5" in str(e.value) and "syntax" in str(e.value)
@@ -86,8 +103,11 @@ def test_engine_error_and_missing_end_are_failures(tmp_path):
 def test_full_file_system_is_disk_full_with_the_fix(tmp_path):
     d = tmp_path / "a"
     d.mkdir()
-    end = {"stopped_early": True, "summary": {"ops": 1},
-           "reason": "filereaderthread-0: flowop appendlog-1 failed: append failed: No space left on device (os error 28)"}
+    end = {
+        "stopped_early": True,
+        "summary": {"ops": 1},
+        "reason": "filereaderthread-0: flowop appendlog-1 failed: append failed: No space left on device (os error 28)",
+    }
     (d / OUTPUT).write_text(json.dumps({"type": "end", "data": end}) + "\n")
     with pytest.raises(TrialFailure) as e:
         read_end(InstanceOutput(0, d, 1, ""))

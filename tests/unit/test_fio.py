@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from strata.errors import TrialFailure
-from strata.params import Load
 from strata.instances import InstanceOutput, Target
+from strata.params import Load
 from strata.workloads.fio import FIO, FioParams, aggregate, iops_series, load_fio_json
 from strata.workloads.latency import merge_bins, percentile, summarize
 
@@ -43,7 +43,9 @@ def test_two_instances_sum_throughput_and_merge_histograms():
         merged = merge_bins([ja["lat_ns"]["bins"], jb["lat_ns"]["bins"]])
         assert m[d]["lat_ns"]["p99"] == percentile(merged, 99.0)
         assert m[d]["lat_ns"]["n"] == ja["lat_ns"]["N"] + jb["lat_ns"]["N"]
-        lo, hi = sorted([float(ja["lat_ns"]["percentile"]["99.000000"]), float(jb["lat_ns"]["percentile"]["99.000000"])])
+        lo, hi = sorted(
+            [float(ja["lat_ns"]["percentile"]["99.000000"]), float(jb["lat_ns"]["percentile"]["99.000000"])]
+        )
         assert lo * 0.98 <= m[d]["lat_ns"]["p99"] <= hi * 1.02
     assert len(m["instances"]) == 2
     assert m["primary"]["iops"] == pytest.approx(m["read"]["iops"] + m["write"]["iops"])

@@ -15,7 +15,12 @@ def test_report_writes_html_figures_csv(tmp_path, capsys):
     assert (tmp_path / "report.html").stat().st_size > 10000
     svgs = sorted(p.stem for p in (tmp_path / "figures").glob("*.svg"))
     assert svgs == sorted(p.stem for p in (tmp_path / "figures").glob("*.png")) and svgs
-    assert {p.stem for p in (tmp_path / "csv").glob("*.csv")} >= set(svgs) | {"findings", "advice", "warnings", "containers"}
+    assert {p.stem for p in (tmp_path / "csv").glob("*.csv")} >= set(svgs) | {
+        "findings",
+        "advice",
+        "warnings",
+        "containers",
+    }
     assert (tmp_path / "summary.txt").read_text().startswith("strata report")
 
 
@@ -52,6 +57,7 @@ def test_summary_text_never_fails_a_run(tmp_path):
 
 def test_list_findings(capsys):
     from strata.analysis.findings import FINDINGS
+
     assert main(["report", "--list-findings"]) == 0
     out = capsys.readouterr().out
     assert out.count("  source: ") == len(FINDINGS) and "dioread_nolock" in out

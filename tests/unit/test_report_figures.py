@@ -35,8 +35,16 @@ def mixed_results():
     for fs, v in (("ext4", 168.0), ("xfs", 108.2), ("btrfs", 79.7)):
         for path in ("volume", "bind"):
             for n in (1, 2, 3):
-                rs += reps(v, fs=fs, runtime="docker", driver="overlay2", path=path, kind="filebench",
-                           workload="fileserver", containers=n)
+                rs += reps(
+                    v,
+                    fs=fs,
+                    runtime="docker",
+                    driver="overlay2",
+                    path=path,
+                    kind="filebench",
+                    workload="fileserver",
+                    containers=n,
+                )
     return rs
 
 
@@ -79,8 +87,15 @@ def test_scaling_marks_the_peak(report):
 
 def test_004_tables_by_filesystem_path_containers(report):
     (t,) = [t for t in report.tables if t.id.startswith("table-") and "fileserver" in t.title]
-    assert t.columns == ["containers", "btrfs bind", "btrfs volume", "ext4 bind", "ext4 volume", "xfs bind",
-                         "xfs volume"]
+    assert t.columns == [
+        "containers",
+        "btrfs bind",
+        "btrfs volume",
+        "ext4 bind",
+        "ext4 volume",
+        "xfs bind",
+        "xfs volume",
+    ]
     assert [r[0] for r in t.rows] == [1, 2, 3]
     assert t.rows[0][3] == pytest.approx(168.0 * 1.01)
     assert t.rows[1][3] == pytest.approx(168.0 * 1.01 / 2)
@@ -151,16 +166,29 @@ def test_figure_ids_are_unique_when_contexts_repeat():
 
 def test_series_with_containers(tmp_path):
     import json
+
     from strata.report.model import series_data
+
     r = make_result(runtime="docker", path="volume", containers=2)
     d = tmp_path / "trials" / r["trial_id"]
     d.mkdir(parents=True)
     r["_path"] = str(tmp_path / "trials" / f"{r['trial_id']}.json")
-    (d / "series.json").write_text(json.dumps({"t": [0, 1, 2, 3], "host": {}, "diskstats": {}, "cgroups": {
-        "0": {"read_bytes": [1e6, 2e6, 3e6], "write_bytes": [0, 0, 0]},
-        "1": {"read_bytes": [2e6, 2e6, 2e6], "write_bytes": [0, 0, 0]}}}))
+    (d / "series.json").write_text(
+        json.dumps(
+            {
+                "t": [0, 1, 2, 3],
+                "host": {},
+                "diskstats": {},
+                "cgroups": {
+                    "0": {"read_bytes": [1e6, 2e6, 3e6], "write_bytes": [0, 0, 0]},
+                    "1": {"read_bytes": [2e6, 2e6, 2e6], "write_bytes": [0, 0, 0]},
+                },
+            }
+        )
+    )
     data = series_data(r)
     assert data["container I/O MB/s"]["container 1"] == [(1, 2.0), (2, 2.0), (3, 2.0)]
     from strata.report.model import Figure, Table
+
     fig = Figure("s", "series", "series with containers", "", Table("s", "", [], []), {"series": data})
     assert "container 0" in svg_texts(figures.render(fig)[0])

@@ -62,8 +62,10 @@ def test_pure_python_outputs_match(files, kind):
 @pytest.mark.parametrize("kind", [".svg", ".png", "report.html"])
 def test_rendered_outputs_match(files, kind):
     if not same_renderer():
-        pytest.skip(f"snapshots recorded with {recorded_versions()}, this is {VERSIONS}: "
-                    "regenerate with STRATA_UPDATE_SNAPSHOTS=1 after checking the figures")
+        pytest.skip(
+            f"snapshots recorded with {recorded_versions()}, this is {VERSIONS}: "
+            "regenerate with STRATA_UPDATE_SNAPSHOTS=1 after checking the figures"
+        )
     names = [k for k in files if k.endswith(kind)]
     assert names
     for name in names:

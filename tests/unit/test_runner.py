@@ -4,10 +4,10 @@ from pathlib import Path
 import pytest
 
 from strata.errors import StrataError
-from strata.progress import Progress
-from strata.runner import run_experiment
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
+from strata.progress import Progress
+from strata.runner import run_experiment
 from strata.store import ResultStore, load_results
 
 from .fakes import fake_registries
@@ -16,18 +16,34 @@ HOST = {"kernel": "test"}
 
 
 def _spec(tmp_path, **over):
-    spec = {"name": "unit", "workdir": str(tmp_path / "work"), "devices": ["loop"], "filesystems": ["raw", "xfs"],
-            "runtimes": ["native"], "paths": ["device", "bind"], "workloads": [{"null": {"iops": 500}}],
-            "loads": ["low"], "repetitions": 2}
+    spec = {
+        "name": "unit",
+        "workdir": str(tmp_path / "work"),
+        "devices": ["loop"],
+        "filesystems": ["raw", "xfs"],
+        "runtimes": ["native"],
+        "paths": ["device", "bind"],
+        "workloads": [{"null": {"iops": 500}}],
+        "loads": ["low"],
+        "repetitions": 2,
+    }
     spec.update(over)
     return parse_spec(spec)
 
 
 def _run(tmp_path, exp, wls, out, events=None, **kw):
     trials, skipped = expand(exp, wls)
-    return run_experiment(exp, wls, trials, skipped, out, host=HOST,
-                          registries=fake_registries(tmp_path, events, kw.pop("unsupported_runtime", None)),
-                          progress=Progress(len(trials), [0.1] * len(trials), quiet=True), **kw)
+    return run_experiment(
+        exp,
+        wls,
+        trials,
+        skipped,
+        out,
+        host=HOST,
+        registries=fake_registries(tmp_path, events, kw.pop("unsupported_runtime", None)),
+        progress=Progress(len(trials), [0.1] * len(trials), quiet=True),
+        **kw,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -90,8 +106,9 @@ def test_ok_results_are_never_overwritten(tmp_path):
 
 
 def test_unsupported_runtime_is_recorded_with_its_reason(tmp_path):
-    exp, wls = _spec(tmp_path, runtimes=["native", "docker:devicemapper"], paths=["device", "bind", "volume"],
-                     repetitions=1)
+    exp, wls = _spec(
+        tmp_path, runtimes=["native", "docker:devicemapper"], paths=["device", "bind", "volume"], repetitions=1
+    )
     s = _run(tmp_path, exp, wls, tmp_path / "out", unsupported_runtime="docker:devicemapper")
     unsup = [r for r in load_results(tmp_path / "out") if r["status"] == "unsupported"]
     assert unsup and all("driver not supported" in r["flags"]["failed"]["message"] for r in unsup)
@@ -106,8 +123,17 @@ def test_interrupt_keeps_finished_trials(tmp_path):
         def start(self, label):
             if self.done_n == 2:
                 raise KeyboardInterrupt
-    s = run_experiment(exp, wls, trials, skipped, tmp_path / "out", host=HOST,
-                       registries=fake_registries(tmp_path), progress=Interrupting(4, [0.1] * 4, quiet=True))
+
+    s = run_experiment(
+        exp,
+        wls,
+        trials,
+        skipped,
+        tmp_path / "out",
+        host=HOST,
+        registries=fake_registries(tmp_path),
+        progress=Interrupting(4, [0.1] * 4, quiet=True),
+    )
     assert s.interrupted and s.exit_code == 130
     assert len(load_results(tmp_path / "out")) == 2
     assert not list((tmp_path / "state" / "journal").glob("*.jsonl"))
@@ -126,6 +152,7 @@ def test_relative_results_dir_gives_absolute_instance_dirs(tmp_path, monkeypatch
 
 def test_the_workdir_is_left_as_found(tmp_path):
     from strata.stack.provision import StackCache
+
     made = StackCache(None, tmp_path / "new", HOST, fake_registries(tmp_path))
     (tmp_path / "new" / "mnt").mkdir(parents=True)
     made.close()

@@ -1,19 +1,23 @@
-import textwrap
-
 import pytest
 import yaml
 
 from strata.errors import SpecErrors
 from strata.experiment.load import load_spec, parse_spec
 
-MINIMAL = {"name": "t", "devices": ["loop"], "filesystems": ["xfs"], "runtimes": ["native"],
-           "paths": ["bind"], "workloads": ["rr"]}
+MINIMAL = {
+    "name": "t",
+    "devices": ["loop"],
+    "filesystems": ["xfs"],
+    "runtimes": ["native"],
+    "paths": ["bind"],
+    "workloads": ["rr"],
+}
 
 
 def test_shorthands_resolve():
     exp, wls = parse_spec({**MINIMAL, "runtimes": ["native", "docker:btrfs", "docker"], "loads": ["low", "high"]})
     assert [r.name for r in exp.runtimes] == ["native", "docker:btrfs", "docker:overlay2"]
-    assert [(l.numjobs, l.iodepth) for l in exp.loads] == [(1, 1), (32, 32)]
+    assert [(ld.numjobs, ld.iodepth) for ld in exp.loads] == [(1, 1), (32, 32)]
     assert wls[0].rw == "randread" and wls[0].bs == 4096 and wls[0].direct == 1 and wls[0].ioengine == "libaio"
 
 
@@ -23,15 +27,29 @@ def test_presets_follow_the_study():
 
 
 def test_every_error_at_once_with_key_paths():
-    bad = {"name": "t", "devices": [{"type": "loop", "size": "12Q"}], "filesystems": ["zfs"],
-           "runtimes": [{"type": "docker", "storage_driver": "overlay3"}], "paths": ["layer", "nowhere"],
-           "workloads": [{"fio": {"preset": "rr", "bogus": 1}}], "loads": ["medium"], "colour": "red"}
+    bad = {
+        "name": "t",
+        "devices": [{"type": "loop", "size": "12Q"}],
+        "filesystems": ["zfs"],
+        "runtimes": [{"type": "docker", "storage_driver": "overlay3"}],
+        "paths": ["layer", "nowhere"],
+        "workloads": [{"fio": {"preset": "rr", "bogus": 1}}],
+        "loads": ["medium"],
+        "colour": "red",
+    }
     with pytest.raises(SpecErrors) as e:
         parse_spec(bad)
     paths = [p for p, _, _ in e.value.errors]
     text = e.value.message()
-    for expected in ("devices[0].size", "filesystems[0].type", "runtimes[0].storage_driver", "paths[1]",
-                     "workloads[0].fio.bogus", "loads[0]", "colour"):
+    for expected in (
+        "devices[0].size",
+        "filesystems[0].type",
+        "runtimes[0].storage_driver",
+        "paths[1]",
+        "workloads[0].fio.bogus",
+        "loads[0]",
+        "colour",
+    ):
         assert any(p == expected for p in paths), (expected, paths)
     assert "unknown key" in text and "fix:" in text
 
@@ -41,7 +59,7 @@ def test_sweep_expands_list_values():
     assert [w.bs for w in wls] == [4096, 16384, 65536]
     assert len({w.name for w in wls}) == 3
     exp, _ = parse_spec({**MINIMAL, "loads": [{"numjobs": [1, 8, 32], "iodepth": 32}]})
-    assert [l.numjobs for l in exp.loads] == [1, 8, 32]
+    assert [ld.numjobs for ld in exp.loads] == [1, 8, 32]
 
 
 def test_fio_job_file_is_read_relative_to_the_spec(tmp_path):
@@ -87,6 +105,7 @@ def test_block_device_destroy_flag():
 
 def test_examples_parse():
     import pathlib
+
     root = pathlib.Path(__file__).parents[2] / "examples"
     specs = sorted(root.glob("*.yaml"))
     assert specs, "examples/ has specs"
@@ -96,6 +115,8 @@ def test_examples_parse():
 
 def test_spec_reference_is_up_to_date():
     import pathlib
+
     from strata.experiment.reference import generate
+
     ref = pathlib.Path(__file__).parents[2] / "docs" / "spec-reference.md"
     assert ref.read_text() == generate(), "run: python -m strata.spec.reference"

@@ -9,26 +9,38 @@ def cache_flag(*a):
 def sync_flag(starts, runtime_s):
     return validity.sync([], starts, runtime_s).to_json()
 
+
 MiB = 1 << 20
 
 
 def test_honest_direct_io_is_not_flagged():
-    f = cache_flag({"read": 500 * MiB, "write": 0}, {"loop0": {"read_bytes": 500 * MiB}, "vda": {"read_bytes": 510 * MiB}}, True, "bind")
+    f = cache_flag(
+        {"read": 500 * MiB, "write": 0},
+        {"loop0": {"read_bytes": 500 * MiB}, "vda": {"read_bytes": 510 * MiB}},
+        True,
+        "bind",
+    )
     assert not f["suspect"] and f["evidence"]["read_disk_share"] == 1.0
 
 
 def test_cache_answering_reads_is_flagged_with_evidence():
-    f = cache_flag({"read": 2000 * MiB, "write": 0}, {"loop0": {"read_bytes": 3 * MiB, "write_bytes": 0}}, True, "layer")
+    f = cache_flag(
+        {"read": 2000 * MiB, "write": 0}, {"loop0": {"read_bytes": 3 * MiB, "write_bytes": 0}}, True, "layer"
+    )
     assert f["suspect"] and "cache answered" in f["reason"]
     assert f["evidence"]["read_workload_bytes"] == 2000 * MiB and f["evidence"]["read_disk_bytes"] == 3 * MiB
 
 
 def test_a_shortfall_at_any_layer_is_a_cache():
     # a busy shared disk below cannot hide that the device under test moved nothing
-    f = cache_flag({"read": 800 * MiB}, {"loop0": {"read_bytes": 10 * MiB}, "vda": {"read_bytes": 900 * MiB}}, True, "layer")
+    f = cache_flag(
+        {"read": 800 * MiB}, {"loop0": {"read_bytes": 10 * MiB}, "vda": {"read_bytes": 900 * MiB}}, True, "layer"
+    )
     assert f["suspect"] and "loop0" in f["reason"] and "vda" not in f["reason"]
     # a buffered loop device: the loop device sees every request, the disk behind it does not
-    f = cache_flag({"read": 800 * MiB}, {"loop0": {"read_bytes": 800 * MiB}, "vda": {"read_bytes": 5 * MiB}}, True, "device")
+    f = cache_flag(
+        {"read": 800 * MiB}, {"loop0": {"read_bytes": 800 * MiB}, "vda": {"read_bytes": 5 * MiB}}, True, "device"
+    )
     assert f["suspect"] and "vda" in f["reason"]
 
 
@@ -77,9 +89,12 @@ def test_sync_skew():
 
 def test_final_cgroup_counters():
     from strata.collectors.cgroup import final_counters
-    text = ("== cpuacct/cpuacct.usage\n123456\n== memory/memory.max_usage_in_bytes\n4096\n"
-            "== blkio/blkio.throttle.io_service_bytes\n7:0 Read 1000\n7:0 Write 24\n7:0 Total 1024\nTotal 1024\n"
-            "== memory/memory.oom_control\noom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+
+    text = (
+        "== cpuacct/cpuacct.usage\n123456\n== memory/memory.max_usage_in_bytes\n4096\n"
+        "== blkio/blkio.throttle.io_service_bytes\n7:0 Read 1000\n7:0 Write 24\n7:0 Total 1024\nTotal 1024\n"
+        "== memory/memory.oom_control\noom_kill_disable 0\nunder_oom 0\noom_kill 1\n"
+    )
     c = final_counters(text)
     assert c["cpu_ns"] == 123456 and c["memory_max_bytes"] == 4096
     assert (c["read_bytes"], c["write_bytes"], c["oom_kills"]) == (1000, 24, 1)

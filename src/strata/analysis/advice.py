@@ -32,8 +32,10 @@ class Best:
     candidates: int = 0
 
     def text(self) -> str:
-        head = f"{self.workload} at load {self.load} on {self.best.labels['device']}: best {self.best.stack} " \
+        head = (
+            f"{self.workload} at load {self.load} on {self.best.labels['device']}: best {self.best.stack} "
             f"({fmt(self.best.summary.mean, self.unit)}"
+        )
         head += f", n={self.best.reps})"
         if self.runner_up is None:
             return head + " (the only stack measured)"
@@ -41,8 +43,11 @@ class Best:
             names = ", ".join(c.stack for c in self.tied)
             return head + f", statistically tied with {names}"
         m = self.margin
-        conf = ("significant at 95%" if m.significant else "not significant") if m.known else \
-            "no confidence: too few repetitions"
+        conf = (
+            ("significant at 95%" if m.significant else "not significant")
+            if m.known
+            else "no confidence: too few repetitions"
+        )
         lo = f" [{-m.rel_high:.1%}, {-m.rel_low:.1%}]" if m.known else ""
         return head + f"; next, {self.runner_up.stack}, is {-m.rel:.1%}{lo} lower ({conf})"
 
@@ -58,11 +63,17 @@ class ContainersAdvice:
     counts: list
 
     def text(self) -> str:
-        tail = "throughput falls beyond it" if self.falls_after else \
-            f"still not falling at {self.counts[-1]}: measure more containers to find the peak" \
-            if self.best_x == self.counts[-1] else "no significant fall beyond it"
-        return (f"{self.workload} on {self.stack}: {self.best_x} container(s) per host maximize aggregate throughput "
-                f"({fmt(self.aggregate, self.unit)}; measured {', '.join(map(str, self.counts))}); {tail}")
+        tail = (
+            "throughput falls beyond it"
+            if self.falls_after
+            else f"still not falling at {self.counts[-1]}: measure more containers to find the peak"
+            if self.best_x == self.counts[-1]
+            else "no significant fall beyond it"
+        )
+        return (
+            f"{self.workload} on {self.stack}: {self.best_x} container(s) per host maximize aggregate throughput "
+            f"({fmt(self.aggregate, self.unit)}; measured {', '.join(map(str, self.counts))}); {tail}"
+        )
 
 
 def best_stacks(cells: list[Cell]) -> list[Best]:
@@ -87,6 +98,7 @@ def containers(sweeps) -> list[ContainersAdvice]:
         for ln in s.lines:
             p = peak(ln)
             c0 = ln.points[0][1]
-            out.append(ContainersAdvice(ln.stack, c0.labels["workload"], p.x, p.aggregate, c0.unit, p.falls_after,
-                                        ln.xs))
+            out.append(
+                ContainersAdvice(ln.stack, c0.labels["workload"], p.x, p.aggregate, c0.unit, p.falls_after, ln.xs)
+            )
     return out

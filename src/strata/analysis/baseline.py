@@ -56,9 +56,14 @@ def above_raw_evidence(c: Cell, raw: Cell) -> dict | None:
     raw_id = raw.ok[0]["trial_id"] if raw.ok else None
     if r.low is not None:
         if r.low > 1.0 and r.value > MIN_ABOVE:
-            return {"reason": f"{c.summary.mean:.0f} is {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}] the raw device's "
-                              f"{raw.summary.mean:.0f} for the same workload: a cache answered, this is not device "
-                              "performance", "raw_value": raw.summary.mean, "raw_trial": raw_id, "ratio": r.value}
+            return {
+                "reason": f"{c.summary.mean:.0f} is {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}] the raw device's "
+                f"{raw.summary.mean:.0f} for the same workload: a cache answered, this is not device "
+                "performance",
+                "raw_value": raw.summary.mean,
+                "raw_trial": raw_id,
+                "ratio": r.value,
+            }
         return None
     judged = validity.above_raw(c.summary.mean, raw.summary.mean, raw_id, None)
     return {"reason": judged.reason, **judged.evidence} if judged else None

@@ -40,8 +40,9 @@ def artifact(result: dict, name: str):
 def freeze(d: dict, drop: str = "name") -> tuple:
     """A hashable copy of a flat-ish JSON object (sorted keys; nested values by repr, which is canonical
     for stored results: they are written with sorted keys)."""
-    return tuple(sorted((k, v if v is None or isinstance(v, (str, int, float)) else repr(v))
-                        for k, v in d.items() if k != drop))
+    return tuple(
+        sorted((k, v if v is None or isinstance(v, (str, int, float)) else repr(v)) for k, v in d.items() if k != drop)
+    )
 
 
 def is_cache_suspect(result: dict) -> bool:
@@ -152,7 +153,9 @@ def build_cells(results: list[dict], judge_steady: bool = True) -> list[Cell]:
         c = cells.get(key)
         if c is None:
             labels = {k: str((r.get("labels") or {}).get(k, "")) for k in LABEL_KEYS}
-            c = cells[key] = Cell(hashlib.sha1(key.encode()).hexdigest()[:12], labels, r["trial"], r.get("experiment", ""))
+            c = cells[key] = Cell(
+                hashlib.sha1(key.encode()).hexdigest()[:12], labels, r["trial"], r.get("experiment", "")
+            )
         _add(c, r, judge_steady)
     for c in cells.values():
         c.summary = summarize(c.values)

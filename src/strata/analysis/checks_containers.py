@@ -10,19 +10,26 @@ from strata.analysis.query import by_context, fmt, pairs, select, within
 from strata.analysis.stats import change
 from strata.analysis.verdict import changes, factor, verdict
 
+
 def _scaling(ctx, min_points=2):
     return [ln for s in ctx.sweeps if s.dim == "containers" for ln in s.lines if len(ln.measured) >= min_points]
 
 
 def containers_peak(ctx):
     from strata.analysis.sweeps import peak
+
     items = []
     for ln in _scaling(ctx, 3):
         p = peak(ln)
         sig = "" if p.significant is None else (", significant" if p.significant else ", not significant")
-        items.append((p.falls_after, f"{ln.stack} {ln.points[0][1].labels['workload']}: peak {fmt(p.aggregate)} at "
-                      f"{p.x} containers" + (f", {p.drop:.0%} lower at {p.last_x}{sig}" if p.falls_after
-                                             else f", not falling by {p.last_x}")))
+        items.append(
+            (
+                p.falls_after,
+                f"{ln.stack} {ln.points[0][1].labels['workload']}: peak {fmt(p.aggregate)} at "
+                f"{p.x} containers"
+                + (f", {p.drop:.0%} lower at {p.last_x}{sig}" if p.falls_after else f", not falling by {p.last_x}"),
+            )
+        )
     return verdict(items)
 
 
@@ -48,8 +55,11 @@ def _fs_rank(ctx, workload_re, fs, best=True):
             continue
         ranked = sorted(by_fs.values(), key=lambda c: c.summary.mean, reverse=best)
         top = ranked[0]
-        tied = by_fs[fs].summary.mean >= 0.95 * top.summary.mean if best else \
-            by_fs[fs].summary.mean <= 1.05 * top.summary.mean
+        tied = (
+            by_fs[fs].summary.mean >= 0.95 * top.summary.mean
+            if best
+            else by_fs[fs].summary.mean <= 1.05 * top.summary.mean
+        )
         order = " > ".join(f"{c.fs_type} {fmt(c.summary.mean, c.unit)}" for c in ranked)
         items.append((tied, f"{top.labels['workload']} {top.path} x{top.containers}: {order}"))
     return verdict(items)
@@ -68,8 +78,11 @@ def btrfs_worst_fileserver(ctx):
 
 
 def volume_bind_similar(ctx):
-    prs = pairs(select(ctx.cells, runtime="docker", path="volume"), select(ctx.cells, runtime="docker", path="bind"),
-                also=("filesystem", "runtime"))
+    prs = pairs(
+        select(ctx.cells, runtime="docker", path="volume"),
+        select(ctx.cells, runtime="docker", path="bind"),
+        also=("filesystem", "runtime"),
+    )
     return changes(prs, lambda ch: within(ch, 0.10))
 
 
@@ -81,15 +94,22 @@ def per_container_share(ctx):
             continue
         for x, c in ln.measured[1:]:
             f = c.summary.mean / one.summary.mean
-            items.append((0.8 <= f <= 1.2, f"{ln.stack} {c.labels['workload']}: {x} containers move {f:.2f}x one "
-                          f"container's total ({fmt(c.summary.mean / x, c.unit)} each)"))
+            items.append(
+                (
+                    0.8 <= f <= 1.2,
+                    f"{ln.stack} {c.labels['workload']}: {x} containers move {f:.2f}x one "
+                    f"container's total ({fmt(c.summary.mean / x, c.unit)} each)",
+                )
+            )
     return verdict(items)
 
 
 def container_near_native(ctx):
-    prs = pairs(select(ctx.cells, runtime="native", path="bind"),
-                [c for c in select(ctx.cells, runtime="docker") if c.path in ("volume", "bind") and c.containers == 1],
-                also=("filesystem",))
+    prs = pairs(
+        select(ctx.cells, runtime="native", path="bind"),
+        [c for c in select(ctx.cells, runtime="docker") if c.path in ("volume", "bind") and c.containers == 1],
+        also=("filesystem",),
+    )
     return changes(prs, lambda ch: ch.rel >= -0.05 or within(ch, 0.05))
 
 

@@ -8,12 +8,17 @@ reports them ("unless otherwise indicated ... high load (32 jobs, 32 queue depth
 from __future__ import annotations
 
 from strata.analysis.baseline import ratio_to_raw
-from strata.analysis.query import at_highest_load as high, by_context, fmt, pairs, select, within
+from strata.analysis.query import at_highest_load as high
+from strata.analysis.query import by_context, fmt, pairs, select, within
 from strata.analysis.verdict import RANDOM, SMALL_BS, changes, factor, ratios, verdict
 
+
 def xfs_near_raw(ctx):
-    return ratios(ctx, high(select(ctx.cells, fs="xfs", plain=True, runtime="native",
-                                    rw=("randread", "read", "write"))), lambda r: r >= 0.90)
+    return ratios(
+        ctx,
+        high(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randread", "read", "write"))),
+        lambda r: r >= 0.90,
+    )
 
 
 def ext4_rr_below_raw(ctx):
@@ -23,14 +28,22 @@ def ext4_rr_below_raw(ctx):
 
 
 def dioread_nolock(ctx):
-    prs = pairs(select(ctx.cells, fs="ext4", plain=True, rw=("randread",)),
-                high(select(ctx.cells, fs="ext4", option="dioread_nolock", rw=("randread",))), also=("runtime", "path"))
+    prs = pairs(
+        select(ctx.cells, fs="ext4", plain=True, rw=("randread",)),
+        high(select(ctx.cells, fs="ext4", option="dioread_nolock", rw=("randread",))),
+        also=("runtime", "path"),
+    )
     return changes(prs, lambda ch: ch.rel >= 0.10)
 
 
 def _jobs_lines(ctx, fs, rw="randwrite"):
-    return [ln for s in ctx.sweeps if s.dim == "numjobs" for ln in s.lines
-            if ln.points[0][1].fs_type == fs and not ln.points[0][1].mount_options and ln.points[0][1].rw == rw]
+    return [
+        ln
+        for s in ctx.sweeps
+        if s.dim == "numjobs"
+        for ln in s.lines
+        if ln.points[0][1].fs_type == fs and not ln.points[0][1].mount_options and ln.points[0][1].rw == rw
+    ]
 
 
 def xfs_jobs_cliff(ctx):
@@ -39,8 +52,13 @@ def xfs_jobs_cliff(ctx):
         lo = [c.summary.mean for x, c in ln.measured if x <= 24]
         hi = [c.summary.mean for x, c in ln.measured if x > 24]
         if lo and hi:
-            items.append((max(hi) < 0.8 * max(lo), f"{ln.stack}: best {fmt(max(lo))} up to 24 jobs, "
-                          f"best {fmt(max(hi))} past 24 ({max(hi) / max(lo):.2f}x)"))
+            items.append(
+                (
+                    max(hi) < 0.8 * max(lo),
+                    f"{ln.stack}: best {fmt(max(lo))} up to 24 jobs, "
+                    f"best {fmt(max(hi))} past 24 ({max(hi) / max(lo):.2f}x)",
+                )
+            )
     return verdict(items)
 
 
@@ -56,10 +74,14 @@ def ext4_jobs_flat(ctx):
 
 
 def btrfs_small_random(ctx):
-    others = select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=RANDOM) + \
-        select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=RANDOM)
-    btrfs = [c for c in high(select(ctx.cells, fs="btrfs", plain=True, runtime="native", rw=RANDOM))
-             if (c.workload.get("bs") or 0) <= SMALL_BS]
+    others = select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=RANDOM) + select(
+        ctx.cells, fs="xfs", plain=True, runtime="native", rw=RANDOM
+    )
+    btrfs = [
+        c
+        for c in high(select(ctx.cells, fs="btrfs", plain=True, runtime="native", rw=RANDOM))
+        if (c.workload.get("bs") or 0) <= SMALL_BS
+    ]
     items, best = [], {}
     for b, o, _ in pairs(btrfs, others):
         if b.key not in best or o.summary.mean > best[b.key][1].summary.mean:
@@ -84,39 +106,58 @@ def btrfs_rr_blocksize(ctx):
             small = [v for x, v in rs if x <= 4096]
             big = [v for x, v in rs if x >= 32768]
             if small and big:
-                items.append((max(big) > small[0], f"{ln.stack}: {small[0]:.2f}x raw at 4 KiB, "
-                              f"{max(big):.2f}x raw at 32 KiB or more"))
+                items.append(
+                    (
+                        max(big) > small[0],
+                        f"{ln.stack}: {small[0]:.2f}x raw at 4 KiB, {max(big):.2f}x raw at 32 KiB or more",
+                    )
+                )
     return verdict(items)
 
 
 def btrfs_nodatacow(ctx):
-    prs = pairs(select(ctx.cells, fs="btrfs", plain=True, rw=("randwrite",)),
-                high(select(ctx.cells, fs="btrfs", option="nodatacow", rw=("randwrite",))), also=("runtime", "path"))
-    return verdict([(factor(a, b) >= 2.0, f"{b.name}: {factor(a, b):.2f}x with copy-on-write ({ch.text()})")
-                     for a, b, ch in prs])
+    prs = pairs(
+        select(ctx.cells, fs="btrfs", plain=True, rw=("randwrite",)),
+        high(select(ctx.cells, fs="btrfs", option="nodatacow", rw=("randwrite",))),
+        also=("runtime", "path"),
+    )
+    return verdict(
+        [(factor(a, b) >= 2.0, f"{b.name}: {factor(a, b):.2f}x with copy-on-write ({ch.text()})") for a, b, ch in prs]
+    )
 
 
 def overlay_layer_near_raw(ctx):
-    return ratios(ctx, high(select(ctx.cells, runtime="docker", drivers=("overlay2", "overlay", "aufs"),
-                                    path="layer")), lambda r: r >= 0.90)
+    return ratios(
+        ctx,
+        high(select(ctx.cells, runtime="docker", drivers=("overlay2", "overlay", "aufs"), path="layer")),
+        lambda r: r >= 0.90,
+    )
 
 
 def btrfs_driver_slow(ctx):
-    prs = pairs(select(ctx.cells, drivers=("overlay2",), path="layer", rw=RANDOM),
-                high(select(ctx.cells, drivers=("btrfs",), path="layer", rw=RANDOM)))
-    return verdict([(factor(a, b) < 0.80, f"{b.name}: {factor(a, b):.2f}x overlay2 ({a.labels['filesystem']})")
-                     for a, b, _ in prs])
+    prs = pairs(
+        select(ctx.cells, drivers=("overlay2",), path="layer", rw=RANDOM),
+        high(select(ctx.cells, drivers=("btrfs",), path="layer", rw=RANDOM)),
+    )
+    return verdict(
+        [(factor(a, b) < 0.80, f"{b.name}: {factor(a, b):.2f}x overlay2 ({a.labels['filesystem']})") for a, b, _ in prs]
+    )
 
 
 def devicemapper_slow(ctx):
-    prs = pairs(select(ctx.cells, drivers=("overlay2",), path="layer"),
-                select(ctx.cells, drivers=("devicemapper",), path="layer"))
+    prs = pairs(
+        select(ctx.cells, drivers=("overlay2",), path="layer"),
+        select(ctx.cells, drivers=("devicemapper",), path="layer"),
+    )
     return verdict([(factor(a, b) < 0.90, f"{b.name}: {factor(a, b):.2f}x overlay2") for a, b, _ in prs])
 
 
 def volume_near_host(ctx):
-    prs = pairs(select(ctx.cells, runtime="native", path="bind"), select(ctx.cells, runtime="docker", path="volume"),
-                also=("filesystem",))
+    prs = pairs(
+        select(ctx.cells, runtime="native", path="bind"),
+        select(ctx.cells, runtime="docker", path="volume"),
+        also=("filesystem",),
+    )
     return changes(prs, lambda ch: within(ch, 0.05))
 
 
@@ -127,14 +168,20 @@ def volume_driver_independent(ctx):
         if len(drivers) >= 2:
             vals = [c.summary.mean for c in group]
             f = max(vals) / min(vals)
-            items.append((f <= 1.05, f"{group[0].labels['workload']} {group[0].labels['load']} on "
-                          f"{group[0].labels['filesystem']}: {len(drivers)} drivers within {f - 1:.1%}"))
+            items.append(
+                (
+                    f <= 1.05,
+                    f"{group[0].labels['workload']} {group[0].labels['load']} on "
+                    f"{group[0].labels['filesystem']}: {len(drivers)} drivers within {f - 1:.1%}",
+                )
+            )
     return verdict(items)
 
 
 def above_raw_is_cache(ctx):
     from strata.analysis.baseline import raw_of
     from strata.validity import MIN_DEVICE_SHARE
+
     items = []
     for c in ctx.cells:
         raw = raw_of(c, ctx.raw)
@@ -142,26 +189,40 @@ def above_raw_is_cache(ctx):
         if raw is None or not vals or sum(vals) / len(vals) <= 1.10 * raw.summary.mean:
             continue
         f = sum(vals) / len(vals) / raw.summary.mean
-        shares = [v for r in c.ok + c.cached for k, v in
-                  (((r.get("flags") or {}).get("cache") or {}).get("evidence") or {}).items() if k.endswith("_disk_share")]
+        shares = [
+            v
+            for r in c.ok + c.cached
+            for k, v in (((r.get("flags") or {}).get("cache") or {}).get("evidence") or {}).items()
+            if k.endswith("_disk_share")
+        ]
         confirmed = bool(shares) and min(shares) < MIN_DEVICE_SHARE
-        items.append((confirmed, f"{c.name}: {f:.2f}x raw, the disk moved "
-                      + (f"{min(shares):.0%} of the workload's bytes" if shares else "an unknown share of the bytes")))
+        items.append(
+            (
+                confirmed,
+                f"{c.name}: {f:.2f}x raw, the disk moved "
+                + (f"{min(shares):.0%} of the workload's bytes" if shares else "an unknown share of the bytes"),
+            )
+        )
     return verdict(items)
 
 
 def xfs_beats_ext4_rr(ctx):
-    prs = pairs(select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=("randread",)),
-                high(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randread",))), also=("path",))
+    prs = pairs(
+        select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=("randread",)),
+        high(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randread",))),
+        also=("path",),
+    )
     return changes([p for p in prs if p[1].outstanding > 1], lambda ch: ch.rel >= -0.05)
 
 
 def ext4_beats_xfs_rw(ctx):
-    prs = pairs(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randwrite",)),
-                select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=("randwrite",)), also=("path",))
+    prs = pairs(
+        select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randwrite",)),
+        select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=("randwrite",)),
+        also=("path",),
+    )
     top = max((b.outstanding for _, b, _ in prs), default=0)
-    return changes([p for p in prs if p[1].outstanding == top and top > 1],
-                    lambda ch: ch.rel >= -0.05)
+    return changes([p for p in prs if p[1].outstanding == top and top > 1], lambda ch: ch.rel >= -0.05)
 
 
 def sequential_either_fs(ctx):
@@ -187,8 +248,13 @@ def latency_high_load(ctx):
     for lo, hi in _lat_pairs(ctx):
         a, b = lo.latency("lat", "mean").mean, hi.latency("lat", "mean").mean
         if a and b:
-            items.append((b / a >= 5, f"{hi.stack}: {b / a:.1f}x the low-load latency "
-                          f"({hi.outstanding} vs {lo.outstanding} I/Os in flight)"))
+            items.append(
+                (
+                    b / a >= 5,
+                    f"{hi.stack}: {b / a:.1f}x the low-load latency "
+                    f"({hi.outstanding} vs {lo.outstanding} I/Os in flight)",
+                )
+            )
     return verdict(items)
 
 

@@ -25,7 +25,6 @@ class Match:
     change: Change
     differs: list
 
-
     @property
     def name(self) -> str:
         lab = self.labels
@@ -53,8 +52,11 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     out = []
     for section in ("device", "filesystem", "runtime", "workload", "load"):
         x, y = a.trial.get(section) or {}, b.trial.get(section) or {}
-        out += [f"{section}.{k}: {x.get(k)} vs {y.get(k)}" for k in sorted(set(x) | set(y))
-                if k != "name" and x.get(k) != y.get(k)]
+        out += [
+            f"{section}.{k}: {x.get(k)} vs {y.get(k)}"
+            for k in sorted(set(x) | set(y))
+            if k != "name" and x.get(k) != y.get(k)
+        ]
     return out
 
 

@@ -21,8 +21,8 @@ class Grid:
     context: str
     unit: str
     columns: list = field(default_factory=list)  # (filesystem, runtime, path)
-    rows: list = field(default_factory=list)     # containers
-    values: dict = field(default_factory=dict)   # (containers, column) -> (per-container mean, Cell)
+    rows: list = field(default_factory=list)  # containers
+    values: dict = field(default_factory=dict)  # (containers, column) -> (per-container mean, Cell)
 
     @property
     def title(self) -> str:
@@ -47,8 +47,13 @@ def grids(cells: list[Cell]) -> list[Grid]:
         if (len(cols) < 2 and len(rows) < 2) or all(c.runtime_type == "native" for c in g):
             continue
         ld = g[0].load
-        grid = Grid(g[0].labels["workload"], f"{ld.get('numjobs')} jobs x iodepth {ld.get('iodepth')}, "
-                    f"device {g[0].labels['device']}", g[0].unit, cols, rows)
+        grid = Grid(
+            g[0].labels["workload"],
+            f"{ld.get('numjobs')} jobs x iodepth {ld.get('iodepth')}, device {g[0].labels['device']}",
+            g[0].unit,
+            cols,
+            rows,
+        )
         for c in g:
             col = (c.labels["filesystem"], c.labels["runtime"], c.path)
             grid.values.setdefault((c.containers, col), (c.summary.mean / c.containers, c))

@@ -58,16 +58,28 @@ def _cache(cells: list[Cell]) -> list[HygieneWarning]:
             (unconfirmed if above and validity.bytes_moved(flags.get("cache")) else confirmed).append(item)
     out = []
     if confirmed:
-        out.append(HygieneWarning("cache", f"a cache answered in {len(confirmed)} trial(s): they are drawn apart, "
-                                  "labeled cache, never as device performance",
-                                  "measure the device with O_DIRECT on a path that honours it (loop devices with "
-                                  "`direct_io: true`); see flags.cache.evidence in the trial's JSON", confirmed))
+        out.append(
+            HygieneWarning(
+                "cache",
+                f"a cache answered in {len(confirmed)} trial(s): they are drawn apart, "
+                "labeled cache, never as device performance",
+                "measure the device with O_DIRECT on a path that honours it (loop devices with "
+                "`direct_io: true`); see flags.cache.evidence in the trial's JSON",
+                confirmed,
+            )
+        )
     if unconfirmed:
-        out.append(HygieneWarning("cache_unconfirmed", f"{len(unconfirmed)} trial(s) were flagged for beating the "
-                                  "raw device, yet the disk moved all of their bytes: the raw baseline may be the "
-                                  "outlier; they are drawn apart as cache all the same",
-                                  "rerun the raw device trials of that workload with more repetitions "
-                                  "(`repetitions: 3`, `strata run SPEC --resume`) and compare again", unconfirmed))
+        out.append(
+            HygieneWarning(
+                "cache_unconfirmed",
+                f"{len(unconfirmed)} trial(s) were flagged for beating the "
+                "raw device, yet the disk moved all of their bytes: the raw baseline may be the "
+                "outlier; they are drawn apart as cache all the same",
+                "rerun the raw device trials of that workload with more repetitions "
+                "(`repetitions: 3`, `strata run SPEC --resume`) and compare again",
+                unconfirmed,
+            )
+        )
     return out
 
 
@@ -75,28 +87,39 @@ def _above_raw(cells: list[Cell]) -> HygieneWarning | None:
     items = [f"{c.name} ({c.above_raw['ratio']:.2f}x raw)" for c in cells if c.above_raw]
     if not items:
         return None
-    return HygieneWarning("above_raw", f"{len(items)} configuration(s) beat the raw device they sit on: a cache answered "
-                   "(study 003, section 5.2, the loop-lvm anomaly); shown apart, not as device performance",
-                   "check that the path honours O_DIRECT; rerun the raw device baseline in the same run", items)
+    return HygieneWarning(
+        "above_raw",
+        f"{len(items)} configuration(s) beat the raw device they sit on: a cache answered "
+        "(study 003, section 5.2, the loop-lvm anomaly); shown apart, not as device performance",
+        "check that the path honours O_DIRECT; rerun the raw device baseline in the same run",
+        items,
+    )
 
 
 def _repetitions(cells: list[Cell]) -> HygieneWarning | None:
     items = [f"{c.name} (n={c.reps})" for c in cells if 0 < c.reps < MIN_REPETITIONS]
     if not items:
         return None
-    return HygieneWarning("repetitions", f"{len(items)} configuration(s) have fewer than {MIN_REPETITIONS} repetitions: "
-                   "their confidence intervals are wide or missing, and differences cannot be called significant",
-                   f"set `repetitions: {MIN_REPETITIONS}` (or more) in the spec and rerun it with "
-                   "`strata run SPEC --resume -o RESULTS` (stored trials are kept)", items)
+    return HygieneWarning(
+        "repetitions",
+        f"{len(items)} configuration(s) have fewer than {MIN_REPETITIONS} repetitions: "
+        "their confidence intervals are wide or missing, and differences cannot be called significant",
+        f"set `repetitions: {MIN_REPETITIONS}` (or more) in the spec and rerun it with "
+        "`strata run SPEC --resume -o RESULTS` (stored trials are kept)",
+        items,
+    )
 
 
 def _spread(cells: list[Cell]) -> HygieneWarning | None:
     items = [f"{c.name} (CV {c.summary.cv:.0%})" for c in cells if c.summary and (c.summary.cv or 0) > MAX_CV]
     if not items:
         return None
-    return HygieneWarning("spread", f"{len(items)} configuration(s) vary by more than {MAX_CV:.0%} (coefficient of "
-                   "variation) between repetitions", "run longer (`runtime`), add repetitions, and keep other "
-                   "work off the host and the device while measuring", items)
+    return HygieneWarning(
+        "spread",
+        f"{len(items)} configuration(s) vary by more than {MAX_CV:.0%} (coefficient of variation) between repetitions",
+        "run longer (`runtime`), add repetitions, and keep other work off the host and the device while measuring",
+        items,
+    )
 
 
 def _steady(cells: list[Cell]) -> HygieneWarning | None:
@@ -111,13 +134,21 @@ def _steady(cells: list[Cell]) -> HygieneWarning | None:
             elif not s.get("judged", True):
                 unjudged.append(item)
     if unsteady:
-        return HygieneWarning("steady", f"{len(unsteady)} trial(s) did not reach steady state (SNIA PTS: range within 20% "
-                       "and slope excursion within 10% of the mean over the last 5 s of IOPS)",
-                       "run longer or set `until: steady` where the workload has it; precondition the device first"
-                       + (f"; {len(unjudged)} more trial(s) were too short to judge" if unjudged else ""), unsteady)
+        return HygieneWarning(
+            "steady",
+            f"{len(unsteady)} trial(s) did not reach steady state (SNIA PTS: range within 20% "
+            "and slope excursion within 10% of the mean over the last 5 s of IOPS)",
+            "run longer or set `until: steady` where the workload has it; precondition the device first"
+            + (f"; {len(unjudged)} more trial(s) were too short to judge" if unjudged else ""),
+            unsteady,
+        )
     if unjudged:
-        return HygieneWarning("steady", f"{len(unjudged)} trial(s) were too short to judge steady state (fewer than 5 "
-                       "per-second samples)", "set `runtime` to 10 s or more, or `until: steady`", unjudged)
+        return HygieneWarning(
+            "steady",
+            f"{len(unjudged)} trial(s) were too short to judge steady state (fewer than 5 per-second samples)",
+            "set `runtime` to 10 s or more, or `until: steady`",
+            unjudged,
+        )
     return None
 
 
@@ -130,8 +161,12 @@ def _sync(cells: list[Cell]) -> HygieneWarning | None:
                 items.append(f"{c.name} #{r['labels'].get('repetition', 0)} (skew {s.get('skew_s', 0):.1f} s)")
     if not items:
         return None
-    return HygieneWarning("sync", f"the containers of {len(items)} trial(s) did not start together: the aggregate mixes "
-                   "periods when not all ran", "rerun with fewer containers or a longer runtime", items)
+    return HygieneWarning(
+        "sync",
+        f"the containers of {len(items)} trial(s) did not start together: the aggregate mixes periods when not all ran",
+        "rerun with fewer containers or a longer runtime",
+        items,
+    )
 
 
 def _failed(cells: list[Cell]) -> HygieneWarning | None:
@@ -145,19 +180,32 @@ def _failed(cells: list[Cell]) -> HygieneWarning | None:
     if not items:
         return None
     summary = ", ".join(f"{n} {k}" for k, n in sorted(cats.items()))
-    return HygieneWarning("failed", f"{len(items)} trial(s) failed ({summary}) and are not in the figures",
-                   "read flags.failed (message, stderr) in each trial's JSON, fix the cause, then "
-                   "`strata run SPEC --resume -o RESULTS` reruns only them", items)
+    return HygieneWarning(
+        "failed",
+        f"{len(items)} trial(s) failed ({summary}) and are not in the figures",
+        "read flags.failed (message, stderr) in each trial's JSON, fix the cause, then "
+        "`strata run SPEC --resume -o RESULTS` reruns only them",
+        items,
+    )
 
 
 def _hosts(results: list[dict]) -> list[HygieneWarning]:
     out = []
     hosts = sorted({(r.get("host") or {}).get("hostname", "?") for r in results if r.get("host")})
     if len(hosts) > 1:
-        out.append(HygieneWarning("hosts", f"results of {len(hosts)} hosts are pooled in one report",
-                           "report each host on its own, or compare them with `strata compare A B`", hosts))
+        out.append(
+            HygieneWarning(
+                "hosts",
+                f"results of {len(hosts)} hosts are pooled in one report",
+                "report each host on its own, or compare them with `strata compare A B`",
+                hosts,
+            )
+        )
     notes = sorted({(r.get("host") or {}).get("note") for r in results if (r.get("host") or {}).get("note")})
     for n in notes:
-        out.append(HygieneWarning("host", n, "read absolute numbers with care; ratios between stacks on the "
-                           "same host still hold"))
+        out.append(
+            HygieneWarning(
+                "host", n, "read absolute numbers with care; ratios between stacks on the same host still hold"
+            )
+        )
     return out

@@ -13,9 +13,18 @@ from strata.analysis.cells import Cell
 from strata.analysis.stats import Change, change
 
 
-def select(cells: list[Cell], fs: str | None = None, plain: bool | None = None, option: str | None = None,
-           runtime: str | None = None, drivers: tuple | None = None, path: str | None = None,
-           rw: tuple | None = None, kind: str | None = None, workload_re: str | None = None) -> list[Cell]:
+def select(
+    cells: list[Cell],
+    fs: str | None = None,
+    plain: bool | None = None,
+    option: str | None = None,
+    runtime: str | None = None,
+    drivers: tuple | None = None,
+    path: str | None = None,
+    rw: tuple | None = None,
+    kind: str | None = None,
+    workload_re: str | None = None,
+) -> list[Cell]:
     """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present."""
     out = [c for c in cells if c.values]
     if fs:
@@ -49,8 +58,13 @@ def match_key(c: Cell, also: tuple = ()) -> tuple:
 
 
 def _layer(c: Cell, name: str):
-    return {"filesystem": c.trial["filesystem"]["name"], "fs_type": c.fs_type, "runtime": c.labels["runtime"],
-            "path": c.path, "containers": c.containers}[name]
+    return {
+        "filesystem": c.trial["filesystem"]["name"],
+        "fs_type": c.fs_type,
+        "runtime": c.labels["runtime"],
+        "path": c.path,
+        "containers": c.containers,
+    }[name]
 
 
 def pairs(a: list[Cell], b: list[Cell], also: tuple = ()) -> list[tuple[Cell, Cell, Change]]:
@@ -95,7 +109,10 @@ def at_highest_load(cells: list[Cell]) -> list[Cell]:
     indicated ... high load (32 jobs, 32 queue depth)", study 003 section 5)."""
     cells = [c for c in cells if c.containers == 1]
     top: dict[tuple, int] = {}
-    key = lambda c: (c.stack, c.tag, c.workload_key)
+
+    def key(c):
+        return (c.stack, c.tag, c.workload_key)
+
     for c in cells:
         top[key(c)] = max(top.get(key(c), 0), c.outstanding)
     return [c for c in cells if c.outstanding == top[key(c)]]

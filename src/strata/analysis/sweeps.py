@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from strata.analysis.cells import Cell
 
 # dimension -> (section of the resolved trial, key); the name of that section changes with it
-SWEEP_DIMS = {"bs": ("workload", "bs"), "numjobs": ("load", "numjobs"), "iodepth": ("load", "iodepth"),
-              "containers": ("load", "containers")}
+SWEEP_DIMS = {
+    "bs": ("workload", "bs"),
+    "numjobs": ("load", "numjobs"),
+    "iodepth": ("load", "iodepth"),
+    "containers": ("load", "containers"),
+}
 MIN_POINTS = {"bs": 3, "numjobs": 3, "iodepth": 3, "containers": 2}
 DIM_LABEL = {"bs": "block size (KiB)", "numjobs": "jobs", "iodepth": "I/O depth", "containers": "containers"}
 
@@ -64,7 +68,11 @@ def _context(c: Cell, dim: str) -> str:
     if dim != "bs" and wl.get("bs"):
         what += f" {wl['bs'] // 1024} KiB" if wl["bs"] % 1024 == 0 else f" {wl['bs']} B"
     ld = c.load
-    parts = [f"{ld.get(k)} {k}" for k in ("numjobs", "iodepth", "containers") if k != dim and not (k == "containers" and ld.get(k) == 1)]
+    parts = [
+        f"{ld.get(k)} {k}"
+        for k in ("numjobs", "iodepth", "containers")
+        if k != dim and not (k == "containers" and ld.get(k) == 1)
+    ]
     return f"{what}, " + ", ".join(parts)
 
 
@@ -82,12 +90,14 @@ def find(cells: list[Cell], dims=tuple(SWEEP_DIMS)) -> list[Sweep]:
             lines = []
             for line_key in sorted(figures[fig_key], key=repr):
                 pts = sorted(figures[fig_key][line_key], key=lambda p: p[0])
-                if len({x for x, c in pts if c.values}) >= min(2, MIN_POINTS[dim]) and \
-                        len({x for x, _ in pts}) >= MIN_POINTS[dim]:
+                if (
+                    len({x for x, c in pts if c.values}) >= min(2, MIN_POINTS[dim])
+                    and len({x for x, _ in pts}) >= MIN_POINTS[dim]
+                ):
                     lines.append(Line(pts[0][1].stack, pts))
             if lines:
                 first = lines[0].points[0][1]
-                out.append(Sweep(dim, _context(first, dim), first.unit, sorted(lines, key=lambda l: l.stack)))
+                out.append(Sweep(dim, _context(first, dim), first.unit, sorted(lines, key=lambda ln: ln.stack)))
     return out
 
 
@@ -100,9 +110,9 @@ class Peak:
     aggregate: float
     per_container: float
     last_x: int
-    falls_after: bool          # the largest count is at least FALL below the peak
-    drop: float                # 1 - last / peak
-    significant: bool | None   # the fall beyond both 95% intervals (None: too few repetitions)
+    falls_after: bool  # the largest count is at least FALL below the peak
+    drop: float  # 1 - last / peak
+    significant: bool | None  # the fall beyond both 95% intervals (None: too few repetitions)
 
 
 def peak(line: Line) -> Peak:

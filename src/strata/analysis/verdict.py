@@ -47,8 +47,15 @@ def ratios(ctx, cells, test) -> Outcome:
 
 
 def changes(prs, test, what="") -> Outcome:
-    return verdict([(test(ch), f"{b.name} vs {a.labels['filesystem']}/{a.labels['runtime']}/{a.labels['path']}"
-                      f"{what}: {ch.text()}") for a, b, ch in prs])
+    return verdict(
+        [
+            (
+                test(ch),
+                f"{b.name} vs {a.labels['filesystem']}/{a.labels['runtime']}/{a.labels['path']}{what}: {ch.text()}",
+            )
+            for a, b, ch in prs
+        ]
+    )
 
 
 def factor(a, b) -> float:

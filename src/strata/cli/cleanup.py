@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from strata.stack import provision  # noqa: F401  (imports every layer's plugins: their undo actions register)
+from strata.stack.journal import cleanup, live_runs
 from strata.stack.runtimes.docker import image  # noqa: F401
-from strata.stack.journal import cleanup
 
 NAME = "cleanup"
 HELP = "undo what a killed run left behind, from the journal"
@@ -15,6 +15,13 @@ def add_arguments(p):
 
 
 def main(args) -> int:
+    live = [] if args.force else live_runs()
     n = cleanup(force=args.force)
-    print(f"cleanup: {n} resource(s) undone" if n else "cleanup: nothing left behind")
+    if live:
+        print(
+            f"cleanup: {n} resource(s) undone; {len(live)} live run(s) left alone "
+            f"({', '.join(f'pid {pid}' for _, pid in live)})"
+        )
+    else:
+        print(f"cleanup: {n} resource(s) undone" if n else "cleanup: nothing left behind")
     return 0

@@ -20,8 +20,11 @@ LAYERS = (("device", DEVICES), ("filesystem", FILESYSTEMS), ("runtime", RUNTIMES
 
 
 def add_arguments(p):
-    p.add_argument("--quick", action="store_true",
-                   help="skip the probes that start something (a daemon per storage driver, ~10 s each)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="skip the probes that start something (a daemon per storage driver, ~10 s each)",
+    )
 
 
 NOT_PROBED = "not probed (--quick): only the daemon itself can tell"
@@ -31,7 +34,9 @@ def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:
     """(layer, name, None or why not) for every plugin of every layer; a plugin with variants (storage
     drivers) answers for each through its `doctor(host, probe)`."""
     host = host_facts()
-    rows: list[tuple[str, str, str | None]] = [("host", "root", None if os.geteuid() == 0 else "strata needs root to make devices and mounts")]
+    rows: list[tuple[str, str, str | None]] = [
+        ("host", "root", None if os.geteuid() == 0 else "strata needs root to make devices and mounts")
+    ]
     for layer, registry in LAYERS:
         for name, plugin in registry.items():
             if hasattr(plugin, "doctor"):
@@ -39,8 +44,11 @@ def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:
             else:
                 rows.append((layer, name, plugin.available(host)))
     cg = host["cgroup_version"]
-    ctl = sorted(p.name for p in Path("/sys/fs/cgroup").iterdir() if p.is_dir()) if cg == 1 else \
-        Path("/sys/fs/cgroup/cgroup.controllers").read_text().split()
+    ctl = (
+        sorted(p.name for p in Path("/sys/fs/cgroup").iterdir() if p.is_dir())
+        if cg == 1
+        else Path("/sys/fs/cgroup/cgroup.controllers").read_text().split()
+    )
     for need in ("cpu", "memory", "blkio" if cg == 1 else "io"):
         rows.append(("cgroup", f"v{cg} {need}", None if need in ctl else f"controller {need} is not mounted"))
     for tool, pkg in TOOLS.items():
@@ -50,8 +58,11 @@ def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:
 
 def main(args) -> int:
     host = host_facts()
-    print(f"{host['os']}, kernel {host['kernel']}, {host['cpus']} CPUs, {host['memory_bytes'] >> 30} GiB, "
-          f"cgroup v{host['cgroup_version']}" + (f", virtualized ({host['virtualization']})" if host["virtualization"] else ""))
+    print(
+        f"{host['os']}, kernel {host['kernel']}, {host['cpus']} CPUs, {host['memory_bytes'] >> 30} GiB, "
+        f"cgroup v{host['cgroup_version']}"
+        + (f", virtualized ({host['virtualization']})" if host["virtualization"] else "")
+    )
     for layer, name, reason in checks(probe=not args.quick):
         status = "ok" if reason is None else "?" if reason == NOT_PROBED else "NO"
         print(f"  {layer:<10} {name:<22} {status}" + (f"  {reason}" if reason else ""))

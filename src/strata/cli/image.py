@@ -8,14 +8,19 @@ HELP = "build the workload images (a tarball each) now, instead of on first use"
 
 def add_arguments(p):
     p.add_argument("action", choices=["build"], help="build the image tarballs now")
-    p.add_argument("spec", nargs="?", default="examples/quick.yaml",
-                   help="build what this experiment's workloads need (default: examples/quick.yaml)")
+    p.add_argument(
+        "spec",
+        nargs="?",
+        default="examples/quick.yaml",
+        help="build what this experiment's workloads need (default: examples/quick.yaml)",
+    )
 
 
 def main(args) -> int:
     from strata.experiment.load import load_spec
     from strata.stack.runtimes.docker.image import build_image_tarball
     from strata.workloads import REGISTRY as WORKLOADS
+
     _, workloads = load_spec(args.spec)
     specs = {}
     for w in workloads:

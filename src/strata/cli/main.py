@@ -13,7 +13,9 @@ SUBCOMMANDS = {m.NAME: m for m in (doctor, validate, run, show, export, cleanup,
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="strata", description="Characterize container storage stacks on your own hardware.")
+    p = argparse.ArgumentParser(
+        prog="strata", description="Characterize container storage stacks on your own hardware."
+    )
     p.add_argument("--version", action="version", version=f"strata {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in SUBCOMMANDS.items():

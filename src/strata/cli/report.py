@@ -15,22 +15,30 @@ def add_arguments(p):
     p.add_argument("results", nargs="?", help="a results directory (or a folder of them)")
     p.add_argument("-o", "--output", help="report directory (default: RESULTS/report)")
     p.add_argument("--title", default="", help="title of the HTML report (default: the experiment names)")
-    p.add_argument("--series", action="append", default=[], metavar="TRIAL_ID",
-                   help="also draw the time series of this trial (repeatable)")
+    p.add_argument(
+        "--series",
+        action="append",
+        default=[],
+        metavar="TRIAL_ID",
+        help="also draw the time series of this trial (repeatable)",
+    )
     p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: CPUs)")
-    p.add_argument("--list-findings", action="store_true",
-                   help="list the seed studies' claims that the report checks (id, claim, source, criterion)")
-
-
+    p.add_argument(
+        "--list-findings",
+        action="store_true",
+        help="list the seed studies' claims that the report checks (id, claim, source, criterion)",
+    )
 
 
 def list_findings() -> str:
     from strata.analysis.findings import FINDINGS
+
     return "\n".join(f"{f.id}\n  claim: {f.claim}\n  source: {f.source}\n  held when: {f.criterion}" for f in FINDINGS)
 
 
 def main(args) -> int:
     from strata.report import build_report, generate, write
+
     if args.list_findings:
         print(list_findings())
         return 0
@@ -44,6 +52,8 @@ def main(args) -> int:
     write(files, out)
     print(files["summary.txt"].decode().rstrip())
     n_fig = sum(1 for k in files if k.endswith(".svg"))
-    print(f"\nreport: {out / 'report.html'} ({n_fig} figures as SVG and PNG in {out / 'figures'}, "
-          f"tables in {out / 'csv'})")
+    print(
+        f"\nreport: {out / 'report.html'} ({n_fig} figures as SVG and PNG in {out / 'figures'}, "
+        f"tables in {out / 'csv'})"
+    )
     return 0

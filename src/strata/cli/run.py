@@ -29,8 +29,10 @@ def main(args) -> int:
     print(f"results: {out}")
     summary = run_experiment(exp, workloads, plan.runnable, plan.skipped, out, resume=args.resume, host=host)
     record_unsupported(out, plan, summary.run_id, exp.name, host)
-    print(f"{summary.ok} ok, {summary.failed} failed, {summary.unsupported + len(plan.unsupported)} unsupported, "
-          f"{summary.skipped_stored} already stored")
+    print(
+        f"{summary.ok} ok, {summary.failed} failed, {summary.unsupported + len(plan.unsupported)} unsupported, "
+        f"{summary.skipped_stored} already stored"
+    )
     _summary_hook(out)
     return summary.exit_code
 
@@ -42,6 +44,7 @@ def _summary_hook(out: Path) -> None:
     except ImportError:
         from strata.cli.show import table_text
         from strata.store import load_results
+
         print(table_text(load_results(out)))
         return
     print(summary_text(out))

@@ -20,7 +20,10 @@ def _num(v, scale=1.0, fmt="{:.0f}"):
 def table_text(results: list[dict]) -> str:
     head = ("stack", "workload", "load", "rep", "status", "IOPS", "MiB/s", "lat mean us", "lat p99 us", "flags")
     rows = []
-    for r in sorted(results, key=lambda r: (r.get("stack", ""), r["labels"]["workload"], r["labels"]["load"], r["labels"]["repetition"])):
+    for r in sorted(
+        results,
+        key=lambda r: (r.get("stack", ""), r["labels"]["workload"], r["labels"]["load"], r["labels"]["repetition"]),
+    ):
         f = flatten(r)
         d = "read" if (f["read_iops"] or 0) >= (f["write_iops"] or 0) else "write"
         flags = []
@@ -32,17 +35,27 @@ def table_text(results: list[dict]) -> str:
             flags.append("SKEW")
         if f["failed_category"]:
             flags.append(f["failed_category"])
-        rows.append((
-            f["stack"], f["workload"], f["load"], str(f["repetition"]), f["status"],
-            _num(f["iops"] if f["iops"] is not None else f["ops_per_s"]),
-            _num(f["bw_bytes"], 2**20, "{:.1f}") if f["bw_bytes"] is not None else _num(f["mb_per_s"], 1, "{:.1f}"),
-            _num(f[f"{d}_lat_mean_ns"], 1000, "{:.1f}"), _num(f[f"{d}_lat_p99_ns"], 1000, "{:.1f}"),
-            " ".join(flags),
-        ))
+        rows.append(
+            (
+                f["stack"],
+                f["workload"],
+                f["load"],
+                str(f["repetition"]),
+                f["status"],
+                _num(f["iops"] if f["iops"] is not None else f["ops_per_s"]),
+                _num(f["bw_bytes"], 2**20, "{:.1f}") if f["bw_bytes"] is not None else _num(f["mb_per_s"], 1, "{:.1f}"),
+                _num(f[f"{d}_lat_mean_ns"], 1000, "{:.1f}"),
+                _num(f[f"{d}_lat_p99_ns"], 1000, "{:.1f}"),
+                " ".join(flags),
+            )
+        )
     if not rows:
         return "no stored results"
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda row: "  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip()
+
+    def line(row):
+        return "  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip()
+
     out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
     notes = [w for r in results for w in r.get("warnings", [])]
     if any(r["status"] != "ok" for r in results) or notes:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from strata.host import host_facts
 from strata.experiment.load import load_spec
 from strata.experiment.plan import Plan, resolve
+from strata.host import host_facts
 from strata.progress import fmt_s
 from strata.workloads import REGISTRY as WORKLOADS
 
@@ -20,8 +20,10 @@ def add_arguments(p):
 
 
 def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
-    print(f"experiment {exp.name}: {len(plan.trials)} trials ({len(plan.runnable)} runnable), "
-          f"{len(plan.skipped)} impossible combinations skipped")
+    print(
+        f"experiment {exp.name}: {len(plan.trials)} trials ({len(plan.runnable)} runnable), "
+        f"{len(plan.skipped)} impossible combinations skipped"
+    )
     print("writes:")
     for w in plan.writes:
         print(f"  {w}")

@@ -42,11 +42,13 @@ class CgroupCollector:
         row = []
         for d in self.dirs:
             blk = read_blkio(Path(d.get("blkio", "/nonexistent")) / "blkio.throttle.io_service_bytes")
-            row.append({
-                "cpu_usage_ns": _read_int(Path(d.get("cpuacct", "/nonexistent")) / "cpuacct.usage"),
-                "memory_bytes": _read_int(Path(d.get("memory", "/nonexistent")) / "memory.usage_in_bytes"),
-                **blk,
-            })
+            row.append(
+                {
+                    "cpu_usage_ns": _read_int(Path(d.get("cpuacct", "/nonexistent")) / "cpuacct.usage"),
+                    "memory_bytes": _read_int(Path(d.get("memory", "/nonexistent")) / "memory.usage_in_bytes"),
+                    **blk,
+                }
+            )
         self.samples.append(row)
         return row
 
@@ -69,9 +71,12 @@ class CgroupCollector:
         for i in range(len(self.dirs)):
             rows = [s[i] for s in self.samples if i < len(s) and s[i]["cpu_usage_ns"] is not None]
             if rows:
-                out[str(i)] = {"cpu_ns": rows[-1]["cpu_usage_ns"] - rows[0]["cpu_usage_ns"],
-                               "memory_max_bytes": max(r["memory_bytes"] or 0 for r in rows),
-                               "read_bytes": rows[-1]["read_bytes"], "write_bytes": rows[-1]["write_bytes"]}
+                out[str(i)] = {
+                    "cpu_ns": rows[-1]["cpu_usage_ns"] - rows[0]["cpu_usage_ns"],
+                    "memory_max_bytes": max(r["memory_bytes"] or 0 for r in rows),
+                    "read_bytes": rows[-1]["read_bytes"],
+                    "write_bytes": rows[-1]["write_bytes"],
+                }
         return out
 
 
@@ -108,10 +113,17 @@ def final_sections(text: str) -> dict[str, str]:
 def final_counters(text: str) -> dict:
     """A container's last cgroup counters, read inside it just before it exited."""
     sections = {k: v.splitlines() for k, v in final_sections(text).items()}
-    get = lambda k: "\n".join(sections.get(k, []))
-    num = lambda k: int(get(k).split()[0]) if get(k).split() and get(k).split()[0].isdigit() else None
-    out = {"cpu_ns": num("cpuacct/cpuacct.usage"), "memory_bytes": num("memory/memory.usage_in_bytes"),
-           "memory_max_bytes": num("memory/memory.max_usage_in_bytes"), "memory_failcnt": num("memory/memory.failcnt")}
+
+    def num(key: str) -> int | None:
+        words = " ".join(sections.get(key, [])).split()
+        return int(words[0]) if words and words[0].isdigit() else None
+
+    out = {
+        "cpu_ns": num("cpuacct/cpuacct.usage"),
+        "memory_bytes": num("memory/memory.usage_in_bytes"),
+        "memory_max_bytes": num("memory/memory.max_usage_in_bytes"),
+        "memory_failcnt": num("memory/memory.failcnt"),
+    }
     blk = {"read_bytes": 0, "write_bytes": 0}
     for line in sections.get("blkio/blkio.throttle.io_service_bytes", []):
         f = line.split()

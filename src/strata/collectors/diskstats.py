@@ -9,8 +9,19 @@ from pathlib import Path
 
 from strata.collectors.sampler import deltas
 
-FIELDS = ("read_ios", "read_merges", "read_sectors", "read_ms", "write_ios", "write_merges",
-          "write_sectors", "write_ms", "in_flight", "io_ms", "weighted_ms")
+FIELDS = (
+    "read_ios",
+    "read_merges",
+    "read_sectors",
+    "read_ms",
+    "write_ios",
+    "write_merges",
+    "write_sectors",
+    "write_ms",
+    "in_flight",
+    "io_ms",
+    "weighted_ms",
+)
 
 
 def read_diskstats(names: list[str]) -> dict[str, dict[str, int]]:
@@ -32,6 +43,7 @@ class DiskstatsCollector:
 
     def sample(self) -> dict:
         import time
+
         s = read_diskstats(self.names)
         self.samples.append(s)
         self.times.append(time.time())
@@ -43,11 +55,15 @@ class DiskstatsCollector:
             rows = [s.get(name, {}) for s in self.samples]
             if not all(rows):
                 continue
-            col = lambda k: [r[k] for r in rows]
+
+            def col(k, rows=rows):
+                return [r[k] for r in rows]
+
             dt = deltas(self.times) or [1.0]
             io_ms = deltas(col("io_ms"))
             out[name] = {
-                "read_ios": deltas(col("read_ios")), "write_ios": deltas(col("write_ios")),
+                "read_ios": deltas(col("read_ios")),
+                "write_ios": deltas(col("write_ios")),
                 "read_bytes": [x * 512 for x in deltas(col("read_sectors"))],
                 "write_bytes": [x * 512 for x in deltas(col("write_sectors"))],
                 "util_percent": [min(100.0, 100.0 * ms / (1000 * t)) if t else 0.0 for ms, t in zip(io_ms, dt)],
@@ -65,8 +81,10 @@ class DiskstatsCollector:
             if name in a and name in b:
                 d = {k: b[name][k] - a[name][k] for k in FIELDS}
                 out[name] = {
-                    "read_ios": d["read_ios"], "write_ios": d["write_ios"],
-                    "read_bytes": d["read_sectors"] * 512, "write_bytes": d["write_sectors"] * 512,
+                    "read_ios": d["read_ios"],
+                    "write_ios": d["write_ios"],
+                    "read_bytes": d["read_sectors"] * 512,
+                    "write_bytes": d["write_sectors"] * 512,
                     "util_percent": min(100.0, 100.0 * d["io_ms"] / (1000 * span)),
                 }
         return out

@@ -10,9 +10,9 @@ from typing import Protocol
 class Collector(Protocol):
     name: str
 
-    def sample(self) -> dict: ...      # one reading (cumulative counters or levels)
-    def series(self) -> dict: ...      # everything sampled, per-second
-    def summary(self) -> dict: ...     # totals over the trial window
+    def sample(self) -> dict: ...  # one reading (cumulative counters or levels)
+    def series(self) -> dict: ...  # everything sampled, per-second
+    def summary(self) -> dict: ...  # totals over the trial window
 
 
 class Sampler:

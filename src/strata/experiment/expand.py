@@ -89,8 +89,14 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
     for dev, fs, rt, path, wl, load in itertools.product(
         exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads
     ):
-        names = {"device": dev.name, "filesystem": fs.name, "runtime": rt.name, "path": path,
-                 "workload": wl.name, "load": load.name}
+        names = {
+            "device": dev.name,
+            "filesystem": fs.name,
+            "runtime": rt.name,
+            "path": path,
+            "workload": wl.name,
+            "load": load.name,
+        }
         excluded = [i for i, x in enumerate(exp.exclude) if x.matches(names)]
         reason = f"excluded by the spec (exclude[{excluded[0]}])" if excluded else impossible(fs, rt, path, load, wl)
         label = f"{dev.name}/{fs.name}/{rt.name}/{path} {wl.name} {load.name}"
@@ -112,8 +118,12 @@ def _order(exp: Experiment):
         "path": {p: i for i, p in enumerate(exp.paths)},
     }
     return lambda t: (
-        idx["dev"][t.device.name], t.filesystem.type != "raw", idx["fs"][t.filesystem.name],
-        idx["rt"][t.runtime.name], idx["path"][t.path], t.repetition,
+        idx["dev"][t.device.name],
+        t.filesystem.type != "raw",
+        idx["fs"][t.filesystem.name],
+        idx["rt"][t.runtime.name],
+        idx["path"][t.path],
+        t.repetition,
     )
 
 

@@ -54,14 +54,18 @@ def _read_yaml(path: Path) -> Any:
     src = str(path)
     try:
         if path.is_dir():
-            raise _fail(src, "this is a directory, not an experiment file", "give a YAML file, e.g. examples/quick.yaml")
+            raise _fail(
+                src, "this is a directory, not an experiment file", "give a YAML file, e.g. examples/quick.yaml"
+            )
         data = path.read_bytes()[: MAX_FILE_BYTES + 1]
     except FileNotFoundError:
         raise _fail(src, f"no experiment file at {path}", "give the path of a YAML file, e.g. examples/quick.yaml")
     except OSError as e:
         raise _fail(src, f"cannot read {path}: {e.strerror}", "check the path and its permissions")
     if len(data) > MAX_FILE_BYTES:
-        raise _fail(src, f"the file is larger than {MAX_FILE_BYTES >> 20} MiB", "an experiment file is a few lines of YAML")
+        raise _fail(
+            src, f"the file is larger than {MAX_FILE_BYTES >> 20} MiB", "an experiment file is a few lines of YAML"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -87,8 +91,11 @@ def _check_size(node, src: str) -> None:
         if depth > MAX_DEPTH:
             raise _fail(src, f"the YAML nests deeper than {MAX_DEPTH} levels", "flatten the file")
         if count > MAX_NODES:
-            raise _fail(src, f"the YAML expands to more than {MAX_NODES} values (aliases included)",
-                        "an experiment file is a few lines of YAML; avoid aliases of aliases")
+            raise _fail(
+                src,
+                f"the YAML expands to more than {MAX_NODES} values (aliases included)",
+                "an experiment file is a few lines of YAML; avoid aliases of aliases",
+            )
         if isinstance(n, yaml.MappingNode):
             stack += [(x, depth + 1) for kv in n.value for x in kv]
         elif isinstance(n, yaml.SequenceNode):
@@ -97,7 +104,9 @@ def _check_size(node, src: str) -> None:
 
 def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tuple[Experiment, list[BaseModel]]:
     if not isinstance(raw, dict):
-        raise _fail(source, "an experiment file is a YAML mapping (name:, devices:, ...)", "start from examples/quick.yaml")
+        raise _fail(
+            source, "an experiment file is a YAML mapping (name:, devices:, ...)", "start from examples/quick.yaml"
+        )
     errors: list[Error] = []
     doc = {str(k): v for k, v in raw.items()}
     for key, norm in (("devices", _device), ("filesystems", _filesystem), ("runtimes", _runtime)):
@@ -158,8 +167,13 @@ def _load(x, where: str, errors: list[Error]):
     if preset is None:
         return x
     if not isinstance(preset, str) or preset not in LOAD_PRESETS:
-        errors.append((where + (".preset" if isinstance(x, dict) else ""), f"unknown load preset {_short(preset)}",
-                       f"use one of: {', '.join(LOAD_PRESETS)} (one name, not a list), or numjobs/iodepth"))
+        errors.append(
+            (
+                where + (".preset" if isinstance(x, dict) else ""),
+                f"unknown load preset {_short(preset)}",
+                f"use one of: {', '.join(LOAD_PRESETS)} (one name, not a list), or numjobs/iodepth",
+            )
+        )
         return {}
     if isinstance(x, str):
         return {"name": x, **LOAD_PRESETS[x]}
@@ -172,12 +186,17 @@ def _workload(x, where: str, errors: list[Error]) -> tuple[str, Any]:
     if isinstance(x, str):
         return where, {"type": "fio", "preset": x}
     if isinstance(x, dict) and len(x) == 1 and isinstance(next(iter(x)), str) and next(iter(x)) in WORKLOADS:
-        (kind, params), = x.items()
+        ((kind, params),) = x.items()
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            errors.append((f"{where}.{kind}", f"expected a mapping of {kind} parameters, not {_short(params)}",
-                           f"write e.g. `- {{{kind}: {{...}}}}` (see the spec reference)"))
+            errors.append(
+                (
+                    f"{where}.{kind}",
+                    f"expected a mapping of {kind} parameters, not {_short(params)}",
+                    f"write e.g. `- {{{kind}: {{...}}}}` (see the spec reference)",
+                )
+            )
             return where, {}
         return f"{where}.{kind}", {"type": kind, **params}
     return where, x
@@ -203,8 +222,13 @@ def _count(doc: dict, loads: list, workloads: list) -> list[Error]:
     reps = doc.get("repetitions")
     n *= reps if isinstance(reps, int) and not isinstance(reps, bool) and 0 < reps <= 1000 else 1
     if n > MAX_TRIALS:
-        return [("", f"the experiment has {n:,} trials (the product of every list and sweep)",
-                 f"at most {MAX_TRIALS:,} per experiment file: split it, or sweep fewer values at once")]
+        return [
+            (
+                "",
+                f"the experiment has {n:,} trials (the product of every list and sweep)",
+                f"at most {MAX_TRIALS:,} per experiment file: split it, or sweep fewer values at once",
+            )
+        ]
     return []
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
-from strata.params import LOAD_PRESETS, PathName, Load, Strict
+from strata.params import LOAD_PRESETS, Load, PathName, Strict
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
@@ -52,7 +52,9 @@ class Experiment(Strict):
     name: str = Field(description="names the results directory (results/<name>)")
     description: str = ""
     workdir: str = Field(default="/var/tmp/strata", description="loop images and mount points go here")
-    repetitions: int = Field(default=1, ge=1, le=MAX_REPETITIONS, description="runs of each trial (for confidence intervals)")
+    repetitions: int = Field(
+        default=1, ge=1, le=MAX_REPETITIONS, description="runs of each trial (for confidence intervals)"
+    )
     devices: list[Device] = Field(min_length=1, description="see the device sections below")
     filesystems: list[FilesystemParams] = Field(min_length=1)
     runtimes: list[Runtime] = Field(min_length=1)

@@ -41,14 +41,15 @@ def resolve(exp, workloads, host: dict) -> Plan:
     cache: dict[tuple, str | None] = {}
     for t in trials:
         reason = None
-        for key, check in (
-            (("dev", t.device.model_dump_json()), lambda: DEVICES[t.device.type].available(host, t.device)),
-            (("fs", t.filesystem.type), lambda: FILESYSTEMS[t.filesystem.type].available(host, t.filesystem)),
-            (("rt", t.runtime.model_dump_json()), lambda: RUNTIMES[t.runtime.type].available(host, t.runtime)),
-            (("wl", t.workload.type), lambda: WORKLOADS[t.workload.type].available(host, t.workload)),
+        for registry, params in (
+            (DEVICES, t.device),
+            (FILESYSTEMS, t.filesystem),
+            (RUNTIMES, t.runtime),
+            (WORKLOADS, t.workload),
         ):
+            key = (id(registry), params.model_dump_json())
             if key not in cache:
-                cache[key] = check()
+                cache[key] = registry[params.type].available(host, params)
             reason = reason or cache[key]
         if reason:
             plan.unsupported[t.id] = reason
@@ -61,9 +62,14 @@ def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
         plugin = DEVICES[dev.type]
         problems = plugin.problems(dev)
         if problems:
-            errors.append((f"devices[{i}]", "; ".join(problems),
-                           f"set `destroy: true` on {getattr(dev, 'path', dev.name)} if its data may be erased "
-                           "(and unmount it), or use a loop device"))
+            errors.append(
+                (
+                    f"devices[{i}]",
+                    "; ".join(problems),
+                    f"set `destroy: true` on {getattr(dev, 'path', dev.name)} if its data may be erased "
+                    "(and unmount it), or use a loop device",
+                )
+            )
         plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
     return errors
 
@@ -79,9 +85,14 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
         where = f"filesystems[{exp.filesystems.index(t.filesystem)}]"
         if size < fs.min_size_bytes and (where, t.device.name) not in seen:
             seen.add((where, t.device.name))
-            errors.append((where, f"{t.filesystem.type} needs a device of at least {fs.min_size_bytes >> 20} MiB; "
-                           f"device {t.device.name} has {size >> 20} MiB", f"make device {t.device.name} larger, "
-                           f"or leave {t.filesystem.name} out for it (exclude:)"))
+            errors.append(
+                (
+                    where,
+                    f"{t.filesystem.type} needs a device of at least {fs.min_size_bytes >> 20} MiB; "
+                    f"device {t.device.name} has {size >> 20} MiB",
+                    f"make device {t.device.name} larger, or leave {t.filesystem.name} out for it (exclude:)",
+                )
+            )
             continue
         need = WORKLOADS[t.workload.type].data_bytes(t.workload, t.load)
         room = size if t.path == "device" else fs.usable_bytes(size)
@@ -89,10 +100,14 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
         key = ("fit", t.device.name, t.filesystem.name, t.workload.name, t.load.name, t.path)
         if total > room and key not in seen:
             seen.add(key)
-            errors.append((f"workloads ({t.workload.name})",
-                           f"{t.load.containers} instance(s) x {need >> 20} MiB of data do not fit "
-                           f"{t.stack} ({room >> 20} MiB usable of {size >> 20} MiB)",
-                           f"make device {t.device.name} larger or the workload's `size` smaller"))
+            errors.append(
+                (
+                    f"workloads ({t.workload.name})",
+                    f"{t.load.containers} instance(s) x {need >> 20} MiB of data do not fit "
+                    f"{t.stack} ({room >> 20} MiB usable of {size >> 20} MiB)",
+                    f"make device {t.device.name} larger or the workload's `size` smaller",
+                )
+            )
     return errors
 
 

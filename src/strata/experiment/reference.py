@@ -21,11 +21,14 @@ from strata.workloads import REGISTRY as WORKLOADS
 
 
 def sections() -> list[tuple[str, type[BaseModel]]]:
-    return ([("Experiment (the top level of a spec file)", model.Experiment)]
-            + [(f"devices: `type: {name}`", p.params) for name, p in DEVICES.items()]
-            + [("filesystems", FilesystemParams)]
-            + [(f"runtimes: `type: {name}`", p.params) for name, p in RUNTIMES.items()]
-            + [("loads", Load), ("loads: limits (per container)", Limits), ("exclude (each entry)", model.Exclude)])
+    return (
+        [("Experiment (the top level of a spec file)", model.Experiment)]
+        + [(f"devices: `type: {name}`", p.params) for name, p in DEVICES.items()]
+        + [("filesystems", FilesystemParams)]
+        + [(f"runtimes: `type: {name}`", p.params) for name, p in RUNTIMES.items()]
+        + [("loads", Load), ("loads: limits (per container)", Limits), ("exclude (each entry)", model.Exclude)]
+    )
+
 
 HEADER = """# Spec reference
 
@@ -70,8 +73,14 @@ def _default(field) -> str:
 
 
 def section(title: str, cls: type[BaseModel]) -> str:
-    lines = [f"## {title}", "", (cls.__doc__ or "").strip().split("\n")[0], "",
-             "| key | type | default | meaning |", "|---|---|---|---|"]
+    lines = [
+        f"## {title}",
+        "",
+        (cls.__doc__ or "").strip().split("\n")[0],
+        "",
+        "| key | type | default | meaning |",
+        "|---|---|---|---|",
+    ]
     for name, f in cls.model_fields.items():
         lines.append(f"| `{name}` | {_type_name(f.annotation)} | {_default(f)} | {f.description or ''} |")
     return "\n".join(lines) + "\n"
@@ -80,12 +89,16 @@ def section(title: str, cls: type[BaseModel]) -> str:
 def generate() -> str:
     parts = [HEADER]
     parts += [section(t, c) for t, c in sections()]
-    parts.append("## paths\n\nOne of " + ", ".join(f"`{p}`" for p in PATHS) +
-                 ": `layer` = the container's writable layer (storage driver), `volume` = a named Docker volume per "
-                 "container, `bind` = a directory of the file system under test (natively: the mount point), `tmpfs` = "
-                 "memory (measures RAM, always flagged), `device` = the block device itself (raw only), `image` = a "
-                 "VM's data disk as a file on the file system under test. Each runtime provides some of them: "
-                 + "; ".join(f"{n}: {', '.join(p.paths)}" for n, p in RUNTIMES.items()) + ".\n")
+    parts.append(
+        "## paths\n\nOne of "
+        + ", ".join(f"`{p}`" for p in PATHS)
+        + ": `layer` = the container's writable layer (storage driver), `volume` = a named Docker volume per "
+        "container, `bind` = a directory of the file system under test (natively: the mount point), `tmpfs` = "
+        "memory (measures RAM, always flagged), `device` = the block device itself (raw only), `image` = a "
+        "VM's data disk as a file on the file system under test. Each runtime provides some of them: "
+        + "; ".join(f"{n}: {', '.join(p.paths)}" for n, p in RUNTIMES.items())
+        + ".\n"
+    )
     for name, plugin in WORKLOADS.items():
         parts.append(section(f"workloads: `{name}`", plugin.params))
     return "\n".join(parts)

@@ -15,14 +15,20 @@ from pathlib import Path
 
 from strata.report import csv, figures, html, terminal
 
-EXPORTERS = {"html": html.render, "svg": figures.render, "png": figures.render, "csv": csv.render,
-             "terminal": terminal.render}
+EXPORTERS = {
+    "html": html.render,
+    "svg": figures.render,
+    "png": figures.render,
+    "csv": csv.render,
+    "terminal": terminal.render,
+}
 PARALLEL_FROM = 6  # figures; below this a process pool costs more than it saves
 
 
 def build_report(results: list[dict], title: str = "strata report", series_ids: tuple = ()):
     from strata.analysis.analyse import analyse
     from strata.report.model import build
+
     return build(analyse(results), title, series_ids)
 
 
@@ -38,8 +44,10 @@ def render_figures(figs: list, jobs: int | None = None) -> dict[str, tuple[bytes
 def generate(report, jobs: int | None = None) -> dict[str, bytes]:
     """Every output file of a report: {relative path: bytes}."""
     rendered = render_figures(report.figures, jobs)
-    out = {"report.html": html.render(report, {k: svg for k, (svg, _) in rendered.items()}),
-           "summary.txt": (terminal.render(report) + "\n").encode()}
+    out = {
+        "report.html": html.render(report, {k: svg for k, (svg, _) in rendered.items()}),
+        "summary.txt": (terminal.render(report) + "\n").encode(),
+    }
     for fid, (svg, png) in rendered.items():
         out[f"figures/{fid}.svg"] = svg
         out[f"figures/{fid}.png"] = png
@@ -50,6 +58,7 @@ def generate(report, jobs: int | None = None) -> dict[str, bytes]:
 def write(files: dict[str, bytes], out_dir: Path) -> list[Path]:
     """Write the files; figures/ and csv/ of an earlier report in out_dir are replaced, not mixed."""
     import shutil
+
     for sub in {rel.split("/")[0] for rel in files if "/" in rel}:
         shutil.rmtree(Path(out_dir) / sub, ignore_errors=True)
     paths = []

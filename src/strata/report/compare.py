@@ -14,36 +14,83 @@ from strata.report.csv import table_csv
 from strata.report.html import STYLE, _table, inline_svg
 from strata.report.model import Figure, Table
 
-COLUMNS = ["configuration", "unit", "A mean", "A n", "B mean", "B n", "change", "ci_low", "ci_high", "significant",
-           "parameters that differ"]
+COLUMNS = [
+    "configuration",
+    "unit",
+    "A mean",
+    "A n",
+    "B mean",
+    "B n",
+    "change",
+    "ci_low",
+    "ci_high",
+    "significant",
+    "parameters that differ",
+]
 
 
 def rows(cmp) -> list[list]:
-    return [[m.name, m.unit, m.a.summary.mean, m.a.reps, m.b.summary.mean, m.b.reps, m.change.rel,
-             m.change.rel_low, m.change.rel_high, m.change.significant, "; ".join(m.differs)] for m in cmp.matches]
+    return [
+        [
+            m.name,
+            m.unit,
+            m.a.summary.mean,
+            m.a.reps,
+            m.b.summary.mean,
+            m.b.reps,
+            m.change.rel,
+            m.change.rel_low,
+            m.change.rel_high,
+            m.change.significant,
+            "; ".join(m.differs),
+        ]
+        for m in cmp.matches
+    ]
 
 
 def figure(cmp, name_a: str, name_b: str) -> Figure:
     title = f"B ({name_b}) relative to A ({name_a})"
-    data = [{"label": m.name, "rel": m.change.rel, "low": m.change.rel_low, "high": m.change.rel_high,
-             "significant": bool(m.change.significant)} for m in cmp.matches]
-    return Figure("compare", "compare", title, "Change of the mean throughput of B relative to A, with Welch's "
-                  "95% interval; grey: not significant, or too few repetitions to tell.",
-                  Table("compare", title, COLUMNS, rows(cmp)), {"rows": data})
+    data = [
+        {
+            "label": m.name,
+            "rel": m.change.rel,
+            "low": m.change.rel_low,
+            "high": m.change.rel_high,
+            "significant": bool(m.change.significant),
+        }
+        for m in cmp.matches
+    ]
+    return Figure(
+        "compare",
+        "compare",
+        title,
+        "Change of the mean throughput of B relative to A, with Welch's "
+        "95% interval; grey: not significant, or too few repetitions to tell.",
+        Table("compare", title, COLUMNS, rows(cmp)),
+        {"rows": data},
+    )
 
 
 def text(cmp, name_a: str, name_b: str) -> str:
     out = [f"A = {name_a}, B = {name_b}: {len(cmp.matches)} configuration(s) in both"]
     table = [["configuration", "A", "B", "change [95% CI]"]]
     for m in cmp.matches:
-        table.append([m.name, f"{fmt(m.a.summary.mean, m.unit)} (n={m.a.reps})",
-                      f"{fmt(m.b.summary.mean, m.unit)} (n={m.b.reps})", m.change.text()])
+        table.append(
+            [
+                m.name,
+                f"{fmt(m.a.summary.mean, m.unit)} (n={m.a.reps})",
+                f"{fmt(m.b.summary.mean, m.unit)} (n={m.b.reps})",
+                m.change.text(),
+            ]
+        )
     widths = [max(len(r[i]) for r in table) for i in range(4)]
     out += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in table]
     differ = [m for m in cmp.matches if m.differs]
     if differ:
-        out.append(f"{len(differ)} match(es) ran different parameters under the same labels (see the CSV), e.g. "
-                   f"{differ[0].name}: {'; '.join(differ[0].differs[:3])}")
+        out.append(
+            f"{len(differ)} match(es) ran different parameters under the same labels (see the CSV), e.g. "
+            f"{differ[0].name}: {'; '.join(differ[0].differs[:3])}"
+        )
     if cmp.only_a or cmp.only_b:
         out.append(f"only in A: {len(cmp.only_a)}, only in B: {len(cmp.only_b)} (not compared)")
     if cmp.unit_mismatch:
@@ -54,17 +101,18 @@ def text(cmp, name_a: str, name_b: str) -> str:
 
 
 def generate(cmp, name_a: str, name_b: str) -> dict[str, bytes]:
-    out = {"compare.txt": (text(cmp, name_a, name_b) + "\n").encode(),
-           "compare.csv": table_csv(COLUMNS, rows(cmp))}
+    out = {"compare.txt": (text(cmp, name_a, name_b) + "\n").encode(), "compare.csv": table_csv(COLUMNS, rows(cmp))}
     svg = None
     if cmp.matches:
         fig = figure(cmp, name_a, name_b)
         svg, png = figures.render(fig)
         out["compare.svg"], out["compare.png"] = svg, png
     body = inline_svg(svg, "c") if svg else "<p>No configuration was measured in both sets.</p>"
-    page = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>strata compare</title>"
-            f"<style>{STYLE}</style></head><body><h1>strata compare</h1><p class=meta>A = {escape(name_a)}<br>"
-            f"B = {escape(name_b)}</p><figure>{body}</figure>{_table(COLUMNS, rows(cmp))}"
-            f"<pre>{escape(text(cmp, name_a, name_b))}</pre></body></html>\n")
+    page = (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>strata compare</title>"
+        f"<style>{STYLE}</style></head><body><h1>strata compare</h1><p class=meta>A = {escape(name_a)}<br>"
+        f"B = {escape(name_b)}</p><figure>{body}</figure>{_table(COLUMNS, rows(cmp))}"
+        f"<pre>{escape(text(cmp, name_a, name_b))}</pre></body></html>\n"
+    )
     out["compare.html"] = page.encode()
     return out

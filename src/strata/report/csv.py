@@ -31,23 +31,53 @@ def render(report) -> dict[str, bytes]:
     a = report.analysis
     out = {f"{f.id}.csv": table_csv(f.table.columns, f.table.rows) for f in report.figures}
     out.update({f"{t.id}.csv": table_csv(t.columns, t.rows) for t in report.tables})
-    out["findings.csv"] = table_csv(["id", "status", "claim", "source", "criterion", "numbers"],
-                                    [[f.id, o.status, f.claim, f.source, f.criterion, o.detail]
-                                     for f, o in a.findings])
-    out["advice.csv"] = table_csv(["workload", "load", "best stack", "mean", "unit", "n", "next stack", "change",
-                                   "ci_low", "ci_high", "significant", "tied with"],
-                                  [_advice_row(b) for b in a.best])
-    out["containers.csv"] = table_csv(["stack", "workload", "containers measured", "best containers", "aggregate",
-                                       "unit", "falls after"],
-                                      [[c.stack, c.workload, " ".join(map(str, c.counts)), c.best_x, c.aggregate, c.unit,
-                                        c.falls_after] for c in a.containers])
-    out["warnings.csv"] = table_csv(["kind", "message", "what to do", "items"],
-                                    [[w.kind, w.message, w.fix, "; ".join(w.items)] for w in a.warnings])
+    out["findings.csv"] = table_csv(
+        ["id", "status", "claim", "source", "criterion", "numbers"],
+        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail] for f, o in a.findings],
+    )
+    out["advice.csv"] = table_csv(
+        [
+            "workload",
+            "load",
+            "best stack",
+            "mean",
+            "unit",
+            "n",
+            "next stack",
+            "change",
+            "ci_low",
+            "ci_high",
+            "significant",
+            "tied with",
+        ],
+        [_advice_row(b) for b in a.best],
+    )
+    out["containers.csv"] = table_csv(
+        ["stack", "workload", "containers measured", "best containers", "aggregate", "unit", "falls after"],
+        [
+            [c.stack, c.workload, " ".join(map(str, c.counts)), c.best_x, c.aggregate, c.unit, c.falls_after]
+            for c in a.containers
+        ],
+    )
+    out["warnings.csv"] = table_csv(
+        ["kind", "message", "what to do", "items"], [[w.kind, w.message, w.fix, "; ".join(w.items)] for w in a.warnings]
+    )
     return out
 
 
 def _advice_row(b) -> list:
     m = b.margin
-    return [b.workload, b.load, b.best.stack, b.best.summary.mean, b.unit, b.best.reps,
-            b.runner_up.stack if b.runner_up else None, m.rel if m else None, m.rel_low if m else None,
-            m.rel_high if m else None, m.significant if m else None, "; ".join(c.stack for c in b.tied)]
+    return [
+        b.workload,
+        b.load,
+        b.best.stack,
+        b.best.summary.mean,
+        b.unit,
+        b.best.reps,
+        b.runner_up.stack if b.runner_up else None,
+        m.rel if m else None,
+        m.rel_low if m else None,
+        m.rel_high if m else None,
+        m.significant if m else None,
+        "; ".join(c.stack for c in b.tied),
+    ]

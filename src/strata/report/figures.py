@@ -22,9 +22,19 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import NullLocator  # noqa: E402
 
 RC = {
-    "svg.hashsalt": "strata", "svg.fonttype": "none", "font.family": "DejaVu Sans", "font.size": 9,
-    "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True, "figure.dpi": 100, "savefig.dpi": 100,
-    "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 8, "legend.frameon": False,
+    "svg.hashsalt": "strata",
+    "svg.fonttype": "none",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.axisbelow": True,
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
 }
 SVG_META = {"Date": None, "Creator": None}
 PNG_META = {"Software": None}
@@ -47,8 +57,15 @@ def render(fig) -> tuple[bytes, bytes]:
 CHAR_IN = 0.068  # width of one 8-9 pt character, inches
 
 
-def _layout(mpl, rot_len: int = 0, legend_len: int = 0, ytick_len: int = 6, panel_titles: bool = False,
-            wspace: float | None = None, first_tick_len: int = 0) -> None:
+def _layout(
+    mpl,
+    rot_len: int = 0,
+    legend_len: int = 0,
+    ytick_len: int = 6,
+    panel_titles: bool = False,
+    wspace: float | None = None,
+    first_tick_len: int = 0,
+) -> None:
     """Fixed margins from the longest labels: tight_layout costs a third of the drawing time.
     `first_tick_len`: the first x label, rotated 25 degrees and right-aligned, reaches left of the axes."""
     w, h = mpl.get_size_inches()
@@ -56,9 +73,14 @@ def _layout(mpl, rot_len: int = 0, legend_len: int = 0, ytick_len: int = 6, pane
     right = 1 - ((CHAR_IN * legend_len + 0.8) / w if legend_len else 0.25 / w)
     bottom = (0.5 + (0.45 * CHAR_IN * rot_len + 0.1 if rot_len else 0.2)) / h
     top = 1 - (0.62 if panel_titles else 0.42) / h
-    mpl.subplots_adjust(left=min(left, 0.45), right=max(right, left + 0.3), bottom=min(bottom, 0.6),
-                        top=max(top, bottom + 0.2), hspace=0.25,
-                        wspace=wspace if wspace is not None else 0.15 + (CHAR_IN * ytick_len + 0.5) / w)
+    mpl.subplots_adjust(
+        left=min(left, 0.45),
+        right=max(right, left + 0.3),
+        bottom=min(bottom, 0.6),
+        top=max(top, bottom + 0.2),
+        hspace=0.25,
+        wspace=wspace if wspace is not None else 0.15 + (CHAR_IN * ytick_len + 0.5) / w,
+    )
 
 
 def _maxlen(labels) -> int:
@@ -76,7 +98,7 @@ def _title(mpl, title: str) -> None:
 
 
 def _ci(values, lows, highs):
-    lo = [v - l if l is not None else 0 for v, l in zip(values, lows)]
+    lo = [v - low if low is not None else 0 for v, low in zip(values, lows)]
     hi = [h - v if h is not None else 0 for v, h in zip(values, highs)]
     return [lo, hi]
 
@@ -90,7 +112,7 @@ def _bars(fig) -> MplFigure:
     width = 0.8 / max(1, len(loads))
     mpl = MplFigure(figsize=(min(14, max(6.5, 0.45 * len(bars) + 2.5)), 4.2))
     ax = mpl.add_subplot()
-    for si, (load, cached) in enumerate(series):
+    for load, cached in series:
         sel = [b for b in bars if b["load"] == load and b["cached"] == cached]
         slot = loads.index(load) - (len(loads) - 1) / 2
         xs = [stacks.index(b["label"]) + slot * width for b in sel]
@@ -98,8 +120,15 @@ def _bars(fig) -> MplFigure:
         color = PALETTE[loads.index(load) % len(PALETTE)]
         style = dict(CACHE_STYLE, edgecolor=color) if cached else {"color": color}
         ax.bar(xs, vals, width * 0.95, **style)
-        ax.errorbar(xs, vals, yerr=_ci(vals, [b["low"] for b in sel], [b["high"] for b in sel]), fmt="none",
-                    ecolor="black", elinewidth=0.8, capsize=2)
+        ax.errorbar(
+            xs,
+            vals,
+            yerr=_ci(vals, [b["low"] for b in sel], [b["high"] for b in sel]),
+            fmt="none",
+            ecolor="black",
+            elinewidth=0.8,
+            capsize=2,
+        )
         for x, b in zip(xs, sel):
             if cached:
                 ax.annotate("cache", (x, b["value"]), ha="center", va="bottom", fontsize=7, color="#636363")
@@ -107,8 +136,14 @@ def _bars(fig) -> MplFigure:
         ax.set_xlim(-1.2, len(stacks) + 0.2)
     handles = [Patch(color=PALETTE[i % len(PALETTE)], label=f"load {ld}") for i, ld in enumerate(loads)]
     if any(b["cached"] for b in bars):
-        handles.append(Patch(facecolor=CACHE_STYLE["color"], edgecolor=CACHE_STYLE["edgecolor"], hatch="///",
-                             label="cache answered (not device)"))
+        handles.append(
+            Patch(
+                facecolor=CACHE_STYLE["color"],
+                edgecolor=CACHE_STYLE["edgecolor"],
+                hatch="///",
+                label="cache answered (not device)",
+            )
+        )
     if fig.data.get("has_raw"):
         handles.append(ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="raw device = 1.0"))
         ax.set_ylabel("throughput relative to raw device")
@@ -135,8 +170,9 @@ def _latency(fig) -> MplFigure:
             ax.bar(xs, means, 0.26, color=LAT_COLORS[kind], label=f"{kind} mean")
             pts = [(x, v) for x, v in zip(xs, p99) if v]
             if pts:
-                ax.scatter(*zip(*pts), marker="_", s=120, color="black", zorder=3,
-                           label="p99" if kind == "lat" else None)
+                ax.scatter(
+                    *zip(*pts), marker="_", s=120, color="black", zorder=3, label="p99" if kind == "lat" else None
+                )
         ax.set_yscale("log")
         ax.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost a third of the drawing time
         ax.set_title(f"load {p['load']} ({p['outstanding']} I/Os in flight)", fontsize=9)
@@ -162,8 +198,9 @@ def _line(ax, i, label, pts, per=False):
     for p in pts:
         if p[4]:
             ax.scatter([p[0]], [p[1] / div(p)], marker="x", color="#636363", zorder=3)
-            ax.annotate("cache", (p[0], p[1] / div(p)), textcoords="offset points", xytext=(4, 3), fontsize=7,
-                        color="#636363")
+            ax.annotate(
+                "cache", (p[0], p[1] / div(p)), textcoords="offset points", xytext=(4, 3), fontsize=7, color="#636363"
+            )
     return xs, ys
 
 
@@ -193,10 +230,10 @@ def _scaling(fig) -> MplFigure:
         xs, ys = _line(agg, i, ln["label"], ln["points"])
         _line(per, i, ln["label"], ln["points"], per=True)
         py = ys[xs.index(ln["peak"])]
-        agg.scatter([ln["peak"]], [py], marker="*", s=160, color=PALETTE[i % len(PALETTE)], edgecolor="black",
-                    zorder=4)
-        agg.annotate(f"peak {ln['peak']}", (ln["peak"], py), textcoords="offset points", xytext=(0, 7),
-                     ha="center", fontsize=7)
+        agg.scatter([ln["peak"]], [py], marker="*", s=160, color=PALETTE[i % len(PALETTE)], edgecolor="black", zorder=4)
+        agg.annotate(
+            f"peak {ln['peak']}", (ln["peak"], py), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=7
+        )
     unit = fig.data["unit"]
     for ax, what in ((agg, f"aggregate {unit}"), (per, f"{unit} per container")):
         ax.set_xlabel("concurrent containers")
@@ -215,8 +252,9 @@ def _series(fig) -> MplFigure:
     for i, (ax, (name, pts)) in enumerate(zip(axes, series.items())):
         lines = pts if isinstance(pts, dict) else {None: pts}  # one line per container, or one line
         for j, (label, p) in enumerate(lines.items()):
-            ax.plot([x for x, _ in p], [v for _, v in p], marker=".", label=label,
-                    color=PALETTE[(i + j) % len(PALETTE)])
+            ax.plot(
+                [x for x, _ in p], [v for _, v in p], marker=".", label=label, color=PALETTE[(i + j) % len(PALETTE)]
+            )
         if isinstance(pts, dict):
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.set_ylabel(name, fontsize=8)
@@ -239,15 +277,31 @@ def _compare(fig) -> MplFigure:
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(ys, [r["label"] for r in rows], fontsize=7)
     ax.set_xlabel("change of B relative to A (%), 95% interval")
-    ax.legend(handles=[Patch(color=c, label=t) for t, c in (("better, significant", "#2ca02c"),
-              ("worse, significant", "#d62728"), ("not significant / unknown", "#bdbdbd"))],
-              loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(
+        handles=[
+            Patch(color=c, label=t)
+            for t, c in (
+                ("better, significant", "#2ca02c"),
+                ("worse, significant", "#d62728"),
+                ("not significant / unknown", "#bdbdbd"),
+            )
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+    )
     _layout(mpl, 0, 26, min(60, _maxlen(r["label"] for r in rows)))
     return mpl
 
 
-DRAW = {"ratio": _bars, "throughput": _bars, "latency": _latency, "sweep": _sweep, "scaling": _scaling,
-        "series": _series, "compare": _compare}
+DRAW = {
+    "ratio": _bars,
+    "throughput": _bars,
+    "latency": _latency,
+    "sweep": _sweep,
+    "scaling": _scaling,
+    "series": _series,
+    "compare": _compare,
+}
 
 
 def finite(v) -> bool:

@@ -14,8 +14,8 @@ from html import escape
 from strata import __version__
 from strata.report.csv import cell_text
 
-MAX_TABLE_ROWS = 200   # inline; the CSV holds all
-MAX_LIST = 40          # advice items, findings numbers
+MAX_TABLE_ROWS = 200  # inline; the CSV holds all
+MAX_LIST = 40  # advice items, findings numbers
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 18px 40px;
@@ -54,11 +54,11 @@ document.documentElement.dataset.figures = String(document.querySelectorAll("fig
 def inline_svg(svg: bytes | str, prefix: str) -> str:
     """An SVG file as an inline element: no XML prolog, ids unique to this figure."""
     text = svg.decode() if isinstance(svg, bytes) else svg
-    text = text[text.index("<svg"):]
+    text = text[text.index("<svg") :]
     text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
     text = re.sub(r'\s+xmlns:(dc|cc|rdf)="[^"]*"', "", text)
     text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', text)
-    text = re.sub(r'url\(#([^)]+)\)', lambda m: f"url(#{prefix}-{m.group(1)})", text)
+    text = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m.group(1)})", text)
     return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)
 
 
@@ -66,25 +66,37 @@ def _table(columns, rows, cls="sortable") -> str:
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     body = []
     for r in rows[:MAX_TABLE_ROWS]:
-        tds = "".join(f'<td class="num">{escape(cell_text(v))}</td>' if isinstance(v, (int, float)) and
-                      not isinstance(v, bool) else f"<td>{escape(cell_text(v))}</td>" for v in r)
+        tds = "".join(
+            f'<td class="num">{escape(cell_text(v))}</td>'
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+            else f"<td>{escape(cell_text(v))}</td>"
+            for v in r
+        )
         body.append(f"<tr>{tds}</tr>")
-    more = f"<p class=meta>First {MAX_TABLE_ROWS} of {len(rows)} rows: the CSV holds all.</p>" \
-        if len(rows) > MAX_TABLE_ROWS else ""
+    more = (
+        f"<p class=meta>First {MAX_TABLE_ROWS} of {len(rows)} rows: the CSV holds all.</p>"
+        if len(rows) > MAX_TABLE_ROWS
+        else ""
+    )
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{more}'
 
 
 def _header(report) -> str:
     a = report.analysis
     n = a.counts
-    hosts = "; ".join(f"{escape(str(h.get('hostname', '?')))}: {escape(str(h.get('os', '')))}, kernel "
-                      f"{escape(str(h.get('kernel', '')))}, {h.get('cpus', '?')} CPUs, "
-                      f"{escape(', '.join(str(v) for v in (h.get('tools') or {}).values() if v))}" for h in a.hosts)
-    return (f"<h1>{escape(report.title)}</h1><p class=meta>experiments: {escape(', '.join(a.experiments))}<br>"
-            f"{len(a.results)} stored trials: {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
-            f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configurations<br>hosts: {hosts}</p>"
-            '<nav><a href="#warnings">warnings</a><a href="#advice">advice</a><a href="#findings">findings</a>'
-            '<a href="#figures">figures</a><a href="#tables">tables</a></nav>')
+    hosts = "; ".join(
+        f"{escape(str(h.get('hostname', '?')))}: {escape(str(h.get('os', '')))}, kernel "
+        f"{escape(str(h.get('kernel', '')))}, {h.get('cpus', '?')} CPUs, "
+        f"{escape(', '.join(str(v) for v in (h.get('tools') or {}).values() if v))}"
+        for h in a.hosts
+    )
+    return (
+        f"<h1>{escape(report.title)}</h1><p class=meta>experiments: {escape(', '.join(a.experiments))}<br>"
+        f"{len(a.results)} stored trials: {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
+        f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configurations<br>hosts: {hosts}</p>"
+        '<nav><a href="#warnings">warnings</a><a href="#advice">advice</a><a href="#findings">findings</a>'
+        '<a href="#figures">figures</a><a href="#tables">tables</a></nav>'
+    )
 
 
 def _warnings(a) -> str:
@@ -93,9 +105,11 @@ def _warnings(a) -> str:
     items = []
     for w in a.warnings:
         shown = escape(", ".join(w.items[:12])) + (f" and {len(w.items) - 12} more" if len(w.items) > 12 else "")
-        items.append(f'<div class="warn"><b>{escape(w.kind)}</b>: {escape(w.message)}'
-                     + (f"<br><small>{shown}</small>" if w.items else "")
-                     + f'<span class="fix">What to do: {escape(w.fix)}</span></div>')
+        items.append(
+            f'<div class="warn"><b>{escape(w.kind)}</b>: {escape(w.message)}'
+            + (f"<br><small>{shown}</small>" if w.items else "")
+            + f'<span class="fix">What to do: {escape(w.fix)}</span></div>'
+        )
     return f'<h2 id="warnings">Warnings ({len(a.warnings)})</h2>' + "".join(items)
 
 
@@ -105,9 +119,11 @@ def _advice(a) -> str:
     if len(texts) > MAX_LIST:
         items.append(f"<li>... {len(texts) - MAX_LIST} more in csv/advice.csv and csv/containers.csv</li>")
     body = f"<ul>{''.join(items)}</ul>" if items else "<p>Nothing to advise: no two stacks ran the same workload.</p>"
-    return ('<h2 id="advice">Advice</h2><p class=meta>Best stack per workload and load (device performance only; '
-            "the raw device is the baseline, not a candidate). Tied: the difference is not significant at 95% "
-            "(Welch).</p>" + body)
+    return (
+        '<h2 id="advice">Advice</h2><p class=meta>Best stack per workload and load (device performance only; '
+        "the raw device is the baseline, not a candidate). Tied: the difference is not significant at 95% "
+        "(Welch).</p>" + body
+    )
 
 
 def _numbers(o) -> str:
@@ -120,11 +136,15 @@ def _finding_rows(pairs) -> str:
     rows = []
     for f, o in pairs:
         cls = o.status.replace(" ", "-")
-        rows.append(f'<tr><td><span class="st {cls}">{escape(o.status)}</span></td><td><b>{escape(f.id)}</b><br>'
-                    f"{escape(f.claim)}<br><small>source: {escape(f.source)}</small></td><td>{escape(f.criterion)}"
-                    f"</td><td>{escape(_numbers(o))}</td></tr>")
-    return ("<table><thead><tr><th>status</th><th>claim</th><th>criterion here</th><th>numbers</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+        rows.append(
+            f'<tr><td><span class="st {cls}">{escape(o.status)}</span></td><td><b>{escape(f.id)}</b><br>'
+            f"{escape(f.claim)}<br><small>source: {escape(f.source)}</small></td><td>{escape(f.criterion)}"
+            f"</td><td>{escape(_numbers(o))}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>status</th><th>claim</th><th>criterion here</th><th>numbers</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _findings(a) -> str:
@@ -132,45 +152,64 @@ def _findings(a) -> str:
     summary = ", ".join(f"{v} {k}" for k, v in counts.items())
     measured = [(f, o) for f, o in a.findings if o.status != "not measured"]
     rest = [(f, o) for f, o in a.findings if o.status == "not measured"]
-    out = (f'<h2 id="findings">Findings of the seed studies ({summary})</h2><p class=meta>Each claim of the studies '
-           "in shared/seeds, checked on these results with the criterion shown.</p>")
+    out = (
+        f'<h2 id="findings">Findings of the seed studies ({summary})</h2><p class=meta>Each claim of the studies '
+        "in shared/seeds, checked on these results with the criterion shown.</p>"
+    )
     out += _finding_rows(measured) if measured else "<p>None of the claims is measured by these results.</p>"
     if rest:
-        out += (f"<details><summary>{len(rest)} claim(s) not measured by these results</summary>"
-                f"{_finding_rows(rest)}</details>")
+        out += (
+            f"<details><summary>{len(rest)} claim(s) not measured by these results</summary>"
+            f"{_finding_rows(rest)}</details>"
+        )
     return out
 
 
 def _figure(i: int, f, svg) -> str:
     csv = f'<a href="csv/{f.id}.csv">CSV</a>'
     if svg is None:
-        return (f'<li id="{escape(f.id)}">{escape(f.title)} ({len(f.table.rows)} rows): {csv}</li>')
-    files = (f'<span class=files>files: <a href="figures/{f.id}.svg">SVG</a> <a href="figures/{f.id}.png">PNG</a> '
-             f"{csv}</span>")
-    return (f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{inline_svg(svg, f"f{i}")}<figcaption>'
-            f"<b>{escape(f.title)}</b>. {escape(f.caption)} {files}</figcaption><details><summary>table "
-            f"({len(f.table.rows)} rows)</summary>{_table(f.table.columns, f.table.rows)}</details></figure>")
+        return f'<li id="{escape(f.id)}">{escape(f.title)} ({len(f.table.rows)} rows): {csv}</li>'
+    files = (
+        f'<span class=files>files: <a href="figures/{f.id}.svg">SVG</a> <a href="figures/{f.id}.png">PNG</a> '
+        f"{csv}</span>"
+    )
+    return (
+        f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{inline_svg(svg, f"f{i}")}<figcaption>'
+        f"<b>{escape(f.title)}</b>. {escape(f.caption)} {files}</figcaption><details><summary>table "
+        f"({len(f.table.rows)} rows)</summary>{_table(f.table.columns, f.table.rows)}</details></figure>"
+    )
 
 
 def render(report, svgs: dict[str, bytes]) -> bytes:
-    parts = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{escape(report.title)}</title><style>{STYLE}</style></head><body>",
-             _header(report), _warnings(report.analysis), _advice(report.analysis), _findings(report.analysis),
-             '<h2 id="figures">Figures</h2>']
+    parts = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(report.title)}</title><style>{STYLE}</style></head><body>",
+        _header(report),
+        _warnings(report.analysis),
+        _advice(report.analysis),
+        _findings(report.analysis),
+        '<h2 id="figures">Figures</h2>',
+    ]
     if not report.figures:
         parts.append("<p>No figure: the results hold no successful measurement.</p>")
     parts += [_figure(i, f, svgs[f.id]) for i, f in enumerate(report.figures) if f.id in svgs]
     rest = [_figure(i, f, None) for i, f in enumerate(report.figures) if f.id not in svgs]
     if rest:
-        parts.append(f"<p>{len(rest)} more figure(s) not drawn (the report draws a bounded number of each kind); "
-                     f"their tables:</p><ul>{''.join(rest)}</ul>")
+        parts.append(
+            f"<p>{len(rest)} more figure(s) not drawn (the report draws a bounded number of each kind); "
+            f"their tables:</p><ul>{''.join(rest)}</ul>"
+        )
     parts.append('<h2 id="tables">Tables: file system x path x containers</h2>')
     if not any(t.id.startswith("table-") for t in report.tables):
-        parts.append("<p class=meta>Not measured: these tables need two or more file systems or paths "
-                     "(volume, bind, layer) or container counts for the same workload (seed study 004, Tables 2-5).</p>")
+        parts.append(
+            "<p class=meta>Not measured: these tables need two or more file systems or paths "
+            "(volume, bind, layer) or container counts for the same workload (seed study 004, Tables 2-5).</p>"
+        )
     for t in report.tables:
         parts.append(f'<h3 id="{escape(t.id)}">{escape(t.title)}</h3>{_table(t.columns, t.rows)}')
-    parts.append(f"<footer class=meta><p>strata {escape(__version__)}: generated from stored results only.</p>"
-                 f"</footer><script>{SCRIPT}</script></body></html>\n")
+    parts.append(
+        f"<footer class=meta><p>strata {escape(__version__)}: generated from stored results only.</p>"
+        f"</footer><script>{SCRIPT}</script></body></html>\n"
+    )
     return "".join(parts).encode()

@@ -22,8 +22,8 @@ from strata.report.names import figure_id, short_labels
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
 MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4}
 MAX_SERIES = 3
-MAX_LINES = 8     # lines per sweep or scaling figure
-MAX_STACKS = 12   # stacks per latency panel
+MAX_LINES = 8  # lines per sweep or scaling figure
+MAX_STACKS = 12  # stacks per latency panel
 LAT_STATS = ("mean", "p99")
 
 
@@ -56,10 +56,14 @@ class Report:
 
 def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> Report:
     rep = Report(title, a)
-    for kind, make in (("ratio", _ratio_figures), ("latency", _latency_figures), ("sweep", _sweep_figures),
-                       ("scaling", _scaling_figures)):
+    for kind, make in (
+        ("ratio", _ratio_figures),
+        ("latency", _latency_figures),
+        ("sweep", _sweep_figures),
+        ("scaling", _scaling_figures),
+    ):
         figs = make(a)
-        for f in figs[MAX_FIGURES_PER_KIND[kind]:]:
+        for f in figs[MAX_FIGURES_PER_KIND[kind] :]:
             f.drawn = False
         rep.figures.extend(figs)
     rep.figures.extend(_series_figures(a, series_ids))
@@ -111,21 +115,61 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
             for bar in bs:
                 if (c.outstanding, c.labels["load"]) in shown:
                     bars.append(bar)
-                rows.append([c.stack, c.labels["load"], bar["value"], bar["low"], bar["high"], bar["n"],
-                             bar["mean"], bar.get("raw"), c.unit, bar["note"]])
+                rows.append(
+                    [
+                        c.stack,
+                        c.labels["load"],
+                        bar["value"],
+                        bar["low"],
+                        bar["high"],
+                        bar["n"],
+                        bar["mean"],
+                        bar.get("raw"),
+                        c.unit,
+                        bar["note"],
+                    ]
+                )
         if not bars:
             continue
         kind = "ratio" if has_raw else "throughput"
         col = "ratio to raw" if has_raw else c.unit
         fid = figure_id(kind, name)
-        title = f"{name}: throughput relative to the raw device (raw = 1.0)" if has_raw else \
-            f"{name}: throughput ({cells[0].unit}; no raw-device baseline measured)"
-        caption = _ratio_caption(has_raw) + (" Drawn: the lowest and highest load (H/L as in the study); the table "
-                                             "holds every load." if len({(c.outstanding, c.labels['load'])
-                                                                          for c in others}) > 2 else "")
-        out.append(Figure(fid, kind, title, caption, Table(fid, title, [
-            "stack", "load", col, "ci_low", "ci_high", "n", f"mean {cells[0].unit}", f"raw {cells[0].unit}",
-            "unit", "note"], rows), {"bars": bars, "has_raw": has_raw, "unit": cells[0].unit}))
+        title = (
+            f"{name}: throughput relative to the raw device (raw = 1.0)"
+            if has_raw
+            else f"{name}: throughput ({cells[0].unit}; no raw-device baseline measured)"
+        )
+        caption = _ratio_caption(has_raw) + (
+            " Drawn: the lowest and highest load (H/L as in the study); the table holds every load."
+            if len({(c.outstanding, c.labels["load"]) for c in others}) > 2
+            else ""
+        )
+        out.append(
+            Figure(
+                fid,
+                kind,
+                title,
+                caption,
+                Table(
+                    fid,
+                    title,
+                    [
+                        "stack",
+                        "load",
+                        col,
+                        "ci_low",
+                        "ci_high",
+                        "n",
+                        f"mean {cells[0].unit}",
+                        f"raw {cells[0].unit}",
+                        "unit",
+                        "note",
+                    ],
+                    rows,
+                ),
+                {"bars": bars, "has_raw": has_raw, "unit": cells[0].unit},
+            )
+        )
     return out
 
 
@@ -135,10 +179,16 @@ def _low_high(cells: list[Cell]) -> set:
 
 
 def _ratio_caption(has_raw: bool) -> str:
-    what = "Mean over repetitions relative to the raw device of the same workload and load (seed study 003, " \
-           "Figure 3), with 95% intervals." if has_raw else "Mean over repetitions with 95% intervals."
-    return what + " Hatched grey bars: a cache answered (flags.cache or above the raw device); they are not " \
-                  "device performance."
+    what = (
+        "Mean over repetitions relative to the raw device of the same workload and load (seed study 003, "
+        "Figure 3), with 95% intervals."
+        if has_raw
+        else "Mean over repetitions with 95% intervals."
+    )
+    return (
+        what + " Hatched grey bars: a cache answered (flags.cache or above the raw device); they are not "
+        "device performance."
+    )
 
 
 def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
@@ -150,14 +200,37 @@ def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
         s = c.summary
         r = ratio_to_raw(c, a.raw) if has_raw else None
         v, lo, hi = (r.value, r.low, r.high) if r else (s.mean, s.ci_low, s.ci_high)
-        out.append({"label": label, "load": c.labels["load"], "value": v, "low": lo, "high": hi, "cached": False,
-                    "note": "", "raw": base, "n": c.reps, "mean": s.mean})
+        out.append(
+            {
+                "label": label,
+                "load": c.labels["load"],
+                "value": v,
+                "low": lo,
+                "high": hi,
+                "cached": False,
+                "note": "",
+                "raw": base,
+                "n": c.reps,
+                "mean": s.mean,
+            }
+        )
     if c.cached_values and (base or not has_raw):
         m = sum(c.cached_values) / len(c.cached_values)
         why = "above the raw device" if c.above_raw else "flags.cache"
-        out.append({"label": label, "load": c.labels["load"], "value": m / base if base else m, "low": None,
-                    "high": None, "cached": True, "note": f"cache answered ({why}): not device performance",
-                    "raw": base, "n": len(c.cached_values), "mean": m})
+        out.append(
+            {
+                "label": label,
+                "load": c.labels["load"],
+                "value": m / base if base else m,
+                "low": None,
+                "high": None,
+                "cached": True,
+                "note": f"cache answered ({why}): not device performance",
+                "raw": base,
+                "n": len(c.cached_values),
+                "mean": m,
+            }
+        )
     return out
 
 
@@ -184,12 +257,23 @@ def _latency_figures(a: Analysis) -> list[Figure]:
             data.append({"load": load, "outstanding": outstanding, "stacks": [e for e in stacks if e["drawn"]]})
         fid = figure_id("latency", name)
         title = f"{name}: latency breakdown, low and high load"
-        caption = ("Submission (slat), completion (clat) and total (lat) latency, mean (bars) and p99 (markers), "
-                   "as Figure 4 of seed study 003; percentiles come from histograms merged over jobs and containers, repetitions "
-                   "are averaged." + (f" Drawn: the first {MAX_STACKS} stacks; the table holds all."
-                                      if len(labels) > MAX_STACKS else ""))
-        out.append(Figure(fid, "latency", title, caption, Table(fid, title, ["stack", "load", "latency", "stat",
-                                                                          "us", "n"], rows), {"panels": data}))
+        caption = (
+            "Submission (slat), completion (clat) and total (lat) latency, mean (bars) and p99 (markers), "
+            "as Figure 4 of seed study 003; percentiles come from histograms merged over jobs and containers, "
+            "repetitions "
+            "are averaged."
+            + (f" Drawn: the first {MAX_STACKS} stacks; the table holds all." if len(labels) > MAX_STACKS else "")
+        )
+        out.append(
+            Figure(
+                fid,
+                "latency",
+                title,
+                caption,
+                Table(fid, title, ["stack", "load", "latency", "stat", "us", "n"], rows),
+                {"panels": data},
+            )
+        )
     return out
 
 
@@ -209,10 +293,18 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
             lines.append({"label": labels[ln.stack], "points": pts})
         lines = lines[:MAX_LINES]
         fid = figure_id(f"sweep-{s.dim}", s.context)
-        out.append(Figure(fid, "sweep", s.title, "Mean over repetitions; the band is the 95% confidence interval "
-                          "(seed study 003, Figures 3e and 3g).",
-                          Table(fid, s.title, ["stack", DIM_LABEL[s.dim], s.unit, "ci_low", "ci_high", "n", "unit",
-                                               "note"], rows), {"lines": lines, "xlabel": DIM_LABEL[s.dim], "unit": s.unit, "dim": s.dim}))
+        out.append(
+            Figure(
+                fid,
+                "sweep",
+                s.title,
+                "Mean over repetitions; the band is the 95% confidence interval (seed study 003, Figures 3e and 3g).",
+                Table(
+                    fid, s.title, ["stack", DIM_LABEL[s.dim], s.unit, "ci_low", "ci_high", "n", "unit", "note"], rows
+                ),
+                {"lines": lines, "xlabel": DIM_LABEL[s.dim], "unit": s.unit, "dim": s.dim},
+            )
+        )
     return out
 
 
@@ -238,17 +330,40 @@ def _scaling_figures(a: Analysis) -> list[Figure]:
         for ln in s.lines:
             p = peak(ln)
             pts = [_point(x, c) for x, c in ln.points]
-            rows += [[ln.stack, x, m, lo, hi, m / x, x == p.x and not cached, c.reps or len(c.cached_values),
-                      _cache_note(c)] for (x, m, lo, hi, cached), (_, c) in zip(pts, ln.points)]
+            rows += [
+                [ln.stack, x, m, lo, hi, m / x, x == p.x and not cached, c.reps or len(c.cached_values), _cache_note(c)]
+                for (x, m, lo, hi, cached), (_, c) in zip(pts, ln.points)
+            ]
             lines.append({"label": labels[ln.stack], "points": pts, "peak": p.x, "falls_after": p.falls_after})
         lines = lines[:MAX_LINES]
         title = f"scaling over containers: {s.context}"
         fid = figure_id("scaling", s.context)
-        out.append(Figure(fid, "scaling", title, "Aggregate throughput of all containers and throughput per "
-                          "container, mean with 95% band; the star marks the peak (seed study 003, Figure 6a).",
-                          Table(fid, title, ["stack", "containers", f"aggregate {s.unit}", "ci_low", "ci_high",
-                                             f"per container {s.unit}", "peak", "n", "note"], rows),
-                          {"lines": lines, "unit": s.unit}))
+        out.append(
+            Figure(
+                fid,
+                "scaling",
+                title,
+                "Aggregate throughput of all containers and throughput per "
+                "container, mean with 95% band; the star marks the peak (seed study 003, Figure 6a).",
+                Table(
+                    fid,
+                    title,
+                    [
+                        "stack",
+                        "containers",
+                        f"aggregate {s.unit}",
+                        "ci_low",
+                        "ci_high",
+                        f"per container {s.unit}",
+                        "peak",
+                        "n",
+                        "note",
+                    ],
+                    rows,
+                ),
+                {"lines": lines, "unit": s.unit},
+            )
+        )
     return out
 
 
@@ -259,14 +374,27 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
         if not data:
             continue
         rows = [[k, t, v] for k, pts in data.items() if isinstance(pts, list) for t, v in pts]
-        rows += [[f"{k} {c}", t, v] for k, per in data.items() if isinstance(per, dict) for c, pts in per.items()
-                 for t, v in pts]
+        rows += [
+            [f"{k} {c}", t, v]
+            for k, per in data.items()
+            if isinstance(per, dict)
+            for c, pts in per.items()
+            for t, v in pts
+        ]
         cached = " (cache answered: not device performance)" if any(r is x for x in cell.cached) else ""
         title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']}){cached}"
         fid = figure_id("series", r["trial_id"])
-        out.append(Figure(fid, "series", title, "Per-second samples of the collectors and of the workload's own log: "
-                          "a steady run is flat; device utilization, iowait and page cache show where time went.",
-                          Table(fid, title, ["series", "t_s", "value"], rows), {"series": data}))
+        out.append(
+            Figure(
+                fid,
+                "series",
+                title,
+                "Per-second samples of the collectors and of the workload's own log: "
+                "a steady run is flat; device utilization, iowait and page cache show where time went.",
+                Table(fid, title, ["series", "t_s", "value"], rows),
+                {"series": data},
+            )
+        )
     return out
 
 
@@ -290,7 +418,8 @@ def series_data(r: dict) -> dict:
     ws = artifact(r, "workload-series.json") or {}
     primary = (r.get("metrics") or {}).get("primary") or {}
     if ws.get(primary.get("series")):
-        label = f"{primary.get('series_unit') or primary.get('unit')} ({(r.get('trial') or {}).get('workload', {}).get('type')})"
+        tool = ((r.get("trial") or {}).get("workload") or {}).get("type")
+        label = f"{primary.get('series_unit') or primary.get('unit')} ({tool})"
         out[label] = [(float(t), float(v)) for t, v in ws[primary["series"]]]
     s = artifact(r, "series.json") or {}
     t = s.get("t") or []
@@ -309,9 +438,12 @@ def series_data(r: dict) -> dict:
         out["page cache MiB"] = [(x, v / 2**20) for x, v in zip(ts, host["page_cache_bytes"])]
     groups = s.get("cgroups") or {}
     if groups:
-        io = {f"container {i}": [(x, (a + b) / 1e6) for x, a, b in zip(ts, g.get("read_bytes") or [],
-                                                                         g.get("write_bytes") or [])]
-              for i, g in sorted(groups.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else kv[0])}
+        io = {
+            f"container {i}": [
+                (x, (a + b) / 1e6) for x, a, b in zip(ts, g.get("read_bytes") or [], g.get("write_bytes") or [])
+            ]
+            for i, g in sorted(groups.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else kv[0])
+        }
         if any(io.values()):
             out["container I/O MB/s"] = io
     return out
@@ -340,14 +472,21 @@ def _flowop_tables(a: Analysis) -> list[Table]:
                 for f in (r.get("metrics") or {}).get("flowops") or []:
                     lat = f.get("latency_us") or {}
                     ops.setdefault(f.get("name", "?"), []).append(
-                        (f.get("ops_per_s"), f.get("mb_per_s"), lat.get("mean"), lat.get("p99")))
+                        (f.get("ops_per_s"), f.get("mb_per_s"), lat.get("mean"), lat.get("p99"))
+                    )
             for op, vals in ops.items():
-                rows.append([c.stack, c.labels["load"], op] + [_mean([v[i] for v in vals]) for i in range(4)]
-                            + [len(vals)])
+                rows.append(
+                    [c.stack, c.labels["load"], op] + [_mean([v[i] for v in vals]) for i in range(4)] + [len(vals)]
+                )
         if rows:
-            out.append(Table(figure_id("flowops", name), f"{name}: operations (mean over repetitions)",
-                             ["stack", "load", "flowop", "ops/s", "MB/s", "latency mean us", "latency p99 us", "n"],
-                             rows))
+            out.append(
+                Table(
+                    figure_id("flowops", name),
+                    f"{name}: operations (mean over repetitions)",
+                    ["stack", "load", "flowop", "ops/s", "MB/s", "latency mean us", "latency p99 us", "n"],
+                    rows,
+                )
+            )
     return out
 
 

@@ -33,9 +33,18 @@ def _cells(a) -> list[str]:
             flags.append(f"CACHE x{len(c.cached_values)}")
         if c.failed:
             flags.append(f"FAILED x{len(c.failed)}")
-        rows.append([c.stack + (f" [{c.tag}]" if c.tag else ""), c.labels["workload"], c.labels["load"],
-                     fmt(s.mean, c.unit) if c.values else "-", ci, str(c.reps),
-                     f"{r.value:.2f}" if r else "-", " ".join(flags)])
+        rows.append(
+            [
+                c.stack + (f" [{c.tag}]" if c.tag else ""),
+                c.labels["workload"],
+                c.labels["load"],
+                fmt(s.mean, c.unit) if c.values else "-",
+                ci,
+                str(c.reps),
+                f"{r.value:.2f}" if r else "-",
+                " ".join(flags),
+            ]
+        )
     out = _table(rows)
     if len(a.cells) > MAX_ROWS:
         out.append(f"  ... {len(a.cells) - MAX_ROWS} more configurations: see the HTML report or its CSV files")
@@ -48,8 +57,10 @@ def render(report) -> str:
 
 def analysis_text(a) -> str:
     n = a.counts
-    lines = [f"strata report: {len(a.results)} trial(s): {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
-             f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configuration(s) on {len(a.hosts)} host(s)"]
+    lines = [
+        f"strata report: {len(a.results)} trial(s): {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
+        f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configuration(s) on {len(a.hosts)} host(s)"
+    ]
     if not a.cells:
         return lines[0] + "\nno measurements to report"
     lines += ["", "throughput (mean over repetitions; CACHE = a cache answered, not device performance):"]
@@ -69,9 +80,13 @@ def analysis_text(a) -> str:
         if len(g.columns) > MAX_GRID_COLUMNS:
             lines.append(f"  {len(g.columns)} columns: too wide for a terminal, see the HTML report or its CSV")
             continue
-        lines += _table([["containers"] + [f"{fs} {p}" for fs, _, p in g.columns]] +
-                        [[str(n)] + [fmt(g.values[(n, col)][0]) if (n, col) in g.values else "-" for col in g.columns]
-                         for n in g.rows])
+        lines += _table(
+            [["containers"] + [f"{fs} {p}" for fs, _, p in g.columns]]
+            + [
+                [str(n)] + [fmt(g.values[(n, col)][0]) if (n, col) in g.values else "-" for col in g.columns]
+                for n in g.rows
+            ]
+        )
     if len(a.grids) > MAX_GRIDS:
         lines.append(f"  ... {len(a.grids) - MAX_GRIDS} more tables in the HTML report")
     counts = {s: sum(1 for _, o in a.findings if o.status == s) for s in STATUS_MARK}
@@ -93,9 +108,12 @@ def summary_text(results_dir) -> str:
     one, so it is reported in the text (with the command that shows its traceback) instead of raised."""
     from strata.analysis.analyse import analyse
     from strata.analysis.load import load
+
     try:
         text = analysis_text(analyse(load(Path(results_dir))))
     except Exception as e:  # noqa: BLE001  (see the docstring)
-        return (f"report summary failed ({type(e).__name__}: {e}); the results are stored: "
-                f"`strata report {results_dir}` shows the traceback (please report it as a bug)")
+        return (
+            f"report summary failed ({type(e).__name__}: {e}); the results are stored: "
+            f"`strata report {results_dir}` shows the traceback (please report it as a bug)"
+        )
     return text + f"\nfull report: strata report {results_dir}"

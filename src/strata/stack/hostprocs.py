@@ -64,6 +64,7 @@ def _join(dirs: list[Path]):
     def join():  # runs in the child before exec
         for d in dirs:
             (d / "cgroup.procs").write_text(str(os.getpid()))
+
     return join
 
 
@@ -103,8 +104,10 @@ class HostProcesses:
         todo = [r for r in self.requests if r.prepare]
         if not todo:
             return
+
         def prep(r):
             return r, subprocess.run(r.prepare, capture_output=True, text=True, timeout=timeout_s)
+
         try:
             with concurrent.futures.ThreadPoolExecutor(min(16, len(todo))) as pool:
                 done = list(pool.map(prep, todo))
@@ -113,8 +116,9 @@ class HostProcesses:
         for r, cp in done:
             (r.out_dir / "prepare.log").write_text(cp.stdout + cp.stderr)
             if cp.returncode != 0:
-                raise TrialFailure("prepare", f"instance {r.index}: its prepare step exited {cp.returncode}",
-                                   cp.stderr[-4000:])
+                raise TrialFailure(
+                    "prepare", f"instance {r.index}: its prepare step exited {cp.returncode}", cp.stderr[-4000:]
+                )
 
     def go(self) -> float:
         t = time.time()
@@ -125,8 +129,15 @@ class HostProcesses:
             with open(r.out_dir / "stderr", "w") as err:
                 self.starts.append(time.time())
                 try:
-                    self.procs.append(subprocess.Popen(r.argv, stdout=out, stderr=err, start_new_session=True,
-                                                       preexec_fn=_join(dirs) if dirs else None))
+                    self.procs.append(
+                        subprocess.Popen(
+                            r.argv,
+                            stdout=out,
+                            stderr=err,
+                            start_new_session=True,
+                            preexec_fn=_join(dirs) if dirs else None,
+                        )
+                    )
                 finally:
                     if out is not subprocess.DEVNULL:
                         out.close()

@@ -8,6 +8,7 @@ is harmless to undo.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -19,9 +20,11 @@ UNDO: dict[str, Callable[[dict], None]] = {}
 
 def undo_action(kind: str):
     """Register the function that removes a resource of `kind` (explicit registry)."""
+
     def deco(fn):
         UNDO[kind] = fn
         return fn
+
     return deco
 
 
@@ -30,10 +33,18 @@ def state_dir() -> Path:
 
 
 class Journal:
+    """The journal of one run. While the run lives it holds an exclusive lock on `<run>.lock`,
+    so that `strata cleanup` sees a live run whatever its process is called."""
+
     def __init__(self, run_id: str, directory: Path | None = None):
         self.dir = (directory or state_dir()) / "journal"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / f"{run_id}.jsonl"
+        self.lock_path = self.path.with_suffix(".lock")
+        self._lock = open(self.lock_path, "w")
+        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._lock.write(f"{os.getpid()}\n")
+        self._lock.flush()
         self._seq = 0
         self._write({"owner_pid": os.getpid(), "started": time.time()})
 
@@ -57,9 +68,11 @@ class Journal:
         self._write({"release": seq})
 
     def close(self) -> None:
-        """Remove the journal once everything in it was released."""
+        """Remove the journal once everything in it was released; let go of the run's lock."""
         if not pending(self.path):
             self.path.unlink(missing_ok=True)
+        self.lock_path.unlink(missing_ok=True)
+        self._lock.close()
 
 
 def pending(path: Path) -> list[dict]:
@@ -79,19 +92,34 @@ def pending(path: Path) -> list[dict]:
     return [entries[k] for k in sorted(entries)]
 
 
-def owner_alive(path: Path) -> bool:
+def live_owner(path: Path) -> int | None:
+    """The pid of the live run that holds this journal's lock, or None when no run holds it.
+    (A journal without a lock file, from an older strata: its owner pid, if that process lives.)"""
+    lock = path.with_suffix(".lock")
+    if lock.exists():
+        try:
+            with open(lock) as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return int(f.read().strip() or 0) or -1
+                fcntl.flock(f, fcntl.LOCK_UN)
+        except (OSError, ValueError):
+            return None
+        return None
     try:
-        first = json.loads(path.read_text().splitlines()[0])
-        pid = first["owner_pid"]
-    except (IndexError, KeyError, json.JSONDecodeError):
-        return False
-    if pid == os.getpid():
-        return False
-    try:
+        pid = json.loads(path.read_text().splitlines()[0])["owner_pid"]
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"strata" in cmdline
+    except (IndexError, KeyError, ValueError, OSError):
+        return None
+    return pid if pid != os.getpid() and b"strata" in cmdline else None
+
+
+def live_runs(directory: Path | None = None) -> list[tuple[str, int]]:
+    """(journal name, pid) of every run whose journal is held by a live process."""
+    jdir = (directory or state_dir()) / "journal"
+    found = [(p.name, live_owner(p)) for p in sorted(jdir.glob("*.jsonl"))] if jdir.is_dir() else []
+    return [(name, pid) for name, pid in found if pid]
 
 
 def cleanup(directory: Path | None = None, force: bool = False, log=print) -> int:
@@ -101,8 +129,12 @@ def cleanup(directory: Path | None = None, force: bool = False, log=print) -> in
         return 0
     undone = 0
     for path in sorted(jdir.glob("*.jsonl")):
-        if owner_alive(path) and not force:
-            log(f"skipping {path.name}: its strata run is still alive (use --force to undo anyway)")
+        pid = live_owner(path)
+        if pid and not force:
+            log(
+                f"a live strata run (pid {pid}) holds {path.name}: its resources are in use, nothing undone "
+                "(stop that run first; --force undoes them anyway)"
+            )
             continue
         failed = 0
         for entry in reversed(pending(path)):
@@ -117,6 +149,11 @@ def cleanup(directory: Path | None = None, force: bool = False, log=print) -> in
             log(f"kept {path} ({failed} resource(s) left); run `strata cleanup` again once fixed")
         else:
             path.unlink(missing_ok=True)
+            if not pid:
+                path.with_suffix(".lock").unlink(missing_ok=True)
+    for lock in jdir.glob("*.lock"):  # a run killed before it journaled anything
+        if not lock.with_suffix(".jsonl").exists() and not live_owner(lock.with_suffix(".jsonl")):
+            lock.unlink(missing_ok=True)
     return undone
 
 

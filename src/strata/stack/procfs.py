@@ -24,6 +24,7 @@ ENGINE_PROGRAMS = ("dockerd", "containerd", "containerd-shim", "containerd-shim-
 
 # ---- processes ----------------------------------------------------------------
 
+
 def cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -68,12 +69,13 @@ def signal_and_wait(pids: list[int], sig: int, timeout_s: float) -> list[int]:
 
 # ---- cgroups -------------------------------------------------------------------
 
+
 def cgroup_hierarchies(mountinfo: str | None = None, cgroups_table: str | None = None) -> dict[str, tuple[Path, str]]:
     """Mount point and mounted root of each cgroup hierarchy, keyed as /proc/<pid>/cgroup names
     it ("cpu", "cpu,cpuacct", "name=systemd"; "" for cgroup v2)."""
     found: dict[str, tuple[Path, str]] = {}
     table = cgroups_table if cgroups_table is not None else Path("/proc/cgroups").read_text()
-    controllers = {l.split()[0] for l in table.splitlines() if l.strip() and not l.startswith("#")}
+    controllers = {ln.split()[0] for ln in table.splitlines() if ln.strip() and not ln.startswith("#")}
     text = mountinfo if mountinfo is not None else Path("/proc/self/mountinfo").read_text()
     for line in text.splitlines():
         pre, _, post = line.partition(" - ")
@@ -176,6 +178,7 @@ def prime_blkio(device_path: str, cgroup_name: str, remove: bool) -> None:
 
 
 # ---- mounts and trees ----------------------------------------------------------
+
 
 def mounts_under(path: str, mountinfo: str | None = None) -> list[str]:
     """Mount points at or below `path`, innermost (most recently mounted) first."""

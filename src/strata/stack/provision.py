@@ -68,11 +68,13 @@ class StackCache:
             if depth == 0:
                 cm = self.r.devices[trial.device.type].provision(trial.device, self.journal, self.workdir)
             elif depth == 1:
-                cm = self.r.filesystems[trial.filesystem.type].provision(trial.filesystem, self.levels[0][2],
-                                                                          self.journal, self.workdir)
+                cm = self.r.filesystems[trial.filesystem.type].provision(
+                    trial.filesystem, self.levels[0][2], self.journal, self.workdir
+                )
             else:
-                cm = self.r.runtimes[trial.runtime.type].provision(trial.runtime, self.levels[1][2], self.journal,
-                                                                    self.workdir, self.host)
+                cm = self.r.runtimes[trial.runtime.type].provision(
+                    trial.runtime, self.levels[1][2], self.journal, self.workdir, self.host
+                )
             value = es.enter_context(cm)
         except BaseException:
             es.close()
@@ -89,10 +91,11 @@ class StackCache:
             with contextlib.suppress(Exception):
                 es.close()
         if self.deaths[key] > 1:
-            self.failed[key] = StrataError(f"the {layer} layer of {trial.stack} died twice in this run; "
-                                           "its remaining trials are not run",
-                                           "look at the failed trials' stderr (the log of what died), then "
-                                           "`strata run SPEC --resume` once the cause is fixed")
+            self.failed[key] = StrataError(
+                f"the {layer} layer of {trial.stack} died twice in this run; its remaining trials are not run",
+                "look at the failed trials' stderr (the log of what died), then "
+                "`strata run SPEC --resume` once the cause is fixed",
+            )
 
     def _close_from(self, depth: int) -> None:
         while len(self.levels) > depth:

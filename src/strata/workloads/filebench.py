@@ -29,9 +29,15 @@ from strata.workloads.latency import PERCENTILES, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"
 # The study's four, then the single-file alternates (layout of ../shared/filebench/personalities).
-PERSONALITY_FILES = {"webserver": "webserver.f", "varmail": "varmail.f", "fileserver": "fileserver.f",
-                     "randomfileaccess": "randomfileaccess.f", "randomread": "alternates/randomread.f",
-                     "randomrw": "alternates/randomrw.f", "randomwrite": "alternates/randomwrite.f"}
+PERSONALITY_FILES = {
+    "webserver": "webserver.f",
+    "varmail": "varmail.f",
+    "fileserver": "fileserver.f",
+    "randomfileaccess": "randomfileaccess.f",
+    "randomread": "alternates/randomread.f",
+    "randomrw": "alternates/randomrw.f",
+    "randomwrite": "alternates/randomwrite.f",
+}
 PERSONALITIES = tuple(PERSONALITY_FILES)
 PROTOCOL = 1
 OUTPUT = "engine.jsonl"
@@ -41,12 +47,14 @@ ENGINE_ERRORS = {"syntax": "bad_input", "semantic": "bad_input", "io": "tool_err
 
 class FilebenchParams(Strict):
     """A Filebench personality shipped with strata, or your own .f file."""
+
     type: Literal["filebench"] = "filebench"
     name: str = Field(default="", description="default: the personality or the file's stem")
     personality: Literal[PERSONALITIES] | None = Field(default=None, description="one of the shipped personalities")
     file: str | None = Field(default=None, description="an unmodified Filebench .f file")
-    set: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=256,
-                                                     description="variable overrides, e.g. {nthreads: 4}")
+    set: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, max_length=256, description="variable overrides, e.g. {nthreads: 4}"
+    )
     runtime: int = Field(default=60, ge=1, le=7 * 86400, description="seconds (overrides the file's `run N`)")
 
     @model_validator(mode="after")
@@ -72,7 +80,11 @@ class Filebench(ToolWorkload):
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))
 
     def available(self, host: dict, params: FilebenchParams | None = None) -> str | None:
-        return None if engine_binary() else "the engine strata-wml is not built (run scripts/install, or cargo build --release in engine/)"
+        return (
+            None
+            if engine_binary()
+            else "the engine strata-wml is not built (run scripts/install, or cargo build --release in engine/)"
+        )
 
     def versions(self) -> dict[str, str | None]:
         binary = engine_binary()
@@ -150,10 +162,14 @@ def read_end(o: InstanceOutput) -> dict:
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
-            raise TrialFailure("parse", f"engine instance {o.index} wrote a line that is not JSON: {line[:200]}", o.stderr)
+            raise TrialFailure(
+                "parse", f"engine instance {o.index} wrote a line that is not JSON: {line[:200]}", o.stderr
+            )
     begin = next((r["data"] for r in records if r["type"] == "begin"), None)
     if begin and begin.get("protocol") != PROTOCOL:
-        raise TrialFailure("bad_input", f"engine protocol {begin.get('protocol')}, strata reads {PROTOCOL}: rebuild the engine")
+        raise TrialFailure(
+            "bad_input", f"engine protocol {begin.get('protocol')}, strata reads {PROTOCOL}: rebuild the engine"
+        )
     err = next((r["data"] for r in records if r["type"] == "error"), None)
     end = next((r["data"] for r in records if r["type"] == "end"), None)
     if err and not end:
@@ -164,12 +180,18 @@ def read_end(o: InstanceOutput) -> dict:
     if end["stopped_early"] and o.returncode != 0:
         reason = str(end.get("reason"))
         if "No space left" in reason:
-            raise TrialFailure("disk_full", f"engine instance {o.index}: the file system under test filled up ({reason}); "
-                               "appended files grow for the whole run (webserver's log gains about 5% of the bytes "
-                               "read): use a larger device, a shorter runtime or a smaller $meanappendsize",
-                               o.stderr + "\n" + json.dumps(end["summary"]))
-        raise TrialFailure("stopped_early", f"engine instance {o.index} stopped early: {reason}",
-                           o.stderr + "\n" + json.dumps(end["summary"]))
+            raise TrialFailure(
+                "disk_full",
+                f"engine instance {o.index}: the file system under test filled up ({reason}); "
+                "appended files grow for the whole run (webserver's log gains about 5% of the bytes "
+                "read): use a larger device, a shorter runtime or a smaller $meanappendsize",
+                o.stderr + "\n" + json.dumps(end["summary"]),
+            )
+        raise TrialFailure(
+            "stopped_early",
+            f"engine instance {o.index} stopped early: {reason}",
+            o.stderr + "\n" + json.dumps(end["summary"]),
+        )
     end["_intervals"] = [r["data"] for r in records if r["type"] == "interval"]
     return end
 
@@ -186,23 +208,43 @@ def aggregate(ends: list[dict]) -> Parsed:
             for upper, count in zip(p["histogram"]["bucket_ns_upper"], p["histogram"]["counts"]):
                 bins[upper] += count
         ops = sum(p["ops"] for p in parts)
-        lat = {"mean": (sum(p["latency_us"]["mean"] * p["ops"] for p in parts) / ops) if ops else None,
-               "max": max(p["latency_us"]["max"] for p in parts)}
+        lat = {
+            "mean": (sum(p["latency_us"]["mean"] * p["ops"] for p in parts) / ops) if ops else None,
+            "max": max(p["latency_us"]["max"] for p in parts),
+        }
         for key, pct in PERCENTILES.items():
             v = percentile(bins, pct)
             lat[key] = v / 1000.0 if v is not None else None
-        flowops.append({"name": f0["name"], "type": f0["type"], "ops": ops,
-                        "ops_per_s": sum(p["ops_per_s"] for p in parts),
-                        "mb_per_s": sum(p["mb_per_s"] for p in parts), "latency_us": lat})
+        flowops.append(
+            {
+                "name": f0["name"],
+                "type": f0["type"],
+                "ops": ops,
+                "ops_per_s": sum(p["ops_per_s"] for p in parts),
+                "mb_per_s": sum(p["mb_per_s"] for p in parts),
+                "latency_us": lat,
+            }
+        )
     metrics = {
         "kind": "filebench",
         "summary": total,
-        "ms_per_op": (sum(e["summary"]["ms_per_op"] * e["summary"]["ops"] for e in ends) / total["ops"]) if total["ops"] else None,
+        "ms_per_op": (sum(e["summary"]["ms_per_op"] * e["summary"]["ops"] for e in ends) / total["ops"])
+        if total["ops"]
+        else None,
         "flowops": flowops,
-        "instances": [{"ops_per_s": e["summary"]["ops_per_s"], "mb_per_s": e["summary"]["mb_per_s"],
-                       "runtime_s": e["runtime_s"]} for e in ends],
-        "primary": headline(total["mb_per_s"], "MB/s", "mb_per_s", None, ops_per_s=total["ops_per_s"],
-                            mb_per_s=total["mb_per_s"], mb_per_s_per_instance=total["mb_per_s"] / len(ends)),
+        "instances": [
+            {"ops_per_s": e["summary"]["ops_per_s"], "mb_per_s": e["summary"]["mb_per_s"], "runtime_s": e["runtime_s"]}
+            for e in ends
+        ],
+        "primary": headline(
+            total["mb_per_s"],
+            "MB/s",
+            "mb_per_s",
+            None,
+            ops_per_s=total["ops_per_s"],
+            mb_per_s=total["mb_per_s"],
+            mb_per_s_per_instance=total["mb_per_s"] / len(ends),
+        ),
         "page_cache": "buffered I/O: the page cache is part of what is measured",
     }
     return Parsed(metrics=metrics, moved_bytes={"read": total["read_bytes"], "write": total["write_bytes"]})

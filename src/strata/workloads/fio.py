@@ -55,14 +55,18 @@ class FioParams(Strict):
     bs: int | None = Field(default=None, ge=512, le=1 << 30, description="block size in bytes (4k, 128k)")
     ioengine: Literal["libaio", "io_uring", "psync", "sync", "pvsync2", "posixaio"] = "libaio"
     direct: Literal[0, 1] = 1
-    size: int = Field(default=1 << 30, ge=1 << 20, le=1 << 50,
-                      description="bytes of the one shared data file (or device region)")
+    size: int = Field(
+        default=1 << 30, ge=1 << 20, le=1 << 50, description="bytes of the one shared data file (or device region)"
+    )
     runtime: int = Field(default=30, ge=1, le=7 * 86400, description="seconds, time based")
     ramp_time: int = Field(default=5, ge=0, le=86400, description="seconds not counted")
-    until: Literal["time", "steady"] = Field(default="time", description="steady: stop once steady, runtime is the maximum")
+    until: Literal["time", "steady"] = Field(
+        default="time", description="steady: stop once steady, runtime is the maximum"
+    )
     file: str | None = Field(default=None, description="an unmodified .fio job file; strata only sets the target")
-    options: dict[str, str | int | float] = Field(default_factory=dict, max_length=256,
-                                                  description="extra fio options, name: value")
+    options: dict[str, str | int | float] = Field(
+        default_factory=dict, max_length=256, description="extra fio options, name: value"
+    )
 
     _sizes = field_validator("bs", "size", mode="before")(size_field)
     _secs = field_validator("runtime", "ramp_time", mode="before")(_seconds)
@@ -139,11 +143,18 @@ class Fio(ToolWorkload):
         return ImageSpec("fio", packages=("fio",))
 
     def _output_options(self, out: str) -> list[str]:
-        return [f"--output={out}/fio.json", "--output-format=json+",
-                "--lat_percentiles=1", "--slat_percentiles=1", "--clat_percentiles=1",
-                "--percentile_list=50:90:99:99.9",
-                f"--write_iops_log={out}/fio", f"--write_bw_log={out}/fio",
-                "--log_avg_msec=1000", "--per_job_logs=0"]
+        return [
+            f"--output={out}/fio.json",
+            "--output-format=json+",
+            "--lat_percentiles=1",
+            "--slat_percentiles=1",
+            "--clat_percentiles=1",
+            "--percentile_list=50:90:99:99.9",
+            f"--write_iops_log={out}/fio",
+            f"--write_bw_log={out}/fio",
+            "--log_avg_msec=1000",
+            "--per_job_logs=0",
+        ]
 
     def _job(self, params: FioParams, load, target: Target) -> list[str]:
         """The job without its output options: the same for the layout step and the run."""
@@ -151,10 +162,19 @@ class Fio(ToolWorkload):
         if params.file:
             return [where, f"{target.out_dir}/job.fio"]
         argv = [
-            "--name=strata", f"--rw={params.rw}", f"--bs={params.bs}", f"--ioengine={params.ioengine}",
-            f"--iodepth={load.iodepth}", f"--numjobs={load.numjobs}", f"--direct={params.direct}",
-            f"--size={params.size}", f"--runtime={params.runtime}", "--time_based",
-            f"--ramp_time={params.ramp_time}", "--group_reporting", "--randrepeat=0",
+            "--name=strata",
+            f"--rw={params.rw}",
+            f"--bs={params.bs}",
+            f"--ioengine={params.ioengine}",
+            f"--iodepth={load.iodepth}",
+            f"--numjobs={load.numjobs}",
+            f"--direct={params.direct}",
+            f"--size={params.size}",
+            f"--runtime={params.runtime}",
+            "--time_based",
+            f"--ramp_time={params.ramp_time}",
+            "--group_reporting",
+            "--randrepeat=0",
             where if target.kind == "device" else f"--filename={target.path}/{DATA_FILE}",
         ]
         if params.rwmixread is not None:
@@ -192,7 +212,9 @@ def load_fio_json(o: InstanceOutput) -> dict:
     text = path.read_text(errors="replace") if path.exists() else ""
     start = text.find("{")
     if o.returncode != 0 or start < 0:
-        raise TrialFailure(_category(o.stderr + text), f"fio instance {o.index} exited {o.returncode}", (o.stderr or text)[-4000:])
+        raise TrialFailure(
+            _category(o.stderr + text), f"fio instance {o.index} exited {o.returncode}", (o.stderr or text)[-4000:]
+        )
     try:
         return json.loads(text[start:])
     except json.JSONDecodeError as e:
@@ -226,20 +248,30 @@ def aggregate(docs: list[dict], series: list[dict] | None = None) -> Parsed:
             agg[key] = summarize([p.get(key) for p in parts])
         metrics[ddir] = agg
         moved[ddir] = agg["io_bytes"]
-    for i, d in enumerate(docs):
-        inst = {ddir: {k: sum(j[ddir][k] for j in d["jobs"]) for k in ("iops", "bw_bytes", "io_bytes")} for ddir in ("read", "write")}
+    for d in docs:
+        inst = {
+            ddir: {k: sum(j[ddir][k] for j in d["jobs"]) for k in ("iops", "bw_bytes", "io_bytes")}
+            for ddir in ("read", "write")
+        }
         inst["job_runtime_ms"] = max(j.get("job_runtime", 0) for j in d["jobs"])
         inst["end_ms"] = d.get("timestamp_ms")
         metrics["instances"].append(inst)
     metrics["fio_version"] = docs[0].get("fio version") if docs else None
     ss = [j["steadystate"] for d in docs for j in d["jobs"] if "steadystate" in j]
     if ss:
-        metrics["steadystate"] = {"criterion": ss[0]["ss"], "attained": all(bool(s["attained"]) for s in ss),
-                                  "runtime_ms": max(i["job_runtime_ms"] for i in metrics["instances"])}
+        metrics["steadystate"] = {
+            "criterion": ss[0]["ss"],
+            "attained": all(bool(s["attained"]) for s in ss),
+            "runtime_ms": max(i["job_runtime_ms"] for i in metrics["instances"]),
+        }
     metrics["primary"] = fio_headline(metrics, docs)
     merged = _sum_series(series or [])
-    return Parsed(metrics=metrics, moved_bytes=moved, series={SERIES: merged} if merged else {},
-                  windows=[io_window(d) for d in docs])
+    return Parsed(
+        metrics=metrics,
+        moved_bytes=moved,
+        series={SERIES: merged} if merged else {},
+        windows=[io_window(d) for d in docs],
+    )
 
 
 def fio_headline(metrics: dict, docs: list[dict]) -> dict:

@@ -47,8 +47,10 @@ class Null(ToolWorkload):
             if o.returncode != 0:
                 raise TrialFailure("tool_error", f"null instance {o.index} exited {o.returncode}", o.stderr)
             total += json.loads((o.out_dir / "null.json").read_text())["iops"]
-        return Parsed(metrics={"kind": "null", "primary": headline(total, "IOPS", "iops", iops=total)},
-                      moved_bytes={"read": 0, "write": 0})
+        return Parsed(
+            metrics={"kind": "null", "primary": headline(total, "IOPS", "iops", iops=total)},
+            moved_bytes={"read": 0, "write": 0},
+        )
 
 
 NULL = Null()

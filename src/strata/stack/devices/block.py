@@ -29,8 +29,11 @@ class BlockParams(Strict):
     name: str = Field(default="", description="default: the device's kernel name")
     path: str = Field(description="e.g. /dev/nvme0n1")
     destroy: bool = Field(default=False, description="allow strata to erase this exact device")
-    remote: str | None = Field(default=None, description="a remote device you attached (e.g. nvme-tcp, iscsi): "
-                               "reported as remote storage, compared with local devices")
+    remote: str | None = Field(
+        default=None,
+        description="a remote device you attached (e.g. nvme-tcp, iscsi): "
+        "reported as remote storage, compared with local devices",
+    )
 
     @model_validator(mode="after")
     def _default_name(self):
@@ -43,10 +46,14 @@ def mounts_of(path: str) -> list[str]:
     """Mount points of the device or any of its partitions."""
     real = os.path.realpath(path)
     names = {path, real}
-    names.update(f"/dev/{p.strip('└─├ ')}" for p in
-                 sh(["lsblk", "-n", "-l", "-o", "NAME", real], check=False).stdout.split()[1:])
-    return [f[1] for f in (line.split(" ") for line in Path("/proc/mounts").read_text().splitlines() if line)
-            if f[0] in names or os.path.realpath(f[0]) in names]
+    names.update(
+        f"/dev/{p.strip('└─├ ')}" for p in sh(["lsblk", "-n", "-l", "-o", "NAME", real], check=False).stdout.split()[1:]
+    )
+    return [
+        f[1]
+        for f in (line.split(" ") for line in Path("/proc/mounts").read_text().splitlines() if line)
+        if f[0] in names or os.path.realpath(f[0]) in names
+    ]
 
 
 def block_problems(params: BlockParams) -> list[str]:
@@ -60,16 +67,20 @@ def block_problems(params: BlockParams) -> list[str]:
     problems = []
     mounted = mounts_of(p)
     if mounted:
-        problems.append(f"{p} is mounted at {', '.join(mounted)}: unmount it first (umount {mounted[0]}); "
-                        "strata never writes a mounted device, whatever `destroy` says")
+        problems.append(
+            f"{p} is mounted at {', '.join(mounted)}: unmount it first (umount {mounted[0]}); "
+            "strata never writes a mounted device, whatever `destroy` says"
+        )
     if not params.destroy:
         sig = sh(["wipefs", "-n", p], check=False).stdout.strip()
         parts = sh(["lsblk", "-n", "-o", "NAME", p], check=False).stdout.strip().splitlines()[1:]
         if sig or parts:
-            what = (sig.splitlines()[-1] if sig else "") + \
-                (f" partitions: {', '.join(x.strip('└─├ ') for x in parts)}" if parts else "")
-            problems.append(f"{p} holds data ({what.strip()}); strata will not erase it without "
-                            "`destroy: true` for this device")
+            what = (sig.splitlines()[-1] if sig else "") + (
+                f" partitions: {', '.join(x.strip('└─├ ') for x in parts)}" if parts else ""
+            )
+            problems.append(
+                f"{p} holds data ({what.strip()}); strata will not erase it without `destroy: true` for this device"
+            )
     return problems
 
 
@@ -96,8 +107,11 @@ class Block:
     def provision(self, params: BlockParams, journal, workdir: Path):
         problems = block_problems(params)
         if problems:
-            raise StrataError("; ".join(problems), f"set `destroy: true` on the device {params.path} in the spec "
-                              "if its data may be erased (and unmount it)")
+            raise StrataError(
+                "; ".join(problems),
+                f"set `destroy: true` on the device {params.path} in the spec "
+                "if its data may be erased (and unmount it)",
+            )
         kname = Path(os.path.realpath(params.path)).name
         facts = {**block_facts(kname), "type": "block"}
         if params.remote:

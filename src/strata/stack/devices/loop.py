@@ -62,7 +62,9 @@ def attach(backing: Path, direct_io: bool, journal: Journal):
     """A loop device over an existing file, detached on the way out; yields /dev/loopN."""
     seq = journal.intent("loop", backing_file=str(backing))
     try:
-        dev = sh(["losetup", "--find", "--show", f"--direct-io={'on' if direct_io else 'off'}", str(backing)]).stdout.strip()
+        dev = sh(
+            ["losetup", "--find", "--show", f"--direct-io={'on' if direct_io else 'off'}", str(backing)]
+        ).stdout.strip()
         journal.update(seq, device=dev)
         yield dev
     finally:
@@ -92,8 +94,9 @@ class Loop:
     def provision(self, params: LoopParams, journal: Journal, workdir: Path):
         backing = image_path(params, workdir)
         if backing.exists():
-            raise StrataError(f"loop image {backing} already exists",
-                              "remove it, or run `strata cleanup` if a killed run left it")
+            raise StrataError(
+                f"loop image {backing} already exists", "remove it, or run `strata cleanup` if a killed run left it"
+            )
         backing.parent.mkdir(parents=True, exist_ok=True)
         fseq = journal.intent("file", path=str(backing))
         try:
@@ -108,11 +111,19 @@ class Loop:
         kname = Path(dev).name
         dio = Path(f"/sys/block/{kname}/loop/dio").read_text().strip() == "1"
         if params.direct_io and not dio:
-            raise StrataError(f"{dev} did not accept --direct-io=on",
-                              f"put the loop image on a file system that supports O_DIRECT (workdir {workdir})")
+            raise StrataError(
+                f"{dev} did not accept --direct-io=on",
+                f"put the loop image on a file system that supports O_DIRECT (workdir {workdir})",
+            )
         backing_disk = disk_of(str(backing))
-        facts = {**block_facts(kname), "type": "loop", "backing_file": str(backing), "direct_io": dio,
-                 "backing_disk": backing_disk, "backing_disk_facts": block_facts(backing_disk) if backing_disk else {}}
+        facts = {
+            **block_facts(kname),
+            "type": "loop",
+            "backing_file": str(backing),
+            "direct_io": dio,
+            "backing_disk": backing_disk,
+            "backing_disk_facts": block_facts(backing_disk) if backing_disk else {},
+        }
         return DeviceHandle(params.name, dev, params.size, [kname] + ([backing_disk] if backing_disk else []), facts)
 
 

@@ -68,8 +68,13 @@ class Zram:
             num = int((CONTROL / "hot_add").read_text().strip())
             journal.update(seq, num=num)
             Path(f"/sys/block/zram{num}/disksize").write_text(str(params.size))
-            yield DeviceHandle(params.name, f"/dev/zram{num}", params.size, [f"zram{num}"],
-                               {**block_facts(f"zram{num}"), "type": "zram"})
+            yield DeviceHandle(
+                params.name,
+                f"/dev/zram{num}",
+                params.size,
+                [f"zram{num}"],
+                {**block_facts(f"zram{num}"), "type": "zram"},
+            )
         finally:
             _undo_zram({"num": num})
             journal.release(seq)

@@ -25,8 +25,12 @@ class FilesystemParams(Strict):
 
     type: Literal["raw", "ext4", "xfs", "btrfs"] = Field(description="raw = no file system (path device)")
     name: str = Field(default="", description="default: type plus mount options, e.g. ext4-dioread_nolock")
-    mkfs_options: list[str] = Field(default_factory=list, max_length=64, description="extra mkfs arguments, e.g. [-m, '0']")
-    mount_options: list[str] = Field(default_factory=list, max_length=64, description="e.g. [dioread_nolock], [nodatacow]")
+    mkfs_options: list[str] = Field(
+        default_factory=list, max_length=64, description="extra mkfs arguments, e.g. [-m, '0']"
+    )
+    mount_options: list[str] = Field(
+        default_factory=list, max_length=64, description="e.g. [dioread_nolock], [nodatacow]"
+    )
 
     @model_validator(mode="after")
     def _check(self):
@@ -53,5 +57,6 @@ class Filesystem(Protocol):
 
     def available(self, host: dict, params: FilesystemParams | None = None) -> str | None: ...
     def usable_bytes(self, device_bytes: int) -> int: ...  # what is left for data after metadata
-    def provision(self, params: FilesystemParams, device: DeviceHandle, journal,
-                  workdir: Path) -> ContextManager[Mounted]: ...
+    def provision(
+        self, params: FilesystemParams, device: DeviceHandle, journal, workdir: Path
+    ) -> ContextManager[Mounted]: ...

@@ -52,6 +52,6 @@ class Runtime(Protocol):
 
     def available(self, host: dict, params: Strict | None = None) -> str | None: ...
     def impossible(self, params: Strict, fs: FilesystemParams) -> str | None: ...  # whatever the host
-    def provision(self, params: Strict, mounted: Mounted, journal, workdir: Path,
-                  host: dict) -> ContextManager[RuntimeSession]: ...
-
+    def provision(
+        self, params: Strict, mounted: Mounted, journal, workdir: Path, host: dict
+    ) -> ContextManager[RuntimeSession]: ...

@@ -15,7 +15,7 @@ import subprocess
 from strata.errors import StrataError
 from strata.proc import CommandError, sh
 
-DEBIAN_CLI = "/usr/bin/docker"          # Debian's client, the daemon's own version
+DEBIAN_CLI = "/usr/bin/docker"  # Debian's client, the daemon's own version
 SYSTEM_SOCKET = "/var/run/docker.sock"
 STDERR_TAIL_CHARS = 4000
 # Client variables that would point the CLI somewhere else than `-H`.
@@ -23,7 +23,7 @@ CLIENT_ENV_DROP = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER
 # Stored in the facts of every result on these drivers: their numbers need a second look.
 CAVEATS = {
     "fuse-overlayfs": "fuse-overlayfs accepts O_DIRECT but does not honor it, and blkio throttles do not "
-                      "apply through it: layer-path numbers may come from the page cache",
+    "apply through it: layer-path numbers may come from the page cache",
     "vfs": "vfs copies every layer in full: container creation is slow and uses much space",
 }
 
@@ -48,8 +48,9 @@ def client_argv(sock: str, *args: str) -> list[str]:
     return [docker_cli(), "-H", f"unix://{sock}", *args]
 
 
-def docker(sock: str, *args: str, check: bool = True, timeout: float = 300,
-           env: dict | None = None) -> subprocess.CompletedProcess:
+def docker(
+    sock: str, *args: str, check: bool = True, timeout: float = 300, env: dict | None = None
+) -> subprocess.CompletedProcess:
     argv = client_argv(sock, *args)
     try:
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env or client_env())
@@ -78,14 +79,24 @@ def daemon_facts(sock: str, kind: str) -> dict:
     i = info(sock)
     status = {k: v for k, v in (i.get("DriverStatus") or [])}
     root = i.get("DockerRootDir", "")
-    backing = status.get("Backing Filesystem") or sh(
-        ["findmnt", "-n", "-o", "FSTYPE", "--target", root], check=False).stdout.strip()
-    facts = {"runtime": "docker", "daemon": kind, "socket": sock, "dockerd_version": i.get("ServerVersion"),
-             "storage_driver": i.get("Driver"), "driver_status": status, "data_root": root,
-             "backing_fs": backing, "cgroup_driver": i.get("CgroupDriver"), "cgroup_version": i.get("CgroupVersion"),
-             "kernel": i.get("KernelVersion"), "warnings": i.get("Warnings") or []}
+    backing = (
+        status.get("Backing Filesystem")
+        or sh(["findmnt", "-n", "-o", "FSTYPE", "--target", root], check=False).stdout.strip()
+    )
+    facts = {
+        "runtime": "docker",
+        "daemon": kind,
+        "socket": sock,
+        "dockerd_version": i.get("ServerVersion"),
+        "storage_driver": i.get("Driver"),
+        "driver_status": status,
+        "data_root": root,
+        "backing_fs": backing,
+        "cgroup_driver": i.get("CgroupDriver"),
+        "cgroup_version": i.get("CgroupVersion"),
+        "kernel": i.get("KernelVersion"),
+        "warnings": i.get("Warnings") or [],
+    }
     if i.get("Driver") in CAVEATS:
         facts["caveats"] = [CAVEATS[i["Driver"]]]
     return facts
-
-

@@ -29,10 +29,19 @@ PREPARE_FAILED = 90  # the wrapper's exit code when the prepare step failed
 
 # Counters each container copies from its own cgroup before it exits. v1 names first, then v2 names.
 CGROUP_FINAL_FILES = (
-    "cpuacct/cpuacct.usage", "cpu/cpu.stat", "memory/memory.usage_in_bytes", "memory/memory.max_usage_in_bytes",
-    "memory/memory.failcnt", "memory/memory.oom_control", "blkio/blkio.throttle.io_service_bytes",
+    "cpuacct/cpuacct.usage",
+    "cpu/cpu.stat",
+    "memory/memory.usage_in_bytes",
+    "memory/memory.max_usage_in_bytes",
+    "memory/memory.failcnt",
+    "memory/memory.oom_control",
+    "blkio/blkio.throttle.io_service_bytes",
     "blkio/blkio.throttle.io_serviced",
-    "cpu.stat", "memory.current", "memory.peak", "memory.events", "io.stat",
+    "cpu.stat",
+    "memory.current",
+    "memory.peak",
+    "memory.events",
+    "io.stat",
 )
 
 # Run as `sh -c WRAPPER strata-wrap ARGV...`; the prepare step, if any, is OUT_DIR/prepare.sh.
@@ -46,7 +55,7 @@ date +%s.%N >{OUT_DIR}/start
 "$@"
 rc=$?
 date +%s.%N >{OUT_DIR}/end
-for f in {' '.join(CGROUP_FINAL_FILES)}; do
+for f in {" ".join(CGROUP_FINAL_FILES)}; do
   if [ -r /sys/fs/cgroup/$f ]; then echo "== $f"; cat /sys/fs/cgroup/$f; fi
 done >{OUT_DIR}/cgroup-final.txt
 exit $rc
@@ -79,26 +88,59 @@ def limit_args(limits: Limits, device_path: str) -> list[str]:
         args += ["--cpus", f"{limits.cpus:g}"]
     if limits.memory is not None:
         args += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]  # no swap
-    for key, flag in (("read_bps", "--device-read-bps"), ("write_bps", "--device-write-bps"),
-                      ("read_iops", "--device-read-iops"), ("write_iops", "--device-write-iops")):
+    for key, flag in (
+        ("read_bps", "--device-read-bps"),
+        ("write_bps", "--device-write-bps"),
+        ("read_iops", "--device-read-iops"),
+        ("write_iops", "--device-write-iops"),
+    ):
         value = getattr(limits, key)
         if value is not None:
             args += [flag, f"{device_path}:{value}"]
     return args
 
 
-def create_argv(name: str, run_id: str, request: InstanceRequest, handle: PathHandle, limits: Limits,
-                device_path: str, image: str, sync_dir: Path, extra: tuple[str, ...] = ()) -> list[str]:
+def create_argv(
+    name: str,
+    run_id: str,
+    request: InstanceRequest,
+    handle: PathHandle,
+    limits: Limits,
+    device_path: str,
+    image: str,
+    sync_dir: Path,
+    extra: tuple[str, ...] = (),
+) -> list[str]:
     for p in (request.out_dir, sync_dir):
         if "," in str(p):
             raise StrataError(f"{p}: docker --mount cannot take a path with a comma", "choose another results dir")
     network = "host" if request.network == "host" else "none"  # never a bridge (the network rule)
-    return ["create", "--name", name, "--label", f"strata.run={run_id}", "--network", network, "--pull", "never",
-            "--log-driver", "none", *extra,
-            "--mount", f"type=bind,src={request.out_dir},dst={OUT_DIR}",
-            "--mount", f"type=bind,src={sync_dir},dst={SYNC_DIR}",
-            *path_args(handle, request.index, device_path), *limit_args(limits, device_path),
-            image, "/bin/sh", "-c", WRAPPER, "strata-wrap", *request.argv]
+    return [
+        "create",
+        "--name",
+        name,
+        "--label",
+        f"strata.run={run_id}",
+        "--network",
+        network,
+        "--pull",
+        "never",
+        "--log-driver",
+        "none",
+        *extra,
+        "--mount",
+        f"type=bind,src={request.out_dir},dst={OUT_DIR}",
+        "--mount",
+        f"type=bind,src={sync_dir},dst={SYNC_DIR}",
+        *path_args(handle, request.index, device_path),
+        *limit_args(limits, device_path),
+        image,
+        "/bin/sh",
+        "-c",
+        WRAPPER,
+        "strata-wrap",
+        *request.argv,
+    ]
 
 
 def safe_name(text: str) -> str:

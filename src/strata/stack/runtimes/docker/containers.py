@@ -16,13 +16,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from strata.errors import StrataError, TrialFailure
 from strata.collectors.cgroup import final_counters, oom_kills
+from strata.errors import StrataError, TrialFailure
 from strata.instances import InstanceOutput, InstanceRequest, Watch
 from strata.params import Limits
 from strata.proc import CommandError
 from strata.stack.journal import undo_action
-from strata.stack.runtimes.docker.client import STDERR_TAIL_CHARS, SYSTEM_SOCKET, answers, docker
+from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
 
 POLL_S = 0.5
@@ -31,20 +31,22 @@ POLL_S = 0.5
 @undo_action("container")
 def _undo_container(data: dict) -> None:
     sock = data["socket"]
-    if not answers(sock):
-        if sock == SYSTEM_SOCKET:
-            raise StrataError(f"the docker daemon at {sock} does not answer; container {data['name']} may remain",
-                              "start the daemon and run `strata cleanup` again")
+    if not client.answers(sock):
+        if sock == client.SYSTEM_SOCKET:
+            raise StrataError(
+                f"the docker daemon at {sock} does not answer; container {data['name']} may remain",
+                "start the daemon and run `strata cleanup` again",
+            )
         return  # a private daemon: its own undo kills what ran in its cgroups
-    docker(sock, "rm", "-f", "-v", data["name"], check=False, timeout=120)
+    client.docker(sock, "rm", "-f", "-v", data["name"], check=False, timeout=120)
 
 
 @undo_action("volume")
 def _undo_volume(data: dict) -> None:
     sock = data["socket"]
-    if sock != SYSTEM_SOCKET and not answers(sock):
+    if sock != client.SYSTEM_SOCKET and not client.answers(sock):
         return  # gone with the private daemon's data-root
-    r = docker(sock, "volume", "rm", "-f", data["name"], check=False, timeout=120)
+    r = client.docker(sock, "volume", "rm", "-f", data["name"], check=False, timeout=120)
     if r.returncode != 0 and "no such volume" not in r.stderr.lower():
         raise CommandError(["docker", "volume", "rm", data["name"]], r.returncode, r.stderr)
 
@@ -52,8 +54,8 @@ def _undo_volume(data: dict) -> None:
 @undo_action("docker-image")
 def _undo_image(data: dict) -> None:
     """An image strata loaded into the user's own daemon (a private daemon's go with its data-root)."""
-    if answers(data["socket"]):
-        docker(data["socket"], "rmi", data["tag"], check=False, timeout=120)
+    if client.answers(data["socket"]):
+        client.docker(data["socket"], "rmi", data["tag"], check=False, timeout=120)
 
 
 def read_time(path: Path) -> float | None:
@@ -65,7 +67,7 @@ def read_time(path: Path) -> float | None:
 
 def tail(path: Path) -> str:
     try:
-        return path.read_text(errors="replace")[-STDERR_TAIL_CHARS:]
+        return path.read_text(errors="replace")[-client.STDERR_TAIL_CHARS :]
     except OSError:
         return ""
 
@@ -106,8 +108,11 @@ class DockerRunning:
             self._check_daemon()
             if time.monotonic() > deadline:
                 self.stop()
-                raise TrialFailure("timeout", f"{len(waiting)} container(s) were not ready {timeout_s:.0f} s "
-                                              "after they started (preparing their files)")
+                raise TrialFailure(
+                    "timeout",
+                    f"{len(waiting)} container(s) were not ready {timeout_s:.0f} s "
+                    "after they started (preparing their files)",
+                )
             time.sleep(0.05)
 
     def go(self) -> float:
@@ -130,13 +135,18 @@ class DockerRunning:
         return outputs
 
     def _oom(self, indexes: list[int], stderr: str = "") -> TrialFailure:
-        return TrialFailure("oom", f"instance(s) {indexes} ran out of memory (limit {self.limits.memory} bytes) "
-                                   "and were killed by the OOM killer", stderr)
+        return TrialFailure(
+            "oom",
+            f"instance(s) {indexes} ran out of memory (limit {self.limits.memory} bytes) "
+            "and were killed by the OOM killer",
+            stderr,
+        )
 
     def _exited(self, names: list[str]) -> dict[str, int]:
         """Containers among `names` that are no longer running: name -> exit code."""
-        r = self.session.docker("inspect", "--format", "{{.Name}} {{.State.Running}} {{.State.ExitCode}}", *names,
-                                check=False, timeout=60)
+        r = self.session.docker(
+            "inspect", "--format", "{{.Name}} {{.State.Running}} {{.State.ExitCode}}", *names, check=False, timeout=60
+        )
         out = {}
         for line in r.stdout.splitlines():
             name, running, code = (line.strip().lstrip("/").split() + ["", "", ""])[:3]
@@ -153,8 +163,9 @@ class DockerRunning:
         """`docker wait` for all, watching the daemon, the OOM killer, the layers below and the deadline."""
         s = self.session
         names = [c.name for c in self.containers]
-        p = subprocess.Popen(s.client_argv("wait", *names), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=s.client_env())
+        p = subprocess.Popen(
+            s.client_argv("wait", *names), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=s.client_env()
+        )
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -167,8 +178,9 @@ class DockerRunning:
                     p.communicate()
                     self._check_daemon()
                     self.stop()
-                    raise problem or TrialFailure("timeout", f"{len(names)} container(s) still ran "
-                                                             f"{timeout_s:.0f} s after their expected end")
+                    raise problem or TrialFailure(
+                        "timeout", f"{len(names)} container(s) still ran {timeout_s:.0f} s after their expected end"
+                    )
         if p.returncode != 0:
             self._check_daemon()
             self.stop()
@@ -191,8 +203,14 @@ class DockerRunning:
         counters = final_counters(final_file.read_text()) if final_file.exists() else {}
         if state.get("OOMKilled") or counters.get("oom_kills", 0) > 0:
             return None
-        return InstanceOutput(c.request.index, out_dir, code, tail(out_dir / "stderr"),
-                              read_time(out_dir / "start"), read_time(out_dir / "end"))
+        return InstanceOutput(
+            c.request.index,
+            out_dir,
+            code,
+            tail(out_dir / "stderr"),
+            read_time(out_dir / "start"),
+            read_time(out_dir / "end"),
+        )
 
     def _daemon_died(self) -> None:
         s = self.session
@@ -200,8 +218,13 @@ class DockerRunning:
         log = s.daemon.log_tail() if s.daemon else ""
         with contextlib.suppress(Exception):
             self.stop()
-        raise TrialFailure("daemon_died", f"{s.engine} ({s.name}) exited with code {code} during the trial; "
-                           "strata starts it again for the next trial", log, layer="runtime")
+        raise TrialFailure(
+            "daemon_died",
+            f"{s.engine} ({s.name}) exited with code {code} during the trial; "
+            "strata starts it again for the next trial",
+            log,
+            layer="runtime",
+        )
 
     def stop(self) -> None:
         """Kill and remove every container of this run (idempotent)."""
@@ -215,8 +238,10 @@ class DockerRunning:
                 gone = False
             if not gone and s.daemon is None:
                 # the user's daemon keeps them: leave the journal entries for `strata cleanup`
-                raise StrataError(f"could not remove containers {[c.name for c in live]} from {s.sock}",
-                                  "run `strata cleanup` once the docker daemon answers")
+                raise StrataError(
+                    f"could not remove containers {[c.name for c in live]} from {s.sock}",
+                    "run `strata cleanup` once the docker daemon answers",
+                )
             # a private daemon's teardown kills whatever is left in its cgroups
         for c in live:
             c.removed = True

@@ -31,12 +31,23 @@ from typing import Iterator
 
 from strata.proc import CommandError
 from strata.stack.journal import Journal, undo_action
-from strata.stack.procfs import (cgroup_dirs, cgroup_pids, cmdline, is_running, own_cgroup_dirs, prime_blkio,
-                                 procs_mentioning, remove_cgroups, remove_tree, signal_and_wait, unmount_under)
+from strata.stack.procfs import (
+    cgroup_dirs,
+    cgroup_pids,
+    cmdline,
+    is_running,
+    own_cgroup_dirs,
+    prime_blkio,
+    procs_mentioning,
+    remove_cgroups,
+    remove_tree,
+    signal_and_wait,
+    unmount_under,
+)
 from strata.stack.runtimes.base import Unsupported
 from strata.stack.runtimes.docker.client import DEBIAN_CLI, STDERR_TAIL_CHARS, SYSTEM_SOCKET, answers, docker
 
-DOCKERD = "/usr/sbin/dockerd"          # Debian's docker.io 20.10
+DOCKERD = "/usr/sbin/dockerd"  # Debian's docker.io 20.10
 RUN_ROOT = Path("/run/strata")
 DAEMON_START_TIMEOUT_S = 60
 DAEMON_STOP_TIMEOUT_S = 20
@@ -45,11 +56,14 @@ DAEMON_STOP_TIMEOUT_S = 20
 DAEMON_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "LANG": "C",
-    "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "",
 }
 
 
 # ---- the daemon ---------------------------------------------------------------
+
 
 @dataclass
 class DaemonPaths:
@@ -85,18 +99,45 @@ class DaemonPaths:
         return f"strata-{self.id}"
 
     def journal_data(self, driver: str, remove_data_root: bool) -> dict:
-        return {"id": self.id, "driver": driver, "sock": self.sock, "run_dir": str(self.run_dir),
-                "exec_root": str(self.exec_root), "pidfile": str(self.pidfile), "data_root": str(self.data_root),
-                "cgroup_parent": self.cgroup_parent, "cgroup_dirs": own_cgroup_dirs(self.cgroup_parent),
-                "remove_data_root": remove_data_root}
+        return {
+            "id": self.id,
+            "driver": driver,
+            "sock": self.sock,
+            "run_dir": str(self.run_dir),
+            "exec_root": str(self.exec_root),
+            "pidfile": str(self.pidfile),
+            "data_root": str(self.data_root),
+            "cgroup_parent": self.cgroup_parent,
+            "cgroup_dirs": own_cgroup_dirs(self.cgroup_parent),
+            "remove_data_root": remove_data_root,
+        }
 
 
 def dockerd_argv(paths: DaemonPaths, driver: str) -> list[str]:
-    return [DOCKERD, "--config-file", str(paths.config),  # never the user's /etc/docker/daemon.json
-            "--data-root", str(paths.data_root), "--exec-root", str(paths.exec_root),
-            "-H", f"unix://{paths.sock}", "--pidfile", str(paths.pidfile), "--storage-driver", driver,
-            "--bridge=none", "--iptables=false", "--ip-masq=false", "--ip6tables=false", "--ip-forward=false",
-            "--cgroup-parent", paths.cgroup_parent, "--shutdown-timeout", "5"]
+    return [
+        DOCKERD,
+        "--config-file",
+        str(paths.config),  # never the user's /etc/docker/daemon.json
+        "--data-root",
+        str(paths.data_root),
+        "--exec-root",
+        str(paths.exec_root),
+        "-H",
+        f"unix://{paths.sock}",
+        "--pidfile",
+        str(paths.pidfile),
+        "--storage-driver",
+        driver,
+        "--bridge=none",
+        "--iptables=false",
+        "--ip-masq=false",
+        "--ip6tables=false",
+        "--ip-forward=false",
+        "--cgroup-parent",
+        paths.cgroup_parent,
+        "--shutdown-timeout",
+        "5",
+    ]
 
 
 def daemon_error(log: str) -> str:
@@ -113,7 +154,7 @@ def daemon_error(log: str) -> str:
     parts = list(dict.fromkeys(errors)) + ([final] if final else [])
     if parts:
         return "; ".join(parts)
-    tail = [l for l in log.strip().splitlines() if "module=grpc" not in l][-3:]
+    tail = [ln for ln in log.strip().splitlines() if "module=grpc" not in ln][-3:]
     return "dockerd exited; its log ends: " + " | ".join(tail)
 
 
@@ -145,13 +186,16 @@ def _wait_ready(paths: DaemonPaths, proc: subprocess.Popen) -> None:
         if answers(paths.sock, timeout=5):
             return
         time.sleep(0.05)
-    raise Unsupported(f"dockerd did not answer within {DAEMON_START_TIMEOUT_S} s; "
-                      + daemon_error(paths.log.read_text(errors="replace")))
+    raise Unsupported(
+        f"dockerd did not answer within {DAEMON_START_TIMEOUT_S} s; "
+        + daemon_error(paths.log.read_text(errors="replace"))
+    )
 
 
 @contextlib.contextmanager
-def private_daemon(driver: str, data_root: Path, journal: Journal, *, remove_data_root: bool,
-                   prime_device: str | None = None) -> Iterator[Daemon]:
+def private_daemon(
+    driver: str, data_root: Path, journal: Journal, *, remove_data_root: bool, prime_device: str | None = None
+) -> Iterator[Daemon]:
     """Start dockerd, yield it once it answers; stop it and remove all it left on the way out."""
     paths = DaemonPaths(secrets.token_hex(4), data_root)
     data = paths.journal_data(driver, remove_data_root)
@@ -168,15 +212,20 @@ def private_daemon(driver: str, data_root: Path, journal: Journal, *, remove_dat
         with open(paths.log, "w") as log:
             # own session: a Ctrl-C to strata's process group must not stop the daemon
             # before strata has removed its containers
-            proc = subprocess.Popen(dockerd_argv(paths, driver), stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, env=DAEMON_ENV, start_new_session=True)
+            proc = subprocess.Popen(
+                dockerd_argv(paths, driver),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=DAEMON_ENV,
+                start_new_session=True,
+            )
         journal.update(seq, pid=proc.pid)
         _wait_ready(paths, proc)
         started = True
         yield Daemon(paths, driver, proc, time.monotonic() - t0)
     finally:
-        _undo_daemon({**data, "pid": proc.pid if proc else None,
-                      "remove_data_root": remove_data_root or not started})
+        _undo_daemon({**data, "pid": proc.pid if proc else None, "remove_data_root": remove_data_root or not started})
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
@@ -227,6 +276,7 @@ def _daemon_pid(data: dict) -> int | None:
 
 
 # ---- what this host can run ----------------------------------------------------
+
 
 def available(driver: str, host: dict) -> str | None:
     """A cheap check, without starting a daemon (STYLE.md item 3); the daemon has the last word."""

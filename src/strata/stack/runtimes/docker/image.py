@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Iterator
 
 from strata.errors import StrataError
-from strata.proc import CommandError, sh
 from strata.instances import ImageSpec
+from strata.proc import CommandError, sh
+from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import remove_tree
+from strata.stack.runtimes.base import Unsupported
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker.daemon import private_daemon
-from strata.stack.journal import Journal, undo_action
-from strata.stack.runtimes.base import Unsupported
 
 SUITE = "bookworm"
 BASE_TAG = f"strata-base:{SUITE}"
@@ -46,8 +46,10 @@ def dockerfile(spec: ImageSpec) -> str:
     lines = [f"FROM {BASE_TAG}", "ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8"]
     install = ""
     if spec.packages:
-        install = (f"apt-get update && apt-get install -y --no-install-recommends {' '.join(sorted(spec.packages))} "
-                   "&& apt-get clean && rm -rf /var/lib/apt/lists/* && ")
+        install = (
+            f"apt-get update && apt-get install -y --no-install-recommends {' '.join(sorted(spec.packages))} "
+            "&& apt-get clean && rm -rf /var/lib/apt/lists/* && "
+        )
     lines.append(f"RUN {install}mkdir -p /data /strata-out /strata-sync")
     if spec.files:
         lines.append("COPY bin/ /usr/local/bin/")
@@ -73,8 +75,12 @@ def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
         with contextlib.suppress(OSError):
             for stanza in re.split(r"\n\s*\n", f.read_text()):
                 fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, re.M))
-                if "deb" in fields.get("Types", "").split() and SUITE in fields.get("Suites", "").split() \
-                        and fields.get("Enabled", "yes") != "no" and fields.get("URIs"):
+                if (
+                    "deb" in fields.get("Types", "").split()
+                    and SUITE in fields.get("Suites", "").split()
+                    and fields.get("Enabled", "yes") != "no"
+                    and fields.get("URIs")
+                ):
                     return fields["URIs"].split()[0]
     return DEFAULT_MIRROR
 
@@ -133,8 +139,10 @@ def base_tarball(journal: Journal) -> Path:
         try:
             sh(["debootstrap", "--variant=minbase", SUITE, str(root), mirror], timeout=BUILD_TIMEOUT_S)
         except CommandError as e:
-            raise StrataError(f"debootstrap of Debian {SUITE} from {mirror} failed: {e.stderr[-1500:]}",
-                              "check that the Debian mirror in /etc/apt/sources.list is reachable")
+            raise StrataError(
+                f"debootstrap of Debian {SUITE} from {mirror} failed: {e.stderr[-1500:]}",
+                "check that the Debian mirror in /etc/apt/sources.list is reachable",
+            )
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):  # the .debs debootstrap kept
             for f in (root / cache).glob("*"):
                 if f.is_file():
@@ -180,23 +188,38 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
     last = None
     for driver in ("overlay2", "vfs"):  # overlay2 unless the state dir cannot hold it
         try:
-            with _scratch(journal, "build-root") as root, \
-                    private_daemon(driver, root / "docker", journal, remove_data_root=True) as daemon:
+            with (
+                _scratch(journal, "build-root") as root,
+                private_daemon(driver, root / "docker", journal, remove_data_root=True) as daemon,
+            ):
                 dk.docker(daemon.sock, "import", str(base), BASE_TAG, timeout=BUILD_TIMEOUT_S)
                 try:
-                    dk.docker(daemon.sock, "build", "--network", "host", "--pull=false", "-t", tag, str(ctx),
-                              timeout=BUILD_TIMEOUT_S, env=dk.client_env(DOCKER_BUILDKIT="0"))
+                    dk.docker(
+                        daemon.sock,
+                        "build",
+                        "--network",
+                        "host",
+                        "--pull=false",
+                        "-t",
+                        tag,
+                        str(ctx),
+                        timeout=BUILD_TIMEOUT_S,
+                        env=dk.client_env(DOCKER_BUILDKIT="0"),
+                    )
                 except CommandError as e:
-                    raise StrataError(f"building {tag} failed: {e.stderr[-2000:]}",
-                                      "check that apt-get can reach the Debian mirror")
+                    raise StrataError(
+                        f"building {tag} failed: {e.stderr[-2000:]}", "check that apt-get can reach the Debian mirror"
+                    )
                 tmp = out.with_suffix(".tmp")
                 dk.docker(daemon.sock, "save", "-o", str(tmp), tag, timeout=BUILD_TIMEOUT_S)
                 tmp.rename(out)
                 return
         except Unsupported as e:
             last = e
-    raise StrataError(f"no private docker daemon could start to build the image: {last}",
-                      "run `strata doctor` to see which storage drivers work here")
+    raise StrataError(
+        f"no private docker daemon could start to build the image: {last}",
+        "run `strata doctor` to see which storage drivers work here",
+    )
 
 
 def ensure_image(session, spec: ImageSpec) -> str:

@@ -25,9 +25,11 @@ def probe_driver(driver: str, workdir: Path) -> str | None:
     fs_type = "btrfs" if driver == "btrfs" else "ext4"
     fs = FilesystemParams(type=fs_type)
     try:
-        with LOOP.provision(LoopParams(name=f"probe-{tag}", size=256 << 20), journal, workdir) as dev, \
-                FILESYSTEMS[fs_type].provision(fs, dev, journal, workdir) as mounted, \
-                DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, workdir, {}):
+        with (
+            LOOP.provision(LoopParams(name=f"probe-{tag}", size=256 << 20), journal, workdir) as dev,
+            FILESYSTEMS[fs_type].provision(fs, dev, journal, workdir) as mounted,
+            DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, workdir, {}),
+        ):
             return None
     except Unsupported as e:
         return str(e)

@@ -24,15 +24,21 @@ from strata.instances import ImageSpec, InstanceRequest, Target
 from strata.params import Load, Strict
 from strata.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
-from strata.stack.runtimes.docker.image import ensure_image
 from strata.stack.journal import Journal
 from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
 from strata.stack.runtimes.base import PathHandle, Unsupported
 from strata.stack.runtimes.docker import client
-from strata.stack.runtimes.docker.cmdline import (DATA_IN_CONTAINER, DEVICE_IN_CONTAINER, OUT_DIR, create_argv,
-                                                  prepare_script, safe_name)
+from strata.stack.runtimes.docker.cmdline import (
+    DATA_IN_CONTAINER,
+    DEVICE_IN_CONTAINER,
+    OUT_DIR,
+    create_argv,
+    prepare_script,
+    safe_name,
+)
 from strata.stack.runtimes.docker.containers import Container, DockerRunning, _undo_image, _undo_volume
 from strata.stack.runtimes.docker.daemon import Daemon, available, incompatible, private_daemon
+from strata.stack.runtimes.docker.image import ensure_image
 
 CREATE_PARALLEL = 8
 DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system")
@@ -42,9 +48,12 @@ class DockerParams(Strict):
     """Containers of a private dockerd per (file system, storage driver), or of your own daemon."""
 
     type: Literal["docker"] = "docker"
-    storage_driver: Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system"] = \
-        Field(default="overlay2", description="the storage driver of strata's private daemon; "
-                                              "`system` = your running daemon, as it is")
+    storage_driver: Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system"] = (
+        Field(
+            default="overlay2",
+            description="the storage driver of strata's private daemon; `system` = your running daemon, as it is",
+        )
+    )
     name: str = Field(default="", description="default: docker:DRIVER")
 
     @model_validator(mode="after")
@@ -59,8 +68,9 @@ class DockerSession:
 
     engine = "dockerd"
 
-    def __init__(self, params, mounted: Mounted, journal: Journal, sock: str, run_id: str,
-                 daemon: Daemon | None, facts: dict):
+    def __init__(
+        self, params, mounted: Mounted, journal: Journal, sock: str, run_id: str, daemon: Daemon | None, facts: dict
+    ):
         self.name = params.name
         self.mounted = mounted
         self.journal = journal
@@ -112,8 +122,10 @@ class DockerSession:
             yield PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{} for _ in range(n)])
         elif name == "device":
             if self.mounted.mountpoint is not None:
-                raise Unsupported(f"the device path writes the raw device, which holds the mounted "
-                                  f"{self.mounted.fs.type} of this stack: use filesystem raw")
+                raise Unsupported(
+                    f"the device path writes the raw device, which holds the mounted "
+                    f"{self.mounted.fs.type} of this stack: use filesystem raw"
+                )
             yield PathHandle(name, "device", DEVICE_IN_CONTAINER, self.mounted.device.path, [{} for _ in range(n)])
         elif name == "volume":
             if self.daemon is not None:
@@ -174,13 +186,18 @@ class DockerSession:
             with contextlib.suppress(CommandError, StrataError):
                 running.stop()
             if not self.alive():
-                raise TrialFailure("daemon_died", f"{self.engine} ({self.name}) died while creating containers",
-                                   self.daemon.log_tail() if self.daemon else "", layer="runtime")
+                raise TrialFailure(
+                    "daemon_died",
+                    f"{self.engine} ({self.name}) died while creating containers",
+                    self.daemon.log_tail() if self.daemon else "",
+                    layer="runtime",
+                )
             raise TrialFailure("container_start", f"could not start the containers: {e}")
         return running
 
-    def _journal_container(self, running: DockerRunning, request: InstanceRequest, handle: PathHandle,
-                           image: str) -> list[str]:
+    def _journal_container(
+        self, running: DockerRunning, request: InstanceRequest, handle: PathHandle, image: str
+    ) -> list[str]:
         """Name and journal one container before it exists; its `create` arguments."""
         request.out_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh"):
@@ -192,8 +209,17 @@ class DockerSession:
         name = f"strata-{self.id}-{self._count}"
         seq = self.journal.intent("container", socket=self.sock, name=name)
         running.containers.append(Container(name, seq, request))
-        return create_argv(name, self.id, request, handle, running.limits, self.mounted.device.path,
-                           image, running.sync_dir, self.create_extra())
+        return create_argv(
+            name,
+            self.id,
+            request,
+            handle,
+            running.limits,
+            self.mounted.device.path,
+            image,
+            running.sync_dir,
+            self.create_extra(),
+        )
 
     def create_extra(self) -> tuple[str, ...]:
         """Engine-specific `create` options (none for docker)."""
@@ -226,8 +252,15 @@ def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) ->
     if not client.answers(client.SYSTEM_SOCKET):
         raise Unsupported(f"no docker daemon answers at {client.SYSTEM_SOCKET}")
     prime_blkio(mounted.device.path, f"strata-prime-{secrets.token_hex(4)}", remove=True)
-    session = DockerSession(params, mounted, journal, client.SYSTEM_SOCKET, secrets.token_hex(4), None,
-                            client.daemon_facts(client.SYSTEM_SOCKET, "system"))
+    session = DockerSession(
+        params,
+        mounted,
+        journal,
+        client.SYSTEM_SOCKET,
+        secrets.token_hex(4),
+        None,
+        client.daemon_facts(client.SYSTEM_SOCKET, "system"),
+    )
     try:
         yield session
     finally:
@@ -250,18 +283,23 @@ class Docker:
     def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
         """Each storage driver: the cheap check, then (with `probe`) a real daemon's own answer."""
         from strata.stack.runtimes.docker.probe import probe_driver
+
         rows = []
         for driver in DRIVERS:
             reason = available(driver, host)
             if reason is None and driver != "system":
-                reason = probe_driver(driver, Path("/var/tmp/strata-doctor")) if probe else \
-                    "not probed (--quick): only the daemon itself can tell"
+                reason = (
+                    probe_driver(driver, Path("/var/tmp/strata-doctor"))
+                    if probe
+                    else "not probed (--quick): only the daemon itself can tell"
+                )
             rows.append((f"docker:{driver}", reason))
         return rows
 
     @contextlib.contextmanager
-    def provision(self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path,
-                  host: dict) -> Iterator[DockerSession]:
+    def provision(
+        self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict
+    ) -> Iterator[DockerSession]:
         driver = params.storage_driver
         if driver == "system":
             with _system_session(params, mounted, journal) as session:
@@ -272,10 +310,14 @@ class Docker:
             raise Unsupported(reason)
         raw = mounted.mountpoint is None
         data_root = (workdir / f"docker-{driver}-{secrets.token_hex(3)}") if raw else mounted.mountpoint / "docker"
-        with private_daemon(driver, data_root, journal, remove_data_root=raw,
-                            prime_device=mounted.device.path) as daemon:
-            facts = {**client.daemon_facts(daemon.sock, "private"), "daemon_start_s": round(daemon.start_s, 3),
-                     "cgroup_parent": daemon.paths.cgroup_parent}
+        with private_daemon(
+            driver, data_root, journal, remove_data_root=raw, prime_device=mounted.device.path
+        ) as daemon:
+            facts = {
+                **client.daemon_facts(daemon.sock, "private"),
+                "daemon_start_s": round(daemon.start_s, 3),
+                "cgroup_parent": daemon.paths.cgroup_parent,
+            }
             session = DockerSession(params, mounted, journal, daemon.sock, daemon.paths.id, daemon, facts)
             try:
                 yield session

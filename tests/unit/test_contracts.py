@@ -1,0 +1,83 @@
+"""Every registered plugin satisfies its layer's Protocol (docs/architecture.md "The contracts").
+
+A member the Protocol declares and the plugin lacks, or a method whose parameters differ, fails here,
+not in the middle of a run; so does a registry key that is not the plugin's name or its params' `type`.
+"""
+
+import inspect
+import typing
+
+import pytest
+
+from strata.collectors import REGISTRY as COLLECTORS
+from strata.collectors.base import Collector
+from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.devices.base import Device
+from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+from strata.stack.filesystems.base import Filesystem
+from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.stack.runtimes.base import Runtime
+from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import Workload
+
+LAYERS = [
+    ("device", DEVICES, Device),
+    ("filesystem", FILESYSTEMS, Filesystem),
+    ("runtime", RUNTIMES, Runtime),
+    ("workload", WORKLOADS, Workload),
+]
+PLUGINS = [(layer, name, plugin, proto) for layer, reg, proto in LAYERS for name, plugin in reg.items()]
+
+
+def members(proto) -> tuple[set[str], dict[str, inspect.Signature]]:
+    attrs = set(typing.get_type_hints(proto)) if proto.__annotations__ else set()
+    methods = {n: inspect.signature(f) for n, f in vars(proto).items() if callable(f) and not n.startswith("_")}
+    return attrs, methods
+
+
+def params_of(sig: inspect.Signature) -> list[str]:
+    return [p for p in sig.parameters if p != "self"]
+
+
+@pytest.mark.parametrize("layer,name,plugin,proto", PLUGINS, ids=[f"{p[0]}:{p[1]}" for p in PLUGINS])
+def test_plugin_satisfies_its_protocol(layer, name, plugin, proto):
+    attrs, methods = members(proto)
+    for attr in attrs:
+        assert hasattr(plugin, attr), f"{layer} {name} lacks `{attr}`"
+    for method, sig in methods.items():
+        impl = getattr(plugin, method, None)
+        assert callable(impl), f"{layer} {name} lacks `{method}()`"
+        assert params_of(inspect.signature(impl)) == params_of(sig), (
+            f"{layer} {name}.{method}{inspect.signature(impl)} differs from the contract {sig}"
+        )
+
+
+@pytest.mark.parametrize("layer,name,plugin,proto", PLUGINS, ids=[f"{p[0]}:{p[1]}" for p in PLUGINS])
+def test_registry_key_is_the_plugins_name_and_its_params_type(layer, name, plugin, proto):
+    assert plugin.name == name
+    type_field = plugin.params.model_fields.get("type")
+    assert type_field is not None, f"{name}: params without a `type` key"
+    allowed = typing.get_args(type_field.annotation)
+    assert name in allowed, f"{name}: params.type allows {allowed}"
+
+
+@pytest.mark.parametrize("name,cls", COLLECTORS.items())
+def test_collectors_satisfy_theirs(name, cls):
+    attrs, methods = members(Collector)
+    c = cls(None)
+    assert c.name == name
+    for m in methods:
+        assert callable(getattr(c, m))
+
+
+def test_every_plugin_answers_available_without_params():
+    for _, _, plugin, _ in PLUGINS:
+        reason = plugin.available({})
+        assert reason is None or isinstance(reason, str)
+
+
+def test_runtime_paths_are_in_the_vocabulary():
+    from strata.params import PATHS
+
+    for name, rt in RUNTIMES.items():
+        assert set(rt.paths) <= set(PATHS), name
