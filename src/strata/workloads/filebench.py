@@ -128,9 +128,7 @@ class Filebench(ToolWorkload):
 
     def parse(self, params: FilebenchParams, outputs: list[InstanceOutput]) -> Parsed:
         ends = [read_end(o) for o in outputs]
-        parsed = aggregate(ends)
-        parsed.windows = [_window(o, e) for o, e in zip(outputs, ends)]
-        return parsed
+        return aggregate(ends)
 
 
 def engine_version(binary: Path) -> str | None:
@@ -139,14 +137,6 @@ def engine_version(binary: Path) -> str | None:
         return cp.stdout.strip() or None
     except (OSError, subprocess.TimeoutExpired):
         return None
-
-
-def _window(o: InstanceOutput, end: dict) -> tuple[float, float] | None:
-    """The engine's measured run: its runtime, ending when the instance ended (the engine reports
-    no wall-clock time of its own; the runtime's end time is within milliseconds of its exit)."""
-    if o.end_time_s is None or not end.get("runtime_s"):
-        return None
-    return (o.end_time_s - float(end["runtime_s"]), o.end_time_s)
 
 
 def _value(v) -> str:
