@@ -1,6 +1,6 @@
 """strata: characterize the storage performance of containerized applications.
 
-See DESIGN.md in the project's shared notes: a *stack* (device -> filesystem ->
+See docs/architecture.md: a *stack* (device -> filesystem ->
 runtime -> path) runs a *workload* under a *load*; every *trial* is stored as one
 result file with validity flags.
 """

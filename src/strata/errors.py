@@ -1,4 +1,4 @@
-"""The one user-facing error type (STYLE.md item 7).
+"""The one user-facing error type (docs/style.md, item 7).
 
 A StrataError names what is wrong, where, and the fix; `strata` prints it and
 exits 2. A failed trial is not an error of this kind: it is recorded as a

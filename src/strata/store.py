@@ -1,4 +1,4 @@
-"""Result files: one JSON per trial, append-only, written atomically (STYLE.md item 8).
+"""Result files: one JSON per trial, append-only, written atomically (docs/style.md, item 8).
 
 Layout of a results directory:
     runs/<run_id>.json          resolved spec, host facts, skipped combinations, per run

@@ -1,5 +1,5 @@
 """The cache flag on the real cache case of this kernel: fuse-overlayfs accepts O_DIRECT
-without honoring it, so the page cache answers while the device idles (HOST-NOTES)."""
+without honoring it, so the page cache answers while the device idles (README, "Honest limits")."""
 
 import uuid
 from pathlib import Path

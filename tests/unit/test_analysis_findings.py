@@ -137,7 +137,7 @@ def test_registry():
     ids = [f.id for f in FINDINGS]
     assert len(ids) >= 15 and len(set(ids)) == len(ids)
     for f in FINDINGS:
-        assert re.search(r"00[1-4]_[0-9a-f]+\.txt (section|Table)", f.source), f.source
+        assert re.search(r"study 00[1-4] \([^)]+\) (section|Table)", f.source), f.source
         assert f.claim and f.criterion and callable(f.check)
 
 

@@ -1,4 +1,4 @@
-"""Snapshot tests of the report exporters (STYLE.md item 9) on a small result set captured from real
+"""Snapshot tests of the report exporters (docs/style.md, item 9) on a small result set captured from real
 runs (tests/data/results/small, spec in tests/data/results/specs/small.yaml).
 
 CSV and the terminal summary are pure Python and must match byte for byte. SVG, PNG and the HTML (which

@@ -1,7 +1,7 @@
 """Advice: the best stack per workload, ties, and containers per host.
 
 "Which host file system, which storage driver, volume or bind mount or writable
-layer, how many containers per host" (DESIGN.md): the best stack is the one with
+layer, how many containers per host" (docs/architecture.md): the best stack is the one with
 the highest mean throughput among configurations measured as device
 performance (cache-flagged ones excluded, the raw device itself excluded as it
 is the baseline, not a place for a container's files). Stacks whose difference

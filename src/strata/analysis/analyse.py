@@ -1,4 +1,4 @@
-"""From stored results to everything the report shows (DESIGN.md "Analysis and report").
+"""From stored results to everything the report shows (docs/architecture.md "Flow of one experiment").
 
 `analyse(results)` groups trials into cells (analysis/cells.py), moves results
 above the raw device to the cached side (baseline.py), finds sweeps and

@@ -7,7 +7,7 @@ Its throughput is the headline the workload named in `metrics.primary`
 sequential ones (study 003, section 5), MB/s for Filebench (study 004).
 
 Trials whose cache flag is suspect (and not expected) are kept apart in the
-cell: they are never part of the device numbers (DESIGN.md "What makes a
+cell: they are never part of the device numbers (docs/architecture.md "Validity": "What makes a
 number trustworthy").
 """
 

@@ -1,6 +1,6 @@
 """The claims of the seed studies, each a check over the user's results.
 
-Every Finding quotes a claim from a study in shared/seeds/ with its source
+Every Finding quotes a claim from a study (docs/studies.md) with its source
 (file, section, figure or table), states the criterion strata applies, and
 checks it: held, not held, or not measured (the results hold nothing that the
 claim speaks about), always with the numbers. The thresholds are looser than

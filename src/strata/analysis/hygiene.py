@@ -1,4 +1,4 @@
-"""Measurement hygiene: warnings that say what to do (STYLE.md item 10).
+"""Measurement hygiene: warnings that say what to do (docs/style.md, item 10).
 
 Modelled on pyperf's `format_checks` (pyperf/_cli.py) and hyperfine's
 `output/warnings.rs`: each check looks at stored evidence and, when it fails,

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from strata.analysis.baseline import ratio_to_raw
 
 HELD, NOT_HELD, NOT_MEASURED = "held", "not held", "not measured"
-S003 = "003_6ec55668d2ebf96e.txt"
-S004 = "004_d6cbcac877c8d57b.txt"
-S002 = "002_4d3057d923fd7aa3.txt"
-S001 = "001_549dde7f754ae5b9.txt"
+# The studies, as docs/studies.md numbers them.
+S003 = "study 003 (Xu et al. 2017)"
+S004 = "study 004 (Ramadan)"
+S002 = "study 002 (Xu et al., short version)"
+S001 = "study 001 (Shirinbab et al.)"
 SMALL_BS = 16 * 1024
 RANDOM = ("randread", "randwrite")
 

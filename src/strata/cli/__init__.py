@@ -1,1 +1,1 @@
-"""One module per subcommand (STYLE.md item 6); each maps arguments onto one library call."""
+"""One module per subcommand (docs/style.md, item 6); each maps arguments onto one library call."""

@@ -1,4 +1,4 @@
-"""strata doctor: what this host can build, each with the reason when not (STYLE.md item 3)."""
+"""strata doctor: what this host can build, each with the reason when not (docs/style.md, item 3)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The report: figures, statistics, findings and advice from stored results.
 
 Exporters are pure functions from a Report (built from stored results only,
-never a live run) to bytes, one module per format (STYLE.md item 9; hyperfine's
+never a live run) to bytes, one module per format (docs/style.md, item 9; hyperfine's
 `src/export/`): html.py, figures.py (SVG and PNG), csv.py, terminal.py.
 `generate()` returns every output file as {relative path: bytes};
 `write()` puts them in a directory.

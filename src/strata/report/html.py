@@ -154,7 +154,7 @@ def _findings(a) -> str:
     rest = [(f, o) for f, o in a.findings if o.status == "not measured"]
     out = (
         f'<h2 id="findings">Findings of the seed studies ({summary})</h2><p class=meta>Each claim of the studies '
-        "in shared/seeds, checked on these results with the criterion shown.</p>"
+        "in docs/studies.md, checked on these results with the criterion shown.</p>"
     )
     out += _finding_rows(measured) if measured else "<p>None of the claims is measured by these results.</p>"
     if rest:

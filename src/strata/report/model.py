@@ -1,7 +1,7 @@
 """What the report shows, as plain data: figures (each with the table behind it),
 tables, warnings, findings and advice, built from an Analysis of stored results.
 
-Figures are chosen from what the results contain (DESIGN.md "Analysis and
+Figures are chosen from what the results contain (docs/architecture.md "Flow of one
 report"): throughput relative to the raw device per workload (seed study 003,
 Figure 3), the latency breakdown slat/clat/lat at low and high load (Figure 4),
 sweeps with confidence bands (Figures 3e, 3g), scaling over containers with the

@@ -1,1 +1,1 @@
-"""Stack layers: device -> filesystem -> runtime -> path (DESIGN.md "The stack")."""
+"""Stack layers: device -> filesystem -> runtime -> path (docs/architecture.md "The stack")."""

@@ -157,7 +157,7 @@ def remove_cgroups(dirs: list[Path], timeout_s: float = 10) -> None:
 
 def prime_blkio(device_path: str, cgroup_name: str, remove: bool) -> None:
     """Make blkio.throttle.io_service_bytes count on the device: the kernel keeps it empty until
-    a throttle rule was set once on that device (HOST-NOTES). Set a huge one in the cgroup
+    a throttle rule was set once on that device (seen on cgroup v1 here). Set a huge one in the cgroup
     `cgroup_name` (below our own blkio cgroup), then remove the rule (and the cgroup if asked)."""
     blkio = proc_cgroups("self").get("blkio")
     if blkio is None:

@@ -28,7 +28,7 @@ from strata.workloads.base import Parsed, ToolWorkload, headline, resolve_file
 from strata.workloads.latency import PERCENTILES, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"
-# The study's four, then the single-file alternates (layout of ../shared/filebench/personalities).
+# The study's four, then the single-file alternates (personalities/README.md).
 PERSONALITY_FILES = {
     "webserver": "webserver.f",
     "varmail": "varmail.f",

@@ -279,7 +279,7 @@ def _daemon_pid(data: dict) -> int | None:
 
 
 def available(driver: str, host: dict) -> str | None:
-    """A cheap check, without starting a daemon (STYLE.md item 3); the daemon has the last word."""
+    """A cheap check, without starting a daemon (docs/style.md, item 3); the daemon has the last word."""
     if os.geteuid() != 0:
         return "needs root"
     if not (os.access(DEBIAN_CLI, os.X_OK) or shutil.which("docker")):
@@ -299,7 +299,7 @@ def available(driver: str, host: dict) -> str | None:
 
 
 def incompatible(driver: str, fs_type: str) -> str | None:
-    """Combinations that cannot exist, whatever the host (DESIGN.md: skipped with the reason)."""
+    """Combinations that cannot exist, whatever the host (skipped with the reason, docs/architecture.md "The stack")."""
     if driver == "btrfs" and fs_type != "btrfs":
         return f"the btrfs storage driver needs its data-root on a btrfs file system, not {fs_type}"
     if driver == "zfs":
