@@ -55,8 +55,10 @@ class Load(Strict):
     """How hard and how many: jobs, queue depth, concurrent instances, resource limits."""
 
     name: str = Field(default="", description="default: j<numjobs>xqd<iodepth>[x<containers>c]")
-    numjobs: int = Field(default=1, ge=1, le=4096, description="fio jobs per instance (threads for filebench)")
-    iodepth: int = Field(default=1, ge=1, le=65536, description="fio queue depth per job")
+    numjobs: int = Field(
+        default=1, ge=1, le=4096, description="parallel jobs per instance (threads, for workloads that set them)"
+    )
+    iodepth: int = Field(default=1, ge=1, le=65536, description="I/Os in flight per job")
     containers: int = Field(default=1, ge=1, le=256, description="concurrent instances, synchronized start")
     limits: Limits = Field(default_factory=Limits, description="per-container cgroup limits")
 

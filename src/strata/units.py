@@ -40,11 +40,6 @@ def parse_duration(value: int | float | str) -> float:
     return float(value)
 
 
-def fio_size(size_bytes: int) -> str:
-    """The exact byte count, so fio and strata agree to the byte."""
-    return str(size_bytes)
-
-
 def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":

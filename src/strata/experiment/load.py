@@ -182,9 +182,21 @@ def _load(x, where: str, errors: list[Error]):
 
 
 def _workload(x, where: str, errors: list[Error]) -> tuple[str, Any]:
-    """`rr` -> fio preset; `{fio: {...}}` -> `{type: fio, ...}`; returns (key path, entry)."""
+    """A one-word entry (`rr`) as the workload that claims it; `{NAME: {...}}` -> `{type: NAME, ...}`.
+    Returns (key path, entry)."""
     if isinstance(x, str):
-        return where, {"type": "fio", "preset": x}
+        for name, plugin in WORKLOADS.items():
+            params = plugin.shorthand(x)
+            if params is not None:
+                return where, {"type": name, **params}
+        errors.append(
+            (
+                where,
+                f"{_short(x)} is not a workload",
+                "write `{NAME: {...}}` with NAME one of: " + ", ".join(WORKLOADS) + ", or a preset such as rr",
+            )
+        )
+        return where, {}
     if isinstance(x, dict) and len(x) == 1 and isinstance(next(iter(x)), str) and next(iter(x)) in WORKLOADS:
         ((kind, params),) = x.items()
         if params is None:

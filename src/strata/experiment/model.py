@@ -59,6 +59,6 @@ class Experiment(Strict):
     filesystems: list[FilesystemParams] = Field(min_length=1)
     runtimes: list[Runtime] = Field(min_length=1)
     paths: list[PathName] = Field(min_length=1, description="see paths below")
-    workloads: list[dict] = Field(min_length=1, description="`{fio: {...}}` or `{filebench: {...}}`, see below")
+    workloads: list[dict] = Field(min_length=1, description="`{WORKLOAD: {...}}`, see the workload sections below")
     loads: list[Load] = Field(default=[Load(name="low", **LOAD_PRESETS["low"])], description="default: low")
     exclude: list[Exclude] = Field(default_factory=list, description="combinations to leave out, by layer name (globs)")

@@ -58,6 +58,7 @@ class Workload(Protocol):
     params: type[Strict]
 
     def parse_params(self, raw: dict, base_dir: Path) -> Strict: ...
+    def shorthand(self, text: str) -> dict | None: ...  # a one-word entry (`rr`) as its parameters, or None
     def available(self, host: dict, params: Strict | None = None) -> str | None: ...
     def validate(self, params: Strict) -> list[str]: ...  # deeper checks before anything is built
     def versions(self) -> dict[str, str | None]: ...  # tool versions, stored with the host facts
@@ -71,6 +72,7 @@ class Workload(Protocol):
     def command(self, params: Strict, load: Load, target: Target, instance: int) -> list[str]: ...
     def measure(self, params: Strict, load: Load, ctx: MeasureContext) -> list[InstanceOutput]: ...
     def parse(self, params: Strict, outputs: list[InstanceOutput]) -> Parsed: ...
+    def upgrade(self, result: dict, version: int) -> None: ...  # its part of an older stored result
 
 
 class ToolWorkload:
@@ -78,6 +80,13 @@ class ToolWorkload:
 
     def parse_params(self, raw: dict, base_dir: Path) -> Strict:
         return self.params.model_validate(raw)
+
+    def shorthand(self, text: str) -> dict | None:
+        return None
+
+    def upgrade(self, result: dict, version: int) -> None:
+        """Bring a stored result of schema `version` to the next one (schema.py), where the workload's
+        part of the format changed; nothing by default."""
 
     def available(self, host: dict, params: Strict | None = None) -> str | None:
         return None

@@ -79,6 +79,15 @@ class Filebench(ToolWorkload):
     def parse_params(self, raw: dict, base_dir: Path) -> FilebenchParams:
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))
 
+    def upgrade(self, result: dict, version: int) -> None:
+        """v1 -> v2: the headline is MB/s (study 004's unit), as the v1 report showed it."""
+        p = (result.get("metrics") or {}).get("primary")
+        if version == 1 and isinstance(p, dict) and "value" not in p:
+            if p.get("mb_per_s") is not None:
+                p.update(headline(p["mb_per_s"], "MB/s", "mb_per_s"))
+            else:
+                p.update(headline(p.get("ops_per_s"), "ops/s", "ops_per_s"))
+
     def available(self, host: dict, params: FilebenchParams | None = None) -> str | None:
         return (
             None

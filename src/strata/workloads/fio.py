@@ -110,6 +110,28 @@ class Fio(ToolWorkload):
     def parse_params(self, raw: dict, base_dir: Path) -> FioParams:
         return FioParams.model_validate(resolve_file(raw, base_dir, "fio job file"))
 
+    def shorthand(self, text: str) -> dict | None:
+        return {"preset": text} if text in PRESETS else None
+
+    def upgrade(self, result: dict, version: int) -> None:
+        """v1 -> v2: the headline as the v1 report computed it (MB/s for sequential I/O, else IOPS),
+        and fio's steady-state verdict under the name every tool's has."""
+        if version != 1:
+            return
+        p = (result.get("metrics") or {}).get("primary")
+        rw = ((result.get("trial") or {}).get("workload") or {}).get("rw")
+        if isinstance(p, dict) and "value" not in p:
+            if rw in SEQUENTIAL and p.get("bw_bytes") is not None:
+                p.update(headline(p["bw_bytes"] / 1e6, "MB/s", "bw_bytes", SERIES, series_unit="IOPS"))
+            elif p.get("iops") is not None:
+                p.update(headline(float(p["iops"]), "IOPS", "iops", SERIES, series_unit="IOPS"))
+        steady = (result.get("flags") or {}).get("steady")
+        if isinstance(steady, dict) and "fio" in steady:
+            steady["tool"] = steady.pop("fio")
+        host = result.get("host") or {}
+        if "fio_version" in host:
+            host.setdefault("tools", {})["fio"] = host.pop("fio_version")
+
     def available(self, host: dict, params: FioParams | None = None) -> str | None:
         return None if shutil.which("fio") else "fio is not installed (apt-get install fio)"
 

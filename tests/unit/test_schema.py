@@ -1,0 +1,43 @@
+"""Stored results of every older format load: the checked-in result sets were written by strata with
+schema 1 and are upgraded in memory (schema.py), never rewritten on disk."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from strata.schema import SCHEMA_VERSION, migrate
+from strata.store import load_results
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+
+
+@pytest.mark.parametrize("name", ["small", "fs-compare", "sweeps"])
+def test_schema_1_results_load_as_the_current_schema(name):
+    on_disk = {p.name: json.loads(p.read_text()) for p in (DATA / name / "trials").glob("*.json")}
+    assert {d["schema_version"] for d in on_disk.values()} == {1}
+    for r in load_results(DATA / name):
+        old = on_disk[Path(r["_path"]).name]
+        assert r["schema_version"] == SCHEMA_VERSION
+        p = r["metrics"]["primary"]
+        # the headline the v1 report computed: MB/s for sequential fio, IOPS for random
+        if r["trial"]["workload"].get("rw") in ("read", "write"):
+            assert (p["unit"], p["value"]) == ("MB/s", old["metrics"]["primary"]["bw_bytes"] / 1e6)
+        else:
+            assert (p["unit"], p["value"]) == ("IOPS", old["metrics"]["primary"]["iops"])
+        assert p["series"] == "fio_iops" and r["host"]["tools"]["fio"].startswith("fio-")
+        assert all(isinstance(w, dict) and w["flag"] and w["message"] for w in r["warnings"])
+        assert "storage_driver" not in r["trial"]["runtime"]
+        old_cache = old["flags"].get("cache") or {}
+        if old_cache.get("above_raw"):
+            assert r["flags"]["above_raw"]["suspect"] and "above_raw" not in r["flags"]["cache"]
+
+
+def test_a_newer_schema_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match="upgrade strata"):
+        migrate({"schema_version": SCHEMA_VERSION + 1})
+
+
+def test_migration_is_idempotent_on_current_results():
+    doc = {"schema_version": SCHEMA_VERSION, "metrics": {"primary": {"value": 1.0, "unit": "IOPS"}}, "warnings": []}
+    assert migrate(json.loads(json.dumps(doc))) == doc
