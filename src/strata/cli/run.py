@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from strata.cli.validate import print_plan
+from strata.errors import StrataError
 from strata.experiment.load import load_spec
 from strata.experiment.plan import resolve
 from strata.runner import run_experiment, run_host_facts
@@ -18,6 +19,7 @@ def add_arguments(p):
     p.add_argument("spec", help="a YAML spec, e.g. examples/quick.yaml")
     p.add_argument("-o", "--output", help="results directory (default: results/<experiment name>)")
     p.add_argument("--resume", action="store_true", help="skip trials already stored in the results directory")
+    p.add_argument("--yes", action="store_true", help="run a plan of more than 10,000 trials or a week")
 
 
 def main(args) -> int:
@@ -26,6 +28,9 @@ def main(args) -> int:
     plan = resolve(exp, workloads, host)
     out = Path(args.output or f"results/{exp.name}")
     print_plan(exp, plan)
+    large = plan.too_large()
+    if large and not args.yes:
+        raise StrataError(large, "run fewer configurations or repetitions, or add --yes to run it anyway")
     print(f"results: {out}")
     summary = run_experiment(exp, workloads, plan.runnable, plan.skipped, out, resume=args.resume, host=host)
     record_unsupported(out, plan, summary.run_id, exp.name, host)

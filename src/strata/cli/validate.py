@@ -8,7 +8,6 @@ from strata.experiment.load import load_spec
 from strata.experiment.plan import Plan, resolve
 from strata.host import host_facts
 from strata.progress import fmt_s
-from strata.workloads import REGISTRY as WORKLOADS
 
 NAME = "validate"
 HELP = "check a spec and print the plan: stacks, devices written, trials (no side effects)"
@@ -31,8 +30,7 @@ def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
     print("stacks (device/filesystem/runtime: trials):")
     for key, n in stacks.items():
         print(f"  {'/'.join(key)}: {n}")
-    est = sum(WORKLOADS[t.workload.type].estimate_s(t.workload) for t in plan.runnable)
-    print(f"estimated time: {fmt_s(est + 15 * len(stacks))}")
+    print(f"estimated time: {fmt_s(plan.estimate_s())}")
     reasons = Counter(plan.unsupported.values())
     if reasons:
         print("unsupported on this host:")

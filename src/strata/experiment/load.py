@@ -102,11 +102,28 @@ def _check_size(node, src: str) -> None:
             stack += [(x, depth + 1) for x in n.value]
 
 
+def _check_shape(raw: Any, source: str) -> None:
+    """The same bounds as for a file, for a document given in memory."""
+    count, stack = 0, [(raw, 0)]
+    while stack:
+        v, depth = stack.pop()
+        count += 1
+        if depth > MAX_DEPTH:
+            raise _fail(source, f"the document nests deeper than {MAX_DEPTH} levels", "flatten it")
+        if count > MAX_NODES:
+            raise _fail(source, f"the document holds more than {MAX_NODES} values", "an experiment is a few lines")
+        if isinstance(v, dict):
+            stack += [(x, depth + 1) for kv in v.items() for x in kv]
+        elif isinstance(v, list):
+            stack += [(x, depth + 1) for x in v]
+
+
 def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tuple[Experiment, list[BaseModel]]:
     if not isinstance(raw, dict):
         raise _fail(
             source, "an experiment file is a YAML mapping (name:, devices:, ...)", "start from examples/quick.yaml"
         )
+    _check_shape(raw, source)
     errors: list[Error] = []
     doc = {str(k): v for k, v in raw.items()}
     for key, norm in (("devices", _device), ("filesystems", _filesystem), ("runtimes", _runtime)):

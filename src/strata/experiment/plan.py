@@ -19,6 +19,11 @@ from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
 
+# A plan larger than this, in trials or in estimated time, runs only when the user says so (--yes).
+LARGE_TRIALS = 10_000
+LARGE_S = 7 * 86400
+STACK_OVERHEAD_S = 15  # building a stack: mkfs, a daemon, an image load
+
 
 @dataclass
 class Plan:
@@ -30,6 +35,20 @@ class Plan:
     @property
     def runnable(self) -> list[Trial]:
         return [t for t in self.trials if t.id not in self.unsupported]
+
+    def estimate_s(self) -> float:
+        """Each trial's own estimate (its workload's), plus building each stack once."""
+        stacks = {t.stack_key for t in self.runnable}
+        return sum(WORKLOADS[t.workload.type].estimate_s(t.workload) for t in self.runnable) + STACK_OVERHEAD_S * len(
+            stacks
+        )
+
+    def too_large(self) -> str | None:
+        """Why this plan needs the user's explicit go-ahead, or None."""
+        n, est = len(self.runnable), self.estimate_s()
+        if n > LARGE_TRIALS or est > LARGE_S:
+            return f"the plan has {n:,} trials and would take about {est / 86400:.1f} days"
+        return None
 
 
 def resolve(exp, workloads, host: dict) -> Plan:
