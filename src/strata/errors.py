@@ -93,3 +93,9 @@ class TrialFailure(Exception):
             raise ValueError(f"unknown failure category {category!r}")
         self.category, self.stderr, self.layer = category, stderr, layer
         super().__init__(message)
+
+
+def categories_markdown() -> str:
+    """The README's table of failure categories (a unit test keeps the README equal to it)."""
+    rows = [f"| `{name}` | {meaning} | {fix} |" for name, (meaning, fix) in FAILURE_CATEGORIES.items()]
+    return "\n".join(["| category | what happened | what to do |", "|---|---|---|", *rows])

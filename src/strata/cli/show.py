@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from strata.cli.export import load_results_dir
+from strata.errors import FAILURE_CATEGORIES
 from strata.export import flatten
 
 NAME = "show"
@@ -60,8 +61,20 @@ def table_text(results: list[dict]) -> str:
     notes = [w for r in results for w in r.get("warnings", [])]
     if any(r["status"] != "ok" for r in results) or notes:
         out.append("")
-        out.append("flags: CACHE = a cache answered, not device performance; SKEW = instances did not start together")
+        out.append("flags: CACHE = a cache answered, not device performance; SKEW = instances did not run together")
+    out += _legend(results)
     return "\n".join(out)
+
+
+def _legend(results: list[dict]) -> list[str]:
+    """What each failure category in the table means and what to do about it."""
+    seen = sorted({((r.get("flags") or {}).get("failed") or {}).get("category") for r in results} - {None})
+    if not seen:
+        return []
+    return ["failure categories:"] + [
+        f"  {c}: {FAILURE_CATEGORIES[c][0]}; {FAILURE_CATEGORIES[c][1]}" if c in FAILURE_CATEGORIES else f"  {c}"
+        for c in seen
+    ]
 
 
 def main(args) -> int:
