@@ -136,22 +136,27 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
                         f"the workload {ddir} {wl / 2**20:.0f} MiB with O_DIRECT but {name} moved "
                         f"{dev / 2**20:.0f} MiB ({share:.0%}): a cache answered"
                     )
-    for ddir in ("read", "write"):
-        shares = [d[f"{ddir}_share"] for d in evidence["per_disk"].values() if f"{ddir}_share" in d]
-        if shares:
-            evidence[f"{ddir}_disk_share"] = min(shares)
+    under_test = evidence["per_disk"][next(iter(disks))]
+    for ddir in ("read", "write"):  # the share beside the bytes it is the share of: the device under test's
+        if f"{ddir}_share" in under_test:
+            evidence[f"{ddir}_disk_share"] = under_test[f"{ddir}_share"]
     return Judgement(
         Flag.CACHE, bool(reasons), "; ".join(reasons) or "every layer moved the workload's bytes", evidence=evidence
     )
 
 
+def min_share(cache_flag: dict) -> float | None:
+    """The smallest share of the workload's bytes that any layer below moved, or None: not checked."""
+    ev = (cache_flag or {}).get("evidence") or {}
+    shares = [v for d in (ev.get("per_disk") or {}).values() for k, v in d.items() if k.endswith("_share")]
+    shares = shares or [v for k, v in ev.items() if k.endswith("_disk_share")]
+    return min(shares) if shares else None
+
+
 def bytes_moved(cache_flag: dict) -> bool | None:
     """Does stored cache evidence show that every layer moved the workload's bytes? None: not checked."""
-    ev = (cache_flag or {}).get("evidence") or {}
-    shares = [v for k, v in ev.items() if k.endswith("_disk_share")]
-    if not shares:
-        return None
-    return min(shares) >= MIN_DEVICE_SHARE
+    share = min_share(cache_flag)
+    return None if share is None else share >= MIN_DEVICE_SHARE
 
 
 # ---- above the raw device -------------------------------------------------------------

@@ -180,7 +180,7 @@ def volume_driver_independent(ctx):
 
 def above_raw_is_cache(ctx):
     from strata.analysis.baseline import raw_of
-    from strata.validity import MIN_DEVICE_SHARE
+    from strata.validity import MIN_DEVICE_SHARE, min_share
 
     items = []
     for c in ctx.cells:
@@ -189,12 +189,7 @@ def above_raw_is_cache(ctx):
         if raw is None or not vals or sum(vals) / len(vals) <= 1.10 * raw.summary.mean:
             continue
         f = sum(vals) / len(vals) / raw.summary.mean
-        shares = [
-            v
-            for r in c.ok + c.cached
-            for k, v in (((r.get("flags") or {}).get("cache") or {}).get("evidence") or {}).items()
-            if k.endswith("_disk_share")
-        ]
+        shares = [s for r in c.ok + c.cached if (s := min_share((r.get("flags") or {}).get("cache"))) is not None]
         confirmed = bool(shares) and min(shares) < MIN_DEVICE_SHARE
         items.append(
             (
