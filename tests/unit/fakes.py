@@ -54,7 +54,7 @@ class FakeRuntime:
 
     def __init__(self, real, events: list, unsupported: str | None):
         self.name, self.params, self.events, self.unsupported = real.name, real.params, events, unsupported
-        self.paths, self.concurrent, self.limits = real.paths, real.concurrent, real.limits
+        self.paths, self.concurrent, self.limits, self.kind = real.paths, real.concurrent, real.limits, real.kind
 
     def available(self, host, params=None):
         return None

@@ -34,15 +34,15 @@ def test_failed_and_unsupported():
     assert c.reps == 1 and len(c.failed) == 1
 
 
-def test_above_raw_moves_to_cache_side():
+def test_above_raw_beyond_the_intervals_is_drawn_apart_as_unconfirmed():
     raw = [make_result(fs="raw", rep=i, value=v) for i, v in enumerate((100, 102, 98))]
     fast = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((150, 152, 148))]
     near = [make_result(fs="ext4", rep=i, value=v) for i, v in enumerate((104, 99, 101))]
     cells = build_cells(raw + fast + near)
     moved = baseline.apply_above_raw(cells)
     assert [c.fs_type for c in moved] == ["xfs"]
-    assert moved[0].values == [] and len(moved[0].cached_values) == 3
-    assert "not device performance" in moved[0].above_raw["reason"]
+    assert moved[0].values == [] and len(moved[0].unconfirmed_values) == 3 and moved[0].cached_values == []
+    assert "unconfirmed" in moved[0].above_raw["reason"]
     index = baseline.raw_index(cells)
     ext4 = next(c for c in cells if c.fs_type == "ext4")
     assert baseline.ratio_to_raw(ext4, index).value == pytest.approx(1.013, abs=1e-3)
@@ -98,3 +98,21 @@ def test_only_failed_trials_make_an_empty_but_valid_report():
     files = generate(build(analyse(rs), "t"), jobs=1)
     assert b"No figure" in files["report.html"]
     assert b"2 failed" in files["summary.txt"]
+
+
+def test_single_trial_above_raw_flags_are_rejudged_by_the_intervals():
+    """Issue 12: a trial flagged against one raw trial returns to the device numbers once the intervals of
+    repetitions say the stack is not above the raw device; one the bytes show cached stays cached."""
+    raw = [make_result(fs="raw", rep=i, value=v) for i, v in enumerate((100, 102, 98))]
+    xfs = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((99, 101, 97))]
+    xfs.append(make_result(fs="xfs", rep=3, value=160))
+    xfs[-1]["flags"]["above_raw"] = {"suspect": True, "reason": "1.60x a single raw trial", "evidence": {}}
+    cells = build_cells(raw + xfs)
+    x = next(c for c in cells if c.fs_type == "xfs")
+    assert len(x.unconfirmed) == 1 and x.reps == 3
+    assert baseline.apply_above_raw(cells) == []
+    assert x.unconfirmed == [] and x.reps == 4 and x.above_raw is None
+    cached = make_result(fs="xfs", rep=4, value=900, cache=True)
+    cells = build_cells(raw + xfs + [cached])
+    baseline.apply_above_raw(cells)
+    assert next(c for c in cells if c.fs_type == "xfs").cached_values == [900]

@@ -31,7 +31,7 @@ def test_each_check_fires_with_a_fix():
     rs[-1]["flags"]["failed"] = {"category": "disk_full", "message": "no space"}
     other = dict(make_result(fs="ext4", rep=2), host={"hostname": "other", "note": "measured in a virtual machine"})
     w = kinds(rs + [other])
-    assert set(w) == {"repetitions", "spread", "cache", "above_raw", "steady", "sync", "failed", "hosts", "host"}
+    assert set(w) == {"repetitions", "spread", "cache", "unconfirmed", "steady", "sync", "failed", "hosts", "host"}
     for x in w.values():
         assert "What to do:" in x.text() and x.fix
     assert "repetitions: 3" in w["repetitions"].fix

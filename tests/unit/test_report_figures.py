@@ -127,9 +127,23 @@ def test_cache_flagged_drawn_apart():
     rs = reps(1000, fs="raw") + reps(900, fs="xfs") + reps(5000, fs="xfs", cache=True)[:1]
     rep = build(analyse(rs), "t")
     (f,) = [f for f in rep.figures if f.kind == "ratio"]
-    cached = [b for b in f.data["bars"] if b["cached"]]
+    cached = [b for b in f.data["bars"] if b["apart"] == "cache"]
     assert len(cached) == 1 and cached[0]["value"] == pytest.approx(5.0, rel=0.02)
     assert "cache" in svg_texts(figures.render(f)[0])
+
+
+def test_unconfirmed_drawn_apart_from_cache_and_whiskers_only_with_an_interval():
+    """Issue 12: above the raw device with the bytes moved is its own category, apart from cache; a bar
+    without an interval gets no whisker."""
+    rs = reps(1000, fs="raw") + reps(2000, fs="xfs") + reps(900, fs="ext4")[:1]
+    rep = build(analyse(rs), "t")
+    (f,) = [f for f in rep.figures if f.kind == "ratio"]
+    apart = {b["apart"] for b in f.data["bars"]}
+    assert "unconfirmed" in apart and "cache" not in apart
+    texts = svg_texts(figures.render(f)[0])
+    assert "unconfirmed" in texts and "cache" not in texts
+    one = next(b for b in f.data["bars"] if b["label"].endswith("ext4") or "ext4" in b["label"])
+    assert one["low"] is None  # n = 1: no interval, so no whisker is drawn for it
 
 
 def test_compare_figure_and_table():

@@ -1,7 +1,7 @@
 """From stored results to everything the report shows (docs/architecture.md "Flow of one experiment").
 
 `analyse(results)` groups trials into cells (analysis/cells.py), moves results
-above the raw device to the cached side (baseline.py), finds sweeps and
+above the raw device apart as unconfirmed (baseline.py), finds sweeps and
 scaling (sweeps.py), 004-style tables (grid.py), hygiene warnings
 (hygiene.py), evaluates the seed studies' claims (findings.py) and gives
 advice (advice.py). It reads stored results only, never a live run.
@@ -43,6 +43,9 @@ class Analysis:
     @property
     def experiments(self) -> list[str]:
         return sorted({r.get("experiment", "") for r in self.results})
+
+    def raw_of(self, c: Cell) -> Cell | None:
+        return baseline.raw_of(c, self.raw)
 
     def workloads(self) -> list[str]:
         return sorted({c.labels["workload"] for c in self.cells})

@@ -45,10 +45,23 @@ def freeze(d: dict, drop: str = "name") -> tuple:
     )
 
 
+def runtime_kind(runtime_type: str) -> str:
+    """native, container or vm, as the runtime plugin declares it (its type for one not registered)."""
+    from strata.stack.runtimes import REGISTRY
+
+    plugin = REGISTRY.get(runtime_type)
+    return plugin.kind if plugin is not None else runtime_type
+
+
 def is_cache_suspect(result: dict) -> bool:
-    flags = result.get("flags") or {}
-    c = flags.get("cache") or {}
-    return (bool(c.get("suspect")) and not c.get("expected")) or bool((flags.get("above_raw") or {}).get("suspect"))
+    """The byte evidence shows a cache answered (and the workload did not expect one)."""
+    c = (result.get("flags") or {}).get("cache") or {}
+    return bool(c.get("suspect")) and not c.get("expected")
+
+
+def is_unconfirmed(result: dict) -> bool:
+    """Above the raw device by a single trial's comparison, with no byte evidence of a cache."""
+    return bool(((result.get("flags") or {}).get("above_raw") or {}).get("suspect"))
 
 
 def throughput(result: dict) -> tuple[float | None, str]:
@@ -85,6 +98,8 @@ class Cell:
     unit: str = ""
     values: list = field(default_factory=list)
     cached_values: list = field(default_factory=list)
+    unconfirmed: list = field(default_factory=list)  # above the raw device, the bytes say no cache: drawn apart
+    unconfirmed_values: list = field(default_factory=list)
     steady: list = field(default_factory=list)
     summary: Summary | None = None
     above_raw: dict | None = None
@@ -96,6 +111,7 @@ class Cell:
         self.fs_type = t["filesystem"]["type"]
         self.mount_options = list(t["filesystem"].get("mount_options") or [])
         self.runtime_type = t["runtime"]["type"]
+        self.runtime_kind = runtime_kind(self.runtime_type)
         self.driver = t["runtime"].get("storage_driver")
         self.path = t["path"]
         self.workload, self.load = t["workload"], t["load"]
@@ -122,6 +138,19 @@ class Cell:
     @property
     def reps(self) -> int:
         return len(self.values)
+
+    @property
+    def apart_values(self) -> list:
+        """Everything drawn apart from the device numbers: cache and unconfirmed."""
+        return self.cached_values + self.unconfirmed_values
+
+    @property
+    def emulated(self) -> bool:
+        """Measured under emulation (a VM under TCG): never storage performance to compare."""
+        return any(
+            ((r.get("flags") or {}).get("emulated") or {}).get("suspect")
+            for r in self.ok + self.cached + self.unconfirmed
+        )
 
     def latency(self, kind: str, stat: str) -> Summary:
         """Mean over repetitions of a latency statistic (ns) of the cell's direction."""
@@ -175,7 +204,14 @@ def _add(c: Cell, r: dict, judge_steady: bool) -> None:
     if is_cache_suspect(r):
         c.cached.append(r)
         c.cached_values.append(value)
-        return
+    elif is_unconfirmed(r):
+        c.unconfirmed.append(r)
+        c.unconfirmed_values.append(value)
+    else:
+        add_ok(c, r, value, judge_steady)
+
+
+def add_ok(c: Cell, r: dict, value: float, judge_steady: bool = True) -> None:
     c.ok.append(r)
     c.values.append(value)
     if judge_steady:

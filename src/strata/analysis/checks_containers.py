@@ -1,14 +1,15 @@
-"""Checks of the seed studies' claims on containers: scaling and its peak (003 section 6.1, Figure 6),
-cgroup limits (003 section 6.2, Figure 7a), remote storage (003 sections 5.4, 6.1), the backing file
-system, volume and bind mount with 1 to 3 containers (004, Tables 2 to 5), containers against native
-and VMs (001 section 4). For the registry in analysis/findings.py.
+"""Checks of the studies' claims on containers: scaling and its peak (003 section 6.1, Figure 6), cgroup
+limits (003 section 6.2, Figure 7a), remote storage (003 sections 5.4, 6.1), the backing file system,
+volume and bind mount with 1 to 3 containers (004, Tables 2 to 5), containers against native and VMs
+(001 section 4). Each is decided by the 95% interval of the compared quantity (analysis/verdict.py).
+For the registry in analysis/findings.py.
 """
 
 from __future__ import annotations
 
-from strata.analysis.query import by_context, fmt, pairs, select, within
-from strata.analysis.stats import change
-from strata.analysis.verdict import changes, factor, verdict
+from strata.analysis.query import by_context, fmt, pairs, select
+from strata.analysis.stats import change, ratio
+from strata.analysis.verdict import Decision, changes, factors, ratio_decision, verdict
 
 
 def _scaling(ctx, min_points=2):
@@ -16,36 +17,43 @@ def _scaling(ctx, min_points=2):
 
 
 def containers_peak(ctx):
-    from strata.analysis.sweeps import peak
-
-    items = []
+    """The peak inside the range and the largest count at least 10% below it."""
+    out = []
     for ln in _scaling(ctx, 3):
-        p = peak(ln)
-        sig = "" if p.significant is None else (", significant" if p.significant else ", not significant")
-        items.append(
-            (
-                p.falls_after,
-                f"{ln.stack} {ln.points[0][1].labels['workload']}: peak {fmt(p.aggregate)} at "
-                f"{p.x} containers"
-                + (f", {p.drop:.0%} lower at {p.last_x}{sig}" if p.falls_after else f", not falling by {p.last_x}"),
-            )
-        )
-    return verdict(items)
+        (x0, peak), (xl, last) = max(ln.measured, key=lambda p: p[1].summary.mean), ln.measured[-1]
+        name = f"{ln.stack} {ln.points[0][1].labels['workload']}: peak {fmt(peak.summary.mean)} at {x0} containers"
+        if peak is last:  # still rising (or flat) at the last count: against the claim only if decidedly rising
+            xp, prev = ln.measured[-2]
+            r = ratio(last.summary, prev.summary)
+            d = ratio_decision(r, min(last.reps, prev.reps), f"{name}, not falling by {xl}", hi=1.0)
+            out.append(Decision(False if d.held is False else None, d.text, d.need or "measure more containers"))
+            continue
+        r = ratio(last.summary, peak.summary)
+        out.append(ratio_decision(r, min(last.reps, peak.reps), f"{name}, {r.value:.2f}x at {xl}", hi=0.90))
+    return verdict(out)
 
 
 def p99_grows_faster(ctx):
-    items = []
+    out = []
     for ln in _scaling(ctx, 2):
         a, b = ln.measured[0][1], ln.measured[-1][1]
-        m = b.latency("lat", "mean").mean / a.latency("lat", "mean").mean if a.latency("lat", "mean").mean else None
-        p = b.latency("lat", "p99").mean / a.latency("lat", "p99").mean if a.latency("lat", "p99").mean else None
-        if m and p and m == m and p == p:
-            items.append((p > m, f"{ln.stack}: {ln.xs[0]}->{ln.xs[-1]} containers, p99 x{p:.2f}, mean x{m:.2f}"))
-    return verdict(items)
+        mean = ratio(b.latency("lat", "mean"), a.latency("lat", "mean"))
+        p99 = ratio(b.latency("lat", "p99"), a.latency("lat", "p99"))
+        if mean.value == mean.value and p99.value == p99.value:
+            text = f"{ln.stack}: {ln.xs[0]}->{ln.xs[-1]} containers, p99 x{p99.value:.2f}, mean x{mean.value:.2f}"
+            if p99.low is None or mean.low is None:
+                out.append(Decision(None, text, "no interval: needs 2 or more repetitions (3 recommended)"))
+            else:
+                held = True if p99.low > mean.high else False if p99.high < mean.low else None
+                out.append(
+                    Decision(held, text, "" if held is not None else "the intervals overlap: needs more repetitions")
+                )
+    return verdict(out)
 
 
 def _fs_rank(ctx, workload_re, fs, best=True):
-    items = []
+    """`fs` within 5% of the best other file system (best=True), or of the worst (best=False)."""
+    out = []
     for group in by_context(select(ctx.cells, workload_re=workload_re), also=("path", "containers")).values():
         by_fs = {}
         for c in group:
@@ -53,16 +61,18 @@ def _fs_rank(ctx, workload_re, fs, best=True):
                 by_fs.setdefault(c.fs_type, c)
         if fs not in by_fs or len(by_fs) < 2:
             continue
+        others = sorted((c for t, c in by_fs.items() if t != fs), key=lambda c: c.summary.mean, reverse=best)
+        mine, ref = by_fs[fs], others[0]
         ranked = sorted(by_fs.values(), key=lambda c: c.summary.mean, reverse=best)
-        top = ranked[0]
-        tied = (
-            by_fs[fs].summary.mean >= 0.95 * top.summary.mean
+        order = (
+            " > ".join(f"{c.fs_type} {fmt(c.summary.mean, c.unit)}" for c in ranked)
             if best
-            else by_fs[fs].summary.mean <= 1.05 * top.summary.mean
+            else " < ".join(f"{c.fs_type} {fmt(c.summary.mean, c.unit)}" for c in ranked)
         )
-        order = " > ".join(f"{c.fs_type} {fmt(c.summary.mean, c.unit)}" for c in ranked)
-        items.append((tied, f"{top.labels['workload']} {top.path} x{top.containers}: {order}"))
-    return verdict(items)
+        r = ratio(mine.summary, ref.summary)
+        text = f"{mine.labels['workload']} {mine.path} x{mine.containers}: {order}"
+        out.append(ratio_decision(r, min(mine.reps, ref.reps), text, **({"lo": 0.95} if best else {"hi": 1.05})))
+    return verdict(out)
 
 
 def ext4_best_file_mail(ctx):
@@ -79,47 +89,45 @@ def btrfs_worst_fileserver(ctx):
 
 def volume_bind_similar(ctx):
     prs = pairs(
-        select(ctx.cells, runtime="docker", path="volume"),
-        select(ctx.cells, runtime="docker", path="bind"),
+        select(ctx.cells, container=True, path="volume"),
+        select(ctx.cells, container=True, path="bind"),
         also=("filesystem", "runtime"),
     )
-    return changes(prs, lambda ch: within(ch, 0.10))
+    return changes(prs, lo=-0.10, hi=0.10)
 
 
 def per_container_share(ctx):
-    items = []
+    out = []
     for ln in _scaling(ctx, 2):
         one = dict(ln.measured).get(1)
         if one is None:
             continue
         for x, c in ln.measured[1:]:
-            f = c.summary.mean / one.summary.mean
-            items.append(
-                (
-                    0.8 <= f <= 1.2,
-                    f"{ln.stack} {c.labels['workload']}: {x} containers move {f:.2f}x one "
-                    f"container's total ({fmt(c.summary.mean / x, c.unit)} each)",
-                )
+            r = ratio(c.summary, one.summary)
+            text = (
+                f"{ln.stack} {c.labels['workload']}: {x} containers move {r.value:.2f}x one container's total "
+                f"({fmt(c.summary.mean / x, c.unit)} each)"
             )
-    return verdict(items)
+            out.append(ratio_decision(r, min(c.reps, one.reps), text, lo=0.8, hi=1.2))
+    return verdict(out)
 
 
 def container_near_native(ctx):
     prs = pairs(
         select(ctx.cells, runtime="native", path="bind"),
-        [c for c in select(ctx.cells, runtime="docker") if c.path in ("volume", "bind") and c.containers == 1],
+        [c for c in select(ctx.cells, container=True) if c.path in ("volume", "bind") and c.containers == 1],
         also=("filesystem",),
     )
-    return changes(prs, lambda ch: ch.rel >= -0.05 or within(ch, 0.05))
+    return changes(prs, lo=-0.05)
 
 
 def containers_beat_vms(ctx):
-    prs = pairs(select(ctx.cells, runtime="vm"), select(ctx.cells, runtime="docker"), also=("filesystem", "path"))
-    return changes(prs, lambda ch: ch.rel >= 0.10)
+    prs = pairs(select(ctx.cells, runtime="vm"), select(ctx.cells, container=True), also=("filesystem", "path"))
+    return changes([p for p in prs if not p[0].emulated], lo=0.10)
 
 
 def _same_but(c, what: str):
-    """What a cell ran, without the device (what="device") or without the cgroup limits (what="limits")."""
+    """What a cell ran, without the device (what="device") or without the limits (what="limits")."""
     ld = c.load_key if what == "device" else tuple(kv for kv in c.load_key if kv[0] != "limits")
     dev = None if what == "device" else c.trial["device"]["name"]
     return (dev, c.labels["filesystem"], c.labels["runtime"], c.path, c.workload_key, ld)
@@ -127,17 +135,17 @@ def _same_but(c, what: str):
 
 def remote_near_local(ctx):
     local = {_same_but(c, "device"): c for c in ctx.cells if c.values and not _is_remote(c)}
-    items = []
+    prs = []
     for c in ctx.cells:
         base = local.get(_same_but(c, "device")) if c.values and _is_remote(c) else None
         if base is not None:
-            f = factor(base, c)
-            items.append((f >= 0.88, f"{c.name}: {f:.2f}x {base.labels['device']} (direct-attached)"))
-    return verdict(items)
+            prs.append((base, c, None))
+    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x {a.labels['device']} (direct-attached)", lo=0.88)
 
 
 def _is_remote(c) -> bool:
-    return str(c.trial["device"].get("type", "")).startswith("remote")
+    dev = c.trial["device"]
+    return dev.get("type") == "remote" or bool(dev.get("remote"))
 
 
 def _limited(ctx, key: str):
@@ -157,8 +165,8 @@ def _limits(c) -> dict:
 
 
 def memory_limit_hurts(ctx):
-    return changes(_limited(ctx, "memory"), lambda ch: ch.rel <= -0.20)
+    return changes(_limited(ctx, "memory"), hi=-0.20)
 
 
 def bandwidth_limit_harmless(ctx):
-    return changes(_limited(ctx, "bps"), lambda ch: within(ch, 0.10))
+    return changes(_limited(ctx, "bps"), lo=-0.10, hi=0.10)

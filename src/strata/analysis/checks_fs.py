@@ -1,30 +1,40 @@
-"""Checks of seed study 003's claims on host file systems, storage drivers, volumes, caches and latency
+"""Checks of study 003's claims on host file systems, storage drivers, volumes, caches and latency
 (sections 5.1 to 5.5, Figures 3 and 4), for the registry in analysis/findings.py.
 
 Claims about throughput are checked at the highest load measured, single container, as the study
-reports them ("unless otherwise indicated ... high load (32 jobs, 32 queue depth)", section 5).
+reports them ("unless otherwise indicated ... high load (32 jobs, 32 queue depth)", section 5). Each is
+decided by the 95% interval of the compared quantity (analysis/verdict.py).
 """
 
 from __future__ import annotations
 
-from strata.analysis.baseline import ratio_to_raw
+from strata.analysis.baseline import ratio_to_raw, raw_of
 from strata.analysis.query import at_highest_load as high
-from strata.analysis.query import by_context, fmt, pairs, select, within
-from strata.analysis.verdict import RANDOM, SMALL_BS, changes, factor, ratios, verdict
+from strata.analysis.query import by_context, fmt, pairs, select
+from strata.analysis.stats import ratio
+from strata.analysis.verdict import (
+    RANDOM,
+    SMALL_BS,
+    Decision,
+    changes,
+    evidence,
+    factors,
+    ratio_decision,
+    ratios,
+    verdict,
+)
+from strata.validity import MIN_DEVICE_SHARE, min_share
 
 
 def xfs_near_raw(ctx):
-    return ratios(
-        ctx,
-        high(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randread", "read", "write"))),
-        lambda r: r >= 0.90,
-    )
+    cells = high(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randread", "read", "write")))
+    return ratios(ctx, cells, lo=0.90)
 
 
 def ext4_rr_below_raw(ctx):
     cells = select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=("randread",))
     top = max((c.outstanding for c in cells), default=0)
-    return ratios(ctx, [c for c in cells if c.outstanding == top and top > 1], lambda r: r <= 0.90)
+    return ratios(ctx, [c for c in cells if c.outstanding == top and top > 1], hi=0.90)
 
 
 def dioread_nolock(ctx):
@@ -33,7 +43,7 @@ def dioread_nolock(ctx):
         high(select(ctx.cells, fs="ext4", option="dioread_nolock", rw=("randread",))),
         also=("runtime", "path"),
     )
-    return changes(prs, lambda ch: ch.rel >= 0.10)
+    return changes(prs, lo=0.10)
 
 
 def _jobs_lines(ctx, fs, rw="randwrite"):
@@ -46,31 +56,35 @@ def _jobs_lines(ctx, fs, rw="randwrite"):
     ]
 
 
+def _best(points):
+    return max(points, key=lambda p: p[1].summary.mean)[1] if points else None
+
+
 def xfs_jobs_cliff(ctx):
-    items = []
+    out = []
     for ln in _jobs_lines(ctx, "xfs"):
-        lo = [c.summary.mean for x, c in ln.measured if x <= 24]
-        hi = [c.summary.mean for x, c in ln.measured if x > 24]
+        lo, hi = _best([p for p in ln.measured if p[0] <= 24]), _best([p for p in ln.measured if p[0] > 24])
         if lo and hi:
-            items.append(
-                (
-                    max(hi) < 0.8 * max(lo),
-                    f"{ln.stack}: best {fmt(max(lo))} up to 24 jobs, "
-                    f"best {fmt(max(hi))} past 24 ({max(hi) / max(lo):.2f}x)",
-                )
+            r = ratio(hi.summary, lo.summary)
+            text = (
+                f"{ln.stack}: best {fmt(lo.summary.mean)} up to 24 jobs, best {fmt(hi.summary.mean)} past 24 "
+                f"({r.value:.2f}x)"
             )
-    return verdict(items)
+            out.append(ratio_decision(r, min(lo.reps, hi.reps), text, hi=0.80))
+    return verdict(out)
 
 
 def ext4_jobs_flat(ctx):
-    items = []
+    out = []
     for ln in _jobs_lines(ctx, "ext4"):
-        vals = [c.summary.mean for _, c in ln.measured]
-        if len(vals) < 3:
+        cells = [c for _, c in ln.measured]
+        if len(cells) < 3:
             continue
-        spread = (max(vals) - min(vals)) / max(vals)
-        items.append((spread <= 0.20, f"{ln.stack} over {ln.xs[0]}..{ln.xs[-1]} jobs: spread {spread:.0%} of the best"))
-    return verdict(items)
+        top, bottom = max(cells, key=lambda c: c.summary.mean), min(cells, key=lambda c: c.summary.mean)
+        r = ratio(bottom.summary, top.summary)
+        text = f"{ln.stack} over {ln.xs[0]}..{ln.xs[-1]} jobs: the lowest is {r.value:.2f}x the best"
+        out.append(ratio_decision(r, min(top.reps, bottom.reps), text, lo=0.80))
+    return verdict(out)
 
 
 def btrfs_small_random(ctx):
@@ -82,18 +96,15 @@ def btrfs_small_random(ctx):
         for c in high(select(ctx.cells, fs="btrfs", plain=True, runtime="native", rw=RANDOM))
         if (c.workload.get("bs") or 0) <= SMALL_BS
     ]
-    items, best = [], {}
-    for b, o, _ in pairs(btrfs, others):
+    best = {}
+    for b, o, ch in pairs(btrfs, others):
         if b.key not in best or o.summary.mean > best[b.key][1].summary.mean:
-            best[b.key] = (b, o)
-    for b, o in best.values():
-        f = factor(o, b)
-        items.append((f < 0.80, f"{b.name}: {f:.2f}x {o.labels['filesystem']}"))
-    return verdict(items)
+            best[b.key] = (o, b, ch)
+    return factors(list(best.values()), lambda o, b, r: f"{b.name}: {r.value:.2f}x {o.labels['filesystem']}", hi=0.80)
 
 
 def btrfs_rr_blocksize(ctx):
-    items = []
+    out = []
     for s in ctx.sweeps:
         if s.dim != "bs":
             continue
@@ -102,17 +113,29 @@ def btrfs_rr_blocksize(ctx):
             if c0.fs_type != "btrfs" or c0.rw != "randread":
                 continue
             rs = [(x, ratio_to_raw(c, ctx.raw)) for x, c in ln.measured]
-            rs = [(x, r.value) for x, r in rs if r is not None]
-            small = [v for x, v in rs if x <= 4096]
-            big = [v for x, v in rs if x >= 32768]
+            small = [r for x, r in rs if r is not None and x <= 4096]
+            big = [r for x, r in rs if r is not None and x >= 32768]
             if small and big:
-                items.append(
-                    (
-                        max(big) > small[0],
-                        f"{ln.stack}: {small[0]:.2f}x raw at 4 KiB, {max(big):.2f}x raw at 32 KiB or more",
+                out.append(
+                    _above(
+                        max(big, key=lambda r: r.value),
+                        small[0],
+                        f"{ln.stack}: {small[0].value:.2f}x raw at 4 KiB, "
+                        f"{max(r.value for r in big):.2f}x raw at 32 KiB or more",
                     )
                 )
-    return verdict(items)
+    return verdict(out)
+
+
+def _above(a, b, text) -> Decision:
+    """a above b: decided when their intervals do not overlap."""
+    if a.low is None or b.low is None:
+        return Decision(None, text, "no interval: needs 2 or more repetitions of each side (3 recommended)")
+    if a.low > b.high:
+        return Decision(True, text)
+    if a.high < b.low:
+        return Decision(False, text)
+    return Decision(None, text, "the intervals overlap: needs more repetitions")
 
 
 def btrfs_nodatacow(ctx):
@@ -121,17 +144,12 @@ def btrfs_nodatacow(ctx):
         high(select(ctx.cells, fs="btrfs", option="nodatacow", rw=("randwrite",))),
         also=("runtime", "path"),
     )
-    return verdict(
-        [(factor(a, b) >= 2.0, f"{b.name}: {factor(a, b):.2f}x with copy-on-write ({ch.text()})") for a, b, ch in prs]
-    )
+    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x with copy-on-write", lo=2.0)
 
 
 def overlay_layer_near_raw(ctx):
-    return ratios(
-        ctx,
-        high(select(ctx.cells, runtime="docker", drivers=("overlay2", "overlay", "aufs"), path="layer")),
-        lambda r: r >= 0.90,
-    )
+    cells = high(select(ctx.cells, container=True, drivers=("overlay2", "overlay", "aufs"), path="layer"))
+    return ratios(ctx, cells, lo=0.90)
 
 
 def btrfs_driver_slow(ctx):
@@ -139,9 +157,7 @@ def btrfs_driver_slow(ctx):
         select(ctx.cells, drivers=("overlay2",), path="layer", rw=RANDOM),
         high(select(ctx.cells, drivers=("btrfs",), path="layer", rw=RANDOM)),
     )
-    return verdict(
-        [(factor(a, b) < 0.80, f"{b.name}: {factor(a, b):.2f}x overlay2 ({a.labels['filesystem']})") for a, b, _ in prs]
-    )
+    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2 ({a.labels['filesystem']})", hi=0.80)
 
 
 def devicemapper_slow(ctx):
@@ -149,56 +165,51 @@ def devicemapper_slow(ctx):
         select(ctx.cells, drivers=("overlay2",), path="layer"),
         select(ctx.cells, drivers=("devicemapper",), path="layer"),
     )
-    return verdict([(factor(a, b) < 0.90, f"{b.name}: {factor(a, b):.2f}x overlay2") for a, b, _ in prs])
+    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2", hi=0.90)
 
 
 def volume_near_host(ctx):
     prs = pairs(
         select(ctx.cells, runtime="native", path="bind"),
-        select(ctx.cells, runtime="docker", path="volume"),
+        select(ctx.cells, container=True, path="volume"),
         also=("filesystem",),
     )
-    return changes(prs, lambda ch: within(ch, 0.05))
+    return changes(prs, lo=-0.05, hi=0.05)
 
 
 def volume_driver_independent(ctx):
-    items = []
-    for group in by_context(select(ctx.cells, runtime="docker", path="volume"), also=("filesystem",)).values():
+    out = []
+    for group in by_context(select(ctx.cells, container=True, path="volume"), also=("filesystem",)).values():
         drivers = {c.driver for c in group}
         if len(drivers) >= 2:
-            vals = [c.summary.mean for c in group]
-            f = max(vals) / min(vals)
-            items.append(
-                (
-                    f <= 1.05,
-                    f"{group[0].labels['workload']} {group[0].labels['load']} on "
-                    f"{group[0].labels['filesystem']}: {len(drivers)} drivers within {f - 1:.1%}",
-                )
+            top, bottom = max(group, key=lambda c: c.summary.mean), min(group, key=lambda c: c.summary.mean)
+            r = ratio(top.summary, bottom.summary)
+            text = (
+                f"{group[0].labels['workload']} {group[0].labels['load']} on {group[0].labels['filesystem']}: "
+                f"{len(drivers)} drivers within {r.value - 1:.1%}"
             )
-    return verdict(items)
+            out.append(ratio_decision(r, min(top.reps, bottom.reps), text, hi=1.05))
+    return verdict(out)
 
 
 def above_raw_is_cache(ctx):
-    from strata.analysis.baseline import raw_of
-    from strata.validity import MIN_DEVICE_SHARE, min_share
-
+    """Decided by the byte evidence, not by an interval: did the disk move the bytes?"""
     items = []
     for c in ctx.cells:
         raw = raw_of(c, ctx.raw)
-        vals = c.values + c.cached_values
+        vals = c.values + c.apart_values
         if raw is None or not vals or sum(vals) / len(vals) <= 1.10 * raw.summary.mean:
             continue
         f = sum(vals) / len(vals) / raw.summary.mean
-        shares = [s for r in c.ok + c.cached if (s := min_share((r.get("flags") or {}).get("cache"))) is not None]
+        shares = [
+            s
+            for r in c.ok + c.cached + c.unconfirmed
+            if (s := min_share((r.get("flags") or {}).get("cache"))) is not None
+        ]
         confirmed = bool(shares) and min(shares) < MIN_DEVICE_SHARE
-        items.append(
-            (
-                confirmed,
-                f"{c.name}: {f:.2f}x raw, the disk moved "
-                + (f"{min(shares):.0%} of the workload's bytes" if shares else "an unknown share of the bytes"),
-            )
-        )
-    return verdict(items)
+        moved = f"{min(shares):.0%} of the workload's bytes" if shares else "an unknown share of the bytes"
+        items.append((confirmed, f"{c.name}: {f:.2f}x raw, the disk moved {moved}"))
+    return evidence(items)
 
 
 def xfs_beats_ext4_rr(ctx):
@@ -207,7 +218,7 @@ def xfs_beats_ext4_rr(ctx):
         high(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randread",))),
         also=("path",),
     )
-    return changes([p for p in prs if p[1].outstanding > 1], lambda ch: ch.rel >= -0.05)
+    return changes([p for p in prs if p[1].outstanding > 1], lo=-0.05)
 
 
 def ext4_beats_xfs_rw(ctx):
@@ -217,12 +228,12 @@ def ext4_beats_xfs_rw(ctx):
         also=("path",),
     )
     top = max((b.outstanding for _, b, _ in prs), default=0)
-    return changes([p for p in prs if p[1].outstanding == top and top > 1], lambda ch: ch.rel >= -0.05)
+    return changes([p for p in prs if p[1].outstanding == top and top > 1], lo=-0.05)
 
 
 def sequential_either_fs(ctx):
     cells = high(select(ctx.cells, plain=True, runtime="native", rw=("read", "write")))
-    return ratios(ctx, [c for c in cells if c.fs_type in ("ext4", "xfs")], lambda r: r >= 0.90)
+    return ratios(ctx, [c for c in cells if c.fs_type in ("ext4", "xfs")], lo=0.90)
 
 
 def _lat_pairs(ctx):
@@ -239,33 +250,31 @@ def _lat_pairs(ctx):
 
 
 def latency_high_load(ctx):
-    items = []
+    out = []
     for lo, hi in _lat_pairs(ctx):
-        a, b = lo.latency("lat", "mean").mean, hi.latency("lat", "mean").mean
-        if a and b:
-            items.append(
-                (
-                    b / a >= 5,
-                    f"{hi.stack}: {b / a:.1f}x the low-load latency "
-                    f"({hi.outstanding} vs {lo.outstanding} I/Os in flight)",
-                )
+        a, b = lo.latency("lat", "mean"), hi.latency("lat", "mean")
+        if a.n and b.n and a.mean and b.mean:
+            r = ratio(b, a)
+            text = (
+                f"{hi.stack}: {r.value:.1f}x the low-load latency ({hi.outstanding} vs {lo.outstanding} I/Os in flight)"
             )
-    return verdict(items)
+            out.append(ratio_decision(r, min(a.n, b.n), text, lo=5.0))
+    return verdict(out)
+
+
+def _slat_share(cell, limit: float) -> Decision | None:
+    s, t = cell.latency("slat", "mean"), cell.latency("lat", "mean")
+    if not (s.n and t.n and s.mean == s.mean and t.mean):
+        return None
+    r = ratio(s, t) if s.mean > 0 else None
+    if r is None:
+        return Decision(True, f"{cell.name}: slat 0% of the total")
+    return ratio_decision(r, min(s.n, t.n), f"{cell.name}: slat {r.value:.2%} of the total", hi=limit, fmt="{:.2%}")
 
 
 def clat_dominates(ctx):
-    items = []
-    for lo, _ in _lat_pairs(ctx):
-        s, t = lo.latency("slat", "mean").mean, lo.latency("lat", "mean").mean
-        if s == s and t:
-            items.append((s / t < 0.20, f"{lo.name}: slat {s / t:.1%} of the total"))
-    return verdict(items)
+    return verdict([d for lo, _ in _lat_pairs(ctx) if (d := _slat_share(lo, 0.20)) is not None])
 
 
 def slat_small_high_load(ctx):
-    items = []
-    for _, hi in _lat_pairs(ctx):
-        s, t = hi.latency("slat", "mean").mean, hi.latency("lat", "mean").mean
-        if s == s and t:
-            items.append((s / t < 0.01, f"{hi.name}: slat {s / t:.2%} of the total"))
-    return verdict(items)
+    return verdict([d for _, hi in _lat_pairs(ctx) if (d := _slat_share(hi, 0.01)) is not None])

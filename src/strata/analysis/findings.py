@@ -1,11 +1,11 @@
 """The claims of the seed studies, each a check over the user's results.
 
-Every Finding quotes a claim from a study (docs/studies.md) with its source
-(file, section, figure or table), states the criterion strata applies, and
-checks it: held, not held, or not measured (the results hold nothing that the
-claim speaks about), always with the numbers. The thresholds are looser than
-the studies' own numbers on purpose: the studies ran NVMe SSDs, the user may
-run a loop file; a claim holds when its direction and rough size hold.
+Every Finding quotes a claim from a study (docs/studies.md) with its source (section, figure or table),
+states the criterion strata applies, and checks it: held or not held only when the 95% interval of the
+compared quantity lies wholly on one side of the criterion, inconclusive otherwise (with what would
+decide it), not measured when the results hold nothing the claim speaks about; always with the numbers.
+The thresholds are looser than the studies' own numbers on purpose: the studies ran NVMe SSDs, the user
+may run a loop file; a claim holds when its direction and rough size hold.
 
 FINDINGS is the registry: add a claim by adding one Finding to it.
 """
@@ -51,9 +51,9 @@ from strata.analysis.checks_fs import (
     xfs_jobs_cliff,
     xfs_near_raw,
 )
-from strata.analysis.verdict import HELD, NOT_HELD, NOT_MEASURED, S001, S002, S003, S004, Outcome
+from strata.analysis.verdict import HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED, S001, S002, S003, S004, Outcome
 
-__all__ = ["FINDINGS", "Finding", "Outcome", "evaluate", "HELD", "NOT_HELD", "NOT_MEASURED"]
+__all__ = ["FINDINGS", "Finding", "Outcome", "evaluate", "HELD", "NOT_HELD", "INCONCLUSIVE", "NOT_MEASURED"]
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ FINDINGS: list[Finding] = [
         "volume-near-host-fs",
         "Data volumes match the host file system's throughput.",
         f"{S003} section 5.3, Figures 3k-3l; {S002} section III-B",
-        "docker volume within 5% of native on the same file system (or its 95% interval reaches within 5%)",
+        "a container volume within 5% of native on the same file system",
         volume_near_host,
     ),
     F(
@@ -255,14 +255,14 @@ FINDINGS: list[Finding] = [
         "volume-bind-similar",
         "Docker volumes and bind mounts perform similarly.",
         f"{S004} section 4, Tables 2-5",
-        "volume within 10% of bind mount on the same file system (or its interval reaches within)",
+        "volume within 10% of bind mount on the same file system",
         volume_bind_similar,
     ),
     F(
         "container-near-native",
         "A container on a volume or bind mount reaches native throughput.",
         f"{S001} section 4.1, Table 2; {S002} section IV",
-        "container >= 0.95x native on the same file system (or its interval reaches it)",
+        "container >= 0.95x native on the same file system",
         container_near_native,
     ),
     F(
@@ -290,7 +290,7 @@ FINDINGS: list[Finding] = [
         "bandwidth-limit-harmless",
         "A per-container disk bandwidth limit barely changes aggregate throughput.",
         f"{S003} section 6.2, Figure 7a",
-        "with a bps limit, within 10% of the unlimited run (or its interval reaches)",
+        "with a bps limit, within 10% of the unlimited run",
         bandwidth_limit_harmless,
     ),
 ]

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from strata import validity
 from strata.analysis.cells import Cell
 
 MIN_REPETITIONS = 3
@@ -38,7 +37,7 @@ class HygieneWarning:
 def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
     out: list[HygieneWarning] = []
     out.extend(_cache(cells))
-    for fn in (_above_raw, _repetitions, _spread, _steady, _sync, _failed):
+    for fn in (_unconfirmed, _repetitions, _spread, _steady, _sync, _failed):
         w = fn(cells)
         if w:
             out.append(w)
@@ -47,52 +46,38 @@ def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
 
 
 def _cache(cells: list[Cell]) -> list[HygieneWarning]:
-    confirmed, unconfirmed = [], []
-    for c in cells:
-        if c.above_raw is not None:
-            continue
-        for r in c.cached:
-            item = f"{c.name} #{r['labels'].get('repetition', 0)}"
-            flags = r.get("flags") or {}
-            above = (flags.get("above_raw") or {}).get("suspect")
-            (unconfirmed if above and validity.bytes_moved(flags.get("cache")) else confirmed).append(item)
-    out = []
-    if confirmed:
-        out.append(
-            HygieneWarning(
-                "cache",
-                f"a cache answered in {len(confirmed)} trial(s): they are drawn apart, "
-                "labeled cache, never as device performance",
-                "measure the device with O_DIRECT on a path that honours it (loop devices with "
-                "`direct_io: true`); see flags.cache.evidence in the trial's JSON",
-                confirmed,
-            )
+    cached = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.cached]
+    if not cached:
+        return []
+    return [
+        HygieneWarning(
+            "cache",
+            f"a cache answered in {len(cached)} trial(s) (a disk moved less than half of their bytes): they are drawn "
+            "apart, labeled cache, never as device performance",
+            "measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`); "
+            "see flags.cache.evidence in the trial's JSON",
+            cached,
         )
-    if unconfirmed:
-        out.append(
-            HygieneWarning(
-                "cache_unconfirmed",
-                f"{len(unconfirmed)} trial(s) were flagged for beating the "
-                "raw device, yet the disk moved all of their bytes: the raw baseline may be the "
-                "outlier; they are drawn apart as cache all the same",
-                "rerun the raw device trials of that workload with more repetitions "
-                "(`repetitions: 3`, `strata run SPEC --resume`) and compare again",
-                unconfirmed,
-            )
-        )
-    return out
+    ]
 
 
-def _above_raw(cells: list[Cell]) -> HygieneWarning | None:
-    items = [f"{c.name} ({c.above_raw['ratio']:.2f}x raw)" for c in cells if c.above_raw]
-    if not items:
+def _unconfirmed(cells: list[Cell]) -> HygieneWarning | None:
+    trials = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells if not c.above_raw for r in c.unconfirmed]
+    decided = [f"{c.name} ({c.above_raw['ratio']:.2f}x raw)" for c in cells if c.above_raw]
+    if not trials and not decided:
         return None
+    what = []
+    if decided:
+        what.append(f"{len(decided)} configuration(s) beat the raw device they sit on beyond the intervals")
+    if trials:
+        what.append(f"{len(trials)} trial(s) beat a single raw-device trial by more than 1.5x")
     return HygieneWarning(
-        "above_raw",
-        f"{len(items)} configuration(s) beat the raw device they sit on: a cache answered "
-        "(study 003, section 5.2, the loop-lvm anomaly); shown apart, not as device performance",
-        "check that the path honours O_DIRECT; rerun the raw device baseline in the same run",
-        items,
+        "unconfirmed",
+        "; ".join(what) + ", although the device moved the workload's bytes: a cache below the device (the "
+        "hypervisor's) or a disturbed raw baseline; drawn apart as unconfirmed, not as device performance",
+        "rerun the raw device and these stacks with repetitions (`repetitions: 3` or `auto`, "
+        "`strata run SPEC --resume`): the intervals then decide",
+        decided + trials,
     )
 
 
@@ -155,7 +140,7 @@ def _steady(cells: list[Cell]) -> HygieneWarning | None:
 def _sync(cells: list[Cell]) -> HygieneWarning | None:
     items = []
     for c in cells:
-        for r in c.ok + c.cached:
+        for r in c.ok + c.cached + c.unconfirmed:
             s = (r.get("flags") or {}).get("sync") or {}
             if s.get("suspect"):
                 items.append(f"{c.name} #{r['labels'].get('repetition', 0)} (skew {s.get('skew_s', 0):.1f} s)")

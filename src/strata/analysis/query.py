@@ -23,6 +23,7 @@ def select(
     path: str | None = None,
     rw: tuple | None = None,
     kind: str | None = None,
+    container: bool | None = None,
     workload_re: str | None = None,
 ) -> list[Cell]:
     """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present."""
@@ -39,6 +40,8 @@ def select(
         out = [c for c in out if c.driver in drivers]
     if kind:
         out = [c for c in out if c.kind == kind]
+    if container is not None:
+        out = [c for c in out if (c.runtime_kind == "container") == container]
     if plain:
         out = [c for c in out if not c.mount_options]
     if option:

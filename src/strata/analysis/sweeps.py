@@ -82,7 +82,7 @@ def find(cells: list[Cell], dims=tuple(SWEEP_DIMS)) -> list[Sweep]:
         section, key = SWEEP_DIMS[dim]
         figures: dict[tuple, dict[tuple, list]] = {}
         for c in cells:
-            if not (c.values or c.cached_values):
+            if not (c.values or c.apart_values):
                 continue
             line_key, fig_key = _without(c, dim)
             figures.setdefault(fig_key, {}).setdefault(line_key, []).append((c.trial[section].get(key), c))

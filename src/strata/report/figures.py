@@ -41,6 +41,10 @@ PNG_META = {"Software": None}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 LAT_COLORS = {"slat": "#9ecae1", "clat": "#3182bd", "lat": "#08519c"}
 CACHE_STYLE = {"color": "#d9d9d9", "edgecolor": "#636363", "hatch": "///"}
+# Bars and points drawn apart from the device numbers, by why: a cache the bytes show, or above the raw
+# device while the device moved the bytes (unconfirmed).
+APART_STYLE = {"cache": CACHE_STYLE, "unconfirmed": {"color": "#fff2b3", "edgecolor": "#8a6d00", "hatch": "..."}}
+APART_LABEL = {"cache": "cache answered (not device)", "unconfirmed": "unconfirmed (above raw, bytes moved)"}
 
 
 def render(fig) -> tuple[bytes, bytes]:
@@ -107,43 +111,47 @@ def _bars(fig) -> MplFigure:
     bars = fig.data["bars"]
     stacks = list(dict.fromkeys(b["label"] for b in bars))
     loads = list(dict.fromkeys(b["load"] for b in bars))
-    # each load keeps one slot in every group, cached or not, so low and high never swap places
-    series = sorted(dict.fromkeys((b["load"], b["cached"]) for b in bars), key=lambda s: (loads.index(s[0]), s[1]))
+    # each load keeps one slot in every group, apart or not, so low and high never swap places
+    order = {None: 0, "cache": 1, "unconfirmed": 2}
+    series = sorted(
+        dict.fromkeys((b["load"], b["apart"]) for b in bars), key=lambda s: (loads.index(s[0]), order[s[1]])
+    )
     width = 0.8 / max(1, len(loads))
     mpl = MplFigure(figsize=(min(14, max(6.5, 0.45 * len(bars) + 2.5)), 4.2))
     ax = mpl.add_subplot()
-    for load, cached in series:
-        sel = [b for b in bars if b["load"] == load and b["cached"] == cached]
+    for load, apart in series:
+        sel = [b for b in bars if b["load"] == load and b["apart"] == apart]
         slot = loads.index(load) - (len(loads) - 1) / 2
         xs = [stacks.index(b["label"]) + slot * width for b in sel]
         vals = [b["value"] for b in sel]
         color = PALETTE[loads.index(load) % len(PALETTE)]
-        style = dict(CACHE_STYLE, edgecolor=color) if cached else {"color": color}
+        style = dict(APART_STYLE[apart], edgecolor=color) if apart else {"color": color}
         ax.bar(xs, vals, width * 0.95, **style)
-        ax.errorbar(
-            xs,
-            vals,
-            yerr=_ci(vals, [b["low"] for b in sel], [b["high"] for b in sel]),
-            fmt="none",
-            ecolor="black",
-            elinewidth=0.8,
-            capsize=2,
-        )
+        with_ci = [(x, b) for x, b in zip(xs, sel) if b["low"] is not None and b["high"] is not None]
+        if with_ci:  # whiskers only where an interval exists
+            cx, cb = zip(*with_ci)
+            cv = [b["value"] for b in cb]
+            ax.errorbar(
+                cx,
+                cv,
+                yerr=_ci(cv, [b["low"] for b in cb], [b["high"] for b in cb]),
+                fmt="none",
+                ecolor="black",
+                elinewidth=0.8,
+                capsize=2,
+            )
         for x, b in zip(xs, sel):
-            if cached:
-                ax.annotate("cache", (x, b["value"]), ha="center", va="bottom", fontsize=7, color="#636363")
+            if apart:
+                ax.annotate(apart, (x, b["value"]), ha="center", va="bottom", fontsize=7, color="#636363")
     if len(stacks) < 3:
         ax.set_xlim(-1.2, len(stacks) + 0.2)
     handles = [Patch(color=PALETTE[i % len(PALETTE)], label=f"load {ld}") for i, ld in enumerate(loads)]
-    if any(b["cached"] for b in bars):
-        handles.append(
-            Patch(
-                facecolor=CACHE_STYLE["color"],
-                edgecolor=CACHE_STYLE["edgecolor"],
-                hatch="///",
-                label="cache answered (not device)",
+    for apart in ("cache", "unconfirmed"):
+        if any(b["apart"] == apart for b in bars):
+            st = APART_STYLE[apart]
+            handles.append(
+                Patch(facecolor=st["color"], edgecolor=st["edgecolor"], hatch=st["hatch"], label=APART_LABEL[apart])
             )
-        )
     if fig.data.get("has_raw"):
         handles.append(ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="raw device = 1.0"))
         ax.set_ylabel("throughput relative to raw device")
@@ -185,21 +193,24 @@ def _latency(fig) -> MplFigure:
 
 
 def _line(ax, i, label, pts, per=False):
-    """A mean line with its 95% band; cache-flagged points apart as grey crosses, never on the line."""
+    """A mean line with its 95% band where one exists; points drawn apart (cache, unconfirmed) as grey
+    crosses, never on the line."""
     dev = [p for p in pts if not p[4]]
     div = (lambda p: p[0]) if per else (lambda p: 1)
     xs = [p[0] for p in dev]
     ys = [p[1] / div(p) for p in dev]
-    lo = [(p[2] if p[2] is not None else p[1]) / div(p) for p in dev]
-    hi = [(p[3] if p[3] is not None else p[1]) / div(p) for p in dev]
     color = PALETTE[i % len(PALETTE)]
     ax.plot(xs, ys, marker="o", markersize=3.5, color=color, label=label)
-    ax.fill_between(xs, lo, hi, color=color, alpha=0.18, linewidth=0)
+    banded = [p for p in dev if p[2] is not None and p[3] is not None]
+    if len(banded) == len(dev):  # the band only where every point has an interval
+        ax.fill_between(
+            xs, [p[2] / div(p) for p in dev], [p[3] / div(p) for p in dev], color=color, alpha=0.18, linewidth=0
+        )
     for p in pts:
         if p[4]:
             ax.scatter([p[0]], [p[1] / div(p)], marker="x", color="#636363", zorder=3)
             ax.annotate(
-                "cache", (p[0], p[1] / div(p)), textcoords="offset points", xytext=(4, 3), fontsize=7, color="#636363"
+                p[4], (p[0], p[1] / div(p)), textcoords="offset points", xytext=(4, 3), fontsize=7, color="#636363"
             )
     return xs, ys
 

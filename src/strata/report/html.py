@@ -12,6 +12,7 @@ import re
 from html import escape
 
 from strata import __version__
+from strata.analysis.verdict import STATUSES
 from strata.report.csv import cell_text
 
 MAX_TABLE_ROWS = 200  # inline; the CSV holds all
@@ -27,7 +28,7 @@ text-align:left;vertical-align:top}th{background:#f3f3f3;cursor:pointer}td.num{t
 .warn{background:#fff4e5;border-left:4px solid #f0a020;padding:6px 10px;margin:6px 0}
 .warn b{color:#8a5300}.fix{display:block;margin-top:2px}
 .st{font-weight:bold;padding:1px 6px;border-radius:3px;white-space:nowrap}
-.held{background:#e3f4e1;color:#1e6b1e}.not-held{background:#fde2e1;color:#9b1c1c}.not-measured{background:#eee;color:#666}
+.held{background:#e3f4e1;color:#1e6b1e}.not-held{background:#fde2e1;color:#9b1c1c}.inconclusive{background:#fff4d6;color:#7a5a00}.not-measured{background:#eee;color:#666}
 figure{margin:22px 0;border:1px solid #e5e5e5;padding:10px}figure svg{max-width:100%;height:auto}
 figcaption{font-size:.9em;color:#444;margin-top:4px}.files{font-size:.8em}
 details summary{cursor:pointer;color:#1f4f8f;font-size:.9em}.cache{color:#8a5300}
@@ -148,13 +149,15 @@ def _finding_rows(pairs) -> str:
 
 
 def _findings(a) -> str:
-    counts = {s: sum(1 for _, o in a.findings if o.status == s) for s in ("held", "not held", "not measured")}
+    counts = {s: sum(1 for _, o in a.findings if o.status == s) for s in STATUSES}
     summary = ", ".join(f"{v} {k}" for k, v in counts.items())
     measured = [(f, o) for f, o in a.findings if o.status != "not measured"]
     rest = [(f, o) for f, o in a.findings if o.status == "not measured"]
     out = (
         f'<h2 id="findings">Findings of the seed studies ({summary})</h2><p class=meta>Each claim of the studies '
-        "in docs/studies.md, checked on these results with the criterion shown.</p>"
+        "in docs/studies.md, checked on these results with the criterion shown: held or not held only when the "
+        "95% interval of the compared quantity lies wholly on one side of it, inconclusive otherwise, with what "
+        "would decide it.</p>"
     )
     out += _finding_rows(measured) if measured else "<p>None of the claims is measured by these results.</p>"
     if rest:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.analyse import Analysis
-from strata.analysis.baseline import baseline_key, cached_ratio, ratio_to_raw
+from strata.analysis.baseline import apart_ratio, baseline_key, ratio_to_raw
 from strata.analysis.cells import Cell, artifact
 from strata.analysis.sweeps import DIM_LABEL, peak
 from strata.report.names import figure_id, short_labels
@@ -103,8 +103,10 @@ def _workload_groups(a: Analysis) -> list[tuple[str, list[Cell]]]:
 def _ratio_figures(a: Analysis) -> list[Figure]:
     out = []
     for name, cells in _workload_groups(a):
-        others = [c for c in cells if not c.is_raw and (c.values or c.cached_values)]
-        has_raw = any(ratio_to_raw(c, a.raw) is not None or cached_ratio(c, a.raw) is not None for c in others)
+        others = [c for c in cells if not c.is_raw and (c.values or c.apart_values)]
+        has_raw = any(
+            ratio_to_raw(c, a.raw) is not None or apart_ratio(c, a.raw, c.apart_values) is not None for c in others
+        )
         if not others:
             continue
         labels = short_labels([c.stack for c in others])
@@ -192,46 +194,46 @@ def _ratio_caption(has_raw: bool) -> str:
 
 
 def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
-    """The device bar of a cell and, apart, the bar of its cache-flagged repetitions."""
+    """The device bar of a cell and, apart, the bars of its cache-flagged and of its unconfirmed repetitions."""
     out = []
     raw = a.raw.get(baseline_key(c))
     base = raw.summary.mean if raw is not None and has_raw else None
-    if c.values and (base or not has_raw):
+    if not (base or not has_raw):
+        return out
+    if c.values:
         s = c.summary
         r = ratio_to_raw(c, a.raw) if has_raw else None
         v, lo, hi = (r.value, r.low, r.high) if r else (s.mean, s.ci_low, s.ci_high)
-        out.append(
-            {
-                "label": label,
-                "load": c.labels["load"],
-                "value": v,
-                "low": lo,
-                "high": hi,
-                "cached": False,
-                "note": "",
-                "raw": base,
-                "n": c.reps,
-                "mean": s.mean,
-            }
-        )
-    if c.cached_values and (base or not has_raw):
-        m = sum(c.cached_values) / len(c.cached_values)
-        why = "above the raw device" if c.above_raw else "flags.cache"
-        out.append(
-            {
-                "label": label,
-                "load": c.labels["load"],
-                "value": m / base if base else m,
-                "low": None,
-                "high": None,
-                "cached": True,
-                "note": f"cache answered ({why}): not device performance",
-                "raw": base,
-                "n": len(c.cached_values),
-                "mean": m,
-            }
-        )
+        out.append(_bar(label, c, v, lo, hi, None, "", base, c.reps, s.mean))
+    for apart, values in (("cache", c.cached_values), ("unconfirmed", c.unconfirmed_values)):
+        if values:
+            m = sum(values) / len(values)
+            out.append(
+                _bar(label, c, m / base if base else m, None, None, apart, APART_NOTE[apart], base, len(values), m)
+            )
     return out
+
+
+APART_NOTE = {
+    "cache": "cache answered (the bytes show it): not device performance",
+    "unconfirmed": "unconfirmed: above the raw device although the device moved the bytes; not device performance "
+    "until repetitions of both agree",
+}
+
+
+def _bar(label, c, value, low, high, apart, note, raw, n, mean) -> dict:
+    return {
+        "label": label,
+        "load": c.labels["load"],
+        "value": value,
+        "low": low,
+        "high": high,
+        "apart": apart,
+        "note": note,
+        "raw": raw,
+        "n": n,
+        "mean": mean,
+    }
 
 
 def _latency_figures(a: Analysis) -> list[Figure]:
@@ -289,7 +291,7 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
             for x, c in ln.points:
                 pt = _point(x / 1024 if s.dim == "bs" else x, c)
                 pts.append(pt)
-                rows.append([ln.stack, *pt[:4], c.reps or len(c.cached_values), c.unit, _cache_note(c)])
+                rows.append([ln.stack, *pt[:4], c.reps or len(c.apart_values), c.unit, _cache_note(c)])
             lines.append({"label": labels[ln.stack], "points": pts})
         lines = lines[:MAX_LINES]
         fid = figure_id(f"sweep-{s.dim}", s.context)
@@ -309,15 +311,18 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
 
 
 def _point(x, c: Cell) -> tuple:
-    """(x, mean, ci_low, ci_high, cached): device numbers, or the cache-flagged mean drawn apart."""
+    """(x, mean, ci_low, ci_high, apart): device numbers, or the mean drawn apart ("cache", "unconfirmed")."""
     if c.values:
         s = c.summary
-        return (x, s.mean, s.ci_low, s.ci_high, False)
-    return (x, sum(c.cached_values) / len(c.cached_values), None, None, True)
+        return (x, s.mean, s.ci_low, s.ci_high, None)
+    apart, values = ("cache", c.cached_values) if c.cached_values else ("unconfirmed", c.unconfirmed_values)
+    return (x, sum(values) / len(values), None, None, apart)
 
 
 def _cache_note(c: Cell) -> str:
-    return "" if c.values else "cache answered: not device performance"
+    if c.values:
+        return ""
+    return APART_NOTE["cache" if c.cached_values else "unconfirmed"]
 
 
 def _scaling_figures(a: Analysis) -> list[Figure]:
@@ -331,8 +336,8 @@ def _scaling_figures(a: Analysis) -> list[Figure]:
             p = peak(ln)
             pts = [_point(x, c) for x, c in ln.points]
             rows += [
-                [ln.stack, x, m, lo, hi, m / x, x == p.x and not cached, c.reps or len(c.cached_values), _cache_note(c)]
-                for (x, m, lo, hi, cached), (_, c) in zip(pts, ln.points)
+                [ln.stack, x, m, lo, hi, m / x, x == p.x and not apart, c.reps or len(c.apart_values), _cache_note(c)]
+                for (x, m, lo, hi, apart), (_, c) in zip(pts, ln.points)
             ]
             lines.append({"label": labels[ln.stack], "points": pts, "peak": p.x, "falls_after": p.falls_after})
         lines = lines[:MAX_LINES]
@@ -381,7 +386,13 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
             for c, pts in per.items()
             for t, v in pts
         ]
-        cached = " (cache answered: not device performance)" if any(r is x for x in cell.cached) else ""
+        cached = (
+            " (cache answered: not device performance)"
+            if any(r is x for x in cell.cached)
+            else " (unconfirmed: not device performance)"
+            if any(r is x for x in cell.unconfirmed)
+            else ""
+        )
         title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']}){cached}"
         fid = figure_id("series", r["trial_id"])
         out.append(
@@ -399,7 +410,7 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
 
 
 def _pick_series(a: Analysis, wanted: tuple) -> list[tuple[dict, Cell]]:
-    by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.ok + c.cached}
+    by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.ok + c.cached + c.unconfirmed}
     picked = [by_id[t] for t in wanted if t in by_id]
     unsteady = [(r, c) for c in a.cells for r, s in c.steady if s and s.get("judged", True) and not s.get("steady")]
     cached = [(r, c) for c in a.cells for r in c.cached]

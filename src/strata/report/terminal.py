@@ -14,7 +14,7 @@ from strata.analysis.query import fmt
 MAX_ROWS = 30
 MAX_GRIDS = 4
 MAX_GRID_COLUMNS = 8
-STATUS_MARK = {"held": "+", "not held": "x", "not measured": "."}
+STATUS_MARK = {"held": "+", "not held": "x", "inconclusive": "?", "not measured": "."}
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -31,6 +31,8 @@ def _cells(a) -> list[str]:
         flags = []
         if c.cached_values:
             flags.append(f"CACHE x{len(c.cached_values)}")
+        if c.unconfirmed_values:
+            flags.append(f"UNCONFIRMED x{len(c.unconfirmed_values)}")
         if c.failed:
             flags.append(f"FAILED x{len(c.failed)}")
         rows.append(
@@ -63,7 +65,11 @@ def analysis_text(a) -> str:
     ]
     if not a.cells:
         return lines[0] + "\nno measurements to report"
-    lines += ["", "throughput (mean over repetitions; CACHE = a cache answered, not device performance):"]
+    lines += [
+        "",
+        "throughput (mean over repetitions; CACHE = a cache answered, UNCONFIRMED = above the raw device "
+        "although the device moved the bytes; neither is device performance):",
+    ]
     lines += _cells(a)
     if a.warnings:
         lines += ["", f"warnings ({len(a.warnings)}):"]
@@ -93,7 +99,7 @@ def analysis_text(a) -> str:
     lines += ["", "findings of the seed studies: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
     for f, o in a.findings:
         if o.status != "not measured":
-            lines.append(f"  {STATUS_MARK[o.status]} {o.status:<8} {f.id}: {_clip(o.detail, 150)}")
+            lines.append(f"  {STATUS_MARK[o.status]} {o.status:<12} {f.id}: {_clip(o.detail, 150)}")
     return "\n".join(lines)
 
 

@@ -46,6 +46,7 @@ class RuntimeSession(Protocol):
 class Runtime(Protocol):
     name: str  # registry key = spec `type`
     params: type[Strict]
+    kind: str  # "native", "container" or "vm": what the analysis compares (containers near native, ...)
     paths: tuple[str, ...]  # the paths it provides
     concurrent: bool  # runs several instances at once (`containers: N`)
     limits: bool  # applies per-instance limits

@@ -62,6 +62,7 @@ class NativeSession:
 class Native:
     name = "native"
     params = NativeParams
+    kind = "native"
     paths = ("bind", "device")
     concurrent = False
     limits = False

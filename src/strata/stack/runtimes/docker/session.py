@@ -270,6 +270,7 @@ def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) ->
 class Docker:
     name = "docker"
     params = DockerParams
+    kind = "container"
     paths = ("layer", "volume", "bind", "tmpfs", "device")
     concurrent = True
     limits = True
