@@ -28,3 +28,13 @@ def test_cache_flagged_trials_are_not_compared_as_device():
     a = [make_result(rep=i, value=100) for i in range(2)]
     b = [make_result(rep=i, value=1000, cache=True) for i in range(2)]
     assert compare(a, b).matches == []
+
+
+def test_compare_says_same_only_within_five_percent_and_inconclusive_otherwise():
+    a = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((1000, 1002, 998))]
+    same = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((1001, 999, 1003))]
+    noisy = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((900, 1150, 1000))]
+    one = [make_result(fs="xfs", rep=0, value=1500)]
+    assert [m.status for m in compare(a, same).matches] == ["same"]
+    assert [m.status for m in compare(a, noisy).matches] == ["inconclusive"]
+    assert [m.status for m in compare(a, one).matches] == ["inconclusive"]

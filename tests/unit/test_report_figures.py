@@ -120,7 +120,7 @@ def test_csv_and_terminal(report):
     assert all(f"{f.id}.csv" in out for f in report.figures)
     text = terminal.render(report)
     assert "advice:" in text and "findings of the seed studies" in text
-    assert "4 container(s) per host maximize" in text
+    assert "4 container(s) per host give the most aggregate throughput" in text
 
 
 def test_cache_flagged_drawn_apart():

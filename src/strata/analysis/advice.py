@@ -1,13 +1,13 @@
 """Advice: the best stack per workload, ties, and containers per host.
 
 "Which host file system, which storage driver, volume or bind mount or writable
-layer, how many containers per host" (docs/architecture.md): the best stack is the one with
-the highest mean throughput among configurations measured as device
-performance (cache-flagged ones excluded, the raw device itself excluded as it
-is the baseline, not a place for a container's files). Stacks whose difference
-to the best is not significant (Welch 95% interval includes 0, analysis/stats)
-are reported as tied with it. Containers per host: study 003, section 6.3,
-"assign the number of containers that maximize the throughput".
+layer, how many containers per host" (docs/architecture.md): among the configurations measured as
+device performance (cache-flagged, unconfirmed and emulated ones excluded, the raw device too: it is
+the baseline, not a place for a container's files), the leader is *best* only when the Welch 95%
+interval of its difference to every other lies above zero, *tied* with those whose difference lies
+within +-5%, and *inconclusive* otherwise, with what would decide it (the rule of the findings,
+analysis/verdict.py). Containers per host: study 003, section 6.3, "assign the number of containers
+that maximize the throughput", with the same rule for the peak.
 """
 
 from __future__ import annotations
@@ -18,6 +18,23 @@ from strata.analysis.cells import Cell
 from strata.analysis.query import by_context, fmt
 from strata.analysis.stats import Change, change
 from strata.analysis.sweeps import peak
+from strata.analysis.verdict import need_repetitions
+
+
+TIE = 0.05  # two stacks are tied when the 95% interval of their difference lies within +-5%
+BEST, TIED, INCONCLUSIVE = "best", "tied", "inconclusive"
+
+
+def standing(ch: Change) -> str:
+    """Where another stack stands against the leader, by the interval of the difference (other vs leader):
+    behind (decidedly lower), tied (within +-TIE), or undecided."""
+    if not ch.known:
+        return "undecided"
+    if ch.rel_high < 0:
+        return "behind"
+    if ch.rel_low >= -TIE and ch.rel_high <= TIE:
+        return "tied"
+    return "undecided"
 
 
 @dataclass
@@ -27,29 +44,38 @@ class Best:
     unit: str
     best: Cell
     runner_up: Cell | None
-    margin: Change | None
+    margin: Change | None  # the runner-up relative to the best
     tied: list = field(default_factory=list)
+    undecided: list = field(default_factory=list)
     candidates: int = 0
+    need: str = ""
+
+    @property
+    def status(self) -> str:
+        """best: ahead of every other beyond the intervals; tied: the others are behind or within +-5%;
+        inconclusive: some difference the intervals do not decide (or no intervals at all)."""
+        if self.runner_up is None:
+            return BEST
+        return INCONCLUSIVE if self.undecided else TIED if self.tied else BEST
 
     def text(self) -> str:
         head = (
-            f"{self.workload} at load {self.load} on {self.best.labels['device']}: best {self.best.stack} "
-            f"({fmt(self.best.summary.mean, self.unit)}"
+            f"{self.workload} at load {self.load} on {self.best.labels['device']}: "
+            f"{self.best.stack} ({fmt(self.best.summary.mean, self.unit)}, n={self.best.reps})"
         )
-        head += f", n={self.best.reps})"
         if self.runner_up is None:
-            return head + " (the only stack measured)"
-        if self.tied:
-            names = ", ".join(c.stack for c in self.tied)
-            return head + f", statistically tied with {names}"
+            return head + " is the only stack measured"
         m = self.margin
-        conf = (
-            ("significant at 95%" if m.significant else "not significant")
-            if m.known
-            else "no confidence: too few repetitions"
+        lead = f"{-m.rel:.1%}" + (f" [{-m.rel_high:.1%}, {-m.rel_low:.1%}]" if m.known else " (no interval)")
+        if self.status == BEST:
+            return f"{head} is best: {lead} ahead of the next, {self.runner_up.stack}"
+        if self.status == TIED:
+            names = ", ".join(c.stack for c in self.tied)
+            return f"{head} is tied with {names} (differences within +-{TIE:.0%}): pick among them on other grounds"
+        names = ", ".join(c.stack for c in self.undecided)
+        return f"inconclusive: {head} leads {names} by {lead}, which the intervals do not decide" + (
+            f"; {self.need}" if self.need else ""
         )
-        lo = f" [{-m.rel_high:.1%}, {-m.rel_low:.1%}]" if m.known else ""
-        return head + f"; next, {self.runner_up.stack}, is {-m.rel:.1%}{lo} lower ({conf})"
 
 
 @dataclass
@@ -61,6 +87,11 @@ class ContainersAdvice:
     unit: str
     falls_after: bool
     counts: list
+    undecided: list = field(default_factory=list)  # counts the intervals do not tell from the peak
+
+    @property
+    def status(self) -> str:
+        return INCONCLUSIVE if self.undecided else BEST
 
     def text(self) -> str:
         tail = (
@@ -68,26 +99,48 @@ class ContainersAdvice:
             if self.falls_after
             else f"still not falling at {self.counts[-1]}: measure more containers to find the peak"
             if self.best_x == self.counts[-1]
-            else "no significant fall beyond it"
+            else "no fall of 10% beyond it"
         )
-        return (
-            f"{self.workload} on {self.stack}: {self.best_x} container(s) per host maximize aggregate throughput "
-            f"({fmt(self.aggregate, self.unit)}; measured {', '.join(map(str, self.counts))}); {tail}"
+        head = (
+            f"{self.workload} on {self.stack}: {self.best_x} container(s) per host give the most aggregate "
+            f"throughput ({fmt(self.aggregate, self.unit)}; measured {', '.join(map(str, self.counts))}); {tail}"
         )
+        if self.undecided:
+            return (
+                f"inconclusive: {head}; the intervals do not tell it from "
+                f"{', '.join(map(str, self.undecided))} container(s): add repetitions"
+            )
+        return head
 
 
 def best_stacks(cells: list[Cell]) -> list[Best]:
     out = []
-    for group in by_context([c for c in cells if c.values and not c.is_raw]).values():
+    for group in by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values():
         ranked = sorted(group, key=lambda c: c.summary.mean, reverse=True)
         top = ranked[0]
         b = Best(top.labels["workload"], top.labels["load"], top.unit, top, None, None, candidates=len(ranked))
         if len(ranked) > 1:
             b.runner_up = ranked[1]
             b.margin = change(top.summary, ranked[1].summary)
-            b.tied = [c for c in ranked[1:] if change(top.summary, c.summary).significant is False]
+            for c in ranked[1:]:
+                where = standing(change(top.summary, c.summary))
+                if where == "tied":
+                    b.tied.append(c)
+                elif where == "undecided":
+                    b.undecided.append(c)
+            b.need = _need(top, b.undecided)
         out.append(b)
     return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
+
+
+def _need(top: Cell, undecided: list[Cell]) -> str:
+    if not undecided:
+        return ""
+    ch = change(top.summary, undecided[0].summary)
+    if not ch.known:
+        return "needs 2 or more repetitions of each (3 recommended)"
+    bound = 0.0 if ch.rel < -TIE else -TIE
+    return need_repetitions(ch.rel, ch.rel_low, ch.rel_high, bound, min(top.reps, undecided[0].reps), log=False)
 
 
 def containers(sweeps) -> list[ContainersAdvice]:
@@ -98,7 +151,13 @@ def containers(sweeps) -> list[ContainersAdvice]:
         for ln in s.lines:
             p = peak(ln)
             c0 = ln.points[0][1]
+            best = dict(ln.measured)[p.x]
+            undecided = [
+                x for x, c in ln.measured if c is not best and standing(change(best.summary, c.summary)) != "behind"
+            ]
             out.append(
-                ContainersAdvice(ln.stack, c0.labels["workload"], p.x, p.aggregate, c0.unit, p.falls_after, ln.xs)
+                ContainersAdvice(
+                    ln.stack, c0.labels["workload"], p.x, p.aggregate, c0.unit, p.falls_after, ln.xs, undecided
+                )
             )
     return out

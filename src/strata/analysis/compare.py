@@ -15,6 +15,8 @@ from strata.analysis.baseline import apply_above_raw
 from strata.analysis.cells import LABEL_KEYS, Cell, build_cells
 from strata.analysis.stats import Change, change
 
+SAME = 0.05  # B is the same as A when the 95% interval of the change lies within +-5%
+
 
 @dataclass
 class Match:
@@ -24,6 +26,19 @@ class Match:
     b: Cell
     change: Change
     differs: list
+
+    @property
+    def status(self) -> str:
+        """higher / lower: beyond the interval; same: the interval lies within +-5%; inconclusive otherwise
+        (the rule of the findings and the advice)."""
+        ch = self.change
+        if not ch.known:
+            return "inconclusive"
+        if ch.rel_low > 0:
+            return "higher"
+        if ch.rel_high < 0:
+            return "lower"
+        return "same" if ch.rel_low >= -SAME and ch.rel_high <= SAME else "inconclusive"
 
     @property
     def name(self) -> str:

@@ -24,7 +24,7 @@ COLUMNS = [
     "change",
     "ci_low",
     "ci_high",
-    "significant",
+    "status",
     "parameters that differ",
 ]
 
@@ -41,7 +41,7 @@ def rows(cmp) -> list[list]:
             m.change.rel,
             m.change.rel_low,
             m.change.rel_high,
-            m.change.significant,
+            m.status,
             "; ".join(m.differs),
         ]
         for m in cmp.matches
@@ -56,7 +56,7 @@ def figure(cmp, name_a: str, name_b: str) -> Figure:
             "rel": m.change.rel,
             "low": m.change.rel_low,
             "high": m.change.rel_high,
-            "significant": bool(m.change.significant),
+            "status": m.status,
         }
         for m in cmp.matches
     ]
@@ -64,8 +64,8 @@ def figure(cmp, name_a: str, name_b: str) -> Figure:
         "compare",
         "compare",
         title,
-        "Change of the mean throughput of B relative to A, with Welch's "
-        "95% interval; grey: not significant, or too few repetitions to tell.",
+        "Change of the mean throughput of B relative to A, with Welch's 95% interval: higher or lower when the "
+        "interval excludes zero, the same when it lies within +-5%, grey when the interval decides neither.",
         Table("compare", title, COLUMNS, rows(cmp)),
         {"rows": data},
     )
@@ -73,7 +73,7 @@ def figure(cmp, name_a: str, name_b: str) -> Figure:
 
 def text(cmp, name_a: str, name_b: str) -> str:
     out = [f"A = {name_a}, B = {name_b}: {len(cmp.matches)} configuration(s) in both"]
-    table = [["configuration", "A", "B", "change [95% CI]"]]
+    table = [["configuration", "A", "B", "change [95% CI]", "B is"]]
     for m in cmp.matches:
         table.append(
             [
@@ -81,9 +81,10 @@ def text(cmp, name_a: str, name_b: str) -> str:
                 f"{fmt(m.a.summary.mean, m.unit)} (n={m.a.reps})",
                 f"{fmt(m.b.summary.mean, m.unit)} (n={m.b.reps})",
                 m.change.text(),
+                m.status,
             ]
         )
-    widths = [max(len(r[i]) for r in table) for i in range(4)]
+    widths = [max(len(r[i]) for r in table) for i in range(5)]
     out += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in table]
     differ = [m for m in cmp.matches if m.differs]
     if differ:

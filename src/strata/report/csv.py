@@ -39,6 +39,7 @@ def render(report) -> dict[str, bytes]:
         [
             "workload",
             "load",
+            "status",
             "best stack",
             "mean",
             "unit",
@@ -49,6 +50,8 @@ def render(report) -> dict[str, bytes]:
             "ci_high",
             "significant",
             "tied with",
+            "undecided against",
+            "to decide",
         ],
         [_advice_row(b) for b in a.best],
     )
@@ -70,6 +73,7 @@ def _advice_row(b) -> list:
     return [
         b.workload,
         b.load,
+        b.status,
         b.best.stack,
         b.best.summary.mean,
         b.unit,
@@ -80,4 +84,6 @@ def _advice_row(b) -> list:
         m.rel_high if m else None,
         m.significant if m else None,
         "; ".join(c.stack for c in b.tied),
+        "; ".join(c.stack for c in b.undecided),
+        b.need,
     ]

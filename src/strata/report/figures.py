@@ -275,14 +275,16 @@ def _series(fig) -> MplFigure:
     return mpl
 
 
+COMPARE_COLORS = {"higher": "#2ca02c", "lower": "#d62728", "same": "#6baed6", "inconclusive": "#bdbdbd"}
+
+
 def _compare(fig) -> MplFigure:
     rows = fig.data["rows"]
     mpl = MplFigure(figsize=(9, max(2.5, 0.32 * len(rows) + 1.4)))
     ax = mpl.add_subplot()
     ys = list(range(len(rows)))[::-1]
     for y, r in zip(ys, rows):
-        color = "#bdbdbd" if not r["significant"] else ("#2ca02c" if r["rel"] > 0 else "#d62728")
-        ax.barh(y, 100 * r["rel"], color=color, height=0.7)
+        ax.barh(y, 100 * r["rel"], color=COMPARE_COLORS[r["status"]], height=0.7)
         if r["low"] is not None:
             ax.plot([100 * r["low"], 100 * r["high"]], [y, y], color="black", linewidth=1)
     ax.axvline(0, color="black", linewidth=0.8)
@@ -292,9 +294,10 @@ def _compare(fig) -> MplFigure:
         handles=[
             Patch(color=c, label=t)
             for t, c in (
-                ("better, significant", "#2ca02c"),
-                ("worse, significant", "#d62728"),
-                ("not significant / unknown", "#bdbdbd"),
+                ("higher (interval above 0)", COMPARE_COLORS["higher"]),
+                ("lower (interval below 0)", COMPARE_COLORS["lower"]),
+                ("same (interval within +-5%)", COMPARE_COLORS["same"]),
+                ("inconclusive", COMPARE_COLORS["inconclusive"]),
             )
         ],
         loc="upper left",
