@@ -20,7 +20,6 @@ from strata.analysis.stats import Change, change
 from strata.analysis.sweeps import peak
 from strata.analysis.verdict import need_repetitions
 
-
 TIE = 0.05  # two stacks are tied when the 95% interval of their difference lies within +-5%
 BEST, TIED, INCONCLUSIVE = "best", "tied", "inconclusive"
 
