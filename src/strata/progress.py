@@ -32,6 +32,11 @@ class Progress:
         filled = int(width * self.done_n / max(1, self.total))
         return "[" + "#" * filled + "-" * (width - filled) + "]"
 
+    def add(self, estimate_s: float) -> None:
+        """One more trial than planned (a round that `repetitions: auto` added)."""
+        self.total += 1
+        self.estimates.append(estimate_s)
+
     def start(self, label: str) -> None:
         if self.quiet:
             return

@@ -15,6 +15,7 @@ from pathlib import Path
 from strata import validity
 from strata.errors import StrataError
 from strata.progress import Progress
+from strata.repeat import Repetitions
 from strata.stack.journal import Journal
 from strata.stack.provision import Registries, StackCache
 from strata.store import ResultStore, load_results
@@ -67,8 +68,9 @@ def run_experiment(
         )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     summary = RunSummary(run_id)
-    todo = [t for t in trials if not (resume and store.status(t.id) in ("ok", "unsupported"))]
-    summary.skipped_stored = len(trials) - len(todo)
+    stored = load_results(out) if resume else []
+    reps = Repetitions(exp, trials, stored)
+    done_ids = {r["trial_id"] for r in stored if r.get("status") in ("ok", "unsupported")}
     run_doc = {
         "run_id": run_id,
         "experiment": exp.name,
@@ -78,24 +80,30 @@ def run_experiment(
         "started_at": now_iso(),
         "skipped": [{"label": s.label, "reason": s.reason} for s in skipped],
         "trials": len(trials),
-        "resumed_from_stored": summary.skipped_stored,
     }
     store.write_run(run_id, run_doc)
-    workdir = Path(exp.workdir)
     journal = Journal(run_id)
-    stacks = StackCache(journal, workdir, host, registries)
+    stacks = StackCache(journal, Path(exp.workdir), host, registries)
+    todo = [t for t in trials if t.id not in done_ids]
     progress = progress or Progress(len(todo), [WORKLOADS[t.workload.type].estimate_s(t.workload) for t in todo])
     old = signal.signal(signal.SIGTERM, _on_sigterm)
-    baselines = _baselines(load_results(out) if resume else [])
+    baselines = _baselines(stored)
     try:
-        for t in todo:
-            progress.start(t.label)
-            result = run_trial(t, stacks, store, run_id, exp.name, host)
-            _check_above_raw(result, baselines)
-            store.write(result)
-            summary.results.append(result)
-            setattr(summary, result["status"], getattr(summary, result["status"]) + 1)
-            progress.done(result)
+        for round_ in reps.rounds():
+            for t in round_:
+                if t.id in done_ids:
+                    summary.skipped_stored += 1
+                    continue
+                if t not in todo:  # a round `auto` added
+                    progress.add(WORKLOADS[t.workload.type].estimate_s(t.workload))
+                progress.start(t.label)
+                result = run_trial(t, stacks, store, run_id, exp.name, host)
+                _check_above_raw(result, baselines)
+                store.write(result)
+                reps.record(result)
+                summary.results.append(result)
+                setattr(summary, result["status"], getattr(summary, result["status"]) + 1)
+                progress.done(result)
     except KeyboardInterrupt:
         summary.interrupted = True
         progress.note("interrupted: tearing down; finished trials are stored (continue with --resume)")
@@ -111,6 +119,8 @@ def run_experiment(
                 ok=summary.ok,
                 failed=summary.failed,
                 unsupported=summary.unsupported,
+                resumed_from_stored=summary.skipped_stored,
+                repetitions=reps.report(),
             )
             store.write_run(run_id, run_doc)
             progress.finish()

@@ -64,7 +64,7 @@ def test_whole_pipeline_stores_every_trial(tmp_path):
     assert (tmp_path / "out" / r["artifacts"] / "series.json").exists()
     # each stack provisioned once, torn down in reverse order, and nothing left in the journal
     assert events.count(("device+", "loop")) == 1 and events[-1] == ("device-", "loop")
-    assert events.count(("fs+", "xfs")) == 1
+    assert events.count(("fs+", "xfs")) == 2  # once per round: the repetitions are interleaved
     assert not list((tmp_path / "state" / "journal").glob("*.jsonl"))
     run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
     assert run["ok"] == 4 and run["skipped"]
@@ -163,3 +163,29 @@ def test_the_workdir_is_left_as_found(tmp_path):
     (tmp_path / "users" / "mnt").mkdir()
     theirs.close()
     assert sorted(p.name for p in (tmp_path / "users").iterdir()) == ["keep.txt"]
+
+
+def test_auto_repetitions_stop_when_precise_or_at_the_maximum(tmp_path):
+    """Issue 12: `repetitions: auto` repeats each configuration in interleaved rounds until its interval is
+    within the precision, and stores why each stopped."""
+    exp, wls = _spec(
+        tmp_path,
+        filesystems=["xfs"],
+        paths=["bind"],
+        repetitions="auto",
+        precision="2%",
+        max_repetitions=6,
+        workloads=[{"null": {"iops": 500, "name": "steady"}}, {"null": {"iops": 500, "jitter": 0.5, "name": "noisy"}}],
+    )
+    s = _run(tmp_path, exp, wls, tmp_path / "out")
+    by = {}
+    for r in load_results(tmp_path / "out"):
+        by.setdefault(r["labels"]["workload"], []).append(r["labels"]["repetition"])
+    assert sorted(by["steady"]) == [0, 1, 2] and sorted(by["noisy"]) == list(range(6))
+    run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
+    stops = {k.split()[1]: v for k, v in run["repetitions"].items()}
+    assert stops["steady"]["stopped"] == "precise" and stops["noisy"]["stopped"] == "max_repetitions"
+    assert s.ok == 9
+    # rounds interleave the configurations: never two repetitions of one back to back while another runs
+    order = [(r["labels"]["workload"], r["labels"]["repetition"]) for r in s.results]
+    assert order[:6] == [("steady", 0), ("noisy", 0), ("steady", 1), ("noisy", 1), ("steady", 2), ("noisy", 2)]

@@ -30,7 +30,18 @@ def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
     print("stacks (device/filesystem/runtime: trials):")
     for key, n in stacks.items():
         print(f"  {'/'.join(key)}: {n}")
-    print(f"estimated time: {fmt_s(plan.estimate_s())}")
+    if exp.auto:
+        print(
+            f"repetitions: auto, until the 95% interval is within {exp.precision:.0%} of the mean, "
+            f"{exp.min_repetitions} to {exp.max_repetitions} per configuration"
+            + (f", within {fmt_s(exp.budget)}" if exp.budget else "")
+        )
+        print(
+            f"estimated time: {fmt_s(plan.estimate_s())} for the first {exp.min_repetitions} rounds, up to "
+            f"{fmt_s(plan.estimate_s() * exp.max_repetitions / exp.min_repetitions)}"
+        )
+    else:
+        print(f"estimated time: {fmt_s(plan.estimate_s())}")
     reasons = Counter(plan.unsupported.values())
     if reasons:
         print("unsupported on this host:")

@@ -3,12 +3,14 @@
 The trial id hashes the resolved trial (every layer's options, the workload,
 the load and the repetition number), so a rerun of the same spec finds its
 finished trials (resume) and results of many hosts merge by copying folders.
-Trials are ordered so that each stack is provisioned once and raw-device
-trials of a device run before its file systems are made.
+Trials are ordered in rounds, one repetition of every configuration each
+(repetitions interleaved, never back to back); within a round each stack is
+provisioned once and the raw-device trials of a device run first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -57,6 +59,14 @@ class Trial:
         return f"{self.device.name}/{self.filesystem.name}/{self.runtime.name}/{self.path}"
 
     @property
+    def config(self) -> str:
+        """The configuration: everything but the repetition (the cells of the analysis group by it)."""
+        return json.dumps({k: v for k, v in self.resolved().items() if k != "repetition"}, sort_keys=True)
+
+    def again(self, repetition: int) -> Trial:
+        return dataclasses.replace(self, repetition=repetition)
+
+    @property
     def label(self) -> str:
         return f"{self.stack} {self.workload.name} {self.load.name} #{self.repetition}"
 
@@ -103,14 +113,16 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
         if reason:
             skipped.append(Skipped(label, reason))
             continue
-        for rep in range(exp.repetitions):
+        for rep in range(exp.first_repetitions):
             trials.append(Trial(dev, fs, rt, path, wl, load, rep))
     trials.sort(key=_order(exp))
     return trials, _dedupe(skipped)
 
 
 def _order(exp: Experiment):
-    """Device, then raw first, then the spec's order of file systems, runtimes, paths."""
+    """Device, then the repetition (rounds: the repetitions of a configuration are interleaved with the
+    others, never back to back, so that the machine's drift spreads over all of them), then raw first
+    (the baselines of the round), then the spec's order of file systems, runtimes, paths."""
     idx = {
         "dev": {d.name: i for i, d in enumerate(exp.devices)},
         "fs": {f.name: i for i, f in enumerate(exp.filesystems)},
@@ -119,11 +131,11 @@ def _order(exp: Experiment):
     }
     return lambda t: (
         idx["dev"][t.device.name],
+        t.repetition,
         t.filesystem.type != "raw",
         idx["fs"][t.filesystem.name],
         idx["rt"][t.runtime.name],
         idx["path"][t.path],
-        t.repetition,
     )
 
 

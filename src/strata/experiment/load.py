@@ -249,6 +249,8 @@ def _count(doc: dict, loads: list, workloads: list) -> list[Error]:
     n *= max(1, sum(_sweep_size(x) for x in loads)) if loads else 1
     n *= max(1, sum(_sweep_size(x) for _, x in workloads))
     reps = doc.get("repetitions")
+    if reps == "auto":
+        reps = doc.get("max_repetitions", 10)
     n *= reps if isinstance(reps, int) and not isinstance(reps, bool) and 0 < reps <= 1000 else 1
     if n > MAX_TRIALS:
         return [

@@ -10,14 +10,15 @@ unknown keys: a typo is an error, not a silently ignored option.
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from strata.params import LOAD_PRESETS, Load, PathName, Strict
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.units import parse_duration
 
 MAX_REPETITIONS = 1000
 
@@ -52,8 +53,23 @@ class Experiment(Strict):
     name: str = Field(description="names the results directory (results/<name>)")
     description: str = ""
     workdir: str = Field(default="/var/tmp/strata", description="loop images and mount points go here")
-    repetitions: int = Field(
-        default=1, ge=1, le=MAX_REPETITIONS, description="runs of each trial (for confidence intervals)"
+    repetitions: int | Literal["auto"] = Field(
+        default=1,
+        description="runs of each trial (for confidence intervals), or `auto`: repeat each configuration "
+        "until the 95% interval of its headline is within `precision`, at most `max_repetitions` times, within "
+        "`budget`",
+    )
+    precision: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description="`repetitions: auto`: the interval's half-width relative to the mean, e.g. 5% or 0.05",
+    )
+    min_repetitions: int = Field(default=3, ge=2, le=MAX_REPETITIONS, description="`repetitions: auto`: at least")
+    max_repetitions: int = Field(default=10, ge=2, le=MAX_REPETITIONS, description="`repetitions: auto`: at most")
+    budget: float | None = Field(
+        default=None,
+        description="`repetitions: auto`: no new round once this much time was spent (seconds, or 30m, 2h)",
     )
     devices: list[Device] = Field(min_length=1, description="see the device sections below")
     filesystems: list[FilesystemParams] = Field(min_length=1)
@@ -62,3 +78,37 @@ class Experiment(Strict):
     workloads: list[dict] = Field(min_length=1, description="`{WORKLOAD: {...}}`, see the workload sections below")
     loads: list[Load] = Field(default=[Load(name="low", **LOAD_PRESETS["low"])], description="default: low")
     exclude: list[Exclude] = Field(default_factory=list, description="combinations to leave out, by layer name (globs)")
+
+    @field_validator("repetitions")
+    @classmethod
+    def _reps(cls, v):
+        if isinstance(v, int) and not 1 <= v <= MAX_REPETITIONS:
+            raise ValueError(f"repetitions is a number from 1 to {MAX_REPETITIONS}, or auto")
+        return v
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _percent(cls, v):
+        if isinstance(v, str) and v.strip().endswith("%"):
+            try:
+                return float(v.strip()[:-1]) / 100
+            except ValueError:
+                raise ValueError(f"{v!r} is not a percentage; write e.g. 5%") from None
+        return v
+
+    _budget = field_validator("budget", mode="before")(lambda v: None if v is None else parse_duration(v))
+
+    @model_validator(mode="after")
+    def _auto(self):
+        if self.min_repetitions > self.max_repetitions:
+            raise ValueError("min_repetitions is larger than max_repetitions")
+        return self
+
+    @property
+    def auto(self) -> bool:
+        return self.repetitions == "auto"
+
+    @property
+    def first_repetitions(self) -> int:
+        """Repetitions planned up front: all of them, or the first rounds of `auto`."""
+        return self.min_repetitions if self.auto else self.repetitions

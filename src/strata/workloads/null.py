@@ -24,6 +24,9 @@ class NullParams(Strict):
     iops: float = Field(default=1000.0, description="the fixed result each instance reports")
     fail: bool = Field(default=False, description="exit non-zero, to test failure handling")
     sleep_s: float = Field(default=0.0, ge=0, le=3600)
+    jitter: float = Field(
+        default=0.0, ge=0, le=0.9, description="each instance reports iops x (1 +- jitter), at random"
+    )
 
 
 class Null(ToolWorkload):
@@ -35,10 +38,11 @@ class Null(ToolWorkload):
 
     def command(self, params: NullParams, load, target: Target, instance: int) -> list[str]:
         code = (
-            "import json,sys,time;time.sleep(%r);"
-            "json.dump({'iops': %r, 'target': %r, 'instance': %d}, open(%r + '/null.json', 'w'));"
+            "import json,random,sys,time;time.sleep(%r);"
+            "json.dump({'iops': %r * (1 + %r * random.uniform(-1, 1)), 'target': %r, 'instance': %d},"
+            " open(%r + '/null.json', 'w'));"
             "sys.exit(%d)"
-        ) % (params.sleep_s, params.iops, target.path, instance, target.out_dir, 3 if params.fail else 0)
+        ) % (params.sleep_s, params.iops, params.jitter, target.path, instance, target.out_dir, 3 if params.fail else 0)
         return [sys.executable, "-c", code]
 
     def parse(self, params: NullParams, outputs: list[InstanceOutput]) -> Parsed:
