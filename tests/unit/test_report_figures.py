@@ -206,3 +206,48 @@ def test_series_with_containers(tmp_path):
 
     fig = Figure("s", "series", "series with containers", "", Table("s", "", [], []), {"series": data})
     assert "container 0" in svg_texts(figures.render(fig)[0])
+
+
+def test_grid_columns_are_unique_when_runtimes_share_a_file_system_and_path():
+    from strata.analysis.grid import Grid
+
+    g = Grid(
+        "w",
+        "c",
+        "MB/s",
+        [("ext4", "native", "bind"), ("ext4", "docker:overlay2", "bind"), ("xfs", "docker:overlay2", "volume")],
+    )
+    labels = g.column_labels
+    assert len(set(labels)) == 3 and labels[2] == "xfs volume"
+    assert labels[0] == "ext4 bind (native)" and labels[1] == "ext4 bind (docker:overlay2)"
+
+
+def test_long_stack_labels_stay_inside_the_latency_figure():
+    from strata.report.model import Figure, Table
+
+    label = "a-very-long-device-name/ext4-dioread_nolock/docker:fuse-overlayfs/volume"
+    stack = {"label": label, **{f"{k}_{s}_us": 10.0 for k in ("slat", "clat", "lat") for s in ("mean", "p99")}}
+    fig = Figure(
+        "x",
+        "latency",
+        "t",
+        "c",
+        Table("x", "t", [], []),
+        {
+            "panels": [
+                {"load": "low", "outstanding": 1, "stacks": [stack, dict(stack, label="b")]},
+                {"load": "high", "outstanding": 64, "stacks": [stack, dict(stack, label="b")]},
+            ]
+        },
+    )
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    mpl = figures.DRAW["latency"](fig)
+    canvas = FigureCanvasAgg(mpl)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    width = mpl.bbox.width
+    for ax in mpl.axes:
+        for t in ax.get_xticklabels():
+            box = t.get_window_extent(renderer)
+            assert box.x0 >= -1 and box.x1 <= width + 1, (t.get_text(), box)

@@ -25,6 +25,14 @@ class Grid:
     values: dict = field(default_factory=dict)  # (containers, column) -> (per-container mean, Cell)
 
     @property
+    def column_labels(self) -> list[str]:
+        """Unique column names: "fs path", with the runtime when two runtimes share a file system and path."""
+        clash = {
+            (fs, p) for fs, rt, p in self.columns if sum(1 for f2, _, p2 in self.columns if (f2, p2) == (fs, p)) > 1
+        }
+        return [f"{fs} {p}" + (f" ({rt})" if (fs, p) in clash else "") for fs, rt, p in self.columns]
+
+    @property
     def title(self) -> str:
         return f"{self.workload}: {self.unit} per container ({self.context})"
 

@@ -87,8 +87,30 @@ def _layout(
     )
 
 
+WRAP = 22  # characters per line of a rotated stack label
+
+
+def _wrap(label: str) -> str:
+    """A long stack label on several lines, broken after its "/": rotated, it then stays in the figure."""
+    lines, cur = [], ""
+    for part in label.split("/"):
+        piece = part if not cur else "/" + part
+        if cur and len(cur) + len(piece) > WRAP:
+            lines.append(cur + "/")
+            cur = part
+        else:
+            cur += piece
+    return "\n".join(lines + [cur])
+
+
+def _rot_len(labels) -> int:
+    """How far rotated labels reach down, in characters: their longest line plus a line per extra line."""
+    return max((_maxlen([x]) + 3 * str(x).count("\n") for x in labels), default=0)
+
+
 def _maxlen(labels) -> int:
-    return max((len(str(x)) for x in labels), default=0)
+    """The longest line of any label (wrapped labels count by their longest line)."""
+    return max((len(line) for x in labels for line in str(x).split("\n")), default=0)
 
 
 def _title(mpl, title: str) -> None:
@@ -157,10 +179,11 @@ def _bars(fig) -> MplFigure:
         ax.set_ylabel("throughput relative to raw device")
     else:
         ax.set_ylabel(fig.data.get("unit", ""))
-    ax.set_xticks(range(len(stacks)), stacks, rotation=25, ha="right")
+    ticks = [_wrap(s) for s in stacks]
+    ax.set_xticks(range(len(stacks)), ticks, rotation=25, ha="right")
     ax.set_xlabel("stack")
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    _layout(mpl, _maxlen(stacks), _maxlen(h.get_label() for h in handles), first_tick_len=len(stacks[0]))
+    _layout(mpl, _rot_len(ticks), _maxlen(h.get_label() for h in handles), first_tick_len=_rot_len(ticks[:1]))
     return mpl
 
 
@@ -184,11 +207,22 @@ def _latency(fig) -> MplFigure:
         ax.set_yscale("log")
         ax.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost a third of the drawing time
         ax.set_title(f"load {p['load']} ({p['outstanding']} I/Os in flight)", fontsize=9)
-        ax.set_xticks(range(len(labels)), labels, rotation=25, ha="right")
+        ax.set_xticks(range(len(labels)), [_wrap(x) for x in labels], rotation=25, ha="right")
         ax.set_xlabel("stack")
     axes[0].set_ylabel("latency (\u00b5s, log scale)")
     axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    _layout(mpl, _maxlen(s["label"] for p in panels for s in p["stacks"]), 9, panel_titles=True, wspace=0.08)
+    ticks = [_wrap(s["label"]) for p in panels for s in p["stacks"]]
+    first = max((_rot_len([_wrap(p["stacks"][0]["label"])]) for p in panels if p["stacks"]), default=0)
+    # rotated labels reach left of their tick: the first panel's first label needs that room in the margin,
+    # and each later panel's first label needs it between the panels
+    _layout(
+        mpl,
+        _rot_len(ticks),
+        9,
+        panel_titles=True,
+        wspace=0.08 + 0.9 * CHAR_IN * first / (mpl.get_size_inches()[0] / len(panels)),
+        first_tick_len=first,
+    )
     return mpl
 
 

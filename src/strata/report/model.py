@@ -461,8 +461,7 @@ def series_data(r: dict) -> dict:
 
 
 def _grid_table(g, i: int) -> Table:
-    multi_rt = len({rt for _, rt, _ in g.columns}) > 1
-    cols = [f"{fs} {p}" + (f" ({rt})" if multi_rt else "") for fs, rt, p in g.columns]
+    cols = g.column_labels
     rows = []
     for n in g.rows:
         rows.append([n] + [g.values[(n, col)][0] if (n, col) in g.values else None for col in g.columns])

@@ -87,7 +87,7 @@ def analysis_text(a) -> str:
             lines.append(f"  {len(g.columns)} columns: too wide for a terminal, see the HTML report or its CSV")
             continue
         lines += _table(
-            [["containers"] + [f"{fs} {p}" for fs, _, p in g.columns]]
+            [["containers"] + g.column_labels]
             + [
                 [str(n)] + [fmt(g.values[(n, col)][0]) if (n, col) in g.values else "-" for col in g.columns]
                 for n in g.rows
