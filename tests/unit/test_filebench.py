@@ -117,3 +117,22 @@ def test_full_file_system_is_disk_full_with_the_fix(tmp_path):
     with pytest.raises(TrialFailure) as e:
         read_end(InstanceOutput(0, d, 1, ""))
     assert e.value.category == "stopped_early"
+
+
+def test_validate_reports_an_engine_error_against_the_users_file(tmp_path, capsys):
+    """Issue 14: a .f the engine rejects fails `strata validate`, naming the user's own file and line."""
+    from strata.cli.main import main
+    from strata.engine import engine_binary
+
+    assert engine_binary(), "the engine is not built: scripts/install builds it"
+    bad = tmp_path / "mine.f"
+    bad.write_text((PERSONALITIES_DIR / "varmail.f").read_text().replace("flowop deletefile", "flowop bogusop", 1))
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"name: v\nworkdir: {tmp_path / 'w'}\ndevices: [loop]\nfilesystems: [ext4]\nruntimes: [native]\n"
+        f"paths: [bind]\nworkloads: [{{filebench: {{file: {bad}, runtime: 5}}}}]\n"
+    )
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if "bogusop" in text)
+    assert f"{bad}:{line}:" in err and "bogusop" in err and "Traceback" not in err
