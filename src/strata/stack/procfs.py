@@ -19,7 +19,17 @@ from pathlib import Path
 from strata.errors import StrataError
 from strata.proc import sh
 
-ENGINE_PROGRAMS = ("dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "docker-init")
+ENGINE_PROGRAMS = (
+    "dockerd",
+    "containerd",
+    "containerd-shim",
+    "containerd-shim-runc-v2",
+    "runc",
+    "docker-init",
+    "podman",
+    "conmon",
+    "catatonit",
+)
 
 
 # ---- processes ----------------------------------------------------------------

@@ -3,7 +3,8 @@
 from strata.stack.runtimes.base import PathHandle, Runtime, RuntimeSession, Unsupported
 from strata.stack.runtimes.docker.session import DOCKER
 from strata.stack.runtimes.native import NATIVE
+from strata.stack.runtimes.podman import PODMAN_RUNTIME
 
-REGISTRY: dict[str, Runtime] = {r.name: r for r in (NATIVE, DOCKER)}
+REGISTRY: dict[str, Runtime] = {r.name: r for r in (NATIVE, DOCKER, PODMAN_RUNTIME)}
 
 __all__ = ["REGISTRY", "PathHandle", "Runtime", "RuntimeSession", "Unsupported"]

@@ -236,7 +236,7 @@ class DockerRunning:
                 gone = r.returncode == 0 or all("no such container" in line.lower() for line in r.stderr.splitlines())
             except CommandError:
                 gone = False
-            if not gone and s.daemon is None:
+            if not gone and not s.private:
                 # the user's daemon keeps them: leave the journal entries for `strata cleanup`
                 raise StrataError(
                     f"could not remove containers {[c.name for c in live]} from {s.sock}",

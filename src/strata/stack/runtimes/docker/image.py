@@ -225,13 +225,12 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
 def ensure_image(session, spec: ImageSpec) -> str:
     """Make the image of `spec` present in the session's daemon (loading it at most once); its tag.
 
-    The session is a container session (docker, podman): `docker(...)` runs its client, `load_image`
-    loads a tarball, `daemon` is None for the user's own daemon (whose loaded images are removed at
-    teardown)."""
+    The session is a container session (docker, podman): `docker(...)` runs its client; `private` is False
+    for the user's own daemon, whose images strata loaded are removed at teardown."""
     tag = image_tag(spec)
     if session.docker("image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode != 0:
         tarball = build_image_tarball(spec)
-        if session.daemon is None:
+        if not session.private:
             seq = session.journal.intent("docker-image", socket=session.sock, tag=tag)
             session.loaded_images.append((tag, seq))
         session.docker("load", "-q", "-i", str(tarball), timeout=BUILD_TIMEOUT_S)

@@ -102,6 +102,11 @@ class DockerSession:
         return None
 
     @property
+    def private(self) -> bool:
+        """strata's own store on the file system under test (not the user's daemon, left as it is)."""
+        return self.daemon is not None
+
+    @property
     def data_root(self) -> str:
         return self.facts.get("data_root", "")
 
@@ -117,7 +122,7 @@ class DockerSession:
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
         n = load.containers
         if name in ("layer", "tmpfs"):
-            if name == "layer" and self.daemon is not None:
+            if name == "layer" and self.private:
                 self._need_fs(name)
             yield PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{} for _ in range(n)])
         elif name == "device":
@@ -128,7 +133,7 @@ class DockerSession:
                 )
             yield PathHandle(name, "device", DEVICE_IN_CONTAINER, self.mounted.device.path, [{} for _ in range(n)])
         elif name == "volume":
-            if self.daemon is not None:
+            if self.private:
                 self._need_fs(name)
             with self._volumes(trial_dir, n) as handle:
                 yield handle
