@@ -1,0 +1,65 @@
+"""Podman against Docker on the same stack: the same fio trial through strata on `docker:overlay2` and
+`podman:overlay`, a named volume on xfs on one loop device, interleaved over several rounds (the
+repetitions of one run are interleaved rounds). Prints each round and the median of paired ratios.
+
+    python3 bench/podman_vs_docker.py [--rounds 5] [--runtime 10]     (root)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from strata.store import load_results  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runtime", type=int, default=10)
+    ap.add_argument("--workdir", default="/var/tmp/strata-bench-podman")
+    args = ap.parse_args()
+    spec = {
+        "name": "podman-vs-docker",
+        "workdir": args.workdir,
+        "repetitions": args.rounds,
+        "devices": [{"type": "loop", "size": "2GiB"}],
+        "filesystems": ["xfs"],
+        "runtimes": ["docker:overlay2", "podman:overlay"],
+        "paths": ["volume"],
+        "workloads": [{"fio": {"preset": "rr", "size": "512MiB", "runtime": args.runtime, "ramp_time": 2}}],
+        "loads": [{"name": "j2xqd16", "numjobs": 2, "iodepth": 16}],
+    }
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "s.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        cp = subprocess.run(
+            [sys.executable, "-m", "strata.cli.main", "run", str(path), "-o", f"{d}/out"],
+            capture_output=True,
+            text=True,
+        )
+        if cp.returncode != 0:
+            print(cp.stdout[-3000:], cp.stderr[-3000:])
+            return 1
+        by = {}
+        for r in load_results(f"{d}/out"):
+            by.setdefault(r["labels"]["repetition"], {})[r["labels"]["runtime"]] = r["metrics"]["primary"]["value"]
+    ratios = []
+    for rep in sorted(by):
+        d, p = by[rep].get("docker:overlay2"), by[rep].get("podman:overlay")
+        if d and p:
+            ratios.append(p / d)
+            print(f"round {rep + 1}: docker {d:,.0f} IOPS, podman {p:,.0f} IOPS, podman/docker {p / d:.3f}")
+    print(f"podman / docker, median of paired ratios: {statistics.median(ratios):.3f} over {len(ratios)} rounds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
