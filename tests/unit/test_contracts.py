@@ -81,3 +81,49 @@ def test_runtime_paths_are_in_the_vocabulary():
 
     for name, rt in RUNTIMES.items():
         assert set(rt.paths) <= set(PATHS), name
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """strata's top-level packages and modules, and which of them each imports (anywhere in its code)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "src" / "strata"
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root).parts
+        node = rel[0].removesuffix(".py")
+        graph.setdefault(node, set())
+        for n in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in n.names]
+                if isinstance(n, ast.Import)
+                else [n.module]
+                if isinstance(n, ast.ImportFrom) and n.module and n.level == 0
+                else []
+            )
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "strata" and len(parts) > 1 and parts[1] != node:
+                    graph[node].add(parts[1])
+    return graph
+
+
+def test_no_import_cycle_between_packages():
+    graph = _package_graph()
+    seen, stack = set(), []
+
+    def visit(node, path):
+        if node in path:
+            raise AssertionError("import cycle: " + " -> ".join(path[path.index(node) :] + [node]))
+        if node in seen:
+            return
+        for nxt in sorted(graph.get(node, ())):
+            visit(nxt, path + [node])
+        seen.add(node)
+
+    for node in sorted(graph):
+        visit(node, stack)
+    # the bottom stays the bottom
+    for bottom in ("params", "instances", "errors", "units"):
+        assert graph[bottom] <= {"units", "errors"}, (bottom, graph[bottom])
