@@ -35,7 +35,10 @@ class StallCheck:
         if s is None:
             return f"{self.kname} is gone"
         done, now = s["read_ios"] + s["write_ios"], self.clock()
-        if s["in_flight"] == 0 or done != self.last_done:
+        if s["in_flight"] == 0:
+            self.last_done, self.since = done, None
+            return None
+        if done != self.last_done or self.since is None:  # progress, or first seen busy: the clock starts here
             self.last_done, self.since = done, now
             return None
         if now - self.since >= self.stall_s:
