@@ -38,6 +38,7 @@ from strata.stack.remote.watch import StallCheck, Watcher
 from strata.stack.runtime import Unsupported
 
 RUN_FILES = ("nbdkit.pid", "nbdkit.log", "nbdfuse.pid", "nbdfuse.log")
+STALL_S = 30.0   # I/O in flight and none completing this long: the remote is lost (watch.py)
 CLIENT_PATHS = {("nbd", "fuse"): "nbdfuse+loop(direct-io)", ("nbd", "kernel"): "nbd-client(kernel nbd)",
                 ("nvme-tcp", "kernel"): "nvme-cli(kernel nvme-tcp)"}
 
@@ -186,7 +187,7 @@ def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str,
                 facts.update(client_version=nbd.version("nbdfuse"), connections=nbd.FUSE_CONNECTIONS,
                              fuse_mount=str(client.mountdir), **block_facts(kname))
                 cpu = ProcessCpuCollector("remote_cpu", {"target": target.pid, "client": client.daemon.pid})
-                watcher = Watcher([*checks, client.alive, StallCheck(kname)], client.abort)
+                watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
                 yield RemoteHandle(spec.name, client.loop, 0, [kname], facts, [cpu], watcher)
         else:
             with nbd.kernel_client(host.link.ns_addr, nbd.PORT, journal) as client:
@@ -194,7 +195,7 @@ def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str,
                 facts.update(client_version=nbd.version("nbd-client"), connections=nbd.KERNEL_CONNECTIONS,
                              timeout_s=nbd.KERNEL_TIMEOUT_S, **block_facts(kname))
                 cpu = ProcessCpuCollector("remote_cpu", {"target": target.pid})
-                watcher = Watcher([*checks, client.alive, StallCheck(kname)], client.abort)
+                watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
                 yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [cpu], watcher)
     finally:
         target.stop(journal)
@@ -206,5 +207,5 @@ def _nvme(spec: RemoteDevice, host: netns.NsHost, backing: str, journal: Journal
         kname = Path(client.device).name
         facts = {"target": "nvmet", "nqn": target.nqn, "port": target.svc, "ctrl_loss_tmo_s": nvme.CTRL_LOSS_TMO_S,
                  "client_version": nbd.version("nvme"), **block_facts(kname)}
-        watcher = Watcher([client.alive, StallCheck(kname)], client.abort)
+        watcher = Watcher([client.alive, StallCheck(kname, STALL_S)], client.abort)
         yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [], watcher)  # target CPU: kernel threads
