@@ -151,15 +151,36 @@ def test_nbd_device_with_ext4_and_fio(tmp_path):
               f"{job['read']['clat_ns']['mean'] / 1000:.0f} us; moved: fio {read >> 20} MiB, "
               + ", ".join(f"{k} {v['read_bytes'] >> 20} MiB" for k, v in disk.items())
               + f"; link rx {stats['remote_link'][net['host_if']]['rx_bytes'] >> 20} MiB; "
-              f"target cpu {stats['remote_cpu']['target']['cpu_s']:.2f} s, "
-              f"client cpu {stats['remote_cpu']['client']['cpu_s']:.2f} s")
+              f"target cpu {stats['remote_procs']['target']['cpu_s']:.2f} s, "
+              f"target read from disk {stats['remote_procs']['target']['read_bytes'] >> 20} MiB, "
+              f"client cpu {stats['remote_procs']['client']['cpu_s']:.2f} s")
         assert read > 0
         # the cache check's inputs: every layer moved at least the workload's bytes (no cache answered)
         for name in dev.diskstats:
             assert disk[name]["read_bytes"] >= 0.9 * read, (name, disk[name], read)
         assert stats["remote_link"][net["host_if"]]["rx_bytes"] >= read
-        assert stats["remote_cpu"]["target"]["cpu_s"] > 0
+        target = stats["remote_procs"]["target"]
+        assert target["cpu_s"] > 0
+        # the storage host's own cache check, which other tenants of the disk cannot blur: nbdkit
+        # fetched from the disk what it served (cache=none: its page cache did not answer)
+        assert target["read_bytes"] >= 0.9 * read, target
         assert dev.watch() is None
+
+
+def test_a_caching_target_shows_in_the_evidence(tmp_path, monkeypatch):
+    """Why the target runs with cache=none: without it, the storage host's page cache answers
+    O_DIRECT reads of the client, and the evidence says so (the target fetched nothing from disk)."""
+    monkeypatch.setattr(nbd, "NBDKIT_OPTIONS", [])
+    with remote(tmp_path) as (dev, _, journal, wd):
+        assert dev.facts["target_options"] == []
+        subprocess.run(["dd", f"if={dev.path}", "of=/dev/null", "bs=1M", "iflag=direct"], check=True,
+                       capture_output=True)                         # warms the storage host's page cache
+        job, stats = sampled(dev, lambda: fio(dev.path, 3, size="256M"))
+        read, target = job["read"]["io_bytes"], stats["remote_procs"]["target"]
+        print(f"\ncaching target: fio {read >> 20} MiB, client loop "
+              f"{stats['diskstats'][dev.diskstats[0]]['read_bytes'] >> 20} MiB, target from disk {target['read_bytes']} B")
+        assert stats["diskstats"][dev.diskstats[0]]["read_bytes"] >= 0.9 * read   # the client moved it all ...
+        assert target["read_bytes"] < 0.1 * read                                     # ... the disk almost nothing
 
 
 def test_rate_shapes_both_ends_of_the_link(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from strata.collectors.netdev import NetdevCollector
-from strata.collectors.process import TICKS_PER_S, ProcessCpuCollector
+from strata.collectors.process import TICKS_PER_S, ProcessCollector
 from strata.errors import StrataError
 from strata.stack import marked, netns
 from strata.stack.bounded import run_bounded
@@ -397,24 +397,37 @@ def test_watcher_thread_notices_within_a_period():
 
 # ---- collectors --------------------------------------------------------------------
 
-def test_process_cpu_collector(tmp_path):
-    stat = tmp_path / "42" / "stat"
-    stat.parent.mkdir()
+def test_process_collector_cpu_and_io(tmp_path):
+    d = tmp_path / "42"
+    d.mkdir()
 
-    def write(utime, stime):
-        stat.write_text(f"42 (nbd kit) S 1 42 42 0 -1 4194560 0 0 0 0 {utime} {stime} 0 0 20 0 16 0 1 0 0")
+    def write(utime, stime, rchar, read_bytes):
+        (d / "stat").write_text(f"42 (nbd kit) S 1 42 42 0 -1 4194560 0 0 0 0 {utime} {stime} 0 0 20 0 16 0 1 0 0")
+        (d / "io").write_text(f"rchar: {rchar}\nwchar: 7\nsyscr: 1\nsyscw: 1\nread_bytes: {read_bytes}\n"
+                              f"write_bytes: 0\ncancelled_write_bytes: 0\n")
 
-    c = ProcessCpuCollector("remote_cpu", {"target": 42, "client": 43}, proc=tmp_path)
-    write(10, 5)
+    c = ProcessCollector("remote_procs", {"target": 42, "client": 43}, proc=tmp_path)
+    write(10, 5, 1000, 0)
     c.sample()
     c.times[-1] -= 2.0                      # two seconds ago
-    write(10 + TICKS_PER_S, 5 + TICKS_PER_S // 2)
+    write(10 + TICKS_PER_S, 5 + TICKS_PER_S // 2, 1000 + (8 << 20), 4096)
     c.sample()
     s = c.summary()
     assert s["target"]["cpu_s"] == pytest.approx(1.5)
     assert s["target"]["cpu_percent"] == pytest.approx(75.0, rel=0.01)
+    assert (s["target"]["rchar"], s["target"]["read_bytes"], s["target"]["wchar"]) == (8 << 20, 4096, 0)
     assert "client" not in s                # never seen: no numbers, not zeros
-    assert c.series()["target"]["cpu_percent"] == [pytest.approx(75.0, rel=0.01)]
+    series = c.series()["target"]
+    assert series["cpu_percent"] == [pytest.approx(75.0, rel=0.01)] and series["read_bytes"] == [4096]
+
+
+def test_process_collector_without_io_access(tmp_path):
+    (tmp_path / "42").mkdir()
+    (tmp_path / "42" / "stat").write_text("42 (x) S 1 42 42 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 0 0")
+    c = ProcessCollector("p", {"t": 42}, proc=tmp_path)
+    c.sample()
+    c.sample()
+    assert c.summary()["t"]["cpu_s"] == 0 and "read_bytes" not in c.summary()["t"]
 
 
 def test_netdev_collector(tmp_path):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from strata.collectors.netdev import NetdevCollector
-from strata.collectors.process import ProcessCpuCollector
+from strata.collectors.process import ProcessCollector
 from strata.errors import StrataError
 from strata.spec.model import BlockDevice
 from strata.stack import netns
@@ -186,7 +186,7 @@ def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str,
                 kname = Path(client.loop).name
                 facts.update(client_version=nbd.version("nbdfuse"), connections=nbd.FUSE_CONNECTIONS,
                              fuse_mount=str(client.mountdir), **block_facts(kname))
-                cpu = ProcessCpuCollector("remote_cpu", {"target": target.pid, "client": client.daemon.pid})
+                cpu = ProcessCollector("remote_procs", {"target": target.pid, "client": client.daemon.pid})
                 watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
                 yield RemoteHandle(spec.name, client.loop, 0, [kname], facts, [cpu], watcher)
         else:
@@ -194,7 +194,7 @@ def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str,
                 kname = Path(client.device).name
                 facts.update(client_version=nbd.version("nbd-client"), connections=nbd.KERNEL_CONNECTIONS,
                              timeout_s=nbd.KERNEL_TIMEOUT_S, **block_facts(kname))
-                cpu = ProcessCpuCollector("remote_cpu", {"target": target.pid})
+                cpu = ProcessCollector("remote_procs", {"target": target.pid})
                 watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
                 yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [cpu], watcher)
     finally:
