@@ -305,6 +305,26 @@ def test_stalled_target_is_remote_lost_and_teardown_completes(tmp_path, monkeypa
             os.kill(target, signal.SIGCONT)
 
 
+def test_target_frozen_before_teardown_does_not_hang_the_unmount(tmp_path, monkeypatch):
+    """The target stops answering between trials; tearing down ext4 above writes to the device and
+    waits. The watcher, still running under the file system's teardown, sees the stall and aborts
+    the connection: the unmount fails its writes and completes, and so does everything else."""
+    monkeypatch.setattr("strata.stack.remote.device.STALL_S", 3.0)
+    target = None
+    t = None
+    try:
+        with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
+            (mounted.mountpoint / "dirty").write_bytes(os.urandom(4 * MiB))   # dirty pages for the unmount
+            target = dev.collectors[0].pids["target"]
+            os.kill(target, signal.SIGSTOP)
+            t = time.monotonic()
+        print(f"\nteardown with a frozen target took {time.monotonic() - t:.1f} s")
+    finally:
+        if target is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(target, signal.SIGCONT)
+
+
 def test_fuse_abort_through_fusectl(tmp_path):
     """The fallback when nbdfuse cannot be killed: abort the connection in /sys/fs/fuse/connections."""
     mounted_here = False
