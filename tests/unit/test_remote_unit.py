@@ -493,3 +493,14 @@ def test_run_bounded_gives_up():
     assert "did not finish" in r.describe()
     assert run_bounded(["true"]).ok
     assert run_bounded(["/nonexistent/tool"]).returncode == 127
+
+
+def test_doctor_rows(monkeypatch):
+    from strata.stack.remote import caps as caps_mod
+    no_netem = {"netem": "`tc qdisc add ... netem`: Error: Specified qdisc kind is unknown.", "tbf": None}
+    monkeypatch.setattr(caps_mod, "probe", lambda: caps(nbd_module=NO_NBD, nvme_modules="no nvmet", qdisc_missing=no_netem))
+    rows = {name: why for _, name, why in caps_mod.doctor_rows()}
+    assert rows["remote:nbd (fuse client: nbdfuse + loop)"] is None
+    assert "Module nbd not found" in rows["remote:nbd (kernel client: nbd + nbd-client)"]
+    assert rows["remote:nvme-tcp (kernel nvmet + nvme-cli)"] == "no nvmet"
+    assert "netem" in rows["remote fabric latency (netem)"] and rows["remote fabric rate (netem or tbf)"] is None

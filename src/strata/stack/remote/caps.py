@@ -109,3 +109,16 @@ def problems(spec: RemoteDevice, caps: Caps) -> str | None:
 def available(spec: RemoteDevice | None = None) -> str | None:
     """None if this host can build `spec` (default: an NBD device with no added latency), else why not."""
     return problems(spec or RemoteDevice(), probe())
+
+
+def doctor_rows() -> list[tuple[str, str, str | None]]:
+    """Rows for `strata doctor`: each transport and client path, and the fabric knobs."""
+    c = probe()
+    rows = [("device", f"remote:{label}", problems(spec, c)) for label, spec in (
+        ("nbd (fuse client: nbdfuse + loop)", RemoteDevice(client="fuse")),
+        ("nbd (kernel client: nbd + nbd-client)", RemoteDevice(client="kernel")),
+        ("nvme-tcp (kernel nvmet + nvme-cli)", RemoteDevice(transport="nvme-tcp")),
+    )]
+    rows.append(("device", "remote fabric latency (netem)", problems(RemoteDevice(latency=50.0), c)))
+    rows.append(("device", "remote fabric rate (netem or tbf)", problems(RemoteDevice(rate=10**9), c)))
+    return rows
