@@ -164,15 +164,18 @@ def test_nbd_device_with_ext4_and_fio(tmp_path):
         # the storage host's own cache check, which other tenants of the disk cannot blur: nbdkit
         # fetched from the disk what it served (cache=none: its page cache did not answer)
         assert target["read_bytes"] >= 0.9 * read, target
+        assert dev.facts["target_cache_drop_s"] > 0
         assert dev.watch() is None
 
 
 def test_a_caching_target_shows_in_the_evidence(tmp_path, monkeypatch):
-    """Why the target runs with cache=none: without it, the storage host's page cache answers
-    O_DIRECT reads of the client, and the evidence says so (the target fetched nothing from disk)."""
+    """Why the target runs with cache=none and strata drops its cached pages: without them, the
+    storage host's page cache answers O_DIRECT reads of the client, and the evidence says so (the
+    target fetched nothing from the disk)."""
     monkeypatch.setattr(nbd, "NBDKIT_OPTIONS", [])
+    monkeypatch.setattr("strata.stack.remote.device.DROP_CACHE_S", 0.0)
     with remote(tmp_path) as (dev, _, journal, wd):
-        assert dev.facts["target_options"] == []
+        assert dev.facts["target_options"] == [] and dev.facts["target_cache_drop_s"] == 0
         subprocess.run(["dd", f"if={dev.path}", "of=/dev/null", "bs=1M", "iflag=direct"], check=True,
                        capture_output=True)                         # warms the storage host's page cache
         job, stats = sampled(dev, lambda: fio(dev.path, 3, size="256M"))

@@ -38,6 +38,7 @@ from strata.stack.remote.watch import StallCheck, Watcher
 from strata.stack.runtime import Unsupported
 
 RUN_FILES = ("nbdkit.pid", "nbdkit.log", "nbdfuse.pid", "nbdfuse.log")
+DROP_CACHE_S = 0.5  # drop the storage host's cached pages of the backing store this often (nbd.CacheDropper)
 STALL_S = 30.0   # I/O in flight and none completing this long: the remote is lost (watch.py)
 CLIENT_PATHS = {("nbd", "fuse"): "nbdfuse+loop(direct-io)", ("nbd", "kernel"): "nbd-client(kernel nbd)",
                 ("nvme-tcp", "kernel"): "nvme-cli(kernel nvme-tcp)"}
@@ -177,9 +178,12 @@ def _daemon_check(what: str, daemon: Daemon):
 def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str, run_dir: Path,
          journal: Journal) -> Iterator[RemoteHandle]:
     target = nbd.start_nbdkit(host, backing, run_dir, journal)
+    dropper = nbd.CacheDropper(backing, DROP_CACHE_S)
     try:
+        if DROP_CACHE_S:
+            dropper.start()
         facts = {"target": "nbdkit", "target_version": nbd.version("nbdkit"), "target_options": nbd.NBDKIT_OPTIONS,
-                 "port": nbd.PORT}
+                 "port": nbd.PORT, "target_cache_drop_s": DROP_CACHE_S}
         checks = [_daemon_check("the target nbdkit", target)]
         if client_kind == "fuse":
             with nbd.fuse_client(host.link.ns_addr, nbd.PORT, run_dir, journal) as client:
@@ -198,6 +202,7 @@ def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str,
                 watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
                 yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [cpu], watcher)
     finally:
+        dropper.stop()
         target.stop(journal)
 
 
