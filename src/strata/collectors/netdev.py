@@ -1,0 +1,54 @@
+"""Bytes and packets through network interfaces (a storage link's veth), per second.
+
+From /sys/class/net/X/statistics on the host. On the host end of a veth, rx is
+what the namespace sent (read data coming back from a storage target) and tx
+what the host sent to it (requests and written data).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from strata.collectors.sampler import deltas
+
+COUNTERS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
+
+
+def read_counters(ifname: str, sysfs: Path = Path("/sys/class/net")) -> dict[str, int] | None:
+    try:
+        return {k: int((sysfs / ifname / "statistics" / k).read_text()) for k in COUNTERS}
+    except (OSError, ValueError):
+        return None
+
+
+class NetdevCollector:
+    def __init__(self, name: str, ifnames: list[str], sysfs: Path = Path("/sys/class/net")):
+        self.name, self.ifnames, self.sysfs = name, list(ifnames), sysfs
+        self.times: list[float] = []
+        self.samples: list[dict[str, dict | None]] = []
+
+    def sample(self) -> dict:
+        row = {i: read_counters(i, self.sysfs) for i in self.ifnames}
+        self.samples.append(row)
+        self.times.append(time.time())
+        return row
+
+    def _rows(self, ifname: str):
+        pairs = [(t, s[ifname]) for t, s in zip(self.times, self.samples) if s.get(ifname)]
+        return [t for t, _ in pairs], [r for _, r in pairs]
+
+    def series(self) -> dict:
+        out = {}
+        for i in self.ifnames:
+            t, rows = self._rows(i)
+            out[i] = {k: deltas([r[k] for r in rows]) for k in COUNTERS}
+        return out
+
+    def summary(self) -> dict:
+        out = {}
+        for i in self.ifnames:
+            t, rows = self._rows(i)
+            if len(rows) >= 2:
+                out[i] = {k: rows[-1][k] - rows[0][k] for k in COUNTERS}
+        return out

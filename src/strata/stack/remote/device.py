@@ -1,0 +1,216 @@
+"""Provision a remote device: a storage host in a namespace of its own, and the client.
+
+Built bottom up, each resource journaled before it is made and removed in
+reverse order (also by `strata cleanup` after `kill -9`):
+
+  run dir -> backing file (filled like a loop image) -> namespace + veth
+  -> fabric qdiscs -> target (nbdkit | nvmet) -> client (nbdfuse + mount + loop
+  | nbd-client | nvme connect)
+
+The handle's `diskstats` is [client block device, the disk(s) holding the
+backing store], so the cache check compares the workload's bytes with the
+bytes that really reached the storage host's disk. Its `collectors` sample the
+target's and the FUSE client's CPU and the link's bytes and packets; `watch()`
+says when the remote side is gone (see watch.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from strata.collectors.netdev import NetdevCollector
+from strata.collectors.process import ProcessCollector
+from strata.errors import StrataError
+from strata.spec.model import BlockDevice
+from strata.stack import netns
+from strata.stack.device import DeviceHandle, _fill, block_facts, block_problems, disk_of
+from strata.stack.journal import Journal, undo_action
+from strata.stack.marked import Daemon
+from strata.stack.remote import caps as caps_mod
+from strata.stack.remote import nbd, nvme
+from strata.stack.remote.model import RemoteDevice
+from strata.stack.remote.watch import StallCheck, Watcher
+from strata.stack.runtime import Unsupported
+
+RUN_FILES = ("nbdkit.pid", "nbdkit.log", "nbdfuse.pid", "nbdfuse.log")
+DROP_CACHE_S = 0.5  # drop the storage host's cached pages of the backing store this often (nbd.CacheDropper)
+STALL_S = 30.0   # I/O in flight and none completing this long: the remote is lost (watch.py)
+CLIENT_PATHS = {("nbd", "fuse"): "nbdfuse+loop(direct-io)", ("nbd", "kernel"): "nbd-client(kernel nbd)",
+                ("nvme-tcp", "kernel"): "nvme-cli(kernel nvme-tcp)"}
+
+
+@dataclass
+class RemoteHandle(DeviceHandle):
+    collectors: list = field(default_factory=list)
+    watcher: Watcher | None = None
+
+    def watch(self) -> tuple[str, str] | None:
+        return self.watcher.check() if self.watcher else None
+
+
+def backing_problems(spec: RemoteDevice) -> list[str]:
+    """Why strata must not serve `backing_path` (the `block` device's guard); [] for a file."""
+    if spec.backing_path is None:
+        return []
+    return block_problems(BlockDevice(path=spec.backing_path, destroy=spec.destroy))
+
+
+def backing_chain(path: str) -> list[str]:
+    """Kernel names of the disks that hold `path`'s bytes: a file's disk; a block device, and for a
+    loop device the disk of its backing file too."""
+    if not Path(path).is_block_device():
+        disk = disk_of(path)
+        return [disk] if disk else []
+    kname = Path(os.path.realpath(path)).name
+    chain = [kname]
+    with contextlib.suppress(OSError):
+        chain += backing_chain((Path("/sys/block") / kname / "loop" / "backing_file").read_text().strip())
+    return chain
+
+
+# ---- run dir and backing store ------------------------------------------------------
+
+@undo_action("remote_dir")
+def _undo_remote_dir(data: dict) -> None:
+    d = Path(data["path"])
+    for name in RUN_FILES:
+        (d / name).unlink(missing_ok=True)
+    for sub in (d / "mnt", d):
+        with contextlib.suppress(FileNotFoundError):
+            sub.rmdir()  # only when empty: never removes anything else
+
+
+@contextlib.contextmanager
+def _run_dir(workdir: Path, name: str, journal: Journal) -> Iterator[Path]:
+    d = workdir / f"remote-{name}-{secrets.token_hex(3)}"
+    data = {"path": str(d)}
+    seq = journal.intent("remote_dir", **data)
+    try:
+        d.mkdir(parents=True)
+        yield d
+    finally:
+        _undo_remote_dir(data)
+        journal.release(seq)
+
+
+@contextlib.contextmanager
+def _backing(spec: RemoteDevice, run_dir: Path, journal: Journal) -> Iterator[tuple[str, int]]:
+    """(path, size in bytes) of the store the target serves."""
+    if spec.backing_path is not None:
+        problems = backing_problems(spec)
+        if problems:
+            raise StrataError("; ".join(problems), f"set `destroy: true` on the remote device {spec.name} "
+                              f"if the data of {spec.backing_path} may be erased")
+        size = int(Path(f"/sys/class/block/{Path(os.path.realpath(spec.backing_path)).name}/size").read_text()) * 512
+        yield spec.backing_path, size
+        return
+    path = run_dir / "backing.img"
+    seq = journal.intent("file", path=str(path))
+    try:
+        _fill(path, spec.size)
+        yield str(path), spec.size
+    finally:
+        path.unlink(missing_ok=True)
+        journal.release(seq)
+
+
+# ---- the device -------------------------------------------------------------------
+
+@contextlib.contextmanager
+def provision_remote(spec: RemoteDevice, journal: Journal, workdir: Path) -> Iterator[RemoteHandle]:
+    host_caps = caps_mod.probe()
+    why = caps_mod.problems(spec, host_caps)
+    if why:
+        raise Unsupported(f"remote device {spec.name}: {why}")
+    client_kind, _ = caps_mod.choose_client(spec, host_caps)
+    with contextlib.ExitStack() as es:
+        run_dir = es.enter_context(_run_dir(workdir, spec.name, journal))
+        backing, size_bytes = es.enter_context(_backing(spec, run_dir, journal))
+        host = es.enter_context(netns.namespace_host(journal, tag="remote"))
+        fabric = es.enter_context(netns.shaped(host, spec.fabric, journal))
+        if spec.transport == "nbd":
+            handle = es.enter_context(_nbd(spec, client_kind, host, backing, run_dir, journal))
+        else:
+            handle = es.enter_context(_nvme(spec, host, backing, journal))
+        handle.size_bytes = size_bytes
+        handle.diskstats += [d for d in backing_chain(backing) if d not in handle.diskstats]
+        handle.facts.update(_facts(spec, client_kind, host, fabric, backing, handle.diskstats[1:]))
+        handle.collectors.append(NetdevCollector("remote_link", [host.link.host_if]))
+        handle.watcher.checks[:0] = [_namespace_check(host)]
+        handle.watcher.start()
+        es.callback(handle.watcher.stop)
+        yield handle
+
+
+def _facts(spec: RemoteDevice, client_kind: str, host: netns.NsHost, fabric: dict, backing: str,
+           backing_disks: list[str]) -> dict:
+    return {"type": "remote", "transport": spec.transport, "client": client_kind,
+            "client_path": CLIENT_PATHS[(spec.transport, client_kind)],
+            "network": host.facts(), "fabric": fabric,
+            "backing": {"path": backing, "kind": "block" if Path(backing).is_block_device() else "file",
+                        "disks": backing_disks,
+                        "disk_facts": block_facts(backing_disks[-1]) if backing_disks else {}}}
+
+
+def _namespace_check(host: netns.NsHost):
+    def check() -> str | None:
+        if not host.exists():
+            return f"the storage host's namespace {host.name} is gone"
+        state = netns.link_state(host.link.host_if)
+        return None if state == "up" else f"the link {host.link.host_if} to the storage host is {state}"
+    return check
+
+
+def _daemon_check(what: str, daemon: Daemon):
+    def check() -> str | None:
+        if daemon.alive():
+            return None
+        return f"{what} (pid {daemon.pid}) exited: {daemon.log_tail(300).strip() or 'killed'}"
+    return check
+
+
+@contextlib.contextmanager
+def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str, run_dir: Path,
+         journal: Journal) -> Iterator[RemoteHandle]:
+    target = nbd.start_nbdkit(host, backing, run_dir, journal)
+    dropper = nbd.CacheDropper(backing, DROP_CACHE_S)
+    try:
+        if DROP_CACHE_S:
+            dropper.start()
+        facts = {"target": "nbdkit", "target_version": nbd.version("nbdkit"), "target_options": nbd.NBDKIT_OPTIONS,
+                 "port": nbd.PORT, "target_cache_drop_s": DROP_CACHE_S}
+        checks = [_daemon_check("the target nbdkit", target)]
+        if client_kind == "fuse":
+            with nbd.fuse_client(host.link.ns_addr, nbd.PORT, run_dir, journal) as client:
+                kname = Path(client.loop).name
+                facts.update(client_version=nbd.version("nbdfuse"), connections=nbd.FUSE_CONNECTIONS,
+                             fuse_mount=str(client.mountdir), **block_facts(kname))
+                cpu = ProcessCollector("remote_procs", {"target": target.pid, "client": client.daemon.pid})
+                watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
+                yield RemoteHandle(spec.name, client.loop, 0, [kname], facts, [cpu], watcher)
+        else:
+            with nbd.kernel_client(host.link.ns_addr, nbd.PORT, journal) as client:
+                kname = Path(client.device).name
+                facts.update(client_version=nbd.version("nbd-client"), connections=nbd.KERNEL_CONNECTIONS,
+                             timeout_s=nbd.KERNEL_TIMEOUT_S, **block_facts(kname))
+                cpu = ProcessCollector("remote_procs", {"target": target.pid})
+                watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
+                yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [cpu], watcher)
+    finally:
+        dropper.stop()
+        target.stop(journal)
+
+
+@contextlib.contextmanager
+def _nvme(spec: RemoteDevice, host: netns.NsHost, backing: str, journal: Journal) -> Iterator[RemoteHandle]:
+    with nvme.nvmet_target(host, backing, journal) as target, nvme.nvme_client(target, journal) as client:
+        kname = Path(client.device).name
+        facts = {"target": "nvmet", "nqn": target.nqn, "port": target.svc, "ctrl_loss_tmo_s": nvme.CTRL_LOSS_TMO_S,
+                 "client_version": nbd.version("nvme"), **block_facts(kname)}
+        watcher = Watcher([client.alive, StallCheck(kname, STALL_S)], client.abort)
+        yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [], watcher)  # target CPU: kernel threads

@@ -1,0 +1,73 @@
+"""The `remote` device in a spec: transport, client, backing store, fabric."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from strata.spec.model import Strict
+from strata.stack.netns import Fabric, format_rate, format_us, parse_rate_bit, parse_time_us
+from strata.units import parse_size
+
+DEFAULT_SIZE_BYTES = 4 * 2**30
+
+
+class RemoteDevice(Strict):
+    """A block device served over TCP by a storage host that strata starts in a network namespace
+    of its own (study 003 section 5.4: local against NVMe over Fabrics)."""
+    type: Literal["remote"] = "remote"
+    name: str = Field(default="", description="default: remote-<transport>[-<latency>][-<rate>]")
+    transport: Literal["nbd", "nvme-tcp"] = Field(default="nbd", description="nbd (nbdkit) or nvme-tcp (kernel nvmet)")
+    client: Literal["auto", "kernel", "fuse"] = Field(
+        default="auto", description="nbd: kernel (nbd module + nbd-client) or fuse (nbdfuse + loop); auto: kernel if present")
+    size: int | None = Field(default=None, description="bytes of a backing file strata fills in the workdir (default 4GiB)")
+    backing_path: str | None = Field(default=None, description="serve this block device instead of a file (erased!)")
+    destroy: bool = Field(default=False, description="allow strata to erase `backing_path`")
+    latency: float = Field(default=0.0, description="added one way on each end of the link: 50us, 0.05ms; a number is microseconds")
+    rate: int | None = Field(default=None, description="link rate each way: 10gbit, 100mbit; a number is bits per second")
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, v):
+        return None if v is None else parse_size(v)
+
+    @field_validator("latency", mode="before")
+    @classmethod
+    def _latency(cls, v):
+        return parse_time_us(v) if isinstance(v, str) else v  # a number: microseconds, as stored
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate(cls, v):
+        return parse_rate_bit(v) if isinstance(v, str) else v  # a number: bits per second, as stored
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.size is not None and self.backing_path is not None:
+            raise ValueError("give either `size` (a file strata fills) or `backing_path` (a block device), not both")
+        if self.backing_path is None:
+            if self.destroy:
+                raise ValueError("`destroy` applies to `backing_path` only")
+            size = DEFAULT_SIZE_BYTES if self.size is None else self.size
+            if size < 64 << 20 or size % (1 << 20):
+                raise ValueError("a remote backing file size is a whole number of MiB, at least 64MiB")
+            object.__setattr__(self, "size", size)
+        if self.rate is not None and self.rate < 8000:
+            raise ValueError("rate is at least 8kbit")
+        if not 0 <= self.latency <= 1e6:
+            raise ValueError("latency is between 0 and 1s")
+        if self.transport == "nvme-tcp" and self.client == "fuse":
+            raise ValueError("nvme-tcp has only a kernel client (nvme-cli); use client: kernel or auto")
+        if not self.name:
+            parts = ["remote", self.transport]
+            if self.latency:
+                parts.append(format_us(self.latency))
+            if self.rate:
+                parts.append(format_rate(self.rate))
+            object.__setattr__(self, "name", "-".join(parts))
+        return self
+
+    @property
+    def fabric(self) -> Fabric:
+        return Fabric(self.latency, self.rate)
