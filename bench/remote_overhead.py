@@ -30,10 +30,28 @@ LOADS = {"QD1 (1 job x QD1)": (1, 1), "high (4 jobs x QD32)": (4, 32)}
 
 def fio(dev: str, numjobs: int, iodepth: int, runtime_s: int) -> tuple[float, float]:
     """(IOPS, mean completion latency in us) of 4k random reads on `dev`."""
-    out = subprocess.run(["fio", "--name=rr", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
-                          "--ioengine=libaio", f"--iodepth={iodepth}", f"--numjobs={numjobs}", f"--runtime={runtime_s}",
-                          "--time_based", "--ramp_time=2", "--group_reporting", "--output-format=json"],
-                         check=True, capture_output=True, text=True, timeout=runtime_s + 120).stdout
+    out = subprocess.run(
+        [
+            "fio",
+            "--name=rr",
+            f"--filename={dev}",
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=libaio",
+            f"--iodepth={iodepth}",
+            f"--numjobs={numjobs}",
+            f"--runtime={runtime_s}",
+            "--time_based",
+            "--ramp_time=2",
+            "--group_reporting",
+            "--output-format=json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=runtime_s + 120,
+    ).stdout
     read = json.loads(out)["jobs"][0]["read"]
     return read["iops"], read["lat_ns"]["mean"] / 1000
 
@@ -54,19 +72,25 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="strata-remote-bench-", dir="/var/tmp"))
     os.environ.setdefault("STRATA_STATE_DIR", str(work / "state"))
 
-    from strata.spec.model import LoopDevice
-    from strata.stack.device import provision_loop
+    from strata.stack.devices.loop import LOOP
+    from strata.stack.devices.loop import LoopParams as LoopDevice
+
+    provision_loop = LOOP.provision
     from strata.stack.journal import Journal
     from strata.stack.remote import RemoteDevice, provision_remote
 
     journal = Journal(f"bench-remote-{os.getpid()}")
     rows: dict[str, list[tuple[float, ...]]] = {k: [] for k in LOADS}
     try:
-        with provision_loop(LoopDevice(name="local", size=args.size), journal, work / "wd") as local, \
-                provision_remote(RemoteDevice(name="remote", size=args.size), journal, work / "wd") as remote:
-            print(f"local {local.path} (loop over {local.facts['backing_file']}); remote {remote.path} "
-                  f"({remote.facts['client_path']}, {remote.facts['target_version']}, "
-                  f"target {remote.facts['network']['ns_addr']} in {remote.facts['network']['netns']})")
+        with (
+            provision_loop(LoopDevice(name="local", size=args.size), journal, work / "wd") as local,
+            provision_remote(RemoteDevice(name="remote", size=args.size), journal, work / "wd") as remote,
+        ):
+            print(
+                f"local {local.path} (loop over {local.facts['backing_file']}); remote {remote.path} "
+                f"({remote.facts['client_path']}, {remote.facts['target_version']}, "
+                f"target {remote.facts['network']['ns_addr']} in {remote.facts['network']['netns']})"
+            )
             for r in range(args.rounds):
                 for name, (jobs, qd) in LOADS.items():
                     li, ll = fio(local.path, jobs, qd, args.runtime)
@@ -79,22 +103,29 @@ def main() -> int:
                     if lost:
                         raise SystemExit(f"remote lost during the bench: {lost[1]}")
                     rows[name].append((li, ll, ri, rl, cpu))
-                    print(f"round {r + 1} {name:22} local {li:8.0f} IOPS {ll:7.0f} us   remote {ri:8.0f} IOPS "
-                          f"{rl:7.0f} us   IOPS ratio {ri / li:.2f}  latency ratio {rl / ll:.2f}  "
-                          f"remote CPU {cpu:.0f} us/IO", flush=True)
+                    print(
+                        f"round {r + 1} {name:22} local {li:8.0f} IOPS {ll:7.0f} us   remote {ri:8.0f} IOPS "
+                        f"{rl:7.0f} us   IOPS ratio {ri / li:.2f}  latency ratio {rl / ll:.2f}  "
+                        f"remote CPU {cpu:.0f} us/IO",
+                        flush=True,
+                    )
     finally:
         journal.close()
         for d in (work / "wd", work / "state" / "journal", work / "state", work):
             with contextlib.suppress(OSError):
                 d.rmdir()  # only when empty: a kept journal says what to clean up
     print(f"\nremote / local, median of {args.rounds} paired rounds ({args.runtime} s each, 4 KiB random reads):")
-    print(f"{'load':22} {'local IOPS':>10} {'remote IOPS':>11} {'IOPS ratio':>10} {'local lat':>9} "
-          f"{'remote lat':>10} {'lat ratio':>9} {'CPU/IO':>7}")
+    print(
+        f"{'load':22} {'local IOPS':>10} {'remote IOPS':>11} {'IOPS ratio':>10} {'local lat':>9} "
+        f"{'remote lat':>10} {'lat ratio':>9} {'CPU/IO':>7}"
+    )
     med = statistics.median
     for name, rs in rows.items():
-        print(f"{name:22} {med(r[0] for r in rs):10.0f} {med(r[2] for r in rs):11.0f} "
-              f"{med(r[2] / r[0] for r in rs):10.2f} {med(r[1] for r in rs):7.0f}us {med(r[3] for r in rs):8.0f}us "
-              f"{med(r[3] / r[1] for r in rs):9.2f} {med(r[4] for r in rs):5.0f}us")
+        print(
+            f"{name:22} {med(r[0] for r in rs):10.0f} {med(r[2] for r in rs):11.0f} "
+            f"{med(r[2] / r[0] for r in rs):10.2f} {med(r[1] for r in rs):7.0f}us {med(r[3] for r in rs):8.0f}us "
+            f"{med(r[3] / r[1] for r in rs):9.2f} {med(r[4] for r in rs):5.0f}us"
+        )
     return 0
 
 

@@ -82,6 +82,14 @@ FAILURE_CATEGORIES: dict[str, tuple[str, str]] = {
 }
 
 
+class Unsupported(Exception):
+    """This host cannot build a layer of the stack; the message is the layer's own error text."""
+
+
+# Failures that mean a layer of the stack died with the trial: the runner builds it again for the next one.
+LAYER_DIED = {"remote_lost": "device", "daemon_died": "runtime"}
+
+
 class TrialFailure(Exception):
     """A trial could not produce a measurement; recorded, never fatal to the run.
 
@@ -91,7 +99,7 @@ class TrialFailure(Exception):
     def __init__(self, category: str, message: str, stderr: str = "", layer: str | None = None):
         if category not in FAILURE_CATEGORIES:
             raise ValueError(f"unknown failure category {category!r}")
-        self.category, self.stderr, self.layer = category, stderr, layer
+        self.category, self.stderr, self.layer = category, stderr, layer or LAYER_DIED.get(category)
         super().__init__(message)
 
 

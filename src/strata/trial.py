@@ -22,15 +22,16 @@ from strata.collectors import REGISTRY as COLLECTORS
 from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import final_counters
 from strata.collectors.sampler import Sampler
-from strata.errors import StrataError, TrialFailure
+from strata.errors import StrataError, TrialFailure, Unsupported
 from strata.instances import InstanceRequest
 from strata.proc import CommandError
-from strata.stack.runtimes.base import Unsupported
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import MeasureContext
 
 # Beyond its own estimate, how long a trial's instances may run before they count as hung.
 TIMEOUT_SLACK_S = 120
+# After an instance failed, how long the layers' watches get to report a death that caused it.
+WATCH_GRACE_S = 2.0
 
 
 def now_iso() -> str:
@@ -125,14 +126,14 @@ def _measure(trial, device, session, store, result: dict) -> None:
         sync_dir = art / "sync"
         sync_dir.mkdir(exist_ok=True)
         running = session.start(requests, handle, load, sync_dir)
+        watch = _watch(device, session)
         try:
             collect = _collector(device, running, samplers)
-            ctx = MeasureContext(
-                running, collect, 2 * wl.estimate_s(params) + TIMEOUT_SLACK_S, _watch(device, session), art
-            )
+            ctx = MeasureContext(running, collect, 2 * wl.estimate_s(params) + TIMEOUT_SLACK_S, watch, art)
             outputs = wl.measure(params, load, ctx)
         finally:
             running.stop()
+        _layers_alive(watch, outputs)
     sampler = samplers[-1] if samplers else None
     (art / "series.json").write_text(json.dumps(sampler.series() if sampler else {}))
     for o in outputs:
@@ -150,6 +151,19 @@ def _measure(trial, device, session, store, result: dict) -> None:
         summary["cgroups_final"] = finals
     result["metrics"], result["collectors"] = parsed.metrics, summary
     _judge(trial, wl, device, session, parsed, outputs, summary, result)
+
+
+def _layers_alive(watch, outputs) -> None:
+    """A layer that died while the instances ran is the trial's cause, even when the instances ended
+    first (fio sees the I/O errors of a lost remote device at once, before the next poll)."""
+    failure = watch()
+    deadline = time.monotonic() + WATCH_GRACE_S
+    while failure is None and any(o.returncode for o in outputs) and time.monotonic() < deadline:
+        time.sleep(0.1)  # an instance failed: give the layers' watchers a poll to say why
+        failure = watch()
+    if failure:
+        seen = "\n".join(f"instance {o.index} exited {o.returncode}: {(o.stderr or '')[-500:]}" for o in outputs)
+        raise TrialFailure(*failure, stderr=seen)
 
 
 def _collector(device, running, samplers: list):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from strata.collectors.cgroup import final_sections
-from strata.errors import TrialFailure
+from strata.errors import TrialFailure, Unsupported
 from strata.instances import ImageSpec, InstanceRequest
 from strata.params import Limits, Load
 from strata.stack import journal as jn
@@ -28,7 +28,6 @@ from strata.stack import procfs
 from strata.stack.devices.loop import LOOP, LoopParams
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems import FilesystemParams
-from strata.stack.runtimes.base import Unsupported
 from strata.stack.runtimes.docker import client, image, probe
 from strata.stack.runtimes.docker.daemon import private_daemon
 from strata.stack.runtimes.docker.session import DOCKER, DockerParams, DockerSession

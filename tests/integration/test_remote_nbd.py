@@ -21,14 +21,20 @@ from pathlib import Path
 import pytest
 
 from strata.collectors.diskstats import DiskstatsCollector
-from strata.errors import StrataError
-from strata.spec.model import Filesystem, Load, Runtime
+from strata.errors import StrataError, Unsupported
+from strata.instances import ImageSpec, InstanceRequest
+from strata.params import Load
 from strata.stack import journal as jn
 from strata.stack import netns
-from strata.stack.device import disk_of
-from strata.stack.filesystem import provision as provision_fs
+from strata.stack.devices.common import disk_of
+from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.remote import RemoteDevice, nbd, provision_remote
-from strata.stack.runtime import InstanceRequest, Unsupported
+
+
+def provision_fs(fs, dev, journal, wd):
+    return FILESYSTEMS[fs.type].provision(fs, dev, journal, wd)
+
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +52,7 @@ def state(tmp_path, monkeypatch):
 
 
 # ---- helpers ------------------------------------------------------------------------
+
 
 def leftovers(wd: Path, network: dict | None) -> list[str]:
     """Everything of ours still on the host (empty: clean)."""
@@ -94,11 +101,33 @@ def remote(tmp_path: Path, fs: str | None = None, **spec):
     assert_clean(wd, facts.get("network"), journal)
 
 
-def fio_argv(filename: str, runtime_s: int, *, rw: str = "randread", bs: str = "4k", iodepth: int = 1,
-             numjobs: int = 1, size: str = "64M", out: str | None = None) -> list[str]:
-    argv = ["fio", "--name=t", f"--filename={filename}", f"--rw={rw}", f"--bs={bs}", "--direct=1",
-            "--ioengine=libaio", f"--iodepth={iodepth}", f"--numjobs={numjobs}", f"--size={size}",
-            f"--runtime={runtime_s}", "--time_based", "--group_reporting", "--output-format=json"]
+def fio_argv(
+    filename: str,
+    runtime_s: int,
+    *,
+    rw: str = "randread",
+    bs: str = "4k",
+    iodepth: int = 1,
+    numjobs: int = 1,
+    size: str = "64M",
+    out: str | None = None,
+) -> list[str]:
+    argv = [
+        "fio",
+        "--name=t",
+        f"--filename={filename}",
+        f"--rw={rw}",
+        f"--bs={bs}",
+        "--direct=1",
+        "--ioengine=libaio",
+        f"--iodepth={iodepth}",
+        f"--numjobs={numjobs}",
+        f"--size={size}",
+        f"--runtime={runtime_s}",
+        "--time_based",
+        "--group_reporting",
+        "--output-format=json",
+    ]
     return argv + ([f"--output={out}"] if out else [])
 
 
@@ -130,10 +159,11 @@ def wait_for(predicate, timeout_s: float, what: str) -> float:
 
 # ---- the device works -------------------------------------------------------------------
 
+
 def test_nbd_device_with_ext4_and_fio(tmp_path):
     with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
         f = dev.facts
-        assert (f["type"], f["transport"], f["client"]) == ("remote", "nbd", "fuse")   # no nbd module here
+        assert (f["type"], f["transport"], f["client"]) == ("remote", "nbd", "fuse")  # no nbd module here
         assert f["client_path"] == "nbdfuse+loop(direct-io)" and f["target_version"].startswith("nbdkit 1.")
         assert f["target_options"] == ["cache=none", "fadvise=random"]
         net = f["network"]
@@ -147,13 +177,15 @@ def test_nbd_device_with_ext4_and_fio(tmp_path):
         job, stats = sampled(dev, lambda: fio(str(mounted.mountpoint / "data"), 4))
         read = job["read"]["io_bytes"]
         disk = stats["diskstats"]
-        print(f"\nremote ext4 4k randread QD1: {job['read']['iops']:.0f} IOPS, "
-              f"{job['read']['clat_ns']['mean'] / 1000:.0f} us; moved: fio {read >> 20} MiB, "
-              + ", ".join(f"{k} {v['read_bytes'] >> 20} MiB" for k, v in disk.items())
-              + f"; link rx {stats['remote_link'][net['host_if']]['rx_bytes'] >> 20} MiB; "
-              f"target cpu {stats['remote_procs']['target']['cpu_s']:.2f} s, "
-              f"target read from disk {stats['remote_procs']['target']['read_bytes'] >> 20} MiB, "
-              f"client cpu {stats['remote_procs']['client']['cpu_s']:.2f} s")
+        print(
+            f"\nremote ext4 4k randread QD1: {job['read']['iops']:.0f} IOPS, "
+            f"{job['read']['clat_ns']['mean'] / 1000:.0f} us; moved: fio {read >> 20} MiB, "
+            + ", ".join(f"{k} {v['read_bytes'] >> 20} MiB" for k, v in disk.items())
+            + f"; link rx {stats['remote_link'][net['host_if']]['rx_bytes'] >> 20} MiB; "
+            f"target cpu {stats['remote_procs']['target']['cpu_s']:.2f} s, "
+            f"target read from disk {stats['remote_procs']['target']['read_bytes'] >> 20} MiB, "
+            f"client cpu {stats['remote_procs']['client']['cpu_s']:.2f} s"
+        )
         assert read > 0
         # the cache check's inputs: every layer moved at least the workload's bytes (no cache answered)
         for name in dev.diskstats:
@@ -176,14 +208,17 @@ def test_a_caching_target_shows_in_the_evidence(tmp_path, monkeypatch):
     monkeypatch.setattr("strata.stack.remote.device.DROP_CACHE_S", 0.0)
     with remote(tmp_path) as (dev, _, journal, wd):
         assert dev.facts["target_options"] == [] and dev.facts["target_cache_drop_s"] == 0
-        subprocess.run(["dd", f"if={dev.path}", "of=/dev/null", "bs=1M", "iflag=direct"], check=True,
-                       capture_output=True)                         # warms the storage host's page cache
+        subprocess.run(
+            ["dd", f"if={dev.path}", "of=/dev/null", "bs=1M", "iflag=direct"], check=True, capture_output=True
+        )  # warms the storage host's page cache
         job, stats = sampled(dev, lambda: fio(dev.path, 3, size="256M"))
         read, target = job["read"]["io_bytes"], stats["remote_procs"]["target"]
-        print(f"\ncaching target: fio {read >> 20} MiB, client loop "
-              f"{stats['diskstats'][dev.diskstats[0]]['read_bytes'] >> 20} MiB, target from disk {target['read_bytes']} B")
-        assert stats["diskstats"][dev.diskstats[0]]["read_bytes"] >= 0.9 * read   # the client moved it all ...
-        assert target["read_bytes"] < 0.1 * read                                     # ... the disk almost nothing
+        print(
+            f"\ncaching target: fio {read >> 20} MiB, client loop "
+            f"{stats['diskstats'][dev.diskstats[0]]['read_bytes'] >> 20} MiB, target from disk {target['read_bytes']} B"
+        )
+        assert stats["diskstats"][dev.diskstats[0]]["read_bytes"] >= 0.9 * read  # the client moved it all ...
+        assert target["read_bytes"] < 0.1 * read  # ... the disk almost nothing
 
 
 def test_rate_shapes_both_ends_of_the_link(tmp_path):
@@ -191,15 +226,20 @@ def test_rate_shapes_both_ends_of_the_link(tmp_path):
         net = dev.facts["network"]
         assert dev.facts["fabric"]["rate_bit"] == 10**8 and dev.facts["fabric"]["qdisc"] in ("netem", "tbf")
         kind = dev.facts["fabric"]["qdisc"]
-        assert f"qdisc {kind}" in subprocess.run(["tc", "qdisc", "show", "dev", net["host_if"]],
-                                                 capture_output=True, text=True).stdout
-        inside = subprocess.run(["nsenter", f"--net=/run/netns/{net['netns']}", "tc", "qdisc", "show", "dev",
-                                 net["ns_if"]], capture_output=True, text=True).stdout
+        assert (
+            f"qdisc {kind}"
+            in subprocess.run(["tc", "qdisc", "show", "dev", net["host_if"]], capture_output=True, text=True).stdout
+        )
+        inside = subprocess.run(
+            ["nsenter", f"--net=/run/netns/{net['netns']}", "tc", "qdisc", "show", "dev", net["ns_if"]],
+            capture_output=True,
+            text=True,
+        ).stdout
         assert f"qdisc {kind}" in inside
         job = fio(dev.path, 4, rw="read", bs="128k", iodepth=8)
         bw = job["read"]["bw_bytes"]
         print(f"\n100mbit link: sequential read {bw / 1e6:.1f} MB/s")
-        assert 0 < bw <= 1.25 * 10**8 / 8       # a cap: noise only lowers it
+        assert 0 < bw <= 1.25 * 10**8 / 8  # a cap: noise only lowers it
 
 
 def test_latency_needs_netem(tmp_path):
@@ -214,23 +254,28 @@ def test_latency_needs_netem(tmp_path):
         assert leftovers(tmp_path / "wd", None) == []
     else:
         with remote(tmp_path, latency="50us") as (dev, _, journal, wd):
-            shown = subprocess.run(["tc", "qdisc", "show", "dev", dev.facts["network"]["host_if"]],
-                                   capture_output=True, text=True).stdout
+            shown = subprocess.run(
+                ["tc", "qdisc", "show", "dev", dev.facts["network"]["host_if"]], capture_output=True, text=True
+            ).stdout
             assert "netem" in shown and "delay 50us" in shown
 
 
 def test_fio_in_a_container_on_the_remote_device(tmp_path):
-    from strata.stack import docker as dk
-    from strata.stack import image
+    from strata.stack.runtimes.docker.session import DOCKER, DockerParams
 
-    image.build_image_tarball()
     with remote(tmp_path, fs="ext4", size=1024 * MiB) as (dev, mounted, journal, wd):
-        with dk.provision_docker(Runtime(type="docker", storage_driver="overlay2"), mounted, journal, wd, {}) as s:
+        with DOCKER.provision(DockerParams(storage_driver="overlay2"), mounted, journal, wd, {}) as s:
             load = Load()
             trial = tmp_path / "trial"
             with s.path("volume", trial, load) as h:
-                req = InstanceRequest(0, fio_argv("/data/f", 4, out="/strata-out/fio.json"), trial / "out0")
+                req = InstanceRequest(
+                    0,
+                    fio_argv("/data/f", 4, out="/strata-out/fio.json"),
+                    trial / "out0",
+                    image=ImageSpec("fio", packages=("fio",)),
+                )
                 running = s.start([req], h, load, trial / "sync")
+                running.ready(120)
                 stats_before = DiskstatsCollector(dev)
                 stats_before.sample()
                 running.go()
@@ -240,12 +285,15 @@ def test_fio_in_a_container_on_the_remote_device(tmp_path):
             job = json.loads((trial / "out0" / "fio.json").read_text())["jobs"][0]
             read = job["read"]["io_bytes"]
             moved = stats_before.summary()
-            print(f"\ncontainer on remote ext4 (volume): {job['read']['iops']:.0f} IOPS; fio {read >> 20} MiB, "
-                  + ", ".join(f"{k} {v['read_bytes'] >> 20} MiB" for k, v in moved.items()))
+            print(
+                f"\ncontainer on remote ext4 (volume): {job['read']['iops']:.0f} IOPS; fio {read >> 20} MiB, "
+                + ", ".join(f"{k} {v['read_bytes'] >> 20} MiB" for k, v in moved.items())
+            )
             assert read > 0 and moved[dev.diskstats[0]]["read_bytes"] >= 0.9 * read
 
 
 # ---- faults -----------------------------------------------------------------------------
+
 
 def _fio_in_background(target: str, runtime_s: int = 60) -> subprocess.Popen:
     return subprocess.Popen(fio_argv(target, runtime_s), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -263,7 +311,7 @@ def _lost_within(dev, timeout_s: float) -> tuple[float, tuple[str, str]]:
 
 def test_killed_target_mid_fio_ends_within_seconds_and_leaves_nothing(tmp_path):
     with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
-        fio(str(mounted.mountpoint / "data"), 1)          # lay out the file
+        fio(str(mounted.mountpoint / "data"), 1)  # lay out the file
         p = _fio_in_background(str(mounted.mountpoint / "data"))
         time.sleep(2)
         assert p.poll() is None and dev.watch() is None
@@ -272,7 +320,7 @@ def test_killed_target_mid_fio_ends_within_seconds_and_leaves_nothing(tmp_path):
         after_s, (category, message) = _lost_within(dev, 10)
         print(f"\nkilled nbdkit: remote_lost after {after_s:.2f} s: {message}")
         assert category == "remote_lost" and "nbdkit" in message
-        p.communicate(timeout=30)                          # fio got EIO, it does not hang
+        p.communicate(timeout=30)  # fio got EIO, it does not hang
         assert p.returncode != 0
     # the context's exit tore down ext4 on the dead device, the loop, FUSE, nbdfuse, the namespace
 
@@ -285,7 +333,7 @@ def test_cut_link_mid_fio_is_remote_lost(tmp_path):
         after_s, (category, message) = _lost_within(dev, 10)
         print(f"\ncut link: remote_lost after {after_s:.2f} s: {message}")
         assert category == "remote_lost" and "link" in message
-        p.communicate(timeout=30)                          # the aborted FUSE connection failed its I/O
+        p.communicate(timeout=30)  # the aborted FUSE connection failed its I/O
         assert p.returncode != 0
 
 
@@ -317,7 +365,7 @@ def test_target_frozen_before_teardown_does_not_hang_the_unmount(tmp_path, monke
     t = None
     try:
         with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
-            (mounted.mountpoint / "dirty").write_bytes(os.urandom(4 * MiB))   # dirty pages for the unmount
+            (mounted.mountpoint / "dirty").write_bytes(os.urandom(4 * MiB))  # dirty pages for the unmount
             target = dev.collectors[0].pids["target"]
             os.kill(target, signal.SIGSTOP)
             t = time.monotonic()
@@ -331,14 +379,18 @@ def test_target_frozen_before_teardown_does_not_hang_the_unmount(tmp_path, monke
 def test_fuse_abort_through_fusectl(tmp_path):
     """The fallback when nbdfuse cannot be killed: abort the connection in /sys/fs/fuse/connections."""
     mounted_here = False
-    if not any(l.split(" ")[2] == "fusectl" for l in Path("/proc/mounts").read_text().splitlines()):
+    if not any(line.split(" ")[2] == "fusectl" for line in Path("/proc/mounts").read_text().splitlines()):
         subprocess.run(["mount", "-t", "fusectl", "none", "/sys/fs/fuse/connections"], check=True)
         mounted_here = True
     try:
         with remote(tmp_path) as (dev, _, journal, wd):
             assert nbd.abort_fuse(dev.facts["fuse_mount"])
-            cp = subprocess.run(["dd", f"if={dev.path}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct",
-                                 "skip=12345"], capture_output=True, text=True, timeout=30)
+            cp = subprocess.run(
+                ["dd", f"if={dev.path}", "of=/dev/null", "bs=4k", "count=1", "iflag=direct", "skip=12345"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             assert cp.returncode != 0 and "Input/output error" in cp.stderr
             assert dev.watch() is not None
     finally:
@@ -349,14 +401,14 @@ def test_fuse_abort_through_fusectl(tmp_path):
 PROVISION_AND_HANG = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from strata.spec.model import Filesystem
     from strata.stack.journal import Journal
-    from strata.stack.filesystem import provision as provision_fs
+    from strata.stack.filesystems import FilesystemParams
+    from strata.stack.filesystems.mkfs import EXT4
     from strata.stack.remote import RemoteDevice, provision_remote
     wd = Path(sys.argv[1])
     j = Journal("kill9-strata")
     with provision_remote(RemoteDevice(size=sys.argv[2]), j, wd) as dev, \\
-            provision_fs(Filesystem(type="ext4"), dev, j, wd) as m:
+            EXT4.provision(FilesystemParams(type="ext4"), dev, j, wd) as m:
         (m.mountpoint / "hold").write_text("x")
         print("READY", dev.facts["network"]["netns"], dev.facts["network"]["host_if"], flush=True)
         time.sleep(600)
@@ -365,8 +417,13 @@ PROVISION_AND_HANG = textwrap.dedent("""
 
 def test_kill9_of_strata_then_cleanup_removes_everything(tmp_path, state):
     wd = tmp_path / "wd"
-    p = subprocess.Popen([sys.executable, "-c", PROVISION_AND_HANG, str(wd), "128MiB"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(SRC)})
+    p = subprocess.Popen(
+        [sys.executable, "-c", PROVISION_AND_HANG, str(wd), "128MiB"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
     line = p.stdout.readline()
     if not line.startswith("READY"):
         p.kill()
@@ -377,7 +434,7 @@ def test_kill9_of_strata_then_cleanup_removes_everything(tmp_path, state):
     p.wait(timeout=10)
     left = leftovers(wd, network)
     kinds = {item.split(" ")[0] for item in left}
-    assert {"mount", "loop", "process", "netns", "veth", "file"} <= kinds, left   # all of it outlived strata
+    assert {"mount", "loop", "process", "netns", "veth", "file"} <= kinds, left  # all of it outlived strata
     undone = jn.cleanup(directory=state, log=print)
     assert undone >= 8
     assert leftovers(wd, network) == []
@@ -388,8 +445,9 @@ def test_backing_path_needs_destroy(tmp_path):
     journal = jn.Journal(f"it-remote-guard-{os.getpid()}")
     img = tmp_path / "disk.img"
     subprocess.run(["truncate", "-s", "128M", str(img)], check=True)
-    loop = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    loop = subprocess.run(
+        ["losetup", "--find", "--show", str(img)], capture_output=True, text=True, check=True
+    ).stdout.strip()
     try:
         subprocess.run(["mkfs.ext4", "-q", "-F", loop], check=True)
         with pytest.raises(StrataError, match="destroy: true"):
@@ -397,7 +455,7 @@ def test_backing_path_needs_destroy(tmp_path):
                 pytest.fail("served a device holding data without destroy: true")
         with provision_remote(RemoteDevice(backing_path=loop, destroy=True), journal, tmp_path / "wd") as dev:
             assert dev.size_bytes == 128 * MiB and dev.facts["backing"]["kind"] == "block"
-            assert dev.diskstats[1:] == [Path(loop).name, disk_of(str(img))]   # the served device, then its disk
+            assert dev.diskstats[1:] == [Path(loop).name, disk_of(str(img))]  # the served device, then its disk
             fio(dev.path, 2)
     finally:
         subprocess.run(["losetup", "-d", loop], check=False)

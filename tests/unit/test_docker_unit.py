@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from strata.collectors.cgroup import final_sections
-from strata.errors import StrataError, TrialFailure
+from strata.errors import StrataError, TrialFailure, Unsupported
 from strata.instances import ImageSpec, InstanceRequest
 from strata.params import Limits, Load
 from strata.stack import procfs
 from strata.stack.devices import DeviceHandle
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.filesystems import Mounted
-from strata.stack.runtimes.base import PathHandle, Unsupported
+from strata.stack.runtimes.base import PathHandle
 from strata.stack.runtimes.docker import client, cmdline, containers, image, session
 from strata.stack.runtimes.docker import daemon as dockerd
 from strata.stack.runtimes.docker.cmdline import OUT_DIR, SYNC_DIR

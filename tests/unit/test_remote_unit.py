@@ -30,8 +30,20 @@ net = ipaddress.ip_network
 
 # ---- fabric parameters -------------------------------------------------------------
 
-@pytest.mark.parametrize("text,us", [("0.05ms", 50.0), ("50us", 50.0), ("50usec", 50.0), ("1s", 1e6),
-                                     ("1.5ms", 1500.0), ("2 ms", 2000.0), (0, 0.0), ("0us", 0.0)])
+
+@pytest.mark.parametrize(
+    "text,us",
+    [
+        ("0.05ms", 50.0),
+        ("50us", 50.0),
+        ("50usec", 50.0),
+        ("1s", 1e6),
+        ("1.5ms", 1500.0),
+        ("2 ms", 2000.0),
+        (0, 0.0),
+        ("0us", 0.0),
+    ],
+)
 def test_parse_time_us(text, us):
     assert netns.parse_time_us(text) == pytest.approx(us)
 
@@ -42,8 +54,17 @@ def test_parse_time_needs_a_unit(bad):
         netns.parse_time_us(bad)
 
 
-@pytest.mark.parametrize("text,bit", [("10gbit", 10**10), ("100mbit", 10**8), ("1gibit", 2**30),
-                                      ("125mbps", 10**9), ("8kbit", 8000), ("2.5gbit", 25 * 10**8)])
+@pytest.mark.parametrize(
+    "text,bit",
+    [
+        ("10gbit", 10**10),
+        ("100mbit", 10**8),
+        ("1gibit", 2**30),
+        ("125mbps", 10**9),
+        ("8kbit", 8000),
+        ("2.5gbit", 25 * 10**8),
+    ],
+)
 def test_parse_rate_bit(text, bit):
     assert netns.parse_rate_bit(text) == bit
 
@@ -55,7 +76,12 @@ def test_parse_rate_rejects(bad):
 
 
 def test_format_rate_and_time():
-    assert [netns.format_rate(b) for b in (10**10, 10**8, 1500, 2**30)] == ["10gbit", "100mbit", "1500bit", "1073741824bit"]
+    assert [netns.format_rate(b) for b in (10**10, 10**8, 1500, 2**30)] == [
+        "10gbit",
+        "100mbit",
+        "1500bit",
+        "1073741824bit",
+    ]
     assert netns.format_us(50.0) == "50us" and netns.format_us(12.5) == "12.5us"
 
 
@@ -68,7 +94,7 @@ def test_netem_argv_has_delay_and_rate():
 
 def test_tbf_argv_burst_covers_a_millisecond():
     argv = netns.qdisc_argv("x", netns.Fabric(0.0, 10**10), "tbf")
-    assert argv[argv.index("tbf") + 1:argv.index("tbf") + 3] == ["rate", "10000000000bit"]
+    assert argv[argv.index("tbf") + 1 : argv.index("tbf") + 3] == ["rate", "10000000000bit"]
     assert int(argv[argv.index("burst") + 1]) == 10**10 // 8 // 1000
     assert int(netns.qdisc_argv("x", netns.Fabric(0.0, 10**6), "tbf")[argv.index("burst") + 1]) == 128 << 10
 
@@ -85,6 +111,7 @@ def test_qdisc_choice():
 
 
 # ---- names and addresses -----------------------------------------------------------
+
 
 def test_names_fit_ifnamsiz_and_differ():
     ns, h, n = netns.names("remote")
@@ -117,6 +144,7 @@ def test_a_wide_route_does_not_block_everything():
 
 # ---- the spec model ----------------------------------------------------------------
 
+
 def test_remote_device_defaults_and_names():
     d = RemoteDevice()
     assert (d.transport, d.client, d.size, d.latency, d.rate) == ("nbd", "auto", 4 << 30, 0.0, None)
@@ -131,11 +159,21 @@ def test_remote_device_round_trips_through_json():
     assert d.fabric == netns.Fabric(50.0, 10**10)
 
 
-@pytest.mark.parametrize("bad", [
-    {"size": "1GiB", "backing_path": "/dev/sdz"}, {"destroy": True}, {"size": "100KiB"}, {"size": "65.5MiB"},
-    {"transport": "nvme-tcp", "client": "fuse"}, {"latency": "2s"}, {"rate": "fast"}, {"rate": 100},
-    {"transport": "iscsi"}, {"latency": "50"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"size": "1GiB", "backing_path": "/dev/sdz"},
+        {"destroy": True},
+        {"size": "100KiB"},
+        {"size": "65.5MiB"},
+        {"transport": "nvme-tcp", "client": "fuse"},
+        {"latency": "2s"},
+        {"rate": "fast"},
+        {"rate": 100},
+        {"transport": "iscsi"},
+        {"latency": "50"},
+    ],
+)
 def test_remote_device_rejects(bad):
     with pytest.raises(ValidationError):
         RemoteDevice(**bad)
@@ -155,13 +193,20 @@ def test_backing_path_has_the_block_guard(tmp_path):
 
 # ---- client selection and availability --------------------------------------------
 
-ALL_TOOLS = {t: f"/usr/bin/{t}" for t in ("ip", "tc", "nsenter", "unshare", "losetup", "nbdkit", "nbdfuse",
-                                          "nbd-client", "nvme")}
+ALL_TOOLS = {
+    t: f"/usr/bin/{t}" for t in ("ip", "tc", "nsenter", "unshare", "losetup", "nbdkit", "nbdfuse", "nbd-client", "nvme")
+}
 
 
 def caps(**kw) -> Caps:
-    base = dict(root=True, tools=dict(ALL_TOOLS), fuse=None, nbd_module=None, nvme_modules=None,
-                qdisc_missing={"netem": None, "tbf": None})
+    base = dict(
+        root=True,
+        tools=dict(ALL_TOOLS),
+        fuse=None,
+        nbd_module=None,
+        nvme_modules=None,
+        qdisc_missing={"netem": None, "tbf": None},
+    )
     base.update(kw)
     return Caps(**base)
 
@@ -169,13 +214,16 @@ def caps(**kw) -> Caps:
 NO_NBD = "modprobe nbd failed: modprobe: FATAL: Module nbd not found in directory /lib/modules/6.18"
 
 
-@pytest.mark.parametrize("client,host,expect", [
-    ("auto", caps(), "kernel"),
-    ("auto", caps(nbd_module=NO_NBD), "fuse"),
-    ("auto", caps(tools={**ALL_TOOLS, "nbd-client": None}), "fuse"),
-    ("fuse", caps(), "fuse"),
-    ("kernel", caps(), "kernel"),
-])
+@pytest.mark.parametrize(
+    "client,host,expect",
+    [
+        ("auto", caps(), "kernel"),
+        ("auto", caps(nbd_module=NO_NBD), "fuse"),
+        ("auto", caps(tools={**ALL_TOOLS, "nbd-client": None}), "fuse"),
+        ("fuse", caps(), "fuse"),
+        ("kernel", caps(), "kernel"),
+    ],
+)
 def test_client_choice(client, host, expect):
     assert choose_client(RemoteDevice(client=client), host) == (expect, None)
 
@@ -215,6 +263,7 @@ def test_problems():
 
 
 # ---- NBD argv and sysfs lookups -----------------------------------------------------
+
 
 def test_nbdkit_argv_listens_on_the_namespace_address_without_cache(tmp_path):
     argv = nbd.nbdkit_argv("192.0.2.250", 10809, "/w/backing.img", tmp_path / "nbdkit.pid")
@@ -278,12 +327,14 @@ def test_fuse_connection_number_is_the_minor():
 
 # ---- NVMe/TCP: configfs writes against a directory ------------------------------------
 
+
 def test_nvmet_configfs_writes(tmp_path):
     root = tmp_path / "nvmet"
     (root / "ports").mkdir(parents=True)
     (root / "ports" / "1").mkdir()
-    target = nvme.NvmetTarget(root, "nqn.2014-08.org.strata:t1", nvme.free_port_id(root), "192.0.2.250",
-                              str(tmp_path / "backing.img"))
+    target = nvme.NvmetTarget(
+        root, "nqn.2014-08.org.strata:t1", nvme.free_port_id(root), "192.0.2.250", str(tmp_path / "backing.img")
+    )
     assert target.port_id == 2
     links = []
 
@@ -296,14 +347,20 @@ def test_nvmet_configfs_writes(tmp_path):
     ns = sub / "namespaces" / "1"
     assert (sub / "attr_allow_any_host").read_text() == "1"
     assert (ns / "device_path").read_text() == str(tmp_path / "backing.img")
-    assert (ns / "buffered_io").read_text() == "0"       # a file is served with O_DIRECT
+    assert (ns / "buffered_io").read_text() == "0"  # a file is served with O_DIRECT
     assert (ns / "enable").read_text() == "1"
-    assert {f: (port / f).read_text() for f in ("addr_trtype", "addr_adrfam", "addr_traddr", "addr_trsvcid")} == \
-        {"addr_trtype": "tcp", "addr_adrfam": "ipv4", "addr_traddr": "192.0.2.250", "addr_trsvcid": "4420"}
-    assert links == [(port / "subsystems" / target.nqn, sub)]   # the only op made inside the namespace
+    assert {f: (port / f).read_text() for f in ("addr_trtype", "addr_adrfam", "addr_traddr", "addr_trsvcid")} == {
+        "addr_trtype": "tcp",
+        "addr_adrfam": "ipv4",
+        "addr_traddr": "192.0.2.250",
+        "addr_trsvcid": "4420",
+    }
+    assert links == [(port / "subsystems" / target.nqn, sub)]  # the only op made inside the namespace
     # the namespace is enabled before the port is linked (linking starts the listener)
     kinds = [op[0] for op in target.create_ops()]
-    assert kinds[-1] == "symlink" and kinds.index("symlink") > [op[1] for op in target.create_ops()].index(ns / "enable")
+    assert kinds[-1] == "symlink" and kinds.index("symlink") > [op[1] for op in target.create_ops()].index(
+        ns / "enable"
+    )
 
 
 def test_nvmet_block_backing_has_no_buffered_io_attr(tmp_path):
@@ -320,8 +377,8 @@ def test_nvmet_removal_order_and_idempotence(tmp_path):
     target = nvme.NvmetTarget(tmp_path, "nqn.x", 3, "192.0.2.250", "/dev/sdz")
     ops = target.remove_ops()
     assert [op[0] for op in ops] == ["unlink", "rmdir", "write", "rmdir", "rmdir"]
-    assert ops[0][1] == tmp_path / "ports" / "3" / "subsystems" / "nqn.x"   # unlink first: stops the listener
-    nvme.run_ops(ops, symlink=lambda a, b: None, missing_ok=True)          # nothing there: no error
+    assert ops[0][1] == tmp_path / "ports" / "3" / "subsystems" / "nqn.x"  # unlink first: stops the listener
+    nvme.run_ops(ops, symlink=lambda a, b: None, missing_ok=True)  # nothing there: no error
     with pytest.raises(FileNotFoundError):
         nvme.run_ops(ops, symlink=lambda a, b: None)
 
@@ -341,6 +398,7 @@ def test_find_nvme_namespace(tmp_path):
 
 # ---- the watcher -------------------------------------------------------------------
 
+
 class FakeStats:
     def __init__(self):
         self.in_flight, self.done = 0, 0
@@ -355,16 +413,16 @@ def test_stall_check():
     assert check() is None
     stats.in_flight = 1
     now[0] = 5
-    assert check() is None                # first sight of this count
+    assert check() is None  # first sight of this count
     now[0] = 14
-    assert check() is None                # 9 s without a completion
+    assert check() is None  # 9 s without a completion
     stats.done, now[0] = 1, 15
-    assert check() is None                # progress resets the clock
+    assert check() is None  # progress resets the clock
     now[0] = 26
     why = check()
     assert why and "1 I/O(s) in flight on loop9" in why and "11 s" in why
     stats.in_flight, now[0] = 0, 100
-    assert check() is None                # idle is not a stall
+    assert check() is None  # idle is not a stall
 
 
 def test_stall_check_device_gone():
@@ -397,26 +455,29 @@ def test_watcher_thread_notices_within_a_period():
 
 # ---- collectors --------------------------------------------------------------------
 
+
 def test_process_collector_cpu_and_io(tmp_path):
     d = tmp_path / "42"
     d.mkdir()
 
     def write(utime, stime, rchar, read_bytes):
         (d / "stat").write_text(f"42 (nbd kit) S 1 42 42 0 -1 4194560 0 0 0 0 {utime} {stime} 0 0 20 0 16 0 1 0 0")
-        (d / "io").write_text(f"rchar: {rchar}\nwchar: 7\nsyscr: 1\nsyscw: 1\nread_bytes: {read_bytes}\n"
-                              f"write_bytes: 0\ncancelled_write_bytes: 0\n")
+        (d / "io").write_text(
+            f"rchar: {rchar}\nwchar: 7\nsyscr: 1\nsyscw: 1\nread_bytes: {read_bytes}\n"
+            f"write_bytes: 0\ncancelled_write_bytes: 0\n"
+        )
 
     c = ProcessCollector("remote_procs", {"target": 42, "client": 43}, proc=tmp_path)
     write(10, 5, 1000, 0)
     c.sample()
-    c.times[-1] -= 2.0                      # two seconds ago
+    c.times[-1] -= 2.0  # two seconds ago
     write(10 + TICKS_PER_S, 5 + TICKS_PER_S // 2, 1000 + (8 << 20), 4096)
     c.sample()
     s = c.summary()
     assert s["target"]["cpu_s"] == pytest.approx(1.5)
     assert s["target"]["cpu_percent"] == pytest.approx(75.0, rel=0.01)
     assert (s["target"]["rchar"], s["target"]["read_bytes"], s["target"]["wchar"]) == (8 << 20, 4096, 0)
-    assert "client" not in s                # never seen: no numbers, not zeros
+    assert "client" not in s  # never seen: no numbers, not zeros
     series = c.series()["target"]
     assert series["cpu_percent"] == [pytest.approx(75.0, rel=0.01)] and series["read_bytes"] == [4096]
 
@@ -456,10 +517,16 @@ DAEMON = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); 
 def test_daemon_started_found_by_marker_and_stopped(tmp_path):
     j = Journal("unit-daemon", directory=tmp_path / "state")
     pidfile = tmp_path / "d.pid"
-    d = marked.start_daemon([sys.executable, "-c", DAEMON, str(pidfile)], j, marker=str(pidfile),
-                            programs=[PY], log=tmp_path / "d.log", ready=pidfile)
+    d = marked.start_daemon(
+        [sys.executable, "-c", DAEMON, str(pidfile)],
+        j,
+        marker=str(pidfile),
+        programs=[PY],
+        log=tmp_path / "d.log",
+        ready=pidfile,
+    )
     assert d.alive() and marked.find_marked(str(pidfile), [PY]) == [d.pid]
-    assert marked.find_marked(str(pidfile), ["nbdkit"]) == []     # another program never matches
+    assert marked.find_marked(str(pidfile), ["nbdkit"]) == []  # another program never matches
     assert [e["kind"] for e in pending(j.path)] == ["marked_process"]
     d.stop(j, term_s=2)
     assert not d.alive() and marked.find_marked(str(pidfile), [PY]) == []
@@ -469,8 +536,14 @@ def test_daemon_started_found_by_marker_and_stopped(tmp_path):
 def test_daemon_undo_from_the_journal_alone(tmp_path):
     j = Journal("unit-daemon2", directory=tmp_path / "state")
     pidfile = tmp_path / "d.pid"
-    d = marked.start_daemon([sys.executable, "-c", DAEMON, str(pidfile)], j, marker=str(pidfile),
-                            programs=[PY], log=tmp_path / "d.log", ready=pidfile)
+    d = marked.start_daemon(
+        [sys.executable, "-c", DAEMON, str(pidfile)],
+        j,
+        marker=str(pidfile),
+        programs=[PY],
+        log=tmp_path / "d.log",
+        ready=pidfile,
+    )
     [entry] = pending(j.path)
     marked._undo_marked(entry["data"])
     d.proc.wait(timeout=5)
@@ -481,8 +554,14 @@ def test_daemon_that_dies_at_start_says_why(tmp_path):
     j = Journal("unit-daemon3", directory=tmp_path / "state")
     pidfile = tmp_path / "d.pid"
     with pytest.raises(StrataError, match="cannot bind 192.0.2.250"):
-        marked.start_daemon([sys.executable, "-c", "import sys; sys.exit('cannot bind 192.0.2.250')", str(pidfile)],
-                            j, marker=str(pidfile), programs=[PY], log=tmp_path / "d.log", ready=pidfile)
+        marked.start_daemon(
+            [sys.executable, "-c", "import sys; sys.exit('cannot bind 192.0.2.250')", str(pidfile)],
+            j,
+            marker=str(pidfile),
+            programs=[PY],
+            log=tmp_path / "d.log",
+            ready=pidfile,
+        )
     assert pending(j.path) == []
 
 
@@ -497,8 +576,11 @@ def test_run_bounded_gives_up():
 
 def test_doctor_rows(monkeypatch):
     from strata.stack.remote import caps as caps_mod
+
     no_netem = {"netem": "`tc qdisc add ... netem`: Error: Specified qdisc kind is unknown.", "tbf": None}
-    monkeypatch.setattr(caps_mod, "probe", lambda: caps(nbd_module=NO_NBD, nvme_modules="no nvmet", qdisc_missing=no_netem))
+    monkeypatch.setattr(
+        caps_mod, "probe", lambda: caps(nbd_module=NO_NBD, nvme_modules="no nvmet", qdisc_missing=no_netem)
+    )
     rows = {name: why for _, name, why in caps_mod.doctor_rows()}
     assert rows["remote:nbd (fuse client: nbdfuse + loop)"] is None
     assert "Module nbd not found" in rows["remote:nbd (kernel client: nbd + nbd-client)"]

@@ -120,3 +120,9 @@ def test_spec_reference_is_up_to_date():
 
     ref = pathlib.Path(__file__).parents[2] / "docs" / "spec-reference.md"
     assert ref.read_text() == generate(), "run: python -m strata.spec.reference"
+
+
+def test_a_device_parameter_sweeps_like_any_list():
+    exp, _ = parse_spec({**MINIMAL, "devices": [{"type": "remote", "latency": [0, "50us", "0.2ms"], "rate": "10gbit"}]})
+    assert [d.latency for d in exp.devices] == [0.0, 50.0, 200.0]
+    assert len({d.name for d in exp.devices}) == 3 and all(d.rate == 10**10 for d in exp.devices)

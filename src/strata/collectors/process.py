@@ -63,8 +63,10 @@ class ProcessCollector:
             t, rows = self._rows(label)
             dt = deltas(t)
             cpu = deltas([r["cpu_ticks"] for r in rows])
-            out[label] = {"cpu_percent": [100.0 * d / TICKS_PER_S / (s or 1.0) for d, s in zip(cpu, dt)],
-                          **{k: deltas([r[k] for r in rows]) for k in IO_FIELDS if rows and k in rows[0]}}
+            out[label] = {
+                "cpu_percent": [100.0 * d / TICKS_PER_S / (s or 1.0) for d, s in zip(cpu, dt)],
+                **{k: deltas([r[k] for r in rows]) for k in IO_FIELDS if rows and k in rows[0]},
+            }
         return out
 
     def summary(self) -> dict:
@@ -74,6 +76,10 @@ class ProcessCollector:
             if len(rows) < 2:
                 continue
             cpu_s = (rows[-1]["cpu_ticks"] - rows[0]["cpu_ticks"]) / TICKS_PER_S
-            out[label] = {"pid": pid, "cpu_s": cpu_s, "cpu_percent": 100.0 * cpu_s / ((t[-1] - t[0]) or 1.0),
-                          **{k: rows[-1][k] - rows[0][k] for k in IO_FIELDS if k in rows[0] and k in rows[-1]}}
+            out[label] = {
+                "pid": pid,
+                "cpu_s": cpu_s,
+                "cpu_percent": 100.0 * cpu_s / ((t[-1] - t[0]) or 1.0),
+                **{k: rows[-1][k] - rows[0][k] for k in IO_FIELDS if k in rows[0] and k in rows[-1]},
+            }
         return out

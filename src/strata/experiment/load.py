@@ -138,6 +138,8 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
         raise SpecErrors(_dedupe(errors + too_many), source)
     if "loads" in doc:
         doc["loads"] = [e for x in loads for e in _sweep(x)]
+    if "devices" in doc:  # a device's parameters sweep too (a remote device's latency: [0, 50us])
+        doc["devices"] = [e for x in doc["devices"] for e in _sweep(x)]
     workloads_raw = [(where, e) for where, x in workloads for e in _sweep(x)]
     doc["workloads"] = [e for _, e in workloads_raw]
     exp = None
@@ -243,8 +245,8 @@ def _sweep_size(entry) -> int:
 
 def _count(doc: dict, loads: list, workloads: list) -> list[Error]:
     """The number of trials, counted before anything is expanded."""
-    n = 1
-    for key in ("devices", "filesystems", "runtimes", "paths"):
+    n = max(1, sum(_sweep_size(x) for x in doc.get("devices") or []))
+    for key in ("filesystems", "runtimes", "paths"):
         n *= max(1, len(doc.get(key) or []))
     n *= max(1, sum(_sweep_size(x) for x in loads)) if loads else 1
     n *= max(1, sum(_sweep_size(x) for _, x in workloads))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 @dataclass
 class Bounded:
     argv: list[str]
-    returncode: int | None      # None: still running after the timeout (abandoned)
+    returncode: int | None  # None: still running after the timeout (abandoned)
     stdout: str
     stderr: str
 

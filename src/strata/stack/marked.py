@@ -56,6 +56,7 @@ def _undo_marked(data: dict) -> None:
 @dataclass
 class Daemon:
     """A started daemon: its process, its log, and the journal entry that stops it."""
+
     proc: subprocess.Popen
     log: Path
     marker: str
@@ -94,8 +95,16 @@ class Daemon:
         journal.release(self.seq)
 
 
-def start_daemon(argv: list[str], journal: Journal, *, marker: str, programs: list[str], log: Path,
-                 ready: Path, timeout_s: float = 15.0) -> Daemon:
+def start_daemon(
+    argv: list[str],
+    journal: Journal,
+    *,
+    marker: str,
+    programs: list[str],
+    log: Path,
+    ready: Path,
+    timeout_s: float = 15.0,
+) -> Daemon:
     """Journal, start `argv` in a session of its own (Ctrl-C of strata must not reach it before
     an orderly teardown), and wait until it writes its `ready` file (its pid file)."""
     assert any(marker in a for a in argv), "the marker must be in the command line (the undo finds it there)"
@@ -103,8 +112,9 @@ def start_daemon(argv: list[str], journal: Journal, *, marker: str, programs: li
     seq = journal.intent("marked_process", marker=marker, programs=programs, argv=argv[:12])
     try:
         with open(log, "ab") as out:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
     except FileNotFoundError:
         journal.release(seq)
         raise StrataError(f"`{argv[0]}` is not installed", "run scripts/install (or apt-get install nbdkit libnbd-bin)")
@@ -119,5 +129,7 @@ def start_daemon(argv: list[str], journal: Journal, *, marker: str, programs: li
     tail = daemon.log_tail()
     daemon.stop(journal, term_s=1.0)
     state = f"exited {proc.returncode}" if proc.returncode is not None else f"not ready after {timeout_s:.0f} s"
-    raise StrataError(f"`{' '.join(argv[:3])} ...` {state}: {tail.strip()[-800:]}",
-                      "see the daemon's message above; `strata doctor` checks the remote tools")
+    raise StrataError(
+        f"`{' '.join(argv[:3])} ...` {state}: {tail.strip()[-800:]}",
+        "see the daemon's message above; `strata doctor` checks the remote tools",
+    )

@@ -40,11 +40,12 @@ from strata.stack.journal import Journal, undo_action
 
 POOL = ipaddress.ip_network("192.0.2.0/24")
 NETNS_DIR = Path("/run/netns")
-LOCK_FILE = Path("/run/lock/strata-netns.lock")   # not /run/netns itself: `ip netns add` flocks that
+LOCK_FILE = Path("/run/lock/strata-netns.lock")  # not /run/netns itself: `ip netns add` flocks that
 BLOCK_PREFIX = 30
 
 
 # ---- names and addresses ----------------------------------------------------------
+
 
 def names(tag: str = "", token: str | None = None) -> tuple[str, str, str]:
     """(namespace, host-side veth, namespace-side veth); veth names fit IFNAMSIZ (15)."""
@@ -53,8 +54,9 @@ def names(tag: str = "", token: str | None = None) -> tuple[str, str, str]:
     return f"strata-{tag + '-' if tag else ''}{token}", f"st{token}h", f"st{token}n"
 
 
-def pick_block(pool: ipaddress.IPv4Network, addresses: list[ipaddress.IPv4Address],
-               networks: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network | None:
+def pick_block(
+    pool: ipaddress.IPv4Network, addresses: list[ipaddress.IPv4Address], networks: list[ipaddress.IPv4Network]
+) -> ipaddress.IPv4Network | None:
     """The highest /30 of `pool` holding none of `addresses` (host addresses, gateways, neighbours)
     and overlapping none of `networks` narrower than the pool (other namespaces' links)."""
     narrow = [n for n in networks if n.prefixlen > pool.prefixlen and n.overlaps(pool)]
@@ -101,6 +103,7 @@ def _allocation_lock() -> Iterator[None]:
 
 # ---- the namespace host -----------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Link:
     host_if: str
@@ -113,6 +116,7 @@ class Link:
 @dataclass(frozen=True)
 class NsHost:
     """A network namespace with a veth link to the host."""
+
     name: str
     link: Link
 
@@ -131,9 +135,14 @@ class NsHost:
         return Path(self.path).exists()
 
     def facts(self) -> dict:
-        return {"netns": self.name, "host_if": self.link.host_if, "ns_if": self.link.ns_if,
-                "host_addr": self.link.host_addr, "ns_addr": self.link.ns_addr,
-                "prefix": self.link.prefix}
+        return {
+            "netns": self.name,
+            "host_if": self.link.host_if,
+            "ns_if": self.link.ns_if,
+            "host_addr": self.link.host_addr,
+            "ns_addr": self.link.ns_addr,
+            "prefix": self.link.prefix,
+        }
 
 
 @undo_action("netns")
@@ -157,8 +166,10 @@ def namespace_host(journal: Journal, tag: str = "", pool: ipaddress.IPv4Network 
         with _allocation_lock():
             block = pick_block(pool, *host_usage())
             if block is None:
-                raise StrataError(f"no free /{BLOCK_PREFIX} left in {pool} for a network namespace",
-                                  "remove stale namespaces (`strata cleanup`, `ip netns list`)")
+                raise StrataError(
+                    f"no free /{BLOCK_PREFIX} left in {pool} for a network namespace",
+                    "remove stale namespaces (`strata cleanup`, `ip netns list`)",
+                )
             host_addr, ns_addr = (str(a) for a in list(block.hosts())[:2])
             data = {"name": ns_name}
             seqs.append((journal.intent("netns", **data), data, _undo_netns))
@@ -206,8 +217,7 @@ def link_counters(ifname: str) -> dict[str, int]:
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|ms|msec|us|usec|µs)\s*$", re.IGNORECASE)
 _TIME_US = {"s": 1e6, "sec": 1e6, "ms": 1e3, "msec": 1e3, "us": 1.0, "usec": 1.0, "µs": 1.0}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?)(bit|bps)\s*$", re.IGNORECASE)
-_RATE_MUL = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
-             "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+_RATE_MUL = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
 
 
 def parse_time_us(value: str | int | float) -> float:
@@ -255,8 +265,8 @@ def format_rate(bit: int) -> str:
 
 @dataclass(frozen=True)
 class Fabric:
-    latency_us: float = 0.0        # added on each veth end: one way; a round trip adds twice this
-    rate_bit: int | None = None    # bits per second, each direction
+    latency_us: float = 0.0  # added on each veth end: one way; a round trip adds twice this
+    rate_bit: int | None = None  # bits per second, each direction
 
     def is_null(self) -> bool:
         return self.latency_us == 0 and self.rate_bit is None
@@ -282,8 +292,21 @@ def qdisc_argv(dev: str, fabric: Fabric, kind: str) -> list[str]:
         return ["tc", "qdisc", "replace", "dev", dev, "root", "netem", *opts, "limit", "100000"]
     if kind == "tbf":
         burst = max(128 << 10, fabric.rate_bit // 8 // 1000)  # 1 ms of bytes; at least two GSO frames
-        return ["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{fabric.rate_bit}bit",
-                "burst", str(burst), "latency", "100ms"]
+        return [
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            dev,
+            "root",
+            "tbf",
+            "rate",
+            f"{fabric.rate_bit}bit",
+            "burst",
+            str(burst),
+            "latency",
+            "100ms",
+        ]
     raise ValueError(f"unknown qdisc {kind}")
 
 
@@ -295,8 +318,11 @@ def qdisc_missing(kind: str) -> str | None:
     """None if the kernel has the qdisc, else tc's answer; probed on the loopback of a throwaway
     namespace (`unshare --net`), never on a real interface."""
     if kind not in _probed:
-        r = sh(["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", kind, *_QDISC_PROBES[kind]],
-               check=False, timeout=20)
+        r = sh(
+            ["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", kind, *_QDISC_PROBES[kind]],
+            check=False,
+            timeout=20,
+        )
         _probed[kind] = None if r.returncode == 0 else f"`tc qdisc add ... {kind}`: {r.stderr.strip() or 'failed'}"
     return _probed[kind]
 
@@ -319,8 +345,12 @@ def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[dict]:
     kind, reason = qdisc_kind(fabric, {k: qdisc_missing(k) for k in ("netem", "tbf")} if not fabric.is_null() else {})
     if reason:
         raise StrataError(reason, "use latency 0 on this host, or a kernel with sch_netem")
-    facts = {"latency_us": fabric.latency_us, "rate_bit": fabric.rate_bit, "qdisc": kind,
-             "added_rtt_us": 2 * fabric.latency_us}
+    facts = {
+        "latency_us": fabric.latency_us,
+        "rate_bit": fabric.rate_bit,
+        "qdisc": kind,
+        "added_rtt_us": 2 * fabric.latency_us,
+    }
     ends = [{"dev": host.link.host_if}, {"dev": host.link.ns_if, "netns": host.name}]
     seqs: list[tuple[int, dict]] = []
     try:

@@ -202,6 +202,10 @@ def mounts_under(path: str, mountinfo: str | None = None) -> list[str]:
     return found[::-1]
 
 
+def is_mounted(mountpoint: str) -> bool:
+    return any(line.split(" ")[1] == mountpoint for line in Path("/proc/mounts").read_text().splitlines() if line)
+
+
 def unmount_under(path: str) -> None:
     for _ in range(20):  # stacked mounts on one point need one umount each
         mps = mounts_under(path)

@@ -18,6 +18,7 @@ from strata.proc import sh
 from strata.stack.devices.base import DeviceHandle
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal, undo_action
+from strata.stack.procfs import is_mounted
 
 
 @undo_action("mount")
@@ -33,10 +34,6 @@ def _undo_mount(data: dict) -> None:
         Path(mp).rmdir()
         if Path(mp).parent.name == "mnt":  # strata's own parent of mount points, when it is empty
             Path(mp).parent.rmdir()
-
-
-def is_mounted(mountpoint: str) -> bool:
-    return any(line.split(" ")[1] == mountpoint for line in Path("/proc/mounts").read_text().splitlines() if line)
 
 
 def mount_options_of(mountpoint: str) -> str:

@@ -9,5 +9,13 @@ from strata.stack.remote.caps import available, choose_client, probe, problems
 from strata.stack.remote.device import RemoteHandle, backing_problems, provision_remote
 from strata.stack.remote.model import RemoteDevice
 
-__all__ = ["RemoteDevice", "RemoteHandle", "available", "backing_problems", "choose_client", "probe",
-           "problems", "provision_remote"]
+__all__ = [
+    "RemoteDevice",
+    "RemoteHandle",
+    "available",
+    "backing_problems",
+    "choose_client",
+    "probe",
+    "problems",
+    "provision_remote",
+]

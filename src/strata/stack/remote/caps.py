@@ -21,19 +21,27 @@ from strata.stack import netns
 from strata.stack.remote.model import RemoteDevice
 
 TOOLS = ("ip", "tc", "nsenter", "unshare", "losetup", "nbdkit", "nbdfuse", "nbd-client", "nvme")
-PACKAGES = {"ip": "iproute2", "tc": "iproute2", "nsenter": "util-linux", "unshare": "util-linux",
-            "losetup": "mount", "nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "nbd-client": "nbd-client",
-            "nvme": "nvme-cli"}
+PACKAGES = {
+    "ip": "iproute2",
+    "tc": "iproute2",
+    "nsenter": "util-linux",
+    "unshare": "util-linux",
+    "losetup": "mount",
+    "nbdkit": "nbdkit",
+    "nbdfuse": "libnbd-bin",
+    "nbd-client": "nbd-client",
+    "nvme": "nvme-cli",
+}
 
 
 @dataclass(frozen=True)
 class Caps:
     root: bool
-    tools: dict[str, str | None]                 # program -> path, None if missing
-    fuse: str | None                             # None: /dev/fuse and the fuse file system exist; else why not
-    nbd_module: str | None                       # None: the kernel nbd client exists; else why not
-    nvme_modules: str | None                     # None: nvmet, nvmet-tcp, nvme-tcp and configfs; else why not
-    qdisc_missing: dict[str, str | None] = field(default_factory=dict)   # netem/tbf -> None or why not
+    tools: dict[str, str | None]  # program -> path, None if missing
+    fuse: str | None  # None: /dev/fuse and the fuse file system exist; else why not
+    nbd_module: str | None  # None: the kernel nbd client exists; else why not
+    nvme_modules: str | None  # None: nvmet, nvmet-tcp, nvme-tcp and configfs; else why not
+    qdisc_missing: dict[str, str | None] = field(default_factory=dict)  # netem/tbf -> None or why not
 
     def tool(self, name: str) -> str | None:
         return None if self.tools.get(name) else f"`{name}` not found (apt-get install {PACKAGES[name]})"
@@ -70,8 +78,14 @@ def probe() -> Caps:
     root = os.geteuid() == 0
     nbd = _modprobe("nbd") if root else "needs root"
     nvme = _nvme_modules() if root else "needs root"
-    return Caps(root, {t: shutil.which(t) for t in TOOLS}, _fuse(), nbd, nvme,
-                {k: netns.qdisc_missing(k) for k in ("netem", "tbf")} if root else {})
+    return Caps(
+        root,
+        {t: shutil.which(t) for t in TOOLS},
+        _fuse(),
+        nbd,
+        nvme,
+        {k: netns.qdisc_missing(k) for k in ("netem", "tbf")} if root else {},
+    )
 
 
 def choose_client(spec: RemoteDevice, caps: Caps) -> tuple[str | None, str | None]:
@@ -114,11 +128,14 @@ def available(spec: RemoteDevice | None = None) -> str | None:
 def doctor_rows() -> list[tuple[str, str, str | None]]:
     """Rows for `strata doctor`: each transport and client path, and the fabric knobs."""
     c = probe()
-    rows = [("device", f"remote:{label}", problems(spec, c)) for label, spec in (
-        ("nbd (fuse client: nbdfuse + loop)", RemoteDevice(client="fuse")),
-        ("nbd (kernel client: nbd + nbd-client)", RemoteDevice(client="kernel")),
-        ("nvme-tcp (kernel nvmet + nvme-cli)", RemoteDevice(transport="nvme-tcp")),
-    )]
+    rows = [
+        ("device", f"remote:{label}", problems(spec, c))
+        for label, spec in (
+            ("nbd (fuse client: nbdfuse + loop)", RemoteDevice(client="fuse")),
+            ("nbd (kernel client: nbd + nbd-client)", RemoteDevice(client="kernel")),
+            ("nvme-tcp (kernel nvmet + nvme-cli)", RemoteDevice(transport="nvme-tcp")),
+        )
+    ]
     rows.append(("device", "remote fabric latency (netem)", problems(RemoteDevice(latency=50.0), c)))
     rows.append(("device", "remote fabric rate (netem or tbf)", problems(RemoteDevice(rate=10**9), c)))
     return rows

@@ -19,45 +19,50 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from strata.collectors.netdev import NetdevCollector
 from strata.collectors.process import ProcessCollector
-from strata.errors import StrataError
-from strata.spec.model import BlockDevice
+from strata.errors import StrataError, Unsupported
 from strata.stack import netns
-from strata.stack.device import DeviceHandle, _fill, block_facts, block_problems, disk_of
+from strata.stack.devices.base import DeviceHandle
+from strata.stack.devices.block import BlockParams, block_problems
+from strata.stack.devices.common import block_facts, disk_of, fill_file
 from strata.stack.journal import Journal, undo_action
 from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod
 from strata.stack.remote import nbd, nvme
 from strata.stack.remote.model import RemoteDevice
 from strata.stack.remote.watch import StallCheck, Watcher
-from strata.stack.runtime import Unsupported
 
 RUN_FILES = ("nbdkit.pid", "nbdkit.log", "nbdfuse.pid", "nbdfuse.log")
 DROP_CACHE_S = 0.5  # drop the storage host's cached pages of the backing store this often (nbd.CacheDropper)
-STALL_S = 30.0   # I/O in flight and none completing this long: the remote is lost (watch.py)
-CLIENT_PATHS = {("nbd", "fuse"): "nbdfuse+loop(direct-io)", ("nbd", "kernel"): "nbd-client(kernel nbd)",
-                ("nvme-tcp", "kernel"): "nvme-cli(kernel nvme-tcp)"}
+STALL_S = 30.0  # I/O in flight and none completing this long: the remote is lost (watch.py)
+CLIENT_PATHS = {
+    ("nbd", "fuse"): "nbdfuse+loop(direct-io)",
+    ("nbd", "kernel"): "nbd-client(kernel nbd)",
+    ("nvme-tcp", "kernel"): "nvme-cli(kernel nvme-tcp)",
+}
 
 
 @dataclass
 class RemoteHandle(DeviceHandle):
-    collectors: list = field(default_factory=list)
+    """A DeviceHandle whose `watch` is its watcher's check (polled while a trial runs)."""
+
     watcher: Watcher | None = None
 
-    def watch(self) -> tuple[str, str] | None:
-        return self.watcher.check() if self.watcher else None
+    def __post_init__(self):
+        if self.watcher is not None:
+            self.watch = self.watcher.check
 
 
 def backing_problems(spec: RemoteDevice) -> list[str]:
     """Why strata must not serve `backing_path` (the `block` device's guard); [] for a file."""
     if spec.backing_path is None:
         return []
-    return block_problems(BlockDevice(path=spec.backing_path, destroy=spec.destroy))
+    return block_problems(BlockParams(path=spec.backing_path, destroy=spec.destroy))
 
 
 def backing_chain(path: str) -> list[str]:
@@ -74,6 +79,7 @@ def backing_chain(path: str) -> list[str]:
 
 
 # ---- run dir and backing store ------------------------------------------------------
+
 
 @undo_action("remote_dir")
 def _undo_remote_dir(data: dict) -> None:
@@ -104,15 +110,18 @@ def _backing(spec: RemoteDevice, run_dir: Path, journal: Journal) -> Iterator[tu
     if spec.backing_path is not None:
         problems = backing_problems(spec)
         if problems:
-            raise StrataError("; ".join(problems), f"set `destroy: true` on the remote device {spec.name} "
-                              f"if the data of {spec.backing_path} may be erased")
+            raise StrataError(
+                "; ".join(problems),
+                f"set `destroy: true` on the remote device {spec.name} "
+                f"if the data of {spec.backing_path} may be erased",
+            )
         size = int(Path(f"/sys/class/block/{Path(os.path.realpath(spec.backing_path)).name}/size").read_text()) * 512
         yield spec.backing_path, size
         return
     path = run_dir / "backing.img"
     seq = journal.intent("file", path=str(path))
     try:
-        _fill(path, spec.size)
+        fill_file(path, spec.size)
         yield str(path), spec.size
     finally:
         path.unlink(missing_ok=True)
@@ -120,6 +129,7 @@ def _backing(spec: RemoteDevice, run_dir: Path, journal: Journal) -> Iterator[tu
 
 
 # ---- the device -------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def provision_remote(spec: RemoteDevice, journal: Journal, workdir: Path) -> Iterator[RemoteHandle]:
@@ -147,14 +157,23 @@ def provision_remote(spec: RemoteDevice, journal: Journal, workdir: Path) -> Ite
         yield handle
 
 
-def _facts(spec: RemoteDevice, client_kind: str, host: netns.NsHost, fabric: dict, backing: str,
-           backing_disks: list[str]) -> dict:
-    return {"type": "remote", "transport": spec.transport, "client": client_kind,
-            "client_path": CLIENT_PATHS[(spec.transport, client_kind)],
-            "network": host.facts(), "fabric": fabric,
-            "backing": {"path": backing, "kind": "block" if Path(backing).is_block_device() else "file",
-                        "disks": backing_disks,
-                        "disk_facts": block_facts(backing_disks[-1]) if backing_disks else {}}}
+def _facts(
+    spec: RemoteDevice, client_kind: str, host: netns.NsHost, fabric: dict, backing: str, backing_disks: list[str]
+) -> dict:
+    return {
+        "type": "remote",
+        "transport": spec.transport,
+        "client": client_kind,
+        "client_path": CLIENT_PATHS[(spec.transport, client_kind)],
+        "network": host.facts(),
+        "fabric": fabric,
+        "backing": {
+            "path": backing,
+            "kind": "block" if Path(backing).is_block_device() else "file",
+            "disks": backing_disks,
+            "disk_facts": block_facts(backing_disks[-1]) if backing_disks else {},
+        },
+    }
 
 
 def _namespace_check(host: netns.NsHost):
@@ -163,6 +182,7 @@ def _namespace_check(host: netns.NsHost):
             return f"the storage host's namespace {host.name} is gone"
         state = netns.link_state(host.link.host_if)
         return None if state == "up" else f"the link {host.link.host_if} to the storage host is {state}"
+
     return check
 
 
@@ -171,36 +191,51 @@ def _daemon_check(what: str, daemon: Daemon):
         if daemon.alive():
             return None
         return f"{what} (pid {daemon.pid}) exited: {daemon.log_tail(300).strip() or 'killed'}"
+
     return check
 
 
 @contextlib.contextmanager
-def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str, run_dir: Path,
-         journal: Journal) -> Iterator[RemoteHandle]:
+def _nbd(
+    spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str, run_dir: Path, journal: Journal
+) -> Iterator[RemoteHandle]:
     target = nbd.start_nbdkit(host, backing, run_dir, journal)
     dropper = nbd.CacheDropper(backing, DROP_CACHE_S)
     try:
         if DROP_CACHE_S:
             dropper.start()
-        facts = {"target": "nbdkit", "target_version": nbd.version("nbdkit"), "target_options": nbd.NBDKIT_OPTIONS,
-                 "port": nbd.PORT, "target_cache_drop_s": DROP_CACHE_S}
+        facts = {
+            "target": "nbdkit",
+            "target_version": nbd.version("nbdkit"),
+            "target_options": nbd.NBDKIT_OPTIONS,
+            "port": nbd.PORT,
+            "target_cache_drop_s": DROP_CACHE_S,
+        }
         checks = [_daemon_check("the target nbdkit", target)]
         if client_kind == "fuse":
             with nbd.fuse_client(host.link.ns_addr, nbd.PORT, run_dir, journal) as client:
                 kname = Path(client.loop).name
-                facts.update(client_version=nbd.version("nbdfuse"), connections=nbd.FUSE_CONNECTIONS,
-                             fuse_mount=str(client.mountdir), **block_facts(kname))
+                facts.update(
+                    client_version=nbd.version("nbdfuse"),
+                    connections=nbd.FUSE_CONNECTIONS,
+                    fuse_mount=str(client.mountdir),
+                    **block_facts(kname),
+                )
                 cpu = ProcessCollector("remote_procs", {"target": target.pid, "client": client.daemon.pid})
                 watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
-                yield RemoteHandle(spec.name, client.loop, 0, [kname], facts, [cpu], watcher)
+                yield RemoteHandle(spec.name, client.loop, 0, [kname], facts, [cpu], watcher=watcher)
         else:
             with nbd.kernel_client(host.link.ns_addr, nbd.PORT, journal) as client:
                 kname = Path(client.device).name
-                facts.update(client_version=nbd.version("nbd-client"), connections=nbd.KERNEL_CONNECTIONS,
-                             timeout_s=nbd.KERNEL_TIMEOUT_S, **block_facts(kname))
+                facts.update(
+                    client_version=nbd.version("nbd-client"),
+                    connections=nbd.KERNEL_CONNECTIONS,
+                    timeout_s=nbd.KERNEL_TIMEOUT_S,
+                    **block_facts(kname),
+                )
                 cpu = ProcessCollector("remote_procs", {"target": target.pid})
                 watcher = Watcher([*checks, client.alive, StallCheck(kname, STALL_S)], client.abort)
-                yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [cpu], watcher)
+                yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [cpu], watcher=watcher)
     finally:
         dropper.stop()
         target.stop(journal)
@@ -210,7 +245,15 @@ def _nbd(spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str,
 def _nvme(spec: RemoteDevice, host: netns.NsHost, backing: str, journal: Journal) -> Iterator[RemoteHandle]:
     with nvme.nvmet_target(host, backing, journal) as target, nvme.nvme_client(target, journal) as client:
         kname = Path(client.device).name
-        facts = {"target": "nvmet", "nqn": target.nqn, "port": target.svc, "ctrl_loss_tmo_s": nvme.CTRL_LOSS_TMO_S,
-                 "client_version": nbd.version("nvme"), **block_facts(kname)}
+        facts = {
+            "target": "nvmet",
+            "nqn": target.nqn,
+            "port": target.svc,
+            "ctrl_loss_tmo_s": nvme.CTRL_LOSS_TMO_S,
+            "client_version": nbd.version("nvme"),
+            **block_facts(kname),
+        }
         watcher = Watcher([client.alive, StallCheck(kname, STALL_S)], client.abort)
-        yield RemoteHandle(spec.name, client.device, 0, [kname], facts, [], watcher)  # target CPU: kernel threads
+        yield RemoteHandle(
+            spec.name, client.device, 0, [kname], facts, [], watcher=watcher
+        )  # target CPU: kernel threads

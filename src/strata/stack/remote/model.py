@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.spec.model import Strict
+from strata.params import Strict
 from strata.stack.netns import Fabric, format_rate, format_us, parse_rate_bit, parse_time_us
 from strata.units import parse_size
 
@@ -16,16 +16,25 @@ DEFAULT_SIZE_BYTES = 4 * 2**30
 class RemoteDevice(Strict):
     """A block device served over TCP by a storage host that strata starts in a network namespace
     of its own (study 003 section 5.4: local against NVMe over Fabrics)."""
+
     type: Literal["remote"] = "remote"
     name: str = Field(default="", description="default: remote-<transport>[-<latency>][-<rate>]")
     transport: Literal["nbd", "nvme-tcp"] = Field(default="nbd", description="nbd (nbdkit) or nvme-tcp (kernel nvmet)")
     client: Literal["auto", "kernel", "fuse"] = Field(
-        default="auto", description="nbd: kernel (nbd module + nbd-client) or fuse (nbdfuse + loop); auto: kernel if present")
-    size: int | None = Field(default=None, description="bytes of a backing file strata fills in the workdir (default 4GiB)")
+        default="auto",
+        description="nbd: kernel (nbd module + nbd-client) or fuse (nbdfuse + loop); auto: kernel if present",
+    )
+    size: int | None = Field(
+        default=None, description="bytes of a backing file strata fills in the workdir (default 4GiB)"
+    )
     backing_path: str | None = Field(default=None, description="serve this block device instead of a file (erased!)")
     destroy: bool = Field(default=False, description="allow strata to erase `backing_path`")
-    latency: float = Field(default=0.0, description="added one way on each end of the link: 50us, 0.05ms; a number is microseconds")
-    rate: int | None = Field(default=None, description="link rate each way: 10gbit, 100mbit; a number is bits per second")
+    latency: float = Field(
+        default=0.0, description="added one way on each end of the link: 50us, 0.05ms; a number is microseconds"
+    )
+    rate: int | None = Field(
+        default=None, description="link rate each way: 10gbit, 100mbit; a number is bits per second"
+    )
 
     @field_validator("size", mode="before")
     @classmethod

@@ -37,15 +37,15 @@ from typing import Iterator
 from strata.errors import StrataError
 from strata.proc import sh
 from strata.stack.bounded import run_bounded
-from strata.stack.filesystem import is_mounted
 from strata.stack.journal import Journal, undo_action
 from strata.stack.marked import Daemon, start_daemon, stop_marked
 from strata.stack.netns import NsHost
+from strata.stack.procfs import is_mounted
 
 PORT = 10809
-FUSE_CONNECTIONS = 4          # nbdfuse's multi-conn default, made explicit so results say it
+FUSE_CONNECTIONS = 4  # nbdfuse's multi-conn default, made explicit so results say it
 KERNEL_CONNECTIONS = 4
-KERNEL_TIMEOUT_S = 10         # the kernel nbd client fails I/O after this long without an answer
+KERNEL_TIMEOUT_S = 10  # the kernel nbd client fails I/O after this long without an answer
 NBDKIT_OPTIONS = ["cache=none", "fadvise=random"]
 
 
@@ -56,16 +56,34 @@ def version(program: str) -> str:
 
 # ---- target -----------------------------------------------------------------------
 
+
 def nbdkit_argv(addr: str, port: int, backing: str, pidfile: Path) -> list[str]:
-    return ["nbdkit", "--foreground", "--ipaddr", addr, "--port", str(port), "--pidfile", str(pidfile),
-            "file", f"file={backing}", *NBDKIT_OPTIONS]
+    return [
+        "nbdkit",
+        "--foreground",
+        "--ipaddr",
+        addr,
+        "--port",
+        str(port),
+        "--pidfile",
+        str(pidfile),
+        "file",
+        f"file={backing}",
+        *NBDKIT_OPTIONS,
+    ]
 
 
 def start_nbdkit(host: NsHost, backing: str, run_dir: Path, journal: Journal) -> Daemon:
     """nbdkit in the storage host's namespace, listening on its address only."""
     pidfile = run_dir / "nbdkit.pid"
-    return start_daemon(host.argv(nbdkit_argv(host.link.ns_addr, PORT, backing, pidfile)), journal,
-                        marker=str(pidfile), programs=["nbdkit"], log=run_dir / "nbdkit.log", ready=pidfile)
+    return start_daemon(
+        host.argv(nbdkit_argv(host.link.ns_addr, PORT, backing, pidfile)),
+        journal,
+        marker=str(pidfile),
+        programs=["nbdkit"],
+        log=run_dir / "nbdkit.log",
+        ready=pidfile,
+    )
 
 
 class CacheDropper:
@@ -103,9 +121,17 @@ class CacheDropper:
 
 # ---- fuse client: nbdfuse + loop ----------------------------------------------------
 
+
 def nbdfuse_argv(mountdir: Path, addr: str, port: int, pidfile: Path) -> list[str]:
-    return ["nbdfuse", "--pidfile", str(pidfile), "--connections", str(FUSE_CONNECTIONS),
-            str(mountdir), f"nbd://{addr}:{port}"]
+    return [
+        "nbdfuse",
+        "--pidfile",
+        str(pidfile),
+        "--connections",
+        str(FUSE_CONNECTIONS),
+        str(mountdir),
+        f"nbd://{addr}:{port}",
+    ]
 
 
 def loops_on(backing_file: str, sys_block: Path = Path("/sys/block")) -> list[str]:
@@ -199,8 +225,14 @@ def fuse_client(addr: str, port: int, run_dir: Path, journal: Journal) -> Iterat
     seq_mount = journal.intent("fuse_mount", **mount)
     daemon = None
     try:
-        daemon = start_daemon(nbdfuse_argv(mountdir, addr, port, pidfile), journal, marker=str(pidfile),
-                              programs=["nbdfuse"], log=run_dir / "nbdfuse.log", ready=pidfile)
+        daemon = start_daemon(
+            nbdfuse_argv(mountdir, addr, port, pidfile),
+            journal,
+            marker=str(pidfile),
+            programs=["nbdfuse"],
+            log=run_dir / "nbdfuse.log",
+            ready=pidfile,
+        )
         export = str(mountdir / "nbd")
         loop = {"backing_file": export, "fuse_marker": str(pidfile)}
         seq_loop = journal.intent("remote_loop", **loop)
@@ -208,14 +240,16 @@ def fuse_client(addr: str, port: int, run_dir: Path, journal: Journal) -> Iterat
             dev = sh(["losetup", "--find", "--show", "--direct-io=on", export], timeout=60).stdout.strip()
             journal.update(seq_loop, device=dev)
             if Path(f"/sys/block/{Path(dev).name}/loop/dio").read_text().strip() != "1":
-                raise StrataError(f"{dev} over {export} did not accept --direct-io=on",
-                                  "the FUSE client must support O_DIRECT (nbdfuse from libnbd >= 1.6)")
+                raise StrataError(
+                    f"{dev} over {export} did not accept --direct-io=on",
+                    "the FUSE client must support O_DIRECT (nbdfuse from libnbd >= 1.6)",
+                )
             yield FuseClient(mountdir, dev, daemon)
         finally:
             _undo_remote_loop(loop)
             journal.release(seq_loop)
     finally:
-        _undo_fuse_mount(mount)         # a clean unmount makes nbdfuse exit
+        _undo_fuse_mount(mount)  # a clean unmount makes nbdfuse exit
         if daemon is not None:
             daemon.stop(journal, term_s=3.0)
         journal.release(seq_mount)
@@ -223,10 +257,13 @@ def fuse_client(addr: str, port: int, run_dir: Path, journal: Journal) -> Iterat
 
 # ---- kernel client: nbd module + nbd-client -------------------------------------------
 
+
 def free_nbd_device(sys_block: Path = Path("/sys/block")) -> str | None:
     """The first /dev/nbdN with no connection (no `pid` file, size 0)."""
+
     def num(p: Path) -> int:
         return int(p.name[3:]) if p.name[3:].isdigit() else 1 << 30
+
     for d in sorted(sys_block.glob("nbd*"), key=num):
         if not d.name[3:].isdigit():
             continue
@@ -237,8 +274,18 @@ def free_nbd_device(sys_block: Path = Path("/sys/block")) -> str | None:
 
 
 def nbd_client_argv(addr: str, port: int, dev: str) -> list[str]:
-    return ["nbd-client", addr, str(port), dev, "-block-size", "4096", "-connections", str(KERNEL_CONNECTIONS),
-            "-timeout", str(KERNEL_TIMEOUT_S)]
+    return [
+        "nbd-client",
+        addr,
+        str(port),
+        dev,
+        "-block-size",
+        "4096",
+        "-connections",
+        str(KERNEL_CONNECTIONS),
+        "-timeout",
+        str(KERNEL_TIMEOUT_S),
+    ]
 
 
 @undo_action("nbd_device")

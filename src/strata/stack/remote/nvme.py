@@ -41,11 +41,11 @@ Op = tuple  # ("mkdir", path) | ("write", path, text) | ("symlink", link, target
 
 @dataclass(frozen=True)
 class NvmetTarget:
-    root: Path          # .../nvmet in configfs
+    root: Path  # .../nvmet in configfs
     nqn: str
     port_id: int
     addr: str
-    backing: str        # a block device or a file
+    backing: str  # a block device or a file
     svc: int = PORT
 
     @property
@@ -71,7 +71,7 @@ class NvmetTarget:
             ("write", self.port / "addr_adrfam", "ipv4"),
             ("write", self.port / "addr_traddr", self.addr),
             ("write", self.port / "addr_trsvcid", str(self.svc)),
-            ("symlink", self.port / "subsystems" / self.nqn, self.subsystem),   # enables the port: in the netns
+            ("symlink", self.port / "subsystems" / self.nqn, self.subsystem),  # enables the port: in the netns
         ]
 
     def remove_ops(self) -> list[Op]:
@@ -118,6 +118,7 @@ def free_port_id(root: Path) -> int:
 def symlink_in(host: NsHost) -> Callable[[Path, Path], None]:
     def make(link: Path, target: Path) -> None:
         host.run(["ln", "-s", str(target), str(link)])
+
     return make
 
 
@@ -139,8 +140,13 @@ def _undo_nvmet(data: dict) -> None:
 @contextlib.contextmanager
 def nvmet_target(host: NsHost, backing: str, journal: Journal, root: Path | None = None) -> Iterator[NvmetTarget]:
     root = root or ensure_configfs()
-    target = NvmetTarget(root, f"nqn.2014-08.org.strata:{host.name}-{secrets.token_hex(3)}", free_port_id(root),
-                         host.link.ns_addr, backing)
+    target = NvmetTarget(
+        root,
+        f"nqn.2014-08.org.strata:{host.name}-{secrets.token_hex(3)}",
+        free_port_id(root),
+        host.link.ns_addr,
+        backing,
+    )
     data = {"root": str(root), "nqn": target.nqn, "port_id": target.port_id}
     seq = journal.intent("nvmet", **data)
     try:
@@ -153,9 +159,18 @@ def nvmet_target(host: NsHost, backing: str, journal: Journal, root: Path | None
 
 # ---- initiator --------------------------------------------------------------------
 
+
 def connect_argv(addr: str, svc: int, nqn: str) -> list[str]:
-    return ["nvme", "connect", "--transport=tcp", f"--traddr={addr}", f"--trsvcid={svc}", f"--nqn={nqn}",
-            f"--ctrl-loss-tmo={CTRL_LOSS_TMO_S}", f"--reconnect-delay={RECONNECT_DELAY_S}"]
+    return [
+        "nvme",
+        "connect",
+        "--transport=tcp",
+        f"--traddr={addr}",
+        f"--trsvcid={svc}",
+        f"--nqn={nqn}",
+        f"--ctrl-loss-tmo={CTRL_LOSS_TMO_S}",
+        f"--reconnect-delay={RECONNECT_DELAY_S}",
+    ]
 
 
 def find_namespace(nqn: str, sysfs: Path = Path("/sys/class/nvme-subsystem")) -> tuple[str, str] | None:
@@ -182,8 +197,8 @@ def _undo_nvme_connect(data: dict) -> None:
 @dataclass
 class NvmeClient:
     nqn: str
-    device: str        # /dev/nvmeXnY
-    controller: str    # nvmeX
+    device: str  # /dev/nvmeXnY
+    controller: str  # nvmeX
 
     def alive(self) -> str | None:
         try:
@@ -209,10 +224,11 @@ def nvme_client(target: NvmetTarget, journal: Journal) -> Iterator[NvmeClient]:
                 break
             time.sleep(0.1)
         if not found:
-            raise StrataError(f"nvme connect to {target.addr}:{target.svc} gave no namespace for {target.nqn}",
-                              "see `nvme list-subsys` and dmesg")
+            raise StrataError(
+                f"nvme connect to {target.addr}:{target.svc} gave no namespace for {target.nqn}",
+                "see `nvme list-subsys` and dmesg",
+            )
         yield NvmeClient(target.nqn, f"/dev/{found[0]}", found[1])
     finally:
         _undo_nvme_connect(data)
         journal.release(seq)
-

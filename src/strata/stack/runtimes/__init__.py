@@ -1,6 +1,7 @@
 """Runtime plugins, listed explicitly (docs/architecture.md "Adding a plugin")."""
 
-from strata.stack.runtimes.base import PathHandle, Runtime, RuntimeSession, Unsupported
+from strata.errors import Unsupported
+from strata.stack.runtimes.base import PathHandle, Runtime, RuntimeSession
 from strata.stack.runtimes.docker.session import DOCKER
 from strata.stack.runtimes.native import NATIVE
 from strata.stack.runtimes.podman import PODMAN_RUNTIME

@@ -20,10 +20,6 @@ from strata.params import Load, Strict
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 
 
-class Unsupported(Exception):
-    """This host cannot build this layer; the message is the layer's own error text."""
-
-
 @dataclass
 class PathHandle:
     name: str  # layer, volume, bind, tmpfs, device, image

@@ -14,11 +14,12 @@ from typing import Iterator, Literal
 
 from pydantic import Field
 
+from strata.errors import Unsupported
 from strata.instances import Target
 from strata.params import Load, Strict
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.hostprocs import HostProcesses
-from strata.stack.runtimes.base import PathHandle, Unsupported
+from strata.stack.runtimes.base import PathHandle
 
 
 class NativeParams(Strict):

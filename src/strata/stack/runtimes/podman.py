@@ -25,7 +25,7 @@ from typing import Iterator, Literal
 
 from pydantic import Field, model_validator
 
-from strata.errors import StrataError
+from strata.errors import StrataError, Unsupported
 from strata.params import Strict
 from strata.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -39,7 +39,6 @@ from strata.stack.procfs import (
     signal_and_wait,
     unmount_under,
 )
-from strata.stack.runtimes.base import Unsupported
 from strata.stack.runtimes.docker.client import STDERR_TAIL_CHARS
 from strata.stack.runtimes.docker.session import DockerSession
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from strata.errors import Unsupported
 from strata.proc import CommandError
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import (
@@ -44,7 +45,6 @@ from strata.stack.procfs import (
     signal_and_wait,
     unmount_under,
 )
-from strata.stack.runtimes.base import Unsupported
 from strata.stack.runtimes.docker.client import DEBIAN_CLI, STDERR_TAIL_CHARS, SYSTEM_SOCKET, answers, docker
 
 DOCKERD = "/usr/sbin/dockerd"  # Debian's docker.io 20.10

@@ -26,12 +26,11 @@ import shutil
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import StrataError
+from strata.errors import StrataError, Unsupported
 from strata.instances import ImageSpec
 from strata.proc import CommandError, sh
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import remove_tree
-from strata.stack.runtimes.base import Unsupported
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker.daemon import private_daemon
 

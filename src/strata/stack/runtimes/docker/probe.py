@@ -5,11 +5,11 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+from strata.errors import Unsupported
 from strata.stack.devices.loop import LOOP, LoopParams
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems.base import FilesystemParams
 from strata.stack.journal import Journal
-from strata.stack.runtimes.base import Unsupported
 from strata.stack.runtimes.docker.client import SYSTEM_SOCKET, answers
 from strata.stack.runtimes.docker.daemon import available
 from strata.stack.runtimes.docker.session import DOCKER, DockerParams

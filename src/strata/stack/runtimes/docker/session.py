@@ -19,14 +19,14 @@ from typing import Iterator, Literal
 
 from pydantic import Field, model_validator
 
-from strata.errors import StrataError, TrialFailure
+from strata.errors import StrataError, TrialFailure, Unsupported
 from strata.instances import ImageSpec, InstanceRequest, Target
 from strata.params import Load, Strict
 from strata.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
 from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
-from strata.stack.runtimes.base import PathHandle, Unsupported
+from strata.stack.runtimes.base import PathHandle
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import (
     DATA_IN_CONTAINER,

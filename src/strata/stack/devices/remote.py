@@ -1,0 +1,45 @@
+"""`remote`: block storage served over TCP by a storage host strata starts in a network namespace of its
+own (study 003 sections 5.4 and 6.3: local against NVMe over Fabrics). The mechanics are in the
+stack/remote package; this is its plugin of the device layer. docs/remote.md says what runs where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from strata.stack.devices.common import needs_root
+from strata.stack.remote import caps
+from strata.stack.remote.device import backing_problems, provision_remote
+from strata.stack.remote.model import RemoteDevice
+
+RemoteParams = RemoteDevice
+
+
+class Remote:
+    name = "remote"
+    params = RemoteParams
+
+    def available(self, host: dict, params: RemoteParams | None = None) -> str | None:
+        return needs_root() or caps.available(params)
+
+    def problems(self, params: RemoteParams) -> list[str]:
+        return backing_problems(params)
+
+    def writes(self, params: RemoteParams, workdir: Path) -> str:
+        if params.backing_path:
+            return f"{params.backing_path} (served by a storage host in a network namespace, ERASED)"
+        return (
+            f"a {params.size >> 20} MiB backing file under {workdir} served over {params.transport} "
+            "(created and removed)"
+        )
+
+    def size_bytes(self, params: RemoteParams) -> int | None:
+        return params.size
+
+    def provision(self, params: RemoteParams, journal, workdir: Path):
+        return provision_remote(params, journal, workdir)
+
+    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+        return [(name, reason) for _, name, reason in caps.doctor_rows()]
+
+
+REMOTE = Remote()

@@ -1,0 +1,102 @@
+"""The remote device through `strata run`: a storage host in a network namespace, the stacks above it as
+on any device, the collectors of both sides in the result, and a target killed mid-run: that trial ends
+as remote_lost and the next trial gets a fresh storage host."""
+
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def env(tmp_path):
+    workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
+    e = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    before = _namespaces()
+    yield workdir, e
+    strata("cleanup", "--force", env=e)
+    assert leftovers(workdir) == []
+    assert _namespaces() <= before, "a storage host's namespace was left behind"
+    if workdir.exists():
+        workdir.rmdir()
+
+
+def _namespaces() -> set[str]:
+    d = Path("/run/netns")
+    return {n for n in os.listdir(d) if n.startswith("strata-")} if d.is_dir() else set()
+
+
+def _spec(workdir, **over):
+    spec = {
+        "name": "remote",
+        "workdir": str(workdir),
+        "devices": [{"type": "remote", "size": "768MiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": ["native", "docker:overlay2"],
+        "paths": ["bind", "volume"],
+        "workloads": [{"fio": {"preset": "rr", "size": "64MiB", "runtime": 3, "ramp_time": 0}}],
+        "loads": ["low"],
+    }
+    spec.update(over)
+    return spec
+
+
+def test_every_stack_on_the_remote_device(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(workdir))
+    strata("run", spec, "-o", tmp_path / "out", env=e, check=0, timeout=1800)
+    rs = results(tmp_path / "out")
+    assert sorted(r["stack"] for r in rs) == [
+        "remote-nbd/ext4/docker:overlay2/bind",
+        "remote-nbd/ext4/docker:overlay2/volume",
+        "remote-nbd/ext4/native/bind",
+    ]
+    for r in rs:
+        assert r["status"] == "ok", r["flags"]["failed"]
+        dev = r["stack_facts"]["device"]
+        assert dev["type"] == "remote" and dev["transport"] == "nbd" and dev["client_path"].startswith("nbdfuse")
+        assert not r["flags"]["cache"]["suspect"], r["flags"]["cache"]  # the backing disk moved the bytes
+        assert len(r["flags"]["cache"]["evidence"]["disks"]) >= 2  # the client device and the storage host's disk
+        assert r["collectors"]["remote_procs"] and r["collectors"]["remote_link"]
+
+
+def test_a_killed_target_ends_the_trial_and_the_next_one_gets_a_fresh_storage_host(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(
+            workdir,
+            runtimes=["native"],
+            paths=["bind"],
+            repetitions=2,
+            workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 20, "ramp_time": 0}}],
+        ),
+    )
+    out = tmp_path / "out"
+    proc = start_strata("run", spec, "-o", out, env=e)
+
+    def nbdkit() -> int | None:
+        for line in leftovers(workdir):
+            if line.startswith("process") and "nbdkit" in line:
+                return int(line.split()[1].rstrip(":"))
+        return None
+
+    wait_for(lambda: bool(list(out.glob("trials/*/inst-0/stderr"))) and nbdkit(), 300, "fio on the remote device")
+    time.sleep(3)
+    first = nbdkit()
+    os.kill(first, signal.SIGKILL)
+    t = time.monotonic()
+    text, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 1, text
+    rs = sorted(results(out), key=lambda r: r["labels"]["repetition"])
+    assert rs[0]["status"] == "failed" and rs[0]["flags"]["failed"]["category"] == "remote_lost", rs[0]["flags"]
+    assert rs[0]["duration_s"] < 60  # within a bounded time, not fio's 20 s plus a timeout
+    assert rs[1]["status"] == "ok", rs[1]["flags"]["failed"]
+    print(f"\nremote_lost after the kill; the whole run ended {time.monotonic() - t:.0f} s later")
