@@ -42,7 +42,7 @@ COMMAND_FILE = "vm-command.sh"
 PROBE_MARK = "strata-agent: booted"
 # Files the agent leaves in the out dir (besides the command's own).
 OUTPUT_FILES = ("stdout", "stderr", "start", "end", "rc", "clock.txt", "guest-stats.txt", "guest-mounts.txt",
-                "guest-dmesg.txt", "agent-error")
+                "guest-dmesg.txt", "guest-data-disk", "guest-stats.json", "agent-error")
 
 AGENT = r"""#!/bin/sh
 # strata-agent: PID 1 of a strata guest (see strata/stack/vm/agent.py).
@@ -84,18 +84,18 @@ probe() {  # the accelerator probe: boot, say so, try each share offered, power 
   off
 }
 
-clock_round() {  # -> "guest_before guest_after host" over the sync share
+clock_round() {  # -> "guest_before guest_after host" over the sync share (builtins where timing matters)
   rm -f $SYNC/clock-$I
-  a=$(now); echo "$a" > $SYNC/clock-req-$I.tmp && mv $SYNC/clock-req-$I.tmp $SYNC/clock-req-$I
+  a=$(now); echo "$a" > $SYNC/clock-req-$I
   while [ ! -e $SYNC/clock-$I ]; do sleep 0.005; done
-  b=$(now); read -r h < $SYNC/clock-$I; rm -f $SYNC/clock-$I
+  b=$(now); read -r h < $SYNC/clock-$I
   echo "$a $b $h"
 }
 
-sync_clock() {
+sync_clock() {  # set the offset inside one `date` process ("now +X seconds"), then measure what is left
   set -- $(clock_round)
-  off_s=$(awk -v a="$1" -v b="$2" -v h="$3" 'BEGIN { printf "%.6f", h + (b - a) / 2 - b }')
-  date -s "@$(awk -v o="$off_s" -v t="$(now)" 'BEGIN { printf "%.6f", t + o }')" > /dev/null || return 1
+  off_s=$(awk -v a="$1" -v b="$2" -v h="$3" 'BEGIN { printf "%+.6f", h + (b - a) / 2 - b }')
+  date -s "now $off_s seconds" > /dev/null || return 1
   set -- $(clock_round)
   awk -v a="$1" -v b="$2" -v h="$3" -v o="$off_s" 'BEGIN {
     printf "offset_set_s=%s\nrtt_s=%.6f\nresidual_s=%.6f\n", o, b - a, h + (b - a) / 2 - b }' > $OUT/clock.txt
@@ -117,6 +117,7 @@ prepare_data() {
     bind) mount_share @TAG_DATA@ $DATA || die "cannot mount the bind share ($SHARE)" ;;
     device|image)
       disk=$(find_disk @SERIAL@) || die "no virtio disk with serial @SERIAL@"
+      echo "${disk#/dev/}" > $OUT/guest-data-disk
       if [ "$STRATA_GUEST_FS" = none ]; then ln -sf "$disk" @DEVICE@
       else
         $STRATA_MKFS "$disk" > /run/mkfs.log 2>&1 || die "mkfs on $disk: $(tail -c 500 /run/mkfs.log)"

@@ -25,6 +25,7 @@ class RunDir:
     def __init__(self, journal: Journal, what: str):
         self.journal = journal
         self.path = run_base() / f"strata-vm-{what}-{secrets.token_hex(4)}"
+        self.seq: int | None = None
 
     def __enter__(self) -> "RunDir":
         self.seq = self.journal.intent("vm_rundir", path=str(self.path))

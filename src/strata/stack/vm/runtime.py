@@ -1,0 +1,114 @@
+"""The `vm` runtime: what it needs (`available`) and its provisioning (`provision_vm`).
+
+Provisioning builds (or finds) the guest, finds the accelerator by booting it
+(accel.py, cached per host boot), chooses the share kind, and yields a
+`VmSession`. The session's facts, stored with every result, say what was
+measured: the accelerator and, under TCG, `emulated: true` (an emulated
+guest's figures are about QEMU's emulator, never comparable with native or
+container results as storage performance), the disk and share options, the
+guest's kernel and tools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+from strata.stack.filesystem import Mounted
+from strata.stack.journal import Journal
+from strata.stack.procfs import prime_blkio
+from strata.stack.runtime import Unsupported
+from strata.stack.vm import accel as accel_probe
+from strata.stack.vm.guest import cached_guest, ensure_guest
+from strata.stack.vm.params import VmRuntime
+from strata.stack.vm.qemu import NINEP_OPTIONS, QEMU, VIRTIOFSD_OPTIONS, qemu_version, virtiofsd_binary
+from strata.stack.vm.session import VmSession
+
+# Importing these registers their undo actions (strata cleanup).
+from strata.stack.vm import cgroup, qemu, rundir, session  # noqa: F401
+
+
+def available(params: VmRuntime | None = None, host: dict | None = None) -> str | None:
+    """Why this host cannot run the vm runtime, checked without booting anything."""
+    params = params or VmRuntime()
+    if os.geteuid() != 0:
+        return "the vm runtime needs root (the device under test, cgroups, virtiofsd)"
+    for tool, pkg in ((QEMU, "qemu-system-x86"), ("qemu-img", "qemu-utils")):
+        if not shutil.which(tool):
+            return f"{tool} not found (apt-get install {pkg})"
+    if cached_guest() is None:
+        for tool in ("debootstrap", "mkfs.ext4", "chroot"):
+            if not shutil.which(tool):
+                return f"the guest image is not built and {tool} is not installed (apt-get install debootstrap e2fsprogs)"
+    if params.share == "virtiofs" and not virtiofsd_binary():
+        return "virtiofsd not found (it comes with qemu-system-x86 on Debian 12, later in package virtiofsd)"
+    if params.accel == "kvm":
+        reason = accel_probe.kvm_unusable()
+        known = accelerator_facts().get("kvm")
+        if reason or (known and not known["boots"]):
+            return f"KVM does not boot a guest here: {reason or known['error']}"
+    return None
+
+
+def accelerator_facts() -> dict:
+    """What the probes of this host boot found (for `strata doctor`): {accel: probe}; {} before any."""
+    try:
+        cached = json.loads(accel_probe.cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return {v["accel"]: v for k, v in cached.items() if k.split("|")[1] == qemu_version()}
+
+
+def choose_share(params: VmRuntime, probe: accel_probe.Probe) -> str:
+    if params.share in ("auto", "virtiofs") and probe.virtiofs:
+        return "virtiofs"
+    if params.share == "virtiofs":
+        raise Unsupported("virtiofs does not work in the guest here (the probe boot could not mount it)")
+    if not probe.ninep:
+        raise Unsupported("neither virtiofs nor 9p works in the guest here (the probe boot could mount neither)")
+    return "9p"
+
+
+def session_facts(params: VmRuntime, guest, used: accel_probe.Probe, kvm_failed: accel_probe.Probe | None,
+                  share: str) -> dict:
+    facts = {
+        "runtime": params.name, "type": "vm", "accel": used.accel, "emulated": used.accel == "tcg",
+        "qemu_version": qemu_version(), "probe_boot_s": used.boot_s,
+        "params": params.model_dump(mode="json"),
+        "disk": {"interface": "virtio-blk", "cache": params.disk_cache, "aio": params.disk_aio,
+                 "iothread": params.iothread, "queues": params.queues},
+        "image_format": params.image_format, "guest_filesystem": params.guest_filesystem,
+        "share": share,
+        "share_options": list(VIRTIOFSD_OPTIONS) if share == "virtiofs" else NINEP_OPTIONS.split(","),
+        "guest": {"key": guest.key, "suite": guest.manifest.get("suite"), "kernel": guest.manifest.get("kernel"),
+                  "packages": guest.manifest.get("packages", {})},
+        "limits_map": "cpus -> vCPUs (rounded up), memory -> guest RAM, bps/iops -> QEMU block throttling "
+                      "(bind: blkio rules on the device for QEMU and virtiofsd)",
+    }
+    if kvm_failed is not None:
+        facts["kvm_error"] = kvm_failed.error
+    return facts
+
+
+@contextlib.contextmanager
+def provision_vm(params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path,
+                 host: dict) -> Iterator[VmSession]:
+    reason = available(params, host)
+    if reason:
+        raise Unsupported(reason)
+    guest = ensure_guest()
+    used, kvm_failed = accel_probe.choose(guest, params.accel, journal)
+    if not used.boots:
+        raise Unsupported(f"the guest does not boot under {used.accel}: {used.error}")
+    share = choose_share(params, used)
+    prime_blkio(mounted.device.path, f"strata-vm-prime-{os.getpid()}", remove=True)   # QEMU's blkio counters
+    session = VmSession(params, mounted, journal, guest, used.accel, share,
+                        session_facts(params, guest, used, kvm_failed, share))
+    try:
+        yield session
+    finally:
+        session.close()
