@@ -40,6 +40,7 @@ TAGS = {"out": "strata-out", "sync": "strata-sync", "data": "strata-data"}   # s
 ENV_FILE = "vm-agent.env"
 COMMAND_FILE = "vm-command.sh"
 PROBE_MARK = "strata-agent: booted"
+MAIN_MARK = "# ---- main"   # the agent above this line only defines functions (unit tests run them)
 # Files the agent leaves in the out dir (besides the command's own).
 OUTPUT_FILES = ("stdout", "stderr", "start", "end", "rc", "clock.txt", "guest-stats.txt", "guest-mounts.txt",
                 "guest-dmesg.txt", "guest-data-disk", "guest-stats.json", "agent-error")
@@ -147,6 +148,16 @@ finish() {
   say "done rc=$1"; off
 }
 
+run_command() {  # the barrier, then the command, timed (as the container wrapper does)
+  while [ ! -e $SYNC/go ]; do sleep 0.005; done
+  now > $OUT/start
+  (cd $OUT && exec sh $OUT/@COMMAND@) > $OUT/stdout 2> $OUT/stderr
+  rc=$?
+  now > $OUT/end
+  return $rc
+}
+
+# ---- main (everything above only defines functions)
 SHARE=$(arg share)
 base_mounts
 [ "$(arg mode)" = probe ] && probe
@@ -160,14 +171,10 @@ sync_clock || die "cannot set the clock"
 prepare_data
 collector > /run/guest-stats.txt 2>&1 &
 COLLECTOR=$!
-echo "$(now)" > $SYNC/ready-$I
+now > $SYNC/ready-$I
 say "ready"
-while [ ! -e $SYNC/go ]; do sleep 0.005; done
-now > $OUT/start
-(cd $OUT && exec sh $OUT/@COMMAND@) > $OUT/stdout 2> $OUT/stderr
-rc=$?
-now > $OUT/end
-finish $rc
+run_command
+finish $?
 """
 
 
