@@ -451,3 +451,17 @@ def test_guest_key_covers_agent_and_extra_files(tmp_path):
     with pytest.raises(Exception, match="plain file name"):
         guest.guest_key({"../x": a})
 
+
+
+def test_kernel_is_the_elf_inside_the_bzimage_when_it_has_a_pvh_entry(tmp_path):
+    import lzma
+    boot = tmp_path / "boot"
+    boot.mkdir()
+    elf = b"\x7fELF" + bytes(range(256)) * 64
+    (boot / "vmlinuz-6.1").write_bytes(b"MZ setup code" * 100 + lzma.compress(elf) + b"trailer")
+    (boot / "config-6.1").write_text("CONFIG_X=y\nCONFIG_PVH=y\n")
+    assert guest._kernel(tmp_path, "6.1", tmp_path / "vmlinux") == "elf-pvh"
+    assert (tmp_path / "vmlinux").read_bytes() == elf
+    (boot / "config-6.1").write_text("CONFIG_X=y\n# CONFIG_PVH is not set\n")
+    assert guest._kernel(tmp_path, "6.1", tmp_path / "vmlinux") == "bzimage"
+    assert (tmp_path / "vmlinux").read_bytes() == (boot / "vmlinuz-6.1").read_bytes()

@@ -97,7 +97,7 @@ def throttle_options(limits: Limits) -> dict[str, int]:
 
 
 def kernel_cmdline(append: str) -> str:
-    return f"console=ttyS0 root=/dev/vda ro rootfstype=ext4 init={AGENT_PATH} panic=-1 quiet {append}".strip()
+    return f"console=ttyS0 root=/dev/vda ro rootfstype=ext4 init={AGENT_PATH} panic=-1 loglevel=6 {append}".strip()
 
 
 def memory_args(spec: VmSpec) -> list[str]:

@@ -1,0 +1,270 @@
+"""The vm runtime for real (root, QEMU; TCG on this machine, KVM where it boots): the guest
+image, fio and the engine in VMs on the device, image and bind paths, N VMs at one barrier,
+boot timeouts, a killed QEMU, and `strata cleanup` after kill -9.
+
+Sizes are small: under TCG a guest boots in ~15-40 s and its I/O is ~100x slower than native.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from strata.analysis import validity
+from strata.errors import TrialFailure
+from strata.spec.model import Filesystem, Load, LoopDevice
+from strata.stack.device import provision_loop
+from strata.stack.filesystem import provision as provision_fs
+from strata.stack.journal import Journal, cleanup, pending
+from strata.stack.procfs import cmdline
+from strata.stack.vm.guest import ensure_guest
+from strata.stack.vm.params import VmRuntime
+from strata.stack.vm.runtime import provision_vm
+from strata.trial import _requests, _run_collected
+from strata.workloads.filebench import Filebench
+from strata.workloads.fio import Fio
+
+from .helpers import leftovers
+
+pytestmark = pytest.mark.integration
+
+FIO = {"preset": "rr", "size": "32MiB", "runtime": 3, "ramp_time": 0}
+
+
+@pytest.fixture(scope="module")
+def guest():
+    return ensure_guest()   # built once per machine (~3 min the first time), then found
+
+
+def vm_leftovers(marker: str) -> list[str]:
+    """QEMU or virtiofsd processes, run dirs and cgroups of ours still around."""
+    left = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and int(p.name) != os.getpid():
+            cmd = cmdline(int(p.name))
+            if marker in cmd and ("qemu" in cmd or "virtiofsd" in cmd):
+                left.append(f"process {p.name}: {cmd[:150]}")
+    for root in (Path("/sys/fs/cgroup/cpuacct"), Path("/sys/fs/cgroup/blkio")):
+        left += [f"cgroup {d}" for d in root.glob("strata-vm-*")]
+    return left
+
+
+class Stack:
+    """A loop device, a file system and a vm session, all torn down and checked at the end."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp = tmp_path
+        self.workdir = Path(f"/var/tmp/strata-it-vm-{uuid.uuid4().hex[:8]}")
+        self.journal = Journal("it-vm", tmp_path / "state")
+        self.es = contextlib.ExitStack()
+
+    def open(self, fs: str = "raw", size_bytes: int = 256 << 20, **params):
+        dev = self.es.enter_context(provision_loop(LoopDevice(name="vm", size=size_bytes), self.journal, self.workdir))
+        mounted = self.es.enter_context(provision_fs(Filesystem(type=fs), dev, self.journal, self.workdir))
+        session = self.es.enter_context(provision_vm(VmRuntime(**params), mounted, self.journal, self.workdir, {}))
+        return dev, session
+
+    def close(self) -> None:
+        self.es.close()
+        assert pending(self.journal.path) == [], pending(self.journal.path)   # every VM resource released
+        self.journal.close()
+        assert leftovers(self.workdir) == [] and vm_leftovers(str(self.tmp)) == []
+        if self.workdir.exists():
+            self.workdir.rmdir()
+
+
+@pytest.fixture
+def stack(tmp_path, guest):
+    s = Stack(tmp_path)
+    yield s
+    s.close()
+
+
+def run(session, dev, path: str, wl, raw: dict, load: Load, art: Path):
+    """One trial's instances under the real collectors (as strata.trial runs them)."""
+    spec = wl.parse_spec(raw, Path("."))
+    art.mkdir(parents=True, exist_ok=True)
+    with session.path(path, art, load) as handle:
+        requests = _requests(wl, spec, load, session, handle, art)
+        outputs, sampler = _run_collected(wl, spec, load, session, handle, requests, dev, art)
+    return spec, outputs, sampler
+
+
+def host_disk_bytes(sampler, dev) -> dict:
+    stats = sampler.summary().get("diskstats", {})
+    return {name: stats[name] for name in dev.diskstats if name in stats}
+
+
+# ---- fio on each path -----------------------------------------------------------------------
+
+def test_fio_on_the_device(stack, tmp_path):
+    dev, session = stack.open("raw")
+    facts = session.facts
+    assert facts["accel"] in ("tcg", "kvm") and facts["emulated"] == (facts["accel"] == "tcg")
+    assert facts["disk"]["cache"] == "none" and facts["share"] in ("virtiofs", "9p")
+    spec, outputs, sampler = run(session, dev, "device", Fio(), FIO, Load(), tmp_path / "t1")
+    o = outputs[0]
+    assert o.returncode == 0, o.stderr
+    assert o.end_time_s - o.start_time_s >= FIO["runtime"]
+    parsed = Fio().parse(spec, outputs)
+    assert parsed.metrics["read"]["iops"] > 10
+    # the fio JSON came back through the share; the console and QEMU's command line are kept
+    assert json.loads((o.out_dir / "fio.json").read_text())["jobs"][0]["job options"]["rw"] == "randread"
+    console = (o.out_dir / "console.log").read_text()
+    assert "strata-agent: ready" in console and "done rc=0" in console
+    vm = json.loads((o.out_dir / "vm.json").read_text())
+    assert any("cache=none,aio=native" in a for a in vm["argv"]) and vm["disk"]["path"] == dev.path
+    # the guest clock was set from the host's; the guest's own counters and QEMU's came back
+    clock = dict(l.split("=", 1) for l in (o.out_dir / "clock.txt").read_text().splitlines())
+    assert abs(float(clock["residual_s"])) < 0.5
+    guest_stats = json.loads((o.out_dir / "guest-stats.json").read_text())
+    moved = parsed.moved_bytes["read"]
+    assert guest_stats["disks"][guest_stats["data_disk"]]["read_bytes"] >= 0.9 * moved
+    cpu_ns = sampler.summary()["cgroups"]["0"]["cpu_ns"]
+    assert cpu_ns > 0
+    # O_DIRECT through cache=none: the host's disks moved the bytes (no cache answered)
+    flag = validity.cache_flag(parsed.moved_bytes, host_disk_bytes(sampler, dev), True, "device")
+    assert not flag["suspect"], flag
+
+
+def test_fio_on_a_qcow2_image_with_a_guest_file_system(stack, tmp_path):
+    dev, session = stack.open("ext4", 512 << 20, image_format="qcow2", guest_filesystem="ext4")
+    spec, outputs, sampler = run(session, dev, "image", Fio(), FIO, Load(), tmp_path / "t2")
+    o = outputs[0]
+    assert o.returncode == 0, o.stderr
+    vm = json.loads((o.out_dir / "vm.json").read_text())
+    image = Path(vm["disk"]["path"])
+    assert vm["disk"]["format"] == "qcow2" and str(image).startswith(str(session.mounted.mountpoint))
+    assert not image.exists() and not image.parent.exists()   # removed with the path
+    assert " /data ext4 " in (o.out_dir / "guest-mounts.txt").read_text()
+    assert Fio().parse(spec, outputs).metrics["read"]["iops"] > 10
+
+
+@pytest.mark.parametrize("share", ["auto", "9p"])
+def test_fio_on_a_bind_share(stack, tmp_path, share):
+    dev, session = stack.open("ext4", 256 << 20, share=share)
+    assert session.facts["share"] == ("9p" if share == "9p" else "virtiofs")  # virtiofs works on this machine
+    spec, outputs, sampler = run(session, dev, "bind", Fio(), FIO, Load(), tmp_path / "t3")
+    o = outputs[0]
+    assert o.returncode == 0, o.stderr
+    kind = "virtiofs" if share == "auto" else "9p"
+    assert f" /data {kind} " in (o.out_dir / "guest-mounts.txt").read_text()
+    parsed = Fio().parse(spec, outputs)
+    assert parsed.metrics["read"]["iops"] > 10
+    if kind == "virtiofs":   # allow_direct_io: the guest's O_DIRECT reaches the host file
+        flag = validity.cache_flag(parsed.moved_bytes, host_disk_bytes(sampler, dev), True, "bind")
+        assert not flag["suspect"], flag
+
+
+def test_filebench_personality_with_the_engine(stack, tmp_path):
+    dev, session = stack.open("ext4", 512 << 20, guest_filesystem="ext4")
+    raw = {"personality": "randomfileaccess", "runtime": 3, "set": {"nfiles": 100, "nthreads": 2}}
+    spec, outputs, _ = run(session, dev, "image", Filebench(), raw, Load(), tmp_path / "t4")
+    assert outputs[0].returncode == 0, outputs[0].stderr
+    parsed = Filebench().parse(spec, outputs)
+    assert parsed.metrics["primary"]["ops_per_s"] > 0
+
+
+def test_two_vms_at_one_barrier(stack, tmp_path):
+    dev, session = stack.open("raw")
+    spec, outputs, sampler = run(session, dev, "device", Fio(), FIO, Load(containers=2), tmp_path / "t5")
+    assert [o.returncode for o in outputs] == [0, 0], [o.stderr for o in outputs]
+    go = float((tmp_path / "t5" / "sync" / "go").read_text())
+    starts = [o.start_time_s for o in outputs]
+    assert all(s >= go - 0.5 for s in starts), (go, starts)   # none started before the barrier (clock error < 0.5 s)
+    assert max(starts) - min(starts) < 5.0
+    vms = [json.loads((o.out_dir / "vm.json").read_text()) for o in outputs]
+    assert all(any(a.endswith("share-rw=on") for a in vm["argv"]) for vm in vms)   # two writers of one device
+    assert set(sampler.summary()["cgroups"]) == {"0", "1"}
+
+
+# ---- failures ---------------------------------------------------------------------------
+
+def test_a_vm_that_does_not_boot_in_time_fails_with_its_console(stack, tmp_path):
+    dev, session = stack.open("raw", boot_timeout_s=3)
+    with pytest.raises(TrialFailure) as e:
+        run(session, dev, "device", Fio(), FIO, Load(), tmp_path / "t6")
+    assert e.value.category == "boot_timeout" and "not ready 3 s after QEMU started" in str(e.value)
+    console = (tmp_path / "t6" / "inst-0" / "console.log").read_text()   # kept with the trial
+    assert "Linux version" in console and console[-200:] in e.value.stderr   # the failure carries its tail
+
+
+def test_a_killed_qemu_fails_the_trial_and_leaves_nothing(stack, tmp_path):
+    dev, session = stack.open("ext4", 256 << 20)
+    spec = Fio().parse_spec({**FIO, "runtime": 60}, Path("."))
+    art = tmp_path / "t7"
+    art.mkdir()
+    load = Load()
+    with session.path("bind", art, load) as handle:
+        requests = _requests(Fio(), spec, load, session, handle, art)
+        running = session.start(requests, handle, load, art / "sync")
+        running.go()
+        time.sleep(5)
+        pids = [p.popen.pid for vm in running.vms for p in vm.procs]
+        os.kill(running.vms[0].qemu.popen.pid, signal.SIGKILL)
+        with pytest.raises(TrialFailure) as e:
+            running.wait(300)
+        running.stop()
+    assert e.value.category == "vm_died" and "killed by signal 9" in str(e.value)
+    assert "console.log" in e.value.stderr
+    assert not any(Path(f"/proc/{p}").exists() and cmdline(p) for p in pids)
+    assert vm_leftovers(str(tmp_path)) == []
+
+
+KILLED_RUN = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from strata.spec.model import Filesystem, Load, LoopDevice
+    from strata.stack.device import provision_loop
+    from strata.stack.filesystem import provision as provision_fs
+    from strata.stack.journal import Journal
+    from strata.stack.runtime import InstanceRequest
+    from strata.stack.vm.params import VmRuntime
+    from strata.stack.vm.runtime import provision_vm
+
+    state, workdir, art = map(Path, sys.argv[1:4])
+    j = Journal("killed", state)
+    load = Load()
+    with provision_loop(LoopDevice(name="vmk", size=256 << 20), j, workdir) as dev, \\
+            provision_fs(Filesystem(type="ext4"), dev, j, workdir) as mounted, \\
+            provision_vm(VmRuntime(guest_filesystem="ext4"), mounted, j, workdir, {}) as s, \\
+            s.path("image", art, load) as h:
+        running = s.start([InstanceRequest(0, ["sleep", "600"], art / "inst-0")], h, load, art / "sync")
+        print("READY", flush=True)
+        time.sleep(600)
+""")
+
+
+def test_kill_9_then_cleanup_removes_everything(tmp_path, guest):
+    state, workdir, art = tmp_path / "state", Path(f"/var/tmp/strata-it-vm-{uuid.uuid4().hex[:8]}"), tmp_path / "t8"
+    (tmp_path / "killed.py").write_text(KILLED_RUN)
+    p = subprocess.Popen([sys.executable, str(tmp_path / "killed.py"), str(state), str(workdir), str(art)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.strip() == "READY", p.stderr.read() if p.poll() is not None else line
+        entries = pending(next((state / "journal").glob("*.jsonl")))
+        kinds = {e["kind"] for e in entries}
+        assert {"loop", "mount", "vm_image", "vm_rundir", "vm_cgroup", "vm_process"} <= kinds, kinds
+        image = next(e["data"]["path"] for e in entries if e["kind"] == "vm_image")
+        run_dir = next(e["data"]["path"] for e in entries if e["kind"] == "vm_rundir")
+        assert Path(image).exists() and Path(run_dir).is_dir()
+    finally:
+        p.kill()
+        p.wait()
+    assert cleanup(directory=state, log=lambda m: None) >= 6
+    assert not list((state / "journal").glob("*.jsonl"))
+    assert not Path(image).exists() and not Path(run_dir).exists()
+    assert leftovers(workdir) == [] and vm_leftovers(str(tmp_path)) == [] and vm_leftovers(run_dir) == []
+    if workdir.exists():
+        workdir.rmdir()
