@@ -18,6 +18,7 @@ def main(args) -> int:
         from strata.stack import docker  # noqa: F401
     except ImportError:
         pass
+    from strata.stack.vm import runtime as vm_runtime  # noqa: F401  (QEMU, virtiofsd, images, cgroups)
     n = cleanup(force=args.force)
     print(f"cleanup: {n} resource(s) undone" if n else "cleanup: nothing left behind")
     return 0
