@@ -149,7 +149,6 @@ def test_limits_map_to_vcpus_and_memory():
     assert vcpus_for(p, Limits()) == 2 and memory_for(p, Limits()) == 1 << 30
     assert vcpus_for(p, Limits(cpus=0.5)) == 1 and vcpus_for(p, Limits(cpus=2.2)) == 3
     assert memory_for(p, Limits(memory=(512 << 20) + 123)) == 512 << 20
-    assert memory_for(p, Limits(memory="64MiB")) == 128 << 20   # the guest kernel needs some
 
 
 def test_boot_timeout_scales_with_vms_per_host_cpu():
@@ -208,6 +207,15 @@ def test_device_path_needs_a_raw_stack_and_gives_a_device_or_a_guest_fs(tmp_path
         assert (h.target_kind, h.target_path) == ("dir", agent.DATA_DIR)
     with pytest.raises(Unsupported, match="use filesystem raw"):
         with session(tmp_path / "y", "ext4").path("device", tmp_path / "t", Load()):
+            pass
+    with pytest.raises(Unsupported, match="cannot each make a xfs on one device"):
+        with session(tmp_path / "z", "raw", guest_filesystem="xfs").path("device", tmp_path / "t", Load(containers=2)):
+            pass
+
+
+def test_a_memory_limit_below_what_a_guest_needs_is_unsupported(tmp_path):
+    with pytest.raises(Unsupported, match="at least 128 MiB"):
+        with session(tmp_path, "raw").path("device", tmp_path / "t", Load(limits=Limits(memory="64MiB"))):
             pass
 
 

@@ -276,7 +276,3 @@ def _package_versions(tree: Path) -> dict[str, str]:
                 found[fields["Package"]] = fields.get("Version", "")
     return found
 
-
-def remove_guest(key: str) -> None:
-    """For tests and `strata image` housekeeping: drop one built guest."""
-    _undo_build_dir({"path": str(guest_dir(key))})

@@ -30,6 +30,7 @@ from strata.units import parse_size
 
 GUEST_FILESYSTEMS = ("none", "ext4", "xfs", "btrfs")
 DEFAULT_MEMORY_BYTES = 1 << 30
+MIN_MEMORY_BYTES = 128 << 20   # a Debian guest kernel with the agent
 
 
 class VmRuntime(Strict):
@@ -62,7 +63,7 @@ class VmRuntime(Strict):
         if self.disk_aio == "native" and self.disk_cache not in ("none", "directsync"):
             raise ValueError(f"disk_aio native needs O_DIRECT on the host (disk_cache none or directsync), "
                              f"not {self.disk_cache}: use disk_aio threads or io_uring")
-        if self.memory < 128 << 20:
+        if self.memory < MIN_MEMORY_BYTES:
             raise ValueError("memory: the guest needs at least 128MiB")
         if self.guest_mount_options and self.guest_filesystem == "none":
             raise ValueError("guest_mount_options need a guest_filesystem")
@@ -96,7 +97,5 @@ def vcpus_for(params: VmRuntime, limits: Limits) -> int:
 
 
 def memory_for(params: VmRuntime, limits: Limits) -> int:
-    """limits.memory is the guest's RAM (whole MiB, at least 128 MiB: the guest kernel needs it)."""
-    if limits.memory is None:
-        return params.memory
-    return max(128 << 20, limits.memory >> 20 << 20)
+    """limits.memory is the guest's RAM, in whole MiB (the session refuses less than MIN_MEMORY_BYTES)."""
+    return params.memory if limits.memory is None else limits.memory >> 20 << 20

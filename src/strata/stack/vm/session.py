@@ -31,7 +31,7 @@ from strata.stack.procfs import remove_tree
 from strata.stack.runtime import OUT_DIR, InstanceRequest, PathHandle, Unsupported
 from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
 from strata.stack.vm.guest import Guest
-from strata.stack.vm.params import VmRuntime
+from strata.stack.vm.params import MIN_MEMORY_BYTES, VmRuntime
 
 PATHS = ("device", "image", "bind")
 MIN_IMAGE_BYTES = 64 << 20
@@ -73,14 +73,24 @@ class VmSession:
             raise Unsupported(f"the {name} path needs a file system on the device under test (this stack is raw)")
         return self.mounted.mountpoint
 
+    def _check_load(self, load: Load) -> None:
+        memory = load.limits.memory
+        if memory is not None and memory < MIN_MEMORY_BYTES:
+            raise Unsupported(f"limits.memory {memory >> 20} MiB is a VM's RAM here: a guest needs at least "
+                              f"{MIN_MEMORY_BYTES >> 20} MiB")
+
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
         n = load.containers
+        self._check_load(load)
         if name == "device":
             if self.mounted.mountpoint is not None:
                 raise Unsupported(f"the vm device path gives the guest the raw device, which holds the host's "
                                   f"mounted {self.mounted.fs.type}: use filesystem raw (the guest makes "
                                   f"guest_filesystem on it)")
+            if n > 1 and self.params.guest_filesystem != "none":
+                raise Unsupported(f"{n} guests cannot each make a {self.params.guest_filesystem} on one device: "
+                                  f"use guest_filesystem none, or the image path")
             dev = self.mounted.device.path
             yield PathHandle(name, *self._target(), dev, [{"disk": dev, "format": "raw"} for _ in range(n)])
         elif name == "image":
