@@ -78,8 +78,8 @@ def by_hand(session, device: str, runtime: int, share: Path) -> float:
               f"echo o > /proc/sysrq-trigger\n")
     p = subprocess.Popen(hand_argv(session, device, share), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT)
+    seen = b""
     try:
-        seen = b""
         while b"# " not in seen:   # the shell's prompt on the console: the guest has booted
             chunk = p.stdout.read1(4096)
             if not chunk:
@@ -87,8 +87,9 @@ def by_hand(session, device: str, runtime: int, share: Path) -> float:
             seen += chunk
         p.stdin.write(script.encode())
         p.stdin.flush()
-        p.communicate(timeout=runtime + 600)
+        seen += p.communicate(timeout=runtime + 600)[0]
     finally:
+        (share / "console.log").write_bytes(seen)
         if p.poll() is None:
             p.kill()
             p.wait()

@@ -55,6 +55,11 @@ KEEP_MODULES = ("arch", "block", "crypto", "fs", "lib", "mm", "virt", "drivers/b
                 "drivers/char", "drivers/md", "drivers/nvdimm", "drivers/dax", "net/9p")
 PRUNE = ("usr/share/doc", "usr/share/man", "usr/share/locale", "usr/share/info", "var/cache/apt/archives",
          "var/lib/apt/lists")
+# What udev's init-bottom script did besides stopping udev: hand the initramfs's /dev (devtmpfs) to the root.
+INIT_BOTTOM_DEV = """#!/bin/sh
+case "$1" in prereqs) exit 0 ;; esac
+mount -n -o move /dev "${rootmnt:?}/dev" || mount -n --move /dev "${rootmnt}/dev"
+"""
 XZ_MAGIC = b"\xfd7zXZ\x00"
 RECIPE_VERSION = 2          # bump when the steps below change in a way the constants do not show
 BUILD_TIMEOUT_S = 1800
@@ -79,7 +84,8 @@ def _hash(*parts: bytes) -> str:
 
 
 def base_key() -> str:
-    recipe = json.dumps([SUITE, PACKAGES, INITRAMFS_MODULES, INITRAMFS_DROP, KEEP_MODULES, PRUNE, RECIPE_VERSION])
+    recipe = json.dumps([SUITE, PACKAGES, INITRAMFS_MODULES, INITRAMFS_DROP, INIT_BOTTOM_DEV, KEEP_MODULES, PRUNE,
+                         RECIPE_VERSION])
     return _hash(recipe.encode())
 
 
@@ -194,6 +200,10 @@ def _prune_modules(d: Path, keep: set[Path]) -> None:
 def _small_initramfs(root: Path, version: str) -> None:
     for rel in INITRAMFS_DROP:
         (root / "usr/share/initramfs-tools" / rel).unlink(missing_ok=True)
+    script = root / "etc/initramfs-tools/scripts/init-bottom/strata-dev"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(INIT_BOTTOM_DEV)
+    script.chmod(0o755)
     (root / "etc/initramfs-tools/modules").write_text("".join(m + "\n" for m in INITRAMFS_MODULES))
     conf = root / "etc/initramfs-tools/initramfs.conf"
     lines = [("MODULES=list" if l.startswith("MODULES=") else l) for l in conf.read_text().splitlines()]
