@@ -37,7 +37,7 @@ from typing import Mapping
 
 from strata.errors import StrataError
 from strata.proc import CommandError, sh
-from strata.stack.image import SUITE, _build_lock, _scratch, _undo_build_dir, debian_mirror, images_dir
+from strata.stack.image import SUITE, _build_lock, _scratch, debian_mirror, images_dir
 from strata.stack.journal import Journal
 from strata.stack.vm.agent import AGENT_PATH, DATA_DIR, agent_script
 from strata.stack.runtime import OUT_DIR, SYNC_DIR
