@@ -22,7 +22,7 @@ import pytest
 
 from strata.analysis import validity
 from strata.errors import TrialFailure
-from strata.spec.model import Filesystem, Load, LoopDevice
+from strata.spec.model import Filesystem, Limits, Load, LoopDevice
 from strata.stack.device import provision_loop
 from strata.stack.filesystem import provision as provision_fs
 from strata.stack.journal import Journal, pending
@@ -124,14 +124,18 @@ def test_fio_on_the_device(stack, tmp_path):
     assert "strata-agent: ready" in console and "done rc=0" in console
     vm = json.loads((o.out_dir / "vm.json").read_text())
     assert any("cache=none,aio=native" in a for a in vm["argv"]) and vm["disk"]["path"] == dev.path
+    assert 0 < vm["ready_after_s"] < 600   # boot, clock and data prepared, outside the measurement
     # the guest clock was set from the host's; the guest's own counters and QEMU's came back
     clock = dict(l.split("=", 1) for l in (o.out_dir / "clock.txt").read_text().splitlines())
     assert abs(float(clock["residual_s"])) < 0.5
     guest_stats = json.loads((o.out_dir / "guest-stats.json").read_text())
     moved = parsed.moved_bytes["read"]
     assert guest_stats["disks"][guest_stats["data_disk"]]["read_bytes"] >= 0.9 * moved
-    cpu_ns = sampler.summary()["cgroups"]["0"]["cpu_ns"]
-    assert cpu_ns > 0
+    # QEMU's and virtiofsd's host CPU, as a container's final counters and per second
+    from strata.collectors.cgroup import final_counters
+    assert final_counters((o.out_dir / "cgroup-final.txt").read_text())["cpu_ns"] > 1e9
+    cpu = json.loads((o.out_dir / "vm-cpu.json").read_text())
+    assert cpu["total_s"]["qemu"] > 1 and any(x for x in cpu["series_percent"]["qemu"] if x)
     # O_DIRECT through cache=none: the host's disks moved the bytes (no cache answered)
     flag = validity.cache_flag(parsed.moved_bytes, host_disk_bytes(sampler, dev), True, "device")
     assert not flag["suspect"], flag
@@ -185,7 +189,29 @@ def test_two_vms_at_one_barrier(stack, tmp_path):
     assert max(starts) - min(starts) < 5.0
     vms = [json.loads((o.out_dir / "vm.json").read_text()) for o in outputs]
     assert all(any(a.endswith("share-rw=on") for a in vm["argv"]) for vm in vms)   # two writers of one device
-    assert set(sampler.summary()["cgroups"]) == {"0", "1"}
+    assert all((o.out_dir / "vm-cpu.json").exists() for o in outputs)
+
+
+def test_limits_become_vcpus_memory_and_throttling(stack, tmp_path):
+    """Device: QEMU's block throttling; bind: blkio rules for QEMU and virtiofsd; cpus and memory: the VM's size."""
+    dev, session = stack.open("ext4", 256 << 20)
+    limits = Limits(read_iops=50, cpus=1.5, memory="512MiB")
+    spec, outputs, _ = run(session, dev, "bind", Fio(), FIO, Load(limits=limits), tmp_path / "tb")
+    o = outputs[0]
+    assert o.returncode == 0, o.stderr
+    vm = json.loads((o.out_dir / "vm.json").read_text())
+    assert vm["vcpus"] == 2 and vm["memory_bytes"] == 512 << 20
+    assert any(k.endswith("read_iops_device") for k in vm["blkio_throttle"])
+    assert "cpu1 " in (o.out_dir / "guest-stats.txt").read_text()   # the guest has two vCPUs
+    assert Fio().parse(spec, outputs).metrics["read"]["iops"] < 50 * 1.3
+
+
+def test_qemu_block_throttling_on_the_device(stack, tmp_path):
+    dev, session = stack.open("raw")
+    spec, outputs, _ = run(session, dev, "device", Fio(), FIO, Load(limits=Limits(read_iops=50)), tmp_path / "tq")
+    vm = json.loads((outputs[0].out_dir / "vm.json").read_text())
+    assert vm["disk"]["throttle"] == {"throttling.iops-read": 50}
+    assert Fio().parse(spec, outputs).metrics["read"]["iops"] < 50 * 1.3
 
 
 # ---- failures ---------------------------------------------------------------------------
@@ -224,7 +250,7 @@ def test_a_killed_qemu_fails_the_trial_and_leaves_nothing(stack, tmp_path):
 KILLED_RUN = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from strata.spec.model import Filesystem, Load, LoopDevice
+    from strata.spec.model import Filesystem, Limits, Load, LoopDevice
     from strata.stack.device import provision_loop
     from strata.stack.filesystem import provision as provision_fs
     from strata.stack.journal import Journal
@@ -234,11 +260,11 @@ KILLED_RUN = textwrap.dedent("""
 
     state, workdir, art = map(Path, sys.argv[1:4])
     j = Journal("killed", state)
-    load = Load()
+    load = Load(limits=Limits(read_iops=1000))   # a throttled bind path: the VM gets a blkio cgroup
     with provision_loop(LoopDevice(name="vmk", size=256 << 20), j, workdir) as dev, \\
             provision_fs(Filesystem(type="ext4"), dev, j, workdir) as mounted, \\
-            provision_vm(VmRuntime(guest_filesystem="ext4"), mounted, j, workdir, {}) as s, \\
-            s.path("image", art, load) as h:
+            provision_vm(VmRuntime(), mounted, j, workdir, {}) as s, \\
+            s.path("image", art / "images", load), s.path("bind", art, load) as h:
         running = s.start([InstanceRequest(0, ["sleep", "600"], art / "inst-0")], h, load, art / "sync")
         print("READY", flush=True)
         time.sleep(600)

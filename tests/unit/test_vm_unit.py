@@ -321,7 +321,7 @@ def test_clock_protocol_agent_and_host(tmp_path):
 
 def test_go_carries_the_host_time(tmp_path):
     running = VmRunning.__new__(VmRunning)
-    running.sync_dir = tmp_path
+    running.sync_dir, running.vms = tmp_path, []
     t = running.go()
     assert float((tmp_path / "go").read_text()) == pytest.approx(t, abs=1e-5)
     assert not (tmp_path / "go.tmp").exists()
@@ -365,28 +365,38 @@ def test_guest_stats_summary():
 
 # ---- cgroups -----------------------------------------------------------------------------
 
-def test_cgroup_dirs_below_our_own_in_each_hierarchy():
-    own = {"cpu": Path("/sys/fs/cgroup/cpu"), "memory": Path("/sys/fs/cgroup/memory/outer"),
-           "cpu,cpuacct": Path("/cg/cpu,cpuacct/x"), "name=systemd": Path("/sys/fs/cgroup/systemd"),
+def test_a_throttling_cgroup_below_our_own_blkio_only():
+    own = {"cpu": Path("/sys/fs/cgroup/cpu"), "blkio": Path("/sys/fs/cgroup/blkio/outer"),
+           "memory": Path("/sys/fs/cgroup/memory/x"), "name=systemd": Path("/sys/fs/cgroup/systemd"),
            "": Path("/sys/fs/cgroup/unified")}
-    dirs = planned_dirs("strata-vm-1", own)
-    assert dirs["memory"] == "/sys/fs/cgroup/memory/outer/strata-vm-1"
-    assert dirs["cpuacct"] == dirs["cpu"] == "/cg/cpu,cpuacct/x/strata-vm-1"
-    assert "name=systemd" not in dirs and "unified" not in dirs
+    assert planned_dirs("strata-vm-1", own) == {"blkio": "/sys/fs/cgroup/blkio/outer/strata-vm-1"}
     assert planned_dirs("v", {"": Path("/sys/fs/cgroup")}) == {"unified": "/sys/fs/cgroup/v"}
 
 
 def test_cgroup_final_text_reads_as_container_counters(tmp_path):
     from strata.collectors.cgroup import final_counters
     cg = VmCgroup.__new__(VmCgroup)
-    cg.dirs = {"cpuacct": str(tmp_path / "a"), "memory": str(tmp_path / "m"), "blkio": str(tmp_path / "b")}
-    for d, f, v in (("a", "cpuacct.usage", "123456"), ("m", "memory.max_usage_in_bytes", "4096"),
-                    ("b", "blkio.throttle.io_service_bytes", "7:0 Read 8192\n7:0 Write 512\nTotal 8704")):
-        (tmp_path / d).mkdir(exist_ok=True)
-        (tmp_path / d / f).write_text(v + "\n")
-    got = final_counters(cg.final_text())
-    assert got["cpu_ns"] == 123456 and got["memory_max_bytes"] == 4096
-    assert got["read_bytes"] == 8192 and got["write_bytes"] == 512
+    cg.dirs = {"blkio": str(tmp_path)}
+    (tmp_path / "blkio.throttle.io_service_bytes").write_text("7:0 Read 8192\n7:0 Write 512\nTotal 8704\n")
+    got = final_counters("== cpuacct/cpuacct.usage\n123456\n" + cg.final_text())
+    assert got["cpu_ns"] == 123456 and got["read_bytes"] == 8192 and got["write_bytes"] == 512
+
+
+def test_process_cpu_exact_at_reap_and_sampled_meanwhile():
+    from strata.stack.vm.procstat import CpuSampler, cpu_s, reap
+    p = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.2: pass"])
+    sampler = CpuSampler({"busy": p.pid}, period_s=0.3)
+    sampler.start()
+    assert cpu_s(p.pid) is not None and reap(p) is None   # still running
+    while (total := reap(p)) is None:
+        time.sleep(0.05)
+    sampler.stop()
+    assert p.returncode == 0 and p.poll() == 0
+    assert 0.5 < total < 5            # the busy loop's CPU seconds, from wait4's rusage
+    series = sampler.series()
+    assert len(series["t"]) == len(series["busy"]) >= 2
+    assert max(x for x in series["busy"] if x is not None) > 30   # percent of one CPU while it spun
+    assert cpu_s(p.pid) is None
 
 
 # ---- processes: journaled, killed only while the command line matches ----------------------

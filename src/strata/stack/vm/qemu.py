@@ -203,8 +203,11 @@ def spawn(what: str, argv: list[str], marker: str, journal: Journal, log: Path |
     seq = journal.intent("vm_process", what=what, marker=marker, exe=os.path.basename(argv[0]))
     out = open(log, "ab") if log else subprocess.DEVNULL
     try:
+        # Its own process group (a Ctrl-C at the terminal is strata's to handle) but strata's session: a new
+        # session is a new scheduler autogroup, and under TCG on a busy host that cost a VM up to half its
+        # IOPS against a QEMU started by hand (bench/vm_overhead.py).
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                             preexec_fn=_child_setup(list(cgroup_procs)), start_new_session=True)
+                             preexec_fn=_child_setup(list(cgroup_procs)), process_group=0)
     finally:
         if log:
             out.close()

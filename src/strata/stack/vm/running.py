@@ -29,13 +29,14 @@ from strata.stack.vm.agent import TAGS, write_instance_files
 from strata.stack.vm.cgroup import VmCgroup
 from strata.stack.vm.guest_stats import summarize_dir
 from strata.stack.vm.params import memory_for, vcpus_for
+from strata.stack.vm.procstat import CpuSampler, reap
 from strata.stack.vm.qemu import (Disk, Proc, Share, VmSpec, qemu_argv, spawn, stop_proc, throttle_options,
                                   virtiofsd_argv, virtiofsd_binary)
 from strata.stack.vm.rundir import RunDir, wait_for_socket
 
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 240.0}
 TAIL_CHARS = 3000
-HOST_FILES = ("console.log", "qemu.log", "virtiofsd.log", "vm.json", "cgroup-final.txt")
+HOST_FILES = ("console.log", "qemu.log", "virtiofsd.log", "vm.json", "cgroup-final.txt", "vm-cpu.json")
 
 
 def default_boot_timeout_s(accel: str, vms: int, vcpus: int) -> float:
@@ -57,12 +58,30 @@ def read_time(path: Path) -> float | None:
         return None
 
 
+def _add_to_vm_json(out: Path, **facts) -> None:
+    path = out / "vm.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **facts}, indent=1))
+
+
 @dataclass
 class Vm:
     request: InstanceRequest
-    cgroup: VmCgroup
+    cgroup: VmCgroup | None = None      # only for a throttled bind path (cgroup.py)
     procs: list[Proc] = field(default_factory=list)
     qemu: Proc | None = None
+    sampler: CpuSampler | None = None
+    cpu_total_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def cgroup_procs(self) -> list[str]:
+        return self.cgroup.procs_files if self.cgroup else []
+
+    def ended(self) -> bool:
+        """Whether QEMU exited (reaped here, with its exact CPU time)."""
+        total = reap(self.qemu.popen)
+        if total is not None:
+            self.cpu_total_s["qemu"] = total
+        return self.qemu.popen.returncode is not None
 
     @property
     def index(self) -> int:
@@ -95,7 +114,7 @@ class VmRunning:
             self.run = RunDir(self.journal, "run").__enter__()
             for r in requests:
                 self._launch_one(r)
-            self.cgroups = [vm.cgroup.dirs for vm in self.vms]
+            self.cgroups = [vm.cgroup.dirs if vm.cgroup else {} for vm in self.vms]
             self._wait_ready()
         except TrialFailure:
             self.stop()
@@ -118,11 +137,13 @@ class VmRunning:
         write_instance_files(r.out_dir, r.argv, self.handle.name, params.guest_filesystem, params.guest_mount_options)
         for f in HOST_FILES:
             (r.out_dir / f).unlink(missing_ok=True)
-        vm = Vm(r, VmCgroup(f"strata-vm-{self.run.path.name.rsplit('-', 1)[-1]}-{r.index}", self.journal))
+        vm = Vm(r)
         self.vms.append(vm)       # before anything starts: stop() finds whatever exists
         per = self.handle.per_instance[r.index]
         blkio = {}
-        if self.handle.name == "bind":   # no virtual disk to throttle: the host's blkio rules on the device
+        if self.handle.name == "bind" and throttle_options(self.load.limits):
+            # no virtual disk to throttle: the host's blkio rules on the device, for QEMU and virtiofsd
+            vm.cgroup = VmCgroup(f"strata-vm-{self.run.path.name.rsplit('-', 1)[-1]}-{r.index}", self.journal)
             blkio = vm.cgroup.throttle(s.mounted.device.path, self.load.limits)
         shares = self._shares(vm, per)
         disk = None
@@ -139,7 +160,7 @@ class VmRunning:
             {"index": r.index, "accel": s.accel, "share": s.share, "vcpus": spec.vcpus,
              "memory_bytes": spec.memory_bytes, "disk": asdict(disk) if disk else None, "blkio_throttle": blkio,
              "path": per, "argv": argv}, indent=1))
-        vm.qemu = spawn("qemu", argv, spec.pidfile, self.journal, r.out_dir / "qemu.log", vm.cgroup.procs_files)
+        vm.qemu = spawn("qemu", argv, spec.pidfile, self.journal, r.out_dir / "qemu.log", vm.cgroup_procs)
         vm.procs.append(vm.qemu)
 
     def _shares(self, vm: Vm, per: dict) -> tuple[Share, ...]:
@@ -153,7 +174,7 @@ class VmRunning:
                 raise StrataError(f"{d}: virtiofsd cannot take a path with a comma", "choose another directory")
             sock = str(self.run.path / f"vm{vm.index}-{key}.sock")
             p = spawn("virtiofsd", virtiofsd_argv(binary, sock, str(d)), sock, self.journal,
-                      vm.out / "virtiofsd.log", vm.cgroup.procs_files)
+                      vm.out / "virtiofsd.log", vm.cgroup_procs)
             vm.procs.append(p)
             if not wait_for_socket(sock, p.popen, 10):
                 raise TrialFailure("vm_start", f"virtiofsd for {d} did not start", tail(vm.out / "virtiofsd.log"))
@@ -171,7 +192,8 @@ class VmRunning:
                 self._answer_clock(i)
                 if (self.sync_dir / f"ready-{i}").exists():
                     del pending[i]
-                elif vm.qemu.popen.poll() is not None:
+                    _add_to_vm_json(vm.out, ready_after_s=round(time.monotonic() - t0, 2))
+                elif vm.ended():
                     why = tail(vm.out / "agent-error", 500).strip()
                     raise TrialFailure("vm_start", f"VM {i} ended (QEMU exit code {vm.qemu.popen.returncode}) "
                                                    f"before it was ready" + (f": {why}" if why else ""), vm.tails())
@@ -194,6 +216,10 @@ class VmRunning:
     # ---- the barrier and the end -------------------------------------------------
 
     def go(self) -> float:
+        for vm in self.vms:
+            vm.sampler = CpuSampler({p.what if p is vm.qemu else f"{p.what}-{i}": p.popen.pid
+                                     for i, p in enumerate(vm.procs)})
+            vm.sampler.start()
         t = time.time()
         tmp = self.sync_dir / "go.tmp"
         tmp.write_text(f"{t:.6f}\n")
@@ -203,7 +229,7 @@ class VmRunning:
     def wait(self, timeout_s: float):
         deadline = time.monotonic() + timeout_s
         while True:
-            ended = [vm for vm in self.vms if vm.qemu.popen.poll() is not None]
+            ended = [vm for vm in self.vms if vm.ended()]
             died = [vm for vm in ended if not (vm.out / "rc").exists()]
             if died:
                 failure = self._died(died[0])
@@ -229,7 +255,7 @@ class VmRunning:
         from strata.workloads.base import InstanceOutput
         out = vm.out
         start, end = read_time(out / "start"), read_time(out / "end")
-        (out / "cgroup-final.txt").write_text(vm.cgroup.final_text())
+        self._cpu_files(vm)
         summarize_dir(out, start, end)
         try:
             rc = int((out / "rc").read_text().strip())
@@ -237,16 +263,40 @@ class VmRunning:
             rc = -1
         return InstanceOutput(vm.index, out, rc, tail(out / "stderr"), start, end)
 
+    def _cpu_files(self, vm: Vm) -> None:
+        """vm-cpu.json (per-second series and totals of QEMU and virtiofsd) and the totals as
+        cgroup-final.txt counters, as a container leaves them."""
+        deadline = time.monotonic() + 3
+        for i, p in enumerate(vm.procs):     # virtiofsd exits once QEMU is gone
+            if p is vm.qemu:
+                continue
+            while p.popen.returncode is None and time.monotonic() < deadline:
+                total = reap(p.popen)
+                if total is not None:
+                    vm.cpu_total_s[f"{p.what}-{i}"] = total
+                else:
+                    time.sleep(0.02)
+        if vm.sampler:
+            vm.sampler.stop()
+        series = vm.sampler.series() if vm.sampler else {}
+        total_s = sum(vm.cpu_total_s.values())
+        (vm.out / "vm-cpu.json").write_text(json.dumps({"total_s": vm.cpu_total_s, "series_percent": series}))
+        text = f"== cpuacct/cpuacct.usage\n{int(total_s * 1e9)}\n" + (vm.cgroup.final_text() if vm.cgroup else "")
+        (vm.out / "cgroup-final.txt").write_text(text)
+
     def stop(self) -> None:
         """Kill every QEMU and virtiofsd of this trial by pid, remove their cgroups and run dir (idempotent)."""
         if self.stopped:
             return
         self.stopped = True
         for vm in self.vms:
+            if vm.sampler:
+                vm.sampler.stop()
             for p in reversed(vm.procs):      # QEMU first, then its virtiofsd
                 stop_proc(p, self.journal)
             vm.procs.clear()
-            vm.cgroup.remove()
+            if vm.cgroup:
+                vm.cgroup.remove()
         if self.run is not None:
             self.run.close()
         if self in self.session.running:
