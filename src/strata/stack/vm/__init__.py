@@ -6,7 +6,8 @@ the same workload natively, in containers and in VMs).
 - agent.py       the guest's PID 1: shares, clock, data disk, barrier, command, results, power off
 - accel.py       which accelerator boots a guest here (KVM, else TCG), found by booting one
 - qemu.py        QEMU and virtiofsd command lines; their processes under the journal
-- cgroup.py      a host cgroup per VM (QEMU's CPU, memory and blkio for the collectors)
+- cgroup.py      a blkio cgroup for a VM whose bind path is throttled (no other cgroup: it costs)
+- procstat.py    the host CPU of QEMU and virtiofsd
 - rundir.py      a VM's sockets and pid files on the host
 - session.py     the paths (device, image, bind)
 - running.py     N VMs of a trial: booted to the barrier, released, waited for, torn down

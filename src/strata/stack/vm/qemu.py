@@ -176,7 +176,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _child_setup(cgroup_procs: list[str]) -> Callable[[], None]:
-    """In the child before exec: join the VM's cgroups, and die with strata (no orphaned VM
+    """In the child before exec: join the VM's cgroup (if it has one), and die with strata (no orphaned VM
     keeps a CPU busy after a kill -9; `strata cleanup` then removes the rest)."""
     def setup():
         for procs in cgroup_procs:

@@ -20,7 +20,6 @@ from typing import Iterator
 
 from strata.stack.filesystem import Mounted
 from strata.stack.journal import Journal
-from strata.stack.procfs import prime_blkio
 from strata.stack.runtime import Unsupported
 from strata.stack.vm import accel as accel_probe
 from strata.stack.vm.guest import cached_guest, ensure_guest
@@ -88,6 +87,7 @@ def session_facts(params: VmRuntime, guest, used: accel_probe.Probe, kvm_failed:
                   "packages": guest.manifest.get("packages", {})},
         "limits_map": "cpus -> vCPUs (rounded up), memory -> guest RAM, bps/iops -> QEMU block throttling "
                       "(bind: blkio rules on the device for QEMU and virtiofsd)",
+        "host_cpu": "QEMU and virtiofsd, from /proc and wait4 (vm-cpu.json; cpu_ns in the final counters)",
     }
     if kvm_failed is not None:
         facts["kvm_error"] = kvm_failed.error
@@ -105,7 +105,6 @@ def provision_vm(params: VmRuntime, mounted: Mounted, journal: Journal, workdir:
     if not used.boots:
         raise Unsupported(f"the guest does not boot under {used.accel}: {used.error}")
     share = choose_share(params, used)
-    prime_blkio(mounted.device.path, f"strata-vm-prime-{os.getpid()}", remove=True)   # QEMU's blkio counters
     session = VmSession(params, mounted, journal, guest, used.accel, share,
                         session_facts(params, guest, used, kvm_failed, share))
     try:
