@@ -5,7 +5,8 @@ from strata.stack.runtimes.base import PathHandle, Runtime, RuntimeSession
 from strata.stack.runtimes.docker.session import DOCKER
 from strata.stack.runtimes.native import NATIVE
 from strata.stack.runtimes.podman import PODMAN_RUNTIME
+from strata.stack.vm.runtime import VM
 
-REGISTRY: dict[str, Runtime] = {r.name: r for r in (NATIVE, DOCKER, PODMAN_RUNTIME)}
+REGISTRY: dict[str, Runtime] = {r.name: r for r in (NATIVE, DOCKER, PODMAN_RUNTIME, VM)}
 
 __all__ = ["REGISTRY", "PathHandle", "Runtime", "RuntimeSession", "Unsupported"]
