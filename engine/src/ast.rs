@@ -86,16 +86,35 @@ pub enum SetValue {
 /// One top-level command.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stmt {
-    DefineFileset { is_file: bool, attrs: Attrs },
-    DefineProcess { attrs: Attrs, threads: Vec<ThreadDef> },
-    DefineComposite { attrs: Attrs, lvars: Vec<(String, Option<Value>)>, flowops: Vec<FlowopDef> },
+    DefineFileset {
+        is_file: bool,
+        attrs: Attrs,
+    },
+    DefineProcess {
+        attrs: Attrs,
+        threads: Vec<ThreadDef>,
+    },
+    DefineComposite {
+        attrs: Attrs,
+        lvars: Vec<(String, Option<Value>)>,
+        flowops: Vec<FlowopDef>,
+    },
     /// 1.4.9.1: `define randvar name=$v, ...`.
-    DefineRandvar { attrs: Attrs, table: Vec<TableRow> },
-    Set { var: String, value: SetValue },
+    DefineRandvar {
+        attrs: Attrs,
+        table: Vec<TableRow>,
+    },
+    Set {
+        var: String,
+        value: SetValue,
+    },
     SetMode(QuitMode),
     SetNoUseStats,
     Run(Option<Value>),
-    Psrun { period: Option<i64>, runtime: Option<u64> },
+    Psrun {
+        period: Option<i64>,
+        runtime: Option<u64>,
+    },
     CreateFiles,
     Echo(Vec<QPart>),
     System(Vec<QPart>),

@@ -25,7 +25,11 @@ pub enum WmlError {
     Semantic { file: String, pos: Option<Pos>, message: String },
     /// A file system operation failed outside a flowop (population, setup).
     #[error("{context}: {source}")]
-    Io { context: String, #[source] source: std::io::Error },
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// A run-time failure of a flowop (Filebench's FILEBENCH_ERROR).
     #[error("{0}")]
     Runtime(String),

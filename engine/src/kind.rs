@@ -100,8 +100,8 @@ impl Kind {
         use Kind::*;
         match self {
             AioWrite | AioWait => Class::Aio,
-            Hog | Delay | EventLimit | IopsLimit | OpsLimit | BwLimit | FinishOnCount
-            | FinishOnBytes | TestRandVar | Print | Composite => Class::Other,
+            Hog | Delay | EventLimit | IopsLimit | OpsLimit | BwLimit | FinishOnCount | FinishOnBytes | TestRandVar
+            | Print | Composite => Class::Other,
             Block | Wakeup | SemBlock | SemPost => Class::Sync,
             _ => Class::Io,
         }

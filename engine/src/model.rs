@@ -210,7 +210,14 @@ impl<'a> Builder<'a> {
         Ok(spec)
     }
 
-    fn flowop_attrs(&self, f: &FlowopDef, name: String, kind: Kind, stat_id: usize, l: &HashMap<String, Value>) -> Result<FlowopSpec> {
+    fn flowop_attrs(
+        &self,
+        f: &FlowopDef,
+        name: String,
+        kind: Kind,
+        stat_id: usize,
+        l: &HashMap<String, Value>,
+    ) -> Result<FlowopSpec> {
         let a = &f.attrs;
         let f_ = Avd::Bool(false);
         let fileset = match a.get("filename") {
@@ -314,7 +321,11 @@ mod tests {
 
     #[test]
     fn unknown_fileset_is_a_semantic_error() {
-        let script = crate::parser::parse("t.f", "define process name=p { thread name=t { flowop statfile name=s,filesetname=nope } }").unwrap();
+        let script = crate::parser::parse(
+            "t.f",
+            "define process name=p { thread name=t { flowop statfile name=s,filesetname=nope } }",
+        )
+        .unwrap();
         let Stmt::DefineProcess { attrs, threads } = &script.stmts[0].stmt else { panic!() };
         let vars = Vars::default();
         let composites = HashMap::new();

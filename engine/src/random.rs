@@ -69,16 +69,9 @@ impl RandVar {
     /// (`Prob table only totals N%`).
     pub fn new(spec: &RandSpec, mt: Arc<Mutex<MtState>>) -> (RandVar, Option<String>) {
         let gamma = spec.gamma_x1000.unwrap_or(1500) as f64 / 1000.0;
-        let kind = if spec.rows.is_empty() {
-            spec.kind.unwrap_or(RandKind::Gamma)
-        } else {
-            RandKind::Tabular
-        };
-        let src = if spec.urandom {
-            RandSrc::Urandom(mt)
-        } else {
-            RandSrc::Rand48(Mutex::new(Rand48::from_seed(spec.seed)))
-        };
+        let kind = if spec.rows.is_empty() { spec.kind.unwrap_or(RandKind::Gamma) } else { RandKind::Tabular };
+        let src =
+            if spec.urandom { RandSrc::Urandom(mt) } else { RandSrc::Rand48(Mutex::new(Rand48::from_seed(spec.seed))) };
         let mut rv = RandVar {
             kind,
             src,
@@ -238,9 +231,7 @@ impl Cvar {
             CvarDist::Exponential { mean } => -mean * nz().ln(),
             CvarDist::Lognormal { shape, scale } => (scale + shape * std_normal(&mut nz)).exp(),
             CvarDist::Weibull { shape, scale } => scale * (-nz().ln()).powf(1.0 / shape),
-            CvarDist::Erlang { shape, rate } => {
-                (0..shape.max(1)).map(|_| -nz().ln()).sum::<f64>() / rate
-            }
+            CvarDist::Erlang { shape, rate } => (0..shape.max(1)).map(|_| -nz().ln()).sum::<f64>() / rate,
             CvarDist::Triangular { lower, upper, mode } => {
                 let x = u();
                 let f = (mode - lower) / (upper - lower);
@@ -281,7 +272,13 @@ fn parse_params(params: &str) -> Vec<(String, f64)> {
 fn atof(s: &str) -> f64 {
     let end = s
         .char_indices()
-        .take_while(|&(i, c)| c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || ((c == '-' || c == '+') && (i == 0 || s[..i].ends_with(['e', 'E']))))
+        .take_while(|&(i, c)| {
+            c.is_ascii_digit()
+                || c == '.'
+                || c == 'e'
+                || c == 'E'
+                || ((c == '-' || c == '+') && (i == 0 || s[..i].ends_with(['e', 'E'])))
+        })
         .map(|(i, c)| i + c.len_utf8())
         .last()
         .unwrap_or(0);

@@ -187,7 +187,15 @@ pub struct ErrorOut {
 /// Emits an `interval` envelope for a psrun period.
 pub fn emit_interval(out: &Output, t_s: f64, interval: &[Totals], secs: f64, model: &RunModel) {
     let s = io_summary(model, interval);
-    out.emit("interval", &Interval { t_s, ops: s.count, ops_per_s: per_s(s.count, secs), mb_per_s: s.bytes as f64 / MB / secs.max(1e-9) });
+    out.emit(
+        "interval",
+        &Interval {
+            t_s,
+            ops: s.count,
+            ops_per_s: per_s(s.count, secs),
+            mb_per_s: s.bytes as f64 / MB / secs.max(1e-9),
+        },
+    );
 }
 
 fn latency(t: &Totals, h: &Histogram<u64>, reset: bool) -> Latency {
@@ -227,7 +235,14 @@ fn histogram(h: &Histogram<u64>) -> HistogramOut {
 
 /// Builds the `end` data from whole-run totals.
 /// `extremes_reset`: min/max counters were restarted by psrun intervals.
-pub fn end_data(model: &RunModel, totals: &[Totals], hists: &[Histogram<u64>], secs: f64, stopped: (bool, Option<String>), extremes_reset: bool) -> End {
+pub fn end_data(
+    model: &RunModel,
+    totals: &[Totals],
+    hists: &[Histogram<u64>],
+    secs: f64,
+    stopped: (bool, Option<String>),
+    extremes_reset: bool,
+) -> End {
     let s = io_summary(model, totals);
     let summary = Summary {
         ops: s.count,

@@ -237,18 +237,25 @@ pub fn run(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Ar
         let _ = e.join();
     }
     let totals = snapshot(&all_stats, model.stats.len());
-    let hists = (0..model.stats.len())
-        .map(|i| merge_histograms(results.iter().filter_map(|r| r.hist[i].as_ref())))
-        .collect();
-    let tail = p.psrun_period.filter(|x| *x < 0).map(|_| {
-        (totals.iter().zip(base.iter()).map(|(a, b)| a.since(b)).collect(), measured_s - last_t)
-    });
+    let hists =
+        (0..model.stats.len()).map(|i| merge_histograms(results.iter().filter_map(|r| r.hist[i].as_ref()))).collect();
+    let tail = p
+        .psrun_period
+        .filter(|x| *x < 0)
+        .map(|_| (totals.iter().zip(base.iter()).map(|(a, b)| a.since(b)).collect(), measured_s - last_t));
     let mut r = finish(shared, measured_s, totals, hists, signal, p);
     r.tail = tail;
     r
 }
 
-fn finish(shared: Arc<Shared>, measured_s: f64, totals: Vec<Totals>, hists: Vec<Histogram<u64>>, signal: i32, p: &RunParams) -> RunResult {
+fn finish(
+    shared: Arc<Shared>,
+    measured_s: f64,
+    totals: Vec<Totals>,
+    hists: Vec<Histogram<u64>>,
+    signal: i32,
+    p: &RunParams,
+) -> RunResult {
     let reason = shared.reason.lock().unwrap().clone();
     let (stop_kind, reason) = match (signal, reason) {
         (s, _) if s != 0 => (Some(StopKind::Error), Some(format!("interrupted by signal {s}"))),
@@ -262,7 +269,15 @@ fn finish(shared: Arc<Shared>, measured_s: f64, totals: Vec<Totals>, hists: Vec<
 
 /// Sleeps through the run, printing psrun intervals; returns the signal
 /// number if one arrived, and the counters and time of the last interval print.
-fn wait_run(shared: &Shared, p: &RunParams, t0: Instant, nworkers: usize, all: &[Arc<ThreadStats>], model: &RunModel, out: &Output) -> (i32, Vec<Totals>, f64) {
+fn wait_run(
+    shared: &Shared,
+    p: &RunParams,
+    t0: Instant,
+    nworkers: usize,
+    all: &[Arc<ThreadStats>],
+    model: &RunModel,
+    out: &Output,
+) -> (i32, Vec<Totals>, f64) {
     let period = p.psrun_period.map(|x| x.unsigned_abs().max(1) as f64);
     let mut next_print = period.unwrap_or(f64::INFINITY);
     let mut base = snapshot(all, model.stats.len());

@@ -138,7 +138,18 @@ pub struct Totals {
 
 impl Default for Totals {
     fn default() -> Self {
-        Totals { count: 0, bytes: 0, rcount: 0, rbytes: 0, wcount: 0, wbytes: 0, lat_ns: 0, min_ns: u64::MAX, max_ns: 0, log2: [0; 64] }
+        Totals {
+            count: 0,
+            bytes: 0,
+            rcount: 0,
+            rbytes: 0,
+            wcount: 0,
+            wbytes: 0,
+            lat_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            log2: [0; 64],
+        }
     }
 }
 

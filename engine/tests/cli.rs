@@ -75,10 +75,16 @@ fn psrun_text_format_matches_filebench() {
     assert_eq!(&theirs[theirs.len() - 3..], &ours[2..]);
     let line_re = |l: &str| {
         let f: Vec<&str> = l.split_whitespace().collect();
-        f.len() == 8 && f[1].ends_with("ops") && f[2].ends_with("ops/s") && f[3].ends_with("mb/s") && f[4].ends_with("ms/op")
-            && f[5].starts_with("[") && f[7].ends_with("ms]")
+        f.len() == 8
+            && f[1].ends_with("ops")
+            && f[2].ends_with("ops/s")
+            && f[3].ends_with("mb/s")
+            && f[4].ends_with("ms/op")
+            && f[5].starts_with("[")
+            && f[7].ends_with("ms]")
     };
-    let names = |s: &str| -> Vec<String> { s.lines().filter(|l| line_re(l)).map(|l| l[..20].trim().to_string()).collect() };
+    let names =
+        |s: &str| -> Vec<String> { s.lines().filter(|l| line_re(l)).map(|l| l[..20].trim().to_string()).collect() };
     let ref_names = names(&reference);
     let our_names = names(&text);
     assert_eq!(our_names.len(), 26, "{text}");
@@ -110,7 +116,14 @@ fn syntax_error_exits_2_with_position() {
 
 #[test]
 fn check_accepts_every_personality_and_rejects_unknown_flowop() {
-    for f in ["webserver.f", "varmail.f", "fileserver.f", "randomfileaccess.f", "v1.4.9.1/webserver.f", "alternates/randomrw.f"] {
+    for f in [
+        "webserver.f",
+        "varmail.f",
+        "fileserver.f",
+        "randomfileaccess.f",
+        "v1.4.9.1/webserver.f",
+        "alternates/randomrw.f",
+    ] {
         let out = bin().args(["check", &data(&format!("personalities/{f}")).to_string_lossy()]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{f}: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -178,7 +191,8 @@ fn lathist_adds_64_buckets_to_each_line() {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.starts_with("wu ")).expect("a wu line");
     let buckets = line.split('\t').nth(1).expect("lathist column");
-    let n: Vec<u64> = buckets.trim_matches(|c| c == '[' || c == ']' || c == ' ').split(' ').map(|x| x.parse().unwrap()).collect();
+    let n: Vec<u64> =
+        buckets.trim_matches(|c| c == '[' || c == ']' || c == ' ').split(' ').map(|x| x.parse().unwrap()).collect();
     assert_eq!(n.len(), 64);
     let ops: u64 = line.split_whitespace().nth(1).unwrap().trim_end_matches("ops").parse().unwrap();
     assert_eq!(n.iter().sum::<u64>(), ops);

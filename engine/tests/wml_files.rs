@@ -41,11 +41,7 @@ fn directio_works_or_fails_loudly() {
     let tmp = tempdir();
     let probe = tmp.path().join("probe");
     std::fs::write(&probe, vec![0u8; 4096]).unwrap();
-    let supported = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe)
-        .is_ok();
+    let supported = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&probe).is_ok();
     let o = run(&wml("directio.f"), sets(&[("$dir", &tmp.path().to_string_lossy())]), 1.0);
     if supported {
         assert_eq!(o.exit_code, 0);

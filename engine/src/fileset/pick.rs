@@ -104,11 +104,7 @@ pub struct EntryState {
 
 impl EntryState {
     pub fn new(n: usize) -> Self {
-        EntryState {
-            exists: Bits::new(n),
-            state: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            ..Default::default()
-        }
+        EntryState { exists: Bits::new(n), state: (0..n).map(|_| AtomicU64::new(0)).collect(), ..Default::default() }
     }
 
     pub fn len(&self) -> usize {

@@ -85,10 +85,7 @@ impl<'a> Walk<'a> {
         } else {
             self.meanwidth
         };
-        (
-            if randepth == 0.0 { 1.0 } else { randepth },
-            if ranwidth == 0.0 { 1.0 } else { ranwidth },
-        )
+        (if randepth == 0.0 { 1.0 } else { randepth }, if ranwidth == 0.0 { 1.0 } else { ranwidth })
     }
 
     fn file_size(&self) -> u64 {

@@ -151,9 +151,8 @@ impl Interp {
             return Ok(Outcome { exit_code: 0, model: None, result: None });
         }
         let secs = self.opts.runtime_s.unwrap_or(60.0);
-        self.out.warn(&format!(
-            "no run command in the WML script: running for {secs} s as if it ended with `run {secs}`"
-        ));
+        self.out
+            .warn(&format!("no run command in the WML script: running for {secs} s as if it ended with `run {secs}`"));
         self.do_run(Some(secs), None)
     }
 }

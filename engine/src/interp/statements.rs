@@ -67,7 +67,9 @@ impl Interp {
             Stmt::System(parts) => self.system(&self.vars.interpolate(parts))?,
             Stmt::Usage(_) => {}
             Stmt::Debug(n) => self.debug = *n,
-            Stmt::Version => self.out.log(&format!("strata-wml {} (Filebench 1.5-alpha3 WML)", env!("CARGO_PKG_VERSION"))),
+            Stmt::Version => {
+                self.out.log(&format!("strata-wml {} (Filebench 1.5-alpha3 WML)", env!("CARGO_PKG_VERSION")))
+            }
             Stmt::List(what) => self.list(what),
             Stmt::EnableLathist => self.lathist = true,
             Stmt::EnableMulti(_) | Stmt::DomultiSync(_) => {
@@ -245,7 +247,12 @@ impl Interp {
         let model = self.model()?;
         self.out.emit(
             "begin",
-            &report::Begin { protocol: 1, engine_version: env!("CARGO_PKG_VERSION").into(), file: self.file.clone(), runtime_s: secs },
+            &report::Begin {
+                protocol: 1,
+                engine_version: env!("CARGO_PKG_VERSION").into(),
+                file: self.file.clone(),
+                runtime_s: secs,
+            },
         );
         self.create_filesets()?;
         let params = RunParams {
@@ -282,7 +289,14 @@ impl Interp {
             self.out.log("Statistics above are from a run that stopped early");
         }
         self.out.log("Shutting down processes");
-        let end = report::end_data(model, &r.totals, &r.hists, r.measured_s, (r.stopped_early, r.reason.clone()), r.tail.is_some());
+        let end = report::end_data(
+            model,
+            &r.totals,
+            &r.hists,
+            r.measured_s,
+            (r.stopped_early, r.reason.clone()),
+            r.tail.is_some(),
+        );
         self.out.emit("end", &end);
     }
 }

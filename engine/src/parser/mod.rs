@@ -12,16 +12,44 @@ use crate::lexer::{canonical_entity, is_keyword, tokenize, QPart, Tok, Token};
 mod set;
 
 const FILESET_ATTRS: &[&str] = &[
-    "name", "path", "entries", "leafdirs", "size", "filesize", "dirwidth", "dirdepthrv",
-    "dirgamma", "prealloc", "paralloc", "reuse", "trusttree", "readonly", "writeonly",
+    "name",
+    "path",
+    "entries",
+    "leafdirs",
+    "size",
+    "filesize",
+    "dirwidth",
+    "dirdepthrv",
+    "dirgamma",
+    "prealloc",
+    "paralloc",
+    "reuse",
+    "trusttree",
+    "readonly",
+    "writeonly",
 ];
 const FILESET_ATTRS_14: &[&str] = &["cached", "filesizegamma", "sizegamma", "namelength"];
 const PROC_ATTRS: &[&str] = &["name", "instances", "nice"];
 const THREAD_ATTRS: &[&str] = &["name", "memsize", "useism", "instances", "ioprio"];
 const FLOWOP_ATTRS: &[&str] = &[
-    "workingset", "filename", "filesetname", "name", "random", "fd", "srcfd", "opennext",
-    "dsync", "directio", "indexed", "target", "iters", "value", "blocking", "highwater",
-    "iosize", "noreadahead",
+    "workingset",
+    "filename",
+    "filesetname",
+    "name",
+    "random",
+    "fd",
+    "srcfd",
+    "opennext",
+    "dsync",
+    "directio",
+    "indexed",
+    "target",
+    "iters",
+    "value",
+    "blocking",
+    "highwater",
+    "iosize",
+    "noreadahead",
 ];
 const FLOWOP_ATTRS_14: &[&str] = &["wss", "rotatefd"];
 const COMP_ATTRS: &[&str] = &["name", "iters"];
@@ -421,7 +449,10 @@ mod tests {
     #[test]
     fn keyword_as_value_is_rejected() {
         let e = parse("t.f", "define fileset name=size,path=/tmp").unwrap_err();
-        assert_eq!(e.to_string(), "t.f:1:21: expected a value (integer, string, boolean or $variable), found keyword `size`");
+        assert_eq!(
+            e.to_string(),
+            "t.f:1:21: expected a value (integer, string, boolean or $variable), found keyword `size`"
+        );
     }
 
     #[test]

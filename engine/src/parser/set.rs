@@ -66,11 +66,8 @@ impl<'a> Parser<'a> {
                 let name = self.word().unwrap_or_default();
                 self.next();
                 self.expect_punct('=')?;
-                let ok: &[&str] = if name == "type" {
-                    &["uniform", "tabular", "gamma"]
-                } else {
-                    &["urandom", "rand48"]
-                };
+                let ok: &[&str] =
+                    if name == "type" { &["uniform", "tabular", "gamma"] } else { &["urandom", "rand48"] };
                 match self.word() {
                     Some(w) if ok.contains(&w.as_str()) => {
                         self.next();
@@ -120,5 +117,4 @@ impl<'a> Parser<'a> {
             _ => self.err("an integer or a variable"),
         }
     }
-
 }

@@ -12,9 +12,9 @@ mod io_ops;
 mod other_ops;
 pub mod sync;
 
+use crate::clock::{self, Stamp};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use crate::clock::{self, Stamp};
 
 use hdrhistogram::Histogram;
 

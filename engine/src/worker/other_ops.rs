@@ -58,7 +58,10 @@ impl Worker {
                 }
                 self.shared.out.warn(&format!(
                     "Message from process ({},{}), thread ({},{}): {}",
-                    self.id.proc_name, self.id.proc_instance, self.id.thread_name, self.id.thread_instance,
+                    self.id.proc_name,
+                    self.id.proc_instance,
+                    self.id.thread_name,
+                    self.id.thread_instance,
                     fo.value.get_str()
                 ));
                 Ret::Ok
