@@ -182,27 +182,6 @@ pub fn snapshot(all: &[Arc<ThreadStats>], nstats: usize) -> Vec<Totals> {
     t
 }
 
-fn eventgen(shared: Arc<Shared>, rate: Avd) {
-    let mut last = Instant::now();
-    while !shared.stopping() {
-        let r = rate.get_int();
-        if r == 0 {
-            // Rate 0: limiters off (Filebench spins here, issue #97; we sleep).
-            shared.events.enabled.store(false, Relaxed);
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
-        }
-        shared.events.enabled.store(true, Relaxed);
-        std::thread::sleep(Duration::from_secs_f64((10.0 / r as f64).max(1e-6)).min(Duration::from_millis(50)));
-        let now = Instant::now();
-        let n = (r as f64 * (now - last).as_secs_f64()) as u64;
-        if n > 0 {
-            shared.events.post(n, 5 * r);
-            last = now;
-        }
-    }
-}
-
 /// Runs the model against populated filesets.
 pub fn run(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Arc<Output>) -> RunResult {
     crate::clock::init();
@@ -220,7 +199,7 @@ pub fn run(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Ar
         shared.events.enabled.store(true, Relaxed);
         shared.events.clear();
         let sh = shared.clone();
-        std::thread::spawn(move || eventgen(sh, rate))
+        std::thread::spawn(move || sh.events.generate(&rate, &sh.stop))
     });
     out.log("Running...");
     let t0 = Instant::now();

@@ -171,3 +171,27 @@ fn quit_ends_the_script_before_run() {
     assert!(o.result.is_none(), "nothing after quit runs");
     assert!(!t.path().join("f").exists(), "no fileset was created");
 }
+
+/// eventlimit runs at the generator's rate: the long-run op count over the
+/// measured time is the rate for rates that are not multiples of the tick
+/// (the fraction of each tick used to be dropped: 30/s gave 20/s).
+#[test]
+fn eventgen_paces_eventlimit_at_its_rate() {
+    let runs: Vec<_> = [30u64, 96, 1000]
+        .into_iter()
+        .map(|rate| {
+            std::thread::spawn(move || {
+                let o = run(&wml("eventgen.f"), sets(&[("$rate", &rate.to_string())]), 2.5);
+                let r = o.result.as_ref().unwrap();
+                (rate, o.ops_by_name()["el"], r.measured_s)
+            })
+        })
+        .collect();
+    for h in runs {
+        let (rate, ops, secs) = h.join().unwrap();
+        let low = rate as f64 * (secs - 0.15) * 0.95 - 2.0;
+        let high = rate as f64 * (secs + 0.2) * 1.3 + 5.0;
+        assert!(ops as f64 >= low, "rate {rate}/s: {ops} ops in {secs:.2} s (want >= {low:.0})");
+        assert!(ops as f64 <= high, "rate {rate}/s: {ops} ops in {secs:.2} s (want <= {high:.0})");
+    }
+}
