@@ -197,3 +197,44 @@ fn lathist_adds_64_buckets_to_each_line() {
     let ops: u64 = line.split_whitespace().nth(1).unwrap().trim_end_matches("ops").parse().unwrap();
     assert_eq!(n.iter().sum::<u64>(), ops);
 }
+
+/// `hog` costs what Filebench's loop costs: every iteration reloads the
+/// pointer to the thread memory and stores a byte through the pointer just
+/// loaded (`*(threadflow->tf_mem) = 1`, compiled by gcc -O2). Read from the
+/// machine code of the binary, so an optimizer that hoisted the load or
+/// merged the stores would fail this test (it used to store only).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn hog_loop_loads_and_stores_every_iteration() {
+    let out = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn", "--disassemble=strata_wml_hog_chunk", env!("CARGO_BIN_EXE_strata-wml")])
+        .output()
+        .expect("objdump (binutils) reads the binary's machine code");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // (mnemonic, source, destination) of each instruction of the function
+    let insns: Vec<(String, String, String)> = text
+        .lines()
+        .filter_map(|l| l.split_once(":\t"))
+        .map(|(_, ins)| {
+            let mut it = ins.split_whitespace();
+            let m = it.next().unwrap_or("").to_string();
+            let ops = it.next().unwrap_or("");
+            let (src, dst) = ops.split_once(',').unwrap_or((ops, ""));
+            (m, src.to_string(), dst.to_string())
+        })
+        .collect();
+    assert!(!insns.is_empty(), "no strata_wml_hog_chunk in the binary:\n{text}");
+    let mut stores = 0;
+    for (i, (m, src, dst)) in insns.iter().enumerate() {
+        if m == "movb" && src == "$0x1" {
+            stores += 1;
+            let (lm, lsrc, ldst) = &insns[i - 1];
+            assert!(
+                lm == "mov" && lsrc.starts_with("(%") && dst == &format!("({ldst})"),
+                "store {i} is not preceded by a load of the pointer it stores through:\n{text}"
+            );
+        }
+    }
+    assert!(stores >= 1, "no byte store in the hog loop:\n{text}");
+    assert!(insns.iter().any(|(m, _, _)| m.starts_with('j')), "no loop in the hog chunk:\n{text}");
+}

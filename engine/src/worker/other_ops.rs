@@ -1,7 +1,7 @@
 //! OTHER and SYNC flowops: think time, rate limits, finish conditions,
 //! block/wakeup, semaphores, testrandvar and print (WML-SPEC §9.3, §11).
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::clock;
@@ -11,6 +11,72 @@ use crate::kind::Kind;
 use crate::model::FlowopSpec;
 
 const MIB: u64 = 1 << 20;
+
+/// Iterations of `hog` between two looks at the stop flag.
+const HOG_CHUNK: u64 = 1 << 20;
+
+/// What one `hog` iteration does to memory.
+pub trait HogTarget {
+    fn touch(&self);
+}
+
+/// Filebench's hog loop is `for (i = 0; i < value; i++) *(threadflow->tf_mem) = 1;`.
+/// A byte store may alias the `tf_mem` pointer (a `char` aliases everything),
+/// so the compiled loop reloads the pointer every iteration: one load and one
+/// store. `HogCell` keeps the pointer in memory and goes through it with a
+/// volatile load and a volatile store, which the compiler may neither hoist,
+/// merge nor drop, so an iteration costs what Filebench's does.
+pub struct HogCell {
+    ptr: std::cell::UnsafeCell<*mut u8>,
+}
+
+impl HogCell {
+    /// `ptr` must stay valid for writes while the cell is used.
+    pub fn new(ptr: *mut u8) -> Self {
+        HogCell { ptr: std::cell::UnsafeCell::new(ptr) }
+    }
+}
+
+impl HogTarget for HogCell {
+    #[inline(always)]
+    fn touch(&self) {
+        // SAFETY: the cell holds a pointer valid for a one-byte write (`new`).
+        unsafe {
+            let p = std::ptr::read_volatile(self.ptr.get());
+            std::ptr::write_volatile(p, 1);
+        }
+    }
+}
+
+/// One chunk of the real loop, not inlined, under a fixed symbol name so that
+/// a test can read its machine code (tests/cli.rs).
+#[no_mangle]
+#[inline(never)]
+pub fn strata_wml_hog_chunk(cell: &HogCell, n: u64) {
+    for _ in 0..n {
+        cell.touch();
+    }
+}
+
+/// Runs `n` iterations on `target`, looking at `stop` between chunks;
+/// returns the iterations done (`n` unless stopped).
+pub fn hog_iterations<T: HogTarget>(target: &T, n: u64, stop: &AtomicBool, chunk: &dyn Fn(&T, u64)) -> u64 {
+    let mut done = 0;
+    while done < n {
+        let k = (n - done).min(HOG_CHUNK);
+        chunk(target, k);
+        done += k;
+        if stop.load(Relaxed) {
+            break;
+        }
+    }
+    done
+}
+
+/// The real hog loop.
+fn hog_loop(cell: &HogCell, n: u64, stop: &AtomicBool) -> u64 {
+    hog_iterations(cell, n, stop, &|c, k| strata_wml_hog_chunk(c, k))
+}
 
 /// What a limiter or finish condition measures.
 #[derive(Clone, Copy)]
@@ -70,16 +136,18 @@ impl Worker {
         }
     }
 
+    /// `hog`: `value` iterations of Filebench's loop over the thread memory
+    /// (a scratch byte when the thread has no `memsize`: Filebench's
+    /// `malloc(0)` still gives it one), counted when it ran to the end.
     fn hog(&mut self, fo: &FlowopSpec) -> Ret {
         let n = fo.value.get_int();
+        let mut scratch = 0u8;
+        let ptr = self.mem.first_mut().map_or(&mut scratch as *mut u8, |b| b as *mut u8);
+        let cell = HogCell::new(ptr);
         let t0 = clock::now();
-        if let Some(b) = self.mem.first_mut() {
-            let p: *mut u8 = b;
-            for _ in 0..n {
-                unsafe { std::ptr::write_volatile(p, 1) };
-            }
+        if hog_loop(&cell, n, &self.shared.stop) == n {
+            self.endop(fo, t0, 0);
         }
-        self.endop(fo, t0, 0);
         Ret::Ok
     }
 
@@ -217,5 +285,53 @@ impl Worker {
         }
         self.endop(fo, t0, 0);
         Ret::Ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    struct Counting {
+        touches: Cell<u64>,
+    }
+
+    impl HogTarget for Counting {
+        fn touch(&self) {
+            self.touches.set(self.touches.get() + 1);
+        }
+    }
+
+    fn chunk(t: &Counting, k: u64) {
+        for _ in 0..k {
+            t.touch();
+        }
+    }
+
+    #[test]
+    fn hog_runs_exactly_value_iterations_in_chunks() {
+        let stop = AtomicBool::new(false);
+        for n in [0, 1, 1000, HOG_CHUNK, 2 * HOG_CHUNK + 7] {
+            let c = Counting { touches: Cell::new(0) };
+            assert_eq!(hog_iterations(&c, n, &stop, &chunk), n);
+            assert_eq!(c.touches.get(), n);
+        }
+    }
+
+    #[test]
+    fn hog_stops_between_chunks() {
+        let stop = AtomicBool::new(true);
+        let c = Counting { touches: Cell::new(0) };
+        assert_eq!(hog_iterations(&c, 10 * HOG_CHUNK, &stop, &chunk), HOG_CHUNK);
+        assert_eq!(c.touches.get(), HOG_CHUNK);
+    }
+
+    #[test]
+    fn hog_cell_writes_through_the_pointer_it_holds() {
+        let mut mem = [0u8; 4];
+        let cell = HogCell::new(&mut mem[2]);
+        hog_loop(&cell, 3, &AtomicBool::new(false));
+        assert_eq!(mem, [0, 0, 1, 0]);
     }
 }
