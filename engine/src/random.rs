@@ -46,8 +46,11 @@ pub struct RandVar {
     pub gamma: f64,
     pub min: f64,
     pub round: f64,
-    /// 100 slots of (base, range), normalised to min 0 / mean 1.
-    pub table: Vec<(f64, f64)>,
+    /// The table's rows as (cumulative percent at the row's end, base,
+    /// range), base and range normalised to min 0 / mean 1.
+    pub table: Vec<(u64, f64, f64)>,
+    /// Base of the slots past the rows when the percents total under 100.
+    pub table_pad: f64,
 }
 
 /// Parameters of a randvar as written (before normalisation).
@@ -80,35 +83,47 @@ impl RandVar {
             min: spec.min as f64,
             round: spec.round as f64,
             table: Vec::new(),
+            table_pad: 0.0,
         };
         let warn = if kind == RandKind::Tabular { rv.init_table(&spec.rows) } else { None };
         (rv, warn)
     }
 
+    /// Filebench expands the rows into a table of 100 slots (a row of
+    /// `percent` p fills p slots; slots past 100 are dropped, missing ones
+    /// are zero) and draws a slot uniformly. Cumulative percents and a
+    /// binary search give the same draws without a table proportional to
+    /// the percents, which a user can set to anything (2^31 allocated 24 GB).
     fn init_table(&mut self, rows: &[(u64, u64, u64)]) -> Option<String> {
         let mut tmin = f64::MAX;
         let mut tsum = 0.0;
-        let mut slots = Vec::with_capacity(100);
+        let mut cum = 0u64;
+        let mut raw = Vec::with_capacity(rows.len());
         for &(pct, lo, hi) in rows {
             let (lo, hi) = (lo as f64, hi as f64);
             tmin = tmin.min(lo);
             tsum += (lo + hi) / 2.0 * pct as f64;
-            for _ in 0..pct {
-                slots.push((lo, hi - lo));
-            }
+            cum = cum.saturating_add(pct);
+            raw.push((cum, lo, hi - lo));
         }
-        let warn = (slots.len() != 100).then(|| format!("Prob table only totals {}%", slots.len()));
-        slots.resize(100, (0.0, 0.0));
+        let warn = (cum != 100).then(|| format!("Prob table only totals {cum}%"));
         if self.mean == 0.0 {
             self.mean = tsum / 100.0;
         }
         let tmean = tsum / 100.0 - tmin;
-        self.table = if tmean == 0.0 {
-            vec![(0.0, 0.0); 100]
-        } else {
-            slots.iter().map(|&(b, r)| ((b - tmin) / tmean, r / tmean)).collect()
-        };
+        let norm = |x: f64| if tmean == 0.0 { 0.0 } else { x / tmean };
+        self.table = raw.into_iter().map(|(c, b, r)| (c, norm(b - tmin), norm(r))).collect();
+        self.table_pad = norm(0.0 - tmin);
         warn
+    }
+
+    /// (base, range) of slot `idx` (0..100) of Filebench's table.
+    fn table_slot(&self, idx: u64) -> (f64, f64) {
+        let k = self.table.partition_point(|&(cum, _, _)| cum <= idx);
+        match self.table.get(k) {
+            Some(&(_, b, r)) => (b, r),
+            None => (self.table_pad, 0.0),
+        }
     }
 
     /// Draws one value (§4.3).
@@ -127,7 +142,7 @@ impl RandVar {
             RandKind::Tabular => {
                 let p = self.src.next() * 100.0;
                 let idx = (p as usize).min(99);
-                let (base, range) = self.table[idx];
+                let (base, range) = self.table_slot(idx as u64);
                 let x = base + range * (p - idx as f64);
                 x * (mean - self.min) + self.min
             }
@@ -328,6 +343,50 @@ mod tests {
         let (rv, warn) = RandVar::new(&spec, Arc::new(Mutex::new(MtState::default())));
         assert!(warn.is_none());
         assert_eq!(rv.sample(), 8192.0);
+    }
+
+    /// Filebench's 100-slot expansion, as the engine used to build it.
+    fn slots_of(rows: &[(u64, u64, u64)]) -> Vec<(f64, f64)> {
+        let mut slots = Vec::new();
+        for &(pct, lo, hi) in rows {
+            for _ in 0..pct.min(1000) {
+                slots.push((lo as f64, (hi - lo) as f64));
+            }
+        }
+        slots.resize(100, (0.0, 0.0));
+        slots
+    }
+
+    #[test]
+    fn cumulative_table_draws_the_slots_of_filebench_table() {
+        let tables: [&[(u64, u64, u64)]; 4] = [
+            &[(85, 8192, 8192), (15, 8192, 65536)],
+            &[(33, 1024, 1024), (21, 1024, 3072), (13, 3072, 5120), (10, 5120, 11264), (8, 11264, 21504)],
+            &[(60, 10, 20), (70, 30, 40)],
+            &[(2147483648, 8192, 8192), (15, 8192, 65536)],
+        ];
+        for rows in tables {
+            let spec = RandSpec { rows: rows.to_vec(), ..Default::default() };
+            let (rv, _) = RandVar::new(&spec, Arc::new(Mutex::new(MtState::default())));
+            let tmean = rv.mean - rows.iter().map(|r| r.1).min().unwrap() as f64;
+            let tmin = rows.iter().map(|r| r.1).min().unwrap() as f64;
+            for (idx, (base, range)) in slots_of(rows).into_iter().enumerate() {
+                let (b, r) = rv.table_slot(idx as u64);
+                assert!(
+                    (b - (base - tmin) / tmean).abs() < 1e-12 && (r - range / tmean).abs() < 1e-12,
+                    "{rows:?} slot {idx}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn huge_table_weights_allocate_nothing_proportional() {
+        let spec = RandSpec { rows: vec![(u64::MAX, 1, 2), (u64::MAX, 3, 4)], ..Default::default() };
+        let (rv, warn) = RandVar::new(&spec, Arc::new(Mutex::new(MtState::default())));
+        assert_eq!(rv.table.len(), 2);
+        assert!(warn.unwrap().contains("totals 18446744073709551615%"));
+        assert!(rv.sample().is_finite());
     }
 
     #[test]

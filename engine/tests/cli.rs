@@ -6,27 +6,9 @@ mod common;
 use std::process::Command;
 
 use common::*;
-use serde::Deserialize;
-use strata_wml::report::{Begin, End, ErrorOut, Interval};
-
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", content = "data", rename_all = "lowercase", deny_unknown_fields)]
-enum Envelope {
-    Begin(Begin),
-    Interval(Interval),
-    End(End),
-    Error(ErrorOut),
-}
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_strata-wml"))
-}
-
-fn envelopes(stdout: &[u8]) -> Vec<Envelope> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Envelope>(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
-        .collect()
 }
 
 #[test]

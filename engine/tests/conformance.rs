@@ -54,7 +54,12 @@ fn webserver_tree_on_disk() {
     let dir = tmp.path().to_string_lossy().to_string();
     let src = std::fs::read_to_string(data("personalities/webserver.f")).unwrap();
     let script = strata_wml::parser::parse("webserver.f", &src).unwrap();
-    let opts = strata_wml::interp::Options { sets: sets(&[("$dir", &dir)]), runtime_s: None, check_only: false };
+    let opts = strata_wml::interp::Options {
+        sets: sets(&[("$dir", &dir)]),
+        runtime_s: None,
+        check_only: false,
+        ..Default::default()
+    };
     let mut i =
         strata_wml::interp::Interp::new(&script, opts, std::sync::Arc::new(strata_wml::output::Output::quiet()));
     for s in script.stmts.iter().take_while(|s| !matches!(s.stmt, strata_wml::ast::Stmt::Run(_))) {

@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 pub use pick::{EntryState, Want};
+
+use crate::shm::ShmBox;
 pub use tree::{populate, Tree, TreeParams};
 
 /// Creation options of a fileset (read at population time).
@@ -29,12 +31,12 @@ pub struct CreateOpts {
     pub trusttree: bool,
 }
 
-/// Pick state: atomic (see `pick`), plus a lock used only to sleep.
+/// Pick state: atomics in shared memory (see `pick`).
 #[derive(Debug, Default)]
 pub struct PickState {
     pub files: EntryState,
     pub leafdirs: EntryState,
-    pub dir_rotor: std::sync::atomic::AtomicUsize,
+    pub dir_rotor: ShmBox<AtomicUsize>,
 }
 
 /// A populated fileset shared by all worker threads.
@@ -75,7 +77,7 @@ impl Fileset {
         let state = PickState {
             files: EntryState::new(tree.files.len()),
             leafdirs: EntryState::new(tree.leafdirs.len()),
-            dir_rotor: AtomicUsize::new(0),
+            dir_rotor: ShmBox::new(),
         };
         Fileset {
             name: name.to_string(),
@@ -159,6 +161,11 @@ impl Fileset {
     #[inline]
     pub fn tracks_opens(&self) -> bool {
         self.track_opens.load(Relaxed)
+    }
+
+    /// Makes room for the private `opennext` rotors of thread ids `1..=nthreads`.
+    pub fn private_rotors(&self, nthreads: usize) {
+        self.state.files.private_rotors(nthreads);
     }
 
     /// Turns open counting on or off for the next run (off only when no

@@ -51,6 +51,12 @@ impl Worker {
         if iosize == 0 {
             return Err(Ret::Error(format!("zero iosize for flowop {}", fo.name)));
         }
+        if iosize > self.shared.max_io_bytes {
+            return Err(Ret::Error(format!(
+                "flowop {}: iosize {iosize} is more than the {} bytes this machine can give an I/O buffer",
+                fo.name, self.shared.max_io_bytes
+            )));
+        }
         let dio = fo.directio.get_bool();
         let size = iosize as usize + if dio { DIO_ALIGN } else { 0 };
         let ptr = if !self.mem.is_empty() {

@@ -97,7 +97,7 @@ impl Worker {
             Kind::Hog => self.hog(fo),
             Kind::Delay => {
                 let t0 = clock::now();
-                if sleep_unless(Duration::from_secs(fo.value.get_int()), &self.shared.stop) {
+                if sleep_unless(Duration::from_secs(fo.value.get_int()), self.shared.stop_flag()) {
                     self.endop(fo, t0, 0);
                 }
                 Ret::Ok
@@ -145,18 +145,18 @@ impl Worker {
         let ptr = self.mem.first_mut().map_or(&mut scratch as *mut u8, |b| b as *mut u8);
         let cell = HogCell::new(ptr);
         let t0 = clock::now();
-        if hog_loop(&cell, n, &self.shared.stop) == n {
+        if hog_loop(&cell, n, self.shared.stop_flag()) == n {
             self.endop(fo, t0, 0);
         }
         Ret::Ok
     }
 
     fn eventlimit(&mut self, fo: &FlowopSpec) -> Ret {
-        if !self.shared.events.enabled.load(Relaxed) {
+        if !self.shared.events().enabled.load(Relaxed) {
             return Ret::Ok;
         }
         let t0 = clock::now();
-        self.shared.events.take(1, &self.shared.stop);
+        self.shared.events().take(1, self.shared.stop_flag());
         self.endop(fo, t0, 0);
         Ret::Ok
     }
@@ -189,7 +189,7 @@ impl Worker {
 
     /// `opslimit` / `iopslimit` / `bwlimit`: token bucket fed by events.
     fn limit(&mut self, fo: &FlowopSpec, m: Measure) -> Ret {
-        if !self.shared.events.enabled.load(Relaxed) {
+        if !self.shared.events().enabled.load(Relaxed) {
             return Ret::Ok;
         }
         let now = match self.measure(fo, m) {
@@ -213,7 +213,7 @@ impl Worker {
             Measure::Bytes => (deficit / MIB + 1, (deficit / MIB + 1) * MIB),
             _ => (deficit, deficit),
         };
-        if self.shared.events.take(events, &self.shared.stop) {
+        if self.shared.events().take(events, self.shared.stop_flag()) {
             self.aux[fo.stat_id].bucket += credit as i64;
         }
         self.endop(fo, t0, 0);
@@ -239,47 +239,47 @@ impl Worker {
     }
 
     fn block(&mut self, fo: &FlowopSpec) -> Ret {
-        let Some(sig) = self.aux[fo.stat_id].signal.clone() else {
+        let Some(i) = self.aux[fo.stat_id].sync else {
             return Ret::Error(format!("flowop {}: no block signal", fo.name));
         };
         let t0 = clock::now();
-        if sig.block(&self.shared.stop) {
+        if self.shared.sync[i].signal.block(self.shared.stop_flag()) {
             self.endop(fo, t0, 0);
         }
         Ret::Ok
     }
 
     fn wakeup(&mut self, fo: &FlowopSpec) -> Ret {
-        let Some(targets) = self.shared.blocks.get(&fo.target).cloned() else {
+        let Some(targets) = self.shared.blocks.get(&fo.target) else {
             return Ret::Error(format!("wakeup: could not find op {} for thread {}", fo.target, self.id.thread_name));
         };
-        for t in targets {
+        for &t in targets {
             let t0 = clock::now();
-            t.wake();
+            self.shared.sync[t].signal.wake();
             self.endop(fo, t0, 0);
         }
         Ret::Ok
     }
 
     fn semblock(&mut self, fo: &FlowopSpec) -> Ret {
-        let Some(sem) = self.aux[fo.stat_id].sem.clone() else {
+        let Some(i) = self.aux[fo.stat_id].sync else {
             return Ret::Error(format!("flowop {}: no semaphore", fo.name));
         };
         let t0 = clock::now();
-        sem.block(fo.value.get_int() as i64, &self.shared.stop);
+        self.shared.sync[i].sem.block(fo.value.get_int().min(i64::MAX as u64) as i64, self.shared.stop_flag());
         self.endop(fo, t0, 0);
         Ret::Ok
     }
 
     fn sempost(&mut self, fo: &FlowopSpec) -> Ret {
-        let Some(targets) = self.shared.sems.get(&fo.target).cloned() else {
+        let Some(targets) = self.shared.blocks.get(&fo.target) else {
             return Ret::Error(format!("sempost: could not find op {}", fo.target));
         };
-        let v = fo.value.get_int() as i64;
+        let v = fo.value.get_int().min(i64::MAX as u64) as i64;
         let blocking = fo.blocking.get_bool();
         let t0 = clock::now();
-        for t in targets {
-            if !t.post(v, blocking, &self.shared.stop) {
+        for &t in targets {
+            if !self.shared.sync[t].sem.post(v, blocking, self.shared.stop_flag()) {
                 break;
             }
         }
