@@ -62,6 +62,22 @@ impl WmlError {
         }
     }
 
+    /// The message without the `file:line:col: ` prefix.
+    pub fn message(&self) -> String {
+        match self {
+            WmlError::Syntax { message, .. } | WmlError::Semantic { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The error as one line that names its file, and its place when known.
+    pub fn located(&self, file: &str) -> String {
+        match self.pos() {
+            Some(p) => format!("{file}:{}:{}: {}", p.line, p.col, self.message()),
+            None => format!("{file}: {}", self.message()),
+        }
+    }
+
     /// Shorthand for an I/O error with context.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         WmlError::Io { context: context.into(), source }

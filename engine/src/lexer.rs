@@ -29,6 +29,8 @@ pub enum Tok {
     Quoted(Vec<QPart>),
     /// One of `{ } ( ) = ,`.
     Punct(char),
+    /// Text the lexer could not read (already reported by `tokenize_all`).
+    Bad,
     /// End of input.
     Eof,
 }
@@ -44,6 +46,7 @@ impl Tok {
             Tok::NegInt(i) => format!("integer `{i}`"),
             Tok::Quoted(_) => "quoted string".to_string(),
             Tok::Punct(c) => format!("`{c}`"),
+            Tok::Bad => "invalid text".to_string(),
             Tok::Eof => "end of file".to_string(),
         }
     }
@@ -172,19 +175,40 @@ struct Lexer<'a> {
     file: &'a str,
 }
 
-/// Splits a script into tokens (the last one is `Tok::Eof`).
+/// Splits a script into tokens (the last one is `Tok::Eof`); the first
+/// error if any text cannot be read.
 pub fn tokenize(file: &str, src: &str) -> Result<Vec<Token>> {
+    let (toks, errors) = tokenize_all(file, src);
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(toks),
+    }
+}
+
+/// Splits a script into tokens, going on after text it cannot read: such
+/// text becomes a `Tok::Bad` token and an error.
+pub fn tokenize_all(file: &str, src: &str) -> (Vec<Token>, Vec<WmlError>) {
     let mut lx = Lexer { src: src.as_bytes(), i: 0, line: 1, col: 1, file };
     let mut out = Vec::new();
+    let mut errors = Vec::new();
     loop {
         lx.skip_blank();
         let pos = lx.pos();
         let Some(c) = lx.peek() else {
             out.push(Token { tok: Tok::Eof, pos });
-            return Ok(out);
+            return (out, errors);
         };
-        let tok = lx.token(c, pos)?;
-        out.push(Token { tok, pos });
+        let at = lx.i;
+        match lx.token(c, pos) {
+            Ok(tok) => out.push(Token { tok, pos }),
+            Err(e) => {
+                errors.push(e);
+                if lx.i == at {
+                    lx.bump();
+                }
+                out.push(Token { tok: Tok::Bad, pos });
+            }
+        }
     }
 }
 

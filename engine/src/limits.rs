@@ -143,7 +143,7 @@ fn gib(bytes: u64) -> String {
     } else if g >= 0.1 {
         format!("{g:.1} GiB")
     } else {
-        format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64)
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
     }
 }
 
@@ -278,8 +278,9 @@ pub fn check_run(file: &str, model: &RunModel, fileset_bytes: u64, m: &Machine) 
         let (pos, what) = match biggest {
             Some((_, p, ti)) => {
                 let t = &p.threads[ti];
+                let at = if p.instances > t.instances { p.instances_pos } else { t.instances_pos };
                 (
-                    t.instances_pos.or(Some(t.pos)),
+                    at.or(Some(t.pos)),
                     format!(
                         "process {} (instances={}) x thread {} (instances={}): ",
                         p.name, p.instances, t.name, t.instances

@@ -65,8 +65,9 @@ pub struct ThreadSpec {
 #[derive(Debug, Clone)]
 pub struct ProcSpec {
     pub name: String,
-    /// Where the process is defined.
+    /// Where the process is defined, and its `instances` attribute.
     pub pos: Pos,
+    pub instances_pos: Option<Pos>,
     pub instances: u64,
     pub nice: u64,
     pub threads: Vec<ThreadSpec>,
@@ -175,6 +176,7 @@ impl<'a> Builder<'a> {
         let mut out = ProcSpec {
             name,
             pos,
+            instances_pos: attrs.pos_of("instances"),
             instances: self.attr(attrs, "instances", Avd::Int(1), &none)?.get_int(),
             nice: self.attr(attrs, "nice", Avd::Int(0), &none)?.get_int(),
             threads: Vec::new(),

@@ -184,6 +184,18 @@ pub struct ErrorOut {
     pub col: Option<u32>,
 }
 
+/// One error of `strata-wml check --json` (a JSON object per line).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CheckError {
+    pub file: String,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub message: String,
+    /// syntax | semantic | io | runtime
+    pub kind: String,
+}
+
 /// Emits an `interval` envelope for a psrun period.
 pub fn emit_interval(out: &Output, t_s: f64, interval: &[Totals], secs: f64, model: &RunModel) {
     let s = io_summary(model, interval);

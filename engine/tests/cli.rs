@@ -220,3 +220,51 @@ fn hog_loop_loads_and_stores_every_iteration() {
     assert!(stores >= 1, "no byte store in the hog loop:\n{text}");
     assert!(insns.iter().any(|(m, _, _)| m.starts_with('j')), "no loop in the hog chunk:\n{text}");
 }
+
+/// `check` reports every error it finds, each with file:line:column, and
+/// exits 2; `--json` gives one object per error for strata's `validate`.
+#[test]
+fn check_reports_every_error_with_its_place() {
+    let tmp = tempdir();
+    let f = tmp.path().join("user.f");
+    let syntax = "set $dir=/tmp\ndefine fileset name=x,path=$dir,\n  entries=10 size=1k\nset $ok=1\n\
+                  define process name=p { thread name=t { flowop read name=r, ~ } }\nset $x = 1\nrun 5\n";
+    std::fs::write(&f, syntax).unwrap();
+    let out = bin().args(["check", &f.to_string_lossy()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let places: Vec<&str> = err.lines().filter_map(|l| l.strip_prefix(&format!("{}:", f.display()))).collect();
+    assert_eq!(places.len(), 3, "{err}");
+    assert!(places[0].starts_with("3:14: expected a command") && places[1].starts_with("5:61: illegal character"));
+    assert!(places[2].starts_with("6:5: illegal variable name"), "{err}");
+
+    let semantic = "set $dir=/tmp\ndefine fileset name=x,path=$dir,entries=10,dirwidth=5\n\
+                    define process name=p\n{\n  thread name=t\n  {\n    flowop frobnicate name=a\n\
+                    flowop read name=b,filesetname=nope,iosize=4k\n    flowop read name=c,filesetname=x,iosize=$undefined\n  }\n}\n";
+    std::fs::write(&f, semantic).unwrap();
+    let out = bin().args(["check", &f.to_string_lossy(), "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let errors: Vec<strata_wml::report::CheckError> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let got: Vec<(Option<u32>, Option<u32>, &str)> =
+        errors.iter().map(|e| (e.line, e.column, e.message.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (Some(7), Some(5), "unknown flowop type `frobnicate`"),
+            (Some(8), Some(20), "flowop b: file nope not found"),
+            (Some(9), Some(38), "Noninitialized variable $undefined"),
+        ]
+    );
+    assert!(errors.iter().all(|e| e.file == f.to_string_lossy() && e.kind == "semantic"));
+
+    // a clean file: exit 0, and with --json nothing on stdout
+    let out = bin().args(["check", &data("personalities/webserver.f").to_string_lossy(), "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    // --set is applied before checking
+    let out = bin().args(["check", &f.to_string_lossy(), "--json", "--set", "$undefined=4k"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}

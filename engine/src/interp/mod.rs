@@ -138,15 +138,16 @@ impl Interp {
     }
 
     /// One line per file entry: fileset, absolute path, size, exists (0/1).
-    pub fn listing(&self) -> String {
-        let mut out = String::new();
+    pub fn write_listing(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(w);
         for fs in self.filesets.iter().flatten() {
             for (i, p) in fs.file_paths.iter().enumerate() {
                 let exists = fs.state().files.exists.get(i) as u8;
-                out.push_str(&format!("{}\t{}\t{}\t{}\n", fs.name, p.to_string_lossy(), fs.file_size(i), exists));
+                writeln!(w, "{}\t{}\t{}\t{}", fs.name, p.to_string_lossy(), fs.file_size(i), exists)?;
             }
         }
-        out
+        w.flush()
     }
 
     /// Executes the whole script (`check`: see `check`, first error only).
