@@ -1,4 +1,4 @@
-//! The one user-facing error type of the library (STYLE.md item 7).
+//! The one user-facing error type of the library.
 //!
 //! Why: the binary maps each kind to an exit code and to the `error` JSON
 //! envelope (`kind` = syntax | semantic | io | runtime), so every error names
@@ -16,7 +16,7 @@ pub struct Pos {
 /// Everything that can go wrong in parsing, checking or running a workload.
 #[derive(Debug, Error)]
 pub enum WmlError {
-    /// The script does not follow the grammar (WML-SPEC §2-§3).
+    /// The script does not follow the grammar (docs/filebench-language.md#lexical-structure, #grammar).
     #[error("{file}:{line}:{col}: {message}", line = pos.line, col = pos.col)]
     Syntax { file: String, pos: Pos, message: String },
     /// The script parses but means something impossible (unknown flowop type,

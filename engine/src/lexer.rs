@@ -1,4 +1,4 @@
-//! Tokenizer for WML, following Filebench's `parser_lex.l` (WML-SPEC §2).
+//! Tokenizer for WML, following Filebench's `parser_lex.l` (docs/filebench-language.md#lexical-structure).
 //!
 //! Why a hand-written lexer: we need line *and column* for every token so that
 //! a syntax error reads `file:line:col: expected ..., found ...`, which
@@ -366,7 +366,8 @@ impl<'a> Lexer<'a> {
                             self.bump();
                             text.push('\n');
                         }
-                        // `\$v` is still expanded by echo (WML-SPEC §2, psrun-misc.out).
+                        // `\$v` is still expanded by echo (seen in psrun-misc.out;
+                        // docs/filebench-language.md#lexical-structure).
                         Some(b'$') => {}
                         Some(b'"') | Some(b'\\') => text.push(self.bump() as char),
                         _ => text.push('\\'),

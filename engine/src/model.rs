@@ -1,6 +1,6 @@
 //! The run model: processes, threads and flowops with their attributes
 //! resolved against the variables as they are when `run` executes
-//! (WML-SPEC §4.2, §5.2-§5.4, §10).
+//! (docs/filebench-language.md#when-attributes-are-read, #processes-and-threads, #flowop-attributes, #composite-flowops).
 //!
 //! Why compile: attributes that Filebench reads "once at init" become plain
 //! numbers here, those read "every call" stay `Avd`s, and names (filesets,
@@ -79,7 +79,7 @@ pub struct ReportRow {
     pub name: String,
     pub kind: Kind,
     /// The stats this row shows; `None` for a duplicate name (Filebench
-    /// credits all same-named instances to the last definition, §12.2).
+    /// credits all same-named instances to the last definition, docs/filebench-language.md#statistics).
     pub stat_id: Option<usize>,
 }
 

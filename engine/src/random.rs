@@ -1,8 +1,9 @@
-//! Random variables: `randvar(...)` (WML-SPEC §4.3) and `cvar(...)` (§4.4).
+//! Random variables: `randvar(...)` and `cvar(...)`
+//! (docs/filebench-language.md#random-variables, #custom-variables).
 //!
 //! Why here and not in `rng`: these are the WML-level distributions, built on
 //! the bit-exact generators of `rng`; `cvar-gamma` in particular shares the
-//! workload's global drand48 stream with fileset population (§14).
+//! workload's global drand48 stream with fileset population (docs/filebench-language.md#randomness).
 
 use std::sync::{Arc, Mutex};
 
@@ -126,12 +127,12 @@ impl RandVar {
         }
     }
 
-    /// Draws one value (§4.3).
+    /// Draws one value (docs/filebench-language.md#random-variables).
     pub fn sample(&self) -> f64 {
         self.sample_with_mean(self.mean)
     }
 
-    /// Draws with another mean: `dirdepthrv` gets the fileset's mean depth (§6.1).
+    /// Draws with another mean: `dirdepthrv` gets the fileset's mean depth (docs/filebench-language.md#fileset-trees).
     pub fn sample_with_mean(&self, mean: f64) -> f64 {
         let v = match self.kind {
             RandKind::Uniform => self.src.next() * (2.0 * (mean - self.min)) + self.min,
@@ -217,7 +218,7 @@ impl Cvar {
         Ok(Cvar { dist, src, min: min.unwrap_or(f64::MIN_POSITIVE), max: max.unwrap_or(f64::MAX), round })
     }
 
-    /// Draws one value: sample, round, clamp (§4.4).
+    /// Draws one value: sample, round, clamp (docs/filebench-language.md#custom-variables).
     pub fn sample(&self) -> f64 {
         let v = match &self.src {
             CvarSrc::Drand48(d) => {

@@ -1,4 +1,4 @@
-//! The statistics output: Filebench's text block (WML-SPEC §12.3) and the
+//! The statistics output: Filebench's text block (docs/filebench-language.md#text-output) and the
 //! JSON `interval`/`end` envelopes (engine/README.md, "JSON protocol").
 //!
 //! Why both from the same totals: the text is for people and tools that parse

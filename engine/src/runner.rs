@@ -1,5 +1,5 @@
 //! Running a workload: start workers, time the run, report intervals, stop
-//! (WML-SPEC §7.1-§7.2, §11).
+//! (docs/filebench-language.md#run-and-psrun, #rate-limits).
 //!
 //! Why the runner owns no counters: workers count into their own
 //! `ThreadStats`; the runner only reads them (psrun intervals, the final

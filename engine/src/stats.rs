@@ -1,4 +1,4 @@
-//! Per-thread operation statistics (WML-SPEC §12.2).
+//! Per-thread operation statistics (docs/filebench-language.md#statistics).
 //!
 //! Why per thread: Filebench keeps one shared counter block per runtime
 //! flowop; with a hundred threads that is a contended cache line per op. Here

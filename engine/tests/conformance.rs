@@ -1,5 +1,6 @@
 //! Conformance with Filebench 1.5-alpha3's observed behaviour
-//! (tests/data/filebench/1.5-alpha3, copied from shared/filebench/conformance).
+//! (tests/data/filebench/1.5-alpha3: outputs of Filebench 1.5-alpha3 itself,
+//! described in docs/filebench-language.md).
 
 mod common;
 

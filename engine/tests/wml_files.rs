@@ -1,5 +1,5 @@
 //! Our own WML files (tests/wml/), covering every flowop and attribute of
-//! WML-SPEC.md §5 and §9; each is parsed and run with checks on what it did.
+//! docs/filebench-language.md#flowop-attributes and #flowops; each is parsed and run with checks on what it did.
 
 mod common;
 
@@ -87,7 +87,7 @@ fn finishonbytes_in_alldone_mode() {
     let (o, ops, _t) = run_wml("finishbytes.f", 20.0);
     assert_eq!(o.exit_code, 0);
     assert!(o.result.as_ref().unwrap().measured_s < 10.0);
-    // 101 appends + the implicit open, counted as an op of `app` (§8.1)
+    // 101 appends + the implicit open, counted as an op of `app` (docs/filebench-language.md#fd-slots)
     assert_eq!(ops["app"], 2 * 102);
 }
 

@@ -1,4 +1,4 @@
-//! Creating a fileset on disk (`fileset_create`, WML-SPEC §6.2).
+//! Creating a fileset on disk (`fileset_create`, docs/filebench-language.md#fileset-creation).
 //!
 //! Why the generators matter here: which files are preallocated is decided by
 //! visiting entries in a Mersenne-twister order and keeping each unless glibc

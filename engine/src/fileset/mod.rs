@@ -1,8 +1,9 @@
-//! Filesets: definition, population, picking and on-disk creation (WML-SPEC §5.1, §6, §8.2).
+//! Filesets: definition, population, picking and on-disk creation
+//! (docs/filebench-language.md#filesets, #fileset-trees, #picking).
 //!
 //! Why no pick lock: the shared rotors and BUSY flags are atomics (see
 //! `pick`), so picks, unbusies and closes of different threads do not
-//! serialise. A thread that must wait for a busy entry (WML-SPEC §8.2) polls
+//! serialise. A thread that must wait for a busy entry (docs/filebench-language.md#picking) polls
 //! with a short back-off instead of sleeping on a condition variable: waits
 //! are rare and short (the holder is inside one open/close), and the unbusy
 //! path then stays free of locks and wake-up system calls. The pick order of
@@ -48,14 +49,14 @@ pub struct Fileset {
     pub is_file: bool,
     pub readonly: bool,
     pub writeonly: bool,
-    /// The fileset's `size` read once more, the wss fallback (§9.2).
+    /// The fileset's `size` read once more, the wss fallback (docs/filebench-language.md#random-offsets).
     pub default_size: u64,
     pub tree: Tree,
     pub file_paths: Vec<CString>,
     pub dir_paths: Vec<CString>,
     pub leaf_paths: Vec<CString>,
     state: PickState,
-    /// Keep per-entry open counts. Only `deletefile` reads them (§9.3: it
+    /// Keep per-entry open counts. Only `deletefile` reads them (docs/filebench-language.md#flowops: it
     /// skips open files), so a run without one turns them off (`runner`)
     /// and spares an atomic read-modify-write of a shared line per close.
     track_opens: AtomicBool,
@@ -180,7 +181,7 @@ impl Fileset {
         files.try_busy(i) || self.retry(&|| files.try_busy(i).then_some(()), stop).is_some()
     }
 
-    /// Waits until file `i` is not busy (closefile, §9.3); false if stopped.
+    /// Waits until file `i` is not busy (closefile, docs/filebench-language.md#flowops); false if stopped.
     pub fn wait_idle(&self, i: usize, stop: &dyn Fn() -> bool) -> bool {
         let files = &self.state.files;
         !files.is_busy(i) || self.retry(&|| (!files.is_busy(i)).then_some(()), stop).is_some()

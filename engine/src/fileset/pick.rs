@@ -1,4 +1,4 @@
-//! Entry state and picking (`fileset_pick`, `fileset_unbusy`; WML-SPEC §8.2).
+//! Entry state and picking (`fileset_pick`, `fileset_unbusy`; docs/filebench-language.md#picking).
 //!
 //! Why lock-free: Filebench serialises every pick, unbusy and close of a
 //! fileset on one `fs_pick_lock`; with a hundred threads on two cores a

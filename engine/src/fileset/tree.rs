@@ -1,4 +1,4 @@
-//! Building the in-memory fileset tree (`fileset_populate`, WML-SPEC §6.1).
+//! Building the in-memory fileset tree (`fileset_populate`, docs/filebench-language.md#fileset-trees).
 //!
 //! Why this exact walk: directory depths and widths are gamma samples from
 //! the workload's drand48 stream, interleaved with per-file size samples, in
@@ -20,7 +20,7 @@ pub struct TreeParams {
     /// `dirgamma` / 1000.
     pub dirgamma: f64,
     pub dirdepthrv: Option<Avd>,
-    /// 1.4.9.1 semantics: `size` is a gamma mean with this shape (§15).
+    /// 1.4.9.1 semantics: `size` is a gamma mean with this shape (docs/filebench-language.md#dialects).
     pub size_gamma_14: Option<f64>,
 }
 

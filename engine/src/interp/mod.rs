@@ -1,5 +1,5 @@
 //! The statement interpreter: executes a parsed script in order, as
-//! Filebench's parser does while reducing (WML-SPEC §1, §7).
+//! Filebench's parser does while reducing (docs/filebench-language.md#execution-model, #running).
 //!
 //! Why in order: `set` after a `define` still takes effect (late binding),
 //! `create files` populates with the values of that moment, and nothing after

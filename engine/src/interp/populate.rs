@@ -1,6 +1,6 @@
 //! Turning `define fileset`/`define file` into populated, created filesets
-//! (WML-SPEC §5.1, §6). Attributes are read here, at population time, which
-//! is what late binding means for filesets (§4.2).
+//! (docs/filebench-language.md#filesets, #fileset-trees). Attributes are read here, at population time, which
+//! is what late binding means for filesets (docs/filebench-language.md#when-attributes-are-read).
 
 use std::sync::Arc;
 

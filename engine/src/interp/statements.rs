@@ -1,4 +1,4 @@
-//! One method per top-level command (WML-SPEC §3, §7.3).
+//! One method per top-level command (docs/filebench-language.md#grammar, #other-commands).
 
 use super::{Interp, Outcome};
 use crate::ast::{Attrs, Dialect, QuitMode, SetValue, Stmt, TableRow, Value};

@@ -1,4 +1,4 @@
-//! Recursive-descent parser for WML (WML-SPEC §3), both dialects (§15).
+//! Recursive-descent parser for WML (docs/filebench-language.md#grammar), both dialects (#dialects).
 //!
 //! Why parse the whole file first: Filebench executes each statement as soon
 //! as it is reduced, so a syntax error on line 40 is only found after lines

@@ -1,5 +1,5 @@
-//! `set` and the random-variable forms of WML (WML-SPEC §3 `set_cmd`, §4.3,
-//! §4.4), shared by `set $v = randvar(...)` and 1.4.9.1's `define randvar`.
+//! `set` and the random-variable forms of WML (docs/filebench-language.md#grammar,
+//! #random-variables, #custom-variables), shared by `set $v = randvar(...)` and 1.4.9.1's `define randvar`.
 
 use super::{Parser, CV_ATTRS, RV_ATTRS};
 use crate::ast::*;

@@ -1,5 +1,5 @@
 //! Flowops that open, create, close, delete, stat and sync files, and the
-//! directory flowops (WML-SPEC §8.1, §9.3). Only the system call is timed,
+//! directory flowops (docs/filebench-language.md#fd-slots, #flowops). Only the system call is timed,
 //! as in Filebench; the pick happens before the clock starts.
 
 use crate::clock;

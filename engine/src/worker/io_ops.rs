@@ -1,7 +1,8 @@
-//! Data flowops: read, write, whole-file and append variants, aio (WML-SPEC
-//! §9.1-§9.3). They open their slot implicitly when it is closed, and take
-//! their buffer from the thread's memory at a random offset (or from a
-//! per-flowop buffer when the thread has no `memsize`).
+//! Data flowops: read, write, whole-file and append variants, aio
+//! (docs/filebench-language.md#io-buffers, #random-offsets, #flowops). They
+//! open their slot implicitly when it is closed, and take their buffer from
+//! the thread's memory (or from a per-flowop buffer when the thread has no
+//! `memsize`).
 
 use crate::clock;
 

@@ -1,5 +1,5 @@
-//! A worker thread: the thread loop of `flowop_start` (WML-SPEC §7.4) with
-//! its fd slots (§8.1), I/O memory (§9.1) and statistics.
+//! A worker thread: the thread loop of `flowop_start` with its fd slots, I/O
+//! memory and statistics (docs/filebench-language.md#thread-loop, #fd-slots, #io-buffers).
 //!
 //! Each process instance is a forked OS process (`crate::procs`) holding the
 //! worker threads of its thread instances, so each instance has its own file
@@ -45,7 +45,8 @@ pub enum Ret {
     Error(String),
     Done,
     /// finishoncount / finishonbytes reached: Filebench returns NORSC, which
-    /// in `timeout` mode aborts the run as an error (KNOWN-ISSUES §5); we end
+    /// in `timeout` mode aborts the run as an error
+    /// (docs/filebench-language.md#runs-that-stop-early); we end
     /// the thread (alldone) or the run (timeout, firstdone) cleanly.
     Finish(String),
 }
@@ -99,7 +100,7 @@ pub struct Shared {
     pub blocks: std::collections::HashMap<String, Vec<usize>>,
     pub sync: ShmSlice<SyncObj>,
     pub out: Arc<Output>,
-    /// 1.4.9.1 `indexed` scaling (value x entries/2, §8.2).
+    /// 1.4.9.1 `indexed` scaling (value x entries/2, docs/filebench-language.md#picking).
     pub indexed_v14: bool,
     /// `debug` >= 2: `print` flowops log their message.
     pub verbose: bool,
@@ -217,7 +218,8 @@ pub struct Worker {
     pub hist: std::cell::RefCell<Vec<Option<Histogram<u32>>>>,
     /// Latencies not yet in `hist`: recording each one directly costs a cache
     /// miss per op (a hundred threads' histograms do not stay cached), so
-    /// they are buffered and added in batches (§12.2 statistics are unchanged).
+    /// they are buffered and added in batches (the statistics of
+    /// docs/filebench-language.md#statistics are unchanged).
     pending: std::cell::RefCell<Vec<(usize, u64)>>,
     pub aux: Vec<Aux>,
     pub slots: Vec<Slot>,

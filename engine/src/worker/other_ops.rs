@@ -1,5 +1,5 @@
 //! OTHER and SYNC flowops: think time, rate limits, finish conditions,
-//! block/wakeup, semaphores, testrandvar and print (WML-SPEC §9.3, §11).
+//! block/wakeup, semaphores, testrandvar and print (docs/filebench-language.md#flowops, #rate-limits).
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;

@@ -72,7 +72,7 @@ impl EventQueue {
     pub fn clear(&self) {
         self.q.store(0, Ordering::Release);
     }
-    /// The event generator thread (`eventgen_thread`, WML-SPEC §11): every
+    /// The event generator thread (`eventgen_thread`, docs/filebench-language.md#rate-limits): every
     /// tick posts `rate x elapsed` events, the queue capped at 5 x rate.
     /// The fractional part of each tick's count is carried to the next tick,
     /// so the long-run count is the rate (Filebench truncates per tick too,

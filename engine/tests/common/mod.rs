@@ -13,7 +13,7 @@ use strata_wml::vars::Avd;
 
 /// A reference file: `personalities/…` from strata's package data, the rest under tests/data/filebench/.
 pub fn data(rel: &str) -> PathBuf {
-    // The personalities have one home, strata's package data, which mirrors ../shared/filebench.
+    // The personalities have one home: strata's package data.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     match rel.strip_prefix("personalities/") {
         Some(p) => root.join("../src/strata/workloads/personalities").join(p),
