@@ -33,6 +33,7 @@ import threading
 import time
 from pathlib import Path
 
+from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import CgroupCollector
 from strata.collectors.diskstats import DiskstatsCollector
 from strata.collectors.host import HostCollector
@@ -42,6 +43,12 @@ from strata.stack.devices.loop import LOOP
 from strata.stack.devices.loop import LoopParams as LoopDevice
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems import FilesystemParams as Filesystem
+from strata.stack.journal import Journal
+from strata.stack.vm.params import VmRuntime
+from strata.stack.vm.qemu import accel_args
+from strata.stack.vm.runtime import provision_vm
+from strata.trial import _requests
+from strata.workloads.fio import Fio
 
 provision_loop = LOOP.provision
 
@@ -49,13 +56,6 @@ provision_loop = LOOP.provision
 def provision_fs(fs, dev, journal, workdir):
     return FILESYSTEMS[fs.type].provision(fs, dev, journal, workdir)
 
-
-from strata.stack.journal import Journal
-from strata.stack.vm.params import VmRuntime
-from strata.stack.vm.qemu import accel_args
-from strata.stack.vm.runtime import provision_vm
-from strata.trial import CollectContext, _requests
-from strata.workloads.fio import Fio
 
 SIZE = "256MiB"
 RAMP_S = 2

@@ -64,7 +64,7 @@ def hog_engine_once(engine, work):
     with open(f, "w") as fh:
         fh.write(f"define process name=p {{ thread name=t,memsize=1m {{ flowop hog name=hg,value={HOG_VALUE} }} }}\n")
     out, cpu = cpu_of([engine, "run", f, "--json", "--runtime", "3"])
-    end = [json.loads(l)["data"] for l in out.stdout.splitlines() if json.loads(l)["type"] == "end"][0]
+    end = [json.loads(x)["data"] for x in out.stdout.splitlines() if json.loads(x)["type"] == "end"][0]
     return cpu * 1e9 / (end["flowops"][0]["ops"] * HOG_VALUE)
 
 

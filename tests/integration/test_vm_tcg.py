@@ -39,6 +39,8 @@ from strata.trial import _requests
 from strata.workloads.filebench import Filebench
 from strata.workloads.fio import Fio
 
+from .helpers import leftovers, strata
+
 
 def provision_loop(params, journal, workdir):
     return LOOP.provision(params, journal, workdir)
@@ -47,8 +49,6 @@ def provision_loop(params, journal, workdir):
 def provision_fs(fs, dev, journal, workdir):
     return FILESYSTEMS[fs.type].provision(fs, dev, journal, workdir)
 
-
-from .helpers import leftovers, strata
 
 pytestmark = pytest.mark.integration
 
