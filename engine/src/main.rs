@@ -15,7 +15,8 @@ use strata_wml::report::{CheckError, ErrorOut};
 use strata_wml::vars::Avd;
 use strata_wml::{parser, runner, WmlError};
 
-const USAGE: &str = "usage: strata-wml run FILE.f [--set '$var=value']... [--runtime S] [--json]
+const USAGE: &str =
+    "usage: strata-wml run FILE.f [--set '$var=value']... [--runtime S] [--json] [--ready-file F --go-file G]
        strata-wml check FILE.f [--set '$var=value']... [--json]
        strata-wml create FILE.f [--set '$var=value']...   (create the filesets, list their files)";
 
@@ -70,6 +71,8 @@ fn parse_cli() -> anyhow::Result<Cli> {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--json" => cli.json = true,
+            "--ready-file" => cli.opts.ready_file = Some(args.next().context("--ready-file needs a path")?.into()),
+            "--go-file" => cli.opts.go_file = Some(args.next().context("--go-file needs a path")?.into()),
             "--set" => cli.opts.sets.push(parse_set(&args.next().context("--set needs a value")?)?),
             "--runtime" => {
                 let v = args.next().context("--runtime needs seconds")?;

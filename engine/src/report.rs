@@ -166,6 +166,9 @@ pub struct FlowopOut {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct End {
+    /// Wall clock (Unix seconds) when the measured run started: after the filesets and the barrier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
     pub runtime_s: f64,
     pub stopped_early: bool,
     pub reason: Option<String>,
@@ -287,5 +290,5 @@ pub fn end_data(
             }
         })
         .collect();
-    End { runtime_s: secs, stopped_early: stopped.0, reason: stopped.1, summary, flowops }
+    End { started_unix_s: None, runtime_s: secs, stopped_early: stopped.0, reason: stopped.1, summary, flowops }
 }

@@ -272,3 +272,35 @@ fn check_reports_every_error_with_its_place() {
     let out = bin().args(["check", &f.to_string_lossy(), "--json", "--set", "$undefined=4k"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
 }
+
+#[test]
+fn the_run_waits_at_the_start_barrier_after_its_filesets() {
+    // --ready-file once the filesets exist, then nothing runs until --go-file appears; the end record
+    // says when the measured run started, so instances' windows compare on the wall clock.
+    let tmp = tempdir();
+    let ready = tmp.path().join("ready");
+    let go = tmp.path().join("go");
+    let dir = tmp.path().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    let mut child = bin()
+        .args(["run", &data("1.5-alpha3/psrun-misc.f").to_string_lossy(), "--json", "--runtime", "1"])
+        .args(["--set", &format!("$dir={}", dir.display())])
+        .args(["--ready-file", &ready.to_string_lossy(), "--go-file", &go.to_string_lossy()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ready.exists() {
+        assert!(std::time::Instant::now() < deadline, "the engine never said it was ready");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    assert!(child.try_wait().unwrap().is_none(), "the run did not wait for the go file");
+    let released = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let Some(Envelope::End(end)) = envelopes(&out.stdout).pop() else { panic!("no end envelope") };
+    let started = end.started_unix_s.expect("the end record carries the start");
+    assert!(started >= released - 0.01 && started < released + 5.0, "started {started}, released {released}");
+}

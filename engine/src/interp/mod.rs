@@ -34,6 +34,10 @@ pub struct Options {
     pub check_only: bool,
     /// Memory the run may use instead of what this machine has (tests).
     pub memory_bytes: Option<u64>,
+    /// `--ready-file F`: written (the wall clock, seconds) once the filesets exist, before the run.
+    pub ready_file: Option<std::path::PathBuf>,
+    /// `--go-file F`: the run starts only once F exists (a start barrier across instances).
+    pub go_file: Option<std::path::PathBuf>,
 }
 
 /// How the script ended.

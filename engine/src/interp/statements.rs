@@ -286,6 +286,8 @@ impl Interp {
             },
         );
         self.create_filesets()?;
+        self.barrier()?;
+        let started = unix_now();
         let params = RunParams {
             runtime_s: secs,
             psrun_period: period,
@@ -298,7 +300,7 @@ impl Interp {
         };
         let fs = self.filesets.clone().unwrap_or_default();
         let r = runner::run(&model, fs, &params, self.out.clone());
-        self.report(&model, &r, period);
+        self.report(&model, &r, period, started);
         let exit_code = match r.stop_kind {
             Some(StopKind::Norsc) | Some(StopKind::Error) => 1,
             _ if r.stopped_early && SIGNALED.load(std::sync::atomic::Ordering::Relaxed) != 0 => 1,
@@ -307,7 +309,25 @@ impl Interp {
         Ok(Outcome { exit_code, model: Some(model), result: Some(r) })
     }
 
-    fn report(&self, model: &RunModel, r: &runner::RunResult, period: Option<i64>) {
+    /// `--ready-file`/`--go-file`: say the filesets exist, then wait for the start of every instance, so
+    /// that fileset creation stays outside the measured window of a multi-instance run.
+    fn barrier(&self) -> Result<()> {
+        if let Some(ready) = &self.opts.ready_file {
+            std::fs::write(ready, format!("{:.6}\n", unix_now()))
+                .map_err(|e| WmlError::io(format!("cannot write the ready file {}", ready.display()), e))?;
+        }
+        if let Some(go) = &self.opts.go_file {
+            while !go.exists() {
+                if SIGNALED.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+                    return Err(WmlError::Runtime("stopped by a signal while waiting at the start barrier".into()));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        Ok(())
+    }
+
+    fn report(&self, model: &RunModel, r: &runner::RunResult, period: Option<i64>, started: f64) {
         if let Some(reason) = &r.reason {
             let prefix = if r.stop_kind == Some(StopKind::Done) { "" } else { "WARNING! Run stopped early: " };
             self.out.warn(&format!("{prefix}{reason}"));
@@ -321,7 +341,7 @@ impl Interp {
             self.out.log("Statistics above are from a run that stopped early");
         }
         self.out.log("Shutting down processes");
-        let end = report::end_data(
+        let mut end = report::end_data(
             model,
             &r.totals,
             &r.hists,
@@ -329,6 +349,12 @@ impl Interp {
             (r.stopped_early, r.reason.clone()),
             r.tail.is_some(),
         );
+        end.started_unix_s = Some(started);
         self.out.emit("end", &end);
     }
+}
+
+/// Seconds since the Unix epoch, as the wall clock says (comparable across instances on one host).
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
