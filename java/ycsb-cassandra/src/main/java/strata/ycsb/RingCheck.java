@@ -8,7 +8,7 @@ import com.datastax.driver.core.ConsistencyLevel;
 import com.datastax.driver.core.Row;
 import com.datastax.driver.core.Session;
 import com.datastax.driver.core.SimpleStatement;
-import com.datastax.driver.core.policies.RoundRobinPolicy;
+import com.datastax.driver.core.policies.DCAwareRoundRobinPolicy;
 import com.datastax.driver.core.policies.WhiteListPolicy;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -68,7 +68,7 @@ public final class RingCheck {
   private static Cluster only(String host, int port) {
     InetSocketAddress addr = new InetSocketAddress(host, port);
     return Cluster.builder().addContactPointsWithPorts(addr).withoutJMXReporting()
-        .withLoadBalancingPolicy(new WhiteListPolicy(new RoundRobinPolicy(), Collections.singletonList(addr)))
+        .withLoadBalancingPolicy(new WhiteListPolicy(DCAwareRoundRobinPolicy.builder().build(), Collections.singletonList(addr)))
         .build();
   }
 
