@@ -142,7 +142,7 @@ def test_killed_node_makes_the_client_fail_fast(ext4, homes, tmp_path):
         client.run_client(client.ClientRun("load", client.workload_file("a"), (cfg.address,), tmp_path / "load",
                                            records=1000, threads=2), lib, timeout_s=600)
         run = client.ClientRun("run", client.workload_file("a"), (cfg.address,), tmp_path / "run", records=1000,
-                               operations=0, runtime_s=300, threads=2, create_schema=False)
+                               runtime_s=300, threads=2, create_schema=False)
         t0 = time.monotonic()
         proc = client.start_client(run, lib)
         wait_for(lambda: any(p.operations > 0 for p in
@@ -234,7 +234,7 @@ def test_single_node_in_a_container(ext4, homes, tmp_path):
             assert list((data / "data").glob("ycsb/usertable-*"))     # on the bind mount, on ext4
             # a container killed mid-run: the client stops at once, saying why
             run = client.ClientRun("run", client.workload_file("a"), (cfg.address,), tmp_path / "kill",
-                                   records=2000, operations=0, runtime_s=300, threads=2, create_schema=False)
+                                   records=2000, runtime_s=300, threads=2, create_schema=False)
             t0 = time.monotonic()
             proc = client.start_client(run, homes[1] / "lib")
             wait_for(lambda: any(p.operations > 0 for p in parse.parse_status(

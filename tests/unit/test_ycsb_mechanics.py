@@ -139,7 +139,7 @@ def test_own_workload_file_and_bad_names(tmp_path):
 
 def test_client_argv(tmp_path):
     run = client.ClientRun("run", client.workload_file("a"), ("127.0.1.1", "127.0.1.2"), tmp_path, records=5000,
-                           runtime_s=30, operations=0, threads=16, target_ops_s=2000, replication_factor=2,
+                           runtime_s=30, threads=16, target_ops_s=2000, replication_factor=2,
                            create_schema=False, data_integrity=True, extra={"requestdistribution": "uniform"})
     argv = client.client_argv(run, Path("/cache/lib"))
     assert argv[:2] == ["java", "-Xmx512m"] and argv[argv.index("-cp") + 1] == "/cache/lib/*"
@@ -148,11 +148,13 @@ def test_client_argv(tmp_path):
     assert argv[argv.index("-target") + 1] == "2000" and "-s" in argv
     p = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-p")
     assert p["hosts"] == "127.0.1.1,127.0.1.2" and p["recordcount"] == "5000"
-    assert p["operationcount"] == "0" and p["maxexecutiontime"] == "30" and p["threadcount"] == "16"
+    assert p["operationcount"] == "2147483647" and p["maxexecutiontime"] == "30" and p["threadcount"] == "16"
     assert p["measurementtype"] == "hdrhistogram" and p["hdrhistogram.fileoutput"] == "true"
     assert p["hdrhistogram.output.path"] == f"{tmp_path}/hdr/" and p["status.interval"] == "1"
     assert p["cassandra.replicationfactor"] == "2" and p["cassandra.createschema"] == "false"
     assert p["dataintegrity"] == "true" and p["requestdistribution"] == "uniform"
+    with pytest.raises(ValueError, match="at least 1"):
+        client.ClientRun("run", client.workload_file("a"), ("h",), tmp_path, operations=0)
     load = client.client_argv(client.ClientRun("load", client.workload_file("d"), ("h",), tmp_path), Path("/l"))
     assert "-load" in load and "recordcount=" not in " ".join(load) and "-target" not in load
 
@@ -163,8 +165,7 @@ def test_ring_check_argv():
 
 
 def test_client_failure_names_the_fatal_reason():
-    err = ("2026-11-23 09:06:00:768 3 sec: 10 operations;\n"
-           "[strata-cassandra] FATAL: no Cassandra node is up (read of user1): All host(s) tried\n")
+    err = (DATA / "killed-node-stderr.txt").read_text()   # the node was killed mid-run
     f = client.client_failure("run", 3, err)
     assert isinstance(f, TrialFailure) and "no Cassandra node is up" in str(f) and f.category == "tool_error"
     assert "exited with 1" in str(client.client_failure("load", 1, "Exception in thread main"))

@@ -37,6 +37,7 @@ FATAL_EXIT = 3
 PERCENTILES = "50,95,99,99.9"
 DEFAULT_CLIENT_HEAP = "512m"
 STDERR_TAIL_CHARS = 4000
+UNBOUNDED_OPERATIONS = 2**31 - 1   # YCSB reads operationcount as a Java int
 
 
 def workload_file(name: str) -> Path:
@@ -57,7 +58,7 @@ class ClientRun:
     hosts: tuple[str, ...]
     out_dir: Path
     records: int | None = None          # recordcount (None: the file's)
-    operations: int | None = None       # operationcount (None: the file's; 0 with runtime_s: unbounded)
+    operations: int | None = None       # operationcount (None: the file's, or unbounded when runtime_s is set)
     runtime_s: int | None = None        # maxexecutiontime
     threads: int = 1
     target_ops_s: int | None = None     # -target: offered rate of this client (None: as fast as it goes)
@@ -77,6 +78,9 @@ class ClientRun:
             raise ValueError(f"phase must be load or run, not {self.phase!r}")
         if not self.hosts:
             raise ValueError("a YCSB client needs at least one host")
+        if self.operations is not None and self.operations < 1:
+            # YCSB 0.17.0 starts min(threads, operationcount) threads: none for 0
+            raise ValueError("operations must be at least 1 (leave it unset and give runtime_s for a timed run)")
 
 
 def properties(run: ClientRun) -> dict[str, str]:
@@ -89,7 +93,10 @@ def properties(run: ClientRun) -> dict[str, str]:
          "threadcount": str(run.threads), "status.interval": "1",
          "measurementtype": "hdrhistogram", "hdrhistogram.fileoutput": "true",
          "hdrhistogram.output.path": f"{run.out_dir / 'hdr'}/", "hdrhistogram.percentiles": PERCENTILES}
-    for key, value in (("recordcount", run.records), ("operationcount", run.operations),
+    operations = run.operations
+    if operations is None and run.runtime_s:
+        operations = UNBOUNDED_OPERATIONS   # the time limit ends the run
+    for key, value in (("recordcount", run.records), ("operationcount", operations),
                        ("maxexecutiontime", run.runtime_s), ("insertstart", run.insert_start),
                        ("insertcount", run.insert_count)):
         if value is not None:
