@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
+import strata.stack.docker  # noqa: F401  registers the undo of the `container` journal kind
 from strata.stack.dockerd import docker
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import cmdline, is_running, remove_tree, signal_and_wait
