@@ -280,7 +280,8 @@ def test_jars_need_no_network_once_cached(homes, tmp_path, monkeypatch):
     """With Maven Central unreachable: the cached jars are used as they are, a changed binding
     builds offline from strata's Maven repository, and an empty cache is a clear StrataError."""
     settings = tmp_path / "settings.xml"
-    settings.write_text("<settings><mirrors><mirror><id>nowhere</id><mirrorOf>*</mirrorOf>"
+    # the mirror keeps Central's id: Maven ties cached artifacts to the id they came from
+    settings.write_text("<settings><mirrors><mirror><id>central</id><mirrorOf>*</mirrorOf>"
                         "<url>http://127.0.0.1:9/</url></mirror></mirrors></settings>\n")
     monkeypatch.setenv("STRATA_MAVEN_SETTINGS", str(settings))
     assert jars.ensure_cassandra() == homes[0] and jars.ensure_ycsb() == homes[1]
@@ -297,4 +298,5 @@ def test_jars_need_no_network_once_cached(homes, tmp_path, monkeypatch):
     with pytest.raises(StrataError) as e:
         jars.ensure_cassandra()
     assert "Maven could not fetch Cassandra" in str(e.value) and "Maven Central" in e.value.fix
+    assert "127.0.0.1:9" in str(e.value) and "full stack trace" not in str(e.value)   # Maven's reason, not its advice
     assert not list((tmp_path / "empty-cache").glob("cassandra-*"))

@@ -306,6 +306,9 @@ def test_missing_maven_is_a_clear_error(monkeypatch):
         jars._check_tools()
     assert "jdk" in jars._maven_fix("[ERROR] No compiler is provided in this environment")
     assert "Maven Central" in jars._maven_fix("[ERROR] Could not transfer artifact")
+    out = ("\x1b[0m\x1b[0m[ERROR] Plugin x could not be resolved: Cannot access central -> [Help 1]\n[ERROR] \n"
+           "[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.\n")
+    assert jars._maven_reason(out) == "[ERROR] Plugin x could not be resolved: Cannot access central -> [Help 1]"
 
 
 def test_image_key_follows_the_jars(tmp_path):

@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -141,7 +142,7 @@ def _check_tools() -> str:
 def _maven(project: Path, goals: list[str], what: str) -> None:
     """Offline first; online only when something is missing from strata's Maven repository."""
     mvn = _check_tools()
-    base = [mvn, "-B", "-q", f"-Dmaven.repo.local={maven_repo()}", "-f", str(project / "pom.xml")]
+    base = [mvn, "-B", "-q", "-Dstyle.color=never", f"-Dmaven.repo.local={maven_repo()}", "-f", str(project / "pom.xml")]
     settings = os.environ.get("STRATA_MAVEN_SETTINGS")
     if settings:
         base += ["-s", settings]
@@ -160,8 +161,14 @@ def _maven(project: Path, goals: list[str], what: str) -> None:
                       _maven_fix(out))
 
 
+BOILERPLATE = ("To see the full stack trace", "Re-run Maven", "For more information", "[Help ")
+
+
 def _maven_reason(out: str) -> str:
-    lines = [l for l in out.splitlines() if l.startswith("[ERROR]") and l.strip() != "[ERROR]"]
+    """Maven's own error lines, without its advice boilerplate (and without colour codes)."""
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    lines = [l for l in out.splitlines() if l.startswith("[ERROR]") and l.strip() != "[ERROR]"
+             and not l[len("[ERROR] "):].startswith(BOILERPLATE)]
     return "\n".join((lines or out.splitlines())[:6])[-2000:]
 
 
