@@ -64,7 +64,7 @@ def run_clients(n_procs: int, threads: int, workload: str, args, host: str, lib:
     t0 = time.monotonic()
     procs = [client.start_client(r, lib) for r in runs]
     samples, first_op = [], None
-    while any(p.poll() is None for p in procs):
+    while not all(client.exited(p) for p in procs):
         samples.append((time.monotonic(), sum(proc_cpu_s(p.pid) for p in procs), proc_cpu_s(node_pid),
                         host_busy_s()))
         if first_op is None and all(any(s.operations > 0 for s in parse.parse_status(

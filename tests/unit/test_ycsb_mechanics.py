@@ -174,6 +174,10 @@ def test_client_failure_names_the_fatal_reason():
 def test_wait_client_measures_cpu_and_fails_on_exit_code(tmp_path):
     run = client.ClientRun("run", client.workload_file("a"), ("h",), tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "sum(range(3_000_000))"])
+    deadline = time.monotonic() + 60
+    while not client.exited(proc) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.exited(proc)                      # watched without reaping: the CPU time is still there
     res = client.wait_client(proc, run, time.monotonic(), timeout_s=60)
     assert res.returncode == 0 and res.cpu_s > 0 and 0 < res.cpu_share(cores=1)
     (tmp_path / "stderr.txt").write_text("[strata-cassandra] FATAL: cannot connect to Cassandra\n")

@@ -18,7 +18,7 @@ natively or in a container (`--network host`); only the paths as the node sees t
 - Ready means: the log says "Starting listening for CQL clients" AND the CQL port accepts a
   connection. A node that exits or is not ready in time fails with the tail of its log.
 - JMX stays off (nodetool would need one JMX port per node); cluster health is checked over CQL
-  by the binding's RingCheck (see `ring_check_argv`).
+  by the binding's RingCheck (client.ring_check_argv).
 """
 
 from __future__ import annotations

@@ -147,8 +147,16 @@ def start_client(run: ClientRun, lib_dir: Path) -> subprocess.Popen:
                                 start_new_session=True)
 
 
+def exited(proc: subprocess.Popen) -> bool:
+    """Has the client ended? Without reaping it (Popen.poll would, and its CPU time with it)."""
+    info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    return info is not None and info.si_pid == proc.pid
+
+
 def wait_client(proc: subprocess.Popen, run: ClientRun, t0: float, timeout_s: float) -> ClientResult:
-    """Wait (killing the client at the deadline) and fail the trial on any non-zero exit."""
+    """Wait (killing the client at the deadline) and fail the trial on any non-zero exit.
+
+    The client must not have been reaped already (use `exited`, not Popen.poll, to watch it)."""
     deadline = t0 + timeout_s
     while True:
         pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)

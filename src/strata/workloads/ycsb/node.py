@@ -110,7 +110,8 @@ def _marker(conf_dir: str) -> str:
 @contextlib.contextmanager
 def native_node(cfg: NodeConfig, jar_names: list[str], journal: Journal, log_path: Path,
                 java: str = "java") -> Iterator[Node]:
-    """Start a node as a JVM on the host (cfg paths are host paths); stop it on the way out."""
+    """Start a node as a JVM on the host (cfg paths are host paths, the data dir already made,
+    e.g. by node_dir); stop it on the way out."""
     stage(cfg, Path(cfg.conf_dir))
     argv = cassandra.node_argv(cfg, jar_names, java)
     seq = journal.intent("cassandra-jvm", marker=_marker(cfg.conf_dir))
