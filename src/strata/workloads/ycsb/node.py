@@ -20,7 +20,7 @@ import shlex
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -45,6 +45,8 @@ class Node:
     pid: int | None = None          # native
     socket: str | None = None       # container: the daemon
     container: str | None = None
+    started_at: float = field(default_factory=time.monotonic)   # when it was launched
+
 
     def read_log(self) -> str:
         try:
@@ -61,8 +63,10 @@ class Node:
         return bool(self.container) and _inspect(self.socket, self.container, "{{.State.OOMKilled}}") == "true"
 
     def wait_ready(self, timeout_s: float = cassandra.START_TIMEOUT_S) -> float:
-        return cassandra.wait_ready(self.cfg.address, self.read_log, self.alive, timeout_s=timeout_s,
-                                    what=f"Cassandra node {self.cfg.index} of {self.cfg.cluster_name}")
+        """Seconds from launch to ready (the timeout counts from this call)."""
+        cassandra.wait_ready(self.cfg.address, self.read_log, self.alive, timeout_s=timeout_s,
+                             what=f"Cassandra node {self.cfg.index} of {self.cfg.cluster_name}")
+        return time.monotonic() - self.started_at
 
     def kill(self) -> None:
         """SIGKILL, as a crash would (tests of failure handling)."""
