@@ -107,7 +107,7 @@ def main() -> int:
                     res[label]["mem_end_mib"] = memory_mib(n)
                     text = n.read_log()
                     print(f"{label} log: {text.count('GCInspector')} long-GC lines, "
-                          f"{sum(l.startswith("WARN") for l in text.splitlines())} WARN lines")
+                          f"{sum(l.startswith('WARN') for l in text.splitlines())} WARN lines")
     finally:
         with contextlib.suppress(Exception):
             journal.close()
