@@ -8,7 +8,7 @@ system being measured.
 
 Journal kinds: `cassandra-jvm` (a native JVM, found again by its command line, which names
 its unique conf dir) and `ycsb-dir` (a directory strata made for a node: conf, data). A
-container is journaled with strata.stack.docker's `container` kind (`docker rm -f`).
+container is journaled with the docker runtime's `container` kind (`docker rm -f`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-import strata.stack.docker  # noqa: F401  registers the undo of the `container` journal kind
+import strata.stack.runtimes.docker.containers  # noqa: F401  registers the undo of the `container` journal kind
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import cmdline, is_running, remove_tree, signal_and_wait
 from strata.stack.runtimes.docker.client import docker
