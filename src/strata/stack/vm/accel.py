@@ -20,8 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from strata.stack.buildcache import images_dir
 from strata.stack.journal import Journal
-from strata.stack.runtimes.docker.image import images_dir
 from strata.stack.vm.agent import PROBE_MARK, TAGS
 from strata.stack.vm.guest import Guest
 from strata.stack.vm.qemu import (

@@ -37,9 +37,9 @@ from typing import Mapping
 
 from strata.errors import StrataError
 from strata.proc import CommandError, sh
+from strata.stack.buildcache import SUITE, build_lock, debian_mirror, images_dir, scratch
 from strata.stack.journal import Journal
 from strata.stack.runtimes.docker.cmdline import OUT_DIR, SYNC_DIR
-from strata.stack.runtimes.docker.image import SUITE, _build_lock, _scratch, debian_mirror, images_dir
 from strata.stack.vm.agent import AGENT_PATH, DATA_DIR, agent_script
 
 PACKAGES = (
@@ -173,7 +173,7 @@ def ensure_guest(extra_files: Mapping[str, Path] | None = None) -> Guest:
     found = load_guest(guest_dir(key))
     if found:
         return found
-    with _build_lock():
+    with build_lock():
         found = load_guest(guest_dir(key))
         if found:
             return found
@@ -197,7 +197,7 @@ def base_tarball(journal: Journal) -> Path:
     if not shutil.which("debootstrap"):
         raise StrataError("debootstrap is not installed", "apt-get install debootstrap")
     mirror = debian_mirror()
-    with _scratch(journal, "guest-rootfs") as root:
+    with scratch(journal, "guest-rootfs") as root:
         try:
             sh(
                 ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(root), mirror],
@@ -265,7 +265,7 @@ def _small_initramfs(root: Path, version: str) -> None:
 
 def _build_guest(journal: Journal, base: Path, key: str, extra_files: Mapping[str, Path]) -> None:
     final = guest_dir(key)
-    with _scratch(journal, f"strata-guest-{key}-tmp") as work:
+    with scratch(journal, f"strata-guest-{key}-tmp") as work:
         tree = work / "tree"
         tree.mkdir()
         sh(["tar", "-C", str(tree), "--numeric-owner", "-xf", str(base)], timeout=BUILD_TIMEOUT_S)

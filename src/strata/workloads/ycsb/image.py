@@ -18,17 +18,10 @@ import secrets
 import shutil
 from pathlib import Path
 
+from strata.stack.buildcache import build_lock, images_dir, scratch
 from strata.stack.journal import Journal
 from strata.stack.runtimes.docker import client as dk
-from strata.stack.runtimes.docker.image import (
-    BASE_TAG,
-    BUILD_TIMEOUT_S,
-    _build_in_private_daemon,
-    _build_lock,
-    _scratch,
-    base_tarball,
-    images_dir,
-)
+from strata.stack.runtimes.docker.image import BASE_TAG, BUILD_TIMEOUT_S, _build_in_private_daemon, base_tarball
 from strata.workloads.ycsb import jars
 from strata.workloads.ycsb.node import CONF_IN_CONTAINER, DATA_IN_CONTAINER, LIB_IN_CONTAINER, LOG_IN_CONTAINER
 
@@ -62,13 +55,13 @@ def build_image_tarball(cassandra_home: Path | None = None) -> Path:
     out = tarball_path(home)
     if out.exists():
         return out
-    with _build_lock():
+    with build_lock():
         if out.exists():
             return out
         journal = Journal(f"image-build-{os.getpid()}-{secrets.token_hex(2)}")
         try:
             base = base_tarball(journal)
-            with _scratch(journal, "ctx-cassandra") as ctx:
+            with scratch(journal, "ctx-cassandra") as ctx:
                 (ctx / "Dockerfile").write_text(DOCKERFILE)
                 shutil.copytree(home / "lib", ctx / "lib")
                 _build_in_private_daemon(journal, base, ctx, image_tag(home), out)
