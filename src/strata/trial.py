@@ -121,7 +121,8 @@ def _measure(trial, device, session, store, result: dict) -> None:
     art = store.artifacts_dir(trial.id)
     drop_caches()
     samplers: list[Sampler] = []
-    with session.path(trial.path, art, load) as handle:
+    n = wl.instances(params, load)  # a path per instance (a cluster's nodes may outnumber the containers)
+    with session.path(trial.path, art, load if n == load.containers else load.model_copy(update={"containers": n})) as handle:
         requests = _requests(wl, params, load, session, handle, art)
         sync_dir = art / "sync"
         sync_dir.mkdir(exist_ok=True)
@@ -180,10 +181,11 @@ def _collector(device, running, samplers: list):
 
 
 def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
-    """One instance per container, each with its own out dir (the workload's files staged in it)."""
+    """One instance per container (or as many as the workload runs), each with its own out dir (the
+    workload's files staged in it)."""
     requests = []
     image = wl.image(params)
-    for i in range(load.containers):
+    for i in range(wl.instances(params, load)):
         out = art / f"inst-{i}"
         out.mkdir(parents=True, exist_ok=True)
         wl.stage(params, out)

@@ -22,6 +22,7 @@ from strata.experiment.model import Experiment
 from strata.params import Load
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.workloads import REGISTRY as WORKLOADS
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
         return f"concurrent instances need a runtime that runs several (the {rt.name} runtime runs one)"
     if not load.limits.is_empty() and not plugin.limits:
         return f"limits need a runtime that applies them (the {rt.name} runtime does not)"
-    return plugin.impossible(rt, fs)
+    return plugin.impossible(rt, fs) or WORKLOADS[workload.type].impossible(workload, plugin)
 
 
 def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], list[Skipped]]:

@@ -54,7 +54,9 @@ class Plan:
 def resolve(exp, workloads, host: dict) -> Plan:
     trials, skipped = expand(exp, workloads)
     plan = Plan(trials, skipped)
-    errors = _device_errors(exp, plan) + _fit_errors(exp, trials) + _workload_errors(workloads)
+    errors = (
+        _device_errors(exp, plan) + _fit_errors(exp, trials) + _workload_errors(workloads) + _load_errors(exp, trials)
+    )
     if errors:
         raise SpecErrors(errors, "plan")
     cache: dict[tuple, str | None] = {}
@@ -127,6 +129,18 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
                     f"make device {t.device.name} larger or the workload's `size` smaller",
                 )
             )
+    return errors
+
+
+def _load_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
+    """Each workload's check of the loads it runs under (a memory limit below what a database node needs)."""
+    errors, seen = [], set()
+    for t in trials:
+        for key, problem, fix in WORKLOADS[t.workload.type].problems(t.workload, t.load):
+            where = f"loads[{exp.loads.index(t.load)}].{key}" if t.load in exp.loads else f"loads ({t.load.name}).{key}"
+            if (where, problem) not in seen:
+                seen.add((where, problem))
+                errors.append((where, f"{problem} (workload {t.workload.name})", fix))
     return errors
 
 
