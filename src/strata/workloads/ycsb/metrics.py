@@ -88,7 +88,7 @@ def _direction(agg: dict, dirs: list[Path], ops: tuple[str, ...], wall_s: float)
     n = sum(agg["operations"].get(op, 0) for op in ops)
     hists = [h for op, h in yp.merged_histograms([d / "hdr" for d in dirs]).items() if op in ops]
     lat = yp.latency(hdr.merge(hists))
-    total_ops = sum(agg["operations"].values()) or 1
+    total_ops = sum(n for op, n in agg["operations"].items() if op != "VERIFY") or 1
     iops = (agg["throughput_ops_s"] or 0) * n / total_ops
     ns = {k.removesuffix("_us"): (v * 1000 if v is not None else None) for k, v in lat.items() if k != "n"}
     return {"iops": iops, "ops": n, "lat_ns": {"n": lat["n"], **ns}}
