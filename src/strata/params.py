@@ -59,14 +59,38 @@ class Load(Strict):
         default=1, ge=1, le=4096, description="parallel jobs per instance (threads, for workloads that set them)"
     )
     iodepth: int = Field(default=1, ge=1, le=65536, description="I/Os in flight per job")
-    containers: int = Field(default=1, ge=1, le=256, description="concurrent instances, synchronized start")
+    containers: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="concurrent instances, synchronized start; `auto`: 1, 2, 3, ... until the aggregate "
+        "throughput has fallen at two consecutive counts (at most `max_containers`), the peak stored with the run",
+    )
+    scale: Literal["fixed", "auto"] = Field(default="fixed", description="`auto` when `containers: auto`")
+    max_containers: int = Field(default=16, ge=2, le=256, description="`containers: auto`: the largest count tried")
     limits: Limits = Field(default_factory=Limits, description="per-container cgroup limits")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("containers"), str) and data["containers"] == "auto":
+            data = {**data, "containers": 1, "scale": "auto"}
+        return data
+
+    def with_containers(self, n: int) -> "Load":
+        """The same load at another count (`containers: auto`); a generated name follows the count."""
+        name = self.name if self.name != _default_name(self) else ""
+        return Load.model_validate({**self.model_dump(), "containers": n, "name": f"{name}x{n}c" if name else ""})
 
     @model_validator(mode="after")
     def _name(self):
         if not self.name:
-            name = f"j{self.numjobs}xqd{self.iodepth}"
-            if self.containers > 1:
-                name += f"x{self.containers}c"
-            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "name", _default_name(self))
         return self
+
+
+def _default_name(load: Load) -> str:
+    name = f"j{load.numjobs}xqd{load.iodepth}"
+    if load.containers > 1 or load.scale == "auto":
+        name += f"x{load.containers}c"
+    return name

@@ -42,7 +42,7 @@ class Trial:
             "runtime": self.runtime.model_dump(),
             "path": self.path,
             "workload": self.workload.model_dump(),
-            "load": self.load.model_dump(),
+            "load": load_dump(self.load),
             "repetition": self.repetition,
         }
 
@@ -72,6 +72,16 @@ class Trial:
         return f"{self.stack} {self.workload.name} {self.load.name} #{self.repetition}"
 
 
+def load_dump(load: Load) -> dict:
+    """The load as stored and hashed; a fixed count leaves out the keys of `containers: auto`, so the ids
+    (and stored results) of every load without it stay what they were before `auto` existed."""
+    d = load.model_dump()
+    if load.scale == "fixed":
+        d.pop("scale", None)
+        d.pop("max_containers", None)
+    return d
+
+
 @dataclass(frozen=True)
 class Skipped:
     label: str
@@ -88,11 +98,14 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
     plugin = RUNTIMES[rt.type]
     if path not in plugin.paths:
         return f"the {rt.name} runtime has no {path} path (it provides: {', '.join(plugin.paths)})"
-    if load.containers > 1 and not plugin.concurrent:
+    if (load.containers > 1 or load.scale == "auto") and not plugin.concurrent:
         return f"concurrent instances need a runtime that runs several (the {rt.name} runtime runs one)"
     if not load.limits.is_empty() and not plugin.limits:
         return f"limits need a runtime that applies them (the {rt.name} runtime does not)"
-    return plugin.impossible(rt, fs) or WORKLOADS[workload.type].impossible(workload, plugin)
+    reason = plugin.impossible(rt, fs)
+    if reason is None and workload is not None:
+        reason = WORKLOADS[workload.type].impossible(workload, plugin)
+    return reason
 
 
 def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], list[Skipped]]:
