@@ -41,11 +41,24 @@ class Limits(Strict):
     write_bps: int | None = Field(default=None, ge=1, le=1 << 50, description="bytes/s on the device under test")
     read_iops: int | None = Field(default=None, gt=0, le=1 << 40, description="IOPS on the device under test")
     write_iops: int | None = Field(default=None, gt=0, le=1 << 40, description="IOPS on the device under test")
+    preset: Literal["CPU", "MEM", "BW", "CPU+MEM", "ALL", "none"] | None = Field(
+        default=None,
+        description="study 003's Table 2: the host's cores, memory and device bandwidth divided by `share`, "
+        "resolved on the host when the trial runs (`limits: MEM` is short for `{preset: MEM}`); values given "
+        "beside it override it",
+    )
+    share: int = Field(default=8, ge=1, le=256, description="a preset gives each container 1/share of the host")
 
     _sizes = field_validator("memory", "read_bps", "write_bps", mode="before")(size_field)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_name(cls, data):
+        return {"preset": data} if isinstance(data, str) else data
+
     def is_empty(self) -> bool:
-        return all(v is None for v in self.model_dump().values())
+        values = self.model_dump(exclude={"preset", "share"})
+        return all(v is None for v in values.values()) and self.preset in (None, "none")
 
 
 LOAD_PRESETS = {"low": {"numjobs": 1, "iodepth": 1}, "high": {"numjobs": 32, "iodepth": 32}}
@@ -93,4 +106,6 @@ def _default_name(load: Load) -> str:
     name = f"j{load.numjobs}xqd{load.iodepth}"
     if load.containers > 1 or load.scale == "auto":
         name += f"x{load.containers}c"
+    if load.limits.preset:
+        name += f"-{load.limits.preset}"
     return name

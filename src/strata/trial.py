@@ -17,7 +17,7 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
-from strata import validity
+from strata import presets, validity
 from strata.collectors import REGISTRY as COLLECTORS
 from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import final_counters
@@ -117,7 +117,8 @@ def _watch(device, session):
 
 def _measure(trial, device, session, store, result: dict) -> None:
     """Provision the path, run the workload's measured phase under the collectors, parse, judge."""
-    wl, params, load = WORKLOADS[trial.workload.type], trial.workload, trial.load
+    wl, params = WORKLOADS[trial.workload.type], trial.workload
+    load = _resolved_load(trial.load, device, result)
     art = store.artifacts_dir(trial.id)
     drop_caches()
     samplers: list[Sampler] = []
@@ -152,6 +153,23 @@ def _measure(trial, device, session, store, result: dict) -> None:
         summary["cgroups_final"] = finals
     result["metrics"], result["collectors"] = parsed.metrics, summary
     _judge(trial, wl, device, session, parsed, outputs, summary, result)
+
+
+def _resolved_load(load, device, result: dict):
+    """A limits preset (presets.py) as numbers for this host and device, recorded with the result."""
+    if not load.limits.preset:
+        return load
+    from strata.host import host_facts
+
+    facts = result.get("host") or {}
+    cores = facts.get("cpus") or os.cpu_count() or 1
+    memory = facts.get("memory_bytes") or host_facts()["memory_bytes"]
+    bps = presets.device_read_bps(device.path) if presets.needs_bandwidth(load.limits) else None
+    load, record = presets.resolve(load, cores, memory, bps)
+    if record:
+        record["basis"]["measured_by"] = f"fio: sequential 1 MiB O_DIRECT reads of {device.path}, read-only"
+        result["stack_facts"]["limits"] = record
+    return load
 
 
 def _layers_alive(watch, outputs) -> None:

@@ -333,3 +333,44 @@ def test_fixed_loads_keep_their_stored_form():
     from strata.experiment.expand import load_dump
 
     assert "scale" not in load_dump(Load(containers=2)) and load_dump(Load(scale="auto"))["scale"] == "auto"
+
+
+# ---- limit presets (003 Table 2) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "preset,expected",
+    [
+        ("none", {}),
+        ("CPU", {"cpus": 6.0}),
+        ("MEM", {"memory": 6 * GiB}),
+        ("BW", {"read_bps": 400_000_000, "write_bps": 400_000_000}),
+        ("CPU+MEM", {"cpus": 6.0, "memory": 6 * GiB}),
+        ("ALL", {"cpus": 6.0, "memory": 6 * GiB, "read_bps": 400_000_000, "write_bps": 400_000_000}),
+    ],
+)
+def test_presets_give_the_papers_table_on_the_papers_host(preset, expected):
+    """003's server: 48 cores, 48 GiB, 3.2 GB/s, divided by eight containers: Table 2."""
+    from strata import presets
+
+    load = Load.model_validate({"containers": 4, "limits": preset})
+    resolved, record = presets.resolve(load, 48, 48 * GiB, 3_200_000_000)
+    assert resolved.limits.model_dump(exclude_none=True, exclude={"share"}) == expected
+    assert record["preset"] == preset and record["basis"]["cores"] == 48
+    assert load.name == f"j1xqd1x4c-{preset}"
+
+
+def test_explicit_values_override_a_preset_and_share_is_the_divisor():
+    from strata import presets
+
+    load = Load.model_validate({"limits": {"preset": "CPU+MEM", "share": 2, "memory": "3G"}})
+    resolved, _ = presets.resolve(load, 2, 24 * GiB, None)
+    assert (resolved.limits.cpus, resolved.limits.memory) == (1.0, 3 * GiB)
+
+
+def test_presets_sweep_and_are_skipped_natively(tmp_path):
+    exp, wls = spec(tmp_path, {}, loads=[{"containers": [1, 2], "limits": ["none", "MEM"]}], runtimes=("docker", "native"), paths=["bind"])
+    trials, skipped = expand(exp, wls)
+    names = sorted({(t.runtime.name, t.load.name) for t in trials})
+    assert ("docker:overlay2", "j1xqd1x2c-MEM") in names and ("native", "j1xqd1-none") in names
+    assert not any(t.runtime.name == "native" and t.load.limits.preset == "MEM" for t in trials)

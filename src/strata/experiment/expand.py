@@ -73,9 +73,13 @@ class Trial:
 
 
 def load_dump(load: Load) -> dict:
-    """The load as stored and hashed; a fixed count leaves out the keys of `containers: auto`, so the ids
-    (and stored results) of every load without it stay what they were before `auto` existed."""
+    """The load as stored and hashed; a fixed count leaves out the keys of `containers: auto`, and limits
+    without a preset the preset's keys, so the ids (and stored results) of every load without them stay
+    what they were before they existed."""
     d = load.model_dump()
+    if load.limits.preset is None:
+        d["limits"].pop("preset", None)
+        d["limits"].pop("share", None)
     if load.scale == "fixed":
         d.pop("scale", None)
         d.pop("max_containers", None)
