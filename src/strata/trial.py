@@ -123,7 +123,8 @@ def _measure(trial, device, session, store, result: dict) -> None:
     drop_caches()
     samplers: list[Sampler] = []
     n = wl.instances(params, load)  # a path per instance (a cluster's nodes may outnumber the containers)
-    with session.path(trial.path, art, load if n == load.containers else load.model_copy(update={"containers": n})) as handle:
+    path_load = load if n == load.containers else load.model_copy(update={"containers": n})
+    with session.path(trial.path, art, path_load) as handle:
         requests = _requests(wl, params, load, session, handle, art)
         sync_dir = art / "sync"
         sync_dir.mkdir(exist_ok=True)

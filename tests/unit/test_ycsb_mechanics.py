@@ -353,7 +353,8 @@ def test_image_key_follows_the_jars(tmp_path):
     jars._write_manifest(home, "test")
     spec = image.image_spec(home)
     assert dimage.image_key(spec) != k1 and dimage.image_tag(spec).startswith("strata-cassandra:")
-    assert "openjdk-17-jre-headless" in dimage.dockerfile(spec) and "COPY tree0/ /opt/cassandra/lib/" in dimage.dockerfile(spec)
+    text = dimage.dockerfile(spec)
+    assert "openjdk-17-jre-headless" in text and "COPY tree0/ /opt/cassandra/lib/" in text
 
 
 def test_container_node_paths_and_docker_args(tmp_path):

@@ -62,7 +62,13 @@ def test_defaults_and_name():
     assert (p.workload, p.records, p.runtime, p.threads, p.warmup, p.target) == ("a", 10000, 60, 16, 30, None)
     assert p.name == "ycsb-a"
     p = YCSB.parse_params(
-        {"type": "ycsb", "workload": "D", "profile": "read", "target": 500, "cluster": {"nodes": 3, "replication_factor": 2}},
+        {
+            "type": "ycsb",
+            "workload": "D",
+            "profile": "read",
+            "target": 500,
+            "cluster": {"nodes": 3, "replication_factor": 2},
+        },  # noqa: E501
         Path("."),
     )
     assert p.name == "ycsb-d-read-t500-1x3n-rf2" and p.nodes == 3
@@ -154,7 +160,8 @@ def test_node_script_stops_on_the_stop_file_and_reports_an_early_end(tmp_path):
     (sync / "stop").touch()
     assert p.wait(timeout=40) == 0
     (sync / "stop").unlink()
-    p = subprocess.run(["sh", "-c", _script_with(tmp_path, out, sync, "sh -c 'echo dying; exit 7'")], capture_output=True, text=True, timeout=30)
+    dying = _script_with(tmp_path, out, sync, "sh -c 'echo dying; exit 7'")
+    p = subprocess.run(["sh", "-c", dying], capture_output=True, text=True, timeout=30)
     assert p.returncode == 7 and "exited with code 7 before it was asked to stop" in p.stderr and "dying" in p.stderr
 
 
@@ -235,7 +242,7 @@ def _captured_trial(tmp_path, runs: list[str]) -> Path:
     """A trial's artifact dir holding captured real client outputs (tests/data/ycsb) as its run."""
     art = tmp_path / "art"
     dirs = []
-    for j, name in enumerate(runs):
+    for name in runs:
         d = art / "ycsb" / "run" / name
         shutil.copytree(DATA / "run-a-dataintegrity", d)
         dirs.append(str(d.relative_to(art)))
@@ -311,7 +318,13 @@ def test_containers_auto_runs_through_the_pipeline(tmp_path):
     trials, skipped = expand(exp, wls)
     assert [t.load.containers for t in trials] == [1]
     s = run_experiment(
-        exp, wls, trials, skipped, tmp_path / "out", host={}, registries=fake_registries(tmp_path),
+        exp,
+        wls,
+        trials,
+        skipped,
+        tmp_path / "out",
+        host={},
+        registries=fake_registries(tmp_path),
         progress=Progress(1, [0.1], quiet=True),
     )
     results = load_results(tmp_path / "out")
@@ -369,7 +382,8 @@ def test_explicit_values_override_a_preset_and_share_is_the_divisor():
 
 
 def test_presets_sweep_and_are_skipped_natively(tmp_path):
-    exp, wls = spec(tmp_path, {}, loads=[{"containers": [1, 2], "limits": ["none", "MEM"]}], runtimes=("docker", "native"), paths=["bind"])
+    loads = [{"containers": [1, 2], "limits": ["none", "MEM"]}]
+    exp, wls = spec(tmp_path, {}, loads=loads, runtimes=("docker", "native"), paths=["bind"])
     trials, skipped = expand(exp, wls)
     names = sorted({(t.runtime.name, t.load.name) for t in trials})
     assert ("docker:overlay2", "j1xqd1x2c-MEM") in names and ("native", "j1xqd1-none") in names

@@ -197,7 +197,8 @@ class HostProcesses:
         for i, p in self.procs.items():
             if p.poll() is not None:
                 r = self.requests[i]
-                err = (r.out_dir / "stderr").read_text(errors="replace")[-4000:] if (r.out_dir / "stderr").exists() else ""
+                f = r.out_dir / "stderr"
+                err = f.read_text(errors="replace")[-4000:] if f.exists() else ""
                 oom = any(oom_kills(cg) for cg in self.cgroups[i : i + 1] if cg)
                 raise TrialFailure(
                     "oom" if oom else "instance_died",

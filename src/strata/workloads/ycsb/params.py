@@ -58,7 +58,8 @@ class YcsbParams(Strict):
     db: Literal["cassandra"] = Field(default="cassandra", description="the database (Apache Cassandra 5.0)")
     workload: str = Field(default="a", description="a YCSB standard workload a-f, or file:PATH (a properties file)")
     profile: Literal["mixed", "read", "write"] | None = Field(
-        default=None, description="study 001's operation mix over the workload's: mixed (3 reads : 1 write), read, write"
+        default=None,
+        description="study 001's operation mix over the workload's: mixed (3 reads : 1 write), read, write",
     )
     records: int = Field(default=10000, ge=1, le=1_000_000_000, description="rows inserted by the load phase")
     operations: int | None = Field(
@@ -71,7 +72,10 @@ class YcsbParams(Strict):
     clients: int = Field(default=1, ge=1, le=16, description="YCSB client processes per database")
     warmup: int = Field(default=30, ge=0, le=86400, description="seconds of unmeasured operations before the run")
     target: int | None = Field(
-        default=None, ge=1, le=100_000_000, description="offered ops/s of each database (a list is a sweep); none: flat out"
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="offered ops/s of each database (a list is a sweep); none: flat out",
     )
     clusters: int = Field(default=1, ge=1, le=64, description="databases per container count, run at once")
     cluster: ClusterParams = Field(default_factory=ClusterParams, description="the shape of each database")
@@ -113,7 +117,8 @@ class YcsbParams(Strict):
             raise ValueError("`workload: file:PATH` names a properties file that was not found")
         if not self.name:
             wl = self.workload if not self.file else "file-" + self.file.rsplit("/", 1)[-1]
-            name = f"ycsb-{wl}" + (f"-{self.profile}" if self.profile else "") + (f"-t{self.target}" if self.target else "")
+            name = f"ycsb-{wl}" + (f"-{self.profile}" if self.profile else "")
+            name += f"-t{self.target}" if self.target else ""
             c = self.cluster
             if self.clusters > 1 or c.nodes > 1:
                 name += f"-{self.clusters}x{c.nodes}n-rf{c.replication_factor}"

@@ -161,8 +161,13 @@ def client_runs(phase: str, params: YcsbParams, db: Db, out: Path) -> list[clien
         timed = dict(operations=max(1, params.operations // n))
     return [
         client.ClientRun(
-            "run", out_dir=out / f"db{db.index}-c{j}", threads=threads, target_ops_s=target, create_schema=False,
-            **timed, **common,
+            "run",
+            out_dir=out / f"db{db.index}-c{j}",
+            threads=threads,
+            target_ops_s=target,
+            create_schema=False,
+            **timed,
+            **common,
         )
         for j in range(n)
     ]
@@ -211,9 +216,7 @@ def check_nodes(ctx: MeasureContext) -> None:
         ctx.running.check(ctx.watch)
     except TrialFailure as e:
         if e.category in ("instance_died", "oom"):
-            logs = "\n".join(
-                f"--- node {k}\n{cassandra.log_tail(node_log(ctx.art, k), 1500)}" for k in _instances(ctx)
-            )
+            logs = "\n".join(f"--- node {k}\n{cassandra.log_tail(node_log(ctx.art, k), 1500)}" for k in _instances(ctx))
             raise TrialFailure(e.category, str(e), (e.stderr + "\n" + logs)[-8000:], e.layer)
         raise
 
