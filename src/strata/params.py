@@ -32,6 +32,17 @@ PATHS = ("layer", "volume", "bind", "tmpfs", "device", "image")
 PathName = Literal["layer", "volume", "bind", "tmpfs", "device", "image"]
 
 
+# What each limit preset of study 003's Table 2 limits (presets.py resolves them on the host).
+PRESET_LIMITS = {
+    "none": (),
+    "CPU": ("cpus",),
+    "MEM": ("memory",),
+    "BW": ("read_bps", "write_bps"),
+    "CPU+MEM": ("cpus", "memory"),
+    "ALL": ("cpus", "memory", "read_bps", "write_bps"),
+}
+
+
 class Limits(Strict):
     """Per-instance resource limits; bps/iops apply to the device under test."""
 

@@ -17,22 +17,14 @@ import shutil
 import subprocess
 
 from strata.errors import StrataError
-from strata.params import Limits, Load
+from strata.params import PRESET_LIMITS, Limits, Load
 
-PRESETS = {
-    "none": (),
-    "CPU": ("cpus",),
-    "MEM": ("memory",),
-    "BW": ("bw",),
-    "CPU+MEM": ("cpus", "memory"),
-    "ALL": ("cpus", "memory", "bw"),
-}
 FIO_RUNTIME_S = 5
 _measured: dict[str, int] = {}  # device path -> sequential read bytes/s (one measurement per device)
 
 
 def needs_bandwidth(limits: Limits) -> bool:
-    return bool(limits.preset) and "bw" in PRESETS[limits.preset]
+    return bool(limits.preset) and "read_bps" in PRESET_LIMITS[limits.preset]
 
 
 def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -> tuple[Load, dict]:
@@ -42,15 +34,15 @@ def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -
         return load, {}
     share = lim.share
     derived: dict = {}
-    for part in PRESETS[lim.preset]:
+    for part in PRESET_LIMITS[lim.preset]:
         if part == "cpus":
             derived["cpus"] = round(max(0.01, cores / share), 3)
         elif part == "memory":
             derived["memory"] = memory_bytes // share // (1 << 20) * (1 << 20)
-        elif part == "bw":
+        else:
             if not device_bps:
                 raise StrataError(f"the {lim.preset} preset needs the device's bandwidth, which was not measured", "")
-            derived["read_bps"] = derived["write_bps"] = max(1, device_bps // share)
+            derived[part] = max(1, device_bps // share)
     explicit = {k: v for k, v in lim.model_dump().items() if v is not None and k not in ("preset", "share")}
     values = {**derived, **explicit}
     resolved = Limits.model_validate(values)
