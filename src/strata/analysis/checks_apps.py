@@ -31,7 +31,7 @@ def limit_hurts_most(ctx, worst: str = "MEM", others: tuple = ("CPU", "BW")):
         if worst not in presets or len(presets) < 2:
             continue
         cw, chw = presets[worst]
-        for name, (c, ch) in presets.items():
+        for name, (_, ch) in presets.items():
             if name == worst:
                 continue
             text = f"{cw.name}: {worst} {chw.text()} vs {name} {ch.text()} against no limit"
