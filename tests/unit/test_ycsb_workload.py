@@ -5,6 +5,7 @@ scripts, the metrics from captured YCSB output, the server hook with a fake Runn
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -388,3 +389,30 @@ def test_presets_sweep_and_are_skipped_natively(tmp_path):
     names = sorted({(t.runtime.name, t.load.name) for t in trials})
     assert ("docker:overlay2", "j1xqd1x2c-MEM") in names and ("native", "j1xqd1-none") in names
     assert not any(t.runtime.name == "native" and t.load.limits.preset == "MEM" for t in trials)
+
+
+# ---- Running.check on host processes (the native runtime) -----------------------------------
+
+
+def test_host_processes_check_reports_an_instance_that_ended(tmp_path):
+    from strata.instances import InstanceRequest
+    from strata.stack.hostprocs import HostProcesses
+
+    reqs = []
+    for i, argv in enumerate((["sleep", "30"], ["sh", "-c", "echo gone >&2; exit 3"])):
+        (tmp_path / f"i{i}").mkdir()
+        reqs.append(InstanceRequest(i, argv, tmp_path / f"i{i}"))
+    running = HostProcesses(reqs, None, sync_dir=tmp_path)
+    running.ready(10)
+    running.go()
+    try:
+        with pytest.raises(TrialFailure) as e:
+            for _ in range(100):
+                running.check(None)
+                time.sleep(0.05)
+        assert e.value.category == "instance_died" and "instance 1 ended with code 3" in str(e.value)
+        assert "gone" in e.value.stderr
+        with pytest.raises(TrialFailure, match="remote gone"):
+            running.check(lambda: ("remote_lost", "remote gone"))
+    finally:
+        running.stop()
