@@ -55,6 +55,22 @@ def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -
     return load.model_copy(update={"limits": resolved}), record
 
 
+def on_host(load: Load, host: dict) -> Load:
+    """The preset's cores and memory on this host (for the checks before a run; bandwidth left out)."""
+    lim = load.limits
+    if not lim.preset or not host.get("cpus") or not host.get("memory_bytes"):
+        return load
+    keep = {k: v for k, v in lim.model_dump().items() if v is not None and k not in ("preset", "share")}
+    bw = 1 if "read_bps" in PRESET_LIMITS[lim.preset] else None
+    resolved, _ = resolve(
+        load.model_copy(update={"limits": Limits(preset=lim.preset, share=lim.share, **keep)}),
+        host["cpus"],
+        host["memory_bytes"],
+        bw,
+    )
+    return resolved
+
+
 def device_read_bps(device_path: str) -> int:
     """Sequential read bandwidth of the device (fio, O_DIRECT, 1 MiB, read-only, a few seconds); cached."""
     if device_path in _measured:

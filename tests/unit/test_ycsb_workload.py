@@ -416,3 +416,11 @@ def test_host_processes_check_reports_an_instance_that_ended(tmp_path):
             running.check(lambda: ("remote_lost", "remote gone"))
     finally:
         running.stop()
+
+
+def test_a_mem_preset_below_a_node_on_this_host_is_a_plan_error(tmp_path):
+    exp, wls = spec(tmp_path, {}, loads=[{"containers": 2, "limits": {"preset": "MEM", "share": 16}}])
+    with pytest.raises(SpecErrors) as e:
+        resolve(exp, wls, {"cpus": 2, "memory_bytes": 8 * GiB})  # 512 MiB each
+    assert "loads[0].limits.memory" in str(e.value) and "preset MEM: 1/16 of this host" in str(e.value)
+    resolve(exp, wls, {"cpus": 2, "memory_bytes": 24 * GiB})  # 1.5 GiB each: fine
