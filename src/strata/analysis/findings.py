@@ -25,6 +25,7 @@ from strata.analysis.checks_containers import (
     memory_limit_hurts,
     p99_grows_faster,
     per_container_share,
+    remote_gap_closes,
     remote_near_local,
     volume_bind_similar,
     xfs_worst_mail,
@@ -278,6 +279,14 @@ FINDINGS: list[Finding] = [
         f"{S003} sections 5.4 and 6.1, Figure 6a",
         "remote device >= 0.88x the direct-attached one, all else equal",
         remote_near_local,
+    ),
+    F(
+        "remote-gap-closes",
+        "Remote storage matches direct-attached storage most closely under high I/O load; the fabric's "
+        "added latency matters most at low load.",
+        f"{S003} section 5.4 and 5.5, Figures 3 and 4",
+        "remote/local throughput at the highest load >= remote/local at the lowest load, same stack and workload",
+        remote_gap_closes,
     ),
     F(
         "memory-limit-hurts",

@@ -323,7 +323,7 @@ def _compare(fig) -> MplFigure:
             ax.plot([100 * r["low"], 100 * r["high"]], [y, y], color="black", linewidth=1)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(ys, [r["label"] for r in rows], fontsize=7)
-    ax.set_xlabel("change of B relative to A (%), 95% interval")
+    ax.set_xlabel(fig.data.get("xlabel", "change of B relative to A (%), 95% interval"))
     ax.legend(
         handles=[
             Patch(color=c, label=t)

@@ -20,7 +20,7 @@ from strata.analysis.sweeps import DIM_LABEL, peak
 from strata.report.names import figure_id, short_labels
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
-MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4}
+MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4, "remote": 8}
 MAX_SERIES = 3
 MAX_LINES = 8  # lines per sweep or scaling figure
 MAX_STACKS = 12  # stacks per latency panel
@@ -61,6 +61,7 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
         ("latency", _latency_figures),
         ("sweep", _sweep_figures),
         ("scaling", _scaling_figures),
+        ("remote", _remote_figures),
     ):
         figs = make(a)
         for f in figs[MAX_FIGURES_PER_KIND[kind] :]:
@@ -70,6 +71,12 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
     rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _flowop_tables(a)
     _unique_ids(rep.figures + rep.tables)
     return rep
+
+
+def _remote_figures(a: Analysis) -> list[Figure]:
+    from strata.report.remote import remote_figures  # it builds on this module's Figure and Table
+
+    return remote_figures(a)
 
 
 def _unique_ids(items: list) -> None:
