@@ -287,3 +287,19 @@ def test_remote_against_local_figures():
 
 def test_no_remote_figures_without_a_remote_device(report):
     assert not [f for f in report.figures if f.id.startswith("remote")]
+
+
+def test_emulated_vm_is_drawn_apart_and_kept_out_of_findings():
+    rs = reps(1000, fs="raw") + reps(950, fs="xfs") + reps(30, fs="xfs", runtime="vm", path="bind")
+    rs += reps(28, fs="xfs", runtime="vm", path="bind", device="nbd", device_type="remote")
+    for r in rs:
+        if r["trial"]["runtime"]["type"] == "vm":
+            r["flags"]["emulated"] = {"suspect": True, "accel": "tcg"}
+    a = analyse(rs)
+    fig = next(f for f in build(a, "vm").figures if f.kind == "ratio" and f.id.endswith("on-loop"))
+    vm = [b for b in fig.data["bars"] if "vm" in b["label"]]
+    assert vm and all(b["apart"] == "emulated" and b["low"] is None for b in vm)
+    assert "emulation" in fig.caption
+    figures.render(fig)
+    # remote against local would compare two emulated VMs: no claim about storage
+    assert dict((f.id, o.status) for f, o in a.findings)["remote-near-local"] == "not measured"

@@ -12,6 +12,7 @@ FINDINGS is the registry: add a claim by adding one Finding to it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -305,5 +306,8 @@ FINDINGS: list[Finding] = [
 ]
 
 
-def evaluate(ctx) -> list[tuple[Finding, Outcome]]:
-    return [(f, f.check(ctx)) for f in FINDINGS]
+def evaluate(a) -> list[tuple[Finding, Outcome]]:
+    """Every claim on the analysis; cells measured under emulation (a VM under TCG) never enter a
+    claim about storage performance."""
+    view = dataclasses.replace(a, cells=[c for c in a.cells if not c.emulated])
+    return [(f, f.check(view)) for f in FINDINGS]

@@ -43,8 +43,16 @@ LAT_COLORS = {"slat": "#9ecae1", "clat": "#3182bd", "lat": "#08519c"}
 CACHE_STYLE = {"color": "#d9d9d9", "edgecolor": "#636363", "hatch": "///"}
 # Bars and points drawn apart from the device numbers, by why: a cache the bytes show, or above the raw
 # device while the device moved the bytes (unconfirmed).
-APART_STYLE = {"cache": CACHE_STYLE, "unconfirmed": {"color": "#fff2b3", "edgecolor": "#8a6d00", "hatch": "..."}}
-APART_LABEL = {"cache": "cache answered (not device)", "unconfirmed": "unconfirmed (above raw, bytes moved)"}
+APART_STYLE = {
+    "cache": CACHE_STYLE,
+    "unconfirmed": {"color": "#fff2b3", "edgecolor": "#8a6d00", "hatch": "..."},
+    "emulated": {"color": "#e5d8f0", "edgecolor": "#5e3c99", "hatch": "xx"},
+}
+APART_LABEL = {
+    "cache": "cache answered (not device)",
+    "unconfirmed": "unconfirmed (above raw, bytes moved)",
+    "emulated": "emulated VM (TCG): not storage",
+}
 
 
 def render(fig) -> tuple[bytes, bytes]:
@@ -134,7 +142,7 @@ def _bars(fig) -> MplFigure:
     stacks = list(dict.fromkeys(b["label"] for b in bars))
     loads = list(dict.fromkeys(b["load"] for b in bars))
     # each load keeps one slot in every group, apart or not, so low and high never swap places
-    order = {None: 0, "cache": 1, "unconfirmed": 2}
+    order = {None: 0, "cache": 1, "unconfirmed": 2, "emulated": 3}
     series = sorted(
         dict.fromkeys((b["load"], b["apart"]) for b in bars), key=lambda s: (loads.index(s[0]), order[s[1]])
     )
@@ -168,7 +176,7 @@ def _bars(fig) -> MplFigure:
     if len(stacks) < 3:
         ax.set_xlim(-1.2, len(stacks) + 0.2)
     handles = [Patch(color=PALETTE[i % len(PALETTE)], label=f"load {ld}") for i, ld in enumerate(loads)]
-    for apart in ("cache", "unconfirmed"):
+    for apart in ("cache", "unconfirmed", "emulated"):
         if any(b["apart"] == apart for b in bars):
             st = APART_STYLE[apart]
             handles.append(

@@ -153,6 +153,8 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
             if len({(c.outstanding, c.labels["load"]) for c in others}) > 2
             else ""
         )
+        if any(c.emulated for c in others):
+            caption += " Cross-hatched purple bars: VMs under emulation (TCG), the emulator's speed, not storage."
         out.append(
             Figure(
                 fid,
@@ -207,7 +209,12 @@ def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
     base = raw.summary.mean if raw is not None and has_raw else None
     if not (base or not has_raw):
         return out
-    if c.values:
+    if c.values and c.emulated:  # never drawn as storage performance beside native and container bars
+        m = c.summary.mean
+        out.append(
+            _bar(label, c, m / base if base else m, None, None, "emulated", APART_NOTE["emulated"], base, c.reps, m)
+        )
+    elif c.values:
         s = c.summary
         r = ratio_to_raw(c, a.raw) if has_raw else None
         v, lo, hi = (r.value, r.low, r.high) if r else (s.mean, s.ci_low, s.ci_high)
@@ -223,6 +230,7 @@ def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
 
 APART_NOTE = {
     "cache": "cache answered (the bytes show it): not device performance",
+    "emulated": "emulated (a VM under TCG): the CPU emulation's speed, not storage performance",
     "unconfirmed": "unconfirmed: above the raw device although the device moved the bytes; not device performance "
     "until repetitions of both agree",
 }

@@ -22,7 +22,7 @@ COLUMNS = ["stack", "load", "local device", "local", "remote", "unit", "change",
 
 def remote_figures(a: Analysis) -> list[Figure]:
     groups: dict[tuple, list] = {}
-    for local, remote in remote_pairs(a.cells):
+    for local, remote in remote_pairs([c for c in a.cells if not c.emulated]):  # emulation: not storage
         groups.setdefault((remote.labels["workload"], remote.labels["device"], remote.workload_key), []).append(
             (local, remote)
         )
