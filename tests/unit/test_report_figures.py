@@ -303,3 +303,27 @@ def test_emulated_vm_is_drawn_apart_and_kept_out_of_findings():
     figures.render(fig)
     # remote against local would compare two emulated VMs: no claim about storage
     assert dict((f.id, o.status) for f, o in a.findings)["remote-near-local"] == "not measured"
+
+
+def test_containers_and_vms_relative_to_native():
+    rs = reps(1000, fs="xfs", lat_us=100) + reps(
+        960, fs="xfs", runtime="docker", driver="overlay2", path="volume", lat_us=104
+    )
+    rs += reps(700, fs="xfs", runtime="vm", path="image", lat_us=140)
+    rs += reps(20, fs="xfs", runtime="vm", path="bind", lat_us=5000)  # under TCG: left out
+    for r in rs:
+        if r["trial"]["path"] == "bind" and r["trial"]["runtime"]["type"] == "vm":
+            r["flags"]["emulated"] = {"suspect": True, "accel": "tcg"}
+    figs = [f for f in build(analyse(rs), "runtimes").figures if f.id.startswith("runtimes-")]
+    thr = next(f for f in figs if f.id.startswith("runtimes-throughput"))
+    lat = next(f for f in figs if f.id.startswith("runtimes-latency"))
+    by_stack = {r[0]: r for r in thr.table.rows}
+    assert set(by_stack) == {"loop/xfs/docker:overlay2/volume", "loop/xfs/vm/image"}
+    assert (
+        by_stack["loop/xfs/vm/image"][5] == pytest.approx(-0.3, abs=0.01)
+        and by_stack["loop/xfs/vm/image"][8] == "lower"
+    )
+    assert "1 configuration(s) measured under emulation" in thr.caption
+    assert {r[0]: r[8] for r in lat.table.rows}["loop/xfs/vm/image"] == "higher" and lat.data["lower_is_better"]
+    for f in (thr, lat):
+        figures.render(f)

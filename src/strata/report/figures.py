@@ -322,11 +322,14 @@ COMPARE_COLORS = {"higher": "#2ca02c", "lower": "#d62728", "same": "#6baed6", "i
 
 def _compare(fig) -> MplFigure:
     rows = fig.data["rows"]
+    colors = dict(COMPARE_COLORS)
+    if fig.data.get("lower_is_better"):  # latency: higher is the bad direction
+        colors["higher"], colors["lower"] = COMPARE_COLORS["lower"], COMPARE_COLORS["higher"]
     mpl = MplFigure(figsize=(9, max(2.5, 0.32 * len(rows) + 1.4)))
     ax = mpl.add_subplot()
     ys = list(range(len(rows)))[::-1]
     for y, r in zip(ys, rows):
-        ax.barh(y, 100 * r["rel"], color=COMPARE_COLORS[r["status"]], height=0.7)
+        ax.barh(y, 100 * r["rel"], color=colors[r["status"]], height=0.7)
         if r["low"] is not None:
             ax.plot([100 * r["low"], 100 * r["high"]], [y, y], color="black", linewidth=1)
     ax.axvline(0, color="black", linewidth=0.8)
@@ -336,8 +339,8 @@ def _compare(fig) -> MplFigure:
         handles=[
             Patch(color=c, label=t)
             for t, c in (
-                ("higher (interval above 0)", COMPARE_COLORS["higher"]),
-                ("lower (interval below 0)", COMPARE_COLORS["lower"]),
+                ("higher (interval above 0)", colors["higher"]),
+                ("lower (interval below 0)", colors["lower"]),
                 ("same (interval within +-5%)", COMPARE_COLORS["same"]),
                 ("inconclusive", COMPARE_COLORS["inconclusive"]),
             )

@@ -20,7 +20,7 @@ from strata.analysis.sweeps import DIM_LABEL, peak
 from strata.report.names import figure_id, short_labels
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
-MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4, "remote": 8}
+MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4, "remote": 8, "runtimes": 8}
 MAX_SERIES = 3
 MAX_LINES = 8  # lines per sweep or scaling figure
 MAX_STACKS = 12  # stacks per latency panel
@@ -62,6 +62,7 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
         ("sweep", _sweep_figures),
         ("scaling", _scaling_figures),
         ("remote", _remote_figures),
+        ("runtimes", _runtime_figures),
     ):
         figs = make(a)
         for f in figs[MAX_FIGURES_PER_KIND[kind] :]:
@@ -77,6 +78,12 @@ def _remote_figures(a: Analysis) -> list[Figure]:
     from strata.report.remote import remote_figures  # it builds on this module's Figure and Table
 
     return remote_figures(a)
+
+
+def _runtime_figures(a: Analysis) -> list[Figure]:
+    from strata.report.runtimes import runtime_figures  # it builds on this module's Figure and Table
+
+    return runtime_figures(a)
 
 
 def _unique_ids(items: list) -> None:
