@@ -95,10 +95,10 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
     kind = plugin.target_kind(rt, path)
     wl_type = getattr(workload, "type", None)
     if wl_type in WORKLOADS and kind not in WORKLOADS[wl_type].targets:
-        fix = "use a path with a file system (bind, volume, layer)"
-        if rt.type == "vm":
-            fix += ", or give the vm runtime a guest_filesystem"
-        return f"the {wl_type} workload needs a directory, and the {path} path of {rt.name} gives a block device: {fix}"
+        return (
+            f"the {wl_type} workload needs a directory, and the {path} path of {rt.name} gives a block device: "
+            "use a path on a file system (bind, volume, layer; a VM's disk with guest_filesystem)"
+        )
     return plugin.impossible(rt, fs)
 
 
