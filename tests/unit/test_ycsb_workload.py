@@ -114,7 +114,7 @@ def test_memory_limit_below_a_node_is_a_plan_error_naming_the_load(tmp_path):
 
 
 def test_vm_runtime_is_impossible_with_the_reason(tmp_path):
-    exp, wls = spec(tmp_path, {}, runtimes=("vm",), paths=["image"])
+    exp, wls = spec(tmp_path, {}, runtimes=("vm",), paths=["bind"])
     trials, skipped = expand(exp, wls)
     assert trials == [] and skipped[0].reason == VM_REASON
     assert YCSB.impossible(wls[0], RUNTIMES["docker"]) is None

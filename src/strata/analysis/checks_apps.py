@@ -7,7 +7,7 @@ latencies, the load's limits, the workload's parameters), so they apply to any w
 
 from __future__ import annotations
 
-from strata.analysis.checks_containers import _limits, _same_but, _scaling
+from strata.analysis.checks_containers import _limits, _same_but_limits, _scaling
 from strata.analysis.query import fmt
 from strata.analysis.stats import change, ratio
 from strata.analysis.verdict import Decision, ratio_decision, verdict
@@ -19,13 +19,13 @@ def _preset(c) -> str | None:
 
 def limit_hurts_most(ctx, worst: str = "MEM", others: tuple = ("CPU", "BW")):
     """Among the single-resource presets at one container count, `worst` cuts throughput the most."""
-    free = {_same_but(c, "limits"): c for c in ctx.cells if c.values and not _limits(c)}
+    free = {_same_but_limits(c): c for c in ctx.cells if c.values and not _limits(c)}
     groups: dict = {}
     for c in ctx.cells:
         if c.values and _preset(c) in (worst, *others):
-            base = free.get(_same_but(c, "limits"))
+            base = free.get(_same_but_limits(c))
             if base is not None:
-                groups.setdefault(_same_but(c, "limits"), {})[_preset(c)] = (c, change(base.summary, c.summary))
+                groups.setdefault(_same_but_limits(c), {})[_preset(c)] = (c, change(base.summary, c.summary))
     out = []
     for presets in groups.values():
         if worst not in presets or len(presets) < 2:

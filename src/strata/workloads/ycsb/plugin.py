@@ -52,6 +52,7 @@ def node_config(params: YcsbParams, load: Load, instance: int, data_dir: str, co
 class Ycsb(ToolWorkload):
     name = "ycsb"
     params = YcsbParams
+    targets = ("dir",)  # a node's data directory
 
     def parse_params(self, raw: dict, base_dir: Path) -> YcsbParams:
         raw = dict(raw)
