@@ -424,3 +424,9 @@ def test_a_mem_preset_below_a_node_on_this_host_is_a_plan_error(tmp_path):
         resolve(exp, wls, {"cpus": 2, "memory_bytes": 8 * GiB})  # 512 MiB each
     assert "loads[0].limits.memory" in str(e.value) and "preset MEM: 1/16 of this host" in str(e.value)
     resolve(exp, wls, {"cpus": 2, "memory_bytes": 24 * GiB})  # 1.5 GiB each: fine
+
+
+def test_seconds_to_ready_count_from_the_launch(tmp_path):
+    (tmp_path / "node.launched").write_text(f"{time.time() - 12.5:.3f}\n")
+    assert server.since_launch(tmp_path, 0.0) == pytest.approx(12.5, abs=1)
+    assert server.since_launch(tmp_path / "missing", 3.0) == 3.0

@@ -111,13 +111,22 @@ def wait_node(ctx: MeasureContext, instance: int, address: str, timeout_s: float
         return True
 
     try:
-        return cassandra.wait_ready(
+        waited = cassandra.wait_ready(
             address, lambda: node_log(ctx.art, instance), alive, timeout_s=timeout_s, what=f"Cassandra node {instance}"
         )
     except TrialFailure as e:
         if e.category == "timeout":
             raise TrialFailure("not_ready", str(e), e.stderr)
         raise
+    return since_launch(ctx.art / f"inst-{instance}", waited)
+
+
+def since_launch(out_dir: Path, waited_s: float) -> float:
+    """Seconds from the node's launch (its script's `node.launched` stamp) to now; else the wait itself."""
+    try:
+        return max(waited_s, time.time() - float((out_dir / "node.launched").read_text().strip()))
+    except (OSError, ValueError):
+        return waited_s
 
 
 def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
