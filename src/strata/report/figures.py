@@ -310,6 +310,7 @@ def _detail(fig) -> MplFigure:
         ax.set_xlabel(fig.data["xlabel"])
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
+        ax.xaxis.get_major_locator().set_params(integer=True)  # counts and rates are whole numbers
     handles, labels = max((ax.get_legend_handles_labels() for ax in axes), key=lambda hl: len(hl[0]))
     if handles:
         axes[1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0))
