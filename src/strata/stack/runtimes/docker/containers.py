@@ -51,13 +51,6 @@ def _undo_volume(data: dict) -> None:
         raise CommandError(["docker", "volume", "rm", data["name"]], r.returncode, r.stderr)
 
 
-@undo_action("docker-image")
-def _undo_image(data: dict) -> None:
-    """An image strata loaded into the user's own daemon (a private daemon's go with its data-root)."""
-    if client.answers(data["socket"]):
-        client.docker(data["socket"], "rmi", data["tag"], check=False, timeout=120)
-
-
 def read_time(path: Path) -> float | None:
     try:
         return float(path.read_text().strip())
