@@ -7,6 +7,11 @@ Two figures per personality, medians over the repetitions:
 * CPU ratio: engine ops per CPU-second / bare ops per CPU-second, which is
   far less sensitive to this VM's noisy CPU availability. The engine's CPU
   time excludes fileset creation (measured with `strata-wml create`).
+
+Then one line for `hog`: CPU nanoseconds per iteration of the engine's hog
+flowop (one thread, value 10,000,000; the engine's whole CPU time over the
+iterations done) against Filebench's own loop in C (hog.c, gcc -O2, its
+CPU time), medians of alternating repetitions.
 """
 
 import json
@@ -51,6 +56,27 @@ def bare_once(engine, bare, f, name, threads, mnt, secs, work):
     return float(ops_s), int(ops) / max(cpu, 1e-3)
 
 
+HOG_VALUE = 10_000_000
+
+
+def hog_engine_once(engine, work):
+    f = os.path.join(work, "hog.f")
+    with open(f, "w") as fh:
+        fh.write(f"define process name=p {{ thread name=t,memsize=1m {{ flowop hog name=hg,value={HOG_VALUE} }} }}\n")
+    out, cpu = cpu_of([engine, "run", f, "--json", "--runtime", "3"])
+    end = [json.loads(x)["data"] for x in out.stdout.splitlines() if json.loads(x)["type"] == "end"][0]
+    return cpu * 1e9 / (end["flowops"][0]["ops"] * HOG_VALUE)
+
+
+def hog_line(engine, hog, reps):
+    eng, c = [], []
+    for _ in range(reps):  # alternating, as the machine's speed drifts
+        eng.append(hog_engine_once(engine, os.path.dirname(hog)))
+        c.append(float(subprocess.run([hog, str(HOG_VALUE), "300"], capture_output=True, text=True).stdout))
+    e, b = statistics.median(eng), statistics.median(c)
+    print(f"hog_ns_per_iteration engine {e:.3f} filebench_c {b:.3f} ratio {e / b:.3f}", flush=True)
+
+
 def main():
     engine, bare, pers, mnt, work, secs, reps = sys.argv[1:8]
     secs, reps = float(secs), int(reps)
@@ -70,6 +96,7 @@ def main():
             f"{name} {e_tp:.0f} {b_tp:.0f} {e_tp / b_tp:.3f} {e_cpu / b_cpu:.3f}   (engine/bare runs: {runs})",
             flush=True,
         )
+    hog_line(engine, os.path.join(work, "hog"), reps)
 
 
 if __name__ == "__main__":

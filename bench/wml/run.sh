@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Speed of strata-wml against a bare C loop making the same system calls
 # (bare.c), on tmpfs, with each personality's own thread count.
-# Prints: personality engine_ops/s bare_ops/s ratio cpu_ratio (see compare.py)
+# Prints: personality engine_ops/s bare_ops/s ratio cpu_ratio (see compare.py),
+# then the cost of one hog iteration, engine against Filebench's C loop (hog.c).
 # Usage: bench/wml/run.sh [SECONDS] [REPS]   (default 10 s, 3 repetitions;
 # needs root for the mount). The machine is noisy: engine and bare loop runs
 # alternate, and the medians of REPS runs are compared.
@@ -24,5 +25,6 @@ mount -t tmpfs -o size=8g tmpfs "$mnt"
 (cd "$engine_dir" && cargo build --release --quiet)
 engine="$engine_dir/target/release/strata-wml"
 gcc -O2 -pthread -o "$work/bare" "$here/bare.c"
+gcc -O2 -o "$work/hog" "$here/hog.c"
 
 python3 "$here/compare.py" "$engine" "$work/bare" "$pers" "$mnt" "$work" "$secs" "$reps"

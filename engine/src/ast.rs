@@ -1,6 +1,7 @@
-//! The parsed form of a WML script (WML-SPEC §3).
+//! The parsed form of a WML script (docs/filebench-language.md#grammar).
 //!
-//! Why keep values unresolved: Filebench binds `attr=$var` late (§4.1-§4.2);
+//! Why keep values unresolved: Filebench binds `attr=$var` late
+//! (docs/filebench-language.md#plain-variables, #when-attributes-are-read);
 //! an attribute keeps the variable *name* and the interpreter looks it up
 //! when the statement runs, or when the run starts for thread/flowop values.
 
@@ -67,7 +68,7 @@ pub struct TableRow {
     pub max: Value,
 }
 
-/// How a run ends when a thread cannot get a resource (§7.4).
+/// How a run ends when a thread cannot get a resource (docs/filebench-language.md#thread-loop).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuitMode {
     Timeout,
@@ -86,16 +87,35 @@ pub enum SetValue {
 /// One top-level command.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stmt {
-    DefineFileset { is_file: bool, attrs: Attrs },
-    DefineProcess { attrs: Attrs, threads: Vec<ThreadDef> },
-    DefineComposite { attrs: Attrs, lvars: Vec<(String, Option<Value>)>, flowops: Vec<FlowopDef> },
+    DefineFileset {
+        is_file: bool,
+        attrs: Attrs,
+    },
+    DefineProcess {
+        attrs: Attrs,
+        threads: Vec<ThreadDef>,
+    },
+    DefineComposite {
+        attrs: Attrs,
+        lvars: Vec<(String, Option<Value>)>,
+        flowops: Vec<FlowopDef>,
+    },
     /// 1.4.9.1: `define randvar name=$v, ...`.
-    DefineRandvar { attrs: Attrs, table: Vec<TableRow> },
-    Set { var: String, value: SetValue },
+    DefineRandvar {
+        attrs: Attrs,
+        table: Vec<TableRow>,
+    },
+    Set {
+        var: String,
+        value: SetValue,
+    },
     SetMode(QuitMode),
     SetNoUseStats,
     Run(Option<Value>),
-    Psrun { period: Option<i64>, runtime: Option<u64> },
+    Psrun {
+        period: Option<i64>,
+        runtime: Option<u64>,
+    },
     CreateFiles,
     Echo(Vec<QPart>),
     System(Vec<QPart>),
@@ -119,7 +139,7 @@ pub struct Spanned {
     pub pos: Pos,
 }
 
-/// Which Filebench language a script was written in (WML-SPEC §15).
+/// Which Filebench language a script was written in (docs/filebench-language.md#dialects).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     /// 1.5-alpha3 (the default).

@@ -1,7 +1,7 @@
 //! Cheap per-operation timestamps.
 //!
 //! Why not `Instant` everywhere: every flowop takes two timestamps
-//! (`flowop_beginop`/`flowop_endop`, WML-SPEC §12.2), and on the hot path the
+//! (`flowop_beginop`/`flowop_endop`, docs/filebench-language.md#statistics), and on the hot path the
 //! vDSO `clock_gettime` was the largest user-space cost after the histograms.
 //! Where the CPU has an invariant TSC (`constant_tsc` and `nonstop_tsc`), we
 //! read it directly and convert with a factor calibrated against the

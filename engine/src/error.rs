@@ -1,4 +1,4 @@
-//! The one user-facing error type of the library (STYLE.md item 7).
+//! The one user-facing error type of the library.
 //!
 //! Why: the binary maps each kind to an exit code and to the `error` JSON
 //! envelope (`kind` = syntax | semantic | io | runtime), so every error names
@@ -16,7 +16,7 @@ pub struct Pos {
 /// Everything that can go wrong in parsing, checking or running a workload.
 #[derive(Debug, Error)]
 pub enum WmlError {
-    /// The script does not follow the grammar (WML-SPEC §2-§3).
+    /// The script does not follow the grammar (docs/filebench-language.md#lexical-structure, #grammar).
     #[error("{file}:{line}:{col}: {message}", line = pos.line, col = pos.col)]
     Syntax { file: String, pos: Pos, message: String },
     /// The script parses but means something impossible (unknown flowop type,
@@ -25,7 +25,11 @@ pub enum WmlError {
     Semantic { file: String, pos: Option<Pos>, message: String },
     /// A file system operation failed outside a flowop (population, setup).
     #[error("{context}: {source}")]
-    Io { context: String, #[source] source: std::io::Error },
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// A run-time failure of a flowop (Filebench's FILEBENCH_ERROR).
     #[error("{0}")]
     Runtime(String),
@@ -55,6 +59,22 @@ impl WmlError {
             WmlError::Syntax { pos, .. } => Some(*pos),
             WmlError::Semantic { pos, .. } => *pos,
             _ => None,
+        }
+    }
+
+    /// The message without the `file:line:col: ` prefix.
+    pub fn message(&self) -> String {
+        match self {
+            WmlError::Syntax { message, .. } | WmlError::Semantic { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The error as one line that names its file, and its place when known.
+    pub fn located(&self, file: &str) -> String {
+        match self.pos() {
+            Some(p) => format!("{file}:{}:{}: {}", p.line, p.col, self.message()),
+            None => format!("{file}: {}", self.message()),
         }
     }
 

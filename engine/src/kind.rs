@@ -1,4 +1,4 @@
-//! The flowop types and their statistics classes (WML-SPEC §9.3, §12.2).
+//! The flowop types and their statistics classes (docs/filebench-language.md#flowops, #statistics).
 
 use crate::stats::Rw;
 
@@ -40,7 +40,7 @@ pub enum Kind {
     Composite,
 }
 
-/// Statistics class (§12.3: IO and AIO make the IO Summary).
+/// Statistics class (docs/filebench-language.md#text-output: IO and AIO make the IO Summary).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
     Io,
@@ -100,8 +100,8 @@ impl Kind {
         use Kind::*;
         match self {
             AioWrite | AioWait => Class::Aio,
-            Hog | Delay | EventLimit | IopsLimit | OpsLimit | BwLimit | FinishOnCount
-            | FinishOnBytes | TestRandVar | Print | Composite => Class::Other,
+            Hog | Delay | EventLimit | IopsLimit | OpsLimit | BwLimit | FinishOnCount | FinishOnBytes | TestRandVar
+            | Print | Composite => Class::Other,
             Block | Wakeup | SemBlock | SemPost => Class::Sync,
             _ => Class::Io,
         }
@@ -117,7 +117,7 @@ impl Kind {
         }
     }
 
-    /// True for the flowops that open a file implicitly (§8.1).
+    /// True for the flowops that open a file implicitly (docs/filebench-language.md#fd-slots).
     pub fn does_io(self) -> bool {
         use Kind::*;
         matches!(self, Read | Write | ReadWholeFile | WriteWholeFile | AppendFile | AppendFileRand | AioWrite)

@@ -1,4 +1,4 @@
-//! Tokenizer for WML, following Filebench's `parser_lex.l` (WML-SPEC §2).
+//! Tokenizer for WML, following Filebench's `parser_lex.l` (docs/filebench-language.md#lexical-structure).
 //!
 //! Why a hand-written lexer: we need line *and column* for every token so that
 //! a syntax error reads `file:line:col: expected ..., found ...`, which
@@ -29,6 +29,8 @@ pub enum Tok {
     Quoted(Vec<QPart>),
     /// One of `{ } ( ) = ,`.
     Punct(char),
+    /// Text the lexer could not read (already reported by `tokenize_all`).
+    Bad,
     /// End of input.
     Eof,
 }
@@ -44,6 +46,7 @@ impl Tok {
             Tok::NegInt(i) => format!("integer `{i}`"),
             Tok::Quoted(_) => "quoted string".to_string(),
             Tok::Punct(c) => format!("`{c}`"),
+            Tok::Bad => "invalid text".to_string(),
             Tok::Eof => "end of file".to_string(),
         }
     }
@@ -57,16 +60,91 @@ pub struct Token {
 }
 
 const KEYWORDS: &[&str] = &[
-    "create", "define", "debug", "domultisync", "echo", "enable", "eventgen", "quit", "list",
-    "run", "psrun", "set", "sleep", "system", "version", "file", "files", "thread", "flowop",
-    "randvar", "mode", "multi", "cvar", "alldone", "blocking", "client", "dirwidth",
-    "dirdepthrv", "directio", "dirgamma", "dsync", "entries", "fd", "filename", "filesetname",
-    "filesize", "firstdone", "gamma", "highwater", "indexed", "instances", "iosize", "iters",
-    "leafdirs", "master", "mean", "memsize", "ioprio", "min", "max", "name", "nice", "opennext",
-    "paralloc", "parameters", "path", "prealloc", "random", "randsrc", "randtable", "rate",
-    "readonly", "writeonly", "reuse", "round", "seed", "size", "srcfd", "target", "timeout",
-    "trusttree", "type", "useism", "value", "workingset", "nousestats", "lathist",
-    "noreadahead", "uniform", "tabular", "urandom", "rand48", "true", "false", "in",
+    "create",
+    "define",
+    "debug",
+    "domultisync",
+    "echo",
+    "enable",
+    "eventgen",
+    "quit",
+    "list",
+    "run",
+    "psrun",
+    "set",
+    "sleep",
+    "system",
+    "version",
+    "file",
+    "files",
+    "thread",
+    "flowop",
+    "randvar",
+    "mode",
+    "multi",
+    "cvar",
+    "alldone",
+    "blocking",
+    "client",
+    "dirwidth",
+    "dirdepthrv",
+    "directio",
+    "dirgamma",
+    "dsync",
+    "entries",
+    "fd",
+    "filename",
+    "filesetname",
+    "filesize",
+    "firstdone",
+    "gamma",
+    "highwater",
+    "indexed",
+    "instances",
+    "iosize",
+    "iters",
+    "leafdirs",
+    "master",
+    "mean",
+    "memsize",
+    "ioprio",
+    "min",
+    "max",
+    "name",
+    "nice",
+    "opennext",
+    "paralloc",
+    "parameters",
+    "path",
+    "prealloc",
+    "random",
+    "randsrc",
+    "randtable",
+    "rate",
+    "readonly",
+    "writeonly",
+    "reuse",
+    "round",
+    "seed",
+    "size",
+    "srcfd",
+    "target",
+    "timeout",
+    "trusttree",
+    "type",
+    "useism",
+    "value",
+    "workingset",
+    "nousestats",
+    "lathist",
+    "noreadahead",
+    "uniform",
+    "tabular",
+    "urandom",
+    "rand48",
+    "true",
+    "false",
+    "in",
 ];
 
 /// True if `w` is a WML keyword (so it cannot be a bare string value).
@@ -97,19 +175,40 @@ struct Lexer<'a> {
     file: &'a str,
 }
 
-/// Splits a script into tokens (the last one is `Tok::Eof`).
+/// Splits a script into tokens (the last one is `Tok::Eof`); the first
+/// error if any text cannot be read.
 pub fn tokenize(file: &str, src: &str) -> Result<Vec<Token>> {
+    let (toks, errors) = tokenize_all(file, src);
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(toks),
+    }
+}
+
+/// Splits a script into tokens, going on after text it cannot read: such
+/// text becomes a `Tok::Bad` token and an error.
+pub fn tokenize_all(file: &str, src: &str) -> (Vec<Token>, Vec<WmlError>) {
     let mut lx = Lexer { src: src.as_bytes(), i: 0, line: 1, col: 1, file };
     let mut out = Vec::new();
+    let mut errors = Vec::new();
     loop {
         lx.skip_blank();
         let pos = lx.pos();
         let Some(c) = lx.peek() else {
             out.push(Token { tok: Tok::Eof, pos });
-            return Ok(out);
+            return (out, errors);
         };
-        let tok = lx.token(c, pos)?;
-        out.push(Token { tok, pos });
+        let at = lx.i;
+        match lx.token(c, pos) {
+            Ok(tok) => out.push(Token { tok, pos }),
+            Err(e) => {
+                errors.push(e);
+                if lx.i == at {
+                    lx.bump();
+                }
+                out.push(Token { tok: Tok::Bad, pos });
+            }
+        }
     }
 }
 
@@ -267,7 +366,8 @@ impl<'a> Lexer<'a> {
                             self.bump();
                             text.push('\n');
                         }
-                        // `\$v` is still expanded by echo (WML-SPEC §2, psrun-misc.out).
+                        // `\$v` is still expanded by echo (seen in psrun-misc.out;
+                        // docs/filebench-language.md#lexical-structure).
                         Some(b'$') => {}
                         Some(b'"') | Some(b'\\') => text.push(self.bump() as char),
                         _ => text.push('\\'),

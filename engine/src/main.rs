@@ -9,13 +9,15 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use strata_wml::interp::{Interp, Options};
+use strata_wml::limits;
 use strata_wml::output::Output;
-use strata_wml::report::ErrorOut;
+use strata_wml::report::{CheckError, ErrorOut};
 use strata_wml::vars::Avd;
 use strata_wml::{parser, runner, WmlError};
 
-const USAGE: &str = "usage: strata-wml run FILE.f [--set '$var=value']... [--runtime S] [--json]
-       strata-wml check FILE.f [--set '$var=value']...
+const USAGE: &str =
+    "usage: strata-wml run FILE.f [--set '$var=value']... [--runtime S] [--json] [--ready-file F --go-file G]
+       strata-wml check FILE.f [--set '$var=value']... [--json]
        strata-wml create FILE.f [--set '$var=value']...   (create the filesets, list their files)";
 
 #[derive(PartialEq)]
@@ -69,6 +71,8 @@ fn parse_cli() -> anyhow::Result<Cli> {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--json" => cli.json = true,
+            "--ready-file" => cli.opts.ready_file = Some(args.next().context("--ready-file needs a path")?.into()),
+            "--go-file" => cli.opts.go_file = Some(args.next().context("--go-file needs a path")?.into()),
             "--set" => cli.opts.sets.push(parse_set(&args.next().context("--set needs a value")?)?),
             "--runtime" => {
                 let v = args.next().context("--runtime needs seconds")?;
@@ -103,6 +107,44 @@ fn report_error(out: &Output, file: &str, e: &WmlError) -> u8 {
     }
 }
 
+/// `check`: every error the file has, each with file:line:column, on
+/// stderr; with `--json`, one `CheckError` object per line on stdout.
+/// Exit 0 without errors, 2 with.
+fn check(cli: Cli, src: &str) -> u8 {
+    let (script, mut errors) = parser::parse_all(&cli.file, src);
+    if errors.is_empty() {
+        let out = Arc::new(Output::new(true));
+        let mut interp = Interp::new(&script, cli.opts, out);
+        errors = interp.check(&script);
+    }
+    for e in &errors {
+        print_check_error(&cli.file, cli.json, e);
+    }
+    if !errors.is_empty() {
+        return 2;
+    }
+    if !cli.json {
+        println!("{}: OK ({:?} dialect)", cli.file, script.dialect);
+    }
+    0
+}
+
+fn print_check_error(file: &str, json: bool, e: &WmlError) {
+    if !json {
+        eprintln!("{}", e.located(file));
+        return;
+    }
+    let pos = e.pos();
+    let obj = CheckError {
+        file: file.to_string(),
+        line: pos.map(|p| p.line),
+        column: pos.map(|p| p.col),
+        message: e.message(),
+        kind: e.kind().to_string(),
+    };
+    println!("{}", serde_json::to_string(&obj).unwrap_or_default());
+}
+
 fn real_main() -> anyhow::Result<u8> {
     let cli = match parse_cli() {
         Ok(c) => c,
@@ -111,41 +153,45 @@ fn real_main() -> anyhow::Result<u8> {
             return Ok(2);
         }
     };
+    // Process instances inherit it (docs/filebench-language.md#processes-and-threads).
+    limits::raise_nofile();
     let out = Arc::new(Output::new(cli.json));
     let src = match std::fs::read_to_string(&cli.file) {
         Ok(s) => s,
         Err(e) => {
             let err = WmlError::io(format!("cannot read {}", cli.file), e);
+            if cli.cmd == Cmd::Check {
+                print_check_error(&cli.file, cli.json, &err);
+                return Ok(2);
+            }
             return Ok(report_error(&out, &cli.file, &err).max(2));
         }
     };
+    if cli.cmd == Cmd::Check {
+        return Ok(check(cli, &src));
+    }
     if !cli.json && cli.cmd == Cmd::Run {
         out.plain(&format!("Filebench Version 1.5-alpha3 (strata-wml {})", env!("CARGO_PKG_VERSION")));
     }
-    let script = match parser::parse(&cli.file, &src) {
-        Ok(s) => s,
-        Err(e) => return Ok(report_error(&out, &cli.file, &e)),
-    };
+    let (script, errors) = parser::parse_all(&cli.file, &src);
+    if !errors.is_empty() {
+        let codes: Vec<u8> = errors.iter().map(|e| report_error(&out, &cli.file, e)).collect();
+        return Ok(codes[0]);
+    }
     runner::install_signal_handlers();
     if cli.cmd == Cmd::Create {
         let mut interp = Interp::new(&script, cli.opts, Arc::new(Output::new(true)));
         return Ok(match interp.create_only(&script) {
-            Ok(()) => {
-                print!("{}", interp.listing());
-                0
-            }
+            Ok(()) => match interp.write_listing(&mut std::io::stdout().lock()) {
+                Ok(()) => 0,
+                Err(e) => report_error(&out, &cli.file, &WmlError::io("writing the listing", e)),
+            },
             Err(e) => report_error(&out, &cli.file, &e),
         });
     }
-    let check = cli.cmd == Cmd::Check;
     let mut interp = Interp::new(&script, cli.opts, out.clone());
     match interp.execute(&script) {
-        Ok(o) => {
-            if check && !cli.json {
-                println!("{}: OK ({:?} dialect)", cli.file, script.dialect);
-            }
-            Ok(o.exit_code as u8)
-        }
+        Ok(o) => Ok(o.exit_code as u8),
         Err(e) => Ok(report_error(&out, &cli.file, &e)),
     }
 }

@@ -1,6 +1,6 @@
 //! The run model: processes, threads and flowops with their attributes
 //! resolved against the variables as they are when `run` executes
-//! (WML-SPEC §4.2, §5.2-§5.4, §10).
+//! (docs/filebench-language.md#when-attributes-are-read, #processes-and-threads, #flowop-attributes, #composite-flowops).
 //!
 //! Why compile: attributes that Filebench reads "once at init" become plain
 //! numbers here, those read "every call" stay `Avd`s, and names (filesets,
@@ -51,6 +51,10 @@ pub struct FlowopSpec {
 #[derive(Debug, Clone)]
 pub struct ThreadSpec {
     pub name: String,
+    /// Where the thread is defined, and its `instances` / `memsize` attributes.
+    pub pos: Pos,
+    pub instances_pos: Option<Pos>,
+    pub memsize_pos: Option<Pos>,
     pub instances: u64,
     pub memsize: u64,
     pub ioprio: u64,
@@ -61,6 +65,9 @@ pub struct ThreadSpec {
 #[derive(Debug, Clone)]
 pub struct ProcSpec {
     pub name: String,
+    /// Where the process is defined, and its `instances` attribute.
+    pub pos: Pos,
+    pub instances_pos: Option<Pos>,
     pub instances: u64,
     pub nice: u64,
     pub threads: Vec<ThreadSpec>,
@@ -72,7 +79,7 @@ pub struct ReportRow {
     pub name: String,
     pub kind: Kind,
     /// The stats this row shows; `None` for a duplicate name (Filebench
-    /// credits all same-named instances to the last definition, §12.2).
+    /// credits all same-named instances to the last definition, docs/filebench-language.md#statistics).
     pub stat_id: Option<usize>,
 }
 
@@ -94,18 +101,40 @@ pub struct Ctx<'a> {
     pub composites: &'a HashMap<String, CompositeDef>,
 }
 
+/// Flowops a run may have once composites are expanded (Filebench: 16,384).
+pub const MAX_FLOWOPS: usize = 100_000;
+/// Composite flowops nested deeper than this contain themselves, or nearly.
+pub const MAX_COMPOSITE_DEPTH: usize = 32;
+
 struct Builder<'a> {
     cx: &'a Ctx<'a>,
     stat_ids: HashMap<String, usize>,
     model: RunModel,
+    /// Errors of the definitions skipped so far (`compile_all`).
+    errors: Vec<WmlError>,
+    flowops: usize,
+    depth: usize,
 }
 
-/// Compiles the process definitions into a run model.
+/// Compiles the process definitions into a run model; the first error.
 pub fn compile(cx: &Ctx, procs: &[(Attrs, Vec<ThreadDef>, Pos)]) -> Result<RunModel> {
-    let mut b = Builder { cx, stat_ids: HashMap::new(), model: RunModel::default() };
+    let (model, errors) = compile_all(cx, procs);
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(model),
+    }
+}
+
+/// Compiles what it can and returns every error (a thread or flowop with an
+/// error is left out of the model).
+pub fn compile_all(cx: &Ctx, procs: &[(Attrs, Vec<ThreadDef>, Pos)]) -> (RunModel, Vec<WmlError>) {
+    let mut b =
+        Builder { cx, stat_ids: HashMap::new(), model: RunModel::default(), errors: Vec::new(), flowops: 0, depth: 0 };
     for (attrs, threads, pos) in procs {
-        let p = b.process(attrs, threads, *pos)?;
-        b.model.procs.push(p);
+        match b.process(attrs, threads, *pos) {
+            Ok(p) => b.model.procs.push(p),
+            Err(e) => b.errors.push(e),
+        }
     }
     // Filebench's master list is head-inserted and looked up by first match:
     // the last definition of a name gets the stats.
@@ -115,7 +144,7 @@ pub fn compile(cx: &Ctx, procs: &[(Attrs, Vec<ThreadDef>, Pos)]) -> Result<RunMo
             row.stat_id = None;
         }
     }
-    Ok(b.model)
+    (b.model, b.errors)
 }
 
 impl<'a> Builder<'a> {
@@ -146,13 +175,17 @@ impl<'a> Builder<'a> {
         }
         let mut out = ProcSpec {
             name,
+            pos,
+            instances_pos: attrs.pos_of("instances"),
             instances: self.attr(attrs, "instances", Avd::Int(1), &none)?.get_int(),
             nice: self.attr(attrs, "nice", Avd::Int(0), &none)?.get_int(),
             threads: Vec::new(),
         };
         for t in threads {
-            let ts = self.thread(t)?;
-            out.threads.push(ts);
+            match self.thread(t) {
+                Ok(ts) => out.threads.push(ts),
+                Err(e) => self.errors.push(e),
+            }
         }
         Ok(out)
     }
@@ -165,10 +198,16 @@ impl<'a> Builder<'a> {
         }
         let mut flowops = Vec::new();
         for f in &t.flowops {
-            flowops.push(self.flowop(f, None, &none)?);
+            match self.flowop(f, None, &none) {
+                Ok(fo) => flowops.push(fo),
+                Err(e) => self.errors.push(e),
+            }
         }
         Ok(ThreadSpec {
             name,
+            pos: t.pos,
+            instances_pos: t.attrs.pos_of("instances"),
+            memsize_pos: t.attrs.pos_of("memsize"),
             instances: self.attr(&t.attrs, "instances", Avd::Int(1), &none)?.get_int(),
             memsize: self.attr(&t.attrs, "memsize", Avd::Int(0), &none)?.get_int(),
             ioprio: self.attr(&t.attrs, "ioprio", Avd::Int(8), &none)?.get_int(),
@@ -201,6 +240,12 @@ impl<'a> Builder<'a> {
             None if self.cx.composites.contains_key(&f.kind) => Kind::Composite,
             None => return Err(self.err(Some(f.pos), format!("unknown flowop type `{}`", f.kind))),
         };
+        self.flowops += 1;
+        if self.flowops > MAX_FLOWOPS {
+            return Err(
+                self.err(Some(f.pos), format!("more than {MAX_FLOWOPS} flowops once composite flowops are expanded"))
+            );
+        }
         let stat_id = self.stat_id(&name, kind);
         self.model.rows.push(ReportRow { name: name.clone(), kind, stat_id: Some(stat_id) });
         let mut spec = self.flowop_attrs(f, name, kind, stat_id, locals)?;
@@ -210,7 +255,14 @@ impl<'a> Builder<'a> {
         Ok(spec)
     }
 
-    fn flowop_attrs(&self, f: &FlowopDef, name: String, kind: Kind, stat_id: usize, l: &HashMap<String, Value>) -> Result<FlowopSpec> {
+    fn flowop_attrs(
+        &self,
+        f: &FlowopDef,
+        name: String,
+        kind: Kind,
+        stat_id: usize,
+        l: &HashMap<String, Value>,
+    ) -> Result<FlowopSpec> {
         let a = &f.attrs;
         let f_ = Avd::Bool(false);
         let fileset = match a.get("filename") {
@@ -271,12 +323,29 @@ impl<'a> Builder<'a> {
                 spec.iters = self.resolve(v, &locals, def.attrs.pos_of("iters"))?;
             }
         }
-        let outer = spec.name.clone();
-        for inner in &def.flowops {
-            let s = self.flowop(inner, Some(&outer), &locals)?;
-            spec.inner.push(s);
+        if self.depth >= MAX_COMPOSITE_DEPTH {
+            return Err(self.err(
+                Some(f.pos),
+                format!(
+                    "composite flowop {} is nested more than {MAX_COMPOSITE_DEPTH} deep (does it contain itself?)",
+                    f.kind
+                ),
+            ));
         }
-        Ok(())
+        let outer = spec.name.clone();
+        self.depth += 1;
+        let mut result = Ok(());
+        for inner in &def.flowops {
+            match self.flowop(inner, Some(&outer), &locals) {
+                Ok(s) => spec.inner.push(s),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        result
     }
 }
 
@@ -301,6 +370,60 @@ mod tests {
         compile(&Ctx { file: "t.f", vars: &vars, filesets: &names, composites: &composites }, &procs).unwrap()
     }
 
+    fn compile_src(src: &str) -> (RunModel, Vec<WmlError>) {
+        let script = crate::parser::parse("t.f", src).unwrap();
+        let mut composites = HashMap::new();
+        let mut procs = Vec::new();
+        for s in &script.stmts {
+            match &s.stmt {
+                Stmt::DefineProcess { attrs, threads } => procs.push((attrs.clone(), threads.clone(), s.pos)),
+                Stmt::DefineComposite { attrs, lvars, flowops } => {
+                    let Some(Value::Str(n)) = attrs.get("name") else { panic!() };
+                    composites.insert(
+                        n.clone(),
+                        CompositeDef { attrs: attrs.clone(), lvars: lvars.clone(), flowops: flowops.clone() },
+                    );
+                }
+                _ => {}
+            }
+        }
+        let vars = Vars::default();
+        let names = vec!["fs".to_string()];
+        compile_all(&Ctx { file: "t.f", vars: &vars, filesets: &names, composites: &composites }, &procs)
+    }
+
+    #[test]
+    fn a_composite_that_contains_itself_is_an_error_not_a_stack_overflow() {
+        let (_, errors) = compile_src(
+            "define flowop name=loop { flowop loop name=again }\n\
+             define process name=p { thread name=t { flowop loop name=l1 } }",
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].to_string().contains("nested more than 32 deep"), "{}", errors[0]);
+    }
+
+    #[test]
+    fn exponential_composites_stop_at_the_flowop_limit() {
+        let mut src = String::from("define flowop name=c0 { flowop statfile name=s,filesetname=fs }\n");
+        for i in 1..12 {
+            let inner: Vec<String> = (0..10).map(|k| format!("flowop c{} name=x{k}", i - 1)).collect();
+            src.push_str(&format!("define flowop name=c{i} {{ {} }}\n", inner.join("\n")));
+        }
+        src.push_str("define process name=p { thread name=t { flowop c11 name=top } }");
+        let (_, errors) = compile_src(&src);
+        assert!(errors.iter().any(|e| e.to_string().contains("more than 100000 flowops")), "{errors:?}");
+    }
+
+    #[test]
+    fn every_bad_flowop_is_reported() {
+        let (m, errors) = compile_src(
+            "define process name=p { thread name=t { flowop frob name=a\n flowop statfile name=ok,filesetname=fs\n\
+             flowop statfile name=b,filesetname=nope } }",
+        );
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert_eq!(m.procs[0].threads[0].flowops.len(), 1);
+    }
+
     #[test]
     fn same_name_is_credited_to_the_last_definition() {
         let m = model_of(
@@ -314,7 +437,11 @@ mod tests {
 
     #[test]
     fn unknown_fileset_is_a_semantic_error() {
-        let script = crate::parser::parse("t.f", "define process name=p { thread name=t { flowop statfile name=s,filesetname=nope } }").unwrap();
+        let script = crate::parser::parse(
+            "t.f",
+            "define process name=p { thread name=t { flowop statfile name=s,filesetname=nope } }",
+        )
+        .unwrap();
         let Stmt::DefineProcess { attrs, threads } = &script.stmts[0].stmt else { panic!() };
         let vars = Vars::default();
         let composites = HashMap::new();

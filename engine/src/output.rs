@@ -2,7 +2,7 @@
 //!
 //! Why one sink: in text mode the log lines (`%4.3f: message`) and the
 //! statistics block go to stdout exactly as Filebench prints them; with
-//! `--json` stdout carries only JSON envelopes (STYLE.md item 1) and the log
+//! `--json` stdout carries only JSON envelopes (engine/README.md, "JSON protocol") and the log
 //! lines move to stderr, so a consumer can read stdout line by line.
 
 use std::io::Write;

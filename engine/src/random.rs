@@ -1,8 +1,9 @@
-//! Random variables: `randvar(...)` (WML-SPEC §4.3) and `cvar(...)` (§4.4).
+//! Random variables: `randvar(...)` and `cvar(...)`
+//! (docs/filebench-language.md#random-variables, #custom-variables).
 //!
 //! Why here and not in `rng`: these are the WML-level distributions, built on
 //! the bit-exact generators of `rng`; `cvar-gamma` in particular shares the
-//! workload's global drand48 stream with fileset population (§14).
+//! workload's global drand48 stream with fileset population (docs/filebench-language.md#randomness).
 
 use std::sync::{Arc, Mutex};
 
@@ -46,8 +47,11 @@ pub struct RandVar {
     pub gamma: f64,
     pub min: f64,
     pub round: f64,
-    /// 100 slots of (base, range), normalised to min 0 / mean 1.
-    pub table: Vec<(f64, f64)>,
+    /// The table's rows as (cumulative percent at the row's end, base,
+    /// range), base and range normalised to min 0 / mean 1.
+    pub table: Vec<(u64, f64, f64)>,
+    /// Base of the slots past the rows when the percents total under 100.
+    pub table_pad: f64,
 }
 
 /// Parameters of a randvar as written (before normalisation).
@@ -69,16 +73,9 @@ impl RandVar {
     /// (`Prob table only totals N%`).
     pub fn new(spec: &RandSpec, mt: Arc<Mutex<MtState>>) -> (RandVar, Option<String>) {
         let gamma = spec.gamma_x1000.unwrap_or(1500) as f64 / 1000.0;
-        let kind = if spec.rows.is_empty() {
-            spec.kind.unwrap_or(RandKind::Gamma)
-        } else {
-            RandKind::Tabular
-        };
-        let src = if spec.urandom {
-            RandSrc::Urandom(mt)
-        } else {
-            RandSrc::Rand48(Mutex::new(Rand48::from_seed(spec.seed)))
-        };
+        let kind = if spec.rows.is_empty() { spec.kind.unwrap_or(RandKind::Gamma) } else { RandKind::Tabular };
+        let src =
+            if spec.urandom { RandSrc::Urandom(mt) } else { RandSrc::Rand48(Mutex::new(Rand48::from_seed(spec.seed))) };
         let mut rv = RandVar {
             kind,
             src,
@@ -87,43 +84,55 @@ impl RandVar {
             min: spec.min as f64,
             round: spec.round as f64,
             table: Vec::new(),
+            table_pad: 0.0,
         };
         let warn = if kind == RandKind::Tabular { rv.init_table(&spec.rows) } else { None };
         (rv, warn)
     }
 
+    /// Filebench expands the rows into a table of 100 slots (a row of
+    /// `percent` p fills p slots; slots past 100 are dropped, missing ones
+    /// are zero) and draws a slot uniformly. Cumulative percents and a
+    /// binary search give the same draws without a table proportional to
+    /// the percents, which a user can set to anything (2^31 allocated 24 GB).
     fn init_table(&mut self, rows: &[(u64, u64, u64)]) -> Option<String> {
         let mut tmin = f64::MAX;
         let mut tsum = 0.0;
-        let mut slots = Vec::with_capacity(100);
+        let mut cum = 0u64;
+        let mut raw = Vec::with_capacity(rows.len());
         for &(pct, lo, hi) in rows {
             let (lo, hi) = (lo as f64, hi as f64);
             tmin = tmin.min(lo);
             tsum += (lo + hi) / 2.0 * pct as f64;
-            for _ in 0..pct {
-                slots.push((lo, hi - lo));
-            }
+            cum = cum.saturating_add(pct);
+            raw.push((cum, lo, hi - lo));
         }
-        let warn = (slots.len() != 100).then(|| format!("Prob table only totals {}%", slots.len()));
-        slots.resize(100, (0.0, 0.0));
+        let warn = (cum != 100).then(|| format!("Prob table only totals {cum}%"));
         if self.mean == 0.0 {
             self.mean = tsum / 100.0;
         }
         let tmean = tsum / 100.0 - tmin;
-        self.table = if tmean == 0.0 {
-            vec![(0.0, 0.0); 100]
-        } else {
-            slots.iter().map(|&(b, r)| ((b - tmin) / tmean, r / tmean)).collect()
-        };
+        let norm = |x: f64| if tmean == 0.0 { 0.0 } else { x / tmean };
+        self.table = raw.into_iter().map(|(c, b, r)| (c, norm(b - tmin), norm(r))).collect();
+        self.table_pad = norm(0.0 - tmin);
         warn
     }
 
-    /// Draws one value (§4.3).
+    /// (base, range) of slot `idx` (0..100) of Filebench's table.
+    fn table_slot(&self, idx: u64) -> (f64, f64) {
+        let k = self.table.partition_point(|&(cum, _, _)| cum <= idx);
+        match self.table.get(k) {
+            Some(&(_, b, r)) => (b, r),
+            None => (self.table_pad, 0.0),
+        }
+    }
+
+    /// Draws one value (docs/filebench-language.md#random-variables).
     pub fn sample(&self) -> f64 {
         self.sample_with_mean(self.mean)
     }
 
-    /// Draws with another mean: `dirdepthrv` gets the fileset's mean depth (§6.1).
+    /// Draws with another mean: `dirdepthrv` gets the fileset's mean depth (docs/filebench-language.md#fileset-trees).
     pub fn sample_with_mean(&self, mean: f64) -> f64 {
         let v = match self.kind {
             RandKind::Uniform => self.src.next() * (2.0 * (mean - self.min)) + self.min,
@@ -134,7 +143,7 @@ impl RandVar {
             RandKind::Tabular => {
                 let p = self.src.next() * 100.0;
                 let idx = (p as usize).min(99);
-                let (base, range) = self.table[idx];
+                let (base, range) = self.table_slot(idx as u64);
                 let x = base + range * (p - idx as f64);
                 x * (mean - self.min) + self.min
             }
@@ -209,7 +218,7 @@ impl Cvar {
         Ok(Cvar { dist, src, min: min.unwrap_or(f64::MIN_POSITIVE), max: max.unwrap_or(f64::MAX), round })
     }
 
-    /// Draws one value: sample, round, clamp (§4.4).
+    /// Draws one value: sample, round, clamp (docs/filebench-language.md#custom-variables).
     pub fn sample(&self) -> f64 {
         let v = match &self.src {
             CvarSrc::Drand48(d) => {
@@ -238,9 +247,7 @@ impl Cvar {
             CvarDist::Exponential { mean } => -mean * nz().ln(),
             CvarDist::Lognormal { shape, scale } => (scale + shape * std_normal(&mut nz)).exp(),
             CvarDist::Weibull { shape, scale } => scale * (-nz().ln()).powf(1.0 / shape),
-            CvarDist::Erlang { shape, rate } => {
-                (0..shape.max(1)).map(|_| -nz().ln()).sum::<f64>() / rate
-            }
+            CvarDist::Erlang { shape, rate } => (0..shape.max(1)).map(|_| -nz().ln()).sum::<f64>() / rate,
             CvarDist::Triangular { lower, upper, mode } => {
                 let x = u();
                 let f = (mode - lower) / (upper - lower);
@@ -281,7 +288,13 @@ fn parse_params(params: &str) -> Vec<(String, f64)> {
 fn atof(s: &str) -> f64 {
     let end = s
         .char_indices()
-        .take_while(|&(i, c)| c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || ((c == '-' || c == '+') && (i == 0 || s[..i].ends_with(['e', 'E']))))
+        .take_while(|&(i, c)| {
+            c.is_ascii_digit()
+                || c == '.'
+                || c == 'e'
+                || c == 'E'
+                || ((c == '-' || c == '+') && (i == 0 || s[..i].ends_with(['e', 'E'])))
+        })
         .map(|(i, c)| i + c.len_utf8())
         .last()
         .unwrap_or(0);
@@ -331,6 +344,50 @@ mod tests {
         let (rv, warn) = RandVar::new(&spec, Arc::new(Mutex::new(MtState::default())));
         assert!(warn.is_none());
         assert_eq!(rv.sample(), 8192.0);
+    }
+
+    /// Filebench's 100-slot expansion, as the engine used to build it.
+    fn slots_of(rows: &[(u64, u64, u64)]) -> Vec<(f64, f64)> {
+        let mut slots = Vec::new();
+        for &(pct, lo, hi) in rows {
+            for _ in 0..pct.min(1000) {
+                slots.push((lo as f64, (hi - lo) as f64));
+            }
+        }
+        slots.resize(100, (0.0, 0.0));
+        slots
+    }
+
+    #[test]
+    fn cumulative_table_draws_the_slots_of_filebench_table() {
+        let tables: [&[(u64, u64, u64)]; 4] = [
+            &[(85, 8192, 8192), (15, 8192, 65536)],
+            &[(33, 1024, 1024), (21, 1024, 3072), (13, 3072, 5120), (10, 5120, 11264), (8, 11264, 21504)],
+            &[(60, 10, 20), (70, 30, 40)],
+            &[(2147483648, 8192, 8192), (15, 8192, 65536)],
+        ];
+        for rows in tables {
+            let spec = RandSpec { rows: rows.to_vec(), ..Default::default() };
+            let (rv, _) = RandVar::new(&spec, Arc::new(Mutex::new(MtState::default())));
+            let tmean = rv.mean - rows.iter().map(|r| r.1).min().unwrap() as f64;
+            let tmin = rows.iter().map(|r| r.1).min().unwrap() as f64;
+            for (idx, (base, range)) in slots_of(rows).into_iter().enumerate() {
+                let (b, r) = rv.table_slot(idx as u64);
+                assert!(
+                    (b - (base - tmin) / tmean).abs() < 1e-12 && (r - range / tmean).abs() < 1e-12,
+                    "{rows:?} slot {idx}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn huge_table_weights_allocate_nothing_proportional() {
+        let spec = RandSpec { rows: vec![(u64::MAX, 1, 2), (u64::MAX, 3, 4)], ..Default::default() };
+        let (rv, warn) = RandVar::new(&spec, Arc::new(Mutex::new(MtState::default())));
+        assert_eq!(rv.table.len(), 2);
+        assert!(warn.unwrap().contains("totals 18446744073709551615%"));
+        assert!(rv.sample().is_finite());
     }
 
     #[test]

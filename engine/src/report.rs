@@ -1,4 +1,4 @@
-//! The statistics output: Filebench's text block (WML-SPEC §12.3) and the
+//! The statistics output: Filebench's text block (docs/filebench-language.md#text-output) and the
 //! JSON `interval`/`end` envelopes (engine/README.md, "JSON protocol").
 //!
 //! Why both from the same totals: the text is for people and tools that parse
@@ -166,6 +166,9 @@ pub struct FlowopOut {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct End {
+    /// Wall clock (Unix seconds) when the measured run started: after the filesets and the barrier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
     pub runtime_s: f64,
     pub stopped_early: bool,
     pub reason: Option<String>,
@@ -184,10 +187,30 @@ pub struct ErrorOut {
     pub col: Option<u32>,
 }
 
+/// One error of `strata-wml check --json` (a JSON object per line).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CheckError {
+    pub file: String,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub message: String,
+    /// syntax | semantic | io | runtime
+    pub kind: String,
+}
+
 /// Emits an `interval` envelope for a psrun period.
 pub fn emit_interval(out: &Output, t_s: f64, interval: &[Totals], secs: f64, model: &RunModel) {
     let s = io_summary(model, interval);
-    out.emit("interval", &Interval { t_s, ops: s.count, ops_per_s: per_s(s.count, secs), mb_per_s: s.bytes as f64 / MB / secs.max(1e-9) });
+    out.emit(
+        "interval",
+        &Interval {
+            t_s,
+            ops: s.count,
+            ops_per_s: per_s(s.count, secs),
+            mb_per_s: s.bytes as f64 / MB / secs.max(1e-9),
+        },
+    );
 }
 
 fn latency(t: &Totals, h: &Histogram<u64>, reset: bool) -> Latency {
@@ -227,7 +250,14 @@ fn histogram(h: &Histogram<u64>) -> HistogramOut {
 
 /// Builds the `end` data from whole-run totals.
 /// `extremes_reset`: min/max counters were restarted by psrun intervals.
-pub fn end_data(model: &RunModel, totals: &[Totals], hists: &[Histogram<u64>], secs: f64, stopped: (bool, Option<String>), extremes_reset: bool) -> End {
+pub fn end_data(
+    model: &RunModel,
+    totals: &[Totals],
+    hists: &[Histogram<u64>],
+    secs: f64,
+    stopped: (bool, Option<String>),
+    extremes_reset: bool,
+) -> End {
     let s = io_summary(model, totals);
     let summary = Summary {
         ops: s.count,
@@ -260,5 +290,5 @@ pub fn end_data(model: &RunModel, totals: &[Totals], hists: &[Histogram<u64>], s
             }
         })
         .collect();
-    End { runtime_s: secs, stopped_early: stopped.0, reason: stopped.1, summary, flowops }
+    End { started_unix_s: None, runtime_s: secs, stopped_early: stopped.0, reason: stopped.1, summary, flowops }
 }

@@ -1,13 +1,13 @@
 //! Running a workload: start workers, time the run, report intervals, stop
-//! (WML-SPEC §7.1-§7.2, §11).
+//! (docs/filebench-language.md#run-and-psrun, #rate-limits).
 //!
 //! Why the runner owns no counters: workers count into their own
 //! `ThreadStats`; the runner only reads them (psrun intervals, the final
 //! snapshot) and merges histograms after joining the workers.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -15,12 +15,14 @@ use hdrhistogram::Histogram;
 use crate::ast::QuitMode;
 use crate::fileset::Fileset;
 use crate::kind::Kind;
-use crate::model::{FlowopSpec, RunModel};
+use crate::model::{FlowopSpec, ProcSpec, RunModel, ThreadSpec};
 use crate::output::Output;
+use crate::procs::{self, Child, Group};
 use crate::report;
-use crate::stats::{merge_histograms, ThreadStats, Totals};
+use crate::shm::{ShmBox, ShmSlice};
+use crate::stats::{ThreadStats, Totals};
 use crate::vars::Avd;
-use crate::worker::{EventQueue, Ident, SemPair, Shared, Signal, StopKind, Worker, WorkerResult};
+use crate::worker::{Ident, Shared, StopKind, SyncObj, Worker};
 
 /// Set by SIGINT/SIGTERM (the signal number).
 pub static SIGNALED: AtomicI32 = AtomicI32::new(0);
@@ -49,6 +51,8 @@ pub struct RunParams {
     pub lathist: bool,
     pub indexed_v14: bool,
     pub verbose: bool,
+    /// Largest I/O buffer a flowop may allocate (`limits::max_io_bytes`).
+    pub max_io_bytes: u64,
 }
 
 /// What a run measured.
@@ -67,108 +71,101 @@ pub struct RunResult {
 }
 
 struct Plan {
-    workers: Vec<Worker>,
+    groups: Vec<Group>,
     all_stats: Vec<Arc<ThreadStats>>,
+    nworkers: usize,
 }
 
-fn sync_objects(fs: &[FlowopSpec], out: &mut Vec<(String, Kind, u64)>) {
-    for f in fs {
-        if matches!(f.kind, Kind::Block | Kind::SemBlock) {
-            out.push((f.name.clone(), f.kind, f.highwater));
+/// Calls `f` for every block/semblock flowop, inner ones included, in order.
+fn each_sync(fs: &[FlowopSpec], f: &mut dyn FnMut(&FlowopSpec)) {
+    for fo in fs {
+        if matches!(fo.kind, Kind::Block | Kind::SemBlock) {
+            f(fo);
         }
-        sync_objects(&f.inner, out);
+        each_sync(&fo.inner, f);
     }
 }
 
-fn attach_sync(w: &mut Worker, fs: &[FlowopSpec], objs: &mut std::vec::IntoIter<(Arc<Signal>, Arc<SemPair>)>) {
-    for f in fs {
-        if matches!(f.kind, Kind::Block | Kind::SemBlock) {
-            let (sig, sem) = objs.next().expect("one object per sync flowop");
-            w.aux[f.stat_id].signal = Some(sig);
-            w.aux[f.stat_id].sem = Some(sem);
-        }
-        attach_sync(w, &f.inner, objs);
-    }
+/// Every thread instance of the run, in order: (process, instance, thread, instance).
+fn thread_instances(model: &RunModel) -> impl Iterator<Item = (&ProcSpec, u64, &ThreadSpec, u64)> {
+    model.procs.iter().flat_map(|pr| {
+        (0..pr.instances)
+            .flat_map(move |pi| pr.threads.iter().flat_map(move |t| (0..t.instances).map(move |ti| (pr, pi, t, ti))))
+    })
 }
 
-/// Builds the shared state and every worker (not started yet).
+/// The sync objects of the run: one per block/semblock flowop of each thread
+/// instance; by flowop name (for wakeup/sempost), with their `highwater`.
+fn sync_layout(model: &RunModel) -> (HashMap<String, Vec<usize>>, Vec<u64>) {
+    let mut blocks: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut highwater = Vec::new();
+    for (_, _, t, _) in thread_instances(model) {
+        each_sync(&t.flowops, &mut |f| {
+            blocks.entry(f.name.clone()).or_default().push(highwater.len());
+            highwater.push(f.highwater);
+        });
+    }
+    (blocks, highwater)
+}
+
+/// Builds the shared state and every worker (not started yet), grouped by
+/// process instance.
 fn plan(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Arc<Output>) -> (Arc<Shared>, Plan) {
-    let mut blocks: HashMap<String, Vec<Arc<Signal>>> = HashMap::new();
-    let mut sems: HashMap<String, Vec<Arc<SemPair>>> = HashMap::new();
-    let mut per_thread_objs = Vec::new();
-    for pr in &model.procs {
-        for _ in 0..pr.instances {
-            for t in &pr.threads {
-                for _ in 0..t.instances {
-                    let mut specs = Vec::new();
-                    sync_objects(&t.flowops, &mut specs);
-                    let objs: Vec<_> = specs
-                        .into_iter()
-                        .map(|(name, _, hw)| {
-                            let s = Arc::new(Signal::default());
-                            let m = Arc::new(SemPair::new(hw));
-                            blocks.entry(name.clone()).or_default().push(s.clone());
-                            sems.entry(name).or_default().push(m.clone());
-                            (s, m)
-                        })
-                        .collect();
-                    per_thread_objs.push(objs);
-                }
-            }
-        }
-    }
     // Open counts are read only by deletefile: without one, do not keep them.
     let deletes = model.stats.iter().any(|(_, k)| *k == Kind::DeleteFile);
+    let nthreads = thread_instances(model).count();
     for fs in &filesets {
         fs.set_track_opens(deletes);
+        fs.private_rotors(nthreads);
+    }
+    let (blocks, highwater) = sync_layout(model);
+    let sync: ShmSlice<SyncObj> = ShmSlice::new(highwater.len());
+    for (obj, hw) in sync.iter().zip(highwater) {
+        obj.sem.init(hw);
     }
     let shared = Arc::new(Shared {
         filesets,
-        stop: AtomicBool::new(false),
-        reason: Mutex::new(None),
+        ctl: ShmBox::new(),
         mode: p.mode,
-        events: EventQueue::default(),
         blocks,
-        sems,
+        sync,
         out,
         indexed_v14: p.indexed_v14,
-        threads_done: AtomicUsize::new(0),
         verbose: p.verbose,
         lathist: p.lathist,
-        gate: (Mutex::new(false), Condvar::new()),
+        max_io_bytes: p.max_io_bytes,
     });
-    let mut objs_iter = per_thread_objs.into_iter();
-    let mut workers = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     let mut all_stats = Vec::new();
-    let mut utid = 0;
-    for pr in &model.procs {
-        for pi in 0..pr.instances {
-            let group = Arc::new(Mutex::new(Vec::new()));
-            for t in &pr.threads {
-                let fos = Arc::new(t.flowops.clone());
-                for ti in 0..t.instances {
-                    utid += 1;
-                    let id = Ident {
-                        proc_name: pr.name.clone(),
-                        proc_instance: pi,
-                        thread_name: t.name.clone(),
-                        thread_instance: ti,
-                        utid,
-                    };
-                    let mut w = Worker::new(shared.clone(), fos.clone(), model.stats.len(), id, t.memsize);
-                    w.proc_stats = group.clone();
-                    w.nice = pr.nice;
-                    w.ioprio = t.ioprio;
-                    group.lock().unwrap().push(w.stats.clone());
-                    all_stats.push(w.stats.clone());
-                    let mut it = objs_iter.next().unwrap_or_default().into_iter();
-                    attach_sync(&mut w, &fos, &mut it);
-                    workers.push(w);
-                }
-            }
+    let mut proc_stats = Arc::new(Mutex::new(Vec::new()));
+    let mut next_sync = 0;
+    for (utid, (pr, pi, t, ti)) in thread_instances(model).enumerate() {
+        if groups.last().is_none_or(|g| g.name != pr.name || g.instance != pi) {
+            groups.push(Group { name: pr.name.clone(), instance: pi, workers: Vec::new() });
+            proc_stats = Arc::new(Mutex::new(Vec::new()));
         }
+        let id = Ident {
+            proc_name: pr.name.clone(),
+            proc_instance: pi,
+            thread_name: t.name.clone(),
+            thread_instance: ti,
+            utid: utid + 1,
+        };
+        let fos = Arc::new(t.flowops.clone());
+        let mut w = Worker::new(shared.clone(), fos, model.stats.len(), id, t.memsize);
+        w.proc_stats = proc_stats.clone();
+        w.nice = pr.nice;
+        w.ioprio = t.ioprio;
+        proc_stats.lock().unwrap().push(w.stats.clone());
+        all_stats.push(w.stats.clone());
+        let flowops = w.flowops.clone();
+        each_sync(&flowops, &mut |f| {
+            w.aux[f.stat_id].sync = Some(next_sync);
+            next_sync += 1;
+        });
+        groups.last_mut().expect("a group").workers.push(w);
     }
-    (shared, Plan { workers, all_stats })
+    (shared, Plan { groups, all_stats, nworkers: nthreads })
 }
 
 /// Sums all threads' counters per stat id.
@@ -182,74 +179,55 @@ pub fn snapshot(all: &[Arc<ThreadStats>], nstats: usize) -> Vec<Totals> {
     t
 }
 
-fn eventgen(shared: Arc<Shared>, rate: Avd) {
-    let mut last = Instant::now();
-    while !shared.stopping() {
-        let r = rate.get_int();
-        if r == 0 {
-            // Rate 0: limiters off (Filebench spins here, issue #97; we sleep).
-            shared.events.enabled.store(false, Relaxed);
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
-        }
-        shared.events.enabled.store(true, Relaxed);
-        std::thread::sleep(Duration::from_secs_f64((10.0 / r as f64).max(1e-6)).min(Duration::from_millis(50)));
-        let now = Instant::now();
-        let n = (r as f64 * (now - last).as_secs_f64()) as u64;
-        if n > 0 {
-            shared.events.post(n, 5 * r);
-            last = now;
-        }
-    }
-}
-
-/// Runs the model against populated filesets.
+/// Runs the model against populated filesets: one OS process per process
+/// instance (`crate::procs`), the event generator and the clock here.
 pub fn run(model: &RunModel, filesets: Vec<Arc<Fileset>>, p: &RunParams, out: Arc<Output>) -> RunResult {
     crate::clock::init();
     let (shared, plan) = plan(model, filesets, p, out.clone());
-    let Plan { workers, all_stats } = plan;
+    let Plan { groups, all_stats, nworkers } = plan;
     for pr in model.procs.iter().rev() {
         out.log(&format!("Starting {} {} instances", pr.instances, pr.name));
     }
-    let nworkers = workers.len();
-    let handles: Vec<_> = workers
-        .into_iter()
-        .map(|w| std::thread::Builder::new().stack_size(256 << 10).spawn(move || w.run()).expect("spawn worker"))
-        .collect();
+    let nstats = model.stats.len();
+    let (mut children, failed) = procs::start(groups, nstats);
+    if let Some(msg) = failed {
+        shared.abort(StopKind::Error, msg);
+    }
     let egen = p.eventgen_rate.clone().filter(|r| r.get_int() > 0 || r.is_random()).map(|rate| {
-        shared.events.enabled.store(true, Relaxed);
-        shared.events.clear();
+        shared.events().enabled.store(true, Relaxed);
+        shared.events().clear();
         let sh = shared.clone();
-        std::thread::spawn(move || eventgen(sh, rate))
+        std::thread::spawn(move || sh.events().generate(&rate, sh.stop_flag()))
     });
     out.log("Running...");
     let t0 = Instant::now();
-    {
-        let (m, cv) = &shared.gate;
-        *m.lock().unwrap() = true;
-        cv.notify_all();
-    }
-    let (signal, base, last_t) = wait_run(&shared, p, t0, nworkers, &all_stats, model, &out);
+    shared.open_gate();
+    let (signal, base, last_t) = wait_run(&shared, p, t0, nworkers, &all_stats, model, &mut children);
     let measured_s = t0.elapsed().as_secs_f64();
-    shared.stop.store(true, Relaxed);
-    let results: Vec<WorkerResult> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+    shared.ctl.stop.store(true, Relaxed);
+    let hists = procs::collect(children, nstats, &shared);
     if let Some(e) = egen {
         let _ = e.join();
     }
-    let totals = snapshot(&all_stats, model.stats.len());
-    let hists = (0..model.stats.len())
-        .map(|i| merge_histograms(results.iter().filter_map(|r| r.hist[i].as_ref())))
-        .collect();
-    let tail = p.psrun_period.filter(|x| *x < 0).map(|_| {
-        (totals.iter().zip(base.iter()).map(|(a, b)| a.since(b)).collect(), measured_s - last_t)
-    });
+    let totals = snapshot(&all_stats, nstats);
+    let tail = p
+        .psrun_period
+        .filter(|x| *x < 0)
+        .map(|_| (totals.iter().zip(base.iter()).map(|(a, b)| a.since(b)).collect(), measured_s - last_t));
     let mut r = finish(shared, measured_s, totals, hists, signal, p);
     r.tail = tail;
     r
 }
 
-fn finish(shared: Arc<Shared>, measured_s: f64, totals: Vec<Totals>, hists: Vec<Histogram<u64>>, signal: i32, p: &RunParams) -> RunResult {
-    let reason = shared.reason.lock().unwrap().clone();
+fn finish(
+    shared: Arc<Shared>,
+    measured_s: f64,
+    totals: Vec<Totals>,
+    hists: Vec<Histogram<u64>>,
+    signal: i32,
+    p: &RunParams,
+) -> RunResult {
+    let reason = shared.reason();
     let (stop_kind, reason) = match (signal, reason) {
         (s, _) if s != 0 => (Some(StopKind::Error), Some(format!("interrupted by signal {s}"))),
         (_, Some((k, m))) => (Some(k), Some(m)),
@@ -262,19 +240,31 @@ fn finish(shared: Arc<Shared>, measured_s: f64, totals: Vec<Totals>, hists: Vec<
 
 /// Sleeps through the run, printing psrun intervals; returns the signal
 /// number if one arrived, and the counters and time of the last interval print.
-fn wait_run(shared: &Shared, p: &RunParams, t0: Instant, nworkers: usize, all: &[Arc<ThreadStats>], model: &RunModel, out: &Output) -> (i32, Vec<Totals>, f64) {
+fn wait_run(
+    shared: &Shared,
+    p: &RunParams,
+    t0: Instant,
+    nworkers: usize,
+    all: &[Arc<ThreadStats>],
+    model: &RunModel,
+    children: &mut [Child],
+) -> (i32, Vec<Totals>, f64) {
+    let out = &shared.out;
     let period = p.psrun_period.map(|x| x.unsigned_abs().max(1) as f64);
     let mut next_print = period.unwrap_or(f64::INFINITY);
     let mut base = snapshot(all, model.stats.len());
     let mut last_t = 0.0;
-    loop {
+    for tick in 0u64.. {
         std::thread::sleep(Duration::from_millis(10));
+        if tick % 10 == 0 {
+            procs::poll(children, shared);
+        }
         let t = t0.elapsed().as_secs_f64();
         let sig = SIGNALED.load(Relaxed);
         if sig != 0 {
             return (sig, base, last_t);
         }
-        let all_done = nworkers > 0 && shared.threads_done.load(Relaxed) >= nworkers;
+        let all_done = nworkers > 0 && shared.ctl.threads_done.load(Relaxed) >= nworkers;
         if shared.stopping() || all_done || p.runtime_s.is_some_and(|r| t >= r) {
             return (0, base, last_t);
         }
@@ -296,4 +286,5 @@ fn wait_run(shared: &Shared, p: &RunParams, t0: Instant, nworkers: usize, all: &
             next_print += period.unwrap_or(f64::INFINITY);
         }
     }
+    unreachable!("the tick counter does not run out")
 }

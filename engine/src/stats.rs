@@ -1,4 +1,4 @@
-//! Per-thread operation statistics (WML-SPEC §12.2).
+//! Per-thread operation statistics (docs/filebench-language.md#statistics).
 //!
 //! Why per thread: Filebench keeps one shared counter block per runtime
 //! flowop; with a hundred threads that is a contended cache line per op. Here
@@ -11,12 +11,17 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use hdrhistogram::Histogram;
 
+use crate::shm::{ShmSlice, Zeroable};
+
 /// Highest latency tracked exactly by the histograms (100 s); longer ones
 /// are recorded as this value.
 pub const HIST_MAX_NS: u64 = 100_000_000_000;
 
-/// Counters of one runtime flowop in one thread.
+/// Counters of one runtime flowop in one thread. They live in shared memory
+/// (`ThreadStats`), so the runner reads them while the workers of every
+/// process instance write them.
 #[derive(Debug)]
+#[repr(C)]
 pub struct Counters {
     pub count: AtomicU64,
     pub bytes: AtomicU64,
@@ -28,25 +33,11 @@ pub struct Counters {
     pub min_ns: AtomicU64,
     pub max_ns: AtomicU64,
     /// `enable lathist`: bucket i counts 2^(i-1) <= ns < 2^i.
-    pub log2: Box<[AtomicU64; 64]>,
+    pub log2: [AtomicU64; 64],
 }
 
-impl Default for Counters {
-    fn default() -> Self {
-        Counters {
-            count: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            rcount: AtomicU64::new(0),
-            rbytes: AtomicU64::new(0),
-            wcount: AtomicU64::new(0),
-            wbytes: AtomicU64::new(0),
-            lat_ns: AtomicU64::new(0),
-            min_ns: AtomicU64::new(u64::MAX),
-            max_ns: AtomicU64::new(0),
-            log2: Box::new(std::array::from_fn(|_| AtomicU64::new(0))),
-        }
-    }
-}
+// SAFETY: atomics only; `ThreadStats::new` sets `min_ns` after zeroing.
+unsafe impl Zeroable for Counters {}
 
 #[inline]
 fn bump(a: &AtomicU64, by: u64) {
@@ -138,7 +129,18 @@ pub struct Totals {
 
 impl Default for Totals {
     fn default() -> Self {
-        Totals { count: 0, bytes: 0, rcount: 0, rbytes: 0, wcount: 0, wbytes: 0, lat_ns: 0, min_ns: u64::MAX, max_ns: 0, log2: [0; 64] }
+        Totals {
+            count: 0,
+            bytes: 0,
+            rcount: 0,
+            rbytes: 0,
+            wcount: 0,
+            wbytes: 0,
+            lat_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            log2: [0; 64],
+        }
     }
 }
 
@@ -176,15 +178,24 @@ impl Totals {
     }
 }
 
-/// One worker thread's statistics, indexed by stat id.
+/// One worker thread's statistics, indexed by stat id, in shared memory.
 #[derive(Debug)]
 pub struct ThreadStats {
-    pub flowops: Vec<Counters>,
+    pub flowops: ShmSlice<Counters>,
 }
 
 impl ThreadStats {
     pub fn new(n: usize) -> Self {
-        ThreadStats { flowops: (0..n).map(|_| Counters::default()).collect() }
+        let flowops: ShmSlice<Counters> = ShmSlice::new(n);
+        for c in flowops.iter() {
+            c.min_ns.store(u64::MAX, Relaxed);
+        }
+        ThreadStats { flowops }
+    }
+
+    /// Shared memory a thread's statistics take for `n` stat ids.
+    pub fn bytes_for(n: usize) -> u64 {
+        (n * std::mem::size_of::<Counters>()) as u64
     }
 }
 
@@ -210,7 +221,8 @@ mod tests {
 
     #[test]
     fn record_and_since() {
-        let c = Counters::default();
+        let s = ThreadStats::new(1);
+        let c = &s.flowops[0];
         c.record(1500, 4096, Rw::Read, true);
         c.record(500, 0, Rw::None, true);
         let t = c.snapshot();

@@ -1,9 +1,9 @@
-//! Variables and attribute values (WML-SPEC §4).
+//! Variables and attribute values (docs/filebench-language.md#variables).
 //!
 //! Why one value type: Filebench's AVD ("attribute value descriptor") is either
 //! a constant or a pointer to a variable read at use time. At run start all
 //! `set`s have executed, so we resolve `$var` to its final value once; random
-//! variables stay shared (`Arc`) so each read draws a new sample (§4.2).
+//! variables stay shared (`Arc`) so each read draws a new sample (docs/filebench-language.md#when-attributes-are-read).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -71,7 +71,7 @@ impl Avd {
         matches!(self, Avd::Rand(_) | Avd::Cvar(_))
     }
 
-    /// How `echo` prints a variable (§4.5).
+    /// How `echo` prints a variable (docs/filebench-language.md#interpolation).
     pub fn interpolate(&self) -> String {
         match self {
             Avd::Int(i) => i.to_string(),

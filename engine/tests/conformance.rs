@@ -1,5 +1,6 @@
 //! Conformance with Filebench 1.5-alpha3's observed behaviour
-//! (tests/data/filebench/1.5-alpha3, copied from shared/filebench/conformance).
+//! (tests/data/filebench/1.5-alpha3: outputs of Filebench 1.5-alpha3 itself,
+//! described in docs/filebench-language.md).
 
 mod common;
 
@@ -54,8 +55,14 @@ fn webserver_tree_on_disk() {
     let dir = tmp.path().to_string_lossy().to_string();
     let src = std::fs::read_to_string(data("personalities/webserver.f")).unwrap();
     let script = strata_wml::parser::parse("webserver.f", &src).unwrap();
-    let opts = strata_wml::interp::Options { sets: sets(&[("$dir", &dir)]), runtime_s: None, check_only: false };
-    let mut i = strata_wml::interp::Interp::new(&script, opts, std::sync::Arc::new(strata_wml::output::Output::quiet()));
+    let opts = strata_wml::interp::Options {
+        sets: sets(&[("$dir", &dir)]),
+        runtime_s: None,
+        check_only: false,
+        ..Default::default()
+    };
+    let mut i =
+        strata_wml::interp::Interp::new(&script, opts, std::sync::Arc::new(strata_wml::output::Output::quiet()));
     for s in script.stmts.iter().take_while(|s| !matches!(s.stmt, strata_wml::ast::Stmt::Run(_))) {
         i.statement(&s.stmt, s.pos).unwrap();
     }
@@ -141,7 +148,8 @@ fn check_mix(personality: &str, reference: &str, extra: &[(&str, &str)]) {
     let o = run(&data(&format!("personalities/{personality}.f")), sets(&s), 2.0);
     assert_eq!(o.exit_code, 0, "{personality} stopped: {:?}", o.result.as_ref().unwrap().reason);
     let ours: HashMap<String, u64> = o.ops_by_name();
-    let theirs: BTreeMap<String, u64> = reference_ops(&std::fs::read_to_string(data(reference)).unwrap()).into_iter().collect();
+    let theirs: BTreeMap<String, u64> =
+        reference_ops(&std::fs::read_to_string(data(reference)).unwrap()).into_iter().collect();
     let tot_o: u64 = theirs.keys().map(|k| ours[k]).sum();
     let tot_t: u64 = theirs.values().sum();
     assert!(tot_o > 100, "{personality}: too few ops {ours:?}");
@@ -164,5 +172,9 @@ fn varmail_op_mix_matches_reference() {
 
 #[test]
 fn fileserver_op_mix_matches_reference() {
-    check_mix("fileserver", "1.5-alpha3/fileserver-scaled.out", &[("$nthreads", "4"), ("$nfiles", "2000"), ("$filesize", "8192")]);
+    check_mix(
+        "fileserver",
+        "1.5-alpha3/fileserver-scaled.out",
+        &[("$nthreads", "4"), ("$nfiles", "2000"), ("$filesize", "8192")],
+    );
 }

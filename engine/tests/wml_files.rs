@@ -1,5 +1,5 @@
 //! Our own WML files (tests/wml/), covering every flowop and attribute of
-//! WML-SPEC.md §5 and §9; each is parsed and run with checks on what it did.
+//! docs/filebench-language.md#flowop-attributes and #flowops; each is parsed and run with checks on what it did.
 
 mod common;
 
@@ -41,11 +41,7 @@ fn directio_works_or_fails_loudly() {
     let tmp = tempdir();
     let probe = tmp.path().join("probe");
     std::fs::write(&probe, vec![0u8; 4096]).unwrap();
-    let supported = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe)
-        .is_ok();
+    let supported = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&probe).is_ok();
     let o = run(&wml("directio.f"), sets(&[("$dir", &tmp.path().to_string_lossy())]), 1.0);
     if supported {
         assert_eq!(o.exit_code, 0);
@@ -91,7 +87,7 @@ fn finishonbytes_in_alldone_mode() {
     let (o, ops, _t) = run_wml("finishbytes.f", 20.0);
     assert_eq!(o.exit_code, 0);
     assert!(o.result.as_ref().unwrap().measured_s < 10.0);
-    // 101 appends + the implicit open, counted as an op of `app` (§8.1)
+    // 101 appends + the implicit open, counted as an op of `app` (docs/filebench-language.md#fd-slots)
     assert_eq!(ops["app"], 2 * 102);
 }
 
@@ -174,4 +170,28 @@ fn quit_ends_the_script_before_run() {
     assert_eq!(o.exit_code, 0);
     assert!(o.result.is_none(), "nothing after quit runs");
     assert!(!t.path().join("f").exists(), "no fileset was created");
+}
+
+/// eventlimit runs at the generator's rate: the long-run op count over the
+/// measured time is the rate for rates that are not multiples of the tick
+/// (the fraction of each tick used to be dropped: 30/s gave 20/s).
+#[test]
+fn eventgen_paces_eventlimit_at_its_rate() {
+    let runs: Vec<_> = [30u64, 96, 1000]
+        .into_iter()
+        .map(|rate| {
+            std::thread::spawn(move || {
+                let o = run(&wml("eventgen.f"), sets(&[("$rate", &rate.to_string())]), 2.5);
+                let r = o.result.as_ref().unwrap();
+                (rate, o.ops_by_name()["el"], r.measured_s)
+            })
+        })
+        .collect();
+    for h in runs {
+        let (rate, ops, secs) = h.join().unwrap();
+        let low = rate as f64 * (secs - 0.15) * 0.95 - 2.0;
+        let high = rate as f64 * (secs + 0.2) * 1.3 + 5.0;
+        assert!(ops as f64 >= low, "rate {rate}/s: {ops} ops in {secs:.2} s (want >= {low:.0})");
+        assert!(ops as f64 <= high, "rate {rate}/s: {ops} ops in {secs:.2} s (want <= {high:.0})");
+    }
 }

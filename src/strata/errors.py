@@ -65,6 +65,11 @@ FAILURE_CATEGORIES: dict[str, tuple[str, str]] = {
         "look for a hung device or tool; raise the runtime estimate with a shorter workload",
     ),
     "boot_timeout": ("a virtual machine did not boot in time", "read the console tail in stderr"),
+    "vm_start": ("the virtual machines could not be started", "read QEMU's log and the console tail in stderr"),
+    "vm_died": (
+        "a virtual machine ended before its command finished",
+        "read the console tail and agent-error in stderr",
+    ),
     "not_ready": ("a server (a database node) did not come up in time", "read the tail of its log in stderr"),
     "prepare": ("an instance's prepare step (laying out its files) failed", "read stderr; check free space"),
     "container_start": ("the runtime could not create or start the instances", "read the message; run `strata doctor`"),

@@ -29,6 +29,7 @@ class Target:
     path: str  # directory or block device path inside the instance
     out_dir: str  # where the instance writes its output files
     host_tools: bool = True  # the instance runs on the host: host paths of tools are valid in it
+    sync_dir: str = ""  # the start barrier's directory as the instance sees it (a tool that waits itself)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class InstanceRequest:
     prepare: list[str] | None = None  # runs before the barrier, outside the measured window
     network: str = "none"  # "host": the instance talks to servers on 127.0.0.0/8
     image: ImageSpec | None = None  # what a container or guest image must hold
+    barrier: str = "wrapper"  # "tool": the tool itself writes `ready` and waits for `go` (after its own setup)
 
 
 @dataclass

@@ -194,6 +194,7 @@ def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
                 wl.command(params, load, target, i),
                 out,
                 prepare=wl.prepare(params, load, target, i),
+                barrier=wl.barrier,
                 network=wl.network(params),
                 image=image,
             )

@@ -47,6 +47,9 @@ def test_personalities_natively_and_in_two_containers(tmp_path):
             assert m["kind"] == "filebench" and m["primary"]["ops_per_s"] > 0
             assert len(m["instances"]) == r["trial"]["load"]["containers"]
             assert r["flags"]["cache"]["expected"] and not r["warnings"]
+            if r["trial"]["load"]["containers"] == 2:  # the engines made their filesets, then started together
+                sync = r["flags"]["sync"]
+                assert sync["basis"] == "workload" and sync["overlap"] >= 0.9, sync
             assert any(f["ops"] > 0 and f["latency_us"]["p99"] for f in m["flowops"])
         web = next(r for r in rs if r["labels"]["workload"] == "webserver" and r["labels"]["load"] == "two")
         ops = {f["name"]: f["ops"] for f in web["metrics"]["flowops"]}

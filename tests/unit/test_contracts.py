@@ -5,7 +5,11 @@ not in the middle of a run; so does a registry key that is not the plugin's name
 """
 
 import inspect
+import re
+import subprocess
+import sys
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +131,41 @@ def test_no_import_cycle_between_packages():
     # the bottom stays the bottom
     for bottom in ("params", "instances", "errors", "units"):
         assert graph[bottom] <= {"units", "errors"}, (bottom, graph[bottom])
+
+
+def test_every_module_imports_first():
+    """A cycle inside a package only shows when its module is the first one imported (as a
+    script importing strata.stack.vm.runtime did): import each module into a clean slate."""
+    root = Path(__file__).resolve().parents[2] / "src"
+    modules = sorted(
+        ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        for p in (root / "strata").rglob("*.py")
+        if p.name != "__main__.py"
+    )
+    probe = (
+        "import importlib, sys, traceback\n"
+        "bad = []\n"
+        "for m in sys.argv[1:]:\n"
+        "    for k in [k for k in sys.modules if k == 'strata' or k.startswith('strata.')]:\n"
+        "        del sys.modules[k]\n"
+        "    try:\n"
+        "        importlib.import_module(m)\n"
+        "    except Exception:\n"
+        "        bad.append(m + ': ' + traceback.format_exc().splitlines()[-1])\n"
+        "print('\\n'.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *modules], capture_output=True, text=True, timeout=300, cwd=root)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "", out.stdout
+
+
+def test_cleanup_knows_every_undo_action():
+    """`strata cleanup` runs in a fresh process: every kind a module journals must be registered there."""
+    root = Path(__file__).resolve().parents[2] / "src"
+    kinds = set()
+    for p in (root / "strata").rglob("*.py"):
+        kinds |= set(re.findall(r'undo_action\("([\w-]+)"\)', p.read_text()))
+    probe = "import strata.cli.cleanup\nfrom strata.stack.journal import UNDO\nprint(' '.join(sorted(UNDO)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert kinds and kinds <= set(out.stdout.split()), sorted(kinds - set(out.stdout.split()))

@@ -17,7 +17,7 @@ from strata.collectors.cgroup import final_sections
 from strata.errors import StrataError, TrialFailure, Unsupported
 from strata.instances import ImageSpec, InstanceRequest
 from strata.params import Limits, Load
-from strata.stack import procfs
+from strata.stack import buildcache, procfs
 from strata.stack.devices import DeviceHandle
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.filesystems import Mounted
@@ -345,13 +345,6 @@ def test_undo_actions_are_registered():
         assert kind in UNDO
 
 
-def test_importing_the_runtimes_registers_every_undo_action():
-    # `strata cleanup` imports the layers' registries: the daemon's and the image build's undo come with them
-    code = "import strata.stack.runtimes; from strata.stack.journal import UNDO; print(' '.join(sorted(UNDO)))"
-    kinds = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert {"daemon", "container", "volume", "docker-image", "build-dir", "native_cgroup"} <= set(kinds)
-
-
 # ---- waiting for containers, with a fake docker CLI --------------------------------------
 
 FAKE_DOCKER = """#!{python}
@@ -490,16 +483,16 @@ def test_debian_mirror_from_deb822(tmp_path):
         Components: main
         """)
     )
-    assert image.debian_mirror(tmp_path) == "http://mirror.example/debian"
+    assert buildcache.debian_mirror(tmp_path) == "http://mirror.example/debian"
 
 
 def test_debian_mirror_from_sources_list(tmp_path):
     (tmp_path / "sources.list").write_text("# x\ndeb [arch=amd64] http://m.example/debian bookworm main\n")
-    assert image.debian_mirror(tmp_path) == "http://m.example/debian"
+    assert buildcache.debian_mirror(tmp_path) == "http://m.example/debian"
 
 
 def test_debian_mirror_default(tmp_path):
-    assert image.debian_mirror(tmp_path) == image.DEFAULT_MIRROR
+    assert buildcache.debian_mirror(tmp_path) == buildcache.DEFAULT_MIRROR
 
 
 def test_image_key_follows_the_files_and_packages(tmp_path):

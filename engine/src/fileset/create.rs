@@ -1,4 +1,4 @@
-//! Creating a fileset on disk (`fileset_create`, WML-SPEC §6.2).
+//! Creating a fileset on disk (`fileset_create`, docs/filebench-language.md#fileset-creation).
 //!
 //! Why the generators matter here: which files are preallocated is decided by
 //! visiting entries in a Mersenne-twister order and keeping each unless glibc
@@ -48,7 +48,13 @@ fn visit(n: usize, randno: i64, mt: &mut MtState, rnd: &mut GlibcRand) -> Vec<us
 }
 
 /// Creates the fileset's tree on disk; logs through `log`.
-pub fn create(fs: &Fileset, opts: &CreateOpts, mt: &mut MtState, rnd: &mut GlibcRand, log: &dyn Fn(&str)) -> Result<()> {
+pub fn create(
+    fs: &Fileset,
+    opts: &CreateOpts,
+    mt: &mut MtState,
+    rnd: &mut GlibcRand,
+    log: &dyn Fn(&str),
+) -> Result<()> {
     let root_exists = fs.root.exists();
     let reusing = opts.trusttree || (opts.reuse && root_exists);
     if !reusing {
@@ -74,7 +80,8 @@ pub fn create(fs: &Fileset, opts: &CreateOpts, mt: &mut MtState, rnd: &mut Glibc
     for &i in &leafs {
         let p = Path::new(std::ffi::OsStr::from_bytes(fs.leaf_paths[i].as_bytes()));
         if !(reusing && p.exists()) {
-            fs::create_dir(p).map_err(|e| WmlError::io(format!("Failed to pre-allocate leaf directory {}", p.display()), e))?;
+            fs::create_dir(p)
+                .map_err(|e| WmlError::io(format!("Failed to pre-allocate leaf directory {}", p.display()), e))?;
         }
         fs.set_exists(true, i, true);
     }
@@ -140,7 +147,13 @@ fn alloc_file(fs: &Fileset, i: usize, reusing: bool, trust: bool, buf: &mut Vec<
             fs::create_dir_all(parent).map_err(|e| WmlError::io(ctx(), e))?;
         }
     }
-    let mut f = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(|e| WmlError::io(ctx(), e))?;
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| WmlError::io(ctx(), e))?;
     if buf.len() < ALLOC_BLOCK.min(size as usize) {
         buf.resize(ALLOC_BLOCK.min(size as usize), 0);
     }

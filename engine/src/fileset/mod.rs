@@ -1,8 +1,9 @@
-//! Filesets: definition, population, picking and on-disk creation (WML-SPEC §5.1, §6, §8.2).
+//! Filesets: definition, population, picking and on-disk creation
+//! (docs/filebench-language.md#filesets, #fileset-trees, #picking).
 //!
 //! Why no pick lock: the shared rotors and BUSY flags are atomics (see
 //! `pick`), so picks, unbusies and closes of different threads do not
-//! serialise. A thread that must wait for a busy entry (WML-SPEC §8.2) polls
+//! serialise. A thread that must wait for a busy entry (docs/filebench-language.md#picking) polls
 //! with a short back-off instead of sleeping on a condition variable: waits
 //! are rare and short (the holder is inside one open/close), and the unbusy
 //! path then stays free of locks and wake-up system calls. The pick order of
@@ -18,6 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 pub use pick::{EntryState, Want};
+
+use crate::shm::ShmBox;
 pub use tree::{populate, Tree, TreeParams};
 
 /// Creation options of a fileset (read at population time).
@@ -29,12 +32,12 @@ pub struct CreateOpts {
     pub trusttree: bool,
 }
 
-/// Pick state: atomic (see `pick`), plus a lock used only to sleep.
+/// Pick state: atomics in shared memory (see `pick`).
 #[derive(Debug, Default)]
 pub struct PickState {
     pub files: EntryState,
     pub leafdirs: EntryState,
-    pub dir_rotor: std::sync::atomic::AtomicUsize,
+    pub dir_rotor: ShmBox<AtomicUsize>,
 }
 
 /// A populated fileset shared by all worker threads.
@@ -46,14 +49,14 @@ pub struct Fileset {
     pub is_file: bool,
     pub readonly: bool,
     pub writeonly: bool,
-    /// The fileset's `size` read once more, the wss fallback (§9.2).
+    /// The fileset's `size` read once more, the wss fallback (docs/filebench-language.md#random-offsets).
     pub default_size: u64,
     pub tree: Tree,
     pub file_paths: Vec<CString>,
     pub dir_paths: Vec<CString>,
     pub leaf_paths: Vec<CString>,
     state: PickState,
-    /// Keep per-entry open counts. Only `deletefile` reads them (§9.3: it
+    /// Keep per-entry open counts. Only `deletefile` reads them (docs/filebench-language.md#flowops: it
     /// skips open files), so a run without one turns them off (`runner`)
     /// and spares an atomic read-modify-write of a shared line per close.
     track_opens: AtomicBool,
@@ -75,7 +78,7 @@ impl Fileset {
         let state = PickState {
             files: EntryState::new(tree.files.len()),
             leafdirs: EntryState::new(tree.leafdirs.len()),
-            dir_rotor: AtomicUsize::new(0),
+            dir_rotor: ShmBox::new(),
         };
         Fileset {
             name: name.to_string(),
@@ -161,6 +164,11 @@ impl Fileset {
         self.track_opens.load(Relaxed)
     }
 
+    /// Makes room for the private `opennext` rotors of thread ids `1..=nthreads`.
+    pub fn private_rotors(&self, nthreads: usize) {
+        self.state.files.private_rotors(nthreads);
+    }
+
     /// Turns open counting on or off for the next run (off only when no
     /// flowop of the run can read the counts, i.e. there is no `deletefile`).
     pub fn set_track_opens(&self, on: bool) {
@@ -173,7 +181,7 @@ impl Fileset {
         files.try_busy(i) || self.retry(&|| files.try_busy(i).then_some(()), stop).is_some()
     }
 
-    /// Waits until file `i` is not busy (closefile, §9.3); false if stopped.
+    /// Waits until file `i` is not busy (closefile, docs/filebench-language.md#flowops); false if stopped.
     pub fn wait_idle(&self, i: usize, stop: &dyn Fn() -> bool) -> bool {
         let files = &self.state.files;
         !files.is_busy(i) || self.retry(&|| (!files.is_busy(i)).then_some(()), stop).is_some()

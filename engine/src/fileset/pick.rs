@@ -1,4 +1,4 @@
-//! Entry state and picking (`fileset_pick`, `fileset_unbusy`; WML-SPEC §8.2).
+//! Entry state and picking (`fileset_pick`, `fileset_unbusy`; docs/filebench-language.md#picking).
 //!
 //! Why lock-free: Filebench serialises every pick, unbusy and close of a
 //! fileset on one `fs_pick_lock`; with a hundred threads on two cores a
@@ -15,18 +15,20 @@
 //! acquisition.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 
-/// A fixed-size atomic bitset.
+use crate::shm::{ShmBox, ShmSlice, Zeroable};
+
+/// A fixed-size atomic bitset (in shared memory: `crate::shm`).
 #[derive(Debug, Default)]
 pub struct Bits {
-    words: Vec<AtomicU64>,
+    words: ShmSlice<AtomicU64>,
     n: usize,
 }
 
 impl Bits {
     pub fn new(n: usize) -> Self {
-        Bits { words: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(), n }
+        Bits { words: ShmSlice::new(n.div_ceil(64)), n }
     }
 
     pub fn get(&self, i: usize) -> bool {
@@ -87,28 +89,41 @@ pub enum Want {
     NotExists,
 }
 
-/// The per-kind state: existence, busy flags, open counts and rotors.
+/// The shared rotors of one kind of entry.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub struct Rotors {
+    /// The shared existing-entry rotor (tid 0).
+    exrotor: AtomicUsize,
+    nerotor: AtomicUsize,
+}
+
+// SAFETY: atomics only.
+unsafe impl Zeroable for Rotors {}
+
+/// The per-kind state: existence, busy flags, open counts and rotors, all
+/// in shared memory so that every process instance picks from the same state.
 #[derive(Debug, Default)]
 pub struct EntryState {
     pub exists: Bits,
     /// Per entry: bit 0 = BUSY, high 32 bits = open count as an `i32`
     /// (like Filebench's `int` it can go below zero after a delete of an open
     /// file; only `> 0` / `> 1` are ever tested).
-    state: Vec<AtomicU64>,
-    /// The shared existing-entry rotor (tid 0).
-    exrotor: AtomicUsize,
-    /// Private rotors of `opennext` threads, by unique thread id.
-    private: Mutex<Vec<usize>>,
-    nerotor: AtomicUsize,
+    state: ShmSlice<AtomicU64>,
+    rotors: ShmBox<Rotors>,
+    /// Private rotors of `opennext` threads, by unique thread id (sized by
+    /// `private_rotors` before the workers start).
+    private: OnceLock<ShmSlice<AtomicUsize>>,
 }
 
 impl EntryState {
     pub fn new(n: usize) -> Self {
-        EntryState {
-            exists: Bits::new(n),
-            state: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            ..Default::default()
-        }
+        EntryState { exists: Bits::new(n), state: ShmSlice::new(n), ..Default::default() }
+    }
+
+    /// Makes room for the private rotors of thread ids `1..=nthreads`.
+    pub fn private_rotors(&self, nthreads: usize) {
+        let _ = self.private.set(ShmSlice::new(nthreads + 1));
     }
 
     pub fn len(&self) -> usize {
@@ -160,22 +175,20 @@ impl EntryState {
 
     fn rotor(&self, want: Want, tid: usize) -> usize {
         match (want, tid) {
-            (Want::NotExists, _) => self.nerotor.load(Relaxed),
-            (Want::Exists, 0) => self.exrotor.load(Relaxed),
-            (Want::Exists, t) => self.private.lock().unwrap().get(t).copied().unwrap_or(0),
+            (Want::NotExists, _) => self.rotors.nerotor.load(Relaxed),
+            (Want::Exists, 0) => self.rotors.exrotor.load(Relaxed),
+            (Want::Exists, t) => self.private.get().and_then(|p| p.get(t)).map_or(0, |r| r.load(Relaxed)),
         }
     }
 
     fn set_rotor(&self, want: Want, tid: usize, v: usize) {
         match (want, tid) {
-            (Want::NotExists, _) => self.nerotor.store(v, Relaxed),
-            (Want::Exists, 0) => self.exrotor.store(v, Relaxed),
+            (Want::NotExists, _) => self.rotors.nerotor.store(v, Relaxed),
+            (Want::Exists, 0) => self.rotors.exrotor.store(v, Relaxed),
             (Want::Exists, t) => {
-                let mut p = self.private.lock().unwrap();
-                if p.len() <= t {
-                    p.resize(t + 1, 0);
+                if let Some(r) = self.private.get().and_then(|p| p.get(t)) {
+                    r.store(v, Relaxed);
                 }
-                p[t] = v;
             }
         }
     }
@@ -275,6 +288,7 @@ mod tests {
     #[test]
     fn private_rotors_are_independent() {
         let s = EntryState::new(3);
+        s.private_rotors(5);
         for i in 0..3 {
             s.exists.set(i, true);
         }

@@ -1,5 +1,5 @@
 //! The statement interpreter: executes a parsed script in order, as
-//! Filebench's parser does while reducing (WML-SPEC §1, §7).
+//! Filebench's parser does while reducing (docs/filebench-language.md#execution-model, #running).
 //!
 //! Why in order: `set` after a `define` still takes effect (late binding),
 //! `create files` populates with the values of that moment, and nothing after
@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 
 pub use populate::FilesetDef;
 
-use crate::ast::{Attrs, Dialect, QuitMode, Script, ThreadDef};
-use crate::error::{Pos, Result};
+use crate::ast::{Attrs, Dialect, QuitMode, Script, Stmt, ThreadDef};
+use crate::error::{Pos, Result, WmlError};
 use crate::fileset::Fileset;
+use crate::limits::Machine;
 use crate::model::{CompositeDef, RunModel};
 use crate::output::Output;
 use crate::rng::{GlibcRand, MtState, Rand48};
@@ -31,6 +32,12 @@ pub struct Options {
     pub runtime_s: Option<f64>,
     /// `check`: parse and validate, no I/O.
     pub check_only: bool,
+    /// Memory the run may use instead of what this machine has (tests).
+    pub memory_bytes: Option<u64>,
+    /// `--ready-file F`: written (the wall clock, seconds) once the filesets exist, before the run.
+    pub ready_file: Option<std::path::PathBuf>,
+    /// `--go-file F`: the run starts only once F exists (a start barrier across instances).
+    pub go_file: Option<std::path::PathBuf>,
 }
 
 /// How the script ended.
@@ -76,6 +83,10 @@ pub struct Interp {
     pub opts: Options,
     /// `check`: no I/O, no run.
     pub dry_run: bool,
+    /// What this machine lets the run take (`limits`).
+    pub machine: Machine,
+    /// Memory taken by the fileset trees populated so far.
+    pub committed_bytes: u64,
 }
 
 impl Interp {
@@ -87,7 +98,13 @@ impl Interp {
             vars.set(k, v.clone());
             overridden.insert(k.clone());
         }
+        let mut machine = Machine::probe();
+        if let Some(b) = opts.memory_bytes {
+            machine.memory_bytes = b;
+        }
         Interp {
+            machine,
+            committed_bytes: 0,
             file: script.file.clone(),
             dialect: script.dialect,
             vars,
@@ -125,19 +142,26 @@ impl Interp {
     }
 
     /// One line per file entry: fileset, absolute path, size, exists (0/1).
-    pub fn listing(&self) -> String {
-        let mut out = String::new();
+    pub fn write_listing(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(w);
         for fs in self.filesets.iter().flatten() {
             for (i, p) in fs.file_paths.iter().enumerate() {
                 let exists = fs.state().files.exists.get(i) as u8;
-                out.push_str(&format!("{}\t{}\t{}\t{}\n", fs.name, p.to_string_lossy(), fs.file_size(i), exists));
+                writeln!(w, "{}\t{}\t{}\t{}", fs.name, p.to_string_lossy(), fs.file_size(i), exists)?;
             }
         }
-        out
+        w.flush()
     }
 
-    /// Executes the whole script.
+    /// Executes the whole script (`check`: see `check`, first error only).
     pub fn execute(&mut self, script: &Script) -> Result<Outcome> {
+        if self.dry_run {
+            return match self.check(script).into_iter().next() {
+                Some(e) => Err(e),
+                None => Ok(Outcome { exit_code: 0, model: None, result: None }),
+            };
+        }
         if let Some(why) = &script.dialect_reason {
             self.out.warn(&format!("Filebench 1.4.9.1 dialect ({why}): `size` is a mean, sizes are gamma-distributed"));
         }
@@ -146,14 +170,28 @@ impl Interp {
                 return Ok(o);
             }
         }
-        if self.dry_run {
-            self.validate()?;
-            return Ok(Outcome { exit_code: 0, model: None, result: None });
-        }
         let secs = self.opts.runtime_s.unwrap_or(60.0);
-        self.out.warn(&format!(
-            "no run command in the WML script: running for {secs} s as if it ended with `run {secs}`"
-        ));
+        self.out
+            .warn(&format!("no run command in the WML script: running for {secs} s as if it ended with `run {secs}`"));
         self.do_run(Some(secs), None)
+    }
+
+    /// `check`: executes the statements without I/O up to the run, going on
+    /// after a statement that fails, then validates everything a run would
+    /// resolve (`validate_all`). Returns every error found.
+    pub fn check(&mut self, script: &Script) -> Vec<WmlError> {
+        let mut errors = Vec::new();
+        for s in &script.stmts {
+            if s.stmt == Stmt::Quit {
+                return errors;
+            }
+            match self.statement(&s.stmt, s.pos) {
+                Ok(Some(_)) => break,
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        errors.extend(self.validate_all());
+        errors
     }
 }

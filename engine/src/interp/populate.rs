@@ -1,13 +1,15 @@
 //! Turning `define fileset`/`define file` into populated, created filesets
-//! (WML-SPEC §5.1, §6). Attributes are read here, at population time, which
-//! is what late binding means for filesets (§4.2).
+//! (docs/filebench-language.md#filesets, #fileset-trees). Attributes are read here, at population time, which
+//! is what late binding means for filesets (docs/filebench-language.md#when-attributes-are-read).
 
 use std::sync::Arc;
 
 use super::Interp;
 use crate::ast::{Attrs, Dialect};
 use crate::error::{Result, WmlError};
+use crate::fileset::tree::{c_int, c_int_of_u64};
 use crate::fileset::{create::create, populate, CreateOpts, Fileset, TreeParams};
+use crate::limits;
 use crate::vars::Avd;
 
 /// A fileset definition as written.
@@ -74,15 +76,58 @@ impl Interp {
         })
     }
 
-    /// Populates one fileset's tree (no I/O).
-    pub fn populate_one(&self, d: &FilesetDef) -> Result<Fileset> {
+    /// The absolute root `<path>/<name>` of a fileset definition.
+    fn fileset_root(&self, d: &FilesetDef) -> Result<(String, String)> {
         let name = self.fileset_name(d)?;
         let path = self.fs_attr(d, "path", Avd::Str(String::new()))?.get_str();
         if name.is_empty() || path.is_empty() {
             return Err(WmlError::semantic(&self.file, Some(d.pos), "fileset needs both name and path"));
         }
+        Ok((name, path))
+    }
+
+    /// Memory the fileset's tree will take, estimated from its declaration
+    /// (`limits::fileset_bytes`); an error when it exceeds what is left.
+    pub fn fileset_estimate(&self, d: &FilesetDef, left_bytes: u64) -> Result<u64> {
+        let (name, path) = self.fileset_root(d)?;
         let p = self.tree_params(d)?;
-        let tree = populate(&p, &self.rng_drand);
+        let width = match &p.dirwidth {
+            Avd::Rand(r) => c_int(r.mean) as i64,
+            other => c_int_of_u64(other.get_int()),
+        };
+        let bytes = limits::fileset_bytes(p.entries, p.leafdirs, width, path.len() + name.len() + 1);
+        if bytes > left_bytes {
+            let attr = if p.leafdirs > p.entries { "leafdirs" } else { "entries" };
+            let value = if attr == "leafdirs" { p.leafdirs } else { p.entries };
+            let from = match d.attrs.get(attr) {
+                Some(crate::ast::Value::Var(v)) => format!(" (from {v})"),
+                _ => String::new(),
+            };
+            let (figure, pos) = (format!("{attr}={value}{from}"), d.attrs.pos_of(attr));
+            let figure = if width < 2 { format!("{figure} with dirwidth={width}") } else { figure };
+            return Err(limits::fileset_error(&self.file, pos.or(Some(d.pos)), &name, &figure, bytes, &self.machine));
+        }
+        Ok(bytes)
+    }
+
+    /// Populates one fileset's tree (no I/O), within the memory left.
+    pub fn populate_one(&mut self, d: &FilesetDef) -> Result<Fileset> {
+        let (name, path) = self.fileset_root(d)?;
+        let left = self.machine.memory_bytes.saturating_sub(self.committed_bytes);
+        self.fileset_estimate(d, left)?;
+        let p = self.tree_params(d)?;
+        let root_len = path.len() + name.len() + 1;
+        let tree = populate(&p, &self.rng_drand, root_len, left).map_err(|e| {
+            limits::fileset_error(
+                &self.file,
+                Some(d.pos),
+                &name,
+                &format!("the tree (after {} entries, dirwidth={:?})", e.entries, p.dirwidth.get_str()),
+                e.bytes,
+                &self.machine,
+            )
+        })?;
+        self.committed_bytes = self.committed_bytes.saturating_add(tree.mem_bytes);
         if !d.is_file {
             self.out.log(&format!(
                 "{} populated: {} files, avg. dir. width = {}, avg. dir. depth = {:.1}, {} leafdirs, {:.3}MB total size",

@@ -1,9 +1,10 @@
-//! One method per top-level command (WML-SPEC §3, §7.3).
+//! One method per top-level command (docs/filebench-language.md#grammar, #other-commands).
 
 use super::{Interp, Outcome};
 use crate::ast::{Attrs, Dialect, QuitMode, SetValue, Stmt, TableRow, Value};
 use crate::error::{Pos, Result, WmlError};
-use crate::model::{compile, CompositeDef, Ctx, RunModel};
+use crate::limits;
+use crate::model::{compile, compile_all, CompositeDef, Ctx, RunModel};
 use crate::random::{Cvar, RandKind, RandSpec, RandVar};
 use crate::report;
 use crate::runner::{self, RunParams, SIGNALED};
@@ -67,7 +68,9 @@ impl Interp {
             Stmt::System(parts) => self.system(&self.vars.interpolate(parts))?,
             Stmt::Usage(_) => {}
             Stmt::Debug(n) => self.debug = *n,
-            Stmt::Version => self.out.log(&format!("strata-wml {} (Filebench 1.5-alpha3 WML)", env!("CARGO_PKG_VERSION"))),
+            Stmt::Version => {
+                self.out.log(&format!("strata-wml {} (Filebench 1.5-alpha3 WML)", env!("CARGO_PKG_VERSION")))
+            }
             Stmt::List(what) => self.list(what),
             Stmt::EnableLathist => self.lathist = true,
             Stmt::EnableMulti(_) | Stmt::DomultiSync(_) => {
@@ -105,7 +108,6 @@ impl Interp {
 
     fn finish_or_run(&mut self, secs: Option<f64>, period: Option<i64>) -> Result<Outcome> {
         if self.dry_run {
-            self.validate()?;
             return Ok(Outcome { exit_code: 0, model: None, result: None });
         }
         self.do_run(secs, period)
@@ -225,29 +227,67 @@ impl Interp {
         compile(&cx, &self.procs)
     }
 
-    /// `check`: everything a run would resolve, without I/O.
-    pub fn validate(&self) -> Result<()> {
+    /// Everything a run would resolve and allocate, without I/O: fileset
+    /// attributes and sizes, processes, threads and flowops, and what they
+    /// take from the machine (`limits`). Every error found.
+    pub fn validate_all(&self) -> Vec<WmlError> {
+        let mut errors = Vec::new();
+        let mut fs_bytes = 0u64;
         for d in &self.fileset_defs {
-            self.populate_check(d)?;
+            let before = errors.len();
+            for a in &d.attrs.0 {
+                if let Err(e) = self.resolve(&a.value, a.pos) {
+                    errors.push(e);
+                }
+            }
+            if errors.len() > before {
+                continue;
+            }
+            match self.fileset_estimate(d, self.machine.memory_bytes.saturating_sub(fs_bytes)) {
+                Ok(b) => fs_bytes = fs_bytes.saturating_add(b),
+                Err(e) => errors.push(e),
+            }
         }
-        self.model().map(|_| ())
+        let names: Vec<String> = self.fileset_defs.iter().map(|d| self.fileset_name(d).unwrap_or_default()).collect();
+        let cx = Ctx { file: &self.file, vars: &self.vars, filesets: &names, composites: &self.composites };
+        let (model, errs) = compile_all(&cx, &self.procs);
+        errors.extend(errs);
+        errors.extend(limits::check_run(&self.file, &model, fs_bytes, &self.machine).1);
+        errors
     }
 
-    fn populate_check(&self, d: &super::FilesetDef) -> Result<()> {
-        for a in &d.attrs.0 {
-            self.resolve(&a.value, a.pos)?;
+    /// Memory of the fileset trees a run will have: populated ones as they
+    /// are, the others estimated; the first that does not fit is an error.
+    fn fileset_bytes(&self) -> Result<u64> {
+        if self.filesets.is_some() {
+            return Ok(self.committed_bytes);
         }
-        Ok(())
+        let mut total = 0u64;
+        for d in &self.fileset_defs {
+            total = total.saturating_add(self.fileset_estimate(d, self.machine.memory_bytes.saturating_sub(total))?);
+        }
+        Ok(total)
     }
 
     /// `run` / `psrun`: create filesets, run, report.
     pub fn do_run(&mut self, secs: Option<f64>, period: Option<i64>) -> Result<Outcome> {
         let model = self.model()?;
+        let fs_bytes = self.fileset_bytes()?;
+        if let Some(e) = limits::check_run(&self.file, &model, fs_bytes, &self.machine).1.into_iter().next() {
+            return Err(e);
+        }
         self.out.emit(
             "begin",
-            &report::Begin { protocol: 1, engine_version: env!("CARGO_PKG_VERSION").into(), file: self.file.clone(), runtime_s: secs },
+            &report::Begin {
+                protocol: 1,
+                engine_version: env!("CARGO_PKG_VERSION").into(),
+                file: self.file.clone(),
+                runtime_s: secs,
+            },
         );
         self.create_filesets()?;
+        self.barrier()?;
+        let started = unix_now();
         let params = RunParams {
             runtime_s: secs,
             psrun_period: period,
@@ -256,10 +296,11 @@ impl Interp {
             lathist: self.lathist,
             indexed_v14: self.dialect == Dialect::V14,
             verbose: self.debug >= 2,
+            max_io_bytes: limits::max_io_bytes(&self.machine),
         };
         let fs = self.filesets.clone().unwrap_or_default();
         let r = runner::run(&model, fs, &params, self.out.clone());
-        self.report(&model, &r, period);
+        self.report(&model, &r, period, started);
         let exit_code = match r.stop_kind {
             Some(StopKind::Norsc) | Some(StopKind::Error) => 1,
             _ if r.stopped_early && SIGNALED.load(std::sync::atomic::Ordering::Relaxed) != 0 => 1,
@@ -268,7 +309,25 @@ impl Interp {
         Ok(Outcome { exit_code, model: Some(model), result: Some(r) })
     }
 
-    fn report(&self, model: &RunModel, r: &runner::RunResult, period: Option<i64>) {
+    /// `--ready-file`/`--go-file`: say the filesets exist, then wait for the start of every instance, so
+    /// that fileset creation stays outside the measured window of a multi-instance run.
+    fn barrier(&self) -> Result<()> {
+        if let Some(ready) = &self.opts.ready_file {
+            std::fs::write(ready, format!("{:.6}\n", unix_now()))
+                .map_err(|e| WmlError::io(format!("cannot write the ready file {}", ready.display()), e))?;
+        }
+        if let Some(go) = &self.opts.go_file {
+            while !go.exists() {
+                if SIGNALED.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+                    return Err(WmlError::Runtime("stopped by a signal while waiting at the start barrier".into()));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        Ok(())
+    }
+
+    fn report(&self, model: &RunModel, r: &runner::RunResult, period: Option<i64>, started: f64) {
         if let Some(reason) = &r.reason {
             let prefix = if r.stop_kind == Some(StopKind::Done) { "" } else { "WARNING! Run stopped early: " };
             self.out.warn(&format!("{prefix}{reason}"));
@@ -282,7 +341,20 @@ impl Interp {
             self.out.log("Statistics above are from a run that stopped early");
         }
         self.out.log("Shutting down processes");
-        let end = report::end_data(model, &r.totals, &r.hists, r.measured_s, (r.stopped_early, r.reason.clone()), r.tail.is_some());
+        let mut end = report::end_data(
+            model,
+            &r.totals,
+            &r.hists,
+            r.measured_s,
+            (r.stopped_early, r.reason.clone()),
+            r.tail.is_some(),
+        );
+        end.started_unix_s = Some(started);
         self.out.emit("end", &end);
     }
+}
+
+/// Seconds since the Unix epoch, as the wall clock says (comparable across instances on one host).
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }

@@ -1,4 +1,4 @@
-//! Recursive-descent parser for WML (WML-SPEC §3), both dialects (§15).
+//! Recursive-descent parser for WML (docs/filebench-language.md#grammar), both dialects (#dialects).
 //!
 //! Why parse the whole file first: Filebench executes each statement as soon
 //! as it is reduced, so a syntax error on line 40 is only found after lines
@@ -7,39 +7,109 @@
 
 use crate::ast::*;
 use crate::error::{Pos, Result, WmlError};
-use crate::lexer::{canonical_entity, is_keyword, tokenize, QPart, Tok, Token};
+use crate::lexer::{canonical_entity, is_keyword, tokenize_all, QPart, Tok, Token};
 
 mod set;
 
 const FILESET_ATTRS: &[&str] = &[
-    "name", "path", "entries", "leafdirs", "size", "filesize", "dirwidth", "dirdepthrv",
-    "dirgamma", "prealloc", "paralloc", "reuse", "trusttree", "readonly", "writeonly",
+    "name",
+    "path",
+    "entries",
+    "leafdirs",
+    "size",
+    "filesize",
+    "dirwidth",
+    "dirdepthrv",
+    "dirgamma",
+    "prealloc",
+    "paralloc",
+    "reuse",
+    "trusttree",
+    "readonly",
+    "writeonly",
 ];
 const FILESET_ATTRS_14: &[&str] = &["cached", "filesizegamma", "sizegamma", "namelength"];
 const PROC_ATTRS: &[&str] = &["name", "instances", "nice"];
 const THREAD_ATTRS: &[&str] = &["name", "memsize", "useism", "instances", "ioprio"];
 const FLOWOP_ATTRS: &[&str] = &[
-    "workingset", "filename", "filesetname", "name", "random", "fd", "srcfd", "opennext",
-    "dsync", "directio", "indexed", "target", "iters", "value", "blocking", "highwater",
-    "iosize", "noreadahead",
+    "workingset",
+    "filename",
+    "filesetname",
+    "name",
+    "random",
+    "fd",
+    "srcfd",
+    "opennext",
+    "dsync",
+    "directio",
+    "indexed",
+    "target",
+    "iters",
+    "value",
+    "blocking",
+    "highwater",
+    "iosize",
+    "noreadahead",
 ];
 const FLOWOP_ATTRS_14: &[&str] = &["wss", "rotatefd"];
 const COMP_ATTRS: &[&str] = &["name", "iters"];
 pub(crate) const RV_ATTRS: &[&str] = &["name", "seed", "gamma", "mean", "min", "round", "type", "randsrc"];
 pub(crate) const CV_ATTRS: &[&str] = &["type", "parameters", "min", "max", "round"];
 
-/// Parses a whole script.
+/// Parses a whole script; the first error, if any.
 pub fn parse(file: &str, src: &str) -> Result<Script> {
-    let toks = tokenize(file, src)?;
+    let (script, errors) = parse_all(file, src);
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(script),
+    }
+}
+
+/// Words that start a statement: after a syntax error the parser skips to
+/// the next one that begins a line, and goes on from there.
+const COMMANDS: &[&str] = &[
+    "define",
+    "set",
+    "run",
+    "psrun",
+    "create",
+    "echo",
+    "system",
+    "usage",
+    "eventgen",
+    "sleep",
+    "quit",
+    "version",
+    "debug",
+    "list",
+    "enable",
+    "domultisync",
+];
+
+/// Parses a whole script and every syntax error in it: after an error the
+/// parser resumes at the next line that starts with a command. The script
+/// holds the statements that parsed.
+pub fn parse_all(file: &str, src: &str) -> (Script, Vec<WmlError>) {
+    let (toks, mut errors) = tokenize_all(file, src);
     let mut p = Parser { toks, i: 0, file, dialect_reason: None };
     let mut stmts = Vec::new();
     while p.peek() != &Tok::Eof {
+        let start = p.i;
         let pos = p.pos();
-        let stmt = p.command()?;
-        stmts.push(Spanned { stmt, pos });
+        match p.command() {
+            Ok(stmt) => stmts.push(Spanned { stmt, pos }),
+            Err(e) => {
+                // An error at unreadable text was reported by the lexer.
+                if p.peek() != &Tok::Bad {
+                    errors.push(e);
+                }
+                p.resync(start);
+            }
+        }
     }
+    errors.sort_by_key(|e| e.pos().map(|q| (q.line, q.col)));
     let dialect = if p.dialect_reason.is_some() { Dialect::V14 } else { Dialect::V15 };
-    Ok(Script { file: file.to_string(), stmts, dialect, dialect_reason: p.dialect_reason })
+    (Script { file: file.to_string(), stmts, dialect, dialect_reason: p.dialect_reason }, errors)
 }
 
 pub(crate) struct Parser<'a> {
@@ -73,6 +143,20 @@ impl<'a> Parser<'a> {
             pos: t.pos,
             message: format!("expected {expected}, found {}", t.tok.describe()),
         })
+    }
+
+    /// Skips past the failed statement that began at token `start`: to the
+    /// next command word that is the first token of its line.
+    fn resync(&mut self, start: usize) {
+        self.i = self.i.max(start + 1).min(self.toks.len() - 1);
+        while self.peek() != &Tok::Eof {
+            let t = &self.toks[self.i];
+            let first_on_line = self.toks[self.i - 1].pos.line < t.pos.line;
+            if first_on_line && matches!(&t.tok, Tok::Word(w) if COMMANDS.contains(&w.as_str())) {
+                return;
+            }
+            self.i += 1;
+        }
     }
 
     fn note_14(&mut self, what: &str) {
@@ -421,7 +505,10 @@ mod tests {
     #[test]
     fn keyword_as_value_is_rejected() {
         let e = parse("t.f", "define fileset name=size,path=/tmp").unwrap_err();
-        assert_eq!(e.to_string(), "t.f:1:21: expected a value (integer, string, boolean or $variable), found keyword `size`");
+        assert_eq!(
+            e.to_string(),
+            "t.f:1:21: expected a value (integer, string, boolean or $variable), found keyword `size`"
+        );
     }
 
     #[test]
@@ -436,6 +523,20 @@ mod tests {
         assert_eq!(s.dialect, Dialect::V14);
         let s = parse("t.f", "set $ab = randvar(type=gamma, mean=16k)\nrun 5").unwrap();
         assert_eq!(s.dialect, Dialect::V15);
+    }
+
+    #[test]
+    fn every_syntax_error_is_reported_with_its_place() {
+        let src = "set $dir=/tmp\ndefine fileset name=x,path=$dir,\n  entries=10 size=1k\n\
+                   set $ok=1\nfrobnicate 3\ndefine process name=p { thread name=t { flowop read name=r, ~ } }\n\
+                   set $x = 1\nrun 5\n";
+        let (script, errors) = parse_all("t.f", src);
+        let places: Vec<String> =
+            errors.iter().map(|e| e.to_string().split(": ").next().unwrap().to_string()).collect();
+        assert_eq!(places, ["t.f:3:14", "t.f:5:1", "t.f:6:61", "t.f:7:5"], "{errors:?}");
+        // the statements between the errors still parsed
+        assert!(script.stmts.iter().any(|s| matches!(&s.stmt, Stmt::Set { var, .. } if var == "$ok")));
+        assert!(matches!(script.stmts.last().unwrap().stmt, Stmt::Run(_)));
     }
 
     #[test]

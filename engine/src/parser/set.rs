@@ -1,5 +1,5 @@
-//! `set` and the random-variable forms of WML (WML-SPEC §3 `set_cmd`, §4.3,
-//! §4.4), shared by `set $v = randvar(...)` and 1.4.9.1's `define randvar`.
+//! `set` and the random-variable forms of WML (docs/filebench-language.md#grammar,
+//! #random-variables, #custom-variables), shared by `set $v = randvar(...)` and 1.4.9.1's `define randvar`.
 
 use super::{Parser, CV_ATTRS, RV_ATTRS};
 use crate::ast::*;
@@ -66,11 +66,8 @@ impl<'a> Parser<'a> {
                 let name = self.word().unwrap_or_default();
                 self.next();
                 self.expect_punct('=')?;
-                let ok: &[&str] = if name == "type" {
-                    &["uniform", "tabular", "gamma"]
-                } else {
-                    &["urandom", "rand48"]
-                };
+                let ok: &[&str] =
+                    if name == "type" { &["uniform", "tabular", "gamma"] } else { &["urandom", "rand48"] };
                 match self.word() {
                     Some(w) if ok.contains(&w.as_str()) => {
                         self.next();
@@ -120,5 +117,4 @@ impl<'a> Parser<'a> {
             _ => self.err("an integer or a variable"),
         }
     }
-
 }

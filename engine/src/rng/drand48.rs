@@ -1,6 +1,6 @@
 //! glibc `drand48`/`erand48`: a 48-bit linear congruential generator
-//! (WML-SPEC §14). An unseeded `drand48()` starts from X = 0; `erand48(xi)`
-//! uses the caller's state, built from a randvar `seed` (§4.3).
+//! (docs/filebench-language.md#randomness). An unseeded `drand48()` starts from X = 0; `erand48(xi)`
+//! uses the caller's state, built from a randvar `seed` (docs/filebench-language.md#random-variables).
 
 const A: u64 = 0x5_DEEC_E66D;
 const C: u64 = 0xB;

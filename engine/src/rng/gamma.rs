@@ -1,5 +1,5 @@
 //! Knuth's gamma algorithms as in Filebench's `gamma_dist.c` and `cvar-gamma.c`
-//! (WML-SPEC §14): algorithm A for shape > 1, algorithm G for shape <= 1, fed by
+//! (docs/filebench-language.md#randomness): algorithm A for shape > 1, algorithm G for shape <= 1, fed by
 //! a uniform source (drand48 or erand48 in practice).
 
 use std::f64::consts::{E, PI};

@@ -1,6 +1,6 @@
 //! glibc `rand()` with its default seed 1 (TYPE_3 additive feedback generator).
 //! Filebench never seeds it and uses it for the prealloc keep/skip decision
-//! (WML-SPEC §6.2 step 3, §14).
+//! (docs/filebench-language.md#fileset-creation, #randomness).
 
 /// The additive feedback generator behind glibc `random()`/`rand()`.
 #[derive(Debug, Clone)]

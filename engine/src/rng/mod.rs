@@ -1,7 +1,7 @@
 //! Random number generators that reproduce Filebench's sequences bit for bit.
 //!
 //! Why: the fileset tree, the file sizes and the preallocated subset are fixed by
-//! the generators Filebench happens to use (WML-SPEC §14): glibc `drand48()`
+//! the generators Filebench happens to use (docs/filebench-language.md#randomness): glibc `drand48()`
 //! (never seeded) feeding Knuth's gamma algorithms, glibc `rand()` (never seeded)
 //! for the prealloc keep/skip decision, and the `mtwist` Mersenne twister
 //! (default seed 4357) for the prealloc visiting order, random offsets and

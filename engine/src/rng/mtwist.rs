@@ -1,6 +1,6 @@
 //! The `mtwist` Mersenne twister (MT19937) as Filebench links it: default seed
 //! 4357 with the old Knuth (69069) seeding, and `mt_llrand()` = two 32-bit
-//! outputs, first in the high half (WML-SPEC §14). Used for the prealloc
+//! outputs, first in the high half (docs/filebench-language.md#randomness). Used for the prealloc
 //! visiting order, random offsets and `appendfilerand` sizes.
 
 const N: usize = 624;
@@ -72,7 +72,7 @@ impl MtState {
     }
 
     /// `fb_random64(&r, max, round, NULL)`: uniform over [0, max - round],
-    /// rounded down to a multiple of `round` (WML-SPEC §9.2).
+    /// rounded down to a multiple of `round` (docs/filebench-language.md#random-offsets).
     pub fn fb_random64(&mut self, max: u64, round: u64) -> u64 {
         let span = max.wrapping_sub(round);
         let norm = self.next_u64() as f64 / u64::MAX as f64;

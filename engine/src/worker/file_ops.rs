@@ -1,9 +1,9 @@
 //! Flowops that open, create, close, delete, stat and sync files, and the
-//! directory flowops (WML-SPEC §8.1, §9.3). Only the system call is timed,
+//! directory flowops (docs/filebench-language.md#fd-slots, #flowops). Only the system call is timed,
 //! as in Filebench; the pick happens before the clock starts.
 
-use std::ffi::CStr;
 use crate::clock;
+use std::ffi::CStr;
 
 use super::{Ret, Worker};
 use crate::fileset::{Fileset, Want};
@@ -234,13 +234,24 @@ impl Worker {
         let want = if make { Want::NotExists } else { Want::Exists };
         let index = fo.indexed.as_ref().map(|a| a.get_dbl());
         let Some(d) = fs.pick_leafdir(want, index) else {
-            return Ret::Norsc(format!("no {} leaf directory in {}", if make { "non-existing" } else { "existing" }, fs.name));
+            return Ret::Norsc(format!(
+                "no {} leaf directory in {}",
+                if make { "non-existing" } else { "existing" },
+                fs.name
+            ));
         };
         let path = fs.leaf_paths[d].as_ptr();
         let t0 = clock::now();
-        let r = unsafe { if make { libc::mkdir(path, 0o755) } else { libc::rmdir(path) } };
+        let r = unsafe {
+            if make {
+                libc::mkdir(path, 0o755)
+            } else {
+                libc::rmdir(path)
+            }
+        };
         self.endop(fo, t0, 0);
-        let ok = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(if make { libc::EEXIST } else { libc::ENOENT });
+        let ok = r == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(if make { libc::EEXIST } else { libc::ENOENT });
         fs.unbusy_leafdir(d, Some(if ok { make } else { !make }));
         Ret::Ok
     }

@@ -1,7 +1,8 @@
-//! Data flowops: read, write, whole-file and append variants, aio (WML-SPEC
-//! §9.1-§9.3). They open their slot implicitly when it is closed, and take
-//! their buffer from the thread's memory at a random offset (or from a
-//! per-flowop buffer when the thread has no `memsize`).
+//! Data flowops: read, write, whole-file and append variants, aio
+//! (docs/filebench-language.md#io-buffers, #random-offsets, #flowops). They
+//! open their slot implicitly when it is closed, and take their buffer from
+//! the thread's memory (or from a per-flowop buffer when the thread has no
+//! `memsize`).
 
 use crate::clock;
 
@@ -50,6 +51,12 @@ impl Worker {
     fn iobuf(&mut self, fo: &FlowopSpec, iosize: u64) -> Result<*mut u8, Ret> {
         if iosize == 0 {
             return Err(Ret::Error(format!("zero iosize for flowop {}", fo.name)));
+        }
+        if iosize > self.shared.max_io_bytes {
+            return Err(Ret::Error(format!(
+                "flowop {}: iosize {iosize} is more than the {} bytes this machine can give an I/O buffer",
+                fo.name, self.shared.max_io_bytes
+            )));
         }
         let dio = fo.directio.get_bool();
         let size = iosize as usize + if dio { DIO_ALIGN } else { 0 };

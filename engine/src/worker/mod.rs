@@ -1,20 +1,23 @@
-//! A worker thread: the thread loop of `flowop_start` (WML-SPEC §7.4) with
-//! its fd slots (§8.1), I/O memory (§9.1) and statistics.
+//! A worker thread: the thread loop of `flowop_start` with its fd slots, I/O
+//! memory and statistics (docs/filebench-language.md#thread-loop, #fd-slots, #io-buffers).
 //!
-//! Why threads and not processes: Filebench's fork+exec design needs the same
-//! address in every process (KNOWN-ISSUES §1). Here every "process instance"
-//! is a group of threads; what Filebench keeps per process (the
-//! `controlstats` total, the Mersenne twister) is kept per process group or
-//! per thread, and nothing is shared by pointer across processes.
+//! Each process instance is a forked OS process (`crate::procs`) holding the
+//! worker threads of its thread instances, so each instance has its own file
+//! table, as in Filebench. What all instances share (`Control`, the
+//! filesets' pick state, statistics counters, sync objects) lives in shared
+//! memory (`crate::shm`), as atomics, never as pointers; what Filebench keeps
+//! per process (the `controlstats` total) is kept per process instance, and
+//! the Mersenne twister per thread.
 
 mod file_ops;
 mod io_ops;
 mod other_ops;
 pub mod sync;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
 use crate::clock::{self, Stamp};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
@@ -24,8 +27,9 @@ use crate::kind::Kind;
 use crate::model::FlowopSpec;
 use crate::output::Output;
 use crate::rng::MtState;
+use crate::shm::{futex_wait, notify, ShmBox, ShmSlice, Zeroable};
 use crate::stats::{new_histogram, ThreadStats};
-pub use sync::{EventQueue, SemPair, Signal};
+pub use sync::{EventQueue, SemPair, Signal, SyncObj};
 
 /// Latencies buffered before they go into the histograms.
 const PENDING: usize = 1024;
@@ -41,7 +45,8 @@ pub enum Ret {
     Error(String),
     Done,
     /// finishoncount / finishonbytes reached: Filebench returns NORSC, which
-    /// in `timeout` mode aborts the run as an error (KNOWN-ISSUES §5); we end
+    /// in `timeout` mode aborts the run as an error
+    /// (docs/filebench-language.md#runs-that-stop-early); we end
     /// the thread (alldone) or the run (timeout, firstdone) cleanly.
     Finish(String),
 }
@@ -57,40 +62,116 @@ pub enum StopKind {
     Done,
 }
 
+/// Longest stop reason kept (bytes).
+const REASON_MAX: usize = 2048;
+
+/// The first stop reason of a run, written once by whoever stops it.
+#[repr(C)]
+struct Reason {
+    /// 0 empty, 1 being written, 2 set.
+    state: AtomicU32,
+    kind: AtomicU32,
+    len: AtomicUsize,
+    bytes: [AtomicU8; REASON_MAX],
+}
+
+/// Run control, in shared memory: every process instance sees it.
+#[repr(C)]
+pub struct Control {
+    pub stop: AtomicBool,
+    pub threads_done: AtomicUsize,
+    /// Start gate (a futex word): workers wait until the runner sets it to 1.
+    pub gate: AtomicU32,
+    pub events: EventQueue,
+    reason: Reason,
+}
+
+// SAFETY: atomics only.
+unsafe impl Zeroable for Control {}
+
 /// State shared by all workers of a run.
 #[derive(Debug)]
 pub struct Shared {
     pub filesets: Vec<Arc<Fileset>>,
-    pub stop: AtomicBool,
-    pub reason: Mutex<Option<(StopKind, String)>>,
+    pub ctl: ShmBox<Control>,
     pub mode: QuitMode,
-    pub events: EventQueue,
-    pub blocks: std::collections::HashMap<String, Vec<Arc<Signal>>>,
-    pub sems: std::collections::HashMap<String, Vec<Arc<SemPair>>>,
+    /// Sync objects of the `block` / `semblock` flowop instances, by flowop
+    /// name (indexes into `sync`): targets of `wakeup` / `sempost`.
+    pub blocks: std::collections::HashMap<String, Vec<usize>>,
+    pub sync: ShmSlice<SyncObj>,
     pub out: Arc<Output>,
-    /// 1.4.9.1 `indexed` scaling (value x entries/2, §8.2).
+    /// 1.4.9.1 `indexed` scaling (value x entries/2, docs/filebench-language.md#picking).
     pub indexed_v14: bool,
-    pub threads_done: AtomicUsize,
     /// `debug` >= 2: `print` flowops log their message.
     pub verbose: bool,
     /// `enable lathist`: keep the log2 latency buckets.
     pub lathist: bool,
-    /// Start gate: workers wait until the runner opens it.
-    pub gate: (Mutex<bool>, std::sync::Condvar),
+    /// Largest I/O buffer a flowop may allocate (an `iosize` drawn from a
+    /// random variable is only known at run time).
+    pub max_io_bytes: u64,
+}
+
+fn stop_kind_code(k: &StopKind) -> u32 {
+    match k {
+        StopKind::Norsc => 1,
+        StopKind::Error => 2,
+        StopKind::Done => 3,
+    }
 }
 
 impl Shared {
-    /// Records the first stop reason and stops everyone.
+    /// Records the first stop reason and stops everyone (all processes).
     pub fn abort(&self, kind: StopKind, msg: String) {
-        let mut r = self.reason.lock().unwrap();
-        if r.is_none() {
-            *r = Some((kind, msg));
+        let r = &self.ctl.reason;
+        if r.state.compare_exchange(0, 1, std::sync::atomic::Ordering::AcqRel, Relaxed).is_ok() {
+            let mut end = msg.len().min(REASON_MAX);
+            while !msg.is_char_boundary(end) {
+                end -= 1;
+            }
+            for (d, b) in r.bytes.iter().zip(msg.as_bytes()[..end].iter()) {
+                d.store(*b, Relaxed);
+            }
+            r.len.store(end, Relaxed);
+            r.kind.store(stop_kind_code(&kind), Relaxed);
+            r.state.store(2, std::sync::atomic::Ordering::Release);
         }
-        self.stop.store(true, Relaxed);
+        self.ctl.stop.store(true, Relaxed);
+    }
+
+    /// The first stop reason, if any.
+    pub fn reason(&self) -> Option<(StopKind, String)> {
+        let r = &self.ctl.reason;
+        if r.state.load(std::sync::atomic::Ordering::Acquire) != 2 {
+            return None;
+        }
+        let len = r.len.load(Relaxed).min(REASON_MAX);
+        let bytes: Vec<u8> = r.bytes[..len].iter().map(|b| b.load(Relaxed)).collect();
+        let kind = match r.kind.load(Relaxed) {
+            1 => StopKind::Norsc,
+            3 => StopKind::Done,
+            _ => StopKind::Error,
+        };
+        Some((kind, String::from_utf8_lossy(&bytes).into_owned()))
     }
 
     pub fn stopping(&self) -> bool {
-        self.stop.load(Relaxed)
+        self.ctl.stop.load(Relaxed)
+    }
+
+    /// The stop flag, for waits.
+    pub fn stop_flag(&self) -> &AtomicBool {
+        &self.ctl.stop
+    }
+
+    /// The event queue of the rate limiters.
+    pub fn events(&self) -> &EventQueue {
+        &self.ctl.events
+    }
+
+    /// Opens the start gate.
+    pub fn open_gate(&self) {
+        self.ctl.gate.store(1, std::sync::atomic::Ordering::Release);
+        notify(&self.ctl.gate);
     }
 }
 
@@ -108,8 +189,8 @@ pub struct Aux {
     pub bucket: i64,
     pub target: Option<usize>,
     pub initted: bool,
-    pub signal: Option<Arc<Signal>>,
-    pub sem: Option<Arc<SemPair>>,
+    /// Index of this block/semblock instance's object in `Shared::sync`.
+    pub sync: Option<usize>,
     pub buf: Vec<u8>,
     pub trv: (f64, f64, u64),
 }
@@ -137,7 +218,8 @@ pub struct Worker {
     pub hist: std::cell::RefCell<Vec<Option<Histogram<u32>>>>,
     /// Latencies not yet in `hist`: recording each one directly costs a cache
     /// miss per op (a hundred threads' histograms do not stay cached), so
-    /// they are buffered and added in batches (§12.2 statistics are unchanged).
+    /// they are buffered and added in batches (the statistics of
+    /// docs/filebench-language.md#statistics are unchanged).
     pending: std::cell::RefCell<Vec<(usize, u64)>>,
     pub aux: Vec<Aux>,
     pub slots: Vec<Slot>,
@@ -225,7 +307,7 @@ impl Worker {
             }
         }
         self.close_all();
-        self.shared.threads_done.fetch_add(1, Relaxed);
+        self.shared.ctl.threads_done.fetch_add(1, Relaxed);
         self.flush_hist(&mut self.pending.borrow_mut());
         WorkerResult { hist: self.hist.into_inner() }
     }
@@ -246,10 +328,9 @@ impl Worker {
     }
 
     fn wait_gate(&self) {
-        let (m, cv) = &self.shared.gate;
-        let mut open = m.lock().unwrap();
-        while !*open && !self.shared.stopping() {
-            open = cv.wait_timeout(open, std::time::Duration::from_millis(50)).unwrap().0;
+        let gate = &self.shared.ctl.gate;
+        while gate.load(std::sync::atomic::Ordering::Acquire) == 0 && !self.shared.stopping() {
+            futex_wait(gate, 0, Duration::from_millis(50));
         }
     }
 
@@ -280,10 +361,14 @@ impl Worker {
             crate::vars::Avd::Int(1) => 1,
             a => a.get_int(),
         };
-        for _ in 0..iters {
+        for i in 0..iters {
             let r = self.exec(fo);
             if r != Ret::Ok {
                 return r;
+            }
+            // `iters` can be any number: look at the stop flag on the way.
+            if i & 1023 == 1023 && self.shared.stopping() {
+                break;
             }
         }
         Ret::Ok

@@ -1,7 +1,7 @@
 //! OTHER and SYNC flowops: think time, rate limits, finish conditions,
-//! block/wakeup, semaphores, testrandvar and print (WML-SPEC §9.3, §11).
+//! block/wakeup, semaphores, testrandvar and print (docs/filebench-language.md#flowops, #rate-limits).
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::clock;
@@ -11,6 +11,101 @@ use crate::kind::Kind;
 use crate::model::FlowopSpec;
 
 const MIB: u64 = 1 << 20;
+
+/// Iterations of `hog` between two looks at the stop flag.
+const HOG_CHUNK: u64 = 1 << 20;
+
+/// What one `hog` iteration does to memory.
+pub trait HogTarget {
+    // On x86-64 the real loop is assembly (`strata_wml_hog_chunk`); the
+    // tests' counting target still goes through `touch`.
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+    fn touch(&self);
+}
+
+/// Filebench's hog loop is `for (i = 0; i < value; i++) *(threadflow->tf_mem) = 1;`.
+/// A byte store may alias the `tf_mem` pointer (a `char` aliases everything),
+/// so the compiled loop reloads the pointer every iteration: one load and one
+/// store. `HogCell` keeps the pointer in memory and goes through it with a
+/// volatile load and a volatile store, which the compiler may neither hoist,
+/// merge nor drop, so an iteration costs what Filebench's does.
+pub struct HogCell {
+    ptr: std::cell::UnsafeCell<*mut u8>,
+}
+
+impl HogCell {
+    /// `ptr` must stay valid for writes while the cell is used.
+    pub fn new(ptr: *mut u8) -> Self {
+        HogCell { ptr: std::cell::UnsafeCell::new(ptr) }
+    }
+}
+
+impl HogTarget for HogCell {
+    #[inline(always)]
+    fn touch(&self) {
+        // SAFETY: the cell holds a pointer valid for a one-byte write (`new`).
+        unsafe {
+            let p = std::ptr::read_volatile(self.ptr.get());
+            std::ptr::write_volatile(p, 1);
+        }
+    }
+}
+
+/// One chunk of the real loop, not inlined, under a fixed symbol name so that
+/// a test can read its machine code (tests/cli.rs). On x86-64 it is the
+/// instruction sequence gcc -O2 makes of Filebench's loop (load the
+/// pointer, count, store the byte, compare, branch: five instructions per
+/// iteration, not unrolled), so an iteration costs the same; a compiler
+/// left to itself unrolls the volatile loop eight times and spends about
+/// 20 % less per iteration (bench/wml/hog.c compares them).
+#[no_mangle]
+#[inline(never)]
+pub fn strata_wml_hog_chunk(cell: &HogCell, n: u64) {
+    #[cfg(target_arch = "x86_64")]
+    if n > 0 {
+        // SAFETY: reads the pointer held by `cell` and writes one byte
+        // through it, which `HogCell::new` requires to be valid.
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                "mov {p}, qword ptr [{cell}]",
+                "add {i}, 1",
+                "mov byte ptr [{p}], 1",
+                "cmp {i}, {n}",
+                "jb 2b",
+                cell = in(reg) cell.ptr.get(),
+                n = in(reg) n,
+                i = inout(reg) 0u64 => _,
+                p = out(reg) _,
+                options(nostack),
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for _ in 0..n {
+        cell.touch();
+    }
+}
+
+/// Runs `n` iterations on `target`, looking at `stop` between chunks;
+/// returns the iterations done (`n` unless stopped).
+pub fn hog_iterations<T: HogTarget>(target: &T, n: u64, stop: &AtomicBool, chunk: &dyn Fn(&T, u64)) -> u64 {
+    let mut done = 0;
+    while done < n {
+        let k = (n - done).min(HOG_CHUNK);
+        chunk(target, k);
+        done += k;
+        if stop.load(Relaxed) {
+            break;
+        }
+    }
+    done
+}
+
+/// The real hog loop.
+fn hog_loop(cell: &HogCell, n: u64, stop: &AtomicBool) -> u64 {
+    hog_iterations(cell, n, stop, &|c, k| strata_wml_hog_chunk(c, k))
+}
 
 /// What a limiter or finish condition measures.
 #[derive(Clone, Copy)]
@@ -31,7 +126,7 @@ impl Worker {
             Kind::Hog => self.hog(fo),
             Kind::Delay => {
                 let t0 = clock::now();
-                if sleep_unless(Duration::from_secs(fo.value.get_int()), &self.shared.stop) {
+                if sleep_unless(Duration::from_secs(fo.value.get_int()), self.shared.stop_flag()) {
                     self.endop(fo, t0, 0);
                 }
                 Ret::Ok
@@ -58,7 +153,10 @@ impl Worker {
                 }
                 self.shared.out.warn(&format!(
                     "Message from process ({},{}), thread ({},{}): {}",
-                    self.id.proc_name, self.id.proc_instance, self.id.thread_name, self.id.thread_instance,
+                    self.id.proc_name,
+                    self.id.proc_instance,
+                    self.id.thread_name,
+                    self.id.thread_instance,
                     fo.value.get_str()
                 ));
                 Ret::Ok
@@ -67,25 +165,27 @@ impl Worker {
         }
     }
 
+    /// `hog`: `value` iterations of Filebench's loop over the thread memory
+    /// (a scratch byte when the thread has no `memsize`: Filebench's
+    /// `malloc(0)` still gives it one), counted when it ran to the end.
     fn hog(&mut self, fo: &FlowopSpec) -> Ret {
         let n = fo.value.get_int();
+        let mut scratch = 0u8;
+        let ptr = self.mem.first_mut().map_or(&mut scratch as *mut u8, |b| b as *mut u8);
+        let cell = HogCell::new(ptr);
         let t0 = clock::now();
-        if let Some(b) = self.mem.first_mut() {
-            let p: *mut u8 = b;
-            for _ in 0..n {
-                unsafe { std::ptr::write_volatile(p, 1) };
-            }
+        if hog_loop(&cell, n, self.shared.stop_flag()) == n {
+            self.endop(fo, t0, 0);
         }
-        self.endop(fo, t0, 0);
         Ret::Ok
     }
 
     fn eventlimit(&mut self, fo: &FlowopSpec) -> Ret {
-        if !self.shared.events.enabled.load(Relaxed) {
+        if !self.shared.events().enabled.load(Relaxed) {
             return Ret::Ok;
         }
         let t0 = clock::now();
-        self.shared.events.take(1, &self.shared.stop);
+        self.shared.events().take(1, self.shared.stop_flag());
         self.endop(fo, t0, 0);
         Ret::Ok
     }
@@ -118,7 +218,7 @@ impl Worker {
 
     /// `opslimit` / `iopslimit` / `bwlimit`: token bucket fed by events.
     fn limit(&mut self, fo: &FlowopSpec, m: Measure) -> Ret {
-        if !self.shared.events.enabled.load(Relaxed) {
+        if !self.shared.events().enabled.load(Relaxed) {
             return Ret::Ok;
         }
         let now = match self.measure(fo, m) {
@@ -142,7 +242,7 @@ impl Worker {
             Measure::Bytes => (deficit / MIB + 1, (deficit / MIB + 1) * MIB),
             _ => (deficit, deficit),
         };
-        if self.shared.events.take(events, &self.shared.stop) {
+        if self.shared.events().take(events, self.shared.stop_flag()) {
             self.aux[fo.stat_id].bucket += credit as i64;
         }
         self.endop(fo, t0, 0);
@@ -168,51 +268,99 @@ impl Worker {
     }
 
     fn block(&mut self, fo: &FlowopSpec) -> Ret {
-        let Some(sig) = self.aux[fo.stat_id].signal.clone() else {
+        let Some(i) = self.aux[fo.stat_id].sync else {
             return Ret::Error(format!("flowop {}: no block signal", fo.name));
         };
         let t0 = clock::now();
-        if sig.block(&self.shared.stop) {
+        if self.shared.sync[i].signal.block(self.shared.stop_flag()) {
             self.endop(fo, t0, 0);
         }
         Ret::Ok
     }
 
     fn wakeup(&mut self, fo: &FlowopSpec) -> Ret {
-        let Some(targets) = self.shared.blocks.get(&fo.target).cloned() else {
+        let Some(targets) = self.shared.blocks.get(&fo.target) else {
             return Ret::Error(format!("wakeup: could not find op {} for thread {}", fo.target, self.id.thread_name));
         };
-        for t in targets {
+        for &t in targets {
             let t0 = clock::now();
-            t.wake();
+            self.shared.sync[t].signal.wake();
             self.endop(fo, t0, 0);
         }
         Ret::Ok
     }
 
     fn semblock(&mut self, fo: &FlowopSpec) -> Ret {
-        let Some(sem) = self.aux[fo.stat_id].sem.clone() else {
+        let Some(i) = self.aux[fo.stat_id].sync else {
             return Ret::Error(format!("flowop {}: no semaphore", fo.name));
         };
         let t0 = clock::now();
-        sem.block(fo.value.get_int() as i64, &self.shared.stop);
+        self.shared.sync[i].sem.block(fo.value.get_int().min(i64::MAX as u64) as i64, self.shared.stop_flag());
         self.endop(fo, t0, 0);
         Ret::Ok
     }
 
     fn sempost(&mut self, fo: &FlowopSpec) -> Ret {
-        let Some(targets) = self.shared.sems.get(&fo.target).cloned() else {
+        let Some(targets) = self.shared.blocks.get(&fo.target) else {
             return Ret::Error(format!("sempost: could not find op {}", fo.target));
         };
-        let v = fo.value.get_int() as i64;
+        let v = fo.value.get_int().min(i64::MAX as u64) as i64;
         let blocking = fo.blocking.get_bool();
         let t0 = clock::now();
-        for t in targets {
-            if !t.post(v, blocking, &self.shared.stop) {
+        for &t in targets {
+            if !self.shared.sync[t].sem.post(v, blocking, self.shared.stop_flag()) {
                 break;
             }
         }
         self.endop(fo, t0, 0);
         Ret::Ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    struct Counting {
+        touches: Cell<u64>,
+    }
+
+    impl HogTarget for Counting {
+        fn touch(&self) {
+            self.touches.set(self.touches.get() + 1);
+        }
+    }
+
+    fn chunk(t: &Counting, k: u64) {
+        for _ in 0..k {
+            t.touch();
+        }
+    }
+
+    #[test]
+    fn hog_runs_exactly_value_iterations_in_chunks() {
+        let stop = AtomicBool::new(false);
+        for n in [0, 1, 1000, HOG_CHUNK, 2 * HOG_CHUNK + 7] {
+            let c = Counting { touches: Cell::new(0) };
+            assert_eq!(hog_iterations(&c, n, &stop, &chunk), n);
+            assert_eq!(c.touches.get(), n);
+        }
+    }
+
+    #[test]
+    fn hog_stops_between_chunks() {
+        let stop = AtomicBool::new(true);
+        let c = Counting { touches: Cell::new(0) };
+        assert_eq!(hog_iterations(&c, 10 * HOG_CHUNK, &stop, &chunk), HOG_CHUNK);
+        assert_eq!(c.touches.get(), HOG_CHUNK);
+    }
+
+    #[test]
+    fn hog_cell_writes_through_the_pointer_it_holds() {
+        let mut mem = [0u8; 4];
+        let cell = HogCell::new(&mut mem[2]);
+        hog_loop(&cell, 3, &AtomicBool::new(false));
+        assert_eq!(mem, [0, 0, 1, 0]);
     }
 }

@@ -4,14 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::Deserialize;
 use strata_wml::interp::{Interp, Options, Outcome};
 use strata_wml::output::Output;
 use strata_wml::parser;
+use strata_wml::report::{Begin, End, ErrorOut, Interval};
 use strata_wml::vars::Avd;
 
 /// A reference file: `personalities/…` from strata's package data, the rest under tests/data/filebench/.
 pub fn data(rel: &str) -> PathBuf {
-    // The personalities have one home, strata's package data, which mirrors ../shared/filebench.
+    // The personalities have one home: strata's package data.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     match rel.strip_prefix("personalities/") {
         Some(p) => root.join("../src/strata/workloads/personalities").join(p),
@@ -43,7 +45,7 @@ pub fn sets(pairs: &[(&str, &str)]) -> Vec<(String, Avd)> {
 pub fn run(path: &Path, sets: Vec<(String, Avd)>, runtime_s: f64) -> Outcome {
     let src = std::fs::read_to_string(path).unwrap();
     let script = parser::parse(&path.to_string_lossy(), &src).unwrap();
-    let opts = Options { sets, runtime_s: Some(runtime_s), check_only: false };
+    let opts = Options { sets, runtime_s: Some(runtime_s), check_only: false, ..Default::default() };
     let mut i = Interp::new(&script, opts, Arc::new(Output::quiet()));
     i.execute(&script).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -53,7 +55,7 @@ pub fn run(path: &Path, sets: Vec<(String, Avd)>, runtime_s: f64) -> Outcome {
 pub fn populate_only(path: &Path, sets: Vec<(String, Avd)>) -> Interp {
     let src = std::fs::read_to_string(path).unwrap();
     let script = parser::parse(&path.to_string_lossy(), &src).unwrap();
-    let opts = Options { sets, runtime_s: None, check_only: true };
+    let opts = Options { sets, runtime_s: None, check_only: true, ..Default::default() };
     let mut i = Interp::new(&script, opts, Arc::new(Output::quiet()));
     for s in &script.stmts {
         if matches!(s.stmt, strata_wml::ast::Stmt::Run(_) | strata_wml::ast::Stmt::Psrun { .. }) {
@@ -86,4 +88,22 @@ pub fn reference_ops(out: &str) -> Vec<(String, u64)> {
 /// A fresh temporary directory.
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("strata-wml-test").tempdir().unwrap()
+}
+
+/// One line of the JSON Lines protocol, deserialized strictly.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Envelope {
+    Begin(Begin),
+    Interval(Interval),
+    End(End),
+    Error(ErrorOut),
+}
+
+/// Every line of `stdout` as an envelope (a line that is not one fails).
+pub fn envelopes(stdout: &[u8]) -> Vec<Envelope> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Envelope>(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
+        .collect()
 }

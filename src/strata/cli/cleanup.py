@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from strata.stack import provision  # noqa: F401  (imports every layer's plugins: their undo actions register)
+from strata.stack import buildcache  # noqa: F401  (each import below registers undo actions)
+from strata.stack.devices import REGISTRY as _devices  # noqa: F401
 from strata.stack.journal import cleanup, live_runs
+from strata.stack.runtimes import REGISTRY as _runtimes  # noqa: F401
 from strata.stack.runtimes.docker import image  # noqa: F401
+from strata.workloads import REGISTRY as _workloads  # noqa: F401
+from strata.workloads.ycsb import node  # noqa: F401
 
 NAME = "cleanup"
 HELP = "undo what a killed run left behind, from the journal"

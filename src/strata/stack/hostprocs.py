@@ -71,12 +71,14 @@ def _join(dirs: list[Path]):
 class HostProcesses:
     """instances.Running over host processes: prepare, ready, go, wait, stop."""
 
-    def __init__(self, requests: list[InstanceRequest], journal=None, stdout_to_file: bool = False):
+    def __init__(
+        self, requests: list[InstanceRequest], journal=None, stdout_to_file: bool = False, sync_dir: Path | None = None
+    ):
         self.requests, self.journal = requests, journal
-        self.stdout_to_file = stdout_to_file
+        self.stdout_to_file, self.sync_dir = stdout_to_file, sync_dir
         self.cgroups: list[dict[str, str]] = [{} for _ in requests]
-        self.procs: list[subprocess.Popen] = []
-        self.starts: list[float] = []
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.starts: dict[int, float] = {}
         self.groups: list[tuple[int | None, list[Path]]] = []
         self.made: dict[int, list[Path]] = {}
 
@@ -100,7 +102,28 @@ class HostProcesses:
         return paths
 
     def ready(self, timeout_s: float) -> None:
-        """Run every instance's `prepare` step, in parallel, before the barrier."""
+        """Every instance's `prepare` step, in parallel; then the instances that hold the barrier themselves
+        are started and must say they are ready (after their own setup, outside the measured window)."""
+        self._prepare(timeout_s)
+        tools = [(i, r) for i, r in enumerate(self.requests) if r.barrier == "tool"]
+        for i, r in tools:
+            (r.out_dir / "ready").unlink(missing_ok=True)
+            self._launch(i, r)
+        deadline = time.monotonic() + timeout_s
+        for i, r in tools:
+            while not (r.out_dir / "ready").exists():
+                if self.procs[i].poll() is not None:
+                    raise TrialFailure(
+                        "prepare",
+                        f"instance {i} exited {self.procs[i].returncode} before it was ready",
+                        (r.out_dir / "stderr").read_text(errors="replace")[-4000:],
+                    )
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TrialFailure("timeout", f"instance {i} was not ready {timeout_s:.0f} s after it started")
+                time.sleep(0.02)
+
+    def _prepare(self, timeout_s: float) -> None:
         todo = [r for r in self.requests if r.prepare]
         if not todo:
             return
@@ -122,32 +145,32 @@ class HostProcesses:
 
     def go(self) -> float:
         t = time.time()
+        if self.sync_dir is not None:
+            (self.sync_dir / "go").touch()  # the instances that wait for it themselves
         for i, r in enumerate(self.requests):
-            dirs = self._cgroup(i)
-            # files, not pipes: nobody reads a pipe while the instance runs, and a full one would block it
-            out = open(r.out_dir / "stdout", "w") if self.stdout_to_file else subprocess.DEVNULL
-            with open(r.out_dir / "stderr", "w") as err:
-                self.starts.append(time.time())
-                try:
-                    self.procs.append(
-                        subprocess.Popen(
-                            r.argv,
-                            stdout=out,
-                            stderr=err,
-                            start_new_session=True,
-                            preexec_fn=_join(dirs) if dirs else None,
-                        )
-                    )
-                finally:
-                    if out is not subprocess.DEVNULL:
-                        out.close()
+            if i not in self.procs:
+                self._launch(i, r)
         return t
+
+    def _launch(self, i: int, r: InstanceRequest) -> None:
+        dirs = self._cgroup(i)
+        # files, not pipes: nobody reads a pipe while the instance runs, and a full one would block it
+        out = open(r.out_dir / "stdout", "w") if self.stdout_to_file else subprocess.DEVNULL
+        with open(r.out_dir / "stderr", "w") as err:
+            self.starts[i] = time.time()
+            try:
+                self.procs[i] = subprocess.Popen(
+                    r.argv, stdout=out, stderr=err, start_new_session=True, preexec_fn=_join(dirs) if dirs else None
+                )
+            finally:
+                if out is not subprocess.DEVNULL:
+                    out.close()
 
     def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]:
         deadline = time.monotonic() + timeout_s
         ends: dict[int, float] = {}
         while len(ends) < len(self.procs):
-            for i, p in enumerate(self.procs):
+            for i, p in self.procs.items():
                 if i not in ends and p.poll() is not None:
                     ends[i] = time.time()
             if len(ends) == len(self.procs):
@@ -160,9 +183,9 @@ class HostProcesses:
                 raise TrialFailure("timeout", f"instance(s) still ran {timeout_s:.0f} s after their expected end")
             time.sleep(POLL_S)
         outs = []
-        for i, (r, p) in enumerate(zip(self.requests, self.procs)):
+        for i, r in enumerate(self.requests):
             err = (r.out_dir / "stderr").read_text(errors="replace")[-8000:]
-            outs.append(InstanceOutput(i, r.out_dir, p.returncode, err, self.starts[i], ends[i]))
+            outs.append(InstanceOutput(i, r.out_dir, self.procs[i].returncode, err, self.starts[i], ends[i]))
         return outs
 
     def stop(self) -> None:
@@ -171,7 +194,7 @@ class HostProcesses:
             if seq:
                 self.journal.release(seq)
         self.groups = []
-        for p in self.procs:
+        for p in self.procs.values():
             if p.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, signal.SIGKILL)

@@ -56,6 +56,7 @@ class MeasureContext:
 class Workload(Protocol):
     name: str  # registry key = spec `type` = JSON `workload.type`
     params: type[Strict]
+    barrier: str  # "wrapper": the runtime holds each instance at the start; "tool": the tool holds itself
 
     def parse_params(self, raw: dict, base_dir: Path) -> Strict: ...
     def shorthand(self, text: str) -> dict | None: ...  # a one-word entry (`rr`) as its parameters, or None
@@ -77,6 +78,8 @@ class Workload(Protocol):
 
 class ToolWorkload:
     """Defaults for a workload whose instances are the measuring tool itself (fio, the engine)."""
+
+    barrier = "wrapper"
 
     def parse_params(self, raw: dict, base_dir: Path) -> Strict:
         return self.params.model_validate(raw)

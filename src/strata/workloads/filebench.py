@@ -75,6 +75,7 @@ class FilebenchParams(Strict):
 class Filebench(ToolWorkload):
     name = "filebench"
     params = FilebenchParams
+    barrier = "tool"  # the engine makes its filesets, says it is ready and waits for the start itself
 
     def parse_params(self, raw: dict, base_dir: Path) -> FilebenchParams:
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))
@@ -130,6 +131,8 @@ class Filebench(ToolWorkload):
         binary = str(engine_binary() or "strata-wml") if target.host_tools else "strata-wml"
         sets = [f"$dir={target.path}"] + [f"${k.lstrip('$')}={_value(v)}" for k, v in params.set.items()]
         engine = [binary, "run", f"{target.out_dir}/workload.f", "--json", "--runtime", str(params.runtime)]
+        if target.sync_dir:  # filesets made before the barrier, outside the measured window
+            engine += ["--ready-file", f"{target.out_dir}/ready", "--go-file", f"{target.sync_dir}/go"]
         for s in sets:
             engine += ["--set", s]
         # stdout (JSON Lines) to a file in the out dir; stderr stays with the runtime
@@ -137,7 +140,9 @@ class Filebench(ToolWorkload):
 
     def parse(self, params: FilebenchParams, outputs: list[InstanceOutput]) -> Parsed:
         ends = [read_end(o) for o in outputs]
-        return aggregate(ends)
+        parsed = aggregate(ends)
+        parsed.windows = [_window(e) for e in ends]
+        return parsed
 
 
 def engine_version(binary: Path) -> str | None:
@@ -146,6 +151,12 @@ def engine_version(binary: Path) -> str | None:
         return cp.stdout.strip() or None
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def _window(end: dict) -> tuple[float, float] | None:
+    """The engine's measured run on the wall clock: it starts after the filesets and the barrier."""
+    start = end.get("started_unix_s")
+    return (start, start + float(end["runtime_s"])) if start else None
 
 
 def _value(v) -> str:

@@ -51,10 +51,17 @@ class NativeSession:
             shutil.rmtree(d, ignore_errors=True)
 
     def target(self, handle: PathHandle, host_out: Path) -> Target:
-        return Target(handle.target_kind, handle.target_path, str(host_out), host_tools=True)
+        # the trial's barrier directory sits beside the instances' out dirs (trial.py)
+        return Target(
+            handle.target_kind,
+            handle.target_path,
+            str(host_out),
+            host_tools=True,
+            sync_dir=str(host_out.parent / "sync"),
+        )
 
     def start(self, requests, handle, load, sync_dir) -> HostProcesses:
-        return HostProcesses(requests, self.journal)
+        return HostProcesses(requests, self.journal, sync_dir=sync_dir)
 
     def watch(self) -> tuple[str, str] | None:
         return None

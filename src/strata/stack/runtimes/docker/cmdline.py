@@ -44,13 +44,16 @@ CGROUP_FINAL_FILES = (
     "io.stat",
 )
 
-# Run as `sh -c WRAPPER strata-wrap ARGV...`; the prepare step, if any, is OUT_DIR/prepare.sh.
+# Run as `sh -c WRAPPER strata-wrap ARGV...`; the prepare step, if any, is OUT_DIR/prepare.sh; with
+# OUT_DIR/tool-barrier the tool itself writes `ready` and waits for `go` (after setting itself up).
 WRAPPER = f"""exec >{OUT_DIR}/stdout 2>{OUT_DIR}/stderr
 if [ -e {OUT_DIR}/prepare.sh ]; then
   sh {OUT_DIR}/prepare.sh >{OUT_DIR}/prepare.log 2>&1 || {{ cat {OUT_DIR}/prepare.log >&2; exit {PREPARE_FAILED}; }}
 fi
-date +%s.%N >{OUT_DIR}/ready
-while [ ! -e {SYNC_DIR}/go ]; do sleep 0.005; done
+if [ ! -e {OUT_DIR}/tool-barrier ]; then
+  date +%s.%N >{OUT_DIR}/ready
+  while [ ! -e {SYNC_DIR}/go ]; do sleep 0.005; done
+fi
 date +%s.%N >{OUT_DIR}/start
 "$@"
 rc=$?

@@ -16,27 +16,21 @@ engine binary makes a new image and an unchanged one is never rebuilt.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
-import re
 import secrets
 import shutil
 from pathlib import Path
-from typing import Iterator
 
 from strata.errors import StrataError, Unsupported
 from strata.instances import ImageSpec
 from strata.proc import CommandError, sh
-from strata.stack.journal import Journal, undo_action
-from strata.stack.procfs import remove_tree
+from strata.stack.buildcache import SUITE, build_lock, debian_mirror, images_dir, scratch
+from strata.stack.journal import Journal
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker.daemon import private_daemon
 
-SUITE = "bookworm"
 BASE_TAG = f"strata-base:{SUITE}"
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
 BUILD_TIMEOUT_S = 1800
 
 
@@ -57,33 +51,6 @@ def dockerfile(spec: ImageSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-def images_dir() -> Path:
-    """Built once per machine and shared by every run (and test), whatever its state dir."""
-    return Path(os.environ.get("STRATA_IMAGE_DIR", "/var/cache/strata/images"))
-
-
-def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
-    """The host's own Debian mirror for `SUITE` (sources.list or deb822 .sources), else deb.debian.org."""
-    for f in [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*.list"))]:
-        with contextlib.suppress(OSError):
-            for line in f.read_text().splitlines():
-                m = re.match(r"\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
-                if m and m.group(2) == SUITE:
-                    return m.group(1)
-    for f in sorted((apt / "sources.list.d").glob("*.sources")):
-        with contextlib.suppress(OSError):
-            for stanza in re.split(r"\n\s*\n", f.read_text()):
-                fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, re.M))
-                if (
-                    "deb" in fields.get("Types", "").split()
-                    and SUITE in fields.get("Suites", "").split()
-                    and fields.get("Enabled", "yes") != "no"
-                    and fields.get("URIs")
-                ):
-                    return fields["URIs"].split()[0]
-    return DEFAULT_MIRROR
-
-
 def image_key(spec: ImageSpec) -> str:
     return hashlib.sha256((dockerfile(spec) + spec.key()).encode()).hexdigest()[:12]
 
@@ -96,36 +63,6 @@ def tarball_path(spec: ImageSpec) -> Path:
     return images_dir() / f"strata-{spec.name}-{image_key(spec)}.tar"
 
 
-@contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
-    images_dir().mkdir(parents=True, exist_ok=True)
-    with open(images_dir() / ".lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)  # two runs never build at once; the second finds the tarball
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-@undo_action("build-dir")
-def _undo_build_dir(data: dict) -> None:
-    """A debootstrap target or a build context: unmount what debootstrap left (proc, maybe a
-    bind of /dev), then delete without crossing file systems."""
-    remove_tree(Path(data["path"]))
-
-
-@contextlib.contextmanager
-def _scratch(journal: Journal, name: str) -> Iterator[Path]:
-    path = images_dir() / f"{name}-{secrets.token_hex(4)}"
-    seq = journal.intent("build-dir", path=str(path))
-    try:
-        path.mkdir(parents=True)
-        yield path
-    finally:
-        _undo_build_dir({"path": str(path)})
-        journal.release(seq)
-
-
 def base_tarball(journal: Journal) -> Path:
     """The Debian minbase root file system as a tar, made once (call under the build lock)."""
     out = images_dir() / f"strata-base-{SUITE}.tar"
@@ -134,7 +71,7 @@ def base_tarball(journal: Journal) -> Path:
     if not shutil.which("debootstrap"):
         raise StrataError("debootstrap is not installed", "apt-get install debootstrap")
     mirror = debian_mirror()
-    with _scratch(journal, "rootfs") as root:
+    with scratch(journal, "rootfs") as root:
         try:
             sh(["debootstrap", "--variant=minbase", SUITE, str(root), mirror], timeout=BUILD_TIMEOUT_S)
         except CommandError as e:
@@ -157,13 +94,13 @@ def build_image_tarball(spec: ImageSpec) -> Path:
     out = tarball_path(spec)
     if out.exists():
         return out
-    with _build_lock():
+    with build_lock():
         if out.exists():
             return out
         journal = Journal(f"image-build-{os.getpid()}-{secrets.token_hex(2)}")
         try:
             base = base_tarball(journal)
-            with _scratch(journal, "ctx") as ctx:
+            with scratch(journal, "ctx") as ctx:
                 _context(ctx, spec)
                 _build_in_private_daemon(journal, base, ctx, image_tag(spec), out)
         finally:
@@ -188,7 +125,7 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
     for driver in ("overlay2", "vfs"):  # overlay2 unless the state dir cannot hold it
         try:
             with (
-                _scratch(journal, "build-root") as root,
+                scratch(journal, "build-root") as root,
                 private_daemon(driver, root / "docker", journal, remove_data_root=True) as daemon,
             ):
                 dk.docker(daemon.sock, "import", str(base), BASE_TAG, timeout=BUILD_TIMEOUT_S)

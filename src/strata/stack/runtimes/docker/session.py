@@ -32,6 +32,7 @@ from strata.stack.runtimes.docker.cmdline import (
     DATA_IN_CONTAINER,
     DEVICE_IN_CONTAINER,
     OUT_DIR,
+    SYNC_DIR,
     create_argv,
     prepare_script,
     safe_name,
@@ -111,7 +112,7 @@ class DockerSession:
         return self.facts.get("data_root", "")
 
     def target(self, handle: PathHandle, host_out: Path) -> Target:
-        return Target(handle.target_kind, handle.target_path, OUT_DIR, host_tools=False)
+        return Target(handle.target_kind, handle.target_path, OUT_DIR, host_tools=False, sync_dir=SYNC_DIR)
 
     def _need_fs(self, name: str) -> Path:
         if self.mounted.mountpoint is None:
@@ -205,8 +206,10 @@ class DockerSession:
     ) -> list[str]:
         """Name and journal one container before it exists; its `create` arguments."""
         request.out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh"):
+        for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh", "tool-barrier"):
             (request.out_dir / stale).unlink(missing_ok=True)
+        if request.barrier == "tool":
+            (request.out_dir / "tool-barrier").touch()
         script = prepare_script(request)
         if script:
             (request.out_dir / "prepare.sh").write_text(script)

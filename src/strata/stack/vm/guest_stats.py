@@ -1,0 +1,102 @@
+"""The guest's own counters: /proc/diskstats and the CPU lines of /proc/stat, sampled each second.
+
+The agent writes `guest-stats.txt` (blocks `== <guest uptime>` then the
+lines) and `clock.txt` (`uptime_at_wall=<uptime> <wall clock>`, taken after
+the clock was set from the host's). This module turns them into per-second
+series on the host's wall clock and totals over the command's run: what the
+guest believes its disks moved (beside the host's diskstats: a cache between
+them shows as a difference) and how busy its vCPUs were.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SECTOR_BYTES = 512
+
+
+def parse(text: str) -> list[dict]:
+    """-> [{"uptime_s", "disks": {name: (reads, read_bytes, writes, write_bytes)}, "cpu": [busy, total]}]"""
+    samples: list[dict] = []
+    for line in text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "==" and len(f) == 2:
+            samples.append({"uptime_s": float(f[1]), "disks": {}, "cpu": None})
+        elif samples and f[0] == "cpu" and len(f) >= 8:
+            ticks = [int(x) for x in f[1:]]
+            idle = ticks[3] + ticks[4]  # idle + iowait
+            total = sum(ticks[:8])  # guest/guest_nice are already in user/nice
+            samples[-1]["cpu"] = (total - idle, total)
+        elif samples and len(f) >= 14 and f[0].isdigit() and not f[2].startswith(("loop", "ram")):
+            samples[-1]["disks"][f[2]] = (int(f[3]), int(f[5]) * SECTOR_BYTES, int(f[7]), int(f[9]) * SECTOR_BYTES)
+    return samples
+
+
+def wall_offset(clock_text: str) -> float | None:
+    """wall clock - guest uptime, from clock.txt."""
+    for line in clock_text.splitlines():
+        if line.startswith("uptime_at_wall="):
+            up, wall = line.split("=", 1)[1].split()
+            return float(wall) - float(up)
+    return None
+
+
+def summarize(samples: list[dict], offset_s: float | None, start_s: float | None, end_s: float | None) -> dict:
+    """Totals between the samples bracketing the command's run, and the per-second series."""
+    if offset_s is not None and start_s is not None and end_s is not None:
+        inside = [s for s in samples if start_s - 1.0 <= s["uptime_s"] + offset_s <= end_s + 1.0]
+        samples = inside if len(inside) >= 2 else samples
+    if len(samples) < 2:
+        return {"samples": len(samples)}
+    first, last = samples[0], samples[-1]
+    disks = {}
+    for name, end in last["disks"].items():
+        begin = first["disks"].get(name, (0, 0, 0, 0))
+        disks[name] = dict(zip(("reads", "read_bytes", "writes", "write_bytes"), (e - b for e, b in zip(end, begin))))
+    out: dict = {"samples": len(samples), "window_s": round(last["uptime_s"] - first["uptime_s"], 3), "disks": disks}
+    if first["cpu"] and last["cpu"]:
+        busy, total = (last["cpu"][i] - first["cpu"][i] for i in (0, 1))
+        out["cpu_busy_percent"] = round(100.0 * busy / total, 1) if total else None
+    out["series"] = _series(samples, offset_s)
+    return out
+
+
+def _series(samples: list[dict], offset_s: float | None) -> dict:
+    t, cpu, per_disk = [], [], {}
+    for a, b in zip(samples, samples[1:]):
+        dt = b["uptime_s"] - a["uptime_s"]
+        if dt <= 0:
+            continue
+        t.append(round(b["uptime_s"] + (offset_s or 0.0), 3))
+        if a["cpu"] and b["cpu"] and b["cpu"][1] > a["cpu"][1]:
+            cpu.append(round(100.0 * (b["cpu"][0] - a["cpu"][0]) / (b["cpu"][1] - a["cpu"][1]), 1))
+        else:
+            cpu.append(None)
+        for name, vb in b["disks"].items():
+            va = a["disks"].get(name, vb)
+            d = per_disk.setdefault(name, {"read_bytes_per_s": [], "write_bytes_per_s": []})
+            d["read_bytes_per_s"].append(round((vb[1] - va[1]) / dt))
+            d["write_bytes_per_s"].append(round((vb[3] - va[3]) / dt))
+    return {"t": t, "cpu_busy_percent": cpu, "disks": per_disk}
+
+
+def summarize_dir(out_dir: Path, start_s: float | None, end_s: float | None) -> dict | None:
+    """guest-stats.json from what the agent left in one instance's out dir (None without samples)."""
+    try:
+        samples = parse((out_dir / "guest-stats.txt").read_text())
+    except OSError:
+        return None
+    try:
+        offset = wall_offset((out_dir / "clock.txt").read_text())
+    except OSError:
+        offset = None
+    summary = summarize(samples, offset, start_s, end_s)
+    try:
+        summary["data_disk"] = (out_dir / "guest-data-disk").read_text().strip() or None
+    except OSError:
+        summary["data_disk"] = None
+    (out_dir / "guest-stats.json").write_text(json.dumps(summary))
+    return summary

@@ -1,0 +1,162 @@
+"""The `vm` runtime: what it needs (`available`) and its provisioning (`provision_vm`).
+
+Provisioning builds (or finds) the guest, finds the accelerator by booting it
+(accel.py, cached per host boot), chooses the share kind, and yields a
+`VmSession`. The session's facts, stored with every result, say what was
+measured: the accelerator and, under TCG, `emulated: true` (an emulated
+guest's figures are about QEMU's emulator, never comparable with native or
+container results as storage performance), the disk and share options, the
+guest's kernel and tools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+from strata.errors import Unsupported
+from strata.stack.filesystems.base import FilesystemParams, Mounted
+from strata.stack.journal import Journal
+from strata.stack.vm import accel as accel_probe
+
+# Importing these registers their undo actions (strata cleanup).
+from strata.stack.vm import cgroup, qemu, rundir  # noqa: F401
+from strata.stack.vm.guest import cached_guest, ensure_guest
+from strata.stack.vm.params import VmRuntime
+from strata.stack.vm.qemu import NINEP_OPTIONS, QEMU, VIRTIOFSD_OPTIONS, qemu_version, virtiofsd_binary
+from strata.stack.vm.session import VmSession
+
+
+def available(params: VmRuntime | None = None, host: dict | None = None) -> str | None:
+    """Why this host cannot run the vm runtime, checked without booting anything."""
+    params = params or VmRuntime()
+    if os.geteuid() != 0:
+        return "the vm runtime needs root (the device under test, cgroups, virtiofsd)"
+    for tool, pkg in ((QEMU, "qemu-system-x86"), ("qemu-img", "qemu-utils")):
+        if not shutil.which(tool):
+            return f"{tool} not found (apt-get install {pkg})"
+    if cached_guest() is None:
+        for tool in ("debootstrap", "mkfs.ext4", "chroot"):
+            if not shutil.which(tool):
+                return (
+                    f"the guest image is not built and {tool} is not installed (apt-get install debootstrap e2fsprogs)"
+                )
+    if params.share == "virtiofs" and not virtiofsd_binary():
+        return "virtiofsd not found (it comes with qemu-system-x86 on Debian 12, later in package virtiofsd)"
+    if params.accel == "kvm":
+        reason = accel_probe.kvm_unusable()
+        known = accelerator_facts().get("kvm")
+        if reason or (known and not known["boots"]):
+            return f"KVM does not boot a guest here: {reason or known['error']}"
+    return None
+
+
+def accelerator_facts() -> dict:
+    """What the probes of this host boot found (for `strata doctor`): {accel: probe}; {} before any."""
+    try:
+        cached = json.loads(accel_probe.cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return {v["accel"]: v for k, v in cached.items() if k.split("|")[1] == qemu_version()}
+
+
+def choose_share(params: VmRuntime, probe: accel_probe.Probe) -> str:
+    if params.share in ("auto", "virtiofs") and probe.virtiofs:
+        return "virtiofs"
+    if params.share == "virtiofs":
+        raise Unsupported("virtiofs does not work in the guest here (the probe boot could not mount it)")
+    if not probe.ninep:
+        raise Unsupported("neither virtiofs nor 9p works in the guest here (the probe boot could mount neither)")
+    return "9p"
+
+
+def session_facts(
+    params: VmRuntime, guest, used: accel_probe.Probe, kvm_failed: accel_probe.Probe | None, share: str
+) -> dict:
+    facts = {
+        "runtime": params.name,
+        "type": "vm",
+        "accel": used.accel,
+        "emulated": used.accel == "tcg",
+        "qemu_version": qemu_version(),
+        "probe_boot_s": used.boot_s,
+        "params": params.model_dump(mode="json"),
+        "disk": {
+            "interface": "virtio-blk",
+            "cache": params.disk_cache,
+            "aio": params.disk_aio,
+            "iothread": params.iothread,
+            "queues": params.queues,
+        },
+        "image_format": params.image_format,
+        "guest_filesystem": params.guest_filesystem,
+        "share": share,
+        "share_options": list(VIRTIOFSD_OPTIONS) if share == "virtiofs" else NINEP_OPTIONS.split(","),
+        "guest": {
+            "key": guest.key,
+            "suite": guest.manifest.get("suite"),
+            "kernel": guest.manifest.get("kernel"),
+            "packages": guest.manifest.get("packages", {}),
+        },
+        "limits_map": "cpus -> vCPUs (rounded up), memory -> guest RAM, bps/iops -> QEMU block throttling "
+        "(bind: blkio rules on the device for QEMU and virtiofsd)",
+        "host_cpu": "QEMU and virtiofsd, from /proc and wait4 (vm-cpu.json; cpu_ns in the final counters)",
+    }
+    if kvm_failed is not None:
+        facts["kvm_error"] = kvm_failed.error
+    return facts
+
+
+@contextlib.contextmanager
+def provision_vm(
+    params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict
+) -> Iterator[VmSession]:
+    reason = available(params, host)
+    if reason:
+        raise Unsupported(reason)
+    guest = ensure_guest()
+    used, kvm_failed = accel_probe.choose(guest, params.accel, journal)
+    if not used.boots:
+        raise Unsupported(f"the guest does not boot under {used.accel}: {used.error}")
+    share = choose_share(params, used)
+    session = VmSession(
+        params, mounted, journal, guest, used.accel, share, session_facts(params, guest, used, kvm_failed, share)
+    )
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+class VmRuntimePlugin:
+    """`vm`: a QEMU virtual machine per instance (issue 10; study 001: VMs against containers and native)."""
+
+    name = "vm"
+    params = VmRuntime
+    kind = "vm"
+    paths = ("device", "image", "bind")
+    concurrent = True
+    limits = True
+
+    def available(self, host: dict, params: VmRuntime | None = None) -> str | None:
+        return available(params, host)
+
+    def impossible(self, params: VmRuntime, fs: FilesystemParams) -> str | None:
+        return None  # the paths decide (device: raw only; image, bind: a file system), as for every runtime
+
+    def provision(self, params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict):
+        return provision_vm(params, mounted, journal, workdir, host)
+
+    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+        """The runtime, and what the probe boots of this host found for each accelerator."""
+        rows = [("vm", available(None, host))]
+        for accel, found in sorted(accelerator_facts().items()):
+            rows.append((f"vm accel {accel}", None if found.get("boots") else found.get("error") or "does not boot"))
+        return rows
+
+
+VM = VmRuntimePlugin()

@@ -1,0 +1,240 @@
+"""The YCSB client: its command line, the standard workloads, and one run of it.
+
+The client runs outside the stack under test (natively, on the host), with the classpath of
+jars.ensure_ycsb(): YCSB 0.17.0's core, the DataStax driver and our binding. Per run it
+writes what parse.py reads:
+- stdout: YCSB's summary (`[OVERALL], Throughput(ops/sec), ...`, per-operation counts and
+  return codes);
+- stderr: a status line every second (`-s`, `status.interval=1`): the throughput series;
+- `<out>/hdr/<OP>.hdr`: one HdrHistogram log per operation type
+  (`measurementtype=hdrhistogram`, `hdrhistogram.fileoutput=true`), merged across clients.
+
+The standard workloads A to F are YCSB 0.17.0's `workloads/workloada`..`workloadf`, unmodified
+(Apache-2.0, in `workloads/`). A user's own properties file runs unmodified too: strata adds
+only `-p` settings (hosts, output, and the counts the spec gives), which YCSB applies over
+the file's.
+
+Our binding stops the client with exit code 3 and a `[strata-cassandra] FATAL:` line when no
+node answers (a node killed mid-run); `run_client` turns that into a TrialFailure with the
+reason, as it does for any other non-zero exit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strata.errors import StrataError, TrialFailure
+from strata.workloads.ycsb.jars import BINDING_CLASS, RING_CHECK_CLASS
+
+WORKLOADS_DIR = Path(__file__).parent / "workloads"
+STANDARD = "abcdef"
+FATAL_MARK = "[strata-cassandra] FATAL:"
+FATAL_EXIT = 3
+PERCENTILES = "50,95,99,99.9"
+DEFAULT_CLIENT_HEAP = "512m"
+STDERR_TAIL_CHARS = 4000
+UNBOUNDED_OPERATIONS = 2**31 - 1  # YCSB reads operationcount as a Java int
+
+
+def workload_file(name: str) -> Path:
+    """`a`..`f` (YCSB's standard workloads), or the path of the user's properties file."""
+    if len(name) == 1 and name.lower() in STANDARD:
+        return WORKLOADS_DIR / f"workload{name.lower()}"
+    p = Path(name)
+    if not p.is_file():
+        raise StrataError(f"no YCSB workload {name!r}", "use a letter a-f or the path of a YCSB properties file")
+    return p
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """One YCSB client process: `load` inserts the records, `run` does the operations."""
+
+    phase: str
+    workload: Path
+    hosts: tuple[str, ...]
+    out_dir: Path
+    records: int | None = None  # recordcount (None: the file's)
+    operations: int | None = None  # operationcount (None: the file's, or unbounded when runtime_s is set)
+    runtime_s: int | None = None  # maxexecutiontime
+    threads: int = 1
+    target_ops_s: int | None = None  # -target: offered rate of this client (None: as fast as it goes)
+    insert_start: int | None = None  # a slice of the keys, for several loading clients
+    insert_count: int | None = None
+    keyspace: str = "ycsb"
+    replication_factor: int = 1
+    read_consistency: str = "QUORUM"
+    write_consistency: str = "QUORUM"
+    create_schema: bool = True
+    data_integrity: bool = False
+    heap: str = DEFAULT_CLIENT_HEAP
+    extra: dict[str, str] = field(default_factory=dict)  # any other -p NAME=VALUE
+
+    def __post_init__(self):
+        if self.phase not in ("load", "run"):
+            raise ValueError(f"phase must be load or run, not {self.phase!r}")
+        if not self.hosts:
+            raise ValueError("a YCSB client needs at least one host")
+        if self.operations is not None and self.operations < 1:
+            # YCSB 0.17.0 starts min(threads, operationcount) threads: none for 0
+            raise ValueError("operations must be at least 1 (leave it unset and give runtime_s for a timed run)")
+
+
+def properties(run: ClientRun) -> dict[str, str]:
+    """The -p settings, in a stable order; they override the workload file's."""
+    p = {
+        "hosts": ",".join(run.hosts),
+        "cassandra.keyspace": run.keyspace,
+        "cassandra.replicationfactor": str(run.replication_factor),
+        "cassandra.readconsistencylevel": run.read_consistency,
+        "cassandra.writeconsistencylevel": run.write_consistency,
+        "cassandra.createschema": str(run.create_schema).lower(),
+        "threadcount": str(run.threads),
+        "status.interval": "1",
+        "measurementtype": "hdrhistogram",
+        "hdrhistogram.fileoutput": "true",
+        "hdrhistogram.output.path": f"{run.out_dir / 'hdr'}/",
+        "hdrhistogram.percentiles": PERCENTILES,
+    }
+    operations = run.operations
+    if operations is None and run.runtime_s:
+        operations = UNBOUNDED_OPERATIONS  # the time limit ends the run
+    for key, value in (
+        ("recordcount", run.records),
+        ("operationcount", operations),
+        ("maxexecutiontime", run.runtime_s),
+        ("insertstart", run.insert_start),
+        ("insertcount", run.insert_count),
+    ):
+        if value is not None:
+            p[key] = str(value)
+    if run.data_integrity:
+        p["dataintegrity"] = "true"
+    p.update(run.extra)
+    return p
+
+
+def client_argv(run: ClientRun, lib_dir: Path, java: str = "java") -> list[str]:
+    argv = [
+        java,
+        f"-Xmx{run.heap}",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        f"{lib_dir}/*",
+        "site.ycsb.Client",
+        "-load" if run.phase == "load" else "-t",
+        "-db",
+        BINDING_CLASS,
+        "-P",
+        str(run.workload),
+        "-s",
+    ]
+    if run.target_ops_s:
+        argv += ["-target", str(run.target_ops_s)]
+    for key, value in properties(run).items():
+        argv += ["-p", f"{key}={value}"]
+    return argv
+
+
+def ring_check_argv(hosts: list[str], lib_dir: Path, port: int = 9042, java: str = "java") -> list[str]:
+    """RingCheck: every node Up and Normal as seen from every node (see RingCheck.java)."""
+    return [
+        java,
+        "-Xmx256m",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
+        "-cp",
+        f"{lib_dir}/*",
+        RING_CHECK_CLASS,
+        ",".join(hosts),
+        str(port),
+    ]
+
+
+@dataclass
+class ClientResult:
+    returncode: int
+    wall_s: float
+    cpu_s: float  # user + system CPU of the client JVM (os.wait4)
+    stdout_path: Path
+    stderr_path: Path
+
+    def cpu_share(self, cores: int | None = None) -> float:
+        """The client's CPU time over the wall time of all cores (1.0: it used the whole machine)."""
+        return self.cpu_s / (self.wall_s * (cores or os.cpu_count() or 1)) if self.wall_s > 0 else 0.0
+
+
+def start_client(run: ClientRun, lib_dir: Path) -> subprocess.Popen:
+    """Start one client, its output in run.out_dir (stdout.txt, stderr.txt, hdr/, argv.txt)."""
+    (run.out_dir / "hdr").mkdir(parents=True, exist_ok=True)
+    argv = client_argv(run, lib_dir)
+    (run.out_dir / "argv.txt").write_text("\n".join(argv) + "\n")
+    with open(run.out_dir / "stdout.txt", "w") as out, open(run.out_dir / "stderr.txt", "w") as err:
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=run.out_dir, start_new_session=True
+        )
+
+
+def exited(proc: subprocess.Popen) -> bool:
+    """Has the client ended? Without reaping it (Popen.poll would, and its CPU time with it)."""
+    info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    return info is not None and info.si_pid == proc.pid
+
+
+def wait_client(proc: subprocess.Popen, run: ClientRun, t0: float, timeout_s: float) -> ClientResult:
+    """Wait (killing the client at the deadline) and fail the trial on any non-zero exit.
+
+    The client must not have been reaped already (use `exited`, not Popen.poll, to watch it)."""
+    deadline = t0 + timeout_s
+    while True:
+        pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            pid, status, rusage = os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            raise TrialFailure(
+                "timeout",
+                f"the YCSB client ({run.phase}) did not end within {timeout_s:.0f} s",
+                _tail(run.out_dir / "stderr.txt"),
+            )
+        time.sleep(0.1)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    result = ClientResult(
+        proc.returncode,
+        time.monotonic() - t0,
+        rusage.ru_utime + rusage.ru_stime,
+        run.out_dir / "stdout.txt",
+        run.out_dir / "stderr.txt",
+    )
+    if result.returncode != 0:
+        raise client_failure(run.phase, result.returncode, result.stderr_path.read_text(errors="replace"))
+    return result
+
+
+def run_client(run: ClientRun, lib_dir: Path, timeout_s: float) -> ClientResult:
+    t0 = time.monotonic()
+    return wait_client(start_client(run, lib_dir), run, t0, timeout_s)
+
+
+def client_failure(phase: str, returncode: int, stderr: str) -> TrialFailure:
+    """The reason a client ended badly, in the words of our binding when it gave one."""
+    fatal = [ln[len(FATAL_MARK) :].strip() for ln in stderr.splitlines() if ln.startswith(FATAL_MARK)]
+    if fatal:
+        return TrialFailure("tool_error", f"YCSB ({phase}) stopped: {fatal[0]}", _tail_text(stderr))
+    return TrialFailure("tool_error", f"the YCSB client ({phase}) exited with {returncode}", _tail_text(stderr))
+
+
+def _tail_text(text: str) -> str:
+    return text[-STDERR_TAIL_CHARS:]
+
+
+def _tail(path: Path) -> str:
+    try:
+        return _tail_text(path.read_text(errors="replace"))
+    except OSError:
+        return ""

@@ -1,0 +1,242 @@
+"""Cassandra nodes started natively or in a container, each journaled before it starts.
+
+The same NodeConfig and argv (cassandra.py) run either way; only the paths the node sees
+differ. A node's log goes to a file outside the stack under test (`log_path`): natively its
+stdout is that file; in a container stdout is redirected to a bind-mounted file and the
+container has no log driver, so no log is written into the daemon's data root on the file
+system being measured.
+
+Journal kinds: `cassandra-jvm` (a native JVM, found again by its command line, which names
+its unique conf dir) and `ycsb-dir` (a directory strata made for a node: conf, data). A
+container is journaled with the docker runtime's `container` kind (`docker rm -f`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterator
+
+import strata.stack.runtimes.docker.containers  # noqa: F401  registers the undo of the `container` journal kind
+from strata.stack.journal import Journal, undo_action
+from strata.stack.procfs import cmdline, is_running, remove_tree, signal_and_wait
+from strata.stack.runtimes.docker.client import docker
+from strata.workloads.ycsb import cassandra
+from strata.workloads.ycsb.cassandra import NodeConfig
+
+STOP_TIMEOUT_S = 30
+CONF_IN_CONTAINER = "/etc/strata-cassandra"
+DATA_IN_CONTAINER = "/var/lib/cassandra"
+LIB_IN_CONTAINER = "/opt/cassandra/lib"
+LOG_IN_CONTAINER = "/var/log/strata-cassandra"
+
+
+@dataclass
+class Node:
+    cfg: NodeConfig  # as the node sees its paths
+    log_path: Path  # on the host
+    pid: int | None = None  # native
+    socket: str | None = None  # container: the daemon
+    container: str | None = None
+    started_at: float = field(default_factory=time.monotonic)  # when it was launched
+
+    def read_log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        if self.container:
+            return _inspect(self.socket, self.container, "{{.State.Running}}") == "true"
+        return self.pid is not None and is_running(self.pid)
+
+    def oom_killed(self) -> bool:
+        return bool(self.container) and _inspect(self.socket, self.container, "{{.State.OOMKilled}}") == "true"
+
+    def wait_ready(self, timeout_s: float = cassandra.START_TIMEOUT_S) -> float:
+        """Seconds from launch to ready (the timeout counts from this call)."""
+        cassandra.wait_ready(
+            self.cfg.address,
+            self.read_log,
+            self.alive,
+            timeout_s=timeout_s,
+            what=f"Cassandra node {self.cfg.index} of {self.cfg.cluster_name}",
+        )
+        return time.monotonic() - self.started_at
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would (tests of failure handling)."""
+        if self.container:
+            docker(self.socket, "kill", self.container, check=False, timeout=60)
+        elif self.pid:
+            signal_and_wait([self.pid], signal.SIGKILL, 10)
+
+
+def _inspect(sock: str, name: str, fmt: str) -> str:
+    cp = docker(sock, "inspect", "--format", fmt, name, check=False, timeout=30)
+    return cp.stdout.strip() if cp.returncode == 0 else ""
+
+
+def stage(cfg: NodeConfig, conf_dir: Path) -> None:
+    """Write the node's cassandra.yaml and logback.xml into `conf_dir` (on the host)."""
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in cassandra.node_files(cfg).items():
+        (conf_dir / name).write_text(text)
+
+
+@contextlib.contextmanager
+def node_dir(journal: Journal, path: Path) -> Iterator[Path]:
+    """A directory of a node (data, conf), journaled, removed on the way out."""
+    seq = journal.intent("ycsb-dir", path=str(path))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+    finally:
+        _undo_dir({"path": str(path)})
+        journal.release(seq)
+
+
+@undo_action("ycsb-dir")
+def _undo_dir(data: dict) -> None:
+    remove_tree(Path(data["path"]))
+
+
+# ---- native ---------------------------------------------------------------------
+
+
+def _marker(conf_dir: str) -> str:
+    return f"-Dcassandra.config=file://{conf_dir}/cassandra.yaml"
+
+
+@contextlib.contextmanager
+def native_node(
+    cfg: NodeConfig, jar_names: list[str], journal: Journal, log_path: Path, java: str = "java"
+) -> Iterator[Node]:
+    """Start a node as a JVM on the host (cfg paths are host paths, the data dir already made,
+    e.g. by node_dir); stop it on the way out."""
+    stage(cfg, Path(cfg.conf_dir))
+    argv = cassandra.node_argv(cfg, jar_names, java)
+    seq = journal.intent("cassandra-jvm", marker=_marker(cfg.conf_dir))
+    proc = None
+    try:
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=cfg.data_dir,
+                start_new_session=True,
+            )
+        journal.update(seq, pid=proc.pid)
+        yield Node(cfg, log_path, pid=proc.pid)
+    finally:
+        _undo_jvm({"marker": _marker(cfg.conf_dir), "pid": proc.pid if proc else None})
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        journal.release(seq)
+
+
+@undo_action("cassandra-jvm")
+def _undo_jvm(data: dict) -> None:
+    """Stop our JVM: SIGTERM (Cassandra's shutdown hook), then SIGKILL. Found by its command
+    line (main class and our conf dir), never by name, so a reused pid is left alone."""
+    pids = [pid for pid in _pids_with(data["marker"]) if cassandra.DAEMON_CLASS in cmdline(pid)]
+    left = signal_and_wait(pids, signal.SIGTERM, STOP_TIMEOUT_S)
+    signal_and_wait(left, signal.SIGKILL, 10)
+
+
+def _pids_with(marker: str) -> list[int]:
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and int(p.name) != os.getpid() and marker in cmdline(int(p.name)):
+            found.append(int(p.name))
+    return found
+
+
+# ---- in a container ---------------------------------------------------------------
+
+
+def container_config(cfg: NodeConfig) -> NodeConfig:
+    """The same node with the paths it sees inside strata-cassandra's container."""
+    return replace(cfg, data_dir=DATA_IN_CONTAINER, conf_dir=CONF_IN_CONTAINER, lib_dir=LIB_IN_CONTAINER)
+
+
+def docker_run_args(
+    name: str,
+    host_data: Path,
+    host_conf: Path,
+    host_log_dir: Path,
+    memory_limit_bytes: int | None,
+    extra: list[str] | None = None,
+) -> list[str]:
+    args = [
+        "run",
+        "-d",
+        "--name",
+        name,
+        "--network",
+        "host",
+        "--log-driver",
+        "none",
+        "--mount",
+        f"type=bind,src={host_data},dst={DATA_IN_CONTAINER}",
+        "--mount",
+        f"type=bind,src={host_conf},dst={CONF_IN_CONTAINER},readonly",
+        "--mount",
+        f"type=bind,src={host_log_dir},dst={LOG_IN_CONTAINER}",
+    ]
+    if memory_limit_bytes:
+        args += ["--memory", str(memory_limit_bytes), "--memory-swap", str(memory_limit_bytes)]
+    return args + list(extra or [])
+
+
+@contextlib.contextmanager
+def container_node(
+    cfg: NodeConfig,
+    jar_names: list[str],
+    journal: Journal,
+    sock: str,
+    image: str,
+    host_data: Path,
+    host_conf: Path,
+    host_log_dir: Path,
+    extra_docker_args: list[str] | None = None,
+) -> Iterator[Node]:
+    """Start a node in a container (`--network host`); `cfg` has the in-container paths."""
+    stage(cfg, host_conf)
+    host_log_dir.mkdir(parents=True, exist_ok=True)
+    name = f"strata-cassandra-{secrets.token_hex(4)}"
+    log = f"{LOG_IN_CONTAINER}/node.log"
+    shell = "exec " + " ".join(shlex.quote(a) for a in cassandra.node_argv(cfg, jar_names)) + f" >{log} 2>&1"
+    seq = journal.intent("container", socket=sock, name=name)
+    try:
+        docker(
+            sock,
+            *docker_run_args(name, host_data, host_conf, host_log_dir, cfg.memory_limit_bytes, extra_docker_args),
+            image,
+            "sh",
+            "-c",
+            shell,
+            timeout=120,
+        )
+        yield Node(cfg, host_log_dir / "node.log", socket=sock, container=name)
+    finally:
+        docker(sock, "stop", "-t", str(STOP_TIMEOUT_S), name, check=False, timeout=STOP_TIMEOUT_S + 30)
+        docker(sock, "rm", "-f", "-v", name, check=False, timeout=120)
+        journal.release(seq)
+
+
+def wait_all_ready(nodes: list[Node], timeout_s: float = cassandra.START_TIMEOUT_S) -> list[float]:
+    """Seconds to ready of each node, checked in order (they were started in order)."""
+    t0 = time.monotonic()
+    return [n.wait_ready(max(1.0, timeout_s - (time.monotonic() - t0))) for n in nodes]
