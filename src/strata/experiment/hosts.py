@@ -74,6 +74,25 @@ class HostSpec(Strict):
         return f"node={self.node}" if self.node is not None else f"label:{self.label}"
 
 
+class SwarmSpec(Strict):
+    """How strata reaches the Swarm and judges its hosts."""
+
+    manager: str = Field(
+        default="unix:///var/run/docker.sock",
+        description="the daemon of a Swarm manager node (unix:///PATH, ssh://USER@HOST): services are made there",
+    )
+    lost_after_s: float = Field(
+        default=10.0, ge=1, le=600, description="a host whose agent stays silent this long is lost (host_lost)"
+    )
+
+    @field_validator("manager")
+    @classmethod
+    def _endpoint(cls, v):
+        if not re.match(r"^(unix|ssh|tcp)://.+", v):
+            raise ValueError(f"manager {v!r} is not unix:///PATH, ssh://USER@HOST or tcp://HOST:PORT")
+        return v
+
+
 class Placement(Strict):
     """Where a trial's instances run: exactly one of `on`, `spread` or `instances`."""
 

@@ -14,7 +14,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, check_names
+from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec, check_names
 from strata.params import LOAD_PRESETS, Load, PathName, Strict
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
@@ -91,6 +91,7 @@ class Experiment(Strict):
         description="where each trial's instances run: a host, `spread`, `{a: 4, b: 4}`, or `each` (one entry per "
         "host; the default with hosts)",
     )
+    swarm: SwarmSpec = Field(default_factory=SwarmSpec, description="the Swarm manager strata drives (with hosts)")
 
     @field_validator("repetitions")
     @classmethod

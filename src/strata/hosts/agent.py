@@ -292,11 +292,21 @@ class Agent:
         return {"closed": run_id, "existed": run is not None}
 
     def cleanup(self) -> dict:
-        """Undo what dead runs left on this host: agents' journals and local runs' journals."""
+        """Undo what dead runs left on this host: agents' journals and local runs' journals (a live run's
+        journal is left alone: its lock is held)."""
+        import strata.cli.cleanup  # noqa: F401  (registers every undo action)
+
         lines: list[str] = []
         n = journal_cleanup(self.state_dir / "agent", log=lines.append)
         n += journal_cleanup(self.state_dir, log=lines.append)
         return {"undone": n, "log": lines}
+
+    def cleanup_previous(self) -> dict:
+        """At start: undo what a previous agent on this host left (killed with its container)."""
+        import strata.cli.cleanup  # noqa: F401  (registers every undo action)
+
+        lines: list[str] = []
+        return {"undone": journal_cleanup(self.state_dir / "agent", log=lines.append), "log": lines}
 
     def shutdown(self, reason: str) -> None:
         """Stop what runs (its part fails as host_lost), then tear every run's stacks down."""
