@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from strata.stack import buildcache  # noqa: F401  (each import below registers undo actions)
+from strata.hosts import deploy, testbed  # noqa: F401  (each import below registers undo actions)
+from strata.stack import buildcache  # noqa: F401
 from strata.stack.devices import REGISTRY as _devices  # noqa: F401
 from strata.stack.journal import cleanup, live_runs
 from strata.stack.runtimes import REGISTRY as _runtimes  # noqa: F401

@@ -22,11 +22,14 @@ and, through the node's endpoint, the agent container a killed launcher left.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +40,7 @@ from strata.errors import StrataError
 from strata.instances import ImageSpec
 from strata.proc import CommandError, sh
 from strata.stack.journal import Journal, undo_action
-from strata.stack.runtimes.docker.client import docker_cli
+from strata.stack.runtimes.docker.client import client_env, docker_cli
 
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .executor import HostAgent
@@ -60,7 +63,7 @@ PYTHON_MODULES = ("typing_extensions.py",)
 SRC_IN_IMAGE = "/opt/strata/src"
 SITE_IN_IMAGE = "/opt/strata/site"
 PYTHONPATH = f"{SRC_IN_IMAGE}:{SITE_IN_IMAGE}"
-HEALTH_TIMEOUT_S = 180.0
+HEALTH_TIMEOUT_S = 40.0
 LOAD_TIMEOUT_S = 1800
 
 
@@ -92,19 +95,30 @@ def _site_tree() -> Path:
     return out
 
 
-def agent_image() -> ImageSpec:
-    """The agent's image: the layers' tools, strata's own code (this checkout's), the engine."""
-    src = Path(strata.__file__).resolve().parent
+def tools_image() -> ImageSpec:
+    """The agent's tools image: the layers' tools, the Python packages strata imports, the engine. Built
+    like every workload image (stack/runtimes/docker/image.py) and cached: it changes with the engine."""
     files = []
     engine = shutil.which("strata-wml") or str(Path(sys.executable).parent / "strata-wml")
     if os.access(engine, os.X_OK):
         files.append(("strata-wml", engine))
     return ImageSpec(
-        name="agent",
-        packages=AGENT_PACKAGES,
-        files=tuple(files),
-        trees=((f"{SRC_IN_IMAGE}/strata", str(src)), (SITE_IN_IMAGE, str(_site_tree()))),
+        name="agent-tools", packages=AGENT_PACKAGES, files=tuple(files), trees=((SITE_IN_IMAGE, str(_site_tree())),)
     )
+
+
+def code_tree() -> Path:
+    """strata's own code, the one running here."""
+    return Path(strata.__file__).resolve().parent
+
+
+def agent_tag(tools_tag: str) -> str:
+    """The agent image: the tools image and this strata's code (a new code layer per code change)."""
+    h = hashlib.sha256(tools_tag.encode())
+    for p in sorted(code_tree().rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(str(p.relative_to(code_tree())).encode() + b"\0" + p.read_bytes())
+    return f"strata-agent:{h.hexdigest()[:12]}"
 
 
 def docker_at(endpoint: str, *args: str, check: bool = True, timeout: float = 120):
@@ -112,11 +126,26 @@ def docker_at(endpoint: str, *args: str, check: bool = True, timeout: float = 12
     return sh([docker_cli(), "-H", endpoint, *args], check=check, timeout=timeout)
 
 
-def load_image(endpoint: str, tarball: Path, tag: str) -> None:
-    """`docker load` of the agent image into a node's daemon, unless it holds the tag already."""
-    if docker_at(endpoint, "image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode == 0:
+def _has(endpoint: str, tag: str) -> bool:
+    return docker_at(endpoint, "image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode == 0
+
+
+def install_agent(endpoint: str, tools_tarball: Path, tools_tag: str, tag: str) -> None:
+    """The agent image in a node's daemon: `docker load` of the tools image (once per node), then the
+    code layer built on it by that daemon (`FROM` a local tag: nothing is pulled)."""
+    if _has(endpoint, tag):
         return
-    docker_at(endpoint, "load", "-q", "-i", str(tarball), timeout=LOAD_TIMEOUT_S)
+    if not _has(endpoint, tools_tag):
+        docker_at(endpoint, "load", "-q", "-i", str(tools_tarball), timeout=LOAD_TIMEOUT_S)
+    with tempfile.TemporaryDirectory(prefix="strata-agent-ctx-") as ctx:
+        shutil.copytree(code_tree(), Path(ctx) / "strata", ignore=shutil.ignore_patterns("__pycache__"))
+        (Path(ctx) / "Dockerfile").write_text(f"FROM {tools_tag}\nCOPY strata/ {SRC_IN_IMAGE}/strata/\n")
+        argv = [docker_cli(), "-H", endpoint, "build", "--network", "none", "--pull=false", "-q", "-t", tag, ctx]
+        cp = subprocess.run(
+            argv, capture_output=True, text=True, timeout=LOAD_TIMEOUT_S, env=client_env(DOCKER_BUILDKIT="0")
+        )
+        if cp.returncode != 0:
+            raise StrataError(f"the agent image could not be built at {endpoint}: {cp.stderr[-800:]}", "read the error")
 
 
 # ---- the Swarm's nodes --------------------------------------------------------------------
@@ -225,19 +254,19 @@ def agents(exp, journal: Journal, log=print) -> Iterator[dict[str, HostAgent]]:
     manager = exp.swarm.manager
     all_nodes = nodes(manager)
     placed = {name: find_node(name, spec, all_nodes) for name, spec in exp.hosts.items()}
-    image = agent_image()
     from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
 
-    tag = image_tag(image)
-    log(f"swarm: agent image {tag}")
-    tarball = build_image_tarball(image)
+    tools = tools_image()
+    tools_tag, tarball = image_tag(tools), build_image_tarball(tools)
+    tag = agent_tag(tools_tag)
+    log(f"swarm: agent image {tag} (on {tools_tag})")
     token = secrets.token_hex(16)
     run = secrets.token_hex(3)
     seqs: list[tuple[int, dict]] = []
     try:
         for name, spec in exp.hosts.items():
             if spec.docker:
-                load_image(spec.docker, tarball, tag)
+                install_agent(spec.docker, tarball, tools_tag, tag)
             data = {
                 "manager": manager,
                 "service": f"strata-agent-{name}-{run}",

@@ -47,8 +47,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def agent_run_argv(args) -> list[str]:
-    """`docker run` of the agent: privileged, in the host's PID and network namespaces."""
+# `--privileged` asks for every capability; where the node's own bounding set lacks one (this project's
+# VMs have no CAP_SYS_RESOURCE) runc refuses ("unable to apply caps"), so the agent then gets what
+# --privileged gives, spelled out, without that capability.
+UNPRIVILEGED_FALLBACK = [
+    "--cap-add", "ALL", "--cap-drop", "SYS_RESOURCE", "--security-opt", "seccomp=unconfined",
+    "--security-opt", "apparmor=unconfined", "--device-cgroup-rule", "a *:* rwm",
+]  # fmt: skip
+
+
+def agent_run_argv(args, privileged: list[str]) -> list[str]:
+    """`docker run -d` of the agent: privileged, in the host's PID and network namespaces."""
     state, work = args.state_dir, args.workdir
     env = {
         "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
@@ -57,8 +66,8 @@ def agent_run_argv(args) -> list[str]:
         "STRATA_CACHE_DIR": f"{state}/cache",
     }
     argv = [
-        "docker", "-H", f"unix://{args.docker_socket}", "run", "--rm", "--name", args.container,
-        "--privileged", "--pid", "host", "--network", "host", "--label", "strata.agent=1",
+        "docker", "-H", f"unix://{args.docker_socket}", "run", "-d", "--name", args.container,
+        *privileged, "--pid", "host", "--network", "host", "--label", "strata.agent=1",
         "-v", "/dev:/dev", "-v", "/sys:/sys", "-v", f"{state}:{state}", "-v", f"{work}:{work}",
         "-v", "/lib/modules:/lib/modules:ro", "-v", "/etc/os-release:/etc/host-os-release:ro",
         "-e", "STRATA_AGENT_TOKEN",
@@ -73,14 +82,25 @@ def agent_run_argv(args) -> list[str]:
 def launch(args) -> int:
     docker = ["docker", "-H", f"unix://{args.docker_socket}"]
     subprocess.run([*docker, "rm", "-f", args.container], capture_output=True)  # one a killed launcher left
-    proc = subprocess.Popen(agent_run_argv(args))
+    cp = subprocess.run(agent_run_argv(args, ["--privileged"]), capture_output=True, text=True)
+    if cp.returncode != 0 and "caps" in cp.stderr:
+        print(f"launcher: --privileged refused ({cp.stderr.strip()[-200:]}); every capability but SYS_RESOURCE")
+        subprocess.run([*docker, "rm", "-f", args.container], capture_output=True)
+        cp = subprocess.run(agent_run_argv(args, UNPRIVILEGED_FALLBACK), capture_output=True, text=True)
+    if cp.returncode != 0:
+        print(f"launcher: the agent did not start: {cp.stderr.strip()}", flush=True)
+        return cp.returncode
 
     def stop(signum, frame):
         subprocess.run([*docker, "stop", "-t", str(AGENT_STOP_S), args.container], capture_output=True)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    return proc.wait()
+    logs = subprocess.Popen([*docker, "logs", "-f", args.container])  # the agent's output in the service's log
+    waited = subprocess.run([*docker, "wait", args.container], capture_output=True, text=True)
+    logs.terminate()
+    subprocess.run([*docker, "rm", "-f", args.container], capture_output=True)
+    return int(waited.stdout.strip() or 1)
 
 
 def serve(args) -> int:
