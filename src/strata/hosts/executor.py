@@ -88,7 +88,9 @@ class HostTrials:
         offsets = {a.name: a.client.offset() for a in agents}
         for a in agents:
             result["hosts"][a.name].update(
-                agent=a.agent_id, clock={**offsets[a.name].to_json(), **(a.facts.get("clock") or {})}
+                agent=a.agent_id,
+                clock={**offsets[a.name].to_json(), **(a.facts.get("clock") or {})},
+                facts={k: v for k, v in a.facts.items() if k != "clock"},  # every node's host facts
             )
         self._ship_image(trial, agents)
         parts, docs = [], {}

@@ -52,7 +52,8 @@ def parser() -> argparse.ArgumentParser:
 # --privileged gives, spelled out, without that capability.
 UNPRIVILEGED_FALLBACK = [
     "--cap-add", "ALL", "--cap-drop", "SYS_RESOURCE", "--security-opt", "seccomp=unconfined",
-    "--security-opt", "apparmor=unconfined", "--device-cgroup-rule", "a *:* rwm",
+    "--security-opt", "apparmor=unconfined", "--security-opt", "systempaths=unconfined",
+    "--device-cgroup-rule", "a *:* rwm",
 ]  # fmt: skip
 
 
