@@ -25,6 +25,7 @@ def add_arguments(p):
         action="store_true",
         help="skip the probes that start something (a daemon per storage driver, ~10 s each)",
     )
+    p.add_argument("--hosts", metavar="SPEC", help="check every host of this experiment's `hosts:` through its agent")
 
 
 NOT_PROBED = "not probed (--quick): only the daemon itself can tell"
@@ -57,6 +58,11 @@ def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:
 
 
 def main(args) -> int:
+    if args.hosts:
+        from strata.experiment.load import load_spec
+        from strata.hosts.fleet import doctor
+
+        return 1 if doctor(load_spec(args.hosts)[0], probe=not args.quick) else 0
     host = host_facts()
     print(
         f"{host['os']}, kernel {host['kernel']}, {host['cpus']} CPUs, {host['memory_bytes'] >> 30} GiB, "
