@@ -49,7 +49,7 @@ DRIVER = "overlay2"
 
 
 @dataclass
-class TestHost:
+class BedHost:
     name: str  # the host's name in an experiment's `hosts:`
     netns: str
     addr: str
@@ -80,15 +80,15 @@ class TestHost:
 
 
 @dataclass
-class Testbed:
+class Bed:
     bridge: str
     subnet: str
     bridge_addr: str
     pool: str  # Swarm's own overlay networks take their addresses here, apart from the bridge's
-    hosts: list[TestHost] = field(default_factory=list)
+    hosts: list[BedHost] = field(default_factory=list)
 
     @property
-    def manager(self) -> TestHost:
+    def manager(self) -> BedHost:
         return self.hosts[0]
 
     def spec_hosts(self) -> dict:
@@ -111,7 +111,7 @@ def _tracked(journal: Journal, seqs: list, kind: str, undo, **data) -> None:
 
 
 @contextlib.contextmanager
-def testbed(journal: Journal, names: list[str], root: Path) -> Iterator[Testbed]:
+def swarm_bed(journal: Journal, names: list[str], root: Path) -> Iterator[Bed]:
     """Make len(names) test hosts joined in a Swarm (the first is its manager); undo all of it on exit."""
     if not 1 <= len(names) <= MAX_TEST_HOSTS:
         raise StrataError(f"{len(names)} test hosts", f"from 1 to {MAX_TEST_HOSTS}")
@@ -131,8 +131,9 @@ def testbed(journal: Journal, names: list[str], root: Path) -> Iterator[Testbed]
                 journal.release(seq)
 
 
-def _network(journal: Journal, seqs: list, names: list[str], token: str, root: Path) -> Testbed:
+def _network(journal: Journal, seqs: list, names: list[str], token: str, root: Path) -> Bed:
     bridge = f"stb{token}"
+    _tracked(journal, seqs, "testbed-root", _undo_root, path=str(root))
     with netns.allocation_lock():
         block = netns.pick_block(netns.POOL, *netns.host_usage(), prefix=BRIDGE_PREFIX)
         if block is None:
@@ -147,7 +148,7 @@ def _network(journal: Journal, seqs: list, names: list[str], token: str, root: P
         Path(f"/proc/sys/net/ipv6/conf/{bridge}/disable_ipv6").write_text("1")
         sh(["ip", "addr", "add", f"{addrs[0]}/{BRIDGE_PREFIX}", "dev", bridge])
         sh(["ip", "link", "set", bridge, "up"])
-        bed = Testbed(bridge, str(block), addrs[0], str(pool))
+        bed = Bed(bridge, str(block), addrs[0], str(pool))
         for i, name in enumerate(names):
             ns = f"strata-swarm-{name}-{token}"[:40]
             host_if, ns_if = f"st{token}{i}h", f"st{token}{i}n"
@@ -162,12 +163,11 @@ def _network(journal: Journal, seqs: list, names: list[str], token: str, root: P
             sh([*enter, "ip", "addr", "add", f"{addrs[i + 1]}/{BRIDGE_PREFIX}", "dev", ns_if])
             sh([*enter, "ip", "link", "set", ns_if, "up"])
             sh([*enter, "ip", "link", "set", "lo", "up"])
-            _tracked(journal, seqs, "testbed-root", _undo_root, path=str(root / name))
-            bed.hosts.append(TestHost(name, ns, addrs[i + 1], "", root / name))
+            bed.hosts.append(BedHost(name, ns, addrs[i + 1], "", root / name))
     return bed
 
 
-def _daemon(journal: Journal, seqs: list, h: TestHost) -> None:
+def _daemon(journal: Journal, seqs: list, h: BedHost) -> None:
     """The host's dockerd, in its namespace, with a hostname of its own."""
     paths = DaemonPaths(secrets.token_hex(4), h.root / "docker")
     data = {**paths.journal_data(DRIVER, True), "netns": h.netns}
@@ -196,7 +196,7 @@ def _daemon(journal: Journal, seqs: list, h: TestHost) -> None:
     h.sock = paths.sock
 
 
-def _swarm(bed: Testbed) -> None:
+def _swarm(bed: Bed) -> None:
     first = bed.manager
     pool = ipaddress.ip_network(bed.pool)
     first.docker(
@@ -230,7 +230,7 @@ def _swarm(bed: Testbed) -> None:
     _wait_nodes_ready(first, len(bed.hosts))
 
 
-def _wait_nodes_ready(manager: TestHost, n: int, timeout_s: float = 60) -> None:
+def _wait_nodes_ready(manager: BedHost, n: int, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         states = manager.docker("node", "ls", "--format", "{{.Status}}").stdout.split()
