@@ -48,6 +48,16 @@ GO_TIMEOUT_S = 3600.0  # a part waits this long at its barrier for the manager's
 MAX_PARTS_KEPT = 64
 
 
+def _register_undo() -> None:
+    """Import every module that registers an undo action a stack on this host can journal (as
+    cli/cleanup.py does; hosts/ must not import cli/)."""
+    import strata.stack.buildcache  # noqa: F401
+    import strata.stack.runtimes.docker.image  # noqa: F401
+    import strata.workloads.ycsb.node  # noqa: F401
+
+    Registries()  # the registries are built on first use: each plugin's module registers its undo actions
+
+
 class AgentError(Exception):
     """A request the agent refuses: (HTTP status, message)."""
 
@@ -149,7 +159,7 @@ class Agent:
         return {**self._facts, "clock": clock.state()}
 
     def doctor(self, probe: bool) -> list[tuple[str, str, str | None]]:
-        from strata.cli.doctor import checks
+        from strata.doctor import checks
 
         return checks(probe)
 
@@ -294,8 +304,7 @@ class Agent:
     def cleanup(self) -> dict:
         """Undo what dead runs left on this host: agents' journals and local runs' journals (a live run's
         journal is left alone: its lock is held)."""
-        import strata.cli.cleanup  # noqa: F401  (registers every undo action)
-
+        _register_undo()
         lines: list[str] = []
         n = journal_cleanup(self.state_dir / "agent", log=lines.append)
         n += journal_cleanup(self.state_dir, log=lines.append)
@@ -303,8 +312,7 @@ class Agent:
 
     def cleanup_previous(self) -> dict:
         """At start: undo what a previous agent on this host left (killed with its container)."""
-        import strata.cli.cleanup  # noqa: F401  (registers every undo action)
-
+        _register_undo()
         lines: list[str] = []
         return {"undone": journal_cleanup(self.state_dir / "agent", log=lines.append), "log": lines}
 

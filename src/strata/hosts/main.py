@@ -69,7 +69,8 @@ def agent_run_argv(args, privileged: list[str]) -> list[str]:
     argv = [
         "docker", "-H", f"unix://{args.docker_socket}", "run", "-d", "--name", args.container,
         *privileged, "--pid", "host", "--network", "host", "--label", "strata.agent=1",
-        "-v", "/dev:/dev", "-v", "/sys:/sys", "-v", f"{state}:{state}", "-v", f"{work}:{work}",
+        "-v", "/dev:/dev", "-v", "/sys:/sys", "-v", "/sys/fs/cgroup:/sys/fs/cgroup",
+        "-v", f"{state}:{state}", "-v", f"{work}:{work}",
         "-v", "/lib/modules:/lib/modules:ro", "-v", "/etc/os-release:/etc/host-os-release:ro",
         "-e", "STRATA_AGENT_TOKEN",
     ]  # fmt: skip
