@@ -92,7 +92,11 @@ def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
                     "(and unmount it), or use a loop device",
                 )
             )
-        plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
+        if exp.hosts:  # each host writes under its own workdir
+            for name, h in exp.hosts.items():
+                plan.writes.append(f"host {name}: " + plugin.writes(dev, Path(h.workdir or exp.workdir)))
+        else:
+            plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
     return errors
 
 

@@ -197,6 +197,11 @@ class Agent:
         """What the plan checks locally before a run: whether this host can build each layer."""
         r = self.registries
         facts = self.facts()
+        problems = r.devices[trial.device.type].problems(trial.device)  # the destroy guard, on this host
+        if problems:
+            result = base_result(trial, doc["run"], doc["experiment"], facts)
+            result["started_at"] = result["finished_at"] = now_iso()
+            return failed_result(result, "provision", f"host {self.host}: " + "; ".join(problems))
         for registry, params in (
             (r.devices, trial.device),
             (r.filesystems, trial.filesystem),
