@@ -4,15 +4,16 @@ the start skew across hosts for 2, 3 and 8 instances per host.
 Test hosts are made here (strata.hosts.testbed: network namespaces on a bridge, a dockerd each, one
 Swarm); the agents are deployed by `strata run` as on a real Swarm.
 
-1. Overhead: fio 4 KiB random reads (1 job x QD1, `--runtime` s) on loop/xfs/native, `--reps`
-   repetitions, once here (no `hosts:`) and once on test host a through its agent (`placement: [a]`).
-   Printed: the mean IOPS of each and the ratio swarm / local (1.0 = no overhead).
+1. Overhead: fio 4 KiB random reads (1 job x QD1, `--runtime` s) on loop/xfs/native, here (no
+   `hosts:`) and on test host a through its agent (`placement: [a]`), interleaved over `--rounds`
+   rounds. Printed: each run's IOPS and the median of the paired ratios swarm / local (1.0 = no
+   overhead).
 2. Skew: fio on loop/xfs/docker:overlay2 through volumes, `placement: [spread]` over two hosts, with
    loads of 4, 6 and 16 containers (2, 3 and 8 per host). Printed per load: the skew of the hosts' first
    I/O (`flags.sync.host_skew_s`, in the manager's clock after each host's measured offset) and the
    skew of every instance's first I/O (`flags.sync.skew_s`), with each host's clock offset.
 
-    python3 bench/swarm_overhead.py [--reps 3] [--runtime 10] [--root /var/tmp/strata-bench-swarm]
+    python3 bench/swarm_overhead.py [--rounds 5] [--runtime 10] [--root /var/tmp/strata-bench-swarm]
 (root; about 10 minutes on a 2-core VM)
 """
 
@@ -56,7 +57,9 @@ def ok(out: Path) -> list[dict]:
     return rs
 
 
-def overhead(bed, root: Path, reps: int, runtime: int) -> None:
+def overhead(bed, root: Path, rounds: int, runtime: int) -> None:
+    """Local and swarm runs interleaved, one repetition each per round: the machine's drift (other work
+    on it) falls on both; the median of the rounds' ratios is the figure."""
     fio = {"rw": "randread", "bs": "4k", "size": "256MiB", "runtime": runtime, "ramp_time": 1, "direct": True}
     base = {
         "devices": [{"type": "loop", "name": "loop", "size": "1GiB"}],
@@ -64,7 +67,6 @@ def overhead(bed, root: Path, reps: int, runtime: int) -> None:
         "runtimes": ["native"],
         "paths": ["bind"],
         "workloads": [{"fio": fio}],
-        "repetitions": reps,
     }
     local = {**base, "name": "local", "workdir": str(root / "local-work")}
     swarm = {
@@ -75,14 +77,26 @@ def overhead(bed, root: Path, reps: int, runtime: int) -> None:
         "placement": ["a"],
         "swarm": {"manager": f"unix://{bed.manager.sock}"},
     }
-    iops = {}
-    for doc in (local, swarm):
-        s = strata_run(doc, root / doc["name"])
-        values = [r["metrics"]["primary"]["value"] for r in ok(root / doc["name"])]
-        iops[doc["name"]] = values
-        print(f"{doc['name']:>6}: {statistics.mean(values):8.0f} IOPS  (runs {[round(v) for v in values]}, {s:.0f} s)")
-    ratio = statistics.mean(iops["swarm"]) / statistics.mean(iops["local"])
-    print(f"overhead: swarm / local = {ratio:.3f}")
+    iops: dict[str, list[float]] = {"local": [], "swarm": []}
+    for i in range(rounds):
+        for doc in (local, swarm):
+            out = root / f"{doc['name']}-{i}"
+            s = strata_run(doc, out)
+            values = [r["metrics"]["primary"]["value"] for r in ok(out)]
+            iops[doc["name"]] += values
+            print(
+                f"round {i} {doc['name']:>6}: {values[0] if values else float('nan'):8.0f} IOPS ({s:.0f} s)", flush=True
+            )
+    ratios = [s / lo for lo, s in zip(iops["local"], iops["swarm"])]
+    print(
+        f"local: median {statistics.median(iops['local']):.0f} IOPS; "
+        f"swarm: median {statistics.median(iops['swarm']):.0f} IOPS"
+    )
+    print(
+        f"overhead: swarm / local, median of {len(ratios)} paired ratios = {statistics.median(ratios):.3f} "
+        f"(ratios {[round(r, 3) for r in ratios]}); ratio of medians = "
+        f"{statistics.median(iops['swarm']) / statistics.median(iops['local']):.3f}"
+    )
 
 
 def skew(bed, root: Path) -> None:
@@ -117,7 +131,7 @@ def skew(bed, root: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=10)
     ap.add_argument("--root", default="/var/tmp/strata-bench-swarm")
     ap.add_argument("--skip-overhead", action="store_true")
@@ -134,7 +148,7 @@ def main() -> None:
     try:
         with swarm_bed(journal, ["a", "b"], root / "bed") as bed:
             if not args.skip_overhead:
-                overhead(bed, results, args.reps, args.runtime)
+                overhead(bed, results, args.rounds, args.runtime)
             if not args.skip_skew:
                 skew(bed, results)
     finally:

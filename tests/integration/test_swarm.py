@@ -143,6 +143,23 @@ def _fio_running(workdir: Path) -> bool:
     return any(str(workdir) in line and "--time_based" in line for line in cp.stdout.splitlines())
 
 
+def test_cleanup_after_kill_9_removes_the_services_and_what_the_agents_built(bed, tmp_path):
+    b, env = bed
+    fio = {"rw": "randread", "bs": "4k", "size": "64MiB", "runtime": 60, "direct": True}
+    proc = start_strata("run", _spec(b, tmp_path, workloads=[{"fio": fio}]), "-o", tmp_path / "out", env=env)
+    try:
+        wait_for(lambda: all(_fio_running(h.workdir) for h in b.hosts), 240, "fio on both hosts")
+    finally:
+        proc.kill()  # SIGKILL: strata undoes nothing itself
+        proc.wait()
+    assert b.manager.docker("service", "ls", "-q").stdout.strip() != ""  # the services outlived strata
+    cp = strata("cleanup", env=env, check=0)
+    assert "undid swarm-service" in cp.stdout
+    # removing a service stops its launcher, which stops its agent, which tears its stacks down
+    wait_for(lambda: all(leftovers(h.workdir) == [] for h in b.hosts), 120, "the agents' stacks torn down")
+    _clean(b)
+
+
 def test_doctor_and_cleanup_on_every_host(bed, tmp_path):
     b, env = bed
     spec = _spec(b, tmp_path)
