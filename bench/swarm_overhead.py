@@ -121,11 +121,14 @@ def skew(bed, root: Path) -> None:
         offsets = ", ".join(
             f"{h} {v['offset_s'] * 1e3:+.2f} ms (+/- {v['uncertainty_s'] * 1e3:.2f})" for h, v in sync["hosts"].items()
         )
+        host_skew, skew_all = sync.get("host_skew_s"), sync.get("skew_s")
         print(
             f"{r['trial']['load']['containers'] // 2} per host: hosts' first I/O skew "
-            f"{sync['host_skew_s'] * 1e3:.1f} ms, every instance's {sync['skew_s'] * 1e3:.1f} ms "
-            f"(allowed {sync['allowed_s'] * 1e3:.0f} ms, sync {'suspect' if sync['suspect'] else 'ok'}); "
-            f"clock offsets {offsets}; {r['metrics']['primary']['value']:.0f} IOPS"
+            f"{host_skew * 1e3 if host_skew is not None else float('nan'):.1f} ms, every instance's "
+            f"{skew_all * 1e3 if skew_all is not None else float('nan'):.1f} ms (basis {sync.get('basis')}, "
+            f"sync {'suspect' if sync.get('suspect') else 'ok'}: {sync.get('reason')}); clock offsets {offsets}; "
+            f"{r['metrics']['primary']['value']:.0f} IOPS",
+            flush=True,
         )
 
 
