@@ -182,8 +182,10 @@ def test_signal_tears_down_and_resume_finishes(tmp_path, env, sig):
             workdir,
             filesystems=["xfs"],
             paths=["bind"],
+            # the first trial is short; the signal must land while a later one runs, however busy the host
             workloads=[
-                {"fio": {"preset": p, "size": "64MiB", "runtime": 3, "ramp_time": 0}} for p in ("rr", "rw", "sr")
+                {"fio": {"preset": p, "size": "64MiB", "runtime": t, "ramp_time": 0}}
+                for p, t in (("rr", 3), ("rw", 20), ("sr", 20))
             ],
         ),
     )

@@ -118,6 +118,16 @@ CASES = {
         reps(1000) + reps(930, device="nvmf", device_type="remote"),
         reps(1000) + reps(700, device="nvmf", device_type="remote"),
     ),
+    "remote-gap-closes": (
+        reps(1000)
+        + reps(600, device="nvmf", device_type="remote")
+        + reps(5000, **HIGH)
+        + reps(4800, device="nvmf", device_type="remote", **HIGH),
+        reps(1000)
+        + reps(900, device="nvmf", device_type="remote")
+        + reps(5000, **HIGH)
+        + reps(2000, device="nvmf", device_type="remote", **HIGH),
+    ),
     "memory-limit-hurts": (
         docker(1000, containers=4) + docker(530, containers=4, limits={"memory": 6 << 30}),
         docker(1000, containers=4) + docker(990, containers=4, limits={"memory": 6 << 30}),

@@ -65,3 +65,18 @@ def test_exclude_by_glob():
     trials, skipped = expand(*parse_spec(spec))
     assert not [t for t in trials if t.filesystem.type == "raw" and t.runtime.type == "docker"]
     assert any("exclude[0]" in s.reason for s in skipped)
+
+
+def test_a_workload_that_needs_a_directory_is_never_given_a_block_device():
+    from strata.stack.vm.params import VmRuntime
+    from strata.workloads.filebench import FilebenchParams
+    from strata.workloads.fio import FioParams
+
+    raw, xfs, low = Filesystem(type="raw"), Filesystem(type="xfs"), Load()
+    fb, fio = FilebenchParams(personality="varmail"), FioParams(preset="rr")
+    assert "needs a directory" in impossible(raw, NativeParams(), "device", low, fb)
+    assert impossible(raw, NativeParams(), "device", low, fio) is None
+    why = impossible(xfs, VmRuntime(), "image", low, fb)
+    assert "needs a directory" in why and "guest_filesystem" in why
+    assert impossible(xfs, VmRuntime(guest_filesystem="ext4"), "image", low, fb) is None
+    assert impossible(xfs, VmRuntime(), "bind", low, fb) is None

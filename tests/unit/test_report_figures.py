@@ -251,3 +251,79 @@ def test_long_stack_labels_stay_inside_the_latency_figure():
         for t in ax.get_xticklabels():
             box = t.get_window_extent(renderer)
             assert box.x0 >= -1 and box.x1 <= width + 1, (t.get_text(), box)
+
+
+def remote_results():
+    rs = []
+    for fs in ("raw", "xfs"):
+        for (jobs, qd), local, remote, lat_local, lat_remote in (
+            ((1, 1), 8800, 2600, 110, 380),
+            ((4, 32), 30000, 2700, 4200, 47000),
+        ):
+            rs += reps(local, fs=fs, numjobs=jobs, iodepth=qd, lat_us=lat_local)
+            rs += reps(remote, fs=fs, numjobs=jobs, iodepth=qd, lat_us=lat_remote, device="nbd", device_type="remote")
+    return rs
+
+
+def test_remote_against_local_figures():
+    rep = build(analyse(remote_results()), "remote")
+    rel = [f for f in rep.figures if f.id.startswith("remote-") and f.kind == "compare"]
+    lat = [f for f in rep.figures if f.id.startswith("remote-latency")]
+    assert len(rel) == 1 and len(lat) == 1
+    rows = rel[0].table.rows
+    assert len(rows) == 4 and all(r[2] == "loop" and r[9] == "lower" for r in rows)
+    qd1 = next(r for r in rows if r[0].startswith("nbd/raw") and r[1] == "j1xqd1")
+    assert qd1[6] == pytest.approx(2600 / 8800 - 1, rel=1e-6)
+    # the added latency: remote minus local mean clat, per stack at low and high load
+    added = {(r[0].split("/")[1], r[1]): r[5] for r in lat[0].table.rows}
+    assert set(added) == {("raw", "j1xqd1"), ("xfs", "j1xqd1"), ("raw", "j4xqd32"), ("xfs", "j4xqd32")}
+    assert added[("raw", "j1xqd1")] > 0 and "adds" in lat[0].caption
+    labels = [e["label"] for e in lat[0].data["panels"][0]["stacks"]]
+    assert any(x.endswith(" local") for x in labels) and any(x.endswith(" remote") for x in labels)
+    for f in rel + lat:
+        svg, _ = figures.render(f)
+        assert any("remote relative" in t for t in svg_texts(svg)) or f.kind == "latency"
+
+
+def test_no_remote_figures_without_a_remote_device(report):
+    assert not [f for f in report.figures if f.id.startswith("remote")]
+
+
+def test_emulated_vm_is_drawn_apart_and_kept_out_of_findings():
+    rs = reps(1000, fs="raw") + reps(950, fs="xfs") + reps(30, fs="xfs", runtime="vm", path="bind")
+    rs += reps(28, fs="xfs", runtime="vm", path="bind", device="nbd", device_type="remote")
+    for r in rs:
+        if r["trial"]["runtime"]["type"] == "vm":
+            r["flags"]["emulated"] = {"suspect": True, "accel": "tcg"}
+    a = analyse(rs)
+    fig = next(f for f in build(a, "vm").figures if f.kind == "ratio" and f.id.endswith("on-loop"))
+    vm = [b for b in fig.data["bars"] if "vm" in b["label"]]
+    assert vm and all(b["apart"] == "emulated" and b["low"] is None for b in vm)
+    assert "emulation" in fig.caption
+    figures.render(fig)
+    # remote against local would compare two emulated VMs: no claim about storage
+    assert dict((f.id, o.status) for f, o in a.findings)["remote-near-local"] == "not measured"
+
+
+def test_containers_and_vms_relative_to_native():
+    rs = reps(1000, fs="xfs", lat_us=100) + reps(
+        960, fs="xfs", runtime="docker", driver="overlay2", path="volume", lat_us=104
+    )
+    rs += reps(700, fs="xfs", runtime="vm", path="image", lat_us=140)
+    rs += reps(20, fs="xfs", runtime="vm", path="bind", lat_us=5000)  # under TCG: left out
+    for r in rs:
+        if r["trial"]["path"] == "bind" and r["trial"]["runtime"]["type"] == "vm":
+            r["flags"]["emulated"] = {"suspect": True, "accel": "tcg"}
+    figs = [f for f in build(analyse(rs), "runtimes").figures if f.id.startswith("runtimes-")]
+    thr = next(f for f in figs if f.id.startswith("runtimes-throughput"))
+    lat = next(f for f in figs if f.id.startswith("runtimes-latency"))
+    by_stack = {r[0]: r for r in thr.table.rows}
+    assert set(by_stack) == {"loop/xfs/docker:overlay2/volume", "loop/xfs/vm/image"}
+    assert (
+        by_stack["loop/xfs/vm/image"][5] == pytest.approx(-0.3, abs=0.01)
+        and by_stack["loop/xfs/vm/image"][8] == "lower"
+    )
+    assert "1 configuration(s) measured under emulation" in thr.caption
+    assert {r[0]: r[8] for r in lat.table.rows}["loop/xfs/vm/image"] == "higher" and lat.data["lower_is_better"]
+    for f in (thr, lat):
+        figures.render(f)

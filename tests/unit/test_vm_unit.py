@@ -462,7 +462,8 @@ def test_cgroup_final_text_reads_as_container_counters(tmp_path):
 def test_process_cpu_exact_at_reap_and_sampled_meanwhile():
     from strata.stack.vm.procstat import CpuSampler, cpu_s, reap
 
-    p = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.2: pass"])
+    # spins until it has used 0.8 s of CPU, however busy the machine is
+    p = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 0.8: pass"])
     sampler = CpuSampler({"busy": p.pid}, period_s=0.3)
     sampler.start()
     assert cpu_s(p.pid) is not None and reap(p) is None  # still running
@@ -470,10 +471,10 @@ def test_process_cpu_exact_at_reap_and_sampled_meanwhile():
         time.sleep(0.05)
     sampler.stop()
     assert p.returncode == 0 and p.poll() == 0
-    assert 0.5 < total < 5  # the busy loop's CPU seconds, from wait4's rusage
+    assert 0.75 < total < 5  # the busy loop's CPU seconds, from wait4's rusage
     series = sampler.series()
     assert len(series["t"]) == len(series["busy"]) >= 2
-    assert max(x for x in series["busy"] if x is not None) > 30  # percent of one CPU while it spun
+    assert max(x for x in series["busy"] if x is not None) > 5  # percent of one CPU while it spun (idle: 0)
     assert cpu_s(p.pid) is None
 
 

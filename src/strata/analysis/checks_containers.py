@@ -8,7 +8,8 @@ For the registry in analysis/findings.py.
 from __future__ import annotations
 
 from strata.analysis.query import by_context, fmt, pairs, select
-from strata.analysis.stats import change, ratio
+from strata.analysis.remote import remote_pairs
+from strata.analysis.stats import change, ratio, ratio_of_ratios
 from strata.analysis.verdict import Decision, changes, factors, ratio_decision, verdict
 
 
@@ -126,35 +127,44 @@ def containers_beat_vms(ctx):
     return changes([p for p in prs if not p[0].emulated], lo=0.10)
 
 
-def _same_but(c, what: str):
-    """What a cell ran, without the device (what="device") or without the limits (what="limits")."""
-    ld = c.load_key if what == "device" else tuple(kv for kv in c.load_key if kv[0] != "limits")
-    dev = None if what == "device" else c.trial["device"]["name"]
-    return (dev, c.labels["filesystem"], c.labels["runtime"], c.path, c.workload_key, ld)
+def _same_but_limits(c) -> tuple:
+    ld = tuple(kv for kv in c.load_key if kv[0] != "limits")
+    return (c.trial["device"]["name"], c.labels["filesystem"], c.labels["runtime"], c.path, c.workload_key, ld)
 
 
 def remote_near_local(ctx):
-    local = {_same_but(c, "device"): c for c in ctx.cells if c.values and not _is_remote(c)}
-    prs = []
-    for c in ctx.cells:
-        base = local.get(_same_but(c, "device")) if c.values and _is_remote(c) else None
-        if base is not None:
-            prs.append((base, c, None))
+    prs = [(a, b, None) for a, b in remote_pairs(ctx.cells)]
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x {a.labels['device']} (direct-attached)", lo=0.88)
 
 
-def _is_remote(c) -> bool:
-    dev = c.trial["device"]
-    return dev.get("type") == "remote" or bool(dev.get("remote"))
+def remote_gap_closes(ctx):
+    """Remote/local at the highest load against remote/local at the lowest, per stack and workload."""
+    by: dict[tuple, list] = {}
+    for a, b in remote_pairs(ctx.cells):
+        by.setdefault((b.stack, a.labels["device"], b.workload_key), []).append((a, b))
+    out = []
+    for prs in by.values():
+        if len({b.outstanding for _, b in prs}) < 2:
+            continue
+        (la, lb), (ha, hb) = min(prs, key=lambda p: p[1].outstanding), max(prs, key=lambda p: p[1].outstanding)
+        low, high = ratio(lb.summary, la.summary), ratio(hb.summary, ha.summary)
+        n = min(la.reps, lb.reps, ha.reps, hb.reps)
+        text = (
+            f"{hb.stack} {hb.labels['workload']}: remote/local {low.value:.2f}x at {lb.labels['load']}, "
+            f"{high.value:.2f}x at {hb.labels['load']}"
+        )
+        r = ratio_of_ratios(high, low)
+        out.append(ratio_decision(r, n, f"{text}; high/low {r.value:.2f}", lo=1.0))
+    return verdict(out)
 
 
 def _limited(ctx, key: str):
-    free = {_same_but(c, "limits"): c for c in ctx.cells if c.values and not _limits(c)}
+    free = {_same_but_limits(c): c for c in ctx.cells if c.values and not _limits(c)}
     out = []
     for c in ctx.cells:
         lim = _limits(c)
         if c.values and set(lim) & ({key} if key == "memory" else {"read_bps", "write_bps"}):
-            base = free.get(_same_but(c, "limits"))
+            base = free.get(_same_but_limits(c))
             if base is not None:
                 out.append((base, c, change(base.summary, c.summary)))
     return out

@@ -18,6 +18,18 @@ from strata.analysis.stats import Change, change
 SAME = 0.05  # B is the same as A when the 95% interval of the change lies within +-5%
 
 
+def status(ch: Change) -> str:
+    """higher / lower: beyond the interval; same: the interval lies within +-5%; inconclusive otherwise
+    (the rule of the findings and the advice)."""
+    if not ch.known:
+        return "inconclusive"
+    if ch.rel_low > 0:
+        return "higher"
+    if ch.rel_high < 0:
+        return "lower"
+    return "same" if ch.rel_low >= -SAME and ch.rel_high <= SAME else "inconclusive"
+
+
 @dataclass
 class Match:
     labels: dict
@@ -29,16 +41,7 @@ class Match:
 
     @property
     def status(self) -> str:
-        """higher / lower: beyond the interval; same: the interval lies within +-5%; inconclusive otherwise
-        (the rule of the findings and the advice)."""
-        ch = self.change
-        if not ch.known:
-            return "inconclusive"
-        if ch.rel_low > 0:
-            return "higher"
-        if ch.rel_high < 0:
-            return "lower"
-        return "same" if ch.rel_low >= -SAME and ch.rel_high <= SAME else "inconclusive"
+        return status(self.change)
 
     @property
     def name(self) -> str:

@@ -12,6 +12,7 @@ FINDINGS is the registry: add a claim by adding one Finding to it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,6 +26,7 @@ from strata.analysis.checks_containers import (
     memory_limit_hurts,
     p99_grows_faster,
     per_container_share,
+    remote_gap_closes,
     remote_near_local,
     volume_bind_similar,
     xfs_worst_mail,
@@ -280,6 +282,14 @@ FINDINGS: list[Finding] = [
         remote_near_local,
     ),
     F(
+        "remote-gap-closes",
+        "Remote storage matches direct-attached storage most closely under high I/O load; the fabric's "
+        "added latency matters most at low load.",
+        f"{S003} section 5.4 and 5.5, Figures 3 and 4",
+        "remote/local throughput at the highest load >= remote/local at the lowest load, same stack and workload",
+        remote_gap_closes,
+    ),
+    F(
         "memory-limit-hurts",
         "A per-container memory limit cuts aggregate throughput (MEM: -47% at 4 containers).",
         f"{S003} section 6.2, Figure 7a, Table 2",
@@ -296,5 +306,8 @@ FINDINGS: list[Finding] = [
 ]
 
 
-def evaluate(ctx) -> list[tuple[Finding, Outcome]]:
-    return [(f, f.check(ctx)) for f in FINDINGS]
+def evaluate(a) -> list[tuple[Finding, Outcome]]:
+    """Every claim on the analysis; cells measured under emulation (a VM under TCG) never enter a
+    claim about storage performance."""
+    view = dataclasses.replace(a, cells=[c for c in a.cells if not c.emulated])
+    return [(f, f.check(view)) for f in FINDINGS]

@@ -162,3 +162,15 @@ def ratio(num: Summary, den: Summary) -> Ratio:
     df = (ra + rb) ** 2 / (ra**2 / (num.n - 1) + rb**2 / (den.n - 1)) if ra and rb else max(num.n, den.n) - 1
     h = t975(df) * s
     return Ratio(r, r * math.exp(-h), r * math.exp(h))
+
+
+def ratio_of_ratios(num: Ratio, den: Ratio) -> Ratio:
+    """num / den of two independent ratios; the log-scale half-widths of their 95% intervals add in
+    quadrature (each already carries its own t quantile, so this is slightly conservative)."""
+    if not (num.value > 0 and den.value > 0):
+        return Ratio(math.nan, None, None)
+    r = num.value / den.value
+    if num.low is None or den.low is None:
+        return Ratio(r, None, None)
+    h = math.hypot(math.log(num.high / num.value), math.log(den.high / den.value))
+    return Ratio(r, r * math.exp(-h), r * math.exp(h))

@@ -23,6 +23,7 @@ from strata.experiment.model import Experiment
 from strata.params import Load
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.workloads import REGISTRY as WORKLOADS
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,13 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
         return f"concurrent instances need a runtime that runs several (the {rt.name} runtime runs one)"
     if not load.limits.is_empty() and not plugin.limits:
         return f"limits need a runtime that applies them (the {rt.name} runtime does not)"
+    kind = plugin.target_kind(rt, path)
+    wl_type = getattr(workload, "type", None)
+    if wl_type in WORKLOADS and kind not in WORKLOADS[wl_type].targets:
+        return (
+            f"the {wl_type} workload needs a directory, and the {path} path of {rt.name} gives a block device: "
+            "use a path on a file system (bind, volume, layer; a VM's disk with guest_filesystem)"
+        )
     return plugin.impossible(rt, fs)
 
 

@@ -105,7 +105,11 @@ def generate() -> str:
 
 
 def main() -> int:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/spec-reference.md")
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m strata.experiment.reference", description=__doc__)
+    ap.add_argument("out", nargs="?", default="docs/spec-reference.md", help="where to write the reference")
+    out = Path(ap.parse_args().out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(generate())
     print(f"wrote {out}")

@@ -43,8 +43,16 @@ LAT_COLORS = {"slat": "#9ecae1", "clat": "#3182bd", "lat": "#08519c"}
 CACHE_STYLE = {"color": "#d9d9d9", "edgecolor": "#636363", "hatch": "///"}
 # Bars and points drawn apart from the device numbers, by why: a cache the bytes show, or above the raw
 # device while the device moved the bytes (unconfirmed).
-APART_STYLE = {"cache": CACHE_STYLE, "unconfirmed": {"color": "#fff2b3", "edgecolor": "#8a6d00", "hatch": "..."}}
-APART_LABEL = {"cache": "cache answered (not device)", "unconfirmed": "unconfirmed (above raw, bytes moved)"}
+APART_STYLE = {
+    "cache": CACHE_STYLE,
+    "unconfirmed": {"color": "#fff2b3", "edgecolor": "#8a6d00", "hatch": "..."},
+    "emulated": {"color": "#e5d8f0", "edgecolor": "#5e3c99", "hatch": "xx"},
+}
+APART_LABEL = {
+    "cache": "cache answered (not device)",
+    "unconfirmed": "unconfirmed (above raw, bytes moved)",
+    "emulated": "emulated VM (TCG): not storage",
+}
 
 
 def render(fig) -> tuple[bytes, bytes]:
@@ -134,7 +142,7 @@ def _bars(fig) -> MplFigure:
     stacks = list(dict.fromkeys(b["label"] for b in bars))
     loads = list(dict.fromkeys(b["load"] for b in bars))
     # each load keeps one slot in every group, apart or not, so low and high never swap places
-    order = {None: 0, "cache": 1, "unconfirmed": 2}
+    order = {None: 0, "cache": 1, "unconfirmed": 2, "emulated": 3}
     series = sorted(
         dict.fromkeys((b["load"], b["apart"]) for b in bars), key=lambda s: (loads.index(s[0]), order[s[1]])
     )
@@ -168,7 +176,7 @@ def _bars(fig) -> MplFigure:
     if len(stacks) < 3:
         ax.set_xlim(-1.2, len(stacks) + 0.2)
     handles = [Patch(color=PALETTE[i % len(PALETTE)], label=f"load {ld}") for i, ld in enumerate(loads)]
-    for apart in ("cache", "unconfirmed"):
+    for apart in ("cache", "unconfirmed", "emulated"):
         if any(b["apart"] == apart for b in bars):
             st = APART_STYLE[apart]
             handles.append(
@@ -314,22 +322,25 @@ COMPARE_COLORS = {"higher": "#2ca02c", "lower": "#d62728", "same": "#6baed6", "i
 
 def _compare(fig) -> MplFigure:
     rows = fig.data["rows"]
+    colors = dict(COMPARE_COLORS)
+    if fig.data.get("lower_is_better"):  # latency: higher is the bad direction
+        colors["higher"], colors["lower"] = COMPARE_COLORS["lower"], COMPARE_COLORS["higher"]
     mpl = MplFigure(figsize=(9, max(2.5, 0.32 * len(rows) + 1.4)))
     ax = mpl.add_subplot()
     ys = list(range(len(rows)))[::-1]
     for y, r in zip(ys, rows):
-        ax.barh(y, 100 * r["rel"], color=COMPARE_COLORS[r["status"]], height=0.7)
+        ax.barh(y, 100 * r["rel"], color=colors[r["status"]], height=0.7)
         if r["low"] is not None:
             ax.plot([100 * r["low"], 100 * r["high"]], [y, y], color="black", linewidth=1)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(ys, [r["label"] for r in rows], fontsize=7)
-    ax.set_xlabel("change of B relative to A (%), 95% interval")
+    ax.set_xlabel(fig.data.get("xlabel", "change of B relative to A (%), 95% interval"))
     ax.legend(
         handles=[
             Patch(color=c, label=t)
             for t, c in (
-                ("higher (interval above 0)", COMPARE_COLORS["higher"]),
-                ("lower (interval below 0)", COMPARE_COLORS["lower"]),
+                ("higher (interval above 0)", colors["higher"]),
+                ("lower (interval below 0)", colors["lower"]),
                 ("same (interval within +-5%)", COMPARE_COLORS["same"]),
                 ("inconclusive", COMPARE_COLORS["inconclusive"]),
             )

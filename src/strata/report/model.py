@@ -20,7 +20,7 @@ from strata.analysis.sweeps import DIM_LABEL, peak
 from strata.report.names import figure_id, short_labels
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
-MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4}
+MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4, "remote": 8, "runtimes": 8}
 MAX_SERIES = 3
 MAX_LINES = 8  # lines per sweep or scaling figure
 MAX_STACKS = 12  # stacks per latency panel
@@ -61,6 +61,8 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
         ("latency", _latency_figures),
         ("sweep", _sweep_figures),
         ("scaling", _scaling_figures),
+        ("remote", _remote_figures),
+        ("runtimes", _runtime_figures),
     ):
         figs = make(a)
         for f in figs[MAX_FIGURES_PER_KIND[kind] :]:
@@ -70,6 +72,18 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
     rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _flowop_tables(a)
     _unique_ids(rep.figures + rep.tables)
     return rep
+
+
+def _remote_figures(a: Analysis) -> list[Figure]:
+    from strata.report.remote import remote_figures  # it builds on this module's Figure and Table
+
+    return remote_figures(a)
+
+
+def _runtime_figures(a: Analysis) -> list[Figure]:
+    from strata.report.runtimes import runtime_figures  # it builds on this module's Figure and Table
+
+    return runtime_figures(a)
 
 
 def _unique_ids(items: list) -> None:
@@ -146,6 +160,8 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
             if len({(c.outstanding, c.labels["load"]) for c in others}) > 2
             else ""
         )
+        if any(c.emulated for c in others):
+            caption += " Cross-hatched purple bars: VMs under emulation (TCG), the emulator's speed, not storage."
         out.append(
             Figure(
                 fid,
@@ -200,7 +216,12 @@ def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
     base = raw.summary.mean if raw is not None and has_raw else None
     if not (base or not has_raw):
         return out
-    if c.values:
+    if c.values and c.emulated:  # never drawn as storage performance beside native and container bars
+        m = c.summary.mean
+        out.append(
+            _bar(label, c, m / base if base else m, None, None, "emulated", APART_NOTE["emulated"], base, c.reps, m)
+        )
+    elif c.values:
         s = c.summary
         r = ratio_to_raw(c, a.raw) if has_raw else None
         v, lo, hi = (r.value, r.low, r.high) if r else (s.mean, s.ci_low, s.ci_high)
@@ -216,6 +237,7 @@ def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
 
 APART_NOTE = {
     "cache": "cache answered (the bytes show it): not device performance",
+    "emulated": "emulated (a VM under TCG): the CPU emulation's speed, not storage performance",
     "unconfirmed": "unconfirmed: above the raw device although the device moved the bytes; not device performance "
     "until repetitions of both agree",
 }

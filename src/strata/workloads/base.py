@@ -57,6 +57,7 @@ class Workload(Protocol):
     name: str  # registry key = spec `type` = JSON `workload.type`
     params: type[Strict]
     barrier: str  # "wrapper": the runtime holds each instance at the start; "tool": the tool holds itself
+    targets: tuple[str, ...]  # the target kinds it runs on: "dir" (a directory), "device" (a block device)
 
     def parse_params(self, raw: dict, base_dir: Path) -> Strict: ...
     def shorthand(self, text: str) -> dict | None: ...  # a one-word entry (`rr`) as its parameters, or None
@@ -80,6 +81,7 @@ class ToolWorkload:
     """Defaults for a workload whose instances are the measuring tool itself (fio, the engine)."""
 
     barrier = "wrapper"
+    targets = ("dir", "device")
 
     def parse_params(self, raw: dict, base_dir: Path) -> Strict:
         return self.params.model_validate(raw)

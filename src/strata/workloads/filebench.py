@@ -76,6 +76,7 @@ class Filebench(ToolWorkload):
     name = "filebench"
     params = FilebenchParams
     barrier = "tool"  # the engine makes its filesets, says it is ready and waits for the start itself
+    targets = ("dir",)  # filesets are directory trees
 
     def parse_params(self, raw: dict, base_dir: Path) -> FilebenchParams:
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))

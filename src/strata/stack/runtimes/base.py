@@ -29,6 +29,11 @@ class PathHandle:
     per_instance: list[dict] = field(default_factory=list)  # runtime-specific (volume names, bind dirs)
 
 
+def path_target_kind(path: str) -> str:
+    """What an instance gets on a path: the block device itself, or a directory."""
+    return "device" if path == "device" else "dir"
+
+
 class RuntimeSession(Protocol):
     name: str
     facts: dict  # stored with every result of the session
@@ -49,6 +54,7 @@ class Runtime(Protocol):
 
     def available(self, host: dict, params: Strict | None = None) -> str | None: ...
     def impossible(self, params: Strict, fs: FilesystemParams) -> str | None: ...  # whatever the host
+    def target_kind(self, params: Strict, path: str) -> str: ...  # "dir" or "device": what the workload gets
     def provision(
         self, params: Strict, mounted: Mounted, journal, workdir: Path, host: dict
     ) -> ContextManager[RuntimeSession]: ...

@@ -19,7 +19,7 @@ from strata.instances import Target
 from strata.params import Load, Strict
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.hostprocs import HostProcesses
-from strata.stack.runtimes.base import PathHandle
+from strata.stack.runtimes.base import PathHandle, path_target_kind
 
 
 class NativeParams(Strict):
@@ -80,6 +80,9 @@ class Native:
 
     def impossible(self, params: NativeParams, fs: FilesystemParams) -> str | None:
         return None
+
+    def target_kind(self, params: NativeParams, path: str) -> str:
+        return path_target_kind(path)
 
     @contextlib.contextmanager
     def provision(self, params: NativeParams, mounted: Mounted, journal, workdir: Path, host: dict):

@@ -39,6 +39,7 @@ from strata.stack.procfs import (
     signal_and_wait,
     unmount_under,
 )
+from strata.stack.runtimes.base import path_target_kind
 from strata.stack.runtimes.docker.client import STDERR_TAIL_CHARS
 from strata.stack.runtimes.docker.session import DockerSession
 
@@ -187,6 +188,9 @@ class Podman:
         if params.storage_driver == "btrfs" and fs.type != "btrfs":
             return f"the btrfs storage driver needs its store on a btrfs file system, not {fs.type}"
         return None
+
+    def target_kind(self, params: PodmanParams, path: str) -> str:
+        return path_target_kind(path)
 
     def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
         """Each driver: Podman's own answer on a scratch store (cheap: no daemon to start)."""

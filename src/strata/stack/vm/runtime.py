@@ -148,6 +148,10 @@ class VmRuntimePlugin:
     def impossible(self, params: VmRuntime, fs: FilesystemParams) -> str | None:
         return None  # the paths decide (device: raw only; image, bind: a file system), as for every runtime
 
+    def target_kind(self, params: VmRuntime, path: str) -> str:
+        """The data disk (device, image) is a block device in the guest unless the guest makes a file system."""
+        return "dir" if path == "bind" or params.guest_filesystem != "none" else "device"
+
     def provision(self, params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict):
         return provision_vm(params, mounted, journal, workdir, host)
 

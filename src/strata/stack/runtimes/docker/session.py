@@ -26,7 +26,7 @@ from strata.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
 from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
-from strata.stack.runtimes.base import PathHandle
+from strata.stack.runtimes.base import PathHandle, path_target_kind
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import (
     DATA_IN_CONTAINER,
@@ -288,6 +288,9 @@ class Docker:
 
     def impossible(self, params: DockerParams, fs: FilesystemParams) -> str | None:
         return incompatible(params.storage_driver, fs.type)
+
+    def target_kind(self, params: DockerParams, path: str) -> str:
+        return path_target_kind(path)
 
     def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
         """Each storage driver: the cheap check, then (with `probe`) a real daemon's own answer."""

@@ -1,0 +1,123 @@
+"""Remote against direct-attached storage in the report (seed study 003, section 5.4 and Figure 4).
+
+Two figures per workload that ran on a remote device and on a local one:
+- for each stack and load, the remote throughput's change relative to the local twin
+  (analysis/remote.py pairs them), with Welch's 95% interval, drawn like `strata compare`;
+- the latency breakdown (slat/clat/lat) of each stack locally and remotely, at the lowest and
+  the highest load, with the latency the fabric adds (remote minus local, mean clat).
+"""
+
+from __future__ import annotations
+
+from strata.analysis.analyse import Analysis
+from strata.analysis.compare import status
+from strata.analysis.remote import remote_pairs
+from strata.analysis.stats import change
+from strata.report.model import LAT_STATS, MAX_STACKS, Figure, Table
+from strata.report.names import figure_id, short_labels
+
+XLABEL = "remote relative to direct-attached (%), 95% interval"
+COLUMNS = ["stack", "load", "local device", "local", "remote", "unit", "change", "ci_low", "ci_high", "status", "n"]
+
+
+def remote_figures(a: Analysis) -> list[Figure]:
+    groups: dict[tuple, list] = {}
+    for local, remote in remote_pairs([c for c in a.cells if not c.emulated]):  # emulation: not storage
+        groups.setdefault((remote.labels["workload"], remote.labels["device"], remote.workload_key), []).append(
+            (local, remote)
+        )
+    out = []
+    for (workload, device, _), prs in sorted(groups.items(), key=lambda kv: kv[0][:2]):
+        prs.sort(key=lambda p: (p[1].stack, p[1].outstanding, p[1].labels["load"]))
+        out.append(_relative(f"{workload} on {device}", prs))
+        lat = _latency(f"{workload} on {device}", prs)
+        if lat is not None:
+            out.append(lat)
+    return out
+
+
+def _relative(name: str, prs: list) -> Figure:
+    labels = short_labels(sorted({r.stack for _, r in prs}))
+    rows, data = [], []
+    for local, remote in prs:
+        ch = change(local.summary, remote.summary)
+        st = status(ch)
+        label = f"{labels[remote.stack]} {remote.labels['load']}"
+        data.append({"label": label, "rel": ch.rel, "low": ch.rel_low, "high": ch.rel_high, "status": st})
+        rows.append(
+            [
+                remote.stack,
+                remote.labels["load"],
+                local.labels["device"],
+                local.summary.mean,
+                remote.summary.mean,
+                remote.unit,
+                ch.rel,
+                ch.rel_low,
+                ch.rel_high,
+                st,
+                min(local.reps, remote.reps),
+            ]
+        )
+    fid = figure_id("remote", name)
+    title = f"{name}: remote relative to direct-attached storage"
+    caption = (
+        "Each stack on the remote device against the same stack, workload and load on the local device "
+        "(seed study 003, section 5.4): the change of the mean throughput with Welch's 95% interval; "
+        "lower or higher when the interval excludes zero, the same when it lies within +-5%, grey otherwise."
+    )
+    return Figure(fid, "compare", title, caption, Table(fid, title, COLUMNS, rows), {"rows": data, "xlabel": XLABEL})
+
+
+def _latency(name: str, prs: list) -> Figure | None:
+    prs = [(lo, re) for lo, re in prs if lo.latency("lat", "mean").n and re.latency("lat", "mean").n]
+    if not prs:
+        return None
+    loads = sorted({(r.outstanding, r.labels["load"]) for _, r in prs})
+    panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
+    labels = short_labels(sorted({r.stack for _, r in prs}))
+    rows, data, added = [], [], []
+    for outstanding, load in panels:
+        stacks = []
+        for local, remote in (p for p in prs if (p[1].outstanding, p[1].labels["load"]) == (outstanding, load)):
+            for side, c in (("local", local), ("remote", remote)):
+                entry = {"label": f"{labels[remote.stack]} {side}", "drawn": len(stacks) < 2 * MAX_STACKS}
+                for kind in ("slat", "clat", "lat"):
+                    for stat in LAT_STATS:
+                        s = c.latency(kind, stat)
+                        entry[f"{kind}_{stat}_us"] = s.mean / 1000 if s.n else None
+                stacks.append(entry)
+            plus = (remote.latency("clat", "mean").mean - local.latency("clat", "mean").mean) / 1000
+            added.append((load, plus))
+            rows.append(
+                [
+                    remote.stack,
+                    load,
+                    local.labels["device"],
+                    local.latency("clat", "mean").mean / 1000,
+                    remote.latency("clat", "mean").mean / 1000,
+                    plus,
+                    local.latency("lat", "p99").mean / 1000,
+                    remote.latency("lat", "p99").mean / 1000,
+                ]
+            )
+        data.append({"load": load, "outstanding": outstanding, "stacks": [e for e in stacks if e["drawn"]]})
+    fid = figure_id("remote-latency", name)
+    title = f"{name}: latency breakdown local and remote, low and high load"
+    by_load = {}
+    for load, plus in added:
+        by_load.setdefault(load, []).append(plus)
+    said = "; ".join(f"{ld}: {_span(v)} us" for ld, v in by_load.items())
+    caption = (
+        "Submission (slat), completion (clat) and total (lat) latency of each stack on the local and the remote "
+        "device, mean (bars) and p99 (markers), as Figure 4 of seed study 003. The remote device adds "
+        f"(mean clat, remote minus local) {said}."
+    )
+    columns = ["stack", "load", "local device", "local clat us", "remote clat us", "added clat us", "local p99 us"]
+    columns.append("remote p99 us")
+    return Figure(fid, "latency", title, caption, Table(fid, title, columns, rows), {"panels": data})
+
+
+def _span(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:+.0f}" if round(lo) == round(hi) else f"{lo:+.0f} to {hi:+.0f}"

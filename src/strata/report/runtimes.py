@@ -1,0 +1,90 @@
+"""Native against containers against VMs in the report (seed study 001).
+
+Per workload and device: each container and VM stack's throughput, and its mean latency,
+relative to the same work run natively on the same file system (analysis/runtimes.py pairs
+them), with Welch's 95% interval, drawn like `strata compare`. VMs under emulation are left out
+and the caption says how many.
+"""
+
+from __future__ import annotations
+
+from strata.analysis.analyse import Analysis
+from strata.analysis.compare import status
+from strata.analysis.runtimes import native_pairs
+from strata.analysis.stats import change
+from strata.report.model import Figure, Table
+from strata.report.names import figure_id, short_labels
+
+COLUMNS = ["stack", "load", "native", "value", "unit", "change", "ci_low", "ci_high", "status", "n"]
+
+
+def runtime_figures(a: Analysis) -> list[Figure]:
+    groups: dict[tuple, list] = {}
+    for native, other in native_pairs(a.cells):
+        groups.setdefault((other.labels["workload"], other.labels["device"], other.workload_key), []).append(
+            (native, other)
+        )
+    emulated = sum(1 for c in a.cells if c.emulated)
+    out = []
+    for (workload, device, _), prs in sorted(groups.items(), key=lambda kv: kv[0][:2]):
+        prs.sort(key=lambda p: (p[1].runtime_kind, p[1].stack, p[1].outstanding, p[1].labels["load"]))
+        name = f"{workload} on {device}"
+        out.append(_figure(name, prs, "throughput", emulated))
+        if all(n.latency("lat", "mean").n and o.latency("lat", "mean").n for n, o in prs):
+            out.append(_figure(name, prs, "latency", emulated))
+    return out
+
+
+def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
+    labels = short_labels(sorted({o.stack for _, o in prs}))
+    rows, data = [], []
+    for native, other in prs:
+        a, b = (native.summary, other.summary) if what == "throughput" else _lat(native, other)
+        ch = change(a, b)
+        st = status(ch)
+        data.append(
+            {
+                "label": f"{labels[other.stack]} {other.labels['load']}",
+                "rel": ch.rel,
+                "low": ch.rel_low,
+                "high": ch.rel_high,
+                "status": st,
+            }
+        )
+        unit = other.unit if what == "throughput" else "us (mean lat)"
+        scale = 1 if what == "throughput" else 1e-3
+        rows.append(
+            [
+                other.stack,
+                other.labels["load"],
+                a.mean * scale,
+                b.mean * scale,
+                unit,
+                ch.rel,
+                ch.rel_low,
+                ch.rel_high,
+                st,
+                min(a.n, b.n),
+            ]
+        )
+    fid = figure_id(f"runtimes-{what}", name)
+    title = f"{name}: {what} of containers and VMs relative to native"
+    caption = (
+        f"Each container and VM stack's {'mean throughput' if what == 'throughput' else 'mean total latency'} "
+        "against the same work natively on the same file system (seed study 001), with Welch's 95% interval: "
+        "higher or lower when the interval excludes zero, the same within +-5%, grey when it decides neither."
+        + (" For latency, lower is better." if what == "latency" else "")
+        + (f" Left out: {emulated} configuration(s) measured under emulation (TCG)." if emulated else "")
+    )
+    return Figure(
+        fid,
+        "compare",
+        title,
+        caption,
+        Table(fid, title, COLUMNS, rows),
+        {"rows": data, "xlabel": f"{what} relative to native (%), 95% interval", "lower_is_better": what == "latency"},
+    )
+
+
+def _lat(native, other):
+    return native.latency("lat", "mean"), other.latency("lat", "mean")
