@@ -122,8 +122,10 @@ def skew(bed, root: Path) -> None:
             f"{h} {v['offset_s'] * 1e3:+.2f} ms (+/- {v['uncertainty_s'] * 1e3:.2f})" for h, v in sync["hosts"].items()
         )
         host_skew, skew_all = sync.get("host_skew_s"), sync.get("skew_s")
+        release = sync.get("release_skew_s")
         print(
-            f"{r['trial']['load']['containers'] // 2} per host: hosts' first I/O skew "
+            f"{r['trial']['load']['containers'] // 2} per host: barrier release skew across hosts "
+            f"{release * 1e3 if release is not None else float('nan'):.1f} ms; hosts' first I/O skew "
             f"{host_skew * 1e3 if host_skew is not None else float('nan'):.1f} ms, every instance's "
             f"{skew_all * 1e3 if skew_all is not None else float('nan'):.1f} ms (basis {sync.get('basis')}, "
             f"sync {'suspect' if sync.get('suspect') else 'ok'}: {sync.get('reason')}); clock offsets {offsets}; "

@@ -260,7 +260,8 @@ def _outcome(tmp_path, host, first, offset_s, iops, start):
     (art / "inst-0" / "null.json").write_text(json.dumps({"iops": iops, "index": 0}))
     out = {"index": 0, "out_dir": "inst-0", "returncode": 0, "start_time_s": start, "end_time_s": start + 1}
     result = {"status": "ok", "metrics": {"primary": {"value": iops}}, "flags": {"cache": {"suspect": False}}}
-    return PartOutcome(host, first, result, [out], art, clock.Offset(offset_s, 0.001, 5))
+    times = {"running": start + offset_s - 0.01}
+    return PartOutcome(host, first, result, [out], art, clock.Offset(offset_s, 0.001, 5), times)
 
 
 def test_instances_are_numbered_across_hosts_in_the_managers_clock(tmp_path):
@@ -282,6 +283,7 @@ def test_merge_sums_the_hosts_and_keeps_each(tmp_path):
     assert set(result["metrics"]["hosts"]) == {"a", "b"}
     assert result["flags"]["cache"]["suspect"] is False
     assert set(result["flags"]["sync"]["hosts"]) == {"a", "b"}
+    assert result["flags"]["sync"]["release_skew_s"] == pytest.approx(0.0)
 
 
 # ---- the whole path, with two agents on 127.0.0.1 --------------------------------------------

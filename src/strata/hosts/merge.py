@@ -104,6 +104,10 @@ def merged_sync(windows: list, outputs: list[InstanceOutput], hosts: list[str], 
         for p in parts
     }
     judged.extra["host_skew_s"] = (max(starts.values()) - first) if starts else None
+    # when each host's barrier released its instances (manager's clock): the barrier's own skew, apart
+    # from the tools' start-up after it
+    released = [p.times["running"] - p.offset.offset_s for p in parts if (p.times or {}).get("running")]
+    judged.extra["release_skew_s"] = (max(released) - min(released)) if len(released) == len(parts) else None
     return judged
 
 
