@@ -63,7 +63,7 @@ PYTHON_MODULES = ("typing_extensions.py",)
 SRC_IN_IMAGE = "/opt/strata/src"
 SITE_IN_IMAGE = "/opt/strata/site"
 PYTHONPATH = f"{SRC_IN_IMAGE}:{SITE_IN_IMAGE}"
-HEALTH_TIMEOUT_S = 40.0
+HEALTH_TIMEOUT_S = 120.0  # the container start and the first facts (tool versions)
 LOAD_TIMEOUT_S = 1800
 
 
