@@ -103,7 +103,7 @@ def test_native_runs_one_instance_per_host_not_per_trial():
     [
         ({"placement": ["spread"]}, "placement needs `hosts:`"),
         ({"hosts": HOSTS, "placement": ["c"]}, "names host 'c'"),
-        ({"hosts": {"Bad Name": "x"}}, "host name 'Bad Name'"),
+        ({"hosts": {"Bad Name": "x"}}, "host name 'Bad Name' is not allowed"),
         ({"hosts": {"spread": "x"}}, "host name 'spread'"),
         ({"hosts": {"a": {"node": "x", "label": "k=v"}}}, "exactly one of `node:` or `label:`"),
         ({"hosts": {"a": {"label": "novalue"}}}, "is not KEY=VALUE"),

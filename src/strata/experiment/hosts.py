@@ -142,20 +142,31 @@ class Placement(Strict):
         return dict(self.instances)
 
 
-def check_names(hosts: dict[str, HostSpec], placements: list[Placement]) -> list[str]:
-    """Problems with host names and the hosts placements name."""
+def check_names(hosts: dict[str, HostSpec], placements: list[Placement]) -> list[tuple[str, str, str]]:
+    """(key path, problem, fix) of host names and of the hosts placements name (load.py reports them)."""
     problems = []
     for name in hosts:
         if name in RESERVED or not HOST_NAME.match(name):
             problems.append(
-                f"host name {name!r}: lower-case letters, digits, - and _, at most 32, not {', '.join(RESERVED)}"
+                (
+                    f"hosts.{name}",
+                    f"host name {name!r} is not allowed",
+                    f"lower-case letters, digits, - and _, "
+                    f"at most 32, starting with a letter, and none of {', '.join(RESERVED)}",
+                )
             )
     if placements and not hosts:
-        problems.append("placement needs `hosts:` (the machines to place instances on)")
-    for p in placements:
+        problems.append(("placement", "placement needs `hosts:`", "name the machines to place instances on"))
+    for i, p in enumerate(placements):
         for h in p.hosts(list(hosts)):
             if hosts and h not in hosts:
-                problems.append(f"placement {p.name} names host {h!r}, which `hosts:` does not define")
+                problems.append(
+                    (
+                        f"placement[{i}]",
+                        f"placement {p.name} names host {h!r}, which `hosts:` does not define",
+                        f"one of: {', '.join(hosts)}",
+                    )
+                )
     return problems
 
 

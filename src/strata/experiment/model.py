@@ -14,7 +14,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec, check_names
+from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec
 from strata.params import LOAD_PRESETS, Load, PathName, Strict
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
@@ -116,9 +116,6 @@ class Experiment(Strict):
     def _auto(self):
         if self.min_repetitions > self.max_repetitions:
             raise ValueError("min_repetitions is larger than max_repetitions")
-        problems = check_names(self.hosts, self.placement)
-        if problems:
-            raise ValueError("; ".join(problems))
         if self.hosts and not self.placement:  # the same experiment on every host
             object.__setattr__(self, "placement", [Placement(on=h) for h in self.hosts])
         return self
