@@ -394,3 +394,28 @@ def test_the_agent_listens_on_one_address_only():
     with pytest.raises(StrataError):
         check_listen("0.0.0.0")
     check_listen("192.0.2.10")
+
+
+def test_report_cells_tell_placements_apart():
+    from strata.analysis.cells import build_cells
+
+    exp, wls = parse_spec(
+        {
+            **BASE,
+            "hosts": HOSTS,
+            "placement": ["spread", {"a": 3, "b": 1}],
+            "loads": [{"name": "four", "containers": 4}],
+        }
+    )
+    results = []
+    for t in expand(exp, wls)[0]:
+        labels = {"device": "loop", "filesystem": "xfs", "runtime": "docker:overlay2", "path": "volume"}
+        labels.update(workload="null", load="four")
+        results.append(
+            {"status": "ok", "trial": t.resolved(), "labels": labels, "metrics": {"primary": {"value": 1.0}}}
+        )
+    names = sorted(c.name for c in build_cells(results))
+    assert names == [
+        "loop/xfs/docker:overlay2/volume null four @a3+b1",
+        "loop/xfs/docker:overlay2/volume null four @spread",
+    ]
