@@ -27,32 +27,34 @@ HOSTS = ["a", "b"]
 def bed(tmp_path_factory):
     state = tmp_path_factory.mktemp("state")
     root = Path(f"/var/tmp/strata-swarm-it-{uuid.uuid4().hex[:6]}")
-    before = _net()
     journal = Journal("testbed", state)
+    token, run_dirs = "", []
     try:
         with swarm_bed(journal, HOSTS, root) as b:
+            token = b.bridge.removeprefix("stb")
+            run_dirs = [Path(h.sock).parent for h in b.hosts]
+            assert len(_net(token)) == 1 + 2 * len(HOSTS)  # the bridge, and a namespace and a veth per host
             yield b, {"STRATA_STATE_DIR": str(state)}
             for h in b.hosts:
                 assert _agents(h) == [], f"agent containers left on host {h.name}"
             assert b.manager.docker("service", "ls", "-q").stdout.strip() == "", "Swarm services left"
     finally:
         journal.close()
-    assert _net() == before, "namespaces, veths or bridges of the test hosts were left behind"
+    assert _net(token) == set(), "namespaces, veths or the bridge of the test hosts were left behind"
     assert not root.exists()
-    assert [p for p in Path("/run/strata").glob("*") if str(root) in _read(p / "daemon.json")] == []
+    assert run_dirs and not any(d.exists() for d in run_dirs), "a test host's dockerd run dir was left"
+    assert not [ln for ln in _processes() if any(str(d) in ln for d in run_dirs)], "a test host's dockerd still runs"
 
 
-def _read(p: Path) -> str:
-    try:
-        return p.read_text()
-    except OSError:
-        return ""
+def _processes() -> list[str]:
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
 
 
-def _net() -> set[str]:
+def _net(token: str) -> set[str]:
+    """This test bed's namespaces and links (other tests on the machine make their own)."""
     ns = set(os.listdir("/run/netns")) if Path("/run/netns").is_dir() else set()
     links = {p.name for p in Path("/sys/class/net").iterdir()}
-    return {n for n in ns | links if n.startswith(("strata-swarm-", "stb", "st"))}
+    return {n for n in ns | links if token and token in n}
 
 
 def _agents(h) -> list[str]:
