@@ -5,6 +5,7 @@ merged result) with two in-process agents on 127.0.0.1."""
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -419,3 +420,24 @@ def test_report_cells_tell_placements_apart():
         "loop/xfs/docker:overlay2/volume null four @a3+b1",
         "loop/xfs/docker:overlay2/volume null four @spread",
     ]
+
+
+def test_a_job_file_named_on_the_manager_travels_with_the_part(tmp_path):
+    from pydantic import BaseModel
+
+    from strata.hosts.agent import shipped_files, unship
+
+    job = tmp_path / "job.fio"
+    job.write_text("[global]\nrw=randread\n")
+
+    class Params(BaseModel):
+        type: str = "fio"
+        jobfile: str = str(job)
+        rw: str = "/not/a/file"
+
+    files = shipped_files(Params())
+    assert list(files) == [str(job)]
+    resolved = unship({"workload": Params().model_dump()}, files, tmp_path / "agent")
+    moved = Path(resolved["workload"]["jobfile"])
+    assert moved != job and moved.is_relative_to(tmp_path / "agent") and moved.read_text() == job.read_text()
+    assert resolved["workload"]["rw"] == "/not/a/file"
