@@ -50,7 +50,7 @@ class HostSpec(Strict):
     docker: str | None = Field(
         default=None,
         description="how strata reaches the node's daemon to load the agent image into it (unix:///PATH, "
-        "ssh://USER@HOST); without it the node must hold the image already (`strata agent image`)",
+        "ssh://USER@HOST); without it the node must hold the agent image already (docker load by hand)",
     )
     port: int = Field(default=DEFAULT_PORT, ge=1024, le=65535, description="the agent's TCP port on the node's address")
 
