@@ -48,6 +48,25 @@ def _on_sigterm(signum, frame):
     raise _Terminate()
 
 
+class LocalTrials:
+    """Where trials run by default: on this host, on stacks built here and shared by consecutive trials.
+
+    The runner's one hook for running trials elsewhere: an object with `run(trial, store, run_id,
+    experiment, host) -> result`, `close()` and `facts` (stored in the run's record), such as
+    hosts.executor.HostTrials, which runs each trial's parts on the experiment's hosts."""
+
+    facts: dict = {}
+
+    def __init__(self, stacks: StackCache):
+        self.stacks = stacks
+
+    def run(self, trial, store, run_id: str, experiment: str, host: dict) -> dict:
+        return run_trial(trial, self.stacks, store, run_id, experiment, host)
+
+    def close(self) -> None:
+        self.stacks.close()
+
+
 def run_experiment(
     exp,
     workloads,
@@ -58,6 +77,7 @@ def run_experiment(
     registries: Registries | None = None,
     host: dict | None = None,
     progress: Progress | None = None,
+    executor=None,
 ) -> RunSummary:
     host = host if host is not None else run_host_facts(workloads)
     store = ResultStore(out)
@@ -80,10 +100,11 @@ def run_experiment(
         "started_at": now_iso(),
         "skipped": [{"label": s.label, "reason": s.reason} for s in skipped],
         "trials": len(trials),
+        **({"hosts": executor.facts} if executor is not None and executor.facts else {}),
     }
     store.write_run(run_id, run_doc)
     journal = Journal(run_id)
-    stacks = StackCache(journal, Path(exp.workdir), host, registries)
+    trials_on = executor or LocalTrials(StackCache(journal, Path(exp.workdir), host, registries))
     todo = [t for t in trials if t.id not in done_ids]
     progress = progress or Progress(len(todo), [WORKLOADS[t.workload.type].estimate_s(t.workload) for t in todo])
     old = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -97,7 +118,7 @@ def run_experiment(
                 if t not in todo:  # a round `auto` added
                     progress.add(WORKLOADS[t.workload.type].estimate_s(t.workload))
                 progress.start(t.label)
-                result = run_trial(t, stacks, store, run_id, exp.name, host)
+                result = trials_on.run(t, store, run_id, exp.name, host)
                 _check_above_raw(result, baselines)
                 store.write(result)
                 reps.record(result)
@@ -110,7 +131,7 @@ def run_experiment(
     finally:
         signal.signal(signal.SIGTERM, old)
         try:
-            stacks.close()
+            trials_on.close()
         finally:
             journal.close()
             run_doc.update(

@@ -190,11 +190,13 @@ def above_raw(
 
 
 def raw_baseline_key(result: dict) -> tuple:
-    """What a raw-device baseline must share with a result: device, workload parameters, load."""
+    """What a raw-device baseline must share with a result: device, workload parameters, load, and where the
+    instances ran (the raw device of one machine is no baseline for another's)."""
     t = result["trial"]
     wl = {k: v for k, v in t["workload"].items() if k != "name"}
     ld = t["load"]
-    return (t["device"]["name"], repr(sorted(wl.items())), ld["numjobs"], ld["iodepth"], ld["containers"])
+    where = repr(sorted((t.get("placement") or {}).get("instances", {}).items()))
+    return (t["device"]["name"], repr(sorted(wl.items())), ld["numjobs"], ld["iodepth"], ld["containers"], where)
 
 
 def is_raw_baseline(result: dict) -> bool:

@@ -23,6 +23,9 @@ class FakeDevice:
     def available(self, host, params=None):
         return None
 
+    def problems(self, params):
+        return []  # the destroy guard: a fake device is never anyone's data
+
     @contextlib.contextmanager
     def provision(self, params, journal, workdir):
         p = self.root / f"{params.name}.dev"

@@ -169,3 +169,31 @@ def test_cleanup_knows_every_undo_action():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
     assert out.returncode == 0, out.stderr[-2000:]
     assert kinds and kinds <= set(out.stdout.split()), sorted(kinds - set(out.stdout.split()))
+
+
+def test_a_module_that_journals_a_kind_brings_its_undo_action():
+    """Imported first (a script, a helper process), a module must not journal a kind whose undo action
+    lives in a module it does not import: the journal refuses it mid-provisioning."""
+    root = Path(__file__).resolve().parents[2] / "src"
+    wanted = {}
+    for p in (root / "strata").rglob("*.py"):
+        kinds = set(re.findall(r'\.intent\(\s*"([\w-]+)"', p.read_text()))
+        if kinds:
+            wanted[".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")] = sorted(kinds)
+    probe = (
+        "import importlib, json, sys\n"
+        "bad = []\n"
+        "for m, kinds in json.loads(sys.argv[1]).items():\n"
+        "    for k in [k for k in sys.modules if k == 'strata' or k.startswith('strata.')]:\n"
+        "        del sys.modules[k]\n"
+        "    UNDO = importlib.import_module(m) and importlib.import_module('strata.stack.journal').UNDO\n"
+        "    bad += [f'{m}: {k}' for k in kinds if k not in UNDO]\n"
+        "print('\\n'.join(bad))\n"
+    )
+    import json
+
+    out = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(wanted)], capture_output=True, text=True, timeout=300, cwd=root
+    )
+    assert wanted and out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "", out.stdout

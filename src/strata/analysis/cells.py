@@ -124,7 +124,12 @@ class Cell:
 
     @property
     def name(self) -> str:
-        return f"{self.stack} {self.labels['workload']} {self.labels['load']}" + (f" [{self.tag}]" if self.tag else "")
+        where = (self.trial.get("placement") or {}).get("name")  # on the experiment's hosts (hosts/)
+        return (
+            f"{self.stack} {self.labels['workload']} {self.labels['load']}"
+            + (f" @{where}" if where else "")
+            + (f" [{self.tag}]" if self.tag else "")
+        )
 
     @functools.cached_property
     def workload_key(self) -> tuple:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from strata.stack import buildcache  # noqa: F401  (each import below registers undo actions)
+from strata.hosts import deploy, testbed  # noqa: F401  (each import below registers undo actions)
+from strata.stack import buildcache  # noqa: F401
 from strata.stack.devices import REGISTRY as _devices  # noqa: F401
 from strata.stack.journal import cleanup, live_runs
 from strata.stack.runtimes import REGISTRY as _runtimes  # noqa: F401
@@ -16,6 +17,7 @@ HELP = "undo what a killed run left behind, from the journal"
 
 def add_arguments(p):
     p.add_argument("--force", action="store_true", help="also undo the resources of runs that still seem alive")
+    p.add_argument("--hosts", metavar="SPEC", help="also clean every agent's journal on this experiment's hosts")
 
 
 def main(args) -> int:
@@ -28,4 +30,9 @@ def main(args) -> int:
         )
     else:
         print(f"cleanup: {n} resource(s) undone" if n else "cleanup: nothing left behind")
+    if args.hosts:
+        from strata.experiment.load import load_spec
+        from strata.hosts.fleet import cleanup as hosts_cleanup
+
+        return 1 if hosts_cleanup(load_spec(args.hosts)[0]) else 0
     return 0

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
+from strata.doctor import NOT_PROBED, checks
 from strata.host import host_facts
-from strata.stack.devices import REGISTRY as DEVICES
-from strata.stack.filesystems import REGISTRY as FILESYSTEMS
-from strata.stack.runtimes import REGISTRY as RUNTIMES
-from strata.workloads import REGISTRY as WORKLOADS
 
 NAME = "doctor"
 HELP = "list what this host can build: devices, file systems, runtimes and their drivers, workloads, cgroups, tools"
-
-TOOLS = {"losetup": "util-linux", "wipefs": "util-linux", "debootstrap": "debootstrap"}
-LAYERS = (("device", DEVICES), ("filesystem", FILESYSTEMS), ("runtime", RUNTIMES), ("workload", WORKLOADS))
 
 
 def add_arguments(p):
@@ -25,38 +15,15 @@ def add_arguments(p):
         action="store_true",
         help="skip the probes that start something (a daemon per storage driver, ~10 s each)",
     )
-
-
-NOT_PROBED = "not probed (--quick): only the daemon itself can tell"
-
-
-def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:
-    """(layer, name, None or why not) for every plugin of every layer; a plugin with variants (storage
-    drivers) answers for each through its `doctor(host, probe)`."""
-    host = host_facts()
-    rows: list[tuple[str, str, str | None]] = [
-        ("host", "root", None if os.geteuid() == 0 else "strata needs root to make devices and mounts")
-    ]
-    for layer, registry in LAYERS:
-        for name, plugin in registry.items():
-            if hasattr(plugin, "doctor"):
-                rows += [(layer, n, r) for n, r in plugin.doctor(host, probe)]
-            else:
-                rows.append((layer, name, plugin.available(host)))
-    cg = host["cgroup_version"]
-    ctl = (
-        sorted(p.name for p in Path("/sys/fs/cgroup").iterdir() if p.is_dir())
-        if cg == 1
-        else Path("/sys/fs/cgroup/cgroup.controllers").read_text().split()
-    )
-    for need in ("cpu", "memory", "blkio" if cg == 1 else "io"):
-        rows.append(("cgroup", f"v{cg} {need}", None if need in ctl else f"controller {need} is not mounted"))
-    for tool, pkg in TOOLS.items():
-        rows.append(("tool", tool, None if shutil.which(tool) else f"not installed ({pkg})"))
-    return rows
+    p.add_argument("--hosts", metavar="SPEC", help="check every host of this experiment's `hosts:` through its agent")
 
 
 def main(args) -> int:
+    if args.hosts:
+        from strata.experiment.load import load_spec
+        from strata.hosts.fleet import doctor
+
+        return 1 if doctor(load_spec(args.hosts)[0], probe=not args.quick) else 0
     host = host_facts()
     print(
         f"{host['os']}, kernel {host['kernel']}, {host['cpus']} CPUs, {host['memory_bytes'] >> 30} GiB, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 from pathlib import Path
 
 from strata.cli.validate import print_plan
@@ -9,6 +11,7 @@ from strata.errors import StrataError
 from strata.experiment.load import load_spec
 from strata.experiment.plan import resolve
 from strata.runner import run_experiment, run_host_facts
+from strata.stack.journal import Journal
 from strata.unsupported import record_unsupported
 
 NAME = "run"
@@ -32,7 +35,10 @@ def main(args) -> int:
     if large and not args.yes:
         raise StrataError(large, "run fewer configurations or repetitions, or add --yes to run it anyway")
     print(f"results: {out}")
-    summary = run_experiment(exp, workloads, plan.runnable, plan.skipped, out, resume=args.resume, host=host)
+    with _executor(exp) as executor:
+        summary = run_experiment(
+            exp, workloads, plan.runnable, plan.skipped, out, resume=args.resume, host=host, executor=executor
+        )
     record_unsupported(out, plan, summary.run_id, exp.name, host)
     print(
         f"{summary.ok} ok, {summary.failed} failed, {summary.unsupported + len(plan.unsupported)} unsupported, "
@@ -40,6 +46,23 @@ def main(args) -> int:
     )
     _summary_hook(out)
     return summary.exit_code
+
+
+@contextlib.contextmanager
+def _executor(exp):
+    """Where the trials run: here (None), or on the experiment's hosts through their agents."""
+    if not exp.hosts:
+        yield None
+        return
+    from strata.hosts.deploy import agents
+    from strata.hosts.executor import HostTrials
+
+    journal = Journal(f"swarm-{secrets.token_hex(4)}")
+    try:
+        with agents(exp, journal) as found:
+            yield HostTrials(found, lost_after_s=exp.swarm.lost_after_s)
+    finally:
+        journal.close()
 
 
 def _summary_hook(out: Path) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from strata.experiment.hosts import Placed, place
 from strata.experiment.model import Experiment
 from strata.params import Load
 from strata.stack.filesystems import FilesystemParams
@@ -34,9 +35,10 @@ class Trial:
     workload: BaseModel
     load: Load
     repetition: int
+    placement: Placed | None = None  # on the experiment's hosts (hosts/); None: on this host
 
     def resolved(self) -> dict:
-        return {
+        doc = {
             "device": self.device.model_dump(),
             "filesystem": self.filesystem.model_dump(),
             "runtime": self.runtime.model_dump(),
@@ -45,6 +47,9 @@ class Trial:
             "load": load_dump(self.load),
             "repetition": self.repetition,
         }
+        if self.placement is not None:  # absent otherwise: the ids of trials run here never change
+            doc["placement"] = self.placement.resolved()
+        return doc
 
     @property
     def id(self) -> str:
@@ -69,7 +74,8 @@ class Trial:
 
     @property
     def label(self) -> str:
-        return f"{self.stack} {self.workload.name} {self.load.name} #{self.repetition}"
+        where = f" @{self.placement.name}" if self.placement else ""
+        return f"{self.stack} {self.workload.name} {self.load.name}{where} #{self.repetition}"
 
 
 def load_dump(load: Load) -> dict:
@@ -121,8 +127,8 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
 
 def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], list[Skipped]]:
     trials, skipped = [], []
-    for dev, fs, rt, path, wl, load in itertools.product(
-        exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads
+    for dev, fs, rt, path, wl, load, where in itertools.product(
+        exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads, exp.placement or [None]
     ):
         names = {
             "device": dev.name,
@@ -131,15 +137,25 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
             "path": path,
             "workload": wl.name,
             "load": load.name,
+            "placement": where.name if where else "",
         }
         excluded = [i for i, x in enumerate(exp.exclude) if x.matches(names)]
-        reason = f"excluded by the spec (exclude[{excluded[0]}])" if excluded else impossible(fs, rt, path, load, wl)
-        label = f"{dev.name}/{fs.name}/{rt.name}/{path} {wl.name} {load.name}"
+        placed = place(where, load.containers, exp.hosts) if where else None
+        # what one host runs decides what is impossible: 4 + 4 instances natively on two hosts is not
+        per_host = load.model_copy(update={"containers": placed.max_instances}) if isinstance(placed, Placed) else load
+        reason = (
+            f"excluded by the spec (exclude[{excluded[0]}])"
+            if excluded
+            else placed
+            if isinstance(placed, str)
+            else impossible(fs, rt, path, per_host, wl)
+        )
+        label = f"{dev.name}/{fs.name}/{rt.name}/{path} {wl.name} {load.name}" + (f" @{where.name}" if where else "")
         if reason:
             skipped.append(Skipped(label, reason))
             continue
         for rep in range(exp.first_repetitions):
-            trials.append(Trial(dev, fs, rt, path, wl, load, rep))
+            trials.append(Trial(dev, fs, rt, path, wl, load, rep, placed))
     trials.sort(key=_order(exp))
     return trials, _dedupe(skipped)
 
@@ -161,6 +177,7 @@ def _order(exp: Experiment):
         idx["fs"][t.filesystem.name],
         idx["rt"][t.runtime.name],
         idx["path"][t.path],
+        [p.name for p in exp.placement].index(t.placement.name) if t.placement else 0,
     )
 
 

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from strata.errors import SpecErrors
+from strata.experiment.hosts import check_names, normalize_hosts, normalize_placement
 from strata.experiment.model import Experiment
 from strata.params import LOAD_PRESETS
 from strata.stack.devices import REGISTRY as DEVICES
@@ -131,6 +132,11 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
             doc[key] = [norm(x) for x in _as_list(doc[key])]
     if "paths" in doc:
         doc["paths"] = _as_list(doc["paths"])
+    if "hosts" in doc:
+        doc["hosts"] = normalize_hosts(doc["hosts"])
+    if "placement" in doc:
+        hosts = doc.get("hosts")
+        doc["placement"] = normalize_placement(doc["placement"], list(hosts) if isinstance(hosts, dict) else [])
     loads = [_load(x, f"loads[{i}]", errors) for i, x in enumerate(_as_list(doc.get("loads", [])))]
     workloads = [_workload(x, f"workloads[{i}]", errors) for i, x in enumerate(_as_list(doc.get("workloads", [])))]
     too_many = _count(doc, loads, workloads)
@@ -151,7 +157,7 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
     for where, w in workloads_raw:
         parsed += _workload_params(w, where, base_dir, errors)
     if exp is not None:
-        errors += _unique_names(exp)
+        errors += _unique_names(exp) + check_names(exp.hosts, exp.placement)
     if errors:
         raise SpecErrors(_dedupe(errors), source)
     return exp, parsed
@@ -246,8 +252,10 @@ def _sweep_size(entry) -> int:
 def _count(doc: dict, loads: list, workloads: list) -> list[Error]:
     """The number of trials, counted before anything is expanded."""
     n = max(1, sum(_sweep_size(x) for x in doc.get("devices") or []))
-    for key in ("filesystems", "runtimes", "paths"):
+    for key in ("filesystems", "runtimes", "paths", "placement"):
         n *= max(1, len(doc.get(key) or []))
+    if not doc.get("placement") and isinstance(doc.get("hosts"), dict):
+        n *= max(1, len(doc["hosts"]))  # the default placement: each host
     n *= max(1, sum(_sweep_size(x) for x in loads)) if loads else 1
     n *= max(1, sum(_sweep_size(x) for _, x in workloads))
     reps = doc.get("repetitions")
@@ -339,7 +347,7 @@ def _fix(err) -> str:
 
 def _unique_names(exp: Experiment) -> list[Error]:
     errors = []
-    for key in ("devices", "filesystems", "runtimes", "loads"):
+    for key in ("devices", "filesystems", "runtimes", "loads", "placement"):
         names = [x.name for x in getattr(exp, key)]
         for n in sorted({n for n in names if names.count(n) > 1}):
             errors.append((key, f"two entries are named {n!r}", "give each a distinct `name:`"))

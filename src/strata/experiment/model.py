@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec
 from strata.params import LOAD_PRESETS, Load, PathName, Strict
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
@@ -41,10 +42,11 @@ class Exclude(Strict):
     path: str | None = None
     workload: str | None = None
     load: str | None = None
+    placement: str | None = None
 
     def matches(self, names: dict[str, str]) -> bool:
         pairs = [(k, v) for k, v in self.model_dump().items() if v is not None]
-        return bool(pairs) and all(fnmatchcase(names[k], v) for k, v in pairs)
+        return bool(pairs) and all(fnmatchcase(names.get(k, ""), v) for k, v in pairs)
 
 
 class Experiment(Strict):
@@ -78,6 +80,18 @@ class Experiment(Strict):
     workloads: list[dict] = Field(min_length=1, description="`{WORKLOAD: {...}}`, see the workload sections below")
     loads: list[Load] = Field(default=[Load(name="low", **LOAD_PRESETS["low"])], description="default: low")
     exclude: list[Exclude] = Field(default_factory=list, description="combinations to leave out, by layer name (globs)")
+    hosts: dict[str, HostSpec] = Field(
+        default_factory=dict,
+        max_length=MAX_HOSTS,
+        description="the machines (Swarm nodes) the trials run on, by name: `{a: NODE}` or `{a: {label: K=V, ...}}`; "
+        "without it every trial runs here",
+    )
+    placement: list[Placement] = Field(
+        default_factory=list,
+        description="where each trial's instances run: a host, `spread`, `{a: 4, b: 4}`, or `each` (one entry per "
+        "host; the default with hosts)",
+    )
+    swarm: SwarmSpec = Field(default_factory=SwarmSpec, description="the Swarm manager strata drives (with hosts)")
 
     @field_validator("repetitions")
     @classmethod
@@ -102,6 +116,8 @@ class Experiment(Strict):
     def _auto(self):
         if self.min_repetitions > self.max_repetitions:
             raise ValueError("min_repetitions is larger than max_repetitions")
+        if self.hosts and not self.placement:  # the same experiment on every host
+            object.__setattr__(self, "placement", [Placement(on=h) for h in self.hosts])
         return self
 
     @property

@@ -65,6 +65,8 @@ def resolve(exp, workloads, host: dict) -> Plan:
         raise SpecErrors(errors, "plan")
     cache: dict[tuple, str | None] = {}
     for t in trials:
+        if t.placement is not None:
+            continue  # on other machines: each host's agent asks its plugins (hosts/agent.py)
         reason = None
         for registry, params in (
             (DEVICES, t.device),
@@ -85,7 +87,8 @@ def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
     errors = []
     for i, dev in enumerate(exp.devices):
         plugin = DEVICES[dev.type]
-        problems = plugin.problems(dev)
+        # on the experiment's hosts each agent checks its own device before writing it
+        problems = [] if exp.hosts else plugin.problems(dev)
         if problems:
             errors.append(
                 (
@@ -95,7 +98,11 @@ def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
                     "(and unmount it), or use a loop device",
                 )
             )
-        plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
+        if exp.hosts:  # each host writes under its own workdir
+            for name, h in exp.hosts.items():
+                plan.writes.append(f"host {name}: " + plugin.writes(dev, Path(h.workdir or exp.workdir)))
+        else:
+            plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
     return errors
 
 
@@ -121,14 +128,15 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
             continue
         need = WORKLOADS[t.workload.type].data_bytes(t.workload, t.load)
         room = size if t.path == "device" else fs.usable_bytes(size)
-        total = need if t.path == "device" else need * t.load.containers
+        per_host = t.placement.max_instances if t.placement else t.load.containers
+        total = need if t.path == "device" else need * per_host
         key = ("fit", t.device.name, t.filesystem.name, t.workload.name, t.load.name, t.path)
         if total > room and key not in seen:
             seen.add(key)
             errors.append(
                 (
                     f"workloads ({t.workload.name})",
-                    f"{t.load.containers} instance(s) x {need >> 20} MiB of data do not fit "
+                    f"{per_host} instance(s) x {need >> 20} MiB of data do not fit "
                     f"{t.stack} ({room >> 20} MiB usable of {size >> 20} MiB)",
                     f"make device {t.device.name} larger or the workload's `size` smaller",
                 )

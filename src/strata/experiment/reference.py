@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from strata.experiment import model
+from strata.experiment.hosts import HostSpec, Placement, SwarmSpec
 from strata.params import PATHS, Limits, Load
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
@@ -27,6 +28,7 @@ def sections() -> list[tuple[str, type[BaseModel]]]:
         + [("filesystems", FilesystemParams)]
         + [(f"runtimes: `type: {name}`", p.params) for name, p in RUNTIMES.items()]
         + [("loads", Load), ("loads: limits (per container)", Limits), ("exclude (each entry)", model.Exclude)]
+        + [("hosts (each host)", HostSpec), ("placement (each entry)", Placement), ("swarm", SwarmSpec)]
     )
 
 

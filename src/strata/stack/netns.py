@@ -55,12 +55,16 @@ def names(tag: str = "", token: str | None = None) -> tuple[str, str, str]:
 
 
 def pick_block(
-    pool: ipaddress.IPv4Network, addresses: list[ipaddress.IPv4Address], networks: list[ipaddress.IPv4Network]
+    pool: ipaddress.IPv4Network,
+    addresses: list[ipaddress.IPv4Address],
+    networks: list[ipaddress.IPv4Network],
+    prefix: int = BLOCK_PREFIX,
 ) -> ipaddress.IPv4Network | None:
-    """The highest /30 of `pool` holding none of `addresses` (host addresses, gateways, neighbours)
-    and overlapping none of `networks` narrower than the pool (other namespaces' links)."""
+    """The highest /`prefix` (/30: one namespace; wider: a bridge of several) of `pool` holding none of
+    `addresses` (host addresses, gateways, neighbours) and overlapping none of `networks` narrower than
+    the pool (other namespaces' links)."""
     narrow = [n for n in networks if n.prefixlen > pool.prefixlen and n.overlaps(pool)]
-    for block in reversed(list(pool.subnets(new_prefix=BLOCK_PREFIX))):
+    for block in reversed(list(pool.subnets(new_prefix=prefix))):
         if any(a in block for a in addresses) or any(n.overlaps(block) for n in narrow):
             continue
         return block
@@ -91,7 +95,7 @@ def host_usage() -> tuple[list[ipaddress.IPv4Address], list[ipaddress.IPv4Networ
 
 
 @contextlib.contextmanager
-def _allocation_lock() -> Iterator[None]:
+def allocation_lock() -> Iterator[None]:
     LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -163,7 +167,7 @@ def namespace_host(journal: Journal, tag: str = "", pool: ipaddress.IPv4Network 
     ns_name, host_if, ns_if = names(tag)
     seqs: list[tuple[int, dict, object]] = []
     try:
-        with _allocation_lock():
+        with allocation_lock():
             block = pick_block(pool, *host_usage())
             if block is None:
                 raise StrataError(

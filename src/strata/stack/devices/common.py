@@ -7,6 +7,13 @@ from pathlib import Path
 
 from strata.errors import StrataError
 from strata.proc import sh
+from strata.stack.journal import undo_action
+
+
+@undo_action("file")
+def _undo_file(data: dict) -> None:
+    """A backing file strata filled (a loop image, a remote device's backing store)."""
+    Path(data["path"]).unlink(missing_ok=True)
 
 
 def block_facts(kernel_name: str) -> dict:

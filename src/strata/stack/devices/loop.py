@@ -48,11 +48,6 @@ def _undo_loop(data: dict) -> None:
         sh(["losetup", "-d", line.split(":", 1)[0]], check=False)
 
 
-@undo_action("file")
-def _undo_file(data: dict) -> None:
-    Path(data["path"]).unlink(missing_ok=True)
-
-
 def image_path(params: LoopParams, workdir: Path) -> Path:
     return Path(params.backing_file or workdir / f"{params.name}.img")
 

@@ -51,13 +51,6 @@ def _undo_volume(data: dict) -> None:
         raise CommandError(["docker", "volume", "rm", data["name"]], r.returncode, r.stderr)
 
 
-@undo_action("docker-image")
-def _undo_image(data: dict) -> None:
-    """An image strata loaded into the user's own daemon (a private daemon's go with its data-root)."""
-    if client.answers(data["socket"]):
-        client.docker(data["socket"], "rmi", data["tag"], check=False, timeout=120)
-
-
 def _final(out_dir: Path) -> dict:
     f = out_dir / "cgroup-final.txt"
     return final_counters(f.read_text()) if f.exists() else {}

@@ -26,12 +26,19 @@ from strata.errors import StrataError, Unsupported
 from strata.instances import ImageSpec
 from strata.proc import CommandError, sh
 from strata.stack.buildcache import SUITE, build_lock, debian_mirror, images_dir, scratch
-from strata.stack.journal import Journal
+from strata.stack.journal import Journal, undo_action
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker.daemon import private_daemon
 
 BASE_TAG = f"strata-base:{SUITE}"
 BUILD_TIMEOUT_S = 1800
+
+
+@undo_action("docker-image")
+def _undo_image(data: dict) -> None:
+    """An image strata loaded into the user's own daemon (a private daemon's go with its data-root)."""
+    if dk.answers(data["socket"]):
+        dk.docker(data["socket"], "rmi", data["tag"], check=False, timeout=120)
 
 
 def dockerfile(spec: ImageSpec) -> str:

@@ -37,9 +37,9 @@ from strata.stack.runtimes.docker.cmdline import (
     prepare_script,
     safe_name,
 )
-from strata.stack.runtimes.docker.containers import Container, DockerRunning, _undo_image, _undo_volume
+from strata.stack.runtimes.docker.containers import Container, DockerRunning, _undo_volume
 from strata.stack.runtimes.docker.daemon import Daemon, available, incompatible, private_daemon
-from strata.stack.runtimes.docker.image import ensure_image
+from strata.stack.runtimes.docker.image import _undo_image, ensure_image
 
 CREATE_PARALLEL = 8
 DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system")

@@ -1,0 +1,167 @@
+"""What the Swarm path costs: the same trial on one host through its agent against the local path, and
+the start skew across hosts for 2, 3 and 8 instances per host.
+
+Test hosts are made here (strata.hosts.testbed: network namespaces on a bridge, a dockerd each, one
+Swarm); the agents are deployed by `strata run` as on a real Swarm.
+
+1. Overhead: fio 4 KiB random reads (1 job x QD1, `--runtime` s) on loop/xfs/native, here (no
+   `hosts:`) and on test host a through its agent (`placement: [a]`), interleaved over `--rounds`
+   rounds. Printed: each run's IOPS and the median of the paired ratios swarm / local (1.0 = no
+   overhead).
+2. Skew: fio on loop/xfs/docker:overlay2 through volumes, `placement: [spread]` over two hosts, with
+   loads of 4, 6 and 16 containers (2, 3 and 8 per host). Printed per load: the skew of the hosts' first
+   I/O (`flags.sync.host_skew_s`, in the manager's clock after each host's measured offset) and the
+   skew of every instance's first I/O (`flags.sync.skew_s`), with each host's clock offset.
+
+    python3 bench/swarm_overhead.py [--rounds 5] [--runtime 10] [--root /var/tmp/strata-bench-swarm]
+(root; about 10 minutes on a 2-core VM)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from strata.hosts.testbed import swarm_bed  # noqa: E402
+from strata.stack.journal import Journal  # noqa: E402
+from strata.stack.procfs import remove_tree  # noqa: E402
+from strata.store import load_results  # noqa: E402
+
+
+def strata_run(doc: dict, out: Path) -> float:
+    path = out.with_suffix(".yaml")
+    path.write_text(yaml.safe_dump(doc))
+    t0 = time.monotonic()
+    cp = subprocess.run(
+        [sys.executable, "-m", "strata.cli.main", "run", str(path), "-o", str(out)], capture_output=True, text=True
+    )
+    if cp.returncode not in (0, 1):
+        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
+    return time.monotonic() - t0
+
+
+def ok(out: Path) -> list[dict]:
+    rs = [r for r in load_results(out) if r.get("status") == "ok"]
+    failed = [r for r in load_results(out) if r.get("status") != "ok"]
+    for r in failed:
+        print(f"  (failed: {r['stack']} {r.get('flags', {}).get('failed')})")
+    return rs
+
+
+def overhead(bed, root: Path, rounds: int, runtime: int) -> None:
+    """Local and swarm runs interleaved, one repetition each per round: the machine's drift (other work
+    on it) falls on both; the median of the rounds' ratios is the figure."""
+    fio = {"rw": "randread", "bs": "4k", "size": "256MiB", "runtime": runtime, "ramp_time": 1, "direct": True}
+    base = {
+        "devices": [{"type": "loop", "name": "loop", "size": "1GiB"}],
+        "filesystems": ["xfs"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"fio": fio}],
+    }
+    local = {**base, "name": "local", "workdir": str(root / "local-work")}
+    swarm = {
+        **base,
+        "name": "swarm",
+        "workdir": str(root / "unused"),
+        "hosts": {"a": bed.hosts[0].spec()},
+        "placement": ["a"],
+        "swarm": {"manager": f"unix://{bed.manager.sock}"},
+    }
+    iops: dict[str, list[float]] = {"local": [], "swarm": []}
+    for i in range(rounds):
+        for doc in (local, swarm):
+            out = root / f"{doc['name']}-{i}"
+            s = strata_run(doc, out)
+            values = [r["metrics"]["primary"]["value"] for r in ok(out)]
+            iops[doc["name"]] += values
+            print(
+                f"round {i} {doc['name']:>6}: {values[0] if values else float('nan'):8.0f} IOPS ({s:.0f} s)", flush=True
+            )
+    ratios = [s / lo for lo, s in zip(iops["local"], iops["swarm"])]
+    print(
+        f"local: median {statistics.median(iops['local']):.0f} IOPS; "
+        f"swarm: median {statistics.median(iops['swarm']):.0f} IOPS"
+    )
+    print(
+        f"overhead: swarm / local, median of {len(ratios)} paired ratios = {statistics.median(ratios):.3f} "
+        f"(ratios {[round(r, 3) for r in ratios]}); ratio of medians = "
+        f"{statistics.median(iops['swarm']) / statistics.median(iops['local']):.3f}"
+    )
+
+
+def skew(bed, root: Path) -> None:
+    fio = {"rw": "randread", "bs": "4k", "size": "32MiB", "runtime": 3, "direct": True}
+    doc = {
+        "name": "skew",
+        "workdir": str(root / "unused"),
+        "devices": [{"type": "loop", "name": "loop", "size": "2GiB"}],
+        "filesystems": ["xfs"],
+        "runtimes": ["docker:overlay2"],
+        "paths": ["volume"],
+        "workloads": [{"fio": fio}],
+        "loads": [{"name": f"{n}-per-host", "containers": 2 * n} for n in (2, 3, 8)],
+        "placement": ["spread"],
+        "hosts": {h.name: h.spec() for h in bed.hosts},
+        "swarm": {"manager": f"unix://{bed.manager.sock}"},
+    }
+    s = strata_run(doc, root / "skew")
+    print(f"skew run: {s:.0f} s")
+    for r in sorted(ok(root / "skew"), key=lambda r: r["trial"]["load"]["containers"]):
+        sync = r["flags"]["sync"]
+        offsets = ", ".join(
+            f"{h} {v['offset_s'] * 1e3:+.2f} ms (+/- {v['uncertainty_s'] * 1e3:.2f})" for h, v in sync["hosts"].items()
+        )
+        host_skew, skew_all = sync.get("host_skew_s"), sync.get("skew_s")
+        release = sync.get("release_skew_s")
+        print(
+            f"{r['trial']['load']['containers'] // 2} per host: barrier release skew across hosts "
+            f"{release * 1e3 if release is not None else float('nan'):.1f} ms; hosts' first I/O skew "
+            f"{host_skew * 1e3 if host_skew is not None else float('nan'):.1f} ms, every instance's "
+            f"{skew_all * 1e3 if skew_all is not None else float('nan'):.1f} ms (basis {sync.get('basis')}, "
+            f"sync {'suspect' if sync.get('suspect') else 'ok'}: {sync.get('reason')}); clock offsets {offsets}; "
+            f"{r['metrics']['primary']['value']:.0f} IOPS",
+            flush=True,
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runtime", type=int, default=10)
+    ap.add_argument("--root", default="/var/tmp/strata-bench-swarm")
+    ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--skip-skew", action="store_true")
+    args = ap.parse_args()
+    root = Path(args.root)
+    if root.exists():
+        raise SystemExit(f"{root} exists: remove it or give another --root")
+    state = root.with_name(root.name + "-state")
+    os.environ["STRATA_STATE_DIR"] = str(state)
+    results = root / "results"
+    results.mkdir(parents=True)
+    journal = Journal("bench-swarm", state)
+    try:
+        with swarm_bed(journal, ["a", "b"], root / "bed") as bed:
+            if not args.skip_overhead:
+                overhead(bed, results, args.rounds, args.runtime)
+            if not args.skip_skew:
+                skew(bed, results)
+    finally:
+        journal.close()
+        remove_tree(root)  # never across a mount point (strata removed its own)
+        if not any((state / "journal").glob("*.jsonl")):
+            shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

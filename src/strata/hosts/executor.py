@@ -1,0 +1,230 @@
+"""Run a placed trial on the experiment's hosts: the runner's executor hook (runner.LocalTrials is the default).
+
+For each trial: every host it places instances on must answer; each host's
+clock offset is measured; the workload's image reaches every host that runs
+containers; each host's part starts (its share of the instances, the same
+stack, workload and load); the barrier releases them together (barrier.py);
+the parts' results and artifacts come back under `trials/<id>/hosts/<host>/`;
+merge.py makes the one result. A failure on one host is the trial's failure,
+named after the host; a host lost ends the trial as `host_lost` within a
+bounded time and the run goes on (a later trial finds the host again if its
+agent came back).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from strata.errors import StrataError, TrialFailure, Unsupported
+from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.trial import TIMEOUT_SLACK_S, base_result, failed_result, now_iso
+from strata.workloads import REGISTRY as WORKLOADS
+
+from . import barrier as bar
+from .agent import shipped_files
+from .client import AgentClient, AgentRefused, AgentUnreachable
+from .clock import Offset
+from .merge import PartOutcome, merge
+
+READY_TIMEOUT_S = 3600.0  # building a stack (an image load, mkfs of a large device) and preparing instances
+SETTLE_S = 60.0  # after an abort, how long the other hosts get to stop and report
+
+
+@dataclass
+class HostAgent:
+    """A host of the experiment and its agent, as deployed."""
+
+    name: str
+    node: dict  # id, hostname, address (swarm.Node.to_json)
+    client: AgentClient
+    agent_id: str
+    facts: dict = field(default_factory=dict)
+    restarts: int = 0
+
+    def describe(self) -> str:
+        return f"host {self.name} (node {self.node.get('hostname', '?')}, {self.client.url})"
+
+
+class HostTrials:
+    def __init__(self, hosts: dict[str, HostAgent], lost_after_s: float = bar.LOST_AFTER_S, poll_s: float = bar.POLL_S):
+        self.hosts, self.lost_after_s, self.poll_s = hosts, lost_after_s, poll_s
+        self.runs: set[str] = set()
+
+    @property
+    def facts(self) -> dict:
+        return {h.name: {"node": h.node, "facts": h.facts, "restarts": h.restarts} for h in self.hosts.values()}
+
+    def run(self, trial, store, run_id: str, experiment: str, host: dict) -> dict:
+        if trial.placement is None:
+            raise StrataError(f"trial {trial.label} has no placement", "an experiment with hosts places every trial")
+        self.runs.add(run_id)
+        result = base_result(trial, run_id, experiment, host)
+        result["labels"]["placement"] = trial.placement.name
+        result["hosts"] = {h: {"node": self.hosts[h].node, "instances": n} for h, n in trial.placement.instances}
+        result["started_at"] = now_iso()
+        t0 = time.time()
+        try:
+            self._run(trial, store, run_id, experiment, result)
+        except Unsupported as e:
+            failed_result(result, "unsupported", str(e), status="unsupported")
+        except TrialFailure as e:
+            failed_result(result, e.category, str(e), e.stderr)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:  # a bug: kept in the result, the run goes on
+            failed_result(result, "internal", f"{type(e).__name__}: {e}", traceback.format_exc())
+        result["finished_at"] = now_iso()
+        result["duration_s"] = time.time() - t0
+        return result
+
+    def _run(self, trial, store, run_id: str, experiment: str, result: dict) -> None:
+        placed = trial.placement.parts()
+        agents = [self._alive(h) for h, _, _ in placed]
+        offsets = {a.name: a.client.offset() for a in agents}
+        for a in agents:
+            result["hosts"][a.name].update(
+                agent=a.agent_id,
+                clock={**offsets[a.name].to_json(), **(a.facts.get("clock") or {})},
+                facts={k: v for k, v in a.facts.items() if k != "clock"},  # every node's host facts
+            )
+        self._ship_image(trial, agents)
+        parts, docs = [], {}
+        for (h, n, first), a in zip(placed, agents):
+            pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
+            load = trial.load.model_copy(update={"containers": n})
+            part_trial = dataclasses.replace(trial, load=load, placement=None)
+            docs[h] = {
+                "part": pid,
+                "run": run_id,
+                "experiment": experiment,
+                "trial": part_trial.resolved(),
+                "files": shipped_files(trial.workload),
+                "first_index": first,
+            }
+            parts.append(bar.RemotePart(h, a.client, pid, a.agent_id, offsets[h].offset_s))
+        b = bar.Barrier(parts, self.lost_after_s, self.poll_s)
+        estimate_s = WORKLOADS[trial.workload.type].estimate_s(trial.workload)
+        margin_s = max(bar.GO_MARGIN_S, 8 * max(o.uncertainty_s for o in offsets.values()))  # 4 round trips
+        self._through_barrier(b, docs, estimate_s, margin_s, result)
+        art = store.artifacts_dir(trial.id)
+        outcomes = self._fetch(parts, placed, offsets, art, result)
+        failed = [o for o in outcomes if o.result.get("status") != "ok"]
+        if failed:
+            raise _part_failure(failed[0])
+        merge(trial, outcomes, art, result)
+        self._drop(parts)
+
+    def _alive(self, name: str) -> HostAgent:
+        """The host's agent, answering now (a restarted one is taken as it is: its stacks are new)."""
+        a = self.hosts[name]
+        try:
+            health = a.client.health()
+        except (AgentUnreachable, AgentRefused) as e:
+            raise TrialFailure("host_lost", f"{a.describe()} is not reachable: {e}")
+        if health.get("agent") != a.agent_id:
+            a.agent_id, a.restarts = health.get("agent"), a.restarts + 1
+        return a
+
+    def _ship_image(self, trial, agents: list[HostAgent]) -> None:
+        """The workload's image in every host's image cache, when the runtime runs containers."""
+        if getattr(RUNTIMES[trial.runtime.type], "kind", "") != "container":
+            return
+        from strata.stack.runtimes.docker.image import build_image_tarball
+
+        tarball = build_image_tarball(WORKLOADS[trial.workload.type].image(trial.workload))
+        for a in agents:
+            try:
+                if not a.client.has_image(tarball.name):
+                    a.client.put_image(tarball)
+            except (AgentUnreachable, AgentRefused) as e:
+                raise TrialFailure("host_lost", f"{a.describe()}: the image {tarball.name} did not arrive: {e}")
+
+    def _through_barrier(self, b: bar.Barrier, docs: dict, estimate_s: float, margin_s: float, result: dict) -> None:
+        try:
+            b.start(docs)
+            b.wait("ready", READY_TIMEOUT_S)
+            go_at = b.go(margin_s)
+            for p in b.parts:  # what each host was told, in its own clock
+                result["hosts"][p.host]["go_at"] = go_at + p.offset_s
+            b.wait("done", 2 * estimate_s + TIMEOUT_SLACK_S + 60)
+        except bar.HostLost as e:
+            self._stop(b, f"host {e.host} was lost: {e.reason}", {e.host}, result)
+            raise TrialFailure("host_lost", f"{self.hosts[e.host].describe()} was lost during the trial: {e.reason}")
+        except bar.PartEnded as e:
+            self._stop(b, f"the part on host {e.host} failed", set(), result)
+            failed = e.status.get("failed") or {}
+            message = f"host {e.host}: {failed.get('message', 'its part ended before the start')}"
+            if e.status.get("status") == "unsupported":
+                raise Unsupported(message)
+            raise TrialFailure(failed.get("category") or "internal", message, failed.get("stderr") or "")
+        except bar.PartTimeout as e:
+            self._stop(b, str(e), set(), result)
+            raise TrialFailure("timeout", str(e))
+
+    def _stop(self, b: bar.Barrier, reason: str, lost: set[str], result: dict) -> None:
+        """Abort every part, let the others stop, and keep what each said about itself."""
+        b.abort(reason)
+        b.settle(SETTLE_S, lost)
+        for p in b.parts:
+            entry = result["hosts"][p.host]
+            entry["part"] = {"state": "lost" if p.host in lost else p.state, **_brief(p.status)}
+        self._drop([p for p in b.parts if p.host not in lost and p.state == "done"])
+
+    def _fetch(self, parts, placed, offsets: dict[str, Offset], art, result: dict) -> list[PartOutcome]:
+        first = {h: f for h, _, f in placed}
+
+        def one(p: bar.RemotePart) -> PartOutcome:
+            try:
+                doc = p.client.result(p.part_id)
+                into = art / "hosts" / p.host
+                p.client.artifacts(p.part_id, into)
+            except (AgentUnreachable, AgentRefused) as e:
+                raise TrialFailure("host_lost", f"{self.hosts[p.host].describe()}: its part's result was lost: {e}")
+            part = doc["result"]
+            result["hosts"][p.host]["part"] = {
+                "status": part.get("status"),
+                "started_at": part.get("started_at"),
+                "finished_at": part.get("finished_at"),
+                "duration_s": part.get("duration_s"),
+                "times": doc.get("times"),
+                "warnings": part.get("warnings"),
+                **({"failed": part["flags"]["failed"]} if (part.get("flags") or {}).get("failed") else {}),
+            }
+            return PartOutcome(p.host, first[p.host], part, doc["outputs"], into, offsets[p.host], doc.get("times"))
+
+        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+            return list(pool.map(one, parts))
+
+    def _drop(self, parts) -> None:
+        for p in parts:
+            try:
+                p.client.drop(p.part_id)
+            except (AgentUnreachable, AgentRefused):
+                pass
+
+    def close(self) -> None:
+        """Tear down the stacks every agent built for this run (an agent that is gone has nothing left to
+        tear down here: its host's next agent, or `strata cleanup --hosts`, undoes its journal)."""
+        for a in self.hosts.values():
+            for run_id in self.runs:
+                try:
+                    a.client.close_run(run_id)
+                except (AgentUnreachable, AgentRefused):
+                    pass
+
+
+def _brief(status: dict) -> dict:
+    return {k: status[k] for k in ("status", "failed", "times") if k in status}
+
+
+def _part_failure(o: PartOutcome) -> Exception:
+    failed = (o.result.get("flags") or {}).get("failed") or {}
+    message = f"host {o.host}: {failed.get('message', o.result.get('status'))}"
+    if o.result.get("status") == "unsupported":
+        return Unsupported(message)
+    return TrialFailure(failed.get("category") or "internal", message, failed.get("stderr") or "")

@@ -1,0 +1,72 @@
+"""What `strata doctor --hosts` and `strata cleanup --hosts` do on every host of an experiment.
+
+Both deploy the agents of the experiment's hosts (deploy.py), ask each one,
+and remove the agents again: the doctor's checks (the same `checks` a local
+`strata doctor` prints, run by each agent on its host), the agent's reach and
+its clock (synchronized or not, offset from this host's clock); cleanup undoes
+what dead agents and dead local runs left in each host's journals.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from strata.stack.journal import Journal
+
+from .client import AgentRefused, AgentUnreachable
+from .deploy import agents
+
+
+def _each(exp, fn, log=print) -> int:
+    """`fn(name, agent) -> bool` (healthy) on every host's agent; the number of hosts that failed."""
+    journal = Journal(f"swarm-{secrets.token_hex(4)}")
+    bad = 0
+    try:
+        with agents(exp, journal, log=log) as found:
+            for name, a in found.items():
+                try:
+                    bad += 0 if fn(name, a) else 1
+                except (AgentUnreachable, AgentRefused) as e:
+                    log(f"host {name}: the agent stopped answering: {e}")
+                    bad += 1
+    finally:
+        journal.close()
+    return bad
+
+
+def doctor(exp, probe: bool, log=print) -> int:
+    def one(name, a) -> bool:
+        f = a.facts
+        off = a.client.offset()
+        kernel = (f.get("clock") or {}).get("kernel") or {}
+        log(
+            f"host {name}: node {a.node.get('hostname')} ({a.node.get('address')}), agent {a.agent_id}: "
+            f"{f.get('os')}, kernel {f.get('kernel')}, {f.get('cpus')} CPUs, "
+            f"{int(f.get('memory_bytes') or 0) >> 30} GiB"
+        )
+        log(
+            f"  {'clock':<10} {'offset':<22} {off.offset_s * 1e3:+.3f} ms (+/- {off.uncertainty_s * 1e3:.3f} ms); "
+            f"kernel synchronized: {kernel.get('synchronized')}"
+            + (
+                f", chrony offset {f['clock']['chrony'].get('system_offset_s')} s"
+                if "chrony" in f.get("clock", {})
+                else ""
+            )
+        )
+        rows = a.client.doctor(probe)
+        for layer, plugin, reason in rows:
+            log(f"  {layer:<10} {plugin:<22} {'ok' if reason is None else 'NO'}" + (f"  {reason}" if reason else ""))
+        return True
+
+    return _each(exp, one, log)
+
+
+def cleanup(exp, log=print) -> int:
+    def one(name, a) -> bool:
+        doc = a.client.cleanup()
+        for line in doc.get("log", []):
+            log(f"host {name}: {line}")
+        log(f"host {name}: {doc.get('undone', 0)} resource(s) undone")
+        return True
+
+    return _each(exp, one, log)

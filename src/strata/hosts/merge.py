@@ -1,0 +1,143 @@
+"""One result from a trial's parts: the aggregate over every host, and each host's own.
+
+The instances of every host are one list, numbered across hosts in the
+placement's order (host a's 0..3, then host b's 4..7), and the workload parses
+them together exactly as it parses N containers on one host: throughput
+summed, latency percentiles from the merged histograms. Each part's own
+result (parsed on its host) is kept per host in `metrics.hosts`, with its
+collectors and stack facts.
+
+Validity across hosts:
+- cache: each host's disks against that host's instances' bytes (judged on the
+  host); the trial is suspect if any host is, with every host's evidence;
+- sync: the union of every instance's I/O window, each moved into the
+  manager's clock by its host's measured offset (clock.py), with the offsets
+  and their uncertainty recorded;
+- steady: the aggregate per-second series.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strata import validity
+from strata.instances import InstanceOutput
+from strata.workloads import REGISTRY as WORKLOADS
+
+from .clock import Offset
+
+
+@dataclass
+class PartOutcome:
+    """What came back from one host: its part's stored result and its instances' outputs."""
+
+    host: str
+    first_index: int
+    result: dict
+    outputs: list[dict]  # as the agent reports them (agent.py part_result)
+    art: Path  # the part's artifacts on this machine
+    offset: Offset
+    times: dict = field(default_factory=dict)
+
+
+def instance_outputs(parts: list[PartOutcome]) -> tuple[list[InstanceOutput], list[str]]:
+    """Every instance of the trial, numbered across hosts, with times in the manager's clock; and the
+    host of each."""
+    outputs, hosts = [], []
+    for p in parts:
+        shift = p.offset.offset_s
+        for o in sorted(p.outputs, key=lambda o: o["index"]):
+            outputs.append(
+                InstanceOutput(
+                    p.first_index + int(o["index"]),
+                    p.art / o["out_dir"],
+                    int(o["returncode"]),
+                    o.get("stderr") or "",
+                    o["start_time_s"] - shift if o.get("start_time_s") is not None else None,
+                    o["end_time_s"] - shift if o.get("end_time_s") is not None else None,
+                    {**(o.get("facts") or {}), "host": p.host},
+                )
+            )
+            hosts.append(p.host)
+    return outputs, hosts
+
+
+def merged_cache(parts: list[PartOutcome]) -> validity.Judgement:
+    """Suspect when any host's disks moved too few of its instances' bytes; every host's evidence kept."""
+    per = {p.host: (p.result.get("flags") or {}).get("cache") or {} for p in parts}
+    warns = [h for h, f in per.items() if f.get("suspect") and not f.get("expected")]
+    evidence: dict = {"hosts": per, "per_disk": {}}
+    for h, f in per.items():
+        ev = f.get("evidence") or {}
+        for disk, v in (ev.get("per_disk") or {}).items():
+            evidence["per_disk"][f"{h}:{disk}"] = v
+        for ddir in ("read", "write"):
+            for key in (f"{ddir}_workload_bytes", f"{ddir}_disk_bytes"):
+                if key in ev:
+                    evidence[key] = evidence.get(key, 0) + ev[key]
+            share = ev.get(f"{ddir}_disk_share")
+            if share is not None:
+                evidence[f"{ddir}_disk_share"] = min(share, evidence.get(f"{ddir}_disk_share", share))
+    reasons = [f"host {h}: {f.get('reason')}" for h, f in per.items() if f.get("reason") and (h in warns or not warns)]
+    expected = bool(per) and all(f.get("expected") for f in per.values())
+    suspect = bool(warns) or (expected and any(f.get("suspect") for f in per.values()))
+    return validity.Judgement(validity.Flag.CACHE, suspect, "; ".join(reasons), expected=expected, evidence=evidence)
+
+
+def merged_sync(windows: list, outputs: list[InstanceOutput], hosts: list[str], parts, runtime_s: float):
+    """The sync judgement on every instance's window in the manager's clock, with each host's offset."""
+    by_host = {p.host: p for p in parts}
+    shifted = [
+        (w[0] - by_host[h].offset.offset_s, w[1] - by_host[h].offset.offset_s) if w else None
+        for w, h in zip(windows, hosts)
+    ]
+    judged = validity.sync(shifted, [o.start_time_s for o in outputs], runtime_s)
+    starts = {}
+    for w, h in zip(shifted, hosts):
+        if w:
+            starts[h] = min(w[0], starts.get(h, w[0]))
+    first = min(starts.values()) if starts else 0.0
+    judged.extra["hosts"] = {
+        p.host: {**p.offset.to_json(), "first_io_s": round(starts[p.host] - first, 6) if p.host in starts else None}
+        for p in parts
+    }
+    judged.extra["host_skew_s"] = (max(starts.values()) - first) if starts else None
+    # when each host's barrier released its instances (manager's clock): the barrier's own skew, apart
+    # from the tools' start-up after it
+    released = [p.times["running"] - p.offset.offset_s for p in parts if (p.times or {}).get("running")]
+    judged.extra["release_skew_s"] = (max(released) - min(released)) if len(released) == len(parts) else None
+    return judged
+
+
+def merge(trial, parts: list[PartOutcome], art: Path, result: dict) -> None:
+    """Fill `result` (a trial's base result) from its parts; raises the workload's TrialFailure when the
+    outputs together cannot be read."""
+    wl, params = WORKLOADS[trial.workload.type], trial.workload
+    outputs, hosts = instance_outputs(parts)
+    parsed = wl.parse(params, outputs)
+    if parsed.series:
+        (art / "workload-series.json").write_text(json.dumps(parsed.series))
+    metrics = dict(parsed.metrics)
+    metrics["hosts"] = {p.host: p.result.get("metrics") or {} for p in parts}
+    result["metrics"] = metrics
+    result["collectors"] = {"hosts": {p.host: p.result.get("collectors") or {} for p in parts}}
+    result["stack_facts"] = {"hosts": {p.host: p.result.get("stack_facts") or {} for p in parts}}
+    primary = metrics.get("primary") or {}
+    runtime_s = getattr(params, "runtime", 0) or 0
+    cache = merged_cache(parts)
+    sync = merged_sync(parsed.windows, outputs, hosts, parts, runtime_s)
+    flags = {cache.flag.value: cache.to_json(), sync.flag.value: sync.to_json()}
+    flags[validity.Flag.STEADY.value] = validity.steady(
+        parsed.series.get(primary.get("series") or ""), metrics.get("steadystate")
+    )
+    emulated = [p for p in parts if ((p.result.get("flags") or {}).get("emulated") or {}).get("suspect")]
+    if emulated:
+        flags[validity.Flag.EMULATED.value] = {
+            "suspect": True,
+            "reason": "; ".join(f"host {p.host}: {p.result['flags']['emulated'].get('reason', '')}" for p in emulated),
+        }
+    result["flags"].update(flags)
+    result["warnings"] += [validity.Warning(j.flag, j.reason).to_json() for j in (cache, sync) if j.warns]
+    result["status"] = "ok"

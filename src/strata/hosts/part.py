@@ -1,0 +1,156 @@
+"""One part of a trial on one host: the local trial code, behind a barrier that spans hosts.
+
+An agent runs its host's share of a trial's instances with `trial.run_trial`,
+the code of a local run (StackCache, the layers' plugins, the workload's
+`measure`, the collectors, the validity judgement of this host's evidence).
+Two things are wrapped, nothing else:
+
+- the runtime session's `start` returns instances whose barrier is the
+  manager's: `ready()` prepares them here, says "ready" and waits for the
+  manager's go, which carries a wall-clock start time in this host's clock;
+  `go()` sleeps until then and releases them (so every host starts together,
+  to within the clocks' offsets, which the manager measures and records);
+- the session's `watch` also reports an abort from the manager (another host
+  was lost): the instances here stop at once, as when a local layer dies.
+
+States a part goes through: starting -> ready -> running -> done (a part that
+fails before its barrier goes straight to done, with its failed result).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from strata.errors import TrialFailure
+from strata.instances import InstanceOutput
+
+STATES = ("starting", "ready", "running", "done")
+# A go more than this far in the future is a manager's mistake, not a start time.
+MAX_GO_DELAY_S = 60.0
+
+
+class Part:
+    """A part's state, shared by the thread that runs it and the requests that follow it."""
+
+    def __init__(self, part_id: str, host: str, go_timeout_s: float):
+        self.id, self.host, self.go_timeout_s = part_id, host, go_timeout_s
+        self.state = "starting"
+        self.start_at: float | None = None  # this host's clock
+        self.aborted: str | None = None
+        self.result: dict | None = None
+        self.outputs: list[InstanceOutput] = []
+        self.times: dict[str, float] = {"created": time.time()}
+        self._cond = threading.Condition()
+
+    def set_state(self, state: str) -> None:
+        with self._cond:
+            self.state = state
+            self.times[state] = time.time()
+            self._cond.notify_all()
+
+    def wait_state(self, want: str, timeout_s: float) -> str:
+        """Block until the part reached `want` (or is done), at most `timeout_s`; the state then."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while STATES.index(self.state) < STATES.index(want) and self.state != "done":
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return self.state
+
+    def go(self, start_at: float) -> None:
+        with self._cond:
+            self.start_at = start_at
+            self._cond.notify_all()
+
+    def abort(self, reason: str) -> None:
+        with self._cond:
+            self.aborted = self.aborted or reason
+            self._cond.notify_all()
+
+    def wait_go(self) -> float:
+        """The start time the manager sent; raises the trial's failure on an abort or no go in time."""
+        deadline = time.monotonic() + self.go_timeout_s
+        with self._cond:
+            while self.start_at is None and self.aborted is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TrialFailure(
+                        "host_lost", f"host {self.host}: the manager sent no go within {self.go_timeout_s:.0f} s"
+                    )
+                self._cond.wait(left)
+            if self.aborted:
+                raise TrialFailure("host_lost", self.aborted)
+            return self.start_at
+
+    def status(self) -> dict:
+        doc = {"part": self.id, "state": self.state, "times": dict(self.times)}
+        if self.result is not None:
+            doc["status"] = self.result.get("status")
+            doc["failed"] = (self.result.get("flags") or {}).get("failed")
+        return doc
+
+
+class BarrierRunning:
+    """The local instances, released at the manager's start time instead of at once."""
+
+    def __init__(self, inner, part: Part):
+        self.inner, self.part = inner, part
+
+    def __getattr__(self, name):  # cgroups, and whatever else a runtime's instances offer
+        return getattr(self.inner, name)
+
+    def ready(self, timeout_s: float) -> None:
+        self.inner.ready(timeout_s)
+        self.part.set_state("ready")
+        self.part.wait_go()
+
+    def go(self) -> float:
+        delay = min(MAX_GO_DELAY_S, self.part.start_at - time.time())
+        if delay > 0:
+            time.sleep(delay)
+        self.part.set_state("running")
+        return self.inner.go()
+
+    def wait(self, timeout_s: float, watch=None) -> list[InstanceOutput]:
+        outputs = self.inner.wait(timeout_s, watch)
+        self.part.outputs = outputs
+        return outputs
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+
+class BarrierSession:
+    """The runtime session, whose instances wait for the manager and whose watch hears its aborts."""
+
+    def __init__(self, inner, part: Part):
+        self.inner, self.part = inner, part
+
+    def __getattr__(self, name):  # name, facts, path, target, and a plugin's extras
+        return getattr(self.inner, name)
+
+    def start(self, requests, handle, load, sync_dir) -> BarrierRunning:
+        return BarrierRunning(self.inner.start(requests, handle, load, sync_dir), self.part)
+
+    def watch(self) -> tuple[str, str] | None:
+        if self.part.aborted:
+            return ("host_lost", self.part.aborted)
+        inner = getattr(self.inner, "watch", None)
+        return inner() if inner else None
+
+
+class BarrierStacks:
+    """The agent's StackCache, handing out sessions wrapped for one part."""
+
+    def __init__(self, stacks, part: Part):
+        self.stacks, self.part = stacks, part
+
+    def get(self, trial):
+        device, mounted, session = self.stacks.get(trial)
+        return device, mounted, BarrierSession(session, self.part)
+
+    def died(self, trial, layer: str) -> None:
+        self.stacks.died(trial, layer)
