@@ -70,6 +70,10 @@ FAILURE_CATEGORIES: dict[str, tuple[str, str]] = {
         "a virtual machine ended before its command finished",
         "read the console tail and agent-error in stderr",
     ),
+    "instance_died": (
+        "a server instance (a database node) ended before the workload asked it to stop",
+        "read the tail of its log in stderr (killed, crashed; `oom` when its memory limit was the cause)",
+    ),
     "not_ready": ("a server (a database node) did not come up in time", "read the tail of its log in stderr"),
     "prepare": ("an instance's prepare step (laying out its files) failed", "read stderr; check free space"),
     "container_start": ("the runtime could not create or start the instances", "read the message; run `strata doctor`"),

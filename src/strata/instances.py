@@ -95,4 +95,8 @@ class Running(Protocol):
     def ready(self, timeout_s: float) -> None: ...  # every `prepare` done; raises TrialFailure
     def go(self) -> float: ...  # release the barrier; returns the wall-clock time
     def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]: ...
+    # Server instances (a database node) run until the workload tells them to stop: the workload polls
+    # `check` meanwhile, which raises TrialFailure when an instance has ended (`oom` when the OOM killer
+    # ended it, `instance_died` otherwise) or a watched layer died; it returns None while all run.
+    def check(self, watch: Watch | None = None) -> None: ...
     def stop(self) -> None: ...  # kill whatever still runs (Ctrl-C, timeout); idempotent

@@ -32,6 +32,17 @@ PATHS = ("layer", "volume", "bind", "tmpfs", "device", "image")
 PathName = Literal["layer", "volume", "bind", "tmpfs", "device", "image"]
 
 
+# What each limit preset of study 003's Table 2 limits (presets.py resolves them on the host).
+PRESET_LIMITS = {
+    "none": (),
+    "CPU": ("cpus",),
+    "MEM": ("memory",),
+    "BW": ("read_bps", "write_bps"),
+    "CPU+MEM": ("cpus", "memory"),
+    "ALL": ("cpus", "memory", "read_bps", "write_bps"),
+}
+
+
 class Limits(Strict):
     """Per-instance resource limits; bps/iops apply to the device under test."""
 
@@ -41,11 +52,24 @@ class Limits(Strict):
     write_bps: int | None = Field(default=None, ge=1, le=1 << 50, description="bytes/s on the device under test")
     read_iops: int | None = Field(default=None, gt=0, le=1 << 40, description="IOPS on the device under test")
     write_iops: int | None = Field(default=None, gt=0, le=1 << 40, description="IOPS on the device under test")
+    preset: Literal["CPU", "MEM", "BW", "CPU+MEM", "ALL", "none"] | None = Field(
+        default=None,
+        description="study 003's Table 2: the host's cores, memory and device bandwidth divided by `share`, "
+        "resolved on the host when the trial runs (`limits: MEM` is short for `{preset: MEM}`); values given "
+        "beside it override it",
+    )
+    share: int = Field(default=8, ge=1, le=256, description="a preset gives each container 1/share of the host")
 
     _sizes = field_validator("memory", "read_bps", "write_bps", mode="before")(size_field)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_name(cls, data):
+        return {"preset": data} if isinstance(data, str) else data
+
     def is_empty(self) -> bool:
-        return all(v is None for v in self.model_dump().values())
+        values = self.model_dump(exclude={"preset", "share"})
+        return all(v is None for v in values.values()) and self.preset in (None, "none")
 
 
 LOAD_PRESETS = {"low": {"numjobs": 1, "iodepth": 1}, "high": {"numjobs": 32, "iodepth": 32}}
@@ -59,14 +83,40 @@ class Load(Strict):
         default=1, ge=1, le=4096, description="parallel jobs per instance (threads, for workloads that set them)"
     )
     iodepth: int = Field(default=1, ge=1, le=65536, description="I/Os in flight per job")
-    containers: int = Field(default=1, ge=1, le=256, description="concurrent instances, synchronized start")
+    containers: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="concurrent instances, synchronized start; `auto`: 1, 2, 3, ... until the aggregate "
+        "throughput has fallen at two consecutive counts (at most `max_containers`), the peak stored with the run",
+    )
+    scale: Literal["fixed", "auto"] = Field(default="fixed", description="`auto` when `containers: auto`")
+    max_containers: int = Field(default=16, ge=2, le=256, description="`containers: auto`: the largest count tried")
     limits: Limits = Field(default_factory=Limits, description="per-container cgroup limits")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("containers"), str) and data["containers"] == "auto":
+            data = {**data, "containers": 1, "scale": "auto"}
+        return data
+
+    def with_containers(self, n: int) -> "Load":
+        """The same load at another count (`containers: auto`); a generated name follows the count."""
+        name = self.name if self.name != _default_name(self) else ""
+        return Load.model_validate({**self.model_dump(), "containers": n, "name": f"{name}x{n}c" if name else ""})
 
     @model_validator(mode="after")
     def _name(self):
         if not self.name:
-            name = f"j{self.numjobs}xqd{self.iodepth}"
-            if self.containers > 1:
-                name += f"x{self.containers}c"
-            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "name", _default_name(self))
         return self
+
+
+def _default_name(load: Load) -> str:
+    name = f"j{load.numjobs}xqd{load.iodepth}"
+    if load.containers > 1 or load.scale == "auto":
+        name += f"x{load.containers}c"
+    if load.limits.preset:
+        name += f"-{load.limits.preset}"
+    return name

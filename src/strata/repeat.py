@@ -10,11 +10,12 @@ separating them. With `until: steady` inside a trial this gives an answer in the
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from strata import validity
+from strata import scaling, validity
 from strata.analysis.stats import summarize
 
 PRECISE, MAX, BUDGET, FAILING = "precise", "max_repetitions", "budget", "failing"
@@ -35,9 +36,12 @@ class Repetitions:
         self.t0 = time.monotonic()
         self.configs: dict[str, Progress] = {}
         self.proto: dict[str, object] = {}  # a trial of each configuration, to make its next repetitions
+        self.scaling: dict[str, scaling.Series] = {}  # `containers: auto`: series key -> its counts so far
         for t in trials:
             self.configs.setdefault(t.config, Progress())
             self.proto.setdefault(t.config, t)
+            if scaling.is_auto(t):
+                self.scaling.setdefault(scaling.series_key(t.resolved()), scaling.Series(t))
         self.seen: set[str] = set()
         for r in stored or []:
             self.record(r)
@@ -47,6 +51,7 @@ class Repetitions:
         if result.get("trial_id") in self.seen:
             return
         self.seen.add(result.get("trial_id"))
+        self._record_scaling(result)
         key = _config_of(result)
         p = self.configs.get(key)
         if p is None:
@@ -64,6 +69,7 @@ class Repetitions:
             by_rep.setdefault(t.repetition, []).append(t)
         for rep in sorted(by_rep):
             yield by_rep[rep]
+        yield from self._scale()
         if not self.exp.auto:
             return
         rep = max(by_rep, default=-1) + 1
@@ -73,6 +79,39 @@ class Repetitions:
                 return
             yield [self.proto[k].again(rep) for k in going]
             rep += 1
+
+    def _record_scaling(self, result: dict) -> None:
+        t = result.get("trial") or {}
+        if not isinstance(t.get("load"), dict) or t["load"].get("scale") != "auto":
+            return
+        series = self.scaling.get(scaling.series_key(t))
+        if series is None:
+            return
+        n = t["load"].get("containers", 1)
+        value, _ = validity.headline(result)
+        if result.get("status") == "ok" and value is not None:
+            series.values.setdefault(n, []).append(value)
+        elif result.get("status") == "failed":
+            series.failures[n] = series.failures.get(n, 0) + 1
+
+    def _scale(self) -> Iterator[list]:
+        """`containers: auto`: one round per further count, each series until it stops (scaling.py)."""
+        last = {key: 1 for key in self.scaling}
+        while True:
+            round_ = []
+            for key, series in self.scaling.items():
+                n = series.next_count(last[key])
+                if n is None:
+                    continue
+                last[key] = n
+                for rep in range(self.exp.first_repetitions):
+                    t = dataclasses.replace(series.proto, load=series.proto.load.with_containers(n), repetition=rep)
+                    self.configs.setdefault(t.config, Progress())
+                    self.proto.setdefault(t.config, t)
+                    round_.append(t)
+            if not round_:
+                return
+            yield round_
 
     def _judge(self, rep: int) -> list[str]:
         """Stop what is precise, at its maximum, failing, or out of budget; the configurations that go on."""
@@ -94,6 +133,10 @@ class Repetitions:
             else:
                 going.append(key)
         return going
+
+    def scaling_report(self) -> dict:
+        """`containers: auto`: per series, the counts measured, their mean headline, the peak, why it stopped."""
+        return {s.proto.label.rsplit(" #", 1)[0]: s.report() for s in self.scaling.values()}
 
     def report(self) -> dict:
         """Why each configuration has the repetitions it has (stored with the run)."""

@@ -143,6 +143,8 @@ def run_experiment(
                 resumed_from_stored=summary.skipped_stored,
                 repetitions=reps.report(),
             )
+            if reps.scaling:
+                run_doc["scaling"] = reps.scaling_report()
             store.write_run(run_id, run_doc)
             progress.finish()
     return summary

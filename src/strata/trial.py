@@ -17,7 +17,7 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
-from strata import validity
+from strata import presets, validity
 from strata.collectors import REGISTRY as COLLECTORS
 from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import final_counters
@@ -117,11 +117,14 @@ def _watch(device, session):
 
 def _measure(trial, device, session, store, result: dict) -> None:
     """Provision the path, run the workload's measured phase under the collectors, parse, judge."""
-    wl, params, load = WORKLOADS[trial.workload.type], trial.workload, trial.load
+    wl, params = WORKLOADS[trial.workload.type], trial.workload
+    load = _resolved_load(trial.load, device, result)
     art = store.artifacts_dir(trial.id)
     drop_caches()
     samplers: list[Sampler] = []
-    with session.path(trial.path, art, load) as handle:
+    n = wl.instances(params, load)  # a path per instance (a cluster's nodes may outnumber the containers)
+    path_load = load if n == load.containers else load.model_copy(update={"containers": n})
+    with session.path(trial.path, art, path_load) as handle:
         requests = _requests(wl, params, load, session, handle, art)
         sync_dir = art / "sync"
         sync_dir.mkdir(exist_ok=True)
@@ -153,6 +156,23 @@ def _measure(trial, device, session, store, result: dict) -> None:
     _judge(trial, wl, device, session, parsed, outputs, summary, result)
 
 
+def _resolved_load(load, device, result: dict):
+    """A limits preset (presets.py) as numbers for this host and device, recorded with the result."""
+    if not load.limits.preset:
+        return load
+    from strata.host import host_facts
+
+    facts = result.get("host") or {}
+    cores = facts.get("cpus") or os.cpu_count() or 1
+    memory = facts.get("memory_bytes") or host_facts()["memory_bytes"]
+    bps = presets.device_read_bps(device.path) if presets.needs_bandwidth(load.limits) else None
+    load, record = presets.resolve(load, cores, memory, bps)
+    if record:
+        record["basis"]["measured_by"] = f"fio: sequential 1 MiB O_DIRECT reads of {device.path}, read-only"
+        result["stack_facts"]["limits"] = record
+    return load
+
+
 def _layers_alive(watch, outputs) -> None:
     """A layer that died while the instances ran is the trial's cause, even when the instances ended
     first (fio sees the I/O errors of a lost remote device at once, before the next poll)."""
@@ -180,10 +200,11 @@ def _collector(device, running, samplers: list):
 
 
 def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
-    """One instance per container, each with its own out dir (the workload's files staged in it)."""
+    """One instance per container (or as many as the workload runs), each with its own out dir (the
+    workload's files staged in it)."""
     requests = []
     image = wl.image(params)
-    for i in range(load.containers):
+    for i in range(wl.instances(params, load)):
         out = art / f"inst-{i}"
         out.mkdir(parents=True, exist_ok=True)
         wl.stage(params, out)

@@ -48,6 +48,14 @@ def docker(value, path="volume", driver="overlay2", **kw):
     return reps(value, runtime="docker", driver=driver, path=path, **kw)
 
 
+def _rf(results, rf):
+    """The results as a database workload's with a replication factor (001's clusters)."""
+    for r in results:
+        r["trial"]["workload"]["cluster"] = {"nodes": 3, "replication_factor": rf, "consistency": "QUORUM"}
+        r["labels"]["workload"] = f"ycsb-rf{rf}"
+    return results
+
+
 # Table 4 (fileserver) and Table 3 (mail) of study 004, one container, volume
 FILESERVER = {"ext4": 168.03, "xfs": 108.23, "btrfs": 79.7}
 MAIL = {"ext4": 3.6, "xfs": 2.03, "btrfs": 3.33}
@@ -135,6 +143,23 @@ CASES = {
     "bandwidth-limit-harmless": (
         docker(1000, containers=4) + docker(995, containers=4, limits={"read_bps": 4e8}),
         docker(1000, containers=4) + docker(500, containers=4, limits={"read_bps": 4e8}),
+    ),
+    "memory-limit-hurts-most": (
+        docker(1000, containers=4)
+        + docker(530, containers=4, limits={"preset": "MEM", "share": 8})
+        + docker(1130, containers=4, limits={"preset": "CPU", "share": 8})
+        + docker(1000, containers=4, limits={"preset": "BW", "share": 8}),
+        docker(1000, containers=4)
+        + docker(900, containers=4, limits={"preset": "MEM", "share": 8})
+        + docker(600, containers=4, limits={"preset": "CPU", "share": 8}),
+    ),
+    "p99-grows-past-peak": (
+        [r for n, v, lat in ((1, 500, 100), (2, 900, 150), (3, 700, 400)) for r in docker(v, containers=n, lat_us=lat)],
+        [r for n, v, lat in ((1, 500, 100), (2, 900, 400), (3, 700, 150)) for r in docker(v, containers=n, lat_us=lat)],
+    ),
+    "replication-cost": (
+        _rf(docker(1000, lat_us=200), 1) + _rf(docker(1000, lat_us=450), 3),
+        _rf(docker(1000, lat_us=450), 1) + _rf(docker(1000, lat_us=200), 3),
     ),
 }
 

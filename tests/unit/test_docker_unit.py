@@ -354,6 +354,9 @@ state = json.load(open(os.environ["FAKE_STATE"]))
 if args[0] == "wait":
     time.sleep(state.get("wait_s", 0))
     print("\\n".join(str(state["codes"][n]) for n in args[1:]))
+elif args[0] == "inspect" and "{{{{.Name}}}}" in args[2]:  # Running.check: which have ended
+    for n in args[3:]:
+        print("/%s %s %d" % (n, str(n in state.get("running", [])).lower(), state["codes"].get(n, 0)))
 elif args[0] == "inspect":
     print(json.dumps({{"OOMKilled": args[-1] in state.get("oom", [])}}))
 elif args[0] in ("rm", "version"):
@@ -451,6 +454,33 @@ def test_wait_on_a_dead_private_daemon(monkeypatch, tmp_path):
     with pytest.raises(TrialFailure) as e:
         r.wait(20)
     assert e.value.category == "daemon_died"
+
+
+def test_check_is_quiet_while_every_container_runs(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0, "c1": 0}, "running": ["c0", "c1"]})
+    running_with(s, tmp_path, 2).check(None)
+
+
+def test_check_reports_a_container_that_ended(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0, "c1": 137}, "running": ["c0"]})
+    with pytest.raises(TrialFailure) as e:
+        running_with(s, tmp_path, 2).check(None)
+    assert e.value.category == "instance_died" and "instance 1 (container c1) ended with code 137" in str(e.value)
+    assert e.value.stderr.endswith("tail")
+
+
+def test_check_reports_an_oom_killed_container(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 137}, "oom": ["c0"]})
+    with pytest.raises(TrialFailure) as e:
+        running_with(s, tmp_path, 1).check(None)
+    assert e.value.category == "oom"
+
+
+def test_check_reports_a_watched_layer(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0}, "running": ["c0"]})
+    with pytest.raises(TrialFailure) as e:
+        running_with(s, tmp_path, 1).check(lambda: ("remote_lost", "the storage host left"))
+    assert e.value.category == "remote_lost"
 
 
 # ---- availability and the image ------------------------------------------------------------

@@ -253,6 +253,26 @@ def test_long_stack_labels_stay_inside_the_latency_figure():
             assert box.x0 >= -1 and box.x1 <= width + 1, (t.get_text(), box)
 
 
+def test_detail_figure_against_the_container_count(report):
+    """p99 and mean latency, host CPU and device MB/s against the count (003 Figures 6b-6d)."""
+    details = [f for f in report.figures if f.kind == "detail" and f.data["xlabel"] == "containers"]
+    (f,) = [f for f in details if len(f.data["lines"][0]["points"]) == 5]  # the fio sweep; filebench's have 3
+    (line,) = f.data["lines"]
+    assert [x for x, _ in line["points"]] == [1, 2, 3, 4, 5]
+    assert all(d["p99_ms"] is not None and d["mean_ms"] is not None for _, d in line["points"])
+    texts = svg_texts(figures.render(f)[0])
+    assert "p99 latency (ms)" in texts and "host CPU busy (%)" in texts
+
+
+def test_placement_over_hosts_from_the_scaling_curve(report):
+    a = analyse(mixed_results())
+    (adv,) = [c for c in a.containers if c.unit == "IOPS"]
+    one, two = adv.placement[0], adv.placement[1]
+    assert one["per_host"] == [5] and two["per_host"] == [3, 2]
+    assert two["aggregate"] == pytest.approx(one["aggregate"] / 190 * (220 + 170), rel=0.05)
+    assert "placing 5 instances" in adv.text() and "3+2 on 2 hosts" in adv.text()
+
+
 def remote_results():
     rs = []
     for fs in ("raw", "xfs"):

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from strata.errors import StrataError, TrialFailure
+from strata.stack.runtimes.docker import image as dimage
 from strata.workloads.ycsb import cassandra, client, hdr, image, jars, node, parse
 
 DATA = Path(__file__).parents[1] / "data" / "ycsb" / "0.17.0"
@@ -346,12 +347,14 @@ def test_image_key_follows_the_jars(tmp_path):
     (home / "lib").mkdir(parents=True)
     (home / "lib" / "a.jar").write_bytes(b"one")
     jars._write_manifest(home, "test")
-    k1 = image.image_key(home)
+    k1 = dimage.image_key(image.image_spec(home))
     assert jars.jar_names(home) == ["a.jar"]
-    (home / "lib" / "a.jar").write_bytes(b"two")
+    (home / "lib" / "a.jar").write_bytes(b"two-longer")
     jars._write_manifest(home, "test")
-    assert image.image_key(home) != k1 and image.image_tag(home).startswith("strata-cassandra:")
-    assert "openjdk-17-jre-headless" in image.DOCKERFILE
+    spec = image.image_spec(home)
+    assert dimage.image_key(spec) != k1 and dimage.image_tag(spec).startswith("strata-cassandra:")
+    text = dimage.dockerfile(spec)
+    assert "openjdk-17-jre-headless" in text and "COPY tree0/ /opt/cassandra/lib/" in text
 
 
 def test_container_node_paths_and_docker_args(tmp_path):

@@ -87,6 +87,7 @@ class ContainersAdvice:
     falls_after: bool
     counts: list
     undecided: list = field(default_factory=list)  # counts the intervals do not tell from the peak
+    placement: list = field(default_factory=list)  # [{"hosts", "per_host", "aggregate", "vs_one_host"}] (003 6.3)
 
     @property
     def status(self) -> str:
@@ -104,12 +105,27 @@ class ContainersAdvice:
             f"{self.workload} on {self.stack}: {self.best_x} container(s) per host give the most aggregate "
             f"throughput ({fmt(self.aggregate, self.unit)}; measured {', '.join(map(str, self.counts))}); {tail}"
         )
+        head += self.placement_text()
         if self.undecided:
             return (
                 f"inconclusive: {head}; the intervals do not tell it from "
                 f"{', '.join(map(str, self.undecided))} container(s): add repetitions"
             )
         return head
+
+    def placement_text(self) -> str:
+        if not self.placement:
+            return ""
+        one = self.placement[0]
+        parts = [
+            f"{'+'.join(map(str, p['per_host']))} on {p['hosts']} hosts {fmt(p['aggregate'], self.unit)} "
+            f"({p['vs_one_host']:.2f}x)"
+            for p in self.placement[1:]
+        ]
+        return (
+            f"; placing {sum(one['per_host'])} instances (predicted from this curve): one host "
+            f"{fmt(one['aggregate'], self.unit)}, " + ", ".join(parts)
+        )
 
 
 def best_stacks(cells: list[Cell]) -> list[Best]:
@@ -156,7 +172,43 @@ def containers(sweeps) -> list[ContainersAdvice]:
             ]
             out.append(
                 ContainersAdvice(
-                    ln.stack, c0.labels["workload"], p.x, p.aggregate, c0.unit, p.falls_after, ln.xs, undecided
+                    ln.stack,
+                    c0.labels["workload"],
+                    p.x,
+                    p.aggregate,
+                    c0.unit,
+                    p.falls_after,
+                    ln.xs,
+                    undecided,
+                    placement({x: c.summary.mean for x, c in ln.measured}),
                 )
             )
+    return out
+
+
+def placement(curve: dict[int, float], hosts: tuple[int, ...] = (1, 2, 3, 4)) -> list[dict]:
+    """003 section 6.3: the largest measured count N spread evenly over H hosts, each host's throughput read
+    from the measured throughput-versus-instances curve (linear between measured counts), beside N on one
+    host. Predicted, not measured: it assumes the hosts are alike and do not share a bottleneck."""
+    if len(curve) < 2:
+        return []
+    xs = sorted(curve)
+    n = xs[-1]
+
+    def f(k: int) -> float:
+        if k in curve:
+            return curve[k]
+        lo = max((x for x in xs if x < k), default=xs[0])
+        hi = min((x for x in xs if x > k), default=xs[-1])
+        if lo == hi:
+            return curve[lo] * k / lo
+        return curve[lo] + (curve[hi] - curve[lo]) * (k - lo) / (hi - lo)
+
+    out = []
+    for h in hosts:
+        if h > n:
+            break
+        per = [n // h + (1 if i < n % h else 0) for i in range(h)]
+        agg = sum(f(k) for k in per)
+        out.append({"hosts": h, "per_host": per, "aggregate": agg, "vs_one_host": agg / curve[n] if curve[n] else 0.0})
     return out

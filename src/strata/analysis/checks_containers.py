@@ -11,6 +11,7 @@ from strata.analysis.query import by_context, fmt, pairs, select
 from strata.analysis.remote import remote_pairs
 from strata.analysis.stats import change, ratio, ratio_of_ratios
 from strata.analysis.verdict import Decision, changes, factors, ratio_decision, verdict
+from strata.params import PRESET_LIMITS
 
 
 def _scaling(ctx, min_points=2):
@@ -171,7 +172,14 @@ def _limited(ctx, key: str):
 
 
 def _limits(c) -> dict:
-    return {k: v for k, v in (c.load.get("limits") or {}).items() if v is not None}
+    """The limits a cell ran with; a preset (003 Table 2) counts as the limits it sets."""
+    lim = dict(c.load.get("limits") or {})
+    preset = lim.pop("preset", None)
+    lim.pop("share", None)
+    out = {k: v for k, v in lim.items() if v is not None}
+    for key in PRESET_LIMITS.get(preset or "none", ()):
+        out.setdefault(key, preset)
+    return out
 
 
 def memory_limit_hurts(ctx):

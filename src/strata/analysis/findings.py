@@ -16,6 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
+from strata.analysis.checks_apps import limit_hurts_most, p99_grows_past_peak, replication_cost
 from strata.analysis.checks_containers import (
     bandwidth_limit_harmless,
     btrfs_worst_fileserver,
@@ -295,6 +296,27 @@ FINDINGS: list[Finding] = [
         f"{S003} section 6.2, Figure 7a, Table 2",
         "with a memory limit, throughput >= 20% below the unlimited run",
         memory_limit_hurts,
+    ),
+    F(
+        "memory-limit-hurts-most",
+        "Of the single-resource limits, memory (MEM) has the most significant impact on throughput.",
+        f"{S003} section 6.2, Figure 7a, Table 2",
+        "at one container count, the MEM preset's change against no limit is below CPU's and BW's",
+        limit_hurts_most,
+    ),
+    F(
+        "p99-grows-past-peak",
+        "Past the peak container count, tail latency keeps growing while throughput falls.",
+        f"{S003} section 6.1, Figure 6b",
+        "p99 at the largest count above p99 at the peak count",
+        p99_grows_past_peak,
+    ),
+    F(
+        "replication-cost",
+        "A higher replication factor costs latency: each request waits for more replicas.",
+        f"{S001} section 4, Figures 4-6",
+        "mean latency at the highest replication factor above the lowest, all else equal",
+        replication_cost,
     ),
     F(
         "bandwidth-limit-harmless",

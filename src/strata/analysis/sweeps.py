@@ -19,9 +19,16 @@ SWEEP_DIMS = {
     "numjobs": ("load", "numjobs"),
     "iodepth": ("load", "iodepth"),
     "containers": ("load", "containers"),
+    "target": ("workload", "target"),  # an offered rate (ycsb's `target`)
 }
-MIN_POINTS = {"bs": 3, "numjobs": 3, "iodepth": 3, "containers": 2}
-DIM_LABEL = {"bs": "block size (KiB)", "numjobs": "jobs", "iodepth": "I/O depth", "containers": "containers"}
+MIN_POINTS = {"bs": 3, "numjobs": 3, "iodepth": 3, "containers": 2, "target": 2}
+DIM_LABEL = {
+    "bs": "block size (KiB)",
+    "numjobs": "jobs",
+    "iodepth": "I/O depth",
+    "containers": "containers",
+    "target": "offered rate (ops/s)",
+}
 
 
 @dataclass
@@ -84,8 +91,11 @@ def find(cells: list[Cell], dims=tuple(SWEEP_DIMS)) -> list[Sweep]:
         for c in cells:
             if not (c.values or c.apart_values):
                 continue
+            x = c.trial[section].get(key)
+            if x is None:  # not swept in this cell (a flat-out run has no offered rate)
+                continue
             line_key, fig_key = _without(c, dim)
-            figures.setdefault(fig_key, {}).setdefault(line_key, []).append((c.trial[section].get(key), c))
+            figures.setdefault(fig_key, {}).setdefault(line_key, []).append((x, c))
         for fig_key in sorted(figures, key=repr):
             lines = []
             for line_key in sorted(figures[fig_key], key=repr):

@@ -86,5 +86,6 @@ class DiskstatsCollector:
                     "read_bytes": d["read_sectors"] * 512,
                     "write_bytes": d["write_sectors"] * 512,
                     "util_percent": min(100.0, 100.0 * d["io_ms"] / (1000 * span)),
+                    "span_s": round(span, 3),
                 }
         return out

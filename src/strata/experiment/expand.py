@@ -44,7 +44,7 @@ class Trial:
             "runtime": self.runtime.model_dump(),
             "path": self.path,
             "workload": self.workload.model_dump(),
-            "load": self.load.model_dump(),
+            "load": load_dump(self.load),
             "repetition": self.repetition,
         }
         if self.placement is not None:  # absent otherwise: the ids of trials run here never change
@@ -78,6 +78,20 @@ class Trial:
         return f"{self.stack} {self.workload.name} {self.load.name}{where} #{self.repetition}"
 
 
+def load_dump(load: Load) -> dict:
+    """The load as stored and hashed; a fixed count leaves out the keys of `containers: auto`, and limits
+    without a preset the preset's keys, so the ids (and stored results) of every load without them stay
+    what they were before they existed."""
+    d = load.model_dump()
+    if load.limits.preset is None:
+        d["limits"].pop("preset", None)
+        d["limits"].pop("share", None)
+    if load.scale == "fixed":
+        d.pop("scale", None)
+        d.pop("max_containers", None)
+    return d
+
+
 @dataclass(frozen=True)
 class Skipped:
     label: str
@@ -94,7 +108,7 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
     plugin = RUNTIMES[rt.type]
     if path not in plugin.paths:
         return f"the {rt.name} runtime has no {path} path (it provides: {', '.join(plugin.paths)})"
-    if load.containers > 1 and not plugin.concurrent:
+    if (load.containers > 1 or load.scale == "auto") and not plugin.concurrent:
         return f"concurrent instances need a runtime that runs several (the {rt.name} runtime runs one)"
     if not load.limits.is_empty() and not plugin.limits:
         return f"limits need a runtime that applies them (the {rt.name} runtime does not)"
@@ -105,7 +119,10 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
             f"the {wl_type} workload needs a directory, and the {path} path of {rt.name} gives a block device: "
             "use a path on a file system (bind, volume, layer; a VM's disk with guest_filesystem)"
         )
-    return plugin.impossible(rt, fs)
+    reason = plugin.impossible(rt, fs)
+    if reason is None and wl_type in WORKLOADS:
+        reason = WORKLOADS[wl_type].impossible(workload, plugin)
+    return reason
 
 
 def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], list[Skipped]]:

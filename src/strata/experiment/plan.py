@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strata import presets
 from strata.errors import SpecErrors
 from strata.experiment.expand import Skipped, Trial, expand
 from strata.stack.devices import REGISTRY as DEVICES
@@ -54,7 +55,12 @@ class Plan:
 def resolve(exp, workloads, host: dict) -> Plan:
     trials, skipped = expand(exp, workloads)
     plan = Plan(trials, skipped)
-    errors = _device_errors(exp, plan) + _fit_errors(exp, trials) + _workload_errors(workloads)
+    errors = (
+        _device_errors(exp, plan)
+        + _fit_errors(exp, trials)
+        + _workload_errors(workloads)
+        + _load_errors(exp, trials, host)
+    )
     if errors:
         raise SpecErrors(errors, "plan")
     cache: dict[tuple, str | None] = {}
@@ -135,6 +141,24 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
                     f"make device {t.device.name} larger or the workload's `size` smaller",
                 )
             )
+    return errors
+
+
+def _load_errors(exp, trials: list[Trial], host: dict) -> list[tuple[str, str, str]]:
+    """Each workload's check of the loads it runs under (a memory limit below what a database node needs),
+    with a limit preset's cores and memory as this host gives them (its bandwidth is measured later)."""
+    errors, seen = [], set()
+    for t in trials:
+        load = presets.on_host(t.load, host)
+        for key, problem, fix in WORKLOADS[t.workload.type].problems(t.workload, load):
+            if load is not t.load and key.startswith("limits."):
+                problem += f" (preset {t.load.limits.preset}: 1/{t.load.limits.share} of this host)"
+                fix += f", or a smaller `share` than {t.load.limits.share}"
+
+            where = f"loads[{exp.loads.index(t.load)}].{key}" if t.load in exp.loads else f"loads ({t.load.name}).{key}"
+            if (where, problem) not in seen:
+                seen.add((where, problem))
+                errors.append((where, f"{problem} (workload {t.workload.name})", fix))
     return errors
 
 

@@ -298,6 +298,27 @@ def _scaling(fig) -> MplFigure:
     return mpl
 
 
+def _detail(fig) -> MplFigure:
+    """Four panels against the swept quantity: p99 and mean latency, host CPU, device bandwidth."""
+    mpl = MplFigure(figsize=(10, 6.4))
+    axes = mpl.subplots(2, 2).flatten()
+    for ax, (key, label) in zip(axes, fig.data["panels"]):
+        for i, ln in enumerate(fig.data["lines"]):
+            pts = [(x, d[key]) for x, d in ln["points"] if d.get(key) is not None and finite(d[key])]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", markersize=3.5, color=PALETTE[i % len(PALETTE)], label=ln["label"])
+        ax.set_xlabel(fig.data["xlabel"])
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.xaxis.get_major_locator().set_params(integer=True)  # counts and rates are whole numbers
+    handles, labels = max((ax.get_legend_handles_labels() for ax in axes), key=lambda hl: len(hl[0]))
+    if handles:
+        axes[1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _layout(mpl, 0, _maxlen(ln["label"] for ln in fig.data["lines"]))
+    mpl.subplots_adjust(hspace=0.45)
+    return mpl
+
+
 def _series(fig) -> MplFigure:
     series = fig.data["series"]
     mpl = MplFigure(figsize=(7.5, 1.5 * len(series) + 0.8))
@@ -358,6 +379,7 @@ DRAW = {
     "latency": _latency,
     "sweep": _sweep,
     "scaling": _scaling,
+    "detail": _detail,
     "series": _series,
     "compare": _compare,
 }

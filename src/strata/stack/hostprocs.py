@@ -19,6 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from strata.collectors.cgroup import oom_kills
 from strata.errors import TrialFailure
 from strata.instances import InstanceOutput, InstanceRequest, Watch
 from strata.stack.journal import undo_action
@@ -187,6 +188,24 @@ class HostProcesses:
             err = (r.out_dir / "stderr").read_text(errors="replace")[-8000:]
             outs.append(InstanceOutput(i, r.out_dir, self.procs[i].returncode, err, self.starts[i], ends[i]))
         return outs
+
+    def check(self, watch: Watch | None = None) -> None:
+        """instances.Running.check: an ended process (before it was asked to stop) or a dead layer."""
+        failure = watch() if watch else None
+        if failure:
+            raise TrialFailure(*failure)
+        for i, p in self.procs.items():
+            if p.poll() is not None:
+                r = self.requests[i]
+                f = r.out_dir / "stderr"
+                err = f.read_text(errors="replace")[-4000:] if f.exists() else ""
+                oom = any(oom_kills(cg) for cg in self.cgroups[i : i + 1] if cg)
+                raise TrialFailure(
+                    "oom" if oom else "instance_died",
+                    f"instance {i} ended with code {p.returncode} while it should have run"
+                    + (" (the OOM killer struck in its cgroup)" if oom else ""),
+                    err,
+                )
 
     def stop(self) -> None:
         for seq, paths in self.groups:

@@ -67,6 +67,9 @@ class Workload(Protocol):
     def direct_io(self, params: Strict) -> bool: ...
     def estimate_s(self, params: Strict) -> float: ...
     def data_bytes(self, params: Strict, load: Load) -> int: ...  # what one instance puts on the path
+    def instances(self, params: Strict, load: Load) -> int: ...  # instances per trial (a cluster's nodes count)
+    def impossible(self, params: Strict, runtime: Any) -> str | None: ...  # a runtime it cannot run on, and why
+    def problems(self, params: Strict, load: Load) -> list[tuple[str, str, str]]: ...  # (key, problem, fix) of a load
     def network(self, params: Strict) -> str: ...  # "none", or "host" to reach servers on 127.0.0.0/8
     def image(self, params: Strict) -> ImageSpec: ...  # what a container or guest image must hold
     def stage(self, params: Strict, out_dir: Path) -> None: ...  # files an instance needs before it starts
@@ -107,6 +110,19 @@ class ToolWorkload:
 
     def data_bytes(self, params: Strict, load: Load) -> int:
         return 0
+
+    def instances(self, params: Strict, load: Load) -> int:
+        """One instance per container (`load.containers`); a server workload may run more (a cluster's nodes)."""
+        return load.containers
+
+    def impossible(self, params: Strict, runtime: Any) -> str | None:
+        """Why this workload cannot run on `runtime` (the plugin: its `kind`, `name`), whatever the host."""
+        return None
+
+    def problems(self, params: Strict, load: Load) -> list[tuple[str, str, str]]:
+        """Errors of this workload under `load` (a memory limit too small for it): (key under the load,
+        problem, fix), reported with the spec's other errors before anything is built."""
+        return []
 
     def network(self, params: Strict) -> str:
         return "none"

@@ -309,6 +309,15 @@ class VmRunning:
             time.sleep(0.1)
         return [self._output(vm) for vm in self.vms]
 
+    def check(self, watch: Watch | None = None) -> None:
+        """instances.Running.check: a VM that ended, or a dead layer."""
+        failure = watch() if watch else None
+        if failure:
+            raise TrialFailure(*failure)
+        for vm in self.vms:
+            if vm.ended():
+                raise self._died(vm)
+
     def _died(self, vm: Vm) -> TrialFailure:
         code = vm.qemu.popen.returncode
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"

@@ -1,2 +1,4 @@
-"""The ycsb workload's parts (issue 8): Apache Cassandra 5.0 nodes driven by the YCSB 0.17.0
-client. Not in the workload registry yet; see docs/ycsb-mechanics.md."""
+"""The ycsb workload (issue 8): Apache Cassandra 5.0 nodes driven by the YCSB 0.17.0 client.
+
+plugin.py is the workload plugin (registered as `ycsb`); server.py its measured phase; the rest
+are its mechanics (docs/ycsb-mechanics.md)."""

@@ -51,6 +51,11 @@ def _undo_volume(data: dict) -> None:
         raise CommandError(["docker", "volume", "rm", data["name"]], r.returncode, r.stderr)
 
 
+def _final(out_dir: Path) -> dict:
+    f = out_dir / "cgroup-final.txt"
+    return final_counters(f.read_text()) if f.exists() else {}
+
+
 def read_time(path: Path) -> float | None:
     try:
         return float(path.read_text().strip())
@@ -126,6 +131,28 @@ class DockerRunning:
         if oom:
             raise self._oom(oom, outputs[oom[0]].stderr)
         return outputs
+
+    def check(self, watch: Watch | None = None) -> None:
+        """instances.Running.check: a container that ended (OOM-killed: `oom`), the daemon, the layers."""
+        problem = self._problem(watch)
+        if problem:
+            raise problem
+        gone = self._exited([c.name for c in self.containers if not c.removed])
+        for c in self.containers:
+            if c.name in gone:
+                state = json.loads(
+                    self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=False).stdout or "{}"
+                )
+                counters = _final(c.request.out_dir)
+                err = tail(c.request.out_dir / "stderr")
+                if state.get("OOMKilled") or counters.get("oom_kills", 0) > 0:
+                    raise self._oom([c.request.index], err)
+                raise TrialFailure(
+                    "instance_died",
+                    f"instance {c.request.index} (container {c.name}) ended with code {gone[c.name]} "
+                    "while it should have run",
+                    err,
+                )
 
     def _oom(self, indexes: list[int], stderr: str = "") -> TrialFailure:
         return TrialFailure(

@@ -1,0 +1,91 @@
+"""Checks of the studies' claims on a database in containers: the limit that hurts most (003 section 6.2,
+Figure 7a: MEM), p99 latency past the peak container count (003 section 6.1, Figure 6b), and the cost
+of replication (001 section 4, RF 1 to 3). Decided by 95% intervals (analysis/verdict.py), like every
+finding; for the registry in analysis/findings.py. They read only what every result has (the headline,
+latencies, the load's limits, the workload's parameters), so they apply to any workload that sweeps them.
+"""
+
+from __future__ import annotations
+
+from strata.analysis.checks_containers import _limits, _same_but_limits, _scaling
+from strata.analysis.query import fmt
+from strata.analysis.stats import change, ratio
+from strata.analysis.verdict import Decision, ratio_decision, verdict
+
+
+def _preset(c) -> str | None:
+    return (c.load.get("limits") or {}).get("preset")
+
+
+def limit_hurts_most(ctx, worst: str = "MEM", others: tuple = ("CPU", "BW")):
+    """Among the single-resource presets at one container count, `worst` cuts throughput the most."""
+    free = {_same_but_limits(c): c for c in ctx.cells if c.values and not _limits(c)}
+    groups: dict = {}
+    for c in ctx.cells:
+        if c.values and _preset(c) in (worst, *others):
+            base = free.get(_same_but_limits(c))
+            if base is not None:
+                groups.setdefault(_same_but_limits(c), {})[_preset(c)] = (c, change(base.summary, c.summary))
+    out = []
+    for presets in groups.values():
+        if worst not in presets or len(presets) < 2:
+            continue
+        cw, chw = presets[worst]
+        for name, (_, ch) in presets.items():
+            if name == worst:
+                continue
+            text = f"{cw.name}: {worst} {chw.text()} vs {name} {ch.text()} against no limit"
+            if chw.rel_high is None or ch.rel_low is None:
+                out.append(Decision(None, text, "needs 2 or more repetitions of each (3 recommended)"))
+            elif chw.rel_high < ch.rel_low:
+                out.append(Decision(True, text))
+            elif ch.rel_high < chw.rel_low:
+                out.append(Decision(False, text))
+            else:
+                out.append(Decision(None, text, "the intervals overlap: needs more repetitions"))
+    return verdict(out)
+
+
+def p99_grows_past_peak(ctx):
+    """p99 latency at the largest count is above p99 at the peak count (the peak inside the range)."""
+    out = []
+    for ln in _scaling(ctx, 3):
+        (xp, peak), (xl, last) = max(ln.measured, key=lambda p: p[1].summary.mean), ln.measured[-1]
+        if peak is last:
+            continue
+        r = ratio(last.latency("lat", "p99"), peak.latency("lat", "p99"))
+        if r.value != r.value:
+            continue
+        text = f"{ln.stack} {last.labels['workload']}: p99 x{r.value:.2f} from the peak ({xp}) to {xl} containers"
+        out.append(ratio_decision(r, min(last.reps, peak.reps), text, lo=1.0))
+    return verdict(out)
+
+
+def _without_rf(c) -> tuple:
+    wl = {k: v for k, v in c.workload.items() if k not in ("name", "cluster")}
+    cluster = {k: v for k, v in (c.workload.get("cluster") or {}).items() if k != "replication_factor"}
+    return (c.stack, c.load_key, repr(sorted(wl.items())), repr(sorted(cluster.items())))
+
+
+def replication_cost(ctx):
+    """A higher replication factor raises the mean latency (more replicas answer each request)."""
+    groups: dict = {}
+    for c in ctx.cells:
+        rf = (c.workload.get("cluster") or {}).get("replication_factor")
+        if c.values and rf:
+            groups.setdefault(_without_rf(c), {})[rf] = c
+    out = []
+    for by_rf in groups.values():
+        if len(by_rf) < 2:
+            continue
+        lo_rf, hi_rf = min(by_rf), max(by_rf)
+        a, b = by_rf[lo_rf], by_rf[hi_rf]
+        r = ratio(b.latency("lat", "mean"), a.latency("lat", "mean"))
+        if r.value != r.value:
+            continue
+        text = (
+            f"{a.stack} {a.labels['workload']}: mean latency x{r.value:.2f} from RF {lo_rf} to RF {hi_rf} "
+            f"(throughput {fmt(a.summary.mean, a.unit)} -> {fmt(b.summary.mean, b.unit)})"
+        )
+        out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=1.0))
+    return verdict(out)

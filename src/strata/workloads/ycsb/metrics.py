@@ -1,0 +1,123 @@
+"""The metrics of one ycsb trial, from the clients' own output (parse.py, hdr.py).
+
+- `primary`: the aggregate ops/s of the measured run over the seconds in which every client ran
+  (the sum of their per-second series), with that series (`ycsb_ops`) for the steady check.
+- `databases`: each database's ops/s (its clients together): the per-instance throughput.
+- `latency`: per operation type, mean, p50, p95, p99, p99.9 (us) from the HdrHistogram logs of
+  every client merged, never averaged percentiles; `read`/`write` carry the same in the shape
+  every workload's results have (`iops`, `lat_ns`), so the analysis's latency findings apply.
+- `clients`: each phase's client wall and CPU time (the client runs outside the stack under test).
+- `cache`: the page cache at the end of the run against the data set (Cassandra does buffered I/O).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from strata.errors import TrialFailure
+from strata.instances import InstanceOutput
+from strata.workloads.base import Parsed, headline
+from strata.workloads.ycsb import hdr
+from strata.workloads.ycsb import parse as yp
+from strata.workloads.ycsb.params import YcsbParams
+from strata.workloads.ycsb.plugin import RECORD_BYTES
+from strata.workloads.ycsb.server import CLIENTS_DIR
+
+SERIES = "ycsb_ops"
+READS = ("READ", "SCAN")
+WRITES = ("UPDATE", "INSERT", "READ-MODIFY-WRITE", "DELETE")
+
+
+def client_output(d: Path) -> yp.ClientOutput:
+    def text(name):
+        p = d / name
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    return yp.ClientOutput(text("stdout.txt"), text("stderr.txt"), d / "hdr")
+
+
+def parse_trial(params: YcsbParams, art: Path) -> Parsed:
+    record = json.loads((art / CLIENTS_DIR / "clients.json").read_text())
+    run = record["phases"]["run"]
+    dirs = [art / c for c in run["clients"]]
+    outs = [client_output(d) for d in dirs]
+    agg = yp.aggregate(outs)
+    if not agg["series_ops_s"] and not agg["throughput_ops_s"]:
+        raise TrialFailure("parse", "the YCSB clients reported no operations", outs[0].stderr[-4000:] if outs else "")
+    value = agg["window_ops_s"] if agg["window_ops_s"] is not None else agg["throughput_ops_s"]
+    per_db = _per_database(dirs, outs)
+    unexpected = sum(codes.get("UNEXPECTED_STATE", 0) for codes in agg["returns"].values())
+    if params.data_integrity and unexpected:
+        raise TrialFailure("tool_error", f"YCSB's data-integrity check failed on {unexpected} reads", "")
+    metrics = {
+        "kind": "ycsb",
+        "primary": headline(value, "ops/s", "throughput_ops_s", SERIES, series_unit="ops/s"),
+        "throughput_ops_s": value,
+        "overall_ops_s": agg["throughput_ops_s"],
+        "databases": per_db,
+        "instances": [{"throughput_ops_s": v} for v in per_db],
+        "operations": agg["operations"],
+        "returns": agg["returns"],
+        "errors": agg["errors"],
+        "latency": agg["latency"],
+        "start_skew_s": agg["start_skew_s"],
+        "read": _direction(agg, dirs, READS, run["wall_s"]),
+        "write": _direction(agg, dirs, WRITES, run["wall_s"]),
+        "clients": {k: v for k, v in record["phases"].items()},
+        "node_ready_s": record.get("node_ready_s"),
+        "cache": _cache(params, record),
+    }
+    series = [[i, v] for i, v in enumerate(agg["series_ops_s"])]
+    return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs))
+
+
+def _per_database(dirs: list[Path], outs: list[yp.ClientOutput]) -> list[float | None]:
+    by_db: dict[str, list[yp.ClientOutput]] = {}
+    for d, o in zip(dirs, outs):
+        by_db.setdefault(d.name.split("-")[0], []).append(o)
+    res = []
+    for key in sorted(by_db, key=lambda k: int(k[2:]) if k[2:].isdigit() else 0):
+        a = yp.aggregate(by_db[key])
+        res.append(a["window_ops_s"] if a["window_ops_s"] is not None else a["throughput_ops_s"])
+    return res
+
+
+def _direction(agg: dict, dirs: list[Path], ops: tuple[str, ...], wall_s: float) -> dict:
+    """ops/s and merged latency (ns) of the reads or the writes, in the shape fio's results have."""
+    n = sum(agg["operations"].get(op, 0) for op in ops)
+    hists = [h for op, h in yp.merged_histograms([d / "hdr" for d in dirs]).items() if op in ops]
+    lat = yp.latency(hdr.merge(hists))
+    total_ops = sum(n for op, n in agg["operations"].items() if op != "VERIFY") or 1
+    iops = (agg["throughput_ops_s"] or 0) * n / total_ops
+    ns = {k.removesuffix("_us"): (v * 1000 if v is not None else None) for k, v in lat.items() if k != "n"}
+    return {"iops": iops, "ops": n, "lat_ns": {"n": lat["n"], **ns}}
+
+
+def _windows(outs: list[yp.ClientOutput]) -> list[tuple[float, float] | None]:
+    wins = []
+    for o in outs:
+        pts = yp.measured_points(yp.parse_status(o.stderr))
+        wins.append((pts[0].time_s - 1.0, pts[-1].time_s) if pts else None)
+    return wins
+
+
+def _cache(params: YcsbParams, record: dict) -> dict:
+    data = params.records * RECORD_BYTES * params.cluster.replication_factor * record.get("databases", 1)
+    cached = record.get("page_cache_bytes")
+    return {
+        "data_set_bytes": data,
+        "page_cache_bytes": cached,
+        "page_cache_over_data_set": round(cached / data, 3) if cached and data else None,
+        "note": "Cassandra does buffered I/O: the page cache is part of what is measured",
+    }
+
+
+def parse(params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
+    if not outputs:
+        raise TrialFailure("parse", "no Cassandra node instance left output", "")
+    bad = [o for o in outputs if o.returncode != 0]
+    if bad:
+        o = bad[0]
+        raise TrialFailure("instance_died", f"node {o.index} exited {o.returncode} while stopping", o.stderr)
+    return parse_trial(params, outputs[0].out_dir.parent)

@@ -1,0 +1,131 @@
+"""The `ycsb` workload's spec: a database (Cassandra) driven by YCSB, and its cluster shape.
+
+`ycsb: {db: cassandra, workload: a, records: 10000, runtime: 60, threads: 16, warmup: 30,
+target: 2000, clusters: 1, cluster: {nodes: 3, replication_factor: 2, consistency: QUORUM}}`.
+Every number is bounded; a list of `target`s (or of any other key) is a sweep (experiment/load.py).
+`workload` is a YCSB standard workload letter (a-f) or `file:PATH`, a properties file run as it is.
+`profile` (mixed, read, write) sets the operation mix of study 001 over the workload's.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from strata.params import Strict
+from strata.units import parse_duration
+
+CONSISTENCY = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE", "EACH_QUORUM")
+LETTERS = "abcdef"
+# study 001's load profiles: mixed is 3 reads to 1 write
+PROFILES = {
+    "mixed": {"readproportion": "0.75", "updateproportion": "0.25"},
+    "read": {"readproportion": "1", "updateproportion": "0"},
+    "write": {"readproportion": "0", "updateproportion": "1"},
+}
+MAX_NODES = 16
+
+
+def _seconds(v):
+    return None if v is None or (isinstance(v, str) and v.strip().lower() == "none") else int(parse_duration(v))
+
+
+class ClusterParams(Strict):
+    """One database: a Cassandra cluster of `nodes` on one host (addresses 127.0.{c+1}.{i+1})."""
+
+    nodes: int = Field(default=1, ge=1, le=MAX_NODES, description="Cassandra nodes of each cluster")
+    replication_factor: int = Field(default=1, ge=1, le=MAX_NODES, description="copies of each row (SimpleStrategy)")
+    consistency: Literal["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE", "EACH_QUORUM"] = (
+        Field(default="QUORUM", description="read and write consistency level of the client")
+    )
+
+    @model_validator(mode="after")
+    def _rf(self):
+        if self.replication_factor > self.nodes:
+            raise ValueError(
+                f"replication_factor {self.replication_factor} is above the node count {self.nodes}: "
+                f"set replication_factor to at most {self.nodes}, or nodes to at least {self.replication_factor}"
+            )
+        return self
+
+
+class YcsbParams(Strict):
+    """A database on the path under test, driven by the YCSB client on the host."""
+
+    type: Literal["ycsb"] = "ycsb"
+    name: str = Field(default="", description="default: ycsb-<workload>[-<profile>][-t<target>][-<clusters>x<nodes>]")
+    db: Literal["cassandra"] = Field(default="cassandra", description="the database (Apache Cassandra 5.0)")
+    workload: str = Field(default="a", description="a YCSB standard workload a-f, or file:PATH (a properties file)")
+    profile: Literal["mixed", "read", "write"] | None = Field(
+        default=None,
+        description="study 001's operation mix over the workload's: mixed (3 reads : 1 write), read, write",
+    )
+    records: int = Field(default=10000, ge=1, le=1_000_000_000, description="rows inserted by the load phase")
+    operations: int | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="operations of the measured run (or `runtime`)"
+    )
+    runtime: int | None = Field(
+        default=None, ge=1, le=86400, description="seconds of the measured run (default 60 without `operations`)"
+    )
+    threads: int = Field(default=16, ge=1, le=1024, description="client threads per database")
+    clients: int = Field(default=1, ge=1, le=16, description="YCSB client processes per database")
+    warmup: int = Field(default=30, ge=0, le=86400, description="seconds of unmeasured operations before the run")
+    target: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="offered ops/s of each database (a list is a sweep); none: flat out",
+    )
+    clusters: int = Field(default=1, ge=1, le=64, description="databases per container count, run at once")
+    cluster: ClusterParams = Field(default_factory=ClusterParams, description="the shape of each database")
+    data_integrity: bool = Field(default=False, description="YCSB's dataintegrity check on every read")
+    start_timeout: int = Field(default=300, ge=10, le=3600, description="seconds a node may take to come up")
+    properties: dict[str, str] = Field(default_factory=dict, description="more YCSB -p NAME=VALUE settings")
+    file: str | None = Field(default=None, description="(set from `workload: file:PATH`)")
+
+    _times = field_validator("runtime", "warmup", mode="before")(lambda v: _seconds(v))
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _none(cls, v):
+        return None if isinstance(v, str) and v.strip().lower() == "none" else v
+
+    @field_validator("workload")
+    @classmethod
+    def _letter(cls, v: str):
+        if v.startswith("file:"):
+            return v
+        if len(v) != 1 or v.lower() not in LETTERS:
+            raise ValueError(f"unknown YCSB workload {v!r}: use a letter a-f or file:PATH of a properties file")
+        return v.lower()
+
+    @field_validator("properties")
+    @classmethod
+    def _props(cls, v: dict):
+        if len(v) > 100:
+            raise ValueError("at most 100 properties")
+        return v
+
+    @model_validator(mode="after")
+    def _defaults(self):
+        if self.operations is not None and self.runtime is not None:
+            raise ValueError("give `operations` or `runtime`, not both")
+        if self.operations is None and self.runtime is None:
+            object.__setattr__(self, "runtime", 60)
+        if self.workload.startswith("file:") and not self.file:
+            raise ValueError("`workload: file:PATH` names a properties file that was not found")
+        if not self.name:
+            wl = self.workload if not self.file else "file-" + self.file.rsplit("/", 1)[-1]
+            name = f"ycsb-{wl}" + (f"-{self.profile}" if self.profile else "")
+            name += f"-t{self.target}" if self.target else ""
+            c = self.cluster
+            if self.clusters > 1 or c.nodes > 1:
+                name += f"-{self.clusters}x{c.nodes}n-rf{c.replication_factor}"
+            object.__setattr__(self, "name", name)
+        return self
+
+    @property
+    def nodes(self) -> int:
+        """Nodes of one container count: every cluster's."""
+        return self.clusters * self.cluster.nodes

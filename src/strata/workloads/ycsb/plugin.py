@@ -1,0 +1,134 @@
+"""The `ycsb` workload plugin: Cassandra nodes as the instances, the YCSB client on the host.
+
+A server workload: each instance is one Cassandra node, run by the runtime under test like any
+instance (natively on the mount point; in a container with its data on the layer, a volume or
+a bind mount; `--network host`), so limits, collectors, journal and cleanup are the runtime's.
+`measure` (server.py) starts the nodes, loads them, warms them up and measures the YCSB clients,
+which run on the host outside the stack under test with their CPU time recorded. Instances are
+laid out database by database: database d (of `containers x clusters`) is instances
+d*nodes .. d*nodes+nodes-1, node i at 127.0.{d+1}.{i+1}.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from strata.instances import ImageSpec, InstanceOutput, Target
+from strata.params import Load
+from strata.workloads.base import MeasureContext, Parsed, ToolWorkload
+from strata.workloads.ycsb import cassandra, jars
+from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
+from strata.workloads.ycsb.params import YcsbParams
+from strata.workloads.ycsb.script import node_script, start_file
+
+RECORD_BYTES = 1100  # YCSB's default row: 10 fields of 100 bytes, and the key
+NODE_OVERHEAD_BYTES = 256 << 20  # commit log segments, system keyspaces
+VM_REASON = (
+    "a Cassandra node in a VM is not supported: the guest image has no Java runtime, and QEMU runs "
+    "under TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
+)
+
+
+def databases(params: YcsbParams, load: Load) -> int:
+    return load.containers * params.clusters
+
+
+def node_config(params: YcsbParams, load: Load, instance: int, data_dir: str, conf_dir: str, lib_dir: str):
+    """The NodeConfig of instance `instance` (database instance // nodes, node instance % nodes)."""
+    nodes = params.cluster.nodes
+    d, i = divmod(instance, nodes)
+    cfgs = cassandra.cluster_configs(
+        d,
+        nodes,
+        data_dir=lambda _: data_dir,
+        conf_dir=lambda _: conf_dir,
+        lib_dir=lib_dir,
+        memory_limit_bytes=load.limits.memory,
+    )
+    return cfgs[i]
+
+
+class Ycsb(ToolWorkload):
+    name = "ycsb"
+    params = YcsbParams
+    targets = ("dir",)  # a node's data directory
+
+    def parse_params(self, raw: dict, base_dir: Path) -> YcsbParams:
+        raw = dict(raw)
+        wl = raw.get("workload")
+        if isinstance(wl, str) and wl.startswith("file:"):
+            p = Path(wl[len("file:") :])
+            p = p if p.is_absolute() else base_dir / p
+            if not p.is_file():
+                raise ValueError(f"no YCSB workload properties file at {p} (workload: {wl})")
+            raw["file"] = str(p.resolve())
+        return YcsbParams.model_validate(raw)
+
+    def available(self, host: dict, params: YcsbParams | None = None) -> str | None:
+        for tool, pkg in (("java", "openjdk-17-jre-headless"),):
+            if not shutil.which(tool):
+                return f"{tool} is not installed (apt-get install {pkg}): the YCSB client runs on the host"
+        if not jars.cassandra_home().joinpath(jars.MANIFEST).exists() and not shutil.which("mvn"):
+            return "the Cassandra jars are not cached and Maven is not installed (apt-get install maven)"
+        return None
+
+    def versions(self) -> dict[str, str | None]:
+        return {"cassandra": jars.CASSANDRA_VERSION, "ycsb": jars.YCSB_VERSION}
+
+    def impossible(self, params: YcsbParams, runtime) -> str | None:
+        return VM_REASON if getattr(runtime, "kind", "") == "vm" else None
+
+    def problems(self, params: YcsbParams, load: Load) -> list[tuple[str, str, str]]:
+        mem = load.limits.memory
+        if mem is not None and mem < cassandra.MIN_MEMORY_BYTES:
+            return [
+                (
+                    "limits.memory",
+                    f"a Cassandra node needs a memory limit of at least {cassandra.MIN_MEMORY_BYTES >> 20} MiB, "
+                    f"not {mem >> 20} MiB",
+                    f"raise limits.memory to at least {cassandra.MIN_MEMORY_BYTES >> 20} MiB",
+                )
+            ]
+        return []
+
+    def instances(self, params: YcsbParams, load: Load) -> int:
+        return databases(params, load) * params.cluster.nodes
+
+    def estimate_s(self, params: YcsbParams) -> float:
+        start = 30 * params.cluster.nodes
+        load_s = params.records / 2000
+        run = params.runtime or (params.operations or 0) / 2000
+        return start + load_s + params.warmup + run + 20
+
+    def data_bytes(self, params: YcsbParams, load: Load) -> int:
+        """One database's rows (with its replicas) and its nodes' overhead."""
+        rows = params.records * RECORD_BYTES * params.cluster.replication_factor
+        return params.clusters * (rows + params.cluster.nodes * NODE_OVERHEAD_BYTES)
+
+    def network(self, params: YcsbParams) -> str:
+        return "host"
+
+    def image(self, params: YcsbParams) -> ImageSpec:
+        return image_spec()
+
+    def command(self, params: YcsbParams, load: Load, target: Target, instance: int) -> list[str]:
+        home = jars.ensure_cassandra()
+        lib = str(home / "lib") if target.host_tools else LIB_IN_IMAGE
+        cfg = node_config(params, load, instance, f"{target.path}/node-{instance}", f"{target.out_dir}/conf", lib)
+        turn = start_file(instance) if cfg.index > 0 else None
+        sync = target.sync_dir or f"{target.out_dir}/../sync"
+        return ["sh", "-c", node_script(cfg, jars.jar_names(home), target.out_dir, sync, turn), "strata-node"]
+
+    def measure(self, params: YcsbParams, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
+        from strata.workloads.ycsb.server import measure
+
+        return measure(params, load, ctx)
+
+    def parse(self, params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
+        from strata.workloads.ycsb.metrics import parse
+
+        return parse(params, outputs)
+
+
+YCSB = Ycsb()

@@ -1,0 +1,59 @@
+"""The command a Cassandra node instance runs: a small shell script around the JVM.
+
+The runtime runs it like any instance (natively, in a container), so the node gets the path under
+test, the limits, the collectors and the journal of every other instance. The script
+
+- writes the node's cassandra.yaml and logback.xml into its out dir (outside the stack under test),
+- waits for its turn when it joins a cluster (`<sync>/start-<k>`: nodes join one after another),
+- runs the JVM with its log in `<out>/node.log`,
+- stops the JVM (SIGTERM, then SIGKILL after 30 s) once the workload writes `<sync>/stop`, and then
+  exits 0: a node that ends before that exits non-zero with its log's tail on stderr, and the
+  workload's `Running.check` ends the trial as `instance_died` (or `oom`).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from strata.workloads.ycsb import cassandra
+from strata.workloads.ycsb.cassandra import NodeConfig
+
+STOP_FILE = "stop"
+LOG_NAME = "node.log"
+EOF_MARK = "STRATA_EOF"
+KILL_AFTER_S = 30
+
+
+def start_file(instance: int) -> str:
+    return f"start-{instance}"
+
+
+def node_script(cfg: NodeConfig, jar_names: list[str], out_dir: str, sync_dir: str, turn: str | None) -> str:
+    """The script (for `sh -c`); `cfg.conf_dir` must be `<out_dir>/conf`."""
+    files = cassandra.node_files(cfg)
+    for text in files.values():
+        if EOF_MARK in text:
+            raise ValueError(f"a node file contains {EOF_MARK}")
+    q = shlex.quote
+    out, sync = q(out_dir), q(sync_dir)
+    lines = ["set -u", f"mkdir -p {q(cfg.data_dir)} {q(cfg.conf_dir)}"]
+    for name, text in files.items():
+        lines += [f"cat >{q(cfg.conf_dir + '/' + name)} <<'{EOF_MARK}'", text.rstrip("\n"), EOF_MARK]
+    if turn:
+        lines.append(f"while [ ! -e {sync}/{turn} ]; do [ -e {sync}/{STOP_FILE} ] && exit 0; sleep 0.1; done")
+    lines += [
+        f"date +%s.%N >{out}/node.launched",
+        f"{shlex.join(cassandra.node_argv(cfg, jar_names))} >{out}/{LOG_NAME} 2>&1 &",
+        "pid=$!",
+        f"( while [ ! -e {sync}/{STOP_FILE} ]; do sleep 0.2; done; kill -TERM $pid 2>/dev/null;"
+        f" sleep {KILL_AFTER_S}; kill -KILL $pid 2>/dev/null ) &",
+        "watcher=$!",
+        "wait $pid",
+        "rc=$?",
+        "kill $watcher 2>/dev/null",
+        f"[ -e {sync}/{STOP_FILE} ] && exit 0",
+        'echo "the Cassandra node exited with code $rc before it was asked to stop; its log ends:" >&2',
+        f"tail -c 3000 {out}/{LOG_NAME} >&2",
+        "exit $((rc == 0 ? 1 : rc))",
+    ]
+    return "\n".join(lines) + "\n"

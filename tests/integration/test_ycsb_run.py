@@ -1,0 +1,154 @@
+"""The ycsb workload through `strata run`, on the real thing: Cassandra 5.0 nodes natively and in
+containers of a private dockerd, the YCSB 0.17.0 client on the host, data on a file system on a loop
+device made for the test.
+
+- natively: a two-node cluster with replication factor 2 (load, warm-up, measured run with YCSB's
+  data-integrity check), its data on the mount point;
+- in containers: a database container killed in the middle of the measured run ends that trial as
+  `instance_died` with the reason, and the run goes on with the next trial (one node in a
+  container, which passes the data-integrity check);
+- `kill -9` of strata while a node runs in a container, then `strata cleanup`: no JVM, container,
+  mount, loop device or directory of the run is left.
+
+Each node takes ~1.5 GB and 10-70 s to start on the 2-core VM: about 6 minutes in all.
+"""
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+SMALL = {"workload": "a", "records": 2000, "runtime": 8, "warmup": 2, "threads": 4, "data_integrity": True}
+
+
+@pytest.fixture
+def env(tmp_path):
+    workdir = Path(f"/var/tmp/strata-ycsb-it-{uuid.uuid4().hex[:8]}")
+    e = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    yield workdir, e
+    strata("cleanup", "--force", env=e)
+    assert leftovers(workdir) == [] and our_jvms(workdir, tmp_path) == []
+    if workdir.exists():
+        workdir.rmdir()
+
+
+def spec(workdir, **over):
+    s = {
+        "name": "ycsb-it",
+        "workdir": str(workdir),
+        "devices": [{"type": "loop", "size": "3GiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"ycsb": SMALL}],
+    }
+    s.update(over)
+    return s
+
+
+def our_jvms(*marks) -> list[str]:
+    """Cassandra JVMs whose command line or cgroup names one of `marks`: a directory of this test (a
+    native node's conf dir is under the results dir) or a container id of the run."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                cg = (p / "cgroup").read_text()
+            except OSError:
+                continue
+            if "CassandraDaemon" in cmd and any(str(m) in cmd or str(m) in cg for m in marks if m):
+                found.append(f"{p.name}: {cmd[:120]}")
+    return found
+
+
+def assert_measured(r: dict, nodes: int = 1):
+    assert r["status"] == "ok", r["flags"]["failed"]
+    m = r["metrics"]
+    assert m["primary"]["value"] > 0 and m["primary"]["unit"] == "ops/s"
+    assert m["errors"] == 0 and m["returns"]["VERIFY"] == {"OK": m["operations"]["READ"]}, m["returns"]
+    for op in ("READ", "UPDATE"):
+        lat = m["latency"][op]
+        assert lat["n"] > 0 and lat["mean_us"] > 0 and lat["p95_us"] <= lat["p99_us"] <= lat["p99_9_us"]
+    assert len(m["node_ready_s"]) == nodes and all(s > 0 for s in m["node_ready_s"])
+    for phase in ("load", "warmup", "run"):
+        assert m["clients"][phase]["client_cpu_s"][0] > 0, m["clients"]
+    assert r["flags"]["cache"]["expected"] and m["cache"]["page_cache_bytes"] > 0
+    assert r["collectors"]["cgroups"]["0"]["cpu_ns"] > 0  # the node's own CPU, from its cgroup
+
+
+def test_native_two_node_cluster_with_replication_2(tmp_path, env):
+    """Natively on the mount point: two nodes, one after the other, RF 2 written and read at ALL."""
+    workdir, e = env
+    cluster = {**SMALL, "cluster": {"nodes": 2, "replication_factor": 2, "consistency": "ALL"}}
+    s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"ycsb": cluster}]))
+    cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1500)
+    (r,) = results(tmp_path / "out")
+    assert r["labels"]["workload"] == "ycsb-a-1x2n-rf2", cp.stdout + cp.stderr
+    assert_measured(r, nodes=2)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    m = r["metrics"]
+    data = Path(r["stack_facts"]["filesystem"]["mountpoint"])
+    assert f"{data}/strata-data/node-1" in (tmp_path / "out" / r["artifacts"] / "command.json").read_text()
+    print(f"\nnative, 2 nodes RF 2 at ALL: {m['primary']['value']:.0f} ops/s (ready in {m['node_ready_s']} s)")
+
+
+def _containers(state: Path) -> list[dict]:
+    """The journal entries (socket, name, id) of the run's containers still there."""
+    from strata.stack.journal import pending
+
+    return [x["data"] for j in (state / "journal").glob("*.jsonl") for x in pending(j) if x["kind"] == "container"]
+
+
+def test_a_killed_database_container_fails_its_trial_and_the_run_goes_on(tmp_path, env):
+    workdir, e = env
+    long = {**SMALL, "runtime": 60, "data_integrity": False, "name": "long"}
+    s = write_spec(
+        tmp_path / "s.yaml",
+        spec(workdir, runtimes=["docker:overlay2"], paths=["volume"], workloads=[{"ycsb": long}, {"ycsb": SMALL}]),
+    )
+    out, state = tmp_path / "out", Path(e["STRATA_STATE_DIR"])
+    proc = start_strata("run", s, "-o", out, env=e)
+    wait_for(lambda: bool(list(out.glob("trials/*/ycsb/run/db0-c0/stderr.txt"))), 900, "the measured run")
+    time.sleep(5)
+    c = _containers(state)[0]
+    docker = ["docker", "-H", f"unix://{c['socket']}"]
+    subprocess.run([*docker, "kill", c["name"]], check=True, capture_output=True, timeout=60)
+    killed = time.monotonic()
+    text, _ = proc.communicate(timeout=900)
+    rs = {r["labels"]["workload"]: r for r in results(out)}
+    assert set(rs) == {"long", "ycsb-a"}, text
+    failed = rs["long"]["flags"]["failed"]
+    assert rs["long"]["status"] == "failed" and failed["category"] == "instance_died", failed
+    assert "while it should have run" in failed["message"]
+    assert rs["long"]["duration_s"] < 200  # ended when the node died, not at the run's 60 s + deadline
+    assert_measured(rs["ycsb-a"])
+    assert proc.returncode == 1, text
+    after_s = time.monotonic() - killed
+    print(f"\nkilled container: its trial failed as {failed['category']}; the run ended {after_s:.0f} s later")
+
+
+def test_kill_9_then_cleanup_removes_the_node_its_container_and_dirs(tmp_path, env):
+    workdir, e = env
+    s = write_spec(
+        tmp_path / "s.yaml",
+        spec(workdir, runtimes=["docker:overlay2"], paths=["volume"], workloads=[{"ycsb": {**SMALL, "runtime": 120}}]),
+    )
+    out, state = tmp_path / "out", Path(e["STRATA_STATE_DIR"])
+    proc = start_strata("run", s, "-o", out, env=e)
+    ids = lambda: [c.get("id", "") for c in _containers(state)]  # noqa: E731
+    wait_for(lambda: bool(our_jvms(*ids())), 600, "the Cassandra JVM in its container")
+    containers = ids()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert our_jvms(*containers)  # left behind by the killed strata
+    cp = strata("cleanup", env=e, check=0)
+    assert our_jvms(*containers, tmp_path) == [], cp.stdout
+    assert leftovers(workdir) == [] and _containers(state) == [], cp.stdout
