@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -28,6 +29,12 @@ def strata(*args, env=None, timeout=900, check=None) -> subprocess.CompletedProc
     return cp
 
 
+def _interruptible() -> None:
+    # A job started in the background of a non-interactive shell (CI under nohup) inherits SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt: give strata the terminal's default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_strata(*args, env=None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "strata.cli.main", *map(str, args)],
@@ -35,6 +42,7 @@ def start_strata(*args, env=None) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},
+        preexec_fn=_interruptible,
     )
 
 
