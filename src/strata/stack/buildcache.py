@@ -12,14 +12,18 @@ import fcntl
 import os
 import re
 import secrets
+import shutil
 from pathlib import Path
 from typing import Iterator
 
+from strata.errors import StrataError
+from strata.proc import CommandError, sh
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import remove_tree
 
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DEBOOTSTRAP_TIMEOUT_S = 1800
 
 
 def images_dir() -> Path:
@@ -77,3 +81,18 @@ def scratch(journal: Journal, name: str) -> Iterator[Path]:
     finally:
         _undo_build_dir({"path": str(path)})
         journal.release(seq)
+
+
+def debootstrap(root: Path, what: str, include: tuple[str, ...] = ()) -> None:
+    """A Debian `SUITE` minbase into `root` from the host's own mirror; `what` names it in the error."""
+    if not shutil.which("debootstrap"):
+        raise StrataError("debootstrap is not installed", "apt-get install debootstrap")
+    mirror = debian_mirror()
+    extra = [f"--include={','.join(include)}"] if include else []
+    try:
+        sh(["debootstrap", "--variant=minbase", *extra, SUITE, str(root), mirror], timeout=DEBOOTSTRAP_TIMEOUT_S)
+    except CommandError as e:
+        raise StrataError(
+            f"debootstrap of {what} (Debian {SUITE} from {mirror}) failed: {e.stderr[-1500:]}",
+            "check that the Debian mirror in /etc/apt/sources.list is reachable",
+        )

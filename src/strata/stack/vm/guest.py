@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Mapping
 
 from strata.errors import StrataError
-from strata.proc import CommandError, sh
-from strata.stack.buildcache import SUITE, build_lock, debian_mirror, images_dir, scratch
+from strata.proc import sh
+from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
 from strata.stack.journal import Journal
 from strata.stack.runtimes.docker.cmdline import OUT_DIR, SYNC_DIR
 from strata.stack.vm.agent import AGENT_PATH, DATA_DIR, agent_script
@@ -194,20 +194,8 @@ def base_tarball(journal: Journal) -> Path:
     out = images_dir() / f"strata-guest-base-{base_key()}.tar"
     if out.exists():
         return out
-    if not shutil.which("debootstrap"):
-        raise StrataError("debootstrap is not installed", "apt-get install debootstrap")
-    mirror = debian_mirror()
     with scratch(journal, "guest-rootfs") as root:
-        try:
-            sh(
-                ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(root), mirror],
-                timeout=BUILD_TIMEOUT_S,
-            )
-        except CommandError as e:
-            raise StrataError(
-                f"debootstrap of the guest (Debian {SUITE} from {mirror}) failed: {e.stderr[-1500:]}",
-                "check that the Debian mirror in /etc/apt/sources.list is reachable",
-            )
+        debootstrap(root, "the guest", tuple(PACKAGES))
         version = kernel_version(root)
         _prune(root, version)
         _small_initramfs(root, version)

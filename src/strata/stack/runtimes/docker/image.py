@@ -25,7 +25,7 @@ from pathlib import Path
 from strata.errors import StrataError, Unsupported
 from strata.instances import ImageSpec
 from strata.proc import CommandError, sh
-from strata.stack.buildcache import SUITE, build_lock, debian_mirror, images_dir, scratch
+from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
 from strata.stack.journal import Journal, undo_action
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker.daemon import private_daemon
@@ -75,17 +75,8 @@ def base_tarball(journal: Journal) -> Path:
     out = images_dir() / f"strata-base-{SUITE}.tar"
     if out.exists():
         return out
-    if not shutil.which("debootstrap"):
-        raise StrataError("debootstrap is not installed", "apt-get install debootstrap")
-    mirror = debian_mirror()
     with scratch(journal, "rootfs") as root:
-        try:
-            sh(["debootstrap", "--variant=minbase", SUITE, str(root), mirror], timeout=BUILD_TIMEOUT_S)
-        except CommandError as e:
-            raise StrataError(
-                f"debootstrap of Debian {SUITE} from {mirror} failed: {e.stderr[-1500:]}",
-                "check that the Debian mirror in /etc/apt/sources.list is reachable",
-            )
+        debootstrap(root, "the image base")
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):  # the .debs debootstrap kept
             for f in (root / cache).glob("*"):
                 if f.is_file():
