@@ -12,7 +12,7 @@ from strata.analysis.query import fmt
 from strata.report import figures
 from strata.report.csv import table_csv
 from strata.report.html import STYLE, _table, inline_svg
-from strata.report.model import Figure, Table
+from strata.report.parts import Figure, Table
 
 COLUMNS = [
     "configuration",

@@ -11,47 +11,20 @@ peak (Figure 6a), collector time series of chosen trials. The exporters
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from strata.analysis.analyse import Analysis
 from strata.analysis.baseline import apart_ratio, baseline_key, ratio_to_raw
 from strata.analysis.cells import Cell, artifact
 from strata.analysis.sweeps import DIM_LABEL, peak
+from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels
+from strata.report.parts import LAT_STATS, MAX_LINES, MAX_STACKS, Figure, Report, Table
+from strata.report.parts import mean as _mean
+from strata.report.remote import remote_figures
+from strata.report.runtimes import runtime_figures
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
 MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4, "detail": 4, "remote": 8, "runtimes": 8}
 MAX_SERIES = 3
-MAX_LINES = 8  # lines per sweep or scaling figure
-MAX_STACKS = 12  # stacks per latency panel
-LAT_STATS = ("mean", "p99")
-
-
-@dataclass
-class Table:
-    id: str
-    title: str
-    columns: list
-    rows: list
-
-
-@dataclass
-class Figure:
-    id: str
-    kind: str
-    title: str
-    caption: str
-    table: Table
-    data: dict = field(default_factory=dict)
-    drawn: bool = True
-
-
-@dataclass
-class Report:
-    title: str
-    analysis: Analysis
-    figures: list = field(default_factory=list)
-    tables: list = field(default_factory=list)
 
 
 def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> Report:
@@ -61,9 +34,9 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
         ("latency", _latency_figures),
         ("sweep", _sweep_figures),
         ("scaling", _scaling_figures),
-        ("detail", _detail_figures),
-        ("remote", _remote_figures),
-        ("runtimes", _runtime_figures),
+        ("detail", detail_figures),
+        ("remote", remote_figures),
+        ("runtimes", runtime_figures),
     ):
         figs = make(a)
         for f in figs[MAX_FIGURES_PER_KIND[kind] :]:
@@ -73,18 +46,6 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
     rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _flowop_tables(a)
     _unique_ids(rep.figures + rep.tables)
     return rep
-
-
-def _remote_figures(a: Analysis) -> list[Figure]:
-    from strata.report.remote import remote_figures  # it builds on this module's Figure and Table
-
-    return remote_figures(a)
-
-
-def _runtime_figures(a: Analysis) -> list[Figure]:
-    from strata.report.runtimes import runtime_figures  # it builds on this module's Figure and Table
-
-    return runtime_figures(a)
 
 
 def _unique_ids(items: list) -> None:
@@ -395,72 +356,6 @@ def _scaling_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-DETAIL_PANELS = (
-    ("p99_ms", "p99 latency (ms)"),
-    ("mean_ms", "mean latency (ms)"),
-    ("cpu_busy_percent", "host CPU busy (%)"),
-    ("disk_mb_s", "device MB/s (read + write)"),
-)
-
-
-def _detail_figures(a: Analysis) -> list[Figure]:
-    """Against the container count or the offered rate: p99 and mean latency, host CPU, device bandwidth
-    (seed study 003, Figures 6b-6d and 7b-7c; study 001, CPU and mean latency against the rate)."""
-    out = []
-    for s in a.sweeps:
-        if s.dim not in ("containers", "target"):
-            continue
-        labels = short_labels([ln.stack for ln in s.lines])
-        rows, lines = [], []
-        for ln in s.lines:
-            pts = [(x, detail(c)) for x, c in ln.measured]
-            if not any(v is not None for _, d in pts for v in d.values()):
-                continue
-            rows += [
-                [ln.stack, x, *(d[k] for k, _ in DETAIL_PANELS), c.reps] for (x, d), (_, c) in zip(pts, ln.measured)
-            ]
-            lines.append({"label": labels[ln.stack], "points": [[x, d] for x, d in pts]})
-        if not lines:
-            continue
-        lines = lines[:MAX_LINES]
-        title = f"latency, CPU and disk against {DIM_LABEL[s.dim]}: {s.context}"
-        fid = figure_id(f"detail-{s.dim}", s.context)
-        out.append(
-            Figure(
-                fid,
-                "detail",
-                title,
-                "Means over repetitions: p99 and mean latency (histograms merged across instances), the host's CPU "
-                "busy share and the device's bandwidth in the measured window (seed study 003, Figures 6b-6d; "
-                "study 001, Figures 4-6).",
-                Table(fid, title, ["stack", DIM_LABEL[s.dim], *(k for k, _ in DETAIL_PANELS), "n"], rows),
-                {"lines": lines, "xlabel": DIM_LABEL[s.dim], "panels": list(DETAIL_PANELS)},
-            )
-        )
-    return out
-
-
-def detail(c: Cell) -> dict:
-    """A cell's p99 and mean latency (ms), host CPU busy (%) and device MB/s, means over its repetitions."""
-    p99, mean = c.latency("lat", "p99").mean, c.latency("lat", "mean").mean
-    cpu, disk = [], []
-    for r in c.ok:
-        col = r.get("collectors") or {}
-        idle = (col.get("host") or {}).get("cpu_idle_percent")
-        if idle is not None:
-            cpu.append(100.0 - idle)
-        name = ((r.get("stack_facts") or {}).get("device") or {}).get("kernel_name")
-        d = (col.get("diskstats") or {}).get(name) or {}
-        if d.get("span_s"):
-            disk.append((d.get("read_bytes", 0) + d.get("write_bytes", 0)) / d["span_s"] / 1e6)
-    return {
-        "p99_ms": p99 / 1e6 if p99 is not None else None,
-        "mean_ms": mean / 1e6 if mean is not None else None,
-        "cpu_busy_percent": _mean(cpu),
-        "disk_mb_s": _mean(disk),
-    }
-
-
 def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
     out = []
     for r, cell in _pick_series(a, wanted):
@@ -587,8 +482,3 @@ def _flowop_tables(a: Analysis) -> list[Table]:
                 )
             )
     return out
-
-
-def _mean(vals: list):
-    vals = [v for v in vals if v is not None]
-    return sum(vals) / len(vals) if vals else None

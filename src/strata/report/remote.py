@@ -13,8 +13,8 @@ from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
 from strata.analysis.remote import remote_pairs
 from strata.analysis.stats import change
-from strata.report.model import LAT_STATS, MAX_STACKS, Figure, Table
 from strata.report.names import figure_id, short_labels
+from strata.report.parts import LAT_STATS, MAX_STACKS, Figure, Table
 
 XLABEL = "remote relative to direct-attached (%), 95% interval"
 COLUMNS = ["stack", "load", "local device", "local", "remote", "unit", "change", "ci_low", "ci_high", "status", "n"]

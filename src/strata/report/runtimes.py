@@ -12,8 +12,8 @@ from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
 from strata.analysis.runtimes import native_pairs
 from strata.analysis.stats import change
-from strata.report.model import Figure, Table
 from strata.report.names import figure_id, short_labels
+from strata.report.parts import Figure, Table
 
 COLUMNS = ["stack", "load", "native", "value", "unit", "change", "ci_low", "ci_high", "status", "n"]
 
