@@ -157,3 +157,117 @@ def test_the_jars_in_the_agent_image_are_used_before_the_cache(tmp_path, monkeyp
     ycsb.mkdir(parents=True)
     (ycsb / jars.MANIFEST).write_text(json.dumps({"jars": {}}))
     assert jars.ycsb_home() == ycsb == jars.ensure_ycsb()
+
+
+# ---- the placement advice: measured when the results hold it ------------------------------------
+
+
+def _ycsb_result(placement: dict, rep: int, ops_s: float, p99_us: float, containers: int = 2) -> dict:
+    """A stored ycsb result placed on hosts (synthetic): its throughput and read p99."""
+    import hashlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from synth_results import make_result
+
+    r = make_result(fs="ext4", runtime="docker", path="volume", containers=containers, rep=rep, value=ops_s)
+    name = "spread" if len(placement) > 1 else "".join(f"{h}{n}" for h, n in placement.items())
+    r["trial"]["workload"] = {"type": "ycsb", "name": "ycsb-a", "workload": "a", "records": 1000}
+    r["trial"]["placement"] = {"name": name, "instances": placement, "nodes": {}}
+    r["labels"].update(workload="ycsb-a", placement=name)
+    r["trial_id"] = hashlib.sha256(repr((placement, rep, ops_s)).encode()).hexdigest()[:16]
+    lat = {"n": 100, "mean": p99_us * 300, "p99": p99_us * 1000}
+    r["metrics"] = {
+        "kind": "ycsb",
+        "primary": {"value": ops_s, "unit": "ops/s", "metric": "throughput_ops_s", "series": None},
+        "read": {"iops": ops_s / 2, "lat_ns": lat},
+        "write": {"iops": ops_s / 2 - 1, "lat_ns": lat},
+    }
+    r["flags"]["cache"] = {"suspect": False, "expected": True}
+    return r
+
+
+def _results(one: tuple, spread: tuple, p99s=(8000.0, 5000.0)) -> list[dict]:
+    rs = [_ycsb_result({"a": 2}, i, v, p99s[0]) for i, v in enumerate(one)]
+    return rs + [_ycsb_result({"a": 1, "b": 1}, i, v, p99s[1]) for i, v in enumerate(spread)]
+
+
+def test_measured_placements_replace_the_prediction():
+    from strata.analysis.analyse import analyse
+
+    a = analyse(_results((1000, 1020, 980), (1800, 1850, 1750)))
+    (m,) = a.placements
+    assert m.source == "measured" and m.instances == 2 and m.one_host.name == "a2"
+    (sp,) = m.spread
+    assert sp.hosts == 2 and sp.aggregate.mean == pytest.approx(1800) and sp.aggregate.ci_low is not None
+    assert sp.vs_one_host.rel == pytest.approx(0.8) and m.verdict(sp) == "gains"
+    assert m.one_host.p99_ns.mean == pytest.approx(8e6) and sp.p99_ns.mean == pytest.approx(5e6)
+    text = m.text()
+    assert "(measured)" in text and "predicted" not in text
+    assert "1.80x [" in text and "p99 5.00 ms" in text and "gains" in text
+    assert a.placement_advice == [m]  # no containers sweep tells it already
+
+
+def test_measured_placement_ties_loses_and_needs_repetitions():
+    from strata.analysis.analyse import analyse
+
+    (m,) = analyse(_results((1000, 1010, 990), (1001, 1011, 991))).placements
+    assert m.verdict(m.spread[0]) == "tied"
+    (m,) = analyse(_results((1000, 1010, 990), (600, 610, 590))).placements
+    assert m.verdict(m.spread[0]) == "loses"
+    (m,) = analyse(_results((1000,), (1500,))).placements  # one repetition each: no interval
+    assert m.verdict(m.spread[0]) == "undecided" and "repeat each placement" in m.text()
+    assert "[" not in m.entry_text(m.one_host)  # no interval without repetitions
+
+
+def test_no_measured_placement_without_both_sides():
+    from strata.analysis.analyse import analyse
+
+    only_one_host = [_ycsb_result({"a": 2}, i, v, 1000.0) for i, v in enumerate((1000, 1010))]
+    assert analyse(only_one_host).placements == []
+    no_hosts = [_ycsb_result({"a": 2}, 0, 1000, 1000.0)]
+    del no_hosts[0]["trial"]["placement"]
+    assert analyse(no_hosts).placements == []
+
+
+def test_a_containers_advice_says_measured_when_its_placement_was_measured():
+    """The containers curve on one host predicts the placement; a measured placement replaces it."""
+    from strata.analysis.analyse import analyse
+    from synth_results import make_result
+
+    curve = [
+        r
+        for n, v in ((1, 600), (2, 1000))
+        for r in [make_result(fs="ext4", runtime="docker", path="volume", containers=n, rep=i, value=v) for i in (0, 1)]
+    ]
+    (c,) = analyse(curve).containers
+    assert "(predicted from this curve)" in c.text() and c.measured is None
+    placed = []
+    for n, v in ((1, 600), (2, 1000)):
+        for i in (0, 1):
+            r = make_result(fs="ext4", runtime="docker", path="volume", containers=n, rep=i, value=v)
+            r["trial"]["placement"] = {"name": f"a{n}", "instances": {"a": n}, "nodes": {}}
+            placed.append(r)
+    for i, v in enumerate((1700, 1750)):
+        r = make_result(fs="ext4", runtime="docker", path="volume", containers=2, rep=i, value=v)
+        r["trial"]["placement"] = {"name": "spread", "instances": {"a": 1, "b": 1}, "nodes": {}}
+        r["trial_id"] += "s"
+        placed.append(r)
+    a = analyse(placed)
+    told = [c for c in a.containers if c.measured is not None]
+    assert told and all("(measured)" in c.text() and "predicted" not in c.text() for c in told)
+    assert a.placement_advice == []  # told by the containers advice, not twice
+
+
+def test_the_csv_and_terminal_reports_carry_the_measured_placement():
+    from types import SimpleNamespace
+
+    from strata.analysis.analyse import analyse
+    from strata.report import csv as report_csv
+
+    a = analyse(_results((1000, 1020, 980), (1800, 1850, 1750)))
+    files = report_csv.render(SimpleNamespace(analysis=a, figures=[], tables=[]))
+    rows = files["placements.csv"].decode().splitlines()
+    assert rows[0].startswith("workload,load,stack,instances,placement") and len(rows) == 3
+    assert ",spread,2," in rows[2] and rows[2].endswith(",gains,measured")
+    assert "placements.csv" not in report_csv.render(SimpleNamespace(analysis=analyse([]), figures=[], tables=[]))
