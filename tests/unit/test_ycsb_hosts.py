@@ -1,20 +1,29 @@
 """The ycsb workload across hosts without Cassandra or a Swarm: the parse of several hosts' parts as one
-trial (captured YCSB output), the barrier at the measured phase, and what the agent image holds for it."""
+trial (captured YCSB output), the barrier at the measured phase, what the agent image holds for it, and the placement advice measured
+from synthetic results placed on one host and on two."""
 
+import hashlib
 import json
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from strata.hosts.agentimage import with_workloads, workload_types
-from strata.hosts.part import BarrierRunning, Part
-from strata.instances import ImageSpec, InstanceOutput
-from strata.workloads.base import rendezvous
-from strata.workloads.ycsb import jars, metrics
-from strata.workloads.ycsb.params import YcsbParams
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from synth_results import make_result  # noqa: E402
+
+from strata.analysis.analyse import analyse  # noqa: E402
+from strata.hosts.agentimage import with_workloads, workload_types  # noqa: E402
+from strata.hosts.part import BarrierRunning, Part  # noqa: E402
+from strata.instances import ImageSpec, InstanceOutput  # noqa: E402
+from strata.report import csv as report_csv  # noqa: E402
+from strata.workloads.base import rendezvous  # noqa: E402
+from strata.workloads.ycsb import jars, metrics  # noqa: E402
+from strata.workloads.ycsb.params import YcsbParams  # noqa: E402
 
 DATA = Path(__file__).parents[1] / "data" / "ycsb" / "0.17.0"
 
@@ -164,12 +173,6 @@ def test_the_jars_in_the_agent_image_are_used_before_the_cache(tmp_path, monkeyp
 
 def _ycsb_result(placement: dict, rep: int, ops_s: float, p99_us: float, containers: int = 2) -> dict:
     """A stored ycsb result placed on hosts (synthetic): its throughput and read p99."""
-    import hashlib
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from synth_results import make_result
-
     r = make_result(fs="ext4", runtime="docker", path="volume", containers=containers, rep=rep, value=ops_s)
     name = "spread" if len(placement) > 1 else "".join(f"{h}{n}" for h, n in placement.items())
     r["trial"]["workload"] = {"type": "ycsb", "name": "ycsb-a", "workload": "a", "records": 1000}
@@ -193,8 +196,6 @@ def _results(one: tuple, spread: tuple, p99s=(8000.0, 5000.0)) -> list[dict]:
 
 
 def test_measured_placements_replace_the_prediction():
-    from strata.analysis.analyse import analyse
-
     a = analyse(_results((1000, 1020, 980), (1800, 1850, 1750)))
     (m,) = a.placements
     assert m.source == "measured" and m.instances == 2 and m.one_host.name == "a2"
@@ -209,8 +210,6 @@ def test_measured_placements_replace_the_prediction():
 
 
 def test_measured_placement_ties_loses_and_needs_repetitions():
-    from strata.analysis.analyse import analyse
-
     (m,) = analyse(_results((1000, 1010, 990), (1001, 1011, 991))).placements
     assert m.verdict(m.spread[0]) == "tied"
     (m,) = analyse(_results((1000, 1010, 990), (600, 610, 590))).placements
@@ -221,8 +220,6 @@ def test_measured_placement_ties_loses_and_needs_repetitions():
 
 
 def test_no_measured_placement_without_both_sides():
-    from strata.analysis.analyse import analyse
-
     only_one_host = [_ycsb_result({"a": 2}, i, v, 1000.0) for i, v in enumerate((1000, 1010))]
     assert analyse(only_one_host).placements == []
     no_hosts = [_ycsb_result({"a": 2}, 0, 1000, 1000.0)]
@@ -232,9 +229,6 @@ def test_no_measured_placement_without_both_sides():
 
 def test_a_containers_advice_says_measured_when_its_placement_was_measured():
     """The containers curve on one host predicts the placement; a measured placement replaces it."""
-    from strata.analysis.analyse import analyse
-    from synth_results import make_result
-
     curve = [
         r
         for n, v in ((1, 600), (2, 1000))
@@ -260,11 +254,6 @@ def test_a_containers_advice_says_measured_when_its_placement_was_measured():
 
 
 def test_the_csv_and_terminal_reports_carry_the_measured_placement():
-    from types import SimpleNamespace
-
-    from strata.analysis.analyse import analyse
-    from strata.report import csv as report_csv
-
     a = analyse(_results((1000, 1020, 980), (1800, 1850, 1750)))
     files = report_csv.render(SimpleNamespace(analysis=a, figures=[], tables=[]))
     rows = files["placements.csv"].decode().splitlines()

@@ -104,7 +104,11 @@ def placement_rows(m) -> list[list]:
     for p in m.placements:
         ch, agg, lat = p.vs_one_host, p.aggregate, p.p99_ns
         ms = [None if v is None or lat.n == 0 else v / 1e6 for v in (lat.mean, lat.ci_low, lat.ci_high)]
-        vs = [None, None, None] if ch is None else [1 + ch.rel, *(None if v is None else 1 + v for v in (ch.rel_low, ch.rel_high))]
+        vs = (
+            [None, None, None]
+            if ch is None
+            else [1 + ch.rel, *(None if v is None else 1 + v for v in (ch.rel_low, ch.rel_high))]
+        )
         per = " ".join(f"{h}={n}" for h, n in p.per_host.items())
         verdict = "" if p is m.one_host else m.verdict(p)
         rows.append([m.workload, m.load, m.stack, m.instances, p.name, p.hosts, per, agg.mean, agg.ci_low, agg.ci_high,
