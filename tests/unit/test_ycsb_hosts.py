@@ -1,6 +1,6 @@
 """The ycsb workload across hosts without Cassandra or a Swarm: the parse of several hosts' parts as one
-trial (captured YCSB output), the barrier at the measured phase, what the agent image holds for it, and the placement advice measured
-from synthetic results placed on one host and on two."""
+trial (captured YCSB output), the barrier at the measured phase, what the agent image holds for it,
+and the placement advice measured from synthetic results placed on one host and on two."""
 
 import hashlib
 import json
