@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
+from strata.errors import TrialFailure  # noqa: E402
 from strata.hosts.agentimage import with_workloads, workload_types  # noqa: E402
 from strata.hosts.part import BarrierRunning, Part  # noqa: E402
 from strata.instances import ImageSpec, InstanceOutput  # noqa: E402
@@ -121,6 +122,19 @@ def test_a_measure_barrier_releases_the_instances_at_once_and_meets_before_measu
     t.join()
     assert part.state == "running" and part.start_at is not None
     assert part.times["ready"] <= part.times["running"]
+
+
+def test_an_abort_while_a_host_waits_before_measuring_fails_its_part():
+    """Another host's part failed while its nodes started: this host's part stops at the rendezvous."""
+    part = Part("p", "a", go_timeout_s=5)
+    running = BarrierRunning(_Inner(), part, at_measure=True)
+    running.ready(1)
+    running.go()
+    threading.Timer(0.1, part.abort, args=("the part on host b failed",)).start()
+    with pytest.raises(TrialFailure) as e:
+        rendezvous(running)
+    assert e.value.category == "host_lost" and "host b" in str(e.value)
+    assert part.state == "ready"  # said ready, never ran
 
 
 def test_a_start_barrier_waits_at_ready_and_rendezvous_is_nothing():
