@@ -219,7 +219,7 @@ def test_measured_placements_replace_the_prediction():
     assert m.one_host.p99_ns.mean == pytest.approx(8e6) and sp.p99_ns.mean == pytest.approx(5e6)
     text = m.text()
     assert "(measured)" in text and "predicted" not in text
-    assert "1.80x [" in text and "p99 5.00 ms" in text and "gains" in text
+    assert "1.80x [" in text and "read p99 5.00 ms" in text and "gains" in text
     assert a.placement_advice == [m]  # no containers sweep tells it already
 
 
@@ -230,6 +230,8 @@ def test_measured_placement_ties_loses_and_needs_repetitions():
     assert m.verdict(m.spread[0]) == "loses"
     (m,) = analyse(_results((1000,), (1500,))).placements  # one repetition each: no interval
     assert m.verdict(m.spread[0]) == "undecided" and "repeat each placement" in m.text()
+    (m,) = analyse(_results((1000, 400, 1600), (1500, 700, 2300))).placements  # noisy: the intervals overlap
+    assert m.verdict(m.spread[0]) == "undecided" and "do not decide at n=3" in m.text()
     assert "[" not in m.entry_text(m.one_host)  # no interval without repetitions
 
 

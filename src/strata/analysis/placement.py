@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from strata.analysis.cells import Cell
+from strata.analysis.cells import Cell, direction
 from strata.analysis.query import fmt
 from strata.analysis.stats import Change, Summary, change
 
@@ -33,6 +33,7 @@ class Placed:
     aggregate: Summary
     p99_ns: Summary
     vs_one_host: Change | None = None  # aggregate throughput relative to the one-host placement
+    direction: str = "read"  # of the latency (cells.direction: read unless the workload only writes)
 
     @property
     def hosts(self) -> int:
@@ -68,7 +69,7 @@ class MeasuredPlacement:
         return "undecided"
 
     def entry_text(self, p: Placed) -> str:
-        lat = "" if p.p99_ns.n == 0 else f", p99 {_ms(p.p99_ns)}"
+        lat = "" if p.p99_ns.n == 0 else f", {p.direction} p99 {_ms(p.p99_ns)}"
         head = f"{_split(p)} {fmt(p.aggregate.mean, self.unit)}{_interval(p.aggregate, self.unit)}{lat}"
         if p is self.one_host:
             return f"{head} (n={p.aggregate.n})"
@@ -85,7 +86,12 @@ class MeasuredPlacement:
     def text(self) -> str:
         need = ""
         if any(self.verdict(p) == "undecided" for p in self.spread):
-            need = ": repeat each placement (2 or more repetitions, 3 recommended) to decide"
+            reps = min(p.aggregate.n for p in self.placements)
+            need = (
+                ": repeat each placement (2 or more repetitions, 3 recommended) to decide"
+                if reps < 2
+                else f": the intervals do not decide at n={reps}; add repetitions"
+            )
         return (
             f"{self.workload} at load {self.load} on {self.stack}, {self.instances} instances placed (measured): "
             + "; ".join(self.entry_text(p) for p in self.placements)
@@ -150,7 +156,8 @@ def measured(cells: list[Cell]) -> list[MeasuredPlacement]:
 
 def _placed(c: Cell) -> Placed:
     pl = c.trial["placement"]
-    return Placed(c, pl.get("name", ""), dict(pl["instances"]), c.summary, _p99(c))
+    way = direction(c.ok[0]) if c.ok else "read"
+    return Placed(c, pl.get("name", ""), dict(pl["instances"]), c.summary, _p99(c), direction=way)
 
 
 def for_stack(found: list[MeasuredPlacement], stack: str, workload: str) -> MeasuredPlacement | None:
