@@ -233,6 +233,7 @@ def test_measured_placement_ties_loses_and_needs_repetitions():
     assert "[" not in m.entry_text(m.one_host)  # no interval without repetitions
     (m,) = analyse(_results((1000, 400, 1600), (1500, 700, 2300))).placements  # noisy: the intervals overlap
     assert m.verdict(m.spread[0]) == "undecided" and "do not decide at n=3" in m.text()
+    assert m.one_host.aggregate.ci_low < 0 and "[0.00 ops/s," in m.entry_text(m.one_host)  # shown from zero
 
 
 def test_no_measured_placement_without_both_sides():

@@ -74,7 +74,7 @@ class MeasuredPlacement:
         if p is self.one_host:
             return f"{head} (n={p.aggregate.n})"
         ch = p.vs_one_host
-        ratio = f"{1 + ch.rel:.2f}x" + (f" [{1 + ch.rel_low:.2f}, {1 + ch.rel_high:.2f}]" if ch.known else "")
+        ratio = f"{1 + ch.rel:.2f}x" + (f" [{max(0.0, 1 + ch.rel_low):.2f}, {1 + ch.rel_high:.2f}]" if ch.known else "")
         return f"{head} ({ratio} of one host, n={p.aggregate.n}: {self.verdict(p)})"
 
     def short_text(self) -> str:
@@ -106,12 +106,14 @@ def _split(p: Placed) -> str:
 
 
 def _interval(s: Summary, unit: str) -> str:
-    return "" if s.ci_low is None else f" [{fmt(s.ci_low, unit)}, {fmt(s.ci_high, unit)}]"
+    """The 95% interval as shown: a rate or a time is never below zero (t intervals of 2-3 noisy
+    repetitions reach below it; the stored numbers keep the interval as computed)."""
+    return "" if s.ci_low is None else f" [{fmt(max(0.0, s.ci_low), unit)}, {fmt(s.ci_high, unit)}]"
 
 
 def _ms(s: Summary) -> str:
     text = f"{s.mean / 1e6:.2f} ms"
-    return text if s.ci_low is None else f"{text} [{s.ci_low / 1e6:.2f}, {s.ci_high / 1e6:.2f}]"
+    return text if s.ci_low is None else f"{text} [{max(0.0, s.ci_low) / 1e6:.2f}, {s.ci_high / 1e6:.2f}]"
 
 
 def _p99(c: Cell) -> Summary:
