@@ -122,7 +122,7 @@ class HostTrials:
             if failed:
                 raise _part_failure(failed[0])
         except TrialFailure as e:
-            raise self._storage_lost(served) or e
+            raise self._storage_lost(served, e)
         merge(trial, outcomes, art, result)
         if served:
             result["hosts"].setdefault(served.host, {}).update(served.to_json())
@@ -139,15 +139,19 @@ class HostTrials:
         result["hosts"].setdefault(host, {"node": a.node, "instances": 0})["role"] = "storage"
         return served
 
-    def _storage_lost(self, served: storage.Storage | None) -> TrialFailure | None:
-        """host_lost naming the storage host, when a part failed because it stopped answering."""
+    def _storage_lost(self, served: storage.Storage | None, failure: TrialFailure) -> TrialFailure:
+        """The part's failure, with the storage host's side of it: host_lost naming the storage host when
+        it stopped answering, else what its target says."""
         if served is None:
-            return None
+            return failure
         try:
             self.hosts[served.host].client.health()
-            return None
         except (AgentUnreachable, AgentRefused) as e:
             return TrialFailure("host_lost", f"{self.hosts[served.host].describe()}, the storage host, was lost: {e}")
+        if failure.category == "host_lost":
+            return failure
+        message = f"{failure}; on the storage host {served.host}: {served.target_state()}"
+        return TrialFailure(failure.category, message, failure.stderr)
 
     def _alive(self, name: str) -> HostAgent:
         """The host's agent, answering now (a restarted one is taken as it is: its stacks are new)."""

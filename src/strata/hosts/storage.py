@@ -51,7 +51,18 @@ class Storage:
         except (AgentUnreachable, AgentRefused) as e:
             raise TrialFailure("host_lost", f"the storage host {self.host} did not answer: {e}")
         if not self.samples[when].get("alive"):
-            raise TrialFailure("remote_lost", f"the target nbdkit on the storage host {self.host} exited")
+            raise TrialFailure("remote_lost", f"the storage host {self.host}: {self.target_state()}")
+
+    def target_state(self, stats: dict | None = None) -> str:
+        """What the storage host says of its target, for a failure's message."""
+        try:
+            stats = stats or self.client.target_stats(self.run_id, self.target_id)
+        except (AgentUnreachable, AgentRefused) as e:
+            return f"its agent did not answer ({e})"
+        if stats.get("alive"):
+            return f"the target nbdkit at {self.served_at} runs"
+        ex = stats.get("exit") or {}
+        return f"the target nbdkit exited ({ex.get('returncode')}): {ex.get('log') or 'no message'}"
 
     def moved(self) -> dict | None:
         """Bytes the target and each backing disk moved between the two samples, or None if not sampled."""

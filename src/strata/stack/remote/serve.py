@@ -71,10 +71,26 @@ class ServedTarget:
                 key, _, value = line.partition(":")
                 if key in ("read_bytes", "write_bytes"):
                     io[key] = int(value)
-        return {"alive": self.daemon.alive(), "target_io": io, "disks": read_diskstats(self.disks)}
+        doc = {"alive": self.daemon.alive(), "target_io": io, "disks": read_diskstats(self.disks)}
+        if not doc["alive"]:
+            doc["exit"] = {"returncode": self.daemon.proc.poll(), "log": self.daemon.log_tail(400).strip()}
+        return doc
 
     def to_json(self) -> dict:
         return {"served_at": self.served_at, "facts": self.facts}
+
+
+def _check_listening(daemon: Daemon, address: str, port: int) -> None:
+    """nbdkit accepts a connection on ADDR:PORT now (the client hosts are told to attach there)."""
+    try:
+        socket.create_connection((address, port), timeout=5).close()
+    except OSError as e:
+        state = "running" if daemon.alive() else f"exited {daemon.proc.poll()}"
+        raise StrataError(
+            f"the target nbdkit ({state}) does not accept connections on {address}:{port}: {e}; "
+            f"its log: {daemon.log_tail(400).strip() or '(empty)'}",
+            "check that the agent's address is this node's own (`strata doctor --hosts`)",
+        )
 
 
 def served_problems() -> str | None:
@@ -94,6 +110,7 @@ def serve_target(spec: RemoteDevice, journal: Journal, workdir: Path, address: s
         port = free_port(address)
         daemon = nbd.start_nbdkit(backing, rdir, journal, addr=address, port=port)
         es.callback(daemon.stop, journal)
+        _check_listening(daemon, address, port)
         dropper = nbd.CacheDropper(backing, DROP_CACHE_S)
         dropper.start()
         es.callback(dropper.stop)
