@@ -5,6 +5,7 @@ fails as host_lost naming the host, the next one runs), checks and cleans every 
 nothing behind: services, agent containers, daemons, namespaces, veths, the bridge, mounts, loop
 devices."""
 
+import json
 import os
 import subprocess
 import time
@@ -171,4 +172,42 @@ def test_doctor_and_cleanup_on_every_host(bed, tmp_path):
     assert "clock" in cp.stdout and "filesystem xfs" in " ".join(cp.stdout.split())
     cp = strata("cleanup", "--hosts", spec, env=env, check=0)
     assert all(f"host {h}: " in cp.stdout for h in HOSTS)
+    _clean(b)
+
+
+def _tx_bytes(h) -> int:
+    """Bytes sent by the test host's interfaces (in its namespace), apart from loopback."""
+    out = subprocess.run(["ip", "-n", h.netns, "-j", "-s", "link"], capture_output=True, text=True, check=True).stdout
+    return sum(ln["stats64"]["tx"]["bytes"] for ln in json.loads(out) if ln["ifname"] != "lo")
+
+
+def test_a_remote_device_served_by_another_host(bed, tmp_path):
+    """Host b serves the store (nbdkit on its own address); host a attaches over the bridge (nbdfuse +
+    loop), makes xfs and runs fio; the storage host's bytes are the cache check's lowest layer."""
+    b, env = bed
+    host_a, host_b = b.hosts
+    out = tmp_path / "out"
+    fio = {"rw": "randread", "bs": "4k", "size": "64MiB", "runtime": 5, "direct": True}
+    spec = _spec(
+        b,
+        tmp_path,
+        devices=[{"type": "remote", "host": "b", "size": "512MiB"}],
+        workloads=[{"fio": fio}],
+        loads=[{"name": "one", "containers": 1}],
+        placement=["a"],
+    )
+    sent_before = _tx_bytes(host_b)
+    strata("run", spec, "-o", out, env=env, check=0)
+    sent = _tx_bytes(host_b) - sent_before
+    (r,) = results(out)
+    assert r["status"] == "ok", r["flags"].get("failed")
+    assert r["trial"]["device"]["host"] == "b" and set(r["metrics"]["hosts"]) == {"a"}
+    storage = r["hosts"]["b"]
+    assert storage["role"] == "storage" and storage["served_at"].startswith(f"{host_b.addr}:")
+    facts = r["stack_facts"]["hosts"]["a"]["device"]
+    assert facts["storage_host"] == "b" and facts["client"] == "fuse"
+    read = r["flags"]["cache"]["evidence"]["read_workload_bytes"]
+    assert read > 32 << 20 and storage["moved"]["nbdkit"]["read_bytes"] >= read / 2
+    assert sent >= read, f"host b sent {sent} bytes for {read} bytes read: the reads did not cross the network"
+    assert r["flags"]["cache"]["suspect"] is False and "b:nbdkit" in r["flags"]["cache"]["evidence"]["per_disk"]
     _clean(b)

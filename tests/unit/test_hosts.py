@@ -112,6 +112,11 @@ def test_native_runs_one_instance_per_host_not_per_trial():
         ({"hosts": HOSTS, "placement": [{"a": 0}]}, "a number from 1 to 256"),
         ({"hosts": HOSTS, "swarm": {"manager": "/var/run/docker.sock"}}, "is not unix:///PATH"),
         ({"hosts": HOSTS, "swarm": {"lost_after_s": 0}}, "lost_after_s"),
+        ({"devices": [{"type": "remote", "host": "a"}]}, "served from host 'a', but the experiment has no `hosts:`"),
+        ({"hosts": HOSTS, "devices": [{"type": "remote", "host": "c"}]}, "host 'c' is not defined under `hosts:`"),
+        ({"hosts": HOSTS, "devices": [{"type": "remote", "host": "a", "rate": "1gbit"}]}, "the link is the real"),
+        ({"hosts": HOSTS, "devices": [{"type": "remote", "host": "a", "transport": "nvme-tcp"}]}, "serves nbd only"),
+        ({"devices": [{"type": "remote", "served_at": "192.0.2.9:10809/0a1b2c3d"}]}, "`served_at` is set by strata"),
     ],
 )
 def test_bad_hosts_and_placements_are_spec_errors(over, where):
@@ -441,3 +446,89 @@ def test_a_job_file_named_on_the_manager_travels_with_the_part(tmp_path):
     moved = Path(resolved["workload"]["jobfile"])
     assert moved != job and moved.is_relative_to(tmp_path / "agent") and moved.read_text() == job.read_text()
     assert resolved["workload"]["rw"] == "/not/a/file"
+
+
+# ---- a remote device served from another host --------------------------------------------
+
+
+class FakeTarget:
+    """What stack/remote/serve.py yields, with counters that grow between the manager's two samples."""
+
+    def __init__(self, spec):
+        self.spec, self.samples = spec, 0
+        self.served_at = "127.0.0.1:10809/0a1b2c3d"
+
+    def to_json(self):
+        return {"served_at": self.served_at, "facts": {"target": "fake", "backing": {"disks": ["vdz"]}}}
+
+    def stats(self):
+        self.samples += 1
+        moved = (self.samples - 1) * (64 << 20)
+        return {
+            "alive": True,
+            "target_io": {"read_bytes": moved, "write_bytes": 0},
+            "disks": {"vdz": {"read_sectors": moved // 512, "write_sectors": 0}},
+        }
+
+
+def test_a_remote_device_served_from_another_host(tmp_path, two_agents, monkeypatch):
+    import contextlib
+
+    import strata.hosts.agent as agent_mod
+
+    served = []
+
+    @contextlib.contextmanager
+    def fake_serve(spec, journal, workdir, address):
+        served.append((spec.host, spec.served_at, address))
+        yield FakeTarget(spec)
+
+    monkeypatch.setattr(agent_mod, "serve_target", fake_serve)
+    found, servers = two_agents
+    exp, wls = _hosts_spec(
+        tmp_path,
+        devices=[{"type": "remote", "host": "b", "size": "64MiB"}],
+        placement=["a"],
+        loads=[{"name": "one", "containers": 1}],
+        repetitions=2,
+    )
+    trials, skipped = expand(exp, wls)
+    ex = HostTrials(found, lost_after_s=2, poll_s=0.05)
+    summary = run_experiment(exp, wls, trials, skipped, tmp_path / "out", host={"kernel": "m"}, executor=ex)
+    assert summary.exit_code == 0
+    assert served == [("b", None, "127.0.0.1")]  # served once for the run, for both repetitions
+    for r in load_results(tmp_path / "out"):
+        assert r["status"] == "ok"
+        assert r["trial"]["device"]["host"] == "b" and r["trial"]["device"]["served_at"] is None  # the identity
+        assert r["hosts"]["b"]["role"] == "storage" and r["hosts"]["b"]["served_at"] == "127.0.0.1:10809/0a1b2c3d"
+        assert r["hosts"]["b"]["moved"]["nbdkit"]["read_bytes"] == 64 << 20
+        assert r["hosts"]["b"]["moved"]["vdz"]["read_bytes"] == 64 << 20
+        assert set(r["metrics"]["hosts"]) == {"a"}  # the instances ran on a only
+    client_devices = [e for e in servers[0].agent.registries.devices["remote"].events if e[0] == "device+"]
+    assert client_devices  # host a built the client of the served device
+
+
+def test_the_storage_hosts_bytes_decide_the_cache_flag():
+    from strata.hosts.storage import Storage, judge_cache
+
+    def storage(read_moved: int) -> Storage:
+        s = Storage("b", None, "r", "t", "127.0.0.1:1", {})
+        s.samples = {
+            "ready": {"target_io": {"read_bytes": 0}, "disks": {"vdz": {"read_sectors": 0, "write_sectors": 0}}},
+            "done": {
+                "target_io": {"read_bytes": read_moved},
+                "disks": {"vdz": {"read_sectors": read_moved // 512, "write_sectors": 0}},
+            },
+        }
+        return s
+
+    flag = {"suspect": False, "reason": "every layer moved the workload's bytes", "evidence": {}}
+    flag["evidence"] = {"read_workload_bytes": 256 << 20, "per_disk": {"a:loop0": {"read_bytes": 256 << 20}}}
+    ok = judge_cache(flag, storage(250 << 20))
+    assert ok["suspect"] is False and ok["evidence"]["per_disk"]["b:nbdkit"]["read_share"] == pytest.approx(0.9766, 1e-3)
+    cached = judge_cache(flag, storage(16 << 20))
+    assert cached["suspect"] is True and "storage host b's nbdkit moved 16 MiB (6%)" in cached["reason"]
+    buffered = {"suspect": False, "expected": True, "reason": "buffered I/O", "evidence": {}}
+    assert judge_cache(buffered, storage(0)) == buffered  # the page cache is part of what buffered I/O measures
+    unsampled = Storage("b", None, "r", "t", "x:1", {})
+    assert judge_cache(flag, unsampled) == flag

@@ -586,3 +586,51 @@ def test_doctor_rows(monkeypatch):
     assert "Module nbd not found" in rows["remote:nbd (kernel client: nbd + nbd-client)"]
     assert rows["remote:nvme-tcp (kernel nvmet + nvme-cli)"] == "no nvmet"
     assert "netem" in rows["remote fabric latency (netem)"] and rows["remote fabric rate (netem or tbf)"] is None
+
+
+# a daemon that asks to die with the thread that forked it (PR_SET_PDEATHSIG), as nbdkit does
+PDEATHSIG_DAEMON = """
+import ctypes, signal, sys, time
+ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+open(sys.argv[1], "w").write("1")
+time.sleep(60)
+"""
+
+
+def test_a_daemon_outlives_the_thread_that_started_it(tmp_path):
+    """An agent builds stacks in each part's thread; the daemons must serve the next part too."""
+    import threading
+
+    j = Journal("unit-daemon4", directory=tmp_path / "state")
+    pidfile = tmp_path / "d.pid"
+    box = {}
+
+    def start():
+        box["d"] = marked.start_daemon(
+            [sys.executable, "-c", PDEATHSIG_DAEMON, str(pidfile)],
+            j,
+            marker=str(pidfile),
+            programs=[PY],
+            log=tmp_path / "d.log",
+            ready=pidfile,
+        )
+        time.sleep(0.3)  # the daemon asked for its signal while this thread lived
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    time.sleep(0.5)
+    try:
+        assert box["d"].alive(), "the daemon died with the thread that started it"
+    finally:
+        box["d"].stop(j, term_s=2)
+
+
+def test_a_storage_host_device_is_named_after_it_and_attaches_to_its_target():
+    d = RemoteDevice(host="b", size="64MiB")
+    assert d.name == "remote-nbd-on-b" and d.served_at is None
+    assert d.model_copy(update={"served_at": "192.0.2.9:10810/0a1b2c3d"}).served_at.startswith("192.0.2.9:")
+    with pytest.raises(ValidationError, match="served_at"):
+        RemoteDevice(host="b", served_at="192.0.2.9")
+    caps = Caps(True, {t: f"/usr/bin/{t}" for t in ("nbdfuse", "losetup")}, None, "no nbd module", "no nvme")
+    assert problems(d, caps) is None  # the client alone: no nbdkit, ip or tc needed on the client host

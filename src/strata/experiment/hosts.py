@@ -170,6 +170,32 @@ def check_names(hosts: dict[str, HostSpec], placements: list[Placement]) -> list
     return problems
 
 
+def check_device_hosts(hosts: dict[str, HostSpec], devices: list) -> list[tuple[str, str, str]]:
+    """(key path, problem, fix) of devices served from a host of the experiment (a remote device's `host`)."""
+    problems = []
+    for i, d in enumerate(devices):
+        host = getattr(d, "host", None)
+        if getattr(d, "served_at", None) is not None:
+            problems.append(
+                (f"devices[{i}].served_at", "`served_at` is set by strata, not in a spec", "remove it; give `host:`")
+            )
+        if host is None:
+            continue
+        if not hosts:
+            problems.append(
+                (
+                    f"devices[{i}].host",
+                    f"device {d.name} is served from host {host!r}, but the experiment has no `hosts:`",
+                    "name the machines under `hosts:`, or drop `host` to serve it from a namespace on this host",
+                )
+            )
+        elif host not in hosts:
+            problems.append(
+                (f"devices[{i}].host", f"host {host!r} is not defined under `hosts:`", f"one of: {', '.join(hosts)}")
+            )
+    return problems
+
+
 @dataclass(frozen=True)
 class Placed:
     """A trial's resolved placement: instances per host (in the spec's host order) and each host's node."""

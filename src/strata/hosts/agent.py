@@ -29,6 +29,7 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from strata import __version__
+from strata.errors import StrataError, Unsupported
 from strata.experiment.expand import Trial
 from strata.experiment.model import Device, Runtime
 from strata.host import host_facts
@@ -38,6 +39,8 @@ from strata.stack.filesystems import FilesystemParams
 from strata.stack.journal import Journal
 from strata.stack.journal import cleanup as journal_cleanup
 from strata.stack.provision import Registries, StackCache
+from strata.stack.remote.model import RemoteDevice
+from strata.stack.remote.serve import ServedTarget, serve_target
 from strata.store import ResultStore
 from strata.trial import base_result, failed_result, now_iso, run_trial
 from strata.workloads import REGISTRY as WORKLOADS
@@ -111,10 +114,23 @@ class AgentRun:
         self.journal = Journal(f"{agent.host}-{run_id}", agent.state_dir / "agent")
         self.stacks = StackCache(self.journal, agent.workdir, agent.facts(), agent.registries)
         self.store = ResultStore(self.root)
+        self.targets: dict[str, ServedTarget] = {}  # the stores this host serves to other hosts (storage.py)
+        self.serving = contextlib.ExitStack()
+        self.serving_lock = threading.Lock()
+
+    def serve(self, device: dict, workdir: Path, address: str) -> tuple[str, ServedTarget]:
+        """(id, target) of the remote device's store served from here, started on first use."""
+        spec = RemoteDevice.model_validate({**device, "served_at": None})
+        key = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:12]
+        with self.serving_lock:
+            if key not in self.targets:
+                self.targets[key] = self.serving.enter_context(serve_target(spec, self.journal, workdir, address))
+            return key, self.targets[key]
 
     def close(self) -> None:
         try:
-            self.stacks.close()
+            self.stacks.close()  # the clients on this host first, then the stores it serves
+            self.serving.close()
         finally:
             self.journal.close()
             shutil.rmtree(self.root, ignore_errors=True)
@@ -128,8 +144,10 @@ class Agent:
         state_dir: Path,
         node: dict | None = None,
         registries: Registries | None = None,
+        address: str = "127.0.0.1",
     ):
         self.host, self.workdir, self.state_dir = host, workdir, state_dir
+        self.address = address  # the node's own, where it serves remote devices' stores
         self.node = node or {}
         self.registries = registries or Registries()
         self.id = secrets.token_hex(6)  # a restarted agent answers with another id: its parts are gone
@@ -293,6 +311,25 @@ class Agent:
         part = self.part(part_id)[0]
         part.abort(reason)
         return part.status()
+
+    # ---- stores served to other hosts ----
+
+    def serve_target(self, run_id: str, device: dict) -> dict:
+        run = self.runs.get(run_id) or self.runs.setdefault(run_id, AgentRun(run_id, self))
+        try:
+            key, target = run.serve(device, self.workdir, self.address)
+        except Unsupported as e:  # 422: the manager stores the trial as unsupported
+            raise AgentError(422, f"host {self.host}: {e}")
+        except Exception as e:  # noqa: BLE001 - a guard or a tool that failed: the manager's trial fails with it
+            what = str(e) if isinstance(e, StrataError) else f"{type(e).__name__}: {e}"
+            raise AgentError(500, f"host {self.host}: serving {device.get('name')}: {what}")
+        return {"id": key, **target.to_json(), "agent": self.id}
+
+    def target_stats(self, run_id: str, target_id: str) -> dict:
+        target = self._run(run_id).targets.get(target_id)
+        if target is None:
+            raise AgentError(404, f"no target {target_id} in run {run_id} on this agent (agent {self.id})")
+        return {**target.stats(), "agent": self.id}
 
     # ---- runs, cleanup, shutdown ----
 

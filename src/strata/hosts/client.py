@@ -122,6 +122,13 @@ class AgentClient:
     def close_run(self, run_id: str) -> dict:
         return self.json("POST", f"/v1/runs/{run_id}/close", {}, timeout=900)
 
+    def serve_target(self, run_id: str, device: dict) -> dict:
+        """Serve a remote device's store from this host (filling its backing file takes a while)."""
+        return self.json("POST", f"/v1/runs/{run_id}/targets", {"device": device}, timeout=1800)
+
+    def target_stats(self, run_id: str, target_id: str) -> dict:
+        return self.json("GET", f"/v1/runs/{run_id}/targets/{target_id}")
+
     def cleanup(self) -> dict:
         return self.json("POST", "/v1/cleanup", {}, timeout=900)
 

@@ -58,6 +58,9 @@ AGENT_PACKAGES = (
     "kmod",
     "procps",
     "docker.io",
+    "nbdkit",  # a remote device's store served from this host (stack/remote/serve.py)
+    "libnbd-bin",  # nbdfuse: a remote device's client on this host
+    "fuse3",
 )
 PYTHON_PACKAGES = ("pydantic", "pydantic_core", "annotated_types", "typing_inspection", "yaml", "_yaml")
 PYTHON_MODULES = ("typing_extensions.py",)

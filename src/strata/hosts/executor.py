@@ -26,6 +26,7 @@ from strata.trial import TIMEOUT_SLACK_S, base_result, failed_result, now_iso
 from strata.workloads import REGISTRY as WORKLOADS
 
 from . import barrier as bar
+from . import storage
 from .agent import shipped_files
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .clock import Offset
@@ -93,11 +94,14 @@ class HostTrials:
                 facts={k: v for k, v in a.facts.items() if k != "clock"},  # every node's host facts
             )
         self._ship_image(trial, agents)
+        served = self._serve(trial, run_id, result)
         parts, docs = [], {}
         for (h, n, first), a in zip(placed, agents):
             pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
             load = trial.load.model_copy(update={"containers": n})
             part_trial = dataclasses.replace(trial, load=load, placement=None)
+            if served:
+                part_trial = dataclasses.replace(part_trial, device=storage.part_device(trial, served))
             docs[h] = {
                 "part": pid,
                 "run": run_id,
@@ -110,14 +114,44 @@ class HostTrials:
         b = bar.Barrier(parts, self.lost_after_s, self.poll_s)
         estimate_s = WORKLOADS[trial.workload.type].estimate_s(trial.workload)
         margin_s = max(bar.GO_MARGIN_S, 8 * max(o.uncertainty_s for o in offsets.values()))  # 4 round trips
-        self._through_barrier(b, docs, estimate_s, margin_s, result)
-        art = store.artifacts_dir(trial.id)
-        outcomes = self._fetch(parts, placed, offsets, art, result)
-        failed = [o for o in outcomes if o.result.get("status") != "ok"]
-        if failed:
-            raise _part_failure(failed[0])
+        try:
+            self._through_barrier(b, docs, estimate_s, margin_s, result, served)
+            art = store.artifacts_dir(trial.id)
+            outcomes = self._fetch(parts, placed, offsets, art, result)
+            failed = [o for o in outcomes if o.result.get("status") != "ok"]
+            if failed:
+                raise _part_failure(failed[0])
+        except TrialFailure as e:
+            raise self._storage_lost(served, e)
         merge(trial, outcomes, art, result)
+        if served:
+            result["hosts"].setdefault(served.host, {}).update(served.to_json())
+            result["flags"]["cache"] = storage.judge_cache(result["flags"]["cache"], served)
         self._drop(parts)
+
+    def _serve(self, trial, run_id: str, result: dict) -> storage.Storage | None:
+        """The trial's store served from its storage host (another host of the experiment), if it has one."""
+        host = storage.storage_host(trial)
+        if host is None:
+            return None
+        a = self._alive(host)
+        served = storage.serve(trial, host, a.client, run_id)
+        result["hosts"].setdefault(host, {"node": a.node, "instances": 0})["role"] = "storage"
+        return served
+
+    def _storage_lost(self, served: storage.Storage | None, failure: TrialFailure) -> TrialFailure:
+        """The part's failure, with the storage host's side of it: host_lost naming the storage host when
+        it stopped answering, else what its target says."""
+        if served is None:
+            return failure
+        try:
+            self.hosts[served.host].client.health()
+        except (AgentUnreachable, AgentRefused) as e:
+            return TrialFailure("host_lost", f"{self.hosts[served.host].describe()}, the storage host, was lost: {e}")
+        if failure.category == "host_lost":
+            return failure
+        message = f"{failure}; on the storage host {served.host}: {served.target_state()}"
+        return TrialFailure(failure.category, message, failure.stderr)
 
     def _alive(self, name: str) -> HostAgent:
         """The host's agent, answering now (a restarted one is taken as it is: its stacks are new)."""
@@ -144,14 +178,20 @@ class HostTrials:
             except (AgentUnreachable, AgentRefused) as e:
                 raise TrialFailure("host_lost", f"{a.describe()}: the image {tarball.name} did not arrive: {e}")
 
-    def _through_barrier(self, b: bar.Barrier, docs: dict, estimate_s: float, margin_s: float, result: dict) -> None:
+    def _through_barrier(
+        self, b: bar.Barrier, docs: dict, estimate_s: float, margin_s: float, result: dict, served=None
+    ) -> None:
         try:
             b.start(docs)
             b.wait("ready", READY_TIMEOUT_S)
+            if served:
+                served.sample("ready")
             go_at = b.go(margin_s)
             for p in b.parts:  # what each host was told, in its own clock
                 result["hosts"][p.host]["go_at"] = go_at + p.offset_s
             b.wait("done", 2 * estimate_s + TIMEOUT_SLACK_S + 60)
+            if served:
+                served.sample("done")
         except bar.HostLost as e:
             self._stop(b, f"host {e.host} was lost: {e.reason}", {e.host}, result)
             raise TrialFailure("host_lost", f"{self.hosts[e.host].describe()} was lost during the trial: {e.reason}")
@@ -165,6 +205,9 @@ class HostTrials:
         except bar.PartTimeout as e:
             self._stop(b, str(e), set(), result)
             raise TrialFailure("timeout", str(e))
+        except TrialFailure as e:  # the storage host did not answer its sample
+            self._stop(b, str(e), set(), result)
+            raise
 
     def _stop(self, b: bar.Barrier, reason: str, lost: set[str], result: dict) -> None:
         """Abort every part, let the others stop, and keep what each said about itself."""

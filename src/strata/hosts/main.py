@@ -110,7 +110,9 @@ def serve(args) -> int:
     from strata.hosts.server import AgentServer
 
     token = os.environ.get("STRATA_AGENT_TOKEN", "")
-    agent = Agent(args.host, Path(args.workdir), Path(args.state_dir), node={"node": os.uname().nodename})
+    agent = Agent(
+        args.host, Path(args.workdir), Path(args.state_dir), node={"node": os.uname().nodename}, address=args.address
+    )
     left = agent.cleanup_previous()
     if left["undone"]:
         print(f"agent {args.host}: undid {left['undone']} resource(s) a previous agent left", flush=True)

@@ -15,7 +15,9 @@ its agents):
     GET    parts/ID/result             the part's stored result and its instances' outputs
     GET    parts/ID/artifacts          a tar of the part's artifacts
     DELETE parts/ID                    forget a part and its artifacts
-    POST   runs/RUN/close              tear down the stacks of a run
+    POST   runs/RUN/close              tear down the stacks of a run (and the stores it serves)
+    POST   runs/RUN/targets            {"device": ...}: serve a remote device's store from this host
+    GET    runs/RUN/targets/ID         the served store's I/O counters and disks' diskstats
     POST   cleanup                     undo what dead runs left on this host
     HEAD   images/NAME, PUT images/NAME   an image tarball in this host's image cache
 
@@ -170,6 +172,12 @@ class Handler(BaseHTTPRequestHandler):
     def r_close(self, q, run):
         self._send(200, self.server.agent.close_run(run))
 
+    def r_serve(self, q, run):
+        self._send(201, self.server.agent.serve_target(run, self._body()["device"]))
+
+    def r_target(self, q, run, target):
+        self._send(200, self.server.agent.target_stats(run, target))
+
     def r_cleanup(self, q):
         self._send(200, self.server.agent.cleanup())
 
@@ -214,6 +222,8 @@ ROUTES = [
     (PART + "/artifacts", "GET", Handler.r_artifacts),
     (PART, "DELETE", Handler.r_drop),
     (r"/v1/runs/([A-Za-z0-9_.-]+)/close", "POST", Handler.r_close),
+    (r"/v1/runs/([A-Za-z0-9_.-]+)/targets", "POST", Handler.r_serve),
+    (r"/v1/runs/([A-Za-z0-9_.-]+)/targets/([0-9a-f]+)", "GET", Handler.r_target),
     (r"/v1/cleanup", "POST", Handler.r_cleanup),
     (r"/v1/images/([A-Za-z0-9_.:-]+)", "HEAD", Handler.r_image_head),
     (r"/v1/images/([A-Za-z0-9_.:-]+)", "PUT", Handler.r_image_put),

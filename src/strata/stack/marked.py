@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +96,12 @@ class Daemon:
         journal.release(self.seq)
 
 
+# Daemons are started from this one thread, which lives as long as strata: a child that asks for
+# PR_SET_PDEATHSIG gets it when the *thread* that forked it ends (nbdkit does: measured, it exits 0 once
+# the starting thread is gone), and an agent builds stacks in each part's thread, which ends with the part.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-spawn")
+
+
 def start_daemon(
     argv: list[str],
     journal: Journal,
@@ -112,9 +119,14 @@ def start_daemon(
     seq = journal.intent("marked_process", marker=marker, programs=programs, argv=argv[:12])
     try:
         with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
+            proc = _SPAWNER.submit(
+                subprocess.Popen,
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            ).result()
     except FileNotFoundError:
         journal.release(seq)
         raise StrataError(f"`{argv[0]}` is not installed", "run scripts/install (or apt-get install nbdkit libnbd-bin)")

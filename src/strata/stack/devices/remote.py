@@ -25,6 +25,10 @@ class Remote:
         return backing_problems(params)
 
     def writes(self, params: RemoteParams, workdir: Path) -> str:
+        if params.host and params.backing_path:
+            return f"{params.backing_path} on host {params.host} (served over nbd to the client hosts, ERASED)"
+        if params.host:
+            return f"a {params.size >> 20} MiB backing file in host {params.host}'s workdir (created and removed)"
         if params.backing_path:
             return f"{params.backing_path} (served by a storage host in a network namespace, ERASED)"
         return (

@@ -110,6 +110,8 @@ def problems(spec: RemoteDevice, caps: Caps) -> str | None:
     """Why this host cannot build `spec` (None: it can). Checked before any I/O."""
     if not caps.root:
         return "needs root (network namespaces, loop devices)"
+    if spec.host is not None:  # the client alone: another node serves the store (serve.py checks there)
+        return choose_client(spec, caps)[1]
     for tool in ("ip", "tc", "nsenter", "unshare") + (("nbdkit",) if spec.transport == "nbd" else ()):
         if caps.tool(tool):
             return caps.tool(tool)

@@ -92,7 +92,7 @@ def _undo_remote_dir(data: dict) -> None:
 
 
 @contextlib.contextmanager
-def _run_dir(workdir: Path, name: str, journal: Journal) -> Iterator[Path]:
+def run_dir(workdir: Path, name: str, journal: Journal) -> Iterator[Path]:
     d = workdir / f"remote-{name}-{secrets.token_hex(3)}"
     data = {"path": str(d)}
     seq = journal.intent("remote_dir", **data)
@@ -105,7 +105,7 @@ def _run_dir(workdir: Path, name: str, journal: Journal) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def _backing(spec: RemoteDevice, run_dir: Path, journal: Journal) -> Iterator[tuple[str, int]]:
+def open_backing(spec: RemoteDevice, rdir: Path, journal: Journal) -> Iterator[tuple[str, int]]:
     """(path, size in bytes) of the store the target serves."""
     if spec.backing_path is not None:
         problems = backing_problems(spec)
@@ -118,7 +118,7 @@ def _backing(spec: RemoteDevice, run_dir: Path, journal: Journal) -> Iterator[tu
         size = int(Path(f"/sys/class/block/{Path(os.path.realpath(spec.backing_path)).name}/size").read_text()) * 512
         yield spec.backing_path, size
         return
-    path = run_dir / "backing.img"
+    path = rdir / "backing.img"
     seq = journal.intent("file", path=str(path))
     try:
         fill_file(path, spec.size)
@@ -138,13 +138,17 @@ def provision_remote(spec: RemoteDevice, journal: Journal, workdir: Path) -> Ite
     if why:
         raise Unsupported(f"remote device {spec.name}: {why}")
     client_kind, _ = caps_mod.choose_client(spec, host_caps)
+    if spec.served_at:
+        with _attached(spec, client_kind, journal, workdir) as handle:
+            yield handle
+        return
     with contextlib.ExitStack() as es:
-        run_dir = es.enter_context(_run_dir(workdir, spec.name, journal))
-        backing, size_bytes = es.enter_context(_backing(spec, run_dir, journal))
+        rdir = es.enter_context(run_dir(workdir, spec.name, journal))
+        backing, size_bytes = es.enter_context(open_backing(spec, rdir, journal))
         host = es.enter_context(netns.namespace_host(journal, tag="remote"))
         fabric = es.enter_context(netns.shaped(host, spec.fabric, journal))
         if spec.transport == "nbd":
-            handle = es.enter_context(_nbd(spec, client_kind, host, backing, run_dir, journal))
+            handle = es.enter_context(_nbd(spec, client_kind, host, backing, rdir, journal))
         else:
             handle = es.enter_context(_nvme(spec, host, backing, journal))
         handle.size_bytes = size_bytes
@@ -197,9 +201,9 @@ def _daemon_check(what: str, daemon: Daemon):
 
 @contextlib.contextmanager
 def _nbd(
-    spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str, run_dir: Path, journal: Journal
+    spec: RemoteDevice, client_kind: str, host: netns.NsHost, backing: str, rdir: Path, journal: Journal
 ) -> Iterator[RemoteHandle]:
-    target = nbd.start_nbdkit(host, backing, run_dir, journal)
+    target = nbd.start_nbdkit(backing, rdir, journal, host=host)
     dropper = nbd.CacheDropper(backing, DROP_CACHE_S)
     try:
         if DROP_CACHE_S:
@@ -213,7 +217,7 @@ def _nbd(
         }
         checks = [_daemon_check("the target nbdkit", target)]
         if client_kind == "fuse":
-            with nbd.fuse_client(host.link.ns_addr, nbd.PORT, run_dir, journal) as client:
+            with nbd.fuse_client(host.link.ns_addr, nbd.PORT, rdir, journal) as client:
                 kname = Path(client.loop).name
                 facts.update(
                     client_version=nbd.version("nbdfuse"),
@@ -257,3 +261,37 @@ def _nvme(spec: RemoteDevice, host: netns.NsHost, backing: str, journal: Journal
         yield RemoteHandle(
             spec.name, client.device, 0, [kname], facts, [], watcher=watcher
         )  # target CPU: kernel threads
+
+
+@contextlib.contextmanager
+def _attached(spec: RemoteDevice, client_kind: str, journal: Journal, workdir: Path) -> Iterator[RemoteHandle]:
+    """The client alone, attached to the target another node of the experiment serves (serve.py): the
+    storage host's disks are not this host's, so the manager brings their evidence (hosts/storage.py)."""
+    addr, _, port = spec.served_at.split("/")[0].rpartition(":")
+    with contextlib.ExitStack() as es:
+        rdir = es.enter_context(run_dir(workdir, spec.name, journal))
+        if client_kind == "fuse":
+            client = es.enter_context(nbd.fuse_client(addr, int(port), rdir, journal))
+            device, version, conns = client.loop, nbd.version("nbdfuse"), nbd.FUSE_CONNECTIONS
+            cpu = [ProcessCollector("remote_procs", {"client": client.daemon.pid})]
+        else:
+            client = es.enter_context(nbd.kernel_client(addr, int(port), journal))
+            device, version, conns, cpu = client.device, nbd.version("nbd-client"), nbd.KERNEL_CONNECTIONS, []
+        kname = Path(device).name
+        facts = {
+            "type": "remote",
+            "transport": spec.transport,
+            "client": client_kind,
+            "client_path": CLIENT_PATHS[(spec.transport, client_kind)],
+            "storage_host": spec.host,
+            "served_at": spec.served_at,
+            "client_version": version,
+            "connections": conns,
+            **block_facts(kname),
+        }
+        size_bytes = int(Path(f"/sys/block/{kname}/size").read_text()) * 512
+        watcher = Watcher([client.alive, StallCheck(kname, STALL_S)], client.abort)
+        handle = RemoteHandle(spec.name, device, size_bytes, [kname], facts, cpu, watcher=watcher)
+        watcher.start()
+        es.callback(watcher.stop)
+        yield handle

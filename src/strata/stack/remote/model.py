@@ -11,6 +11,7 @@ from strata.stack.netns import Fabric, format_rate, format_us, parse_rate_bit, p
 from strata.units import parse_size
 
 DEFAULT_SIZE_BYTES = 4 * 2**30
+SERVED_AT = r"^[0-9a-fA-F.:]{2,45}:[0-9]{1,5}/[0-9a-f]{8}$"  # ADDR:PORT/TOKEN of one served target
 
 
 class RemoteDevice(Strict):
@@ -34,6 +35,17 @@ class RemoteDevice(Strict):
     )
     rate: int | None = Field(
         default=None, description="link rate each way: 10gbit, 100mbit; a number is bits per second"
+    )
+    host: str | None = Field(
+        default=None,
+        description="serve the store from this host of `hosts:` (a Swarm node) over the real network, "
+        "instead of from a namespace on the client's host",
+    )
+    served_at: str | None = Field(
+        default=None,
+        pattern=SERVED_AT,
+        description="set by the manager, not in a spec: ADDR:PORT/TOKEN of the target the storage host serves "
+        "(a new target, a new token: the client hosts attach again)",
     )
 
     @field_validator("size", mode="before")
@@ -68,14 +80,27 @@ class RemoteDevice(Strict):
             raise ValueError("latency is between 0 and 1s")
         if self.transport == "nvme-tcp" and self.client == "fuse":
             raise ValueError("nvme-tcp has only a kernel client (nvme-cli); use client: kernel or auto")
+        if self.host is not None:
+            self._check_host()
         if not self.name:
             parts = ["remote", self.transport]
             if self.latency:
                 parts.append(format_us(self.latency))
             if self.rate:
                 parts.append(format_rate(self.rate))
+            if self.host:
+                parts += ["on", self.host]
             object.__setattr__(self, "name", "-".join(parts))
         return self
+
+    def _check_host(self) -> None:
+        if self.transport != "nbd":
+            raise ValueError("a storage host on another node serves nbd only (nvmet there is untested)")
+        if self.latency or self.rate:
+            raise ValueError(
+                "`latency` and `rate` shape the link to a namespace storage host; between two hosts the "
+                "link is the real network: drop them, or drop `host`"
+            )
 
     @property
     def fabric(self) -> Fabric:

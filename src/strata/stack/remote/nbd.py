@@ -73,11 +73,15 @@ def nbdkit_argv(addr: str, port: int, backing: str, pidfile: Path) -> list[str]:
     ]
 
 
-def start_nbdkit(host: NsHost, backing: str, run_dir: Path, journal: Journal) -> Daemon:
-    """nbdkit in the storage host's namespace, listening on its address only."""
+def start_nbdkit(
+    backing: str, run_dir: Path, journal: Journal, host: NsHost | None = None, addr: str = "", port: int = PORT
+) -> Daemon:
+    """nbdkit listening on one address only: the storage host namespace's (`host`), or `addr` of this
+    node's network (a storage host that is another node of the experiment: serve.py)."""
     pidfile = run_dir / "nbdkit.pid"
+    argv = nbdkit_argv(host.link.ns_addr if host else addr, port, backing, pidfile)
     return start_daemon(
-        host.argv(nbdkit_argv(host.link.ns_addr, PORT, backing, pidfile)),
+        host.argv(argv) if host else argv,
         journal,
         marker=str(pidfile),
         programs=["nbdkit"],

@@ -1,0 +1,132 @@
+"""A remote device served from another host of the experiment (`{type: remote, host: b}`): the manager's side.
+
+Before a trial's parts start, the storage host's agent serves the device's
+store (stack/remote/serve.py: backing store, nbdkit on the node's address,
+kept for the run like any stack); each part's device then names that target
+(`served_at`), so the client hosts attach to it over the network between
+the nodes. The trial's identity keeps `host: b`, never the address.
+
+The storage host's disks are not the client hosts' disks, so the cache check
+of the parts (each host's own disks) cannot see them. The manager samples the
+target's I/O counters and the backing disks' diskstats when every part is
+ready and again when all are done, and the merged cache flag takes those
+bytes as one more layer below the workload: a store answered from the
+storage host's page cache is suspect like any other cache.
+
+A storage host that stops answering during a trial makes the clients' I/O
+fail (the client's watcher: `remote_lost`); the manager then names the
+storage host: `host_lost`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from strata import validity
+from strata.errors import TrialFailure, Unsupported
+
+from .client import AgentRefused, AgentUnreachable
+
+SECTOR = 512  # diskstats sectors are always 512 bytes (collectors/diskstats.py)
+
+
+def storage_host(trial) -> str | None:
+    """The host of the experiment serving the trial's device, if any."""
+    return getattr(trial.device, "host", None)
+
+
+@dataclass
+class Storage:
+    host: str
+    client: object  # AgentClient of the storage host
+    run_id: str
+    target_id: str
+    served_at: str
+    facts: dict
+    samples: dict = field(default_factory=dict)  # "ready"/"done" -> the target's stats then
+
+    def sample(self, when: str) -> None:
+        try:
+            self.samples[when] = self.client.target_stats(self.run_id, self.target_id)
+        except (AgentUnreachable, AgentRefused) as e:
+            raise TrialFailure("host_lost", f"the storage host {self.host} did not answer: {e}")
+        if not self.samples[when].get("alive"):
+            raise TrialFailure("remote_lost", f"the storage host {self.host}: {self.target_state()}")
+
+    def target_state(self, stats: dict | None = None) -> str:
+        """What the storage host says of its target, for a failure's message."""
+        try:
+            stats = stats or self.client.target_stats(self.run_id, self.target_id)
+        except (AgentUnreachable, AgentRefused) as e:
+            return f"its agent did not answer ({e})"
+        if stats.get("alive"):
+            return f"the target nbdkit at {self.served_at} runs"
+        ex = stats.get("exit") or {}
+        return f"the target nbdkit exited ({ex.get('returncode')}): {ex.get('log') or 'no message'}"
+
+    def moved(self) -> dict | None:
+        """Bytes the target and each backing disk moved between the two samples, or None if not sampled."""
+        a, b = self.samples.get("ready"), self.samples.get("done")
+        if not a or not b:
+            return None
+        out = {
+            "nbdkit": {
+                f"{d}_bytes": (b["target_io"].get(f"{d}_bytes", 0) - a["target_io"].get(f"{d}_bytes", 0))
+                for d in ("read", "write")
+            }
+        }
+        for disk, after in (b.get("disks") or {}).items():
+            before = (a.get("disks") or {}).get(disk)
+            if before:
+                out[disk] = {
+                    f"{d}_bytes": (after[f"{d}_sectors"] - before[f"{d}_sectors"]) * SECTOR for d in ("read", "write")
+                }
+        return out
+
+    def to_json(self) -> dict:
+        return {"role": "storage", "served_at": self.served_at, "target": self.facts, "moved": self.moved()}
+
+
+def serve(trial, host: str, client, run_id: str) -> Storage:
+    """The trial's store, served from `host` (started by its agent on first use in this run)."""
+    try:
+        doc = client.serve_target(run_id, trial.device.model_dump(mode="json"))
+    except AgentUnreachable as e:
+        raise TrialFailure("host_lost", f"the storage host {host} is not reachable: {e}")
+    except AgentRefused as e:
+        if e.status == 422:
+            raise Unsupported(str(e))
+        raise TrialFailure("provision", f"the storage host {host} could not serve {trial.device.name}: {e}")
+    return Storage(host, client, run_id, doc["id"], doc["served_at"], doc.get("facts") or {})
+
+
+def part_device(trial, storage: Storage):
+    """The device the client hosts build: the same, attached to the served target."""
+    return trial.device.model_copy(update={"served_at": storage.served_at})
+
+
+def judge_cache(cache_flag: dict, storage: Storage) -> dict:
+    """The merged cache flag with the storage host's target and disks as layers below the workload."""
+    moved = storage.moved()
+    if moved is None or cache_flag.get("expected"):
+        return cache_flag
+    ev = dict(cache_flag.get("evidence") or {})
+    per_disk = dict(ev.get("per_disk") or {})
+    reasons = [cache_flag["reason"]] if cache_flag.get("suspect") and cache_flag.get("reason") else []
+    for name, m in moved.items():
+        entry = per_disk[f"{storage.host}:{name}"] = dict(m)
+        for ddir in ("read", "write"):
+            wl = ev.get(f"{ddir}_workload_bytes", 0)
+            if wl < validity.MIN_CHECKED_BYTES:
+                continue
+            share = m[f"{ddir}_bytes"] / wl
+            entry[f"{ddir}_share"] = round(share, 4)
+            if share < validity.MIN_DEVICE_SHARE:
+                reasons.append(
+                    f"the workload {ddir} {wl / 2**20:.0f} MiB with O_DIRECT but the storage host {storage.host}'s "
+                    f"{name} moved {m[f'{ddir}_bytes'] / 2**20:.0f} MiB ({share:.0%}): a cache answered"
+                )
+    ev["per_disk"] = per_disk
+    suspect = bool(reasons)
+    reason = "; ".join(reasons) or (cache_flag.get("reason") or "every layer moved the workload's bytes")
+    return {**cache_flag, "suspect": suspect, "reason": reason, "evidence": ev}
