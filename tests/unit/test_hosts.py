@@ -525,7 +525,9 @@ def test_the_storage_hosts_bytes_decide_the_cache_flag():
     flag = {"suspect": False, "reason": "every layer moved the workload's bytes", "evidence": {}}
     flag["evidence"] = {"read_workload_bytes": 256 << 20, "per_disk": {"a:loop0": {"read_bytes": 256 << 20}}}
     ok = judge_cache(flag, storage(250 << 20))
-    assert ok["suspect"] is False and ok["evidence"]["per_disk"]["b:nbdkit"]["read_share"] == pytest.approx(0.9766, 1e-3)
+    assert ok["suspect"] is False and ok["evidence"]["per_disk"]["b:nbdkit"]["read_share"] == pytest.approx(
+        0.9766, 1e-3
+    )
     cached = judge_cache(flag, storage(16 << 20))
     assert cached["suspect"] is True and "storage host b's nbdkit moved 16 MiB (6%)" in cached["reason"]
     buffered = {"suspect": False, "expected": True, "reason": "buffered I/O", "evidence": {}}

@@ -119,7 +119,9 @@ def test_spec_reference_is_up_to_date():
     from strata.experiment.reference import generate
 
     ref = pathlib.Path(__file__).parents[2] / "docs" / "spec-reference.md"
-    assert ref.read_text() == generate(), "regenerate docs/spec-reference.md from strata.experiment.reference.generate()"
+    assert ref.read_text() == generate(), (
+        "regenerate docs/spec-reference.md from strata.experiment.reference.generate()"
+    )
 
 
 def test_a_device_parameter_sweeps_like_any_list():
