@@ -211,3 +211,41 @@ def test_a_remote_device_served_by_another_host(bed, tmp_path):
     assert sent >= read, f"host b sent {sent} bytes for {read} bytes read: the reads did not cross the network"
     assert r["flags"]["cache"]["suspect"] is False and "b:nbdkit" in r["flags"]["cache"]["evidence"]["per_disk"]
     _clean(b)
+
+
+def test_a_storage_host_lost_mid_trial_is_host_lost_and_the_run_goes_on(bed, tmp_path):
+    b, env = bed
+    host_a, host_b = b.hosts
+    out = tmp_path / "out"
+    fio = {"rw": "randread", "bs": "4k", "size": "64MiB", "runtime": 30, "direct": True}
+    spec = _spec(
+        b,
+        tmp_path,
+        devices=[{"type": "remote", "host": "b", "size": "512MiB"}],
+        workloads=[{"fio": fio}],
+        loads=[{"name": "one", "containers": 1}],
+        placement=["a"],
+        repetitions=2,
+    )
+    proc = start_strata("run", spec, "-o", out, env=env)
+    try:
+        wait_for(lambda: _fio_running(host_a.workdir), 240, "fio on host a")
+        (agent,) = [n for n in _agents(host_b) if not n.count(".")]
+        host_b.docker("kill", agent)
+        output, _ = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    first, second = sorted(results(out), key=lambda r: r["trial"]["repetition"])
+    assert first["status"] == "failed", output
+    failed = first["flags"]["failed"]
+    assert failed["category"] == "host_lost" and "the storage host" in failed["message"], failed
+    assert "strata-b" in failed["message"]
+    # the run went on to its end: the next trial ran if b's agent was back in time, else it is host_lost too
+    assert second["status"] == "ok" or second["flags"]["failed"]["category"] == "host_lost", second["flags"]
+    assert proc.returncode == 1, output
+    # --resume runs the failed trials again, with new agents (the first thing b's does is undo what the
+    # killed one left: its nbdkit, backing file and run dir) and a new target on b
+    strata("run", spec, "--resume", "-o", out, env=env, check=0)
+    assert [r["status"] for r in results(out)] == ["ok", "ok"]
+    _clean(b)

@@ -144,10 +144,13 @@ class HostTrials:
         it stopped answering, else what its target says."""
         if served is None:
             return failure
+        host = self.hosts[served.host]
         try:
-            self.hosts[served.host].client.health()
+            agent = host.client.health().get("agent")
         except (AgentUnreachable, AgentRefused) as e:
-            return TrialFailure("host_lost", f"{self.hosts[served.host].describe()}, the storage host, was lost: {e}")
+            return TrialFailure("host_lost", f"{host.describe()}, the storage host, was lost: {e}")
+        if served.agent_id and agent != served.agent_id:
+            return TrialFailure("host_lost", f"{host.describe()}, the storage host, lost its agent and its target")
         if failure.category == "host_lost":
             return failure
         message = f"{failure}; on the storage host {served.host}: {served.target_state()}"

@@ -43,6 +43,7 @@ class Storage:
     target_id: str
     served_at: str
     facts: dict
+    agent_id: str = ""  # the storage host's agent that serves it: another one (restarted) lost the target
     samples: dict = field(default_factory=dict)  # "ready"/"done" -> the target's stats then
 
     def sample(self, when: str) -> None:
@@ -97,7 +98,7 @@ def serve(trial, host: str, client, run_id: str) -> Storage:
         if e.status == 422:
             raise Unsupported(str(e))
         raise TrialFailure("provision", f"the storage host {host} could not serve {trial.device.name}: {e}")
-    return Storage(host, client, run_id, doc["id"], doc["served_at"], doc.get("facts") or {})
+    return Storage(host, client, run_id, doc["id"], doc["served_at"], doc.get("facts") or {}, doc.get("agent", ""))
 
 
 def part_device(trial, storage: Storage):

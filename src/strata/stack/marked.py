@@ -96,9 +96,9 @@ class Daemon:
         journal.release(self.seq)
 
 
-# Daemons are started from this one thread, which lives as long as strata: a child that asks for
-# PR_SET_PDEATHSIG gets it when the *thread* that forked it ends (nbdkit does: measured, it exits 0 once
-# the starting thread is gone), and an agent builds stacks in each part's thread, which ends with the part.
+# Daemons are started from this one thread, which lives as long as strata: a child with PR_SET_PDEATHSIG
+# gets its signal when the *thread* that forked it ends, and nbdkit 1.32 behaves so (measured: it exits 0
+# once its starting thread is gone); an agent builds stacks in each part's thread, which ends with the part.
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-spawn")
 
 
