@@ -7,7 +7,9 @@ the baseline, not a place for a container's files), the leader is *best* only wh
 interval of its difference to every other lies above zero, *tied* with those whose difference lies
 within +-5%, and *inconclusive* otherwise, with what would decide it (the rule of the findings,
 analysis/verdict.py). Containers per host: study 003, section 6.3, "assign the number of containers
-that maximize the throughput", with the same rule for the peak.
+that maximize the throughput", with the same rule for the peak. Placement over hosts: measured where
+the results hold the same load on one host and across hosts (analysis/placement.py), else predicted
+from the containers curve (`placement` below).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
+from strata.analysis.placement import MeasuredPlacement, for_stack
 from strata.analysis.query import by_context, fmt
 from strata.analysis.stats import Change, change
 from strata.analysis.sweeps import peak
@@ -88,6 +91,7 @@ class ContainersAdvice:
     counts: list
     undecided: list = field(default_factory=list)  # counts the intervals do not tell from the peak
     placement: list = field(default_factory=list)  # [{"hosts", "per_host", "aggregate", "vs_one_host"}] (003 6.3)
+    measured: MeasuredPlacement | None = None  # the same load measured on one host and across hosts
 
     @property
     def status(self) -> str:
@@ -114,6 +118,8 @@ class ContainersAdvice:
         return head
 
     def placement_text(self) -> str:
+        if self.measured is not None:
+            return self.measured.short_text()
         if not self.placement:
             return ""
         one = self.placement[0]
@@ -158,7 +164,9 @@ def _need(top: Cell, undecided: list[Cell]) -> str:
     return need_repetitions(ch.rel, ch.rel_low, ch.rel_high, bound, min(top.reps, undecided[0].reps), log=False)
 
 
-def containers(sweeps) -> list[ContainersAdvice]:
+def containers(sweeps, measured: list[MeasuredPlacement] = ()) -> list[ContainersAdvice]:
+    """Per containers sweep line: the peak, and the placement over hosts, measured when `measured` holds
+    one for the line's stack and workload, else predicted from the line."""
     out = []
     for s in sweeps:
         if s.dim != "containers":
@@ -181,6 +189,7 @@ def containers(sweeps) -> list[ContainersAdvice]:
                     ln.xs,
                     undecided,
                     placement({x: c.summary.mean for x, c in ln.measured}),
+                    for_stack(list(measured), ln.stack, c0.labels["workload"]),
                 )
             )
     return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from strata.analysis import advice, baseline, findings, grid, hygiene, sweeps
+from strata.analysis import advice, baseline, findings, grid, hygiene, placement, sweeps
 from strata.analysis.cells import Cell, build_cells
 
 
@@ -27,6 +27,13 @@ class Analysis:
     findings: list = field(default_factory=list)
     best: list = field(default_factory=list)
     containers: list = field(default_factory=list)
+    placements: list = field(default_factory=list)  # placement.MeasuredPlacement: one host against several
+
+    @property
+    def placement_advice(self) -> list:
+        """The measured placements no containers advice already tells."""
+        told = {id(c.measured) for c in self.containers if getattr(c, "measured", None) is not None}
+        return [m for m in self.placements if id(m) not in told]
 
     @property
     def counts(self) -> Counter:
@@ -63,5 +70,6 @@ def analyse(results: list[dict], judge_steady: bool = True) -> Analysis:
     a.warnings = hygiene.check(cells, results)
     a.findings = findings.evaluate(a)
     a.best = advice.best_stacks(cells)
-    a.containers = advice.containers(a.sweeps)
+    a.placements = placement.measured(cells)
+    a.containers = advice.containers(a.sweeps, a.placements)
     return a

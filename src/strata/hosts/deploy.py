@@ -42,6 +42,7 @@ from strata.proc import CommandError, sh
 from strata.stack.journal import Journal, undo_action
 from strata.stack.runtimes.docker.client import client_env, docker_cli
 
+from .agentimage import with_workloads, workload_types
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .executor import HostAgent
 
@@ -259,7 +260,7 @@ def agents(exp, journal: Journal, log=print) -> Iterator[dict[str, HostAgent]]:
     placed = {name: find_node(name, spec, all_nodes) for name, spec in exp.hosts.items()}
     from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
 
-    tools = tools_image()
+    tools = with_workloads(tools_image(), workload_types(exp))  # agentimage.py: a workload's host-side tools
     tools_tag, tarball = image_tag(tools), build_image_tarball(tools)
     tag = agent_tag(tools_tag)
     log(f"swarm: agent image {tag} (on {tools_tag})")

@@ -13,6 +13,12 @@ Two things are wrapped, nothing else:
 - the session's `watch` also reports an abort from the manager (another host
   was lost): the instances here stop at once, as when a local layer dies.
 
+A server workload (`hosts_barrier = "measure"`: ycsb) starts, loads and warms
+up its servers before it measures, which takes each host its own time; its
+instances are released here at once and the barrier is where its `measure`
+calls `rendezvous(running)` (workloads/base.py), so that the measured phases of
+every host run together, not merely the servers' starts.
+
 States a part goes through: starting -> ready -> running -> done (a part that
 fails before its barrier goes straight to done, with its failed result).
 """
@@ -24,6 +30,7 @@ import time
 
 from strata.errors import TrialFailure
 from strata.instances import InstanceOutput
+from strata.workloads import REGISTRY as WORKLOADS
 
 STATES = ("starting", "ready", "running", "done")
 # A go more than this far in the future is a manager's mistake, not a start time.
@@ -94,25 +101,40 @@ class Part:
 
 
 class BarrierRunning:
-    """The local instances, released at the manager's start time instead of at once."""
+    """The local instances, released at the manager's start time instead of at once (or, for a workload
+    whose barrier is at its measured phase, at once, and that phase waits for the manager instead)."""
 
-    def __init__(self, inner, part: Part):
-        self.inner, self.part = inner, part
+    def __init__(self, inner, part: Part, at_measure: bool = False):
+        self.inner, self.part, self.at_measure = inner, part, at_measure
 
     def __getattr__(self, name):  # cgroups, and whatever else a runtime's instances offer
         return getattr(self.inner, name)
 
     def ready(self, timeout_s: float) -> None:
         self.inner.ready(timeout_s)
+        if not self.at_measure:
+            self._meet()
+
+    def go(self) -> float:
+        if not self.at_measure:
+            self._start()
+        return self.inner.go()
+
+    def rendezvous(self) -> None:
+        """The workload is about to measure: here is the barrier, when the workload put it here."""
+        if self.at_measure:
+            self._meet()
+            self._start()
+
+    def _meet(self) -> None:
         self.part.set_state("ready")
         self.part.wait_go()
 
-    def go(self) -> float:
+    def _start(self) -> None:
         delay = min(MAX_GO_DELAY_S, self.part.start_at - time.time())
         if delay > 0:
             time.sleep(delay)
         self.part.set_state("running")
-        return self.inner.go()
 
     def wait(self, timeout_s: float, watch=None) -> list[InstanceOutput]:
         outputs = self.inner.wait(timeout_s, watch)
@@ -126,14 +148,14 @@ class BarrierRunning:
 class BarrierSession:
     """The runtime session, whose instances wait for the manager and whose watch hears its aborts."""
 
-    def __init__(self, inner, part: Part):
-        self.inner, self.part = inner, part
+    def __init__(self, inner, part: Part, at_measure: bool = False):
+        self.inner, self.part, self.at_measure = inner, part, at_measure
 
     def __getattr__(self, name):  # name, facts, path, target, and a plugin's extras
         return getattr(self.inner, name)
 
     def start(self, requests, handle, load, sync_dir) -> BarrierRunning:
-        return BarrierRunning(self.inner.start(requests, handle, load, sync_dir), self.part)
+        return BarrierRunning(self.inner.start(requests, handle, load, sync_dir), self.part, self.at_measure)
 
     def watch(self) -> tuple[str, str] | None:
         if self.part.aborted:
@@ -150,7 +172,8 @@ class BarrierStacks:
 
     def get(self, trial):
         device, mounted, session = self.stacks.get(trial)
-        return device, mounted, BarrierSession(session, self.part)
+        at_measure = getattr(WORKLOADS[trial.workload.type], "hosts_barrier", "start") == "measure"
+        return device, mounted, BarrierSession(session, self.part, at_measure)
 
     def died(self, trial, layer: str) -> None:
         self.stacks.died(trial, layer)

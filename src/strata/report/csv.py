@@ -62,6 +62,8 @@ def render(report) -> dict[str, bytes]:
             for c in a.containers
         ],
     )
+    if a.placements:  # the same load measured on one host and across hosts (analysis/placement.py)
+        out["placements.csv"] = table_csv(PLACEMENT_COLUMNS, [row for m in a.placements for row in placement_rows(m)])
     out["warnings.csv"] = table_csv(
         ["kind", "message", "what to do", "items"], [[w.kind, w.message, w.fix, "; ".join(w.items)] for w in a.warnings]
     )
@@ -87,3 +89,28 @@ def _advice_row(b) -> list:
         "; ".join(c.stack for c in b.undecided),
         b.need,
     ]
+
+
+PLACEMENT_COLUMNS = [
+    "workload", "load", "stack", "instances", "placement", "hosts", "per host", "aggregate", "ci_low", "ci_high",
+    "unit", "n", "p99_ms", "p99_ci_low_ms", "p99_ci_high_ms", "vs one host", "vs_ci_low", "vs_ci_high", "verdict",
+    "source",
+]  # fmt: skip
+
+
+def placement_rows(m) -> list[list]:
+    """One row per placement of a measured placement advice (analysis/placement.py)."""
+    rows = []
+    for p in m.placements:
+        ch, agg, lat = p.vs_one_host, p.aggregate, p.p99_ns
+        ms = [None if v is None or lat.n == 0 else v / 1e6 for v in (lat.mean, lat.ci_low, lat.ci_high)]
+        vs = (
+            [None, None, None]
+            if ch is None
+            else [1 + ch.rel, *(None if v is None else 1 + v for v in (ch.rel_low, ch.rel_high))]
+        )
+        per = " ".join(f"{h}={n}" for h, n in p.per_host.items())
+        verdict = "" if p is m.one_host else m.verdict(p)
+        rows.append([m.workload, m.load, m.stack, m.instances, p.name, p.hosts, per, agg.mean, agg.ci_low, agg.ci_high,
+                     m.unit, agg.n, *ms, *vs, verdict, m.source])  # fmt: skip
+    return rows

@@ -115,7 +115,7 @@ def _warnings(a) -> str:
 
 
 def _advice(a) -> str:
-    texts = [b.text() for b in a.best] + [c.text() for c in a.containers]
+    texts = [b.text() for b in a.best] + [c.text() for c in a.containers] + [m.text() for m in a.placement_advice]
     items = [f"<li>{escape(t)}</li>" for t in texts[:MAX_LIST]]
     if len(texts) > MAX_LIST:
         items.append(f"<li>... {len(texts) - MAX_LIST} more in csv/advice.csv and csv/containers.csv</li>")

@@ -74,11 +74,12 @@ def analysis_text(a) -> str:
     if a.warnings:
         lines += ["", f"warnings ({len(a.warnings)}):"]
         lines += [f"  ! {w.text()}" for w in a.warnings]
-    if a.best or a.containers:
+    if a.best or a.containers or a.placement_advice:
         lines += ["", "advice:"]
         lines += [f"  - {b.text()}" for b in a.best[:MAX_ROWS]]
         lines += [f"  - {c.text()}" for c in a.containers[:MAX_ROWS]]
-        more = max(0, len(a.best) - MAX_ROWS) + max(0, len(a.containers) - MAX_ROWS)
+        lines += [f"  - {m.text()}" for m in a.placement_advice[:MAX_ROWS]]
+        more = sum(max(0, len(x) - MAX_ROWS) for x in (a.best, a.containers, a.placement_advice))
         if more:
             lines.append(f"  ... {more} more: see the HTML report or csv/advice.csv, csv/containers.csv")
     for g in a.grids[:MAX_GRIDS]:

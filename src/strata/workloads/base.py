@@ -57,6 +57,9 @@ class Workload(Protocol):
     name: str  # registry key = spec `type` = JSON `workload.type`
     params: type[Strict]
     barrier: str  # "wrapper": the runtime holds each instance at the start; "tool": the tool holds itself
+    # across hosts (hosts/part.py), where the hosts' parts meet: "start" (the instances' release) or "measure"
+    # (the workload's `rendezvous(running)` before its measured phase: servers that start, load, warm up first)
+    hosts_barrier: str
     targets: tuple[str, ...]  # the target kinds it runs on: "dir" (a directory), "device" (a block device)
 
     def parse_params(self, raw: dict, base_dir: Path) -> Strict: ...
@@ -72,6 +75,7 @@ class Workload(Protocol):
     def problems(self, params: Strict, load: Load) -> list[tuple[str, str, str]]: ...  # (key, problem, fix) of a load
     def network(self, params: Strict) -> str: ...  # "none", or "host" to reach servers on 127.0.0.0/8
     def image(self, params: Strict) -> ImageSpec: ...  # what a container or guest image must hold
+    def agent_image(self) -> ImageSpec: ...  # what a host's agent needs for the workload's host-side tools
     def stage(self, params: Strict, out_dir: Path) -> None: ...  # files an instance needs before it starts
     def prepare(self, params: Strict, load: Load, target: Target, instance: int) -> list[str] | None: ...
     def command(self, params: Strict, load: Load, target: Target, instance: int) -> list[str]: ...
@@ -84,6 +88,7 @@ class ToolWorkload:
     """Defaults for a workload whose instances are the measuring tool itself (fio, the engine)."""
 
     barrier = "wrapper"
+    hosts_barrier = "start"
     targets = ("dir", "device")
 
     def parse_params(self, raw: dict, base_dir: Path) -> Strict:
@@ -130,6 +135,12 @@ class ToolWorkload:
     def image(self, params: Strict) -> ImageSpec:
         return ImageSpec()
 
+    def agent_image(self) -> ImageSpec:
+        """What the agent of a host (hosts/deploy.py) must hold besides its own tools to run this workload's
+        parts there: Debian packages and trees of the tools the workload runs on the host itself (a server
+        workload's clients). Nothing by default: a tool instance's image or the agent's own tools serve."""
+        return ImageSpec()
+
     def stage(self, params: Strict, out_dir: Path) -> None:
         pass
 
@@ -142,6 +153,14 @@ class ToolWorkload:
         with ctx.collect():
             ctx.running.go()
             return ctx.running.wait(ctx.timeout_s, ctx.watch)
+
+
+def rendezvous(running: Running) -> None:
+    """Where a workload with `hosts_barrier = "measure"` meets the other hosts' parts before it measures
+    (hosts/part.py); nothing on a local run, whose instances have no such barrier."""
+    meet = getattr(running, "rendezvous", None)
+    if meet is not None:
+        meet()
 
 
 def resolve_file(raw: dict, base_dir: Path, what: str) -> dict:

@@ -8,6 +8,10 @@
   every workload's results have (`iops`, `lat_ns`), so the analysis's latency findings apply.
 - `clients`: each phase's client wall and CPU time (the client runs outside the stack under test).
 - `cache`: the page cache at the end of the run against the data set (Cassandra does buffered I/O).
+
+Across hosts (hosts/merge.py) the instances' outputs come from one artifact directory per host:
+every host's clients are parsed together (throughput summed, histograms merged, databases listed
+host after host); merge.py keeps each host's own metrics beside them.
 """
 
 from __future__ import annotations
@@ -37,16 +41,18 @@ def client_output(d: Path) -> yp.ClientOutput:
     return yp.ClientOutput(text("stdout.txt"), text("stderr.txt"), d / "hdr")
 
 
-def parse_trial(params: YcsbParams, art: Path) -> Parsed:
-    record = json.loads((art / CLIENTS_DIR / "clients.json").read_text())
+def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
+    arts = art if isinstance(art, list) else [art]
+    records = [json.loads((a / CLIENTS_DIR / "clients.json").read_text()) for a in arts]
+    record = records[0] if len(records) == 1 else merged_record(records, arts)
     run = record["phases"]["run"]
-    dirs = [art / c for c in run["clients"]]
+    dirs = [a / c for a, r in zip(arts, records) for c in r["phases"]["run"]["clients"]]
     outs = [client_output(d) for d in dirs]
     agg = yp.aggregate(outs)
     if not agg["series_ops_s"] and not agg["throughput_ops_s"]:
         raise TrialFailure("parse", "the YCSB clients reported no operations", outs[0].stderr[-4000:] if outs else "")
     value = agg["window_ops_s"] if agg["window_ops_s"] is not None else agg["throughput_ops_s"]
-    per_db = _per_database(dirs, outs)
+    per_db = [v for a, r in zip(arts, records) for v in _per_database(*_clients_of(a, r, dirs, outs))]
     unexpected = sum(codes.get("UNEXPECTED_STATE", 0) for codes in agg["returns"].values())
     if params.data_integrity and unexpected:
         raise TrialFailure("tool_error", f"YCSB's data-integrity check failed on {unexpected} reads", "")
@@ -70,6 +76,39 @@ def parse_trial(params: YcsbParams, art: Path) -> Parsed:
     }
     series = [[i, v] for i, v in enumerate(agg["series_ops_s"])]
     return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs))
+
+
+def merged_record(records: list[dict], arts: list[Path]) -> dict:
+    """The clients.json of several hosts' parts as one: databases and ready times summed or listed,
+    each phase's clients and CPU listed host after host (named by their host's directory), its wall
+    time the longest (each host's own stays in its part's metrics: `metrics.hosts` of the merged result)."""
+    phases: dict = {}
+    for name in records[0]["phases"]:
+        ph = [r["phases"][name] for r in records if name in r["phases"]]
+        wall = max(p["wall_s"] for p in ph)
+        cpu = [c for p in ph for c in p["client_cpu_s"]]
+        shares = [p.get("client_cpu_share") for p in ph]
+        phases[name] = {
+            "wall_s": wall,
+            "clients": [f"{a.name}/{c}" for a, p in zip(arts, ph) for c in p["clients"]],
+            "client_cpu_s": cpu,
+            "client_cpu_share": max(shares) if None not in shares else None,  # each host's own cores
+        }
+    cached = [r.get("page_cache_bytes") for r in records]
+    return {
+        "databases": sum(r.get("databases", 1) for r in records),
+        "nodes": records[0].get("nodes"),
+        "phases": phases,
+        "node_ready_s": [s for r in records for s in (r.get("node_ready_s") or [])],
+        "page_cache_bytes": sum(cached) if None not in cached else None,
+    }
+
+
+def _clients_of(art: Path, record: dict, dirs: list[Path], outs: list[yp.ClientOutput]):
+    """The client directories and outputs of one host's part (all of them on one host)."""
+    mine = {art / c for c in record["phases"]["run"]["clients"]}
+    pairs = [(d, o) for d, o in zip(dirs, outs) if d in mine]
+    return [d for d, _ in pairs], [o for _, o in pairs]
 
 
 def _per_database(dirs: list[Path], outs: list[yp.ClientOutput]) -> list[float | None]:
@@ -120,4 +159,5 @@ def parse(params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
     if bad:
         o = bad[0]
         raise TrialFailure("instance_died", f"node {o.index} exited {o.returncode} while stopping", o.stderr)
-    return parse_trial(params, outputs[0].out_dir.parent)
+    arts = list(dict.fromkeys(o.out_dir.parent for o in outputs))  # one per host across hosts, in order
+    return parse_trial(params, arts if len(arts) > 1 else arts[0])

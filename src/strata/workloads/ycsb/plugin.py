@@ -53,6 +53,7 @@ class Ycsb(ToolWorkload):
     name = "ycsb"
     params = YcsbParams
     targets = ("dir",)  # a node's data directory
+    hosts_barrier = "measure"  # across hosts, the measured runs start together, after every host's nodes are up
 
     def parse_params(self, raw: dict, base_dir: Path) -> YcsbParams:
         raw = dict(raw)
@@ -111,6 +112,10 @@ class Ycsb(ToolWorkload):
 
     def image(self, params: YcsbParams) -> ImageSpec:
         return image_spec()
+
+    def agent_image(self) -> ImageSpec:
+        """Java and the jars on every host: the clients run on the host, and so do native nodes."""
+        return ImageSpec("ycsb-host", packages=("openjdk-17-jre-headless",), trees=jars.agent_trees())
 
     def command(self, params: YcsbParams, load: Load, target: Target, instance: int) -> list[str]:
         home = jars.ensure_cassandra()

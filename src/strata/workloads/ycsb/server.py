@@ -27,7 +27,7 @@ from pathlib import Path
 from strata.errors import TrialFailure
 from strata.instances import InstanceOutput
 from strata.params import Load
-from strata.workloads.base import MeasureContext
+from strata.workloads.base import MeasureContext, rendezvous
 from strata.workloads.ycsb import cassandra, client, jars
 from strata.workloads.ycsb.params import PROFILES, YcsbParams
 from strata.workloads.ycsb.plugin import databases
@@ -70,6 +70,7 @@ def measure(params: YcsbParams, load: Load, ctx: MeasureContext) -> list[Instanc
     record["phases"]["load"] = run_phase("load", params, dbs, lib, ctx)
     if params.warmup:
         record["phases"]["warmup"] = run_phase("warmup", params, dbs, lib, ctx)
+    rendezvous(running)  # across hosts: every host's measured run starts together
     with ctx.collect():
         record["phases"]["run"] = run_phase("run", params, dbs, lib, ctx)
         record["page_cache_bytes"] = page_cache_bytes()

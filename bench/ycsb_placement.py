@@ -1,0 +1,123 @@
+"""Study 003 section 6.3 measured: Cassandra databases on one host against the same databases over two.
+
+Test hosts are made here (strata.hosts.testbed: network namespaces on a bridge, a dockerd each, one
+Swarm); the agents are deployed by `strata run` as on a real Swarm. One spec: YCSB workload A on
+`--databases` Cassandra databases in containers (docker:overlay2, volumes, ext4 on a loop device of each
+host), placed all on host a and spread over a and b, `--repetitions` interleaved rounds; then, with
+`--native`, one database per host natively (the native runtime runs one instance per host). Printed:
+each trial's aggregate ops/s, read p99 and each host's share, and the report's placement advice (measured,
+with 95% intervals over the repetitions).
+
+    python3 bench/ycsb_placement.py [--repetitions 3] [--runtime 15] [--root /var/tmp/strata-bench-ycsb-placement]
+(root; about 3 minutes per trial on a 2-core VM, where both "hosts" share the same two cores: this
+measures the mechanics, not what a second machine gains)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from strata.analysis.analyse import analyse  # noqa: E402
+from strata.hosts.testbed import swarm_bed  # noqa: E402
+from strata.stack.journal import Journal  # noqa: E402
+from strata.stack.procfs import remove_tree  # noqa: E402
+from strata.store import load_results  # noqa: E402
+
+
+def strata_run(doc: dict, out: Path) -> float:
+    path = out.with_suffix(".yaml")
+    path.write_text(yaml.safe_dump(doc))
+    t0 = time.monotonic()
+    cp = subprocess.run(
+        [sys.executable, "-m", "strata.cli.main", "run", str(path), "-o", str(out)], capture_output=True, text=True
+    )
+    if cp.returncode not in (0, 1):
+        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
+    return time.monotonic() - t0
+
+
+def spec(bed, root: Path, args, runtime: str, path: str, placement: list) -> dict:
+    ycsb = {"workload": "a", "records": args.records, "runtime": args.runtime, "warmup": 5, "threads": 4}
+    return {
+        "name": "ycsb-placement",
+        "workdir": str(root / "unused"),
+        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": [runtime],
+        "paths": [path],
+        "workloads": [{"ycsb": ycsb}],
+        "loads": [{"name": f"{args.databases}db", "containers": args.databases}],
+        "placement": placement,
+        "repetitions": args.repetitions,
+        "hosts": {h.name: h.spec() for h in bed.hosts},
+        "swarm": {"manager": f"unix://{bed.manager.sock}", "lost_after_s": 30},
+    }
+
+
+def show(out: Path) -> None:
+    rs = load_results(out)
+    for r in sorted(rs, key=lambda r: (r["labels"].get("repetition", 0), r["trial"]["placement"]["name"])):
+        pl = r["trial"]["placement"]["name"]
+        if r.get("status") != "ok":
+            print(f"  {pl} rep {r['labels'].get('repetition')}: {r['status']} {r['flags'].get('failed')}", flush=True)
+            continue
+        m = r["metrics"]
+        hosts = ", ".join(f"{h} {v['primary']['value']:.0f}" for h, v in (m.get("hosts") or {}).items())
+        sync = r["flags"]["sync"]
+        print(
+            f"  {pl:>7} rep {r['labels'].get('repetition')}: {m['primary']['value']:7.0f} ops/s (hosts: {hosts}); "
+            f"read p99 {m['latency']['READ']['p99_us'] / 1e3:.1f} ms; client CPU share "
+            f"{m['clients']['run'].get('client_cpu_share')}; sync {'suspect' if sync.get('suspect') else 'ok'} "
+            f"(overlap {sync.get('overlap')}, host skew {sync.get('host_skew_s')})",
+            flush=True,
+        )
+    for p in analyse(rs).placements:
+        print("advice: " + p.text(), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--databases", type=int, default=2)
+    ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--runtime", type=int, default=15)
+    ap.add_argument("--records", type=int, default=2000)
+    ap.add_argument("--native", action="store_true", help="also one database per host natively")
+    ap.add_argument("--root", default="/var/tmp/strata-bench-ycsb-placement")
+    args = ap.parse_args()
+    root = Path(args.root)
+    if root.exists():
+        raise SystemExit(f"{root} exists: remove it or give another --root")
+    state = root.with_name(root.name + "-state")
+    os.environ["STRATA_STATE_DIR"] = str(state)
+    results = root / "results"
+    results.mkdir(parents=True)
+    journal = Journal("bench-ycsb-placement", state)
+    try:
+        with swarm_bed(journal, ["a", "b"], root / "bed") as bed:
+            one = {"a": args.databases}
+            doc = spec(bed, root, args, "docker:overlay2", "volume", [one, "spread"])
+            print(f"containers: {strata_run(doc, results / 'containers'):.0f} s", flush=True)
+            show(results / "containers")
+            if args.native:
+                doc = spec(bed, root, args, "native", "bind", ["spread"])
+                doc["loads"] = [{"name": "1db-per-host", "containers": 2}]
+                print(f"native: {strata_run(doc, results / 'native'):.0f} s", flush=True)
+                show(results / "native")
+    finally:
+        journal.close()
+        remove_tree(root)  # never across a mount point (strata removed its own)
+        if not any((state / "journal").glob("*.jsonl")):
+            shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

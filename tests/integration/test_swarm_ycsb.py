@@ -1,0 +1,142 @@
+"""Cassandra under YCSB across hosts, for real: two test hosts (hosts/testbed.py: network namespaces with a
+dockerd each, one Swarm), strata's agent on each, two Cassandra 5.0 databases in containers (a private
+dockerd inside each agent, data on ext4 on a loop device of that host) placed both on host a, then one
+on a and one on b; each host's YCSB clients run on that host, every host's measured run starts at the
+barrier once its nodes are up, loaded and warmed, and the parts merge into one result. Checked: the
+merged result against each host's part, the artifacts per host, the barrier's order, and that nothing
+is left: Swarm services, agent containers, JVMs, daemons, namespaces, mounts, loop devices.
+
+About 8 minutes here with warm caches (the agent image with Java and the jars, the Cassandra image).
+"""
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from strata.hosts.testbed import swarm_bed
+from strata.stack.journal import Journal
+
+from .helpers import leftovers, results, strata, write_spec
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+
+HOSTS = ["a", "b"]
+SMALL = {"workload": "a", "records": 1000, "runtime": 8, "warmup": 2, "threads": 2}
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    state = tmp_path_factory.mktemp("state")
+    root = Path(f"/var/tmp/ycsbh-swarm-it-{uuid.uuid4().hex[:6]}")
+    journal = Journal("testbed", state)
+    token, run_dirs = "", []
+    try:
+        with swarm_bed(journal, HOSTS, root) as b:
+            token = b.bridge.removeprefix("stb")
+            run_dirs = [Path(h.sock).parent for h in b.hosts]
+            yield b, {"STRATA_STATE_DIR": str(state)}
+            for h in b.hosts:
+                assert _agents(h) == [], f"agent containers left on host {h.name}"
+            assert b.manager.docker("service", "ls", "-q").stdout.strip() == "", "Swarm services left"
+    finally:
+        journal.close()
+    assert _net(token) == set(), "namespaces, veths or the bridge of the test hosts were left behind"
+    assert not root.exists()
+    assert not [ln for ln in _processes() if any(str(d) in ln for d in run_dirs)], "a test host's dockerd still runs"
+
+
+def _processes() -> list[str]:
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+
+
+def _net(token: str) -> set[str]:
+    ns = set(os.listdir("/run/netns")) if Path("/run/netns").is_dir() else set()
+    links = {p.name for p in Path("/sys/class/net").iterdir()}
+    return {n for n in ns | links if token and token in n}
+
+
+def _agents(h) -> list[str]:
+    return h.docker("ps", "-a", "--filter", "label=strata.agent=1", "--format", "{{.Names}}").stdout.split()
+
+
+def _jvms_in(netns: str) -> list[str]:
+    """Java processes in a test host's network namespace (its Cassandra nodes and YCSB clients)."""
+    cp = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True)
+    found = []
+    for pid in cp.stdout.split():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "java" in cmd.split(" ")[0]:
+            found.append(f"{pid}: {cmd[:120]}")
+    return found
+
+
+def test_cassandra_on_one_host_and_across_two(bed, tmp_path):
+    b, env = bed
+    spec = {
+        "name": "swarm-ycsb",
+        "workdir": "/var/tmp/ycsbh-unused",  # every host has its own workdir
+        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": ["docker:overlay2"],
+        "paths": ["volume"],
+        "workloads": [{"ycsb": SMALL}],
+        "loads": [{"name": "two", "containers": 2}],
+        "placement": [{"a": 2}, "spread"],
+        "hosts": b.spec_hosts(),
+        "swarm": {"manager": f"unix://{b.manager.sock}", "lost_after_s": 30},  # 2 JVMs starting on 2 cores
+    }
+    out = tmp_path / "out"
+    cp = strata("run", write_spec(tmp_path / "spec.yaml", spec), "-o", out, env=env, timeout=1500)
+    rs = {r["trial"]["placement"]["name"]: r for r in results(out)}
+    assert set(rs) == {"a2", "spread"}, cp.stdout + cp.stderr
+    for name, r in rs.items():
+        assert r["status"] == "ok", (name, r["flags"].get("failed"))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+
+    one, two = rs["a2"], rs["spread"]
+    assert set(one["hosts"]) == {"a"} and set(one["metrics"]["hosts"]) == {"a"}
+    assert len(one["metrics"]["databases"]) == 2
+    _check_merged(two, out)
+
+    for h in b.hosts:
+        assert leftovers(h.workdir) == [], f"host {h.name}"
+        assert _agents(h) == [] and _jvms_in(h.netns) == [], f"host {h.name}"
+    assert b.manager.docker("service", "ls", "-q").stdout.strip() == ""
+    print(
+        f"\nycsb a, 2 databases on host a: {one['metrics']['primary']['value']:.0f} ops/s, "
+        f"p99 read {one['metrics']['latency']['READ']['p99_us']} us; "
+        f"1 on a + 1 on b: {two['metrics']['primary']['value']:.0f} ops/s, "
+        f"p99 read {two['metrics']['latency']['READ']['p99_us']} us; sync {two['flags']['sync']}"
+    )
+
+
+def _check_merged(r: dict, out: Path) -> None:
+    """One database on each host: the aggregate is every host's clients together, each part is kept."""
+    m, per = r["metrics"], r["metrics"]["hosts"]
+    assert r["trial"]["placement"]["instances"] == {"a": 1, "b": 1}
+    assert set(per) == set(HOSTS) and all(per[h]["primary"]["value"] > 0 for h in HOSTS)
+    assert m["primary"]["unit"] == "ops/s" and m["primary"]["value"] > 0
+    assert m["overall_ops_s"] == pytest.approx(sum(per[h]["overall_ops_s"] for h in HOSTS))
+    for op in ("READ", "UPDATE"):
+        assert m["operations"][op] == sum(per[h]["operations"][op] for h in HOSTS)
+        assert m["latency"][op]["n"] == sum(per[h]["latency"][op]["n"] for h in HOSTS)  # histograms merged
+        lo = min(per[h]["latency"][op]["p99_us"] for h in HOSTS)
+        hi = max(per[h]["latency"][op]["p99_us"] for h in HOSTS)
+        assert lo <= m["latency"][op]["p99_us"] <= hi
+    assert m["errors"] == 0 and len(m["databases"]) == 2 and len(m["node_ready_s"]) == 2
+    art = out / "trials" / r["trial_id"] / "hosts"
+    for h in HOSTS:
+        assert (art / h / "ycsb" / "clients.json").exists() and list((art / h / "ycsb" / "run").glob("db0-c0"))
+        assert r["hosts"][h]["part"]["status"] == "ok"
+    # the barrier is at the measured run: no host ran before every host's nodes were up, loaded, warmed
+    times = {h: r["hosts"][h]["part"]["times"] for h in HOSTS}
+    offsets = {h: r["hosts"][h]["clock"]["offset_s"] for h in HOSTS}
+    ready = max(times[h]["ready"] - offsets[h] for h in HOSTS)
+    assert all(times[h]["running"] - offsets[h] >= ready - 0.01 for h in HOSTS), times
+    assert set(r["flags"]["sync"]["hosts"]) == set(HOSTS)
