@@ -1,0 +1,107 @@
+"""A remote device whose storage host is another node, against the same device served from a namespace.
+
+Test hosts are made here (strata.hosts.testbed: network namespaces on a bridge, a dockerd each, one
+Swarm); strata deploys its agents as on a real Swarm. The same trial, fio 4 KiB random reads (1 job x
+QD1, `--runtime` s, O_DIRECT) on xfs over an nbd remote device (nbdfuse + loop), natively, three ways,
+interleaved over `--rounds` rounds:
+
+- local: no `hosts:`; the storage host is a namespace strata makes on this machine (issue 9's path);
+- ns-on-a: on test host a through its agent, the storage host a namespace the agent makes there;
+- host-b: on test host a, the store served by test host b's agent over the bridge (`remote.host: b`).
+
+Printed: each run's IOPS and mean latency, and the medians of the paired ratios against local. On
+this machine every path is a veth pair on one kernel: the ratios show what the agents and the
+cross-host serving cost, not a real network's.
+
+    python3 bench/remote_hosts.py [--rounds 3] [--runtime 10] [--root /var/tmp/strata-bench-remote-hosts]
+(root; about 10 minutes on a 2-core VM)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from swarm_overhead import ok, strata_run  # noqa: E402
+
+from strata.hosts.testbed import swarm_bed  # noqa: E402
+from strata.stack.journal import Journal  # noqa: E402
+from strata.stack.procfs import remove_tree  # noqa: E402
+
+WAYS = ("local", "ns-on-a", "host-b")
+
+
+def specs(bed, root: Path, runtime: int) -> dict[str, dict]:
+    fio = {"rw": "randread", "bs": "4k", "size": "256MiB", "runtime": runtime, "ramp_time": 1, "direct": True}
+    remote = {"type": "remote", "client": "fuse", "size": "1GiB"}
+    base = {"filesystems": ["xfs"], "runtimes": ["native"], "paths": ["bind"], "workloads": [{"fio": fio}]}
+    hosts = {
+        "hosts": {h.name: h.spec() for h in bed.hosts},
+        "placement": ["a"],
+        "swarm": {"manager": f"unix://{bed.manager.sock}"},
+        "workdir": str(root / "unused"),
+    }
+    return {
+        "local": {**base, "name": "local", "devices": [remote], "workdir": str(root / "local-work")},
+        "ns-on-a": {**base, **hosts, "name": "ns-on-a", "devices": [remote]},
+        "host-b": {**base, **hosts, "name": "host-b", "devices": [{**remote, "host": "b"}]},
+    }
+
+
+def run(bed, root: Path, rounds: int, runtime: int) -> None:
+    docs = specs(bed, root, runtime)
+    iops: dict[str, list[float]] = {w: [] for w in WAYS}
+    for i in range(rounds):
+        for way in WAYS:
+            out = root / f"{way}-{i}"
+            s = strata_run(docs[way], out)
+            rs = ok(out)
+            value = rs[0]["metrics"]["primary"]["value"] if rs else float("nan")
+            lat_ns = ((rs[0]["metrics"].get("read") or {}).get("lat_ns") or {}).get("mean") if rs else None
+            lat = lat_ns / 1000 if lat_ns else None
+            iops[way].append(value)
+            print(f"round {i} {way:>8}: {value:8.0f} IOPS, mean latency {lat or float('nan'):.0f} us ({s:.0f} s)")
+    for way in WAYS[1:]:
+        ratios = [x / lo for lo, x in zip(iops["local"], iops[way]) if lo == lo and x == x]
+        med = statistics.median(ratios) if ratios else float("nan")
+        print(
+            f"{way} / local: median of {len(ratios)} paired ratios {med:.3f} "
+            f"(ratios {[round(r, 3) for r in ratios]}); medians {statistics.median(iops[way]):.0f} against "
+            f"{statistics.median(iops['local']):.0f} IOPS"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runtime", type=int, default=10)
+    ap.add_argument("--root", default="/var/tmp/strata-bench-remote-hosts")
+    args = ap.parse_args()
+    if not 1 <= args.rounds <= 50 or not 2 <= args.runtime <= 600:
+        raise SystemExit("--rounds is 1 to 50 and --runtime 2 to 600 seconds")
+    root = Path(args.root)
+    if root.exists():
+        raise SystemExit(f"{root} exists: remove it or give another --root")
+    state = root.with_name(root.name + "-state")
+    os.environ["STRATA_STATE_DIR"] = str(state)
+    results = root / "results"
+    results.mkdir(parents=True)
+    journal = Journal("bench-remote-hosts", state)
+    try:
+        with swarm_bed(journal, ["a", "b"], root / "bed") as bed:
+            run(bed, results, args.rounds, args.runtime)
+    finally:
+        journal.close()
+        remove_tree(root)  # never across a mount point (strata removed its own)
+        if not any((state / "journal").glob("*.jsonl")):
+            shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
