@@ -634,3 +634,23 @@ def test_a_storage_host_device_is_named_after_it_and_attaches_to_its_target():
         RemoteDevice(host="b", served_at="192.0.2.9")
     caps = Caps(True, {t: f"/usr/bin/{t}" for t in ("nbdfuse", "losetup")}, None, "no nbd module", "no nvme")
     assert problems(d, caps) is None  # the client alone: no nbdkit, ip or tc needed on the client host
+
+
+def test_link_counters_from_proc_net_dev_when_sysfs_shows_another_namespace():
+    """An agent on a test host sees the machine's /sys; /proc/net/dev is its own namespace's."""
+    from strata.collectors.netdev import proc_net_dev
+
+    text = (
+        "Inter-|   Receive                                                |  Transmit\n"
+        " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls\n"
+        "    lo:    1000      10    0    0    0     0          0         0     1000      10    0    0    0     0\n"
+        "st1a2bh: 52428800  12800    0    0    0     0          0         0  1048576    6400    0    0    0     0\n"
+    )
+    assert proc_net_dev("st1a2bh", text) == {
+        "rx_bytes": 52428800,
+        "rx_packets": 12800,
+        "tx_bytes": 1048576,
+        "tx_packets": 6400,
+    }
+    assert proc_net_dev("st9z9zh", text) is None
+    assert netns.link_state("strata-no-such-if0") == "absent" and not netns.iface_exists("strata-no-such-if0")

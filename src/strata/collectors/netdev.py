@@ -19,7 +19,23 @@ def read_counters(ifname: str, sysfs: Path = Path("/sys/class/net")) -> dict[str
     try:
         return {k: int((sysfs / ifname / "statistics" / k).read_text()) for k in COUNTERS}
     except (OSError, ValueError):
+        return proc_net_dev(ifname)
+
+
+def proc_net_dev(ifname: str, text: str | None = None) -> dict[str, int] | None:
+    """The counters from /proc/net/dev, which shows this process's network namespace. /sys/class/net
+    shows the namespace sysfs was mounted in: an agent on a test host (a network namespace) binds the
+    machine's /sys, where the test host's links are not."""
+    try:
+        text = Path("/proc/net/dev").read_text() if text is None else text
+    except OSError:
         return None
+    for line in text.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        f = rest.split()
+        if name.strip() == ifname and len(f) >= 10:
+            return {"rx_bytes": int(f[0]), "rx_packets": int(f[1]), "tx_bytes": int(f[8]), "tx_packets": int(f[9])}
+    return None
 
 
 class NetdevCollector:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from strata.collectors.netdev import read_counters
 from strata.errors import StrataError
 from strata.proc import sh
 from strata.stack.journal import Journal, undo_action
@@ -157,7 +158,7 @@ def _undo_netns(data: dict) -> None:
 
 @undo_action("veth")
 def _undo_veth(data: dict) -> None:
-    if Path(f"/sys/class/net/{data['host_if']}").exists():
+    if iface_exists(data["host_if"]):
         sh(["ip", "link", "delete", data["host_if"]], timeout=30)
 
 
@@ -202,18 +203,36 @@ def _configure(host: NsHost) -> None:
     host.run(["ip", "link", "set", "lo", "up"])
 
 
+def _ip_link(ifname: str) -> dict | None:
+    """The interface as netlink shows it in this process's network namespace, or None. /sys/class/net shows
+    the namespace sysfs was mounted in, which for an agent on a test host (a network namespace that binds
+    the machine's /sys) is another one: the fallback wherever /sys does not show an interface."""
+    r = sh(["ip", "-j", "link", "show", "dev", ifname], check=False, timeout=10)
+    try:
+        return json.loads(r.stdout)[0] if r.returncode == 0 else None
+    except (ValueError, IndexError, KeyError):
+        return None
+
+
+def iface_exists(ifname: str) -> bool:
+    return Path(f"/sys/class/net/{ifname}").exists() or _ip_link(ifname) is not None
+
+
 def link_state(ifname: str) -> str:
     """operstate of an interface on the host ('up', 'down', 'lowerlayerdown'), or 'absent'."""
     try:
         return Path(f"/sys/class/net/{ifname}/operstate").read_text().strip()
     except OSError:
-        return "absent"
+        link = _ip_link(ifname)
+        return "absent" if link is None else str(link.get("operstate", "unknown")).lower()
 
 
 def link_counters(ifname: str) -> dict[str, int]:
     """Bytes and packets through an interface on the host (rx = from the namespace)."""
-    stats = Path(f"/sys/class/net/{ifname}/statistics")
-    return {k: int((stats / k).read_text()) for k in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")}
+    counters = read_counters(ifname)
+    if counters is None:
+        raise StrataError(f"no interface {ifname} in this network namespace", "a bug: report it")
+    return counters
 
 
 # ---- the fabric: latency and rate on both veth ends -------------------------------
@@ -338,7 +357,7 @@ def _undo_qdisc(data: dict) -> None:
         if not (NETNS_DIR / data["netns"]).exists():
             return  # the qdisc went with its namespace
         argv = ["nsenter", f"--net={NETNS_DIR / data['netns']}", *argv]
-    elif not Path(f"/sys/class/net/{data['dev']}").exists():
+    elif not iface_exists(data["dev"]):
         return
     sh(argv, check=False, timeout=30)
 
