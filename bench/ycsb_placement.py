@@ -18,31 +18,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from swarm_overhead import strata_run  # noqa: E402
+
 from strata.analysis.analyse import analyse  # noqa: E402
 from strata.hosts.testbed import swarm_bed  # noqa: E402
 from strata.stack.journal import Journal  # noqa: E402
 from strata.stack.procfs import remove_tree  # noqa: E402
 from strata.store import load_results  # noqa: E402
-
-
-def strata_run(doc: dict, out: Path) -> float:
-    path = out.with_suffix(".yaml")
-    path.write_text(yaml.safe_dump(doc))
-    t0 = time.monotonic()
-    cp = subprocess.run(
-        [sys.executable, "-m", "strata.cli.main", "run", str(path), "-o", str(out)], capture_output=True, text=True
-    )
-    if cp.returncode not in (0, 1):
-        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
-    return time.monotonic() - t0
 
 
 def spec(bed, root: Path, args, runtime: str, path: str, placement: list) -> dict:

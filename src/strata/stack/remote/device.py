@@ -171,12 +171,17 @@ def _facts(
         "client_path": CLIENT_PATHS[(spec.transport, client_kind)],
         "network": host.facts(),
         "fabric": fabric,
-        "backing": {
-            "path": backing,
-            "kind": "block" if Path(backing).is_block_device() else "file",
-            "disks": backing_disks,
-            "disk_facts": block_facts(backing_disks[-1]) if backing_disks else {},
-        },
+        "backing": backing_facts(backing, backing_disks),
+    }
+
+
+def backing_facts(backing: str, disks: list[str]) -> dict:
+    """What the target serves from, and the disk that holds its bytes."""
+    return {
+        "path": backing,
+        "kind": "block" if Path(backing).is_block_device() else "file",
+        "disks": disks,
+        "disk_facts": block_facts(disks[-1]) if disks else {},
     }
 
 

@@ -24,12 +24,11 @@ from typing import Iterator
 
 from strata.collectors.diskstats import read_diskstats
 from strata.errors import StrataError, Unsupported
-from strata.stack.devices.common import block_facts
 from strata.stack.journal import Journal
 from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod
 from strata.stack.remote import nbd
-from strata.stack.remote.device import DROP_CACHE_S, backing_chain, open_backing, run_dir
+from strata.stack.remote.device import DROP_CACHE_S, backing_chain, backing_facts, open_backing, run_dir
 from strata.stack.remote.model import RemoteDevice
 
 PORTS = range(nbd.PORT, nbd.PORT + 64)  # one target per remote device of a run
@@ -123,11 +122,6 @@ def serve_target(spec: RemoteDevice, journal: Journal, workdir: Path, address: s
             "address": address,
             "port": port,
             "size_bytes": size_bytes,
-            "backing": {
-                "path": backing,
-                "kind": "block" if Path(backing).is_block_device() else "file",
-                "disks": disks,
-                "disk_facts": block_facts(disks[-1]) if disks else {},
-            },
+            "backing": backing_facts(backing, disks),
         }
         yield ServedTarget(address, port, daemon, backing, disks, facts)
