@@ -2,11 +2,13 @@
 dockerd each, one Swarm), strata's agent on each, two Cassandra 5.0 databases in containers (a private
 dockerd inside each agent, data on ext4 on a loop device of that host) placed both on host a, then one
 on a and one on b; each host's YCSB clients run on that host, every host's measured run starts at the
-barrier once its nodes are up, loaded and warmed, and the parts merge into one result. Checked: the
-merged result against each host's part, the artifacts per host, the barrier's order, and that nothing
-is left: Swarm services, agent containers, JVMs, daemons, namespaces, mounts, loop devices.
+barrier once its nodes are up, loaded and warmed, and the parts merge into one result. Then one
+cluster whose two nodes sit on a and b (native JVMs in each agent, at each host's node address) with
+its clients on b (study 001's layout). Checked: the merged result against each host's part, the
+artifacts per host, the barrier's order, that a's node served until b's clients were done, and that
+nothing is left: Swarm services, agent containers, JVMs, daemons, namespaces, mounts, loop devices.
 
-About 8 minutes here with warm caches (the agent image with Java and the jars, the Cassandra image).
+About 12 minutes here with warm caches (the agent image with Java and the jars, the Cassandra image).
 """
 
 import os
@@ -140,3 +142,52 @@ def _check_merged(r: dict, out: Path) -> None:
     ready = max(times[h]["ready"] - offsets[h] for h in HOSTS)
     assert all(times[h]["running"] - offsets[h] >= ready - 0.01 for h in HOSTS), times
     assert set(r["flags"]["sync"]["hosts"]) == set(HOSTS)
+
+
+def test_one_cluster_across_two_hosts_with_its_clients_on_one(bed, tmp_path):
+    """Node 0 on a, node 1 on b, RF 2 read and written at QUORUM (both nodes answer every operation), the
+    clients on b: every operation crossed the network between the test hosts."""
+    b, env = bed
+    wl = {**SMALL, "data_integrity": True, "cluster": {"nodes": 2, "replication_factor": 2, "hosts": HOSTS}}
+    spec = {
+        "name": "swarm-ycsb-span",
+        "workdir": "/var/tmp/ycsbh-unused",
+        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"ycsb": {**wl, "clients_on": "b"}}],
+        "loads": [{"containers": 1}],
+        "hosts": b.spec_hosts(),
+        "swarm": {"manager": f"unix://{b.manager.sock}", "lost_after_s": 30},
+    }
+    out = tmp_path / "out"
+    cp = strata("run", write_spec(tmp_path / "spec.yaml", spec), "-o", out, env=env, timeout=1500)
+    (r,) = results(out)  # one trial: the cluster places itself, not once per host
+    assert r["status"] == "ok", (r["flags"].get("failed"), cp.stdout[-3000:])
+    assert r["trial"]["placement"]["name"] == "span-a+b"
+    assert r["trial"]["placement"]["instances"] == {"a": 1, "b": 1}
+    m, per = r["metrics"], r["metrics"]["hosts"]
+    assert per["a"]["role"] == "nodes" and per["a"]["primary"]["value"] is None
+    assert per["b"]["primary"]["value"] > 0 and m["primary"]["value"] == per["b"]["primary"]["value"]
+    assert m["errors"] == 0 and m["operations"]["READ"] > 0 and m["operations"]["UPDATE"] > 0
+    assert len(m["node_ready_s"]) == 2  # each host timed its own node
+    art = out / "trials" / r["trial_id"] / "hosts"
+    addr = {h: r["hosts"][h]["node"]["address"] for h in HOSTS}
+    conf = (art / "a" / "inst-0" / "conf" / "cassandra.yaml").read_text()
+    assert f"listen_address: {addr['a']}" in conf and f"{addr['a']}:7000" in conf  # node 0 is the seed
+    assert f"listen_address: {addr['b']}" in (art / "b" / "inst-0" / "conf" / "cassandra.yaml").read_text()
+    assert addr["b"] in (art / "a" / "inst-0" / "node.log").read_text()  # a's node met b's
+    assert not list((art / "a").glob("ycsb/run/*")) and list((art / "b").glob("ycsb/run/db0-c0"))
+    # a's node served until b's clients were done: a's part measured at once, was released after b's
+    t = {h: r["hosts"][h]["part"]["times"] for h in HOSTS}
+    off = {h: r["hosts"][h]["clock"]["offset_s"] for h in HOSTS}
+    assert t["a"]["measured"] - off["a"] < t["b"]["measured"] - off["b"] <= t["a"]["done"] - off["a"] + 0.01, t
+    assert set(r["collectors"]["hosts"]) == set(HOSTS)
+    for h in b.hosts:
+        assert leftovers(h.workdir) == [], f"host {h.name}"
+        assert _agents(h) == [] and _jvms_in(h.netns) == [], f"host {h.name}"
+    print(
+        f"\nycsb a, one cluster over a and b (RF 2, QUORUM), clients on b: {m['primary']['value']:.0f} ops/s, "
+        f"p99 read {m['latency']['READ']['p99_us']} us; nodes ready {m['node_ready_s']} s; sync {r['flags']['sync']}"
+    )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from strata.experiment.hosts import Placed, place
+from strata.experiment.hosts import Placed, place, place_span
 from strata.experiment.model import Experiment
 from strata.params import Load
 from strata.stack.filesystems import FilesystemParams
@@ -130,6 +130,12 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
     for dev, fs, rt, path, wl, load, where in itertools.product(
         exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads, exp.placement or [None]
     ):
+        plugin = WORKLOADS.get(getattr(wl, "type", None))
+        spans = plugin.span(wl, load) if plugin is not None and exp.hosts else None
+        if spans is not None:  # the workload places its instances itself: one trial, whatever `placement` says
+            if where is not exp.placement[0]:
+                continue
+            where = place_span(spans, exp.hosts)
         names = {
             "device": dev.name,
             "filesystem": fs.name,
@@ -140,7 +146,7 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
             "placement": where.name if where else "",
         }
         excluded = [i for i, x in enumerate(exp.exclude) if x.matches(names)]
-        placed = place(where, load.containers, exp.hosts) if where else None
+        placed = where if isinstance(where, Placed) else place(where, load.containers, exp.hosts) if where else None
         # what one host runs decides what is impossible: 4 + 4 instances natively on two hosts is not
         per_host = load.model_copy(update={"containers": placed.max_instances}) if isinstance(placed, Placed) else load
         reason = (
@@ -177,8 +183,13 @@ def _order(exp: Experiment):
         idx["fs"][t.filesystem.name],
         idx["rt"][t.runtime.name],
         idx["path"][t.path],
-        [p.name for p in exp.placement].index(t.placement.name) if t.placement else 0,
+        _placement_index(exp, t),
     )
+
+
+def _placement_index(exp: Experiment, t) -> int:
+    names = [p.name for p in exp.placement]
+    return names.index(t.placement.name) if t.placement and t.placement.name in names else 0
 
 
 def _dedupe(skipped: list[Skipped]) -> list[Skipped]:

@@ -234,6 +234,45 @@ def place(p: Placement, containers: int, hosts: dict[str, HostSpec]) -> Placed |
     return Placed(p.name, tuple((h, counts[h]) for h in order), tuple((h, hosts[h].selector) for h in order))
 
 
+def place_span(counts: dict[str, int], hosts: dict[str, HostSpec]) -> Placed:
+    """The placement of a workload that places its instances itself (a cluster spanning hosts), in the
+    order its hosts are given: that order numbers the instances, as the workload lays them out."""
+    name = "span-" + "+".join(counts)
+    return Placed(name, tuple(counts.items()), tuple((h, hosts[h].selector) for h in counts if h in hosts))
+
+
+def check_workload_hosts(hosts: dict[str, HostSpec], workloads: list) -> list[tuple[str, str, str]]:
+    """(key path, problem, fix) of workloads that place themselves on hosts (a cluster's `cluster.hosts`)."""
+    from strata.params import Load
+    from strata.workloads import REGISTRY as WORKLOADS
+
+    problems = []
+    for w in workloads:
+        plugin = WORKLOADS.get(getattr(w, "type", None))
+        if getattr(w, "span", None) is not None:
+            problems.append((f"workloads[{w.name}].span", "`span` is set by strata, not in a spec", "remove it"))
+        spans = plugin.span(w, Load()) if plugin is not None else None
+        for h in spans or {}:
+            if not hosts:
+                problems.append(
+                    (
+                        f"workloads[{w.name}]",
+                        f"workload {w.name} places its instances on host {h!r}, but the experiment has no `hosts:`",
+                        "name the machines under `hosts:`",
+                    )
+                )
+                break
+            if h not in hosts:
+                problems.append(
+                    (
+                        f"workloads[{w.name}].cluster.hosts",
+                        f"host {h!r} is not defined under `hosts:`",
+                        f"one of: {', '.join(hosts)}",
+                    )
+                )
+    return problems
+
+
 def normalize_hosts(raw):
     """`{a: node-a}` -> `{a: {node: node-a}}`; anything else is left to the model's validation."""
     if not isinstance(raw, dict):

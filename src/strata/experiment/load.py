@@ -22,7 +22,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from strata.errors import SpecErrors
-from strata.experiment.hosts import check_device_hosts, check_names, normalize_hosts, normalize_placement
+from strata.experiment.hosts import (
+    check_device_hosts,
+    check_names,
+    check_workload_hosts,
+    normalize_hosts,
+    normalize_placement,
+)
 from strata.experiment.model import Experiment
 from strata.params import LOAD_PRESETS
 from strata.stack.devices import REGISTRY as DEVICES
@@ -159,6 +165,7 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
     if exp is not None:
         errors += _unique_names(exp) + check_names(exp.hosts, exp.placement)
         errors += check_device_hosts(exp.hosts, exp.devices)
+        errors += check_workload_hosts(exp.hosts, parsed)
     if errors:
         raise SpecErrors(_dedupe(errors), source)
     return exp, parsed

@@ -307,6 +307,11 @@ class Agent:
         part.go(start_at)
         return part.status()
 
+    def release(self, part_id: str) -> dict:
+        part = self.part(part_id)[0]
+        part.release()
+        return part.status()
+
     def abort(self, part_id: str, reason: str) -> dict:
         part = self.part(part_id)[0]
         part.abort(reason)

@@ -6,7 +6,9 @@
    (a failure) ends the trial: the others are aborted.
 3. It picks a start time `GO_MARGIN_S` ahead (more if a round trip is slow)
    and sends each host that time in the host's own clock (clock.py).
-4. It follows every part until done.
+4. It follows every part until it measured (a part whose workload does not
+   wait there is done), releases them all together (a host's servers that
+   another host's clients use stop only then), and follows them until done.
 
 Throughout, every agent must answer. One that stays silent for
 `LOST_AFTER_S` (dead, its node gone, its network cut), or answers as another
@@ -83,8 +85,8 @@ class Barrier:
         self._each(one, self.parts)
 
     def wait(self, want: str, timeout_s: float) -> None:
-        """Until every part reached `want` (a part done without failing counts); raises HostLost, PartEnded,
-        PartTimeout at the first of them."""
+        """Until every part reached `want` (a part done counts, unless it failed before it was ready); raises
+        HostLost, PartEnded, PartTimeout at the first of them."""
         deadline = time.monotonic() + timeout_s
         stop = threading.Event()
         pending = [p for p in self.parts if not _reached(p.state, want)]
@@ -121,7 +123,7 @@ class Barrier:
             if st.get("agent") != p.agent_id:
                 raise HostLost(p.host, f"its agent was restarted (agent {p.agent_id}, now {st.get('agent')})")
             p.state, p.status = st["state"], st
-            if st["state"] == "done" and want != "done" and st.get("status") != "ok":
+            if st["state"] == "done" and want == "ready" and st.get("status") != "ok":
                 raise PartEnded(p.host, st)
             if _reached(st["state"], want):
                 return
@@ -143,6 +145,17 @@ class Barrier:
 
         self._each(one, [p for p in self.parts if p.state != "done"])
         return start_at
+
+    def release(self) -> None:
+        """Every part measured: let the ones waiting there stop their servers."""
+
+        def one(p: RemotePart):
+            try:
+                p.client.release(p.part_id)
+            except AgentUnreachable as e:
+                raise HostLost(p.host, f"its agent did not take the release: {e}")
+
+        self._each(one, [p for p in self.parts if p.state == "measured"])
 
     def abort(self, reason: str) -> None:
         """Stop every part that still runs (best effort: a lost host does not hear it)."""

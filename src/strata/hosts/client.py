@@ -93,6 +93,9 @@ class AgentClient:
     def go(self, part_id: str, start_at: float) -> dict:
         return self.json("POST", f"/v1/parts/{part_id}/go", {"start_at": start_at})
 
+    def release(self, part_id: str) -> dict:
+        return self.json("POST", f"/v1/parts/{part_id}/release")
+
     def abort(self, part_id: str, reason: str) -> dict:
         return self.json("POST", f"/v1/parts/{part_id}/abort", {"reason": reason})
 

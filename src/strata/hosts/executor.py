@@ -95,11 +95,13 @@ class HostTrials:
             )
         self._ship_image(trial, agents)
         served = self._serve(trial, run_id, result)
+        wl = WORKLOADS[trial.workload.type]
+        addresses = {a.name: a.node.get("address") or "" for a in agents}
         parts, docs = [], {}
         for (h, n, first), a in zip(placed, agents):
             pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
-            load = trial.load.model_copy(update={"containers": n})
-            part_trial = dataclasses.replace(trial, load=load, placement=None)
+            params, load = wl.part(trial.workload, trial.load, h, n, addresses)
+            part_trial = dataclasses.replace(trial, workload=params, load=load, placement=None)
             if served:
                 part_trial = dataclasses.replace(part_trial, device=storage.part_device(trial, served))
             docs[h] = {
@@ -112,7 +114,7 @@ class HostTrials:
             }
             parts.append(bar.RemotePart(h, a.client, pid, a.agent_id, offsets[h].offset_s))
         b = bar.Barrier(parts, self.lost_after_s, self.poll_s)
-        estimate_s = WORKLOADS[trial.workload.type].estimate_s(trial.workload)
+        estimate_s = wl.estimate_s(trial.workload)
         margin_s = max(bar.GO_MARGIN_S, 8 * max(o.uncertainty_s for o in offsets.values()))  # 4 round trips
         try:
             self._through_barrier(b, docs, estimate_s, margin_s, result, served)
@@ -192,7 +194,9 @@ class HostTrials:
             go_at = b.go(margin_s)
             for p in b.parts:  # what each host was told, in its own clock
                 result["hosts"][p.host]["go_at"] = go_at + p.offset_s
-            b.wait("done", 2 * estimate_s + TIMEOUT_SLACK_S + 60)
+            b.wait("measured", 2 * estimate_s + TIMEOUT_SLACK_S + 60)
+            b.release()
+            b.wait("done", estimate_s + TIMEOUT_SLACK_S + 60)
             if served:
                 served.sample("done")
         except bar.HostLost as e:

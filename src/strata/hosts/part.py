@@ -17,10 +17,15 @@ A server workload (`hosts_barrier = "measure"`: ycsb) starts, loads and warms
 up its servers before it measures, which takes each host its own time; its
 instances are released here at once and the barrier is where its `measure`
 calls `rendezvous(running)` (workloads/base.py), so that the measured phases of
-every host run together, not merely the servers' starts.
+every host run together, not merely the servers' starts. Such a workload meets
+the others once more when it has measured (`rendezvous(running, "measured")`):
+a host whose servers another host's clients use (the nodes of a cluster that
+spans hosts) keeps them up, and keeps collecting, until every part measured
+and the manager releases them all.
 
-States a part goes through: starting -> ready -> running -> done (a part that
-fails before its barrier goes straight to done, with its failed result).
+States a part goes through: starting -> ready -> running -> [measured ->] done
+(a part that fails before its barrier goes straight to done, with its failed
+result).
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from strata.errors import TrialFailure
 from strata.instances import InstanceOutput
 from strata.workloads import REGISTRY as WORKLOADS
 
-STATES = ("starting", "ready", "running", "done")
+STATES = ("starting", "ready", "running", "measured", "done")
+CHECK_S = 0.5  # how often a part waiting to be released looks at its own instances
 # A go more than this far in the future is a manager's mistake, not a start time.
 MAX_GO_DELAY_S = 60.0
 
@@ -44,6 +50,7 @@ class Part:
         self.id, self.host, self.go_timeout_s = part_id, host, go_timeout_s
         self.state = "starting"
         self.start_at: float | None = None  # this host's clock
+        self.released = False  # after "measured": every part measured, the servers may stop
         self.aborted: str | None = None
         self.result: dict | None = None
         self.outputs: list[InstanceOutput] = []
@@ -71,6 +78,33 @@ class Part:
         with self._cond:
             self.start_at = start_at
             self._cond.notify_all()
+
+    def release(self) -> None:
+        with self._cond:
+            self.released = True
+            self._cond.notify_all()
+
+    def wait_release(self, check=None) -> None:
+        """Until the manager releases the measured parts (every one measured); `check` raises the trial's
+        failure meanwhile (a local server died), an abort raises host_lost."""
+        deadline = time.monotonic() + self.go_timeout_s
+        with self._cond:
+            while not self.released and self.aborted is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TrialFailure(
+                        "host_lost",
+                        f"host {self.host}: the manager did not release the part within {self.go_timeout_s:.0f} s",
+                    )
+                if check is not None:
+                    self._cond.release()
+                    try:
+                        check()
+                    finally:
+                        self._cond.acquire()
+                self._cond.wait(min(left, CHECK_S))
+            if self.aborted:
+                raise TrialFailure("host_lost", self.aborted)
 
     def abort(self, reason: str) -> None:
         with self._cond:
@@ -120,11 +154,16 @@ class BarrierRunning:
             self._start()
         return self.inner.go()
 
-    def rendezvous(self) -> None:
-        """The workload is about to measure: here is the barrier, when the workload put it here."""
-        if self.at_measure:
-            self._meet()
-            self._start()
+    def rendezvous(self, point: str = "measure", check=None) -> None:
+        """The workload is about to measure (or has measured): here is the barrier, when the workload put it here."""
+        if not self.at_measure:
+            return
+        if point == "measured":
+            self.part.set_state("measured")
+            self.part.wait_release(check)
+            return
+        self._meet()
+        self._start()
 
     def _meet(self) -> None:
         self.part.set_state("ready")

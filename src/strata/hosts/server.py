@@ -11,6 +11,7 @@ its agents):
     POST   parts                       start a part of a trial (part.py)
     GET    parts/ID?wait=STATE&timeout=S   the part's state, once it reached STATE or S passed
     POST   parts/ID/go                 {"start_at": t}: release at t (this host's clock)
+    POST   parts/ID/release            every part measured: a measured part may stop its servers
     POST   parts/ID/abort              {"reason": ...}
     GET    parts/ID/result             the part's stored result and its instances' outputs
     GET    parts/ID/artifacts          a tar of the part's artifacts
@@ -150,6 +151,9 @@ class Handler(BaseHTTPRequestHandler):
     def r_go(self, q, part):
         self._send(200, self.server.agent.go(part, float(self._body()["start_at"])))
 
+    def r_release(self, q, part):
+        self._send(200, self.server.agent.release(part))
+
     def r_abort(self, q, part):
         self._send(200, self.server.agent.abort(part, str(self._body().get("reason", "aborted by the manager"))))
 
@@ -217,6 +221,7 @@ ROUTES = [
     (r"/v1/parts", "POST", Handler.r_start),
     (PART, "GET", Handler.r_state),
     (PART + "/go", "POST", Handler.r_go),
+    (PART + "/release", "POST", Handler.r_release),
     (PART + "/abort", "POST", Handler.r_abort),
     (PART + "/result", "GET", Handler.r_result),
     (PART + "/artifacts", "GET", Handler.r_artifacts),

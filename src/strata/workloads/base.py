@@ -81,6 +81,10 @@ class Workload(Protocol):
     def command(self, params: Strict, load: Load, target: Target, instance: int) -> list[str]: ...
     def measure(self, params: Strict, load: Load, ctx: MeasureContext) -> list[InstanceOutput]: ...
     def parse(self, params: Strict, outputs: list[InstanceOutput]) -> Parsed: ...
+    # across hosts: instances per host when the workload places them itself (a cluster spanning hosts),
+    # else None and the trial's placement does; and the params and load of one host's part
+    def span(self, params: Strict, load: Load) -> dict[str, int] | None: ...
+    def part(self, params: Strict, load: Load, host: str, instances: int, addresses: dict[str, str]) -> tuple: ...
     def upgrade(self, result: dict, version: int) -> None: ...  # its part of an older stored result
 
 
@@ -120,6 +124,16 @@ class ToolWorkload:
         """One instance per container (`load.containers`); a server workload may run more (a cluster's nodes)."""
         return load.containers
 
+    def span(self, params: Strict, load: Load) -> dict[str, int] | None:
+        """Instances per host when the workload places its instances over the experiment's hosts itself;
+        None: where the trial's `placement` says."""
+        return None
+
+    def part(self, params: Strict, load: Load, host: str, instances: int, addresses: dict[str, str]) -> tuple:
+        """(params, load) of the part of a trial that runs `instances` on `host` (`addresses`: every host's
+        node address): the same workload, with the host's share as its container count."""
+        return params, load.model_copy(update={"containers": instances})
+
     def impossible(self, params: Strict, runtime: Any) -> str | None:
         """Why this workload cannot run on `runtime` (the plugin: its `kind`, `name`), whatever the host."""
         return None
@@ -155,12 +169,14 @@ class ToolWorkload:
             return ctx.running.wait(ctx.timeout_s, ctx.watch)
 
 
-def rendezvous(running: Running) -> None:
-    """Where a workload with `hosts_barrier = "measure"` meets the other hosts' parts before it measures
-    (hosts/part.py); nothing on a local run, whose instances have no such barrier."""
+def rendezvous(running: Running, point: str = "measure", check: Callable[[], None] | None = None) -> None:
+    """Where a workload with `hosts_barrier = "measure"` meets the other hosts' parts (hosts/part.py):
+    "measure" before it measures, "measured" after, before its servers stop (servers another host's
+    clients use stay up until every part measured; `check` raises while it waits there if a local
+    instance dies). Nothing on a local run, whose instances have no such barrier."""
     meet = getattr(running, "rendezvous", None)
     if meet is not None:
-        meet()
+        meet(point, check)
 
 
 def resolve_file(raw: dict, base_dir: Path, what: str) -> dict:

@@ -6,7 +6,10 @@ natively or in a container (`--network host`); only the paths as the node sees t
 
 - Addresses: node i of cluster c listens on 127.0.{c+1}.{i+1} (storage 7000, CQL 9042). All of
   127.0.0.0/8 is on the loopback interface, so N nodes need no port juggling, and no other
-  address is ever used (the network rule).
+  address is ever used (the network rule). A cluster that spans hosts (`cluster.hosts`) has one
+  node on each host's node address instead, so database d takes its own ports there
+  (`span_ports`): storage 7000+2d, CQL 9042+d (7001 stays free for Cassandra's SSL port, and
+  every node of a cluster shares its ports, as the client's one `port` setting needs).
 - Heap: from the memory limit with cassandra-env.sh's formula, max(min(1/2 ram, 1 GiB),
   min(1/4 ram, 8 GiB)), so a container gets what Cassandra's own scripts would give it;
   without a limit, 1 GiB (not the formula on the host's memory: on a 24 GiB machine that is
@@ -34,6 +37,7 @@ GiB = 1 << 30
 MiB = 1 << 20
 STORAGE_PORT = 7000
 CQL_PORT = 9042
+MAX_SPAN_DATABASES = 64  # storage ports 7000..7126 stay below JMX's 7199
 DEFAULT_HEAP_BYTES = 1 * GiB
 MIN_MEMORY_BYTES = 1 * GiB  # a node under a smaller memory limit is a spec error
 READY_LINE = "Starting listening for CQL clients on"
@@ -127,6 +131,13 @@ def node_address(cluster_index: int, node_index: int) -> str:
     return f"127.0.{cluster_index + 1}.{node_index + 1}"
 
 
+def span_ports(database: int) -> tuple[int, int]:
+    """(storage, CQL) port of database `database` when its nodes share their hosts' addresses."""
+    if not 0 <= database < MAX_SPAN_DATABASES:
+        raise ValueError(f"database {database}: a cluster spanning hosts allows {MAX_SPAN_DATABASES} databases")
+    return STORAGE_PORT + 2 * database, CQL_PORT + database
+
+
 def heap_bytes(memory_limit_bytes: int | None) -> int:
     """cassandra-env.sh's max(min(1/2 ram, 1 GiB), min(1/4 ram, 8 GiB)), in whole MiB."""
     if memory_limit_bytes is None:
@@ -154,6 +165,8 @@ class NodeConfig:
     conf_dir: str
     lib_dir: str
     memory_limit_bytes: int | None = None
+    storage_port: int = STORAGE_PORT  # every node of a cluster has the same ports (the seeds', the client's)
+    cql_port: int = CQL_PORT
     num_tokens: int = 16
     ring_delay_ms: int = 1000
     extra_yaml: dict = field(default_factory=dict)  # more cassandra.yaml keys (tests, tuning)
@@ -173,10 +186,14 @@ def cluster_configs(
     conf_dir: Callable[[int], str],
     lib_dir: str,
     memory_limit_bytes: int | None = None,
+    addresses: list[str] | None = None,
     **kw,
 ) -> list[NodeConfig]:
-    """The nodes of one cluster; the first node is the seed (one seed is plenty below ~10 nodes)."""
-    addresses = [node_address(cluster_index, i) for i in range(nodes)]
+    """The nodes of one cluster (on the loopback plan unless `addresses` are given); the first node is
+    the seed (one seed is plenty below ~10 nodes)."""
+    addresses = addresses or [node_address(cluster_index, i) for i in range(nodes)]
+    if len(addresses) != nodes:
+        raise ValueError(f"{len(addresses)} addresses for a cluster of {nodes} nodes")
     return [
         NodeConfig(
             index=i,
@@ -217,13 +234,13 @@ def cassandra_yaml(cfg: NodeConfig) -> dict:
         "seed_provider": [
             {
                 "class_name": "org.apache.cassandra.locator.SimpleSeedProvider",
-                "parameters": [{"seeds": ",".join(f"{s}:{STORAGE_PORT}" for s in cfg.seeds)}],
+                "parameters": [{"seeds": ",".join(f"{s}:{cfg.storage_port}" for s in cfg.seeds)}],
             }
         ],
         "listen_address": cfg.address,
         "rpc_address": cfg.address,
-        "storage_port": STORAGE_PORT,
-        "native_transport_port": CQL_PORT,
+        "storage_port": cfg.storage_port,
+        "native_transport_port": cfg.cql_port,
         "start_native_transport": True,
         "endpoint_snitch": "SimpleSnitch",
         # cassandra.yaml's own sizing rules for 2 cores and one disk: 8 x cores, 16 x disks
@@ -310,14 +327,15 @@ def wait_ready(
     *,
     timeout_s: float = START_TIMEOUT_S,
     what: str = "Cassandra node",
+    port: int = CQL_PORT,
 ) -> float:
     """Seconds until the node said it listens for CQL clients and its port accepts a connection.
 
     Fails with the tail of the node's log: `tool_error` if it exited, `timeout` if not ready."""
     t0 = time.monotonic()
-    line = f"{READY_LINE} /{address}:{CQL_PORT}"
+    line = f"{READY_LINE} /{address}:{port}"
     while True:
-        if line in read_log() and cql_port_open(address):
+        if line in read_log() and cql_port_open(address, port):
             return time.monotonic() - t0
         if not alive():
             tail = log_tail(read_log())

@@ -58,6 +58,7 @@ class ClientRun:
     workload: Path
     hosts: tuple[str, ...]
     out_dir: Path
+    port: int = 9042  # every node's CQL port (a cluster's nodes share it)
     records: int | None = None  # recordcount (None: the file's)
     operations: int | None = None  # operationcount (None: the file's, or unbounded when runtime_s is set)
     runtime_s: int | None = None  # maxexecutiontime
@@ -88,6 +89,7 @@ def properties(run: ClientRun) -> dict[str, str]:
     """The -p settings, in a stable order; they override the workload file's."""
     p = {
         "hosts": ",".join(run.hosts),
+        "port": str(run.port),
         "cassandra.keyspace": run.keyspace,
         "cassandra.replicationfactor": str(run.replication_factor),
         "cassandra.readconsistencylevel": run.read_consistency,

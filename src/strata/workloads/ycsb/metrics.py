@@ -11,7 +11,9 @@
 
 Across hosts (hosts/merge.py) the instances' outputs come from one artifact directory per host:
 every host's clients are parsed together (throughput summed, histograms merged, databases listed
-host after host); merge.py keeps each host's own metrics beside them.
+host after host); merge.py keeps each host's own metrics beside them. A host that only serves nodes
+of clusters spanning hosts ran no client: its part reports its nodes (`role: nodes`, no headline),
+and the merged result counts its nodes' ready times and page cache with the clients' host's.
 """
 
 from __future__ import annotations
@@ -43,8 +45,19 @@ def client_output(d: Path) -> yp.ClientOutput:
 
 def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     arts = art if isinstance(art, list) else [art]
-    records = [json.loads((a / CLIENTS_DIR / "clients.json").read_text()) for a in arts]
+    every = [json.loads((a / CLIENTS_DIR / "clients.json").read_text()) for a in arts]
+    drove = [i for i, r in enumerate(every) if "run" in r.get("phases", {})]
+    if not drove:
+        return serving(params, every[0])
+    arts, records = [arts[i] for i in drove], [every[i] for i in drove]
     record = records[0] if len(records) == 1 else merged_record(records, arts)
+    if len(every) > len(records):  # nodes on hosts without clients: their ready times and page cache count too
+        cached = [r.get("page_cache_bytes") for r in every]
+        record = {
+            **record,
+            "node_ready_s": [s for r in every for s in (r.get("node_ready_s") or [])],
+            "page_cache_bytes": sum(cached) if None not in cached else None,
+        }
     run = record["phases"]["run"]
     dirs = [a / c for a, r in zip(arts, records) for c in r["phases"]["run"]["clients"]]
     outs = [client_output(d) for d in dirs]
@@ -76,6 +89,19 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     }
     series = [[i, v] for i, v in enumerate(agg["series_ops_s"])]
     return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs))
+
+
+def serving(params: YcsbParams, record: dict) -> Parsed:
+    """A part that only served nodes (clusters spanning hosts, clients elsewhere): no headline of its own."""
+    metrics = {
+        "kind": "ycsb",
+        "role": "nodes",
+        "primary": headline(None, "ops/s", "throughput_ops_s", SERIES, series_unit="ops/s"),
+        "node_ready_s": record.get("node_ready_s"),
+        "served_s": record.get("served_s"),
+        "cache": _cache(params, record),
+    }
+    return Parsed(metrics, {"read": 0, "write": 0})
 
 
 def merged_record(records: list[dict], arts: list[Path]) -> dict:

@@ -32,12 +32,19 @@ def _seconds(v):
 
 
 class ClusterParams(Strict):
-    """One database: a Cassandra cluster of `nodes` on one host (addresses 127.0.{c+1}.{i+1})."""
+    """One database: a Cassandra cluster of `nodes` on one host (addresses 127.0.{c+1}.{i+1}), or
+    spanning hosts of the experiment (`hosts`: node i on hosts[i], at that host's node address)."""
 
     nodes: int = Field(default=1, ge=1, le=MAX_NODES, description="Cassandra nodes of each cluster")
     replication_factor: int = Field(default=1, ge=1, le=MAX_NODES, description="copies of each row (SimpleStrategy)")
     consistency: Literal["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE", "EACH_QUORUM"] = (
         Field(default="QUORUM", description="read and write consistency level of the client")
+    )
+    hosts: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_NODES,
+        description="node i of every cluster on hosts[i] (hosts of the experiment, one node each): a cluster "
+        "that spans hosts; empty: every node on the host its placement gives",
     )
 
     @model_validator(mode="after")
@@ -47,7 +54,23 @@ class ClusterParams(Strict):
                 f"replication_factor {self.replication_factor} is above the node count {self.nodes}: "
                 f"set replication_factor to at most {self.nodes}, or nodes to at least {self.replication_factor}"
             )
+        if self.hosts and len(self.hosts) != self.nodes:
+            raise ValueError(
+                f"cluster.hosts names {len(self.hosts)} hosts for {self.nodes} nodes: give one host per node "
+                f"(node i runs on hosts[i]), or set nodes to {len(self.hosts)}"
+            )
+        if len(set(self.hosts)) != len(self.hosts):
+            raise ValueError(
+                "cluster.hosts names a host twice: a cluster's nodes share their ports, so each needs a host of its own"
+            )
         return self
+
+
+class Span(Strict):
+    """(set by strata) One host's part of clusters that span hosts: the host, every host's node address."""
+
+    host: str
+    addresses: dict[str, str]
 
 
 class YcsbParams(Strict):
@@ -82,6 +105,11 @@ class YcsbParams(Strict):
     data_integrity: bool = Field(default=False, description="YCSB's dataintegrity check on every read")
     start_timeout: int = Field(default=300, ge=10, le=3600, description="seconds a node may take to come up")
     properties: dict[str, str] = Field(default_factory=dict, description="more YCSB -p NAME=VALUE settings")
+    clients_on: str | None = Field(
+        default=None,
+        description="with cluster.hosts: the host whose agent runs the YCSB clients (default: node 0's host)",
+    )
+    span: Span | None = Field(default=None, description="(set by strata for a host's part; never in a spec)")
     file: str | None = Field(default=None, description="(set from `workload: file:PATH`)")
 
     _times = field_validator("runtime", "warmup", mode="before")(lambda v: _seconds(v))
@@ -115,6 +143,12 @@ class YcsbParams(Strict):
             object.__setattr__(self, "runtime", 60)
         if self.workload.startswith("file:") and not self.file:
             raise ValueError("`workload: file:PATH` names a properties file that was not found")
+        if self.clients_on is not None and self.clients_on not in self.cluster.hosts:
+            hosts = ", ".join(self.cluster.hosts) or "none"
+            raise ValueError(
+                f"clients_on {self.clients_on!r} is not one of cluster.hosts ({hosts}): "
+                "the clients run on a host of the cluster (a host with no node is not supported yet)"
+            )
         if not self.name:
             wl = self.workload if not self.file else "file-" + self.file.rsplit("/", 1)[-1]
             name = f"ycsb-{wl}" + (f"-{self.profile}" if self.profile else "")
@@ -122,8 +156,20 @@ class YcsbParams(Strict):
             c = self.cluster
             if self.clusters > 1 or c.nodes > 1:
                 name += f"-{self.clusters}x{c.nodes}n-rf{c.replication_factor}"
+            if c.hosts:
+                name += f"-on-{'+'.join(c.hosts)}-clients-{self.clients_host}"
             object.__setattr__(self, "name", name)
         return self
+
+    @property
+    def clients_host(self) -> str | None:
+        """The host that runs the clients of clusters spanning hosts (None: each host runs its own)."""
+        return self.clients_on or (self.cluster.hosts[0] if self.cluster.hosts else None)
+
+    @property
+    def drives(self) -> bool:
+        """Whether this part runs the clients: always, unless it is a node-only host of spanning clusters."""
+        return self.span is None or self.span.host == self.clients_host
 
     @property
     def nodes(self) -> int:

@@ -7,6 +7,11 @@ a bind mount; `--network host`), so limits, collectors, journal and cleanup are 
 which run on the host outside the stack under test with their CPU time recorded. Instances are
 laid out database by database: database d (of `containers x clusters`) is instances
 d*nodes .. d*nodes+nodes-1, node i at 127.0.{d+1}.{i+1}.
+
+Clusters that span hosts (`cluster.hosts`) place themselves (`span`): node i of every database runs
+on hosts[i], so each host's part holds one node of each database (its instance d is database d's),
+at the host's node address with the database's own ports (cassandra.span_ports); the clients run
+on one host (`clients_on`), and the other hosts' parts serve until every part measured.
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from strata.errors import StrataError
 from strata.instances import ImageSpec, InstanceOutput, Target
 from strata.params import Load
 from strata.workloads.base import MeasureContext, Parsed, ToolWorkload
 from strata.workloads.ycsb import cassandra, jars
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
-from strata.workloads.ycsb.params import YcsbParams
+from strata.workloads.ycsb.params import Span, YcsbParams
 from strata.workloads.ycsb.script import node_script, start_file
 
 RECORD_BYTES = 1100  # YCSB's default row: 10 fields of 100 bytes, and the key
@@ -35,9 +41,15 @@ def databases(params: YcsbParams, load: Load) -> int:
 
 
 def node_config(params: YcsbParams, load: Load, instance: int, data_dir: str, conf_dir: str, lib_dir: str):
-    """The NodeConfig of instance `instance` (database instance // nodes, node instance % nodes)."""
+    """The NodeConfig of instance `instance`: database instance // nodes, node instance % nodes; on a host's
+    part of clusters spanning hosts, database `instance`, node the host's."""
     nodes = params.cluster.nodes
     d, i = divmod(instance, nodes)
+    where: dict = {}
+    if params.span is not None:
+        d, i = instance, params.cluster.hosts.index(params.span.host)
+        storage, cql = cassandra.span_ports(d)
+        where = dict(addresses=span_addresses(params), storage_port=storage, cql_port=cql)
     cfgs = cassandra.cluster_configs(
         d,
         nodes,
@@ -45,8 +57,14 @@ def node_config(params: YcsbParams, load: Load, instance: int, data_dir: str, co
         conf_dir=lambda _: conf_dir,
         lib_dir=lib_dir,
         memory_limit_bytes=load.limits.memory,
+        **where,
     )
     return cfgs[i]
+
+
+def span_addresses(params: YcsbParams) -> list[str]:
+    """Node i's address: the node address of hosts[i] (every database's, on its own ports)."""
+    return [params.span.addresses[h] for h in params.cluster.hosts]
 
 
 class Ycsb(ToolWorkload):
@@ -81,20 +99,49 @@ class Ycsb(ToolWorkload):
         return VM_REASON if getattr(runtime, "kind", "") == "vm" else None
 
     def problems(self, params: YcsbParams, load: Load) -> list[tuple[str, str, str]]:
+        out = []
         mem = load.limits.memory
         if mem is not None and mem < cassandra.MIN_MEMORY_BYTES:
-            return [
+            out.append(
                 (
                     "limits.memory",
                     f"a Cassandra node needs a memory limit of at least {cassandra.MIN_MEMORY_BYTES >> 20} MiB, "
                     f"not {mem >> 20} MiB",
                     f"raise limits.memory to at least {cassandra.MIN_MEMORY_BYTES >> 20} MiB",
                 )
-            ]
-        return []
+            )
+        n, most = databases(params, load), cassandra.MAX_SPAN_DATABASES
+        if params.cluster.hosts and n > most:
+            out.append(
+                (
+                    "containers",
+                    f"{n} databases span the hosts; each takes its own ports there, and {most} is the most",
+                    f"run at most {most} databases (containers x clusters)",
+                )
+            )
+        return out
 
     def instances(self, params: YcsbParams, load: Load) -> int:
+        if params.span is not None:  # one node of each database on this host
+            return databases(params, load)
         return databases(params, load) * params.cluster.nodes
+
+    def span(self, params: YcsbParams, load: Load) -> dict[str, int] | None:
+        if not params.cluster.hosts:
+            return None
+        return {h: databases(params, load) for h in params.cluster.hosts}
+
+    def part(self, params: YcsbParams, load: Load, host: str, instances: int, addresses: dict[str, str]) -> tuple:
+        if not params.cluster.hosts:
+            return super().part(params, load, host, instances, addresses)
+        missing = [h for h in params.cluster.hosts if not addresses.get(h)]
+        if missing:
+            raise StrataError(
+                f"no node address of host {missing[0]}: the Swarm reports none for its node",
+                "check `docker node inspect` on the manager: Status.Addr names the node's address",
+            )
+        span = Span(host=host, addresses={h: addresses[h] for h in params.cluster.hosts})
+        return params.model_copy(update={"span": span}), load
 
     def estimate_s(self, params: YcsbParams) -> float:
         start = 30 * params.cluster.nodes

@@ -10,6 +10,13 @@
 4. The measured run, inside the collectors' window: `clients` processes per database.
 5. `<sync>/stop`: the nodes shut down, and the runtime's outputs are returned.
 
+Clusters that span hosts: each host's part starts its own node of every database; node i of a
+database starts once node i-1 answers at its address, on whichever host it runs (the nodes join
+one by one across hosts, the network between them is the only channel). The host that runs the
+clients (`clients_on`) checks the ring and runs the phases as above; every other host's part
+collects from the barrier until every part measured (`rendezvous(running, "measured")`), so that
+its nodes serve the whole measured run and its collectors see their disk's share of it.
+
 The clients run on the host, outside the stack under test; each one's CPU time is recorded
 (clients.json). While anything waits, `Running.check` watches the nodes: a node that ends
 (killed, crashed) fails the trial as `instance_died`, an OOM-killed one as `oom`, a node not up
@@ -30,7 +37,7 @@ from strata.params import Load
 from strata.workloads.base import MeasureContext, rendezvous
 from strata.workloads.ycsb import cassandra, client, jars
 from strata.workloads.ycsb.params import PROFILES, YcsbParams
-from strata.workloads.ycsb.plugin import databases
+from strata.workloads.ycsb.plugin import databases, span_addresses
 from strata.workloads.ycsb.script import LOG_NAME, STOP_FILE, start_file
 
 POLL_S = 0.5
@@ -43,12 +50,19 @@ CLIENTS_DIR = "ycsb"
 @dataclass
 class Db:
     index: int
-    instances: list[int]
-    hosts: list[str]
+    instances: list[int | None]  # node i's instance here; None: another host runs it
+    hosts: list[str]  # node i's address
+    port: int = cassandra.CQL_PORT
 
 
 def layout(params: YcsbParams, load: Load) -> list[Db]:
     n = params.cluster.nodes
+    if params.span is not None:
+        here, addresses = params.cluster.hosts.index(params.span.host), span_addresses(params)
+        return [
+            Db(d, [d if i == here else None for i in range(n)], addresses, cassandra.span_ports(d)[1])
+            for d in range(databases(params, load))
+        ]
     return [
         Db(d, list(range(d * n, d * n + n)), [cassandra.node_address(d, i) for i in range(n)])
         for d in range(databases(params, load))
@@ -63,6 +77,8 @@ def measure(params: YcsbParams, load: Load, ctx: MeasureContext) -> list[Instanc
     running.ready(ctx.prepare_timeout_s)
     running.go()
     record["node_ready_s"] = start_nodes(params, dbs, ctx)
+    if not params.drives:
+        return serve(ctx, record)
     lib = jars.ensure_ycsb() / "lib"
     if params.cluster.nodes > 1:
         for db in dbs:
@@ -74,10 +90,29 @@ def measure(params: YcsbParams, load: Load, ctx: MeasureContext) -> list[Instanc
     with ctx.collect():
         record["phases"]["run"] = run_phase("run", params, dbs, lib, ctx)
         record["page_cache_bytes"] = page_cache_bytes()
-    (art / CLIENTS_DIR).mkdir(exist_ok=True)
-    (art / CLIENTS_DIR / "clients.json").write_text(json.dumps(record, indent=1))
+    write_record(art, record)
+    rendezvous(running, "measured", lambda: check_nodes(ctx))  # across hosts: the other hosts' nodes may stop
     (sync / STOP_FILE).touch()
     return running.wait(STOP_TIMEOUT_S, ctx.watch)
+
+
+def serve(ctx: MeasureContext, record: dict) -> list[InstanceOutput]:
+    """A host's part of clusters spanning hosts whose clients run elsewhere: its nodes serve, and its
+    collectors run, from the barrier until every part measured."""
+    rendezvous(ctx.running)
+    t0 = time.monotonic()
+    with ctx.collect():
+        rendezvous(ctx.running, "measured", lambda: check_nodes(ctx))
+        record["page_cache_bytes"] = page_cache_bytes()
+    record["served_s"] = round(time.monotonic() - t0, 3)
+    write_record(ctx.art, record)
+    (ctx.art / "sync" / STOP_FILE).touch()
+    return ctx.running.wait(STOP_TIMEOUT_S, ctx.watch)
+
+
+def write_record(art: Path, record: dict) -> None:
+    (art / CLIENTS_DIR).mkdir(exist_ok=True)
+    (art / CLIENTS_DIR / "clients.json").write_text(json.dumps(record, indent=1))
 
 
 def node_log(art: Path, instance: int) -> str:
@@ -88,19 +123,41 @@ def node_log(art: Path, instance: int) -> str:
 
 
 def start_nodes(params: YcsbParams, dbs: list[Db], ctx: MeasureContext) -> list[float]:
-    """Seeds first (all at once), then node 1 of every cluster, and so on; seconds to ready of each."""
+    """Seeds first (all at once), then node 1 of every cluster, and so on; seconds to ready of each node
+    here (a node on another host is waited for until it answers, not timed: its host times it)."""
     ready: dict[int, float] = {}
     for i in range(params.cluster.nodes):
         if i > 0:
             for db in dbs:
-                (ctx.art / "sync" / start_file(db.instances[i])).touch()
+                if db.instances[i] is not None:
+                    (ctx.art / "sync" / start_file(db.instances[i])).touch()
         for db in dbs:
             k = db.instances[i]
-            ready[k] = wait_node(ctx, k, db.hosts[i], params.start_timeout)
+            if k is None:
+                wait_remote(ctx, db, i, params)
+            else:
+                ready[k] = wait_node(ctx, k, db.hosts[i], params.start_timeout, db.port)
     return [round(ready[k], 2) for k in sorted(ready)]
 
 
-def wait_node(ctx: MeasureContext, instance: int, address: str, timeout_s: float) -> float:
+def wait_remote(ctx: MeasureContext, db: Db, i: int, params: YcsbParams) -> None:
+    """Node i of `db`, on another host, answering at its address; this host's nodes watched meanwhile."""
+    host, address = params.cluster.hosts[i], db.hosts[i]
+    deadline = time.monotonic() + params.start_timeout
+    while not cassandra.cql_port_open(address, db.port):
+        check_nodes(ctx)
+        if time.monotonic() > deadline:
+            raise TrialFailure(
+                "not_ready",
+                f"node {i} of database {db.index} (host {host}, {address}:{db.port}) did not answer within "
+                f"{params.start_timeout} s: see host {host}'s part for its log",
+            )
+        time.sleep(POLL_S)
+
+
+def wait_node(
+    ctx: MeasureContext, instance: int, address: str, timeout_s: float, port: int = cassandra.CQL_PORT
+) -> float:
     def alive() -> bool:
         try:
             ctx.running.check(ctx.watch)
@@ -113,7 +170,12 @@ def wait_node(ctx: MeasureContext, instance: int, address: str, timeout_s: float
 
     try:
         waited = cassandra.wait_ready(
-            address, lambda: node_log(ctx.art, instance), alive, timeout_s=timeout_s, what=f"Cassandra node {instance}"
+            address,
+            lambda: node_log(ctx.art, instance),
+            alive,
+            timeout_s=timeout_s,
+            what=f"Cassandra node {instance}",
+            port=port,
         )
     except TrialFailure as e:
         if e.category == "timeout":
@@ -133,7 +195,7 @@ def since_launch(out_dir: Path, waited_s: float) -> float:
 def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
     """Every node of the cluster Up and Normal from every node (RingCheck over CQL), retried briefly."""
     deadline = time.monotonic() + RING_TIMEOUT_S
-    argv = client.ring_check_argv(db.hosts, lib)
+    argv = client.ring_check_argv(db.hosts, lib, port=db.port)
     while True:
         ctx.running.check(ctx.watch)
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=RING_TIMEOUT_S)
@@ -154,6 +216,7 @@ def client_runs(phase: str, params: YcsbParams, db: Db, out: Path) -> list[clien
     common = dict(
         workload=wl,
         hosts=tuple(db.hosts),
+        port=db.port,
         records=params.records,
         replication_factor=c.replication_factor,
         read_consistency=c.consistency,
