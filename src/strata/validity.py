@@ -209,7 +209,8 @@ def is_raw_baseline(result: dict) -> bool:
 
 def sync(windows: list[tuple[float, float] | None], starts: list[float | None], runtime_s: float) -> Judgement:
     """Did the instances do their I/O together? Judged on the workloads' own windows (start and end
-    of the measured I/O) when every instance reports one; else on the wrappers' start times."""
+    of the measured I/O) when every window is known (a server workload's windows are its clients',
+    however many instances serve them); else on the wrappers' start times."""
     n = len(starts)
     wrapper = [s for s in starts if s is not None]
     extra = {
@@ -217,12 +218,13 @@ def sync(windows: list[tuple[float, float] | None], starts: list[float | None], 
         "skew_s": 0.0,
         "wrapper_skew_s": (max(wrapper) - min(wrapper)) if len(wrapper) > 1 else 0.0,
     }
-    if n < 2:
-        return Judgement(Flag.SYNC, False, "one instance", extra=extra)
-    if windows and all(w is not None for w in windows) and len(windows) == n:
+    judged = bool(windows) and all(w is not None for w in windows)
+    if (len(windows) if judged else n) < 2:
+        return Judgement(Flag.SYNC, False, "one instance" if n < 2 else "one measured window", extra=extra)
+    if judged:
         first_end = min(e for _, e in windows)
         last_start = max(s for s, _ in windows)
-        mean_len = sum(e - s for s, e in windows) / n
+        mean_len = sum(e - s for s, e in windows) / len(windows)
         overlap = max(0.0, first_end - last_start) / mean_len if mean_len > 0 else 0.0
         skew = last_start - min(s for s, _ in windows)
         extra.update(skew_s=skew, overlap=round(overlap, 4), basis="workload")

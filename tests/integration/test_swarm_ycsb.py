@@ -184,6 +184,9 @@ def test_one_cluster_across_two_hosts_with_its_clients_on_one(bed, tmp_path):
     off = {h: r["hosts"][h]["clock"]["offset_s"] for h in HOSTS}
     assert t["a"]["measured"] - off["a"] < t["b"]["measured"] - off["b"] <= t["a"]["done"] - off["a"] + 0.01, t
     assert set(r["collectors"]["hosts"]) == set(HOSTS)
+    # judged on the clients' window (on b), not on the nodes' starts (b's node joins after a's)
+    sync = r["flags"]["sync"]
+    assert not sync["suspect"] and sync["hosts"]["b"]["first_io_s"] == 0.0, sync
     for h in b.hosts:
         assert leftovers(h.workdir) == [], f"host {h.name}"
         assert _agents(h) == [] and _jvms_in(h.netns) == [], f"host {h.name}"

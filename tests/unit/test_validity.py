@@ -98,3 +98,14 @@ def test_final_cgroup_counters():
     c = final_counters(text)
     assert c["cpu_ns"] == 123456 and c["memory_max_bytes"] == 4096
     assert (c["read_bytes"], c["write_bytes"], c["oom_kills"]) == (1000, 24, 1)
+
+
+def test_sync_of_a_server_workload_is_judged_on_its_clients_windows():
+    """Cassandra nodes started 3 s apart by design (one joins after the other, across hosts): their
+    clients' windows decide, however many nodes serve them."""
+    one = validity.sync([(10.0, 18.0)], [0.0, 3.15], 8).to_json()
+    assert not one["suspect"] and one["reason"] == "one measured window" and one["wrapper_skew_s"] == 3.15
+    two = validity.sync([(10.0, 18.0), (10.1, 18.0)], [0.0, 3.15, 3.2], 8).to_json()
+    assert not two["suspect"] and two["basis"] == "workload" and two["instances"] == 3
+    late = validity.sync([(10.0, 18.0), (16.0, 24.0)], [0.0, 0.0, 0.0], 8).to_json()
+    assert late["suspect"] and late["basis"] == "workload"

@@ -321,3 +321,21 @@ def test_target_of_a_span_part_names_the_nodes_own_data_dir(tmp_path, monkeypatc
     script = YCSB.command(p, Load(containers=2), target, 1)[2]
     assert f"listen_address: {ADDR['b']}" in script and "native_transport_port: 9043" in script
     assert "start-1" in script  # node 1 waits for its turn
+
+
+def test_the_clients_windows_belong_to_the_host_whose_artifacts_hold_them(tmp_path):
+    from strata.hosts.clock import Offset
+    from strata.hosts.merge import PartOutcome, merged_sync, window_hosts
+
+    a = _serving_art(tmp_path / "hosts" / "a", 7.0)
+    b = _part_art(tmp_path / "hosts" / "b", ["db0-c0"], 9.0)
+    parsed = metrics.parse(_span(), _outputs(a, b))
+    parts = [
+        PartOutcome(h, i, {}, [], art, Offset(off, 0.001, 5), {"running": 100.0 + off})
+        for i, (h, art, off) in enumerate((("a", a, 0.5), ("b", b, -0.25)))
+    ]
+    hosts = window_hosts(parsed, ["a", "b"], parts)
+    assert hosts == ["b"]  # one client, on b, though the instances are a's node and b's
+    judged = merged_sync(parsed.windows, _outputs(a, b), hosts, parts, 8).to_json()
+    assert not judged["suspect"] and judged["hosts"]["b"]["first_io_s"] == 0.0
+    assert judged["hosts"]["a"]["first_io_s"] is None

@@ -86,13 +86,20 @@ def merged_cache(parts: list[PartOutcome]) -> validity.Judgement:
     return validity.Judgement(validity.Flag.CACHE, suspect, "; ".join(reasons), expected=expected, evidence=evidence)
 
 
+def window_hosts(parsed, hosts: list[str], parts: list[PartOutcome]) -> list[str]:
+    """The host of each window: its instance's, or (a server workload's clients) the host whose artifacts
+    hold the window's output."""
+    if parsed.window_dirs is None:
+        return hosts
+    return [next((p.host for p in parts if d.is_relative_to(p.art)), "?") for d in parsed.window_dirs]
+
+
 def merged_sync(windows: list, outputs: list[InstanceOutput], hosts: list[str], parts, runtime_s: float):
-    """The sync judgement on every instance's window in the manager's clock, with each host's offset."""
+    """The sync judgement on every window in the manager's clock (`hosts`: each window's), with each
+    host's offset."""
     by_host = {p.host: p for p in parts}
-    shifted = [
-        (w[0] - by_host[h].offset.offset_s, w[1] - by_host[h].offset.offset_s) if w else None
-        for w, h in zip(windows, hosts)
-    ]
+    offset = {h: p.offset.offset_s for h, p in by_host.items()}
+    shifted = [(w[0] - offset.get(h, 0.0), w[1] - offset.get(h, 0.0)) if w else None for w, h in zip(windows, hosts)]
     judged = validity.sync(shifted, [o.start_time_s for o in outputs], runtime_s)
     starts = {}
     for w, h in zip(shifted, hosts):
@@ -127,7 +134,7 @@ def merge(trial, parts: list[PartOutcome], art: Path, result: dict) -> None:
     primary = metrics.get("primary") or {}
     runtime_s = getattr(params, "runtime", 0) or 0
     cache = merged_cache(parts)
-    sync = merged_sync(parsed.windows, outputs, hosts, parts, runtime_s)
+    sync = merged_sync(parsed.windows, outputs, window_hosts(parsed, hosts, parts), parts, runtime_s)
     flags = {cache.flag.value: cache.to_json(), sync.flag.value: sync.to_json()}
     flags[validity.Flag.STEADY.value] = validity.steady(
         parsed.series.get(primary.get("series") or ""), metrics.get("steadystate")

@@ -34,6 +34,9 @@ class Parsed:
     moved_bytes: dict[str, int]  # {"read": n, "write": n}: bytes the workload says it moved
     series: dict[str, list] = field(default_factory=dict)  # per-second [[t_s, value], ...] from the tool's logs
     windows: list[tuple[float, float] | None] = field(default_factory=list)
+    # where each window's output lives, when the windows are not the instances' (a server workload's
+    # clients): across hosts, a window's host is the host whose artifacts hold it
+    window_dirs: list[Path] | None = None
 
 
 def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra) -> dict:

@@ -88,7 +88,7 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
         "cache": _cache(params, record),
     }
     series = [[i, v] for i, v in enumerate(agg["series_ops_s"])]
-    return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs))
+    return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs), dirs)
 
 
 def serving(params: YcsbParams, record: dict) -> Parsed:
