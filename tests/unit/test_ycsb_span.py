@@ -339,3 +339,20 @@ def test_the_clients_windows_belong_to_the_host_whose_artifacts_hold_them(tmp_pa
     judged = merged_sync(parsed.windows, _outputs(a, b), hosts, parts, 8).to_json()
     assert not judged["suspect"] and judged["hosts"]["b"]["first_io_s"] == 0.0
     assert judged["hosts"]["a"]["first_io_s"] is None
+
+
+def test_a_spanning_trial_is_judged_by_what_one_host_runs(tmp_path):
+    """Two clusters over a and b natively: each host runs one node of each (a local run of one container
+    with two clusters), which the native runtime can; the fit check counts one host's share of the rows."""
+    wl = {"records": 100, "clusters": 2, "cluster": {"nodes": 2, "hosts": ["a", "b"]}}
+    spec = _spec(tmp_path, wl)
+    doc = yaml.safe_load(spec.read_text())
+    doc.update(runtimes=["native"], paths=["bind"], loads=[{"containers": 1}])
+    spec.write_text(yaml.safe_dump(doc))
+    exp, wls = load_spec(spec)
+    trials, skipped = expand(exp, wls)
+    assert [t.placement.name for t in trials if t.workload.type == "ycsb"] == ["span-a+b"], skipped
+    p = YcsbParams(records=1_000_000, cluster={"nodes": 2, "replication_factor": 2, "hosts": ["a", "b"]})
+    local = YcsbParams(records=1_000_000, cluster={"nodes": 2, "replication_factor": 2})
+    rows = 1_000_000 * 1100 * 2
+    assert YCSB.data_bytes(local, Load()) - YCSB.data_bytes(p, Load()) == rows // 2 + (256 << 20)

@@ -148,7 +148,9 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
         excluded = [i for i, x in enumerate(exp.exclude) if x.matches(names)]
         placed = where if isinstance(where, Placed) else place(where, load.containers, exp.hosts) if where else None
         # what one host runs decides what is impossible: 4 + 4 instances natively on two hosts is not
-        per_host = load.model_copy(update={"containers": placed.max_instances}) if isinstance(placed, Placed) else load
+        # (a workload that places itself runs the load's containers on each host: a node of each database)
+        spread = isinstance(placed, Placed) and spans is None
+        per_host = load.model_copy(update={"containers": placed.max_instances}) if spread else load
         reason = (
             f"excluded by the spec (exclude[{excluded[0]}])"
             if excluded

@@ -126,9 +126,11 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
                 )
             )
             continue
-        need = WORKLOADS[t.workload.type].data_bytes(t.workload, t.load)
+        wl = WORKLOADS[t.workload.type]
+        need = wl.data_bytes(t.workload, t.load)
         room = size if t.path == "device" else fs.usable_bytes(size)
-        per_host = t.placement.max_instances if t.placement else t.load.containers
+        spread = t.placement is not None and wl.span(t.workload, t.load) is None  # a spanning workload: each host
+        per_host = t.placement.max_instances if spread else t.load.containers
         total = need if t.path == "device" else need * per_host
         key = ("fit", t.device.name, t.filesystem.name, t.workload.name, t.load.name, t.path)
         if total > room and key not in seen:

@@ -150,9 +150,13 @@ class Ycsb(ToolWorkload):
         return start + load_s + params.warmup + run + 20
 
     def data_bytes(self, params: YcsbParams, load: Load) -> int:
-        """One database's rows (with its replicas) and its nodes' overhead."""
-        rows = params.records * RECORD_BYTES * params.cluster.replication_factor
-        return params.clusters * (rows + params.cluster.nodes * NODE_OVERHEAD_BYTES)
+        """One container's databases: their rows (with the replicas) and their nodes' overhead; when the
+        clusters span hosts, what one host holds of them (one node of each)."""
+        c = params.cluster
+        rows = params.records * RECORD_BYTES * c.replication_factor
+        if c.hosts:
+            return params.clusters * (-(-rows // c.nodes) + NODE_OVERHEAD_BYTES)
+        return params.clusters * (rows + c.nodes * NODE_OVERHEAD_BYTES)
 
     def network(self, params: YcsbParams) -> str:
         return "host"
