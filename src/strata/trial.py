@@ -134,6 +134,9 @@ def _measure(trial, device, session, store, result: dict) -> None:
             collect = _collector(device, running, samplers)
             ctx = MeasureContext(running, collect, 2 * wl.estimate_s(params) + TIMEOUT_SLACK_S, watch, art)
             outputs = wl.measure(params, load, ctx)
+            report = getattr(running, "report", None)  # across hosts: the part's outputs (hosts/part.py)
+            if report is not None:
+                report(outputs)
         finally:
             running.stop()
         _layers_alive(watch, outputs)
@@ -158,7 +161,7 @@ def _measure(trial, device, session, store, result: dict) -> None:
 
 def _resolved_load(load, device, result: dict):
     """A limits preset (presets.py) as numbers for this host and device, recorded with the result."""
-    if not load.limits.preset:
+    if not load.limits.preset or device.path is None:  # no device: a part without instances (stack/nostack.py)
         return load
     from strata.host import host_facts
 

@@ -194,3 +194,45 @@ def test_one_cluster_across_two_hosts_with_its_clients_on_one(bed, tmp_path):
         f"\nycsb a, one cluster over a and b (RF 2, QUORUM), clients on b: {m['primary']['value']:.0f} ops/s, "
         f"p99 read {m['latency']['READ']['p99_us']} us; nodes ready {m['node_ready_s']} s; sync {r['flags']['sync']}"
     )
+
+
+def test_a_database_on_one_host_with_its_clients_on_a_host_of_their_own(bed, tmp_path):
+    """The node on a, the clients on b, which runs no node: b's part builds no stack (no loop device, no
+    file system) and reports its clients as its output; every operation crossed to a."""
+    b, env = bed
+    wl = {**SMALL, "data_integrity": True, "cluster": {"nodes": 1, "hosts": ["a"]}, "clients_on": "b"}
+    spec = {
+        "name": "swarm-ycsb-clients",
+        "workdir": "/var/tmp/ycsbh-unused",
+        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"ycsb": wl}],
+        "loads": [{"containers": 1}],
+        "hosts": b.spec_hosts(),
+        "swarm": {"manager": f"unix://{b.manager.sock}", "lost_after_s": 30},
+    }
+    out = tmp_path / "out"
+    cp = strata("run", write_spec(tmp_path / "spec.yaml", spec), "-o", out, env=env, timeout=1500)
+    (r,) = results(out)
+    assert r["status"] == "ok", (r["flags"].get("failed"), cp.stdout[-3000:])
+    assert r["trial"]["placement"]["name"] == "span-a+b"
+    assert r["trial"]["placement"]["instances"] == {"a": 1, "b": 0}
+    m, per = r["metrics"], r["metrics"]["hosts"]
+    assert per["a"]["role"] == "nodes" and per["b"]["primary"]["value"] > 0
+    assert m["errors"] == 0 and m["operations"]["READ"] > 0 and len(m["node_ready_s"]) == 1
+    facts = r["stack_facts"]["hosts"]
+    assert facts["b"]["device"]["built"] is False and facts["b"]["runtime"]["built"] is False
+    assert facts["a"]["device"].get("built") is None  # a's loop device, as ever
+    art = out / "trials" / r["trial_id"] / "hosts"
+    assert not list((art / "b").glob("inst-*")) and list((art / "b").glob("ycsb/run/db0-c0"))
+    assert (art / "a" / "inst-0" / "node.log").exists() and not list((art / "a").glob("ycsb/run/*"))
+    assert not r["flags"]["sync"]["suspect"] and r["flags"]["sync"]["hosts"]["b"]["first_io_s"] == 0.0
+    for h in b.hosts:
+        assert leftovers(h.workdir) == [], f"host {h.name}"
+        assert _agents(h) == [] and _jvms_in(h.netns) == [], f"host {h.name}"
+    print(
+        f"\nycsb a, one node on a, clients on b: {m['primary']['value']:.0f} ops/s, "
+        f"p99 read {m['latency']['READ']['p99_us']} us"
+    )

@@ -4,6 +4,7 @@ nodes joining one by one across hosts, the "measured" barrier that keeps a host'
 the clients' host is done, and the parse of a part that only served nodes."""
 
 import json
+import shutil
 import sys
 import threading
 import time
@@ -41,15 +42,15 @@ def _span(nodes=2, hosts=("a", "b"), **kw) -> YcsbParams:
 # ---- the spec ----
 
 
-def test_cluster_hosts_one_per_node_and_clients_on_one_of_them():
+def test_cluster_hosts_one_per_node_and_clients_on_any_host():
     p = _span(3, ("a", "b", "c"), clients_on="c")
-    assert p.clients_host == "c" and p.name.endswith("-on-a+b+c-clients-c")
+    assert p.clients_host == "c" and p.name.endswith("-on-a+b+c-clients-c") and p.span_hosts == ["a", "b", "c"]
     assert _span().clients_host == "a"  # node 0's host by default
+    assert _span(clients_on="d").span_hosts == ["a", "b", "d"]  # a host of their own
     for bad, words in (
         (dict(cluster={"nodes": 3, "hosts": ["a", "b"]}), "2 hosts for 3 nodes"),
         (dict(cluster={"nodes": 2, "hosts": ["a", "a"]}), "names a host twice"),
-        (dict(cluster={"nodes": 2, "hosts": ["a", "b"]}, clients_on="c"), "not one of cluster.hosts"),
-        (dict(clients_on="a"), "not one of cluster.hosts"),
+        (dict(clients_on="a"), "give cluster.hosts too"),
     ):
         with pytest.raises(ValidationError, match=words):
             YcsbParams(**bad)
@@ -93,6 +94,7 @@ def test_a_spanning_cluster_is_one_trial_placed_by_the_workload(tmp_path):
         ({"cluster": {"nodes": 2, "hosts": ["a", "z"]}}, True, "host 'z' is not defined under `hosts:`"),
         ({"cluster": {"nodes": 2, "hosts": ["a", "b"]}}, False, "the experiment has no `hosts:`"),
         ({"span": {"host": "a", "addresses": {"a": "192.0.2.10"}}}, True, "`span` is set by strata"),
+        ({"cluster": {"nodes": 2, "hosts": ["a", "b"]}, "clients_on": "z"}, True, "host 'z' is not defined"),
     ],
 )
 def test_spec_errors_of_a_spanning_cluster(tmp_path, workload, hosts, words):
@@ -356,3 +358,83 @@ def test_a_spanning_trial_is_judged_by_what_one_host_runs(tmp_path):
     local = YcsbParams(records=1_000_000, cluster={"nodes": 2, "replication_factor": 2})
     rows = 1_000_000 * 1100 * 2
     assert YCSB.data_bytes(local, Load()) - YCSB.data_bytes(p, Load()) == rows // 2 + (256 << 20)
+
+
+# ---- the clients on a host of their own ----
+
+
+def test_a_clients_host_without_a_node_is_a_part_with_no_instance(tmp_path):
+    p, load = _span(clients_on="c"), Load(containers=2)
+    assert YCSB.span(p, load) == {"a": 2, "b": 2, "c": 0}
+    part_c, load_c = YCSB.part(p, load, "c", 0, ADDR)
+    assert part_c.drives and YCSB.instances(part_c, load_c) == 0
+    assert not YCSB.part(p, load, "a", 2, ADDR)[0].drives
+    dbs = server.layout(part_c, load_c)
+    assert [db.instances for db in dbs] == [[None, None], [None, None]] and dbs[1].hosts == [ADDR["a"], ADDR["b"]]
+    wl = {"records": 100, "cluster": {"nodes": 2, "hosts": ["a", "b"]}, "clients_on": "c"}
+    exp, wls = load_spec(_spec(tmp_path, wl))
+    (t,) = [t for t in expand(exp, wls)[0] if t.workload.type == "ycsb"]
+    assert t.placement.name == "span-a+b+c" and t.placement.parts() == [("a", 2, 0), ("b", 2, 2), ("c", 0, 4)]
+
+
+class _Stacks:
+    def __init__(self):
+        self.built, self.deaths = [], []
+
+    def get(self, trial):
+        self.built.append(trial)
+        return "device", "mounted", SimpleNamespace(watch=None)
+
+    def died(self, trial, layer):
+        self.deaths.append(layer)
+
+
+def test_a_part_with_no_instance_builds_no_stack():
+    """The clients' host runs no node: no device, file system or runtime is built there, and its result
+    says why; a host with nodes builds the trial's stack as ever."""
+    from strata.hosts.part import BarrierStacks
+    from strata.stack.nostack import NoDevice
+
+    p, load = _span(clients_on="c"), Load()
+    trial = SimpleNamespace(workload=YCSB.part(p, load, "c", 0, ADDR)[0], load=load)
+    stacks = _Stacks()
+    device, mounted, session = BarrierStacks(stacks, Part("p", "c", 5)).get(trial)
+    assert stacks.built == [] and isinstance(device, NoDevice) and mounted.mountpoint is None
+    assert session.facts["built"] is False and "only the workload's clients" in device.facts["reason"]
+    with session.path("bind", Path("/x"), load) as handle:
+        running = session.start([], handle, load, Path("/nonexistent"))
+    assert running.wait(1) == [] and running.cgroups == []
+    BarrierStacks(stacks, Part("p", "c", 5)).died(trial, "runtime")
+    assert stacks.deaths == []
+    node = SimpleNamespace(workload=YCSB.part(p, load, "a", 1, ADDR)[0], load=load)
+    assert BarrierStacks(stacks, Part("p", "a", 5)).get(node)[0] == "device" and stacks.built == [node]
+
+
+def test_the_clients_host_output_is_its_clients_and_merges_with_the_nodes_hosts(tmp_path):
+    """A, b served the nodes; c ran the clients and reports them as its one output (hosts/merge.py parses
+    the outputs of every host): the merged result is c's clients, with a's and b's nodes."""
+    from strata.instances import InstanceOutput
+
+    a = _serving_art(tmp_path / "hosts" / "a", 7.0)
+    b = _serving_art(tmp_path / "hosts" / "b", 8.0)
+    c = _part_art(tmp_path / "hosts" / "c", ["db0-c0"], 0.0)
+    record = json.loads((c / "ycsb" / "clients.json").read_text())
+    (c / "ycsb" / "clients.json").write_text(json.dumps({**record, "node_ready_s": []}))
+    shutil.rmtree(c / "inst-0")
+    clients = InstanceOutput(2, c / "ycsb", 0, "", None, None, {"role": "clients"})
+    m = metrics.parse(_span(clients_on="c"), [*_outputs(a, b), clients]).metrics
+    assert m["primary"]["value"] > 0 and m["node_ready_s"] == [7.0, 8.0]
+    assert m["cache"]["page_cache_bytes"] == 2 * (1 << 29)  # the nodes' hosts, not the clients'
+
+
+def test_the_plan_says_only_the_hosts_with_instances_write_the_device(tmp_path):
+    from strata.experiment.plan import resolve
+    from strata.host import host_facts
+
+    wl = {"records": 100, "cluster": {"nodes": 2, "hosts": ["a", "b"]}, "clients_on": "c"}
+    spec = _spec(tmp_path, wl)
+    doc = yaml.safe_load(spec.read_text())
+    doc["workloads"] = doc["workloads"][:1]  # the spanning cluster alone: c runs only its clients
+    spec.write_text(yaml.safe_dump(doc))
+    plan = resolve(*load_spec(spec), host_facts())
+    assert [w.split(":")[0] for w in plan.writes] == ["host a", "host b"]

@@ -98,9 +98,12 @@ def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
                     "(and unmount it), or use a loop device",
                 )
             )
-        if exp.hosts:  # each host writes under its own workdir
+        if exp.hosts:  # each host that runs instances on this device writes under its own workdir
+            used = {h for t in plan.trials if t.device.name == dev.name for h, n in t.placement.instances if n}
+            used |= {getattr(dev, "host", None)}  # a remote device's storage host
             for name, h in exp.hosts.items():
-                plan.writes.append(f"host {name}: " + plugin.writes(dev, Path(h.workdir or exp.workdir)))
+                if name in used:
+                    plan.writes.append(f"host {name}: " + plugin.writes(dev, Path(h.workdir or exp.workdir)))
         else:
             plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
     return errors

@@ -215,23 +215,21 @@ class Agent:
         """What the plan checks locally before a run: whether this host can build each layer."""
         r = self.registries
         facts = self.facts()
-        problems = r.devices[trial.device.type].problems(trial.device)  # the destroy guard, on this host
+        built = WORKLOADS[trial.workload.type].instances(trial.workload, trial.load) > 0  # else: only clients here
+        problems = r.devices[trial.device.type].problems(trial.device) if built else []  # the destroy guard
         if problems:
-            result = base_result(trial, doc["run"], doc["experiment"], facts)
-            result["started_at"] = result["finished_at"] = now_iso()
-            return failed_result(result, "provision", f"host {self.host}: " + "; ".join(problems))
-        for registry, params in (
-            (r.devices, trial.device),
-            (r.filesystems, trial.filesystem),
-            (r.runtimes, trial.runtime),
-            (WORKLOADS, trial.workload),
-        ):
+            return self._refused(trial, doc, facts, "provision", "; ".join(problems))
+        layers = ((r.devices, trial.device), (r.filesystems, trial.filesystem), (r.runtimes, trial.runtime))
+        for registry, params in (*(layers if built else ()), (WORKLOADS, trial.workload)):
             reason = registry[params.type].available(facts, params)
             if reason:
-                result = base_result(trial, doc["run"], doc["experiment"], facts)
-                result["started_at"] = result["finished_at"] = now_iso()
-                return failed_result(result, "unsupported", f"host {self.host}: {reason}", status="unsupported")
+                return self._refused(trial, doc, facts, "unsupported", reason, status="unsupported")
         return None
+
+    def _refused(self, trial: Trial, doc: dict, facts: dict, category: str, why: str, **kw) -> dict:
+        result = base_result(trial, doc["run"], doc["experiment"], facts)
+        result["started_at"] = result["finished_at"] = now_iso()
+        return failed_result(result, category, f"host {self.host}: {why}", **kw)
 
     def part(self, part_id: str) -> tuple[Part, str, Path]:
         with self.lock:

@@ -93,7 +93,7 @@ class HostTrials:
                 clock={**offsets[a.name].to_json(), **(a.facts.get("clock") or {})},
                 facts={k: v for k, v in a.facts.items() if k != "clock"},  # every node's host facts
             )
-        self._ship_image(trial, agents)
+        self._ship_image(trial, [a for a, (_, n, _) in zip(agents, placed) if n > 0])  # a host without instances: none
         served = self._serve(trial, run_id, result)
         wl = WORKLOADS[trial.workload.type]
         addresses = {a.name: a.node.get("address") or "" for a in agents}

@@ -35,6 +35,7 @@ import time
 
 from strata.errors import TrialFailure
 from strata.instances import InstanceOutput
+from strata.stack.nostack import no_stack
 from strata.workloads import REGISTRY as WORKLOADS
 
 STATES = ("starting", "ready", "running", "measured", "done")
@@ -175,10 +176,10 @@ class BarrierRunning:
             time.sleep(delay)
         self.part.set_state("running")
 
-    def wait(self, timeout_s: float, watch=None) -> list[InstanceOutput]:
-        outputs = self.inner.wait(timeout_s, watch)
+    def report(self, outputs: list[InstanceOutput]) -> None:
+        """What the workload's measure returned: the instances' outputs (and, on a host that runs only a
+        server workload's clients, theirs), sent to the manager with the part's result."""
         self.part.outputs = outputs
-        return outputs
 
     def stop(self) -> None:
         self.inner.stop()
@@ -210,9 +211,12 @@ class BarrierStacks:
         self.stacks, self.part = stacks, part
 
     def get(self, trial):
-        device, mounted, session = self.stacks.get(trial)
-        at_measure = getattr(WORKLOADS[trial.workload.type], "hosts_barrier", "start") == "measure"
+        wl = WORKLOADS[trial.workload.type]
+        built = wl.instances(trial.workload, trial.load) > 0  # a host that runs only clients builds nothing
+        device, mounted, session = self.stacks.get(trial) if built else no_stack()
+        at_measure = getattr(wl, "hosts_barrier", "start") == "measure"
         return device, mounted, BarrierSession(session, self.part, at_measure)
 
     def died(self, trial, layer: str) -> None:
-        self.stacks.died(trial, layer)
+        if WORKLOADS[trial.workload.type].instances(trial.workload, trial.load) > 0:
+            self.stacks.died(trial, layer)

@@ -52,7 +52,7 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     arts, records = [arts[i] for i in drove], [every[i] for i in drove]
     record = records[0] if len(records) == 1 else merged_record(records, arts)
     if len(every) > len(records):  # nodes on hosts without clients: their ready times and page cache count too
-        cached = [r.get("page_cache_bytes") for r in every]
+        cached = [r.get("page_cache_bytes") for r in every if r.get("node_ready_s")]  # hosts with nodes
         record = {
             **record,
             "node_ready_s": [s for r in every for s in (r.get("node_ready_s") or [])],

@@ -11,7 +11,9 @@ d*nodes .. d*nodes+nodes-1, node i at 127.0.{d+1}.{i+1}.
 Clusters that span hosts (`cluster.hosts`) place themselves (`span`): node i of every database runs
 on hosts[i], so each host's part holds one node of each database (its instance d is database d's),
 at the host's node address with the database's own ports (cassandra.span_ports); the clients run
-on one host (`clients_on`), and the other hosts' parts serve until every part measured.
+on one host (`clients_on`: one of the nodes' hosts, or a host of its own, whose part then has no
+instance and reports its clients as its one output), and the other hosts' parts serve until every
+part measured.
 """
 
 from __future__ import annotations
@@ -122,14 +124,14 @@ class Ycsb(ToolWorkload):
         return out
 
     def instances(self, params: YcsbParams, load: Load) -> int:
-        if params.span is not None:  # one node of each database on this host
-            return databases(params, load)
+        if params.span is not None:  # one node of each database on this host, none on a clients' host
+            return databases(params, load) if params.span.host in params.cluster.hosts else 0
         return databases(params, load) * params.cluster.nodes
 
     def span(self, params: YcsbParams, load: Load) -> dict[str, int] | None:
         if not params.cluster.hosts:
             return None
-        return {h: databases(params, load) for h in params.cluster.hosts}
+        return {h: databases(params, load) if h in params.cluster.hosts else 0 for h in params.span_hosts}
 
     def part(self, params: YcsbParams, load: Load, host: str, instances: int, addresses: dict[str, str]) -> tuple:
         if not params.cluster.hosts:

@@ -58,7 +58,8 @@ class Db:
 def layout(params: YcsbParams, load: Load) -> list[Db]:
     n = params.cluster.nodes
     if params.span is not None:
-        here, addresses = params.cluster.hosts.index(params.span.host), span_addresses(params)
+        hosts, addresses = params.cluster.hosts, span_addresses(params)
+        here = hosts.index(params.span.host) if params.span.host in hosts else None  # None: the clients' host
         return [
             Db(d, [d if i == here else None for i in range(n)], addresses, cassandra.span_ports(d)[1])
             for d in range(databases(params, load))
@@ -93,7 +94,11 @@ def measure(params: YcsbParams, load: Load, ctx: MeasureContext) -> list[Instanc
     write_record(art, record)
     rendezvous(running, "measured", lambda: check_nodes(ctx))  # across hosts: the other hosts' nodes may stop
     (sync / STOP_FILE).touch()
-    return running.wait(STOP_TIMEOUT_S, ctx.watch)
+    outputs = running.wait(STOP_TIMEOUT_S, ctx.watch)
+    if not outputs:  # a host that runs only the clients: they are its output
+        wall = record["phases"]["run"]["wall_s"]
+        return [InstanceOutput(0, art / CLIENTS_DIR, 0, "", None, None, {"role": "clients", "run_wall_s": wall})]
+    return outputs
 
 
 def serve(ctx: MeasureContext, record: dict) -> list[InstanceOutput]:

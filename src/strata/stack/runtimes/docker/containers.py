@@ -183,6 +183,8 @@ class DockerRunning:
         """`docker wait` for all, watching the daemon, the OOM killer, the layers below and the deadline."""
         s = self.session
         names = [c.name for c in self.containers]
+        if not names:
+            return []
         p = subprocess.Popen(
             s.client_argv("wait", *names), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=s.client_env()
         )

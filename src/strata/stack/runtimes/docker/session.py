@@ -184,6 +184,8 @@ class DockerSession:
         (sync_dir / "go").unlink(missing_ok=True)
         running = DockerRunning(self, sync_dir, load.limits)
         self.running.append(running)
+        if not requests:  # a host's part with no instance here (it runs only a server workload's clients)
+            return running
         try:
             image = self.image_for(requests[0].image if requests else None)
             argvs = [self._journal_container(running, r, handle, image) for r in requests]  # journal first
