@@ -1,0 +1,121 @@
+"""Study 001's layout measured: one Cassandra cluster on one host against the same cluster over two.
+
+Test hosts are made here (strata.hosts.testbed: three network namespaces on a bridge, a dockerd
+each, one Swarm); `strata run` deploys the agents as on a real Swarm. One spec, `--repetitions`
+interleaved rounds of three trials, natively (ext4 on a loop device of each host), YCSB workload A
+on a two-node cluster at RF 2 and QUORUM (both nodes answer every operation):
+
+- `one-host`: both nodes on host a (127.0.1.1 and 127.0.1.2), the clients on a;
+- `span`: node 0 on a, node 1 on b (each at its host's address), the clients on a;
+- `span-clients-apart`: the same nodes, the clients on host c, which runs no node.
+
+Printed: each trial's ops/s, read p99 and node ready times, and the medians' ratios against
+`one-host`. All three "hosts" share this machine's cores, page cache and disk, so this measures
+what the path across hosts costs (addresses on veths instead of loopback, the barrier, the agents),
+not what more machines gain.
+
+    python3 bench/ycsb_cluster_span.py [--repetitions 2] [--runtime 15] [--root /var/tmp/strata-bench-ycsb-span]
+(root; about 2 minutes per trial on a 2-core VM)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from swarm_overhead import strata_run  # noqa: E402
+
+from strata.hosts.testbed import swarm_bed  # noqa: E402
+from strata.stack.journal import Journal  # noqa: E402
+from strata.stack.procfs import remove_tree  # noqa: E402
+from strata.store import load_results  # noqa: E402
+
+SETUPS = {
+    "one-host": {"cluster": {"nodes": 2, "replication_factor": 2}},
+    "span": {"cluster": {"nodes": 2, "replication_factor": 2, "hosts": ["a", "b"]}, "clients_on": "a"},
+    "span-clients-apart": {"cluster": {"nodes": 2, "replication_factor": 2, "hosts": ["a", "b"]}, "clients_on": "c"},
+}
+
+
+def spec(bed, root: Path, args) -> dict:
+    base = {"workload": "a", "records": args.records, "runtime": args.runtime, "warmup": 5, "threads": 4}
+    return {
+        "name": "ycsb-cluster-span",
+        "workdir": str(root / "unused"),
+        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"ycsb": {**base, "name": name, **extra}} for name, extra in SETUPS.items()],
+        "loads": [{"containers": 1}],
+        "placement": ["a"],  # the one-host cluster's; a spanning cluster places itself
+        "repetitions": args.repetitions,
+        "hosts": {h.name: h.spec() for h in bed.hosts},
+        "swarm": {"manager": f"unix://{bed.manager.sock}", "lost_after_s": 30},
+    }
+
+
+def show(out: Path) -> None:
+    rs = sorted(load_results(out), key=lambda r: (r["labels"].get("repetition", 0), r["labels"]["workload"]))
+    ops: dict[str, list[float]] = {}
+    p99: dict[str, list[float]] = {}
+    for r in rs:
+        name = r["labels"]["workload"]
+        if r.get("status") != "ok":
+            print(f"  {name} rep {r['labels'].get('repetition')}: {r['status']} {r['flags'].get('failed')}", flush=True)
+            continue
+        m = r["metrics"]
+        ops.setdefault(name, []).append(m["primary"]["value"])
+        p99.setdefault(name, []).append(m["latency"]["READ"]["p99_us"] / 1e3)
+        print(
+            f"  {name:>18} rep {r['labels'].get('repetition')}: {m['primary']['value']:7.0f} ops/s; "
+            f"read p99 {p99[name][-1]:.1f} ms; nodes ready {m.get('node_ready_s')} s; "
+            f"sync {'suspect' if r['flags']['sync'].get('suspect') else 'ok'}",
+            flush=True,
+        )
+    base = statistics.median(ops["one-host"]) if ops.get("one-host") else None
+    for name in SETUPS:
+        if name in ops:
+            med = statistics.median(ops[name])
+            ratio = f"{med / base:.2f}" if base else "-"
+            print(
+                f"{name}: median {med:.0f} ops/s, ratio to one-host {ratio}; median read p99 "
+                f"{statistics.median(p99[name]):.1f} ms",
+                flush=True,
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repetitions", type=int, default=2)
+    ap.add_argument("--runtime", type=int, default=15)
+    ap.add_argument("--records", type=int, default=2000)
+    ap.add_argument("--root", default="/var/tmp/strata-bench-ycsb-span")
+    args = ap.parse_args()
+    root = Path(args.root)
+    if root.exists():
+        raise SystemExit(f"{root} exists: remove it or give another --root")
+    state = root.with_name(root.name + "-state")
+    os.environ["STRATA_STATE_DIR"] = str(state)
+    results = root / "results"
+    results.mkdir(parents=True)
+    journal = Journal("bench-ycsb-span", state)
+    try:
+        with swarm_bed(journal, ["a", "b", "c"], root / "bed") as bed:
+            print(f"run: {strata_run(spec(bed, root, args), results / 'span'):.0f} s", flush=True)
+            show(results / "span")
+    finally:
+        journal.close()
+        remove_tree(root)  # never across a mount point (strata removed its own)
+        if not any((state / "journal").glob("*.jsonl")):
+            shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
