@@ -229,6 +229,8 @@ def test_a_database_on_one_host_with_its_clients_on_a_host_of_their_own(bed, tmp
     assert not list((art / "b").glob("inst-*")) and list((art / "b").glob("ycsb/run/db0-c0"))
     assert (art / "a" / "inst-0" / "node.log").exists() and not list((art / "a").glob("ycsb/run/*"))
     assert not r["flags"]["sync"]["suspect"] and r["flags"]["sync"]["hosts"]["b"]["first_io_s"] == 0.0
+    rep = strata("report", out, "-o", tmp_path / "report", env=env, check=0)  # a serving host: no headline
+    assert (tmp_path / "report" / "report.html").exists() and "ycsb-a-on-a-clients-b" in rep.stdout, rep.stdout
     for h in b.hosts:
         assert leftovers(h.workdir) == [], f"host {h.name}"
         assert _agents(h) == [] and _jvms_in(h.netns) == [], f"host {h.name}"

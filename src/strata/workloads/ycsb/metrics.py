@@ -13,7 +13,9 @@ Across hosts (hosts/merge.py) the instances' outputs come from one artifact dire
 every host's clients are parsed together (throughput summed, histograms merged, databases listed
 host after host); merge.py keeps each host's own metrics beside them. A host that only serves nodes
 of clusters spanning hosts ran no client: its part reports its nodes (`role: nodes`, no headline),
-and the merged result counts its nodes' ready times and page cache with the clients' host's.
+and the merged result counts its nodes' ready times and page cache with the clients'; a host that
+runs only the clients reports their directory as its one output (server.py), and its page cache is
+not the data's.
 """
 
 from __future__ import annotations
