@@ -20,19 +20,14 @@ cross-host serving cost, not a real network's.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from swarm_overhead import ok, strata_run  # noqa: E402
-
-from strata.hosts.testbed import swarm_bed  # noqa: E402
-from strata.stack.journal import Journal  # noqa: E402
-from strata.stack.procfs import remove_tree  # noqa: E402
+from benchbed import bench_bed, strata_run  # noqa: E402
+from swarm_overhead import ok  # noqa: E402
 
 WAYS = ("local", "ns-on-a", "host-b")
 
@@ -85,22 +80,8 @@ def main() -> None:
     args = ap.parse_args()
     if not 1 <= args.rounds <= 50 or not 2 <= args.runtime <= 600:
         raise SystemExit("--rounds is 1 to 50 and --runtime 2 to 600 seconds")
-    root = Path(args.root)
-    if root.exists():
-        raise SystemExit(f"{root} exists: remove it or give another --root")
-    state = root.with_name(root.name + "-state")
-    os.environ["STRATA_STATE_DIR"] = str(state)
-    results = root / "results"
-    results.mkdir(parents=True)
-    journal = Journal("bench-remote-hosts", state)
-    try:
-        with swarm_bed(journal, ["a", "b"], root / "bed") as bed:
-            run(bed, results, args.rounds, args.runtime)
-    finally:
-        journal.close()
-        remove_tree(root)  # never across a mount point (strata removed its own)
-        if not any((state / "journal").glob("*.jsonl")):
-            shutil.rmtree(state, ignore_errors=True)
+    with bench_bed(Path(args.root), ["a", "b"], "bench-remote-hosts") as (bed, results):
+        run(bed, results, args.rounds, args.runtime)
 
 
 if __name__ == "__main__":

@@ -20,33 +20,14 @@ Swarm); the agents are deployed by `strata run` as on a real Swarm.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchbed import bench_bed, strata_run  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from strata.hosts.testbed import swarm_bed  # noqa: E402
-from strata.stack.journal import Journal  # noqa: E402
-from strata.stack.procfs import remove_tree  # noqa: E402
 from strata.store import load_results  # noqa: E402
-
-
-def strata_run(doc: dict, out: Path) -> float:
-    path = out.with_suffix(".yaml")
-    path.write_text(yaml.safe_dump(doc))
-    t0 = time.monotonic()
-    cp = subprocess.run(
-        [sys.executable, "-m", "strata.cli.main", "run", str(path), "-o", str(out)], capture_output=True, text=True
-    )
-    if cp.returncode not in (0, 1):
-        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
-    return time.monotonic() - t0
 
 
 def ok(out: Path) -> list[dict]:
@@ -142,25 +123,11 @@ def main() -> None:
     ap.add_argument("--skip-overhead", action="store_true")
     ap.add_argument("--skip-skew", action="store_true")
     args = ap.parse_args()
-    root = Path(args.root)
-    if root.exists():
-        raise SystemExit(f"{root} exists: remove it or give another --root")
-    state = root.with_name(root.name + "-state")
-    os.environ["STRATA_STATE_DIR"] = str(state)
-    results = root / "results"
-    results.mkdir(parents=True)
-    journal = Journal("bench-swarm", state)
-    try:
-        with swarm_bed(journal, ["a", "b"], root / "bed") as bed:
-            if not args.skip_overhead:
-                overhead(bed, results, args.rounds, args.runtime)
-            if not args.skip_skew:
-                skew(bed, results)
-    finally:
-        journal.close()
-        remove_tree(root)  # never across a mount point (strata removed its own)
-        if not any((state / "journal").glob("*.jsonl")):
-            shutil.rmtree(state, ignore_errors=True)
+    with bench_bed(Path(args.root), ["a", "b"], "bench-swarm") as (bed, results):
+        if not args.skip_overhead:
+            overhead(bed, results, args.rounds, args.runtime)
+        if not args.skip_skew:
+            skew(bed, results)
 
 
 if __name__ == "__main__":

@@ -21,19 +21,14 @@ not what more machines gain.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from swarm_overhead import strata_run  # noqa: E402
+from benchbed import bench_bed, strata_run  # noqa: E402
 
-from strata.hosts.testbed import swarm_bed  # noqa: E402
-from strata.stack.journal import Journal  # noqa: E402
-from strata.stack.procfs import remove_tree  # noqa: E402
 from strata.store import load_results  # noqa: E402
 
 SETUPS = {
@@ -99,22 +94,9 @@ def main() -> None:
     ap.add_argument("--root", default="/var/tmp/strata-bench-ycsb-span")
     args = ap.parse_args()
     root = Path(args.root)
-    if root.exists():
-        raise SystemExit(f"{root} exists: remove it or give another --root")
-    state = root.with_name(root.name + "-state")
-    os.environ["STRATA_STATE_DIR"] = str(state)
-    results = root / "results"
-    results.mkdir(parents=True)
-    journal = Journal("bench-ycsb-span", state)
-    try:
-        with swarm_bed(journal, ["a", "b", "c"], root / "bed") as bed:
-            print(f"run: {strata_run(spec(bed, root, args), results / 'span'):.0f} s", flush=True)
-            show(results / "span")
-    finally:
-        journal.close()
-        remove_tree(root)  # never across a mount point (strata removed its own)
-        if not any((state / "journal").glob("*.jsonl")):
-            shutil.rmtree(state, ignore_errors=True)
+    with bench_bed(root, ["a", "b", "c"], "bench-ycsb-span") as (bed, results):
+        print(f"run: {strata_run(spec(bed, root, args), results / 'span'):.0f} s", flush=True)
+        show(results / "span")
 
 
 if __name__ == "__main__":

@@ -16,19 +16,14 @@ measures the mechanics, not what a second machine gains)
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from swarm_overhead import strata_run  # noqa: E402
+from benchbed import bench_bed, strata_run  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.hosts.testbed import swarm_bed  # noqa: E402
-from strata.stack.journal import Journal  # noqa: E402
-from strata.stack.procfs import remove_tree  # noqa: E402
 from strata.store import load_results  # noqa: E402
 
 
@@ -81,29 +76,16 @@ def main() -> None:
     ap.add_argument("--root", default="/var/tmp/strata-bench-ycsb-placement")
     args = ap.parse_args()
     root = Path(args.root)
-    if root.exists():
-        raise SystemExit(f"{root} exists: remove it or give another --root")
-    state = root.with_name(root.name + "-state")
-    os.environ["STRATA_STATE_DIR"] = str(state)
-    results = root / "results"
-    results.mkdir(parents=True)
-    journal = Journal("bench-ycsb-placement", state)
-    try:
-        with swarm_bed(journal, ["a", "b"], root / "bed") as bed:
-            one = {"a": args.databases}
-            doc = spec(bed, root, args, "docker:overlay2", "volume", [one, "spread"])
-            print(f"containers: {strata_run(doc, results / 'containers'):.0f} s", flush=True)
-            show(results / "containers")
-            if args.native:
-                doc = spec(bed, root, args, "native", "bind", ["spread"])
-                doc["loads"] = [{"name": "1db-per-host", "containers": 2}]
-                print(f"native: {strata_run(doc, results / 'native'):.0f} s", flush=True)
-                show(results / "native")
-    finally:
-        journal.close()
-        remove_tree(root)  # never across a mount point (strata removed its own)
-        if not any((state / "journal").glob("*.jsonl")):
-            shutil.rmtree(state, ignore_errors=True)
+    with bench_bed(root, ["a", "b"], "bench-ycsb-placement") as (bed, results):
+        one = {"a": args.databases}
+        doc = spec(bed, root, args, "docker:overlay2", "volume", [one, "spread"])
+        print(f"containers: {strata_run(doc, results / 'containers'):.0f} s", flush=True)
+        show(results / "containers")
+        if args.native:
+            doc = spec(bed, root, args, "native", "bind", ["spread"])
+            doc["loads"] = [{"name": "1db-per-host", "containers": 2}]
+            print(f"native: {strata_run(doc, results / 'native'):.0f} s", flush=True)
+            show(results / "native")
 
 
 if __name__ == "__main__":
