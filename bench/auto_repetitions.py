@@ -15,15 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchbed import strata_run  # noqa: E402
+
 from strata.analysis.cells import build_cells  # noqa: E402
 from strata.store import load_results  # noqa: E402
 
@@ -47,18 +46,6 @@ def spec(name: str, workdir: str, runtime: int, reps, until: str) -> dict:
     return doc
 
 
-def run(doc: dict, out: Path, tmp: Path) -> float:
-    path = tmp / f"{doc['name']}.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    t0 = time.monotonic()
-    cp = subprocess.run(
-        [sys.executable, "-m", "strata.cli.main", "run", str(path), "-o", str(out)], capture_output=True, text=True
-    )
-    if cp.returncode not in (0, 1):
-        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
-    return time.monotonic() - t0
-
-
 def means(out: Path) -> dict:
     return {
         (c.labels["filesystem"], c.labels["workload"], c.labels["load"]): (c.summary.mean, c.reps)
@@ -75,8 +62,8 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        t_fixed = run(spec("fixed", args.workdir, args.runtime, args.reps, "time"), tmp / "fixed", tmp)
-        t_auto = run(spec("auto", args.workdir, args.runtime, "auto", "steady"), tmp / "auto", tmp)
+        t_fixed = strata_run(spec("fixed", args.workdir, args.runtime, args.reps, "time"), tmp / "fixed")
+        t_auto = strata_run(spec("auto", args.workdir, args.runtime, "auto", "steady"), tmp / "auto")
         ref, auto = means(tmp / "fixed"), means(tmp / "auto")
         runs = [json.loads(p.read_text()) for p in (tmp / "auto" / "runs").glob("*.json")]
         stops = {k: v["stopped"] for r in runs for k, v in (r.get("repetitions") or {}).items()}
