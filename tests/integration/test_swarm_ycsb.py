@@ -12,7 +12,9 @@ About 12 minutes here with warm caches (the agent image with Java and the jars, 
 """
 
 import os
+import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -21,7 +23,7 @@ import pytest
 from strata.hosts.testbed import swarm_bed
 from strata.stack.journal import Journal
 
-from .helpers import leftovers, results, strata, write_spec
+from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -64,7 +66,7 @@ def _agents(h) -> list[str]:
     return h.docker("ps", "-a", "--filter", "label=strata.agent=1", "--format", "{{.Names}}").stdout.split()
 
 
-def _jvms_in(netns: str) -> list[str]:
+def _jvms_in(netns: str, marker: str = "") -> list[str]:
     """Java processes in a test host's network namespace (its Cassandra nodes and YCSB clients)."""
     cp = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True)
     found = []
@@ -73,7 +75,7 @@ def _jvms_in(netns: str) -> list[str]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if "java" in cmd.split(" ")[0]:
+        if "java" in cmd.split(" ")[0] and marker in cmd:
             found.append(f"{pid}: {cmd[:120]}")
     return found
 
@@ -238,3 +240,43 @@ def test_a_database_on_one_host_with_its_clients_on_a_host_of_their_own(bed, tmp
         f"\nycsb a, one node on a, clients on b: {m['primary']['value']:.0f} ops/s, "
         f"p99 read {m['latency']['READ']['p99_us']} us"
     )
+
+
+def test_a_node_killed_on_a_serving_host_fails_the_trial_there(bed, tmp_path):
+    """Node 0 on a, node 1 on b, the clients on b; a's node is killed during the measured run: the trial
+    fails as instance_died on host a (not as the clients' errors it caused on b), and nothing is left."""
+    b, env = bed
+    wl = {**SMALL, "runtime": 30, "cluster": {"nodes": 2, "replication_factor": 2, "hosts": HOSTS}, "clients_on": "b"}
+    spec = {
+        "name": "swarm-ycsb-span-kill",
+        "workdir": "/var/tmp/ycsbh-unused",
+        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"ycsb": wl}],
+        "loads": [{"containers": 1}],
+        "hosts": b.spec_hosts(),
+        "swarm": {"manager": f"unix://{b.manager.sock}", "lost_after_s": 30},
+    }
+    out = tmp_path / "out"
+    a_ns, b_ns = b.hosts[0].netns, b.hosts[1].netns
+    proc = start_strata("run", write_spec(tmp_path / "spec.yaml", spec), "-o", out, env=env)
+    try:
+        # the warm-up (2 s) and then the measured run (30 s) are the clients' `-t` phases on b
+        wait_for(lambda: _jvms_in(b_ns, " -t "), 900, "the YCSB clients' run on host b")
+        time.sleep(8)
+        (node,) = _jvms_in(a_ns, "CassandraDaemon")
+        os.kill(int(node.split(":")[0]), signal.SIGKILL)
+        output, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (r,) = results(out)
+    failed = r["flags"]["failed"]
+    assert r["status"] == "failed" and failed["category"] == "instance_died", (failed, output[-3000:])
+    assert failed["message"].startswith("host a:"), failed
+    for h in b.hosts:
+        assert leftovers(h.workdir) == [], f"host {h.name}"
+        assert _agents(h) == [] and _jvms_in(h.netns) == [], f"host {h.name}"
+    assert b.manager.docker("service", "ls", "-q").stdout.strip() == ""

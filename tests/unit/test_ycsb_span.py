@@ -438,3 +438,19 @@ def test_the_plan_says_only_the_hosts_with_instances_write_the_device(tmp_path):
     spec.write_text(yaml.safe_dump(doc))
     plan = resolve(*load_spec(spec), host_facts())
     assert [w.split(":")[0] for w in plan.writes] == ["host a", "host b"]
+
+
+def test_a_node_that_died_on_one_host_is_the_cause_not_the_clients_that_met_it(tmp_path):
+    from strata.hosts.clock import Offset
+    from strata.hosts.executor import cause
+    from strata.hosts.merge import PartOutcome
+
+    def failed(host, category, message):
+        result = {"status": "failed", "flags": {"failed": {"category": category, "message": message, "stderr": ""}}}
+        return PartOutcome(host, 0, result, [], tmp_path, Offset(0.0, 0.001, 5))
+
+    clients = failed("a", "tool_error", "the YCSB clients (run) exited 1")
+    node = failed("b", "instance_died", "instance 0 ended with code 137 while it should have run")
+    e = cause([clients, node])
+    assert e.category == "instance_died" and str(e).startswith("host b: instance 0 ended")
+    assert cause([clients, failed("c", "timeout", "x")]).category == "tool_error"  # else the first

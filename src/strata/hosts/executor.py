@@ -32,6 +32,9 @@ from .client import AgentClient, AgentRefused, AgentUnreachable
 from .clock import Offset
 from .merge import PartOutcome, merge
 
+# What a part's failure may be the effect of another's: a client that met a dead node on another host
+# (tool_error, timeout) is not the cause when that host's part says its node died.
+EFFECTS = ("tool_error", "timeout", "parse", "not_ready")
 READY_TIMEOUT_S = 3600.0  # building a stack (an image load, mkfs of a large device) and preparing instances
 SETTLE_S = 60.0  # after an abort, how long the other hosts get to stop and report
 
@@ -122,7 +125,7 @@ class HostTrials:
             outcomes = self._fetch(parts, placed, offsets, art, result)
             failed = [o for o in outcomes if o.result.get("status") != "ok"]
             if failed:
-                raise _part_failure(failed[0])
+                raise cause(failed)
         except TrialFailure as e:
             raise self._storage_lost(served, e)
         merge(trial, outcomes, art, result)
@@ -270,6 +273,16 @@ class HostTrials:
 
 def _brief(status: dict) -> dict:
     return {k: status[k] for k in ("status", "failed", "times") if k in status}
+
+
+def cause(failed: list[PartOutcome]) -> Exception:
+    """The trial's failure from its failed parts: a cause (a node that died) before its effects elsewhere
+    (the clients that met it), else the first in the placement's order."""
+    return _part_failure(min(failed, key=lambda o: _category(o) in EFFECTS))
+
+
+def _category(o: PartOutcome) -> str | None:
+    return ((o.result.get("flags") or {}).get("failed") or {}).get("category")
 
 
 def _part_failure(o: PartOutcome) -> Exception:
