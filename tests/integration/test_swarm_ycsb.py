@@ -146,23 +146,28 @@ def _check_merged(r: dict, out: Path) -> None:
     assert set(r["flags"]["sync"]["hosts"]) == set(HOSTS)
 
 
+def _native_spec(b, name: str, ycsb: dict) -> dict:
+    """One ycsb workload natively on ext4 on each host's loop device, one container, on the bed's hosts."""
+    return {
+        "name": name,
+        "workdir": "/var/tmp/ycsbh-unused",  # every host has its own workdir
+        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "filesystems": ["ext4"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"ycsb": ycsb}],
+        "loads": [{"containers": 1}],
+        "hosts": b.spec_hosts(),
+        "swarm": {"manager": f"unix://{b.manager.sock}", "lost_after_s": 30},
+    }
+
+
 def test_one_cluster_across_two_hosts_with_its_clients_on_one(bed, tmp_path):
     """Node 0 on a, node 1 on b, RF 2 read and written at QUORUM (both nodes answer every operation), the
     clients on b: every operation crossed the network between the test hosts."""
     b, env = bed
     wl = {**SMALL, "data_integrity": True, "cluster": {"nodes": 2, "replication_factor": 2, "hosts": HOSTS}}
-    spec = {
-        "name": "swarm-ycsb-span",
-        "workdir": "/var/tmp/ycsbh-unused",
-        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
-        "filesystems": ["ext4"],
-        "runtimes": ["native"],
-        "paths": ["bind"],
-        "workloads": [{"ycsb": {**wl, "clients_on": "b"}}],
-        "loads": [{"containers": 1}],
-        "hosts": b.spec_hosts(),
-        "swarm": {"manager": f"unix://{b.manager.sock}", "lost_after_s": 30},
-    }
+    spec = _native_spec(b, "swarm-ycsb-span", {**wl, "clients_on": "b"})
     out = tmp_path / "out"
     cp = strata("run", write_spec(tmp_path / "spec.yaml", spec), "-o", out, env=env, timeout=1500)
     (r,) = results(out)  # one trial: the cluster places itself, not once per host
@@ -203,18 +208,7 @@ def test_a_database_on_one_host_with_its_clients_on_a_host_of_their_own(bed, tmp
     file system) and reports its clients as its output; every operation crossed to a."""
     b, env = bed
     wl = {**SMALL, "data_integrity": True, "cluster": {"nodes": 1, "hosts": ["a"]}, "clients_on": "b"}
-    spec = {
-        "name": "swarm-ycsb-clients",
-        "workdir": "/var/tmp/ycsbh-unused",
-        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
-        "filesystems": ["ext4"],
-        "runtimes": ["native"],
-        "paths": ["bind"],
-        "workloads": [{"ycsb": wl}],
-        "loads": [{"containers": 1}],
-        "hosts": b.spec_hosts(),
-        "swarm": {"manager": f"unix://{b.manager.sock}", "lost_after_s": 30},
-    }
+    spec = _native_spec(b, "swarm-ycsb-clients", wl)
     out = tmp_path / "out"
     cp = strata("run", write_spec(tmp_path / "spec.yaml", spec), "-o", out, env=env, timeout=1500)
     (r,) = results(out)
@@ -247,18 +241,7 @@ def test_a_node_killed_on_a_serving_host_fails_the_trial_there(bed, tmp_path):
     fails as instance_died on host a (not as the clients' errors it caused on b), and nothing is left."""
     b, env = bed
     wl = {**SMALL, "runtime": 30, "cluster": {"nodes": 2, "replication_factor": 2, "hosts": HOSTS}, "clients_on": "b"}
-    spec = {
-        "name": "swarm-ycsb-span-kill",
-        "workdir": "/var/tmp/ycsbh-unused",
-        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
-        "filesystems": ["ext4"],
-        "runtimes": ["native"],
-        "paths": ["bind"],
-        "workloads": [{"ycsb": wl}],
-        "loads": [{"containers": 1}],
-        "hosts": b.spec_hosts(),
-        "swarm": {"manager": f"unix://{b.manager.sock}", "lost_after_s": 30},
-    }
+    spec = _native_spec(b, "swarm-ycsb-span-kill", wl)
     out = tmp_path / "out"
     a_ns, b_ns = b.hosts[0].netns, b.hosts[1].netns
     proc = start_strata("run", write_spec(tmp_path / "spec.yaml", spec), "-o", out, env=env)
