@@ -265,7 +265,7 @@ def check_workload_hosts(hosts: dict[str, HostSpec], workloads: list) -> list[tu
             if h not in hosts:
                 problems.append(
                     (
-                        f"workloads[{w.name}].cluster.hosts",
+                        f"workloads[{w.name}]",  # cluster.hosts or clients_on
                         f"host {h!r} is not defined under `hosts:`",
                         f"one of: {', '.join(hosts)}",
                     )
