@@ -14,7 +14,7 @@ concurrent strata runs never pick the same block. A /30 route is more specific
 than the host's /24, so it shadows only the four addresses of its block.
 
 Processes run inside with `nsenter --net=/run/netns/NAME` (never `ip netns
-exec`, which remounts /sys and hides the cgroup mounts; see HOST-NOTES.md).
+exec`, which remounts /sys and hides the cgroup mounts; see docs/host-notes.md).
 
 The fabric (`latency` one way on each end, `rate`) is a `tc` qdisc on both veth
 ends: netem where the kernel has it; without netem a rate alone is shaped by

@@ -1,6 +1,6 @@
 """What this host can build for a remote device, and which client path it gets.
 
-Probed once per process, before any I/O (STYLE.md item 3). Selection is a pure
+Probed once per process, before any I/O (docs/style.md item 3). Selection is a pure
 function of the probe so that unit tests can give it any host: the kernel nbd
 client where the `nbd` module exists, otherwise nbdfuse plus a loop device
 (which needs nothing but FUSE: the path on the project's VMs, whose kernel has

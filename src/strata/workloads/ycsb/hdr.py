@@ -6,7 +6,8 @@ one line per status interval, each an interval histogram in the V2 compressed en
 (a deflated V2 payload of zigzag LEB128 counts, runs of zeros as negative numbers). The
 intervals add up to the total histogram YCSB prints at the end (it accumulates the same
 intervals), so the sum of every interval of every client's log is the one histogram of all
-operations: percentiles are read from it, never averaged across clients (DESIGN.md).
+operations: percentiles are read from it, never averaged across clients (a mean of percentiles is
+no percentile of anything).
 
 The value arithmetic below is HdrHistogram 2.1.12's (AbstractHistogram: bucket indices,
 lowest/highest/median equivalent values, getValueAtPercentile, getMean): the figures equal
