@@ -1,11 +1,17 @@
-"""Repetitions: trials run in interleaved rounds; `repetitions: auto` repeats each configuration until the
-95% interval of its headline is within the precision asked for, or a maximum or a time budget is reached.
+"""Repetitions: trials run in interleaved rounds; `repetitions: auto` repeats only what is not yet decided.
 
-Each configuration stops for a reason that is stored with the run (`precise`, `max_repetitions`,
-`budget`, `failing`), so a user sees why it has the repetitions it has. Rounds rather than repetitions
-back to back: the machine's drift over the run then spreads over every configuration instead of
-separating them. With `until: steady` inside a trial this gives an answer in the least machine time
-(bench/auto_repetitions.py measures it).
+After every round, each advice group (the stacks compared for one workload, load and device) is raced
+(analysis/racing.py): a configuration stops once its comparison with the group's leader is decided
+(`decided`, `equivalent`), when it is worse than the leader by more than the margin (`eliminated`), or
+when not even `max_repetitions` could decide it at the spread seen (`undecidable`); the leader once all
+its comparisons ended. The intervals behind these decisions spend alpha over the looks
+(analysis/decide.py), so they stay valid however the run stopped. A raw-device baseline goes on while
+any configuration of its workload, load and device does (the ratios to raw need it); a configuration
+compared with none stops when its own interval is within `precision` (`precise`). Caps: `max_repetitions`,
+`budget`; a configuration that only fails stops as `failing`. Each reason is stored with the run.
+
+Rounds rather than repetitions back to back: the machine's drift over the run then spreads over every
+configuration instead of separating them.
 """
 
 from __future__ import annotations
@@ -16,6 +22,11 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from strata import scaling, validity
+from strata.analysis.baseline import apply_above_raw
+from strata.analysis.cells import build_cells, config_key
+from strata.analysis.decide import Design
+from strata.analysis.query import by_context, match_key
+from strata.analysis.racing import DECIDED, race
 from strata.analysis.stats import summarize
 
 PRECISE, MAX, BUDGET, FAILING = "precise", "max_repetitions", "budget", "failing"
@@ -43,6 +54,7 @@ class Repetitions:
             if scaling.is_auto(t):
                 self.scaling.setdefault(scaling.series_key(t.resolved()), scaling.Series(t))
         self.seen: set[str] = set()
+        self.results: list[dict] = []  # every finished trial of the run, for the racing
         for r in stored or []:
             self.record(r)
 
@@ -51,6 +63,7 @@ class Repetitions:
         if result.get("trial_id") in self.seen:
             return
         self.seen.add(result.get("trial_id"))
+        self.results.append(result)
         self._record_scaling(result)
         key = _config_of(result)
         p = self.configs.get(key)
@@ -114,25 +127,49 @@ class Repetitions:
             yield round_
 
     def _judge(self, rep: int) -> list[str]:
-        """Stop what is precise, at its maximum, failing, or out of budget; the configurations that go on."""
-        going = []
+        """Stop what is decided, precise, at its maximum, failing, or out of budget; the configurations that
+        go on."""
         spent = time.monotonic() - self.t0
+        raced, raws = self._race()
         for key, p in self.configs.items():
             if p.stopped:
                 continue
             s = summarize(p.values)
             p.half_width = (s.half_width / s.mean) if s.half_width is not None and s.mean else None
-            if p.half_width is not None and p.half_width <= self.exp.precision:
-                p.stopped = PRECISE
+            if key in raced:
+                p.stopped = raced[key]
             elif rep >= self.exp.max_repetitions:
                 p.stopped = MAX
             elif p.failures >= self.exp.min_repetitions and not p.values:
                 p.stopped = FAILING
             elif self.exp.budget is not None and spent >= self.exp.budget:
                 p.stopped = BUDGET
-            else:
-                going.append(key)
-        return going
+            elif key not in raws and p.half_width is not None and p.half_width <= self.exp.precision:
+                p.stopped = PRECISE  # compared with none: precise enough on its own
+        for key, dependents in raws.items():
+            p = self.configs.get(key)
+            if p is not None and not p.stopped and all(self.configs[d].stopped for d in dependents):
+                p.stopped = DECIDED
+        return [key for key, p in self.configs.items() if not p.stopped]
+
+    def _race(self) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """The advice groups raced (config -> why it stops), and each raw baseline's dependents."""
+        design = Design(self.exp.min_repetitions, self.exp.max_repetitions)
+        cells = build_cells(self.results, judge_steady=False)
+        apply_above_raw(cells)
+        cells = [c for c in cells if config_key(c.trial) in self.configs and c.values]
+        out: dict[str, str] = {}
+        candidates = [c for c in cells if not c.is_raw and not c.emulated]
+        for group in by_context(candidates).values():
+            keys = {config_key(c.trial): c for c in group}
+            summaries = {k: summarize(c.values, design.alpha()) for k, c in keys.items()}
+            stopped = {k: self.configs[k].stopped for k in keys if self.configs[k].stopped}
+            out.update(race(summaries, self.exp.margin, design, stopped))
+        raws: dict[str, list[str]] = {}
+        for raw in (c for c in cells if c.is_raw):
+            key = match_key(raw)
+            raws[config_key(raw.trial)] = [config_key(c.trial) for c in candidates if match_key(c) == key]
+        return out, {k: v for k, v in raws.items() if v}
 
     def scaling_report(self) -> dict:
         """`containers: auto`: per series, the counts measured, their mean headline, the peak, why it stopped."""
@@ -145,6 +182,7 @@ class Repetitions:
             t = self.proto[key]
             out[t.label.rsplit(" #", 1)[0]] = {
                 "repetitions": len(p.values),
+                "trials": len(p.values) + p.failures,
                 "failed": p.failures,
                 "stopped": p.stopped or "planned",
                 "half_width": p.half_width,
@@ -153,7 +191,4 @@ class Repetitions:
 
 
 def _config_of(result: dict) -> str:
-    import json
-
-    t = result.get("trial") or {}
-    return json.dumps({k: v for k, v in t.items() if k != "repetition"}, sort_keys=True)
+    return config_key(result.get("trial") or {})

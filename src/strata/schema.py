@@ -11,6 +11,8 @@ History (SCHEMA_VERSION):
        versions; the native runtime has no storage_driver key; flags.sync says what its skew is
        based on (`basis`); flags.steady keeps the tool's verdict as `tool`. Each workload upgrades
        its own part (Workload.upgrade).
+    Additions within 2, read with a default when absent: `design` (how the repetitions were taken,
+    `{repetitions: N | auto, min, max, margin}`; absent: fixed repetitions, margin 5%).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 
 from strata import validity
+from strata.analysis.decide import MARGIN, Design
 from strata.analysis.load import read_bytes
 from strata.analysis.stats import Summary, summarize
 
@@ -140,6 +141,18 @@ class Cell:
     def load_key(self) -> tuple:
         return freeze(self.load)
 
+    @functools.cached_property
+    def design(self) -> Design:
+        """How its repetitions were taken (the intervals of `repetitions: auto` are corrected for looking
+        after every round: analysis/decide.py)."""
+        return Design.of(next((r.get("design") for r in self.ok + self.failed if r.get("design")), None))
+
+    @functools.cached_property
+    def margin(self) -> float:
+        """The spec's margin of equivalence, as stored with its results."""
+        d = next((r.get("design") for r in self.ok + self.failed if r.get("design")), None) or {}
+        return float(d.get("margin", MARGIN))
+
     @property
     def reps(self) -> int:
         return len(self.values)
@@ -173,7 +186,8 @@ def fingerprint(trial: dict) -> str:
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
-def _group_key(trial: dict) -> str:
+def config_key(trial: dict) -> str:
+    """A configuration: the resolved trial without its repetition (Trial.config says the same)."""
     return json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
 
 
@@ -183,7 +197,7 @@ def build_cells(results: list[dict], judge_steady: bool = True) -> list[Cell]:
     for r in results:
         if r.get("status") == "unsupported" or "trial" not in r:
             continue
-        key = _group_key(r["trial"])
+        key = config_key(r["trial"])
         c = cells.get(key)
         if c is None:
             labels = {k: str((r.get("labels") or {}).get(k, "")) for k in LABEL_KEYS}
@@ -192,7 +206,7 @@ def build_cells(results: list[dict], judge_steady: bool = True) -> list[Cell]:
             )
         _add(c, r, judge_steady)
     for c in cells.values():
-        c.summary = summarize(c.values)
+        c.summary = summarize(c.values, c.design.alpha())
     _tag_duplicates(list(cells.values()))
     return sorted(cells.values(), key=lambda c: (c.stack, c.labels["workload"], c.outstanding, c.labels["load"], c.key))
 

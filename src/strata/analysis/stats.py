@@ -9,10 +9,12 @@ scale by the delta method. No SciPy: the t quantiles are tabulated.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 CONFIDENCE = 0.95
+CONFIDENCE_ALPHA = 1 - CONFIDENCE
 # two-sided 95% quantiles of Student's t, df = 1..30
 _T975 = (
     12.706,
@@ -70,6 +72,9 @@ class Summary:
     sd: float
     ci_low: float | None
     ci_high: float | None
+    # the error rate its intervals spend: 5% for fixed repetitions, less for one look of `repetitions:
+    # auto` (analysis/decide.py: alpha spending keeps intervals valid under optional stopping)
+    alpha: float = CONFIDENCE_ALPHA
 
     @property
     def cv(self) -> float | None:
@@ -85,17 +90,22 @@ class Summary:
         return None if self.ci_high is None else (self.ci_high - self.ci_low) / 2
 
 
-def summarize(values: list[float]) -> Summary:
+def summarize(values: list[float], alpha: float = CONFIDENCE_ALPHA) -> Summary:
     vals = [float(v) for v in values]
     n = len(vals)
     if n == 0:
-        return Summary(0, math.nan, math.nan, None, None)
+        return Summary(0, math.nan, math.nan, None, None, alpha)
     mean = sum(vals) / n
     if n == 1:
-        return Summary(1, mean, 0.0, None, None)
+        return Summary(1, mean, 0.0, None, None, alpha)
     sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
-    h = t975(n - 1) * sd / math.sqrt(n)
-    return Summary(n, mean, sd, mean - h, mean + h)
+    h = t_two_sided(alpha, n - 1) * sd / math.sqrt(n)
+    return Summary(n, mean, sd, mean - h, mean + h, alpha)
+
+
+def t_two_sided(alpha: float, df: float) -> float:
+    """The quantile of a two-sided (1 - alpha) interval: the table at 95%, else computed."""
+    return t975(df) if alpha == CONFIDENCE_ALPHA else t_quantile(1 - alpha / 2, df)
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,7 @@ def change(a: Summary, b: Summary) -> Change:
     if se == 0:
         return Change(a, b, rel, rel, rel)
     df = (va + vb) ** 2 / ((va**2 / (a.n - 1)) + (vb**2 / (b.n - 1))) if va + vb else a.n + b.n - 2
-    h = t975(df) * se / abs(a.mean)
+    h = t_two_sided(min(a.alpha, b.alpha), df) * se / abs(a.mean)
     return Change(a, b, rel, rel - h, rel + h)
 
 
@@ -160,7 +170,7 @@ def ratio(num: Summary, den: Summary) -> Ratio:
     if s == 0:
         return Ratio(r, r, r)
     df = (ra + rb) ** 2 / (ra**2 / (num.n - 1) + rb**2 / (den.n - 1)) if ra and rb else max(num.n, den.n) - 1
-    h = t975(df) * s
+    h = t_two_sided(min(num.alpha, den.alpha), df) * s
     return Ratio(r, r * math.exp(-h), r * math.exp(h))
 
 
@@ -174,3 +184,69 @@ def ratio_of_ratios(num: Ratio, den: Ratio) -> Ratio:
         return Ratio(r, None, None)
     h = math.hypot(math.log(num.high / num.value), math.log(den.high / den.value))
     return Ratio(r, r * math.exp(-h), r * math.exp(h))
+
+
+def t_cdf(x: float, df: float) -> float:
+    """P(T <= x) for Student's t with `df` degrees of freedom (through the regularized incomplete beta)."""
+    if df <= 0:
+        raise ValueError("df must be positive")
+    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + x * x))
+    return 1 - tail if x > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t; df rounded to 3 decimals and cached (the rounding moves a quantile
+    by far less than its own precision matters)."""
+    return _t_quantile(p, round(df, 3))
+
+
+@functools.lru_cache(maxsize=65536)
+def _t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t (0 < p < 1), by bisection on t_cdf: any level, not only 95%, for the
+    alpha that a sequential design leaves to each look (analysis/decide.py)."""
+    if not 0 < p < 1:
+        raise ValueError("p must lie in (0, 1)")
+    if p < 0.5:
+        return -_t_quantile(1 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2
+        if hi > 1e12:
+            return math.inf
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10 * max(1.0, hi):
+            break
+    return (lo + hi) / 2
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) (continued fraction, modified Lentz)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    ln_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x > (a + 1) / (a + b + 2):  # the continued fraction converges fast on this side only
+        return 1 - _betainc(b, a, 1 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 300):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1) < 1e-14:
+            break
+    return math.exp(ln_front) * f / a

@@ -57,15 +57,23 @@ class Experiment(Strict):
     workdir: str = Field(default="/var/tmp/strata", description="loop images and mount points go here")
     repetitions: int | Literal["auto"] = Field(
         default=1,
-        description="runs of each trial (for confidence intervals), or `auto`: repeat each configuration "
-        "until the 95% interval of its headline is within `precision`, at most `max_repetitions` times, within "
-        "`budget`",
+        description="runs of each trial (for confidence intervals), or `auto`: repeat, in rounds, the "
+        "configurations whose comparisons are not yet decided (better, worse or equivalent within `margin`), at "
+        "least `min_repetitions` and at most `max_repetitions` times, within `budget`",
+    )
+    margin: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description="two stacks whose difference is within +-margin (the whole 95% interval) are equivalent, "
+        "e.g. 5% or 0.05",
     )
     precision: float = Field(
         default=0.05,
         gt=0,
         le=1,
-        description="`repetitions: auto`: the interval's half-width relative to the mean, e.g. 5% or 0.05",
+        description="`repetitions: auto`, a configuration that is compared with none: its interval's half-width "
+        "relative to the mean, e.g. 5% or 0.05",
     )
     min_repetitions: int = Field(default=3, ge=2, le=MAX_REPETITIONS, description="`repetitions: auto`: at least")
     max_repetitions: int = Field(default=10, ge=2, le=MAX_REPETITIONS, description="`repetitions: auto`: at most")
@@ -100,7 +108,7 @@ class Experiment(Strict):
             raise ValueError(f"repetitions is a number from 1 to {MAX_REPETITIONS}, or auto")
         return v
 
-    @field_validator("precision", mode="before")
+    @field_validator("precision", "margin", mode="before")
     @classmethod
     def _percent(cls, v):
         if isinstance(v, str) and v.strip().endswith("%"):
@@ -123,6 +131,19 @@ class Experiment(Strict):
     @property
     def auto(self) -> bool:
         return self.repetitions == "auto"
+
+    @property
+    def design(self) -> dict:
+        """How repetitions are taken, stored with every result: the report's intervals depend on it
+        (analysis/decide.py: an `auto` run looks after every round)."""
+        if self.auto:
+            return {
+                "repetitions": "auto",
+                "min": self.min_repetitions,
+                "max": self.max_repetitions,
+                "margin": self.margin,
+            }
+        return {"repetitions": self.repetitions, "margin": self.margin}
 
     @property
     def first_repetitions(self) -> int:

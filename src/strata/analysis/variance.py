@@ -1,0 +1,91 @@
+"""Where the noise lives: within a trial (second to second) or between trials (run to run).
+
+Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013), estimate the variance at each
+level of an experiment and spend repetitions at the level where it is. Here the levels are two: the
+per-second samples of the headline within a trial, and the trials of one configuration. A one-way
+random-effects analysis of variance of the per-second series gives both: the within-trial variance
+(pooled over the trials) and the between-trial variance (the variance of the trial means beyond what
+the within-trial variance explains). On the machines strata was built on, trial means of one
+configuration vary 5-12% while the seconds within a trial vary 1-4%: the trial is the unit of noise,
+so more and shorter trials decide sooner than fewer and longer ones.
+
+The per-second samples are autocorrelated, so within/T understates the within-trial share of a trial
+mean's variance; the advice below errs towards longer trials by the same amount.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MIN_TRIAL_S = 5.0  # the shortest trial the steady-state check can judge (validity.steady: 5 s windows)
+
+
+@dataclass(frozen=True)
+class Components:
+    trials: int
+    seconds: float  # mean number of per-second samples per trial
+    mean: float
+    within_cv: float  # second to second, within a trial (pooled), relative to the mean
+    between_cv: float  # trial to trial, beyond what the seconds explain, relative to the mean
+    overhead_s: float | None = None  # a trial's machine time beyond its measured seconds
+
+    @property
+    def between_dominates(self) -> bool:
+        return self.between_cv**2 > self.within_cv**2 / max(self.seconds, 1)
+
+    def trial_mean_cv(self, seconds: float) -> float:
+        """The coefficient of variation of one trial's mean at this length."""
+        return math.sqrt(self.between_cv**2 + self.within_cv**2 / max(seconds, 1))
+
+    def best_seconds(self) -> float:
+        """The trial length that minimizes the variance of a configuration's mean per unit of machine
+        time, (b^2 + w^2/T)(c + T): T* = sqrt(c) w / b (Kalibera & Jones's allocation for two levels),
+        no shorter than the steady-state check needs."""
+        c = self.overhead_s or 0.0
+        if self.between_cv <= 0:
+            return max(self.seconds, MIN_TRIAL_S)
+        return max(math.sqrt(c) * self.within_cv / self.between_cv, MIN_TRIAL_S)
+
+    def to_json(self) -> dict:
+        return {
+            "trials": self.trials,
+            "seconds": round(self.seconds, 1),
+            "within_cv": round(self.within_cv, 4),
+            "between_cv": round(self.between_cv, 4),
+            "overhead_s": None if self.overhead_s is None else round(self.overhead_s, 1),
+        }
+
+
+def components(series: list[list[float]], overhead_s: float | None = None) -> Components | None:
+    """The variance components of one configuration from its trials' per-second series (each with 2 or
+    more samples); None with fewer than 2 such trials."""
+    trials = [[float(v) for v in s if v is not None] for s in series]
+    trials = [s for s in trials if len(s) >= 2]
+    if len(trials) < 2:
+        return None
+    means = [sum(s) / len(s) for s in trials]
+    grand = sum(means) / len(means)
+    if grand <= 0:
+        return None
+    within = sum(sum((v - m) ** 2 for v in s) for s, m in zip(trials, means)) / sum(len(s) - 1 for s in trials)
+    seconds = sum(len(s) for s in trials) / len(trials)
+    var_means = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
+    between = max(var_means - within / seconds, 0.0)
+    return Components(len(trials), seconds, grand, math.sqrt(within) / grand, math.sqrt(between) / grand, overhead_s)
+
+
+def shorter_trials(c: Components, repetitions: int) -> tuple[int, float] | None:
+    """When the trials are longer than the noise rewards: (repetitions, seconds) of shorter trials that take
+    the same machine time and give a configuration's mean a variance at least a third smaller; else None."""
+    if c.overhead_s is None or not c.between_dominates:
+        return None
+    best = c.best_seconds()
+    if best >= c.seconds / 2:
+        return None
+    n = int(repetitions * (c.overhead_s + c.seconds) // (c.overhead_s + best))
+    if n <= repetitions:
+        return None
+    now = c.trial_mean_cv(c.seconds) ** 2 / repetitions
+    then = c.trial_mean_cv(best) ** 2 / n
+    return (n, round(best)) if then < now * 2 / 3 else None
