@@ -118,19 +118,23 @@ def fixed_n(streams: dict, keys: list, decided: dict, margin: float, first: int)
 
 
 def fit(results_dir: str) -> tuple[float, float, float]:
-    """(between, within, seconds) pooled over the stored configurations' variance components."""
-    from strata.analysis.variance import components
-    from strata.report.model import series_of  # noqa: F401  (the report's own reader of per-second series)
+    """(between, within, seconds): the medians over the stored configurations' variance components."""
+    from strata.analysis.cells import build_cells
+    from strata.analysis.variance import of_cells
     from strata.store import load_results
 
-    by_config: dict[str, list] = {}
-    for r in load_results(results_dir):
-        if r.get("status") == "ok":
-            by_config.setdefault(
-                str(r.get("stack")) + str(r["labels"].get("workload")) + str(r["labels"].get("load")), []
-            )
-            by_config[list(by_config)[-1]].append(r)
-    raise SystemExit("--fit: not yet supported")
+    comps = list(of_cells(build_cells(load_results(results_dir), judge_steady=False)).values())
+    if not comps:
+        raise SystemExit(f"--fit {results_dir}: no configuration with 2 or more trials and per-second series")
+
+    def median(xs):
+        return sorted(xs)[len(xs) // 2]
+
+    return (
+        median([c.between_cv for c in comps]),
+        median([c.within_cv for c in comps]),
+        median([c.seconds for c in comps]),
+    )
 
 
 def main() -> int:
@@ -143,10 +147,13 @@ def main() -> int:
     p.add_argument("--min", type=int, default=3)
     p.add_argument("--max", type=int, default=10)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--fit", metavar="RESULTS", help="fit the noise to these stored results")
     p.add_argument("--tiny", action="store_true", help="20 experiments: checks that the script runs")
     args = p.parse_args()
     if args.tiny:
         args.experiments = 20
+    if args.fit:
+        args.between, args.within, args.seconds = fit(args.fit)
     rng = random.Random(args.seed)
     t0 = time.time()
     tot = {"covered": 0, "intervals": 0, "decisions": 0, "wrong": 0, "trials": 0, "fixed": 0, "precision_rule": 0}

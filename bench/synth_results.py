@@ -123,6 +123,7 @@ def make_result(
     size: int = 1 << 30,
     limits: dict | None = None,
     device_type: str = "loop",
+    design: dict | None = None,
 ) -> dict:
     """One stored result. `value`: IOPS (fio random), MB/s (fio sequential and filebench)."""
     path = path or ("device" if fs == "raw" else "bind")
@@ -198,6 +199,7 @@ def make_result(
         "stack": f"{device}/{fs_name}/{rt_name}/{path}",
         "labels": labels,
         "trial": trial,
+        **({"design": design} if design else {}),
         "metrics": metrics if status == "ok" else {},
         "flags": flags,
         "warnings": [],

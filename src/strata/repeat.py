@@ -130,7 +130,7 @@ class Repetitions:
         """Stop what is decided, precise, at its maximum, failing, or out of budget; the configurations that
         go on."""
         spent = time.monotonic() - self.t0
-        raced, raws = self._race()
+        raced, compared, raws = self._race()
         for key, p in self.configs.items():
             if p.stopped:
                 continue
@@ -144,7 +144,12 @@ class Repetitions:
                 p.stopped = FAILING
             elif self.exp.budget is not None and spent >= self.exp.budget:
                 p.stopped = BUDGET
-            elif key not in raws and p.half_width is not None and p.half_width <= self.exp.precision:
+            elif (
+                key not in compared
+                and key not in raws
+                and p.half_width is not None
+                and p.half_width <= self.exp.precision
+            ):
                 p.stopped = PRECISE  # compared with none: precise enough on its own
         for key, dependents in raws.items():
             p = self.configs.get(key)
@@ -152,16 +157,20 @@ class Repetitions:
                 p.stopped = DECIDED
         return [key for key, p in self.configs.items() if not p.stopped]
 
-    def _race(self) -> tuple[dict[str, str], dict[str, list[str]]]:
-        """The advice groups raced (config -> why it stops), and each raw baseline's dependents."""
+    def _race(self) -> tuple[dict[str, str], set[str], dict[str, list[str]]]:
+        """The advice groups raced (config -> why it stops), the configurations compared with another, and
+        each raw baseline's dependents."""
         design = Design(self.exp.min_repetitions, self.exp.max_repetitions)
         cells = build_cells(self.results, judge_steady=False)
         apply_above_raw(cells)
         cells = [c for c in cells if config_key(c.trial) in self.configs and c.values]
         out: dict[str, str] = {}
+        compared: set[str] = set()
         candidates = [c for c in cells if not c.is_raw and not c.emulated]
         for group in by_context(candidates).values():
             keys = {config_key(c.trial): c for c in group}
+            if len(keys) > 1:
+                compared |= set(keys)
             summaries = {k: summarize(c.values, design.alpha()) for k, c in keys.items()}
             stopped = {k: self.configs[k].stopped for k in keys if self.configs[k].stopped}
             out.update(race(summaries, self.exp.margin, design, stopped))
@@ -169,7 +178,7 @@ class Repetitions:
         for raw in (c for c in cells if c.is_raw):
             key = match_key(raw)
             raws[config_key(raw.trial)] = [config_key(c.trial) for c in candidates if match_key(c) == key]
-        return out, {k: v for k, v in raws.items() if v}
+        return out, compared, {k: v for k, v in raws.items() if v}
 
     def scaling_report(self) -> dict:
         """`containers: auto`: per series, the counts measured, their mean headline, the peak, why it stopped."""

@@ -20,7 +20,7 @@ def test_match_on_labels_across_hosts():
     cmp = compare(a, b)
     (m,) = cmp.matches
     assert m.change.rel == 0.2 or abs(m.change.rel - 0.2) < 1e-9
-    assert m.change.significant
+    assert m.status == "higher" and m.change.rel_low > 0
     assert cmp.only_b and not cmp.only_a
 
 
@@ -30,11 +30,20 @@ def test_cache_flagged_trials_are_not_compared_as_device():
     assert compare(a, b).matches == []
 
 
-def test_compare_says_same_only_within_five_percent_and_inconclusive_otherwise():
+def test_compare_says_same_only_within_five_percent_and_undecided_otherwise():
     a = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((1000, 1002, 998))]
     same = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((1001, 999, 1003))]
     noisy = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((900, 1150, 1000))]
     one = [make_result(fs="xfs", rep=0, value=1500)]
     assert [m.status for m in compare(a, same).matches] == ["same"]
-    assert [m.status for m in compare(a, noisy).matches] == ["inconclusive"]
-    assert [m.status for m in compare(a, one).matches] == ["inconclusive"]
+    assert [m.status for m in compare(a, noisy).matches] == ["undecided"]
+    assert [m.status for m in compare(a, one).matches] == ["undecided"]
+
+
+def test_compare_interval_of_a_ratio_never_crosses_minus_100_percent():
+    """Two repetitions and a large spread: the log-scale interval stays above -100%, asymmetric."""
+    a = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((1000, 1400))]
+    b = [make_result(fs="xfs", rep=i, value=v) for i, v in enumerate((150, 400))]
+    (m,) = compare(a, b).matches
+    assert -1 < m.change.rel_low < m.change.rel < m.change.rel_high
+    assert m.change.rel_high - m.change.rel > m.change.rel - m.change.rel_low

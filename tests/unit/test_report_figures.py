@@ -152,7 +152,7 @@ def test_compare_figure_and_table():
     out = compare_report.generate(compare(a, b), "A", "B")
     assert {"compare.csv", "compare.svg", "compare.png", "compare.html", "compare.txt"} <= set(out)
     txt = out["compare.txt"].decode()
-    assert "(significant)" in txt and "(not significant)" in txt
+    assert "higher" in txt and "same" in txt  # xfs decidedly higher, ext4 within the 5% margin
     assert any("change of B relative to A" in t for t in svg_texts(out["compare.svg"]))
 
 

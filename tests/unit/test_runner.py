@@ -189,3 +189,27 @@ def test_auto_repetitions_stop_when_precise_or_at_the_maximum(tmp_path):
     # rounds interleave the configurations: never two repetitions of one back to back while another runs
     order = [(r["labels"]["workload"], r["labels"]["repetition"]) for r in s.results]
     assert order[:6] == [("steady", 0), ("noisy", 0), ("steady", 1), ("noisy", 1), ("steady", 2), ("noisy", 2)]
+
+
+def test_auto_repetitions_race_a_clearly_worse_stack_out_before_a_close_one(tmp_path):
+    """Issue 21: after each round the advice group is raced: a stack far behind the leader is eliminated
+    at the first look, a close one goes on until it is decided or cannot be; each reason is stored."""
+    exp, wls = _spec(
+        tmp_path,
+        filesystems=["xfs", "ext4", "btrfs"],
+        paths=["bind"],
+        repetitions="auto",
+        max_repetitions=20,
+        workloads=[{"null": {"iops": 1000, "jitter": 0.05, "path_factor": {"ext4": 0.5, "btrfs": 0.98}}}],
+    )
+    _run(tmp_path, exp, wls, tmp_path / "out")
+    reps = {}
+    for r in load_results(tmp_path / "out"):
+        reps[r["labels"]["filesystem"]] = reps.get(r["labels"]["filesystem"], 0) + 1
+        assert r["design"] == {"repetitions": "auto", "min": 3, "max": 20, "margin": 0.05}
+    run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
+    stops = {k.split("/")[1]: v["stopped"] for k, v in run["repetitions"].items()}
+    assert stops["ext4"] == "eliminated" and reps["ext4"] == 3
+    # the close pair goes on past the first look (either may lead: they are 2% apart with 5% jitter)
+    for fs in ("xfs", "btrfs"):
+        assert stops[fs] in ("equivalent", "undecidable", "decided", "max_repetitions") and reps[fs] > 3

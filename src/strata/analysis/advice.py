@@ -1,15 +1,21 @@
-"""Advice: the best stack per workload, ties, and containers per host.
+"""Advice: the best stack per workload, stacks equivalent within a margin, and containers per host.
 
-"Which host file system, which storage driver, volume or bind mount or writable
-layer, how many containers per host" (docs/architecture.md): among the configurations measured as
-device performance (cache-flagged, unconfirmed and emulated ones excluded, the raw device too: it is
-the baseline, not a place for a container's files), the leader is *best* only when the Welch 95%
-interval of its difference to every other lies above zero, *tied* with those whose difference lies
-within +-5%, and *inconclusive* otherwise, with what would decide it (the rule of the findings,
-analysis/verdict.py). Containers per host: study 003, section 6.3, "assign the number of containers
-that maximize the throughput", with the same rule for the peak. Placement over hosts: measured where
-the results hold the same load on one host and across hosts (analysis/placement.py), else predicted
-from the containers curve (`placement` below).
+"Which host file system, which storage driver, volume or bind mount or writable layer, how many containers
+per host" (docs/architecture.md): among the configurations measured as device performance (cache-flagged,
+unconfirmed and emulated ones excluded, the raw device too: it is the baseline, not a place for a
+container's files), the leader is compared with every other (analysis/decide.py): each is *worse*,
+*equivalent within +-margin* (the spec's `margin`, 5% by default), or *undecided*. The group is then
+
+- *best*: every other stack is decidedly worse;
+- *equivalent*: the others are equivalent or worse: "equivalent within 5%: A, B - choose on other
+  grounds";
+- *undecided*: some comparison is not decided; the advice says the smallest margin the data support
+  ("no stack differs from A by more than 9% here") and what would decide it.
+
+The intervals are anytime-valid for `repetitions: auto` runs (Summary.alpha). Containers per host: study
+003, section 6.3, "assign the number of containers that maximize the throughput", with the same rule for
+the peak. Placement over hosts: measured where the results hold the same load on one host and across
+hosts (analysis/placement.py), else predicted from the containers curve (`placement` below).
 """
 
 from __future__ import annotations
@@ -17,26 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
+from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, repetitions_for
 from strata.analysis.placement import MeasuredPlacement, for_stack
 from strata.analysis.query import by_context, fmt
-from strata.analysis.stats import Change, change
 from strata.analysis.sweeps import peak
-from strata.analysis.verdict import need_repetitions
 
-TIE = 0.05  # two stacks are tied when the 95% interval of their difference lies within +-5%
-BEST, TIED, INCONCLUSIVE = "best", "tied", "inconclusive"
-
-
-def standing(ch: Change) -> str:
-    """Where another stack stands against the leader, by the interval of the difference (other vs leader):
-    behind (decidedly lower), tied (within +-TIE), or undecided."""
-    if not ch.known:
-        return "undecided"
-    if ch.rel_high < 0:
-        return "behind"
-    if ch.rel_low >= -TIE and ch.rel_high <= TIE:
-        return "tied"
-    return "undecided"
+BEST, EQUIVALENT_GROUP, UNDECIDED_GROUP = "best", "equivalent", "undecided"
 
 
 @dataclass
@@ -46,38 +38,92 @@ class Best:
     unit: str
     best: Cell
     runner_up: Cell | None
-    margin: Change | None  # the runner-up relative to the best
-    tied: list = field(default_factory=list)
+    lead: Answer | None  # the runner-up relative to the best
+    equivalent: list = field(default_factory=list)
+    worse: list = field(default_factory=list)
     undecided: list = field(default_factory=list)
+    answers: dict = field(default_factory=dict)  # stack -> Answer (other relative to the best)
     candidates: int = 0
     need: str = ""
 
     @property
+    def margin(self) -> float:
+        return self.best.margin
+
+    @property
     def status(self) -> str:
-        """best: ahead of every other beyond the intervals; tied: the others are behind or within +-5%;
-        inconclusive: some difference the intervals do not decide (or no intervals at all)."""
+        """best: ahead of every other beyond the intervals; equivalent: the others are worse or within
+        +-margin; undecided: some difference the intervals do not decide (or no intervals at all)."""
         if self.runner_up is None:
             return BEST
-        return INCONCLUSIVE if self.undecided else TIED if self.tied else BEST
+        return UNDECIDED_GROUP if self.undecided else EQUIVALENT_GROUP if self.equivalent else BEST
+
+    @property
+    def supported(self) -> float | None:
+        """The smallest margin within which every other stack lies of the best, at 95%; None when some
+        comparison has no interval."""
+        vals = [a.supported for a in self.answers.values()]
+        return max(vals) if vals and None not in vals else None
 
     def text(self) -> str:
-        head = (
-            f"{self.workload} at load {self.load} on {self.best.labels['device']}: "
-            f"{self.best.stack} ({fmt(self.best.summary.mean, self.unit)}, n={self.best.reps})"
-        )
+        where = f"{self.workload} at load {self.load} on {self.best.labels['device']}"
+        head = f"{self.best.stack} ({fmt(self.best.summary.mean, self.unit)}, n={self.best.reps})"
         if self.runner_up is None:
-            return head + " is the only stack measured"
-        m = self.margin
-        lead = f"{-m.rel:.1%}" + (f" [{-m.rel_high:.1%}, {-m.rel_low:.1%}]" if m.known else " (no interval)")
+            return f"{where}: {head} is the only stack measured"
+        worse = f"; worse: {', '.join(c.stack for c in self.worse)}" if self.worse else ""
         if self.status == BEST:
-            return f"{head} is best: {lead} ahead of the next, {self.runner_up.stack}"
-        if self.status == TIED:
-            names = ", ".join(c.stack for c in self.tied)
-            return f"{head} is tied with {names} (differences within +-{TIE:.0%}): pick among them on other grounds"
+            return (
+                f"{where}: {head} is best: {-self.lead.rel:.1%} [{-self.lead.rel_high:.1%}, "
+                f"{-self.lead.rel_low:.1%}] ahead of the next, {self.runner_up.stack}"
+            )
+        if self.status == EQUIVALENT_GROUP:
+            names = ", ".join([self.best.stack] + [c.stack for c in self.equivalent])
+            return f"{where}: equivalent within +-{self.margin:.0%}: {names} - choose on other grounds{worse}"
         names = ", ".join(c.stack for c in self.undecided)
-        return f"inconclusive: {head} leads {names} by {lead}, which the intervals do not decide" + (
-            f"; {self.need}" if self.need else ""
+        sup = self.supported
+        bound = (
+            f"; no stack differs from it by more than {sup:.0%} here"
+            if sup is not None
+            else "; no interval: needs 2 or more repetitions of each (3 recommended)"
         )
+        return (
+            f"undecided at +-{self.margin:.0%}: {where}: {head} leads {names} by {-self.lead.rel:.1%}{bound}{worse}"
+            + (f"; {self.need}" if self.need else "")
+        )
+
+
+def best_stacks(cells: list[Cell]) -> list[Best]:
+    out = []
+    for group in by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values():
+        ranked = sorted(group, key=lambda c: c.summary.mean, reverse=True)
+        top = ranked[0]
+        b = Best(top.labels["workload"], top.labels["load"], top.unit, top, None, None, candidates=len(ranked))
+        if len(ranked) > 1:
+            b.runner_up = ranked[1]
+            for c in ranked[1:]:
+                a = answer(top.summary, c.summary, top.margin)
+                b.answers[c.stack] = a
+                {EQUIVALENT: b.equivalent, WORSE: b.worse}.get(a.outcome, b.undecided).append(c)
+            b.lead = b.answers[ranked[1].stack]
+            b.need = _need(top, b.undecided)
+        out.append(b)
+    return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
+
+
+def _need(top: Cell, undecided: list[Cell]) -> str:
+    """What would decide the closest undecided comparison: repetitions at the observed spread."""
+    if not undecided:
+        return ""
+    c = undecided[0]
+    if top.reps < 2 or c.reps < 2:
+        return "needs 2 or more repetitions of each (3 recommended)"
+    n = repetitions_for(top.summary, c.summary, top.margin)
+    if n is None or n > 200:
+        return (
+            f"no number of repetitions decides {c.stack} at +-{top.margin:.0%} at this spread: "
+            "the supported margin is the answer"
+        )
+    return f"about {n} repetitions of each would decide {c.stack} at the observed spread (now {min(top.reps, c.reps)})"
 
 
 @dataclass
@@ -95,7 +141,7 @@ class ContainersAdvice:
 
     @property
     def status(self) -> str:
-        return INCONCLUSIVE if self.undecided else BEST
+        return UNDECIDED_GROUP if self.undecided else BEST
 
     def text(self) -> str:
         tail = (
@@ -112,7 +158,7 @@ class ContainersAdvice:
         head += self.placement_text()
         if self.undecided:
             return (
-                f"inconclusive: {head}; the intervals do not tell it from "
+                f"undecided: {head}; the intervals do not tell it from "
                 f"{', '.join(map(str, self.undecided))} container(s): add repetitions"
             )
         return head
@@ -134,36 +180,6 @@ class ContainersAdvice:
         )
 
 
-def best_stacks(cells: list[Cell]) -> list[Best]:
-    out = []
-    for group in by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values():
-        ranked = sorted(group, key=lambda c: c.summary.mean, reverse=True)
-        top = ranked[0]
-        b = Best(top.labels["workload"], top.labels["load"], top.unit, top, None, None, candidates=len(ranked))
-        if len(ranked) > 1:
-            b.runner_up = ranked[1]
-            b.margin = change(top.summary, ranked[1].summary)
-            for c in ranked[1:]:
-                where = standing(change(top.summary, c.summary))
-                if where == "tied":
-                    b.tied.append(c)
-                elif where == "undecided":
-                    b.undecided.append(c)
-            b.need = _need(top, b.undecided)
-        out.append(b)
-    return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
-
-
-def _need(top: Cell, undecided: list[Cell]) -> str:
-    if not undecided:
-        return ""
-    ch = change(top.summary, undecided[0].summary)
-    if not ch.known:
-        return "needs 2 or more repetitions of each (3 recommended)"
-    bound = 0.0 if ch.rel < -TIE else -TIE
-    return need_repetitions(ch.rel, ch.rel_low, ch.rel_high, bound, min(top.reps, undecided[0].reps), log=False)
-
-
 def containers(sweeps, measured: list[MeasuredPlacement] = ()) -> list[ContainersAdvice]:
     """Per containers sweep line: the peak, and the placement over hosts, measured when `measured` holds
     one for the line's stack and workload, else predicted from the line."""
@@ -176,7 +192,9 @@ def containers(sweeps, measured: list[MeasuredPlacement] = ()) -> list[Container
             c0 = ln.points[0][1]
             best = dict(ln.measured)[p.x]
             undecided = [
-                x for x, c in ln.measured if c is not best and standing(change(best.summary, c.summary)) != "behind"
+                x
+                for x, c in ln.measured
+                if c is not best and answer(best.summary, c.summary, best.margin).outcome != WORSE
             ]
             out.append(
                 ContainersAdvice(

@@ -3,8 +3,10 @@
 Results of two hosts (or two runs) are matched on what was measured, the
 labels device/filesystem/runtime/path/workload/load, never on trial ids,
 which differ between hosts whose specs differ in any detail. Each match gives
-B's change relative to A with Welch's 95% interval (analysis/stats.py), as
-pyperf's `compare_to` does for benchmarks.
+B relative to A, decided as analysis/decide.py decides every comparison:
+higher, lower, the same within +-margin (A's `margin`, 5% by default), or
+undecided, on the log-scale 95% interval of the ratio of means (as pyperf's
+`compare_to` tells a change from noise).
 """
 
 from __future__ import annotations
@@ -13,21 +15,14 @@ from dataclasses import dataclass
 
 from strata.analysis.baseline import apply_above_raw
 from strata.analysis.cells import LABEL_KEYS, Cell, build_cells
-from strata.analysis.stats import Change, change
+from strata.analysis.decide import BETTER, EQUIVALENT, WORSE, Answer, answer
 
-SAME = 0.05  # B is the same as A when the 95% interval of the change lies within +-5%
+STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
 
 
-def status(ch: Change) -> str:
-    """higher / lower: beyond the interval; same: the interval lies within +-5%; inconclusive otherwise
-    (the rule of the findings and the advice)."""
-    if not ch.known:
-        return "inconclusive"
-    if ch.rel_low > 0:
-        return "higher"
-    if ch.rel_high < 0:
-        return "lower"
-    return "same" if ch.rel_low >= -SAME and ch.rel_high <= SAME else "inconclusive"
+def status(a: Answer) -> str:
+    """higher / lower: beyond the interval; same: the interval lies within +-margin; undecided otherwise."""
+    return STATUS.get(a.outcome, "undecided")
 
 
 @dataclass
@@ -36,7 +31,7 @@ class Match:
     unit: str
     a: Cell
     b: Cell
-    change: Change
+    change: Answer
     differs: list
 
     @property
@@ -89,7 +84,8 @@ def compare(results_a: list[dict], results_b: list[dict]) -> Comparison:
         if a.unit != b.unit:
             mismatch.append(a.name)
             continue
-        matches.append(Match(dict(zip(LABEL_KEYS, key)), a.unit, a, b, change(a.summary, b.summary), _differs(a, b)))
+        ans = answer(a.summary, b.summary, a.margin)
+        matches.append(Match(dict(zip(LABEL_KEYS, key)), a.unit, a, b, ans, _differs(a, b)))
     only_a = [ia[k].name for k in sorted(set(ia) - set(ib))]
     only_b = [ib[k].name for k in sorted(set(ib) - set(ia))]
     return Comparison(matches, only_a, only_b, mismatch)

@@ -167,15 +167,14 @@ def answer(a: Summary, b: Summary, margin: float = MARGIN, higher_is_better: boo
 def repetitions_for(a: Summary, b: Summary, margin: float) -> int | None:
     """About how many repetitions of each side would decide the comparison at the observed means and
     spread, at the summaries' alpha (the interval's half-width shrinks as 1/sqrt(n)); None when no
-    number up to 10,000 would (the estimate sits on the margin's edge)."""
+    number up to 10,000 would (the estimate sits on the margin's edge and the spread is large)."""
     if a.n < 2 or b.n < 2 or not (a.mean > 0 and b.mean > 0):
         return None
     d = abs(math.log(b.mean / a.mean))
     edge = math.log(1 + margin)
-    # the interval must clear the nearer of 1 (a difference) and the margin's edge (equivalence)
-    room = min(abs(d - edge), d) if d > 0 else edge
-    if room <= 0:
-        return None
+    # decided once the half-width is below either distance: to 1 (a difference) or, from inside, to the
+    # margin's edge (equivalence)
+    room = max(edge - d, d)
     cv2 = (a.sd / a.mean) ** 2 + (b.sd / b.mean) ** 2
     alpha = min(a.alpha, b.alpha)
     lo, hi = max(a.n, b.n, 2), 10_000

@@ -11,8 +11,8 @@ when its comparison is decided:
 - `equivalent`: within +-margin of the leader;
 - `decided`: better or worse, but not beyond the margin; the leader, once every comparison it takes
   part in is decided;
-- `undecidable`: at the observed means and spread, not even `max_repetitions` would decide it
-  (decide.repetitions_for): a 1% difference on a machine with 10% trial-to-trial noise. It stops with
+- `undecidable`: from the second look on, at the observed means and spread, not even `max_repetitions`
+  would decide it (decide.repetitions_for): a 1% difference on a machine with 10% trial-to-trial noise. It stops with
   what it can say, the smallest margin its interval supports, rather than spend rounds that cannot
   change the answer. Stopping never harms the intervals' validity; only their width.
 
@@ -47,11 +47,11 @@ def race(group: dict[str, Summary], margin: float, design: Design, stopped: dict
             out[k] = EQUIVALENT_STOP
         elif a.outcome in (BETTER, WORSE):
             out[k] = DECIDED
-        elif design.sequential and (need := repetitions_for(ready[leader], s, margin)) is not None:
-            if need > design.last:
+        elif design.sequential and min(s.n, ready[leader].n) > design.first:
+            # from the second look on: a spread from the first look's few trials is too rough to give up on
+            need = repetitions_for(ready[leader], s, margin)
+            if need is None or need > design.last:
                 out[k] = UNDECIDABLE
-        elif design.sequential:
-            out[k] = UNDECIDABLE
     ends = {k: why for k, why in {**stopped, **out}.items() if k in ready and k != leader}
     if len(ends) == len(ready) - 1:
         out[leader] = UNDECIDABLE if UNDECIDABLE in ends.values() else DECIDED

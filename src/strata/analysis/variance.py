@@ -89,3 +89,23 @@ def shorter_trials(c: Components, repetitions: int) -> tuple[int, float] | None:
     now = c.trial_mean_cv(c.seconds) ** 2 / repetitions
     then = c.trial_mean_cv(best) ** 2 / n
     return (n, round(best)) if then < now * 2 / 3 else None
+
+
+def of_cells(cells) -> dict:
+    """Each cell's components, from its trials' stored per-second headline series (analysis/cells.py)."""
+    from strata.analysis.cells import artifact
+
+    out = {}
+    for c in cells:
+        series, overheads = [], []
+        for r in c.ok:
+            name = ((r.get("metrics") or {}).get("primary") or {}).get("series")
+            s = (artifact(r, "workload-series.json") or {}).get(name) if name else None
+            if isinstance(s, list) and len(s) >= 2:
+                series.append([v for v in s if isinstance(v, (int, float))])
+                if isinstance(r.get("duration_s"), (int, float)):
+                    overheads.append(max(float(r["duration_s"]) - len(s), 0.0))
+        comp = components(series, sum(overheads) / len(overheads) if overheads else None)
+        if comp is not None:
+            out[c.name] = comp
+    return out

@@ -1,7 +1,8 @@
 """`strata compare A B` as a table, a figure, CSV, HTML and text (pure: Comparison -> bytes).
 
-One row per configuration measured in both sets, B relative to A with Welch's
-95% interval (analysis/compare.py), like pyperf's `compare_to` table.
+One row per configuration measured in both sets, B relative to A with the
+interval and decision of analysis/decide.py (analysis/compare.py), like
+pyperf's `compare_to` table.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ def figure(cmp, name_a: str, name_b: str) -> Figure:
         "compare",
         "compare",
         title,
-        "Change of the mean throughput of B relative to A, with Welch's 95% interval: higher or lower when the "
-        "interval excludes zero, the same when it lies within +-5%, grey when the interval decides neither.",
+        "Change of the mean throughput of B relative to A, with the 95% interval of the ratio of means (log scale, "
+        "Welch's degrees of freedom): higher or lower when the interval excludes zero, the same when it lies within "
+        "the margin (+-5% unless the spec says otherwise), grey when the interval decides neither.",
         Table("compare", title, COLUMNS, rows(cmp)),
         {"rows": data},
     )
@@ -80,7 +82,7 @@ def text(cmp, name_a: str, name_b: str) -> str:
                 m.name,
                 f"{fmt(m.a.summary.mean, m.unit)} (n={m.a.reps})",
                 f"{fmt(m.b.summary.mean, m.unit)} (n={m.b.reps})",
-                m.change.text(),
+                m.change.interval_text(),
                 m.status,
             ]
         )

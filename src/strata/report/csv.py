@@ -48,9 +48,11 @@ def render(report) -> dict[str, bytes]:
             "change",
             "ci_low",
             "ci_high",
-            "significant",
-            "tied with",
+            "margin",
+            "equivalent with",
+            "worse",
             "undecided against",
+            "supported margin",
             "to decide",
         ],
         [_advice_row(b) for b in a.best],
@@ -71,7 +73,7 @@ def render(report) -> dict[str, bytes]:
 
 
 def _advice_row(b) -> list:
-    m = b.margin
+    m = b.lead
     return [
         b.workload,
         b.load,
@@ -84,9 +86,11 @@ def _advice_row(b) -> list:
         m.rel if m else None,
         m.rel_low if m else None,
         m.rel_high if m else None,
-        m.significant if m else None,
-        "; ".join(c.stack for c in b.tied),
+        b.margin,
+        "; ".join(c.stack for c in b.equivalent),
+        "; ".join(c.stack for c in b.worse),
         "; ".join(c.stack for c in b.undecided),
+        b.supported,
         b.need,
     ]
 

@@ -338,7 +338,7 @@ def _series(fig) -> MplFigure:
     return mpl
 
 
-COMPARE_COLORS = {"higher": "#2ca02c", "lower": "#d62728", "same": "#6baed6", "inconclusive": "#bdbdbd"}
+COMPARE_COLORS = {"higher": "#2ca02c", "lower": "#d62728", "same": "#6baed6", "undecided": "#bdbdbd"}
 
 
 def _compare(fig) -> MplFigure:
@@ -362,8 +362,8 @@ def _compare(fig) -> MplFigure:
             for t, c in (
                 ("higher (interval above 0)", colors["higher"]),
                 ("lower (interval below 0)", colors["lower"]),
-                ("same (interval within +-5%)", COMPARE_COLORS["same"]),
-                ("inconclusive", COMPARE_COLORS["inconclusive"]),
+                ("same (interval within the margin)", COMPARE_COLORS["same"]),
+                ("undecided", COMPARE_COLORS["undecided"]),
             )
         ],
         loc="upper left",

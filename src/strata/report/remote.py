@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
+from strata.analysis.decide import answer
 from strata.analysis.remote import remote_pairs
-from strata.analysis.stats import change
 from strata.report.names import figure_id, short_labels
 from strata.report.parts import LAT_STATS, MAX_STACKS, Figure, Table
 
@@ -40,7 +40,7 @@ def _relative(name: str, prs: list) -> Figure:
     labels = short_labels(sorted({r.stack for _, r in prs}))
     rows, data = [], []
     for local, remote in prs:
-        ch = change(local.summary, remote.summary)
+        ch = answer(local.summary, remote.summary)
         st = status(ch)
         label = f"{labels[remote.stack]} {remote.labels['load']}"
         data.append({"label": label, "rel": ch.rel, "low": ch.rel_low, "high": ch.rel_high, "status": st})

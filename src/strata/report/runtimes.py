@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
+from strata.analysis.decide import answer
 from strata.analysis.runtimes import native_pairs
-from strata.analysis.stats import change
 from strata.report.names import figure_id, short_labels
 from strata.report.parts import Figure, Table
 
@@ -40,7 +40,7 @@ def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
     rows, data = [], []
     for native, other in prs:
         a, b = (native.summary, other.summary) if what == "throughput" else _lat(native, other)
-        ch = change(a, b)
+        ch = answer(a, b)
         st = status(ch)
         data.append(
             {

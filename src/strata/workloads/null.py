@@ -27,6 +27,11 @@ class NullParams(Strict):
     jitter: float = Field(
         default=0.0, ge=0, le=0.9, description="each instance reports iops x (1 +- jitter), at random"
     )
+    path_factor: dict[str, float] = Field(
+        default_factory=dict,
+        description="iops x factor when the target's path contains the key: stacks that differ, for unit tests of "
+        "comparisons",
+    )
 
 
 class Null(ToolWorkload):
@@ -37,12 +42,15 @@ class Null(ToolWorkload):
         return params.sleep_s + 0.1
 
     def command(self, params: NullParams, load, target: Target, instance: int) -> list[str]:
+        iops = params.iops
+        for part, factor in params.path_factor.items():
+            iops *= factor if part in str(target.path) else 1.0
         code = (
             "import json,random,sys,time;time.sleep(%r);"
             "json.dump({'iops': %r * (1 + %r * random.uniform(-1, 1)), 'target': %r, 'instance': %d},"
             " open(%r + '/null.json', 'w'));"
             "sys.exit(%d)"
-        ) % (params.sleep_s, params.iops, params.jitter, target.path, instance, target.out_dir, 3 if params.fail else 0)
+        ) % (params.sleep_s, iops, params.jitter, target.path, instance, target.out_dir, 3 if params.fail else 0)
         return [sys.executable, "-c", code]
 
     def parse(self, params: NullParams, outputs: list[InstanceOutput]) -> Parsed:
