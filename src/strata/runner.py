@@ -146,9 +146,22 @@ def run_experiment(
             )
             if reps.scaling:
                 run_doc["scaling"] = reps.scaling_report()
+            run_doc["variance"] = _variance(out)
             store.write_run(run_id, run_doc)
             progress.finish()
     return summary
+
+
+def _variance(out: Path) -> dict:
+    """Where the noise lives, per configuration: within a trial and between trials (analysis/variance.py),
+    from the per-second series stored with the trials."""
+    from strata.analysis.cells import build_cells
+    from strata.analysis.variance import of_cells
+
+    try:
+        return {name: c.to_json() for name, c in of_cells(build_cells(load_results(out), judge_steady=False)).items()}
+    except (OSError, ValueError) as e:  # never lose the run document over a statistic
+        return {"error": str(e)}
 
 
 def run_host_facts(workloads) -> dict:

@@ -4,8 +4,9 @@ Modelled on pyperf's `format_checks` (pyperf/_cli.py) and hyperfine's
 `output/warnings.rs`: each check looks at stored evidence and, when it fails,
 says what is wrong with the number and what to change to get a good one.
 Checks: cache suspected (flags.cache, and results above the raw device),
-too few repetitions, high spread, not steady (SNIA PTS, analysis/steady.py),
-start skew between containers (flags.sync), failed trials, pooled hosts.
+too few repetitions, high spread, trials longer than the noise rewards (analysis/variance.py), not
+steady (SNIA PTS, analysis/steady.py), start skew between containers (flags.sync), failed trials, pooled
+hosts.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class HygieneWarning:
 def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
     out: list[HygieneWarning] = []
     out.extend(_cache(cells))
-    for fn in (_unconfirmed, _repetitions, _spread, _steady, _sync, _failed):
+    for fn in (_unconfirmed, _repetitions, _spread, _trial_length, _steady, _sync, _failed):
         w = fn(cells)
         if w:
             out.append(w)
@@ -102,7 +103,34 @@ def _spread(cells: list[Cell]) -> HygieneWarning | None:
     return HygieneWarning(
         "spread",
         f"{len(items)} configuration(s) vary by more than {MAX_CV:.0%} (coefficient of variation) between repetitions",
-        "run longer (`runtime`), add repetitions, and keep other work off the host and the device while measuring",
+        "add repetitions (more, shorter trials where the trial-to-trial spread dominates), and keep other work off "
+        "the host and the device while measuring",
+        items,
+    )
+
+
+def _trial_length(cells: list[Cell]) -> HygieneWarning | None:
+    """Kalibera & Jones: spend repetitions where the variance is. When trial means vary far more than
+    the seconds within a trial, shorter trials in greater number give a tighter interval in the same time."""
+    from strata.analysis.variance import of_cells, shorter_trials
+
+    items, best = [], None
+    for name, comp in of_cells([c for c in cells if c.reps >= 2]).items():
+        n = max(2, round(comp.trials))
+        better = shorter_trials(comp, n)
+        if better:
+            items.append(
+                f"{name}: between {comp.between_cv:.1%}, within {comp.within_cv:.1%}/s: {better[0]} repetitions of "
+                f"{better[1]} s decide sooner than {n} of {comp.seconds:.0f} s"
+            )
+            best = best or better
+    if not items:
+        return None
+    return HygieneWarning(
+        "trial_length",
+        f"trial-to-trial spread dominates in {len(items)} configuration(s): the trial, not the second, is the unit "
+        "of noise here, so longer trials do not narrow the intervals",
+        f"run shorter trials (`runtime`, e.g. {best[1]} s) with more repetitions, or `repetitions: auto`",
         items,
     )
 

@@ -122,8 +122,10 @@ def _advice(a) -> str:
     body = f"<ul>{''.join(items)}</ul>" if items else "<p>Nothing to advise: no two stacks ran the same workload.</p>"
     return (
         '<h2 id="advice">Advice</h2><p class=meta>Best stack per workload and load (device performance only; '
-        "the raw device is the baseline, not a candidate). Tied: the difference is not significant at 95% "
-        "(Welch).</p>" + body
+        "the raw device is the baseline, not a candidate). Each stack is compared with the leader on the 95% "
+        "interval of the ratio of their means: worse, equivalent within the margin (the spec's `margin`, 5% by "
+        "default), or undecided, with the smallest margin the data support. The intervals of `repetitions: auto` "
+        "stay valid although the run looked after every round (alpha spent over the looks).</p>" + body
     )
 
 
