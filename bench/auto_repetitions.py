@@ -1,20 +1,22 @@
-"""Time to a matrix answer: `repetitions: auto` with `until: steady` against a long run of fixed repetitions.
+"""Time to a decided answer: `repetitions: auto` (racing, analysis/racing.py) against fixed repetitions.
 
-The same matrix (raw device and xfs, 4 KiB random reads and writes, low and high load, on one loop
-device) is run twice through strata: once with many fixed repetitions of fixed-length trials (the
-reference), once with `repetitions: auto` (precision 5%) and fio's `until: steady`. The benchmark prints
-the machine time of each, their ratio (target: auto at least 3x faster), and how far each configuration's
-mean under auto lies from the reference (target: within 5%).
+The same matrix (xfs, ext4 and btrfs natively through a bind mount, 4 KiB random reads and writes at
+one load, on one loop device: two advice groups of three stacks) runs through strata with a fixed
+number of repetitions and with `repetitions: auto`. The runs alternate in ABBA order (fixed, auto, auto,
+fixed, ...), never all of one then all of the other, so that the machine's drift falls on both. Printed:
+the machine time of each, their ratio, and whether the advice of the two designs agrees (the same
+leader where both decide one, and no decision of one contradicted by the other: equivalent against
+decidedly apart by more than the margin).
 
-    python3 bench/auto_repetitions.py [--reps 8] [--runtime 30] [--workdir /var/tmp/strata-bench-auto]
-(root; about an hour at the defaults on a 2-core VM)
+    python3 bench/auto_repetitions.py [--reps 6] [--runtime 5] [--pairs 2] [--tiny]
+(root; about 40 minutes at the defaults on a 2-core VM; --tiny: one pair of 1 s trials, to check that it runs)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -23,65 +25,88 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import strata_run  # noqa: E402
 
-from strata.analysis.cells import build_cells  # noqa: E402
+from strata.analysis.analyse import analyse  # noqa: E402
+from strata.analysis.decide import EQUIVALENT  # noqa: E402
 from strata.store import load_results  # noqa: E402
 
 
-def spec(name: str, workdir: str, runtime: int, reps, until: str) -> dict:
+def spec(name: str, workdir: str, runtime: int, reps) -> dict:
     doc = {
         "name": name,
         "workdir": workdir,
         "devices": [{"type": "loop", "size": "1GiB"}],
-        "filesystems": ["raw", "xfs"],
+        "filesystems": ["xfs", "ext4", "btrfs"],
         "runtimes": ["native"],
-        "paths": ["device", "bind"],
-        "workloads": [
-            {"fio": {"preset": ["rr", "rw"], "size": "256MiB", "runtime": runtime, "ramp_time": 2, "until": until}}
-        ],
-        "loads": ["low", {"name": "mid", "numjobs": 4, "iodepth": 16}],
+        "paths": ["bind"],
+        "workloads": [{"fio": {"preset": ["rr", "rw"], "size": "128MiB", "runtime": runtime, "ramp_time": 1}}],
+        "loads": [{"name": "mid", "numjobs": 2, "iodepth": 16}],
         "repetitions": reps,
+        "margin": "5%",
     }
     if reps == "auto":
-        doc.update(precision="5%", min_repetitions=3, max_repetitions=8)
+        doc.update(min_repetitions=3, max_repetitions=8)
     return doc
 
 
-def means(out: Path) -> dict:
+def advice(out: Path) -> dict:
+    """Per group (workload): the leader, and each other stack's outcome against it."""
     return {
-        (c.labels["filesystem"], c.labels["workload"], c.labels["load"]): (c.summary.mean, c.reps)
-        for c in build_cells(load_results(out))
-        if c.values
+        b.workload: {"leader": b.best.stack, "status": b.status, **{k: a.outcome for k, a in b.answers.items()}}
+        for b in analyse(load_results(out), judge_steady=False).best
     }
+
+
+def contradicts(x: dict, y: dict) -> list[str]:
+    """Decisions of one design that the other contradicts."""
+    out = []
+    for group in sorted(set(x) & set(y)):
+        a, b = x[group], y[group]
+        if a["status"] != "undecided" and b["status"] != "undecided" and a["leader"] != b["leader"]:
+            out.append(f"{group}: leader {a['leader']} against {b['leader']}")
+        for stack in sorted((set(a) & set(b)) - {"leader", "status"}):
+            if {a[stack], b[stack]} == {EQUIVALENT, "worse"} and a["leader"] == b["leader"]:
+                out.append(f"{group}: {stack} {a[stack]} against {b[stack]}")
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=8, help="fixed repetitions of the reference run")
-    ap.add_argument("--runtime", type=int, default=30, help="seconds per trial (the maximum under until: steady)")
+    ap.add_argument("--reps", type=int, default=6, help="repetitions of the fixed design")
+    ap.add_argument("--runtime", type=int, default=5, help="seconds per trial")
+    ap.add_argument("--pairs", type=int, default=2, help="ABBA pairs of runs")
     ap.add_argument("--workdir", default="/var/tmp/strata-bench-auto")
+    ap.add_argument("--tiny", action="store_true", help="one pair of 1 s trials, 2 fixed repetitions")
     args = ap.parse_args()
+    if args.tiny or os.environ.get("STRATA_BENCH_TINY"):
+        args.reps, args.runtime, args.pairs = 2, 1, 1
+    times = {"fixed": 0.0, "auto": 0.0}
+    decided = {"fixed": [], "auto": []}
+    trials = {"fixed": 0, "auto": 0}
     with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        t_fixed = strata_run(spec("fixed", args.workdir, args.runtime, args.reps, "time"), tmp / "fixed")
-        t_auto = strata_run(spec("auto", args.workdir, args.runtime, "auto", "steady"), tmp / "auto")
-        ref, auto = means(tmp / "fixed"), means(tmp / "auto")
-        runs = [json.loads(p.read_text()) for p in (tmp / "auto" / "runs").glob("*.json")]
-        stops = {k: v["stopped"] for r in runs for k, v in (r.get("repetitions") or {}).items()}
-        shutil.rmtree(tmp / "fixed", ignore_errors=True)
-    print(f"fixed: {args.reps} repetitions x {args.runtime} s: {t_fixed / 60:.1f} min")
-    print(f"auto:  precision 5%, until steady (max {args.runtime} s): {t_auto / 60:.1f} min")
-    print(f"time ratio fixed/auto: {t_fixed / t_auto:.2f} (target >= 3)")
-    worst = 0.0
-    for key in sorted(ref):
-        if key in auto:
-            dev = auto[key][0] / ref[key][0] - 1
-            worst = max(worst, abs(dev))
-            print(
-                f"  {'/'.join(key)}: auto {auto[key][0]:,.0f} (n={auto[key][1]}) vs reference {ref[key][0]:,.0f} "
-                f"(n={ref[key][1]}): {dev:+.1%}"
-            )
-    print(f"largest deviation from the reference: {worst:.1%} (target <= 5%)")
-    print("why each configuration stopped:", json.dumps(stops, indent=1))
+        order = [("fixed", "auto") if i % 2 == 0 else ("auto", "fixed") for i in range(args.pairs)]
+        for i, kinds in enumerate(order):
+            for kind in kinds:
+                out = Path(d) / f"{kind}-{i}"
+                reps = args.reps if kind == "fixed" else "auto"
+                times[kind] += strata_run(spec(f"{kind}{i}", args.workdir, args.runtime, reps), out)
+                trials[kind] += sum(1 for r in load_results(out) if r.get("status") == "ok")
+                decided[kind].append(advice(out))
+                if kind == "auto":
+                    run = json.loads(next((out / "runs").glob("*.json")).read_text())
+                    stops = {k: v["stopped"] for k, v in (run.get("repetitions") or {}).items()}
+                    print(f"auto run {i}: why each configuration stopped: {json.dumps(stops)}")
+    print(f"fixed: {args.reps} repetitions x {args.runtime} s, {args.pairs} run(s): {times['fixed'] / 60:.1f} min, "
+          f"{trials['fixed']} trials")  # fmt: skip
+    print(
+        f"auto: margin 5%, 3..8 repetitions, {args.pairs} run(s): {times['auto'] / 60:.1f} min, {trials['auto']} trials"
+    )
+    print(f"machine time auto / fixed: {times['auto'] / times['fixed']:.2f}")
+    for i in range(args.pairs):
+        f, a = decided["fixed"][i], decided["auto"][i]
+        for group in sorted(set(f) | set(a)):
+            print(f"  pair {i} {group}: fixed {f.get(group, {}).get('status')}, auto {a.get(group, {}).get('status')}")
+        bad = contradicts(f, a)
+        print(f"pair {i}: decisions agree: {'yes' if not bad else 'no: ' + '; '.join(bad)}")
     return 0
 
 
