@@ -177,12 +177,14 @@ def repetitions_for(a: Summary, b: Summary, margin: float) -> int | None:
     room = max(edge - d, d)
     cv2 = (a.sd / a.mean) ** 2 + (b.sd / b.mean) ** 2
     alpha = min(a.alpha, b.alpha)
-    lo, hi = max(a.n, b.n, 2), 10_000
-    if t_two_sided(alpha, 2 * hi - 2) * math.sqrt(cv2 / hi) >= room:
+    # Welch's degrees of freedom lie between n - 1 and 2n - 2: n - 1 keeps the estimate from promising
+    # a decision at the very n that has not decided
+    lo, hi = max(a.n, b.n) + 1, 10_000
+    if t_two_sided(alpha, hi - 1) * math.sqrt(cv2 / hi) >= room:
         return None
     while lo < hi:  # the half-width falls with n: bisect for the first n that clears
         mid = (lo + hi) // 2
-        if t_two_sided(alpha, 2 * mid - 2) * math.sqrt(cv2 / mid) < room:
+        if t_two_sided(alpha, mid - 1) * math.sqrt(cv2 / mid) < room:
             hi = mid
         else:
             lo = mid + 1

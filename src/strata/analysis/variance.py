@@ -101,11 +101,20 @@ def of_cells(cells) -> dict:
         for r in c.ok:
             name = ((r.get("metrics") or {}).get("primary") or {}).get("series")
             s = (artifact(r, "workload-series.json") or {}).get(name) if name else None
-            if isinstance(s, list) and len(s) >= 2:
-                series.append([v for v in s if isinstance(v, (int, float))])
+            values = [_value(v) for v in s] if isinstance(s, list) else []
+            values = [v for v in values if v is not None]
+            if len(values) >= 2:
+                series.append(values)
                 if isinstance(r.get("duration_s"), (int, float)):
-                    overheads.append(max(float(r["duration_s"]) - len(s), 0.0))
+                    overheads.append(max(float(r["duration_s"]) - len(values), 0.0))
         comp = components(series, sum(overheads) / len(overheads) if overheads else None)
         if comp is not None:
             out[c.name] = comp
     return out
+
+
+def _value(point) -> float | None:
+    """A per-second sample as stored: a number, or a [second, value] pair."""
+    if isinstance(point, (list, tuple)) and point:
+        point = point[-1]
+    return float(point) if isinstance(point, (int, float)) and not isinstance(point, bool) else None
