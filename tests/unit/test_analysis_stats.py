@@ -50,3 +50,17 @@ def test_ratio_interval_contains_value():
     assert r.value == pytest.approx(0.9)
     assert r.low < 0.9 < r.high
     assert ratio(summarize([90]), summarize([100])).low is None
+
+
+def test_relative_change_of_a_throughput_never_crosses_minus_100_percent():
+    """Issue 25: two repetitions with a large spread (a remote device far slower than a local one): the
+    interval of the change is the ratio's, on the log scale: above -100%, and asymmetric."""
+    local, remote = summarize([1000.0, 1600.0]), summarize([180.0, 520.0])
+    ch = change(local, remote)
+    assert ch.rel == pytest.approx(350 / 1300 - 1)
+    assert -1 < ch.rel_low < ch.rel < ch.rel_high
+    assert ch.rel_high - ch.rel > ch.rel - ch.rel_low
+    # the linear (Welch) interval of the same numbers reaches below -100%: what the report used to draw
+    va, vb = local.sd**2 / 2, remote.sd**2 / 2
+    df = (va + vb) ** 2 / (va**2 + vb**2)
+    assert ch.rel - t975(df) * math.sqrt(va + vb) / local.mean < -1

@@ -1,10 +1,12 @@
 """Means, 95% confidence intervals and differences between repetitions.
 
 Repetitions of a trial (labels.repetition) are few (2 to 10), so intervals use
-Student's t, and differences between two stacks Welch's unequal-variance t
-(Welch 1947; as in pyperf's `compare_to` and hyperfine's `--export-json`
-analysis scripts). A ratio (stack / raw device) gets its interval on the log
-scale by the delta method. No SciPy: the t quantiles are tabulated.
+Student's t with Welch's unequal-variance degrees of freedom (Welch 1947; as in
+pyperf's `compare_to` and hyperfine's `--export-json` analysis scripts). A
+ratio (stack / raw device) and a relative change of positive quantities get
+their interval on the log scale by the delta method, so a throughput is never
+"112% lower". No SciPy: the 95% t quantiles are tabulated, others computed from
+the incomplete beta function.
 """
 
 from __future__ import annotations
@@ -138,10 +140,18 @@ class Change:
 
 
 def change(a: Summary, b: Summary) -> Change:
-    """Welch's t interval for mean_b - mean_a, expressed relative to mean_a."""
+    """mean_b relative to mean_a, (b - a) / a, with its 95% interval. For positive quantities (throughput,
+    latency: every headline) the interval is that of the ratio b / a on the log scale (the delta method
+    with Welch's degrees of freedom, as `ratio`), less one: it never reaches below -100% and is
+    asymmetric, as a ratio's is. Otherwise Welch's interval of the difference, relative to mean_a."""
     rel = (b.mean - a.mean) / a.mean if a.mean else math.nan
     if a.n < 2 or b.n < 2 or not a.mean:
         return Change(a, b, rel, None, None)
+    if a.mean > 0 and b.mean > 0:
+        r = ratio(b, a)
+        if r.low is None:
+            return Change(a, b, rel, None, None)
+        return Change(a, b, rel, r.low - 1, r.high - 1)
     va, vb = a.sd**2 / a.n, b.sd**2 / b.n
     se = math.sqrt(va + vb)
     if se == 0:
