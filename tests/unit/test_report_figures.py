@@ -347,3 +347,20 @@ def test_containers_and_vms_relative_to_native():
     assert {r[0]: r[8] for r in lat.table.rows}["loop/xfs/vm/image"] == "higher" and lat.data["lower_is_better"]
     for f in (thr, lat):
         figures.render(f)
+
+
+def test_every_figure_names_what_its_rows_leave_out():
+    """Issue 25: one container runtime on xfs: the rows say `bind`, `volume`; the title says the rest."""
+    from strata.report.names import shared, with_shared
+
+    rs = reps(1000, fs="xfs", lat_us=100)
+    rs += reps(960, fs="xfs", runtime="docker", driver="overlay2", path="volume", lat_us=104)
+    rs += reps(950, fs="xfs", runtime="docker", driver="overlay2", path="bind", lat_us=105)
+    figs = [f for f in build(analyse(rs), "runtimes").figures if f.id.startswith("runtimes-")]
+    assert figs
+    for f in figs:
+        labels = {row["label"] for row in f.data["rows"]}
+        assert all(not lab.startswith("loop/") for lab in labels)  # the rows carry only what differs
+        assert "runtime docker:overlay2" in f.title and "file system xfs" in f.title, f.title
+    assert shared(["loop/xfs/native/bind", "loop/ext4/native/bind"]) == "device loop, runtime native, path bind"
+    assert shared(["loop/xfs/native/bind"]) == "" and with_shared("t", ["a/b"]) == "t"

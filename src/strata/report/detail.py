@@ -6,7 +6,7 @@ from __future__ import annotations
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells import Cell
 from strata.analysis.sweeps import DIM_LABEL
-from strata.report.names import figure_id, short_labels
+from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import MAX_LINES, Figure, Table
 from strata.report.parts import mean as mean_of
 
@@ -38,7 +38,9 @@ def detail_figures(a: Analysis) -> list[Figure]:
         if not lines:
             continue
         lines = lines[:MAX_LINES]
-        title = f"latency, CPU and disk against {DIM_LABEL[s.dim]}: {s.context}"
+        title = with_shared(
+            f"latency, CPU and disk against {DIM_LABEL[s.dim]}: {s.context}", [ln.stack for ln in s.lines]
+        )
         fid = figure_id(f"detail-{s.dim}", s.context)
         out.append(
             Figure(

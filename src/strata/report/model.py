@@ -16,7 +16,7 @@ from strata.analysis.baseline import apart_ratio, baseline_key, ratio_to_raw
 from strata.analysis.cells import Cell, artifact
 from strata.analysis.sweeps import DIM_LABEL, peak
 from strata.report.detail import detail_figures
-from strata.report.names import figure_id, short_labels
+from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import LAT_STATS, MAX_LINES, MAX_STACKS, Figure, Report, Table
 from strata.report.parts import mean as _mean
 from strata.report.remote import remote_figures
@@ -112,10 +112,11 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
         kind = "ratio" if has_raw else "throughput"
         col = "ratio to raw" if has_raw else c.unit
         fid = figure_id(kind, name)
-        title = (
+        title = with_shared(
             f"{name}: throughput relative to the raw device (raw = 1.0)"
             if has_raw
-            else f"{name}: throughput ({cells[0].unit}; no raw-device baseline measured)"
+            else f"{name}: throughput ({cells[0].unit}; no raw-device baseline measured)",
+            [c.stack for c in others],
         )
         caption = _ratio_caption(has_raw) + (
             " Drawn: the lowest and highest load (H/L as in the study); the table holds every load."
@@ -242,7 +243,7 @@ def _latency_figures(a: Analysis) -> list[Figure]:
                 stacks.append(entry)
             data.append({"load": load, "outstanding": outstanding, "stacks": [e for e in stacks if e["drawn"]]})
         fid = figure_id("latency", name)
-        title = f"{name}: latency breakdown, low and high load"
+        title = with_shared(f"{name}: latency breakdown, low and high load", [c.stack for c in cells])
         caption = (
             "Submission (slat), completion (clat) and total (lat) latency, mean (bars) and p99 (markers), "
             "as Figure 4 of seed study 003; percentiles come from histograms merged over jobs and containers, "
@@ -279,15 +280,14 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
             lines.append({"label": labels[ln.stack], "points": pts})
         lines = lines[:MAX_LINES]
         fid = figure_id(f"sweep-{s.dim}", s.context)
+        title = with_shared(s.title, [ln.stack for ln in s.lines])
         out.append(
             Figure(
                 fid,
                 "sweep",
-                s.title,
+                title,
                 "Mean over repetitions; the band is the 95% confidence interval (seed study 003, Figures 3e and 3g).",
-                Table(
-                    fid, s.title, ["stack", DIM_LABEL[s.dim], s.unit, "ci_low", "ci_high", "n", "unit", "note"], rows
-                ),
+                Table(fid, title, ["stack", DIM_LABEL[s.dim], s.unit, "ci_low", "ci_high", "n", "unit", "note"], rows),
                 {"lines": lines, "xlabel": DIM_LABEL[s.dim], "unit": s.unit, "dim": s.dim},
             )
         )
@@ -325,7 +325,7 @@ def _scaling_figures(a: Analysis) -> list[Figure]:
             ]
             lines.append({"label": labels[ln.stack], "points": pts, "peak": p.x, "falls_after": p.falls_after})
         lines = lines[:MAX_LINES]
-        title = f"scaling over containers: {s.context}"
+        title = with_shared(f"scaling over containers: {s.context}", [ln.stack for ln in s.lines])
         fid = figure_id("scaling", s.context)
         out.append(
             Figure(

@@ -1,4 +1,7 @@
-"""Stable file names for figures and short labels for stacks in a figure."""
+"""Stable file names for figures, short labels for stacks in a figure, and what the labels leave out.
+
+A figure's rows or bars name what differs between them; what is the same for all of them goes into its
+title, so no figure shows "bind, volume" without saying which runtime and file system (issue 25)."""
 
 from __future__ import annotations
 
@@ -19,3 +22,24 @@ def short_labels(stacks: list[str]) -> dict[str, str]:
     if not keep:
         keep = list(range(len(parts[0])))
     return {s: "/".join(p[i] for i in keep) for s, p in zip(stacks, parts)}
+
+
+PARTS = ("device", "file system", "runtime", "path")
+
+
+def shared(stacks: list[str]) -> str:
+    """The stack parts every stack of a figure has in common, named ("file system xfs, runtime
+    docker:overlay2"): the ones short_labels drops. Empty when the labels keep every part."""
+    parts = [s.split("/") for s in stacks]
+    if len(set(stacks)) < 2 or len({len(p) for p in parts}) != 1 or len(parts[0]) != len(PARTS):
+        return ""
+    same = [i for i in range(len(PARTS)) if len({p[i] for p in parts}) == 1]
+    if len(same) == len(PARTS):
+        return ""
+    return ", ".join(f"{PARTS[i]} {parts[0][i]}" for i in same)
+
+
+def with_shared(title: str, stacks: list[str]) -> str:
+    """The title, with what its rows have in common when the rows' labels leave it out."""
+    common = shared(stacks)
+    return f"{title} ({common})" if common else title

@@ -13,7 +13,7 @@ from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
 from strata.analysis.decide import answer
 from strata.analysis.remote import remote_pairs
-from strata.report.names import figure_id, short_labels
+from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import LAT_STATS, MAX_STACKS, Figure, Table
 
 XLABEL = "remote relative to direct-attached (%), 95% interval"
@@ -60,10 +60,11 @@ def _relative(name: str, prs: list) -> Figure:
             ]
         )
     fid = figure_id("remote", name)
-    title = f"{name}: remote relative to direct-attached storage"
+    title = with_shared(f"{name}: remote relative to direct-attached storage", [r.stack for _, r in prs])
     caption = (
         "Each stack on the remote device against the same stack, workload and load on the local device "
-        "(seed study 003, section 5.4): the change of the mean throughput with Welch's 95% interval; "
+        "(seed study 003, section 5.4): the change of the mean throughput with the 95% interval of the ratio "
+        "(log scale, so never below -100%); "
         "lower or higher when the interval excludes zero, the same when it lies within +-5%, grey otherwise."
     )
     return Figure(fid, "compare", title, caption, Table(fid, title, COLUMNS, rows), {"rows": data, "xlabel": XLABEL})
@@ -103,7 +104,7 @@ def _latency(name: str, prs: list) -> Figure | None:
             )
         data.append({"load": load, "outstanding": outstanding, "stacks": [e for e in stacks if e["drawn"]]})
     fid = figure_id("remote-latency", name)
-    title = f"{name}: latency breakdown local and remote, low and high load"
+    title = with_shared(f"{name}: latency breakdown local and remote, low and high load", [r.stack for _, r in prs])
     by_load = {}
     for load, plus in added:
         by_load.setdefault(load, []).append(plus)

@@ -12,7 +12,7 @@ from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
 from strata.analysis.decide import answer
 from strata.analysis.runtimes import native_pairs
-from strata.report.names import figure_id, short_labels
+from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import Figure, Table
 
 COLUMNS = ["stack", "load", "native", "value", "unit", "change", "ci_low", "ci_high", "status", "n"]
@@ -68,10 +68,11 @@ def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
             ]
         )
     fid = figure_id(f"runtimes-{what}", name)
-    title = f"{name}: {what} of containers and VMs relative to native"
+    title = with_shared(f"{name}: {what} of containers and VMs relative to native", [o.stack for _, o in prs])
     caption = (
         f"Each container and VM stack's {'mean throughput' if what == 'throughput' else 'mean total latency'} "
-        "against the same work natively on the same file system (seed study 001), with Welch's 95% interval: "
+        "against the same work natively on the same file system (seed study 001), with the 95% interval of the ratio "
+        "(log scale, so never below -100%): "
         "higher or lower when the interval excludes zero, the same within +-5%, grey when it decides neither."
         + (" For latency, lower is better." if what == "latency" else "")
         + (f" Left out: {emulated} configuration(s) measured under emulation (TCG)." if emulated else "")
