@@ -267,10 +267,21 @@ def steady(series: list | None, tool_criterion: dict | None = None) -> dict | No
     """SNIA PTS steady state of a headline's per-second series; with the tool's own verdict when it has one."""
     if not series:
         return None
-    flag = snia.detect(full_seconds(series), STEADY_WINDOW_S)
+    values = full_seconds(series)
+    flag = snia.detect(values, STEADY_WINDOW_S)
+    flag["series"] = series_stats(values)
     if tool_criterion:
         flag["tool"] = tool_criterion
     return flag
+
+
+def series_stats(values: list[float]) -> dict:
+    """The whole series' count, mean and standard deviation: what the report's variance components
+    (analysis/variance.py) need of a trial, without reading its artifacts again."""
+    n = len(values)
+    mean = sum(values) / n if n else 0.0
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    return {"seconds": n, "mean": mean, "sd": sd}
 
 
 # ---- spread -------------------------------------------------------------------------------

@@ -60,19 +60,29 @@ class Components:
 def components(series: list[list[float]], overhead_s: float | None = None) -> Components | None:
     """The variance components of one configuration from its trials' per-second series (each with 2 or
     more samples); None with fewer than 2 such trials."""
-    trials = [[float(v) for v in s if v is not None] for s in series]
-    trials = [s for s in trials if len(s) >= 2]
-    if len(trials) < 2:
+    stats = []
+    for s in series:
+        vals = [float(v) for v in s if v is not None]
+        if len(vals) >= 2:
+            m = sum(vals) / len(vals)
+            stats.append((len(vals), m, (sum((v - m) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5))
+    return from_stats(stats, overhead_s)
+
+
+def from_stats(stats: list[tuple[int, float, float]], overhead_s: float | None = None) -> Components | None:
+    """The same from each trial's (seconds, mean, sd) of its per-second series (flags.steady.series)."""
+    stats = [(n, m, sd) for n, m, sd in stats if n >= 2]
+    if len(stats) < 2:
         return None
-    means = [sum(s) / len(s) for s in trials]
+    means = [m for _, m, _ in stats]
     grand = sum(means) / len(means)
     if grand <= 0:
         return None
-    within = sum(sum((v - m) ** 2 for v in s) for s, m in zip(trials, means)) / sum(len(s) - 1 for s in trials)
-    seconds = sum(len(s) for s in trials) / len(trials)
+    within = sum((n - 1) * sd**2 for n, _, sd in stats) / sum(n - 1 for n, _, _ in stats)
+    seconds = sum(n for n, _, _ in stats) / len(stats)
     var_means = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
     between = max(var_means - within / seconds, 0.0)
-    return Components(len(trials), seconds, grand, math.sqrt(within) / grand, math.sqrt(between) / grand, overhead_s)
+    return Components(len(stats), seconds, grand, math.sqrt(within) / grand, math.sqrt(between) / grand, overhead_s)
 
 
 def shorter_trials(c: Components, repetitions: int) -> tuple[int, float] | None:
@@ -92,25 +102,37 @@ def shorter_trials(c: Components, repetitions: int) -> tuple[int, float] | None:
 
 
 def of_cells(cells) -> dict:
-    """Each cell's components, from its trials' stored per-second headline series (analysis/cells.py)."""
-    from strata.analysis.cells import artifact
-
+    """Each cell's components, from its trials' per-second headline series: the statistics stored with the
+    steady flag (flags.steady.series), else the series artifact (results stored before they were)."""
     out = {}
     for c in cells:
-        series, overheads = [], []
+        stats, overheads = [], []
         for r in c.ok:
-            name = ((r.get("metrics") or {}).get("primary") or {}).get("series")
-            s = (artifact(r, "workload-series.json") or {}).get(name) if name else None
-            values = [_value(v) for v in s] if isinstance(s, list) else []
-            values = [v for v in values if v is not None]
-            if len(values) >= 2:
-                series.append(values)
-                if isinstance(r.get("duration_s"), (int, float)):
-                    overheads.append(max(float(r["duration_s"]) - len(values), 0.0))
-        comp = components(series, sum(overheads) / len(overheads) if overheads else None)
+            st = _stats(r)
+            if st is None:
+                continue
+            stats.append(st)
+            if isinstance(r.get("duration_s"), (int, float)):
+                overheads.append(max(float(r["duration_s"]) - st[0], 0.0))
+        comp = from_stats(stats, sum(overheads) / len(overheads) if overheads else None)
         if comp is not None:
             out[c.name] = comp
     return out
+
+
+def _stats(r: dict) -> tuple[int, float, float] | None:
+    st = (((r.get("flags") or {}).get("steady") or {}).get("series")) or None
+    if isinstance(st, dict) and {"seconds", "mean", "sd"} <= set(st):
+        return int(st["seconds"]), float(st["mean"]), float(st["sd"])
+    from strata.analysis.cells import artifact
+
+    name = ((r.get("metrics") or {}).get("primary") or {}).get("series")
+    s = (artifact(r, "workload-series.json") or {}).get(name) if name else None
+    values = [v for v in (_value(p) for p in s) if v is not None] if isinstance(s, list) else []
+    if len(values) < 2:
+        return None
+    m = sum(values) / len(values)
+    return len(values), m, (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5
 
 
 def _value(point) -> float | None:
