@@ -173,7 +173,7 @@ class Repetitions:
                 compared |= set(keys)
             summaries = {k: summarize(c.values, design.alpha()) for k, c in keys.items()}
             stopped = {k: self.configs[k].stopped for k in keys if self.configs[k].stopped}
-            out.update(race(summaries, self.exp.margin, design, stopped))
+            out.update(race(summaries, group[0].margin, design, stopped))
         raws: dict[str, list[str]] = {}
         for raw in (c for c in cells if c.is_raw):
             key = match_key(raw)

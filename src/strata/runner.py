@@ -119,7 +119,7 @@ def run_experiment(
                     progress.add(WORKLOADS[t.workload.type].estimate_s(t.workload))
                 progress.start(t.label)
                 result = trials_on.run(t, store, run_id, exp.name, host)
-                result["design"] = exp.design
+                result["design"] = exp.design(t.workload.name)
                 _check_above_raw(result, baselines)
                 store.write(result)
                 reps.record(result)

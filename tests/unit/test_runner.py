@@ -213,3 +213,20 @@ def test_auto_repetitions_race_a_clearly_worse_stack_out_before_a_close_one(tmp_
     # the close pair goes on past the first look (either may lead: they are 2% apart with 5% jitter)
     for fs in ("xfs", "btrfs"):
         assert stops[fs] in ("equivalent", "undecidable", "decided", "max_repetitions") and reps[fs] > 3
+
+
+def test_a_workload_margin_of_its_own_is_stored_with_its_results(tmp_path):
+    """Issue 21: `margins` gives a workload its own margin (by name); the others keep `margin`."""
+    exp, wls = _spec(
+        tmp_path,
+        filesystems=["xfs"],
+        paths=["bind"],
+        margin="4%",
+        margins={"tight*": "1%"},
+        workloads=[{"null": {"name": "tight-one"}}, {"null": {"name": "loose"}}],
+    )
+    _run(tmp_path, exp, wls, tmp_path / "out")
+    margins = {r["labels"]["workload"]: r["design"]["margin"] for r in load_results(tmp_path / "out")}
+    assert margins == {"tight-one": 0.01, "loose": 0.04}
+    with pytest.raises(StrataError):
+        _spec(tmp_path, margins={"x": "150%"})

@@ -68,6 +68,11 @@ class Experiment(Strict):
         description="two stacks whose difference is within +-margin (the whole 95% interval) are equivalent, "
         "e.g. 5% or 0.05",
     )
+    margins: dict[str, float] = Field(
+        default_factory=dict,
+        description="a workload's own margin, by its name (a glob): `{rr: 2%, 'varmail*': 10%}`; the others use "
+        "`margin`",
+    )
     precision: float = Field(
         default=0.05,
         gt=0,
@@ -108,6 +113,19 @@ class Experiment(Strict):
             raise ValueError(f"repetitions is a number from 1 to {MAX_REPETITIONS}, or auto")
         return v
 
+    @field_validator("margins", mode="before")
+    @classmethod
+    def _percents(cls, v):
+        return {k: cls._percent(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+    @field_validator("margins")
+    @classmethod
+    def _bounded(cls, v):
+        for k, x in v.items():
+            if not 0 < x <= 1:
+                raise ValueError(f"margins.{k}: {x} is not a margin; write a percentage from 0% to 100%, e.g. 5%")
+        return v
+
     @field_validator("precision", "margin", mode="before")
     @classmethod
     def _percent(cls, v):
@@ -132,18 +150,17 @@ class Experiment(Strict):
     def auto(self) -> bool:
         return self.repetitions == "auto"
 
-    @property
-    def design(self) -> dict:
+    def margin_for(self, workload: str) -> float:
+        """The margin of equivalence of a workload: its own (`margins`, first glob that matches) or `margin`."""
+        return next((m for pattern, m in self.margins.items() if fnmatchcase(workload, pattern)), self.margin)
+
+    def design(self, workload: str) -> dict:
         """How repetitions are taken, stored with every result: the report's intervals depend on it
-        (analysis/decide.py: an `auto` run looks after every round)."""
+        (analysis/decide.py: an `auto` run looks after every round), and the workload's margin."""
+        margin = self.margin_for(workload)
         if self.auto:
-            return {
-                "repetitions": "auto",
-                "min": self.min_repetitions,
-                "max": self.max_repetitions,
-                "margin": self.margin,
-            }
-        return {"repetitions": self.repetitions, "margin": self.margin}
+            return {"repetitions": "auto", "min": self.min_repetitions, "max": self.max_repetitions, "margin": margin}
+        return {"repetitions": self.repetitions, "margin": margin}
 
     @property
     def first_repetitions(self) -> int:
