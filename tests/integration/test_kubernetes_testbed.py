@@ -70,17 +70,18 @@ def _leftovers(facts: dict, env) -> list[str]:
                 cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if root in cmd or facts["containerd"] in cmd:
+            if any(d in cmd for d in (root, facts["run_dir"], facts["kubelet_dir"])):
                 left.append(f"process {p.name}: {cmd[:100]}")
-    left += [f"mount {ln.split()[1]}" for ln in Path("/proc/mounts").read_text().splitlines() if root in ln]
+    for ln in Path("/proc/mounts").read_text().splitlines():
+        if any(d in ln.split()[1] for d in (root, facts["run_dir"], facts["kubelet_dir"])):
+            left.append(f"mount {ln.split()[1]}")
     left += [f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"*/strata-k8s-{token}")]
     if Path(f"/sys/class/net/skb{token}").exists():
         left.append(f"bridge skb{token}")
     routes = subprocess.run(["ip", "route", "show", "table", "all"], capture_output=True, text=True).stdout
     if facts["addresses"]["service_block"] in routes:
         left.append(f"route {facts['addresses']['service_block']}")
-    if Path(root).exists():
-        left.append(f"directory {root}")
+    left += [f"directory {d}" for d in (root, facts["run_dir"], facts["kubelet_dir"]) if Path(d).exists()]
     journal = Path(env["STRATA_STATE_DIR"]) / "journal"
     left += [f"journal {j.name}" for j in journal.glob("*.jsonl")] if journal.is_dir() else []
     return left
@@ -158,7 +159,8 @@ def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
     assert strata("testbed", "kubernetes", "status", env=env).returncode == 1
 
 
-def test_cleanup_after_kill_9_of_the_holder_leaves_nothing(env, tmp_path):
+@pytest.mark.parametrize("undo", ["cleanup", "down"])
+def test_after_kill_9_of_the_holder_nothing_is_left(env, undo):
     facts = _up(env)
     holder = int(facts["holder"])
     try:
@@ -166,8 +168,9 @@ def test_cleanup_after_kill_9_of_the_holder_leaves_nothing(env, tmp_path):
         wait_for(lambda: not Path(f"/proc/{holder}").exists() or _zombie(holder), 30, "the holder's death")
         time.sleep(0.5)
         assert any(Path(f"/proc/{p}").exists() for p in facts["pids"].values())  # the bed outlived its holder
-        cp = strata("cleanup", env=env, check=0, timeout=300)
-        assert "undid kube-process" in cp.stdout and "undid kube-node" in cp.stdout
+        args = ("cleanup",) if undo == "cleanup" else ("testbed", "kubernetes", "down")
+        cp = strata(*args, env=env, check=0, timeout=300)
+        assert "undid kube-process" in cp.stdout and "undid kube-node" in cp.stdout, cp.stdout
     finally:
         strata("cleanup", env=env, timeout=300)
     assert _leftovers(facts, env) == []

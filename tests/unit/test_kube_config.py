@@ -132,3 +132,11 @@ def test_pause_image_is_a_docker_save_tarball(tmp_path):
         assert cfg["config"]["Entrypoint"] == ["/pause"]
         with tarfile.open(fileobj=t.extractfile("layer.tar")) as layer:
             assert layer.getnames() == ["pause"] and layer.getmember("pause").mode == 0o755
+
+
+def test_sockets_stay_short_whatever_the_state_dir(tmp_path):
+    # regression: containerd refused "<state>/containerd.sock.ttrpc": unix socket path too long (> 104)
+    p = config.Plan("a1b2c3", tmp_path / ("x" * 120), "192.0.2.224/28", "192.0.2.208/28", 1, 2, 3)
+    assert len(str(p.containerd_sock) + ".ttrpc") < 104
+    assert f'address = "{p.containerd_sock}"' in config.containerd_config(p)
+    assert config.kubelet_config(p)["containerRuntimeEndpoint"] == f"unix://{p.containerd_sock}"

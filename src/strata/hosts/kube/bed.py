@@ -37,7 +37,7 @@ from typing import Iterator
 from strata.errors import StrataError
 from strata.proc import sh
 from strata.stack import netns
-from strata.stack.journal import Journal, state_dir, undo_action
+from strata.stack.journal import Journal, cleanup, state_dir, undo_action
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_hierarchies,
@@ -55,6 +55,7 @@ from . import build, config, images, pki
 from .api import Api, ApiError
 
 STOP_TIMEOUT_S = 15
+JOURNAL_PREFIX = "kubernetes-"
 READY_TIMEOUT_S = 180
 
 
@@ -78,6 +79,8 @@ class Bed:
             "version": config.KUBERNETES_VERSION,
             "token": self.plan.token,
             "root": str(self.plan.root),
+            "run_dir": str(self.plan.run_dir),
+            "kubelet_dir": str(self.plan.kubelet_dir),
             "node": self.plan.node_name,
             "kubeconfig": str(self.kubeconfig),
             "server": self.plan.server,
@@ -133,7 +136,8 @@ def _undo_node(data: dict) -> None:
         signal_and_wait(sorted(pids), signal.SIGKILL, 5)
     left = signal_and_wait(procs_mentioning(data["containerd_sock"]), signal.SIGTERM, 5)
     signal_and_wait(left, signal.SIGKILL, 5)
-    unmount_under(data["root"])
+    for root in (data["root"], *data.get("short_dirs", [])):
+        unmount_under(root)
     remove_cgroups(cgroup_dirs(parent))
 
 
@@ -164,6 +168,9 @@ def kubernetes_bed(journal: Journal, log=print) -> Iterator[Bed]:
         _tracked(journal, seqs, "kube-root", _undo_root, path=str(root))
         root.mkdir(parents=True)
         plan = _network(journal, seqs, token, root)
+        for short in (plan.run_dir, plan.kubelet_dir):
+            _tracked(journal, seqs, "kube-root", _undo_root, path=str(short))
+            short.mkdir()
         _write_files(plan)
         log(f"certificates and configuration in {root}")
         bed = Bed(plan, kube, _admin_api(plan))
@@ -224,7 +231,6 @@ def _write_files(plan: config.Plan) -> None:
     plan.path("cni").mkdir()
     plan.path("cni", "10-strata.conflist").write_text(json.dumps(config.cni_config(plan), indent=1))
     plan.path("logs").mkdir()
-    plan.path("kubelet").mkdir()
 
 
 def _admin_api(plan: config.Plan) -> Api:
@@ -240,6 +246,7 @@ def _node_cgroups(journal: Journal, seqs: list, plan: config.Plan) -> None:
         "kube-node",
         _undo_node,
         root=str(plan.root),
+        short_dirs=[str(plan.run_dir), str(plan.kubelet_dir)],
         cgroup_root=plan.cgroup_root,
         containerd_sock=str(plan.containerd_sock),
     )
@@ -371,7 +378,7 @@ def hold(log=print) -> None:
         raise Stop()
 
     signal.signal(signal.SIGTERM, stop)
-    journal = Journal(f"kubernetes-{os.getpid()}")
+    journal = Journal(f"{JOURNAL_PREFIX}{os.getpid()}")
     try:
         with kubernetes_bed(journal, log=log) as bed:
             facts = {**bed.facts(), "holder": os.getpid(), "state": "ready"}
@@ -385,3 +392,8 @@ def hold(log=print) -> None:
     finally:
         current_file().unlink(missing_ok=True)
         journal.close()
+
+
+def undo_orphans(log=print) -> int:
+    """Undo the beds whose holder died (kill -9) from their journals; returns the resources undone."""
+    return cleanup(log=log, pattern=f"{JOURNAL_PREFIX}*.jsonl")

@@ -70,8 +70,19 @@ class Plan:
         return self.root.joinpath(*parts)
 
     @property
+    def run_dir(self) -> Path:
+        """Sockets: short paths whatever the state dir (a unix socket's path, with containerd's ".ttrpc"
+        suffix, must stay under 104 bytes)."""
+        return Path(f"/run/strata-k8s-{self.token}")
+
+    @property
+    def kubelet_dir(self) -> Path:
+        """The kubelet's root dir (pod volumes, its sockets): on disk, at a short path for the same reason."""
+        return Path(f"/var/lib/strata-kubelet-{self.token}")
+
+    @property
     def containerd_sock(self) -> Path:
-        return self.path("containerd", "containerd.sock")
+        return self.run_dir / "containerd.sock"
 
 
 # ---- certificates ------------------------------------------------------------------
@@ -216,8 +227,8 @@ def kubelet_argv(kube: Path, plan: Plan) -> list[str]:
         "kubelet",
         f"--config={plan.path('kubelet.json')}",
         f"--kubeconfig={plan.path('kubelet.kubeconfig')}",
-        f"--root-dir={plan.path('kubelet')}",
-        f"--cert-dir={plan.path('kubelet', 'pki')}",
+        f"--root-dir={plan.kubelet_dir}",
+        f"--cert-dir={plan.kubelet_dir / 'pki'}",
         f"--hostname-override={plan.node_name}",
         f"--node-ip={plan.node_addr}",
         "--v=1",
