@@ -25,6 +25,7 @@ from .helpers import strata, wait_for
 pytestmark = pytest.mark.integration
 
 ALLOWED = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("192.0.2.0/24")]
+LIMIT_FILES = "/sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us"  # cgroup v1
 UP_TIMEOUT_S = 5400  # a fresh machine builds Kubernetes first (about 6 min cold here)
 
 
@@ -105,7 +106,7 @@ def _fio_pod(name: str, image: str, host_dir: Path) -> dict:
                     "name": "fio",
                     "image": image,
                     "imagePullPolicy": "Never",
-                    "command": ["sh", "-c", fio],
+                    "command": ["sh", "-c", f"cat {LIMIT_FILES}; {fio}"],
                     "resources": {"limits": {"cpu": "1", "memory": "256Mi"}},
                     "volumeMounts": [{"name": "data", "mountPath": "/data"}],
                 }
@@ -149,9 +150,19 @@ def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
         log = api.get(f"{path}/log", raw=True)
         assert pod["status"]["phase"] == "Succeeded", f"{pod['status']}\n{log[-2000:]}"
         assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(addrs["node_block"])
+        assert log.split()[:2] == [str(256 << 20), "100000"]  # resources.limits reached the cgroups (v1)
         job = json.loads(log[log.index("{") :])["jobs"][0]
         assert job["write"]["io_bytes"] == 8 * 1024 * 1024 and job["write"]["iops"] > 0
         assert (host_dir / "k8s.0.0").stat().st_size == 8 * 1024 * 1024  # fio wrote through the hostPath
+
+        hog = _fio_pod(f"hog-{uuid.uuid4().hex[:6]}", image, host_dir)  # past its memory limit: OOMKilled
+        hog["spec"]["containers"][0]["command"] = ["sh", "-c", 'a=$(head -c 400000000 /dev/zero | tr "\\0" a)']
+        hog["spec"]["containers"][0]["resources"]["limits"]["memory"] = "64Mi"
+        api.post("/api/v1/namespaces/default/pods", hog)
+        path = f"/api/v1/namespaces/default/pods/{hog['metadata']['name']}"
+        wait_for(lambda: api.get(path)["status"].get("phase") in ("Succeeded", "Failed"), 180, "the hog pod's end")
+        ended = api.get(path)["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert ended["reason"] == "OOMKilled" and ended["exitCode"] == 137, ended
     finally:
         down = strata("testbed", "kubernetes", "down", env=env, timeout=300)
     assert down.returncode == 0, down.stdout + down.stderr
