@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from strata.hosts.kube.api import Api
+from strata.hosts.kube.config import FIXED_HOST_DIRS
 from strata.instances import ImageSpec
 from strata.stack.runtimes.docker.image import build_image_tarball
 
@@ -62,7 +63,7 @@ def _listening(pids: list[int]) -> list[str]:
     return found
 
 
-def _leftovers(facts: dict, env) -> list[str]:
+def _leftovers(facts: dict, env, before: set[str]) -> list[str]:
     token, root = facts["token"], facts["root"]
     left = []
     for p in Path("/proc").iterdir():
@@ -83,6 +84,9 @@ def _leftovers(facts: dict, env) -> list[str]:
     if facts["addresses"]["service_block"] in routes:
         left.append(f"route {facts['addresses']['service_block']}")
     left += [f"directory {d}" for d in (root, facts["run_dir"], facts["kubelet_dir"]) if Path(d).exists()]
+    left += [f"directory {d} (the bed made it)" for d in FIXED_HOST_DIRS if d not in before and Path(d).exists()]
+    logs = Path("/var/log/containers")
+    left += [f"log link {p}" for p in (logs.iterdir() if logs.is_dir() else []) if root in str(p.resolve())]
     journal = Path(env["STRATA_STATE_DIR"]) / "journal"
     left += [f"journal {j.name}" for j in journal.glob("*.jsonl")] if journal.is_dir() else []
     return left
@@ -118,6 +122,7 @@ def _fio_pod(name: str, image: str, host_dir: Path) -> dict:
 
 def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
     tarball = build_image_tarball(ImageSpec("fio", packages=("fio",)))
+    before = {d for d in FIXED_HOST_DIRS if Path(d).exists()}
     facts = _up(env)
     try:
         addrs = facts["addresses"]
@@ -166,12 +171,13 @@ def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
     finally:
         down = strata("testbed", "kubernetes", "down", env=env, timeout=300)
     assert down.returncode == 0, down.stdout + down.stderr
-    assert _leftovers(facts, env) == []
+    assert _leftovers(facts, env, before) == []
     assert strata("testbed", "kubernetes", "status", env=env).returncode == 1
 
 
 @pytest.mark.parametrize("undo", ["cleanup", "down"])
 def test_after_kill_9_of_the_holder_nothing_is_left(env, undo):
+    before = {d for d in FIXED_HOST_DIRS if Path(d).exists()}
     facts = _up(env)
     holder = int(facts["holder"])
     try:
@@ -184,7 +190,7 @@ def test_after_kill_9_of_the_holder_nothing_is_left(env, undo):
         assert "undid kube-process" in cp.stdout and "undid kube-node" in cp.stdout, cp.stdout
     finally:
         strata("cleanup", env=env, timeout=300)
-    assert _leftovers(facts, env) == []
+    assert _leftovers(facts, env, before) == []
 
 
 def _zombie(pid: int) -> bool:

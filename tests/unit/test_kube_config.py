@@ -140,3 +140,11 @@ def test_sockets_stay_short_whatever_the_state_dir(tmp_path):
     assert len(str(p.containerd_sock) + ".ttrpc") < 104
     assert f'address = "{p.containerd_sock}"' in config.containerd_config(p)
     assert config.kubelet_config(p)["containerRuntimeEndpoint"] == f"unix://{p.containerd_sock}"
+
+
+def test_logs_and_runc_state_stay_in_the_bed(tmp_path):
+    # regression: pod logs in /var/log/pods and runc state in /run/containerd/runc outlived the bed
+    p = plan(tmp_path)
+    assert config.kubelet_config(p)["podLogsDir"] == str(p.root / "pod-logs")
+    assert f'Root = "{p.run_dir / "runc"}"' in config.containerd_config(p)
+    assert "/var/lib/kubelet" in config.FIXED_HOST_DIRS and "/var/log/containers" in config.FIXED_HOST_DIRS

@@ -139,6 +139,20 @@ def _undo_node(data: dict) -> None:
     for root in (data["root"], *data.get("short_dirs", [])):
         unmount_under(root)
     remove_cgroups(cgroup_dirs(parent))
+    _undo_fixed_dirs(data["root"], data.get("made_fixed_dirs", []))
+
+
+def _undo_fixed_dirs(root: str, made: list[str]) -> None:
+    """The kubelet's and containerd's fixed paths: those the bed made go; elsewhere the container-log
+    symlinks into the bed go."""
+    logs = Path("/var/log/containers")
+    if logs.is_dir() and str(logs) not in made:
+        for link in logs.iterdir():
+            with contextlib.suppress(OSError):
+                if link.is_symlink() and os.readlink(link).startswith(root.rstrip("/") + "/"):
+                    link.unlink()
+    for d in made:
+        remove_tree(Path(d))
 
 
 # ---- bring-up ----------------------------------------------------------------------------
@@ -247,6 +261,7 @@ def _node_cgroups(journal: Journal, seqs: list, plan: config.Plan) -> None:
         _undo_node,
         root=str(plan.root),
         short_dirs=[str(plan.run_dir), str(plan.kubelet_dir)],
+        made_fixed_dirs=[d for d in config.FIXED_HOST_DIRS if not Path(d).exists()],
         cgroup_root=plan.cgroup_root,
         containerd_sock=str(plan.containerd_sock),
     )

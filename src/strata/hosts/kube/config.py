@@ -26,6 +26,12 @@ PAUSE_IMAGE = "strata.local/pause:1"
 LOOPBACK = "127.0.0.1"
 
 
+# Paths the kubelet and containerd use whatever they are told (constants in their code): the kubelet's
+# device-plugin socket and its container-log symlinks, containerd's shim sockets and libcni's cache.
+# A bed removes those it found missing (it made them); in the others only what points into the bed.
+FIXED_HOST_DIRS = ("/var/lib/kubelet", "/var/log/containers", "/var/lib/cni", "/run/containerd")
+
+
 @dataclass(frozen=True)
 class Plan:
     token: str
@@ -246,6 +252,7 @@ def kubelet_config(plan: Plan) -> dict:
         "failCgroupV1": False,
         "cgroupDriver": "cgroupfs",
         "cgroupRoot": plan.cgroup_root,
+        "podLogsDir": str(plan.path("pod-logs")),
         "containerRuntimeEndpoint": f"unix://{plan.containerd_sock}",
         "address": plan.node_addr,
         "port": 10250,
@@ -311,6 +318,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = "{plan.run_dir / "runc"}"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{plan.path("cni")}"
