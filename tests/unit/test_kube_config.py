@@ -148,3 +148,15 @@ def test_logs_and_runc_state_stay_in_the_bed(tmp_path):
     assert config.kubelet_config(p)["podLogsDir"] == str(p.root / "pod-logs")
     assert f'Root = "{p.run_dir / "runc"}"' in config.containerd_config(p)
     assert "/var/lib/kubelet" in config.FIXED_HOST_DIRS and "/var/log/containers" in config.FIXED_HOST_DIRS
+
+
+def test_missing_parts_name_their_packages(tmp_path):
+    from strata.hosts.kube import bed
+
+    (tmp_path / "bridge").write_text("")
+    missing = bed.missing_parts(
+        which=lambda prog: None if prog in ("etcd", "ctr") else f"/usr/bin/{prog}", cni_dir=tmp_path
+    )
+    assert "etcd (package etcd-server)" in missing and "ctr (package containerd)" in missing
+    assert f"CNI plugin {tmp_path / 'host-local'} (package containernetworking-plugins)" in missing
+    assert not any("bridge" in m or "runc" in m for m in missing)

@@ -26,6 +26,7 @@ import ipaddress
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -170,9 +171,35 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+PARTS = {  # program -> the Debian package that has it
+    "etcd": "etcd-server",
+    "containerd": "containerd",
+    "ctr": "containerd",
+    "runc": "runc",
+    "openssl": "openssl",
+    "ip": "iproute2",
+}
+CNI_DIR = Path("/usr/lib/cni")
+CNI_PLUGINS = ("bridge", "host-local", "loopback")
+
+
+def missing_parts(which=shutil.which, cni_dir: Path = CNI_DIR) -> list[str]:
+    """What this machine lacks to run the bed, each with the package that brings it (empty: nothing)."""
+    missing = [f"{prog} (package {pkg})" for prog, pkg in PARTS.items() if not which(prog)]
+    missing += [
+        f"CNI plugin {cni_dir / p} (package containernetworking-plugins)"
+        for p in CNI_PLUGINS
+        if not (cni_dir / p).is_file()
+    ]
+    return missing
+
+
 @contextlib.contextmanager
 def kubernetes_bed(journal: Journal, log=print) -> Iterator[Bed]:
     """Build (once), start and yield a single-node cluster; drain and undo all of it on exit."""
+    missing = missing_parts()
+    if missing:
+        raise StrataError(f"the Kubernetes test bed needs {', '.join(missing)}", "run scripts/install")
     kube, pause = build.binaries(log=log)
     token = secrets.token_hex(3)
     root = beds_dir() / token
