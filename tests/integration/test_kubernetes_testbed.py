@@ -175,7 +175,7 @@ def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
     assert strata("testbed", "kubernetes", "status", env=env).returncode == 1
 
 
-@pytest.mark.parametrize("undo", ["cleanup", "down"])
+@pytest.mark.parametrize("undo", ["cleanup", "down", "up"])
 def test_after_kill_9_of_the_holder_nothing_is_left(env, undo):
     before = {d for d in FIXED_HOST_DIRS if Path(d).exists()}
     facts = _up(env)
@@ -185,9 +185,19 @@ def test_after_kill_9_of_the_holder_nothing_is_left(env, undo):
         wait_for(lambda: not Path(f"/proc/{holder}").exists() or _zombie(holder), 30, "the holder's death")
         time.sleep(0.5)
         assert any(Path(f"/proc/{p}").exists() for p in facts["pids"].values())  # the bed outlived its holder
-        args = ("cleanup",) if undo == "cleanup" else ("testbed", "kubernetes", "down")
-        cp = strata(*args, env=env, check=0, timeout=300)
-        assert "undid kube-process" in cp.stdout and "undid kube-node" in cp.stdout, cp.stdout
+        if undo == "up":  # a new bed removes the orphan first
+            again = _up(env)
+            assert again["token"] != facts["token"]
+            assert not any(Path(f"/proc/{p}").exists() and not _zombie(p) for p in facts["pids"].values())
+            assert not any(Path(facts[d]).exists() for d in ("root", "run_dir", "kubelet_dir"))
+            assert not Path(f"/sys/class/net/skb{facts['token']}").exists()
+            journals = [j.name for j in (Path(env["STRATA_STATE_DIR"]) / "journal").glob("*.jsonl")]
+            assert journals == [f"kubernetes-{again['holder']}.jsonl"]  # only the new bed's
+            strata("testbed", "kubernetes", "down", env=env, check=0, timeout=300)
+        else:
+            args = ("cleanup",) if undo == "cleanup" else ("testbed", "kubernetes", "down")
+            cp = strata(*args, env=env, check=0, timeout=300)
+            assert "undid kube-process" in cp.stdout and "undid kube-node" in cp.stdout, cp.stdout
     finally:
         strata("cleanup", env=env, timeout=300)
     assert _leftovers(facts, env, before) == []

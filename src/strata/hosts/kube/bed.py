@@ -415,8 +415,12 @@ def hold(log=print) -> None:
     The journal is this process's: `strata cleanup` leaves the bed alone while it lives, undoes it after."""
     if current():
         raise StrataError("a Kubernetes test bed already runs here", "strata testbed kubernetes down")
+    n = undo_orphans(log=log)  # a bed whose holder was killed still runs: it goes first
+    if n:
+        log(f"undid {n} resource(s) of a test bed whose holder was killed")
 
     def stop(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the teardown short
         raise Stop()
 
     signal.signal(signal.SIGTERM, stop)
