@@ -51,3 +51,23 @@ def test_a_closed_journal_leaves_no_lock(tmp_path):
     j = jn.Journal("done", tmp_path)
     j.close()
     assert list((tmp_path / "journal").iterdir()) == []
+
+
+def test_cleanup_of_one_kind_of_journal_leaves_the_others(tmp_path):
+    @jn.undo_action("test-mark")
+    def _undo(data):
+        from pathlib import Path
+
+        Path(data["path"]).unlink()
+
+    marks = {}
+    for run in ("kubernetes-1", "run-2"):
+        marks[run] = tmp_path / run
+        marks[run].write_text("x")
+        j = jn.Journal(run, tmp_path)
+        j.intent("test-mark", path=str(marks[run]))
+        j._lock.close()  # its process "died": the lock is free
+        j.lock_path.unlink()
+    assert jn.cleanup(tmp_path, log=lambda _: None, pattern="kubernetes-*.jsonl") == 1
+    assert not marks["kubernetes-1"].exists() and marks["run-2"].exists()
+    assert [p.name for p in (tmp_path / "journal").glob("*.jsonl")] == ["run-2.jsonl"]

@@ -122,13 +122,14 @@ def live_runs(directory: Path | None = None) -> list[tuple[str, int]]:
     return [(name, pid) for name, pid in found if pid]
 
 
-def cleanup(directory: Path | None = None, force: bool = False, log=print) -> int:
-    """Undo every unreleased resource of runs that are no longer alive; returns the count."""
+def cleanup(directory: Path | None = None, force: bool = False, log=print, pattern: str = "*.jsonl") -> int:
+    """Undo every unreleased resource of runs that are no longer alive (of the journals named `pattern`);
+    returns the count."""
     jdir = (directory or state_dir()) / "journal"
     if not jdir.is_dir():
         return 0
     undone = 0
-    for path in sorted(jdir.glob("*.jsonl")):
+    for path in sorted(jdir.glob(pattern)):
         pid = live_owner(path)
         if pid and not force:
             log(

@@ -1,0 +1,1 @@
+"""Kubernetes: a single-node test bed built on this machine (bed.py), its build, configuration and API client."""

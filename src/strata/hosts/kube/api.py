@@ -1,0 +1,76 @@
+"""A small Kubernetes API client: JSON over HTTPS with a client certificate, nothing else.
+
+strata talks to the test bed's apiserver (and later a user's) with the
+certificate files of a kubeconfig; no kubectl, no client library.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+from strata.errors import StrataError
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: str):
+        self.status, self.body = status, body
+        super().__init__(f"HTTP {status}: {body[:500]}")
+
+
+@dataclass
+class Api:
+    server: str
+    ca: str
+    cert: str
+    key: str
+
+    def _context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=self.ca)
+        ctx.load_cert_chain(self.cert, self.key)
+        return ctx
+
+    def request(self, method: str, path: str, body: dict | None = None, timeout: float = 30, raw: bool = False):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, context=self._context(), timeout=timeout) as resp:
+                text = resp.read().decode(errors="replace")
+        except urllib.error.HTTPError as e:
+            raise ApiError(e.code, e.read().decode(errors="replace"))
+        return text if raw else (json.loads(text) if text else {})
+
+    def get(self, path: str, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, body: dict, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def delete(self, path: str, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def answers(self) -> bool:
+        try:
+            return self.get("/readyz", raw=True, timeout=5).strip() == "ok"
+        except (OSError, ApiError, ssl.SSLError):
+            return False
+
+    def wait(self, what: str, test, timeout_s: float, fix: str, poll_s: float = 0.5):
+        """Poll `test()` (which may raise ApiError/OSError while things start) until it returns a truthy value."""
+        deadline = time.monotonic() + timeout_s
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                got = test()
+                if got:
+                    return got
+            except (OSError, ApiError, ssl.SSLError) as e:
+                last = str(e)
+            time.sleep(poll_s)
+        raise StrataError(f"{what} within {timeout_s:.0f} s{f' (last: {last[:300]})' if last else ''}", fix)

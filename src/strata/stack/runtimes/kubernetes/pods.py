@@ -1,0 +1,131 @@
+"""The pod of one instance, and what a pod's end means for the trial (pure functions).
+
+Each instance is a pod pinned to a node (`nodeName`: no scheduler choice),
+running the workload image (loaded into the node, never pulled) under the
+same wrapper as docker's containers (stack/runtimes/docker/cmdline.py: the
+prepare step, the start barrier on the sync dir, start/end stamps, output in
+the out dir, never in container logs). The trial's cpu and memory limits
+become resources.limits, with requests equal (Guaranteed QoS, so the
+kubelet's own eviction order does not single out one instance); Kubernetes
+has no block-I/O limit, so bps/iops limits are refused with the reason.
+The network rule: no service account token (no in-cluster client), no
+service environment variables, and `hostNetwork` only for instances that
+talk to servers on the loopback.
+"""
+
+from __future__ import annotations
+
+import re
+
+from strata.instances import InstanceRequest
+from strata.params import Limits
+from strata.stack.runtimes.docker.cmdline import DATA_IN_CONTAINER, OUT_DIR, SYNC_DIR, WRAPPER
+
+IO_LIMITS = ("read_bps", "write_bps", "read_iops", "write_iops")
+PATHS = ("hostpath", "emptydir")  # `local` (a local PersistentVolume) and `pvc:CLASS` come next
+
+
+def unsupported_limits(limits: Limits) -> str | None:
+    """Why these limits cannot hold in a pod (None: they can)."""
+    given = [k for k in IO_LIMITS if getattr(limits, k) is not None]
+    if given:
+        return f"Kubernetes has no block-I/O limit: {', '.join(given)} cannot be applied to a pod"
+    return None
+
+
+def resources(limits: Limits) -> dict:
+    """resources for the container: limits from the trial, requests equal to them (Guaranteed QoS)."""
+    lim: dict[str, str] = {}
+    if limits.cpus is not None:
+        lim["cpu"] = f"{round(limits.cpus * 1000)}m"
+    if limits.memory is not None:
+        lim["memory"] = str(limits.memory)
+    return {"limits": lim, "requests": dict(lim)} if lim else {}
+
+
+def pod_name(run_id: str, index: int) -> str:
+    """A DNS-1123 name, unique per run and instance."""
+    return re.sub(r"[^a-z0-9-]", "-", f"strata-{run_id}-{index}".lower())[:63].strip("-")
+
+
+def data_volume(path: str, host_dir: str | None) -> dict:
+    if path == "hostpath":
+        return {"name": "data", "hostPath": {"path": host_dir, "type": "Directory"}}
+    if path == "emptydir":
+        return {"name": "data", "emptyDir": {}}
+    raise ValueError(f"unknown path {path}")
+
+
+def pod_manifest(
+    name: str,
+    namespace: str,
+    run_id: str,
+    node: str,
+    request: InstanceRequest,
+    path: str,
+    host_dir: str | None,
+    limits: Limits,
+    image: str,
+    sync_dir: str,
+) -> dict:
+    container = {
+        "name": "instance",
+        "image": image,
+        "imagePullPolicy": "Never",
+        "command": ["/bin/sh", "-c", WRAPPER, "strata-wrap", *request.argv],
+        "volumeMounts": [
+            {"name": "out", "mountPath": OUT_DIR},
+            {"name": "sync", "mountPath": SYNC_DIR},
+            {"name": "data", "mountPath": DATA_IN_CONTAINER},
+        ],
+    }
+    res = resources(limits)
+    if res:
+        container["resources"] = res
+    spec = {
+        "nodeName": node,
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 5,
+        "containers": [container],
+        "volumes": [
+            {"name": "out", "hostPath": {"path": str(request.out_dir), "type": "Directory"}},
+            {"name": "sync", "hostPath": {"path": sync_dir, "type": "Directory"}},
+            data_volume(path, host_dir),
+        ],
+    }
+    if request.network == "host":
+        spec["hostNetwork"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"strata.run": run_id, "strata.instance": str(request.index)},
+        },
+        "spec": spec,
+    }
+
+
+def pod_end(pod: dict | None) -> tuple[str, str] | None:
+    """(failure category, message) when a pod ended the trial's way it must not: OOM-killed (`oom`),
+    evicted, deleted or failed to start (`instance_died`); None while it runs or when it ended on its own
+    (its exit code is the instance's, read like a container's)."""
+    if pod is None:
+        return "instance_died", "the pod was deleted"
+    status = pod.get("status", {})
+    name = pod.get("metadata", {}).get("name", "?")
+    if status.get("reason") == "Evicted":
+        return "instance_died", f"pod {name} was evicted: {status.get('message', '')}".strip()
+    for cs in status.get("containerStatuses", []):
+        ended = cs.get("state", {}).get("terminated")
+        if ended and ended.get("reason") == "OOMKilled":
+            return "oom", f"pod {name}: the OOM killer ended it (exit {ended.get('exitCode')})"
+        waiting = cs.get("state", {}).get("waiting")
+        if waiting and waiting.get("reason") in ("ErrImageNeverPull", "CreateContainerError", "RunContainerError"):
+            return "instance_died", f"pod {name} cannot start: {waiting['reason']}: {waiting.get('message', '')}"
+    if pod.get("metadata", {}).get("deletionTimestamp"):
+        return "instance_died", f"pod {name} is being deleted"
+    return None

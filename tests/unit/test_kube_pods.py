@@ -1,0 +1,88 @@
+"""The kubernetes runtime's pods (in progress): the manifest of an instance, limits, a pod's end."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from strata.errors import FAILURE_CATEGORIES
+from strata.instances import InstanceRequest
+from strata.params import Limits
+from strata.stack.runtimes.docker.cmdline import WRAPPER
+from strata.stack.runtimes.kubernetes import pods
+
+
+def manifest(path="hostpath", limits=None, network="none") -> dict:
+    req = InstanceRequest(1, ["fio", "--name=x"], Path("/r/out/1"), network=network)
+    return pods.pod_manifest(
+        "strata-r1-1", "strata-r1", "r1", "node-a", req, path, "/mnt/fs/data1", limits or Limits(), "img:1", "/r/sync"
+    )
+
+
+def test_an_instance_is_a_pod_pinned_to_its_node_under_the_wrapper():
+    m = manifest()
+    spec = m["spec"]
+    assert spec["nodeName"] == "node-a" and spec["restartPolicy"] == "Never"
+    c = spec["containers"][0]
+    assert c["command"] == ["/bin/sh", "-c", WRAPPER, "strata-wrap", "fio", "--name=x"]
+    assert c["imagePullPolicy"] == "Never" and "resources" not in c
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert vols["out"]["hostPath"]["path"] == "/r/out/1" and vols["sync"]["hostPath"]["path"] == "/r/sync"
+    assert vols["data"]["hostPath"] == {"path": "/mnt/fs/data1", "type": "Directory"}
+    assert m["metadata"]["labels"] == {"strata.run": "r1", "strata.instance": "1"}
+
+
+def test_no_in_cluster_client_and_no_host_network_unless_asked():
+    spec = manifest()["spec"]
+    assert spec["automountServiceAccountToken"] is False and spec["enableServiceLinks"] is False
+    assert "hostNetwork" not in spec
+    assert manifest(network="host")["spec"]["hostNetwork"] is True
+
+
+def test_limits_become_resources_with_equal_requests():
+    c = manifest(limits=Limits(cpus=1.5, memory=256 << 20))["spec"]["containers"][0]
+    assert c["resources"] == {
+        "limits": {"cpu": "1500m", "memory": str(256 << 20)},
+        "requests": {"cpu": "1500m", "memory": str(256 << 20)},
+    }
+
+
+def test_block_io_limits_are_refused_with_the_reason():
+    assert pods.unsupported_limits(Limits(cpus=1)) is None
+    why = pods.unsupported_limits(Limits(read_bps=20 << 20, write_iops=100))
+    assert "no block-I/O limit" in why and "read_bps" in why and "write_iops" in why
+
+
+def test_emptydir_and_unknown_paths():
+    assert {"name": "data", "emptyDir": {}} in manifest("emptydir")["spec"]["volumes"]
+    with pytest.raises(ValueError):
+        manifest("pvc:fast")
+
+
+def test_pod_names_are_dns_labels():
+    name = pods.pod_name("Run_ID.with+odd" + "x" * 80, 12)
+    assert len(name) <= 63 and name == name.lower() and all(ch.isalnum() or ch == "-" for ch in name)
+
+
+@pytest.mark.parametrize(
+    "status,category",
+    [
+        ({"containerStatuses": [{"state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}, "oom"),
+        ({"reason": "Evicted", "message": "The node was low on resource: memory."}, "instance_died"),
+        ({"containerStatuses": [{"state": {"waiting": {"reason": "ErrImageNeverPull"}}}]}, "instance_died"),
+        ({"containerStatuses": [{"state": {"terminated": {"reason": "Completed", "exitCode": 0}}}]}, None),
+        ({"containerStatuses": [{"state": {"terminated": {"reason": "Error", "exitCode": 1}}}]}, None),
+        ({"phase": "Running"}, None),
+    ],
+)
+def test_a_pods_end(status, category):
+    got = pods.pod_end({"metadata": {"name": "p"}, "status": status})
+    assert (got[0] if got else None) == category
+    if got:
+        assert got[0] in FAILURE_CATEGORIES
+
+
+def test_a_deleted_pod_ends_the_trial():
+    assert pods.pod_end(None)[0] == "instance_died"
+    assert pods.pod_end({"metadata": {"name": "p", "deletionTimestamp": "x"}, "status": {}})[0] == "instance_died"
+    json.dumps(manifest())  # the manifest is plain JSON
