@@ -9,28 +9,30 @@ leader where both decide one, and no decision of one contradicted by the other: 
 decidedly apart by more than the margin).
 
     python3 bench/auto_repetitions.py [--reps 6] [--runtime 5] [--pairs 2] [--tiny]
-(root; about 40 minutes at the defaults on a 2-core VM; --tiny: one pair of 1 s trials, to check that it runs)
+(root; about 40 minutes at the defaults on a 2-core VM; --tiny: one pair of 1 s trials on small files, 2
+repetitions fixed and 2..3 auto, to check that it runs)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
 
+import tiny
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchbed import strata_run  # noqa: E402
+from benchbed import strata_run, workdir  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
 from strata.analysis.decide import EQUIVALENT  # noqa: E402
 from strata.store import load_results  # noqa: E402
 
 
-def spec(name: str, workdir: str, runtime: int, reps) -> dict:
+def spec(name: str, workdir: str, runtime: int, reps, args) -> dict:
     doc = {
         "name": name,
         "workdir": workdir,
@@ -38,13 +40,13 @@ def spec(name: str, workdir: str, runtime: int, reps) -> dict:
         "filesystems": ["xfs", "ext4", "btrfs"],
         "runtimes": ["native"],
         "paths": ["bind"],
-        "workloads": [{"fio": {"preset": ["rr", "rw"], "size": "128MiB", "runtime": runtime, "ramp_time": 1}}],
+        "workloads": [{"fio": {"preset": ["rr", "rw"], "size": args.size, "runtime": runtime, "ramp_time": 1}}],
         "loads": [{"name": "mid", "numjobs": 2, "iodepth": 16}],
         "repetitions": reps,
         "margin": "5%",
     }
     if reps == "auto":
-        doc.update(min_repetitions=3, max_repetitions=8)
+        doc.update(min_repetitions=args.min_reps, max_repetitions=args.max_reps)
     return doc
 
 
@@ -74,21 +76,23 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=6, help="repetitions of the fixed design")
     ap.add_argument("--runtime", type=int, default=5, help="seconds per trial")
     ap.add_argument("--pairs", type=int, default=2, help="ABBA pairs of runs")
-    ap.add_argument("--workdir", default="/var/tmp/strata-bench-auto")
-    ap.add_argument("--tiny", action="store_true", help="one pair of 1 s trials, 2 fixed repetitions")
+    ap.add_argument("--min-reps", type=int, default=3, help="repetitions: auto: at least")
+    ap.add_argument("--max-reps", type=int, default=8, help="repetitions: auto: at most")
+    ap.add_argument("--size", default="128MiB", help="fio's file per job")
+    ap.add_argument("--workdir", help="the spec's workdir (default: a new folder under /var/tmp)")
+    tiny.add(ap)
     args = ap.parse_args()
-    if args.tiny or os.environ.get("STRATA_BENCH_TINY"):
-        args.reps, args.runtime, args.pairs = 2, 1, 1
+    tiny.apply(args, reps=2, runtime=1, pairs=1, min_reps=2, max_reps=3, size="16MiB")
     times = {"fixed": 0.0, "auto": 0.0}
     decided = {"fixed": [], "auto": []}
     trials = {"fixed": 0, "auto": 0}
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, workdir(args.workdir, "strata-bench-auto") as wd:
         order = [("fixed", "auto") if i % 2 == 0 else ("auto", "fixed") for i in range(args.pairs)]
         for i, kinds in enumerate(order):
             for kind in kinds:
                 out = Path(d) / f"{kind}-{i}"
                 reps = args.reps if kind == "fixed" else "auto"
-                times[kind] += strata_run(spec(f"{kind}{i}", args.workdir, args.runtime, reps), out)
+                times[kind] += strata_run(spec(f"{kind}{i}", str(wd), args.runtime, reps, args), out)
                 trials[kind] += sum(1 for r in load_results(out) if r.get("status") == "ok")
                 decided[kind].append(advice(out))
                 if kind == "auto":
@@ -98,7 +102,8 @@ def main() -> int:
     print(f"fixed: {args.reps} repetitions x {args.runtime} s, {args.pairs} run(s): {times['fixed'] / 60:.1f} min, "
           f"{trials['fixed']} trials")  # fmt: skip
     print(
-        f"auto: margin 5%, 3..8 repetitions, {args.pairs} run(s): {times['auto'] / 60:.1f} min, {trials['auto']} trials"
+        f"auto: margin 5%, {args.min_reps}..{args.max_reps} repetitions, {args.pairs} run(s): "
+        f"{times['auto'] / 60:.1f} min, {trials['auto']} trials"
     )
     print(f"machine time auto / fixed: {times['auto'] / times['fixed']:.2f}")
     for i in range(args.pairs):

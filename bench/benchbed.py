@@ -3,7 +3,8 @@
 `bench_bed(root, hosts, name)` makes test hosts (strata.hosts.testbed: network namespaces on a bridge,
 a dockerd each, one Swarm) under `root`, with strata's state beside it, and yields the bed and a
 results folder; on the way out everything is torn down, `root` removed (never across a mount point),
-and the state folder too once its journal is empty.
+and the state folder too once its journal is empty. `fresh(given, prefix)` is a bench's own folder: the
+one the user gave, or a new one under /var/tmp, so that what a killed run left never fails the next.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -23,6 +25,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from strata.hosts.testbed import swarm_bed  # noqa: E402
 from strata.stack.journal import Journal  # noqa: E402
 from strata.stack.procfs import remove_tree  # noqa: E402
+
+
+def fresh(given: str | None, prefix: str) -> Path:
+    """The folder the user gave, else a new name under /var/tmp (not created)."""
+    return Path(given) if given else Path(f"/var/tmp/{prefix}-{uuid.uuid4().hex[:8]}")
+
+
+@contextlib.contextmanager
+def workdir(given: str | None, prefix: str) -> Iterator[Path]:
+    """A spec's workdir for one bench run; removed afterwards (never across a mount point)."""
+    path = fresh(given, prefix)
+    try:
+        yield path
+    finally:
+        remove_tree(path)
 
 
 @contextlib.contextmanager

@@ -33,6 +33,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
+import tiny  # noqa: E402
+
 from strata.analysis.decide import EQUIVALENT, UNDECIDED, Design, answer  # noqa: E402
 from strata.analysis.racing import ELIMINATED, race  # noqa: E402
 from strata.analysis.stats import summarize  # noqa: E402
@@ -148,10 +150,9 @@ def main() -> int:
     p.add_argument("--max", type=int, default=10)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--fit", metavar="RESULTS", help="fit the noise to these stored results")
-    p.add_argument("--tiny", action="store_true", help="20 experiments: checks that the script runs")
+    tiny.add(p)
     args = p.parse_args()
-    if args.tiny:
-        args.experiments = 20
+    tiny.apply(args, experiments=20)
     if args.fit:
         args.between, args.within, args.seconds = fit(args.fit)
     rng = random.Random(args.seed)

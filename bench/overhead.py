@@ -10,7 +10,7 @@ Runs are interleaved A B A B ... (this VM drifts by tens of percent over minutes
 each round's runs are minutes apart at most, so the headline is the median of the
 per-round (paired) ratios; the ratio of the medians is printed beside it.
 Prints the ratios; exits 0 either way.
-Usage: sudo .venv/bin/python bench/overhead.py [--rounds 5] [--runtime 10]
+Usage: sudo .venv/bin/python bench/overhead.py [--rounds 5] [--runtime 10] [--tiny]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import tiny
 import yaml
 
 JOB = {"rw": "randread", "bs": "4k", "numjobs": 2, "iodepth": 16, "size": "512MiB"}
@@ -72,12 +73,13 @@ def by_strata(dev: str, runtime: int, runtimes: list[str], paths: list[str], wor
     }
     (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
     out = work / f"r{n}"
-    subprocess.run(
+    cp = subprocess.run(
         [sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
-        check=True,
         capture_output=True,
         text=True,
     )
+    if cp.returncode != 0:
+        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
     res = {}
     for p in (out / "trials").glob("*.json"):
         r = json.loads(p.read_text())
@@ -90,8 +92,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=10)
-    ap.add_argument("--size", default="2G")
+    ap.add_argument("--size", default="2G", help="the loop device's backing file (G or M)")
+    tiny.add(ap)
     args = ap.parse_args()
+    if tiny.apply(args, rounds=1, runtime=2, size="1G"):  # the image in docker's data root needs ~300 MB
+        JOB["size"] = "64MiB"
+    size_mib = int(args.size[:-1]) * (1024 if args.size.endswith("G") else 1)
     work = Path(tempfile.mkdtemp(prefix="strata-overhead-", dir="/var/tmp"))
     img = work / "dev.img"
     sh(
@@ -99,7 +105,7 @@ def main() -> int:
         "if=/dev/zero",
         f"of={img}",
         "bs=1M",
-        f"count={int(args.size.rstrip('G')) * 1024}",
+        f"count={size_mib}",
         "oflag=direct",
         "status=none",
     )

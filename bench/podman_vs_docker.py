@@ -2,7 +2,7 @@
 `podman:overlay`, a named volume on xfs on one loop device, interleaved over several rounds (the
 repetitions of one run are interleaved rounds). Prints each round and the median of paired ratios.
 
-    python3 bench/podman_vs_docker.py [--rounds 5] [--runtime 10]     (root)
+    python3 bench/podman_vs_docker.py [--rounds 5] [--runtime 10] [--tiny]     (root)
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import tiny
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from benchbed import workdir  # noqa: E402
+
 from strata.store import load_results  # noqa: E402
 
 
@@ -24,20 +27,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=10)
-    ap.add_argument("--workdir", default="/var/tmp/strata-bench-podman")
+    ap.add_argument("--workdir", help="the spec's workdir (default: a new folder under /var/tmp)")
+    ap.add_argument("--size", default="512MiB", help="fio's file per job")
+    tiny.add(ap)
     args = ap.parse_args()
+    tiny.apply(args, rounds=1, runtime=2, size="64MiB")
     spec = {
         "name": "podman-vs-docker",
-        "workdir": args.workdir,
         "repetitions": args.rounds,
         "devices": [{"type": "loop", "size": "2GiB"}],
         "filesystems": ["xfs"],
         "runtimes": ["docker:overlay2", "podman:overlay"],
         "paths": ["volume"],
-        "workloads": [{"fio": {"preset": "rr", "size": "512MiB", "runtime": args.runtime, "ramp_time": 2}}],
+        "workloads": [{"fio": {"preset": "rr", "size": args.size, "runtime": args.runtime, "ramp_time": 2}}],
         "loads": [{"name": "j2xqd16", "numjobs": 2, "iodepth": 16}],
     }
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, workdir(args.workdir, "strata-bench-podman") as wd:
+        spec["workdir"] = str(wd)
         path = Path(d) / "s.yaml"
         path.write_text(yaml.safe_dump(spec))
         cp = subprocess.run(

@@ -13,8 +13,9 @@ Printed: each run's IOPS and mean latency, and the medians of the paired ratios 
 this machine every path is a veth pair on one kernel: the ratios show what the agents and the
 cross-host serving cost, not a real network's.
 
-    python3 bench/remote_hosts.py [--rounds 3] [--runtime 10] [--root /var/tmp/strata-bench-remote-hosts]
-(root; about 10 minutes on a 2-core VM)
+    python3 bench/remote_hosts.py [--rounds 3] [--runtime 10] [--root DIR] [--tiny]
+(root; about 10 minutes on a 2-core VM; --tiny: one round of 2 s trials on a small file and device, to check
+that it runs)
 """
 
 from __future__ import annotations
@@ -24,17 +25,19 @@ import statistics
 import sys
 from pathlib import Path
 
+import tiny
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchbed import bench_bed, strata_run  # noqa: E402
+from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 from swarm_overhead import ok  # noqa: E402
 
 WAYS = ("local", "ns-on-a", "host-b")
 
 
-def specs(bed, root: Path, runtime: int) -> dict[str, dict]:
-    fio = {"rw": "randread", "bs": "4k", "size": "256MiB", "runtime": runtime, "ramp_time": 1, "direct": True}
-    remote = {"type": "remote", "client": "fuse", "size": "1GiB"}
+def specs(bed, root: Path, args) -> dict[str, dict]:
+    fio = {"rw": "randread", "bs": "4k", "size": args.size, "runtime": args.runtime, "ramp_time": 1, "direct": True}
+    remote = {"type": "remote", "client": "fuse", "size": args.device_size}
     base = {"filesystems": ["xfs"], "runtimes": ["native"], "paths": ["bind"], "workloads": [{"fio": fio}]}
     hosts = {
         "hosts": {h.name: h.spec() for h in bed.hosts},
@@ -49,10 +52,10 @@ def specs(bed, root: Path, runtime: int) -> dict[str, dict]:
     }
 
 
-def run(bed, root: Path, rounds: int, runtime: int) -> None:
-    docs = specs(bed, root, runtime)
+def run(bed, root: Path, args) -> None:
+    docs = specs(bed, root, args)
     iops: dict[str, list[float]] = {w: [] for w in WAYS}
-    for i in range(rounds):
+    for i in range(args.rounds):
         for way in WAYS:
             out = root / f"{way}-{i}"
             s = strata_run(docs[way], out)
@@ -76,12 +79,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runtime", type=int, default=10)
-    ap.add_argument("--root", default="/var/tmp/strata-bench-remote-hosts")
+    ap.add_argument("--size", default="256MiB", help="fio's file")
+    ap.add_argument("--device-size", default="1GiB", help="the remote device")
+    ap.add_argument("--root", help="the test bed's folder (default: a new one under /var/tmp)")
+    tiny.add(ap)
     args = ap.parse_args()
+    tiny.apply(args, rounds=1, runtime=2, size="16MiB", device_size="512MiB")
     if not 1 <= args.rounds <= 50 or not 2 <= args.runtime <= 600:
         raise SystemExit("--rounds is 1 to 50 and --runtime 2 to 600 seconds")
-    with bench_bed(Path(args.root), ["a", "b"], "bench-remote-hosts") as (bed, results):
-        run(bed, results, args.rounds, args.runtime)
+    with bench_bed(fresh(args.root, "strata-bench-remote-hosts"), ["a", "b"], "bench-remote-hosts") as (bed, results):
+        run(bed, results, args)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ remote ... (this VM drifts by tens of percent over minutes); the headline is the
 median of the per-round ratios remote/local, for IOPS and for mean latency,
 with the CPU time the target (nbdkit) and the FUSE client (nbdfuse) spend per I/O.
 
-Usage: sudo .venv/bin/python bench/remote_overhead.py [--rounds 3] [--runtime 10] [--size 1GiB]
+Usage: sudo .venv/bin/python bench/remote_overhead.py [--rounds 3] [--runtime 10] [--size 1GiB] [--tiny]
 Prints the figures; exits 0 either way.
 """
 
@@ -24,6 +24,8 @@ import statistics
 import subprocess
 import tempfile
 from pathlib import Path
+
+import tiny
 
 LOADS = {"QD1 (1 job x QD1)": (1, 1), "high (4 jobs x QD32)": (4, 32)}
 
@@ -68,7 +70,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runtime", type=int, default=10, help="seconds per fio run (after 2 s of ramp)")
     ap.add_argument("--size", default="1GiB", help="each backing file")
+    tiny.add(ap)
     args = ap.parse_args()
+    tiny.apply(args, rounds=1, runtime=2, size="256MiB")
     work = Path(tempfile.mkdtemp(prefix="strata-remote-bench-", dir="/var/tmp"))
     os.environ.setdefault("STRATA_STATE_DIR", str(work / "state"))
 

@@ -5,7 +5,7 @@ whole report the way the CLI makes it: load every result file, analyse, draw
 the figures (SVG and PNG), write HTML, CSV and the summary. Not a timed test:
 run it by hand and read the printed time.
 
-    python3 bench/report_bench.py [--trials 10000] [--dir /var/tmp/strata-bench-10k]
+    python3 bench/report_bench.py [--trials 10000] [--dir /var/tmp/strata-bench-10k] [--tiny]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import tiny  # noqa: E402
 from synth_results import generate  # noqa: E402
 
 BUDGET_S = 10.0
@@ -29,7 +30,9 @@ def main() -> int:
     p.add_argument("--trials", type=int, default=10000)
     p.add_argument("--dir", default="/var/tmp/strata-bench-10k")
     p.add_argument("--repeat", type=int, default=3)
+    tiny.add(p)
     a = p.parse_args()
+    tiny.apply(a, trials=200, repeat=1)
     root = Path(a.dir)
     if not (root / "trials").is_dir() or len(list((root / "trials").glob("*.json"))) != a.trials:
         shutil.rmtree(root, ignore_errors=True)

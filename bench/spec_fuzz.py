@@ -17,6 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
+import tiny
 import yaml
 
 from strata.errors import SpecErrors
@@ -187,7 +188,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mutants", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
+    tiny.add(ap)
     args = ap.parse_args()
+    tiny.apply(args, mutants=300)
     import tempfile
 
     t0 = time.monotonic()

@@ -13,8 +13,9 @@ Swarm); the agents are deployed by `strata run` as on a real Swarm.
    I/O (`flags.sync.host_skew_s`, in the manager's clock after each host's measured offset) and the
    skew of every instance's first I/O (`flags.sync.skew_s`), with each host's clock offset.
 
-    python3 bench/swarm_overhead.py [--rounds 5] [--runtime 10] [--root /var/tmp/strata-bench-swarm]
-(root; about 10 minutes on a 2-core VM)
+    python3 bench/swarm_overhead.py [--rounds 5] [--runtime 10] [--root DIR] [--tiny]
+(root; about 10 minutes on a 2-core VM; --tiny: both parts, each minimal: one round of 1 s trials, one skew
+load of 1 container per host, small files and devices, to check that it runs)
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ import statistics
 import sys
 from pathlib import Path
 
+import tiny
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchbed import bench_bed, strata_run  # noqa: E402
+from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
 from strata.store import load_results  # noqa: E402
 
@@ -38,12 +41,12 @@ def ok(out: Path) -> list[dict]:
     return rs
 
 
-def overhead(bed, root: Path, rounds: int, runtime: int) -> None:
+def overhead(bed, root: Path, args) -> None:
     """Local and swarm runs interleaved, one repetition each per round: the machine's drift (other work
     on it) falls on both; the median of the rounds' ratios is the figure."""
-    fio = {"rw": "randread", "bs": "4k", "size": "256MiB", "runtime": runtime, "ramp_time": 1, "direct": True}
+    fio = {"rw": "randread", "bs": "4k", "size": args.size, "runtime": args.runtime, "ramp_time": 1, "direct": True}
     base = {
-        "devices": [{"type": "loop", "name": "loop", "size": "1GiB"}],
+        "devices": [{"type": "loop", "name": "loop", "size": args.device_size}],
         "filesystems": ["xfs"],
         "runtimes": ["native"],
         "paths": ["bind"],
@@ -59,7 +62,7 @@ def overhead(bed, root: Path, rounds: int, runtime: int) -> None:
         "swarm": {"manager": f"unix://{bed.manager.sock}"},
     }
     iops: dict[str, list[float]] = {"local": [], "swarm": []}
-    for i in range(rounds):
+    for i in range(args.rounds):
         for doc in (local, swarm):
             out = root / f"{doc['name']}-{i}"
             s = strata_run(doc, out)
@@ -80,17 +83,17 @@ def overhead(bed, root: Path, rounds: int, runtime: int) -> None:
     )
 
 
-def skew(bed, root: Path) -> None:
-    fio = {"rw": "randread", "bs": "4k", "size": "32MiB", "runtime": 3, "direct": True}
+def skew(bed, root: Path, args) -> None:
+    fio = {"rw": "randread", "bs": "4k", "size": args.skew_size, "runtime": args.skew_runtime, "direct": True}
     doc = {
         "name": "skew",
         "workdir": str(root / "unused"),
-        "devices": [{"type": "loop", "name": "loop", "size": "2GiB"}],
+        "devices": [{"type": "loop", "name": "loop", "size": args.skew_device_size}],
         "filesystems": ["xfs"],
         "runtimes": ["docker:overlay2"],
         "paths": ["volume"],
         "workloads": [{"fio": fio}],
-        "loads": [{"name": f"{n}-per-host", "containers": 2 * n} for n in (2, 3, 8)],
+        "loads": [{"name": f"{n}-per-host", "containers": 2 * n} for n in args.per_host],
         "placement": ["spread"],
         "hosts": {h.name: h.spec() for h in bed.hosts},
         "swarm": {"manager": f"unix://{bed.manager.sock}"},
@@ -119,15 +122,38 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=10)
-    ap.add_argument("--root", default="/var/tmp/strata-bench-swarm")
+    ap.add_argument("--size", default="256MiB", help="fio's file in the overhead part")
+    ap.add_argument("--skew-runtime", type=int, default=3, help="seconds per trial of the skew part")
+    ap.add_argument("--skew-size", default="32MiB", help="fio's file per container in the skew part")
+    ap.add_argument(
+        "--per-host",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[2, 3, 8],
+        help="the skew part's loads: containers per host (2,3,8)",
+    )
+    ap.add_argument("--device-size", default="1GiB", help="the loop device of the overhead part")
+    ap.add_argument("--skew-device-size", default="2GiB", help="the loop device of the skew part (with the images)")
+    ap.add_argument("--root", help="the test bed's folder (default: a new one under /var/tmp)")
     ap.add_argument("--skip-overhead", action="store_true")
     ap.add_argument("--skip-skew", action="store_true")
+    tiny.add(ap)
     args = ap.parse_args()
-    with bench_bed(Path(args.root), ["a", "b"], "bench-swarm") as (bed, results):
+    tiny.apply(
+        args,
+        rounds=1,
+        runtime=1,
+        size="16MiB",
+        device_size="512MiB",
+        skew_runtime=1,
+        skew_size="8MiB",
+        skew_device_size="1GiB",
+        per_host=[1],
+    )
+    with bench_bed(fresh(args.root, "strata-bench-swarm"), ["a", "b"], "bench-swarm") as (bed, results):
         if not args.skip_overhead:
-            overhead(bed, results, args.rounds, args.runtime)
+            overhead(bed, results, args)
         if not args.skip_skew:
-            skew(bed, results)
+            skew(bed, results, args)
 
 
 if __name__ == "__main__":

@@ -288,13 +288,14 @@ def generate(out: Path, trials: int, seed: int = 1) -> int:
 
 def _write(out: Path, r: dict, rnd: random.Random) -> None:
     """The result file and its artifacts; flags.steady as the runner stores it (validity.steady)."""
+    from strata.flags import Flag, Flags
     from strata.validity import steady
 
     d = out / "trials"
     (d / r["trial_id"]).mkdir(parents=True, exist_ok=True)
     iops = r["metrics"]["primary"]["iops"]
     series = [[t, iops * rnd.uniform(0.9, 1.1)] for t in range(30)]
-    r["flags"]["steady"] = steady(series)
+    Flags({Flag.STEADY: steady(series)}).write(r)
     (d / f"{r['trial_id']}.json").write_text(json.dumps(r, indent=1, sort_keys=True))
     (d / r["trial_id"] / "workload-series.json").write_text(json.dumps({"fio_iops": series}))
     t = [1.7e9 + i for i in range(31)]

@@ -17,7 +17,7 @@ Target: IOPS ratio A/B >= 0.98, as the median of per-round paired ratios, in two
 - sequential: A B / B A alternating, each VM alone.
 Prints the figures; exits 0 either way.
 
-Usage: sudo .venv/bin/python bench/vm_overhead.py [--rounds 6] [--runtime 20] [--mode both]
+Usage: sudo .venv/bin/python bench/vm_overhead.py [--rounds 6] [--runtime 20] [--mode both] [--tiny]
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import tiny
 
 from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import CgroupCollector
@@ -286,7 +288,9 @@ def main() -> int:
         help="concurrent: both VMs at once, started together (the paired design that survives a "
         "busy host); sequential: alternating runs",
     )
+    tiny.add(ap)
     a = ap.parse_args()
+    tiny.apply(a, rounds=1, runtime=2, mode="concurrent")
     work = Path(tempfile.mkdtemp(prefix="strata-bench-vm-", dir="/var/tmp"))
     journal = Journal("bench-vm", work / "state")
     results: dict[str, list[dict]] = {"concurrent": [], "sequential": []}

@@ -12,7 +12,9 @@ Against one Cassandra node (native, 127.0.1.1, heap 1 GiB, data in a directory u
 
 Prints the figures (medians over rounds) and the node's start time and memory.
 
-    sudo .venv/bin/python bench/ycsb_client.py [--records 20000] [--runtime 30] [--rounds 3] [--threads 16]
+    sudo .venv/bin/python bench/ycsb_client.py [--records 20000] [--runtime 30] [--rounds 3] [--threads 16] [--tiny]
+(--tiny: one round of workload A, 5 s runs of 2 threads on 200 records, the node at its smallest heap, to check
+that it runs)
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import sys
 import time
 import uuid
 from pathlib import Path
+
+import tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -133,14 +137,22 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=16, help="total client threads (the study's 16)")
     ap.add_argument("--workloads", default="ad")
+    ap.add_argument("--memory", type=int, default=None, help="MiB the node's heap is sized for (default: 1 GiB heap)")
+    tiny.add(ap)
     args = ap.parse_args()
+    tiny.apply(args, rounds=1, runtime=5, records=200, threads=2, workloads="a", memory=1024)
     os.environ.setdefault("STRATA_STATE_DIR", "/var/tmp/strata-bench-ycsb-state")
     chome, yhome = jars.ensure_cassandra(), jars.ensure_ycsb()
     lib = yhome / "lib"
     work = Path(f"/var/tmp/strata-bench-ycsb-{uuid.uuid4().hex[:8]}")
     journal = Journal(f"bench-ycsb-{os.getpid()}")
     cfg = cassandra.cluster_configs(
-        0, 1, data_dir=lambda i: str(work / "data"), conf_dir=lambda i: str(work / "conf"), lib_dir=str(chome / "lib")
+        0,
+        1,
+        data_dir=lambda i: str(work / "data"),
+        conf_dir=lambda i: str(work / "conf"),
+        lib_dir=str(chome / "lib"),
+        memory_limit_bytes=args.memory << 20 if args.memory else None,
     )[0]
     try:
         with (
@@ -151,7 +163,7 @@ def main() -> int:
             start_s = n.wait_ready()
             print(
                 f"node ready in {start_s:.1f} s; RSS {rss_mib(n.pid):.0f} MiB (heap "
-                f"{cassandra.heap_bytes(None) >> 20} MiB); {CORES} cores"
+                f"{cassandra.heap_bytes(cfg.memory_limit_bytes) >> 20} MiB); {CORES} cores"
             )
             for w in args.workloads:
                 load(w, args, cfg.address, lib, work / f"load-{w}")

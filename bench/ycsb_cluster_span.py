@@ -14,8 +14,10 @@ Printed: each trial's ops/s, read p99 and node ready times, and the medians' rat
 what the path across hosts costs (addresses on veths instead of loopback, the barrier, the agents),
 not what more machines gain.
 
-    python3 bench/ycsb_cluster_span.py [--repetitions 2] [--runtime 15] [--root /var/tmp/strata-bench-ycsb-span]
-(root; about 2 minutes per trial on a 2-core VM)
+    python3 bench/ycsb_cluster_span.py [--repetitions 2] [--runtime 15] [--root DIR]
+        [--tiny]
+(root; about 2 minutes per trial on a 2-core VM; --tiny: the three setups once, 8 s runs after a 2 s warm-up,
+1 thread, 200 records, a small device, to check that it runs)
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ import statistics
 import sys
 from pathlib import Path
 
+import tiny
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchbed import bench_bed, strata_run  # noqa: E402
+from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
 from strata.store import load_results  # noqa: E402
 
@@ -39,11 +43,17 @@ SETUPS = {
 
 
 def spec(bed, root: Path, args) -> dict:
-    base = {"workload": "a", "records": args.records, "runtime": args.runtime, "warmup": 5, "threads": 4}
+    base = {
+        "workload": "a",
+        "records": args.records,
+        "runtime": args.runtime,
+        "warmup": args.warmup,
+        "threads": args.threads,
+    }
     return {
         "name": "ycsb-cluster-span",
         "workdir": str(root / "unused"),
-        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "devices": [{"type": "loop", "name": "loop", "size": args.device_size}],
         "filesystems": ["ext4"],
         "runtimes": ["native"],
         "paths": ["bind"],
@@ -91,9 +101,14 @@ def main() -> None:
     ap.add_argument("--repetitions", type=int, default=2)
     ap.add_argument("--runtime", type=int, default=15)
     ap.add_argument("--records", type=int, default=2000)
-    ap.add_argument("--root", default="/var/tmp/strata-bench-ycsb-span")
+    ap.add_argument("--warmup", type=int, default=5, help="seconds of unmeasured operations before each run")
+    ap.add_argument("--threads", type=int, default=4, help="client threads")
+    ap.add_argument("--device-size", default="3GiB", help="each host's loop device")
+    ap.add_argument("--root", help="the test bed's folder (default: a new one under /var/tmp)")
+    tiny.add(ap)
     args = ap.parse_args()
-    root = Path(args.root)
+    tiny.apply(args, repetitions=1, runtime=8, warmup=2, records=200, threads=1, device_size="1GiB")
+    root = fresh(args.root, "strata-bench-ycsb-span")
     with bench_bed(root, ["a", "b", "c"], "bench-ycsb-span") as (bed, results):
         print(f"run: {strata_run(spec(bed, root, args), results / 'span'):.0f} s", flush=True)
         show(results / "span")

@@ -9,7 +9,9 @@ under /var/tmp on the root disk. Both nodes run at once; each is loaded and warm
 --rounds of A and D runs of --runtime seconds alternate between them (the machine is shared:
 interleaving spreads its drift over both); prints the figures and the medians.
 
-    sudo .venv/bin/python bench/ycsb_native_container.py [--records 5000] [--runtime 20] [--rounds 2]
+    sudo .venv/bin/python bench/ycsb_native_container.py [--records 5000] [--runtime 20] [--rounds 3] [--tiny]
+(--tiny: one round of workload A, 5 s runs after a 2 s warm-up, 2 threads, 200 records, both nodes at their
+smallest heap under a 1 GiB memory limit, to check that it runs)
 """
 
 from __future__ import annotations
@@ -22,17 +24,21 @@ import sys
 import uuid
 from pathlib import Path
 
+import tiny
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+import cassandra_container as cc  # noqa: E402
 
 from strata.stack.journal import Journal  # noqa: E402
 from strata.stack.runtimes.docker.client import docker  # noqa: E402
 from strata.stack.runtimes.docker.daemon import private_daemon  # noqa: E402
-from strata.workloads.ycsb import cassandra, client, image, jars, node, parse  # noqa: E402
+from strata.workloads.ycsb import cassandra, client, jars, node, parse  # noqa: E402
 
 
 def memory_mib(n: node.Node) -> float:
-    if n.container:
+    if isinstance(n, cc.ContainerNode):
         out = docker(n.socket, "stats", "--no-stream", "--format", "{{.MemUsage}}", n.container).stdout
         used = out.split("/")[0].strip()
         scale = {"GiB": 1024, "MiB": 1, "KiB": 1 / 1024}
@@ -91,7 +97,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--workloads", default="ad")
+    ap.add_argument("--memory", type=int, default=None, help="MiB: each node's memory limit, its heap sized for it")
+    tiny.add(ap)
     args = ap.parse_args()
+    tiny.apply(args, rounds=1, runtime=5, warmup=2, records=200, threads=2, workloads="a", memory=1024)
     os.environ.setdefault("STRATA_STATE_DIR", "/var/tmp/strata-bench-ycsb-state")
     chome, yhome = jars.ensure_cassandra(), jars.ensure_ycsb()
     names, lib = jars.jar_names(chome), yhome / "lib"
@@ -104,6 +113,7 @@ def main() -> int:
             data_dir=lambda i, c=c: str(work / f"data{c}"),
             conf_dir=lambda i, c=c: str(work / f"conf{c}"),
             lib_dir=str(chome / "lib"),
+            memory_limit_bytes=args.memory << 20 if args.memory else None,
         )[0]
         for c in (0, 1)
     ]
@@ -116,14 +126,14 @@ def main() -> int:
             node.node_dir(journal, work / "log") as log,
             private_daemon("overlay2", work / "docker", journal, remove_data_root=True) as d,
         ):
-            tag = image.ensure_image(d.sock, chome)
+            tag = cc.ensure_image(d.sock, chome)
             with contextlib.ExitStack() as stack:
                 # one after the other, each started on a quiet machine, ready before the next
                 native = stack.enter_context(node.native_node(cfgs[0], names, journal, work / "native.log"))
                 native_ready_s = native.wait_ready()
                 cont = stack.enter_context(
-                    node.container_node(
-                        node.container_config(cfgs[1]), names, journal, d.sock, tag, data1, work / "conf1", log
+                    cc.container_node(
+                        cc.container_config(cfgs[1]), names, journal, d.sock, tag, data1, work / "conf1", log
                     )
                 )
                 cont_ready_s = cont.wait_ready()

@@ -8,9 +8,12 @@ host), placed all on host a and spread over a and b, `--repetitions` interleaved
 each trial's aggregate ops/s, read p99 and each host's share, and the report's placement advice (measured,
 with 95% intervals over the repetitions).
 
-    python3 bench/ycsb_placement.py [--repetitions 3] [--runtime 15] [--root /var/tmp/strata-bench-ycsb-placement]
+    python3 bench/ycsb_placement.py [--repetitions 3] [--runtime 15] [--root DIR]
+        [--tiny]
 (root; about 3 minutes per trial on a 2-core VM, where both "hosts" share the same two cores: this
-measures the mechanics, not what a second machine gains)
+measures the mechanics, not what a second machine gains; --tiny: both placements once, 8 s runs after a 2 s
+warm-up, 1 thread, 200 records, a small device, each database at its smallest memory limit, to check that it
+runs)
 """
 
 from __future__ import annotations
@@ -19,25 +22,36 @@ import argparse
 import sys
 from pathlib import Path
 
+import tiny
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchbed import bench_bed, strata_run  # noqa: E402
+from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
 from strata.store import load_results  # noqa: E402
 
 
 def spec(bed, root: Path, args, runtime: str, path: str, placement: list) -> dict:
-    ycsb = {"workload": "a", "records": args.records, "runtime": args.runtime, "warmup": 5, "threads": 4}
+    ycsb = {
+        "workload": "a",
+        "records": args.records,
+        "runtime": args.runtime,
+        "warmup": args.warmup,
+        "threads": args.threads,
+    }
+    load = {"name": f"{args.databases}db", "containers": args.databases}
+    if args.memory and runtime != "native":  # the native runtime takes no limits
+        load["limits"] = {"memory": f"{args.memory}MiB"}
     return {
         "name": "ycsb-placement",
         "workdir": str(root / "unused"),
-        "devices": [{"type": "loop", "name": "loop", "size": "3GiB"}],
+        "devices": [{"type": "loop", "name": "loop", "size": args.device_size}],
         "filesystems": ["ext4"],
         "runtimes": [runtime],
         "paths": [path],
         "workloads": [{"ycsb": ycsb}],
-        "loads": [{"name": f"{args.databases}db", "containers": args.databases}],
+        "loads": [load],
         "placement": placement,
         "repetitions": args.repetitions,
         "hosts": {h.name: h.spec() for h in bed.hosts},
@@ -72,10 +86,16 @@ def main() -> None:
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--runtime", type=int, default=15)
     ap.add_argument("--records", type=int, default=2000)
+    ap.add_argument("--warmup", type=int, default=5, help="seconds of unmeasured operations before each run")
+    ap.add_argument("--threads", type=int, default=4, help="client threads per database")
+    ap.add_argument("--device-size", default="3GiB", help="each host's loop device")
+    ap.add_argument("--memory", type=int, default=None, help="MiB: each container's memory limit (default: none)")
     ap.add_argument("--native", action="store_true", help="also one database per host natively")
-    ap.add_argument("--root", default="/var/tmp/strata-bench-ycsb-placement")
+    ap.add_argument("--root", help="the test bed's folder (default: a new one under /var/tmp)")
+    tiny.add(ap)
     args = ap.parse_args()
-    root = Path(args.root)
+    tiny.apply(args, repetitions=1, runtime=8, warmup=2, records=200, threads=1, device_size="1GiB", memory=1024)
+    root = fresh(args.root, "strata-bench-ycsb-placement")
     with bench_bed(root, ["a", "b"], "bench-ycsb-placement") as (bed, results):
         one = {"a": args.databases}
         doc = spec(bed, root, args, "docker:overlay2", "volume", [one, "spread"])

@@ -99,3 +99,24 @@ fn v14_sizes_are_gamma_around_the_mean() {
     assert!((mean - 16384.0).abs() < 2000.0, "mean {mean}");
     assert!(sizes.iter().any(|&s| s != sizes[0]));
 }
+
+/// Regression (varmail stopped after 0.6 s on tmpfs): Filebench's deletefile
+/// picks files that others hold open and then skips them, while createfile
+/// always creates, so the fileset filled until createfile found no
+/// non-existing file. On tmpfs, 16 threads and 10 s, varmail runs to its
+/// end, and the deletes keep pace with the creates.
+#[test]
+fn varmail_runs_to_its_end_on_tmpfs() {
+    let shm = std::path::Path::new("/dev/shm");
+    assert!(shm.is_dir(), "/dev/shm (a tmpfs) is missing on this machine");
+    let tmp = tempfile::Builder::new().prefix("strata-wml-varmail").tempdir_in(shm).unwrap();
+    let dir = tmp.path().to_string_lossy().to_string();
+    let o = run(&data("personalities/varmail.f"), sets(&[("$dir", dir.as_str())]), 10.0);
+    let r = o.result.as_ref().unwrap();
+    assert_eq!(o.exit_code, 0, "stopped early: {:?}", r.reason);
+    let ops = o.ops_by_name();
+    let (created, deleted) = (ops["createfile2"], ops["deletefile1"]);
+    assert!(created > 10_000, "too few ops to have tested anything: {ops:?}");
+    // 200 of 1000 files do not exist at the start: a drift of 200 ends the run
+    assert!(created.abs_diff(deleted) < 50, "deletes fell behind the creates: {ops:?}");
+}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from strata.host import host_facts
 from strata.stack.devices import REGISTRY as DEVICES
@@ -23,6 +24,14 @@ LAYERS = (("device", DEVICES), ("filesystem", FILESYSTEMS), ("runtime", RUNTIMES
 NOT_PROBED = "not probed (--quick): only the daemon itself can tell"
 
 
+@runtime_checkable
+class Doctor(Protocol):
+    """A plugin with variants (docker's storage drivers, the remote device's transports) that answers for
+    each: (variant, None or why not); `probe`: ask the real thing (a daemon), not only the cheap checks."""
+
+    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]: ...
+
+
 def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:
     """(layer, name, None or why not) for every plugin of every layer; a plugin with variants (storage
     drivers) answers for each through its `doctor(host, probe)`."""
@@ -32,7 +41,7 @@ def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:
     ]
     for layer, registry in LAYERS:
         for name, plugin in registry.items():
-            if hasattr(plugin, "doctor"):
+            if isinstance(plugin, Doctor):
                 rows += [(layer, n, r) for n, r in plugin.doctor(host, probe)]
             else:
                 rows.append((layer, name, plugin.available(host)))

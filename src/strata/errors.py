@@ -35,7 +35,7 @@ class SpecErrors(StrataError):
 
 
 # Every category a failed trial can be stored with, what it means and what to do about it.
-# The one list: the README's table and `strata show`'s legend are printed from it.
+# The one list: the table in docs/validity.md and `strata show`'s legend are printed from it.
 FAILURE_CATEGORIES: dict[str, tuple[str, str]] = {
     "tool_error": (
         "the workload's tool exited with an error",
@@ -113,6 +113,6 @@ class TrialFailure(Exception):
 
 
 def categories_markdown() -> str:
-    """The README's table of failure categories (a unit test keeps the README equal to it)."""
+    """The table of failure categories in docs/validity.md (tests/unit/test_readme.py keeps it equal)."""
     rows = [f"| `{name}` | {meaning} | {fix} |" for name, (meaning, fix) in FAILURE_CATEGORIES.items()]
     return "\n".join(["| category | what happened | what to do |", "|---|---|---|", *rows])

@@ -1,60 +1,74 @@
-"""Flat rows from stored results, and CSV / Parquet bytes from them (pure functions)."""
+"""Flat rows from stored results, and CSV / Parquet bytes from them (pure functions).
+
+The columns every result has (its labels, load and flags) frame the registered workloads' fields, as
+each declares them (`Workload.metrics`, strata/metrics.py): a new workload's fields become columns
+without a change here. A value is read from any result by where its field is stored, whatever the
+result's workload, so a result of a workload no longer registered still fills the columns it shares.
+
+`csv_bytes` is strata's one CSV writer: the report's tables (report/csv.py) format their cells
+for reading, the export keeps every value as stored (full float precision).
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 
-COLUMNS = (
-    "trial_id",
-    "experiment",
-    "status",
-    "stack",
-    "device",
-    "filesystem",
-    "runtime",
-    "path",
-    "workload",
-    "load",
-    "repetition",
-    "numjobs",
-    "iodepth",
-    "containers",
-    "rw",
-    "bs",
-    "direct",
-    "iops",
-    "bw_bytes",
-    "ops_per_s",
-    "mb_per_s",
-    "read_iops",
-    "write_iops",
-    "read_bw_bytes",
-    "write_bw_bytes",
-    "read_clat_mean_ns",
-    "read_clat_p99_ns",
-    "read_lat_mean_ns",
-    "read_lat_p99_ns",
-    "read_slat_mean_ns",
-    "write_clat_mean_ns",
-    "write_clat_p99_ns",
-    "write_lat_mean_ns",
-    "write_lat_p99_ns",
-    "write_slat_mean_ns",
-    "cache_suspect",
-    "sync_suspect",
-    "failed_category",
-    "failed_message",
-    "duration_s",
-    "started_at",
-    "kernel",
-    "hostname",
+from strata.flags import Flag, Flags
+from strata.metrics import Metric, export_columns
+
+# Every result's columns, before and after the workloads' own (strata/metrics.py: `export_columns`),
+# with their types; the order is the export's and stays as it is.
+HEAD = (
+    ("trial_id", "str"),
+    ("experiment", "str"),
+    ("status", "str"),
+    ("stack", "str"),
+    ("device", "str"),
+    ("filesystem", "str"),
+    ("runtime", "str"),
+    ("path", "str"),
+    ("workload", "str"),
+    ("load", "str"),
+    ("repetition", "int"),
+    ("numjobs", "int"),
+    ("iodepth", "int"),
+    ("containers", "int"),
+)
+TAIL = (
+    ("cache_suspect", "bool"),
+    ("sync_suspect", "bool"),
+    ("failed_category", "str"),
+    ("failed_message", "str"),
+    ("duration_s", "float"),
+    ("started_at", "str"),
+    ("kernel", "str"),
+    ("hostname", "str"),
 )
 
 
-def flatten(r: dict) -> dict:
-    t, m, f, lab = r.get("trial", {}), r.get("metrics", {}), r.get("flags", {}), r.get("labels", {})
-    wl, load = t.get("workload", {}), t.get("load", {})
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # int, float, bool, str: the Parquet type
+    metric: Metric | None = None  # a workload's field, read from any result by where it is stored
+    direction: str | None = None
+    stat: str | None = None
+
+
+def columns() -> list[Column]:
+    """Every column, the registered workloads' fields among them (each workload's declaration)."""
+    from strata.workloads import declared
+
+    workload = [Column(c, m.type, m, d, s) for c, m, d, s in export_columns(declared())]
+    return [Column(n, t) for n, t in HEAD] + workload + [Column(n, t) for n, t in TAIL]
+
+
+def flatten(r: dict, cols: list[Column] | None = None) -> dict:
+    t, lab = r.get("trial", {}), r.get("labels", {})
+    f = Flags.of(r)
+    load = t.get("load", {})
     row = {
         "trial_id": r.get("trial_id"),
         "experiment": r.get("experiment"),
@@ -64,57 +78,47 @@ def flatten(r: dict) -> dict:
         "numjobs": load.get("numjobs"),
         "iodepth": load.get("iodepth"),
         "containers": load.get("containers"),
-        "rw": wl.get("rw"),
-        "bs": wl.get("bs"),
-        "direct": wl.get("direct"),
-        "cache_suspect": bool((f.get("cache") or {}).get("suspect")) and not (f.get("cache") or {}).get("expected"),
-        "sync_suspect": bool((f.get("sync") or {}).get("suspect")),
-        "failed_category": (f.get("failed") or {}).get("category"),
-        "failed_message": (f.get("failed") or {}).get("message"),
+        "cache_suspect": f.warns(Flag.CACHE),
+        "sync_suspect": f.warns(Flag.SYNC),
+        "failed_category": f.failed.category if f.failed else None,
+        "failed_message": f.failed.message if f.failed else None,
         "duration_s": r.get("duration_s"),
         "started_at": r.get("started_at"),
         "kernel": r.get("host", {}).get("kernel"),
         "hostname": r.get("host", {}).get("hostname"),
     }
-    p = m.get("primary", {})
-    row.update(iops=p.get("iops"), bw_bytes=p.get("bw_bytes"), ops_per_s=p.get("ops_per_s"), mb_per_s=p.get("mb_per_s"))
-    for d in ("read", "write"):
-        x = m.get(d) or {}
-        row[f"{d}_iops"], row[f"{d}_bw_bytes"] = x.get("iops"), x.get("bw_bytes")
-        for lat in ("clat", "lat", "slat"):
-            s = x.get(f"{lat}_ns") or {}
-            row[f"{d}_{lat}_mean_ns"] = s.get("mean")
-            if lat != "slat":
-                row[f"{d}_{lat}_p99_ns"] = s.get("p99")
-    return {c: row.get(c) for c in COLUMNS}
+    cols = columns() if cols is None else cols
+    return {c.name: c.metric.value(r, c.direction or "read", c.stat) if c.metric else row.get(c.name) for c in cols}
+
+
+def as_stored(v) -> str:
+    """A value as stored: None empty, everything else as Python writes it (csv.DictWriter's rule)."""
+    return "" if v is None else str(v)
+
+
+def csv_bytes(columns, rows, text=as_stored) -> bytes:
+    """A header row, then each row's cells through `text`."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([text(v) for v in r])
+    return buf.getvalue().encode()
 
 
 def to_csv(results: list[dict]) -> bytes:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    w.writeheader()
-    for r in results:
-        w.writerow(flatten(r))
-    return buf.getvalue().encode()
+    cols = columns()
+    return csv_bytes([c.name for c in cols], (list(flatten(r, cols).values()) for r in results))
 
 
 def to_parquet(results: list[dict]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [flatten(r) for r in results]
-    table = pa.Table.from_pylist(rows, schema=_schema(pa)) if rows else pa.Table.from_pylist([], schema=_schema(pa))
+    cols = columns()
+    types = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
+    schema = pa.schema([pa.field(c.name, types[c.type]) for c in cols])
+    table = pa.Table.from_pylist([flatten(r, cols) for r in results], schema=schema)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return sink.getvalue().to_pybytes()
-
-
-def _schema(pa):
-    ints = {"repetition", "numjobs", "iodepth", "containers", "bs", "direct"}
-    bools = {"cache_suspect", "sync_suspect"}
-    floats = {c for c in COLUMNS if c.endswith(("_ns", "_bytes", "iops", "_s", "ops_per_s", "mb_per_s"))} | {"iops"}
-    fields = []
-    for c in COLUMNS:
-        typ = pa.int64() if c in ints else pa.bool_() if c in bools else pa.float64() if c in floats else pa.string()
-        fields.append(pa.field(c, typ))
-    return pa.schema(fields)

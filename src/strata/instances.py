@@ -14,11 +14,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 # A check polled while instances run: (failure category, message) when something the
 # trial depends on is gone (a daemon, a remote target), else None.
 Watch = Callable[[], "tuple[str, str] | None"]
+
+# What isolates an instance from the host, as its runtime declares it (a workload may refuse one: ycsb in a VM).
+Isolation = Literal["process", "container", "vm"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class InstanceOutput:
     stderr: str
     start_time_s: float | None = None  # wall clock when the tool was exec'd (after the barrier)
     end_time_s: float | None = None
-    facts: dict = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 class Running(Protocol):

@@ -8,9 +8,10 @@ imports a plugin or the experiment loader.
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from strata.units import parse_size
 
@@ -21,15 +22,61 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def size_field(v):
+def sweep_ends(value: Any) -> Any:
+    """A sweep cut to its first and last values, for the smoke scale (a list of one or two is kept)."""
+    if isinstance(value, list) and len(value) > 2:
+        return [value[0], value[-1]]
+    return value
+
+
+def size_at_most(value: Any, limit: int) -> Any:
+    """A size as written (bytes or `4GiB`) capped at `limit` bytes; anything unparsable is left as it is,
+    for the validator to name."""
+    try:
+        return limit if parse_size(value) > limit else value
+    except (TypeError, ValueError):
+        return value
+
+
+def size_field(v: Any) -> int | None:
     """A `mode="before"` validator for sizes: 4096, '128k', '4GiB' -> bytes."""
     return None if v is None else parse_size(v)
 
 
 # The path vocabulary: the directory or device the workload uses. A runtime declares
-# which of them it provides (stack/runtimes/base.py).
-PATHS = ("layer", "volume", "bind", "tmpfs", "device", "image")
-PathName = Literal["layer", "volume", "bind", "tmpfs", "device", "image"]
+# which of them it provides (stack/runtimes/base.py). `pvc` is written `pvc:CLASS` (a claim of a
+# Kubernetes StorageClass); every other path is its bare name.
+PATHS = ("layer", "volume", "bind", "tmpfs", "device", "image", "local", "hostpath", "emptydir", "pvc")
+_CLASS = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a DNS subdomain: a StorageClass's name
+
+
+def path_kind(path: str) -> str:
+    """The vocabulary word of a path as written (`pvc:fast` -> `pvc`)."""
+    return path.split(":", 1)[0]
+
+
+def _path_name(v: str) -> str:
+    kind, _, arg = v.partition(":")
+    if kind not in PATHS:
+        raise ValueError(f"unknown path {v!r}: one of {', '.join(p if p != 'pvc' else 'pvc:CLASS' for p in PATHS)}")
+    if kind == "pvc" and not _CLASS.fullmatch(arg):
+        raise ValueError(f"{v!r}: write pvc:CLASS with the name of a StorageClass (lower case, digits, '-', '.')")
+    if kind != "pvc" and arg:
+        raise ValueError(f"{v!r}: only pvc takes an argument (pvc:CLASS)")
+    return v
+
+
+PathName = Annotated[str, AfterValidator(_path_name)]
+
+
+def shorthand(name: str, text: str, variant: str | None = None) -> dict[str, str] | None:
+    """A plugin's one-word entry in a spec, as its parameters: `NAME` -> {type: NAME}; with `variant` (a
+    key of the plugin's parameters), `NAME:VALUE` -> {type: NAME, variant: VALUE} (`docker:btrfs`).
+    None: the text is not this plugin's."""
+    head, colon, value = text.partition(":")
+    if head != name or (colon and variant is None):
+        return None
+    return {"type": name, variant: value} if variant and value else {"type": name}
 
 
 # What each limit preset of study 003's Table 2 limits (presets.py resolves them on the host).
@@ -64,7 +111,7 @@ class Limits(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _preset_name(cls, data):
+    def _preset_name(cls, data: Any) -> Any:
         return {"preset": data} if isinstance(data, str) else data
 
     def is_empty(self) -> bool:
@@ -96,7 +143,7 @@ class Load(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _auto(cls, data):
+    def _auto(cls, data: Any) -> Any:
         if isinstance(data, dict) and isinstance(data.get("containers"), str) and data["containers"] == "auto":
             data = {**data, "containers": 1, "scale": "auto"}
         return data
@@ -107,7 +154,7 @@ class Load(Strict):
         return Load.model_validate({**self.model_dump(), "containers": n, "name": f"{name}x{n}c" if name else ""})
 
     @model_validator(mode="after")
-    def _name(self):
+    def _name(self) -> "Load":
         if not self.name:
             object.__setattr__(self, "name", _default_name(self))
         return self

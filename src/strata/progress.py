@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from strata.flags import Failure, Flags
+
 
 def fmt_s(s: float) -> str:
     s = int(max(0, s))
@@ -53,10 +55,10 @@ class Progress:
         if self.quiet:
             return
         if result["status"] != "ok":
-            f = result["flags"]["failed"] or {}
+            f = Flags.of(result).failed or Failure()
             self.note(
                 f"{result['status']}: {result['stack']} {result['labels']['workload']} "
-                f"{result['labels']['load']}: [{f.get('category')}] {f.get('message', '')[:300]}"
+                f"{result['labels']['load']}: [{f.category or None}] {f.message[:300]}"
             )
         for w in result.get("warnings", []):
             self.note(f"warning: {result['stack']} {result['labels']['workload']}: {w['flag']}: {w['message'][:300]}")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from strata import validity
 from strata.errors import StrataError
+from strata.flags import Flags, record
 from strata.progress import Progress
 from strata.repeat import Repetitions
 from strata.stack.journal import Journal
@@ -197,8 +198,8 @@ def _check_above_raw(result: dict, baselines: dict) -> None:
         validity.headline(result)[0],
         validity.headline(raw)[0],
         raw["trial_id"],
-        validity.bytes_moved(result["flags"].get("cache")),
+        validity.bytes_moved(Flags.of(result).cache),
     )
     if judged:
-        result["flags"]["above_raw"] = judged.to_json()
+        record(result, judged)
         result["warnings"].append(validity.Warning(judged.flag, judged.reason).to_json())

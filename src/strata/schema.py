@@ -9,13 +9,19 @@ History (SCHEMA_VERSION):
     2  metrics.primary names the headline (value, unit, metric, series); flags.above_raw is its own
        flag (v1 folded it into flags.cache); warnings are {flag, message}; host.tools holds tool
        versions; the native runtime has no storage_driver key; flags.sync says what its skew is
-       based on (`basis`); flags.steady keeps the tool's verdict as `tool`. Each workload upgrades
-       its own part (Workload.upgrade).
+       based on (`basis`) and, like every judgement, has `reason` and `evidence`; flags.steady
+       keeps the tool's verdict as `tool`. Each workload upgrades its own part (Workload.upgrade).
     Additions within 2, read with a default when absent: `design` (how the repetitions were taken,
     `{repetitions: N | auto, min, max, margin}`; absent: fixed repetitions, margin 5%).
 """
 
 from __future__ import annotations
+
+from strata import validity
+from strata.flags import Flag, Judgement
+from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import Upgrading
 
 SCHEMA_VERSION = 2
 
@@ -45,24 +51,23 @@ def update_to_2(doc: dict) -> None:
             cache.get("reason", "").replace(ev.get("reason", ""), "").strip("; ")
             or "every layer moved the workload's bytes"
         )
-        shares = [v for k, v in (cache.get("evidence") or {}).items() if k.endswith("_disk_share")]
-        cache["suspect"] = bool(shares) and min(shares) < 0.5
-    if isinstance(flags.get("sync"), dict):
-        flags["sync"].setdefault("basis", "wrapper")
+        cache["suspect"] = validity.bytes_moved(Judgement.from_json(Flag.CACHE, cache)) is False
+    if isinstance(flags.get("sync"), dict):  # v1 wrote no reason or evidence when not suspect
+        for key, default in (("basis", "wrapper"), ("reason", ""), ("evidence", {})):
+            flags["sync"].setdefault(key, default)
     doc["warnings"] = [_warning_v2(w) for w in doc.get("warnings") or []]
     runtime = (doc.get("trial") or {}).get("runtime") or {}
-    if runtime.get("type") == "native":
+    plugin = RUNTIMES.get(runtime.get("type", ""))
+    if plugin is not None and "storage_driver" not in plugin.params.model_fields:  # v1 stored docker's with native
         runtime.pop("storage_driver", None)
-    _workload(doc).upgrade(doc, 1)
+    _upgrade_workload(doc, 1)
 
 
-def _workload(doc: dict):
-    """The plugin of the result's workload, which upgrades its own part of the format."""
-    from strata.workloads import REGISTRY
-    from strata.workloads.base import ToolWorkload
-
-    kind = ((doc.get("trial") or {}).get("workload") or {}).get("type")
-    return REGISTRY.get(kind) or ToolWorkload()
+def _upgrade_workload(doc: dict, version: int) -> None:
+    """The plugin of the result's workload upgrades its own part of the format, where it changed."""
+    wl = WORKLOADS.get(((doc.get("trial") or {}).get("workload") or {}).get("type", ""))
+    if isinstance(wl, Upgrading):
+        wl.upgrade(doc, version)
 
 
 def _warning_v2(w) -> dict:

@@ -23,10 +23,11 @@ from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import final_counters
 from strata.collectors.sampler import Sampler
 from strata.errors import StrataError, TrialFailure, Unsupported
+from strata.flags import Flag, Flags, record
 from strata.instances import InstanceRequest
 from strata.proc import CommandError
 from strata.workloads import REGISTRY as WORKLOADS
-from strata.workloads.base import MeasureContext
+from strata.workloads.base import MeasureContext, network_of
 
 # Beyond its own estimate, how long a trial's instances may run before they count as hung.
 TIMEOUT_SLACK_S = 120
@@ -56,7 +57,7 @@ def base_result(trial, run_id: str, experiment: str, host: dict) -> dict:
         "trial": trial.resolved(),
         "host": host,
         "metrics": {},
-        "flags": {"failed": None},
+        "flags": Flags({Flag.FAILED: None}).to_json(),  # null: not failed (yet)
         "warnings": [],
         "stack_facts": {},
         "collectors": {},
@@ -66,7 +67,7 @@ def base_result(trial, run_id: str, experiment: str, host: dict) -> dict:
 
 def failed_result(result: dict, category: str, message: str, stderr: str = "", status: str = "failed") -> dict:
     result.update(status=status)
-    result["flags"]["failed"] = {"category": category, "message": message, "stderr": stderr[-8000:]}
+    record(result, validity.failed(category, message, stderr))
     return result
 
 
@@ -131,7 +132,7 @@ def _measure(trial, device, session, store, result: dict) -> None:
         running = session.start(requests, handle, load, sync_dir)
         watch = _watch(device, session)
         try:
-            collect = _collector(device, running, samplers)
+            collect = _collector(device, running, samplers, handle)
             ctx = MeasureContext(running, collect, 2 * wl.estimate_s(params) + TIMEOUT_SLACK_S, watch, art)
             outputs = wl.measure(params, load, ctx)
             report = getattr(running, "report", None)  # across hosts: the part's outputs (hosts/part.py)
@@ -140,6 +141,9 @@ def _measure(trial, device, session, store, result: dict) -> None:
         finally:
             running.stop()
         _layers_alive(watch, outputs)
+        if handle is not None and handle.facts:
+            result["stack_facts"]["path"] = handle.facts
+        disks = _disks(device, handle)
     sampler = samplers[-1] if samplers else None
     (art / "series.json").write_text(json.dumps(sampler.series() if sampler else {}))
     for o in outputs:
@@ -156,7 +160,7 @@ def _measure(trial, device, session, store, result: dict) -> None:
     if finals:
         summary["cgroups_final"] = finals
     result["metrics"], result["collectors"] = parsed.metrics, summary
-    _judge(trial, wl, device, session, parsed, outputs, summary, result)
+    _judge(trial, wl, disks, session, parsed, outputs, summary, result)
 
 
 def _resolved_load(load, device, result: dict):
@@ -189,12 +193,19 @@ def _layers_alive(watch, outputs) -> None:
         raise TrialFailure(*failure, stderr=seen)
 
 
-def _collector(device, running, samplers: list):
-    """The measured window as a context manager: every collector sampled once a second inside it."""
+def _disks(device, handle) -> list[str]:
+    """The disks of the path's own storage when it is not the device's (a Kubernetes claim), else the
+    device's; a part without instances (stack/nostack.py) has no path."""
+    return device.diskstats if handle is None or handle.disks is None else handle.disks
+
+
+def _collector(device, running, samplers: list, handle):
+    """The measured window as a context manager: every collector sampled once a second inside it
+    (the disks of the path's own storage when it is not the device's: read when the window opens)."""
 
     @contextlib.contextmanager
     def collect():
-        ctx = CollectContext(device.diskstats, running.cgroups)
+        ctx = CollectContext(_disks(device, handle), running.cgroups)
         with Sampler([cls(ctx) for cls in COLLECTORS.values()] + list(device.collectors)) as sampler:
             samplers.append(sampler)
             yield sampler
@@ -219,7 +230,7 @@ def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
                 out,
                 prepare=wl.prepare(params, load, target, i),
                 barrier=wl.barrier,
-                network=wl.network(params),
+                network=network_of(wl, params),
                 image=image,
             )
         )
@@ -227,10 +238,10 @@ def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
     return requests
 
 
-def _judge(trial, wl, device, session, parsed, outputs, summary: dict, result: dict) -> None:
+def _judge(trial, wl, disk_names: list[str], session, parsed, outputs, summary: dict, result: dict) -> None:
     """The validity flags, each with its evidence (validity.py); suspicions become warnings."""
     stats = summary.get("diskstats", {})
-    disks = {name: stats[name] for name in device.diskstats if name in stats}
+    disks = {name: stats[name] for name in disk_names if name in stats}
     primary = parsed.metrics.get("primary") or {}
     series = parsed.series.get(primary.get("series") or "")
     runtime_s = getattr(trial.workload, "runtime", 0) or 0
@@ -244,8 +255,7 @@ def _judge(trial, wl, device, session, parsed, outputs, summary: dict, result: d
         runtime_s,
         series,
         parsed.metrics.get("steadystate"),
+        session.facts,
     )
-    if session.facts.get("emulated"):
-        flags[validity.Flag.EMULATED.value] = {"suspect": True, "reason": session.facts.get("emulated_reason", "")}
-    result["flags"].update(flags)
+    flags.write(result)
     result["warnings"] += [w.to_json() for w in warnings]

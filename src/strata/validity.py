@@ -18,17 +18,21 @@ repetitions exist, and nowhere else:
 - steady: the tail of the headline's per-second series (SNIA PTS, steady.py),
   without the partial last second.
 - spread: the coefficient of variation of repetitions.
+- emulated: the runtime ran the instances under CPU emulation (a VM under TCG).
+- failed: no measurement, with the failure's category (errors.FAILURE_CATEGORIES).
 
-Flags are typed (`Flag`, `Judgement`) with a stable JSON form; warnings are
-`Warning(flag, message)`. The headline value of a result is `headline()`.
+Each judgement is a typed value (`Judgement`, `Steady`, `Emulated`, `Failure`:
+strata/flags.py, which also reads them back from stored results); warnings
+are `Warning(flag, message)`. The headline value of a result is `headline()`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 
 from strata import steady as snia
+from strata.flags import Emulated, Failure, Flag, Flags, Judgement, Steady
+from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 # A direction is checked only when the workload moved at least this much:
 # below it, the noise of other activity on the disk decides.
@@ -46,38 +50,6 @@ MIN_OVERLAP = 0.90
 MAX_SKEW_SHARE = 0.05
 MAX_CV = 0.10
 STEADY_WINDOW_S = 5
-
-
-class Flag(str, Enum):
-    """The validity flags a result can carry (the keys of `flags` in a stored result)."""
-
-    CACHE = "cache"
-    ABOVE_RAW = "above_raw"
-    SYNC = "sync"
-    STEADY = "steady"
-    SPREAD = "spread"
-    EMULATED = "emulated"
-    FAILED = "failed"
-
-
-@dataclass
-class Judgement:
-    flag: Flag
-    suspect: bool
-    reason: str = ""
-    expected: bool = False  # the effect is part of what is measured (buffered I/O), not an error
-    evidence: dict = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)  # flag-specific top-level fields (skew_s, steady, ...)
-
-    def to_json(self) -> dict:
-        doc = {"suspect": self.suspect, "reason": self.reason, "evidence": self.evidence, **self.extra}
-        if self.expected:
-            doc["expected"] = True
-        return doc
-
-    @property
-    def warns(self) -> bool:
-        return self.suspect and not self.expected
 
 
 @dataclass(frozen=True)
@@ -128,14 +100,11 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
         for name, disk in disks.items():
             dev = disk.get(f"{ddir}_bytes", 0)
             evidence["per_disk"][name][f"{ddir}_bytes"] = dev
-            if wl >= MIN_CHECKED_BYTES:
-                share = dev / wl
+            share, short = layer_share(ddir, wl, dev, name)
+            if share is not None:
                 evidence["per_disk"][name][f"{ddir}_share"] = round(share, 4)
-                if share < MIN_DEVICE_SHARE:
-                    reasons.append(
-                        f"the workload {ddir} {wl / 2**20:.0f} MiB with O_DIRECT but {name} moved "
-                        f"{dev / 2**20:.0f} MiB ({share:.0%}): a cache answered"
-                    )
+            if short:
+                reasons.append(short)
     under_test = evidence["per_disk"][next(iter(disks))]
     for ddir in ("read", "write"):  # the share beside the bytes it is the share of: the device under test's
         if f"{ddir}_share" in under_test:
@@ -145,15 +114,75 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
     )
 
 
-def min_share(cache_flag: dict) -> float | None:
+def layer_share(ddir: str, workload_bytes: int, layer_bytes: int, layer: str) -> tuple[float | None, str | None]:
+    """The share of the workload's bytes one layer below it moved (None: too few bytes to judge) and,
+    when it falls short, why a cache answered. The one rule for every layer, local or on a storage host."""
+    if workload_bytes < MIN_CHECKED_BYTES:
+        return None, None
+    share = layer_bytes / workload_bytes
+    if share >= MIN_DEVICE_SHARE:
+        return share, None
+    return share, (
+        f"the workload {ddir} {workload_bytes / 2**20:.0f} MiB with O_DIRECT but {layer} moved "
+        f"{layer_bytes / 2**20:.0f} MiB ({share:.0%}): a cache answered"
+    )
+
+
+def cache_below(judged: Judgement, moved: dict[str, dict] | None, host: str) -> Judgement:
+    """A cache judgement with the layers of a storage host below it (`moved`: the bytes each layer moved,
+    None when not sampled): a store answered from the storage host's page cache is a cache like any."""
+    if moved is None or judged.expected:
+        return judged
+    ev = dict(judged.evidence)
+    per_disk = dict(ev.get("per_disk") or {})
+    reasons = [judged.reason] if judged.suspect and judged.reason else []
+    for name, m in moved.items():
+        entry = per_disk[f"{host}:{name}"] = dict(m)
+        for ddir in ("read", "write"):
+            wl = ev.get(f"{ddir}_workload_bytes", 0)
+            share, short = layer_share(ddir, wl, m[f"{ddir}_bytes"], f"the storage host {host}'s {name}")
+            if share is not None:
+                entry[f"{ddir}_share"] = round(share, 4)
+            if short:
+                reasons.append(short)
+    ev["per_disk"] = per_disk
+    reason = "; ".join(reasons) or judged.reason or "every layer moved the workload's bytes"
+    return Judgement(Flag.CACHE, bool(reasons), reason, judged.expected, ev, dict(judged.extra))
+
+
+def cache_across_hosts(per_host: dict[str, Judgement | None]) -> Judgement:
+    """One trial's cache judgement from each host's (its disks against its instances' bytes): suspect
+    when any host is, with every host's evidence."""
+    per = {h: j.to_json() if j is not None else {} for h, j in per_host.items()}
+    judged = {h: j for h, j in per_host.items() if j is not None}
+    warns = [h for h, j in judged.items() if j.warns]
+    evidence: dict = {"hosts": per, "per_disk": {}}
+    for h, j in judged.items():
+        ev = j.evidence
+        for disk, v in (ev.get("per_disk") or {}).items():
+            evidence["per_disk"][f"{h}:{disk}"] = v
+        for ddir in ("read", "write"):
+            for key in (f"{ddir}_workload_bytes", f"{ddir}_disk_bytes"):
+                if key in ev:
+                    evidence[key] = evidence.get(key, 0) + ev[key]
+            share = ev.get(f"{ddir}_disk_share")
+            if share is not None:
+                evidence[f"{ddir}_disk_share"] = min(share, evidence.get(f"{ddir}_disk_share", share))
+    reasons = [f"host {h}: {j.reason}" for h, j in judged.items() if j.reason and (h in warns or not warns)]
+    expected = bool(per) and len(judged) == len(per) and all(j.expected for j in judged.values())
+    suspect = bool(warns) or (expected and any(j.suspect for j in judged.values()))
+    return Judgement(Flag.CACHE, suspect, "; ".join(reasons), expected=expected, evidence=evidence)
+
+
+def min_share(cache_flag: Judgement | None) -> float | None:
     """The smallest share of the workload's bytes that any layer below moved, or None: not checked."""
-    ev = (cache_flag or {}).get("evidence") or {}
+    ev = cache_flag.evidence if cache_flag is not None else {}
     shares = [v for d in (ev.get("per_disk") or {}).values() for k, v in d.items() if k.endswith("_share")]
     shares = shares or [v for k, v in ev.items() if k.endswith("_disk_share")]
     return min(shares) if shares else None
 
 
-def bytes_moved(cache_flag: dict) -> bool | None:
+def bytes_moved(cache_flag: Judgement | None) -> bool | None:
     """Does stored cache evidence show that every layer moved the workload's bytes? None: not checked."""
     share = min_share(cache_flag)
     return None if share is None else share >= MIN_DEVICE_SHARE
@@ -200,8 +229,16 @@ def raw_baseline_key(result: dict) -> tuple:
 
 
 def is_raw_baseline(result: dict) -> bool:
+    """The raw device under the baseline runtime (natively): what every ratio to raw and every cache bound is
+    taken against."""
     t = result["trial"]
-    return t["filesystem"]["type"] == "raw" and t["runtime"]["type"] == "native" and t["path"] == "device"
+    return t["filesystem"]["type"] == "raw" and is_baseline_runtime(t["runtime"]["type"]) and t["path"] == "device"
+
+
+def is_baseline_runtime(runtime_type: str) -> bool:
+    """The registered runtime of that name says it is the baseline (native); one not registered is not."""
+    runtime = RUNTIMES.get(runtime_type)
+    return runtime is not None and runtime.baseline
 
 
 # ---- sync -------------------------------------------------------------------------------
@@ -263,16 +300,12 @@ def full_seconds(series: list) -> list[float]:
     return values[:-1] if len(values) > 2 else values
 
 
-def steady(series: list | None, tool_criterion: dict | None = None) -> dict | None:
+def steady(series: list | None, tool_criterion: dict | None = None) -> Steady | None:
     """SNIA PTS steady state of a headline's per-second series; with the tool's own verdict when it has one."""
     if not series:
         return None
     values = full_seconds(series)
-    flag = snia.detect(values, STEADY_WINDOW_S)
-    flag["series"] = series_stats(values)
-    if tool_criterion:
-        flag["tool"] = tool_criterion
-    return flag
+    return Steady(**snia.detect(values, STEADY_WINDOW_S), series=series_stats(values), tool=tool_criterion or None)
 
 
 def series_stats(values: list[float]) -> dict:
@@ -297,6 +330,34 @@ def spread(cv: float | None) -> Judgement:
     )
 
 
+# ---- emulated ------------------------------------------------------------------------------
+
+
+def emulated(runtime_facts: dict) -> Emulated | None:
+    """The runtime says it emulated the CPU (stack/vm: TCG without KVM); None when it did not."""
+    if not runtime_facts.get("emulated"):
+        return None
+    return Emulated(runtime_facts.get("emulated_reason", ""))
+
+
+def emulated_across_hosts(per_host: dict[str, Emulated | None]) -> Emulated | None:
+    """Emulated when any host's part was, with each such host's reason."""
+    hosts = {h: e for h, e in per_host.items() if e is not None and e.suspect}
+    return Emulated("; ".join(f"host {h}: {e.reason}" for h, e in hosts.items())) if hosts else None
+
+
+# ---- failed --------------------------------------------------------------------------------
+
+
+# The tail of a failure's stderr kept in the result: the cause, not the whole log.
+FAILURE_STDERR_CHARS = 8000
+
+
+def failed(category: str, message: str, stderr: str = "") -> Failure:
+    """No measurement: `category` from errors.FAILURE_CATEGORIES."""
+    return Failure(category, message, stderr[-FAILURE_STDERR_CHARS:])
+
+
 # ---- one trial ------------------------------------------------------------------------------
 
 
@@ -310,9 +371,12 @@ def judge_trial(
     runtime_s: float,
     series: list | None,
     tool_steady: dict | None,
-) -> tuple[dict, list[Warning]]:
-    """Every flag of one trial from its evidence: (flags JSON, warnings)."""
+    runtime_facts: dict,
+) -> tuple[Flags, list[Warning]]:
+    """Every flag of one trial from its evidence, and the warnings of its suspicions."""
     judged = [cache(moved, disks, direct_io, path), sync(windows, starts, runtime_s)]
-    flags = {j.flag.value: j.to_json() for j in judged}
-    flags[Flag.STEADY.value] = steady(series, tool_steady)
+    flags = Flags({j.flag: j for j in judged})
+    flags.set(Flag.STEADY, steady(series, tool_steady))  # null when the workload gave no series
+    if (e := emulated(runtime_facts)) is not None:
+        flags.set(Flag.EMULATED, e)
     return flags, [Warning(j.flag, j.reason) for j in judged if j.warns]

@@ -78,3 +78,17 @@ def wait_for(predicate, timeout_s: float, what: str):
             return
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def podman_left() -> list[str]:
+    """conmon processes and cgroups of a strata podman store still around."""
+    left = [str(d) for d in Path("/sys/fs/cgroup").glob("*/strata-podman-*")]
+    left += [str(d) for d in Path("/run/strata").glob("p-*")]
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if os.path.basename(os.readlink(p / "exe")) == "conmon" and b"strata" in (p / "cmdline").read_bytes():
+                    left.append(f"conmon {p.name}")
+            except OSError:
+                continue
+    return left

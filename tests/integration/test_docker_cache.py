@@ -1,5 +1,5 @@
 """The cache flag on the real cache case of this kernel: fuse-overlayfs accepts O_DIRECT
-without honoring it, so the page cache answers while the device idles (README, "Honest limits")."""
+without honoring it, so the page cache answers while the device idles (docs/limits.md)."""
 
 import uuid
 from pathlib import Path

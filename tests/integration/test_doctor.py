@@ -1,5 +1,7 @@
 """strata doctor on the real host: what it can build, with the daemon's own reason when not."""
 
+from pathlib import Path
+
 import pytest
 
 from .helpers import strata
@@ -17,7 +19,10 @@ def _rows(text):
 
 
 def test_doctor_probes_every_storage_driver():
+    scratch = Path("/var/tmp/strata-doctor")
+    was_there = scratch.exists()
     rows = _rows(strata("doctor", check=0).stdout)
+    assert was_there or not scratch.exists(), "doctor left its scratch folder behind"
     for ok in (
         "root",
         "loop",

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from strata.hosts.kube.bed import kubernetes_bed
 from strata.instances import ImageSpec, InstanceRequest
 from strata.params import Limits
 from strata.stack.journal import Journal
+from strata.stack.kube.bed import kubernetes_bed
 from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
 from strata.stack.runtimes.kubernetes import pods
 

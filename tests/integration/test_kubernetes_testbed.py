@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from strata.hosts.kube.api import Api
-from strata.hosts.kube.config import FIXED_HOST_DIRS
 from strata.instances import ImageSpec
+from strata.stack.kube.api import Api
+from strata.stack.kube.config import FIXED_HOST_DIRS
 from strata.stack.runtimes.docker.image import build_image_tarball
 
 from .helpers import strata, wait_for

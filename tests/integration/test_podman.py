@@ -1,14 +1,13 @@
 """The podman runtime on the real thing: rootful Podman with a private store on a loop file system, real
 fio in containers on every path, Podman's own words for what it cannot do, and nothing left behind."""
 
-import os
 import signal
 import uuid
 from pathlib import Path
 
 import pytest
 
-from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
+from .helpers import leftovers, podman_left, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = pytest.mark.integration
 
@@ -20,23 +19,9 @@ def env(tmp_path):
     yield workdir, e
     strata("cleanup", "--force", env=e)
     assert leftovers(workdir) == []
-    assert not _podman_left(), _podman_left()
+    assert not podman_left(), podman_left()
     if workdir.exists():
         workdir.rmdir()
-
-
-def _podman_left() -> list[str]:
-    """conmon processes and cgroups of a strata podman store still around."""
-    left = [str(d) for d in Path("/sys/fs/cgroup").glob("*/strata-podman-*")]
-    left += [str(d) for d in Path("/run/strata").glob("p-*")]
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if os.path.basename(os.readlink(p / "exe")) == "conmon" and b"strata" in (p / "cmdline").read_bytes():
-                    left.append(f"conmon {p.name}")
-            except OSError:
-                continue
-    return left
 
 
 def _spec(workdir, **over):
@@ -66,6 +51,7 @@ def test_fio_in_podman_on_every_path_and_driver(tmp_path, env):
         f = r["stack_facts"]["runtime"]
         assert f["runtime"] == "podman" and f["podman_version"].startswith("4.")
         assert f["data_root"].endswith("/podman") and f["backing_fs"] == "xfs"
+        assert f["locks"].startswith("/run/strata/p-") and f["locks"].endswith("/libpod/locks"), f["locks"]
         assert "ulimits" in f  # this VM has no CAP_SYS_RESOURCE: detected and recorded
         assert not r["flags"]["cache"]["suspect"], r["flags"]["cache"]
         assert r["collectors"]["cgroups"], "the containers' cgroups were sampled"
@@ -102,6 +88,6 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, env):
     wait_for(lambda: bool(list((tmp_path / "out").glob("trials/*/inst-1/start"))), 600, "the containers to run")
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
-    assert _podman_left(), "the containers should outlive a killed strata"
+    assert podman_left(), "the containers should outlive a killed strata"
     cp = strata("cleanup", env=e, check=0)
     assert "podman-store" in cp.stdout

@@ -26,7 +26,7 @@ from strata.instances import ImageSpec, InstanceRequest
 from strata.params import Load
 from strata.stack import journal as jn
 from strata.stack import netns
-from strata.stack.devices.common import disk_of
+from strata.stack.blockdev import disk_of
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.remote import RemoteDevice, nbd, provision_remote

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
+from .helpers import leftovers, podman_left, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = pytest.mark.integration
 
@@ -100,3 +100,33 @@ def test_a_killed_target_ends_the_trial_and_the_next_one_gets_a_fresh_storage_ho
     assert rs[0]["duration_s"] < 60  # within a bounded time, not fio's 20 s plus a timeout
     assert rs[1]["status"] == "ok", rs[1]["flags"]["failed"]
     print(f"\nremote_lost after the kill; the whole run ended {time.monotonic() - t:.0f} s later")
+
+
+@pytest.mark.parametrize("runtime", ["podman:overlay", "docker:overlay2"])
+def test_kill9_on_a_remote_device_then_one_cleanup_leaves_nothing(tmp_path, env, runtime):
+    """Regression: the storage host's nbdkit asks for PR_SET_PDEATHSIG, so it dies with a killed strata;
+    the xfs above the remote device then shuts down (EIO), and a podman store on it, or a docker
+    container whose layer is on it (its volume in use), could not be undone until the layers beneath
+    were. One `strata cleanup` undoes everything and says what was lost with the failing layer."""
+    workdir, e = env
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        _spec(
+            workdir,
+            filesystems=["xfs"],
+            runtimes=[runtime],
+            paths=["volume"],
+            workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 120, "ramp_time": 0}}],
+        ),
+    )
+    out = tmp_path / "out"
+    proc = start_strata("run", spec, "-o", out, env=e)
+    wait_for(lambda: bool(list(out.glob("trials/*/inst-0/start"))), 600, "fio in the container")
+    time.sleep(3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    cp = strata("cleanup", env=e, check=0)
+    print(f"\n{cp.stdout}")
+    assert "kept" not in cp.stdout, cp.stdout
+    assert not list((Path(e["STRATA_STATE_DIR"]) / "journal").glob("*.jsonl")), cp.stdout
+    assert leftovers(workdir) == [] and podman_left() == [], (leftovers(workdir), podman_left())

@@ -97,6 +97,10 @@ def test_native_two_node_cluster_with_replication_2(tmp_path, env):
     m = r["metrics"]
     data = Path(r["stack_facts"]["filesystem"]["mountpoint"])
     assert f"{data}/strata-data/node-1" in (tmp_path / "out" / r["artifacts"] / "command.json").read_text()
+    strata("report", tmp_path / "out", env=e, check=0)
+    (svg,) = (tmp_path / "out" / "report" / "figures").glob("latency-*.svg")
+    drawn = svg.read_text()
+    assert "latency breakdown, load " in drawn and "I/Os in flight" not in drawn  # YCSB's threads are its own
     print(f"\nnative, 2 nodes RF 2 at ALL: {m['primary']['value']:.0f} ops/s (ready in {m['node_ready_s']} s)")
 
 

@@ -57,7 +57,8 @@ class FakeRuntime:
 
     def __init__(self, real, events: list, unsupported: str | None):
         self.name, self.params, self.events, self.unsupported = real.name, real.params, events, unsupported
-        self.paths, self.concurrent, self.limits, self.kind = real.paths, real.concurrent, real.limits, real.kind
+        self.paths, self.concurrent, self.limits = real.paths, real.concurrent, real.limits
+        self.baseline, self.isolation, self.shorthand = real.baseline, real.isolation, real.shorthand
 
     def available(self, host, params=None):
         return None

@@ -50,14 +50,14 @@ def test_above_raw_beyond_the_intervals_is_drawn_apart_as_unconfirmed():
 
 def test_steady_from_flags_or_from_the_series(tmp_path):
     r = make_result(steady={"steady": True, "reason": "runner"})
-    assert trial_steady(r)["reason"] == "runner"
+    assert trial_steady(r).reason == "runner"
     r = make_result()
     d = tmp_path / "trials" / r["trial_id"]
     d.mkdir(parents=True)
     (d / "workload-series.json").write_text(json.dumps({"fio_iops": [[t, 100 + t * 10] for t in range(8)]}))
     r["_path"] = str(tmp_path / "trials" / f"{r['trial_id']}.json")
     s = trial_steady(r)
-    assert s["judged"] and not s["steady"]
+    assert s.judged and not s.steady
 
 
 def test_same_labels_different_parameters_are_told_apart():

@@ -1,10 +1,13 @@
 """Every registered plugin satisfies its layer's Protocol (docs/architecture.md "The contracts").
 
-A member the Protocol declares and the plugin lacks, or a method whose parameters differ, fails here,
-not in the middle of a run; so does a registry key that is not the plugin's name or its params' `type`.
+The type checker is the gate (scripts/lint: every registry is typed by its Protocol, so mypy names a
+plugin that lacks a member or whose method differs); the checks here repeat it at run time, so a unit
+test run fails too, and add what no type says: a registry key that is not the plugin's name or its
+params' `type`, the capabilities a workload declares, and no import cycle between folders.
 """
 
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -22,7 +25,16 @@ from strata.stack.filesystems.base import Filesystem
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.stack.runtimes.base import Runtime
 from strata.workloads import REGISTRY as WORKLOADS
-from strata.workloads.base import Workload
+from strata.workloads.base import (
+    Constrained,
+    SelfPlacing,
+    ServerWorkload,
+    Shorthand,
+    Smoke,
+    ToolWorkload,
+    Upgrading,
+    Workload,
+)
 
 LAYERS = [
     ("device", DEVICES, Device),
@@ -35,6 +47,7 @@ PLUGINS = [(layer, name, plugin, proto) for layer, reg, proto in LAYERS for name
 
 def members(proto) -> tuple[set[str], dict[str, inspect.Signature]]:
     attrs = set(typing.get_type_hints(proto)) if proto.__annotations__ else set()
+    attrs |= {n for n, f in vars(proto).items() if isinstance(f, property)}  # read-only members (`paths`)
     methods = {n: inspect.signature(f) for n, f in vars(proto).items() if callable(f) and not n.startswith("_")}
     return attrs, methods
 
@@ -54,6 +67,28 @@ def test_plugin_satisfies_its_protocol(layer, name, plugin, proto):
         assert params_of(inspect.signature(impl)) == params_of(sig), (
             f"{layer} {name}.{method}{inspect.signature(impl)} differs from the contract {sig}"
         )
+
+
+CAPABILITIES = (Shorthand, Smoke, Upgrading, Constrained, ServerWorkload, SelfPlacing)
+
+
+def test_a_workloads_capabilities_are_what_it_declares_and_satisfies():
+    """A capability is declared by deriving from it (mypy then checks its signatures); the helper base
+    ToolWorkload has none, so `isinstance` at a call site means the workload does it."""
+    have = {name: {c.__name__ for c in CAPABILITIES if isinstance(wl, c)} for name, wl in WORKLOADS.items()}
+    assert have == {
+        "fio": {"Shorthand", "Smoke", "Upgrading"},
+        "filebench": {"Smoke", "Upgrading"},
+        "null": set(),
+        "ycsb": {"Smoke", "Constrained", "ServerWorkload", "SelfPlacing"},
+    }
+    assert not any(isinstance(ToolWorkload(), c) for c in CAPABILITIES)
+    for name, wl in WORKLOADS.items():
+        for cap in CAPABILITIES:
+            if isinstance(wl, cap):
+                assert cap in type(wl).__mro__, f"{name} does {cap.__name__} without declaring it"
+                for method, sig in members(cap)[1].items():
+                    assert params_of(inspect.signature(getattr(wl, method))) == params_of(sig), (name, method)
 
 
 @pytest.mark.parametrize("layer,name,plugin,proto", PLUGINS, ids=[f"{p[0]}:{p[1]}" for p in PLUGINS])
@@ -87,50 +122,86 @@ def test_runtime_paths_are_in_the_vocabulary():
         assert set(rt.paths) <= set(PATHS), name
 
 
-def _package_graph() -> dict[str, set[str]]:
-    """strata's top-level packages and modules, and which of them each imports (anywhere in its code)."""
-    import ast
-    from pathlib import Path
+def _folder(module: str) -> str:
+    """The folder a module belongs to: a package of strata with its subpackages (each layer of stack/
+    on its own, as stack/ only groups them), or a module on its own (validity, stack.journal)."""
+    parts = module.split(".")[1:] or ["__init__"]
+    return ".".join(parts[:2]) if parts[0] == "stack" and len(parts) > 1 else parts[0]
 
-    root = Path(__file__).resolve().parents[2] / "src" / "strata"
-    graph: dict[str, set[str]] = {}
-    for path in root.rglob("*.py"):
-        rel = path.relative_to(root).parts
-        node = rel[0].removesuffix(".py")
-        graph.setdefault(node, set())
-        for n in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [a.name for a in n.names]
-                if isinstance(n, ast.Import)
-                else [n.module]
-                if isinstance(n, ast.ImportFrom) and n.module and n.level == 0
-                else []
-            )
-            for name in names:
-                parts = name.split(".")
-                if parts[0] == "strata" and len(parts) > 1 and parts[1] != node:
-                    graph[node].add(parts[1])
+
+def _imports(source: str, module: str, package: str) -> list[tuple[int, str]]:
+    """(line, absolute name) of every import in a module's source, in functions too, relative ones resolved."""
+    import ast
+
+    out = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Import):
+            out += [(n.lineno, a.name) for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            base = ".".join(package.split(".")[: len(package.split(".")) - n.level + 1]) if n.level else ""
+            base = ".".join(x for x in (base, n.module) if x)
+            out += [(n.lineno, f"{base}.{a.name}") for a in n.names]
+    return out
+
+
+def _folder_graph() -> dict[str, dict[str, str]]:
+    """Which folder imports which, with one import that makes each edge (module:line -> name)."""
+    root = Path(__file__).resolve().parents[2] / "src"
+    graph: dict[str, dict[str, str]] = {}
+    for path in (root / "strata").rglob("*.py"):
+        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        node = graph.setdefault(_folder(module), {})
+        for line, name in _imports(path.read_text(), module, package):
+            if name.startswith("strata.") and _folder(name) != _folder(module):
+                node.setdefault(_folder(name), f"{module}:{line} -> {name}")
     return graph
 
 
-def test_no_import_cycle_between_packages():
-    graph = _package_graph()
-    seen, stack = set(), []
+def _cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
+    """One cycle of the graph, as the imports that make it, or None."""
+    done: set[str] = set()
 
-    def visit(node, path):
+    def visit(node: str, path: list[str]) -> list[str] | None:
         if node in path:
-            raise AssertionError("import cycle: " + " -> ".join(path[path.index(node) :] + [node]))
-        if node in seen:
-            return
+            loop = path[path.index(node) :] + [node]
+            return [graph[a][b] for a, b in zip(loop, loop[1:])]
+        if node in done:
+            return None
         for nxt in sorted(graph.get(node, ())):
-            visit(nxt, path + [node])
-        seen.add(node)
+            found = visit(nxt, path + [node])
+            if found:
+                return found
+        done.add(node)
+        return None
 
-    for node in sorted(graph):
-        visit(node, stack)
-    # the bottom stays the bottom
-    for bottom in ("params", "instances", "errors", "units"):
-        assert graph[bottom] <= {"units", "errors"}, (bottom, graph[bottom])
+    return next((c for c in (visit(n, []) for n in sorted(graph)) if c), None)
+
+
+def test_no_import_cycle_between_folders():
+    """Packages and the layers of stack/ import each other one way only, without lazy imports to hide
+    a cycle (a layer's registry imports its plugins at once; what a plugin's machinery in a package of
+    its own shares with the layer lives below both: stack/paths.py, stack/blockdev.py)."""
+    graph = _folder_graph()
+    assert "stack.runtimes" in graph and "stack.vm" in graph["stack.runtimes"]
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle:\n" + "\n".join(cycle)
+    for bottom in ("params", "instances", "errors", "units"):  # the bottom stays the bottom
+        assert set(graph[bottom]) <= {"units", "errors"}, (bottom, graph[bottom])
+
+
+def test_the_cycle_check_sees_in_function_and_relative_imports():
+    source = "from .merge import merge\nfrom .. import validity\n\ndef f():\n    from strata.stack.vm import qemu\n"
+    assert _imports(source, "strata.hosts.executor", "strata.hosts") == [
+        (1, "strata.hosts.merge.merge"),
+        (2, "strata.validity"),
+        (5, "strata.stack.vm.qemu"),
+    ]
+    assert _folder("strata.stack.runtimes.docker.client") == "stack.runtimes"
+    assert _folder("strata.stack.journal") == "stack.journal" and _folder("strata.validity") == "validity"
+    graph = {"a": {"b": "a.x:3 -> b"}, "b": {"a": "b.y:9 -> a"}}
+    assert _cycle(graph) == ["a.x:3 -> b", "b.y:9 -> a"]
+    assert _cycle({"a": {"b": ""}, "b": {}}) is None
 
 
 def test_every_module_imports_first():
@@ -197,3 +268,76 @@ def test_a_module_that_journals_a_kind_brings_its_undo_action():
     )
     assert wanted and out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "", out.stdout
+
+
+PLUGIN = """
+from pathlib import Path
+from typing import Any
+
+from strata.instances import InstanceOutput, Target
+from strata.params import Load, Strict
+from strata.workloads.base import Constrained, Parsed, ToolWorkload, Workload
+
+
+class P(Strict):
+    pass
+
+
+class Tool(ToolWorkload[P]):
+    name = "tool"
+    params = P
+
+    def estimate_s(self, params: P) -> float:
+        return 1.0
+
+    def command(self, params: P, load: Load, target: Target, instance: int) -> list[str]:
+        return []
+{extra}
+
+PLUGINS: list[Workload[Any]] = [Tool()]
+"""
+PARSE = """
+    def parse(self, params: P, outputs: list[InstanceOutput]) -> Parsed:
+        return Parsed({}, {})
+"""
+
+
+def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+    """mypy, as the lint gate runs it (the project's configuration), on one plugin module."""
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "plugin.py").write_text(source)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(root / "pyproject.toml"),
+            "--no-warn-unused-configs",
+            "plugin.py",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(root / "src"), "MYPY_CACHE_DIR": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_type_checker_rejects_a_plugin_that_does_not_satisfy_its_protocol(tmp_path):
+    """The registries are typed by their Protocols: a plugin without a member of the core, or whose
+    capability's method takes other arguments, fails the lint gate, naming the member."""
+    good = _mypy(tmp_path, PLUGIN.format(extra=PARSE))
+    assert good.returncode == 0, good.stdout
+    no_parse = _mypy(tmp_path, PLUGIN.format(extra=""))
+    assert no_parse.returncode == 1 and '"Tool"' in no_parse.stdout and "parse" in no_parse.stdout, no_parse.stdout
+    wrong = PLUGIN.format(extra=PARSE).replace(
+        "class Tool(ToolWorkload[P]):", "class Tool(ToolWorkload[P], Constrained[P]):"
+    )
+    wrong = wrong.replace(
+        "\nPLUGINS",
+        "    def impossible(self, params: P) -> str | None:\n        return None\n\n"
+        "    def problems(self, params: P, load: Load) -> list[tuple[str, str, str]]:\n        return []\n\nPLUGINS",
+    )
+    bad_capability = _mypy(tmp_path, wrong)
+    assert bad_capability.returncode == 1 and "impossible" in bad_capability.stdout, bad_capability.stdout

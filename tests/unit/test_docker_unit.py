@@ -21,10 +21,9 @@ from strata.stack import buildcache, procfs
 from strata.stack.devices import DeviceHandle
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.filesystems import Mounted
-from strata.stack.runtimes.base import PathHandle
+from strata.stack.paths import DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
 from strata.stack.runtimes.docker import client, cmdline, containers, image, session
 from strata.stack.runtimes.docker import daemon as dockerd
-from strata.stack.runtimes.docker.cmdline import OUT_DIR, SYNC_DIR
 
 # ---- captured dockerd 20.10.24 logs (Debian 12, kernel 6.18), trimmed -------------------
 
@@ -108,7 +107,7 @@ def test_daemon_env_has_no_way_to_a_registry():
 
 def handle(name: str, per: list[dict]) -> PathHandle:
     kind = "device" if name == "device" else "dir"
-    return PathHandle(name, kind, cmdline.DEVICE_IN_CONTAINER if kind == "device" else "/data", None, per)
+    return PathHandle(name, kind, DEVICE_IN_CONTAINER if kind == "device" else "/data", None, per)
 
 
 @pytest.mark.parametrize(
@@ -256,6 +255,7 @@ class FakeHost:
         monkeypatch.setattr(dockerd, "unmount_under", lambda p: self.calls.append(("umount", p)))
         monkeypatch.setattr(dockerd, "remove_cgroups", lambda dirs: self.calls.append(("rmcg", [str(d) for d in dirs])))
         monkeypatch.setattr(dockerd, "remove_tree", lambda p: self.calls.append(("rm", str(p))))
+        monkeypatch.setattr(dockerd, "remove_tree_unless_failing", lambda p: self.calls.append(("rm", str(p))))
         self.cg_pids = {501, 502}
 
     def docker(self, sock, *args, **kw):

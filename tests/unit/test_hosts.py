@@ -509,7 +509,12 @@ def test_a_remote_device_served_from_another_host(tmp_path, two_agents, monkeypa
 
 
 def test_the_storage_hosts_bytes_decide_the_cache_flag():
-    from strata.hosts.storage import Storage, judge_cache
+    from strata.flags import Flag, Judgement
+    from strata.hosts.storage import Storage
+    from strata.validity import cache_below
+
+    def judge_cache(flag: dict, s: Storage) -> dict:
+        return cache_below(Judgement.from_json(Flag.CACHE, flag), s.moved(), s.host).to_json()
 
     def storage(read_moved: int) -> Storage:
         s = Storage("b", None, "r", "t", "127.0.0.1:1", {})

@@ -71,3 +71,62 @@ def test_cleanup_of_one_kind_of_journal_leaves_the_others(tmp_path):
     assert jn.cleanup(tmp_path, log=lambda _: None, pattern="kubernetes-*.jsonl") == 1
     assert not marks["kubernetes-1"].exists() and marks["run-2"].exists()
     assert [p.name for p in (tmp_path / "journal").glob("*.jsonl")] == ["run-2.jsonl"]
+
+
+def test_one_cleanup_undoes_what_failed_on_a_failing_layer_beneath(tmp_path):
+    """Regression (a store on a file system over a remote device whose server died with a killed
+    strata: EIO until the layers beneath are undone): the failed undo is tried again after the
+    others, in the same call, and what went with the layer beneath is said."""
+    layer = tmp_path / "layer"
+    layer.write_text("failing")
+    store, user = tmp_path / "store", tmp_path / "user"
+    store.write_text("x")
+
+    @jn.undo_action("test-layer")
+    def _undo_layer(data):
+        from pathlib import Path
+
+        Path(data["path"]).unlink()
+
+    @jn.undo_action("test-store")
+    def _undo_store(data):
+        from pathlib import Path
+
+        if Path(data["layer"]).exists():
+            raise OSError(5, "Input/output error")
+        Path(data["path"]).unlink(missing_ok=True)
+        return "its files were lost with the layer beneath"
+
+    @jn.undo_action("test-user")
+    def _undo_user(data):
+        return None
+
+    j = jn.Journal("killed", tmp_path)
+    j.intent("test-layer", path=str(layer))
+    j.intent("test-store", path=str(store), layer=str(layer))
+    j.intent("test-user", path=str(user))
+    j._lock.close()  # its process "died"
+    j.lock_path.unlink()
+    logs = []
+    assert jn.cleanup(tmp_path, log=logs.append) == 3
+    assert not store.exists() and not layer.exists()
+    assert list((tmp_path / "journal").iterdir()) == [], "one call must finish it"
+    assert logs[0].startswith("undid test-user")  # the users of a resource before it
+    assert logs[1].startswith("could not undo test-store") and "yet" in logs[1] and "Input/output" in logs[1]
+    assert logs[2].startswith("undid test-layer")
+    assert logs[3].startswith("undid (second try") and logs[3].endswith("lost with the layer beneath"), logs
+
+
+def test_what_fails_twice_is_kept_for_the_next_cleanup(tmp_path):
+    @jn.undo_action("test-stuck")
+    def _undo(data):
+        raise RuntimeError("stuck in the kernel")
+
+    j = jn.Journal("stuck", tmp_path)
+    j.intent("test-stuck")
+    j._lock.close()
+    j.lock_path.unlink()
+    logs = []
+    assert jn.cleanup(tmp_path, log=logs.append) == 0
+    assert [p.name for p in (tmp_path / "journal").glob("*.jsonl")] == ["stuck.jsonl"]
+    assert "could not undo test-stuck: stuck in the kernel" in logs[1] and "kept" in logs[2]

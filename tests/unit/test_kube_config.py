@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.hosts.kube import build, config, images, pki
+from strata.stack.kube import build, config, images, pki
 
 ALLOWED = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("192.0.2.0/24")]
 IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?:/(\d{1,2}))?(?![\d.])")
@@ -151,7 +151,7 @@ def test_logs_and_runc_state_stay_in_the_bed(tmp_path):
 
 
 def test_missing_parts_name_their_packages(tmp_path):
-    from strata.hosts.kube import bed
+    from strata.stack.kube import bed
 
     (tmp_path / "bridge").write_text("")
     missing = bed.missing_parts(

@@ -24,7 +24,7 @@ def test_an_instance_is_a_pod_pinned_to_its_node_under_the_wrapper():
     spec = m["spec"]
     assert spec["nodeName"] == "node-a" and spec["restartPolicy"] == "Never"
     c = spec["containers"][0]
-    assert c["command"] == ["/bin/sh", "-c", WRAPPER, "strata-wrap", "fio", "--name=x"]
+    assert c["command"] == ["/bin/sh", "-c", pods.CGROUP_NOTE + WRAPPER, "strata-wrap", "fio", "--name=x"]
     assert c["imagePullPolicy"] == "Never" and "resources" not in c
     vols = {v["name"]: v for v in spec["volumes"]}
     assert vols["out"]["hostPath"]["path"] == "/r/out/1" and vols["sync"]["hostPath"]["path"] == "/r/sync"

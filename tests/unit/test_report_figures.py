@@ -237,7 +237,8 @@ def test_long_stack_labels_stay_inside_the_latency_figure():
             "panels": [
                 {"load": "low", "outstanding": 1, "stacks": [stack, dict(stack, label="b")]},
                 {"load": "high", "outstanding": 64, "stacks": [stack, dict(stack, label="b")]},
-            ]
+            ],
+            "kinds": ["slat", "clat", "lat"],
         },
     )
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -364,3 +365,40 @@ def test_every_figure_names_what_its_rows_leave_out():
         assert "runtime docker:overlay2" in f.title and "file system xfs" in f.title, f.title
     assert shared(["loop/xfs/native/bind", "loop/ext4/native/bind"]) == "device loop, runtime native, path bind"
     assert shared(["loop/xfs/native/bind"]) == "" and with_shared("t", ["a/b"]) == "t"
+
+
+def test_one_stack_is_named_in_the_title_and_rows_name_their_loads():
+    """Issue 25 item 3: with one container stack the rows said the whole stack on every row; now the title
+    says it once, the rows say their loads, a row of one repetition says why it has no interval, and the
+    spec's own margin decides and is named (not a fixed 5%)."""
+    design = {"repetitions": 3, "min": 3, "max": 3, "margin": 0.1}
+    rs, docker = [], {"runtime": "docker", "driver": "overlay2", "path": "volume", "design": design}
+    for load, (nj, qd) in (("low", (1, 1)), ("high", (4, 16))):
+        rs += reps(1000, fs="xfs", numjobs=nj, iodepth=qd, load=load, lat_us=100, design=design)
+        rs += reps(930, fs="xfs", numjobs=nj, iodepth=qd, load=load, **docker)
+    rs += [make_result(value=900, fs="xfs", numjobs=2, iodepth=2, load="lone", **docker)]
+    rs += [make_result(value=1000, fs="xfs", numjobs=2, iodepth=2, load="lone", design=design)]
+    thr = next(f for f in build(analyse(rs), "one").figures if f.id.startswith("runtimes-throughput"))
+    assert "device loop, file system xfs, runtime docker:overlay2, path volume" in thr.title, thr.title
+    labels = [row["label"] for row in thr.data["rows"]]
+    assert all("/" not in lab for lab in labels), labels
+    assert "lone (1 repetition: no interval)" in labels
+    # -7% with 1% spread: beyond a 5% margin, but the same within the spec's 10%
+    assert {row["label"]: row["status"] for row in thr.data["rows"]}["low"] == "same"
+    assert "+-10%" in thr.caption
+    figures.render(thr)
+
+
+def test_a_detail_panel_without_samples_says_so():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from strata.report.model import Figure, Table
+
+    pts = [(n, {"p99_ms": 1.0 + n, "mean_ms": 0.5 * n}) for n in (1, 2, 4)]
+    panels = [("p99_ms", "p99"), ("mean_ms", "mean"), ("cpu", "host CPU"), ("mbps", "device MB/s")]
+    fig = Figure("detail-x", "detail", "t", "c", Table("detail-x", "t", [], []), {})
+    fig.data.update(panels=panels, lines=[{"label": "s", "points": pts}], xlabel="containers")
+    mpl = figures.DRAW["detail"](fig)
+    FigureCanvasAgg(mpl).draw()
+    texts = [t.get_text() for ax in mpl.axes for t in ax.texts]
+    assert texts.count("not sampled in these trials") == 2

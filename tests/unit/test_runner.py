@@ -230,3 +230,18 @@ def test_a_workload_margin_of_its_own_is_stored_with_its_results(tmp_path):
     assert margins == {"tight-one": 0.01, "loose": 0.04}
     with pytest.raises(StrataError):
         _spec(tmp_path, margins={"x": "150%"})
+
+
+def test_the_disks_a_trial_watches_are_its_paths_own_or_else_its_devices():
+    """Regression: a part without instances (clients on a host of their own) has no path handle; the
+    collectors then watch the device's disks (a claim of a cluster's storage watches its own)."""
+    from types import SimpleNamespace
+
+    from strata.stack.paths import PathHandle
+    from strata.trial import _disks
+
+    device = SimpleNamespace(diskstats=["loop0", "vda"])
+    assert _disks(device, None) == ["loop0", "vda"]
+    assert _disks(device, PathHandle("bind", "dir", "/data")) == ["loop0", "vda"]
+    assert _disks(device, PathHandle("pvc:x", "dir", "/data", disks=["sdb"])) == ["sdb"]
+    assert _disks(device, PathHandle("pvc:x", "dir", "/data", disks=[])) == []

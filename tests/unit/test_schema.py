@@ -41,3 +41,14 @@ def test_a_newer_schema_is_refused_with_the_fix():
 def test_migration_is_idempotent_on_current_results():
     doc = {"schema_version": SCHEMA_VERSION, "metrics": {"primary": {"value": 1.0, "unit": "IOPS"}}, "warnings": []}
     assert migrate(json.loads(json.dumps(doc))) == doc
+
+
+def test_schema_1_drops_the_storage_driver_only_where_the_runtime_has_none():
+    """v1 stored docker's default driver with every runtime; a runtime whose parameters have no driver
+    (native) loses it, docker keeps its own."""
+
+    def v1(runtime: str) -> dict:
+        return {"trial": {"runtime": {"type": runtime, "storage_driver": "overlay2"}, "workload": {"type": "fio"}}}
+
+    assert "storage_driver" not in migrate(v1("native"))["trial"]["runtime"]
+    assert migrate(v1("docker"))["trial"]["runtime"]["storage_driver"] == "overlay2"

@@ -569,3 +569,14 @@ def test_kernel_is_the_elf_inside_the_bzimage_when_it_has_a_pvh_entry(tmp_path):
     (boot / "config-6.1").write_text("CONFIG_X=y\n# CONFIG_PVH is not set\n")
     assert guest._kernel(tmp_path, "6.1", tmp_path / "vmlinux") == "bzimage"
     assert (tmp_path / "vmlinux").read_bytes() == (boot / "vmlinuz-6.1").read_bytes()
+
+
+def test_an_emulated_session_says_why():
+    from strata.stack.vm.accel import Probe
+    from strata.stack.vm.runtime import emulated_reason
+
+    tcg = Probe("tcg", True, 11.0, None, True, True)
+    kvm = Probe("kvm", False, None, "KVM_RUN failed: Bad address", False, False)
+    assert emulated_reason(Probe("kvm", True, 2.0, None, True, True), None) == ""
+    assert "TCG" in emulated_reason(tcg, None) and "KVM failed" not in emulated_reason(tcg, None)
+    assert "KVM failed (KVM_RUN failed: Bad address)" in emulated_reason(tcg, kvm)

@@ -358,17 +358,21 @@ def test_image_key_follows_the_jars(tmp_path):
 
 
 def test_container_node_paths_and_docker_args(tmp_path):
-    cfg = node.container_config(configs(memory=2 * GiB)[0])
+    """The benches' node in a container (bench/cassandra_container.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import cassandra_container as cc
+
+    cfg = cc.container_config(configs(memory=2 * GiB)[0])
     assert (cfg.data_dir, cfg.conf_dir, cfg.lib_dir) == (
         "/var/lib/cassandra",
         "/etc/strata-cassandra",
         "/opt/cassandra/lib",
     )
-    args = node.docker_run_args("n", tmp_path / "d", tmp_path / "c", tmp_path / "l", cfg.memory_limit_bytes)
+    args = cc.docker_run_args("n", tmp_path / "d", tmp_path / "c", tmp_path / "l", cfg.memory_limit_bytes)
     assert args[args.index("--network") + 1] == "host" and args[args.index("--log-driver") + 1] == "none"
     assert f"type=bind,src={tmp_path / 'c'},dst=/etc/strata-cassandra,readonly" in args
     assert args[args.index("--memory") + 1] == str(2 * GiB) == args[args.index("--memory-swap") + 1]
-    assert "--memory" not in node.docker_run_args("n", tmp_path, tmp_path, tmp_path, None)
+    assert "--memory" not in cc.docker_run_args("n", tmp_path, tmp_path, tmp_path, None)
 
 
 def test_jvm_undo_finds_our_jvm_by_its_command_line(tmp_path):

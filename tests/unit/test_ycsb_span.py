@@ -26,7 +26,7 @@ from strata.hosts import barrier as bar  # noqa: E402
 from strata.hosts.part import BarrierRunning, Part  # noqa: E402
 from strata.instances import Target  # noqa: E402
 from strata.params import Load  # noqa: E402
-from strata.workloads.base import rendezvous  # noqa: E402
+from strata.workloads.base import part_of, rendezvous, span_of  # noqa: E402
 from strata.workloads.fio import FIO  # noqa: E402
 from strata.workloads.ycsb import cassandra, metrics, server  # noqa: E402
 from strata.workloads.ycsb.params import YcsbParams  # noqa: E402
@@ -123,7 +123,7 @@ def test_too_many_spanning_databases_is_a_load_problem():
 def test_each_host_part_runs_its_node_of_every_database_at_its_address():
     p, load = _span(clients_on="b"), Load(containers=2)
     assert YCSB.span(p, load) == {"a": 2, "b": 2}
-    assert YCSB.span(YcsbParams(), load) is None and FIO.span(FIO.params(preset="rr"), load) is None
+    assert YCSB.span(YcsbParams(), load) is None and span_of(FIO, FIO.params(preset="rr"), load) is None
     part_b, load_b = YCSB.part(p, load, "b", 2, ADDR)
     assert load_b.containers == 2 and part_b.span.host == "b" and part_b.drives
     assert not YCSB.part(p, load, "a", 2, ADDR)[0].drives
@@ -136,7 +136,7 @@ def test_each_host_part_runs_its_node_of_every_database_at_its_address():
         assert conf["storage_port"] == 7000 + 2 * d and conf["native_transport_port"] == 9042 + d
         assert conf["seed_provider"][0]["parameters"][0]["seeds"] == f"{ADDR['a']}:{7000 + 2 * d}"
     # a workload that does not place itself: the host's share is its container count
-    fio, fio_load = FIO.part(FIO.params(preset="rr"), load, "a", 1, ADDR)
+    fio, fio_load = part_of(FIO, FIO.params(preset="rr"), load, "a", 1, ADDR)
     assert fio_load.containers == 1 and fio == FIO.params(preset="rr")
 
 

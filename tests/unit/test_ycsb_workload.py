@@ -430,3 +430,41 @@ def test_seconds_to_ready_count_from_the_launch(tmp_path):
     (tmp_path / "node.launched").write_text(f"{time.time() - 12.5:.3f}\n")
     assert server.since_launch(tmp_path, 0.0) == pytest.approx(12.5, abs=1)
     assert server.since_launch(tmp_path / "missing", 3.0) == 3.0
+
+
+def test_a_node_that_found_no_seed_is_started_again(tmp_path):
+    """Regression (a smoke run of study 001 on a busy machine): node 2 of a three-node cluster ended with
+    `Unable to contact any seeds` while the seed's gossip answered late; the node script starts it again
+    (at most twice), keeps each failed attempt's log, and the node then serves until it is stopped."""
+    import os
+    import subprocess
+    import threading
+    import time
+
+    from strata.workloads.ycsb.cassandra import NodeConfig
+    from strata.workloads.ycsb.script import node_script
+
+    out, sync, fake = tmp_path / "out", tmp_path / "sync", tmp_path / "bin"
+    for d in (out, sync, fake):
+        d.mkdir()
+    calls = tmp_path / "calls"
+    # a JVM that finds no seed the first time, then runs until it is told to stop
+    (fake / "java").write_text(
+        "#!/bin/sh\necho x >>" + str(calls) + "\n"
+        "if [ $(wc -l <" + str(calls) + ") -eq 1 ]; then\n"
+        "  echo 'Unable to contact any seeds: [/127.0.1.1:7000]'; exit 3\nfi\n"
+        "echo started; while :; do sleep 0.1; done\n"
+    )  # fmt: skip
+    (fake / "java").chmod(0o755)
+    cfg = NodeConfig(2, 3, "127.0.1.3", ("127.0.1.1",), "c", str(tmp_path / "data"), str(out / "conf"), "/lib")
+    script = node_script(cfg, ["jamm-0.4.0.jar"], str(out), str(sync), None)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    p = subprocess.Popen(["sh", "-c", script], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while (not calls.exists() or len(calls.read_text().split()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    threading.Timer(0.5, lambda: (sync / "stop").touch()).start()
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+    assert len(calls.read_text().split()) == 2
+    assert "Unable to contact any seeds" in (out / "node.log.failed-1").read_text()
+    assert "started" in (out / "node.log").read_text()

@@ -147,6 +147,21 @@ impl Fileset {
             .flatten()
     }
 
+    /// `deletefile`'s pick: an existing file that nobody holds open, else
+    /// `None` (never waits). Filebench picks any existing file and then skips
+    /// the delete when it is open, while the createfile beside it always
+    /// creates: varmail's fileset fills until createfile finds no
+    /// non-existing file and the run stops (docs/filebench-language.md#known-bugs).
+    /// Needs the open counts (`tracks_opens`), which a run with a deletefile keeps.
+    pub fn pick_unopened_file(&self, index: Option<f64>) -> Option<usize> {
+        let files = &self.state.files;
+        let n = files.len();
+        if n == 0 || !self.tracks_opens() {
+            return None;
+        }
+        files.pick_unopened(0, index.map(|v| (v as u64 % n as u64) as usize))
+    }
+
     /// Unbusies file `i`, optionally setting existence and changing the open count.
     pub fn unbusy_file(&self, i: usize, exists: Option<bool>, open_delta: i64) {
         if self.tracks_opens() {

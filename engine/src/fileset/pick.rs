@@ -158,12 +158,18 @@ impl EntryState {
         self.state[e].load(Acquire) & BUSY != 0
     }
 
-    /// First non-busy entry of the set at or after `start` (itself in the
-    /// set), wrapping; `None` if all are busy.
-    fn first_idle(&self, want: Want, start: usize) -> Option<usize> {
+    /// True if entry `e` can be claimed: not BUSY, and unopened when asked.
+    fn usable(&self, e: usize, unopened: bool) -> bool {
+        let s = self.state[e].load(Acquire);
+        s & BUSY == 0 && (!unopened || (s >> 32) as u32 as i32 <= 0)
+    }
+
+    /// First usable entry of the set at or after `start` (itself in the
+    /// set), wrapping; `None` if none is.
+    fn first_idle(&self, want: Want, start: usize, unopened: bool) -> Option<usize> {
         let mut i = start;
         loop {
-            if !self.is_busy(i) {
+            if self.usable(i, unopened) {
                 return Some(i);
             }
             i = self.find(want, i + 1)?;
@@ -196,6 +202,16 @@ impl EntryState {
     /// Picks an entry (rotor, or `index` for `indexed`) and marks it busy.
     /// `tid` selects the existing-entry rotor. `None` = no entry (NORSC).
     pub fn pick(&self, want: Want, tid: usize, index: Option<usize>) -> Option<usize> {
+        self.pick_where(want, tid, index, false)
+    }
+
+    /// Like `pick`, but skips entries someone holds open as it skips BUSY
+    /// ones (`deletefile`'s pick: see `Fileset::pick_unopened_file`).
+    pub fn pick_unopened(&self, tid: usize, index: Option<usize>) -> Option<usize> {
+        self.pick_where(Want::Exists, tid, index, true)
+    }
+
+    fn pick_where(&self, want: Want, tid: usize, index: Option<usize>, unopened: bool) -> Option<usize> {
         loop {
             let start = match index {
                 Some(i) => self.find(want, i)?,
@@ -205,11 +221,13 @@ impl EntryState {
                     e
                 }
             };
-            let e = self.first_idle(want, start)?;
+            let e = self.first_idle(want, start, unopened)?;
             if !self.try_busy(e) {
                 continue; // claimed by another thread in between
             }
-            if self.exists.get(e) != (want == Want::Exists) {
+            // Opened in between (an opener holds BUSY until its count is up,
+            // so once we hold BUSY the count is final).
+            if self.exists.get(e) != (want == Want::Exists) || (unopened && self.open_count(e) > 0) {
                 self.state[e].fetch_and(!BUSY, AcqRel);
                 continue;
             }
@@ -283,6 +301,27 @@ mod tests {
         assert_eq!(s.pick(Want::Exists, 0, None), Some(2));
         assert_eq!(s.rotor(Want::Exists, 0), 2);
         assert_eq!(s.open_count(0), 1);
+    }
+
+    #[test]
+    fn unopened_pick_skips_open_entries() {
+        let s = EntryState::new(4);
+        for i in 0..4 {
+            s.exists.set(i, true);
+        }
+        // entries 0 and 1 are open (picked, opened, unbusied with +1)
+        for _ in 0..2 {
+            let e = s.pick(Want::Exists, 0, None).unwrap();
+            s.unbusy(e, None, 1);
+        }
+        s.set_rotor(Want::Exists, 0, 0);
+        assert_eq!(s.pick_unopened(0, None), Some(2));
+        assert_eq!(s.rotor(Want::Exists, 0), 1, "the rotor moves as a plain pick moves it");
+        s.unbusy(2, Some(false), 0);
+        assert_eq!(s.pick_unopened(0, Some(0)), Some(3));
+        s.unbusy(3, Some(false), 0);
+        assert_eq!(s.pick_unopened(0, None), None, "every existing entry is open");
+        assert_eq!(s.pick(Want::Exists, 0, None), Some(0), "a plain pick still finds them");
     }
 
     #[test]

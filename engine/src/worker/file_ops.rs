@@ -138,8 +138,8 @@ impl Worker {
         Ret::Ok
     }
 
-    /// `deletefile`: the file last used on `fd`, or a rotor pick; skipped
-    /// silently while another thread has it open.
+    /// `deletefile`: the file last used on `fd`, or a rotor pick of a file
+    /// nobody has open; skipped silently while another thread has it open.
     pub fn deletefile(&mut self, fo: &FlowopSpec) -> Ret {
         let fd = fo.fd;
         let (fsi, e) = if let Some(fse) = self.slots[fd].fse.filter(|_| fd > 0) {
@@ -154,7 +154,12 @@ impl Worker {
             };
             let fs = &self.shared.filesets[fsi];
             let index = self.index_of(fo, fs);
-            match fs.pick_file(Want::Exists, 0, index, &|| self.shared.stopping()) {
+            // A file nobody holds open first; only when every one is open
+            // (or busy) Filebench's pick, whose open file is then skipped.
+            let picked = fs
+                .pick_unopened_file(index)
+                .or_else(|| fs.pick_file(Want::Exists, 0, index, &|| self.shared.stopping()));
+            match picked {
                 Some(e) => (fsi, e),
                 None => return Ret::Norsc(format!("no existing file in {}", fs.name)),
             }

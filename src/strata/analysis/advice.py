@@ -81,11 +81,8 @@ class Best:
             return f"{where}: equivalent within +-{self.margin:.0%}: {names} - choose on other grounds{worse}"
         names = ", ".join(c.stack for c in self.undecided)
         sup = self.supported
-        bound = (
-            f"; no stack differs from it by more than {sup:.0%} here"
-            if sup is not None
-            else "; no interval: needs 2 or more repetitions of each (3 recommended)"
-        )
+        # without an interval, `need` says what would give one (said once)
+        bound = f"; no stack differs from it by more than {sup:.0%} here" if sup is not None else "; no interval"
         return (
             f"undecided at +-{self.margin:.0%}: {where}: {head} leads {names} by {-self.lead.rel:.1%}{bound}{worse}"
             + (f"; {self.need}" if self.need else "")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from strata.analysis import advice, baseline, findings, grid, hygiene, placement, sweeps
+from strata.analysis import advice, baseline, beside, findings, grid, hygiene, placement, sweeps
 from strata.analysis.cells import Cell, build_cells
 
 
@@ -28,12 +28,18 @@ class Analysis:
     best: list = field(default_factory=list)
     containers: list = field(default_factory=list)
     placements: list = field(default_factory=list)  # placement.MeasuredPlacement: one host against several
+    beside: list = field(default_factory=list)  # beside.Beside: the studies' published numbers beside these
 
     @property
     def placement_advice(self) -> list:
         """The measured placements no containers advice already tells."""
         told = {id(c.measured) for c in self.containers if getattr(c, "measured", None) is not None}
         return [m for m in self.placements if id(m) not in told]
+
+    @property
+    def smoke(self) -> int:
+        """How many results were taken at the smoke scale (experiment/scale.py): none is a measurement."""
+        return sum(1 for r in self.results if (r.get("design") or {}).get("scale") == "smoke")
 
     @property
     def counts(self) -> Counter:
@@ -72,4 +78,5 @@ def analyse(results: list[dict], judge_steady: bool = True) -> Analysis:
     a.best = advice.best_stacks(cells)
     a.placements = placement.measured(cells)
     a.containers = advice.containers(a.sweeps, a.placements)
+    a.beside = beside.beside(cells)
     return a

@@ -3,8 +3,8 @@
 A cell is everything in the resolved trial but the repetition number (the
 trial id hashes the same thing plus the repetition, see experiment/expand.py).
 Its throughput is the headline the workload named in `metrics.primary`
-(validity.headline): IOPS for random fio workloads and bandwidth for
-sequential ones (study 003, section 5), MB/s for Filebench (study 004).
+(validity.headline); its parameters and latencies are read as its workload
+declares them (`Workload.metrics`, strata/metrics.py).
 
 Trials whose cache flag is suspect (and not expected) are kept apart in the
 cell: they are never part of the device numbers (docs/architecture.md "Validity": "What makes a
@@ -23,6 +23,9 @@ from strata import validity
 from strata.analysis.decide import MARGIN, Design
 from strata.analysis.load import read_bytes
 from strata.analysis.stats import Summary, summarize
+from strata.flags import Flag, Flags, Steady
+from strata.metrics import MetricSchema
+from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")
 
@@ -46,23 +49,21 @@ def freeze(d: dict, drop: str = "name") -> tuple:
     )
 
 
-def runtime_kind(runtime_type: str) -> str:
-    """native, container or vm, as the runtime plugin declares it (its type for one not registered)."""
-    from strata.stack.runtimes import REGISTRY
+def schema_of(workload_type: str) -> MetricSchema:
+    """The result fields the workload declares (none for a workload not registered)."""
+    from strata.workloads import metrics_of
 
-    plugin = REGISTRY.get(runtime_type)
-    return plugin.kind if plugin is not None else runtime_type
+    return metrics_of(workload_type)
 
 
 def is_cache_suspect(result: dict) -> bool:
     """The byte evidence shows a cache answered (and the workload did not expect one)."""
-    c = (result.get("flags") or {}).get("cache") or {}
-    return bool(c.get("suspect")) and not c.get("expected")
+    return Flags.of(result).warns(Flag.CACHE)
 
 
 def is_unconfirmed(result: dict) -> bool:
     """Above the raw device by a single trial's comparison, with no byte evidence of a cache."""
-    return bool(((result.get("flags") or {}).get("above_raw") or {}).get("suspect"))
+    return Flags.of(result).warns(Flag.ABOVE_RAW)
 
 
 def throughput(result: dict) -> tuple[float | None, str]:
@@ -71,16 +72,14 @@ def throughput(result: dict) -> tuple[float | None, str]:
 
 
 def direction(result: dict) -> str:
-    """The data direction whose latency represents the trial (read unless it only writes)."""
-    m = result.get("metrics") or {}
-    r, w = (m.get("read") or {}).get("iops") or 0, (m.get("write") or {}).get("iops") or 0
-    return "write" if w > r else "read"
+    """The data direction whose latency represents the trial (read unless it writes more)."""
+    return schema_of(((result.get("trial") or {}).get("workload") or {}).get("type", "")).direction(result)
 
 
-def trial_steady(result: dict) -> dict | None:
+def trial_steady(result: dict) -> Steady | None:
     """flags.steady when the runner stored it, otherwise judged from the headline's per-second series."""
-    f = (result.get("flags") or {}).get("steady")
-    if isinstance(f, dict) and "steady" in f:
+    f = Flags.of(result).steady
+    if f is not None:
         return f
     name = ((result.get("metrics") or {}).get("primary") or {}).get("series")
     series = (artifact(result, "workload-series.json") or {}).get(name) if name else None
@@ -112,16 +111,19 @@ class Cell:
         self.fs_type = t["filesystem"]["type"]
         self.mount_options = list(t["filesystem"].get("mount_options") or [])
         self.runtime_type = t["runtime"]["type"]
-        self.runtime_kind = runtime_kind(self.runtime_type)
+        # what the runtime plugin says it is: the baseline (native), and what isolates an instance
+        runtime = RUNTIMES.get(self.runtime_type)
+        self.baseline = validity.is_baseline_runtime(self.runtime_type)
+        self.isolation = runtime.isolation if runtime is not None else ""
         self.driver = t["runtime"].get("storage_driver")
         self.path = t["path"]
         self.workload, self.load = t["workload"], t["load"]
         self.containers = self.load.get("containers", 1)
         # I/Os in flight the load asks for: jobs x iodepth x containers
         self.outstanding = self.load.get("numjobs", 1) * self.load.get("iodepth", 1) * self.containers
-        self.is_raw = self.fs_type == "raw" and self.runtime_type == "native" and self.path == "device"
+        self.is_raw = validity.is_raw_baseline({"trial": t})
         self.kind = self.workload.get("type", "")
-        self.rw = self.workload.get("rw")
+        self.schema = schema_of(self.kind)
 
     @property
     def name(self) -> str:
@@ -165,20 +167,18 @@ class Cell:
     @property
     def emulated(self) -> bool:
         """Measured under emulation (a VM under TCG): never storage performance to compare."""
-        return any(
-            ((r.get("flags") or {}).get("emulated") or {}).get("suspect")
-            for r in self.ok + self.cached + self.unconfirmed
-        )
+        return any(Flags.of(r).warns(Flag.EMULATED) for r in self.ok + self.cached + self.unconfirmed)
 
-    def latency(self, kind: str, stat: str) -> Summary:
-        """Mean over repetitions of a latency statistic (ns) of the cell's direction."""
-        vals = []
-        for r in self.ok:
-            d = (r.get("metrics") or {}).get(direction(r)) or {}
-            v = (d.get(f"{kind}_ns") or {}).get(stat)
-            if v is not None:
-                vals.append(float(v))
-        return summarize(vals)
+    def param(self, name: str):
+        """A parameter of the workload (as resolved and stored), or None."""
+        return self.workload.get(name)
+
+    def latency(self, kind: str | None, stat: str) -> Summary:
+        """Mean over repetitions of a latency statistic (ns) of the cell's direction: of the latency `kind`
+        the workload declares, or None: of the whole of an operation's."""
+        m = self.schema.field("latency", kind or self.schema.total_latency or "")
+        vals = [] if m is None else [m.value(r, self.schema.direction(r), stat) for r in self.ok]
+        return summarize([float(v) for v in vals if v is not None])
 
 
 def fingerprint(trial: dict) -> str:

@@ -91,8 +91,8 @@ def btrfs_worst_fileserver(ctx):
 
 def volume_bind_similar(ctx):
     prs = pairs(
-        select(ctx.cells, container=True, path="volume"),
-        select(ctx.cells, container=True, path="bind"),
+        select(ctx.cells, isolation="container", path="volume"),
+        select(ctx.cells, isolation="container", path="bind"),
         also=("filesystem", "runtime"),
     )
     return changes(prs, lo=-0.10, hi=0.10)
@@ -116,15 +116,17 @@ def per_container_share(ctx):
 
 def container_near_native(ctx):
     prs = pairs(
-        select(ctx.cells, runtime="native", path="bind"),
-        [c for c in select(ctx.cells, container=True) if c.path in ("volume", "bind") and c.containers == 1],
+        select(ctx.cells, baseline=True, path="bind"),
+        [c for c in select(ctx.cells, isolation="container") if c.path in ("volume", "bind") and c.containers == 1],
         also=("filesystem",),
     )
     return changes(prs, lo=-0.05)
 
 
 def containers_beat_vms(ctx):
-    prs = pairs(select(ctx.cells, runtime="vm"), select(ctx.cells, container=True), also=("filesystem", "path"))
+    prs = pairs(
+        select(ctx.cells, isolation="vm"), select(ctx.cells, isolation="container"), also=("filesystem", "path")
+    )
     return changes([p for p in prs if not p[0].emulated], lo=0.10)
 
 

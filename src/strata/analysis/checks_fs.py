@@ -23,24 +23,28 @@ from strata.analysis.verdict import (
     ratios,
     verdict,
 )
+from strata.flags import Flags
 from strata.validity import MIN_DEVICE_SHARE, min_share
+
+# the study's fio jobs, as workload parameters (analysis/query.py `select`)
+RR, RW, RAND = {"rw": ("randread",)}, {"rw": ("randwrite",)}, {"rw": RANDOM}
 
 
 def xfs_near_raw(ctx):
-    cells = high(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randread", "read", "write")))
+    cells = high(select(ctx.cells, fs="xfs", plain=True, baseline=True, params={"rw": ("randread", "read", "write")}))
     return ratios(ctx, cells, lo=0.90)
 
 
 def ext4_rr_below_raw(ctx):
-    cells = select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=("randread",))
+    cells = select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RR)
     top = max((c.outstanding for c in cells), default=0)
     return ratios(ctx, [c for c in cells if c.outstanding == top and top > 1], hi=0.90)
 
 
 def dioread_nolock(ctx):
     prs = pairs(
-        select(ctx.cells, fs="ext4", plain=True, rw=("randread",)),
-        high(select(ctx.cells, fs="ext4", option="dioread_nolock", rw=("randread",))),
+        select(ctx.cells, fs="ext4", plain=True, params=RR),
+        high(select(ctx.cells, fs="ext4", option="dioread_nolock", params=RR)),
         also=("runtime", "path"),
     )
     return changes(prs, lo=0.10)
@@ -52,7 +56,7 @@ def _jobs_lines(ctx, fs, rw="randwrite"):
         for s in ctx.sweeps
         if s.dim == "numjobs"
         for ln in s.lines
-        if ln.points[0][1].fs_type == fs and not ln.points[0][1].mount_options and ln.points[0][1].rw == rw
+        if ln.points[0][1].fs_type == fs and not ln.points[0][1].mount_options and ln.points[0][1].param("rw") == rw
     ]
 
 
@@ -88,13 +92,13 @@ def ext4_jobs_flat(ctx):
 
 
 def btrfs_small_random(ctx):
-    others = select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=RANDOM) + select(
-        ctx.cells, fs="xfs", plain=True, runtime="native", rw=RANDOM
+    others = select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RAND) + select(
+        ctx.cells, fs="xfs", plain=True, baseline=True, params=RAND
     )
     btrfs = [
         c
-        for c in high(select(ctx.cells, fs="btrfs", plain=True, runtime="native", rw=RANDOM))
-        if (c.workload.get("bs") or 0) <= SMALL_BS
+        for c in high(select(ctx.cells, fs="btrfs", plain=True, baseline=True, params=RAND))
+        if (c.param("bs") or 0) <= SMALL_BS
     ]
     best = {}
     for b, o, ch in pairs(btrfs, others):
@@ -110,7 +114,7 @@ def btrfs_rr_blocksize(ctx):
             continue
         for ln in s.lines:
             c0 = ln.points[0][1]
-            if c0.fs_type != "btrfs" or c0.rw != "randread":
+            if c0.fs_type != "btrfs" or c0.param("rw") != "randread":
                 continue
             rs = [(x, ratio_to_raw(c, ctx.raw)) for x, c in ln.measured]
             small = [r for x, r in rs if r is not None and x <= 4096]
@@ -140,22 +144,22 @@ def _above(a, b, text) -> Decision:
 
 def btrfs_nodatacow(ctx):
     prs = pairs(
-        select(ctx.cells, fs="btrfs", plain=True, rw=("randwrite",)),
-        high(select(ctx.cells, fs="btrfs", option="nodatacow", rw=("randwrite",))),
+        select(ctx.cells, fs="btrfs", plain=True, params=RW),
+        high(select(ctx.cells, fs="btrfs", option="nodatacow", params=RW)),
         also=("runtime", "path"),
     )
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x with copy-on-write", lo=2.0)
 
 
 def overlay_layer_near_raw(ctx):
-    cells = high(select(ctx.cells, container=True, drivers=("overlay2", "overlay", "aufs"), path="layer"))
+    cells = high(select(ctx.cells, isolation="container", drivers=("overlay2", "overlay", "aufs"), path="layer"))
     return ratios(ctx, cells, lo=0.90)
 
 
 def btrfs_driver_slow(ctx):
     prs = pairs(
-        select(ctx.cells, drivers=("overlay2",), path="layer", rw=RANDOM),
-        high(select(ctx.cells, drivers=("btrfs",), path="layer", rw=RANDOM)),
+        select(ctx.cells, drivers=("overlay2",), path="layer", params=RAND),
+        high(select(ctx.cells, drivers=("btrfs",), path="layer", params=RAND)),
     )
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2 ({a.labels['filesystem']})", hi=0.80)
 
@@ -170,8 +174,8 @@ def devicemapper_slow(ctx):
 
 def volume_near_host(ctx):
     prs = pairs(
-        select(ctx.cells, runtime="native", path="bind"),
-        select(ctx.cells, container=True, path="volume"),
+        select(ctx.cells, baseline=True, path="bind"),
+        select(ctx.cells, isolation="container", path="volume"),
         also=("filesystem",),
     )
     return changes(prs, lo=-0.05, hi=0.05)
@@ -179,7 +183,7 @@ def volume_near_host(ctx):
 
 def volume_driver_independent(ctx):
     out = []
-    for group in by_context(select(ctx.cells, container=True, path="volume"), also=("filesystem",)).values():
+    for group in by_context(select(ctx.cells, isolation="container", path="volume"), also=("filesystem",)).values():
         drivers = {c.driver for c in group}
         if len(drivers) >= 2:
             top, bottom = max(group, key=lambda c: c.summary.mean), min(group, key=lambda c: c.summary.mean)
@@ -201,11 +205,7 @@ def above_raw_is_cache(ctx):
         if raw is None or not vals or sum(vals) / len(vals) <= 1.10 * raw.summary.mean:
             continue
         f = sum(vals) / len(vals) / raw.summary.mean
-        shares = [
-            s
-            for r in c.ok + c.cached + c.unconfirmed
-            if (s := min_share((r.get("flags") or {}).get("cache"))) is not None
-        ]
+        shares = [s for r in c.ok + c.cached + c.unconfirmed if (s := min_share(Flags.of(r).cache)) is not None]
         confirmed = bool(shares) and min(shares) < MIN_DEVICE_SHARE
         moved = f"{min(shares):.0%} of the workload's bytes" if shares else "an unknown share of the bytes"
         items.append((confirmed, f"{c.name}: {f:.2f}x raw, the disk moved {moved}"))
@@ -214,8 +214,8 @@ def above_raw_is_cache(ctx):
 
 def xfs_beats_ext4_rr(ctx):
     prs = pairs(
-        select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=("randread",)),
-        high(select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randread",))),
+        select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RR),
+        high(select(ctx.cells, fs="xfs", plain=True, baseline=True, params=RR)),
         also=("path",),
     )
     return changes([p for p in prs if p[1].outstanding > 1], lo=-0.05)
@@ -223,8 +223,8 @@ def xfs_beats_ext4_rr(ctx):
 
 def ext4_beats_xfs_rw(ctx):
     prs = pairs(
-        select(ctx.cells, fs="xfs", plain=True, runtime="native", rw=("randwrite",)),
-        select(ctx.cells, fs="ext4", plain=True, runtime="native", rw=("randwrite",)),
+        select(ctx.cells, fs="xfs", plain=True, baseline=True, params=RW),
+        select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RW),
         also=("path",),
     )
     top = max((b.outstanding for _, b, _ in prs), default=0)
@@ -232,7 +232,7 @@ def ext4_beats_xfs_rw(ctx):
 
 
 def sequential_either_fs(ctx):
-    cells = high(select(ctx.cells, plain=True, runtime="native", rw=("read", "write")))
+    cells = high(select(ctx.cells, plain=True, baseline=True, params={"rw": ("read", "write")}))
     return ratios(ctx, [c for c in cells if c.fs_type in ("ext4", "xfs")], lo=0.90)
 
 
@@ -240,7 +240,7 @@ def _lat_pairs(ctx):
     """(low, high) cells of the same stack and random-read workload, lowest and highest load."""
     out = []
     groups = {}
-    for c in select(ctx.cells, rw=("randread",)):
+    for c in select(ctx.cells, params=RR):
         groups.setdefault((c.stack, c.tag, c.workload_key), []).append(c)
     for k in sorted(groups, key=repr):
         g = sorted(groups[k], key=lambda c: c.outstanding)

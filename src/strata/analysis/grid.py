@@ -52,7 +52,7 @@ def grids(cells: list[Cell]) -> list[Grid]:
         g = groups[key]
         cols = sorted({(c.labels["filesystem"], c.labels["runtime"], c.path) for c in g})
         rows = sorted({c.containers for c in g})
-        if (len(cols) < 2 and len(rows) < 2) or all(c.runtime_type == "native" for c in g):
+        if (len(cols) < 2 and len(rows) < 2) or all(c.baseline for c in g):
             continue
         ld = g[0].load
         grid = Grid(

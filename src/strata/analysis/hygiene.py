@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
+from strata.flags import Flags
 
 MIN_REPETITIONS = 3
 MAX_CV = 0.10
@@ -142,9 +143,9 @@ def _steady(cells: list[Cell]) -> HygieneWarning | None:
             if s is None:
                 continue
             item = f"{c.name} #{r['labels'].get('repetition', 0)}"
-            if s.get("judged", True) and not s.get("steady"):
+            if s.warns:
                 unsteady.append(item)
-            elif not s.get("judged", True):
+            elif not s.judged:
                 unjudged.append(item)
     if unsteady:
         return HygieneWarning(
@@ -169,9 +170,9 @@ def _sync(cells: list[Cell]) -> HygieneWarning | None:
     items = []
     for c in cells:
         for r in c.ok + c.cached + c.unconfirmed:
-            s = (r.get("flags") or {}).get("sync") or {}
-            if s.get("suspect"):
-                items.append(f"{c.name} #{r['labels'].get('repetition', 0)} (skew {s.get('skew_s', 0):.1f} s)")
+            s = Flags.of(r).sync
+            if s is not None and s.suspect:
+                items.append(f"{c.name} #{r['labels'].get('repetition', 0)} (skew {s.extra.get('skew_s', 0):.1f} s)")
     if not items:
         return None
     return HygieneWarning(
@@ -187,9 +188,10 @@ def _failed(cells: list[Cell]) -> HygieneWarning | None:
     items = []
     for c in cells:
         for r in c.failed:
-            f = (r.get("flags") or {}).get("failed") or {}
-            cats[f.get("category") or r.get("status")] += 1
-            items.append(f"{c.name} #{r['labels'].get('repetition', 0)}: {f.get('category')}")
+            f = Flags.of(r).failed
+            category = f.category if f else None
+            cats[category or r.get("status")] += 1
+            items.append(f"{c.name} #{r['labels'].get('repetition', 0)}: {category}")
     if not items:
         return None
     summary = ", ".join(f"{n} {k}" for k, n in sorted(cats.items()))

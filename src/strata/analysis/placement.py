@@ -117,8 +117,9 @@ def _ms(s: Summary) -> str:
 
 
 def _p99(c: Cell) -> Summary:
-    s = c.latency("lat", "p99")
-    return s if s.n else c.latency("clat", "p99")
+    """p99 of the whole latency the workload declares, else of the part of it nearest the whole."""
+    p99s = [c.latency(kind, "p99") for kind in reversed(c.schema.breakdown)]
+    return next((s for s in p99s if s.n), p99s[0] if p99s else c.latency(None, "p99"))
 
 
 def _without_placement(c: Cell) -> str:

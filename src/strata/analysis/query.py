@@ -18,30 +18,32 @@ def select(
     fs: str | None = None,
     plain: bool | None = None,
     option: str | None = None,
-    runtime: str | None = None,
+    baseline: bool | None = None,
     drivers: tuple | None = None,
     path: str | None = None,
-    rw: tuple | None = None,
+    params: dict[str, tuple] | None = None,
     kind: str | None = None,
-    container: bool | None = None,
+    isolation: str | None = None,
     workload_re: str | None = None,
 ) -> list[Cell]:
-    """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present."""
+    """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present;
+    `params`: each named workload parameter one of the values given; `baseline`, `isolation`: what the
+    runtime plugin says it is (the baseline: native; a container, a VM)."""
     out = [c for c in cells if c.values]
     if fs:
         out = [c for c in out if c.fs_type == fs]
-    if runtime:
-        out = [c for c in out if c.runtime_type == runtime]
+    if baseline is not None:
+        out = [c for c in out if c.baseline == baseline]
     if path:
         out = [c for c in out if c.path == path]
-    if rw:
-        out = [c for c in out if c.rw in rw]
+    for name, values in (params or {}).items():
+        out = [c for c in out if c.param(name) in values]
     if drivers:
         out = [c for c in out if c.driver in drivers]
     if kind:
         out = [c for c in out if c.kind == kind]
-    if container is not None:
-        out = [c for c in out if (c.runtime_kind == "container") == container]
+    if isolation:
+        out = [c for c in out if c.isolation == isolation]
     if plain:
         out = [c for c in out if not c.mount_options]
     if option:

@@ -14,8 +14,8 @@ from strata.analysis.query import pairs
 
 def native_pairs(cells: list[Cell]) -> list[tuple[Cell, Cell]]:
     """(native, other) for every container or VM cell with one instance and a native twin."""
-    natives = [c for c in cells if c.runtime_kind == "native" and c.path in ("bind", "device") and not c.emulated]
+    natives = [c for c in cells if c.baseline and c.path in ("bind", "device") and not c.emulated]
     others = [
-        c for c in cells if c.runtime_kind in ("container", "vm") and c.containers == 1 and c.values and not c.emulated
+        c for c in cells if c.isolation in ("container", "vm") and c.containers == 1 and c.values and not c.emulated
     ]
     return [(a, b) for a, b, _ in pairs([c for c in natives if c.values], others, also=("filesystem",))]

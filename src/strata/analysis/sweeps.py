@@ -4,7 +4,9 @@ Study 003 sweeps the number of jobs (Figure 3e), the block size (Figure 3g)
 and the number of concurrent containers (Figure 6a: "the aggregate throughput
 ... first increases, peaks at about four instances and then decreases"); study
 004 runs 1, 2 and 3 containers (Tables 2 to 5). A sweep is found, not
-declared: cells that differ only in one of SWEEP_DIMS form a line per stack.
+declared: cells that differ only in one dimension form a line per stack. The
+dimensions are the sweep axes the registered workloads declare among their
+parameters (`Workload.metrics`), then the load's.
 """
 
 from __future__ import annotations
@@ -12,23 +14,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
+from strata.metrics import Axis, merged
 
-# dimension -> (section of the resolved trial, key); the name of that section changes with it
-SWEEP_DIMS = {
-    "bs": ("workload", "bs"),
-    "numjobs": ("load", "numjobs"),
-    "iodepth": ("load", "iodepth"),
-    "containers": ("load", "containers"),
-    "target": ("workload", "target"),  # an offered rate (ycsb's `target`)
-}
-MIN_POINTS = {"bs": 3, "numjobs": 3, "iodepth": 3, "containers": 2, "target": 2}
-DIM_LABEL = {
-    "bs": "block size (KiB)",
-    "numjobs": "jobs",
-    "iodepth": "I/O depth",
-    "containers": "containers",
-    "target": "offered rate (ops/s)",
-}
+
+@dataclass(frozen=True)
+class Dim:
+    """A sweep dimension: a key of one section of the resolved trial ("workload" or "load")."""
+
+    name: str
+    section: str
+    axis: Axis
+
+
+LOAD_DIMS = (
+    Dim("numjobs", "load", Axis("jobs", 3)),
+    Dim("iodepth", "load", Axis("I/O depth", 3)),
+    Dim("containers", "load", Axis("containers", 2, detail=True)),
+)
+
+
+def dims() -> list[Dim]:
+    """Every sweep dimension, in the order of the report's figures: the registered workloads' axes (each
+    name once, in the registry's order), the load's, then the workloads' load levels (an offered rate)."""
+    from strata.workloads import declared
+
+    axes = [Dim(m.name, "workload", m.axis) for m in merged(declared(), "parameter") if m.axis is not None]
+    return [d for d in axes if not d.axis.detail] + list(LOAD_DIMS) + [d for d in axes if d.axis.detail]
 
 
 @dataclass
@@ -49,65 +60,61 @@ class Line:
 @dataclass
 class Sweep:
     dim: str
+    axis: Axis
     context: str
     unit: str
     lines: list = field(default_factory=list)
 
     @property
     def title(self) -> str:
-        return f"{DIM_LABEL[self.dim]} sweep: {self.context}"
+        return f"{self.axis.label} sweep: {self.context}"
 
 
-def _without(c: Cell, dim: str) -> tuple[tuple, tuple]:
+def _without(c: Cell, dim: Dim) -> tuple[tuple, tuple]:
     """(line key, figure key): the cell's trial without `dim`, with and without the stack."""
-    section, key = SWEEP_DIMS[dim]
     wl, ld = c.workload_key, c.load_key  # sorted already: dropping an item keeps them canonical
-    if section == "workload":
-        wl = tuple(kv for kv in wl if kv[0] != key)
+    if dim.section == "workload":
+        wl = tuple(kv for kv in wl if kv[0] != dim.name)
     else:
-        ld = tuple(kv for kv in ld if kv[0] != key)
+        ld = tuple(kv for kv in ld if kv[0] != dim.name)
     return (c.stack, c.tag, wl, ld), (wl, ld)
 
 
 def _context(c: Cell, dim: str) -> str:
-    wl = c.workload
-    what = wl.get("rw") or wl.get("name", "")
-    if dim != "bs" and wl.get("bs"):
-        what += f" {wl['bs'] // 1024} KiB" if wl["bs"] % 1024 == 0 else f" {wl['bs']} B"
+    """What the cells of a sweep ran, in the words the workload declares, and the load but `dim`."""
+    what = c.schema.context(c.workload, without=dim)
     ld = c.load
     parts = [
         f"{ld.get(k)} {k}"
-        for k in ("numjobs", "iodepth", "containers")
+        for k in (d.name for d in LOAD_DIMS)
         if k != dim and not (k == "containers" and ld.get(k) == 1)
     ]
     return f"{what}, " + ", ".join(parts)
 
 
-def find(cells: list[Cell], dims=tuple(SWEEP_DIMS)) -> list[Sweep]:
+def find(cells: list[Cell]) -> list[Sweep]:
     out = []
-    for dim in dims:
-        section, key = SWEEP_DIMS[dim]
+    for dim in dims():
         figures: dict[tuple, dict[tuple, list]] = {}
         for c in cells:
             if not (c.values or c.apart_values):
                 continue
-            x = c.trial[section].get(key)
+            x = c.trial[dim.section].get(dim.name)
             if x is None:  # not swept in this cell (a flat-out run has no offered rate)
                 continue
             line_key, fig_key = _without(c, dim)
             figures.setdefault(fig_key, {}).setdefault(line_key, []).append((x, c))
+        need = dim.axis.min_points
         for fig_key in sorted(figures, key=repr):
             lines = []
             for line_key in sorted(figures[fig_key], key=repr):
                 pts = sorted(figures[fig_key][line_key], key=lambda p: p[0])
-                if (
-                    len({x for x, c in pts if c.values}) >= min(2, MIN_POINTS[dim])
-                    and len({x for x, _ in pts}) >= MIN_POINTS[dim]
-                ):
+                if len({x for x, c in pts if c.values}) >= min(2, need) and len({x for x, _ in pts}) >= need:
                     lines.append(Line(pts[0][1].stack, pts))
             if lines:
                 first = lines[0].points[0][1]
-                out.append(Sweep(dim, _context(first, dim), first.unit, sorted(lines, key=lambda ln: ln.stack)))
+                lines.sort(key=lambda ln: ln.stack)
+                out.append(Sweep(dim.name, dim.axis, _context(first, dim.name), first.unit, lines))
     return out
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from strata.flags import Flags
+
 MIN_TRIAL_S = 5.0  # the shortest trial the steady-state check can judge (validity.steady: 5 s windows)
 
 
@@ -121,7 +123,8 @@ def of_cells(cells) -> dict:
 
 
 def _stats(r: dict) -> tuple[int, float, float] | None:
-    st = (((r.get("flags") or {}).get("steady") or {}).get("series")) or None
+    steady = Flags.of(r).steady
+    st = steady.series if steady else None
     if isinstance(st, dict) and {"seconds", "mean", "sd"} <= set(st):
         return int(st["seconds"]), float(st["mean"]), float(st["sd"])
     from strata.analysis.cells import artifact

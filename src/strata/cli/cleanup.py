@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from strata.hosts import deploy, testbed  # noqa: F401  (each import below registers undo actions)
-from strata.hosts.kube import bed as _kube_bed  # noqa: F401
 from strata.stack import buildcache  # noqa: F401
 from strata.stack.devices import REGISTRY as _devices  # noqa: F401
 from strata.stack.journal import cleanup, live_runs
+from strata.stack.kube import bed as _kube_bed  # noqa: F401
 from strata.stack.runtimes import REGISTRY as _runtimes  # noqa: F401
 from strata.stack.runtimes.docker import image  # noqa: F401
 from strata.workloads import REGISTRY as _workloads  # noqa: F401

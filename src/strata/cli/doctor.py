@@ -16,9 +16,24 @@ def add_arguments(p):
         help="skip the probes that start something (a daemon per storage driver, ~10 s each)",
     )
     p.add_argument("--hosts", metavar="SPEC", help="check every host of this experiment's `hosts:` through its agent")
+    p.add_argument(
+        "--kubernetes",
+        metavar="KUBECONFIG",
+        nargs="?",
+        const="~/.kube/config",
+        help="what strata can do on this cluster: nodes, StorageClasses, the cache check, images",
+    )
+    p.add_argument("--context", help="with --kubernetes: the kubeconfig's context")
 
 
 def main(args) -> int:
+    if args.kubernetes:
+        from strata.stack.runtimes.kubernetes.doctor import report
+
+        rows = report(args.kubernetes, args.context)
+        for what, value, problem in rows:
+            print(f"  {what:<24} {'ok' if problem is None else 'NO':<3} {value}" + (f"  {problem}" if problem else ""))
+        return 0 if all(p is None for w, _, p in rows if w in ("api", "kubeconfig", "this machine")) else 1
     if args.hosts:
         from strata.experiment.load import load_spec
         from strata.hosts.fleet import doctor

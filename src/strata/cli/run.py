@@ -10,6 +10,7 @@ from strata.cli.validate import print_plan
 from strata.errors import StrataError
 from strata.experiment.load import load_spec
 from strata.experiment.plan import resolve
+from strata.experiment.scale import SCALES, check_scale
 from strata.runner import run_experiment, run_host_facts
 from strata.stack.journal import Journal
 from strata.unsupported import record_unsupported
@@ -23,13 +24,21 @@ def add_arguments(p):
     p.add_argument("-o", "--output", help="results directory (default: results/<experiment name>)")
     p.add_argument("--resume", action="store_true", help="skip trials already stored in the results directory")
     p.add_argument("--yes", action="store_true", help="run a plan of more than 10,000 trials or a week")
+    p.add_argument(
+        "--scale",
+        choices=SCALES,
+        default="full",
+        help="smoke: every stack, path, workload kind, load and report section of the spec, each trial made cheap "
+        "(1 repetition, seconds, small sizes, sweeps cut to their ends): will it run here? (results/<name>-smoke)",
+    )
 
 
 def main(args) -> int:
-    exp, workloads = load_spec(args.spec)
+    exp, workloads = load_spec(args.spec, args.scale)
     host = run_host_facts(workloads)
     plan = resolve(exp, workloads, host)
-    out = Path(args.output or f"results/{exp.name}")
+    out = Path(args.output or f"results/{exp.name}{'-smoke' if exp.scale == 'smoke' else ''}")
+    check_scale(out, exp.scale)
     print_plan(exp, plan)
     large = plan.too_large()
     if large and not args.yes:

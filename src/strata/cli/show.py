@@ -1,10 +1,15 @@
-"""strata show RESULTS: a terminal table of results with their validity flags."""
+"""strata show RESULTS: a terminal table of results with their validity flags.
+
+Its measurement columns are those the registered workloads declare for it (`Show` in strata/metrics.py).
+"""
 
 from __future__ import annotations
 
 from strata.cli.export import load_results_dir
 from strata.errors import FAILURE_CATEGORIES
-from strata.export import flatten
+from strata.export import columns, flatten
+from strata.flags import Flags
+from strata.metrics import MetricSchema
 
 NAME = "show"
 HELP = "print stored results as a table, with validity flags"
@@ -14,28 +19,51 @@ def add_arguments(p):
     p.add_argument("results", help="a results directory")
 
 
-def _num(v, scale=1.0, fmt="{:.0f}"):
-    return "-" if v is None else fmt.format(v / scale)
+def _num(v, scale: float, digits: int) -> str:
+    return "-" if v is None else f"{v / scale:.{digits}f}"
+
+
+def headings(schemas: list[MetricSchema]) -> list[str]:
+    """The measurement columns: every heading a registered workload prints its fields under, in order."""
+    return list(dict.fromkeys(h for s in schemas for m in s.fields for h, _ in m.shown()))
+
+
+def shown(r: dict, schema: MetricSchema) -> dict[str, str]:
+    """{heading: text} of a result's fields, as its workload declares them; latencies of the direction
+    that did the most operations."""
+    d, out = schema.direction(r), {}
+    for m in schema.fields:
+        if m.show is None:
+            continue
+        for heading, stat in m.shown():
+            v = m.value(r, d, stat)
+            if v is not None and heading not in out:
+                out[heading] = _num(v, m.show.scale, m.show.digits)
+    return out
 
 
 def table_text(results: list[dict]) -> str:
-    head = ("stack", "workload", "load", "rep", "status", "IOPS", "MiB/s", "lat mean us", "lat p99 us", "flags")
+    from strata.workloads import declared, metrics_of
+
+    measured = headings(declared())
+    head = ("stack", "workload", "load", "rep", "status", *measured, "flags")
+    cols = columns()
     rows = []
     for r in sorted(
         results,
         key=lambda r: (r.get("stack", ""), r["labels"]["workload"], r["labels"]["load"], r["labels"]["repetition"]),
     ):
-        f = flatten(r)
-        d = "read" if (f["read_iops"] or 0) >= (f["write_iops"] or 0) else "write"
+        f = flatten(r, cols)
         flags = []
         if f["cache_suspect"]:
             flags.append("CACHE")
-        elif ((r.get("flags") or {}).get("cache") or {}).get("expected"):
+        elif (cache := Flags.of(r).cache) and cache.expected:
             flags.append("cached(expected)")
         if f["sync_suspect"]:
             flags.append("SKEW")
         if f["failed_category"]:
             flags.append(f["failed_category"])
+        values = shown(r, metrics_of(((r.get("trial") or {}).get("workload") or {}).get("type", "")))
         rows.append(
             (
                 f["stack"],
@@ -43,10 +71,7 @@ def table_text(results: list[dict]) -> str:
                 f["load"],
                 str(f["repetition"]),
                 f["status"],
-                _num(f["iops"] if f["iops"] is not None else f["ops_per_s"]),
-                _num(f["bw_bytes"], 2**20, "{:.1f}") if f["bw_bytes"] is not None else _num(f["mb_per_s"], 1, "{:.1f}"),
-                _num(f[f"{d}_lat_mean_ns"], 1000, "{:.1f}"),
-                _num(f[f"{d}_lat_p99_ns"], 1000, "{:.1f}"),
+                *(values.get(h, "-") for h in measured),
                 " ".join(flags),
             )
         )
@@ -68,7 +93,7 @@ def table_text(results: list[dict]) -> str:
 
 def _legend(results: list[dict]) -> list[str]:
     """What each failure category in the table means and what to do about it."""
-    seen = sorted({((r.get("flags") or {}).get("failed") or {}).get("category") for r in results} - {None})
+    seen = sorted({f.category for r in results if (f := Flags.of(r).failed) and f.category})
     if not seen:
         return []
     return ["failure categories:"] + [

@@ -31,7 +31,7 @@ def add_arguments(p):
 
 
 def main(args) -> int:
-    from strata.hosts.kube import bed
+    from strata.stack.kube import bed
 
     if args.action == "up":
         if args.foreground:
@@ -51,7 +51,7 @@ def main(args) -> int:
         raise StrataError("no Kubernetes test bed runs here", "strata testbed kubernetes up")
     if not args.tarball.is_file():
         raise StrataError(f"{args.tarball} is not a file", "give a tarball made by `docker save`")
-    from strata.hosts.kube import images
+    from strata.stack.kube import images
 
     print(images.import_tarball(Path(facts["containerd"]), args.tarball).strip())
     return 0

@@ -16,6 +16,7 @@ HELP = "check a spec and print the plan: stacks, devices written, trials (no sid
 def add_arguments(p):
     p.add_argument("spec", help="a YAML spec, e.g. examples/quick.yaml")
     p.add_argument("-v", "--verbose", action="store_true", help="list every trial")
+    p.add_argument("--scale", choices=("full", "smoke"), default="full", help="the plan at this scale (see run)")
 
 
 def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
@@ -60,7 +61,7 @@ def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
 
 
 def main(args) -> int:
-    exp, workloads = load_spec(args.spec)
+    exp, workloads = load_spec(args.spec, args.scale)
     plan = resolve(exp, workloads, host_facts())
     print_plan(exp, plan, args.verbose)
     return 0

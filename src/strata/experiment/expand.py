@@ -20,10 +20,12 @@ from pydantic import BaseModel
 
 from strata.experiment.hosts import Placed, place, place_span
 from strata.experiment.model import Experiment
-from strata.params import Load
+from strata.params import Load, path_kind
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.stack.runtimes.base import RefusesLimits
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import Constrained, span_of
 
 
 @dataclass(frozen=True)
@@ -106,12 +108,15 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
     if fs.type == "raw" and path != "device":
         return f"filesystem raw has no directory for the {path} path: use path device"
     plugin = RUNTIMES[rt.type]
-    if path not in plugin.paths:
+    if path_kind(path) not in plugin.paths:
         return f"the {rt.name} runtime has no {path} path (it provides: {', '.join(plugin.paths)})"
     if (load.containers > 1 or load.scale == "auto") and not plugin.concurrent:
         return f"concurrent instances need a runtime that runs several (the {rt.name} runtime runs one)"
     if not load.limits.is_empty() and not plugin.limits:
         return f"limits need a runtime that applies them (the {rt.name} runtime does not)"
+    refused = plugin.refused_limits(load.limits) if isinstance(plugin, RefusesLimits) else None
+    if refused is not None:  # a runtime that applies some limits, not all
+        return refused
     kind = plugin.target_kind(rt, path)
     wl_type = getattr(workload, "type", None)
     if wl_type in WORKLOADS and kind not in WORKLOADS[wl_type].targets:
@@ -120,8 +125,9 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
             "use a path on a file system (bind, volume, layer; a VM's disk with guest_filesystem)"
         )
     reason = plugin.impossible(rt, fs)
-    if reason is None and wl_type in WORKLOADS:
-        reason = WORKLOADS[wl_type].impossible(workload, plugin)
+    wl = WORKLOADS.get(wl_type)
+    if reason is None and isinstance(wl, Constrained):
+        reason = wl.impossible(workload, plugin)
     return reason
 
 
@@ -131,7 +137,7 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
         exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads, exp.placement or [None]
     ):
         plugin = WORKLOADS.get(getattr(wl, "type", None))
-        spans = plugin.span(wl, load) if plugin is not None and exp.hosts else None
+        spans = span_of(plugin, wl, load) if plugin is not None and exp.hosts else None
         if spans is not None:  # the workload places its instances itself: one trial, whatever `placement` says
             if where is not exp.placement[0]:
                 continue

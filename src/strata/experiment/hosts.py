@@ -245,13 +245,14 @@ def check_workload_hosts(hosts: dict[str, HostSpec], workloads: list) -> list[tu
     """(key path, problem, fix) of workloads that place themselves on hosts (a cluster's `cluster.hosts`)."""
     from strata.params import Load
     from strata.workloads import REGISTRY as WORKLOADS
+    from strata.workloads.base import span_of
 
     problems = []
     for w in workloads:
         plugin = WORKLOADS.get(getattr(w, "type", None))
         if getattr(w, "span", None) is not None:
             problems.append((f"workloads[{w.name}].span", "`span` is set by strata, not in a spec", "remove it"))
-        spans = plugin.span(w, Load()) if plugin is not None else None
+        spans = span_of(plugin, w, Load()) if plugin is not None else None
         for h in spans or {}:
             if not hosts:
                 problems.append(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -34,6 +34,7 @@ from strata.params import LOAD_PRESETS
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import Shorthand
 
 # Keys whose value is a list by nature, never a sweep.
 _LIST_KEYS = {"mount_options", "mkfs_options", "set"}
@@ -47,9 +48,14 @@ _UNION_TAGS = set(DEVICES) | set(RUNTIMES)
 Error = tuple[str, str, str]  # (key path, problem, fix)
 
 
-def load_spec(path: str | Path) -> tuple[Experiment, list[BaseModel]]:
+def load_spec(path: str | Path, scale: str = "full") -> tuple[Experiment, list[BaseModel]]:
+    """The experiment of a file, at its own scale or at `scale` (smoke: experiment/scale.py)."""
     path = Path(path)
     raw = _read_yaml(path)
+    if scale == "smoke":
+        from strata.experiment.scale import smoke
+
+        raw = smoke(raw)
     return parse_spec(raw, base_dir=path.parent, source=str(path))
 
 
@@ -133,7 +139,7 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
     _check_shape(raw, source)
     errors: list[Error] = []
     doc = {str(k): v for k, v in raw.items()}
-    for key, norm in (("devices", _device), ("filesystems", _filesystem), ("runtimes", _runtime)):
+    for key, norm in (("devices", _claimed(DEVICES)), ("filesystems", _filesystem), ("runtimes", _claimed(RUNTIMES))):
         if key in doc:
             doc[key] = [norm(x) for x in _as_list(doc[key])]
     if "paths" in doc:
@@ -175,23 +181,20 @@ def _as_list(v):
     return v if isinstance(v, list) else [v]
 
 
-def _device(x):
-    if isinstance(x, str):
-        if x.startswith("/dev/") or x.startswith("block:"):
-            return {"type": "block", "path": x.removeprefix("block:")}
-        return {"type": x}
-    return x
+def _claimed(registry: dict) -> Callable[[Any], Any]:
+    """A one-word entry of a layer as the parameters of the plugin that claims it (`docker:btrfs`,
+    `/dev/sdb`); one no plugin claims stays its own type, which validation names."""
+
+    def norm(x):
+        if not isinstance(x, str):
+            return x
+        return next((p for p in (plugin.shorthand(x) for plugin in registry.values()) if p is not None), {"type": x})
+
+    return norm
 
 
 def _filesystem(x):
     return {"type": x} if isinstance(x, str) else x
-
-
-def _runtime(x):
-    if isinstance(x, str):
-        kind, _, driver = x.partition(":")
-        return {"type": kind, **({"storage_driver": driver} if driver else {})}
-    return x
 
 
 def _load(x, where: str, errors: list[Error]):
@@ -219,7 +222,7 @@ def _workload(x, where: str, errors: list[Error]) -> tuple[str, Any]:
     Returns (key path, entry)."""
     if isinstance(x, str):
         for name, plugin in WORKLOADS.items():
-            params = plugin.shorthand(x)
+            params = plugin.shorthand(x) if isinstance(plugin, Shorthand) else None
             if params is not None:
                 return where, {"type": name, **params}
         errors.append(
@@ -308,7 +311,7 @@ def _workload_params(w, where: str, base_dir: Path, errors: list[Error]) -> list
     except ValidationError as e:
         errors.extend(_pydantic_errors(e, prefix=where))
     except (ValueError, TypeError, OSError) as e:
-        errors.append((where, str(e).removeprefix("Value error, "), "see the workload reference in the README"))
+        errors.append((where, str(e).removeprefix("Value error, "), "see docs/spec-reference.md"))
     return []
 
 
@@ -343,14 +346,14 @@ def _problem(err) -> str:
 def _fix(err) -> str:
     t = err["type"]
     if t == "extra_forbidden":
-        return "remove it or check its spelling (see the spec reference in the README)"
+        return "remove it or check its spelling (see docs/spec-reference.md)"
     if t in ("union_tag_invalid", "literal_error"):
         return f"use one of the values listed: {err.get('ctx', {}).get('expected', '')}".rstrip(": ")
     if t == "missing":
         return "add it"
     if t == "union_tag_not_found":
         return "add `type:` (" + ", ".join(sorted(_UNION_TAGS)) + ")"
-    return "see the spec reference in the README"
+    return "see docs/spec-reference.md"
 
 
 def _unique_names(exp: Experiment) -> list[Error]:

@@ -54,6 +54,11 @@ class Experiment(Strict):
 
     name: str = Field(description="names the results directory (results/<name>)")
     description: str = ""
+    scale: Literal["full", "smoke"] = Field(
+        default="full",
+        description="smoke: the same design with every trial made cheap (`strata run --scale smoke`: "
+        "experiment/scale.py); its results are marked and never compared as measurements",
+    )
     workdir: str = Field(default="/var/tmp/strata", description="loop images and mount points go here")
     repetitions: int | Literal["auto"] = Field(
         default=1,
@@ -158,9 +163,11 @@ class Experiment(Strict):
         """How repetitions are taken, stored with every result: the report's intervals depend on it
         (analysis/decide.py: an `auto` run looks after every round), and the workload's margin."""
         margin = self.margin_for(workload)
+        smoke = {"scale": "smoke"} if self.scale == "smoke" else {}
         if self.auto:
-            return {"repetitions": "auto", "min": self.min_repetitions, "max": self.max_repetitions, "margin": margin}
-        return {"repetitions": self.repetitions, "margin": margin}
+            design = {"repetitions": "auto", "min": self.min_repetitions, "max": self.max_repetitions, "margin": margin}
+            return {**design, **smoke}
+        return {"repetitions": self.repetitions, "margin": margin, **smoke}
 
     @property
     def first_repetitions(self) -> int:

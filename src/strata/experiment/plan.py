@@ -19,6 +19,7 @@ from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import Constrained, span_of
 
 # A plan larger than this, in trials or in estimated time, runs only when the user says so (--yes).
 LARGE_TRIALS = 10_000
@@ -132,7 +133,7 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
         wl = WORKLOADS[t.workload.type]
         need = wl.data_bytes(t.workload, t.load)
         room = size if t.path == "device" else fs.usable_bytes(size)
-        spread = t.placement is not None and wl.span(t.workload, t.load) is None  # a spanning workload: each host
+        spread = t.placement is not None and span_of(wl, t.workload, t.load) is None  # a spanning workload: each host
         per_host = t.placement.max_instances if spread else t.load.containers
         total = need if t.path == "device" else need * per_host
         key = ("fit", t.device.name, t.filesystem.name, t.workload.name, t.load.name, t.path)
@@ -155,7 +156,8 @@ def _load_errors(exp, trials: list[Trial], host: dict) -> list[tuple[str, str, s
     errors, seen = [], set()
     for t in trials:
         load = presets.on_host(t.load, host)
-        for key, problem, fix in WORKLOADS[t.workload.type].problems(t.workload, load):
+        wl = WORKLOADS[t.workload.type]
+        for key, problem, fix in wl.problems(t.workload, load) if isinstance(wl, Constrained) else []:
             if load is not t.load and key.startswith("limits."):
                 problem += f" (preset {t.load.limits.preset}: 1/{t.load.limits.share} of this host)"
                 fix += f", or a smaller `share` than {t.load.limits.share}"

@@ -1,4 +1,4 @@
-"""Experiments that span machines, on Docker Swarm (README, "Many hosts").
+"""Experiments that span machines, on Docker Swarm (docs/many-hosts.md).
 
 strata on a Swarm manager drives the experiment (deploy.py, executor.py); an
 agent on every host (agent.py, server.py) builds that host's stacks with the

@@ -206,8 +206,9 @@ class Agent:
             except Exception as e:  # noqa: BLE001 - a bug or a bad part: the manager gets it as the part's failure
                 import traceback
 
-                result = {"status": "failed", "flags": {"failed": None}}
-                failed_result(result, "internal", f"host {self.host}: {type(e).__name__}: {e}", traceback.format_exc())
+                result = failed_result(
+                    {}, "internal", f"host {self.host}: {type(e).__name__}: {e}", traceback.format_exc()
+                )
             part.result = result
             part.set_state("done")
 

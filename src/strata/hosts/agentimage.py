@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from strata.instances import ImageSpec
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import ServerWorkload
 
 
 def workload_types(exp) -> list[str]:
@@ -26,7 +27,8 @@ def with_workloads(tools: ImageSpec, kinds: list[str]) -> ImageSpec:
     """The agent's tools image grown by what each workload of `kinds` needs on the host."""
     packages, trees = list(tools.packages), list(tools.trees)
     for kind in kinds:
-        extra = WORKLOADS[kind].agent_image()
+        wl = WORKLOADS[kind]
+        extra = wl.agent_image() if isinstance(wl, ServerWorkload) else ImageSpec()
         packages += [p for p in extra.packages if p not in packages]
         trees += [t for t in extra.trees if t not in trees]
     return ImageSpec(tools.name, packages=tuple(packages), files=tools.files, trees=tuple(trees))

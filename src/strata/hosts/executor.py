@@ -20,10 +20,14 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from strata import validity
 from strata.errors import StrataError, TrialFailure, Unsupported
+from strata.flags import Failure, Flags, record
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.stack.runtimes.docker.image import build_image_tarball
 from strata.trial import TIMEOUT_SLACK_S, base_result, failed_result, now_iso
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import part_of
 
 from . import barrier as bar
 from . import storage
@@ -103,7 +107,7 @@ class HostTrials:
         parts, docs = [], {}
         for (h, n, first), a in zip(placed, agents):
             pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
-            params, load = wl.part(trial.workload, trial.load, h, n, addresses)
+            params, load = part_of(wl, trial.workload, trial.load, h, n, addresses)
             part_trial = dataclasses.replace(trial, workload=params, load=load, placement=None)
             if served:
                 part_trial = dataclasses.replace(part_trial, device=storage.part_device(trial, served))
@@ -131,7 +135,9 @@ class HostTrials:
         merge(trial, outcomes, art, result)
         if served:
             result["hosts"].setdefault(served.host, {}).update(served.to_json())
-            result["flags"]["cache"] = storage.judge_cache(result["flags"]["cache"], served)
+            cache = Flags.of(result).cache
+            if cache is not None:
+                record(result, validity.cache_below(cache, served.moved(), served.host))
         self._drop(parts)
 
     def _serve(self, trial, run_id: str, result: dict) -> storage.Storage | None:
@@ -173,11 +179,10 @@ class HostTrials:
         return a
 
     def _ship_image(self, trial, agents: list[HostAgent]) -> None:
-        """The workload's image in every host's image cache, when the runtime runs containers."""
-        if getattr(RUNTIMES[trial.runtime.type], "kind", "") != "container":
+        """The workload's image in every host's image cache, when the runtime runs containers (from the image
+        every container runtime loads: stack/runtimes/docker/image.py)."""
+        if RUNTIMES[trial.runtime.type].isolation != "container":
             return
-        from strata.stack.runtimes.docker.image import build_image_tarball
-
         tarball = build_image_tarball(WORKLOADS[trial.workload.type].image(trial.workload))
         for a in agents:
             try:
@@ -207,11 +212,11 @@ class HostTrials:
             raise TrialFailure("host_lost", f"{self.hosts[e.host].describe()} was lost during the trial: {e.reason}")
         except bar.PartEnded as e:
             self._stop(b, f"the part on host {e.host} failed", set(), result)
-            failed = e.status.get("failed") or {}
-            message = f"host {e.host}: {failed.get('message', 'its part ended before the start')}"
+            failed = Failure.from_json(e.status.get("failed") or {})
+            message = f"host {e.host}: {failed.message or 'its part ended before the start'}"
             if e.status.get("status") == "unsupported":
                 raise Unsupported(message)
-            raise TrialFailure(failed.get("category") or "internal", message, failed.get("stderr") or "")
+            raise TrialFailure(failed.category or "internal", message, failed.stderr)
         except bar.PartTimeout as e:
             self._stop(b, str(e), set(), result)
             raise TrialFailure("timeout", str(e))
@@ -246,7 +251,7 @@ class HostTrials:
                 "duration_s": part.get("duration_s"),
                 "times": doc.get("times"),
                 "warnings": part.get("warnings"),
-                **({"failed": part["flags"]["failed"]} if (part.get("flags") or {}).get("failed") else {}),
+                **({"failed": failed.to_json()} if (failed := Flags.of(part).failed) else {}),
             }
             return PartOutcome(p.host, first[p.host], part, doc["outputs"], into, offsets[p.host], doc.get("times"))
 
@@ -282,12 +287,13 @@ def cause(failed: list[PartOutcome]) -> Exception:
 
 
 def _category(o: PartOutcome) -> str | None:
-    return ((o.result.get("flags") or {}).get("failed") or {}).get("category")
+    failed = Flags.of(o.result).failed
+    return failed.category if failed else None
 
 
 def _part_failure(o: PartOutcome) -> Exception:
-    failed = (o.result.get("flags") or {}).get("failed") or {}
-    message = f"host {o.host}: {failed.get('message', o.result.get('status'))}"
+    failed = Flags.of(o.result).failed or Failure()
+    message = f"host {o.host}: {failed.message or o.result.get('status')}"
     if o.result.get("status") == "unsupported":
         return Unsupported(message)
-    return TrialFailure(failed.get("category") or "internal", message, failed.get("stderr") or "")
+    return TrialFailure(failed.category or "internal", message, failed.stderr)

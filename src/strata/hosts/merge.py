@@ -7,13 +7,14 @@ summed, latency percentiles from the merged histograms. Each part's own
 result (parsed on its host) is kept per host in `metrics.hosts`, with its
 collectors and stack facts.
 
-Validity across hosts:
+Validity across hosts (each judged by validity.py):
 - cache: each host's disks against that host's instances' bytes (judged on the
   host); the trial is suspect if any host is, with every host's evidence;
 - sync: the union of every instance's I/O window, each moved into the
   manager's clock by its host's measured offset (clock.py), with the offsets
   and their uncertainty recorded;
-- steady: the aggregate per-second series.
+- steady: the aggregate per-second series;
+- emulated: when any host's part ran under CPU emulation.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from strata import validity
+from strata.flags import Flag, Flags
 from strata.instances import InstanceOutput
 from strata.workloads import REGISTRY as WORKLOADS
 
@@ -62,28 +64,6 @@ def instance_outputs(parts: list[PartOutcome]) -> tuple[list[InstanceOutput], li
             )
             hosts.append(p.host)
     return outputs, hosts
-
-
-def merged_cache(parts: list[PartOutcome]) -> validity.Judgement:
-    """Suspect when any host's disks moved too few of its instances' bytes; every host's evidence kept."""
-    per = {p.host: (p.result.get("flags") or {}).get("cache") or {} for p in parts}
-    warns = [h for h, f in per.items() if f.get("suspect") and not f.get("expected")]
-    evidence: dict = {"hosts": per, "per_disk": {}}
-    for h, f in per.items():
-        ev = f.get("evidence") or {}
-        for disk, v in (ev.get("per_disk") or {}).items():
-            evidence["per_disk"][f"{h}:{disk}"] = v
-        for ddir in ("read", "write"):
-            for key in (f"{ddir}_workload_bytes", f"{ddir}_disk_bytes"):
-                if key in ev:
-                    evidence[key] = evidence.get(key, 0) + ev[key]
-            share = ev.get(f"{ddir}_disk_share")
-            if share is not None:
-                evidence[f"{ddir}_disk_share"] = min(share, evidence.get(f"{ddir}_disk_share", share))
-    reasons = [f"host {h}: {f.get('reason')}" for h, f in per.items() if f.get("reason") and (h in warns or not warns)]
-    expected = bool(per) and all(f.get("expected") for f in per.values())
-    suspect = bool(warns) or (expected and any(f.get("suspect") for f in per.values()))
-    return validity.Judgement(validity.Flag.CACHE, suspect, "; ".join(reasons), expected=expected, evidence=evidence)
 
 
 def window_hosts(parsed, hosts: list[str], parts: list[PartOutcome]) -> list[str]:
@@ -133,18 +113,14 @@ def merge(trial, parts: list[PartOutcome], art: Path, result: dict) -> None:
     result["stack_facts"] = {"hosts": {p.host: p.result.get("stack_facts") or {} for p in parts}}
     primary = metrics.get("primary") or {}
     runtime_s = getattr(params, "runtime", 0) or 0
-    cache = merged_cache(parts)
+    part_flags = {p.host: Flags.of(p.result) for p in parts}
+    cache = validity.cache_across_hosts({h: f.cache for h, f in part_flags.items()})
     sync = merged_sync(parsed.windows, outputs, window_hosts(parsed, hosts, parts), parts, runtime_s)
-    flags = {cache.flag.value: cache.to_json(), sync.flag.value: sync.to_json()}
-    flags[validity.Flag.STEADY.value] = validity.steady(
-        parsed.series.get(primary.get("series") or ""), metrics.get("steadystate")
-    )
-    emulated = [p for p in parts if ((p.result.get("flags") or {}).get("emulated") or {}).get("suspect")]
-    if emulated:
-        flags[validity.Flag.EMULATED.value] = {
-            "suspect": True,
-            "reason": "; ".join(f"host {p.host}: {p.result['flags']['emulated'].get('reason', '')}" for p in emulated),
-        }
-    result["flags"].update(flags)
+    flags = Flags({cache.flag: cache, sync.flag: sync})
+    flags.set(Flag.STEADY, validity.steady(parsed.series.get(primary.get("series") or ""), metrics.get("steadystate")))
+    emulated = validity.emulated_across_hosts({h: f.emulated for h, f in part_flags.items()})
+    if emulated is not None:
+        flags.set(Flag.EMULATED, emulated)
+    flags.write(result)
     result["warnings"] += [validity.Warning(j.flag, j.reason).to_json() for j in (cache, sync) if j.warns]
     result["status"] = "ok"

@@ -13,7 +13,7 @@ Two things are wrapped, nothing else:
 - the session's `watch` also reports an abort from the manager (another host
   was lost): the instances here stop at once, as when a local layer dies.
 
-A server workload (`hosts_barrier = "measure"`: ycsb) starts, loads and warms
+A server workload (`ServerWorkload`: ycsb) starts, loads and warms
 up its servers before it measures, which takes each host its own time; its
 instances are released here at once and the barrier is where its `measure`
 calls `rendezvous(running)` (workloads/base.py), so that the measured phases of
@@ -34,9 +34,11 @@ import threading
 import time
 
 from strata.errors import TrialFailure
+from strata.flags import Flags
 from strata.instances import InstanceOutput
 from strata.stack.nostack import no_stack
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import ServerWorkload
 
 STATES = ("starting", "ready", "running", "measured", "done")
 CHECK_S = 0.5  # how often a part waiting to be released looks at its own instances
@@ -131,7 +133,8 @@ class Part:
         doc = {"part": self.id, "state": self.state, "times": dict(self.times)}
         if self.result is not None:
             doc["status"] = self.result.get("status")
-            doc["failed"] = (self.result.get("flags") or {}).get("failed")
+            failed = Flags.of(self.result).failed
+            doc["failed"] = failed.to_json() if failed else None
         return doc
 
 
@@ -214,7 +217,7 @@ class BarrierStacks:
         wl = WORKLOADS[trial.workload.type]
         built = wl.instances(trial.workload, trial.load) > 0  # a host that runs only clients builds nothing
         device, mounted, session = self.stacks.get(trial) if built else no_stack()
-        at_measure = getattr(wl, "hosts_barrier", "start") == "measure"
+        at_measure = isinstance(wl, ServerWorkload)  # its parts meet in its measure, after its servers started
         return device, mounted, BarrierSession(session, self.part, at_measure)
 
     def died(self, trial, layer: str) -> None:

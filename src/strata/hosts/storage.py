@@ -9,9 +9,10 @@ the nodes. The trial's identity keeps `host: b`, never the address.
 The storage host's disks are not the client hosts' disks, so the cache check
 of the parts (each host's own disks) cannot see them. The manager samples the
 target's I/O counters and the backing disks' diskstats when every part is
-ready and again when all are done, and the merged cache flag takes those
-bytes as one more layer below the workload: a store answered from the
-storage host's page cache is suspect like any other cache.
+ready and again when all are done (`Storage.moved`), and the merged cache
+flag takes those bytes as one more layer below the workload
+(`validity.cache_below`): a store answered from the storage host's page
+cache is suspect like any other cache.
 
 A storage host that stops answering during a trial makes the clients' I/O
 fail (the client's watcher: `remote_lost`); the manager then names the
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from strata import validity
 from strata.errors import TrialFailure, Unsupported
 
 from .client import AgentRefused, AgentUnreachable
@@ -104,30 +104,3 @@ def serve(trial, host: str, client, run_id: str) -> Storage:
 def part_device(trial, storage: Storage):
     """The device the client hosts build: the same, attached to the served target."""
     return trial.device.model_copy(update={"served_at": storage.served_at})
-
-
-def judge_cache(cache_flag: dict, storage: Storage) -> dict:
-    """The merged cache flag with the storage host's target and disks as layers below the workload."""
-    moved = storage.moved()
-    if moved is None or cache_flag.get("expected"):
-        return cache_flag
-    ev = dict(cache_flag.get("evidence") or {})
-    per_disk = dict(ev.get("per_disk") or {})
-    reasons = [cache_flag["reason"]] if cache_flag.get("suspect") and cache_flag.get("reason") else []
-    for name, m in moved.items():
-        entry = per_disk[f"{storage.host}:{name}"] = dict(m)
-        for ddir in ("read", "write"):
-            wl = ev.get(f"{ddir}_workload_bytes", 0)
-            if wl < validity.MIN_CHECKED_BYTES:
-                continue
-            share = m[f"{ddir}_bytes"] / wl
-            entry[f"{ddir}_share"] = round(share, 4)
-            if share < validity.MIN_DEVICE_SHARE:
-                reasons.append(
-                    f"the workload {ddir} {wl / 2**20:.0f} MiB with O_DIRECT but the storage host {storage.host}'s "
-                    f"{name} moved {m[f'{ddir}_bytes'] / 2**20:.0f} MiB ({share:.0%}): a cache answered"
-                )
-    ev["per_disk"] = per_disk
-    suspect = bool(reasons)
-    reason = "; ".join(reasons) or (cache_flag.get("reason") or "every layer moved the workload's bytes")
-    return {**cache_flag, "suspect": suspect, "reason": reason, "evidence": ev}

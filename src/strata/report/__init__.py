@@ -15,13 +15,6 @@ from pathlib import Path
 
 from strata.report import csv, figures, html, terminal
 
-EXPORTERS = {
-    "html": html.render,
-    "svg": figures.render,
-    "png": figures.render,
-    "csv": csv.render,
-    "terminal": terminal.render,
-}
 PARALLEL_FROM = 6  # figures; below this a process pool costs more than it saves
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import csv as _csv
-import io
 import math
+
+from strata.export import csv_bytes
 
 
 def cell_text(v) -> str:
@@ -18,12 +18,7 @@ def cell_text(v) -> str:
 
 
 def table_csv(columns: list, rows: list) -> bytes:
-    buf = io.StringIO()
-    w = _csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for r in rows:
-        w.writerow([cell_text(v) for v in r])
-    return buf.getvalue().encode()
+    return csv_bytes(columns, rows, cell_text)
 
 
 def render(report) -> dict[str, bytes]:
@@ -31,6 +26,25 @@ def render(report) -> dict[str, bytes]:
     a = report.analysis
     out = {f"{f.id}.csv": table_csv(f.table.columns, f.table.rows) for f in report.figures}
     out.update({f"{t.id}.csv": table_csv(t.columns, t.rows) for t in report.tables})
+    out["paper.csv"] = table_csv(
+        ["study", "where", "subject", "configuration", "paper", "unit", "read", "baseline", "here", "note"],
+        [
+            [
+                b.study,
+                b.where,
+                b.subject,
+                p.label,
+                p.value.value,
+                p.value.unit,
+                p.value.read,
+                p.value.baseline or "",
+                p.yours,
+                p.value.note,
+            ]
+            for b in a.beside
+            for p in b.pairs
+        ],
+    )
     out["findings.csv"] = table_csv(
         ["id", "status", "claim", "source", "criterion", "numbers"],
         [[f.id, o.status, f.claim, f.source, f.criterion, o.detail] for f, o in a.findings],

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells import Cell
-from strata.analysis.sweeps import DIM_LABEL
 from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import MAX_LINES, Figure, Table
 from strata.report.parts import mean as mean_of
@@ -23,7 +22,7 @@ def detail_figures(a: Analysis) -> list[Figure]:
     (seed study 003, Figures 6b-6d and 7b-7c; study 001, CPU and mean latency against the rate)."""
     out = []
     for s in a.sweeps:
-        if s.dim not in ("containers", "target"):
+        if not s.axis.detail:
             continue
         labels = short_labels([ln.stack for ln in s.lines])
         rows, lines = [], []
@@ -38,9 +37,7 @@ def detail_figures(a: Analysis) -> list[Figure]:
         if not lines:
             continue
         lines = lines[:MAX_LINES]
-        title = with_shared(
-            f"latency, CPU and disk against {DIM_LABEL[s.dim]}: {s.context}", [ln.stack for ln in s.lines]
-        )
+        title = with_shared(f"latency, CPU and disk against {s.axis.label}: {s.context}", [ln.stack for ln in s.lines])
         fid = figure_id(f"detail-{s.dim}", s.context)
         out.append(
             Figure(
@@ -50,8 +47,8 @@ def detail_figures(a: Analysis) -> list[Figure]:
                 "Means over repetitions: p99 and mean latency (histograms merged across instances), the host's CPU "
                 "busy share and the device's bandwidth in the measured window (seed study 003, Figures 6b-6d; "
                 "study 001, Figures 4-6).",
-                Table(fid, title, ["stack", DIM_LABEL[s.dim], *(k for k, _ in DETAIL_PANELS), "n"], rows),
-                {"lines": lines, "xlabel": DIM_LABEL[s.dim], "panels": list(DETAIL_PANELS)},
+                Table(fid, title, ["stack", s.axis.label, *(k for k, _ in DETAIL_PANELS), "n"], rows),
+                {"lines": lines, "xlabel": s.axis.label, "panels": list(DETAIL_PANELS)},
             )
         )
     return out
@@ -59,7 +56,7 @@ def detail_figures(a: Analysis) -> list[Figure]:
 
 def detail(c: Cell) -> dict:
     """A cell's p99 and mean latency (ms), host CPU busy (%) and device MB/s, means over its repetitions."""
-    p99, mean = c.latency("lat", "p99").mean, c.latency("lat", "mean").mean
+    p99, mean = c.latency(None, "p99").mean, c.latency(None, "mean").mean
     cpu, disk = [], []
     for r in c.ok:
         col = r.get("collectors") or {}

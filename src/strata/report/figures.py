@@ -39,7 +39,7 @@ RC = {
 SVG_META = {"Date": None, "Creator": None}
 PNG_META = {"Software": None}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-LAT_COLORS = {"slat": "#9ecae1", "clat": "#3182bd", "lat": "#08519c"}
+LAT_COLORS = ("#9ecae1", "#3182bd", "#08519c")  # a latency breakdown's parts, light to dark; the whole darkest
 CACHE_STYLE = {"color": "#d9d9d9", "edgecolor": "#636363", "hatch": "///"}
 # Bars and points drawn apart from the device numbers, by why: a cache the bytes show, or above the raw
 # device while the device moved the bytes (unconfirmed).
@@ -200,24 +200,29 @@ def _latency(fig) -> MplFigure:
     n = max(len(p["stacks"]) for p in panels)
     mpl = MplFigure(figsize=(min(14, max(6.5, 1.1 * n * len(panels) + 2)), 4.2))
     axes = mpl.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    kinds = fig.data["kinds"]  # the workload's breakdown: its parts, then the whole
+    step, width = (0.27, 0.26) if len(kinds) <= len(LAT_COLORS) else (0.81 / len(kinds), 0.78 / len(kinds))
+    colors = LAT_COLORS[-len(kinds) :] if len(kinds) <= len(LAT_COLORS) else PALETTE
     for ax, p in zip(axes, panels):
         labels = [s["label"] for s in p["stacks"]]
-        for ki, kind in enumerate(("slat", "clat", "lat")):
-            xs = [i + (ki - 1) * 0.27 for i in range(len(labels))]
+        for ki, kind in enumerate(kinds):
+            xs = [i + (ki - (len(kinds) - 1) / 2) * step for i in range(len(labels))]
             means = [s.get(f"{kind}_mean_us") or 0 for s in p["stacks"]]
             p99 = [s.get(f"{kind}_p99_us") for s in p["stacks"]]
-            ax.bar(xs, means, 0.26, color=LAT_COLORS[kind], label=f"{kind} mean")
+            ax.bar(xs, means, width, color=colors[ki % len(colors)], label=f"{kind} mean")
             pts = [(x, v) for x, v in zip(xs, p99) if v]
             if pts:
                 ax.scatter(
-                    *zip(*pts), marker="_", s=120, color="black", zorder=3, label="p99" if kind == "lat" else None
+                    *zip(*pts), marker="_", s=120, color="black", zorder=3, label="p99" if kind == kinds[-1] else None
                 )
         ax.set_yscale("log")
         ax.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost a third of the drawing time
-        ax.set_title(f"load {p['load']} ({p['outstanding']} I/Os in flight)", fontsize=9)
+        in_flight = f" ({p['outstanding']} I/Os in flight)" if p.get("outstanding") is not None else ""
+        ax.set_title(f"load {p['load']}{in_flight}", fontsize=9)
         ax.set_xticks(range(len(labels)), [_wrap(x) for x in labels], rotation=25, ha="right")
         ax.set_xlabel("stack")
     axes[0].set_ylabel("latency (\u00b5s, log scale)")
+    _whole_decades(axes[0], [v for p in panels for s in p["stacks"] for k, v in s.items() if k.endswith("_us") and v])
     axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ticks = [_wrap(s["label"]) for p in panels for s in p["stacks"]]
     first = max((_rot_len([_wrap(p["stacks"][0]["label"])]) for p in panels if p["stacks"]), default=0)
@@ -232,6 +237,13 @@ def _latency(fig) -> MplFigure:
         first_tick_len=first,
     )
     return mpl
+
+
+def _whole_decades(ax, values: list[float]) -> None:
+    """A log axis whose values lie within one decade shows one tick or none (minor ticks are off), and
+    bars from its bottom are slivers: then it spans the decades around them."""
+    if values and math.ceil(math.log10(min(values))) >= math.floor(math.log10(max(values))):
+        ax.set_ylim(10 ** math.floor(math.log10(min(values))), 10 ** (math.floor(math.log10(max(values))) + 1))
 
 
 def _line(ax, i, label, pts, per=False):
@@ -303,14 +315,21 @@ def _detail(fig) -> MplFigure:
     mpl = MplFigure(figsize=(10, 6.4))
     axes = mpl.subplots(2, 2).flatten()
     for ax, (key, label) in zip(axes, fig.data["panels"]):
+        drawn = 0
         for i, ln in enumerate(fig.data["lines"]):
             pts = [(x, d[key]) for x, d in ln["points"] if d.get(key) is not None and finite(d[key])]
             if pts:
                 ax.plot(*zip(*pts), marker="o", markersize=3.5, color=PALETTE[i % len(PALETTE)], label=ln["label"])
+                drawn += 1
+        if not drawn:  # an empty 0..1 frame would read as zeros
+            ax.text(0.5, 0.5, "not sampled in these trials", ha="center", va="center", transform=ax.transAxes)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        else:
+            ax.set_ylim(bottom=0)
+            ax.xaxis.get_major_locator().set_params(integer=True)  # counts and rates are whole numbers
         ax.set_xlabel(fig.data["xlabel"])
         ax.set_ylabel(label)
-        ax.set_ylim(bottom=0)
-        ax.xaxis.get_major_locator().set_params(integer=True)  # counts and rates are whole numbers
     handles, labels = max((ax.get_legend_handles_labels() for ax in axes), key=lambda hl: len(hl[0]))
     if handles:
         axes[1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -349,10 +368,12 @@ def _compare(fig) -> MplFigure:
     mpl = MplFigure(figsize=(9, max(2.5, 0.32 * len(rows) + 1.4)))
     ax = mpl.add_subplot()
     ys = list(range(len(rows)))[::-1]
-    for y, r in zip(ys, rows):
-        ax.barh(y, 100 * r["rel"], color=colors[r["status"]], height=0.7)
-        if r["low"] is not None:
-            ax.plot([100 * r["low"], 100 * r["high"]], [y, y], color="black", linewidth=1)
+    # one call per kind of artist, not one per row: a runtimes figure of 10,000 trials has 136 rows
+    ax.barh(ys, [100 * r["rel"] for r in rows], color=[colors[r["status"]] for r in rows], height=0.7)
+    whiskers = [(y, r) for y, r in zip(ys, rows) if r["low"] is not None]
+    if whiskers:
+        wy, wr = zip(*whiskers)
+        ax.hlines(wy, [100 * r["low"] for r in wr], [100 * r["high"] for r in wr], color="black", linewidth=1)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(ys, [r["label"] for r in rows], fontsize=7)
     ax.set_xlabel(fig.data.get("xlabel", "change of B relative to A (%), 95% interval"))

@@ -12,8 +12,10 @@ import re
 from html import escape
 
 from strata import __version__
+from strata.analysis.beside import paper_ratio
 from strata.analysis.verdict import STATUSES
 from strata.report.csv import cell_text
+from strata.report.parts import SMOKE_BANNER
 
 MAX_TABLE_ROWS = 200  # inline; the CSV holds all
 MAX_LIST = 40  # advice items, findings numbers
@@ -91,11 +93,13 @@ def _header(report) -> str:
         f"{escape(', '.join(str(v) for v in (h.get('tools') or {}).values() if v))}"
         for h in a.hosts
     )
+    smoke = f'<div class="warn smoke"><b>{escape(SMOKE_BANNER.format(n=a.smoke))}</b></div>' if a.smoke else ""
     return (
-        f"<h1>{escape(report.title)}</h1><p class=meta>experiments: {escape(', '.join(a.experiments))}<br>"
+        f"<h1>{escape(report.title)}</h1>{smoke}<p class=meta>experiments: {escape(', '.join(a.experiments))}<br>"
         f"{len(a.results)} stored trials: {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
         f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configurations<br>hosts: {hosts}</p>"
         '<nav><a href="#warnings">warnings</a><a href="#advice">advice</a><a href="#findings">findings</a>'
+        '<a href="#paper">the studies beside</a>'
         '<a href="#figures">figures</a><a href="#tables">tables</a></nav>'
     )
 
@@ -170,6 +174,38 @@ def _findings(a) -> str:
     return out
 
 
+def _paper(a) -> str:
+    """The studies' published numbers beside the same quantities here, each side against its own baseline."""
+    out = (
+        '<h2 id="paper">The studies beside these results</h2><p class=meta>The numbers the studies print '
+        "(docs/studies.md; src/strata/analysis/paper.yaml) beside the same quantity here. Their hardware is "
+        "not yours: compare the shape, each side read against its own best configuration (1.00) or its own "
+        "raw device, never a paper's number as if it were measured here.</p>"
+    )
+    if not a.beside:
+        return out + "<p>None of the studies' published numbers is measured by these results.</p>"
+    for b in a.beside:
+        if b.kind == "stated":
+            cols = ["configuration", "the study says", "x its baseline", "here: x your raw device"]
+            rows = [[p.label, p.value.what, _x(paper_ratio(p.value)), _x(p.yours)] for p in b.pairs]
+        else:
+            cols = ["configuration", f"paper ({b.unit})", "paper, of its best", f"here ({b.unit})", "here, of its best"]
+            rows = [
+                [p.label, p.value.value, _x(b.relative(p, False)), _num(p.yours), _x(b.relative(p, True))]
+                for p in b.pairs
+            ]
+        out += f"<h3>{escape(b.shape())}</h3>{_table(cols, rows)}"
+    return out
+
+
+def _x(v) -> str:
+    return "not measured here" if v is None else f"{v:.2f}"
+
+
+def _num(v) -> str:
+    return "not measured here" if v is None else f"{v:,.3g}"
+
+
 def _figure(i: int, f, svg) -> str:
     csv = f'<a href="csv/{f.id}.csv">CSV</a>'
     if svg is None:
@@ -194,6 +230,7 @@ def render(report, svgs: dict[str, bytes]) -> bytes:
         _warnings(report.analysis),
         _advice(report.analysis),
         _findings(report.analysis),
+        _paper(report.analysis),
         '<h2 id="figures">Figures</h2>',
     ]
     if not report.figures:

@@ -3,7 +3,7 @@ tables, warnings, findings and advice, built from an Analysis of stored results.
 
 Figures are chosen from what the results contain (docs/architecture.md "Flow of one
 report"): throughput relative to the raw device per workload (seed study 003,
-Figure 3), the latency breakdown slat/clat/lat at low and high load (Figure 4),
+Figure 3), the latency breakdown the workload declares at low and high load (Figure 4),
 sweeps with confidence bands (Figures 3e, 3g), scaling over containers with the
 peak (Figure 6a), collector time series of chosen trials. The exporters
 (html, figures, csv, terminal) turn a Report into bytes and nothing else.
@@ -14,10 +14,20 @@ from __future__ import annotations
 from strata.analysis.analyse import Analysis
 from strata.analysis.baseline import apart_ratio, baseline_key, ratio_to_raw
 from strata.analysis.cells import Cell, artifact
-from strata.analysis.sweeps import DIM_LABEL, peak
+from strata.analysis.sweeps import peak
 from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels, with_shared
-from strata.report.parts import LAT_STATS, MAX_LINES, MAX_STACKS, Figure, Report, Table
+from strata.report.parts import (
+    MAX_LINES,
+    MAX_STACKS,
+    SMOKE_MARK,
+    Figure,
+    Report,
+    Table,
+    breakdown_caption,
+    breakdown_entry,
+    latencies,
+)
 from strata.report.parts import mean as _mean
 from strata.report.remote import remote_figures
 from strata.report.runtimes import runtime_figures
@@ -45,6 +55,11 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
     rep.figures.extend(_series_figures(a, series_ids))
     rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _flowop_tables(a)
     _unique_ids(rep.figures + rep.tables)
+    if a.smoke:  # every figure and table says it, wherever it ends up (a PNG in a slide, a CSV)
+        for item in rep.figures + rep.tables:
+            item.title = f"{SMOKE_MARK} {item.title}"
+        for f in rep.figures:
+            f.table.title = f.title
     return rep
 
 
@@ -224,9 +239,10 @@ def _bar(label, c, value, low, high, apart, note, raw, n, mean) -> dict:
 def _latency_figures(a: Analysis) -> list[Figure]:
     out = []
     for name, cells in _workload_groups(a):
-        cells = [c for c in cells if c.values and c.latency("lat", "mean").n]
+        kinds = cells[0].schema.breakdown  # a group's cells ran the same workload
+        cells = [c for c in cells if c.values and c.latency(None, "mean").n]
         loads = sorted({(c.outstanding, c.labels["load"]) for c in cells})
-        if not cells:  # only workloads that report slat/clat/lat have a breakdown
+        if not cells:  # only workloads that declare latencies have a breakdown
             continue
         panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
         labels = short_labels(sorted({c.stack for c in cells}))
@@ -234,18 +250,16 @@ def _latency_figures(a: Analysis) -> list[Figure]:
         for outstanding, load in panels:
             stacks = []
             for i, c in enumerate(c for c in cells if c.labels["load"] == load and c.outstanding == outstanding):
-                entry = {"label": labels[c.stack], "drawn": i < MAX_STACKS}
-                for kind in ("slat", "clat", "lat"):
-                    for stat in LAT_STATS:
-                        s = c.latency(kind, stat)
-                        entry[f"{kind}_{stat}_us"] = s.mean / 1000 if s.n else None
-                        rows.append([c.stack, load, kind, stat, entry[f"{kind}_{stat}_us"], s.n])
-                stacks.append(entry)
-            data.append({"load": load, "outstanding": outstanding, "stacks": [e for e in stacks if e["drawn"]]})
+                lat = latencies(c, kinds)
+                stacks.append({"label": labels[c.stack], "drawn": i < MAX_STACKS, **breakdown_entry(lat)})
+                rows += [[c.stack, load, *row] for row in lat]
+            in_flight = outstanding if cells[0].schema.in_flight else None
+            data.append({"load": load, "outstanding": in_flight, "stacks": [e for e in stacks if e["drawn"]]})
         fid = figure_id("latency", name)
-        title = with_shared(f"{name}: latency breakdown, low and high load", [c.stack for c in cells])
+        at = "low and high load" if len(panels) > 1 else f"load {panels[0][1]}"
+        title = with_shared(f"{name}: latency breakdown, {at}", [c.stack for c in cells])
         caption = (
-            "Submission (slat), completion (clat) and total (lat) latency, mean (bars) and p99 (markers), "
+            f"{breakdown_caption(cells[0].schema)}, mean (bars) and p99 (markers), "
             "as Figure 4 of seed study 003; percentiles come from histograms merged over jobs and containers, "
             "repetitions "
             "are averaged."
@@ -258,7 +272,7 @@ def _latency_figures(a: Analysis) -> list[Figure]:
                 title,
                 caption,
                 Table(fid, title, ["stack", "load", "latency", "stat", "us", "n"], rows),
-                {"panels": data},
+                {"panels": data, "kinds": list(kinds)},
             )
         )
     return out
@@ -274,7 +288,7 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
         for ln in s.lines:
             pts = []
             for x, c in ln.points:
-                pt = _point(x / 1024 if s.dim == "bs" else x, c)
+                pt = _point(x / s.axis.scale if s.axis.scale != 1 else x, c)
                 pts.append(pt)
                 rows.append([ln.stack, *pt[:4], c.reps or len(c.apart_values), c.unit, _cache_note(c)])
             lines.append({"label": labels[ln.stack], "points": pts})
@@ -287,8 +301,8 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
                 "sweep",
                 title,
                 "Mean over repetitions; the band is the 95% confidence interval (seed study 003, Figures 3e and 3g).",
-                Table(fid, title, ["stack", DIM_LABEL[s.dim], s.unit, "ci_low", "ci_high", "n", "unit", "note"], rows),
-                {"lines": lines, "xlabel": DIM_LABEL[s.dim], "unit": s.unit, "dim": s.dim},
+                Table(fid, title, ["stack", s.axis.label, s.unit, "ci_low", "ci_high", "n", "unit", "note"], rows),
+                {"lines": lines, "xlabel": s.axis.label, "unit": s.unit, "dim": s.dim},
             )
         )
     return out
@@ -396,7 +410,7 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
 def _pick_series(a: Analysis, wanted: tuple) -> list[tuple[dict, Cell]]:
     by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.ok + c.cached + c.unconfirmed}
     picked = [by_id[t] for t in wanted if t in by_id]
-    unsteady = [(r, c) for c in a.cells for r, s in c.steady if s and s.get("judged", True) and not s.get("steady")]
+    unsteady = [(r, c) for c in a.cells for r, s in c.steady if s and s.warns]
     cached = [(r, c) for c in a.cells for r in c.cached]
     busiest = sorted((c for c in a.cells if c.ok), key=lambda c: -c.outstanding)
     for r, c in unsteady[:1] + cached[:1] + [(c.ok[0], c) for c in busiest]:

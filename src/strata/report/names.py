@@ -39,6 +39,27 @@ def shared(stacks: list[str]) -> str:
     return ", ".join(f"{PARTS[i]} {parts[0][i]}" for i in same)
 
 
+def row_labels(stacks: list[str]) -> tuple[dict[str, str], str]:
+    """Labels for rows that also name their load, and what the title must add. With one stack the rows
+    name only their loads and the title names the whole stack ("device loop, file system ext4, runtime
+    docker:overlay2, path layer"), instead of repeating it on every row."""
+    unique = sorted(set(stacks))
+    parts = unique[0].split("/") if len(unique) == 1 else []
+    if len(parts) == len(PARTS):
+        return {unique[0]: ""}, ", ".join(f"{PARTS[i]} {parts[i]}" for i in range(len(PARTS)))
+    return short_labels(unique), shared(unique)
+
+
+def row_label(stack_label: str, load: str, n: int) -> str:
+    """A compared row's label: its stack's label and load, and why it has no interval when it has none."""
+    label = f"{stack_label} {load}".strip()
+    return label if n >= 2 else f"{label} (1 repetition: no interval)"
+
+
+def titled(title: str, common: str) -> str:
+    return f"{title} ({common})" if common else title
+
+
 def with_shared(title: str, stacks: list[str]) -> str:
     """The title, with what its rows have in common when the rows' labels leave it out."""
     common = shared(stacks)

@@ -7,10 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.analyse import Analysis
+from strata.metrics import MetricSchema
 
 MAX_LINES = 8  # lines per sweep or scaling figure
 MAX_STACKS = 12  # stacks per latency panel
 LAT_STATS = ("mean", "p99")
+
+
+SMOKE_MARK = "[SMOKE SCALE: not a measurement]"
+SMOKE_BANNER = (
+    "SMOKE SCALE: {n} of these trials ran at the smoke scale (strata run --scale smoke: one repetition of "
+    "seconds-long, small trials). They show that every stack and report section of the spec runs here; "
+    "they are not measurements of anything."
+)
 
 
 @dataclass
@@ -44,3 +53,29 @@ def mean(vals: list):
     """The mean of the values that exist, or None."""
     vals = [v for v in vals if v is not None]
     return sum(vals) / len(vals) if vals else None
+
+
+def latencies(c, kinds) -> list[tuple]:
+    """(latency, statistic, mean over repetitions in us or None, repetitions) of a cell, for each of the
+    latencies `kinds` and each of LAT_STATS: the rows of a latency breakdown's table."""
+    out = []
+    for kind in kinds:
+        for stat in LAT_STATS:
+            s = c.latency(kind, stat)
+            out.append((kind, stat, s.mean / 1000 if s.n else None, s.n))
+    return out
+
+
+def breakdown_entry(rows: list[tuple]) -> dict:
+    """A stack's bars in a latency breakdown figure (report/figures.py `_latency`), from `latencies`."""
+    return {f"{kind}_{stat}_us": us for kind, stat, us, _ in rows}
+
+
+def breakdown_caption(schema: MetricSchema) -> str:
+    """The latencies of a workload's breakdown in words, each by its label and name, the whole last."""
+    parts = []
+    for kind in schema.breakdown:
+        m = schema.field("latency", kind)
+        parts.append(f"{m.label} ({kind})" if m is not None and m.label else kind)
+    words = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{words[:1].upper()}{words[1:]} latency"

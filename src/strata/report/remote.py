@@ -13,8 +13,8 @@ from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
 from strata.analysis.decide import answer
 from strata.analysis.remote import remote_pairs
-from strata.report.names import figure_id, short_labels, with_shared
-from strata.report.parts import LAT_STATS, MAX_STACKS, Figure, Table
+from strata.report.names import figure_id, row_label, row_labels, short_labels, titled, with_shared
+from strata.report.parts import MAX_STACKS, Figure, Table, breakdown_entry, latencies
 
 XLABEL = "remote relative to direct-attached (%), 95% interval"
 COLUMNS = ["stack", "load", "local device", "local", "remote", "unit", "change", "ci_low", "ci_high", "status", "n"]
@@ -37,12 +37,13 @@ def remote_figures(a: Analysis) -> list[Figure]:
 
 
 def _relative(name: str, prs: list) -> Figure:
-    labels = short_labels(sorted({r.stack for _, r in prs}))
+    labels, common = row_labels([r.stack for _, r in prs])
+    margin = prs[0][1].margin
     rows, data = [], []
     for local, remote in prs:
-        ch = answer(local.summary, remote.summary)
+        ch = answer(local.summary, remote.summary, remote.margin)
         st = status(ch)
-        label = f"{labels[remote.stack]} {remote.labels['load']}"
+        label = row_label(labels[remote.stack], remote.labels["load"], min(local.summary.n, remote.summary.n))
         data.append({"label": label, "rel": ch.rel, "low": ch.rel_low, "high": ch.rel_high, "status": st})
         rows.append(
             [
@@ -60,20 +61,21 @@ def _relative(name: str, prs: list) -> Figure:
             ]
         )
     fid = figure_id("remote", name)
-    title = with_shared(f"{name}: remote relative to direct-attached storage", [r.stack for _, r in prs])
+    title = titled(f"{name}: remote relative to direct-attached storage", common)
     caption = (
         "Each stack on the remote device against the same stack, workload and load on the local device "
         "(seed study 003, section 5.4): the change of the mean throughput with the 95% interval of the ratio "
         "(log scale, so never below -100%); "
-        "lower or higher when the interval excludes zero, the same when it lies within +-5%, grey otherwise."
+        f"lower or higher when the interval excludes zero, the same when it lies within +-{margin:.0%}, grey otherwise."
     )
     return Figure(fid, "compare", title, caption, Table(fid, title, COLUMNS, rows), {"rows": data, "xlabel": XLABEL})
 
 
 def _latency(name: str, prs: list) -> Figure | None:
-    prs = [(lo, re) for lo, re in prs if lo.latency("lat", "mean").n and re.latency("lat", "mean").n]
+    prs = [(lo, re) for lo, re in prs if lo.latency(None, "mean").n and re.latency(None, "mean").n]
     if not prs:
         return None
+    kinds = prs[0][1].schema.breakdown
     loads = sorted({(r.outstanding, r.labels["load"]) for _, r in prs})
     panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
     labels = short_labels(sorted({r.stack for _, r in prs}))
@@ -83,11 +85,7 @@ def _latency(name: str, prs: list) -> Figure | None:
         for local, remote in (p for p in prs if (p[1].outstanding, p[1].labels["load"]) == (outstanding, load)):
             for side, c in (("local", local), ("remote", remote)):
                 entry = {"label": f"{labels[remote.stack]} {side}", "drawn": len(stacks) < 2 * MAX_STACKS}
-                for kind in ("slat", "clat", "lat"):
-                    for stat in LAT_STATS:
-                        s = c.latency(kind, stat)
-                        entry[f"{kind}_{stat}_us"] = s.mean / 1000 if s.n else None
-                stacks.append(entry)
+                stacks.append({**entry, **breakdown_entry(latencies(c, kinds))})
             plus = (remote.latency("clat", "mean").mean - local.latency("clat", "mean").mean) / 1000
             added.append((load, plus))
             rows.append(
@@ -98,8 +96,8 @@ def _latency(name: str, prs: list) -> Figure | None:
                     local.latency("clat", "mean").mean / 1000,
                     remote.latency("clat", "mean").mean / 1000,
                     plus,
-                    local.latency("lat", "p99").mean / 1000,
-                    remote.latency("lat", "p99").mean / 1000,
+                    local.latency(None, "p99").mean / 1000,
+                    remote.latency(None, "p99").mean / 1000,
                 ]
             )
         data.append({"load": load, "outstanding": outstanding, "stacks": [e for e in stacks if e["drawn"]]})
@@ -116,7 +114,9 @@ def _latency(name: str, prs: list) -> Figure | None:
     )
     columns = ["stack", "load", "local device", "local clat us", "remote clat us", "added clat us", "local p99 us"]
     columns.append("remote p99 us")
-    return Figure(fid, "latency", title, caption, Table(fid, title, columns, rows), {"panels": data})
+    return Figure(
+        fid, "latency", title, caption, Table(fid, title, columns, rows), {"panels": data, "kinds": list(kinds)}
+    )
 
 
 def _span(values: list[float]) -> str:

@@ -12,7 +12,7 @@ from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
 from strata.analysis.decide import answer
 from strata.analysis.runtimes import native_pairs
-from strata.report.names import figure_id, short_labels, with_shared
+from strata.report.names import figure_id, row_label, row_labels, titled
 from strata.report.parts import Figure, Table
 
 COLUMNS = ["stack", "load", "native", "value", "unit", "change", "ci_low", "ci_high", "status", "n"]
@@ -27,7 +27,7 @@ def runtime_figures(a: Analysis) -> list[Figure]:
     emulated = sum(1 for c in a.cells if c.emulated)
     out = []
     for (workload, device, _), prs in sorted(groups.items(), key=lambda kv: kv[0][:2]):
-        prs.sort(key=lambda p: (p[1].runtime_kind, p[1].stack, p[1].outstanding, p[1].labels["load"]))
+        prs.sort(key=lambda p: (p[1].isolation, p[1].stack, p[1].outstanding, p[1].labels["load"]))
         name = f"{workload} on {device}"
         out.append(_figure(name, prs, "throughput", emulated))
         if all(n.latency("lat", "mean").n and o.latency("lat", "mean").n for n, o in prs):
@@ -36,15 +36,16 @@ def runtime_figures(a: Analysis) -> list[Figure]:
 
 
 def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
-    labels = short_labels(sorted({o.stack for _, o in prs}))
+    labels, common = row_labels([o.stack for _, o in prs])
+    margin = prs[0][1].margin
     rows, data = [], []
     for native, other in prs:
         a, b = (native.summary, other.summary) if what == "throughput" else _lat(native, other)
-        ch = answer(a, b)
+        ch = answer(a, b, other.margin)
         st = status(ch)
         data.append(
             {
-                "label": f"{labels[other.stack]} {other.labels['load']}",
+                "label": row_label(labels[other.stack], other.labels["load"], min(a.n, b.n)),
                 "rel": ch.rel,
                 "low": ch.rel_low,
                 "high": ch.rel_high,
@@ -68,12 +69,13 @@ def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
             ]
         )
     fid = figure_id(f"runtimes-{what}", name)
-    title = with_shared(f"{name}: {what} of containers and VMs relative to native", [o.stack for _, o in prs])
+    title = titled(f"{name}: {what} of containers and VMs relative to native", common)
     caption = (
         f"Each container and VM stack's {'mean throughput' if what == 'throughput' else 'mean total latency'} "
         "against the same work natively on the same file system (seed study 001), with the 95% interval of the ratio "
         "(log scale, so never below -100%): "
-        "higher or lower when the interval excludes zero, the same within +-5%, grey when it decides neither."
+        f"higher or lower when the interval excludes zero, the same within +-{margin:.0%}, "
+        "grey when it decides neither."
         + (" For latency, lower is better." if what == "latency" else "")
         + (f" Left out: {emulated} configuration(s) measured under emulation (TCG)." if emulated else "")
     )

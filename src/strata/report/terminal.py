@@ -6,10 +6,12 @@ interval, then the warnings that say what to do, then advice and findings.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from strata.analysis.baseline import ratio_to_raw
 from strata.analysis.query import fmt
+from strata.report.parts import SMOKE_BANNER
 
 MAX_ROWS = 30
 MAX_GRIDS = 4
@@ -59,12 +61,13 @@ def render(report) -> str:
 
 def analysis_text(a) -> str:
     n = a.counts
-    lines = [
+    lines = [f"!! {SMOKE_BANNER.format(n=a.smoke)}", ""] if a.smoke else []
+    lines += [
         f"strata report: {len(a.results)} trial(s): {n.get('ok', 0)} ok, {n.get('failed', 0)} failed, "
         f"{n.get('unsupported', 0)} unsupported; {len(a.cells)} configuration(s) on {len(a.hosts)} host(s)"
     ]
     if not a.cells:
-        return lines[0] + "\nno measurements to report"
+        return "\n".join(lines) + "\nno measurements to report"
     lines += [
         "",
         "throughput (mean over repetitions; CACHE = a cache answered, UNCONFIRMED = above the raw device "
@@ -101,6 +104,12 @@ def analysis_text(a) -> str:
     for f, o in a.findings:
         if o.status != "not measured":
             lines.append(f"  {STATUS_MARK[o.status]} {o.status:<12} {f.id}: {_clip(o.detail, 150)}")
+    if a.beside:
+        lines += ["", "the studies beside these results (each side against its own best or raw device):"]
+        for b in a.beside[:MAX_ROWS]:  # whole: the order agreement comes last in the sentence
+            lines += textwrap.wrap(b.shape(), 110, initial_indent="  = ", subsequent_indent="    ")
+        if len(a.beside) > MAX_ROWS:
+            lines.append(f"  ... {len(a.beside) - MAX_ROWS} more in the HTML report and csv/paper.csv")
     return "\n".join(lines)
 
 

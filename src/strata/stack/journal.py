@@ -3,7 +3,18 @@
 Each line is an intent `{"seq", "kind", "data"}` or a release `{"release": seq}`,
 fsynced, so after `kill -9` `strata cleanup` can undo exactly what is left.
 Undo actions are idempotent: an intent whose resource never came into being
-is harmless to undo.
+is harmless to undo. An undo may return a note: what went with a layer
+beneath it that was already gone or failing (a volume with its daemon's data
+root, a store's files with a file system that fails), so `strata cleanup`
+says what was lost instead of hiding it.
+
+`strata cleanup` undoes in reverse creation order, so the users of a
+resource go before it (a container before its volume, a volume before its
+daemon, a store before the file system that holds it). An undo that fails
+is tried once more after all the others: when the layer beneath it was
+failing (a remote device whose server died with a killed strata: its file
+system shuts down with EIO), undoing that layer is what lets it go, and one
+call finishes.
 """
 
 from __future__ import annotations
@@ -13,15 +24,18 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
-UNDO: dict[str, Callable[[dict], None]] = {}
+UNDO: dict[str, Callable[[dict], str | None]] = {}
 
 
-def undo_action(kind: str):
+Undo = TypeVar("Undo", bound=Callable[[dict[str, Any]], Any])
+
+
+def undo_action(kind: str) -> Callable[[Undo], Undo]:
     """Register the function that removes a resource of `kind` (explicit registry)."""
 
-    def deco(fn):
+    def deco(fn: Undo) -> Undo:
         UNDO[kind] = fn
         return fn
 
@@ -137,17 +151,13 @@ def cleanup(directory: Path | None = None, force: bool = False, log=print, patte
                 "(stop that run first; --force undoes them anyway)"
             )
             continue
-        failed = 0
-        for entry in reversed(pending(path)):
-            try:
-                UNDO[entry["kind"]](entry["data"])
-                log(f"undid {entry['kind']} {_describe(entry['data'])}")
-                undone += 1
-            except Exception as e:  # keep going: one stuck resource must not block the others
-                failed += 1
-                log(f"could not undo {entry['kind']} {_describe(entry['data'])}: {e}")
+        entries = list(reversed(pending(path)))
+        failed = _undo_all(entries, log)
+        if failed:  # the layers below are undone now: what failed on them may go
+            failed = _undo_all(failed, log, again=True)
+        undone += len(entries) - len(failed)
         if failed:
-            log(f"kept {path} ({failed} resource(s) left); run `strata cleanup` again once fixed")
+            log(f"kept {path} ({len(failed)} resource(s) left); run `strata cleanup` again once fixed")
         else:
             path.unlink(missing_ok=True)
             if not pid:
@@ -156,6 +166,25 @@ def cleanup(directory: Path | None = None, force: bool = False, log=print, patte
         if not lock.with_suffix(".jsonl").exists() and not live_owner(lock.with_suffix(".jsonl")):
             lock.unlink(missing_ok=True)
     return undone
+
+
+def _undo_all(entries: list[dict], log, again: bool = False) -> list[dict]:
+    """Undo each entry in the given order, going on past failures; the entries that failed."""
+    failed = []
+    for entry in entries:
+        what = " ".join(filter(None, (entry["kind"], _describe(entry["data"]))))
+        try:
+            note = UNDO[entry["kind"]](entry["data"])
+        except Exception as e:  # keep going: one stuck resource must not block the others
+            failed.append(entry)
+            if again:
+                log(f"could not undo {what}: {e}")
+            else:
+                log(f"could not undo {what} yet: {e} (tried again once the resources below it are undone)")
+            continue
+        done = "undid" if not again else "undid (second try, with the resources below it undone)"
+        log(f"{done} {what}" + (f": {note}" if note else ""))
+    return failed
 
 
 def _describe(data: dict) -> str:

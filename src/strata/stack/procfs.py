@@ -11,13 +11,14 @@ find a container's cgroup directories on the host.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import time
 from pathlib import Path
 
 from strata.errors import StrataError
-from strata.proc import sh
+from strata.proc import CommandError, sh
 
 ENGINE_PROGRAMS = (
     "dockerd",
@@ -51,6 +52,14 @@ def is_running(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def exe_name(pid: int) -> str:
+    """The program a process runs ('' once it is gone)."""
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return ""
+
+
 def procs_mentioning(marker: str) -> list[int]:
     """Container-engine processes whose command line contains `marker` (our unique run dir):
     dockerd, its containerd and their shims. Never anything else (a user's `less` of our log)."""
@@ -58,10 +67,18 @@ def procs_mentioning(marker: str) -> list[int]:
     for p in Path("/proc").iterdir():
         if not p.name.isdigit() or marker not in cmdline(int(p.name)):
             continue
-        with contextlib.suppress(OSError):
-            if os.path.basename(os.readlink(p / "exe")) in ENGINE_PROGRAMS:
-                found.append(int(p.name))
+        if exe_name(int(p.name)) in ENGINE_PROGRAMS:
+            found.append(int(p.name))
     return found
+
+
+def procs_using(path: str) -> list[int]:
+    """Engine processes whose command line names `path` or anything under it, as a whole path
+    (`--root /x/podman --runroot /run/strata/p-1` names both stores' paths with no slash after them;
+    /x/podman2 is not /x/podman)."""
+    path = path.rstrip("/")
+    named = re.compile(re.escape(path) + r"(?=/|\s|$)")
+    return [pid for pid in procs_mentioning(path) if named.search(cmdline(pid))]
 
 
 def signal_and_wait(pids: list[int], sig: int, timeout_s: float) -> list[int]:
@@ -100,11 +117,13 @@ def cgroup_hierarchies(mountinfo: str | None = None, cgroups_table: str | None =
     return found
 
 
-def proc_cgroups(pid: int | str) -> dict[str, Path]:
-    """Host directory of each cgroup hierarchy a process is in (hierarchy key -> dir)."""
+def proc_cgroups(pid: int | str, text: str | None = None) -> dict[str, Path]:
+    """Host directory of each cgroup hierarchy a process is in (hierarchy key -> dir), from its
+    /proc/PID/cgroup (or that file's `text`, as a container wrote it: v1 shows host paths)."""
     mounts = cgroup_hierarchies()
     dirs: dict[str, Path] = {}
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+    text = text if text is not None else Path(f"/proc/{pid}/cgroup").read_text()
+    for line in text.splitlines():
         _, controllers, rel = line.split(":", 2)
         key = ",".join(sorted(controllers.split(","))) if controllers else ""
         if key in mounts:
@@ -114,11 +133,20 @@ def proc_cgroups(pid: int | str) -> dict[str, Path]:
     return dirs
 
 
+def cgroups_of(proc_cgroup_text: str) -> dict[str, str]:
+    """`host_cgroups` of a process whose /proc/self/cgroup text is given (a pod's container wrote it)."""
+    return _by_controller(proc_cgroups("self", proc_cgroup_text))
+
+
 def host_cgroups(pid: int) -> dict[str, str]:
     """controller -> the container's cgroup dir on the host ("cpu", "memory", "blkio", ...;
     "unified" for the cgroup v2 hierarchy)."""
+    return _by_controller(proc_cgroups(pid))
+
+
+def _by_controller(found: dict[str, Path]) -> dict[str, str]:
     dirs: dict[str, str] = {}
-    for key, d in proc_cgroups(pid).items():
+    for key, d in found.items():
         if not key:
             dirs["unified"] = str(d)
         for c in key.split(","):
@@ -217,9 +245,40 @@ def unmount_under(path: str) -> None:
     raise StrataError(f"mounts under {path} do not go away: {mounts_under(path)[:5]}", "unmount them by hand")
 
 
+def fs_failure(path: Path) -> str | None:
+    """Why `path` cannot be looked at when the file system beneath it fails (EIO from an xfs shut
+    down under a dead remote device, say); None when it can be (a path that does not exist can)."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
 def remove_tree(path: Path) -> None:
     """rm -rf, never crossing into another file system (nothing mounted below may be deleted)."""
     if not path.exists():
         return
     unmount_under(str(path))
     sh(["rm", "-rf", "--one-file-system", str(path)], timeout=1800)
+
+
+def remove_tree_unless_failing(path: Path) -> str | None:
+    """`remove_tree`, unless the file system beneath `path` fails (before or while removing): then
+    what is left of it is lost with that file system, and the return says so."""
+    broken = fs_failure(path)
+    if broken is None:
+        try:
+            remove_tree(path)
+            return None
+        except OSError as e:
+            if e.errno not in (errno.EIO, errno.ENOTCONN, errno.ESTALE):
+                raise
+            broken = e.strerror or str(e)
+        except CommandError as e:
+            if "Input/output error" not in e.stderr:
+                raise
+            broken = "Input/output error"
+    return f"{path} stays on the file system beneath it, which fails ({broken}), and is lost with it"

@@ -23,8 +23,9 @@ from pydantic import Field, model_validator
 from strata.engine import engine_binary
 from strata.errors import TrialFailure
 from strata.instances import ImageSpec, InstanceOutput, Target
+from strata.metrics import Metric, MetricSchema, Show
 from strata.params import Strict
-from strata.workloads.base import Parsed, ToolWorkload, headline, resolve_file
+from strata.workloads.base import Parsed, Smoke, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.latency import PERCENTILES, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"
@@ -43,6 +44,14 @@ PROTOCOL = 1
 OUTPUT = "engine.jsonl"
 # The engine's error kinds (engine/src/error.rs) as failure categories.
 ENGINE_ERRORS = {"syntax": "bad_input", "semantic": "bad_input", "io": "tool_error", "runtime": "tool_error"}
+# What a Filebench result holds (strata/metrics.py): the engine's totals; its MB is 2^20 bytes, as
+# Filebench's (engine/src/report.rs). Each flowop's rate and latency are in `metrics.flowops`.
+METRICS = MetricSchema(
+    fields=(
+        Metric("ops_per_s", "total", "ops/s", "higher", show=Show("IOPS", digits=0)),
+        Metric("mb_per_s", "total", "MB/s", "higher", headline=True, show=Show("MiB/s")),
+    )
+)
 
 
 class FilebenchParams(Strict):
@@ -50,7 +59,9 @@ class FilebenchParams(Strict):
 
     type: Literal["filebench"] = "filebench"
     name: str = Field(default="", description="default: the personality or the file's stem")
-    personality: Literal[PERSONALITIES] | None = Field(default=None, description="one of the shipped personalities")
+    personality: Literal[PERSONALITIES] | None = Field(  # type: ignore[valid-type]  # the shipped files
+        default=None, description="one of the shipped personalities"
+    )
     file: str | None = Field(default=None, description="an unmodified Filebench .f file")
     set: dict[str, str | int | float | bool] = Field(
         default_factory=dict, max_length=256, description="variable overrides, e.g. {nthreads: 4}"
@@ -64,19 +75,24 @@ class FilebenchParams(Strict):
         if "dir" in {k.lstrip("$") for k in self.set}:
             raise ValueError("$dir is set by strata to the path under test; remove it from `set`")
         if not self.name:
-            object.__setattr__(self, "name", self.personality or Path(self.file).stem)
+            object.__setattr__(self, "name", self.personality or Path(self.file or "").stem)
         return self
 
     @property
     def source(self) -> Path:
-        return PERSONALITIES_DIR / PERSONALITY_FILES[self.personality] if self.personality else Path(self.file)
+        return PERSONALITIES_DIR / PERSONALITY_FILES[self.personality] if self.personality else Path(self.file or "")
 
 
-class Filebench(ToolWorkload):
+class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
     name = "filebench"
     params = FilebenchParams
+    metrics = METRICS
     barrier = "tool"  # the engine makes its filesets, says it is ready and waits for the start itself
     targets = ("dir",)  # filesets are directory trees
+
+    def smoke(self, raw: dict) -> dict:
+        """experiment/scale.py: 1 s runs (the filesets keep their size: the personality is the design)."""
+        return {**raw, "runtime": 1}
 
     def parse_params(self, raw: dict, base_dir: Path) -> FilebenchParams:
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))

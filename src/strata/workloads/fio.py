@@ -11,15 +11,16 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from strata.errors import TrialFailure
 from strata.instances import ImageSpec, InstanceOutput, Target
-from strata.params import Load, Strict, size_field
+from strata.metrics import Axis, Metric, MetricSchema, Show
+from strata.params import Load, Strict, size_at_most, size_field, sweep_ends
 from strata.units import parse_duration
-from strata.workloads.base import Parsed, ToolWorkload, headline, resolve_file
+from strata.workloads.base import Parsed, Shorthand, Smoke, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.latency import summarize
 
 PRESETS = {
@@ -42,6 +43,39 @@ SEQUENTIAL = ("read", "write", "rw", "readwrite")
 
 def _seconds(v):
     return v if v is None else int(parse_duration(v))
+
+
+def block_size_text(bs: int) -> str:
+    return f"{bs // 1024} KiB" if bs % 1024 == 0 else f"{bs} B"
+
+
+LATENCY_STATS = ("mean", "p99")
+# What a fio result holds (strata/metrics.py), in the order of the export's columns. The headline is IOPS
+# for random I/O and bandwidth for sequential I/O (fio_headline); the latencies are merged histograms.
+METRICS = MetricSchema(
+    fields=(
+        Metric("rw", "parameter", type="str", context=True),
+        Metric(
+            "bs",
+            "parameter",
+            "B",
+            type="int",
+            context=True,
+            text=block_size_text,
+            axis=Axis("block size (KiB)", 3, 1024),
+        ),
+        Metric("direct", "parameter", type="int"),
+        Metric("iops", "total", "IOPS", "higher", headline=True, show=Show("IOPS", digits=0)),
+        Metric("bw_bytes", "total", "B/s", "higher", headline=True, show=Show("MiB/s", 2**20)),
+        Metric("iops", "per_direction", "IOPS", "higher"),
+        Metric("bw_bytes", "per_direction", "B/s", "higher"),
+        Metric("clat", "latency", "ns", "lower", label="completion", stats=LATENCY_STATS),
+        Metric("lat", "latency", "ns", "lower", label="total", stats=LATENCY_STATS, show=Show("lat {stat} us", 1000)),
+        Metric("slat", "latency", "ns", "lower", label="submission", stats=("mean",)),
+    ),
+    breakdown=("slat", "clat", "lat"),
+    in_flight=True,
+)
 
 
 class FioParams(Strict):
@@ -103,12 +137,20 @@ class FioParams(Strict):
         return Path(self.file).read_text() if self.file else None
 
 
-class Fio(ToolWorkload):
+class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading):
     name = "fio"
     params = FioParams
+    metrics = METRICS
 
     def parse_params(self, raw: dict, base_dir: Path) -> FioParams:
         return FioParams.model_validate(resolve_file(raw, base_dir, "fio job file"))
+
+    def smoke(self, raw: dict) -> dict:
+        """experiment/scale.py: 1 s, no ramp, at most 32 MiB, a block size sweep cut to its ends."""
+        out = {**raw, "runtime": 1, "ramp_time": 0, "size": size_at_most(raw.get("size", 1 << 30), 32 << 20)}
+        if "bs" in raw:
+            out["bs"] = sweep_ends(raw["bs"])
+        return out
 
     def shorthand(self, text: str) -> dict | None:
         return {"preset": text} if text in PRESETS else None
@@ -152,7 +194,7 @@ class Fio(ToolWorkload):
 
     def direct_io(self, params: FioParams) -> bool:
         if params.file:
-            return "direct=1" in params.job_text.replace(" ", "")
+            return "direct=1" in (params.job_text or "").replace(" ", "")
         return params.direct == 1
 
     def estimate_s(self, params: FioParams) -> float:
@@ -221,7 +263,7 @@ class Fio(ToolWorkload):
     def stage(self, params: FioParams, out_dir: Path) -> None:
         """Files an instance needs in its out dir before it starts (the job file)."""
         if params.file:
-            (out_dir / "job.fio").write_text(params.job_text)
+            (out_dir / "job.fio").write_text(params.job_text or "")
 
     def parse(self, params: FioParams, outputs: list[InstanceOutput]) -> Parsed:
         docs = [load_fio_json(o) for o in outputs]
@@ -271,7 +313,7 @@ def aggregate(docs: list[dict], series: list[dict] | None = None) -> Parsed:
         metrics[ddir] = agg
         moved[ddir] = agg["io_bytes"]
     for d in docs:
-        inst = {
+        inst: dict[str, Any] = {
             ddir: {k: sum(j[ddir][k] for j in d["jobs"]) for k in ("iops", "bw_bytes", "io_bytes")}
             for ddir in ("read", "write")
         }

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from strata.errors import TrialFailure
 from strata.instances import InstanceOutput, Target
+from strata.metrics import Metric, MetricSchema, Show
 from strata.params import Strict
 from strata.workloads.base import Parsed, ToolWorkload, headline
 
@@ -34,9 +35,10 @@ class NullParams(Strict):
     )
 
 
-class Null(ToolWorkload):
+class Null(ToolWorkload[NullParams]):
     name = "null"
     params = NullParams
+    metrics = MetricSchema((Metric("iops", "total", "IOPS", "higher", headline=True, show=Show("IOPS", digits=0)),))
 
     def estimate_s(self, params: NullParams) -> float:
         return params.sleep_s + 0.1

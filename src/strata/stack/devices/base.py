@@ -11,41 +11,25 @@ device's target CPU, its link; "the target is gone").
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ContextManager, Protocol
+from typing import Any, ContextManager, Protocol, TypeVar
 
-from strata.instances import Watch
 from strata.params import Strict
+from strata.stack.blockdev import DeviceHandle
+from strata.stack.journal import Journal
+
+P = TypeVar("P", bound=Strict)  # a device's parameter model
 
 
-@dataclass
-class DeviceHandle:
-    name: str  # the spec's name of the device
-    path: str  # /dev/loop3
-    size_bytes: int
-    diskstats: list[str]  # kernel names to sample: [device under test, ..., the disk holding the bytes]
-    facts: dict = field(default_factory=dict)
-    collectors: list[Any] = field(default_factory=list)  # extra collectors (collectors/base.py Collector)
-    watch: Watch | None = None  # polled while a trial runs
-
-    @property
-    def kernel_name(self) -> str:
-        return Path(os.path.realpath(self.path)).name
-
-    @property
-    def backing_disk(self) -> str | None:
-        """Where bytes move when no cache answers (the device itself unless it sits on another)."""
-        return self.diskstats[-1] if self.diskstats else None
-
-
-class Device(Protocol):
+class Device(Protocol[P]):
     name: str  # registry key = spec `type` = JSON `device.type`
-    params: type[Strict]
+    params: type[P]
 
-    def available(self, host: dict, params: Strict | None = None) -> str | None: ...
-    def problems(self, params: Strict) -> list[str]: ...  # why it must not be written (empty: safe)
-    def writes(self, params: Strict, workdir: Path) -> str: ...  # what a run writes, in words (the plan)
-    def size_bytes(self, params: Strict) -> int | None: ...  # known before provisioning, for fit checks
-    def provision(self, params: Strict, journal, workdir: Path) -> ContextManager[DeviceHandle]: ...
+    def shorthand(
+        self, text: str
+    ) -> dict[str, str] | None: ...  # a spec's one-word entry (`loop`, `/dev/sdb`), or None
+    def available(self, host: dict[str, Any], params: P | None = None) -> str | None: ...
+    def problems(self, params: P) -> list[str]: ...  # why it must not be written (empty: safe)
+    def writes(self, params: P, workdir: Path) -> str: ...  # what a run writes, in words (the plan)
+    def size_bytes(self, params: P) -> int | None: ...  # known before provisioning, for fit checks
+    def provision(self, params: P, journal: Journal, workdir: Path) -> ContextManager[DeviceHandle]: ...

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from strata.errors import StrataError
-from strata.params import Strict
-from strata.proc import sh
-from strata.stack.devices.base import DeviceHandle
-from strata.stack.devices.common import block_facts, needs_root
+from strata.params import Strict, shorthand
+from strata.stack.blockdev import DeviceHandle, block_facts, needs_root, write_problems
 
 
 class BlockParams(Strict):
@@ -42,57 +39,19 @@ class BlockParams(Strict):
         return self
 
 
-def mounts_of(path: str) -> list[str]:
-    """Mount points of the device or any of its partitions."""
-    real = os.path.realpath(path)
-    names = {path, real}
-    names.update(
-        f"/dev/{p.strip('└─├ ')}" for p in sh(["lsblk", "-n", "-l", "-o", "NAME", real], check=False).stdout.split()[1:]
-    )
-    return [
-        f[1]
-        for f in (line.split(" ") for line in Path("/proc/mounts").read_text().splitlines() if line)
-        if f[0] in names or os.path.realpath(f[0]) in names
-    ]
-
-
-def block_problems(params: BlockParams) -> list[str]:
-    """Why strata must not write this device (empty: safe). Used by validate, before any I/O."""
-    p = params.path
-    try:
-        if not stat.S_ISBLK(os.stat(p).st_mode):
-            return [f"{p} is not a block device"]
-    except OSError as e:
-        return [f"{p}: {e.strerror}"]
-    problems = []
-    mounted = mounts_of(p)
-    if mounted:
-        problems.append(
-            f"{p} is mounted at {', '.join(mounted)}: unmount it first (umount {mounted[0]}); "
-            "strata never writes a mounted device, whatever `destroy` says"
-        )
-    if not params.destroy:
-        sig = sh(["wipefs", "-n", p], check=False).stdout.strip()
-        parts = sh(["lsblk", "-n", "-o", "NAME", p], check=False).stdout.strip().splitlines()[1:]
-        if sig or parts:
-            what = (sig.splitlines()[-1] if sig else "") + (
-                f" partitions: {', '.join(x.strip('└─├ ') for x in parts)}" if parts else ""
-            )
-            problems.append(
-                f"{p} holds data ({what.strip()}); strata will not erase it without `destroy: true` for this device"
-            )
-    return problems
-
-
 class Block:
     name = "block"
     params = BlockParams
+
+    def shorthand(self, text: str) -> dict | None:
+        """`/dev/sdb` or `block:/dev/sdb`."""
+        return {"type": "block", "path": text} if text.startswith("/dev/") else shorthand(self.name, text, "path")
 
     def available(self, host: dict, params: BlockParams | None = None) -> str | None:
         return needs_root()
 
     def problems(self, params: BlockParams) -> list[str]:
-        return block_problems(params)
+        return write_problems(params.path, params.destroy)
 
     def writes(self, params: BlockParams, workdir: Path) -> str:
         return f"{params.path} (block device, ERASED)"
@@ -105,7 +64,7 @@ class Block:
 
     @contextlib.contextmanager
     def provision(self, params: BlockParams, journal, workdir: Path):
-        problems = block_problems(params)
+        problems = write_problems(params.path, params.destroy)
         if problems:
             raise StrataError(
                 "; ".join(problems),

@@ -14,10 +14,9 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from strata.errors import StrataError
-from strata.params import Strict, size_field
+from strata.params import Strict, shorthand, size_field
 from strata.proc import sh
-from strata.stack.devices.base import DeviceHandle
-from strata.stack.devices.common import block_facts, disk_of, fill_file, needs_root
+from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, needs_root
 from strata.stack.journal import Journal, undo_action
 
 MAX_SIZE_BYTES = 1 << 50  # 1 PiB: a bound on what a typo can ask for
@@ -70,6 +69,9 @@ def attach(backing: Path, direct_io: bool, journal: Journal):
 class Loop:
     name = "loop"
     params = LoopParams
+
+    def shorthand(self, text: str) -> dict | None:
+        return shorthand(self.name, text)
 
     def available(self, host: dict, params: LoopParams | None = None) -> str | None:
         if not Path("/dev/loop-control").exists():

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.stack.devices.common import needs_root
+from strata.params import shorthand
+from strata.stack.blockdev import needs_root
 from strata.stack.remote import caps
 from strata.stack.remote.device import backing_problems, provision_remote
 from strata.stack.remote.model import RemoteDevice
@@ -18,6 +19,9 @@ class Remote:
     name = "remote"
     params = RemoteParams
 
+    def shorthand(self, text: str) -> dict | None:
+        return shorthand(self.name, text)
+
     def available(self, host: dict, params: RemoteParams | None = None) -> str | None:
         return needs_root() or caps.available(params)
 
@@ -28,11 +32,13 @@ class Remote:
         if params.host and params.backing_path:
             return f"{params.backing_path} on host {params.host} (served over nbd to the client hosts, ERASED)"
         if params.host:
-            return f"a {params.size >> 20} MiB backing file in host {params.host}'s workdir (created and removed)"
+            return (
+                f"a {(params.size or 0) >> 20} MiB backing file in host {params.host}'s workdir (created and removed)"
+            )
         if params.backing_path:
             return f"{params.backing_path} (served by a storage host in a network namespace, ERASED)"
         return (
-            f"a {params.size >> 20} MiB backing file under {workdir} served over {params.transport} "
+            f"a {(params.size or 0) >> 20} MiB backing file under {workdir} served over {params.transport} "
             "(created and removed)"
         )
 

@@ -9,10 +9,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from strata.params import Strict, size_field
+from strata.params import Strict, shorthand, size_field
 from strata.proc import sh
-from strata.stack.devices.base import DeviceHandle
-from strata.stack.devices.common import block_facts, needs_root
+from strata.stack.blockdev import DeviceHandle, block_facts, needs_root
 from strata.stack.journal import Journal, undo_action
 
 CONTROL = Path("/sys/class/zram-control")
@@ -39,6 +38,9 @@ def _undo_zram(data: dict) -> None:
 class Zram:
     name = "zram"
     params = ZramParams
+
+    def shorthand(self, text: str) -> dict | None:
+        return shorthand(self.name, text)
 
     def available(self, host: dict, params: ZramParams | None = None) -> str | None:
         if needs_root():

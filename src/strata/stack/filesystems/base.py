@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ContextManager, Literal, Protocol
+from typing import Any, ContextManager, Literal, Protocol
 
 from pydantic import Field, model_validator
 
 from strata.params import Strict
-from strata.stack.devices.base import DeviceHandle
+from strata.stack.blockdev import DeviceHandle
+from strata.stack.journal import Journal
 
 FS_TYPES = ("raw", "ext4", "xfs", "btrfs")
 
@@ -33,7 +34,7 @@ class FilesystemParams(Strict):
     )
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> "FilesystemParams":
         if self.type == "raw" and (self.mkfs_options or self.mount_options):
             raise ValueError("raw means no file system: it takes no mkfs_options or mount_options")
         if not self.name:
@@ -55,8 +56,8 @@ class Filesystem(Protocol):
     params: type[FilesystemParams]
     min_size_bytes: int  # the smallest device its mkfs accepts
 
-    def available(self, host: dict, params: FilesystemParams | None = None) -> str | None: ...
+    def available(self, host: dict[str, Any], params: FilesystemParams | None = None) -> str | None: ...
     def usable_bytes(self, device_bytes: int) -> int: ...  # what is left for data after metadata
     def provision(
-        self, params: FilesystemParams, device: DeviceHandle, journal, workdir: Path
+        self, params: FilesystemParams, device: DeviceHandle, journal: Journal, workdir: Path
     ) -> ContextManager[Mounted]: ...

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from strata.proc import sh
-from strata.stack.devices.base import DeviceHandle
+from strata.stack.blockdev import DeviceHandle
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import is_mounted

@@ -27,9 +27,7 @@ from strata.collectors.netdev import NetdevCollector
 from strata.collectors.process import ProcessCollector
 from strata.errors import StrataError, Unsupported
 from strata.stack import netns
-from strata.stack.devices.base import DeviceHandle
-from strata.stack.devices.block import BlockParams, block_problems
-from strata.stack.devices.common import block_facts, disk_of, fill_file
+from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, write_problems
 from strata.stack.journal import Journal, undo_action
 from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod
@@ -62,7 +60,7 @@ def backing_problems(spec: RemoteDevice) -> list[str]:
     """Why strata must not serve `backing_path` (the `block` device's guard); [] for a file."""
     if spec.backing_path is None:
         return []
-    return block_problems(BlockParams(path=spec.backing_path, destroy=spec.destroy))
+    return write_problems(spec.backing_path, spec.destroy)
 
 
 def backing_chain(path: str) -> list[str]:

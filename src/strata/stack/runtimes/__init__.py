@@ -1,28 +1,17 @@
-"""Runtime plugins, listed explicitly (docs/architecture.md "Adding a plugin").
+"""Runtime plugins, listed explicitly (docs/architecture.md "Adding a plugin")."""
 
-The registry is built on first use: a plugin that lives in a package of its own
-(stack/vm) imports this layer's base modules, so importing it first must not come
-back here half-made.
-"""
+from typing import Any
 
 from strata.errors import Unsupported
-from strata.stack.runtimes.base import PathHandle, Runtime, RuntimeSession
+from strata.stack.paths import PathHandle
+from strata.stack.runtimes.base import Runtime, RuntimeSession
+from strata.stack.runtimes.docker.session import DOCKER
+from strata.stack.runtimes.kubernetes.runtime import KUBERNETES
+from strata.stack.runtimes.native import NATIVE
+from strata.stack.runtimes.podman import PODMAN_RUNTIME
+from strata.stack.vm.runtime import VM
 
-
-def _registry() -> dict[str, Runtime]:
-    from strata.stack.runtimes.docker.session import DOCKER
-    from strata.stack.runtimes.native import NATIVE
-    from strata.stack.runtimes.podman import PODMAN_RUNTIME
-    from strata.stack.vm.runtime import VM
-
-    return {r.name: r for r in (NATIVE, DOCKER, PODMAN_RUNTIME, VM)}
-
-
-def __getattr__(name: str):
-    if name == "REGISTRY":
-        globals()["REGISTRY"] = registry = _registry()
-        return registry
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+PLUGINS: list[Runtime[Any]] = [NATIVE, DOCKER, PODMAN_RUNTIME, VM, KUBERNETES]  # each checked against the Protocol
+REGISTRY: dict[str, Runtime[Any]] = {r.name: r for r in PLUGINS}
 
 __all__ = ["REGISTRY", "PathHandle", "Runtime", "RuntimeSession", "Unsupported"]

@@ -6,37 +6,30 @@ directory or device the workload uses: the vocabulary in params.PATHS) and
 runs N instances with a synchronized start (instances.Running). A runtime
 declares which paths it provides and whether it runs concurrent instances and
 applies limits, so that impossible combinations are skipped with the reason
-before anything is built (experiment/expand.py).
+before anything is built (experiment/expand.py). It also says what it is, so that
+nothing outside stack/ compares runtime names: whether it is the baseline every
+other runtime is compared with (`baseline`: native), and what isolates an
+instance from the host (`isolation`); a stored result names its runtime
+(`trial.runtime.type`), and the analysis asks the registered plugin.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ContextManager, Protocol
+from typing import Any, ContextManager, Protocol, TypeVar, runtime_checkable
 
-from strata.instances import InstanceRequest, Running, Target
-from strata.params import Load, Strict
+from strata.instances import InstanceRequest, Isolation, Running, Target
+from strata.params import Limits, Load, Strict
 from strata.stack.filesystems.base import FilesystemParams, Mounted
+from strata.stack.journal import Journal
+from strata.stack.paths import PathHandle
 
-
-@dataclass
-class PathHandle:
-    name: str  # layer, volume, bind, tmpfs, device, image
-    target_kind: str  # "dir" or "device"
-    target_path: str  # as the instance sees it
-    host_path: str | None = None  # where the data lives on the host, when known
-    per_instance: list[dict] = field(default_factory=list)  # runtime-specific (volume names, bind dirs)
-
-
-def path_target_kind(path: str) -> str:
-    """What an instance gets on a path: the block device itself, or a directory."""
-    return "device" if path == "device" else "dir"
+P = TypeVar("P", bound=Strict)  # a runtime's parameter model
 
 
 class RuntimeSession(Protocol):
     name: str
-    facts: dict  # stored with every result of the session
+    facts: dict[str, Any]  # stored with every result of the session
 
     def path(self, name: str, trial_dir: Path, load: Load) -> ContextManager[PathHandle]: ...
     def target(self, handle: PathHandle, host_out: Path) -> Target: ...
@@ -44,17 +37,28 @@ class RuntimeSession(Protocol):
     def watch(self) -> tuple[str, str] | None: ...  # polled while a trial runs (a daemon that died)
 
 
-class Runtime(Protocol):
+class Runtime(Protocol[P]):
     name: str  # registry key = spec `type`
-    params: type[Strict]
-    kind: str  # "native", "container" or "vm": what the analysis compares (containers near native, ...)
-    paths: tuple[str, ...]  # the paths it provides
+    params: type[P]
+    baseline: bool  # the runtime every other is compared with (native): the raw device under it is validity's
+    isolation: Isolation  # what isolates an instance from the host: a host process, a container, a VM
     concurrent: bool  # runs several instances at once (`containers: N`)
     limits: bool  # applies per-instance limits
 
-    def available(self, host: dict, params: Strict | None = None) -> str | None: ...
-    def impossible(self, params: Strict, fs: FilesystemParams) -> str | None: ...  # whatever the host
-    def target_kind(self, params: Strict, path: str) -> str: ...  # "dir" or "device": what the workload gets
+    @property
+    def paths(self) -> tuple[str, ...]: ...  # the paths it provides (read-only: a tuple of any length)
+
+    def shorthand(self, text: str) -> dict[str, str] | None: ...  # a spec's one-word entry (`docker:btrfs`), or None
+    def available(self, host: dict[str, Any], params: P | None = None) -> str | None: ...
+    def impossible(self, params: P, fs: FilesystemParams) -> str | None: ...  # whatever the host
+    def target_kind(self, params: P, path: str) -> str: ...  # "dir" or "device": what the workload gets
     def provision(
-        self, params: Strict, mounted: Mounted, journal, workdir: Path, host: dict
+        self, params: P, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
     ) -> ContextManager[RuntimeSession]: ...
+
+
+@runtime_checkable
+class RefusesLimits(Protocol):
+    """A runtime that applies some limits but not all (a pod's CPU and memory, not its I/O bandwidth)."""
+
+    def refused_limits(self, limits: Limits) -> str | None: ...  # why these limits cannot apply, or None

@@ -15,11 +15,11 @@ from typing import Iterator, Literal
 from pydantic import Field
 
 from strata.errors import Unsupported
-from strata.instances import Target
-from strata.params import Load, Strict
+from strata.instances import Isolation, Target
+from strata.params import Load, Strict, shorthand
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.hostprocs import HostProcesses
-from strata.stack.runtimes.base import PathHandle, path_target_kind
+from strata.stack.paths import PathHandle, path_target_kind
 
 
 class NativeParams(Strict):
@@ -70,10 +70,14 @@ class NativeSession:
 class Native:
     name = "native"
     params = NativeParams
-    kind = "native"
+    baseline = True
+    isolation: Isolation = "process"
     paths = ("bind", "device")
     concurrent = False
     limits = False
+
+    def shorthand(self, text: str) -> dict | None:
+        return shorthand(self.name, text)
 
     def available(self, host: dict, params: NativeParams | None = None) -> str | None:
         return None

@@ -21,31 +21,37 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Any, Iterator, Literal
 
 from pydantic import Field, model_validator
 
 from strata.errors import StrataError, Unsupported
-from strata.params import Strict
+from strata.instances import Isolation
+from strata.params import Strict, shorthand
 from strata.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal, undo_action
+from strata.stack.paths import path_target_kind
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_pids,
-    procs_mentioning,
+    exe_name,
+    fs_failure,
+    procs_using,
     remove_cgroups,
     remove_tree,
+    remove_tree_unless_failing,
     signal_and_wait,
     unmount_under,
 )
-from strata.stack.runtimes.base import path_target_kind
 from strata.stack.runtimes.docker.client import STDERR_TAIL_CHARS
 from strata.stack.runtimes.docker.session import DockerSession
 
 PODMAN = "podman"
+CONF_NAME = "containers.conf"
 RUN_ROOT = Path("/run/strata")
-DRIVERS = ("overlay", "vfs", "btrfs", "zfs", "devicemapper", "aufs")
+Driver = Literal["overlay", "vfs", "btrfs", "zfs", "devicemapper", "aufs"]
+DRIVERS: tuple[Driver, ...] = ("overlay", "vfs", "btrfs", "zfs", "devicemapper", "aufs")
 CAP_SYS_RESOURCE = 24
 ULIMITS = ("--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096")
 # The client's environment: no registry can be reached by anything podman does on its own (the network rule).
@@ -62,9 +68,7 @@ class PodmanParams(Strict):
     """Containers of rootful Podman with a private store on the file system under test."""
 
     type: Literal["podman"] = "podman"
-    storage_driver: Literal["overlay", "vfs", "btrfs", "zfs", "devicemapper", "aufs"] = Field(
-        default="overlay", description="Podman's storage driver"
-    )
+    storage_driver: Driver = Field(default="overlay", description="Podman's storage driver")
     name: str = Field(default="", description="default: podman:DRIVER")
 
     @model_validator(mode="after")
@@ -87,13 +91,29 @@ def global_args(data: dict) -> list[str]:
         "cgroupfs",
         "--events-backend",
         "file",
+        "--tmpdir",
+        str(Path(data["runroot"]) / "libpod"),
     ]
+
+
+def client_env(data: dict) -> dict:
+    """CLIENT_ENV, and the store's own containers.conf once it is written (see `write_conf`)."""
+    conf = Path(data["runroot"]) / CONF_NAME
+    return {**CLIENT_ENV, "CONTAINERS_CONF": str(conf)} if conf.exists() else dict(CLIENT_ENV)
+
+
+def write_conf(data: dict) -> None:
+    """File locks in the store's run root instead of Podman's one shared-memory lock table
+    (/dev/shm/libpod_lock, shared by every store on the host and the user's own podman): a
+    client killed while it holds a lock, or a `podman wait` left blocked on the lock of a container
+    `rm` freed, then blocks nothing but this store, and the kernel drops a killed holder's flock."""
+    (Path(data["runroot"]) / CONF_NAME).write_text('[engine]\nlock_type = "file"\n')
 
 
 def podman(data: dict, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
     argv = [PODMAN, *global_args(data), *args]
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=CLIENT_ENV)
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=client_env(data))
     except subprocess.TimeoutExpired:
         raise CommandError(argv, -1, f"timed out after {timeout:.0f} s")
     if check and cp.returncode != 0:
@@ -110,9 +130,13 @@ def needs_ulimits() -> bool:
 
 
 @undo_action("podman-store")
-def _undo_store(data: dict) -> None:
-    """Remove every container, mount, process, cgroup and file of a private store, from the journal entry."""
-    if shutil.which(PODMAN) and Path(data["root"]).exists():
+def _undo_store(data: dict) -> str | None:
+    """Remove every container, mount, process, cgroup and file of a private store, from the journal entry.
+    When the file system that holds the store fails, everything but the store's files still goes."""
+    broken = fs_failure(Path(data["root"]))
+    # Clients of a killed strata (a `podman wait` on its containers) go first: they are orphans.
+    signal_and_wait([p for p in procs_using(data["runroot"]) if exe_name(p) == PODMAN], signal.SIGKILL, 5)
+    if shutil.which(PODMAN) and not broken and Path(data["root"]).exists():
         with contextlib.suppress(CommandError):
             podman(data, "rm", "-af", "-t", "0", check=False, timeout=120)
     cgroups = cgroup_dirs(data["cgroup_parent"])
@@ -121,13 +145,13 @@ def _undo_store(data: dict) -> None:
         if not pids:
             break
         signal_and_wait(sorted(pids), signal.SIGKILL, 5)
-    for marker in (data["root"].rstrip("/") + "/", data["runroot"].rstrip("/") + "/"):
-        signal_and_wait(procs_mentioning(marker), signal.SIGKILL, 5)
+    for path in (data["root"], data["runroot"]):
+        signal_and_wait(procs_using(path), signal.SIGKILL, 5)
     for path in (data["root"], data["runroot"]):
         unmount_under(path)
     remove_cgroups(cgroup_dirs(data["cgroup_parent"]))
     remove_tree(Path(data["runroot"]))
-    remove_tree(Path(data["root"]))
+    return remove_tree_unless_failing(Path(data["root"]))
 
 
 class PodmanSession(DockerSession):
@@ -144,14 +168,14 @@ class PodmanSession(DockerSession):
     def private(self) -> bool:
         return True
 
-    def docker(self, *args: str, check: bool = True, timeout: float = 300, env=None) -> subprocess.CompletedProcess:
+    def docker(self, *args: str, check: bool = True, timeout: float = 300, **_: Any) -> subprocess.CompletedProcess:
         return podman(self.data, *args, check=check, timeout=timeout)
 
     def client_argv(self, *args: str) -> list[str]:
         return [PODMAN, *global_args(self.data), *args]
 
     def client_env(self) -> dict:
-        return dict(CLIENT_ENV)
+        return client_env(self.data)
 
     def alive(self) -> bool:
         return True  # no daemon to die: each call is its own process
@@ -166,10 +190,14 @@ class PodmanSession(DockerSession):
 class Podman:
     name = "podman"
     params = PodmanParams
-    kind = "container"
+    baseline = False
+    isolation: Isolation = "container"
     paths = ("layer", "volume", "bind", "tmpfs", "device")
     concurrent = True
     limits = True
+
+    def shorthand(self, text: str) -> dict | None:
+        return shorthand(self.name, text, "storage_driver")
 
     def available(self, host: dict, params: PodmanParams | None = None) -> str | None:
         if os.geteuid() != 0:
@@ -235,6 +263,7 @@ def store(driver: str, mounted: Mounted | None, journal: Journal, workdir: Path)
     try:
         Path(data["root"]).mkdir(parents=True, exist_ok=True)
         Path(data["runroot"]).mkdir(parents=True, exist_ok=True)
+        write_conf(data)
         yield data, _facts(data)
     finally:
         _undo_store(data)
@@ -257,6 +286,7 @@ def _facts(data: dict) -> dict:
     backing = subprocess.run(
         ["findmnt", "-n", "-o", "FSTYPE", "--target", root], capture_output=True, text=True
     ).stdout.strip()
+    locks = Path(data["runroot"]) / "libpod" / "locks"  # where `write_conf` put them, if Podman took it
     return {
         "runtime": "podman",
         "podman_version": version,
@@ -266,6 +296,7 @@ def _facts(data: dict) -> dict:
         "cgroup_manager": manager,
         "oci_runtime": oci,
         "cgroup_parent": data["cgroup_parent"],
+        "locks": str(locks) if locks.is_dir() else "shared memory (/dev/shm/libpod_lock)",
     }
 
 
@@ -281,6 +312,8 @@ def probe_driver(driver: str) -> str | None:
         return e.message()
     finally:
         journal.close()
+        with contextlib.suppress(OSError):  # the scratch folder, once empty
+            Path("/var/tmp/strata-doctor").rmdir()
 
 
 PODMAN_RUNTIME = Podman()

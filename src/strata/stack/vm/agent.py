@@ -30,7 +30,7 @@ import shlex
 from pathlib import Path
 
 from strata.stack.filesystems.mkfs import BTRFS, EXT4, XFS
-from strata.stack.runtimes.docker.cmdline import OUT_DIR, SYNC_DIR
+from strata.stack.paths import OUT_DIR, SYNC_DIR
 
 MKFS = {f.name: f.argv for f in (EXT4, XFS, BTRFS)}  # the guest makes its file system as the host would
 

@@ -39,7 +39,7 @@ from strata.errors import StrataError
 from strata.proc import sh
 from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
 from strata.stack.journal import Journal
-from strata.stack.runtimes.docker.cmdline import OUT_DIR, SYNC_DIR
+from strata.stack.paths import OUT_DIR, SYNC_DIR
 from strata.stack.vm.agent import AGENT_PATH, DATA_DIR, agent_script
 
 PACKAGES = (

@@ -25,7 +25,7 @@ from strata.errors import StrataError, TrialFailure
 from strata.instances import InstanceOutput, InstanceRequest, Watch
 from strata.params import Load
 from strata.proc import CommandError
-from strata.stack.runtimes.base import PathHandle
+from strata.stack.paths import PathHandle
 from strata.stack.vm.agent import TAGS, write_instance_files
 from strata.stack.vm.cgroup import VmCgroup
 from strata.stack.vm.guest_stats import summarize_dir

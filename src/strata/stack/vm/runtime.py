@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Iterator
 
 from strata.errors import Unsupported
+from strata.instances import Isolation
+from strata.params import shorthand
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
 from strata.stack.vm import accel as accel_probe
@@ -49,7 +51,7 @@ def available(params: VmRuntime | None = None, host: dict | None = None) -> str 
         return "virtiofsd not found (it comes with qemu-system-x86 on Debian 12, later in package virtiofsd)"
     if params.accel == "kvm":
         reason = accel_probe.kvm_unusable()
-        known = accelerator_facts().get("kvm")
+        known = accelerator_facts().get("kvm") or {}
         if reason or (known and not known["boots"]):
             return f"KVM does not boot a guest here: {reason or known['error']}"
     return None
@@ -74,6 +76,14 @@ def choose_share(params: VmRuntime, probe: accel_probe.Probe) -> str:
     return "9p"
 
 
+def emulated_reason(used: accel_probe.Probe, kvm_failed: accel_probe.Probe | None) -> str:
+    """Why the guest's CPU is emulated (stored in flags.emulated), or "" under KVM."""
+    if used.accel != "tcg":
+        return ""
+    why = f": KVM failed ({kvm_failed.error[:200]})" if kvm_failed is not None and kvm_failed.error else ""
+    return f"the guest ran under TCG software emulation{why}; its numbers are the emulator's, never compared"
+
+
 def session_facts(
     params: VmRuntime, guest, used: accel_probe.Probe, kvm_failed: accel_probe.Probe | None, share: str
 ) -> dict:
@@ -82,6 +92,7 @@ def session_facts(
         "type": "vm",
         "accel": used.accel,
         "emulated": used.accel == "tcg",
+        "emulated_reason": emulated_reason(used, kvm_failed),
         "qemu_version": qemu_version(),
         "probe_boot_s": used.boot_s,
         "params": params.model_dump(mode="json"),
@@ -137,10 +148,14 @@ class VmRuntimePlugin:
 
     name = "vm"
     params = VmRuntime
-    kind = "vm"
+    baseline = False
+    isolation: Isolation = "vm"
     paths = ("device", "image", "bind")
     concurrent = True
     limits = True
+
+    def shorthand(self, text: str) -> dict | None:
+        return shorthand(self.name, text)
 
     def available(self, host: dict, params: VmRuntime | None = None) -> str | None:
         return available(params, host)

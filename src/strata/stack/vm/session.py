@@ -29,9 +29,8 @@ from strata.params import Load
 from strata.proc import sh
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal, undo_action
+from strata.stack.paths import OUT_DIR, PathHandle
 from strata.stack.procfs import remove_tree
-from strata.stack.runtimes.base import PathHandle
-from strata.stack.runtimes.docker.cmdline import OUT_DIR
 from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
 from strata.stack.vm.guest import Guest
 from strata.stack.vm.params import MIN_MEMORY_BYTES, VmRuntime

@@ -1,50 +1,39 @@
-"""Cassandra nodes started natively or in a container, each journaled before it starts.
+"""Cassandra nodes started by hand as JVMs on the host, each journaled before it starts (for the tools
+that drive a node outside a trial: benches, integration tests; a trial's nodes are instances its
+runtime runs, script.py).
 
-The same NodeConfig and argv (cassandra.py) run either way; only the paths the node sees
-differ. A node's log goes to a file outside the stack under test (`log_path`): natively its
-stdout is that file; in a container stdout is redirected to a bind-mounted file and the
-container has no log driver, so no log is written into the daemon's data root on the file
-system being measured.
+A node's log goes to a file outside the stack under test (`log_path`). A node in a container,
+driven through a bare Docker daemon, is the benches' (bench/cassandra_container.py): the workload
+names no runtime.
 
 Journal kinds: `cassandra-jvm` (a native JVM, found again by its command line, which names
-its unique conf dir) and `ycsb-dir` (a directory strata made for a node: conf, data). A
-container is journaled with the docker runtime's `container` kind (`docker rm -f`).
+its unique conf dir) and `ycsb-dir` (a directory strata made for a node: conf, data).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
-import shlex
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-import strata.stack.runtimes.docker.containers  # noqa: F401  registers the undo of the `container` journal kind
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import cmdline, is_running, remove_tree, signal_and_wait
-from strata.stack.runtimes.docker.client import docker
 from strata.workloads.ycsb import cassandra
 from strata.workloads.ycsb.cassandra import NodeConfig
 
 STOP_TIMEOUT_S = 30
-CONF_IN_CONTAINER = "/etc/strata-cassandra"
-DATA_IN_CONTAINER = "/var/lib/cassandra"
-LIB_IN_CONTAINER = "/opt/cassandra/lib"
-LOG_IN_CONTAINER = "/var/log/strata-cassandra"
 
 
 @dataclass
 class Node:
     cfg: NodeConfig  # as the node sees its paths
     log_path: Path  # on the host
-    pid: int | None = None  # native
-    socket: str | None = None  # container: the daemon
-    container: str | None = None
+    pid: int | None = None
     started_at: float = field(default_factory=time.monotonic)  # when it was launched
 
     def read_log(self) -> str:
@@ -54,12 +43,7 @@ class Node:
             return ""
 
     def alive(self) -> bool:
-        if self.container:
-            return _inspect(self.socket, self.container, "{{.State.Running}}") == "true"
         return self.pid is not None and is_running(self.pid)
-
-    def oom_killed(self) -> bool:
-        return bool(self.container) and _inspect(self.socket, self.container, "{{.State.OOMKilled}}") == "true"
 
     def wait_ready(self, timeout_s: float = cassandra.START_TIMEOUT_S) -> float:
         """Seconds from launch to ready (the timeout counts from this call)."""
@@ -74,15 +58,8 @@ class Node:
 
     def kill(self) -> None:
         """SIGKILL, as a crash would (tests of failure handling)."""
-        if self.container:
-            docker(self.socket, "kill", self.container, check=False, timeout=60)
-        elif self.pid:
+        if self.pid:
             signal_and_wait([self.pid], signal.SIGKILL, 10)
-
-
-def _inspect(sock: str, name: str, fmt: str) -> str:
-    cp = docker(sock, "inspect", "--format", fmt, name, check=False, timeout=30)
-    return cp.stdout.strip() if cp.returncode == 0 else ""
 
 
 def stage(cfg: NodeConfig, conf_dir: Path) -> None:
@@ -109,7 +86,7 @@ def _undo_dir(data: dict) -> None:
     remove_tree(Path(data["path"]))
 
 
-# ---- native ---------------------------------------------------------------------
+# ---- the JVM ---------------------------------------------------------------------
 
 
 def _marker(conf_dir: str) -> str:
@@ -161,79 +138,6 @@ def _pids_with(marker: str) -> list[int]:
         if p.name.isdigit() and int(p.name) != os.getpid() and marker in cmdline(int(p.name)):
             found.append(int(p.name))
     return found
-
-
-# ---- in a container ---------------------------------------------------------------
-
-
-def container_config(cfg: NodeConfig) -> NodeConfig:
-    """The same node with the paths it sees inside strata-cassandra's container."""
-    return replace(cfg, data_dir=DATA_IN_CONTAINER, conf_dir=CONF_IN_CONTAINER, lib_dir=LIB_IN_CONTAINER)
-
-
-def docker_run_args(
-    name: str,
-    host_data: Path,
-    host_conf: Path,
-    host_log_dir: Path,
-    memory_limit_bytes: int | None,
-    extra: list[str] | None = None,
-) -> list[str]:
-    args = [
-        "run",
-        "-d",
-        "--name",
-        name,
-        "--network",
-        "host",
-        "--log-driver",
-        "none",
-        "--mount",
-        f"type=bind,src={host_data},dst={DATA_IN_CONTAINER}",
-        "--mount",
-        f"type=bind,src={host_conf},dst={CONF_IN_CONTAINER},readonly",
-        "--mount",
-        f"type=bind,src={host_log_dir},dst={LOG_IN_CONTAINER}",
-    ]
-    if memory_limit_bytes:
-        args += ["--memory", str(memory_limit_bytes), "--memory-swap", str(memory_limit_bytes)]
-    return args + list(extra or [])
-
-
-@contextlib.contextmanager
-def container_node(
-    cfg: NodeConfig,
-    jar_names: list[str],
-    journal: Journal,
-    sock: str,
-    image: str,
-    host_data: Path,
-    host_conf: Path,
-    host_log_dir: Path,
-    extra_docker_args: list[str] | None = None,
-) -> Iterator[Node]:
-    """Start a node in a container (`--network host`); `cfg` has the in-container paths."""
-    stage(cfg, host_conf)
-    host_log_dir.mkdir(parents=True, exist_ok=True)
-    name = f"strata-cassandra-{secrets.token_hex(4)}"
-    log = f"{LOG_IN_CONTAINER}/node.log"
-    shell = "exec " + " ".join(shlex.quote(a) for a in cassandra.node_argv(cfg, jar_names)) + f" >{log} 2>&1"
-    seq = journal.intent("container", socket=sock, name=name)
-    try:
-        docker(
-            sock,
-            *docker_run_args(name, host_data, host_conf, host_log_dir, cfg.memory_limit_bytes, extra_docker_args),
-            image,
-            "sh",
-            "-c",
-            shell,
-            timeout=120,
-        )
-        yield Node(cfg, host_log_dir / "node.log", socket=sock, container=name)
-    finally:
-        docker(sock, "stop", "-t", str(STOP_TIMEOUT_S), name, check=False, timeout=STOP_TIMEOUT_S + 30)
-        docker(sock, "rm", "-f", "-v", name, check=False, timeout=120)
-        journal.release(seq)
 
 
 def wait_all_ready(nodes: list[Node], timeout_s: float = cassandra.START_TIMEOUT_S) -> list[float]:

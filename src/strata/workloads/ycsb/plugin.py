@@ -23,8 +23,18 @@ from pathlib import Path
 
 from strata.errors import StrataError
 from strata.instances import ImageSpec, InstanceOutput, Target
-from strata.params import Load
-from strata.workloads.base import MeasureContext, Parsed, ToolWorkload
+from strata.metrics import Axis, Metric, MetricSchema, Show
+from strata.params import Load, sweep_ends
+from strata.workloads.base import (
+    Constrained,
+    MeasureContext,
+    Parsed,
+    SelfPlacing,
+    ServerWorkload,
+    Smoke,
+    ToolWorkload,
+    host_share,
+)
 from strata.workloads.ycsb import cassandra, jars
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
 from strata.workloads.ycsb.params import Span, YcsbParams
@@ -35,6 +45,29 @@ NODE_OVERHEAD_BYTES = 256 << 20  # commit log segments, system keyspaces
 VM_REASON = (
     "a Cassandra node in a VM is not supported: the guest image has no Java runtime, and QEMU runs "
     "under TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
+)
+
+# What a ycsb result holds (strata/metrics.py; metrics.py of this package writes it). Neither the offered
+# rate nor the headline is an export column: the export's columns stay those it always had.
+METRICS = MetricSchema(
+    fields=(
+        Metric(
+            "target", "parameter", "ops/s", type="int", export=False, axis=Axis("offered rate (ops/s)", detail=True)
+        ),
+        Metric(
+            "throughput_ops_s",
+            "total",
+            "ops/s",
+            "higher",
+            headline=True,
+            export=False,
+            key=("metrics", "throughput_ops_s"),
+            show=Show("IOPS", digits=0),  # operations per second, under the column filebench's ops/s share
+        ),
+        Metric("iops", "per_direction", "ops/s", "higher"),
+        Metric("lat", "latency", "ns", "lower", label="total", stats=("mean", "p99"), show=Show("lat {stat} us", 1000)),
+    ),
+    breakdown=("lat",),
 )
 
 
@@ -66,14 +99,42 @@ def node_config(params: YcsbParams, load: Load, instance: int, data_dir: str, co
 
 def span_addresses(params: YcsbParams) -> list[str]:
     """Node i's address: the node address of hosts[i] (every database's, on its own ports)."""
-    return [params.span.addresses[h] for h in params.cluster.hosts]
+    addresses = params.span.addresses if params.span else {}
+    return [addresses[h] for h in params.cluster.hosts]
 
 
-class Ycsb(ToolWorkload):
+def _int(value, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+class Ycsb(
+    ToolWorkload[YcsbParams],
+    Smoke,
+    Constrained[YcsbParams],
+    ServerWorkload[YcsbParams],
+    SelfPlacing[YcsbParams],
+):
     name = "ycsb"
     params = YcsbParams
+    metrics = METRICS
     targets = ("dir",)  # a node's data directory
-    hosts_barrier = "measure"  # across hosts, the measured runs start together, after every host's nodes are up
+
+    def smoke(self, raw: dict) -> dict:
+        """experiment/scale.py: 200 records, 5 s runs after 1 s of warm-up, 2 client threads, the offered
+        rates and cluster counts cut to their ends (the nodes per cluster and the replication stay)."""
+        out = {**raw, "warmup": 1, "threads": min(_int(raw.get("threads"), 16), 2)}
+        out["records"] = min(_int(raw.get("records"), 10000), 200)
+        if raw.get("operations") is not None:
+            out["operations"] = min(_int(raw["operations"], 1000), 1000)
+        else:
+            out["runtime"] = 5
+        if "clusters" in raw:
+            out["clusters"] = sweep_ends(raw["clusters"])
+        target = raw.get("target")
+        if isinstance(target, list):  # the rates' ends, and the unthrottled run (`none`) beside them if any
+            rates = [t for t in target if t is not None and str(t).lower() != "none"]
+            out["target"] = sweep_ends(rates) + [t for t in target if t is None or str(t).lower() == "none"][:1]
+        return out
 
     def parse_params(self, raw: dict, base_dir: Path) -> YcsbParams:
         raw = dict(raw)
@@ -98,7 +159,7 @@ class Ycsb(ToolWorkload):
         return {"cassandra": jars.CASSANDRA_VERSION, "ycsb": jars.YCSB_VERSION}
 
     def impossible(self, params: YcsbParams, runtime) -> str | None:
-        return VM_REASON if getattr(runtime, "kind", "") == "vm" else None
+        return VM_REASON if runtime.isolation == "vm" else None
 
     def problems(self, params: YcsbParams, load: Load) -> list[tuple[str, str, str]]:
         out = []
@@ -135,7 +196,7 @@ class Ycsb(ToolWorkload):
 
     def part(self, params: YcsbParams, load: Load, host: str, instances: int, addresses: dict[str, str]) -> tuple:
         if not params.cluster.hosts:
-            return super().part(params, load, host, instances, addresses)
+            return host_share(params, load, instances)
         missing = [h for h in params.cluster.hosts if not addresses.get(h)]
         if missing:
             raise StrataError(

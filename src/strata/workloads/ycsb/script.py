@@ -22,6 +22,8 @@ STOP_FILE = "stop"
 LOG_NAME = "node.log"
 EOF_MARK = "STRATA_EOF"
 KILL_AFTER_S = 30
+JOIN_RETRIES = 2
+NO_SEED = "Unable to contact any seeds"
 
 
 def start_file(instance: int) -> str:
@@ -43,6 +45,8 @@ def node_script(cfg: NodeConfig, jar_names: list[str], out_dir: str, sync_dir: s
         lines.append(f"while [ ! -e {sync}/{turn} ]; do [ -e {sync}/{STOP_FILE} ] && exit 0; sleep 0.1; done")
     lines += [
         f"date +%s.%N >{out}/node.launched",
+        "tries=0",
+        "while :; do",
         f"{shlex.join(cassandra.node_argv(cfg, jar_names))} >{out}/{LOG_NAME} 2>&1 &",
         "pid=$!",
         f"( while [ ! -e {sync}/{STOP_FILE} ]; do sleep 0.2; done; kill -TERM $pid 2>/dev/null;"
@@ -52,6 +56,13 @@ def node_script(cfg: NodeConfig, jar_names: list[str], out_dir: str, sync_dir: s
         "rc=$?",
         "kill $watcher 2>/dev/null",
         f"[ -e {sync}/{STOP_FILE} ] && exit 0",
+        # a joining node that found no seed in its shadow round (a busy machine: the seed's gossip answered
+        # late) is started again, as Cassandra's own message advises; each attempt's log is kept
+        f"if [ $tries -lt {JOIN_RETRIES} ] && grep -q '{NO_SEED}' {out}/{LOG_NAME}; then",
+        f"  tries=$((tries + 1)); mv {out}/{LOG_NAME} {out}/{LOG_NAME}.failed-$tries; sleep 2; continue",
+        "fi",
+        "break",
+        "done",
         'echo "the Cassandra node exited with code $rc before it was asked to stop; its log ends:" >&2',
         f"tail -c 3000 {out}/{LOG_NAME} >&2",
         "exit $((rc == 0 ? 1 : rc))",

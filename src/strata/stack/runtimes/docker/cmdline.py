@@ -18,13 +18,8 @@ from pathlib import Path
 from strata.errors import StrataError
 from strata.instances import InstanceRequest
 from strata.params import Limits
-from strata.stack.runtimes.base import PathHandle
+from strata.stack.paths import DATA_IN_CONTAINER, DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
 
-# Inside a container, the out dir, the barrier dir, the data and the device are always here.
-OUT_DIR = "/strata-out"
-SYNC_DIR = "/strata-sync"
-DEVICE_IN_CONTAINER = "/dev/strata-dev"
-DATA_IN_CONTAINER = "/data"
 PREPARE_FAILED = 90  # the wrapper's exit code when the prepare step failed
 
 # Counters each container copies from its own cgroup before it exits. v1 names first, then v2 names.

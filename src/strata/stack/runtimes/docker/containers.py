@@ -29,7 +29,7 @@ POLL_S = 0.5
 
 
 @undo_action("container")
-def _undo_container(data: dict) -> None:
+def _undo_container(data: dict) -> str | None:
     sock = data["socket"]
     if not client.answers(sock):
         if sock == client.SYSTEM_SOCKET:
@@ -37,18 +37,23 @@ def _undo_container(data: dict) -> None:
                 f"the docker daemon at {sock} does not answer; container {data['name']} may remain",
                 "start the daemon and run `strata cleanup` again",
             )
-        return  # a private daemon: its own undo kills what ran in its cgroups
-    client.docker(sock, "rm", "-f", "-v", data["name"], check=False, timeout=120)
+        return f"no engine answers at {sock}: the undo of that engine (its daemon or store) stops what ran in it"
+    r = client.docker(sock, "rm", "-f", "-v", data["name"], check=False, timeout=120)
+    # a container that stays (its layer on a file system that fails) would keep its volume in use
+    if r.returncode != 0 and "no such container" not in r.stderr.lower():
+        raise CommandError(["docker", "rm", "-f", "-v", data["name"]], r.returncode, r.stderr)
+    return None
 
 
 @undo_action("volume")
-def _undo_volume(data: dict) -> None:
+def _undo_volume(data: dict) -> str | None:
     sock = data["socket"]
     if sock != client.SYSTEM_SOCKET and not client.answers(sock):
-        return  # gone with the private daemon's data-root
+        return f"no engine answers at {sock}: the volume is lost with that engine's data root"
     r = client.docker(sock, "volume", "rm", "-f", data["name"], check=False, timeout=120)
     if r.returncode != 0 and "no such volume" not in r.stderr.lower():
         raise CommandError(["docker", "volume", "rm", data["name"]], r.returncode, r.stderr)
+    return None
 
 
 def _final(out_dir: Path) -> dict:

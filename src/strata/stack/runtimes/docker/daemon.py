@@ -42,6 +42,7 @@ from strata.stack.procfs import (
     procs_mentioning,
     remove_cgroups,
     remove_tree,
+    remove_tree_unless_failing,
     signal_and_wait,
     unmount_under,
 )
@@ -233,7 +234,7 @@ def private_daemon(
 
 
 @undo_action("daemon")
-def _undo_daemon(data: dict) -> None:
+def _undo_daemon(data: dict) -> str | None:
     """Stop a private dockerd and remove everything it made, from the journal entry alone."""
     sock, run_dir = data["sock"], data["run_dir"]
     if answers(sock):
@@ -259,7 +260,8 @@ def _undo_daemon(data: dict) -> None:
     remove_cgroups(cgroup_dirs(data["cgroup_parent"], data.get("cgroup_dirs")))
     remove_tree(Path(run_dir))
     if data.get("remove_data_root"):
-        remove_tree(Path(data["data_root"]))
+        return remove_tree_unless_failing(Path(data["data_root"]))
+    return None
 
 
 def _daemon_pid(data: dict) -> int | None:

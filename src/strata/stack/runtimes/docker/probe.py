@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from pathlib import Path
 
@@ -35,3 +36,5 @@ def probe_driver(driver: str, workdir: Path) -> str | None:
         return str(e)
     finally:
         journal.close()
+        with contextlib.suppress(OSError):  # the scratch folder, once empty (never a user's data)
+            workdir.rmdir()

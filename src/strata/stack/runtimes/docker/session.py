@@ -20,23 +20,15 @@ from typing import Iterator, Literal
 from pydantic import Field, model_validator
 
 from strata.errors import StrataError, TrialFailure, Unsupported
-from strata.instances import ImageSpec, InstanceRequest, Target
-from strata.params import Load, Strict
+from strata.instances import ImageSpec, InstanceRequest, Isolation, Target
+from strata.params import Load, Strict, shorthand
 from strata.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
+from strata.stack.paths import DATA_IN_CONTAINER, DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle, path_target_kind
 from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
-from strata.stack.runtimes.base import PathHandle, path_target_kind
 from strata.stack.runtimes.docker import client
-from strata.stack.runtimes.docker.cmdline import (
-    DATA_IN_CONTAINER,
-    DEVICE_IN_CONTAINER,
-    OUT_DIR,
-    SYNC_DIR,
-    create_argv,
-    prepare_script,
-    safe_name,
-)
+from strata.stack.runtimes.docker.cmdline import create_argv, prepare_script, safe_name
 from strata.stack.runtimes.docker.containers import Container, DockerRunning, _undo_volume
 from strata.stack.runtimes.docker.daemon import Daemon, available, incompatible, private_daemon
 from strata.stack.runtimes.docker.image import _undo_image, ensure_image
@@ -280,10 +272,14 @@ def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) ->
 class Docker:
     name = "docker"
     params = DockerParams
-    kind = "container"
+    baseline = False
+    isolation: Isolation = "container"
     paths = ("layer", "volume", "bind", "tmpfs", "device")
     concurrent = True
     limits = True
+
+    def shorthand(self, text: str) -> dict | None:
+        return shorthand(self.name, text, "storage_driver")
 
     def available(self, host: dict, params: DockerParams | None = None) -> str | None:
         return available(params.storage_driver if params else "overlay2", host)
@@ -323,7 +319,11 @@ class Docker:
         if reason:
             raise Unsupported(reason)
         raw = mounted.mountpoint is None
-        data_root = (workdir / f"docker-{driver}-{secrets.token_hex(3)}") if raw else mounted.mountpoint / "docker"
+        data_root = (
+            mounted.mountpoint / "docker"
+            if mounted.mountpoint is not None
+            else workdir / f"docker-{driver}-{secrets.token_hex(3)}"
+        )
         with private_daemon(
             driver, data_root, journal, remove_data_root=raw, prime_device=mounted.device.path
         ) as daemon:

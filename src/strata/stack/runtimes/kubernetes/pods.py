@@ -19,15 +19,21 @@ import re
 
 from strata.instances import InstanceRequest
 from strata.params import Limits
-from strata.stack.runtimes.docker.cmdline import DATA_IN_CONTAINER, OUT_DIR, SYNC_DIR, WRAPPER
+from strata.stack.paths import DATA_IN_CONTAINER, OUT_DIR, SYNC_DIR
+from strata.stack.runtimes.docker.cmdline import WRAPPER
 
 IO_LIMITS = ("read_bps", "write_bps", "read_iops", "write_iops")
-PATHS = ("hostpath", "emptydir")  # `local` (a local PersistentVolume) and `pvc:CLASS` come next
+PATHS = ("local", "hostpath", "emptydir", "pvc")
+# Before the wrapper: the container's cgroups as the host names them (v1: /proc/self/cgroup shows host
+# paths), so the collectors sample the pod's container as they sample a docker container.
+CGROUP_NOTE = f"cat /proc/self/cgroup >{OUT_DIR}/proc-cgroup 2>/dev/null; "
 
 
 def unsupported_limits(limits: Limits) -> str | None:
     """Why these limits cannot hold in a pod (None: they can)."""
     given = [k for k in IO_LIMITS if getattr(limits, k) is not None]
+    if limits.preset in ("BW", "ALL"):  # presets that limit the device's bandwidth (presets.py)
+        given.append(f"preset {limits.preset}")
     if given:
         return f"Kubernetes has no block-I/O limit: {', '.join(given)} cannot be applied to a pod"
     return None
@@ -48,11 +54,15 @@ def pod_name(run_id: str, index: int) -> str:
     return re.sub(r"[^a-z0-9-]", "-", f"strata-{run_id}-{index}".lower())[:63].strip("-")
 
 
-def data_volume(path: str, host_dir: str | None) -> dict:
-    if path == "hostpath":
+def data_volume(path: str, host_dir: str | None, claim: str | None = None) -> dict:
+    """The pod's `data` volume: a hostPath directory, an emptyDir, or a claim (`local`, `pvc:CLASS`)."""
+    kind = path.split(":", 1)[0]
+    if kind == "hostpath":
         return {"name": "data", "hostPath": {"path": host_dir, "type": "Directory"}}
-    if path == "emptydir":
+    if kind == "emptydir":
         return {"name": "data", "emptyDir": {}}
+    if kind in ("local", "pvc") and claim:
+        return {"name": "data", "persistentVolumeClaim": {"claimName": claim}}
     raise ValueError(f"unknown path {path}")
 
 
@@ -67,12 +77,13 @@ def pod_manifest(
     limits: Limits,
     image: str,
     sync_dir: str,
+    claim: str | None = None,
 ) -> dict:
     container = {
         "name": "instance",
         "image": image,
         "imagePullPolicy": "Never",
-        "command": ["/bin/sh", "-c", WRAPPER, "strata-wrap", *request.argv],
+        "command": ["/bin/sh", "-c", CGROUP_NOTE + WRAPPER, "strata-wrap", *request.argv],
         "volumeMounts": [
             {"name": "out", "mountPath": OUT_DIR},
             {"name": "sync", "mountPath": SYNC_DIR},
@@ -92,7 +103,7 @@ def pod_manifest(
         "volumes": [
             {"name": "out", "hostPath": {"path": str(request.out_dir), "type": "Directory"}},
             {"name": "sync", "hostPath": {"path": sync_dir, "type": "Directory"}},
-            data_volume(path, host_dir),
+            data_volume(path, host_dir, claim),
         ],
     }
     if request.network == "host":

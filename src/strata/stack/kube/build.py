@@ -72,6 +72,11 @@ def go_binary() -> str:
     raise StrataError("no Go toolchain (go) found", "install Go >= 1.24 (scripts/install puts it in /usr/local/go)")
 
 
+def binaries_built(version: str = KUBERNETES_VERSION) -> bool:
+    out = cache_dir(version) / "bin"
+    return (out / "kube").exists() and (out / "pause").exists()
+
+
 def binaries(version: str = KUBERNETES_VERSION, log=print) -> tuple[Path, Path]:
     """(kube, pause) for `version`, built once per machine and version."""
     out = cache_dir(version) / "bin"

@@ -25,13 +25,15 @@ class ApiError(Exception):
 @dataclass
 class Api:
     server: str
-    ca: str
-    cert: str
-    key: str
+    ca: str | None  # None: the system's trust store
+    cert: str | None = None  # a client certificate and key, or
+    key: str | None = None
+    token: str | None = None  # a bearer token (a user's kubeconfig)
 
     def _context(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=self.ca)
-        ctx.load_cert_chain(self.cert, self.key)
+        if self.cert and self.key:
+            ctx.load_cert_chain(self.cert, self.key)
         return ctx
 
     def request(self, method: str, path: str, body: dict | None = None, timeout: float = 30, raw: bool = False):
@@ -39,6 +41,8 @@ class Api:
         req = urllib.request.Request(self.server + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, context=self._context(), timeout=timeout) as resp:
                 text = resp.read().decode(errors="replace")
@@ -54,6 +58,16 @@ class Api:
 
     def delete(self, path: str, **kw):
         return self.request("DELETE", path, **kw)
+
+    def gone(self, path: str) -> bool:
+        """True once GET `path` answers 404."""
+        try:
+            self.get(path)
+        except ApiError as e:
+            if e.status == 404:
+                return True
+            raise
+        return False
 
     def answers(self) -> bool:
         try:

@@ -52,7 +52,7 @@ from strata.stack.procfs import (
     unmount_under,
 )
 
-from . import build, config, images, pki
+from . import build, config, images, pki, provisioner
 from .api import Api, ApiError
 
 STOP_TIMEOUT_S = 15
@@ -195,8 +195,11 @@ def missing_parts(which=shutil.which, cni_dir: Path = CNI_DIR) -> list[str]:
 
 
 @contextlib.contextmanager
-def kubernetes_bed(journal: Journal, log=print) -> Iterator[Bed]:
-    """Build (once), start and yield a single-node cluster; drain and undo all of it on exit."""
+def kubernetes_bed(journal: Journal, log=print, data_dir: Path | None = None) -> Iterator[Bed]:
+    """Build (once), start and yield a single-node cluster; drain and undo all of it on exit.
+    With `data_dir` (a directory on the file system under test) the kubelet's root, where emptyDir
+    volumes live, is bound onto data_dir/kubelet and the provisioner's volumes go to data_dir/pv, so
+    that what pods write lands on that file system, as a private dockerd's data-root does."""
     missing = missing_parts()
     if missing:
         raise StrataError(f"the Kubernetes test bed needs {', '.join(missing)}", "run scripts/install")
@@ -212,6 +215,9 @@ def kubernetes_bed(journal: Journal, log=print) -> Iterator[Bed]:
         for short in (plan.run_dir, plan.kubelet_dir):
             _tracked(journal, seqs, "kube-root", _undo_root, path=str(short))
             short.mkdir()
+        if data_dir is not None:  # undone with the kubelet's dir (remove_tree unmounts what is below it)
+            (data_dir / "kubelet").mkdir(parents=True, exist_ok=True)
+            sh(["mount", "--bind", str(data_dir / "kubelet"), str(plan.kubelet_dir)])
         _write_files(plan)
         log(f"certificates and configuration in {root}")
         bed = Bed(plan, kube, _admin_api(plan))
@@ -228,7 +234,8 @@ def kubernetes_bed(journal: Journal, log=print) -> Iterator[Bed]:
         _start(journal, seqs, bed, "kubelet", config.kubelet_argv(kube, plan))
         _wait_node(bed)
         log(f"node {plan.node_name} Ready at {plan.node_addr}; apiserver {plan.server}")
-        yield bed
+        with provisioner.serving(bed.api, plan.node_name, (data_dir or root) / "pv"):
+            yield bed
     finally:
         if bed is not None:
             with contextlib.suppress(Exception):  # best effort: the undo below removes what is left anyway

@@ -1,0 +1,174 @@
+"""The numbers the seed studies publish, as data (paper.yaml beside this module).
+
+One PaperValue per number a study's text or tables give that a user could set beside a result of
+their own: the per-container MB/s of study 004's Tables 2 to 5, study 001's Table 2, and the
+ratios, percentages, container counts and latencies the text of studies 002 and 003 states. Each
+says where it is printed, what it measures, in what unit, relative to what, and which of strata's
+results measure the same quantity (`match`, keyed by strata's result labels). paper.yaml's header
+says what each field and match key means and what was left out; docs/studies.md numbers the studies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+PATH = Path(__file__).with_name("paper.yaml")
+
+STUDIES = ("001", "002", "003", "004")
+READS = ("table", "text", "figure")
+UNITS = (
+    "MB/s",
+    "KB/s",
+    "IOPS",
+    "ops/s",
+    "ms",
+    "us",
+    "ratio",
+    "percent",
+    "containers",
+    "count",
+    "KiB",
+    "jobs",
+    "cores",
+    "GB",
+)
+MATCH_KEYS = (
+    "workload",
+    "filesystem",
+    "runtime",
+    "path",
+    "containers",
+    "load",
+    "limits",
+    "attached",
+    "metric",
+)
+METRICS = (
+    "throughput",
+    "per_container",
+    "max_throughput",
+    "lat_mean",
+    "lat_p99",
+    "clat_mean",
+    "slat_share",
+    "cpu_util",
+    "target_cpu",
+    "disk_bw",
+    "peak",
+    "saturation",
+    "best_bs",
+    "cliff_jobs",
+    "limit",
+    "connections",
+)
+FIELDS = ("study", "where", "what", "read", "unit", "value", "baseline", "match", "note")
+REQUIRED = ("study", "where", "what", "read", "unit", "value")
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    study: str
+    where: str
+    what: str
+    read: str
+    unit: str
+    value: float
+    baseline: str | None = None
+    match: dict[str, str | int] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What names the value: no two entries share it."""
+        return (self.study, self.where, self.what)
+
+    @property
+    def source(self) -> str:
+        return f"study {self.study}, {self.where}"
+
+
+def load(path: Path = PATH) -> list[PaperValue]:
+    """Every value of paper.yaml, checked; ValueError naming the first bad entry."""
+    raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, list):
+        raise ValueError(f"{path.name}: expected a list of entries, got {type(raw).__name__}")
+    out, seen = [], {}
+    for i, entry in enumerate(raw):
+        v = parse(entry, i)
+        if v.key in seen:
+            raise ValueError(f"{_name(entry, i)}: the same study, where and what as entry {seen[v.key]}")
+        seen[v.key] = i
+        out.append(v)
+    return out
+
+
+def parse(entry, i: int = 0) -> PaperValue:
+    """One entry as a PaperValue, or ValueError naming it (its index, study, where and what)."""
+    name = _name(entry, i)
+    if not isinstance(entry, dict):
+        raise ValueError(f"{name}: expected a mapping, got {type(entry).__name__}")
+    unknown = sorted(set(entry) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"{name}: unknown field(s) {', '.join(unknown)}")
+    missing = [k for k in REQUIRED if k not in entry]
+    if missing:
+        raise ValueError(f"{name}: missing {', '.join(missing)}")
+    if entry["study"] not in STUDIES:
+        raise ValueError(f"{name}: study {entry['study']!r} is not one of {', '.join(STUDIES)}")
+    for k in ("where", "what"):
+        if not isinstance(entry[k], str) or not entry[k].strip():
+            raise ValueError(f"{name}: `{k}` must be a non-empty string")
+    if entry["read"] not in READS:
+        raise ValueError(f"{name}: read {entry['read']!r} is not one of {', '.join(READS)}")
+    if entry["unit"] not in UNITS:
+        raise ValueError(f"{name}: unit {entry['unit']!r} is not one of {', '.join(UNITS)}")
+    value = entry["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name}: value {value!r} is not a finite number")
+    baseline = entry.get("baseline")
+    if baseline is not None and (not isinstance(baseline, str) or not baseline.strip()):
+        raise ValueError(f"{name}: baseline must be a non-empty string or null")
+    if entry["unit"] == "ratio" and baseline is None:
+        raise ValueError(f"{name}: a ratio needs a baseline")
+    note = entry.get("note") or ""
+    if not isinstance(note, str):
+        raise ValueError(f"{name}: note must be a string")
+    return PaperValue(
+        study=entry["study"],
+        where=entry["where"],
+        what=entry["what"],
+        read=entry["read"],
+        unit=entry["unit"],
+        value=float(value),
+        baseline=baseline,
+        match=_match(entry.get("match"), name),
+        note=note,
+    )
+
+
+def _match(match, name: str) -> dict[str, str | int]:
+    if match is None:
+        return {}
+    if not isinstance(match, dict):
+        raise ValueError(f"{name}: match must be a mapping")
+    for k, v in match.items():
+        if k not in MATCH_KEYS:
+            raise ValueError(f"{name}: match key {k!r} is not one of {', '.join(MATCH_KEYS)}")
+        if isinstance(v, bool) or not isinstance(v, (str, int)) or v == "":
+            raise ValueError(f"{name}: match {k} must be a non-empty string or an integer, got {v!r}")
+    if "metric" in match and match["metric"] not in METRICS:
+        raise ValueError(f"{name}: metric {match['metric']!r} is not one of {', '.join(METRICS)}")
+    return dict(match)
+
+
+def _name(entry, i: int) -> str:
+    """How an error names an entry: its index, and its study, where and what when it has them."""
+    if isinstance(entry, dict):
+        said = ", ".join(str(entry[k]) for k in ("study", "where", "what") if entry.get(k) not in (None, ""))
+        if said:
+            return f"paper.yaml entry {i} ({said})"
+    return f"paper.yaml entry {i}"

@@ -1,0 +1,160 @@
+"""What a workload's results hold, declared by the workload itself (docs/architecture.md "Workload").
+
+Each workload lists its result fields in a `MetricSchema`: the parameters worth a column or a sweep
+axis, the totals of a trial (the headline's candidates), the rates and latencies per data direction,
+each with its unit and which way is better. The export's columns, the sweeps, `strata show`'s table
+and the latency figures are made from these declarations, so none of them names a workload or its
+keys: a new workload declares its fields and appears in all of them.
+
+Where a field is stored follows from its kind (`Metric.path`):
+
+    parameter      trial.workload.<name>
+    total          metrics.primary.<name>
+    per_direction  metrics.read.<name>, metrics.write.<name>
+    latency        metrics.read.<name>_ns.<stat>, metrics.write.<name>_ns.<stat> (a summary in ns:
+                   n, mean, min, max, p50, p90, p99, p99_9, as workloads/latency.py merges them)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Literal
+
+Kind = Literal["parameter", "total", "per_direction", "latency"]
+KINDS: tuple[Kind, ...] = ("parameter", "total", "per_direction", "latency")
+DIRECTIONS = ("read", "write")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A parameter whose cells form a sweep when they differ only in it (analysis/sweeps.py)."""
+
+    label: str  # the axis in titles and table headings: "block size (KiB)"
+    min_points: int = 2  # distinct values a line needs to be drawn
+    scale: float = 1  # drawn as value / scale (bytes as KiB)
+    detail: bool = False  # a load level: latency, CPU and disk are drawn against it too (report/detail.py)
+
+
+@dataclass(frozen=True)
+class Show:
+    """How `strata show` prints a field: under `heading` ("{stat}" filled for a latency), value / scale."""
+
+    heading: str
+    scale: float = 1
+    digits: int = 1
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One result field of a workload."""
+
+    name: str
+    kind: Kind
+    unit: str = ""  # "" for a parameter without one (an access pattern)
+    better: Literal["higher", "lower"] | None = None  # None for a parameter
+    headline: bool = False  # may be the headline (`metrics.primary.metric`), the number the report compares
+    label: str = ""  # in words, for captions: a latency's part of an I/O ("submission")
+    type: Literal["int", "float", "str"] = "float"  # the export's column type
+    export: bool = True  # a column of `strata export`
+    axis: Axis | None = None  # a sweep axis (parameters only)
+    context: bool = False  # says what ran, in a sweep's title ("randread 4 KiB")
+    text: Callable[[Any], str] = str  # a value in such a title
+    stats: tuple[str, ...] = ()  # a latency's statistics that are export columns
+    show: Show | None = None
+    key: tuple[str, ...] = ()  # where it is stored, when not where its kind keeps it (the module docstring)
+
+    def path(self, direction: str = "read") -> tuple[str, ...]:
+        """The keys from a stored result down to the value (to the latency summary for a latency)."""
+        if self.key:
+            return self.key
+        return {
+            "parameter": ("trial", "workload", self.name),
+            "total": ("metrics", "primary", self.name),
+            "per_direction": ("metrics", direction, self.name),
+            "latency": ("metrics", direction, f"{self.name}_ns"),
+        }[self.kind]
+
+    def value(self, result: dict, direction: str = "read", stat: str | None = None):
+        """The stored value, or None where the result has none."""
+        v: Any = result
+        for k in self.path(direction) + ((stat,) if stat else ()):
+            v = v.get(k) if isinstance(v, dict) else None
+        return v
+
+    def shown(self) -> list[tuple[str, str | None]]:
+        """(heading, statistic) of each column `strata show` prints this field in."""
+        if self.show is None:
+            return []
+        return [(self.show.heading.format(stat=s), s) for s in self.stats] or [(self.show.heading, None)]
+
+    def columns(self) -> list[tuple[str, str | None, str | None]]:
+        """(column name, direction, statistic) of each export column of this field."""
+        if self.kind == "per_direction":
+            return [(f"{d}_{self.name}", d, None) for d in DIRECTIONS]
+        if self.kind == "latency":
+            return [(f"{d}_{self.name}_{s}_ns", d, s) for d in DIRECTIONS for s in self.stats]
+        return [(self.name, None, None)]
+
+
+@dataclass(frozen=True)
+class MetricSchema:
+    """A workload's result fields. `breakdown`: its latencies drawn side by side, the parts of an I/O's
+    latency first and the whole last (the latency every analysis of "the latency" reads). `in_flight`:
+    the load's numjobs x iodepth x containers are the I/Os it keeps in flight (a figure says so; a
+    workload with its own threads, as YCSB, does not)."""
+
+    fields: tuple[Metric, ...] = ()
+    breakdown: tuple[str, ...] = ()
+    in_flight: bool = False
+
+    def of(self, kind: Kind) -> list[Metric]:
+        return [f for f in self.fields if f.kind == kind]
+
+    def field(self, kind: Kind, name: str) -> Metric | None:
+        return next((f for f in self.fields if f.kind == kind and f.name == name), None)
+
+    @property
+    def total_latency(self) -> str | None:
+        return self.breakdown[-1] if self.breakdown else None
+
+    def direction(self, result: dict) -> str:
+        """The data direction whose latency represents a trial: read, unless the first per-direction rate
+        (operations per second) is higher for writes."""
+        rates = self.of("per_direction")
+        if not rates:
+            return "read"
+        read, write = (rates[0].value(result, d) or 0 for d in DIRECTIONS)
+        return "write" if write > read else "read"
+
+    def context(self, workload: dict, without: str = "") -> str:
+        """What ran, in words ("randread 4 KiB"): the context parameters but `without`, or the name."""
+        words = [
+            f.text(workload[f.name])
+            for f in self.of("parameter")
+            if f.context and f.name != without and workload.get(f.name)
+        ]
+        return " ".join(words) or workload.get("name", "")
+
+
+EMPTY = MetricSchema()
+
+
+def merged(schemas: Iterable[MetricSchema], kind: Kind) -> list[Metric]:
+    """The fields of a kind over several workloads, each name once (the first declaration), in order."""
+    out: dict[str, Metric] = {}
+    for s in schemas:
+        for f in s.of(kind):
+            out.setdefault(f.name, f)
+    return list(out.values())
+
+
+def export_columns(schemas: Iterable[MetricSchema]) -> list[tuple[str, Metric, str | None, str | None]]:
+    """(column, field, direction, statistic) of every exported field of `schemas`: parameters, totals,
+    rates by field then direction, latencies by direction then field (the order exports always had)."""
+    schemas = list(schemas)
+    out = []
+    for kind in ("parameter", "total", "per_direction"):
+        out += [(c, f, d, s) for f in merged(schemas, kind) if f.export for c, d, s in f.columns()]
+    lats = [f for f in merged(schemas, "latency") if f.export]
+    out += [(c, f, d, s) for d in DIRECTIONS for f in lats for c, fd, s in f.columns() if fd == d]
+    return out

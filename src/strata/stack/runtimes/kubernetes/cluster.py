@@ -1,0 +1,208 @@
+"""A Kubernetes cluster as strata reaches it: its API from a kubeconfig, and what strata makes in it.
+
+Everything strata creates in a cluster is journaled before it exists, with the kubeconfig (and context)
+that reaches it, so `strata cleanup` after `kill -9` removes it from the journal alone: the run's
+namespace (its pods and claims go with it) and the cluster-scoped PersistentVolumes of `local` paths.
+A user's kubeconfig may hold its credentials inline (`*-data`, base64) or as files, or a bearer token;
+inline ones are written to a private directory (0700) under the state dir for the TLS context.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from strata.errors import StrataError
+from strata.stack.journal import Journal, state_dir, undo_action
+from strata.stack.kube.api import Api, ApiError
+
+DELETE_TIMEOUT_S = 180
+
+
+@dataclass
+class Cluster:
+    api: Api
+    kubeconfig: str
+    context: str | None
+    own: bool  # strata's own test bed (it goes with the run) or the user's cluster (left as it was)
+
+    def where(self) -> dict:
+        return {"kubeconfig": self.kubeconfig, "context": self.context or "", "own": self.own}
+
+
+def _select(items: list[dict], name: str | None, what: str, path: str) -> dict:
+    by = {i.get("name"): i.get(what.rstrip("s"), {}) for i in items or []}
+    if name not in by:
+        raise StrataError(f"{path}: no {what.rstrip('s')} named {name!r} (it has: {', '.join(map(str, by))})")
+    return by[name]
+
+
+def _material(entry: dict, key: str, base: Path, kubeconfig: Path) -> str | None:
+    """A credential as a file path: `key` (a file, relative to the kubeconfig) or `key-data` (inline)."""
+    if entry.get(f"{key}-data"):
+        data = base64.b64decode(entry[f"{key}-data"])
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        f = base / f"{key}-{hashlib.sha256(data).hexdigest()[:12]}"
+        if not f.exists():
+            fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+        return str(f)
+    if entry.get(key):
+        p = Path(entry[key]).expanduser()
+        return str(p if p.is_absolute() else kubeconfig.parent / p)
+    return None
+
+
+def connect(kubeconfig: str, context: str | None = None, own: bool = False) -> Cluster:
+    """The API of a kubeconfig's context (its current one by default)."""
+    path = Path(kubeconfig).expanduser()
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise StrataError(f"cannot read the kubeconfig {path}: {e}", "give `kubeconfig:` a readable file")
+    ctx_name = context or doc.get("current-context")
+    ctx = _select(doc.get("contexts", []), ctx_name, "contexts", str(path))
+    cluster = _select(doc.get("clusters", []), ctx.get("cluster"), "clusters", str(path))
+    user = _select(doc.get("users", []), ctx.get("user"), "users", str(path)) if ctx.get("user") else {}
+    base = state_dir() / "kube-credentials"
+    if cluster.get("insecure-skip-tls-verify"):
+        raise StrataError(
+            f"{path}: the cluster {ctx.get('cluster')} skips TLS verification",
+            "give the kubeconfig the cluster's certificate-authority",
+        )
+    if user.get("exec") or user.get("auth-provider"):
+        raise StrataError(
+            f"{path}: the user {ctx.get('user')} authenticates through a plugin (exec/auth-provider)",
+            "give strata a kubeconfig with a client certificate or a token (docs/kubernetes.md: RBAC)",
+        )
+    token = user.get("token")
+    if not token and user.get("tokenFile"):
+        token = Path(user["tokenFile"]).read_text().strip()
+    api = Api(
+        cluster.get("server", ""),
+        _material(cluster, "certificate-authority", base, path),
+        _material(user, "client-certificate", base, path),
+        _material(user, "client-key", base, path),
+        token,
+    )
+    return Cluster(api, str(path), ctx_name, own)
+
+
+def _reach(data: dict) -> Cluster | None:
+    """The cluster a journal entry names, or None when it no longer answers."""
+    with contextlib.suppress(StrataError, OSError):
+        c = connect(data["kubeconfig"], data.get("context") or None, bool(data.get("own")))
+        if c.api.answers():
+            return c
+    return None
+
+
+def delete_and_wait(api: Api, path: str, timeout_s: float = DELETE_TIMEOUT_S) -> None:
+    """DELETE `path` (gone already is fine; a pod without its grace period) and wait until it is gone."""
+    try:
+        api.delete(path + ("?gracePeriodSeconds=0" if "/pods/" in path else ""))
+    except ApiError as e:
+        if e.status != 404:
+            raise
+    api.wait(f"{path} was not deleted", lambda: api.gone(path), timeout_s, "look at the cluster's events")
+
+
+def _gone_with(data: dict, what: str) -> str:
+    if data.get("own"):
+        return f"the test bed does not answer: {what} went with it"
+    raise StrataError(
+        f"the cluster of {data['kubeconfig']} does not answer: {what} may remain",
+        "run `strata cleanup` again once it answers (or delete it with kubectl)",
+    )
+
+
+@undo_action("kube-namespace")
+def _undo_namespace(data: dict) -> str | None:
+    c = _reach(data)
+    if c is None:
+        return _gone_with(data, f"namespace {data['name']}")
+    delete_and_wait(c.api, f"/api/v1/namespaces/{data['name']}")
+    return None
+
+
+@undo_action("kube-object")
+def _undo_object(data: dict) -> str | None:
+    c = _reach(data)
+    if c is None:
+        return _gone_with(data, data["path"])
+    delete_and_wait(c.api, data["path"])
+    return None
+
+
+@contextlib.contextmanager
+def namespace(cluster: Cluster, name: str, journal: Journal):
+    """The run's namespace (journaled first); deleted with everything in it at the end."""
+    data = {"name": name, **cluster.where()}
+    seq = journal.intent("kube-namespace", **data)
+    try:
+        cluster.api.post(
+            "/api/v1/namespaces",
+            {
+                "metadata": {
+                    "name": name,
+                    "labels": {
+                        "app.kubernetes.io/managed-by": "strata",
+                        "pod-security.kubernetes.io/enforce": "privileged",
+                    },
+                }
+            },
+        )
+
+        def account() -> bool:  # pods are admitted only once the namespace's service account exists
+            return bool(cluster.api.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"))
+
+        cluster.api.wait(f"namespace {name} got no service account", account, 60, "look at the controller-manager")
+        yield name
+    finally:
+        with contextlib.suppress(ApiError, OSError, StrataError):
+            delete_and_wait(cluster.api, f"/api/v1/namespaces/{name}")
+            journal.release(seq)
+
+
+def intent(cluster: Cluster, journal: Journal, path: str) -> int:
+    """Journal an object before it is created (a pod, a claim, a volume): `strata cleanup` deletes it.
+    Objects are journaled in the order they are made, so the users go first: pods, then their claims,
+    then the volumes bound to those claims (a bound volume is not deleted while its claim is in use)."""
+    return journal.intent("kube-object", path=path, **cluster.where())
+
+
+@contextlib.contextmanager
+def cluster_object(cluster: Cluster, journal: Journal, collection: str, body: dict):
+    """An object (a PersistentVolume, a claim), journaled first, deleted at the end."""
+    path = f"{collection}/{body['metadata']['name']}"
+    seq = intent(cluster, journal, path)
+    try:
+        cluster.api.post(collection, body)
+        yield path
+    finally:
+        with contextlib.suppress(ApiError, OSError, StrataError):
+            delete_and_wait(cluster.api, path, 120)
+            journal.release(seq)
+
+
+def wait_phase(api: Api, path: str, phases: tuple[str, ...], timeout_s: float, what: str) -> dict:
+    """GET `path` until its status.phase is one of `phases`; the object."""
+    deadline = time.monotonic() + timeout_s
+    obj: dict = {}
+    while time.monotonic() < deadline:
+        obj = api.get(path)
+        if obj.get("status", {}).get("phase") in phases:
+            return obj
+        time.sleep(0.25)
+    raise StrataError(
+        f"{what}: still {obj.get('status', {}).get('phase', 'unknown')} after {timeout_s:.0f} s",
+        "look at the cluster's events (kubectl get events)",
+    )

@@ -1,0 +1,49 @@
+"""What strata can do on a Kubernetes cluster (`strata doctor --kubernetes [KUBECONFIG]`): whether the API
+answers with these credentials, its version, the nodes and which of them is this machine (pods run there;
+strata reads their outputs and disks there), the StorageClasses (`pvc:CLASS`) with their provisioners,
+whether a claim's volume would be visible to the cache check, and whether strata's image can be loaded."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from strata.errors import StrataError
+from strata.stack.kube.api import ApiError
+
+from .cluster import connect
+from .runtime import CONTAINERD_SOCK, _this_node
+
+LOCAL_SOURCES = {"kubernetes.io/no-provisioner", "rancher.io/local-path", "strata.local/hostpath"}
+
+
+def report(kubeconfig: str, context: str | None = None) -> list[tuple[str, str, str | None]]:
+    """(what, value, problem or None) lines."""
+    try:
+        c = connect(kubeconfig, context)
+    except StrataError as e:
+        return [("kubeconfig", kubeconfig, e.message())]
+    if not c.api.answers():
+        return [("api", c.api.server, "does not answer /readyz with these credentials")]
+    rows: list[tuple[str, str, str | None]] = [("api", c.api.server, None)]
+    try:
+        rows.append(("version", c.api.get("/version").get("gitVersion", "?"), None))
+        nodes = [n["metadata"]["name"] for n in c.api.get("/api/v1/nodes")["items"]]
+        rows.append(("nodes", ", ".join(nodes) or "none", None if nodes else "no node"))
+        try:
+            here = _this_node(c)
+            rows.append(("this machine", f"node {here}", None))
+        except StrataError as e:
+            rows.append(("this machine", "not a node", e.message() + " (pods can only run where strata runs)"))
+        classes = c.api.get("/apis/storage.k8s.io/v1/storageclasses")["items"]
+        for sc in classes:
+            prov = sc.get("provisioner", "")
+            seen = None if prov in LOCAL_SOURCES else "a claim's volume may not be visible here: cache check not made"
+            rows.append((f"pvc:{sc['metadata']['name']}", f"provisioner {prov}", seen))
+        if not classes:
+            rows.append(("storage classes", "none", "no StorageClass: only local, hostpath and emptydir"))
+    except ApiError as e:
+        rows.append(("permissions", "", f"{e} (docs/kubernetes.md: RBAC)"))
+    can_load = shutil.which("ctr") and Path(CONTAINERD_SOCK).exists()
+    rows.append(("images", CONTAINERD_SOCK, None if can_load else "cannot import strata's image into this node"))
+    return rows

@@ -1,0 +1,225 @@
+"""instances.Running over the pods of one trial: created, held at the barrier, released, waited for.
+
+The pods run docker's wrapper (cmdline.WRAPPER) with the out and sync dirs as hostPath volumes, so the
+barrier, the start and end stamps and the outputs are files on this machine, read as a container's
+are. The pod's phase and its container's state say how it ended: OOMKilled is `oom`; evicted,
+deleted or unable to start is `instance_died` (pods.pod_end). Each pod writes its /proc/self/cgroup
+into its out dir before the barrier: under cgroup v1 those are the host's paths of its container's
+cgroups, which the collectors sample as they sample a container's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from strata.errors import StrataError, TrialFailure
+from strata.instances import InstanceOutput, InstanceRequest, Watch
+from strata.params import Limits
+from strata.stack.kube.api import ApiError
+from strata.stack.procfs import cgroups_of
+from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
+from strata.stack.runtimes.docker.containers import read_time, tail
+
+from . import pods
+from .cluster import intent
+
+POLL_S = 0.5
+GONE_TIMEOUT_S = 120
+
+
+@dataclass
+class Pod:
+    name: str
+    request: InstanceRequest
+    deleted: bool = False
+    seq: int | None = None  # its journal entry
+
+
+class KubeRunning:
+    def __init__(self, session, sync_dir: Path, limits: Limits):
+        self.session = session
+        self.sync_dir = sync_dir
+        self.limits = limits
+        self.pods: list[Pod] = []
+        self.cgroups: list[dict[str, str]] = []
+        # called once every pod is ready (a claim bound by its first pod: its facts)
+        self.on_ready: Callable[[], None] | None = None
+
+    @property
+    def api(self):
+        return self.session.cluster.api
+
+    def _path(self, p: Pod) -> str:
+        return f"/api/v1/namespaces/{self.session.namespace}/pods/{p.name}"
+
+    def _get(self, p: Pod) -> dict | None:
+        try:
+            return self.api.get(self._path(p))
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def create(self, manifests: list[tuple[Pod, dict]]) -> None:
+        for p, m in manifests:
+            p.seq = intent(self.session.cluster, self.session.journal, self._path(p))
+            self.pods.append(p)
+            self.api.post(f"/api/v1/namespaces/{self.session.namespace}/pods", m)
+
+    # -- instances.Running ------------------------------------------------------------------------
+
+    def ready(self, timeout_s: float) -> None:
+        """Every pod scheduled, started and past its prepare step (its `ready` file), or why not."""
+        deadline = time.monotonic() + timeout_s
+        waiting = list(self.pods)
+        while waiting:
+            waiting = [p for p in waiting if not (p.request.out_dir / "ready").exists()]
+            for p in waiting:
+                pod = self._get(p)
+                end = pods.pod_end(pod)
+                code = _exit_code(pod)
+                if end is not None or code is not None:
+                    self.stop()
+                    if end is not None:
+                        raise TrialFailure(*end, _describe(pod))
+                    what = "its prepare step failed" if code == PREPARE_FAILED else f"it exited {code} before the start"
+                    raise TrialFailure(
+                        "prepare", f"instance {p.request.index}: {what}", tail(p.request.out_dir / "stderr")
+                    )
+            self._check_session()
+            if waiting and time.monotonic() > deadline:
+                detail = "\n".join(_describe(self._get(p)) for p in waiting[:3])
+                self.stop()
+                raise TrialFailure(
+                    "timeout", f"{len(waiting)} pod(s) were not ready {timeout_s:.0f} s after they were created", detail
+                )
+            if waiting:
+                time.sleep(0.1)
+        self.cgroups = [_cgroups(p.request.out_dir) for p in self.pods]
+        if self.on_ready is not None:
+            self.on_ready()
+
+    def go(self) -> float:
+        t = time.time()
+        (self.sync_dir / "go").touch()
+        return t
+
+    def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]:
+        deadline = time.monotonic() + timeout_s
+        codes: dict[str, int] = {}
+        while len(codes) < len(self.pods):
+            for p in self.pods:
+                if p.name in codes:
+                    continue
+                pod = self._get(p)
+                end = pods.pod_end(pod)
+                if end is not None:
+                    self.stop()
+                    raise TrialFailure(*end, tail(p.request.out_dir / "stderr"))
+                code = _exit_code(pod)
+                if code is not None:
+                    codes[p.name] = code
+            problem = self._problem(watch)
+            if problem is not None:
+                self.stop()
+                raise problem
+            if len(codes) < len(self.pods):
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TrialFailure(
+                        "timeout",
+                        f"{len(self.pods) - len(codes)} pod(s) still ran {timeout_s:.0f} s after their expected end",
+                    )
+                time.sleep(POLL_S)
+        outputs = [self._output(p, codes[p.name]) for p in self.pods]
+        self.stop()
+        return outputs
+
+    def check(self, watch: Watch | None = None) -> None:
+        problem = self._problem(watch)
+        if problem is not None:
+            raise problem
+        for p in self.pods:
+            pod = self._get(p)
+            end = pods.pod_end(pod)
+            if end is not None:
+                raise TrialFailure(*end, tail(p.request.out_dir / "stderr"))
+            code = _exit_code(pod)
+            if code is not None:
+                raise TrialFailure(
+                    "instance_died",
+                    f"instance {p.request.index} (pod {p.name}) ended with code {code} while it should have run",
+                    tail(p.request.out_dir / "stderr"),
+                )
+
+    def stop(self) -> None:
+        """Delete every pod of this trial and wait until they are gone (their mounts with them)."""
+        live = [p for p in self.pods if not p.deleted]
+        for p in live:
+            with contextlib.suppress(ApiError, OSError):
+                self.api.delete(self._path(p) + "?gracePeriodSeconds=0")
+        deadline = time.monotonic() + GONE_TIMEOUT_S
+        for p in live:
+            while time.monotonic() < deadline:
+                try:
+                    if self.api.gone(self._path(p)):
+                        if p.seq is not None:
+                            self.session.journal.release(p.seq)
+                        break
+                except (ApiError, OSError):
+                    break  # the cluster is going away: its undo (journaled) removes the pod
+                time.sleep(0.2)
+            p.deleted = True
+        with contextlib.suppress(ValueError):
+            self.session.running.remove(self)
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _check_session(self) -> None:
+        failure = self.session.watch()
+        if failure is not None:
+            with contextlib.suppress(Exception):
+                self.stop()
+            raise TrialFailure(*failure)
+
+    def _problem(self, watch: Watch | None) -> TrialFailure | None:
+        failure = self.session.watch() or (watch() if watch else None)
+        return TrialFailure(*failure) if failure else None
+
+    def _output(self, p: Pod, code: int) -> InstanceOutput:
+        out = p.request.out_dir
+        return InstanceOutput(
+            p.request.index, out, code, tail(out / "stderr"), read_time(out / "start"), read_time(out / "end")
+        )
+
+
+def _exit_code(pod: dict | None) -> int | None:
+    """The instance container's exit code once it ended on its own; None while it runs."""
+    for cs in (pod or {}).get("status", {}).get("containerStatuses", []):
+        ended = cs.get("state", {}).get("terminated")
+        if ended is not None:
+            return int(ended.get("exitCode", 0))
+    return None
+
+
+def _describe(pod: dict | None) -> str:
+    if pod is None:
+        return "the pod is gone"
+    st = pod.get("status", {})
+    conds = "; ".join(
+        f"{c.get('type')}={c.get('status')} {c.get('message', '')}".strip() for c in st.get("conditions", [])
+    )
+    states = "; ".join(str(cs.get("state")) for cs in st.get("containerStatuses", []))
+    return f"pod {pod['metadata']['name']}: phase {st.get('phase')} {st.get('reason', '')} {conds} {states}"[:1500]
+
+
+def _cgroups(out_dir: Path) -> dict[str, str]:
+    """controller -> the pod's container cgroup dir on this host, from the /proc/self/cgroup it wrote."""
+    f = out_dir / "proc-cgroup"
+    with contextlib.suppress(OSError, ValueError, StrataError):
+        return cgroups_of(f.read_text())
+    return {}

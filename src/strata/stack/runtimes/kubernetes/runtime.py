@@ -1,0 +1,212 @@
+"""`kubernetes`: instances as pods, on strata's own single-node cluster or on yours.
+
+Without `kubeconfig:` strata starts its Kubernetes test bed (stack/kube: etcd, the control plane and a
+kubelet built here, containerd, runc) for each stack, with the kubelet's root and the provisioner's
+volumes on the file system under test, as a private dockerd keeps its data-root there; the pods' image
+is loaded into its containerd without a registry. With `kubeconfig:` the pods run on your cluster,
+pinned to `node:`, which must be this machine (strata reads the pods' outputs through hostPath
+directories and the disks through /proc/diskstats here); the image must be importable into that node's
+containerd (`ctr -n k8s.io images import`) or already be there.
+
+Kubernetes has no block-I/O limit: read_bps-style limits (and the BW/ALL presets) are refused with that
+reason; cpus and memory become resources.limits (pods.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import shutil
+import socket
+from pathlib import Path
+from typing import Iterator, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from strata.errors import StrataError, Unsupported
+from strata.instances import ImageSpec, Isolation
+from strata.params import Limits, Strict, shorthand, size_field
+from strata.proc import CommandError, sh
+from strata.stack.filesystems.base import FilesystemParams, Mounted
+from strata.stack.journal import Journal
+from strata.stack.runtimes.base import RefusesLimits
+
+from . import pods
+from .cluster import Cluster, connect, namespace
+from .session import KubernetesSession
+
+CONTAINERD_SOCK = "/run/containerd/containerd.sock"
+
+
+class KubernetesParams(Strict):
+    """Pods on Kubernetes: strata's own single-node test bed on the stack's file system, or your cluster."""
+
+    type: Literal["kubernetes"] = "kubernetes"
+    kubeconfig: str | None = Field(
+        default=None, description="your cluster (its current context, or `context`); without it: strata's test bed"
+    )
+    context: str | None = Field(default=None, description="the kubeconfig's context to use")
+    node: str | None = Field(
+        default=None, description="the node the pods are pinned to; with a kubeconfig: this machine's node (default)"
+    )
+    claim_size: int = Field(default=4 << 30, description="the storage each claim (local, pvc:CLASS) requests")
+    containerd_socket: str = Field(
+        default=CONTAINERD_SOCK, description="with a kubeconfig: the node's containerd, where strata imports its image"
+    )
+    name: str = Field(default="", description="default: kubernetes, or kubernetes:CONTEXT with a kubeconfig")
+
+    _size = field_validator("claim_size", mode="before")(size_field)
+
+    @model_validator(mode="after")
+    def _name(self):
+        if not self.name:
+            name = "kubernetes" if self.kubeconfig is None else f"kubernetes:{self.context or 'cluster'}"
+            object.__setattr__(self, "name", name)
+        if self.claim_size < 1 << 20 or self.claim_size > 1 << 50:
+            raise ValueError("claim_size must be between 1 MiB and 1 PiB")
+        return self
+
+
+def _load_into(sock: str, spec: ImageSpec, importer) -> str:
+    from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
+
+    importer(Path(sock), build_image_tarball(spec))
+    return image_tag(spec)
+
+
+def _local_addresses() -> set[str]:
+    with contextlib.suppress(OSError, ValueError, CommandError):
+        links = json.loads(sh(["ip", "-j", "addr"], timeout=10).stdout)
+        return {a["local"] for link in links for a in link.get("addr_info", []) if a.get("local")}
+    return set()
+
+
+def _this_node(cluster: Cluster) -> str:
+    """The cluster's node that is this machine: by host name, else by one of its addresses."""
+    names = {socket.gethostname(), *_local_addresses()}  # no getfqdn: it may ask a DNS server (the network rule)
+    for n in cluster.api.get("/api/v1/nodes").get("items", []):
+        meta, addrs = n["metadata"], n.get("status", {}).get("addresses", [])
+        if meta["name"] in names or any(a.get("address") in names for a in addrs):
+            return meta["name"]
+    raise StrataError(
+        "no node of the cluster is this machine (by host name or address)",
+        "run strata on a node of the cluster, or name it with `node:`",
+    )
+
+
+class Kubernetes(RefusesLimits):
+    name = "kubernetes"
+    params = KubernetesParams
+    baseline = False
+    isolation: Isolation = "container"
+    paths = pods.PATHS
+    concurrent = True
+    limits = True
+
+    def shorthand(self, text: str) -> dict | None:
+        return shorthand(self.name, text)
+
+    def available(self, host: dict, params: KubernetesParams | None = None) -> str | None:
+        if params is not None and params.kubeconfig is not None:
+            return None if Path(params.kubeconfig).expanduser().exists() else f"no kubeconfig at {params.kubeconfig}"
+        from strata.stack.kube.bed import missing_parts
+        from strata.stack.kube.build import binaries_built, go_binary
+
+        missing = missing_parts()
+        if missing:
+            return f"the Kubernetes test bed needs {', '.join(missing)} (scripts/install)"
+        if not binaries_built():
+            try:
+                go_binary()
+            except StrataError as e:
+                return f"the Kubernetes test bed is not built and cannot be: {e.message()}"
+        return None
+
+    def impossible(self, params: KubernetesParams, fs: FilesystemParams) -> str | None:
+        if fs.type == "raw":
+            return "pods get directories: the kubernetes runtime needs a file system (not raw)"
+        return None
+
+    def target_kind(self, params: KubernetesParams, path: str) -> str:
+        return "dir"
+
+    def refused_limits(self, limits: Limits) -> str | None:
+        return pods.unsupported_limits(limits)
+
+    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+        return [("kubernetes (test bed)", self.available(host))]
+
+    @contextlib.contextmanager
+    def provision(
+        self, params: KubernetesParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict
+    ) -> Iterator[KubernetesSession]:
+        if mounted.mountpoint is None:
+            raise Unsupported("the kubernetes runtime needs a file system on the device (this stack is raw)")
+        ns = f"strata-{secrets.token_hex(4)}"
+        if params.kubeconfig is None:
+            with self._bed(params, mounted, mounted.mountpoint / "strata-k8s", journal, ns) as session:
+                yield session
+            return
+        cluster = connect(params.kubeconfig, params.context)
+        if not cluster.api.answers():
+            raise Unsupported(f"the cluster of {params.kubeconfig} does not answer at {cluster.api.server}")
+        node = params.node or _this_node(cluster)
+        facts = {"runtime": "kubernetes", "cluster": cluster.api.server, "node": node, "node_is_here": True}
+        facts["version"] = cluster.api.get("/version").get("gitVersion", "")
+        with namespace(cluster, ns, journal):
+            loader = self._user_loader(node, params.containerd_socket)
+            session = KubernetesSession(params, mounted, journal, cluster, node, ns, facts, loader)
+            try:
+                yield session
+            finally:
+                session.close()
+
+    @contextlib.contextmanager
+    def _bed(self, params, mounted: Mounted, data_dir: Path, journal: Journal, ns: str) -> Iterator[KubernetesSession]:
+        from strata.stack.kube.bed import kubernetes_bed
+        from strata.stack.kube.images import import_tarball
+
+        with kubernetes_bed(journal, log=lambda _: None, data_dir=data_dir) as bed:
+            cluster = Cluster(bed.api, str(bed.kubeconfig), None, own=True)
+            facts = {
+                "runtime": "kubernetes",
+                "bed": True,
+                "node": bed.plan.node_name,
+                "node_is_here": True,
+                "version": bed.facts()["version"],
+                "kubelet_root": str(data_dir / "kubelet"),
+            }
+            sock = str(bed.plan.containerd_sock)
+            with namespace(cluster, ns, journal):
+                session = KubernetesSession(
+                    params,
+                    mounted,
+                    journal,
+                    cluster,
+                    bed.plan.node_name,
+                    ns,
+                    facts,
+                    lambda spec: _load_into(sock, spec, import_tarball),
+                )
+                session.watch_bed = bed.dead
+                try:
+                    yield session
+                finally:
+                    session.close()
+
+    def _user_loader(self, node: str, sock: str):
+        def load(spec: ImageSpec) -> str:
+            from strata.stack.kube.images import import_tarball
+
+            if not (shutil.which("ctr") and Path(sock).exists()):
+                raise Unsupported(
+                    f"cannot load strata's image into node {node}: no containerd at {sock} here "
+                    "(set `containerd_socket:`, or import `strata image build` output into the node by hand)"
+                )
+            return _load_into(sock, spec, import_tarball)
+
+        return load
+
+
+KUBERNETES = Kubernetes()

@@ -1,0 +1,289 @@
+"""The kubernetes session: a cluster, the run's namespace in it, one node the pods are pinned to.
+
+Per trial it prepares a path and runs the instances as pods (pods.py, running.py):
+
+- `hostpath`: a directory of the file system under test, mounted into the pod;
+- `local`: the same directory as a `local` PersistentVolume, bound to a claim by name (static
+  provisioning: the cluster's volume machinery, on the file system strata built);
+- `emptydir`: the kubelet's own directory (on the test bed: bound onto the file system under test);
+- `pvc:CLASS`: a claim of the StorageClass you name, provisioned by the cluster; its volume's storage
+  is the cluster's, not the stack's device, and the result says which (`stack_facts.path`). The cache
+  check reads the disks that hold the volume when this host can see them, and says it could not be
+  made when it cannot (a network or CSI volume).
+
+Claims and volumes are journaled (cluster.py); the namespace takes every pod and claim with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+from typing import Callable, Iterator
+
+from strata.errors import Unsupported
+from strata.instances import ImageSpec, InstanceRequest, Target
+from strata.params import Load, path_kind
+from strata.stack.blockdev import disk_of
+from strata.stack.kube.api import ApiError
+from strata.stack.paths import DATA_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
+from strata.stack.runtimes.docker.cmdline import prepare_script, safe_name
+
+from . import pods
+from .cluster import Cluster, cluster_object, wait_phase
+from .running import KubeRunning, Pod
+
+BIND_TIMEOUT_S = 180
+KUBELET_ROOT = "/var/lib/kubelet"  # a user's node: where its emptyDir volumes live (the kubelet's default)
+
+
+def disks_holding(path: str) -> list[str]:
+    """Kernel names of the disks that hold `path`'s bytes: its disk, and below a loop device the disk
+    of its backing file ([] when no block device holds it: tmpfs, a network file system)."""
+    with contextlib.suppress(OSError):
+        k = disk_of(path)
+        if k is None:
+            return []
+        below: list[str] = []
+        backing = Path(f"/sys/block/{k}/loop/backing_file")
+        if backing.exists():
+            below = disks_holding(backing.read_text().strip())
+        return [k, *[d for d in below if d != k]]
+    return []
+
+
+class KubernetesSession:
+    def __init__(self, params, mounted, journal, cluster: Cluster, node: str, namespace: str, facts: dict, loader):
+        self.name = params.name
+        self.params = params
+        self.mounted = mounted
+        self.journal = journal
+        self.cluster = cluster
+        self.node = node
+        self.namespace = namespace
+        self.facts = facts
+        self.load_image = loader  # ImageSpec -> the image's name in the node
+        self.images: dict[str, str] = {}
+        self.running: list[KubeRunning] = []
+        # the test bed's processes: a callable naming the dead ones
+        self.watch_bed: Callable[[], list[str]] | None = None
+        self._count = 0
+
+    # -- RuntimeSession ---------------------------------------------------------------------------
+
+    def target(self, handle: PathHandle, host_out: Path) -> Target:
+        return Target("dir", DATA_IN_CONTAINER, OUT_DIR, host_tools=False, sync_dir=SYNC_DIR)
+
+    def watch(self) -> tuple[str, str] | None:
+        dead = self.watch_bed() if self.watch_bed else []
+        if dead:
+            return ("daemon_died", f"the Kubernetes test bed's {', '.join(dead)} exited")
+        return None
+
+    @contextlib.contextmanager
+    def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
+        kind, n = path_kind(name), load.containers
+        tag = safe_name(trial_dir.name).lower().replace("_", "-").replace(".", "-")[:40].strip("-")
+        if kind == "emptydir":
+            handle = PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{} for _ in range(n)], facts=self._emptydir())
+            if not self.facts.get("bed"):  # the node's kubelet directory, not the file system strata built
+                handle.disks = disks_holding(KUBELET_ROOT)
+            yield handle
+        elif kind == "hostpath":
+            with self._dirs(tag, n) as dirs:
+                yield PathHandle(name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), [{"dir": str(d)} for d in dirs])
+        elif kind == "local":
+            with self._dirs(tag, n) as dirs, self._local_claims(tag, dirs) as claims:
+                per = [{"dir": str(d), "claim": c} for d, c in zip(dirs, claims)]
+                yield PathHandle(name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), per, facts={"volume": "local"})
+        elif kind == "pvc":
+            storage_class = name.split(":", 1)[1]
+            with self._class_claims(tag, n, storage_class) as (claims, facts):
+                yield PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{"claim": c} for c in claims], facts=facts)
+        else:
+            raise Unsupported(f"the kubernetes runtime has the paths {', '.join(pods.PATHS)}, not {name}")
+
+    def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> KubeRunning:
+        why = pods.unsupported_limits(load.limits)
+        if why:
+            raise Unsupported(why)
+        running = KubeRunning(self, sync_dir, load.limits)
+        self.running.append(running)
+        manifests = []
+        for r in requests:
+            inst = handle.per_instance[r.index] if r.index < len(handle.per_instance) else {}
+            self._stage(r)
+            self._count += 1
+            name = pods.pod_name(str(self._count), r.index)
+            m = pods.pod_manifest(
+                name,
+                self.namespace,
+                self.namespace,
+                self.node,
+                r,
+                handle.name,
+                inst.get("dir"),
+                load.limits,
+                self._image(r.image),
+                str(sync_dir),
+                inst.get("claim"),
+            )
+            manifests.append((Pod(name, r), m))
+        running.create(manifests)
+        if path_kind(handle.name) == "pvc":
+            running.on_ready = lambda: self._claim_facts(handle)  # a WaitForFirstConsumer claim binds now
+        return running
+
+    def close(self) -> None:
+        for r in list(self.running):
+            r.stop()
+
+    # -- paths ------------------------------------------------------------------------------------
+
+    def _data_root(self) -> Path:
+        if self.mounted.mountpoint is None:
+            raise Unsupported("the kubernetes runtime needs a file system on the device (this stack is raw)")
+        return self.mounted.mountpoint / "strata-k8s-data"
+
+    @contextlib.contextmanager
+    def _dirs(self, tag: str, n: int):
+        base = self._data_root() / tag
+        dirs = [base / str(i) for i in range(n)]
+        try:
+            for d in dirs:
+                d.mkdir(parents=True, exist_ok=True)
+            yield dirs
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+    def _emptydir(self) -> dict:
+        facts = {"volume": "emptyDir", "where": "the kubelet's root directory on the node"}
+        if self.facts.get("bed"):
+            facts["where"] = "the kubelet's root, bound onto the file system under test"
+        return facts
+
+    def _claim(self, name: str, storage_class: str, volume: str | None = None) -> dict:
+        spec: dict = {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class,
+            "resources": {"requests": {"storage": str(self.params.claim_size)}},
+        }
+        if volume:
+            spec["volumeName"] = volume
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec}
+
+    def _claims_path(self, name: str = "") -> str:
+        return f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims" + (f"/{name}" if name else "")
+
+    @contextlib.contextmanager
+    def _local_claims(self, tag: str, dirs: list[Path]):
+        """A `local` PersistentVolume per directory, each bound by name to its claim."""
+        made: list[str] = []
+        with contextlib.ExitStack() as stack:
+            for i, d in enumerate(dirs):
+                pv = f"{self.namespace}-{tag}-{i}"[:63].strip("-")
+                body = {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": pv, "labels": {"app.kubernetes.io/managed-by": "strata"}},
+                    "spec": {
+                        "capacity": {"storage": str(self.params.claim_size)},
+                        "accessModes": ["ReadWriteOnce"],
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "storageClassName": "",
+                        "local": {"path": str(d)},
+                        "nodeAffinity": _on_node(self.node),
+                    },
+                }
+                stack.enter_context(cluster_object(self.cluster, self.journal, "/api/v1/persistentvolumes", body))
+                claim = f"data-{i}"
+                stack.enter_context(
+                    cluster_object(self.cluster, self.journal, self._claims_path(), self._claim(claim, "", pv))
+                )
+                made.append(claim)
+            for c in made:
+                wait_phase(self.cluster.api, self._claims_path(c), ("Bound",), BIND_TIMEOUT_S, f"claim {c}")
+            yield made
+
+    @contextlib.contextmanager
+    def _class_claims(self, tag: str, n: int, storage_class: str):
+        """A claim of `storage_class` per instance; bound now (Immediate) or by the first pod."""
+        api = self.cluster.api
+        try:
+            sc = api.get(f"/apis/storage.k8s.io/v1/storageclasses/{storage_class}")
+        except ApiError as e:
+            if e.status == 404:
+                have = [i["metadata"]["name"] for i in api.get("/apis/storage.k8s.io/v1/storageclasses")["items"]]
+                raise Unsupported(
+                    f"the cluster has no StorageClass {storage_class} (it has: {', '.join(have) or 'none'})"
+                )
+            raise
+        facts = {"volume": "claim", "storage_class": storage_class, "provisioner": sc.get("provisioner", "")}
+        claims = [f"data-{i}" for i in range(n)]
+        with contextlib.ExitStack() as stack:
+            for c in claims:
+                stack.enter_context(
+                    cluster_object(self.cluster, self.journal, self._claims_path(), self._claim(c, storage_class))
+                )
+            if sc.get("volumeBindingMode", "Immediate") == "Immediate":
+                for c in claims:
+                    wait_phase(api, self._claims_path(c), ("Bound",), BIND_TIMEOUT_S, f"claim {c} of {storage_class}")
+            yield claims, facts
+
+    def _claim_facts(self, handle: PathHandle) -> None:
+        """The bound volume of each claim: its source, and the disks that hold it when this host sees them."""
+        api, disks, volumes = self.cluster.api, [], []
+        for inst in handle.per_instance:
+            claim = api.get(self._claims_path(inst["claim"]))
+            pv_name = claim.get("spec", {}).get("volumeName")
+            if not pv_name:
+                continue
+            spec = api.get(f"/api/v1/persistentvolumes/{pv_name}").get("spec", {})
+            source = next((k for k in ("hostPath", "local", "csi", "nfs", "iscsi", "rbd") if k in spec), "other")
+            where = (spec.get(source) or {}).get("path") if source in ("hostPath", "local") else None
+            vol = {"name": pv_name, "source": source, "capacity": spec.get("capacity", {}).get("storage", "")}
+            if source == "csi":
+                vol["driver"] = spec["csi"].get("driver", "")
+            if where and self.node_is_here() and os.path.exists(where):
+                vol["path"] = where
+                disks += [d for d in disks_holding(where) if d not in disks]
+            volumes.append(vol)
+        handle.facts["volumes"] = volumes
+        handle.disks = disks
+        if not disks:
+            handle.facts["cache_check"] = "not made: the claim's storage is not visible from this host"
+        else:
+            handle.facts["disks"] = disks
+
+    def node_is_here(self) -> bool:
+        return bool(self.facts.get("node_is_here"))
+
+    # -- images and outputs -----------------------------------------------------------------------
+
+    def _image(self, spec: ImageSpec | None) -> str:
+        spec = spec or ImageSpec()
+        key = spec.key()
+        if key not in self.images:
+            self.images[key] = self.load_image(spec)
+        return self.images[key]
+
+    def _stage(self, r: InstanceRequest) -> None:
+        r.out_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh", "tool-barrier"):
+            (r.out_dir / stale).unlink(missing_ok=True)
+        if r.barrier == "tool":
+            (r.out_dir / "tool-barrier").touch()
+        script = prepare_script(r)
+        if script:
+            (r.out_dir / "prepare.sh").write_text(script)
+
+
+def _on_node(node: str) -> dict:
+    return {
+        "required": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+            ]
+        }
+    }

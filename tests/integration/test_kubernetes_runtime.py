@@ -1,0 +1,201 @@
+"""The kubernetes runtime through `strata run`, on strata's own single-node cluster (the test bed, built
+here from the Go module proxy once): fio in pods on every pod path beside the same file system natively
+and through a Docker volume, in one result format; a StorageClass-provisioned claim; a pod deleted
+mid-trial ends that trial as `instance_died` and the run goes on; `kill -9` of strata, then `strata
+cleanup` leaves no pod, volume, claim, namespace or cluster process behind."""
+
+import json
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from strata.stack.runtimes.kubernetes.cluster import connect
+
+from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def env(tmp_path):
+    workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
+    e = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    yield workdir, e
+    strata("cleanup", "--force", env=e)
+    assert leftovers(workdir) == []
+    assert _bed_processes(tmp_path / "state") == []
+    if workdir.exists():
+        workdir.rmdir()
+
+
+def _bed_processes(state: Path) -> list[str]:
+    """Processes whose command line names a test bed under this state dir (etcd, kubelet, containerd...)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if str(state / "kubernetes") in cmd:
+                found.append(f"{p.name}: {cmd[:100]}")
+    return found
+
+
+def _spec(workdir, **over):
+    spec = {
+        "name": "kube",
+        "workdir": str(workdir),
+        "devices": [{"type": "loop", "size": "2GiB"}],
+        "filesystems": ["xfs"],
+        "runtimes": ["native", "docker:overlay2", "kubernetes"],
+        "paths": ["bind", "volume", "local", "hostpath", "emptydir", "pvc:strata-hostpath"],
+        "workloads": [{"fio": {"preset": "rr", "size": "64MiB", "runtime": 3, "ramp_time": 0}}],
+        "loads": ["low"],
+        "exclude": [{"runtime": "docker:*", "path": "bind"}],
+    }
+    spec.update(over)
+    return spec
+
+
+def _api(state: Path):
+    beds = list((state / "kubernetes").glob("*/admin.kubeconfig"))
+    assert len(beds) == 1, beds
+    return connect(str(beds[0])).api
+
+
+def test_fio_in_pods_on_every_path_beside_native_and_docker(tmp_path, env):
+    workdir, e = env
+    spec = write_spec(tmp_path / "s.yaml", _spec(workdir))
+    out = tmp_path / "out"
+    cp = strata("run", spec, "-o", out, env=e, timeout=1800)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    rs = {(r["labels"]["runtime"], r["labels"]["path"]): r for r in results(out)}
+    assert set(rs) == {
+        ("native", "bind"),
+        ("docker:overlay2", "volume"),
+        *(("kubernetes", p) for p in ("local", "hostpath", "emptydir", "pvc:strata-hostpath")),
+    }
+    for key, r in rs.items():
+        assert r["status"] == "ok", (key, r["flags"]["failed"])
+        assert r["metrics"]["read"]["iops"] > 0
+        assert r["flags"]["cache"]["suspect"] is False, (key, r["flags"]["cache"])
+        assert r["flags"]["cache"]["evidence"]["disks"][0].startswith("loop"), key  # the device under test moved it
+    kube = rs[("kubernetes", "hostpath")]
+    assert kube["stack_facts"]["runtime"]["bed"] is True and kube["stack_facts"]["runtime"]["version"].startswith("v1.")
+    assert kube["collectors"]["cgroups"], "the pod's container cgroup was sampled"
+    claim = rs[("kubernetes", "pvc:strata-hostpath")]["stack_facts"]["path"]
+    assert claim["storage_class"] == "strata-hostpath" and claim["provisioner"] == "strata.local/hostpath"
+    assert claim["volumes"][0]["source"] == "hostPath" and "/strata-k8s/pv/" in claim["volumes"][0]["path"]
+    assert rs[("kubernetes", "emptydir")]["stack_facts"]["path"]["volume"] == "emptyDir"
+    rep = strata("report", out, "-o", tmp_path / "report", env=e, check=0)
+    assert "kubernetes" in rep.stdout
+    assert list((tmp_path / "report" / "figures").glob("runtimes-throughput-*.svg")), "pods beside native"
+
+
+def test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on(tmp_path, env):
+    workdir, e = env
+    spec = _spec(
+        workdir,
+        runtimes=["kubernetes"],
+        paths=["hostpath"],
+        repetitions=2,
+        workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 20, "ramp_time": 0}}],
+    )
+    out = tmp_path / "out"
+    proc = start_strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", out, env=e)
+    wait_for(lambda: bool(list(out.glob("trials/*/inst-0/start"))), 600, "fio in the pod")
+    time.sleep(2)
+    api = _api(Path(e["STRATA_STATE_DIR"]))
+    victims = [
+        p["metadata"] for p in api.get("/api/v1/pods")["items"] if p["metadata"]["namespace"].startswith("strata-")
+    ]
+    assert len(victims) == 1, victims
+    api.delete(f"/api/v1/namespaces/{victims[0]['namespace']}/pods/{victims[0]['name']}?gracePeriodSeconds=0")
+    text, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 1, text
+    rs = sorted(results(out), key=lambda r: r["labels"]["repetition"])
+    assert rs[0]["status"] == "failed" and rs[0]["flags"]["failed"]["category"] == "instance_died", rs[0]["flags"]
+    assert rs[0]["duration_s"] < 60
+    assert rs[1]["status"] == "ok", rs[1]["flags"]["failed"]
+
+
+def test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster(tmp_path, env):
+    workdir, e = env
+    state = Path(e["STRATA_STATE_DIR"])
+    spec = _spec(
+        workdir,
+        runtimes=["kubernetes"],
+        paths=["local"],
+        workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 120, "ramp_time": 0}}],
+    )
+    out = tmp_path / "out"
+    proc = start_strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", out, env=e)
+    wait_for(lambda: bool(list(out.glob("trials/*/inst-0/start"))), 600, "fio in the pod")
+    api = _api(state)
+    namespaces = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]]
+    assert [n for n in namespaces if n.startswith("strata-")], namespaces
+    assert [v for v in api.get("/api/v1/persistentvolumes")["items"] if "local" in v["spec"]]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    assert _bed_processes(state), "the cluster outlives a killed strata"
+    cp = strata("cleanup", env=e, check=0)
+    print(f"\n{cp.stdout}")
+    for kind in ("kube-namespace", "kube-object", "kube-node", "kube-process"):
+        assert f"undid {kind}" in cp.stdout, kind
+    assert "kept" not in cp.stdout
+    assert _bed_processes(state) == []
+    assert not list((state / "journal").glob("*.jsonl"))
+
+
+def test_a_users_cluster_through_its_kubeconfig(tmp_path, env):
+    """A cluster strata did not start (a test bed held by `strata testbed kubernetes up`, reached only through
+    its kubeconfig, as a user's): pods pinned to this machine's node, a claim of the cluster's StorageClass,
+    the image imported into the node's containerd; nothing of strata's left in the cluster afterwards."""
+    workdir, e = env
+    bed_env = {"STRATA_STATE_DIR": str(tmp_path / "bed-state")}
+    up = strata("testbed", "kubernetes", "up", env=bed_env, timeout=1800)
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        facts = json.loads(strata("testbed", "kubernetes", "status", env=bed_env, check=0).stdout)
+        runtime = {"type": "kubernetes", "kubeconfig": facts["kubeconfig"], "containerd_socket": facts["containerd"]}
+        spec = _spec(workdir, runtimes=[runtime], paths=["hostpath", "pvc:strata-hostpath"])
+        out = tmp_path / "out"
+        cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", out, env=e, timeout=1800)
+        assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+        rs = {r["labels"]["path"]: r for r in results(out)}
+        assert set(rs) == {"hostpath", "pvc:strata-hostpath"}
+        for r in rs.values():
+            assert r["status"] == "ok", r["flags"]["failed"]
+            rt = r["stack_facts"]["runtime"]
+            assert rt["node"] == facts["node"] and not rt.get("bed") and rt["cluster"] == facts["server"]
+        # the claim's volume is the cluster's (under the bed's own directory), seen from here: checked
+        claim = rs["pvc:strata-hostpath"]
+        assert claim["stack_facts"]["path"]["volumes"][0]["path"].startswith(facts["root"])
+        assert claim["flags"]["cache"]["evidence"]["disks"], claim["flags"]["cache"]
+        api = connect(facts["kubeconfig"]).api
+        left = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]]
+        assert not [n for n in left if n.startswith("strata-")], left
+        assert not [v for v in api.get("/api/v1/persistentvolumes")["items"] if "local" in v["spec"]]
+    finally:
+        strata("testbed", "kubernetes", "down", env=bed_env, check=0, timeout=300)
+
+
+def test_cassandra_under_ycsb_in_a_pod_passes_its_data_integrity_check(tmp_path, env):
+    """A server workload in pods: the Cassandra node a pod (host network, its data on a local
+    PersistentVolume of the file system under test), the YCSB clients on the host; every read verified."""
+    workdir, e = env
+    ycsb = {"workload": "a", "records": 1000, "runtime": 8, "warmup": 2, "threads": 4, "data_integrity": True}
+    spec = _spec(workdir, devices=[{"type": "loop", "size": "4GiB"}], runtimes=["kubernetes"], paths=["local"])
+    spec.update(workloads=[{"ycsb": ycsb}], loads=[{"name": "one", "containers": 1}])
+    out = tmp_path / "out"
+    cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", out, env=e, timeout=1800)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    (r,) = results(out)
+    assert r["status"] == "ok", r["flags"]["failed"]
+    m = r["metrics"]
+    assert m["errors"] == 0 and m["returns"]["VERIFY"] == {"OK": m["operations"]["READ"]}, m["returns"]
+    assert m["operations"]["READ"] > 100 and r["stack_facts"]["runtime"]["bed"] is True
