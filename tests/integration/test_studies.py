@@ -147,7 +147,12 @@ def test_every_example_runs_to_a_complete_report_at_smoke_scale(example, tmp_pat
         assert rs, run.stdout[-3000:] + run.stderr[-3000:]
         assert all((r.get("design") or {}).get("scale") == "smoke" for r in rs)
         failed = [(r["labels"], r["flags"]["failed"]) for r in rs if r["status"] == "failed"]
-        assert not failed, failed[:3]
+        # each failure whole: its category, message and the tail of its evidence (a node's log), which a
+        # repr of the dicts would cut in the middle
+        assert not failed, "\n\n".join(
+            f"{labels}\n{f.get('category')}: {f.get('message')}\n{str(f.get('stderr') or '')[-4000:]}"
+            for labels, f in failed[:3]
+        )
         for r in rs:
             if r["status"] == "unsupported":
                 assert r["flags"]["failed"]["message"], r["labels"]  # with its reason

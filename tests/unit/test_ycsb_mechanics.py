@@ -86,6 +86,7 @@ def test_node_argv():
     assert "-Dcassandra.config=file:///c/0/cassandra.yaml" in argv
     assert "-Dlogback.configurationFile=file:///c/0/logback.xml" in argv
     assert "-Dcassandra.storagedir=/d/0" in argv and "-Dcassandra.skip_wait_for_gossip_to_settle=0" in argv
+    assert "-Dcassandra.consistent.rangemovement=false" in argv
     assert "-Dcassandra.ring_delay_ms=1000" in argv and "-Dcassandra-foreground=yes" in argv
     assert argv[argv.index("-cp") + 1] == "/c/0:/lib/*"
     pairs = {argv[i + 1] for i, a in enumerate(argv) if a == "--add-opens"}

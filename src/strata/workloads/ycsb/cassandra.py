@@ -17,7 +17,11 @@ natively or in a container (`--network host`); only the paths as the node sees t
 - JVM options: the essentials of Cassandra's `conf/jvm-server.options` and the whole Java 17
   module list of `conf/jvm17-server.options` (without it Cassandra 5.0 fails on Java 17).
 - Fast starts: `-Dcassandra.ring_delay_ms` and `-Dcassandra.skip_wait_for_gossip_to_settle=0`
-  (fine for a fresh test cluster, never for a production one).
+  (fine for a fresh test cluster, never for a production one). With so short a ring delay a
+  joining node can still see the node before it as bootstrapping in the seed's gossip and exit
+  ("Other bootstrapping/leaving/moving nodes detected", a known race of quick successive joins);
+  `-Dcassandra.consistent.rangemovement=false` lifts that check, which guards only the streaming
+  of existing data: a strata cluster is empty until every node has joined.
 - Ready means: the log says "Starting listening for CQL clients" AND the CQL port accepts a
   connection. A node that exits or is not ready in time fails with the tail of its log.
 - JMX stays off (nodetool would need one JMX port per node); cluster health is checked over CQL
@@ -298,6 +302,7 @@ def node_argv(cfg: NodeConfig, jar_names: list[str], java: str = "java") -> list
         f"-Dcassandra.logdir={cfg.data_dir}/logs",
         f"-Dcassandra.ring_delay_ms={cfg.ring_delay_ms}",
         "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+        "-Dcassandra.consistent.rangemovement=false",
         "-Dcassandra-foreground=yes",
         "-cp",
         f"{cfg.conf_dir}:{cfg.lib_dir}/*",

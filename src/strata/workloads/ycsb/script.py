@@ -23,7 +23,13 @@ LOG_NAME = "node.log"
 EOF_MARK = "STRATA_EOF"
 KILL_AFTER_S = 30
 JOIN_RETRIES = 2
-NO_SEED = "Unable to contact any seeds"
+# what a joining node says when it lost a race with the cluster's gossip on a busy machine; Cassandra's
+# advice for each is to start it again
+JOIN_RACES = (
+    "Unable to contact any seeds",
+    "Other bootstrapping/leaving/moving nodes detected",
+    "A node required to move the data consistently is down",
+)
 
 
 def start_file(instance: int) -> str:
@@ -56,9 +62,11 @@ def node_script(cfg: NodeConfig, jar_names: list[str], out_dir: str, sync_dir: s
         "rc=$?",
         "kill $watcher 2>/dev/null",
         f"[ -e {sync}/{STOP_FILE} ] && exit 0",
-        # a joining node that found no seed in its shadow round (a busy machine: the seed's gossip answered
-        # late) is started again, as Cassandra's own message advises; each attempt's log is kept
-        f"if [ $tries -lt {JOIN_RETRIES} ] && grep -q '{NO_SEED}' {out}/{LOG_NAME}; then",
+        # a joining node that lost a race with the gossip (no seed answered its shadow round in time, or the
+        # node before it still looked bootstrapping) is started again, as Cassandra's own message advises;
+        # each attempt's log is kept
+        f"if [ $tries -lt {JOIN_RETRIES} ] && grep -qF {' '.join('-e ' + shlex.quote(m) for m in JOIN_RACES)} "
+        f"{out}/{LOG_NAME}; then",
         f"  tries=$((tries + 1)); mv {out}/{LOG_NAME} {out}/{LOG_NAME}.failed-$tries; sleep 2; continue",
         "fi",
         "break",
