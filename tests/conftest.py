@@ -1,10 +1,73 @@
+"""How the suite runs: integration tests need root (in CI they must run, never skip), and scripts/test runs
+the suite in two phases (docs/development.md): every test but the `serial` ones on parallel workers
+(pytest-xdist, `--dist loadgroup`), then the `serial` ones alone. The tables below are the one place that
+says which tests may not run beside which, and why."""
+
 import os
 
 import pytest
 
+INTEGRATION = "tests/integration/"
 
+# Tests that use one resource of this machine that only one of them may use at a time, by resource. Each
+# becomes an xdist group: its tests run on one worker, one after another. A prefix of the node id.
+SHARED: dict[str, tuple[str, ...]] = {
+    # one single-node cluster at a time: the kubelet and containerd use fixed host paths whatever they are told
+    "kubernetes": (
+        INTEGRATION + "test_kubernetes_",
+        INTEGRATION + "test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[kubernetes_overhead.py]",
+    ),
+    # test_podman and test_remote_run check that no podman store's cgroup, run root or conmon is left
+    # anywhere on the machine: no other test may have one meanwhile
+    "podman": (
+        INTEGRATION + "test_podman.py",
+        INTEGRATION + "test_remote_run.py",
+        INTEGRATION + "test_studies.py::test_every_example_runs_to_a_complete_report_at_smoke_scale[shirinbab-runtimes",
+        INTEGRATION + "test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[podman_vs_docker.py]",
+    ),
+}
+
+# Tests that judge timing (instances starting together, I/O windows overlapping, racing on the machine's
+# noise, a steady state, TCG guests keeping pace): a busy machine breaks them, so they run alone, after
+# the parallel phase.
+SERIAL: tuple[str, ...] = (
+    INTEGRATION + "test_decisions.py",
+    INTEGRATION + "test_robustness.py::test_32_containers_do_their_io_together",
+    INTEGRATION + "test_filebench_workload.py::test_personalities_natively_and_in_two_containers",
+    INTEGRATION + "test_docker.py::test_driver_runs_every_path",
+    INTEGRATION + "test_docker.py::test_eight_containers_start_together",
+    INTEGRATION + "test_native.py::test_until_steady_stops_early_and_records_steady_state",
+    INTEGRATION + "test_vm_tcg.py",
+)
+
+# Files whose tests are independent runs (one example, one bench) or cheap: spread over the workers one by
+# one. Every other integration file is a group of its own, so that its module fixtures (a Swarm test bed,
+# a dockerd) are built once.
+SPREAD: tuple[str, ...] = (
+    INTEGRATION + "test_studies.py",
+    INTEGRATION + "test_benches.py",
+    "tests/unit/",
+)
+
+
+def group_of(nodeid: str) -> str | None:
+    """The xdist group of a test: its shared resource, else its file (None: any worker, alone)."""
+    for resource, prefixes in SHARED.items():
+        if nodeid.startswith(prefixes):
+            return resource
+    if nodeid.startswith(SPREAD):
+        return None
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Integration tests need root and real devices; in CI (CI=true) they must run, never skip."""
+    for item in items:
+        group = group_of(item.nodeid)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+        if item.nodeid.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
     if os.geteuid() == 0 or os.environ.get("CI"):
         return
     skip = pytest.mark.skip(reason="integration: needs root (run scripts/test as root)")

@@ -58,6 +58,25 @@ def test_addresses_are_loopback_per_cluster_and_node():
         cassandra.node_address(0, 254)
 
 
+def test_strata_loopback_moves_the_plan_and_a_bad_value_is_refused_before_any_trial(monkeypatch, tmp_path):
+    """Two experiments with Cassandra on one host at once (or the test suite's parallel workers) each take a
+    127.X.0.0/16 block of their own."""
+    from strata.workloads.ycsb import plugin
+    from strata.workloads.ycsb.plugin import YCSB
+
+    monkeypatch.setattr(plugin.shutil, "which", lambda tool: f"/usr/bin/{tool}")  # java and mvn "installed"
+    monkeypatch.setattr(plugin.jars, "cassandra_home", lambda: tmp_path)
+    assert YCSB.available({}) is None
+
+    monkeypatch.setenv("STRATA_LOOPBACK", "12")
+    assert cassandra.node_address(0, 0) == "127.12.1.1" and configs(2, cluster=1)[1].address == "127.12.2.2"
+    for bad in ("256", "-1", "x", "1e3"):
+        monkeypatch.setenv("STRATA_LOOPBACK", bad)
+        with pytest.raises(StrataError, match="STRATA_LOOPBACK"):
+            cassandra.node_address(0, 0)
+        assert "STRATA_LOOPBACK" in (YCSB.available({}) or "")
+
+
 def test_cassandra_yaml_puts_everything_under_the_data_dir_and_listens_on_its_address():
     cfg = configs(2)[1]
     conf = yaml.safe_load(cassandra.node_files(cfg)["cassandra.yaml"])

@@ -6,8 +6,10 @@ natively or in a container (`--network host`); only the paths as the node sees t
 
 - Addresses: node i of cluster c listens on 127.0.{c+1}.{i+1} (storage 7000, CQL 9042). All of
   127.0.0.0/8 is on the loopback interface, so N nodes need no port juggling, and no other
-  address is ever used (the network rule). A cluster that spans hosts (`cluster.hosts`) has one
-  node on each host's node address instead, so database d takes its own ports there
+  address is ever used (the network rule). `STRATA_LOOPBACK=X` moves the plan to 127.X.0.0/16, so
+  that two experiments with Cassandra run on one host at once without sharing an address. A
+  cluster that spans hosts (`cluster.hosts`) has one node on each host's node address instead,
+  so database d takes its own ports there
   (`span_ports`): storage 7000+2d, CQL 9042+d (7001 stays free for Cassandra's SSL port, and
   every node of a cluster shares its ports, as the client's one `port` setting needs).
 - Heap: from the memory limit with cassandra-env.sh's formula, max(min(1/2 ram, 1 GiB),
@@ -30,6 +32,7 @@ natively or in a container (`--network host`); only the paths as the node sees t
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from dataclasses import dataclass, field
@@ -128,11 +131,27 @@ JVM_SERVER_OPTIONS = [
 ]
 
 
+LOOPBACK_ENV = "STRATA_LOOPBACK"
+
+
+def loopback_octet() -> int:
+    """X of the 127.X.0.0/16 block the nodes on this host listen in: 0, or `STRATA_LOOPBACK`."""
+    raw = os.environ.get(LOOPBACK_ENV, "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit() or int(raw) > 255:
+        raise StrataError(
+            f"{LOOPBACK_ENV}={raw[:20]!r} is not a number from 0 to 255",
+            f"unset {LOOPBACK_ENV}, or give X of the 127.X.0.0/16 block for this run's Cassandra nodes",
+        )
+    return int(raw)
+
+
 def node_address(cluster_index: int, node_index: int) -> str:
-    """127.0.{c+1}.{i+1}: up to 254 clusters of up to 254 nodes on the loopback range."""
+    """127.X.{c+1}.{i+1} (X: loopback_octet()): up to 254 clusters of up to 254 nodes on the loopback range."""
     if not (0 <= cluster_index < 254 and 0 <= node_index < 254):
-        raise ValueError(f"cluster {cluster_index} node {node_index}: out of the 127.0.x.y plan")
-    return f"127.0.{cluster_index + 1}.{node_index + 1}"
+        raise ValueError(f"cluster {cluster_index} node {node_index}: out of the 127.X.c.i plan")
+    return f"127.{loopback_octet()}.{cluster_index + 1}.{node_index + 1}"
 
 
 def span_ports(database: int) -> tuple[int, int]:

@@ -153,6 +153,10 @@ class Ycsb(
                 return f"{tool} is not installed (apt-get install {pkg}): the YCSB client runs on the host"
         if not jars.cassandra_home().joinpath(jars.MANIFEST).exists() and not shutil.which("mvn"):
             return "the Cassandra jars are not cached and Maven is not installed (apt-get install maven)"
+        try:
+            cassandra.loopback_octet()
+        except StrataError as e:
+            return e.message()
         return None
 
     def versions(self) -> dict[str, str | None]:
