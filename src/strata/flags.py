@@ -157,6 +157,7 @@ class Failure:
 
 
 Value = Judgement | Steady | Emulated | Failure
+_KEYS = tuple((f.value, f) for f in Flag)
 PENDING = Failure("pending")  # a stored flag not decoded yet (Flags.get decodes it); never read as a value
 
 # How each flag is read back: a new Flag needs its line here (tests/unit/test_flags.py checks every one has).
@@ -179,10 +180,16 @@ class Flags:
 
     @classmethod
     def from_json(cls, doc: dict | None) -> Flags:
-        doc = doc or {}
-        present = [f for f in Flag if f.value in doc]
-        stored = {f: doc[f.value] for f in present if doc[f.value] is not None}
-        return cls({f: PENDING if f in stored else None for f in present}, stored)
+        values: dict[Flag, Value | None] = {}
+        stored: dict[Flag, dict] = {}
+        if doc:
+            for key, flag in _KEYS:  # in Flag's order, without an Enum attribute lookup per flag and result
+                if key in doc:
+                    v = doc[key]
+                    values[flag] = None if v is None else PENDING
+                    if v is not None:
+                        stored[flag] = v
+        return cls(values, stored)
 
     @classmethod
     def of(cls, result: dict) -> Flags:
@@ -242,6 +249,12 @@ class Flags:
     def failed(self) -> Failure | None:
         v = self.get(Flag.FAILED)
         return v if isinstance(v, Failure) else None
+
+
+def warns(result: dict, flag: Flag) -> bool:
+    """Flags.of(result).warns(flag), decoding that flag only (the analysis asks it of every result)."""
+    doc = (result.get("flags") or {}).get(flag.value)
+    return doc is not None and READERS[flag](doc).warns
 
 
 def record(result: dict, value: Value) -> None:

@@ -242,3 +242,15 @@ def test_a_flag_judged_anew_wins_over_the_stored_one():
     assert Flag.SYNC in flags.stored
     flags.set(Flag.SYNC, None)
     assert flags.get(Flag.SYNC) is None and flags.to_json()["sync"] is None
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_warns_of_one_flag_agrees_with_the_whole_decoding(name):
+    """flags.warns decodes only the flag asked for (the analysis asks it of every result); it must say what
+    Flags.of(result).warns says, for every flag of every stored result, and for a flag a result lacks."""
+    from strata import flags as codec
+
+    for r in load_results(DATA / name):
+        for f in Flag:
+            assert codec.warns(r, f) == Flags.of(r).warns(f), (f, r["flags"].get(f.value))
+    assert codec.warns({}, Flag.CACHE) is False and codec.warns({"flags": {"cache": None}}, Flag.CACHE) is False

@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from strata import validity
+from strata import flags, validity
 from strata.analysis.decide import MARGIN, Design
 from strata.analysis.load import read_bytes
 from strata.analysis.stats import Summary, summarize
@@ -58,12 +58,12 @@ def schema_of(workload_type: str) -> MetricSchema:
 
 def is_cache_suspect(result: dict) -> bool:
     """The byte evidence shows a cache answered (and the workload did not expect one)."""
-    return Flags.of(result).warns(Flag.CACHE)
+    return flags.warns(result, Flag.CACHE)
 
 
 def is_unconfirmed(result: dict) -> bool:
     """Above the raw device by a single trial's comparison, with no byte evidence of a cache."""
-    return Flags.of(result).warns(Flag.ABOVE_RAW)
+    return flags.warns(result, Flag.ABOVE_RAW)
 
 
 def throughput(result: dict) -> tuple[float | None, str]:
@@ -167,7 +167,7 @@ class Cell:
     @property
     def emulated(self) -> bool:
         """Measured under emulation (a VM under TCG): never storage performance to compare."""
-        return any(Flags.of(r).warns(Flag.EMULATED) for r in self.ok + self.cached + self.unconfirmed)
+        return any(flags.warns(r, Flag.EMULATED) for r in self.ok + self.cached + self.unconfirmed)
 
     def param(self, name: str):
         """A parameter of the workload (as resolved and stored), or None."""

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a report reads this file every time
+
 PATH = Path(__file__).with_name("paper.yaml")
 
 STUDIES = ("001", "002", "003", "004")
@@ -93,7 +95,7 @@ class PaperValue:
 
 def load(path: Path = PATH) -> list[PaperValue]:
     """Every value of paper.yaml, checked; ValueError naming the first bad entry."""
-    raw = yaml.safe_load(path.read_text())
+    raw = yaml.load(path.read_text(), Loader=SAFE_LOADER)
     if not isinstance(raw, list):
         raise ValueError(f"{path.name}: expected a list of entries, got {type(raw).__name__}")
     out, seen = [], {}
