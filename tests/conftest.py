@@ -1,6 +1,6 @@
 """How the suite runs: integration tests need root (in CI they must run, never skip), and scripts/test runs
 the suite in two phases (docs/development.md): every test but the `serial` ones on parallel workers
-(pytest-xdist, `--dist loadgroup`), then the `serial` ones alone. The tables below are the one place that
+(pytest-xdist, with the groups below as the scheduler's units), then the `serial` ones alone. The tables below are the one place that
 says which tests may not run beside which, and why."""
 
 import os
@@ -10,7 +10,7 @@ import pytest
 INTEGRATION = "tests/integration/"
 
 # Tests that use one resource of this machine that only one of them may use at a time, by resource. Each
-# becomes an xdist group: its tests run on one worker, one after another. A prefix of the node id.
+# is a unit of the parallel scheduler: its tests run on one worker, one after another. A prefix of the node id.
 SHARED: dict[str, tuple[str, ...]] = {
     # one single-node cluster at a time: the kubelet and containerd use fixed host paths whatever they are told
     "kubernetes": (
@@ -51,7 +51,7 @@ SPREAD: tuple[str, ...] = (
 
 
 def group_of(nodeid: str) -> str | None:
-    """The xdist group of a test: its shared resource, else its file (None: any worker, alone)."""
+    """The scheduling unit of a test: its shared resource, else its file (None: the test alone)."""
     for resource, prefixes in SHARED.items():
         if nodeid.startswith(prefixes):
             return resource
@@ -60,12 +60,20 @@ def group_of(nodeid: str) -> str | None:
     return nodeid.split("::", 1)[0]
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_xdist_make_scheduler(config, log):
+    """Parallel workers take whole groups (group_of): xdist's own `loadgroup` does not group under pytest 9,
+    whose node ids it can no longer suffix, so the grouping is this scheduler's."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByResource(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid) or nodeid
+
+    return ByResource(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        group = group_of(item.nodeid)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
         if item.nodeid.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
     if os.geteuid() == 0 or os.environ.get("CI"):
