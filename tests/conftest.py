@@ -1,7 +1,7 @@
 """How the suite runs: integration tests need root (in CI they must run, never skip), and scripts/test runs
 the suite in two phases (docs/development.md): every test but the `serial` ones on parallel workers
-(pytest-xdist, with the groups below as the scheduler's units), then the `serial` ones alone. The tables below are the one place that
-says which tests may not run beside which, and why."""
+(pytest-xdist, with the groups below as the scheduler's units), then the `serial` ones alone. The tables
+below are the one place that says which tests may not run beside which, and why."""
 
 import os
 
