@@ -70,7 +70,7 @@ def main() -> int:
         f"report on {a.trials} trials: best {best:.2f} s of {a.repeat} (budget {BUDGET_S:.0f} s): "
         + ("OK" if best < BUDGET_S else "TOO SLOW")
     )
-    return 0 if best < BUDGET_S else 1
+    return 0 if best < BUDGET_S or a.tiny else 1  # a tiny run's figures mean nothing: no verdict on them
 
 
 if __name__ == "__main__":

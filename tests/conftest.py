@@ -1,6 +1,6 @@
 """How the suite runs: integration tests need root (in CI they must run, never skip), and scripts/test runs
-the suite in two phases (docs/development.md): every test but the `serial` ones on parallel workers
-(pytest-xdist, with the groups below as the scheduler's units), then the `serial` ones alone. The tables
+the suite in two phases (docs/development.md): every test but the `serial` ones (on parallel workers if
+asked: pytest-xdist, with the groups below as the scheduler's units), then the `serial` ones alone. The tables
 below are the one place that says which tests may not run beside which, and why."""
 
 import os
@@ -60,6 +60,7 @@ def group_of(nodeid: str) -> str | None:
     return nodeid.split("::", 1)[0]
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: unknown when it is not loaded (-p no:xdist)
 def pytest_xdist_make_scheduler(config, log):
     """Parallel workers take whole groups (group_of): xdist's own `loadgroup` does not group under pytest 9,
     whose node ids it can no longer suffix, so the grouping is this scheduler's."""
