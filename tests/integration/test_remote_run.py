@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from strata.hosts.testbed import NETNS_PREFIX as TEST_HOST_PREFIX
+
 from .helpers import leftovers, podman_left, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = pytest.mark.integration
@@ -30,9 +32,9 @@ def env(tmp_path):
 
 def _namespaces() -> set[str]:
     d = Path("/run/netns")
-    # a Swarm test bed's hosts (strata-swarm-*) are not storage hosts: another worker's test may hold them
+    # a Swarm test bed's hosts are not storage hosts: another worker's test may hold them
     names = os.listdir(d) if d.is_dir() else []
-    return {n for n in names if n.startswith("strata-") and not n.startswith("strata-swarm-")}
+    return {n for n in names if n.startswith("strata-") and not n.startswith(TEST_HOST_PREFIX)}
 
 
 def _spec(workdir, **over):

@@ -104,6 +104,19 @@ def test_native_two_node_cluster_with_replication_2(tmp_path, env):
     print(f"\nnative, 2 nodes RF 2 at ALL: {m['primary']['value']:.0f} ops/s (ready in {m['node_ready_s']} s)")
 
 
+def test_strata_loopback_moves_the_nodes_to_a_block_of_their_own(tmp_path, env):
+    """STRATA_LOOPBACK=X: the node listens, and the clients connect, in 127.X.0.0/16 (two runs on one
+    machine never share an address); the run measures as on the default block."""
+    workdir, e = env
+    s = write_spec(tmp_path / "s.yaml", spec(workdir))
+    cp = strata("run", s, "-o", tmp_path / "out", env={**e, "STRATA_LOOPBACK": "37"}, timeout=1500)
+    (r,) = results(tmp_path / "out")
+    assert_measured(r)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    commands = (tmp_path / "out" / r["artifacts"] / "command.json").read_text()
+    assert "127.37.1.1" in commands and "127.0.1.1" not in commands, commands[:2000]
+
+
 def _containers(state: Path) -> list[dict]:
     """The journal entries (socket, name, id) of the run's containers still there."""
     from strata.stack.journal import pending

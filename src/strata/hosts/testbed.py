@@ -3,7 +3,7 @@
 The integration tests and bench/swarm_overhead.py need several "machines"
 without having them. Each test host is
 
-- a network namespace (journaled, `strata-swarm-<token>`), linked by a veth pair
+- a network namespace (journaled, `strata-swarm-<host>-<token>`), linked by a veth pair
   to a bridge on this machine; the bridge holds a free /28 of 192.0.2.0/24
   chosen as stack/netns.py chooses its /30s (no host address, gateway,
   neighbour or narrower route in it, under the same lock), so 192.0.2.1 and
@@ -45,6 +45,7 @@ from strata.stack.runtimes.docker.daemon import DAEMON_ENV, DaemonPaths, _undo_d
 
 BRIDGE_PREFIX = 28  # 14 addresses: the bridge and up to 13 hosts
 MAX_TEST_HOSTS = 13
+NETNS_PREFIX = "strata-swarm-"  # each test host's namespace: NETNS_PREFIX + <host>-<token>
 DRIVER = "overlay2"
 
 
@@ -150,7 +151,7 @@ def _network(journal: Journal, seqs: list, names: list[str], token: str, root: P
         sh(["ip", "link", "set", bridge, "up"])
         bed = Bed(bridge, str(block), addrs[0], str(pool))
         for i, name in enumerate(names):
-            ns = f"strata-swarm-{name}-{token}"[:40]
+            ns = f"{NETNS_PREFIX}{name}-{token}"[:40]
             host_if, ns_if = f"st{token}{i}h", f"st{token}{i}n"
             _tracked(journal, seqs, "netns", netns._undo_netns, name=ns)
             sh(["ip", "netns", "add", ns])
