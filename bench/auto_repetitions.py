@@ -8,9 +8,10 @@ the machine time of each, their ratio, and whether the advice of the two designs
 leader where both decide one, and no decision of one contradicted by the other: equivalent against
 decidedly apart by more than the margin).
 
-    python3 bench/auto_repetitions.py [--reps 6] [--runtime 5] [--pairs 2] [--tiny]
-(root; about 40 minutes at the defaults on a 2-core VM; --tiny: one pair of 1 s trials on small files, 2
-repetitions fixed and 2..3 auto, to check that it runs)
+    python3 bench/auto_repetitions.py [--reps 6] [--runtime 5] [--pairs 2] [--filesystems xfs ext4 btrfs]
+        [--presets rr rw] [--tiny]
+(root; about 40 minutes at the defaults on a 2-core VM; --tiny: one pair of 1 s trials on small files, xfs
+and ext4, random reads only, 2 repetitions fixed and 2..3 auto, to check that it runs)
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ def spec(name: str, workdir: str, runtime: int, reps, args) -> dict:
         "name": name,
         "workdir": workdir,
         "devices": [{"type": "loop", "size": "1GiB"}],
-        "filesystems": ["xfs", "ext4", "btrfs"],
+        "filesystems": args.filesystems,
         "runtimes": ["native"],
         "paths": ["bind"],
-        "workloads": [{"fio": {"preset": ["rr", "rw"], "size": args.size, "runtime": runtime, "ramp_time": 1}}],
+        "workloads": [{"fio": {"preset": args.presets, "size": args.size, "runtime": runtime, "ramp_time": 1}}],
         "loads": [{"name": "mid", "numjobs": 2, "iodepth": 16}],
         "repetitions": reps,
         "margin": "5%",
@@ -79,10 +80,22 @@ def main() -> int:
     ap.add_argument("--min-reps", type=int, default=3, help="repetitions: auto: at least")
     ap.add_argument("--max-reps", type=int, default=8, help="repetitions: auto: at most")
     ap.add_argument("--size", default="128MiB", help="fio's file per job")
+    ap.add_argument("--filesystems", nargs="+", default=["xfs", "ext4", "btrfs"], help="the stacks compared")
+    ap.add_argument("--presets", nargs="+", default=["rr", "rw"], help="fio presets (one group each)")
     ap.add_argument("--workdir", help="the spec's workdir (default: a new folder under /var/tmp)")
     tiny.add(ap)
     args = ap.parse_args()
-    tiny.apply(args, reps=2, runtime=1, pairs=1, min_reps=2, max_reps=3, size="16MiB")
+    tiny.apply(
+        args,
+        reps=2,
+        runtime=1,
+        pairs=1,
+        min_reps=2,
+        max_reps=3,
+        size="16MiB",
+        filesystems=["xfs", "ext4"],
+        presets=["rr"],
+    )
     times = {"fixed": 0.0, "auto": 0.0}
     decided = {"fixed": [], "auto": []}
     trials = {"fixed": 0, "auto": 0}

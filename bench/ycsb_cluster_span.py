@@ -16,8 +16,9 @@ not what more machines gain.
 
     python3 bench/ycsb_cluster_span.py [--repetitions 2] [--runtime 15] [--root DIR]
         [--tiny]
-(root; about 2 minutes per trial on a 2-core VM; --tiny: the three setups once, 8 s runs after a 2 s warm-up,
-1 thread, 200 records, a small device, to check that it runs)
+(root; about 2 minutes per trial on a 2-core VM; --tiny: `one-host` and `span-clients-apart` once (`span`
+takes the same paths as the one or the other), 8 s runs after a 2 s warm-up, 1 thread, 200 records, a small
+device, to check that it runs)
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def spec(bed, root: Path, args) -> dict:
         "filesystems": ["ext4"],
         "runtimes": ["native"],
         "paths": ["bind"],
-        "workloads": [{"ycsb": {**base, "name": name, **extra}} for name, extra in SETUPS.items()],
+        "workloads": [{"ycsb": {**base, "name": name, **SETUPS[name]}} for name in args.setups],
         "loads": [{"containers": 1}],
         "placement": ["a"],  # the one-host cluster's; a spanning cluster places itself
         "repetitions": args.repetitions,
@@ -105,9 +106,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=4, help="client threads")
     ap.add_argument("--device-size", default="3GiB", help="each host's loop device")
     ap.add_argument("--root", help="the test bed's folder (default: a new one under /var/tmp)")
+    ap.add_argument("--setups", nargs="+", choices=list(SETUPS), default=list(SETUPS), help="which setups to run")
     tiny.add(ap)
     args = ap.parse_args()
-    tiny.apply(args, repetitions=1, runtime=8, warmup=2, records=200, threads=1, device_size="1GiB")
+    tiny.apply(
+        args, repetitions=1, runtime=8, warmup=2, records=200, threads=1, device_size="1GiB",
+        setups=["one-host", "span-clients-apart"],
+    )  # fmt: skip
     root = fresh(args.root, "strata-bench-ycsb-span")
     with bench_bed(root, ["a", "b", "c"], "bench-ycsb-span") as (bed, results):
         print(f"run: {strata_run(spec(bed, root, args), results / 'span'):.0f} s", flush=True)

@@ -12,10 +12,30 @@ INTEGRATION = "tests/integration/"
 # Tests that use one resource of this machine that only one of them may use at a time, by resource. Each
 # is a unit of the parallel scheduler: its tests run on one worker, one after another. A prefix of the node id.
 SHARED: dict[str, tuple[str, ...]] = {
-    # one single-node cluster at a time: the kubelet and containerd use fixed host paths whatever they are told
-    "kubernetes": (
+    # the machine's cores: each of these keeps both cores busy for minutes (Cassandra's JVMs, a Kubernetes
+    # control plane, QEMU under TCG). Two at once starve each other's JVMs (3 workers on 2 cores: YCSB
+    # clients with no operation in a 5 s trial), so they run one after another, beside at most one light
+    # test. The single-node Kubernetes test bed is among them: the kubelet and containerd use fixed host
+    # paths whatever they are told, so only one cluster may exist at a time.
+    "heavy": (
         INTEGRATION + "test_kubernetes_",
-        INTEGRATION + "test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[kubernetes_overhead.py]",
+        INTEGRATION + "test_swarm_ycsb.py",
+        INTEGRATION + "test_ycsb_",
+        *(
+            INTEGRATION + f"test_studies.py::test_every_example_runs_to_a_complete_report_at_smoke_scale[{example}"
+            for example in ("xu2017-cassandra", "shirinbab-cassandra")
+        ),
+        *(
+            INTEGRATION + f"test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[{bench}"
+            for bench in (
+                "kubernetes_overhead",
+                "vm_overhead",
+                "ycsb_client",
+                "ycsb_cluster_span",
+                "ycsb_native_container",
+                "ycsb_placement",
+            )
+        ),
     ),
     # test_podman and test_remote_run check that no podman store's cgroup, run root or conmon is left
     # anywhere on the machine: no other test may have one meanwhile

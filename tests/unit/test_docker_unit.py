@@ -435,6 +435,22 @@ def test_wait_reports_oom_from_the_cgroup_counter(monkeypatch, tmp_path):
     assert e.value.category == "oom"
 
 
+def test_ready_reports_an_oom_kill_in_the_prepare_step_as_oom(monkeypatch, tmp_path):
+    # fio laying out its file under a memory limit: the page cache counts, and the OOM killer may strike then
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": containers.PREPARE_FAILED}, "oom": ["c0"]})
+    with pytest.raises(TrialFailure) as e:
+        running_with(s, tmp_path, 1).ready(10)
+    assert e.value.category == "oom" and e.value.stderr.endswith("tail")
+    assert s.journal.released == [10]
+
+
+def test_ready_reports_a_failed_prepare_step(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": containers.PREPARE_FAILED}})
+    with pytest.raises(TrialFailure) as e:
+        running_with(s, tmp_path, 1).ready(10)
+    assert e.value.category == "prepare" and "its prepare step failed" in str(e.value)
+
+
 def test_wait_timeout_kills_and_removes(monkeypatch, tmp_path):
     s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0}, "wait_s": 30})
     r = running_with(s, tmp_path, 1)

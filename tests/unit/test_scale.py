@@ -66,6 +66,25 @@ def test_sweeps_are_cut_to_their_ends():
     assert exp.scale == "smoke"
 
 
+def test_the_shipped_personalities_filesets_are_cut_and_a_users_file_is_left_alone():
+    from strata.workloads.filebench import SMOKE_NFILES, Filebench
+
+    fb = Filebench()
+    assert fb.smoke({"personality": "fileserver", "runtime": 60}) == {
+        "personality": "fileserver",
+        "runtime": 1,
+        "set": {"nfiles": SMOKE_NFILES},
+    }
+    assert fb.smoke({"personality": ["varmail"], "set": {"$nfiles": 50000, "nthreads": 4}})["set"] == {
+        "$nfiles": SMOKE_NFILES,
+        "nthreads": 4,
+    }
+    assert fb.smoke({"personality": "varmail", "set": {"nfiles": "20"}})["set"] == {"nfiles": 20}
+    assert fb.smoke({"personality": "varmail", "set": {"nfiles": "cvar(x)"}})["set"] == {"nfiles": "cvar(x)"}
+    assert "set" not in fb.smoke({"file": "my.f", "runtime": 60})  # strata cannot know it has an $nfiles
+    assert fb.smoke({"personality": "webserver", "set": "junk"})["set"] == "junk"  # for the validator
+
+
 @pytest.mark.parametrize("junk", [None, [], "text", {"workloads": "x", "loads": 3, "devices": [7]}])
 def test_whatever_it_does_not_recognise_is_left_for_the_validator(junk):
     out = smoke(junk)

@@ -33,8 +33,19 @@ def test_every_prefix_names_a_collected_test(nodeids):
 
 
 def test_groups():
-    assert group_of("tests/integration/test_kubernetes_pods.py::test_x") == "kubernetes"
+    assert group_of("tests/integration/test_kubernetes_pods.py::test_x") == "heavy"
+    assert group_of("tests/integration/test_swarm_ycsb.py::test_x") == "heavy"
     assert group_of("tests/integration/test_swarm.py::test_x") == "tests/integration/test_swarm.py"
+    assert group_of("tests/integration/test_benches.py::test_b[ycsb_placement.py]") is None  # not the real id
+    assert (
+        group_of("tests/integration/test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[ycsb_placement.py]")
+        == "heavy"
+    )
+    assert (
+        group_of("tests/integration/test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[remote_overhead.py]")
+        is None
+    )
+    assert group_of("tests/integration/test_docker.py::test_x") == "tests/integration/test_docker.py"
     assert group_of("tests/integration/test_studies.py::test_every[quick.yaml]") is None
     assert (
         group_of("tests/integration/test_studies.py::test_every_example_runs_to_a_complete_report_at_smoke_scale"

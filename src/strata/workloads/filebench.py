@@ -29,6 +29,7 @@ from strata.workloads.base import Parsed, Smoke, ToolWorkload, Upgrading, headli
 from strata.workloads.latency import PERCENTILES, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"
+SMOKE_NFILES = 1000  # files per fileset at smoke scale
 # The study's four, then the single-file alternates (personalities/README.md).
 PERSONALITY_FILES = {
     "webserver": "webserver.f",
@@ -91,8 +92,21 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
     targets = ("dir",)  # filesets are directory trees
 
     def smoke(self, raw: dict) -> dict:
-        """experiment/scale.py: 1 s runs (the filesets keep their size: the personality is the design)."""
-        return {**raw, "runtime": 1}
+        """experiment/scale.py: 1 s runs, and the shipped personalities' filesets at most SMOKE_NFILES files
+        (fileserver and randomfileaccess make 10,000, about 1.2 GiB per instance, before their first
+        second). A file of the user's keeps its filesets: strata cannot know that it has an $nfiles."""
+        out = {**raw, "runtime": 1}
+        sets = raw.get("set")
+        if raw.get("file") is None and (sets is None or isinstance(sets, dict)):
+            sets = dict(sets or {})
+            key = next((k for k in sets if isinstance(k, str) and k.lstrip("$") == "nfiles"), "nfiles")
+            given = sets.get(key)
+            if isinstance(given, str) and given.isdigit():
+                given = int(given)
+            if given is None or (isinstance(given, int) and not isinstance(given, bool)):
+                sets[key] = min(given if given is not None else SMOKE_NFILES, SMOKE_NFILES)
+                out["set"] = sets
+        return out
 
     def parse_params(self, raw: dict, base_dir: Path) -> FilebenchParams:
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))

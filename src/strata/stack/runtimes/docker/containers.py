@@ -105,9 +105,13 @@ class DockerRunning:
             if gone:
                 c = next(c for c in waiting if c.name in gone)
                 code = gone[c.name]
+                oom_killed = self._oom_killed(c)  # before stop() removes the container
                 self.stop()
+                err = tail(c.request.out_dir / "stderr")
+                if oom_killed:  # laying out its files under a memory limit: the page cache counts
+                    raise self._oom([c.request.index], err)
                 what = "its prepare step failed" if code == PREPARE_FAILED else f"it exited {code} before the start"
-                raise TrialFailure("prepare", f"instance {c.request.index}: {what}", tail(c.request.out_dir / "stderr"))
+                raise TrialFailure("prepare", f"instance {c.request.index}: {what}", err)
             self._check_daemon()
             if time.monotonic() > deadline:
                 self.stop()
@@ -158,6 +162,14 @@ class DockerRunning:
                     "while it should have run",
                     err,
                 )
+
+    def _oom_killed(self, c: Container) -> bool:
+        """Did the OOM killer strike in the container (docker's OOMKilled: any process of its cgroup)?"""
+        cp = self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=False)
+        try:
+            return bool(json.loads(cp.stdout or "{}").get("OOMKilled"))
+        except ValueError:
+            return False
 
     def _oom(self, indexes: list[int], stderr: str = "") -> TrialFailure:
         return TrialFailure(
