@@ -265,6 +265,36 @@ def remove_tree(path: Path) -> None:
     sh(["rm", "-rf", "--one-file-system", str(path)], timeout=1800)
 
 
+def listening_sockets(text: str | None = None) -> set[str]:
+    """Paths of the Unix sockets some process has bound (/proc/net/unix): in use, whoever made them."""
+    if text is None:
+        try:
+            text = Path("/proc/net/unix").read_text()
+        except OSError:
+            return set()
+    return {f[7] for f in (line.split() for line in text.splitlines()[1:]) if len(f) >= 8 and f[7].startswith("/")}
+
+
+def remove_tree_but_live_sockets(path: Path) -> None:
+    """`remove_tree` of a directory that others may use meanwhile, less their sockets (and the directories
+    that hold them): every file and symlink goes, a socket some process has bound stays."""
+    if not path.is_dir():
+        return
+    unmount_under(str(path))
+    live, dev = listening_sockets(), path.stat().st_dev
+    for dirpath, dirnames, filenames in os.walk(path, topdown=False):
+        if os.lstat(dirpath).st_dev != dev:  # a mount that would not go: nothing of it is deleted
+            continue
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames + links:
+            entry = os.path.join(dirpath, name)
+            if entry not in live:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry)
+        with contextlib.suppress(OSError):
+            os.rmdir(dirpath)  # stays while it holds a live socket
+
+
 def remove_tree_unless_failing(path: Path) -> str | None:
     """`remove_tree`, unless the file system beneath `path` fails (before or while removing): then
     what is left of it is lost with that file system, and the return says so."""

@@ -48,6 +48,7 @@ from strata.stack.procfs import (
     procs_mentioning,
     remove_cgroups,
     remove_tree,
+    remove_tree_but_live_sockets,
     signal_and_wait,
     unmount_under,
 )
@@ -144,7 +145,9 @@ def _undo_node(data: dict) -> None:
 
 
 def _undo_fixed_dirs(root: str, made: list[str]) -> None:
-    """The kubelet's and containerd's fixed paths: those the bed made go; elsewhere the container-log
+    """The kubelet's and containerd's fixed paths: those the bed made go, but for the sockets others bound
+    there meanwhile (a private dockerd's containerd keeps its shims' sockets in /run/containerd/s too, and
+    a shim whose socket went can no longer be told to stop its container); elsewhere the container-log
     symlinks into the bed go."""
     logs = Path("/var/log/containers")
     if logs.is_dir() and str(logs) not in made:
@@ -153,7 +156,7 @@ def _undo_fixed_dirs(root: str, made: list[str]) -> None:
                 if link.is_symlink() and os.readlink(link).startswith(root.rstrip("/") + "/"):
                     link.unlink()
     for d in made:
-        remove_tree(Path(d))
+        remove_tree_but_live_sockets(Path(d))
 
 
 # ---- bring-up ----------------------------------------------------------------------------
