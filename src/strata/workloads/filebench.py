@@ -93,8 +93,8 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
 
     def smoke(self, raw: dict) -> dict:
         """experiment/scale.py: 1 s runs, and the shipped personalities' filesets at most SMOKE_NFILES files
-        (fileserver and randomfileaccess make 10,000, about 1.2 GiB per instance, before their first
-        second). A file of the user's keeps its filesets: strata cannot know that it has an $nfiles."""
+        (fileserver and randomfileaccess make 10,000 before their first second: fileserver's about 1.2 GiB
+        per instance). A file of the user's keeps its filesets: strata cannot know that it has an $nfiles."""
         out = {**raw, "runtime": 1}
         sets = raw.get("set")
         if raw.get("file") is None and (sets is None or isinstance(sets, dict)):
