@@ -105,7 +105,7 @@ class DockerRunning:
             if gone:
                 c = next(c for c in waiting if c.name in gone)
                 code = gone[c.name]
-                oom_killed = self._oom_killed(c)  # before stop() removes the container
+                oom_killed = self._state(c, check=False).get("OOMKilled")  # before stop() removes it
                 self.stop()
                 err = tail(c.request.out_dir / "stderr")
                 if oom_killed:  # laying out its files under a memory limit: the page cache counts
@@ -149,9 +149,7 @@ class DockerRunning:
         gone = self._exited([c.name for c in self.containers if not c.removed])
         for c in self.containers:
             if c.name in gone:
-                state = json.loads(
-                    self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=False).stdout or "{}"
-                )
+                state = self._state(c, check=False)
                 counters = _final(c.request.out_dir)
                 err = tail(c.request.out_dir / "stderr")
                 if state.get("OOMKilled") or counters.get("oom_kills", 0) > 0:
@@ -163,13 +161,11 @@ class DockerRunning:
                     err,
                 )
 
-    def _oom_killed(self, c: Container) -> bool:
-        """Did the OOM killer strike in the container (docker's OOMKilled: any process of its cgroup)?"""
-        cp = self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=False)
-        try:
-            return bool(json.loads(cp.stdout or "{}").get("OOMKilled"))
-        except ValueError:
-            return False
+    def _state(self, c: Container, check: bool = True) -> dict:
+        """docker's State of the container (OOMKilled: the OOM killer struck any process of its cgroup)."""
+        return json.loads(
+            self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=check).stdout or "{}"
+        )
 
     def _oom(self, indexes: list[int], stderr: str = "") -> TrialFailure:
         return TrialFailure(
@@ -236,7 +232,7 @@ class DockerRunning:
 
     def _output(self, c: Container, code: int) -> InstanceOutput | None:
         """What one exited container left; None if the OOM killer struck in it."""
-        state = json.loads(self.session.docker("inspect", "--format", "{{json .State}}", c.name).stdout)
+        state = self._state(c)
         out_dir = c.request.out_dir
         final_file = out_dir / "cgroup-final.txt"
         counters = final_counters(final_file.read_text()) if final_file.exists() else {}
