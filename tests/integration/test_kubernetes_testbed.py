@@ -208,3 +208,30 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_down_leaves_a_socket_another_process_bound_in_a_fixed_dir_the_bed_made(env):
+    """A private dockerd's containerd keeps its shims' sockets in /run/containerd/s, one of the fixed dirs: a
+    bed that made such a dir removes it at its end, but never a socket some process still has bound there."""
+    import socket
+
+    before = {d for d in FIXED_HOST_DIRS if Path(d).exists()}
+    made = [d for d in FIXED_HOST_DIRS if d not in before]
+    assert made, f"every fixed dir {FIXED_HOST_DIRS} exists before the bed: nothing here for it to make"
+    facts = _up(env)
+    sock = Path(made[0]) / "s" / f"strata-it-{uuid.uuid4().hex[:8]}"
+    live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.parent.mkdir(parents=True, exist_ok=True)
+        live.bind(str(sock))
+        down = strata("testbed", "kubernetes", "down", env=env, timeout=300)
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert sock.is_socket(), f"down removed {sock}, which a process still had bound"
+        assert not Path(facts["root"]).exists()
+    finally:
+        live.close()
+        sock.unlink(missing_ok=True)
+        for d in (sock.parent, Path(made[0])):
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+        strata("testbed", "kubernetes", "down", env=env, check=0, timeout=300)
