@@ -4,6 +4,7 @@ asked: pytest-xdist, with the groups below as the scheduler's units), then the `
 below are the one place that says which tests may not run beside which, and why."""
 
 import os
+from dataclasses import dataclass
 
 import pytest
 
@@ -70,6 +71,40 @@ SPREAD: tuple[str, ...] = (
 )
 
 
+# The two tiers. `scripts/test` runs the default tier: every test but those below, which `scripts/test --full`
+# adds. The default tier covers every path once (docs/development.md "Tiers"): lint, the engine's tests, every
+# unit test, a real `strata run` per runtime, workload, device type and multi-host mode, one example study at
+# smoke scale and the smoke plan of every example. Each full-only test says why it may leave the default tier:
+# `covered(TEST, HOW)`, a default-tier test (a node id or its prefix) that runs the same code path, or
+# `alone(PATH)`, the path only it exercises, which the full tier keeps. tests/unit/test_suite_layout.py fails
+# on an entry that names no collected test, a reason left empty, or a `covered` test that is itself full-only.
+
+
+@dataclass(frozen=True)
+class Why:
+    covered_by: str  # a default-tier test that runs the same path ("" for `alone`)
+    reason: str
+
+
+def covered(test: str, how: str) -> Why:
+    return Why(test, how)
+
+
+def alone(path: str) -> Why:
+    return Why("", path)
+
+
+FULL_ONLY: dict[str, Why] = {}
+
+
+def full_only(nodeid: str) -> Why | None:
+    """Why the test runs in the full tier only, or None: it is in the default tier."""
+    for prefix, why in FULL_ONLY.items():
+        if nodeid.startswith(prefix):
+            return why
+    return None
+
+
 def group_of(nodeid: str) -> str | None:
     """The scheduling unit of a test: its shared resource, else its file (None: the test alone)."""
     for resource, prefixes in SHARED.items():
@@ -93,10 +128,21 @@ def pytest_xdist_make_scheduler(config, log):
     return ByResource(config, log)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true", help="the full tier: also the tests FULL_ONLY names")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+    if not config.getoption("--full"):
+        named = {a.replace(os.sep, "/") for a in config.args}  # a test named on the command line runs anyway
+        keep = [i for i in items if i.nodeid in named or full_only(i.nodeid) is None]
+        if len(keep) < len(items):
+            kept = {i.nodeid for i in keep}
+            config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in kept])
+            items[:] = keep
     if os.geteuid() == 0 or os.environ.get("CI"):
         return
     skip = pytest.mark.skip(reason="integration: needs root (run scripts/test as root)")

@@ -90,13 +90,24 @@ class Steady:
     slope_pct: float | None = None
     series: dict | None = None  # the whole series' seconds, mean and sd (analysis/variance.py)
     tool: dict | None = None  # the tool's own verdict (fio's --steadystate)
+    # What the verdict rests on: "snia" (range and slope over the last window: a single trial must be steady
+    # to stand for the storage) or "drift" (a repeated design, whose intervals carry the trial-to-trial and
+    # per-second variation: only a trend beyond the noise biases a trial). Stored from 2026-11 on; before, snia.
+    basis: str | None = None
+    drift: bool | None = None  # a trend beyond the per-second noise over the whole window (validity.steady)
+    drift_pct: float | None = None
+    drift_t: float | None = None
     extra: dict = field(default_factory=dict)
 
-    KEYS: ClassVar = ("steady", "judged", "reason", "window_s", "mean", "range_pct", "slope_pct", "series", "tool")
+    KEYS: ClassVar = (
+        "steady", "judged", "reason", "window_s", "mean", "range_pct", "slope_pct", "series", "tool",
+        "basis", "drift", "drift_pct", "drift_t",
+    )  # fmt: skip
+    OPTIONAL: ClassVar = ("series", "tool", "basis", "drift", "drift_pct", "drift_t")  # absent from older results
 
     def to_json(self) -> dict:
-        doc = {k: getattr(self, k) for k in self.KEYS if k not in ("series", "tool")}
-        for k in ("series", "tool"):
+        doc = {k: getattr(self, k) for k in self.KEYS if k not in self.OPTIONAL}
+        for k in self.OPTIONAL:
             if getattr(self, k) is not None:
                 doc[k] = getattr(self, k)
         return {**doc, **self.extra}
@@ -108,6 +119,8 @@ class Steady:
 
     @property
     def warns(self) -> bool:
+        if self.basis == "drift":
+            return self.judged and bool(self.drift)
         return self.judged and not self.steady
 
 

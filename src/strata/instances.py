@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 # A check polled while instances run: (failure category, message) when something the
 # trial depends on is gone (a daemon, a remote target), else None.
@@ -55,6 +55,26 @@ class ImageSpec:
         for dest, src in sorted(self.trees):
             h.update(b"\0t" + dest.encode() + b"\0" + _tree_digest(Path(src)))
         return h.hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Build:
+    """One thing strata builds once per machine and caches (an image tarball, the VM guest, the
+    Kubernetes binaries, a workload's jars): what it is, its cache key (a new key is a new build),
+    whether the cache holds it, and how to build it. `strata prepare` builds a spec's builds before
+    any run needs them (experiment/prebuild.py); a run builds what is missing on first use."""
+
+    name: str
+    key: Callable[[], str]
+    cached: Callable[[], bool]
+    make: Callable[[], object]
+
+
+@runtime_checkable
+class Prebuilds(Protocol):
+    """A workload or runtime that needs something built before its first trial, besides its image."""
+
+    def builds(self, params: Any) -> list[Build]: ...
 
 
 def _tree_digest(root: Path) -> bytes:

@@ -121,6 +121,7 @@ def run_experiment(
                 progress.start(t.label)
                 result = trials_on.run(t, store, run_id, exp.name, host)
                 result["design"] = exp.design(t.workload.name)
+                validity.judge_design(result)
                 _check_above_raw(result, baselines)
                 store.write(result)
                 reps.record(result)

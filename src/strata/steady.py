@@ -17,6 +17,20 @@ from __future__ import annotations
 
 MAX_RANGE_PCT = 20.0
 MAX_SLOPE_PCT = 10.0
+# A trend is a drift when its slope is beyond the per-second noise at 1% (two-sided), as well as beyond the
+# 10% excursion: 1% keeps a run of 60 short trials to about one false call. Student's t quantiles at 0.995,
+# by degrees of freedom (a df between two keys takes the lower key's, the wider); the normal's past 120.
+T995 = {1: 63.657, 2: 9.925, 3: 5.841, 4: 4.604, 5: 4.032, 6: 3.707, 7: 3.499, 8: 3.355, 9: 3.250, 10: 3.169,
+        12: 3.055, 15: 2.947, 20: 2.845, 30: 2.750, 40: 2.704, 60: 2.660, 120: 2.617}  # fmt: skip
+Z995 = 2.576
+
+
+def drift_t_critical(df: int) -> float:
+    if df < 1:
+        raise ValueError("a trend needs at least 3 seconds (1 degree of freedom)")
+    if df > max(T995):
+        return Z995
+    return T995[max(k for k in T995 if k <= df)]
 
 
 def detect(values: list[float], window: int = 5) -> dict:
@@ -70,6 +84,26 @@ def detect(values: list[float], window: int = 5) -> dict:
         "judged": True,
         "reason": reason,
     }
+
+
+def drift(values: list[float]) -> dict:
+    """The trend over the whole measured window: the least-squares line's excursion (slope x (n - 1)) as a
+    share of the mean, and the slope's t statistic against the scatter around the line. What a short trial
+    can show: a warm-up or a filling cache moves the line beyond its noise; per-second noise alone does not.
+    `drift_pct`/`drift_t` are None where fewer than 3 seconds or no I/O leave nothing to fit."""
+    n = len(values)
+    mean = sum(values) / n if n else 0.0
+    if n < 3 or mean <= 0:
+        return {"drift_pct": None, "drift_t": None}
+    ys = [float(v) for v in values]
+    b = _slope(ys)
+    mx = (n - 1) / 2.0
+    a = mean - b * mx
+    resid = sum((y - (a + b * i)) ** 2 for i, y in enumerate(ys))
+    sxx = sum((i - mx) ** 2 for i in range(n))
+    se = (resid / (n - 2) / sxx) ** 0.5
+    t = b / se if se > 0 else (0.0 if b == 0 else 1e9 if b > 0 else -1e9)  # a perfect line (JSON has no inf)
+    return {"drift_pct": 100.0 * abs(b) * (n - 1) / mean, "drift_t": t}
 
 
 def _slope(ys: list[float]) -> float:

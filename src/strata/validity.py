@@ -52,6 +52,7 @@ MAX_CV = 0.10
 STEADY_WINDOW_S = 5
 
 
+
 @dataclass(frozen=True)
 class Warning:
     flag: Flag
@@ -300,12 +301,45 @@ def full_seconds(series: list) -> list[float]:
     return values[:-1] if len(values) > 2 else values
 
 
-def steady(series: list | None, tool_criterion: dict | None = None) -> Steady | None:
-    """SNIA PTS steady state of a headline's per-second series; with the tool's own verdict when it has one."""
+def steady(series: list | None, tool_criterion: dict | None = None, design: dict | None = None) -> Steady | None:
+    """SNIA PTS steady state of a headline's per-second series, with the tool's own verdict when it has one,
+    and the trend over the whole window; judged on the basis the design calls for (`with_basis`)."""
     if not series:
         return None
     values = full_seconds(series)
-    return Steady(**snia.detect(values, STEADY_WINDOW_S), series=series_stats(values), tool=tool_criterion or None)
+    verdict = snia.detect(values, STEADY_WINDOW_S)
+    d = snia.drift(values)
+    drifts = None
+    if d["drift_pct"] is not None and verdict["judged"]:
+        beyond = abs(d["drift_t"]) >= snia.drift_t_critical(len(values) - 2)
+        drifts = d["drift_pct"] > snia.MAX_SLOPE_PCT and beyond
+    s = Steady(**verdict, series=series_stats(values), tool=tool_criterion or None, basis="snia", drift=drifts, **d)
+    return with_basis(s, design) if design is not None else s
+
+
+def repeated(design: dict | None) -> bool:
+    """The design measures trial-to-trial variation itself: `repetitions: auto`, or 2 and more."""
+    reps = (design or {}).get("repetitions")
+    return reps == "auto" or (isinstance(reps, int) and reps >= 2)
+
+
+def with_basis(s: Steady, design: dict | None) -> Steady:
+    """The verdict a trial of this design gets (issue 32: the steady check fits the design). A single trial
+    must be steady (SNIA) to stand for the storage. In a repeated design the intervals already carry the
+    per-second and trial-to-trial variation, and the spec may make trials short on purpose (`auto`, the
+    trial-length rule): there only a trend beyond the noise (`drift`) biases a trial."""
+    if s.basis is not None:  # None: stored before the basis was (2026-11), its SNIA verdict stands
+        s.basis = "drift" if repeated(design) else "snia"
+    return s
+
+
+def judge_design(result: dict) -> None:
+    """Once a trial's design is stored with it (the runner), its steady flag's basis follows the design."""
+    flags = Flags.of(result)
+    s = flags.steady
+    if s is not None:
+        flags.set(Flag.STEADY, with_basis(s, result.get("design")))
+        flags.write(result)
 
 
 def series_stats(values: list[float]) -> dict:

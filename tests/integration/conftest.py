@@ -1,6 +1,30 @@
+import contextlib
+import io
 import os
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def _prepared() -> str:
+    """What `scripts/prepare` builds that this machine's cache lacks ("" when nothing): no test pays for a
+    build in its first call (images, the VM guest, the Kubernetes binaries, Cassandra's and YCSB's jars)."""
+    from strata.cli.main import main
+
+    specs = [str(p) for p in sorted((ROOT / "examples").glob("*.yaml"))] + [str(ROOT / "tests/integration/needs.yaml")]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["prepare", "--check", *specs])
+    return "" if rc == 0 else out.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def prepared(_prepared):
+    if _prepared:
+        pytest.fail(f"not built yet: run scripts/prepare first\n{_prepared}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -92,3 +93,25 @@ def podman_left() -> list[str]:
             except OSError:
                 continue
     return left
+
+
+# ---- probes of the host the suite runs on: assertions follow what the host has, not this VM's kind ----
+
+
+def tool_version(*argv: str) -> str:
+    """The version a tool prints of itself (`dockerd --version`: 'Docker version 20.10.24+dfsg1, build ...')."""
+    out = subprocess.run(list(argv), capture_output=True, text=True, timeout=30).stdout
+    m = re.search(r"version (\d+\.\d+[\w.+~-]*)", out)
+    assert m, f"{' '.join(argv)} printed no version: {out!r}"
+    return m.group(1).rstrip(",")
+
+
+def kernel_has(module: str) -> bool:
+    """The running kernel has `module`, loaded, built in or loadable (modprobe's dry run)."""
+    if Path(f"/sys/module/{module}").exists():
+        return True
+    return subprocess.run(["modprobe", "-n", module], capture_output=True).returncode == 0
+
+
+def cgroup_v2() -> bool:
+    return Path("/sys/fs/cgroup/cgroup.controllers").exists()

@@ -32,6 +32,8 @@ from strata.stack.runtimes.docker import client, image, probe
 from strata.stack.runtimes.docker.daemon import private_daemon
 from strata.stack.runtimes.docker.session import DOCKER, DockerParams, DockerSession
 
+from .helpers import tool_version
+
 BASE_IMAGE = ImageSpec()  # the Debian base: sh, dd, coreutils
 NO_LIMITS = Limits()
 
@@ -158,7 +160,7 @@ DRIVERS = [  # (file system, driver, loop size MiB, paths, containers per path)
 def test_driver_runs_every_path(tmp_path, fs_type, driver, size, paths, n):
     with stack(tmp_path, fs_type, driver, size) as (s, journal):
         f = s.facts
-        assert f["storage_driver"] == driver and f["dockerd_version"].startswith("20.10")
+        assert f["storage_driver"] == driver and f["dockerd_version"] == tool_version("dockerd", "--version")
         assert f["data_root"] == str(s.mounted.mountpoint / "docker")
         assert f["cgroup_driver"] == "cgroupfs"
         print(f"\n{driver} on {fs_type}: daemon answered in {f['daemon_start_s']:.2f} s")
@@ -245,7 +247,9 @@ def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
     assert written >= 60 * MiB
     rate = 60 / (o.end_time_s - o.start_time_s)  # MiB/s, the read back is unthrottled and fast
     print(f"\nwrite_bps 20MiB/s: {rate:.1f} MiB/s")
-    assert 10 < rate < 30
+    # functional, whatever else runs beside it: the limit held (a busy machine only makes it slower); the
+    # loop device writes hundreds of MiB/s unthrottled here
+    assert rate < 30
 
 
 def test_oom_is_reported(overlay2_ext4, tmp_path):
@@ -414,6 +418,8 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     print(f"cleanup took {time.monotonic() - t:.1f} s")
     assert not jpath.exists(), logs
     assert undone >= 6, logs  # file, loop, mount, daemon, volumes, containers
+    # issue 32: what one call undoes is never said as "could not undo" (kept for what stays)
+    assert not [line for line in logs if "could not undo" in line], logs
     assert not [q for q in procfs.procs_mentioning(daemon["run_dir"] + "/") if procfs.is_running(q)]
     assert not procfs.cgroup_dirs(daemon["cgroup_parent"], daemon["cgroup_dirs"])
     assert not Path(daemon["run_dir"]).exists()

@@ -14,7 +14,7 @@ from strata.stack.kube.bed import kubernetes_bed
 from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
 from strata.stack.runtimes.kubernetes import pods
 
-from .helpers import wait_for
+from .helpers import cgroup_v2, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -69,10 +69,12 @@ def test_an_instance_pod_waits_at_the_barrier_then_runs_fio_under_its_limits(bed
     job = json.loads((out / "stdout").read_text())["jobs"][0]
     assert job["read"]["io_bytes"] == 4 << 20
     assert (data / "k.0.0").stat().st_size == 4 << 20
-    final = (out / "cgroup-final.txt").read_text()
-    assert "== memory/memory.max_usage_in_bytes" in final  # the wrapper saw its pod's cgroup (v1)
     c = pod["spec"]["containers"][0]["resources"]
     assert c["limits"] == {"cpu": "500m", "memory": str(128 << 20)} and pod["status"]["qosClass"] == "Guaranteed"
+    if cgroup_v2():
+        pytest.skip("this host has cgroup v2: the wrapper's final counters are cgroup v1 files (docs/limits.md)")
+    final = (out / "cgroup-final.txt").read_text()
+    assert "== memory/memory.max_usage_in_bytes" in final  # the wrapper saw its pod's cgroup (v1)
 
 
 def test_a_pod_past_its_memory_limit_ends_as_oom(bed, tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import leftovers, podman_left, results, start_strata, strata, wait_for, write_spec
+from .helpers import leftovers, podman_left, results, start_strata, strata, tool_version, wait_for, write_spec
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,7 @@ def test_fio_in_podman_on_every_path_and_driver(tmp_path, env):
         assert r["status"] == "ok", r["flags"]["failed"]
         assert r["metrics"]["read"]["iops"] > 100 and len(r["metrics"]["instances"]) == 2
         f = r["stack_facts"]["runtime"]
-        assert f["runtime"] == "podman" and f["podman_version"].startswith("4.")
+        assert f["runtime"] == "podman" and f["podman_version"] == tool_version("podman", "--version")
         assert f["data_root"].endswith("/podman") and f["backing_fs"] == "xfs"
         assert f["locks"].startswith("/run/strata/p-") and f["locks"].endswith("/libpod/locks"), f["locks"]
         assert "ulimits" in f  # this VM has no CAP_SYS_RESOURCE: detected and recorded

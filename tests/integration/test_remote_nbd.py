@@ -31,6 +31,8 @@ from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.remote import RemoteDevice, nbd, provision_remote
 
+from .helpers import kernel_has
+
 
 def provision_fs(fs, dev, journal, wd):
     return FILESYSTEMS[fs.type].provision(fs, dev, journal, wd)
@@ -163,13 +165,17 @@ def wait_for(predicate, timeout_s: float, what: str) -> float:
 def test_nbd_device_with_ext4_and_fio(tmp_path):
     with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
         f = dev.facts
-        assert (f["type"], f["transport"], f["client"]) == ("remote", "nbd", "fuse")  # no nbd module here
-        assert f["client_path"] == "nbdfuse+loop(direct-io)" and f["target_version"].startswith("nbdkit 1.")
+        # the default client: the kernel's where it has an nbd module, else nbdfuse + loop (a probe of this host)
+        client = "kernel" if kernel_has("nbd") else "fuse"
+        assert (f["type"], f["transport"], f["client"]) == ("remote", "nbd", client)
+        path = {"fuse": "nbdfuse+loop(direct-io)", "kernel": "nbd-client(kernel nbd)"}[client]
+        assert f["client_path"] == path and f["target_version"].startswith("nbdkit 1.")
         assert f["target_options"] == ["cache=none", "fadvise=random"]
         net = f["network"]
         for key in ("host_addr", "ns_addr"):
             assert netns.ipaddress.ip_address(net[key]) in netns.POOL
-        assert Path(f"/sys/block/{dev.diskstats[0]}/loop/dio").read_text().strip() == "1"
+        if client == "fuse":
+            assert Path(f"/sys/block/{dev.diskstats[0]}/loop/dio").read_text().strip() == "1"
         assert dev.diskstats[1:] == f["backing"]["disks"] and dev.diskstats[-1] == f["backing"]["disks"][-1]
         # the target listens only inside its namespace: the host reaches it through the veth
         route = subprocess.run(["ip", "route", "get", net["ns_addr"]], capture_output=True, text=True).stdout

@@ -43,3 +43,39 @@ def test_too_short_to_judge_is_its_own_warning():
     rs = [make_result(rep=i, steady={"steady": False, "judged": False}) for i in range(3)]
     w = kinds(rs)["steady"]
     assert "too short" in w.message and "runtime" in w.fix
+
+
+def _steady(values, design):
+    from strata import validity
+
+    series = [[t, v] for t, v in enumerate([*values, 1])]
+    return validity.steady(series, design=design).to_json()
+
+
+def test_a_repeated_design_gets_no_advice_against_its_own_short_trials():
+    """Issue 32: the quickstart (auto, 6 s trials) was told to run longer while the trial-length rule and
+    docs/decisions.md say shorter trials decide sooner. A repeated design's noisy short trials are judged on
+    what they show (a drift), and the trials too short to judge are said once, with nothing to do."""
+    auto = {"repetitions": "auto", "min": 3, "max": 6, "margin": 0.05}
+    noisy = [make_result(rep=i, value=100 + i, steady=_steady([80, 120, 100, 120, 80], auto), design=auto)
+             for i in range(3)]  # fmt: skip
+    short = [make_result(fs="ext4", rep=i, value=100, steady=_steady([100, 101], auto), design=auto) for i in range(3)]
+    warnings = analyse(noisy + short, judge_steady=True).warnings
+    steady = [w for w in warnings if w.kind == "steady"]
+    assert len(steady) == 1 and steady[0].note and not steady[0].fix
+    assert "not judged in 3 trial(s)" in steady[0].text() and "What to do" not in steady[0].text()
+    assert not any("run longer" in w.fix or "runtime` to 10" in w.fix for w in warnings)
+
+
+def test_a_drift_in_a_repeated_design_asks_for_a_ramp_not_longer_trials():
+    auto = {"repetitions": "auto", "min": 3, "max": 6, "margin": 0.05}
+    rs = [make_result(rep=i, value=100, steady=_steady([60, 75, 88, 97, 100], auto), design=auto) for i in range(3)]
+    w = kinds(rs)["steady"]
+    assert "drifted" in w.message and "ramp_time" in w.fix and "run longer" not in w.fix
+
+
+def test_a_single_trial_is_still_held_to_snias_criterion():
+    one = {"repetitions": 1, "margin": 0.05}
+    rs = [make_result(rep=0, value=100, steady=_steady([80, 120, 100, 120, 80], one), design=one)]
+    w = kinds(rs)["steady"]
+    assert "did not reach steady state" in w.message and "run longer" in w.fix

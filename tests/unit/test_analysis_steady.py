@@ -54,3 +54,74 @@ def test_window_parameter():
 
 def test_result_keys():
     assert {"steady", "window_s", "mean", "range_pct", "slope_pct", "reason"} <= set(detect([1] * 5))
+
+
+# ---- the drift: what a short trial of a repeated design can show (issue 32) ----
+
+from strata import validity  # noqa: E402
+from strata.steady import drift, drift_t_critical  # noqa: E402
+
+
+def _series(values):
+    return [[t, v] for t, v in enumerate([*values, 1])]  # the last, partial second is dropped
+
+
+def test_per_second_noise_is_no_drift():
+    d = drift([80, 120, 100, 120, 80])  # 40% range: SNIA's range fails, but no trend at all
+    assert d["drift_pct"] == pytest.approx(0.0) and d["drift_t"] == pytest.approx(0.0)
+
+
+def test_a_warm_up_is_a_drift_beyond_the_noise():
+    d = drift([60, 75, 88, 97, 100])
+    assert d["drift_pct"] > 10 and abs(d["drift_t"]) > drift_t_critical(3)
+
+
+def test_a_noisy_tilt_is_not_called_a_drift():
+    """5 samples of 10% noise tilt the line by more than 10% often; only a slope beyond the noise counts."""
+    d = drift([90, 112, 96, 118, 108])
+    assert d["drift_pct"] > 10 and abs(d["drift_t"]) < drift_t_critical(3)
+
+
+def test_t_critical_takes_the_wider_quantile_between_table_keys():
+    assert drift_t_critical(3) == pytest.approx(5.841)
+    assert drift_t_critical(11) == drift_t_critical(10)  # 11 is between 10 and 12: the wider
+    assert drift_t_critical(500) == pytest.approx(2.576)
+    with pytest.raises(ValueError):
+        drift_t_critical(0)
+
+
+@pytest.mark.parametrize(
+    "design,basis",
+    [(None, "snia"), ({"repetitions": 1}, "snia"), ({"repetitions": 3}, "drift"), ({"repetitions": "auto"}, "drift")],
+)
+def test_the_design_sets_the_basis(design, basis):
+    noisy = _series([80, 120, 100, 120, 80])  # not steady by SNIA's range; no drift
+    s = validity.steady(noisy, design=design)
+    assert s.basis == basis and not s.steady and s.drift is False
+    assert s.warns == (basis == "snia")  # a single trial must be steady; a repeated design asks for no drift
+
+
+def test_a_drift_warns_in_a_repeated_design():
+    s = validity.steady(_series([60, 75, 88, 97, 100]), design={"repetitions": "auto"})
+    assert s.basis == "drift" and s.drift and s.warns
+
+
+def test_the_runner_sets_the_basis_once_the_design_is_stored():
+    r = {"flags": {}, "design": {"repetitions": "auto"}}
+    from strata.flags import Flag, Flags
+
+    Flags({Flag.STEADY: validity.steady(_series([80, 120, 100, 120, 80]))}).write(r)
+    assert r["flags"]["steady"]["basis"] == "snia"
+    validity.judge_design(r)
+    assert r["flags"]["steady"]["basis"] == "drift" and not Flags.of(r).warns(Flag.STEADY)
+
+
+def test_a_result_stored_before_the_basis_keeps_its_snia_verdict():
+    old = {"steady": False, "judged": True, "reason": "not steady", "window_s": 5, "mean": 100.0,
+           "range_pct": 40.0, "slope_pct": 0.0}  # fmt: skip
+    r = {"flags": {"steady": old}, "design": {"repetitions": 3}}
+    validity.judge_design(r)
+    assert "basis" not in r["flags"]["steady"]
+    from strata.flags import Flag, Flags
+
+    assert Flags.of(r).warns(Flag.STEADY)

@@ -86,14 +86,20 @@ def _before(series: list, tool: dict | None = None) -> dict:
 
 def test_steady_is_stored_as_before():
     """validity.steady writes the SNIA verdict, the series' statistics and the tool's verdict, as before: on a
-    real fio series (too short to judge) and on a long one, with fio's own verdict."""
+    real fio series (too short to judge) and on a long one, with fio's own verdict; since 2026-11 also the
+    basis of the verdict and the trend over the whole window (the drift), which older results lack."""
     r = next(r for r in load_results(DATA / "small") if r["status"] == "ok")
     real = json.loads((DATA / "small" / r["artifacts"] / "workload-series.json").read_text())["fio_iops"]
     long = [[t, 1000 + 10 * (t % 3)] for t in range(12)]
     tool = {"attained": True, "criterion": "iops_slope:0.5%"}
     for series, t in ((real, None), (long, None), (long, tool)):
-        assert validity.steady(series, t).to_json() == _before(series, t)
+        doc = validity.steady(series, t).to_json()
+        added = {k: doc.pop(k) for k in ("basis", "drift", "drift_pct", "drift_t") if k in doc}
+        assert doc == _before(series, t)
+        assert added["basis"] == "snia"
+        assert series is real or set(added) == {"basis", "drift", "drift_pct", "drift_t"}  # real: 2 s, no trend
         round_trips({"steady": _before(series, t)})
+        round_trips({"steady": {**_before(series, t), **added}})
     assert validity.steady(long).steady and not validity.steady(real).judged
     assert validity.steady([]) is None
 

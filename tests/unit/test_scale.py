@@ -126,3 +126,24 @@ def test_a_smoke_report_says_so_on_every_page():
     assert terminal.render(rep).startswith("!! SMOKE SCALE")
     full = build(analyse([make_result(fs="raw"), make_result(fs="xfs")]), "t")
     assert not any("SMOKE" in f.title for f in full.figures)
+
+
+@pytest.fixture(scope="module")
+def host() -> dict:
+    from strata.host import host_facts
+
+    return host_facts()
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_every_example_validates_at_smoke_scale(example, host, capsys):
+    """`strata validate --scale smoke` of every example, as its library calls: the plan resolves against this
+    host with no error, and prints (what cannot run here is `unsupported`, with its reason, not an error)."""
+    from strata.cli.validate import print_plan
+    from strata.experiment.plan import resolve
+
+    exp, workloads = load_spec(EXAMPLES / example, "smoke")
+    plan = resolve(exp, workloads, host)
+    assert plan.trials and all(reason for reason in plan.unsupported.values())
+    print_plan(exp, plan)
+    assert f"experiment {exp.name}: {len(plan.trials)} trials" in capsys.readouterr().out

@@ -83,7 +83,7 @@ def trial_steady(result: dict) -> Steady | None:
         return f
     name = ((result.get("metrics") or {}).get("primary") or {}).get("series")
     series = (artifact(result, "workload-series.json") or {}).get(name) if name else None
-    return validity.steady(series)
+    return validity.steady(series, design=result.get("design"))
 
 
 @dataclass

@@ -33,13 +33,23 @@ class HygieneWarning:
         shown = ", ".join(self.items[:SHOW])
         more = f" and {len(self.items) - SHOW} more" if len(self.items) > SHOW else ""
         where = f" ({shown}{more})" if self.items else ""
-        return f"{self.message}{where}. What to do: {self.fix}"
+        return f"{self.message}{where}." + (f" What to do: {self.fix}" if self.fix else "")
+
+    @property
+    def note(self) -> bool:
+        """Said once, nothing to do: what a check did not judge, by the spec's own design."""
+        return not self.fix
 
 
 def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
     out: list[HygieneWarning] = []
     out.extend(_cache(cells))
-    for fn in (_unconfirmed, _repetitions, _spread, _trial_length, _steady, _sync, _failed):
+    for fn in (_unconfirmed, _repetitions, _spread, _trial_length):
+        w = fn(cells)
+        if w:
+            out.append(w)
+    out.extend(_steady(cells))
+    for fn in (_sync, _failed):
         w = fn(cells)
         if w:
             out.append(w)
@@ -136,34 +146,62 @@ def _trial_length(cells: list[Cell]) -> HygieneWarning | None:
     )
 
 
-def _steady(cells: list[Cell]) -> HygieneWarning | None:
-    unsteady, unjudged = [], []
+def _steady(cells: list[Cell]) -> list[HygieneWarning]:
+    """By the trial's basis (validity.with_basis): a single trial must be steady (SNIA) to stand for the
+    storage; in a repeated design, whose intervals carry the noise and whose trials the spec may make short
+    on purpose, only a drift counts, and what is too short to judge is said once, with nothing to do."""
+    found: dict[tuple[str, str], list[str]] = {}
     for c in cells:
         for r, s in c.steady:
             if s is None:
                 continue
             item = f"{c.name} #{r['labels'].get('repetition', 0)}"
-            if s.warns:
-                unsteady.append(item)
-            elif not s.judged:
-                unjudged.append(item)
+            verdict = "warns" if s.warns else "short" if not s.judged else ""
+            if verdict:
+                found.setdefault((s.basis or "snia", verdict), []).append(item)
+    out = []
+    if drifted := found.get(("drift", "warns")):
+        out.append(
+            HygieneWarning(
+                "steady",
+                f"{len(drifted)} trial(s) drifted during their measured window (a trend of more than 10% of the mean, "
+                "beyond their per-second noise): a warm-up or a filling cache biases their means",
+                "raise `ramp_time` so that the measurement starts after the warm-up, and precondition the device "
+                "first; the trials may stay short",
+                drifted,
+            )
+        )
+    unsteady, short = found.get(("snia", "warns"), []), found.get(("snia", "short"), [])
     if unsteady:
-        return HygieneWarning(
-            "steady",
-            f"{len(unsteady)} trial(s) did not reach steady state (SNIA PTS: range within 20% "
-            "and slope excursion within 10% of the mean over the last 5 s of IOPS)",
-            "run longer or set `until: steady` where the workload has it; precondition the device first"
-            + (f"; {len(unjudged)} more trial(s) were too short to judge" if unjudged else ""),
-            unsteady,
+        out.append(
+            HygieneWarning(
+                "steady",
+                f"{len(unsteady)} trial(s) did not reach steady state (SNIA PTS: range within 20% "
+                "and slope excursion within 10% of the mean over the last 5 s)",
+                "run longer or set `until: steady` where the workload has it; precondition the device first"
+                + (f"; {len(short)} more trial(s) were too short to judge" if short else ""),
+                unsteady,
+            )
         )
-    if unjudged:
-        return HygieneWarning(
-            "steady",
-            f"{len(unjudged)} trial(s) were too short to judge steady state (fewer than 5 per-second samples)",
-            "set `runtime` to 10 s or more, or `until: steady`",
-            unjudged,
+    elif short:
+        out.append(
+            HygieneWarning(
+                "steady",
+                f"{len(short)} trial(s) were too short to judge steady state (fewer than 5 per-second samples)",
+                "set `runtime` to 10 s or more, or `until: steady`",
+                short,
+            )
         )
-    return None
+    if repeated_short := found.get(("drift", "short")):
+        out.append(
+            HygieneWarning(
+                "steady",
+                f"steady state was not judged in {len(repeated_short)} trial(s) shorter than 5 whole seconds: the "
+                "spec made them short, and their repetitions' intervals carry their variation",
+                "",
+            )
+        )
+    return out
 
 
 def _sync(cells: list[Cell]) -> HygieneWarning | None:

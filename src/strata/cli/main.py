@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from strata import __version__
-from strata.cli import cleanup, compare, doctor, export, image, report, run, show, testbed, validate
+from strata.cli import cleanup, compare, doctor, export, image, prepare, report, run, show, testbed, validate
 from strata.errors import StrataError
 
-SUBCOMMANDS = {m.NAME: m for m in (doctor, validate, run, show, export, cleanup, image, report, compare, testbed)}
+SUBCOMMANDS = {m.NAME: m for m in (doctor, validate, prepare, run, show, export, cleanup, image, report, compare, testbed)}
 
 
 def build_parser() -> argparse.ArgumentParser:

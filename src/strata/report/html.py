@@ -113,7 +113,8 @@ def _warnings(a) -> str:
         items.append(
             f'<div class="warn"><b>{escape(w.kind)}</b>: {escape(w.message)}'
             + (f"<br><small>{shown}</small>" if w.items else "")
-            + f'<span class="fix">What to do: {escape(w.fix)}</span></div>'
+            + (f'<span class="fix">What to do: {escape(w.fix)}</span>' if w.fix else "")
+            + "</div>"
         )
     return f'<h2 id="warnings">Warnings ({len(a.warnings)})</h2>' + "".join(items)
 

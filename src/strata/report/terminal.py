@@ -76,7 +76,7 @@ def analysis_text(a) -> str:
     lines += _cells(a)
     if a.warnings:
         lines += ["", f"warnings ({len(a.warnings)}):"]
-        lines += [f"  ! {w.text()}" for w in a.warnings]
+        lines += [f"  {'-' if w.note else '!'} {w.text()}" for w in a.warnings]
     if a.best or a.containers or a.placement_advice:
         lines += ["", "advice:"]
         lines += [f"  - {b.text()}" for b in a.best[:MAX_ROWS]]

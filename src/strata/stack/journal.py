@@ -177,10 +177,10 @@ def _undo_all(entries: list[dict], log, again: bool = False) -> list[dict]:
             note = UNDO[entry["kind"]](entry["data"])
         except Exception as e:  # keep going: one stuck resource must not block the others
             failed.append(entry)
-            if again:
+            if again:  # what stays: the only "could not undo" a user reads
                 log(f"could not undo {what}: {e}")
-            else:
-                log(f"could not undo {what} yet: {e} (tried again once the resources below it are undone)")
+            else:  # not a failure yet: a layer beneath it often fails until it is undone itself
+                log(f"waiting for the resources below {what} ({e}): tried again once they are undone")
             continue
         done = "undid" if not again else "undid (second try, with the resources below it undone)"
         log(f"{done} {what}" + (f": {note}" if note else ""))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from strata.errors import Unsupported
-from strata.instances import Isolation
+from strata.instances import Build, Isolation, Prebuilds
 from strata.params import shorthand
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
@@ -27,7 +27,7 @@ from strata.stack.vm import accel as accel_probe
 
 # Importing these registers their undo actions (strata cleanup).
 from strata.stack.vm import cgroup, qemu, rundir  # noqa: F401
-from strata.stack.vm.guest import cached_guest, ensure_guest
+from strata.stack.vm.guest import cached_guest, ensure_guest, guest_key
 from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.qemu import NINEP_OPTIONS, QEMU, VIRTIOFSD_OPTIONS, qemu_version, virtiofsd_binary
 from strata.stack.vm.session import VmSession
@@ -143,7 +143,7 @@ def provision_vm(
         session.close()
 
 
-class VmRuntimePlugin:
+class VmRuntimePlugin(Prebuilds):
     """`vm`: a QEMU virtual machine per instance (issue 10; study 001: VMs against containers and native)."""
 
     name = "vm"
@@ -159,6 +159,10 @@ class VmRuntimePlugin:
 
     def available(self, host: dict, params: VmRuntime | None = None) -> str | None:
         return available(params, host)
+
+    def builds(self, params: VmRuntime) -> list[Build]:
+        """The guest (kernel, initramfs, root file system with the workloads' tools), once per machine."""
+        return [Build("VM guest", guest_key, lambda: cached_guest() is not None, ensure_guest)]
 
     def impossible(self, params: VmRuntime, fs: FilesystemParams) -> str | None:
         return None  # the paths decide (device: raw only; image, bind: a file system), as for every runtime

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 from strata.errors import StrataError
+from strata.instances import Build
 
 CASSANDRA_VERSION = "5.0.8"
 YCSB_VERSION = "0.17.0"
@@ -288,3 +289,21 @@ def ensure_ycsb(src: Path | None = None) -> Path:
         _write_manifest(tmp, f"site.ycsb:core:{YCSB_VERSION} + {src.name} {binding_key(src)}")
 
     return _assemble(ycsb_home(src), build)
+
+
+def builds() -> list[Build]:
+    """The jars as `strata prepare` builds them: Cassandra's first, then the binding's."""
+    return [
+        Build(
+            f"Cassandra {CASSANDRA_VERSION} jars",
+            lambda: f"cassandra-{CASSANDRA_VERSION}",
+            lambda: (cassandra_home() / MANIFEST).is_file(),
+            ensure_cassandra,
+        ),
+        Build(
+            f"YCSB {YCSB_VERSION} and its Cassandra binding",
+            ycsb_rel,
+            lambda: (ycsb_home() / MANIFEST).is_file(),
+            ensure_ycsb,
+        ),
+    ]

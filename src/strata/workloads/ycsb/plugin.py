@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 
 from strata.errors import StrataError
-from strata.instances import ImageSpec, InstanceOutput, Target
+from strata.instances import Build, ImageSpec, InstanceOutput, Prebuilds, Target
 from strata.metrics import Axis, Metric, MetricSchema, Show
 from strata.params import Load, sweep_ends
 from strata.workloads.base import (
@@ -113,6 +113,7 @@ class Ycsb(
     Constrained[YcsbParams],
     ServerWorkload[YcsbParams],
     SelfPlacing[YcsbParams],
+    Prebuilds,
 ):
     name = "ycsb"
     params = YcsbParams
@@ -230,6 +231,10 @@ class Ycsb(
 
     def image(self, params: YcsbParams) -> ImageSpec:
         return image_spec()
+
+    def builds(self, params: YcsbParams) -> list[Build]:
+        """Cassandra's jars and the YCSB binding, assembled with Maven once per machine (jars.py)."""
+        return jars.builds()
 
     def agent_image(self) -> ImageSpec:
         """Java and the jars on every host: the clients run on the host, and so do native nodes."""

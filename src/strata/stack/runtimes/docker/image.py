@@ -21,9 +21,10 @@ import os
 import secrets
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from strata.errors import StrataError, Unsupported
-from strata.instances import ImageSpec
+from strata.instances import Build, ImageSpec
 from strata.proc import CommandError, sh
 from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
 from strata.stack.journal import Journal, undo_action
@@ -104,6 +105,16 @@ def build_image_tarball(spec: ImageSpec) -> Path:
         finally:
             journal.close()
     return out
+
+
+def image_build(name: str, spec_of: Callable[[], ImageSpec]) -> Build:
+    """An image as `strata prepare` builds it; `spec_of` is called late, as a spec may need a build first."""
+    return Build(
+        f"image {name}",
+        lambda: image_tag(spec_of()),
+        lambda: tarball_path(spec_of()).exists(),
+        lambda: build_image_tarball(spec_of()),
+    )
 
 
 def _context(ctx: Path, spec: ImageSpec) -> None:

@@ -25,7 +25,7 @@ from typing import Iterator, Literal
 from pydantic import Field, field_validator, model_validator
 
 from strata.errors import StrataError, Unsupported
-from strata.instances import ImageSpec, Isolation
+from strata.instances import Build, ImageSpec, Isolation, Prebuilds
 from strata.params import Limits, Strict, shorthand, size_field
 from strata.proc import CommandError, sh
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -95,7 +95,7 @@ def _this_node(cluster: Cluster) -> str:
     )
 
 
-class Kubernetes(RefusesLimits):
+class Kubernetes(RefusesLimits, Prebuilds):
     name = "kubernetes"
     params = KubernetesParams
     baseline = False
@@ -122,6 +122,14 @@ class Kubernetes(RefusesLimits):
             except StrataError as e:
                 return f"the Kubernetes test bed is not built and cannot be: {e.message()}"
         return None
+
+    def builds(self, params: KubernetesParams) -> list[Build]:
+        """The test bed's binaries, built from the Go module proxy once per machine; a user's cluster needs none."""
+        if params.kubeconfig is not None:
+            return []
+        from strata.stack.kube.build import KUBERNETES_VERSION, binaries, binaries_built
+
+        return [Build("Kubernetes test bed binaries", lambda: KUBERNETES_VERSION, binaries_built, binaries)]
 
     def impossible(self, params: KubernetesParams, fs: FilesystemParams) -> str | None:
         if fs.type == "raw":

@@ -1,0 +1,116 @@
+"""strata prepare SPEC...: build and cache what these experiments need, before any run does (no registry).
+
+A run builds what is missing on first use; `strata prepare` builds it all beforehand and says, for
+each item, its cache key, whether the cache held it and how long it took (scripts/prepare does it for
+the examples and the integration tests, so that no test pays for a build). The items come from the
+plugins: a workload or runtime that declares `Prebuilds` (ycsb's jars, the VM guest, the Kubernetes
+test bed), the image of each workload a container runtime runs, and the agent image of a spec with
+hosts. Only the trials the plan keeps count, so an excluded stack builds nothing.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel
+
+from strata.errors import StrataError
+from strata.experiment.expand import expand
+from strata.experiment.load import load_spec
+from strata.instances import Build, Prebuilds
+from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.workloads import REGISTRY as WORKLOADS
+
+NAME = "prepare"
+HELP = "build the images, VM guest, Kubernetes binaries and jars these specs need, now instead of on first use"
+
+
+def add_arguments(p):
+    p.add_argument("specs", nargs="+", metavar="SPEC", help="the experiments whose builds to make (YAML specs)")
+    p.add_argument("--check", action="store_true", help="build nothing: say what is cached, exit 1 if anything is not")
+
+
+def main(args) -> int:
+    items = merged([builds(*load_spec(spec)) for spec in args.specs])
+    failed = missing = 0
+    for b in items:
+        t0 = time.monotonic()
+        if args.check and missing and b.name.startswith("image "):
+            # an image's spec may need what is missing (jars it holds): checking it would build them
+            print(f"{b.name}: not checked (it may be built from what is missing above)")
+            continue
+        try:
+            state = _one(b, args.check)
+        except StrataError as e:
+            failed += 1
+            print(f"{b.name}: FAILED after {time.monotonic() - t0:.1f} s: {e.message()}")
+            continue
+        missing += state == "missing"
+        key = _key(b)
+        print(f"{b.name}: {state} in {time.monotonic() - t0:.1f} s (cache key {key})")
+    if failed or missing:
+        what = f"{failed} failed" if failed else f"{missing} not built (run `strata prepare` without --check)"
+        print(f"prepare: {len(items)} items, {what}")
+        return 1
+    print(f"prepare: {len(items)} items, all cached")
+    return 0
+
+
+def _one(b: Build, check: bool) -> str:
+    if b.cached():
+        return "cached"
+    if check:
+        return "missing"
+    b.make()
+    return "built"
+
+
+def _key(b: Build) -> str:
+    try:
+        return b.key()
+    except StrataError as e:  # a key that needs a build first (an image of jars not yet assembled)
+        return f"unknown: {e.problem}"
+
+
+# ---- what to build ----
+
+
+def builds(exp, workloads: list[BaseModel]) -> list[Build]:
+    """Every build the experiment's trials need, each once (by name): what others are built from first
+    (a workload's own builds, then the runtimes'), then the images, then the hosts' agent image."""
+    from strata.stack.runtimes.docker.image import image_build
+
+    trials, _ = expand(exp, workloads)
+    first: dict[str, Build] = {}
+    images: dict[str, Build] = {}
+    for t in trials:
+        wl, rt = WORKLOADS[t.workload.type], RUNTIMES[t.runtime.type]
+        for plugin, params in ((wl, t.workload), (rt, t.runtime)):
+            if isinstance(plugin, Prebuilds):
+                for b in plugin.builds(params):
+                    first.setdefault(b.name, b)
+        if rt.isolation == "container":
+            b = image_build(wl.name, lambda wl=wl, params=t.workload: wl.image(params))
+            images.setdefault(b.name, b)
+    out = [*first.values(), *images.values()]
+    if exp.hosts:
+        out.append(_agent_build(exp))
+    return out
+
+
+def _agent_build(exp) -> Build:
+    from strata.hosts.agentimage import with_workloads, workload_types
+    from strata.hosts.deploy import tools_image
+    from strata.stack.runtimes.docker.image import image_build
+
+    kinds = workload_types(exp)
+    return image_build(f"agent ({', '.join(kinds)})", lambda: with_workloads(tools_image(), kinds))
+
+
+def merged(lists: list[list[Build]]) -> list[Build]:
+    """The builds of several experiments, each once, in the order first met (what others need first)."""
+    seen: dict[str, Build] = {}
+    for items in lists:
+        for b in items:
+            seen.setdefault(b.name, b)
+    return sorted(seen.values(), key=lambda b: b.name.startswith("image "))  # images are built from the rest
