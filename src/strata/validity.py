@@ -52,7 +52,6 @@ MAX_CV = 0.10
 STEADY_WINDOW_S = 5
 
 
-
 @dataclass(frozen=True)
 class Warning:
     flag: Flag

@@ -1,7 +1,9 @@
 """Every bench under bench/ runs in its tiny mode (`--tiny`: seconds instead of minutes, one round) to its
 printed result, so that an import, an API change or a renamed field breaks a test here, not a figure in
-the README months later. Only that the bench runs to its result is checked, never the figure itself:
-figures stay in the benches, run by hand (docs/overhead.md and the pages it links say which and where)."""
+the README months later. The result is checked field by field: each figure the bench prints is there, with
+its unit, and plausible for a working bench; never against its target, which the benches judge when run
+by hand (docs/overhead.md and the pages it links say which and where). Most of these runs repeat paths an
+integration test of the default tier covers: they are in the full tier (tests/conftest.py says which)."""
 
 import os
 import re
@@ -18,26 +20,113 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 # Modules the benches import, not benches themselves.
 HELPERS = {"benchbed.py", "cassandra_container.py", "synth_results.py", "tiny.py", "wml/compare.py"}
 
-# bench: (extra arguments after --tiny, what its printed result line looks like)
-BENCHES = {
-    "auto_repetitions.py": ([], r"machine time auto / fixed: [\d.]+"),
-    "decisions_sim.py": ([], r"coverage of the reported intervals: [\d.]+"),
-    "kubernetes_overhead.py": ([], r"low: pod / native, median of paired ratios: [\d.]+ over 1 rounds"),
-    "overhead.py": ([], r"container volume / native: +[\d.]+ median of paired ratios"),
-    "podman_vs_docker.py": ([], r"podman / docker, median of paired ratios: [\d.]+ over 1 rounds"),
-    "remote_hosts.py": ([], r"host-b / local: median of 1 paired ratios [\d.]+"),
-    "remote_overhead.py": ([], r"remote / local, median of 1 paired rounds"),
-    "report_bench.py": ([], r"report on 200 trials: best [\d.]+ s"),
-    "spec_fuzz.py": ([], r"300 mutants in [\d.]+ s: 0 crashes"),
-    "swarm_overhead.py": ([], r"1 per host: barrier release skew across hosts \d.* ms; hosts' first I/O skew \d"),
-    "vm_overhead.py": ([], r"median paired ratio [\d.]+ \(target >= 0.98\)"),
-    "wml/run.sh": ([], r"hog_ns_per_iteration engine [\d.]+ filebench_c [\d.]+ ratio [\d.]+"),
-    "ycsb_client.py": ([], r"workload A: 2 clients / 1 client = [\d.]+"),
-    "ycsb_cluster_span.py": ([], r"span-clients-apart: median [\d.]+ ops/s, ratio to one-host [\d.]+"),
-    "ycsb_native_container.py": ([], r"workload A: container / native = [\d.]+"),
-    # the advice writes thousands with a comma (1,336 ops/s)
-    "ycsb_placement.py": ([], r"placed \(measured\): 2 on one host .*; 1\+1 on 2 hosts \(spread\) [\d.,]+ ops/s"),
-}
+# bench: (extra arguments after --tiny, what its printed result says). Each pattern must match the output,
+# with its unit; each named number in it must lie in its range. A tiny run's figures are noise, so the ranges
+# are those of a working bench, not of a target: a ratio of 0 or 50, no I/O, a missing unit or a field gone
+# from the output is a broken bench. Numbers may carry thousands separators (1,336 ops/s).
+Checks = list[tuple[str, dict[str, tuple[float, float]]]]
+RATIO = (0.05, 20.0)  # a ratio of two measurements of one machine, whatever the noise of 1 s trials
+IOPS = (10.0, 1e7)
+BENCHES: dict[str, tuple[list[str], Checks]] = {
+    "auto_repetitions.py": (
+        [],
+        [
+            (r"fixed: \d+ repetitions x \d+ s, 1 run\(s\): (?P<fixed_min>[\d.]+) min, (?P<fixed>\d+) trials",
+             {"fixed_min": (0.01, 60), "fixed": (2, 10000)}),
+            (r"auto: margin 5%, \d+\.\.\d+ repetitions, 1 run\(s\): (?P<auto_min>[\d.]+) min, (?P<auto>\d+) trials",
+             {"auto_min": (0.01, 60), "auto": (2, 10000)}),
+            (r"machine time auto / fixed: (?P<ratio>[\d.]+)", {"ratio": RATIO}),
+            (r"pair 0: decisions agree: (yes|no: .+)", {}),
+        ],
+    ),
+    "decisions_sim.py": ([], [(r"coverage of the reported intervals: (?P<coverage>[\d.]+)", {"coverage": (0.5, 1.0)})]),
+    "kubernetes_overhead.py": (
+        [],
+        [
+            (r"low round 1: native (?P<native>[\d,]+) IOPS, pod on a local PV (?P<pod>[\d,]+), ratio",
+             {"native": IOPS, "pod": IOPS}),
+            (r"low: pod / native, median of paired ratios: (?P<ratio>[\d.]+) over 1 rounds", {"ratio": RATIO}),
+        ],
+    ),
+    "overhead.py": (
+        [],
+        [
+            (r"round 1: by hand (?P<hand>\d+)  strata native (?P<native>\d+)  container volume (?P<volume>\d+) IOPS",
+             {"hand": IOPS, "native": IOPS, "volume": IOPS}),
+            (r"strata native / by hand: +(?P<native>[\d.]+) median of paired ratios", {"native": RATIO}),
+            (r"container volume / native: +(?P<volume>[\d.]+) median of paired ratios", {"volume": RATIO}),
+        ],
+    ),
+    "podman_vs_docker.py": (
+        [],
+        [
+            (r"round 1: docker (?P<docker>[\d,]+) IOPS, podman (?P<podman>[\d,]+) IOPS",
+             {"docker": IOPS, "podman": IOPS}),
+            (r"podman / docker, median of paired ratios: (?P<ratio>[\d.]+) over 1 rounds", {"ratio": RATIO}),
+        ],
+    ),
+    "remote_hosts.py": (
+        [],
+        [
+            (r"host-b / local: median of 1 paired ratios (?P<ratio>[\d.]+) .*; medians (?P<b>\d+) against "
+             r"(?P<local>\d+) IOPS", {"ratio": RATIO, "b": IOPS, "local": IOPS}),
+        ],
+    ),
+    "remote_overhead.py": (
+        [],
+        [
+            (r"remote / local, median of 1 paired rounds \(\d+ s each, 4 KiB random reads\)", {}),
+            (r"QD1 \(1 job x QD1\) +(?P<local>\d+) +(?P<remote>\d+) +(?P<ratio>[\d.]+) +(?P<local_us>\d+)us "
+             r"+(?P<remote_us>\d+)us", {"local": IOPS, "remote": IOPS, "ratio": RATIO, "local_us": (1, 1e6),
+                                       "remote_us": (1, 1e6)}),
+        ],
+    ),
+    "report_bench.py": (
+        [],
+        [
+            (r"run 1: 200 trials, (?P<cells>\d+) configurations, (?P<figures>\d+) figures", {"cells": (10, 200),
+             "figures": (10, 200)}),
+            (r"report on 200 trials: best (?P<s>[\d.]+) s", {"s": (0.05, 600)}),
+        ],
+    ),
+    "spec_fuzz.py": ([], [(r"300 mutants in (?P<s>[\d.]+) s: 0 crashes", {"s": (0.01, 600)})]),
+    "swarm_overhead.py": (
+        [],
+        [
+            (r"overhead: swarm / local, median of 1 paired ratios = (?P<ratio>[\d.]+)", {"ratio": RATIO}),
+            (r"1 per host: barrier release skew across hosts (?P<release>[\d.]+) ms; hosts' first I/O skew "
+             r"(?P<first>[\d.]+) ms", {"release": (0, 5000), "first": (0, 5000)}),
+        ],
+    ),
+    "vm_overhead.py": (
+        [],
+        [
+            (r"strata VM path: median (?P<strata>[\d.]+) IOPS", {"strata": (1, 1e7)}),
+            (r"median paired ratio (?P<ratio>[\d.]+) \(target >= 0.98\)", {"ratio": RATIO}),
+        ],
+    ),
+    "wml/run.sh": (
+        [],
+        [
+            (r"hog_ns_per_iteration engine (?P<engine>[\d.]+) filebench_c (?P<c>[\d.]+) ratio (?P<ratio>[\d.]+)",
+             {"engine": (0.01, 1e9), "c": (0.01, 1e9), "ratio": RATIO}),
+        ],
+    ),
+    "ycsb_client.py": ([], [(r"workload A: 2 clients / 1 client = (?P<ratio>[\d.]+)", {"ratio": RATIO})]),
+    "ycsb_cluster_span.py": (
+        [],
+        [
+            (r"span-clients-apart: median (?P<ops>[\d.]+) ops/s, ratio to one-host (?P<ratio>[\d.]+); median read "
+             r"p99 (?P<p99_ms>[\d.]+) ms", {"ops": (1, 1e7), "ratio": RATIO, "p99_ms": (0.001, 60000)}),
+        ],
+    ),
+    "ycsb_native_container.py": ([], [(r"workload A: container / native = (?P<ratio>[\d.]+)", {"ratio": RATIO})]),
+    "ycsb_placement.py": (
+        [],
+        [(r"placed \(measured\): 2 on one host .*; 1\+1 on 2 hosts \(spread\) (?P<spread>[\d.,]+) ops/s",
+          {"spread": (1, 1e7)})],
+    ),
+}  # fmt: skip
 
 
 # A hang guard, not a speed target: on a fresh machine the first bench to need an image, Cassandra's jars
@@ -56,7 +145,7 @@ def test_every_bench_has_a_tiny_run_here():
 
 @pytest.mark.parametrize("bench", sorted(BENCHES))
 def test_bench_runs_to_its_result_in_tiny_mode(bench, tmp_path):
-    extra, result = BENCHES[bench]
+    extra, checks = BENCHES[bench]
     script = BENCH / bench
     argv = ["bash", str(script), "--tiny"] if bench.endswith(".sh") else [sys.executable, str(script), "--tiny"]
     if bench == "report_bench.py":
@@ -66,4 +155,9 @@ def test_bench_runs_to_its_result_in_tiny_mode(bench, tmp_path):
     out = cp.stdout + cp.stderr
     assert cp.returncode == 0, f"{bench} exited {cp.returncode}:\n{out[-4000:]}"
     assert "tiny mode" in cp.stdout, f"{bench} did not say its figures mean nothing:\n{out[-2000:]}"
-    assert re.search(result, cp.stdout), f"{bench} did not print its result ({result}):\n{out[-4000:]}"
+    for pattern, ranges in checks:
+        m = re.search(pattern, cp.stdout)
+        assert m, f"{bench} did not print {pattern!r}:\n{out[-4000:]}"
+        for name, (low, high) in ranges.items():
+            value = float(m.group(name).replace(",", ""))
+            assert low <= value <= high, f"{bench}: {name} = {value}, outside [{low}, {high}]: {m.group(0)}"

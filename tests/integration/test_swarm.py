@@ -74,7 +74,8 @@ def _spec(bed, tmp_path, **over) -> Path:
         "loads": [{"name": "two", "containers": 2}],
         "placement": ["spread"],
         "hosts": bed.spec_hosts(),
-        "swarm": {"manager": f"unix://{bed.manager.sock}", "lost_after_s": 15},  # beside a JVM, 5 s of silence is not a lost host
+        # 15 s: beside a JVM on the other worker, 5 s of silence is not a lost host
+        "swarm": {"manager": f"unix://{bed.manager.sock}", "lost_after_s": 15},
         **over,
     }
     return write_spec(tmp_path / "spec.yaml", spec)

@@ -9,7 +9,8 @@ from strata import __version__
 from strata.cli import cleanup, compare, doctor, export, image, prepare, report, run, show, testbed, validate
 from strata.errors import StrataError
 
-SUBCOMMANDS = {m.NAME: m for m in (doctor, validate, prepare, run, show, export, cleanup, image, report, compare, testbed)}
+COMMANDS = (doctor, validate, prepare, run, show, export, cleanup, image, report, compare, testbed)
+SUBCOMMANDS = {m.NAME: m for m in COMMANDS}
 
 
 def build_parser() -> argparse.ArgumentParser:

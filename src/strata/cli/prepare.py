@@ -11,6 +11,7 @@ hosts. Only the trials the plan keeps count, so an excluded stack builds nothing
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from pydantic import BaseModel
 
@@ -32,27 +33,31 @@ def add_arguments(p):
 
 def main(args) -> int:
     items = merged([builds(*load_spec(spec)) for spec in args.specs])
-    failed = missing = 0
+    states: list[str] = []
     for b in items:
         t0 = time.monotonic()
-        if args.check and missing and b.name.startswith("image "):
+        if args.check and "missing" in states and b.name.startswith("image "):
             # an image's spec may need what is missing (jars it holds): checking it would build them
             print(f"{b.name}: not checked (it may be built from what is missing above)")
+            states.append("unchecked")
             continue
         try:
             state = _one(b, args.check)
         except StrataError as e:
-            failed += 1
+            states.append("failed")
             print(f"{b.name}: FAILED after {time.monotonic() - t0:.1f} s: {e.message()}")
             continue
-        missing += state == "missing"
-        key = _key(b)
-        print(f"{b.name}: {state} in {time.monotonic() - t0:.1f} s (cache key {key})")
-    if failed or missing:
-        what = f"{failed} failed" if failed else f"{missing} not built (run `strata prepare` without --check)"
-        print(f"prepare: {len(items)} items, {what}")
+        states.append(state)
+        print(f"{b.name}: {state} in {time.monotonic() - t0:.1f} s (cache key {_key(b)})")
+    counts = ", ".join(
+        f"{states.count(s)} {s}" for s in ("built", "cached", "missing", "unchecked", "failed") if s in states
+    )
+    print(f"prepare: {len(items)} items ({counts or 'nothing to build'})")
+    if "failed" in states:
         return 1
-    print(f"prepare: {len(items)} items, all cached")
+    if args.check and ("missing" in states or "unchecked" in states):
+        print("prepare: build them with `strata prepare` (scripts/prepare)")
+        return 1
     return 0
 
 
@@ -84,18 +89,23 @@ def builds(exp, workloads: list[BaseModel]) -> list[Build]:
     first: dict[str, Build] = {}
     images: dict[str, Build] = {}
     for t in trials:
-        wl, rt = WORKLOADS[t.workload.type], RUNTIMES[t.runtime.type]
+        wl, rt = WORKLOADS[_kind(t.workload)], RUNTIMES[_kind(t.runtime)]
         for plugin, params in ((wl, t.workload), (rt, t.runtime)):
             if isinstance(plugin, Prebuilds):
                 for b in plugin.builds(params):
                     first.setdefault(b.name, b)
         if rt.isolation == "container":
-            b = image_build(wl.name, lambda wl=wl, params=t.workload: wl.image(params))
+            b = image_build(wl.name, partial(wl.image, t.workload))  # called late: an image of jars needs them
             images.setdefault(b.name, b)
     out = [*first.values(), *images.values()]
     if exp.hosts:
         out.append(_agent_build(exp))
     return out
+
+
+def _kind(params: BaseModel) -> str:
+    """A plugin's parameters name their plugin (`type`, the registry key)."""
+    return str(params.model_dump()["type"])
 
 
 def _agent_build(exp) -> Build:
