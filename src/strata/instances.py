@@ -68,6 +68,7 @@ class Build:
     key: Callable[[], str]
     cached: Callable[[], bool]
     make: Callable[[], object]
+    apart: bool = False  # built from sources of its own, beside the others (it needs none of them)
 
 
 @runtime_checkable

@@ -86,3 +86,26 @@ def _args(check: bool):
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
 def test_every_example_plans_its_builds(example):
     assert all(b.name for b in prepare.builds(*load_spec(EXAMPLES / example)))
+
+
+def test_what_builds_apart_goes_on_beside_the_rest(monkeypatch, capsys):
+    import threading
+
+    started = threading.Event()
+    built: list[str] = []
+
+    def slow():
+        started.set()
+        built.append("kube")
+
+    def after():  # runs while the apart item may still build: it does not wait for it
+        assert started.wait(5)
+        built.append("image")
+
+    items = [
+        Build("kube", lambda: "v1", lambda: False, slow, apart=True),
+        Build("image z", lambda: "k", lambda: False, after),
+    ]
+    monkeypatch.setattr(prepare, "builds", lambda exp, wl: items)
+    assert prepare.main(_args(check=False)) == 0
+    assert sorted(built) == ["image", "kube"] and "2 items (2 built)" in capsys.readouterr().out

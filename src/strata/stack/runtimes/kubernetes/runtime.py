@@ -129,7 +129,7 @@ class Kubernetes(RefusesLimits, Prebuilds):
             return []
         from strata.stack.kube.build import KUBERNETES_VERSION, binaries, binaries_built
 
-        return [Build("Kubernetes test bed binaries", lambda: KUBERNETES_VERSION, binaries_built, binaries)]
+        return [Build("Kubernetes test bed binaries", lambda: KUBERNETES_VERSION, binaries_built, binaries, apart=True)]
 
     def impossible(self, params: KubernetesParams, fs: FilesystemParams) -> str | None:
         if fs.type == "raw":
