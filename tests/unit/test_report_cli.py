@@ -14,7 +14,8 @@ def test_report_writes_html_figures_csv(tmp_path, capsys):
     assert "strata report: 16 trial(s)" in out and "report.html" in out
     assert (tmp_path / "report.html").stat().st_size > 10000
     svgs = sorted(p.stem for p in (tmp_path / "figures").glob("*.svg"))
-    assert svgs == sorted(p.stem for p in (tmp_path / "figures").glob("*.png")) and svgs
+    assert svgs and not list((tmp_path / "figures").glob("*.png"))  # PNG only with --png
+    assert "figures as SVG in" in out
     assert {p.stem for p in (tmp_path / "csv").glob("*.csv")} >= set(svgs) | {
         "findings",
         "advice",
@@ -22,6 +23,17 @@ def test_report_writes_html_figures_csv(tmp_path, capsys):
         "containers",
     }
     assert (tmp_path / "summary.txt").read_text().startswith("strata report")
+
+
+def test_report_png_option_writes_every_figure_twice(tmp_path, capsys):
+    assert main(["report", str(DATA / "small"), "-o", str(tmp_path), "--png", "--jobs", "1"]) == 0
+    assert "figures as SVG and PNG in" in capsys.readouterr().out
+    svgs = sorted(p.stem for p in (tmp_path / "figures").glob("*.svg"))
+    assert svgs == sorted(p.stem for p in (tmp_path / "figures").glob("*.png")) and svgs
+    assert f'href="figures/{svgs[0]}.png"' in (tmp_path / "report.html").read_text()
+    # a later report without --png replaces the figures: no PNG of an older report stays beside it
+    assert main(["report", str(DATA / "small"), "-o", str(tmp_path), "--jobs", "1"]) == 0
+    assert not list((tmp_path / "figures").glob("*.png"))
 
 
 def test_report_series_option(tmp_path, capsys):

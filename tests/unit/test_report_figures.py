@@ -66,14 +66,15 @@ def test_figure_kinds_chosen_from_the_results(report):
 
 def test_every_figure_renders_with_axes_and_labels(report):
     for f in report.figures:
-        svg, png = figures.render(f)
+        svg, png = figures.render(f, png=True)
         root = ET.fromstring(svg)
         axes = [g for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("axes_")]
         assert axes, f.id
         texts = svg_texts(svg)
         assert any(f.title[:20] in t for t in texts), f.id
         assert len(texts) >= 6, f.id
-        assert png.startswith(b"\x89PNG")
+        assert png is not None and png.startswith(b"\x89PNG")
+        assert figures.render(f) == (svg, None)  # the PNG only on request, the SVG the same
 
 
 def test_scaling_marks_the_peak(report):

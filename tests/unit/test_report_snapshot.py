@@ -10,6 +10,7 @@ Update after a deliberate change: STRATA_UPDATE_SNAPSHOTS=1 python3 -m pytest te
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import matplotlib
@@ -27,8 +28,9 @@ VERSIONS = {"matplotlib": matplotlib.__version__, "freetype": matplotlib.ft2font
 
 @pytest.fixture(scope="module")
 def files():
+    """The report with its PNG copies (`strata report --png`): the snapshots hold both formats."""
     report = build_report(load(DATA / "small"), "strata report: report-small")
-    out = generate(report, jobs=1)
+    out = generate(report, jobs=1, png=True)
     if UPDATE:
         for rel, data in out.items():
             p = SNAP / (rel + ".sha256" if rel.endswith(".png") else rel)
@@ -76,8 +78,20 @@ def test_rendered_outputs_match(files, kind):
 
 
 def test_outputs_are_deterministic(files):
-    again = generate(build_report(load(DATA / "small"), "strata report: report-small"), jobs=2)
+    again = generate(build_report(load(DATA / "small"), "strata report: report-small"), jobs=2, png=True)
     assert again == files
+
+
+def test_default_report_is_the_snapshot_without_png(files):
+    """Without --png: the same files but the PNGs, and the page links no PNG (a link to a file not written)."""
+    default = generate(build_report(load(DATA / "small"), "strata report: report-small"), jobs=2)
+    assert set(default) == {k for k in files if not k.endswith(".png")}
+    assert {k: v for k, v in default.items() if k != "report.html"} == {
+        k: v for k, v in files.items() if k in default and k != "report.html"
+    }
+    page = default["report.html"].decode()
+    assert ".png" not in page
+    assert page == re.sub(r'<a href="figures/[^"]+\.png">PNG</a> ', "", files["report.html"].decode())
 
 
 def test_no_dates_paths_or_metadata(files):

@@ -108,8 +108,10 @@ def generate(cmp, name_a: str, name_b: str) -> dict[str, bytes]:
     svg = None
     if cmp.matches:
         fig = figure(cmp, name_a, name_b)
-        svg, png = figures.render(fig)
-        out["compare.svg"], out["compare.png"] = svg, png
+        svg, png = figures.render(fig, png=True)
+        out["compare.svg"] = svg
+        if png is not None:
+            out["compare.png"] = png
     body = inline_svg(svg, "c") if svg else "<p>No configuration was measured in both sets.</p>"
     page = (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>strata compare</title>"
