@@ -8,6 +8,12 @@ imported before the clock starts (their time is printed apart). Prints every
 run's phases and the best total of --repeat runs. Not a timed test: run it by
 hand and read the printed time.
 
+The phases: `load` the result files; `describe` the cells, sweeps and the
+figures' data; `conclude` the warnings, findings and advice while worker
+processes draw the figures; `figures`, the wait for the drawing left once
+the tables are written; `pages`, the HTML; `write` the files. (A version
+from before report_files() has `analyse` and `render` instead.)
+
 `--baseline SRC` also times another version of strata (the `src/` of another
 checkout, e.g. `git worktree add /tmp/old COMMIT`), alternating its runs with
 this checkout's so that both see the same machine, and prints the ratio
@@ -36,34 +42,36 @@ import tiny  # noqa: E402
 
 BUDGET_S = 10.0
 SRC = Path(__file__).resolve().parents[1] / "src"
-PHASES = ("load", "analyse", "render", "write")
 
 
 def run_once(results_dir: Path, out: Path, png: bool) -> dict:
-    """One report, timed by phase; imports first, apart from the phases (the CLI pays them once)."""
+    """One report, timed by phase, the way `strata report` makes it; imports first, apart from the phases."""
     t = time.perf_counter()
     import inspect
 
-    import strata.analysis.analyse  # noqa: F401  (imported lazily by build_report)
+    import strata.analysis.analyse  # noqa: F401  (imported lazily by the report)
+    import strata.report
     import strata.report.model  # noqa: F401
     from strata.analysis.load import load as load_results
-    from strata.report import build_report, write
-    from strata.report import generate as generate_files
 
     imports_s = time.perf_counter() - t
-    # a baseline from before --png draws both formats, always: call it as its own CLI did
-    kw = {"png": True} if png and "png" in inspect.signature(generate_files).parameters else {}
     shutil.rmtree(out, ignore_errors=True)
     c0 = os.times()
     t0 = time.perf_counter()
     results = load_results(results_dir)
-    t1 = time.perf_counter()
-    report = build_report(results, "bench")
-    t2 = time.perf_counter()
-    files = generate_files(report, **kw)
+    phases = {"load": time.perf_counter() - t0}
+    if hasattr(strata.report, "report_files"):
+        report, files = strata.report.report_files(results, "bench", png=png, phases=phases)
+    else:  # a version from before report_files: analyse, then draw (SVG and PNG, whatever --png says)
+        t1 = time.perf_counter()
+        report = strata.report.build_report(results, "bench")
+        t2 = time.perf_counter()
+        kw = {"png": True} if png and "png" in inspect.signature(strata.report.generate).parameters else {}
+        files = strata.report.generate(report, **kw)
+        phases |= {"analyse": t2 - t1, "render": time.perf_counter() - t2}
     t3 = time.perf_counter()
-    write(files, out)
-    t4 = time.perf_counter()
+    strata.report.write(files, out)
+    phases["write"] = time.perf_counter() - t3
     c1 = os.times()
     return {
         "trials": len(results),
@@ -71,11 +79,8 @@ def run_once(results_dir: Path, out: Path, png: bool) -> dict:
         "svg": sum(1 for k in files if k.endswith(".svg")),
         "png": sum(1 for k in files if k.endswith(".png")),
         "imports": imports_s,
-        "load": t1 - t0,
-        "analyse": t2 - t1,
-        "render": t3 - t2,
-        "write": t4 - t3,
-        "total": t4 - t0,
+        "phases": phases,
+        "total": time.perf_counter() - t0,
         "cpu": sum(c1[:4]) - sum(c0[:4]),  # with the figure workers' (reaped) time
     }
 
@@ -90,11 +95,14 @@ def measure(src: Path, results_dir: Path, out: Path, png: bool) -> dict:
     return json.loads(cp.stdout.strip().splitlines()[-1])
 
 
+def phases(r: dict) -> str:
+    return ", ".join(f"{p} {s:.2f} s" for p, s in r["phases"].items())
+
+
 def line(name: str, i: int, r: dict) -> str:
-    phases = ", ".join(f"{p} {r[p]:.2f} s" for p in PHASES)
     return (
         f"{name} run {i + 1}: {r['trials']} trials, {r['configurations']} configurations, {r['svg']} figures "
-        f"({r['png']} PNG): {phases}, total {r['total']:.2f} s (CPU {r['cpu']:.2f} s incl. figure processes; "
+        f"({r['png']} PNG): {phases(r)}, total {r['total']:.2f} s (CPU {r['cpu']:.2f} s incl. figure processes; "
         f"imports {r['imports']:.2f} s apart; load average {os.getloadavg()[0]:.1f})"
     )
 
@@ -131,19 +139,19 @@ def main() -> int:
             runs[name].append(r)
             print(line(name, i, r), flush=True)
     best = min(runs["this"], key=lambda r: r["total"])
-    phases = ", ".join(f"{p} {best[p]:.2f} s" for p in PHASES)
     print(
-        f"report on {a.trials} trials: best {best['total']:.2f} s of {a.repeat} ({phases}; budget {BUDGET_S:.0f} s): "
-        + ("OK" if best["total"] < BUDGET_S else "TOO SLOW")
+        f"report on {a.trials} trials: best {best['total']:.2f} s of {a.repeat} ({phases(best)}; "
+        f"budget {BUDGET_S:.0f} s): " + ("OK" if best["total"] < BUDGET_S else "TOO SLOW")
     )
     if a.baseline:
         base = min(runs["baseline"], key=lambda r: r["total"])
         paired = [x["total"] / y["total"] for x, y in zip(runs["this"], runs["baseline"])]
+        cpu = [x["cpu"] / y["cpu"] for x, y in zip(runs["this"], runs["baseline"])]
         print(
             f"baseline ({a.baseline}): best {base['total']:.2f} s of {a.repeat} "
-            f"({', '.join(f'{p} {base[p]:.2f} s' for p in PHASES)}); this / baseline: "
+            f"({phases(base)}); this / baseline: "
             f"{best['total'] / base['total']:.2f} of the best totals, median of paired ratios "
-            f"{statistics.median(paired):.2f}"
+            f"{statistics.median(paired):.2f}; CPU time, median of paired ratios {statistics.median(cpu):.2f}"
         )
     return 0 if best["total"] < BUDGET_S or a.tiny else 1  # a tiny run's figures mean nothing: no verdict on them
 

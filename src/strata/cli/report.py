@@ -42,7 +42,7 @@ def list_findings() -> str:
 
 
 def main(args) -> int:
-    from strata.report import build_report, generate, write
+    from strata.report import report_files, write
 
     if args.list_findings:
         print(list_findings())
@@ -51,8 +51,7 @@ def main(args) -> int:
         raise StrataError("no results directory given", "strata report RESULTS (the directory of `strata run -o`)")
     results = load_results(args.results)
     title = args.title or "strata report: " + ", ".join(sorted({r.get("experiment", "") for r in results}))
-    report = build_report(results, title, tuple(args.series))
-    files = generate(report, args.jobs, args.png)
+    _, files = report_files(results, title, tuple(args.series), args.jobs, args.png)
     out = Path(args.output or Path(args.results) / "report")
     write(files, out)
     print(files["summary.txt"].decode().rstrip())
