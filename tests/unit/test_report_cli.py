@@ -51,7 +51,30 @@ def test_compare_two_result_sets(tmp_path, capsys):
     assert main(["compare", str(DATA / "small"), str(DATA / "fs-compare"), "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "configuration(s) in both" in out and "change [95% CI]" in out
-    assert (tmp_path / "compare.svg").exists() and (tmp_path / "compare.csv").exists()
+    assert f"compare: {tmp_path / 'compare.html'}" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["compare.csv", "compare.html", "compare.svg", "compare.txt"]
+    assert main(["compare", str(DATA / "small"), str(DATA / "fs-compare"), "-o", str(tmp_path), "--png"]) == 0
+    assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_compare_without_output_prints_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """Without -o nothing is written, in the current directory or anywhere under it (it once wrote
+    ./strata-compare/ there)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", str(DATA / "small"), str(DATA / "fs-compare")]) == 0
+    out = capsys.readouterr().out
+    assert "configuration(s) in both" in out and "change [95% CI]" in out and "compare.html" not in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_png_needs_a_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", str(DATA / "small"), str(DATA / "fs-compare"), "--png"]) == 2
+    assert "add -o DIR" in capsys.readouterr().err
+    (tmp_path / "f").write_text("")
+    assert main(["compare", str(DATA / "small"), str(DATA / "fs-compare"), "-o", "f"]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]
 
 
 def test_summary_text_for_strata_run():
