@@ -18,8 +18,12 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from strata.report import csv, figures, html, terminal
+
+if TYPE_CHECKING:
+    from strata.report.parts import Report
 
 PARALLEL_FROM = 6  # figures; below this a process pool costs more than it saves
 
@@ -52,7 +56,7 @@ def report_files(
     jobs: int | None = None,
     png: bool = False,
     phases: dict[str, float] | None = None,
-):
+) -> tuple[Report, dict[str, bytes]]:
     """(Report, files) of stored results: build_report() then generate(), the same bytes, sooner. The figures
     draw only measurements, so the workers draw them while this process concludes the analysis (warnings,
     findings, advice) and writes the tables. `phases`, when given, receives each phase's seconds."""
@@ -103,9 +107,10 @@ class _Clock:
 
 @contextmanager
 def _frozen() -> Iterator[None]:
-    """What is alive now stays alive for the whole report: frozen, the cycle collector stops walking it (a
-    tenth of the analysis' time on 10,000 results) and, in a forked worker, stops touching its pages (which
-    would copy them into the worker). Unfrozen at the end: all goes back to the collector's oldest generation."""
+    """What is alive now stays alive for the whole report: frozen, the cycle collector stops walking it (its
+    passes over 10,000 results were a tenth of the analysis' time) and, in a forked worker, stops touching
+    its pages (which would copy them into the worker). Unfrozen at the end: all goes back to the collector's
+    oldest generation."""
     gc.freeze()
     try:
         yield
