@@ -66,14 +66,15 @@ def test_figure_kinds_chosen_from_the_results(report):
 
 def test_every_figure_renders_with_axes_and_labels(report):
     for f in report.figures:
-        svg, png = figures.render(f)
+        svg, png = figures.render(f, png=True)
         root = ET.fromstring(svg)
         axes = [g for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("axes_")]
         assert axes, f.id
         texts = svg_texts(svg)
         assert any(f.title[:20] in t for t in texts), f.id
         assert len(texts) >= 6, f.id
-        assert png.startswith(b"\x89PNG")
+        assert png is not None and png.startswith(b"\x89PNG")
+        assert figures.render(f) == (svg, None)  # the PNG only on request, the SVG the same
 
 
 def test_scaling_marks_the_peak(report):
@@ -149,8 +150,9 @@ def test_unconfirmed_drawn_apart_from_cache_and_whiskers_only_with_an_interval()
 def test_compare_figure_and_table():
     a = reps(100, fs="xfs") + reps(100, fs="ext4")
     b = reps(120, fs="xfs") + reps(100.5, fs="ext4")
-    out = compare_report.generate(compare(a, b), "A", "B")
-    assert {"compare.csv", "compare.svg", "compare.png", "compare.html", "compare.txt"} <= set(out)
+    out = compare_report.generate(compare(a, b), "A", "B", png=True)
+    assert {"compare.csv", "compare.svg", "compare.png", "compare.html", "compare.txt"} == set(out)
+    assert set(compare_report.generate(compare(a, b), "A", "B")) == set(out) - {"compare.png"}
     txt = out["compare.txt"].decode()
     assert "higher" in txt and "same" in txt  # xfs decidedly higher, ext4 within the 5% margin
     assert any("change of B relative to A" in t for t in svg_texts(out["compare.svg"]))

@@ -7,9 +7,11 @@ recorded with the snapshots, and the test says so when they do not.
 Update after a deliberate change: STRATA_UPDATE_SNAPSHOTS=1 python3 -m pytest tests/unit/test_report_snapshot.py
 """
 
+import gc
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import matplotlib
@@ -17,7 +19,7 @@ import matplotlib.ft2font
 import pytest
 
 from strata.analysis.load import load
-from strata.report import build_report, generate
+from strata.report import build_report, generate, report_files
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 SNAP = DATA / "snapshots" / "small"
@@ -27,8 +29,9 @@ VERSIONS = {"matplotlib": matplotlib.__version__, "freetype": matplotlib.ft2font
 
 @pytest.fixture(scope="module")
 def files():
+    """The report with its PNG copies (`strata report --png`): the snapshots hold both formats."""
     report = build_report(load(DATA / "small"), "strata report: report-small")
-    out = generate(report, jobs=1)
+    out = generate(report, jobs=1, png=True)
     if UPDATE:
         for rel, data in out.items():
             p = SNAP / (rel + ".sha256" if rel.endswith(".png") else rel)
@@ -76,8 +79,20 @@ def test_rendered_outputs_match(files, kind):
 
 
 def test_outputs_are_deterministic(files):
-    again = generate(build_report(load(DATA / "small"), "strata report: report-small"), jobs=2)
+    again = generate(build_report(load(DATA / "small"), "strata report: report-small"), jobs=2, png=True)
     assert again == files
+
+
+def test_default_report_is_the_snapshot_without_png(files):
+    """Without --png: the same files but the PNGs, and the page links no PNG (a link to a file not written)."""
+    default = generate(build_report(load(DATA / "small"), "strata report: report-small"), jobs=2)
+    assert set(default) == {k for k in files if not k.endswith(".png")}
+    assert {k: v for k, v in default.items() if k != "report.html"} == {
+        k: v for k, v in files.items() if k in default and k != "report.html"
+    }
+    page = default["report.html"].decode()
+    assert ".png" not in page
+    assert page == re.sub(r'<a href="figures/[^"]+\.png">PNG</a> ', "", files["report.html"].decode())
 
 
 def test_no_dates_paths_or_metadata(files):
@@ -87,3 +102,24 @@ def test_no_dates_paths_or_metadata(files):
             assert b"<dc:date>" not in data and b"Matplotlib v" not in data, name
         if name.endswith(".png"):
             assert data.startswith(b"\x89PNG") and b"Software" not in data and b"matplotlib" not in data, name
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_report_files_makes_the_same_bytes_sooner(files, jobs):
+    """`strata report`'s path: the figures drawn while the analysis is concluded; the same bytes, and the
+    collector left as it was found (enabled, nothing frozen)."""
+    phases: dict[str, float] = {}
+    report, out = report_files(load(DATA / "small"), "strata report: report-small", jobs=jobs, png=True, phases=phases)
+    assert out == files
+    assert report.analysis.findings and report.analysis.best  # concluded
+    assert list(phases) == ["describe", "conclude", "figures", "pages"]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_loading_leaves_the_collector_on_even_when_a_file_is_bad(tmp_path):
+    (tmp_path / "trials").mkdir()
+    (tmp_path / "trials" / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json"):
+        load(tmp_path)
+    assert gc.isenabled()
+    assert load(DATA / "small") and gc.isenabled()

@@ -68,15 +68,26 @@ class Analysis:
 
 
 def analyse(results: list[dict], judge_steady: bool = True) -> Analysis:
+    return conclude(describe(results, judge_steady))
+
+
+def describe(results: list[dict], judge_steady: bool = True) -> Analysis:
+    """The measurements: cells, the raw baselines, sweeps and tables; all that the report's figures draw, so
+    that they can be drawn while conclude() runs."""
     cells = build_cells(results, judge_steady)
     baseline.apply_above_raw(cells)
     a = Analysis(results, cells, baseline.raw_index(cells))
     a.sweeps = sweeps.find(cells)
     a.grids = grid.grids(cells)
-    a.warnings = hygiene.check(cells, results)
+    return a
+
+
+def conclude(a: Analysis) -> Analysis:
+    """What is said about the measurements: warnings, the studies' findings, advice, the studies beside."""
+    a.warnings = hygiene.check(a.cells, a.results)
     a.findings = findings.evaluate(a)
-    a.best = advice.best_stacks(cells)
-    a.placements = placement.measured(cells)
+    a.best = advice.best_stacks(a.cells)
+    a.placements = placement.measured(a.cells)
     a.containers = advice.containers(a.sweeps, a.placements)
-    a.beside = beside.beside(cells)
+    a.beside = beside.beside(a.cells)
     return a

@@ -1,4 +1,4 @@
-"""strata report RESULTS [-o DIR]: HTML, SVG/PNG figures, CSV tables and a terminal summary."""
+"""strata report RESULTS [-o DIR] [--png]: HTML, SVG figures (PNG on request), CSV tables and a terminal summary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from strata.cli.export import load_results_dir as load_results  # compare.py imp
 from strata.errors import StrataError
 
 NAME = "report"
-HELP = "write the report of stored results: HTML (self-contained), SVG/PNG figures, CSV, terminal summary"
+HELP = "write the report of stored results: HTML (self-contained), SVG figures, CSV, terminal summary"
 
 
 def add_arguments(p):
@@ -21,6 +21,11 @@ def add_arguments(p):
         default=[],
         metavar="TRIAL_ID",
         help="also draw the time series of this trial (repeatable)",
+    )
+    p.add_argument(
+        "--png",
+        action="store_true",
+        help="also write every figure as PNG (for slides; the figures then take about three times as long)",
     )
     p.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: CPUs)")
     p.add_argument(
@@ -37,7 +42,7 @@ def list_findings() -> str:
 
 
 def main(args) -> int:
-    from strata.report import build_report, generate, write
+    from strata.report import report_files, write
 
     if args.list_findings:
         print(list_findings())
@@ -46,14 +51,14 @@ def main(args) -> int:
         raise StrataError("no results directory given", "strata report RESULTS (the directory of `strata run -o`)")
     results = load_results(args.results)
     title = args.title or "strata report: " + ", ".join(sorted({r.get("experiment", "") for r in results}))
-    report = build_report(results, title, tuple(args.series))
-    files = generate(report, args.jobs)
+    _, files = report_files(results, title, tuple(args.series), args.jobs, args.png)
     out = Path(args.output or Path(args.results) / "report")
     write(files, out)
     print(files["summary.txt"].decode().rstrip())
     n_fig = sum(1 for k in files if k.endswith(".svg"))
     print(
-        f"\nreport: {out / 'report.html'} ({n_fig} figures as SVG and PNG in {out / 'figures'}, "
+        f"\nreport: {out / 'report.html'} ({n_fig} figures as SVG{' and PNG' if args.png else ''} in "
+        f"{out / 'figures'}, "
         f"tables in {out / 'csv'})"
     )
     return 0

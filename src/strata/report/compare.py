@@ -103,13 +103,15 @@ def text(cmp, name_a: str, name_b: str) -> str:
     return "\n".join(out)
 
 
-def generate(cmp, name_a: str, name_b: str) -> dict[str, bytes]:
+def generate(cmp, name_a: str, name_b: str, png: bool = False) -> dict[str, bytes]:
+    """The files of `strata compare -o DIR`: HTML, CSV, text, the figure as SVG, and as PNG when `png`."""
     out = {"compare.txt": (text(cmp, name_a, name_b) + "\n").encode(), "compare.csv": table_csv(COLUMNS, rows(cmp))}
     svg = None
     if cmp.matches:
-        fig = figure(cmp, name_a, name_b)
-        svg, png = figures.render(fig)
-        out["compare.svg"], out["compare.png"] = svg, png
+        svg, raster = figures.render(figure(cmp, name_a, name_b), png)
+        out["compare.svg"] = svg
+        if raster is not None:
+            out["compare.png"] = raster
     body = inline_svg(svg, "c") if svg else "<p>No configuration was measured in both sets.</p>"
     page = (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>strata compare</title>"

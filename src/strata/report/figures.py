@@ -1,4 +1,4 @@
-"""Figures as SVG and PNG bytes (matplotlib, Agg; no pyplot global state).
+"""Figures as SVG bytes, and PNG on request (matplotlib, Agg; no pyplot global state).
 
 Output is deterministic for snapshot tests: a fixed `svg.hashsalt`, text kept
 as text (`svg.fonttype: none`, also what lets a browser test find the axis
@@ -55,15 +55,19 @@ APART_LABEL = {
 }
 
 
-def render(fig) -> tuple[bytes, bytes]:
-    """(svg, png) bytes of a report Figure."""
+def render(fig, png: bool = False) -> tuple[bytes, bytes | None]:
+    """(svg, png) bytes of a report Figure, built once; the PNG (None unless asked for) is a second
+    rasterized drawing of the same figure, which costs twice the SVG's time: only slides need it."""
     with matplotlib.rc_context(RC):
         mpl = DRAW[fig.kind](fig)
         _title(mpl, fig.title)
-        svg, png = io.BytesIO(), io.BytesIO()
+        svg = io.BytesIO()
         mpl.savefig(svg, format="svg", metadata=SVG_META)
-        mpl.savefig(png, format="png", metadata=PNG_META)
-    return svg.getvalue(), png.getvalue()
+        if not png:
+            return svg.getvalue(), None
+        raster = io.BytesIO()
+        mpl.savefig(raster, format="png", metadata=PNG_META)
+    return svg.getvalue(), raster.getvalue()
 
 
 CHAR_IN = 0.068  # width of one 8-9 pt character, inches

@@ -207,14 +207,12 @@ def _num(v) -> str:
     return "not measured here" if v is None else f"{v:,.3g}"
 
 
-def _figure(i: int, f, svg) -> str:
+def _figure(i: int, f, svg, png: bool = False) -> str:
     csv = f'<a href="csv/{f.id}.csv">CSV</a>'
     if svg is None:
         return f'<li id="{escape(f.id)}">{escape(f.title)} ({len(f.table.rows)} rows): {csv}</li>'
-    files = (
-        f'<span class=files>files: <a href="figures/{f.id}.svg">SVG</a> <a href="figures/{f.id}.png">PNG</a> '
-        f"{csv}</span>"
-    )
+    raster = f'<a href="figures/{f.id}.png">PNG</a> ' if png else ""
+    files = f'<span class=files>files: <a href="figures/{f.id}.svg">SVG</a> {raster}{csv}</span>'
     return (
         f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{inline_svg(svg, f"f{i}")}<figcaption>'
         f"<b>{escape(f.title)}</b>. {escape(f.caption)} {files}</figcaption><details><summary>table "
@@ -222,7 +220,8 @@ def _figure(i: int, f, svg) -> str:
     )
 
 
-def render(report, svgs: dict[str, bytes]) -> bytes:
+def render(report, svgs: dict[str, bytes], png: bool = False) -> bytes:
+    """The page; `png`: the figures' PNG files are written too, and linked beside the SVG and CSV."""
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -236,7 +235,7 @@ def render(report, svgs: dict[str, bytes]) -> bytes:
     ]
     if not report.figures:
         parts.append("<p>No figure: the results hold no successful measurement.</p>")
-    parts += [_figure(i, f, svgs[f.id]) for i, f in enumerate(report.figures) if f.id in svgs]
+    parts += [_figure(i, f, svgs[f.id], png) for i, f in enumerate(report.figures) if f.id in svgs]
     rest = [_figure(i, f, None) for i, f in enumerate(report.figures) if f.id not in svgs]
     if rest:
         parts.append(
