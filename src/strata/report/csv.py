@@ -27,7 +27,20 @@ def render(report) -> dict[str, bytes]:
     out = {f"{f.id}.csv": table_csv(f.table.columns, f.table.rows) for f in report.figures}
     out.update({f"{t.id}.csv": table_csv(t.columns, t.rows) for t in report.tables})
     out["paper.csv"] = table_csv(
-        ["study", "where", "subject", "configuration", "paper", "unit", "read", "baseline", "here", "note"],
+        [
+            "study",
+            "where",
+            "subject",
+            "configuration",
+            "paper",
+            "unit",
+            "read",
+            "baseline",
+            "here",
+            "unit here",
+            "as run here",
+            "note",
+        ],
         [
             [
                 b.study,
@@ -39,6 +52,8 @@ def render(report) -> dict[str, bytes]:
                 p.value.read,
                 p.value.baseline or "",
                 p.yours,
+                p.unit_here,
+                p.here,
                 p.value.note,
             ]
             for b in a.beside

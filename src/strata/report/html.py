@@ -179,19 +179,27 @@ def _paper(a) -> str:
     out = (
         '<h2 id="paper">The studies beside these results</h2><p class=meta>The numbers the studies print '
         "(docs/studies.md; src/strata/analysis/paper.yaml) beside the same quantity here. Their hardware is "
-        "not yours: compare the shape, each side read against its own best configuration (1.00) or its own "
-        "raw device, never a paper's number as if it were measured here.</p>"
+        "not yours: compare the shape, each side read against its own best configuration (1.00) or against "
+        "the configuration the value is relative to, each in its own unit, never a paper's number as if it "
+        "were measured here.</p>"
     )
     if not a.beside:
         return out + "<p>None of the studies' published numbers is measured by these results.</p>"
     for b in a.beside:
         if b.kind == "stated":
-            cols = ["configuration", "the study says", "x its baseline", "here: x your raw device"]
+            cols = ["configuration", "the study says", "x its baseline", "here: x the same baseline"]
             rows = [[p.label, p.value.what, _x(paper_ratio(p.value)), _x(p.yours)] for p in b.pairs]
         else:
-            cols = ["configuration", f"paper ({b.unit})", "paper, of its best", f"here ({b.unit})", "here, of its best"]
+            cols = ["configuration", "the study", "of its best", "here", "of its best", "as run here"]
             rows = [
-                [p.label, p.value.value, _x(b.relative(p, False)), _num(p.yours), _x(b.relative(p, True))]
+                [
+                    b.label(p),
+                    f"{p.value.value:g} {'%' if p.value.unit == 'percent' else p.value.unit}",
+                    _x(b.relative(p, False)),
+                    _num(p.yours, p.unit_here),
+                    _x(b.relative(p, True)),
+                    p.here,
+                ]
                 for p in b.pairs
             ]
         out += f"<h3>{escape(b.shape())}</h3>{_table(cols, rows)}"
@@ -202,8 +210,8 @@ def _x(v) -> str:
     return "not measured here" if v is None else f"{v:.2f}"
 
 
-def _num(v) -> str:
-    return "not measured here" if v is None else f"{v:,.3g}"
+def _num(v, unit: str = "") -> str:
+    return "not measured here" if v is None else f"{v:,.3g} {unit}".strip()
 
 
 def _figure(i: int, f, svg) -> str:

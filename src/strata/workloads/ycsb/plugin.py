@@ -55,6 +55,13 @@ METRICS = MetricSchema(
             "target", "parameter", "ops/s", type="int", export=False, axis=Axis("offered rate (ops/s)", detail=True)
         ),
         Metric(
+            "target_share",
+            "parameter",
+            "",
+            export=False,
+            axis=Axis("offered rate (share of the peak)", detail=True),
+        ),
+        Metric(
             "throughput_ops_s",
             "total",
             "ops/s",
