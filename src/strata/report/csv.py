@@ -61,8 +61,8 @@ def render(report) -> dict[str, bytes]:
         ],
     )
     out["findings.csv"] = table_csv(
-        ["id", "status", "claim", "source", "criterion", "numbers"],
-        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail] for f, o in a.findings],
+        ["id", "status", "claim", "source", "criterion", "numbers", "the study says"],
+        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail, f.said] for f, o in a.findings],
     )
     out["advice.csv"] = table_csv(
         [

@@ -12,6 +12,7 @@ import re
 from html import escape
 
 from strata import __version__
+from strata.analysis import studies
 from strata.analysis.beside import paper_ratio
 from strata.analysis.verdict import STATUSES
 from strata.report.csv import cell_text
@@ -145,7 +146,8 @@ def _finding_rows(pairs) -> str:
         cls = o.status.replace(" ", "-")
         rows.append(
             f'<tr><td><span class="st {cls}">{escape(o.status)}</span></td><td><b>{escape(f.id)}</b><br>'
-            f"{escape(f.claim)}<br><small>source: {escape(f.source)}</small></td><td>{escape(f.criterion)}"
+            f"{escape(f.claim)}<br><small>source: {escape(f.source)}"
+            f"{'<br>the study: ' + escape(f.said) if f.said else ''}</small></td><td>{escape(f.criterion)}"
             f"</td><td>{escape(_numbers(o))}</td></tr>"
         )
     return (
@@ -185,6 +187,7 @@ def _paper(a) -> str:
     )
     if not a.beside:
         return out + "<p>None of the studies' published numbers is measured by these results.</p>"
+    out += _differs(list(dict.fromkeys(b.study for b in a.beside)))
     for b in a.beside:
         if b.kind == "stated":
             cols = ["configuration", "the study says", "x its baseline", "here: x the same baseline"]
@@ -203,6 +206,15 @@ def _paper(a) -> str:
                 for p in b.pairs
             ]
         out += f"<h3>{escape(b.shape())}</h3>{_table(cols, rows)}"
+    return out
+
+
+def _differs(ids: list[str]) -> str:
+    """What differs here from each study's method, and why (analysis/studies.yaml, as docs/studies.md)."""
+    out = ""
+    for s in filter(None, (studies.by_study(i) for i in ids)):
+        items = "".join(f"<li><b>{escape(what)}</b>: {escape(text)}</li>" for what, text in s.differs)
+        out += f"<details><summary>study {s.study}: what differs here and why</summary><ul>{items}</ul></details>"
     return out
 
 
