@@ -78,3 +78,33 @@ def test_a_load_named_high_is_not_the_studys_high_load():
     high16 = {**low, "numjobs": 16, "iodepth": 32, "load": "16-jobs"}
     assert not produces(v, [low, high32]) and produces(v, [low, high16])
     assert not produces(v, [high16])  # relative to low load: the low load must be planned too
+
+
+CUTS = [("shirinbab-cassandra.yaml", "001", "Table 2"), ("xu2017-cassandra.yaml", "003", None)]
+
+
+@pytest.mark.parametrize("example, study, where", CUTS)
+def test_the_suites_smoke_cut_of_a_cassandra_study_meets_its_values(tmp_path, example, study, where):
+    """tests/integration/test_studies.py runs each Cassandra study cut to fit the suite (SPEC_CUTS) and asserts
+    that its report sets a value beside a result; here, the plan of that cut produces such a configuration."""
+    import sys
+
+    import yaml
+
+    sys.path.insert(0, str(EXAMPLES.parent))
+    from tests.integration.test_studies import BESIDE, SPEC_CUTS
+
+    assert BESIDE[example] == (study, where)
+    doc = yaml.safe_load((EXAMPLES / example).read_text())
+    cut = dict(SPEC_CUTS[example][0])
+    doc["exclude"] = list(doc.get("exclude") or []) + cut.pop("exclude_more", [])
+    doc.update(cut)
+    spec = tmp_path / example
+    spec.write_text(yaml.safe_dump(doc))
+    facts = plan(spec, "smoke")
+    met = [v for v in VALUES if v.study == study and where in (None, v.where) and produces(v, facts, 2)]
+    assert met, f"the suite's cut of {example} meets no value of study {study}"
+    if where == "Table 2":
+        assert {v.match["runtime"] for v in met} == {"native", "docker:*"} and {v.match["offered"] for v in met} == {
+            0.4
+        }
