@@ -188,3 +188,20 @@ def test_the_terminal_keeps_a_long_comparison_whole(monkeypatch):
     rep = build(analyse(_varmail(lambda x: 10 * x)), "t")
     beside = terminal.render(rep).split("the studies beside these results")[1]
     assert " ".join(beside.split()).find("agreement +0.92") > 0 and "..." not in beside.split("\n\n")[0]
+
+
+def test_a_maximum_is_the_peak_never_a_throttled_rate():
+    """Figure 2's 200K tps at RF 1 is a maximum: met by a relative target's peak or a flat-out run, never by
+    the throughput of a run at a share of it."""
+    fig2 = [v for v in load() if v.study == "001" and v.where == "Figure 2" and v.match.get("runtime") == "native"]
+    rs = [_ycsb("native", "mixed", 1, i, 600, 1000, 40, share=0.4, peak=1500) for i in range(2)]
+    (b,) = beside(analyse(rs).cells, fig2)
+    (p,) = b.measured
+    assert p.yours == pytest.approx(1500) and p.unit_here == "ops/s"
+    assert "200,000 ops/s in the paper, 1,500 ops/s here" in b.shape()
+
+
+def test_a_bound_in_parentheses_is_not_the_direction():
+    """Regression: "(less than)" read as a fall: 2% added by the network became 0.98x."""
+    v = next(v for v in load() if "latency the network adds" in v.what)
+    assert paper_ratio(v) == pytest.approx(1.02)

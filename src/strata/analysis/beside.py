@@ -16,6 +16,7 @@ and depth, an offered rate by its share of the cluster's peak), the same for res
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from strata.analysis import usage
@@ -158,7 +159,9 @@ def _unit(unit: str) -> str:
 
 
 def _num(v: float) -> str:
-    return f"{v:,.3g}" if abs(v) >= 1000 or v != round(v, 2) else f"{v:g}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:g}" if v == round(v, 2) else f"{v:.3g}"
 
 
 def _here(p: Pair) -> str:
@@ -187,8 +190,8 @@ def paper_ratio(v: PaperValue) -> float | None:
     """A stated ratio or percentage as a ratio to its baseline (25% below -> 0.75)."""
     if v.unit == "ratio":
         return v.value
-    if v.unit == "percent":
-        words = set(v.what.lower().replace(",", " ").replace(":", " ").split())
+    if v.unit == "percent":  # the direction is in the words, a bound's "(less than)" aside
+        words = set(re.findall(r"[a-z]+", re.sub(r"\([^)]*\)", " ", v.what.lower())))
         return 1 - v.value / 100 if words & set(DOWN) else 1 + v.value / 100
     return None
 
@@ -252,19 +255,21 @@ def _derive_offered(f: _Facts) -> None:
             continue
         dbs = c.containers * int(wl.get("clusters") or 1)
         if wl.get("target_share") is not None:
-            peaks = [((r.get("metrics") or {}).get("offered") or {}).get("peak_ops_s") for r in c.ok]
-            peaks = [p for p in peaks if p]
-            if peaks:
-                peak = sum(peaks) / len(peaks)
-                f.here[i] = _offered_text(
-                    wl["target_share"] * peak / dbs, wl["target_share"], peak, "measured just before"
-                )
+            peak = usage.of_cell(c.ok, lambda r: _offered(r).get("peak_ops_s"))
+            rate = usage.of_cell(c.ok, lambda r: _offered(r).get("target_ops_s"))
+            if peak.n and rate.n:
+                f.here[i] = _offered_text(rate.mean, wl["target_share"], peak.mean, "measured just before")
         elif wl.get("target") is not None:
             base = flat.get(_without_rate(have))
             if base is not None and base.summary.mean:
                 share = wl["target"] / (base.summary.mean / dbs)
                 have["offered"] = share
                 f.here[i] = _offered_text(wl["target"], share, base.summary.mean, "of the flat-out run")
+
+
+def _offered(r: dict) -> dict:
+    """What a relative target offered in one trial (the workload's `metrics.offered`)."""
+    return (r.get("metrics") or {}).get("offered") or {}
 
 
 def _without_rate(have: dict) -> str:
@@ -283,7 +288,7 @@ def _figure(c: Cell, metric: str, unit: str) -> tuple[float | None, str]:
         return c.summary.mean / c.containers, c.unit
     if metric == "max_throughput":
         if c.workload.get("target_share") is not None:
-            peaks = usage.of_cell(c.ok, lambda r: ((r.get("metrics") or {}).get("offered") or {}).get("peak_ops_s"))
+            peaks = usage.of_cell(c.ok, lambda r: _offered(r).get("peak_ops_s"))
             return (peaks.mean if peaks.n else None), "ops/s"
         return c.summary.mean, c.unit
     if metric in ("lat_mean", "lat_p99", "clat_mean"):
@@ -323,6 +328,8 @@ def _yours(v: PaperValue, f: _Facts, idx: list[int]) -> tuple[float | None, str]
     if not ok:
         return None, ""
     metric = str(v.match.get("metric", "throughput"))
+    if metric == "max_throughput":  # a maximum is measured flat out, or by a relative target's peak
+        ok = [i for i in ok if f.facts[i].get("peak_measured")]
     if v.versus:
         ratios = []
         for i in ok:
