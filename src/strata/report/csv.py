@@ -54,7 +54,7 @@ def render(report) -> dict[str, bytes]:
                 p.yours,
                 p.unit_here,
                 p.here,
-                p.value.note,
+                p.value.note + (f"; not reproduced: {p.value.not_reproduced}" if p.value.not_reproduced else ""),
             ]
             for b in a.beside
             for p in b.pairs

@@ -191,7 +191,10 @@ def _paper(a) -> str:
     for b in a.beside:
         if b.kind == "stated":
             cols = ["configuration", "the study says", "x its baseline", "here: x the same baseline"]
-            rows = [[p.label, p.value.what, _x(paper_ratio(p.value)), _x(p.yours)] for p in b.pairs]
+            rows = [
+                [p.label, p.value.what, _x(paper_ratio(p.value)), _x(p.yours) if not p.value.not_reproduced else "-"]
+                for p in b.pairs
+            ]
         else:
             cols = ["configuration", "the study", "of its best", "here", "of its best", "as run here"]
             rows = [
@@ -199,7 +202,7 @@ def _paper(a) -> str:
                     b.label(p),
                     f"{p.value.value:g} {'%' if p.value.unit == 'percent' else p.value.unit}",
                     _x(b.relative(p, False)),
-                    _num(p.yours, p.unit_here),
+                    _num(p.yours, p.unit_here) if not p.value.not_reproduced else "not reproduced (paper.csv says why)",
                     _x(b.relative(p, True)),
                     p.here,
                 ]
