@@ -108,3 +108,10 @@ def test_the_suites_smoke_cut_of_a_cassandra_study_meets_its_values(tmp_path, ex
         assert {v.match["runtime"] for v in met} == {"native", "docker:*"} and {v.match["offered"] for v in met} == {
             0.4
         }
+
+
+def test_the_counts_docs_studies_md_gives_are_the_files():
+    page = (EXAMPLES.parent / "docs" / "studies.md").read_text()
+    told = len([v for v in VALUES if not v.not_reproduced])
+    assert f"{told} of its {len(VALUES)} values" in " ".join(page.split())
+    assert f"the other {len(VALUES) - told} say in the entry why" in " ".join(page.split())
