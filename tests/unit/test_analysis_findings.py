@@ -56,6 +56,47 @@ def _rf(results, rf):
     return results
 
 
+def used(results, busy=None, target_cpu=None, clients=0.0):
+    """The results with what the collectors store: the host's busy share, a storage target's CPU."""
+    for r, j in zip(results, JITTER * len(results)):
+        col = r.setdefault("collectors", {})
+        if busy is not None:
+            col["host"] = {"cpu_idle_percent": 100 - busy * j}
+        if target_cpu is not None:
+            col["remote_procs"] = {"target": {"pid": 1, "cpu_percent": target_cpu * j}}
+        r["metrics"]["clients"] = {"run": {"client_cpu_share": clients}}
+    return results
+
+
+def ycsb(value, busy, runtime="docker", clusters=1, profile="mixed", share=None, lat_ms=2.0, **kw):
+    """Study 001's clusters: YCSB results of three-node Cassandra clusters (flat out without a share)."""
+    out = []
+    for i, j in enumerate(JITTER):
+        r = make_result(rep=i, value=value * j, runtime=runtime, path="volume" if runtime == "docker" else "bind", **kw)
+        wl = {"type": "ycsb", "workload": "a", "profile": profile, "records": 10000, "clusters": clusters,
+              "target": None, "cluster": {"nodes": 3, "replication_factor": 3, "consistency": "QUORUM"}}  # fmt: skip
+        if share:
+            wl["target_share"] = share
+        wl["name"] = f"ycsb-a-{profile}-{clusters}x3n-rf3" + (f"-t{share * 100:g}pct" if share else "")
+        r["trial"]["workload"], r["labels"]["workload"] = wl, wl["name"]
+        r["trial_id"] += f"-{wl['name']}"
+        r["metrics"] = {
+            "kind": "ycsb",
+            "primary": {"value": value * j, "unit": "ops/s", "metric": "throughput_ops_s", "series": None},
+            "latency": {"READ": {"n": 100, "mean_us": lat_ms * 1000 * j}},
+            "read": {"iops": value * j, "lat_ns": {"n": 100, "mean": lat_ms * 1e6 * j, "p99": 3 * lat_ms * 1e6 * j}},
+            "write": {"iops": 0.0, "lat_ns": {"n": 0, "mean": None}},
+        }
+        out.append(r)
+    return used(out, busy=busy, clients=0.05)
+
+
+def limited(value, preset, containers=4, lat_us=None):
+    return docker(
+        value, containers=containers, lat_us=lat_us, limits={"preset": preset, "share": 8} if preset else None
+    )
+
+
 # Table 4 (fileserver) and Table 3 (mail) of study 004, one container, volume
 FILESERVER = {"ext4": 168.03, "xfs": 108.23, "btrfs": 79.7}
 MAIL = {"ext4": 3.6, "xfs": 2.03, "btrfs": 3.33}
@@ -161,6 +202,47 @@ CASES = {
         _rf(docker(1000, lat_us=200), 1) + _rf(docker(1000, lat_us=450), 3),
         _rf(docker(1000, lat_us=450), 1) + _rf(docker(1000, lat_us=200), 3),
     ),
+    "cpu-rises-with-clusters": (
+        ycsb(1000, 45) + ycsb(1600, 85, clusters=2),  # 40 -> 50% of the host per 1,000 ops/s, the clients aside
+        ycsb(1000, 45) + ycsb(1600, 53, clusters=2),
+    ),
+    "latency-rises-with-clusters": (
+        ycsb(1000, 45, lat_ms=2.0) + ycsb(1600, 85, clusters=2, lat_ms=3.0),
+        ycsb(1000, 45, lat_ms=2.0) + ycsb(1600, 85, clusters=2, lat_ms=1.5),
+    ),
+    "native-cpu-lowest": (
+        ycsb(1000, 45, runtime="native") + ycsb(1000, 55),  # 001 Table 2, mix at RF 1: 46% native, 55% Docker
+        ycsb(1000, 45, runtime="native") + ycsb(1000, 30),
+    ),
+    "vm-cpu-overhead": (
+        used(reps(1000), busy=20) + used(reps(1000, runtime="vm"), busy=24),  # +20%: up to 29% holds
+        used(reps(1000), busy=20) + used(reps(1000, runtime="vm"), busy=40),
+    ),
+    "target-cpu-low": (
+        used(reps(900, device="nvmf", device_type="remote"), target_cpu=2.4),  # 1.2% of the host's 2 CPUs
+        used(reps(900, device="nvmf", device_type="remote"), target_cpu=30.0),
+    ),
+    "cpu-limit-helps": (
+        limited(1000, None) + limited(1130, "CPU"),  # +13% at 4 containers
+        limited(1000, None) + limited(800, "CPU"),
+    ),
+    "all-limits-tail": (
+        limited(1000, None, lat_us=100)
+        + limited(900, "ALL", lat_us=350)
+        + limited(1000, None, 2, 100)
+        + limited(950, "ALL", 2, 110),  # the worst case: x3.5 at 4 containers
+        limited(1000, None, lat_us=100) + limited(900, "ALL", lat_us=120),
+    ),
+    "writes-rise-reads-fall": (
+        ycsb(1000, 50, profile="write")
+        + ycsb(1300, 70, profile="write", clusters=2)
+        + ycsb(2000, 60, profile="read")
+        + ycsb(1600, 70, profile="read", clusters=2),
+        ycsb(1000, 50, profile="write")
+        + ycsb(800, 70, profile="write", clusters=2)
+        + ycsb(2000, 60, profile="read")
+        + ycsb(1600, 70, profile="read", clusters=2),
+    ),
 }
 
 
@@ -205,3 +287,28 @@ def test_real_jobs_sweep_is_measured():
     assert o.status in (HELD, NOT_HELD, INCONCLUSIVE) and "jobs" in o.detail
     if o.status == INCONCLUSIVE:  # two repetitions of 2 s each: it says what would decide it
         assert "needs about" in o.detail
+
+
+@pytest.mark.parametrize("fid", ["cpu-rises-with-clusters", "native-cpu-lowest", "vm-cpu-overhead", "target-cpu-low"])
+def test_a_cpu_claim_is_not_measured_without_what_the_collectors_store(fid):
+    """The same results with no host or target CPU stored (a collector that did not run): nothing to judge."""
+    held, _ = CASES[fid]
+    bare = [{**r, "collectors": {}} for r in held]
+    o = by_id(bare)[fid]
+    assert o.status == NOT_MEASURED and "nothing" in o.detail
+
+
+def test_the_cpu_of_the_load_generator_is_not_the_servers():
+    """001 measures its servers with sar, its clients run elsewhere: the YCSB clients' share of this host is
+    taken off the host's busy share before the CPU is compared."""
+    one, two = ycsb(1000, 45), ycsb(1600, 85, clusters=2)
+    for r in two:
+        r["metrics"]["clients"] = {"run": {"client_cpu_share": 0.45}}  # the extra CPU was the clients'
+    o = by_id(one + two)["cpu-rises-with-clusters"]
+    assert o.status == NOT_HELD and "x0.62" in o.detail  # (85 - 45) / 1.6 against (45 - 5) / 1.0
+
+
+def test_every_finding_quotes_the_study_or_says_it_reads_a_table():
+    for f in FINDINGS:
+        assert f.quote is not None or "strata's reading" in f.claim, f.id
+        assert '"' not in f.claim, f"{f.id}: a claim is strata's words; the study's are its quote"

@@ -81,6 +81,52 @@ def test_target_list_is_a_sweep_and_none_is_flat_out(tmp_path):
     assert len({w.name for w in wls}) == 3
 
 
+def test_a_relative_target_is_a_share_of_the_peak_and_sweeps(tmp_path):
+    exp, wls = spec(tmp_path, {"profile": "mixed", "target": ["20%", "40%", 1000, "none"]})
+    assert [(w.target, w.target_share) for w in wls] == [(None, 0.2), (None, 0.4), (1000, None), (None, None)]
+    assert [w.name for w in wls] == ["ycsb-a-mixed-t20pct", "ycsb-a-mixed-t40pct", "ycsb-a-mixed-t1000", "ycsb-a-mixed"]
+    assert wls[1].peak_s == 30 and YcsbParams(target_share=0.1, runtime=5).peak_s == 5
+    # without a relative target the stored workload (hashed into the trial id) has no new key
+    assert "target_share" not in wls[2].model_dump() and wls[1].model_dump()["target_share"] == 0.4
+    assert YcsbParams.model_validate(wls[1].model_dump()) == wls[1]
+
+
+@pytest.mark.parametrize("bad, says", [("0%", "above 0%"), ("120%", "at most 100%"), ("half%", "a number and %")])
+def test_a_bad_share_is_refused_with_its_key_path(tmp_path, bad, says):
+    with pytest.raises(SpecErrors) as e:
+        spec(tmp_path, {"target": bad})
+    assert "workloads[0].ycsb" in str(e.value) and says in str(e.value)
+
+
+def test_the_peak_runs_flat_out_and_the_run_offers_its_share(tmp_path):
+    p = YcsbParams(threads=16, clients=2, target="40%", runtime=60, warmup=5, profile="read")
+    db = server.layout(p, Load())[0]
+    assert [(r.target_ops_s, r.runtime_s) for r in server.client_runs("warmup", p, db, tmp_path)] == [(None, 5)] * 2
+    assert [(r.target_ops_s, r.runtime_s) for r in server.client_runs("peak", p, db, tmp_path)] == [(None, 30)] * 2
+    assert [r.target_ops_s for r in server.client_runs("run", p, db, tmp_path, rate=900)] == [450, 450]
+    art = _captured_trial(tmp_path, ["db0-c0", "db1-c0"])
+    dirs = sorted((art / "ycsb" / "run").iterdir())
+    peak = metrics.parse_trial(YcsbParams(), art).metrics["throughput_ops_s"]  # the same clients, as a run
+    got = server.offered(p, 2, dirs)
+    assert got["share"] == 0.4 and got["peak_ops_s"] == pytest.approx(peak, rel=1e-3)
+    assert got["target_ops_s"] == round(0.4 * peak / 2)
+    empty = tmp_path / "none"
+    empty.mkdir()
+    with pytest.raises(TrialFailure, match="no operations"):
+        server.offered(p, 1, [empty])
+
+
+def test_a_relative_target_is_kept_at_smoke_scale_and_stored_with_the_metrics(tmp_path):
+    assert YCSB.smoke({"target": ["20%", "40%", "80%", "none"]})["target"] == ["20%", "80%", "none"]
+    art = _captured_trial(tmp_path, ["db0-c0"])
+    record = json.loads((art / "ycsb" / "clients.json").read_text())
+    record["offered"] = {"share": 0.4, "peak_ops_s": 1500.0, "target_ops_s": 600}
+    (art / "ycsb" / "clients.json").write_text(json.dumps(record))
+    assert metrics.parse_trial(YcsbParams(), art).metrics["offered"] == record["offered"]
+    merged = metrics.merged_record([record, record], [art, art])
+    assert merged["offered"] == {"share": 0.4, "peak_ops_s": 3000.0, "target_ops_s": 600}
+
+
 def test_every_spec_error_at_once_with_its_key_path(tmp_path):
     with pytest.raises(SpecErrors) as e:
         spec(

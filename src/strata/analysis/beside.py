@@ -1,45 +1,84 @@
 """The paper beside the user: each study's published numbers (paper.yaml) next to the same quantity here.
 
 Absolute numbers of an NVMe SSD and of a loop file do not compare, so each side is read against its own
-baseline: a table's values (study 004's MB/s per container, study 001's latencies) relative to that
-table's best configuration on each side, and a stated ratio or percentage to the raw device against the
-user's own ratio to their raw device. What is compared is the *shape*: which configuration is best and
-worst in the paper and here, and how far their orders agree (Spearman's rank correlation over the
-configurations both have). A paper's number is never drawn as if it were measured here: it is shown in a
-column of its own, named with its study, table and hardware.
+baseline: a table's values (study 004's MB/s per container, study 001's CPU and latencies) relative to
+that table's best configuration on each side, and a stated ratio or percentage (to the raw device, to
+another file system, to no limit, ...) against the same ratio here, between the configurations the value
+names (`versus`). What is compared is the *shape*: which configuration is best and worst in the paper and
+here, and how far their orders agree (Spearman's rank correlation over the configurations both have). A
+paper's number is never drawn as if it were measured here: it is shown in a column of its own, named
+with its study, table and hardware, each side in its own unit.
+
+Which configurations a value speaks of is paper_match.py's: by what the study means (a load by its jobs
+and depth, an offered rate by its share of the cluster's peak), the same for results and for plans.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 
-from strata.analysis.baseline import ratio_to_raw, raw_index
+from strata.analysis import usage
 from strata.analysis.cells import Cell
 from strata.analysis.paper import PaperValue, load
+from strata.analysis.paper_match import SWEPT, baseline_facts, facts_of, is_baseline, matches, sweep_points
 
-# Units that measure throughput (higher is better) and time (lower is better); the rest are not compared.
+# Units that measure throughput (higher is better) and time (lower is better).
 THROUGHPUT_UNITS = ("MB/s", "KB/s", "IOPS", "ops/s")
 TIME_UNITS = ("ms", "us")
-DOWN = re.compile(r"\b(below|lower|less|worse|slower|drops?|degrad\w*|loses?)\b")
+NS_PER = {"ms": 1e6, "us": 1e3}
+LOWER_BETTER = ("lat_mean", "lat_p99", "clat_mean", "slat_share", "cpu_util", "target_cpu")
+# What a group of values measures, in words, when it is not the workload's throughput.
+SUBJECTS = {
+    "per_container": "per container",
+    "max_throughput": "maximum throughput",
+    "lat_mean": "mean latency",
+    "lat_p99": "p99 latency",
+    "clat_mean": "completion latency",
+    "slat_share": "slat's share of the latency",
+    "cpu_util": "CPU utilization",
+    "target_cpu": "the storage target's CPU",
+    "disk_bw": "disk bandwidth",
+    "peak": "containers at the peak",
+}
+DOWN = ("below", "lower", "less", "worse", "slower", "drop", "drops", "degrade", "lose", "loses")
 
 
 @dataclass
 class Pair:
     value: PaperValue
     cells: list[Cell]
-    yours: float | None  # the same quantity here (in the paper's unit kind), or None: not measured here
+    yours: float | None  # the same quantity here (a ratio for a stated value), or None: not measured here
+    unit_here: str = ""  # the unit of `yours`: each side is shown in its own
+    here: str = ""  # how it ran here, when the paper's configuration is a share (the rate offered)
 
     @property
     def label(self) -> str:
-        m = self.value.match
-        parts = [
-            str(m[k]) for k in ("filesystem", "path", "runtime", "load", "limits") if k in m and "*" not in str(m[k])
-        ]
-        if "containers" in m:
-            parts.append(f"{m['containers']} container{'s' if m['containers'] != 1 else ''}")
-        return " ".join(parts) or self.value.what
+        return " ".join(_parts(self.value.match)) or self.value.what
+
+
+def _parts(m: dict) -> list[str]:
+    """The configuration a value names, in words, from its match keys."""
+    out = [str(m[k]) for k in ("filesystem", "path") if k in m and "*" not in str(m[k])]
+    if "runtime" in m:
+        out.append(str(m["runtime"]).split(":")[0] if "*" in str(m["runtime"]) else str(m["runtime"]))
+    if "attached" in m:
+        out.append("direct-attached" if m["attached"] == "local" else str(m["attached"]))
+    if "numjobs" in m or "iodepth" in m:
+        jobs = m.get("numjobs", "*")
+        out.append(f"{jobs} job{'' if jobs == 1 else 's'} x QD{m.get('iodepth', '*')}")
+    if "limits" in m:
+        out.append(str(m["limits"]))
+    if "profile" in m:
+        out.append(str(m["profile"]))
+    if "offered" in m:
+        out.append(f"at {float(m['offered']):.0%} of the peak")
+    if "replication_factor" in m:
+        out.append(f"RF {m['replication_factor']}")
+    if "containers" in m:
+        out.append(f"{m['containers']} container{'s' if m['containers'] != 1 else ''}")
+    return out
 
 
 @dataclass
@@ -50,10 +89,22 @@ class Beside:
     unit: str
     pairs: list[Pair] = field(default_factory=list)
     kind: str = "table"  # table: values read against each side's best; stated: a ratio to a baseline
+    metric: str = "throughput"
 
     @property
     def measured(self) -> list[Pair]:
         return [p for p in self.pairs if p.yours is not None]
+
+    @property
+    def lower_better(self) -> bool:
+        return self.unit in TIME_UNITS or self.metric in LOWER_BETTER
+
+    def label(self, pair: Pair) -> str:
+        """What tells the pair apart within its group (the words every pair shares left out)."""
+        parts = [_parts(p.value.match) for p in self.pairs]
+        common = set.intersection(*(set(x) for x in parts)) if len(parts) > 1 else set()
+        own = [w for w in _parts(pair.value.match) if w not in common]
+        return " ".join(own) or pair.label
 
     def relative(self, pair: Pair, yours: bool) -> float | None:
         """A value against its side's best of the group (1.0 = the best)."""
@@ -61,7 +112,7 @@ class Beside:
         v = pair.yours if yours else pair.value.value
         if v is None or not vals:
             return None
-        if self.unit in TIME_UNITS:
+        if self.lower_better:
             return min(vals) / v if v else None
         return v / max(vals) if max(vals) else None
 
@@ -83,23 +134,38 @@ class Beside:
         if self.kind == "stated":
             said = "; ".join(_stated(p) for p in m)
             return f"{head}: {said}" if m else f"{head}: not measured here"
-        if len(m) < 2:
-            return f"{head}: {len(m)} of its {len(self.pairs)} configurations measured here: nothing to compare"
-        better = max if self.unit not in TIME_UNITS else min
+        if len(m) == 1:
+            p, rest = m[0], len(self.pairs) - 1
+            also = f" ({rest} other configuration{'s' if rest > 1 else ''} of it not measured here)" if rest else ""
+            return f"{head}: {p.label}: {_num(p.value.value)} {_unit(p.value.unit)} in the paper, {_here(p)} here{also}"
+        better = min if self.lower_better else max
         pb, yb = better(m, key=lambda p: p.value.value), better(m, key=lambda p: p.yours)
-        worse = min if better is max else max
+        worse = max if better is min else min
         pw, yw = worse(m, key=lambda p: p.value.value), worse(m, key=lambda p: p.yours)
-        best = (
-            f"{pb.label} best in the paper and here" if pb is yb else f"best: {pb.label} in the paper, {yb.label} here"
-        )
+        lab = self.label
+        best = f"{lab(pb)} best in the paper and here" if pb is yb else f"best: {lab(pb)} in the paper, {lab(yb)} here"
         if pw is yw:
-            worst = f"{pw.label} worst in both"
+            worst = f"{lab(pw)} worst in both"
         else:
             rank = sorted(m, key=lambda p: p.yours, reverse=better is max).index(pw) + 1
-            worst = f"worst: {pw.label} in the paper ({_ordinal(rank)} of {len(m)} here), {yw.label} here"
+            worst = f"worst: {lab(pw)} in the paper ({_ordinal(rank)} of {len(m)} here), {lab(yw)} here"
         rho = self.rank_agreement
         agree = f"; order agreement (Spearman) {rho:+.2f} over {len(m)} configurations" if rho is not None else ""
         return f"{head}: {best}; {worst}{agree}"
+
+
+def _unit(unit: str) -> str:
+    return "%" if unit == "percent" else unit
+
+
+def _num(v: float) -> str:
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:g}" if v == round(v, 2) else f"{v:.3g}"
+
+
+def _here(p: Pair) -> str:
+    return f"{_num(p.yours)} {p.unit_here}" if p.yours is not None else "not measured"
 
 
 def _ordinal(n: int) -> str:
@@ -124,103 +190,190 @@ def paper_ratio(v: PaperValue) -> float | None:
     """A stated ratio or percentage as a ratio to its baseline (25% below -> 0.75)."""
     if v.unit == "ratio":
         return v.value
-    if v.unit == "percent":
-        return 1 - v.value / 100 if DOWN.search(v.what.lower()) else 1 + v.value / 100
+    if v.unit == "percent":  # the direction is in the words, a bound's "(less than)" aside
+        words = set(re.findall(r"[a-z]+", re.sub(r"\([^)]*\)", " ", v.what.lower())))
+        return 1 - v.value / 100 if words & set(DOWN) else 1 + v.value / 100
     return None
 
 
 def _stated(p: Pair) -> str:
     r = paper_ratio(p.value)
-    return f"{p.label}: {r:.2f}x {p.value.baseline} in the paper, {p.yours:.2f}x here"
-
-
-def _facts(c: Cell) -> dict:
-    """What a study's value may name of a configuration (paper.yaml's `match` keys)."""
-    lab = c.labels
-    return {
-        "workload": lab.get("workload"),
-        "filesystem": lab.get("filesystem"),
-        "runtime": lab.get("runtime"),
-        "path": c.path,
-        "containers": c.containers,
-        "load": lab.get("load"),
-        "limits": (c.load.get("limits") or {}).get("preset"),
-        "attached": "remote" if c.trial.get("device", {}).get("type") == "remote" else "local",
-    }
-
-
-def _matches(have: dict, match: dict) -> bool:
-    for k, want in match.items():
-        if k == "metric":
-            continue
-        v = have.get(k)
-        if isinstance(want, int) and not isinstance(want, bool):
-            if v != want:
-                return False
-        elif v is None or not fnmatchcase(str(v), str(want)):
-            return False
-    return True
+    said = f"{r:.2f}x {p.value.baseline}" if r is not None else f"{_num(p.value.value)} {_unit(p.value.unit)}"
+    return f"{p.label}: {said} in the paper, {p.yours:.2f}x here"
 
 
 class _Facts:
-    """Every cell's facts, indexed by each exact fact, so that a value's exact keys (a workload, a file
-    system) pick its candidates before the patterns are tried: a report of 10,000 trials has thousands of
-    cells and the studies a hundred values."""
+    """Every cell's facts (paper_match.facts_of), indexed by each fact, so that a value's exact keys (a
+    workload, a file system) pick its candidates before the patterns are tried: a report of 10,000 trials
+    has thousands of cells and the studies a hundred and more values."""
 
-    def __init__(self, facts: list[dict]):
-        self.facts = facts
+    def __init__(self, cells: list[Cell]):
+        self.cells = cells
+        self.facts = [facts_of(c.labels, c.trial) for c in cells]
+        self.here: dict[int, str] = {}
+        _derive_offered(self)
         self.index: dict[str, dict[str, set[int]]] = {}
-        for i, have in enumerate(facts):
+        for i, have in enumerate(self.facts):
             for k, v in have.items():
                 self.index.setdefault(k, {}).setdefault(str(v), set()).add(i)
 
-    def matching(self, match: dict) -> list[int]:
-        """The indexes of the cells `match` names, in the cells' order (_matches decides; the index narrows)."""
+    def _pool(self, wanted: dict, exact_only: bool) -> list[int]:
         candidates: set[int] | None = None
-        for k, want in match.items():
-            if k == "metric" or k not in self.index or (isinstance(want, str) and any(ch in want for ch in "*?[")):
+        for k, want in wanted.items():
+            if k in ("metric", "offered") or k not in self.index:
+                continue
+            if isinstance(want, str) and any(ch in want for ch in "*?["):
+                continue
+            if not exact_only and want is None:
                 continue
             found = self.index[k].get(str(want), set())
             candidates = found if candidates is None else candidates & found
-        pool = range(len(self.facts)) if candidates is None else sorted(candidates)
-        return [i for i in pool if _matches(self.facts[i], match)]
+        return list(range(len(self.facts))) if candidates is None else sorted(candidates)
+
+    def matching(self, match: dict) -> list[int]:
+        """The cells `match` names, in the cells' order (paper_match.matches decides; the index narrows)."""
+        return [i for i in self._pool(match, False) if matches(self.facts[i], match)]
+
+    def baseline(self, i: int, versus: dict) -> Cell | None:
+        """The cell of the configuration cell i is relative to (`versus` in place of its own facts)."""
+        wanted = baseline_facts(self.facts[i], versus)
+        found = [j for j in self._pool(wanted, True) if j != i and is_baseline(self.facts[j], wanted)]
+        found = [j for j in found if self.cells[j].values]
+        return self.cells[found[0]] if found else None
 
 
-def _yours(v: PaperValue, cells: list[Cell], raws: dict) -> float | None:
-    """The user's number for the same quantity, as the paper's unit kind, from the matched cells."""
-    ok = [c for c in cells if c.values]
-    if not ok:
+def _derive_offered(f: _Facts) -> None:
+    """An absolute offered rate as its share of the flat-out run of the same configuration, and how each
+    database's rate ran here (a relative target's from its own peak)."""
+    flat: dict[str, Cell] = {}
+    for c, have in zip(f.cells, f.facts):
+        if have.get("offered") == 1.0 and c.values:
+            flat[_without_rate(have)] = c
+    for i, (c, have) in enumerate(zip(f.cells, f.facts)):
+        wl = c.workload
+        if wl.get("type") != "ycsb" or not c.values:
+            continue
+        dbs = c.containers * int(wl.get("clusters") or 1)
+        if wl.get("target_share") is not None:
+            peak = usage.of_cell(c.ok, lambda r: _offered(r).get("peak_ops_s"))
+            rate = usage.of_cell(c.ok, lambda r: _offered(r).get("target_ops_s"))
+            if peak.n and rate.n:
+                f.here[i] = _offered_text(rate.mean, wl["target_share"], peak.mean, "measured just before")
+        elif wl.get("target") is not None:
+            base = flat.get(_without_rate(have))
+            if base is not None and base.summary.mean:
+                share = wl["target"] / (base.summary.mean / dbs)
+                have["offered"] = share
+                f.here[i] = _offered_text(wl["target"], share, base.summary.mean, "of the flat-out run")
+
+
+def _offered(r: dict) -> dict:
+    """What a relative target offered in one trial (the workload's `metrics.offered`)."""
+    return (r.get("metrics") or {}).get("offered") or {}
+
+
+def _without_rate(have: dict) -> str:
+    return repr(
+        sorted((k, repr(v)) for k, v in have.items() if k not in ("offered", "peak_measured", "workload", "load"))
+    )
+
+
+def _offered_text(rate: float, share: float, peak: float, how: str) -> str:
+    return f"{rate:,.0f} ops/s offered to each database: {share:.0%} of the {peak:,.0f} ops/s peak {how}"
+
+
+def _figure(c: Cell, metric: str, unit: str) -> tuple[float | None, str]:
+    """The cell's figure for `metric`, in the paper's unit where the kinds agree, and that unit."""
+    if metric == "per_container":
+        return c.summary.mean / c.containers, c.unit
+    if metric == "max_throughput":
+        if c.workload.get("target_share") is not None:
+            peaks = usage.of_cell(c.ok, lambda r: _offered(r).get("peak_ops_s"))
+            return (peaks.mean if peaks.n else None), "ops/s"
+        return c.summary.mean, c.unit
+    if metric in ("lat_mean", "lat_p99", "clat_mean"):
+        kind, stat = ("clat", "mean") if metric == "clat_mean" else ("lat", metric.split("_")[1])
+        every = c.kind == "ycsb" and metric == "lat_mean"  # a database's mean is over all its operations
+        s = usage.of_cell(c.ok, usage.ycsb_mean_latency_ns) if every else c.latency(kind, stat)
+        if not s.n:
+            return None, ""
+        return (s.mean / NS_PER[unit], unit) if unit in NS_PER else (s.mean, "ns")
+    if metric == "slat_share":
+        slat, total = c.latency("slat", "mean"), c.latency("lat", "mean")
+        return (100 * slat.mean / total.mean if slat.n and total.n and total.mean else None), "%"
+    per_trial = {
+        "cpu_util": usage.server_cpu_percent,
+        "target_cpu": usage.target_cpu_percent,
+        "disk_bw": usage.disk_mb_s,
+    }
+    if metric in per_trial:
+        s = usage.of_cell(c.ok, per_trial[metric])
+        return (s.mean if s.n else None), ("MB/s" if metric == "disk_bw" else "%")
+    if metric == "throughput":
+        return c.summary.mean, c.unit
+    return None, ""
+
+
+def _peak_containers(cells: list[Cell]) -> float | None:
+    """The container count of the highest aggregate throughput, over a sweep of otherwise equal cells."""
+    facts = [facts_of(c.labels, c.trial) for c in cells]
+    if sweep_points(facts, "containers") < 2:
         return None
-    metric = v.match.get("metric", "throughput")
-    if v.baseline and "raw" in v.baseline.lower() and v.unit in ("percent", "ratio") and metric == "throughput":
-        ratios = [r.value for r in (ratio_to_raw(c, raws) for c in ok) if r is not None and r.value]
-        return sum(ratios) / len(ratios) if ratios else None
-    if v.baseline is not None:
-        return None  # a change against another configuration: the findings judge those
-    if metric == "per_container" and v.unit in THROUGHPUT_UNITS:
-        return sum(c.summary.mean / c.containers for c in ok) / len(ok)
-    if metric == "throughput" and v.unit in THROUGHPUT_UNITS:
-        return sum(c.summary.mean for c in ok) / len(ok)
-    if metric == "lat_mean" and v.unit in TIME_UNITS:
-        lat = [c.latency("lat", "mean") for c in ok]
-        vals = [s.mean for s in lat if s.n]
-        return sum(vals) / len(vals) if vals else None
-    return None
+    return float(max(cells, key=lambda c: c.summary.mean).containers)
+
+
+def _yours(v: PaperValue, f: _Facts, idx: list[int]) -> tuple[float | None, str]:
+    """The user's figure for the value's quantity over the matched cells, and its unit."""
+    ok = [i for i in idx if f.cells[i].values]
+    if not ok:
+        return None, ""
+    metric = str(v.match.get("metric", "throughput"))
+    if metric == "max_throughput":  # a maximum is measured flat out, or by a relative target's peak
+        ok = [i for i in ok if f.facts[i].get("peak_measured")]
+    if v.versus:
+        ratios = []
+        for i in ok:
+            base = f.baseline(i, v.versus)
+            if base is None:
+                continue
+            a, _ = _figure(f.cells[i], metric, "")
+            b, _ = _figure(base, metric, "")
+            if a is not None and b:
+                ratios.append(a / b)
+        return (sum(ratios) / len(ratios), "x") if ratios else (None, "")
+    if metric in SWEPT:
+        return (_peak_containers([f.cells[i] for i in ok]), "containers") if metric == "peak" else (None, "")
+    figures = [_figure(f.cells[i], metric, v.unit) for i in ok]
+    vals = [x for x, _ in figures if x is not None]
+    if not vals:
+        return None, ""
+    unit = next(u for x, u in figures if x is not None)
+    return (max(vals) if metric == "disk_bw" else sum(vals) / len(vals)), unit
 
 
 def beside(cells: list[Cell], values: list[PaperValue] | None = None) -> list[Beside]:
     """The groups of the studies' values that this result set measures at least once."""
     values = load() if values is None else values
-    raws = raw_index(cells)
-    facts = _Facts([_facts(c) for c in cells])
+    f = _Facts(cells)
     groups: dict[tuple, Beside] = {}
     for v in values:
-        stated = v.baseline is not None
-        if not stated and v.unit not in THROUGHPUT_UNITS + TIME_UNITS:
-            continue
-        subject = str(v.match.get("workload", "")) if not stated else v.what
-        key = (v.study, v.where, subject if stated else (subject, v.unit, v.match.get("metric")))
-        g = groups.setdefault(key, Beside(v.study, v.where, subject, v.unit, kind="stated" if stated else "table"))
-        matched = [cells[i] for i in facts.matching(v.match)]
-        g.pairs.append(Pair(v, matched, _yours(v, matched, raws)))
+        stated = bool(v.versus)
+        metric = str(v.match.get("metric", "throughput"))
+        workload = str(v.match.get("workload", ""))
+        said = SUBJECTS.get("per_container" if metric == "per_container" else metric, "")
+        if "*" in workload or not workload:
+            subject = said or workload
+        else:
+            subject = workload if metric in ("throughput", "per_container") else f"{workload}, {said}"
+        subject = v.what if stated else subject
+        key = (v.study, v.where, subject if stated else (subject, v.unit, metric))
+        g = groups.setdefault(
+            key, Beside(v.study, v.where, subject, v.unit, kind="stated" if stated else "table", metric=metric)
+        )
+        idx = f.matching(v.match)
+        yours, unit = _yours(v, f, idx)
+        if yours is not None and not math.isfinite(yours):
+            yours = None
+        here = "; ".join(dict.fromkeys(f.here[i] for i in idx if i in f.here))
+        g.pairs.append(Pair(v, [cells[i] for i in idx], yours, unit, here))
     return [g for g in groups.values() if g.measured]

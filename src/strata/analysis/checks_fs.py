@@ -2,8 +2,8 @@
 (sections 5.1 to 5.5, Figures 3 and 4), for the registry in analysis/findings.py.
 
 Claims about throughput are checked at the highest load measured, single container, as the study
-reports them ("unless otherwise indicated ... high load (32 jobs, 32 queue depth)", section 5). Each is
-decided by the 95% interval of the compared quantity (analysis/verdict.py).
+reports them ("unless otherwise indicated ... high load (32 jobs, 32 queue depth configured within the
+fio tool)", section 5). Each is decided by the 95% interval of the compared quantity (analysis/verdict.py).
 """
 
 from __future__ import annotations
@@ -162,14 +162,6 @@ def btrfs_driver_slow(ctx):
         high(select(ctx.cells, drivers=("btrfs",), path="layer", params=RAND)),
     )
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2 ({a.labels['filesystem']})", hi=0.80)
-
-
-def devicemapper_slow(ctx):
-    prs = pairs(
-        select(ctx.cells, drivers=("overlay2",), path="layer"),
-        select(ctx.cells, drivers=("devicemapper",), path="layer"),
-    )
-    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2", hi=0.90)
 
 
 def volume_near_host(ctx):

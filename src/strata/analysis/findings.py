@@ -1,7 +1,8 @@
 """The claims of the seed studies, each a check over the user's results.
 
-Every Finding quotes a claim from a study (docs/studies.md) with its source (section, figure or table),
-states the criterion strata applies, and checks it: held or not held only when the 95% interval of the
+Every Finding states a claim of a study in strata's words, with its source (section, figure or table) and
+the study's own sentence (`quote`: an id of quotes.yaml, where every quotation strata makes lives), states
+the criterion strata applies, and checks it: held or not held only when the 95% interval of the
 compared quantity lies wholly on one side of the criterion, inconclusive otherwise (with what would
 decide it), not measured when the results hold nothing the claim speaks about; always with the numbers.
 The thresholds are looser than the studies' own numbers on purpose: the studies ran NVMe SSDs, the user
@@ -16,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
+from strata.analysis import quotes
 from strata.analysis.checks_apps import limit_hurts_most, p99_grows_past_peak, replication_cost
 from strata.analysis.checks_containers import (
     bandwidth_limit_harmless,
@@ -32,6 +34,16 @@ from strata.analysis.checks_containers import (
     volume_bind_similar,
     xfs_worst_mail,
 )
+from strata.analysis.checks_cpu import (
+    all_limits_tail,
+    cpu_limit_helps,
+    cpu_rises_with_clusters,
+    latency_rises_with_clusters,
+    native_cpu_lowest,
+    target_cpu_low,
+    vm_cpu_overhead,
+    writes_rise_reads_fall,
+)
 from strata.analysis.checks_fs import (
     above_raw_is_cache,
     btrfs_driver_slow,
@@ -39,7 +51,6 @@ from strata.analysis.checks_fs import (
     btrfs_rr_blocksize,
     btrfs_small_random,
     clat_dominates,
-    devicemapper_slow,
     dioread_nolock,
     ext4_beats_xfs_rw,
     ext4_jobs_flat,
@@ -62,10 +73,19 @@ __all__ = ["FINDINGS", "Finding", "Outcome", "evaluate", "HELD", "NOT_HELD", "IN
 @dataclass(frozen=True)
 class Finding:
     id: str
-    claim: str
+    claim: str  # strata's words, never in quotes
     source: str
     criterion: str
     check: Callable
+    quote: str | None = None  # the study's own sentence: an id of quotes.yaml (None: strata's reading of a table)
+
+    @property
+    def said(self) -> str:
+        """The study's words, for the report: the quotation and its section, or nothing."""
+        if self.quote is None:
+            return ""
+        q = quotes.by_id(self.quote)
+        return f'"{q.quote}" (study {q.study}, section {q.section})'
 
 
 F = Finding
@@ -77,6 +97,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.1, Figures 3a-3b",
         "xfs (no mount options) at >= 0.90x raw for random read, sequential read and write",
         xfs_near_raw,
+        quote="003-xfs-near-raw",
     ),
     F(
         "ext4-rr-below-raw",
@@ -84,6 +105,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.1",
         "ext4 random read at the highest load <= 0.90x raw",
         ext4_rr_below_raw,
+        quote="003-ext4-rr-25",
     ),
     F(
         "ext4-dioread-nolock",
@@ -91,6 +113,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.1, Figure 3f",
         "ext4,dioread_nolock random read at the highest load >= +10% over ext4",
         dioread_nolock,
+        quote="003-dioread-nolock",
     ),
     F(
         "xfs-jobs-cliff",
@@ -98,6 +121,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.1, Figure 3e",
         "best xfs random-write IOPS past 24 jobs < 0.80x the best up to 24",
         xfs_jobs_cliff,
+        quote="003-xfs-cliff",
     ),
     F(
         "ext4-jobs-flat",
@@ -105,6 +129,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.1, Figure 3e",
         "ext4 random-write IOPS over a jobs sweep within 20% of the best",
         ext4_jobs_flat,
+        quote="003-ext4-flat",
     ),
     F(
         "xfs-for-random-reads",
@@ -112,6 +137,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.1",
         "xfs random read at the highest load >= 0.95x ext4",
         xfs_beats_ext4_rr,
+        quote="003-xfs-for-reads",
     ),
     F(
         "ext4-for-concurrent-writes",
@@ -119,6 +145,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.1",
         "ext4 random write at the highest load >= 0.95x xfs",
         ext4_beats_xfs_rw,
+        quote="003-ext4-for-writes",
     ),
     F(
         "sequential-either-fs",
@@ -126,6 +153,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.1",
         "ext4 and xfs sequential read/write >= 0.90x raw",
         sequential_either_fs,
+        quote="003-sequential-either",
     ),
     F(
         "btrfs-small-random",
@@ -133,6 +161,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.2, Figures 3c, 3d, 3g",
         "btrfs random I/O at <= 16 KiB < 0.80x the better of ext4/xfs",
         btrfs_small_random,
+        quote="003-btrfs-small-blocks",
     ),
     F(
         "btrfs-rr-blocksize",
@@ -140,6 +169,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.2, Figure 3g",
         "btrfs random-read ratio to raw at >= 32 KiB above the one at 4 KiB",
         btrfs_rr_blocksize,
+        quote="003-btrfs-32kb",
     ),
     F(
         "btrfs-nodatacow",
@@ -147,6 +177,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.2, Figure 3h; {S002} section III-A",
         "btrfs,nodatacow random write >= 2x btrfs",
         btrfs_nodatacow,
+        quote="003-btrfs-nocow",
     ),
     F(
         "overlay-layer-near-raw",
@@ -154,6 +185,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.2, Figures 3c-3d; {S002} section III-A",
         "overlay2/aufs writable layer >= 0.90x raw",
         overlay_layer_near_raw,
+        quote="003-overlay-near-raw",
     ),
     F(
         "btrfs-driver-slow",
@@ -161,13 +193,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.2, Figures 3c-3d",
         "docker:btrfs layer random I/O < 0.80x docker:overlay2 layer",
         btrfs_driver_slow,
-    ),
-    F(
-        "devicemapper-slow",
-        "direct-lvm (devicemapper) adds code paths unsuited to I/O intensive applications.",
-        f"{S003} section 5.3; {S002} section III-B",
-        "docker:devicemapper layer < 0.90x docker:overlay2 layer",
-        devicemapper_slow,
+        quote="003-btrfs-driver-worse",
     ),
     F(
         "volume-near-host-fs",
@@ -175,6 +201,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.3, Figures 3k-3l; {S002} section III-B",
         "a container volume within 5% of native on the same file system",
         volume_near_host,
+        quote="003-volume-matches-xfs",
     ),
     F(
         "volume-driver-independent",
@@ -182,6 +209,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.3",
         "volumes under >= 2 storage drivers within 5% of each other",
         volume_driver_independent,
+        quote="003-volume-independent",
     ),
     F(
         "above-raw-is-cache",
@@ -190,6 +218,7 @@ FINDINGS: list[Finding] = [
         "every configuration above 1.10x raw (device and cache-flagged trials together) has "
         "diskstats showing the disk moved < 50% of the workload's bytes",
         above_raw_is_cache,
+        quote="003-loop-lvm-odirect",
     ),
     F(
         "latency-high-load",
@@ -197,6 +226,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.5, Figure 4",
         "random-read total latency at the highest load >= 5x the lowest load",
         latency_high_load,
+        quote="003-latency-20x",
     ),
     F(
         "clat-dominates",
@@ -204,6 +234,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.5, Figure 4a",
         "low-load slat < 20% of total latency",
         clat_dominates,
+        quote="003-clat-substantial",
     ),
     F(
         "slat-negligible-high-load",
@@ -211,6 +242,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.5, Figure 4b",
         "high-load slat < 1% of total latency",
         slat_small_high_load,
+        quote="003-network-slat-high",
     ),
     F(
         "containers-peak",
@@ -218,6 +250,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 6.1, Figure 6a",
         "over >= 3 container counts, the peak is inside and the last count is >= 10% below it",
         containers_peak,
+        quote="003-peak-four",
     ),
     F(
         "p99-grows-faster",
@@ -225,13 +258,15 @@ FINDINGS: list[Finding] = [
         f"{S003} sections 6.1 and 7, Figure 6b",
         "p99 growth factor > mean growth factor over the container sweep",
         p99_grows_faster,
+        quote="003-p99-faster",
     ),
     F(
         "per-container-share",
-        "N containers share one device: MB/s per container falls about as 1/N.",
+        "N containers share one disk: MB/s per container falls about as 1/N (strata's reading of the tables).",
         f"{S004} section 4, Tables 2-5",
         "aggregate of N containers within 20% of one container's",
         per_container_share,
+        quote=None,  # strata's reading of Tables 2-5: no sentence of the study says it
     ),
     F(
         "ext4-best-file-mail",
@@ -239,6 +274,7 @@ FINDINGS: list[Finding] = [
         f"{S004} section 4, Tables 3-4 and section 5",
         "ext4 MB/s >= 0.95x the best file system, per workload/path/containers",
         ext4_best_file_mail,
+        quote="004-ext4-optimal",
     ),
     F(
         "xfs-worst-mail",
@@ -246,6 +282,7 @@ FINDINGS: list[Finding] = [
         f"{S004} section 4, Table 3 and section 5",
         "xfs MB/s <= 1.05x the worst file system for mail",
         xfs_worst_mail,
+        quote="004-xfs-mail",
     ),
     F(
         "btrfs-worst-fileserver",
@@ -253,6 +290,7 @@ FINDINGS: list[Finding] = [
         f"{S004} section 4, Table 4 and section 5",
         "btrfs MB/s <= 1.05x the worst file system for the file server",
         btrfs_worst_fileserver,
+        quote="004-btrfs-fileserver",
     ),
     F(
         "volume-bind-similar",
@@ -260,13 +298,15 @@ FINDINGS: list[Finding] = [
         f"{S004} section 4, Tables 2-5",
         "volume within 10% of bind mount on the same file system",
         volume_bind_similar,
+        quote="004-volume-bind-similar",
     ),
     F(
         "container-near-native",
         "A container on a volume or bind mount reaches native throughput.",
-        f"{S001} section 4.1, Table 2; {S002} section IV",
+        f"{S001} section 4.1 and summary; {S002} section IV",
         "container >= 0.95x native on the same file system",
         container_near_native,
+        quote="001-as-native",
     ),
     F(
         "containers-beat-vms",
@@ -274,6 +314,7 @@ FINDINGS: list[Finding] = [
         f"{S001} section 4, Figure 1",
         "container >= 1.10x the VM on the same file system and path",
         containers_beat_vms,
+        quote="001-containers-30",
     ),
     F(
         "remote-near-local",
@@ -281,6 +322,7 @@ FINDINGS: list[Finding] = [
         f"{S003} sections 5.4 and 6.1, Figure 6a",
         "remote device >= 0.88x the direct-attached one, all else equal",
         remote_near_local,
+        quote="003-nvmf-within",
     ),
     F(
         "remote-gap-closes",
@@ -289,6 +331,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 5.4 and 5.5, Figures 3 and 4",
         "remote/local throughput at the highest load >= remote/local at the lowest load, same stack and workload",
         remote_gap_closes,
+        quote="003-nvmf-random",
     ),
     F(
         "memory-limit-hurts",
@@ -296,6 +339,7 @@ FINDINGS: list[Finding] = [
         f"{S003} section 6.2, Figure 7a, Table 2",
         "with a memory limit, throughput >= 20% below the unlimited run",
         memory_limit_hurts,
+        quote="003-mem-47",
     ),
     F(
         "memory-limit-hurts-most",
@@ -303,20 +347,23 @@ FINDINGS: list[Finding] = [
         f"{S003} section 6.2, Figure 7a, Table 2",
         "at one container count, the MEM preset's change against no limit is below CPU's and BW's",
         limit_hurts_most,
+        quote="003-mem-most",
     ),
     F(
         "p99-grows-past-peak",
         "Past the peak container count, tail latency keeps growing while throughput falls.",
-        f"{S003} section 6.1, Figure 6b",
+        f"{S003} sections 6.1 and 7, Figure 6b",
         "p99 at the largest count above p99 at the peak count",
         p99_grows_past_peak,
+        quote="003-p99-exponential",
     ),
     F(
         "replication-cost",
         "A higher replication factor costs latency: each request waits for more replicas.",
-        f"{S001} section 4, Figures 4-6",
+        f"{S001} section 4.1, Figure 3 and Table 2",
         "mean latency at the highest replication factor above the lowest, all else equal",
         replication_cost,
+        quote="001-rf1-latency",
     ),
     F(
         "bandwidth-limit-harmless",
@@ -324,6 +371,75 @@ FINDINGS: list[Finding] = [
         f"{S003} section 6.2, Figure 7a",
         "with a bps limit, within 10% of the unlimited run",
         bandwidth_limit_harmless,
+        quote="003-bw-harmless",
+    ),
+    F(
+        "cpu-rises-with-clusters",
+        "More Cassandra clusters at once cost more CPU for the same work, in containers as in VMs.",
+        f"{S001} section 4.2, Figures 4-6",
+        "the servers' CPU per 1,000 ops/s at the most clusters above one cluster's (> 1.00x), same load "
+        "and offered rate",
+        cpu_rises_with_clusters,
+        quote="001-cpu-clusters",
+    ),
+    F(
+        "latency-rises-with-clusters",
+        "More Cassandra clusters at once raise the mean latency.",
+        f"{S001} section 4.2, Figures 7-9",
+        "mean latency of every operation at the most clusters above one cluster's (> 1.00x), same load and "
+        "offered rate",
+        latency_rises_with_clusters,
+        quote="001-latency-clusters",
+    ),
+    F(
+        "native-cpu-lowest",
+        "The nonvirtualized cluster uses the least CPU; a container's costs at least as much.",
+        f"{S001} section 4.1, Table 2",
+        "a container's servers' CPU per 1,000 ops/s >= the native one's (>= 1.00x), same database and load",
+        native_cpu_lowest,
+        quote="001-table2-lowest",
+    ),
+    F(
+        "vm-cpu-overhead",
+        "A VM costs more CPU than the nonvirtualized host for the same work, by up to 29%.",
+        f"{S001} section 4.1, Figure 2",
+        "a VM's host CPU per 1,000 ops/s between 1.00x and 1.29x native's, same workload, file system and "
+        "load (KVM only: an emulated VM is never compared)",
+        vm_cpu_overhead,
+        quote="001-vm-cpu-29",
+    ),
+    F(
+        "target-cpu-low",
+        "A storage target needs little CPU: 2.4% for two servers, so one target could serve about 50.",
+        f"{S003} section 7, Figure 8d",
+        "a remote device's target process <= 2% of its host's CPUs for the one client it serves (50 within its CPU)",
+        target_cpu_low,
+        quote="003-target-cpu",
+    ),
+    F(
+        "cpu-limit-helps",
+        "A per-container CPU limit raises aggregate throughput at 4 containers (+13%).",
+        f"{S003} section 6.2, Figure 7a",
+        "with the CPU preset at 4 or more containers, throughput above the unlimited run (> 0%)",
+        cpu_limit_helps,
+        quote="003-cpu-13",
+    ),
+    F(
+        "all-limits-tail",
+        "Limiting every resource (ALL) raises tail latency by more than three times in the worst case.",
+        f"{S003} section 6.2, Figure 7c",
+        "at some container count, p99 with the ALL preset >= 2x the unlimited run's (the study: more than 3x)",
+        all_limits_tail,
+        quote="003-all-tail",
+    ),
+    F(
+        "writes-rise-reads-fall",
+        "Flat out, the write load gains from more Cassandra clusters at once; the read load is best with one.",
+        f"{S001} sections 4 and 5, Figure 1",
+        "flat-out throughput at the most clusters above one cluster's for writes (> 1.00x), below it for reads "
+        "(< 1.00x)",
+        writes_rise_reads_fall,
+        quote="001-writes-reads-clusters",
     ),
 ]
 

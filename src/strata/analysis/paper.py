@@ -4,8 +4,10 @@ One PaperValue per number a study's text or tables give that a user could set be
 their own: the per-container MB/s of study 004's Tables 2 to 5, study 001's Table 2, and the
 ratios, percentages, container counts and latencies the text of studies 002 and 003 states. Each
 says where it is printed, what it measures, in what unit, relative to what, and which of strata's
-results measure the same quantity (`match`, keyed by strata's result labels). paper.yaml's header
-says what each field and match key means and what was left out; docs/studies.md numbers the studies.
+configurations measure the same quantity (`match`, by what the study means: paper_match.py), the
+configuration a change is relative to (`versus`), and, where no shipped example produces the
+configuration, why (`not_reproduced`). paper.yaml's header says what each field and match key means and
+what was left out; docs/studies.md numbers the studies.
 """
 
 from __future__ import annotations
@@ -44,11 +46,20 @@ MATCH_KEYS = (
     "runtime",
     "path",
     "containers",
-    "load",
+    "numjobs",
+    "iodepth",
     "limits",
     "attached",
+    "profile",
+    "replication_factor",
+    "nodes",
+    "clusters",
+    "offered",
+    "hosts",
+    "disks",
     "metric",
 )
+INT_KEYS = ("containers", "numjobs", "iodepth", "replication_factor", "nodes", "clusters", "hosts", "disks")
 METRICS = (
     "throughput",
     "per_container",
@@ -67,7 +78,7 @@ METRICS = (
     "limit",
     "connections",
 )
-FIELDS = ("study", "where", "what", "read", "unit", "value", "baseline", "match", "note")
+FIELDS = ("study", "where", "what", "read", "unit", "value", "baseline", "versus", "match", "note", "not_reproduced")
 REQUIRED = ("study", "where", "what", "read", "unit", "value")
 
 
@@ -80,8 +91,10 @@ class PaperValue:
     unit: str
     value: float
     baseline: str | None = None
-    match: dict[str, str | int] = field(default_factory=dict)
+    match: dict[str, str | int | float] = field(default_factory=dict)
     note: str = ""
+    versus: dict[str, str | int | float] = field(default_factory=dict)  # the baseline configuration
+    not_reproduced: str = ""  # why no shipped example produces the configuration
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -136,9 +149,14 @@ def parse(entry, i: int = 0) -> PaperValue:
         raise ValueError(f"{name}: baseline must be a non-empty string or null")
     if entry["unit"] == "ratio" and baseline is None:
         raise ValueError(f"{name}: a ratio needs a baseline")
-    note = entry.get("note") or ""
-    if not isinstance(note, str):
-        raise ValueError(f"{name}: note must be a string")
+    for k in ("note", "not_reproduced"):
+        if not isinstance(entry.get(k) or "", str):
+            raise ValueError(f"{name}: {k} must be a string")
+    versus = _match(entry.get("versus"), name, "versus")
+    if "metric" in versus:
+        raise ValueError(f"{name}: versus names the baseline configuration; the metric is the value's own")
+    if versus and baseline is None:
+        raise ValueError(f"{name}: versus needs a baseline (what the value is relative to, in words)")
     return PaperValue(
         study=entry["study"],
         where=entry["where"],
@@ -148,20 +166,28 @@ def parse(entry, i: int = 0) -> PaperValue:
         value=float(value),
         baseline=baseline,
         match=_match(entry.get("match"), name),
-        note=note,
+        note=entry.get("note") or "",
+        versus=versus,
+        not_reproduced=entry.get("not_reproduced") or "",
     )
 
 
-def _match(match, name: str) -> dict[str, str | int]:
+def _match(match, name: str, what: str = "match") -> dict[str, str | int | float]:
     if match is None:
         return {}
     if not isinstance(match, dict):
-        raise ValueError(f"{name}: match must be a mapping")
+        raise ValueError(f"{name}: {what} must be a mapping")
     for k, v in match.items():
         if k not in MATCH_KEYS:
-            raise ValueError(f"{name}: match key {k!r} is not one of {', '.join(MATCH_KEYS)}")
-        if isinstance(v, bool) or not isinstance(v, (str, int)) or v == "":
-            raise ValueError(f"{name}: match {k} must be a non-empty string or an integer, got {v!r}")
+            raise ValueError(f"{name}: {what} key {k!r} is not one of {', '.join(MATCH_KEYS)}")
+        if k == "offered":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise ValueError(f"{name}: {what} offered is a share of the peak above 0 and at most 1, got {v!r}")
+        elif k in INT_KEYS:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"{name}: {what} {k} must be an integer, got {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, (str, int)) or v == "":
+            raise ValueError(f"{name}: {what} {k} must be a non-empty string or an integer, got {v!r}")
     if "metric" in match and match["metric"] not in METRICS:
         raise ValueError(f"{name}: metric {match['metric']!r} is not one of {', '.join(METRICS)}")
     return dict(match)

@@ -1,5 +1,6 @@
 """Placement advice from measured placements: the same load on one host and across hosts (study 003,
-section 6.3: "8 Cassandra containers on one server against 4 + 4 on two").
+section 6.3, assigns Cassandra containers to one server or to two: 6 on one server with two disks against
+4 on each of two servers with a disk each, its Figure 8c).
 
 When the results hold cells that differ only in their placement (hosts/: `placement: [{a: 2}, {a: 1,
 b: 1}]`), at least one with every instance on one host and one spread over several, the advice

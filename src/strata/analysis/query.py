@@ -111,7 +111,7 @@ def fmt(v: float | None, unit: str = "") -> str:
 
 def at_highest_load(cells: list[Cell]) -> list[Cell]:
     """Per stack and workload, the single-container cells at the highest load measured ("unless otherwise
-    indicated ... high load (32 jobs, 32 queue depth)", study 003 section 5)."""
+    indicated ... high load (32 jobs, 32 queue depth configured within the fio tool)", study 003 section 5)."""
     cells = [c for c in cells if c.containers == 1]
     top: dict[tuple, int] = {}
 

@@ -38,7 +38,12 @@ def add_arguments(p):
 def list_findings() -> str:
     from strata.analysis.findings import FINDINGS
 
-    return "\n".join(f"{f.id}\n  claim: {f.claim}\n  source: {f.source}\n  held when: {f.criterion}" for f in FINDINGS)
+    return "\n".join(
+        f"{f.id}\n  claim: {f.claim}\n  source: {f.source}"
+        + (f"\n  the study: {f.said}" if f.said else "")
+        + f"\n  held when: {f.criterion}"
+        for f in FINDINGS
+    )
 
 
 def main(args) -> int:

@@ -27,7 +27,20 @@ def render(report) -> dict[str, bytes]:
     out = {f"{f.id}.csv": table_csv(f.table.columns, f.table.rows) for f in report.figures}
     out.update({f"{t.id}.csv": table_csv(t.columns, t.rows) for t in report.tables})
     out["paper.csv"] = table_csv(
-        ["study", "where", "subject", "configuration", "paper", "unit", "read", "baseline", "here", "note"],
+        [
+            "study",
+            "where",
+            "subject",
+            "configuration",
+            "paper",
+            "unit",
+            "read",
+            "baseline",
+            "here",
+            "unit here",
+            "as run here",
+            "note",
+        ],
         [
             [
                 b.study,
@@ -39,15 +52,17 @@ def render(report) -> dict[str, bytes]:
                 p.value.read,
                 p.value.baseline or "",
                 p.yours,
-                p.value.note,
+                p.unit_here,
+                p.here,
+                p.value.note + (f"; not reproduced: {p.value.not_reproduced}" if p.value.not_reproduced else ""),
             ]
             for b in a.beside
             for p in b.pairs
         ],
     )
     out["findings.csv"] = table_csv(
-        ["id", "status", "claim", "source", "criterion", "numbers"],
-        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail] for f, o in a.findings],
+        ["id", "status", "claim", "source", "criterion", "numbers", "the study says"],
+        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail, f.said] for f, o in a.findings],
     )
     out["advice.csv"] = table_csv(
         [

@@ -12,6 +12,7 @@ import re
 from html import escape
 
 from strata import __version__
+from strata.analysis import studies
 from strata.analysis.beside import paper_ratio
 from strata.analysis.verdict import STATUSES
 from strata.report.csv import cell_text
@@ -146,7 +147,8 @@ def _finding_rows(pairs) -> str:
         cls = o.status.replace(" ", "-")
         rows.append(
             f'<tr><td><span class="st {cls}">{escape(o.status)}</span></td><td><b>{escape(f.id)}</b><br>'
-            f"{escape(f.claim)}<br><small>source: {escape(f.source)}</small></td><td>{escape(f.criterion)}"
+            f"{escape(f.claim)}<br><small>source: {escape(f.source)}"
+            f"{'<br>the study: ' + escape(f.said) if f.said else ''}</small></td><td>{escape(f.criterion)}"
             f"</td><td>{escape(_numbers(o))}</td></tr>"
         )
     return (
@@ -180,22 +182,43 @@ def _paper(a) -> str:
     out = (
         '<h2 id="paper">The studies beside these results</h2><p class=meta>The numbers the studies print '
         "(docs/studies.md; src/strata/analysis/paper.yaml) beside the same quantity here. Their hardware is "
-        "not yours: compare the shape, each side read against its own best configuration (1.00) or its own "
-        "raw device, never a paper's number as if it were measured here.</p>"
+        "not yours: compare the shape, each side read against its own best configuration (1.00) or against "
+        "the configuration the value is relative to, each in its own unit, never a paper's number as if it "
+        "were measured here.</p>"
     )
     if not a.beside:
         return out + "<p>None of the studies' published numbers is measured by these results.</p>"
+    out += _differs(list(dict.fromkeys(b.study for b in a.beside)))
     for b in a.beside:
         if b.kind == "stated":
-            cols = ["configuration", "the study says", "x its baseline", "here: x your raw device"]
-            rows = [[p.label, p.value.what, _x(paper_ratio(p.value)), _x(p.yours)] for p in b.pairs]
-        else:
-            cols = ["configuration", f"paper ({b.unit})", "paper, of its best", f"here ({b.unit})", "here, of its best"]
+            cols = ["configuration", "the study says", "x its baseline", "here: x the same baseline"]
             rows = [
-                [p.label, p.value.value, _x(b.relative(p, False)), _num(p.yours), _x(b.relative(p, True))]
+                [p.label, p.value.what, _x(paper_ratio(p.value)), _x(p.yours) if not p.value.not_reproduced else "-"]
+                for p in b.pairs
+            ]
+        else:
+            cols = ["configuration", "the study", "of its best", "here", "of its best", "as run here"]
+            rows = [
+                [
+                    b.label(p),
+                    f"{p.value.value:g} {'%' if p.value.unit == 'percent' else p.value.unit}",
+                    _x(b.relative(p, False)),
+                    _num(p.yours, p.unit_here) if not p.value.not_reproduced else "not reproduced (paper.csv says why)",
+                    _x(b.relative(p, True)),
+                    p.here,
+                ]
                 for p in b.pairs
             ]
         out += f"<h3>{escape(b.shape())}</h3>{_table(cols, rows)}"
+    return out
+
+
+def _differs(ids: list[str]) -> str:
+    """What differs here from each study's method, and why (analysis/studies.yaml, as docs/studies.md)."""
+    out = ""
+    for s in filter(None, (studies.by_study(i) for i in ids)):
+        items = "".join(f"<li><b>{escape(what)}</b>: {escape(text)}</li>" for what, text in s.differs)
+        out += f"<details><summary>study {s.study}: what differs here and why</summary><ul>{items}</ul></details>"
     return out
 
 
@@ -203,8 +226,8 @@ def _x(v) -> str:
     return "not measured here" if v is None else f"{v:.2f}"
 
 
-def _num(v) -> str:
-    return "not measured here" if v is None else f"{v:,.3g}"
+def _num(v, unit: str = "") -> str:
+    return "not measured here" if v is None else f"{v:,.3g} {unit}".strip()
 
 
 def _figure(i: int, f, svg, png: bool = False) -> str:

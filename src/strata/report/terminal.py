@@ -105,7 +105,7 @@ def analysis_text(a) -> str:
         if o.status != "not measured":
             lines.append(f"  {STATUS_MARK[o.status]} {o.status:<12} {f.id}: {_clip(o.detail, 150)}")
     if a.beside:
-        lines += ["", "the studies beside these results (each side against its own best or raw device):"]
+        lines += ["", "the studies beside these results (each side against its own best or baseline):"]
         for b in a.beside[:MAX_ROWS]:  # whole: the order agreement comes last in the sentence
             lines += textwrap.wrap(b.shape(), 110, initial_indent="  = ", subsequent_indent="    ")
         if len(a.beside) > MAX_ROWS:

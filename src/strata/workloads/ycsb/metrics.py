@@ -7,6 +7,8 @@
   every client merged, never averaged percentiles; `read`/`write` carry the same in the shape
   every workload's results have (`iops`, `lat_ns`), so the analysis's latency findings apply.
 - `clients`: each phase's client wall and CPU time (the client runs outside the stack under test).
+- `offered` (a relative target, `target: 40%`): the share, the peak the clients reached flat out just
+  before the run, and the rate offered to each database (server.py).
 - `cache`: the page cache at the end of the run against the data set (Cassandra does buffered I/O).
 
 Across hosts (hosts/merge.py) the instances' outputs come from one artifact directory per host:
@@ -89,6 +91,8 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
         "node_ready_s": record.get("node_ready_s"),
         "cache": _cache(params, record),
     }
+    if record.get("offered"):
+        metrics["offered"] = record["offered"]
     series = [[i, v] for i, v in enumerate(agg["series_ops_s"])]
     return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs), dirs)
 
@@ -124,12 +128,23 @@ def merged_record(records: list[dict], arts: list[Path]) -> dict:
         }
     cached = [r.get("page_cache_bytes") for r in records]
     return {
+        **_offered([r["offered"] for r in records if r.get("offered")]),
         "databases": sum(r.get("databases", 1) for r in records),
         "nodes": records[0].get("nodes"),
         "phases": phases,
         "node_ready_s": [s for r in records for s in (r.get("node_ready_s") or [])],
         "page_cache_bytes": sum(cached) if None not in cached else None,
     }
+
+
+def _offered(parts: list[dict]) -> dict:
+    """Each host's relative target as one: the peaks summed (every host measured its own databases),
+    the rate offered to a database as their mean."""
+    if not parts:
+        return {}
+    rates = [p["target_ops_s"] for p in parts]
+    merged = {"share": parts[0]["share"], "peak_ops_s": sum(p["peak_ops_s"] for p in parts)}
+    return {"offered": {**merged, "target_ops_s": round(sum(rates) / len(rates))}}
 
 
 def _clients_of(art: Path, record: dict, dirs: list[Path], outs: list[yp.ClientOutput]):

@@ -5,13 +5,16 @@ target: 2000, clusters: 1, cluster: {nodes: 3, replication_factor: 2, consistenc
 Every number is bounded; a list of `target`s (or of any other key) is a sweep (experiment/load.py).
 `workload` is a YCSB standard workload letter (a-f) or `file:PATH`, a properties file run as it is.
 `profile` (mixed, read, write) sets the operation mix of study 001 over the workload's.
+`target: 40%` offers that share of the peak the same cluster reaches flat out, measured in the trial just
+before its run (study 001 offers fixed rates up to the peak of its own clusters; a user's cluster has
+another peak, so the share is what carries over).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from strata.params import Strict
 from strata.units import parse_duration
@@ -25,6 +28,7 @@ PROFILES = {
     "write": {"readproportion": "0", "updateproportion": "1"},
 }
 MAX_NODES = 16
+PEAK_MAX_S = 30  # the flat-out run that measures the peak of a relative target: min(runtime, this)
 
 
 def _seconds(v):
@@ -98,8 +102,10 @@ class YcsbParams(Strict):
         default=None,
         ge=1,
         le=100_000_000,
-        description="offered ops/s of each database (a list is a sweep); none: flat out",
+        description="offered ops/s of each database (a list is a sweep); N%: that share of the peak the same "
+        "cluster reaches flat out, measured just before the run; none: flat out",
     )
+    target_share: float | None = Field(default=None, gt=0, le=1, description="(set from `target: N%`)")
     clusters: int = Field(default=1, ge=1, le=64, description="databases per container count, run at once")
     cluster: ClusterParams = Field(default_factory=ClusterParams, description="the shape of each database")
     data_integrity: bool = Field(default=False, description="YCSB's dataintegrity check on every read")
@@ -114,6 +120,30 @@ class YcsbParams(Strict):
     file: str | None = Field(default=None, description="(set from `workload: file:PATH`)")
 
     _times = field_validator("runtime", "warmup", mode="before")(lambda v: _seconds(v))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _share(cls, data):
+        """`target: 40%` -> target_share 0.4 (and no absolute target)."""
+        if isinstance(data, dict) and isinstance(data.get("target"), str) and data["target"].strip().endswith("%"):
+            text = data["target"].strip()
+            try:
+                share = float(text[:-1]) / 100
+            except ValueError:
+                raise ValueError(f"target {text!r}: write a share of the peak as a number and %, e.g. 40%") from None
+            if not 0 < share <= 1:
+                raise ValueError(f"target {text}: a share of the peak is above 0% and at most 100%")
+            data = {**data, "target": None, "target_share": share}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """Without a relative target, the stored workload is what it was before relative targets existed
+        (a trial's id hashes it: stored results keep their ids)."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("target_share") is None:
+            out.pop("target_share", None)
+        return out
 
     @field_validator("target", mode="before")
     @classmethod
@@ -153,6 +183,7 @@ class YcsbParams(Strict):
             wl = self.workload if not self.file else "file-" + self.file.rsplit("/", 1)[-1]
             name = f"ycsb-{wl}" + (f"-{self.profile}" if self.profile else "")
             name += f"-t{self.target}" if self.target else ""
+            name += f"-t{self.target_share * 100:g}pct" if self.target_share else ""
             c = self.cluster
             if self.clusters > 1 or c.nodes > 1:
                 name += f"-{self.clusters}x{c.nodes}n-rf{c.replication_factor}"
@@ -160,6 +191,11 @@ class YcsbParams(Strict):
                 name += f"-on-{'+'.join(c.hosts)}-clients-{self.clients_host}"
             object.__setattr__(self, "name", name)
         return self
+
+    @property
+    def peak_s(self) -> int:
+        """Seconds of the flat-out run that measures the peak a relative target is a share of."""
+        return min(self.runtime or PEAK_MAX_S, PEAK_MAX_S)
 
     @property
     def clients_host(self) -> str | None:

@@ -55,6 +55,13 @@ METRICS = MetricSchema(
             "target", "parameter", "ops/s", type="int", export=False, axis=Axis("offered rate (ops/s)", detail=True)
         ),
         Metric(
+            "target_share",
+            "parameter",
+            "",
+            export=False,
+            axis=Axis("offered rate (share of the peak)", detail=True),
+        ),
+        Metric(
             "throughput_ops_s",
             "total",
             "ops/s",
@@ -215,7 +222,8 @@ class Ycsb(
         start = 30 * params.cluster.nodes
         load_s = params.records / 2000
         run = params.runtime or (params.operations or 0) / 2000
-        return start + load_s + params.warmup + run + 20
+        peak = params.peak_s if params.target_share else 0
+        return start + load_s + params.warmup + peak + run + 20
 
     def data_bytes(self, params: YcsbParams, load: Load) -> int:
         """One container's databases: their rows (with the replicas) and their nodes' overhead; when the

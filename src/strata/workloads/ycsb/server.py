@@ -7,6 +7,9 @@
    RingCheck then sees every node Up and Normal from every node.
 2. Load: one YCSB client per database inserts the records (not measured).
 3. Warm-up: `warmup` seconds of the run's operations (not measured).
+   With a relative target (`target: 40%`), the warm-up runs flat out and then the peak: the run's
+   operations flat out for min(runtime, 30) s; the measured run offers that share of its throughput
+   (`offered` in clients.json: the share, the peak and the rate offered to each database).
 4. The measured run, inside the collectors' window: `clients` processes per database.
 5. `<sync>/stop`: the nodes shut down, and the runtime's outputs are returned.
 
@@ -36,6 +39,7 @@ from strata.instances import InstanceOutput
 from strata.params import Load
 from strata.workloads.base import MeasureContext, rendezvous
 from strata.workloads.ycsb import cassandra, client, jars
+from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import PROFILES, YcsbParams
 from strata.workloads.ycsb.plugin import databases, span_addresses
 from strata.workloads.ycsb.script import LOG_NAME, STOP_FILE, start_file
@@ -87,9 +91,14 @@ def measure(params: YcsbParams, load: Load, ctx: MeasureContext) -> list[Instanc
     record["phases"]["load"] = run_phase("load", params, dbs, lib, ctx)
     if params.warmup:
         record["phases"]["warmup"] = run_phase("warmup", params, dbs, lib, ctx)
+    rate = None
+    if params.target_share:
+        record["phases"]["peak"] = run_phase("peak", params, dbs, lib, ctx)
+        record["offered"] = offered(params, len(dbs), [ctx.art / c for c in record["phases"]["peak"]["clients"]])
+        rate = record["offered"]["target_ops_s"]
     rendezvous(running)  # across hosts: every host's measured run starts together
     with ctx.collect():
-        record["phases"]["run"] = run_phase("run", params, dbs, lib, ctx)
+        record["phases"]["run"] = run_phase("run", params, dbs, lib, ctx, rate)
         record["page_cache_bytes"] = page_cache_bytes()
     write_record(art, record)
     rendezvous(running, "measured", lambda: check_nodes(ctx))  # across hosts: the other hosts' nodes may stop
@@ -213,8 +222,33 @@ def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
         time.sleep(2)
 
 
-def client_runs(phase: str, params: YcsbParams, db: Db, out: Path) -> list[client.ClientRun]:
-    """The clients of one database in one phase (one for the load, `clients` for the runs)."""
+def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> dict:
+    """The rate a relative target offers each database: its share of the peak the clients reached flat out
+    (their throughput over the seconds all of them ran, as the measured run's headline is taken)."""
+    agg = yp.aggregate([_client_output(d) for d in peak_dirs])
+    peak = agg["window_ops_s"] if agg["window_ops_s"] is not None else agg["throughput_ops_s"]
+    if not peak:
+        raise TrialFailure("parse", "the flat-out run that measures the peak reported no operations", "")
+    share = params.target_share or 1.0
+    return {
+        "share": share,
+        "peak_ops_s": round(peak, 3),
+        "target_ops_s": max(1, round(share * peak / databases)),
+    }
+
+
+def _client_output(d: Path) -> yp.ClientOutput:
+    def text(name: str) -> str:
+        p = d / name
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    return yp.ClientOutput(text("stdout.txt"), text("stderr.txt"), d / "hdr")
+
+
+def client_runs(phase: str, params: YcsbParams, db: Db, out: Path, rate: int | None = None) -> list[client.ClientRun]:
+    """The clients of one database in one phase (one for the load, `clients` for the runs): the run at
+    `rate` ops/s of the database when given (a relative target's), else at the spec's target; the
+    warm-up and the peak of a relative target flat out."""
     extra = {**PROFILES.get(params.profile or "", {}), **params.properties}
     wl = Path(params.file) if params.file else client.workload_file(params.workload)
     c = params.cluster
@@ -233,8 +267,11 @@ def client_runs(phase: str, params: YcsbParams, db: Db, out: Path) -> list[clien
         return [client.ClientRun("load", out_dir=out / f"db{db.index}-c0", threads=params.threads, **common)]
     n = params.clients
     threads = max(1, params.threads // n)
-    target = max(1, params.target // n) if params.target else None
+    rate = rate if rate is not None else params.target
+    target = max(1, rate // n) if rate and phase != "peak" else None
     timed = dict(runtime_s=params.warmup) if phase == "warmup" else dict(runtime_s=params.runtime)
+    if phase == "peak":
+        timed = dict(runtime_s=params.peak_s)
     if phase == "run" and params.operations:
         timed = dict(operations=max(1, params.operations // n))
     return [
@@ -251,10 +288,12 @@ def client_runs(phase: str, params: YcsbParams, db: Db, out: Path) -> list[clien
     ]
 
 
-def run_phase(phase: str, params: YcsbParams, dbs: list[Db], lib: Path, ctx: MeasureContext) -> dict:
+def run_phase(
+    phase: str, params: YcsbParams, dbs: list[Db], lib: Path, ctx: MeasureContext, rate: int | None = None
+) -> dict:
     """Every database's clients at once; their wall and CPU time. A node that dies fails the trial."""
     out = ctx.art / CLIENTS_DIR / phase
-    runs = [r for db in dbs for r in client_runs(phase, params, db, out)]
+    runs = [r for db in dbs for r in client_runs(phase, params, db, out, rate)]
     for r in runs:
         r.out_dir.mkdir(parents=True, exist_ok=True)
     timeout = phase_timeout_s(phase, params)
@@ -315,6 +354,8 @@ def phase_timeout_s(phase: str, params: YcsbParams) -> float:
         return 300 + params.records / 200
     if phase == "warmup":
         return params.warmup + 180
+    if phase == "peak":
+        return params.peak_s + 180
     if params.runtime:
         return params.runtime + 180
     return 300 + (params.operations or 0) / 100

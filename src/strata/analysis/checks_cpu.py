@@ -1,0 +1,165 @@
+"""Checks of the studies' claims on what the stack under test costs in CPU, and on Cassandra clusters
+and limits: CPU and latency rising with the number of clusters (001 section 4.2, Figures 4 to 9), the
+nonvirtualized case the cheapest (001 Table 2), a VM's CPU overhead (001 section 4.1), the storage
+target's CPU (003 section 7, Figure 8d), the CPU limit's gain and the ALL preset's tail (003 section
+6.2, Figures 7a and 7c), and writes against reads over clusters (001 section 4, Figure 1).
+
+CPU is read from what the collectors store with every trial (analysis/usage.py): the servers' share of
+the host (the host's busy share less the YCSB clients'), per 1,000 ops/s of the trial's throughput, so
+that configurations that ran at different rates compare (study 001 draws CPU against the offered rate).
+Each is decided by the 95% interval of the compared quantity (analysis/verdict.py), for the registry in
+analysis/findings.py.
+"""
+
+from __future__ import annotations
+
+from strata.analysis import usage
+from strata.analysis.checks_containers import _limits, _same_but_limits
+from strata.analysis.query import fmt, pairs, select
+from strata.analysis.stats import Summary, change, ratio
+from strata.analysis.verdict import INCONCLUSIVE, NOT_HELD, Decision, Outcome, decide, ratio_decision, verdict
+
+TARGET_CPU_PER_CLIENT = 2.0  # percent of the target host's CPUs: 50 clients within its CPU (003 section 7)
+VM_CPU_MAX = 1.29  # "up to 29% higher" (001 section 4.1)
+TAIL_MIN = 2.0  # the ALL preset's p99 against no limit; the study: more than 3x in the worst case
+
+
+def cpu_per_kops(c) -> Summary:
+    """The servers' CPU (% of the host) per 1,000 ops/s of the trial's throughput, over repetitions."""
+    return usage.of_cell(c.ok, lambda r: usage.per_kops(usage.server_cpu_percent(r), r))
+
+
+def ycsb_latency(c) -> Summary:
+    return usage.of_cell(c.ok, usage.ycsb_mean_latency_ns)
+
+
+def _clusters_groups(ctx) -> list[tuple]:
+    """(fewest, most) clusters of YCSB cells equal in everything but the number of clusters."""
+    groups: dict[tuple, dict] = {}
+    for c in ctx.cells:
+        n = c.workload.get("clusters")
+        if c.values and c.kind == "ycsb" and n:
+            rest = tuple(kv for kv in c.workload_key if kv[0] != "clusters")
+            groups.setdefault((c.stack, c.load_key, rest), {})[n] = c
+    return [(by[min(by)], by[max(by)]) for by in groups.values() if len(by) >= 2]
+
+
+def _rises(ctx, figure, what: str) -> Outcome:
+    out = []
+    for a, b in _clusters_groups(ctx):
+        r = ratio(figure(b), figure(a))
+        if r.value != r.value:
+            continue
+        na, nb = a.workload["clusters"], b.workload["clusters"]
+        text = f"{b.stack} {a.labels['workload']}: {what} x{r.value:.2f} from {na} to {nb} clusters"
+        out.append(ratio_decision(r, min(figure(a).n, figure(b).n), text, lo=1.0))
+    return verdict(out)
+
+
+def cpu_rises_with_clusters(ctx) -> Outcome:
+    return _rises(ctx, cpu_per_kops, "the servers' CPU per 1,000 ops/s")
+
+
+def latency_rises_with_clusters(ctx) -> Outcome:
+    return _rises(ctx, ycsb_latency, "mean latency")
+
+
+def native_cpu_lowest(ctx) -> Outcome:
+    """A container's servers' CPU per operation at least the nonvirtualized one's, same database and load."""
+    prs = pairs(select(ctx.cells, baseline=True, kind="ycsb"), select(ctx.cells, isolation="container", kind="ycsb"))
+    out = []
+    for a, b, _ in prs:
+        r = ratio(cpu_per_kops(b), cpu_per_kops(a))
+        if r.value == r.value:
+            text = f"{b.name}: CPU per 1,000 ops/s x{r.value:.2f} native"
+            out.append(ratio_decision(r, min(cpu_per_kops(a).n, cpu_per_kops(b).n), text, lo=1.0))
+    return verdict(out)
+
+
+def vm_cpu_overhead(ctx) -> Outcome:
+    """A VM's host CPU per operation above the native one's, by at most 29% (same workload and load)."""
+    prs = pairs(select(ctx.cells, baseline=True, path="bind"), select(ctx.cells, isolation="vm"), also=("filesystem",))
+    out = []
+    for a, b, _ in prs:
+        if b.emulated:
+            continue
+        fa, fb = (usage.of_cell(c.ok, lambda r: usage.per_kops(usage.host_busy_percent(r), r)) for c in (a, b))
+        r = ratio(fb, fa)
+        if r.value == r.value:
+            text = f"{b.name}: host CPU per 1,000 ops/s x{r.value:.2f} native"
+            out.append(ratio_decision(r, min(fa.n, fb.n), text, lo=1.0, hi=VM_CPU_MAX))
+    return verdict(out)
+
+
+def target_cpu_low(ctx) -> Outcome:
+    """A remote device's storage target uses at most 2% of its host's CPUs for the one client it serves."""
+    out = []
+    for c in ctx.cells:
+        s = usage.of_cell(c.ok, usage.target_cpu_percent)
+        if not s.n:
+            continue
+        held, need = decide(s.mean, s.ci_low, s.ci_high, s.n, hi=TARGET_CPU_PER_CLIENT)
+        ci = f" [{s.ci_low:.2f}, {s.ci_high:.2f}]" if s.ci_low is not None else ""
+        out.append(Decision(held, f"{c.name}: target {s.mean:.2f}%{ci} of the host's CPUs", need))
+    return verdict(out)
+
+
+def _against_no_limit(ctx, preset: str) -> list[tuple]:
+    """(no limit, the preset) cells equal in everything else."""
+    free = {_same_but_limits(c): c for c in ctx.cells if c.values and not _limits(c)}
+    out = []
+    for c in ctx.cells:
+        if c.values and (c.load.get("limits") or {}).get("preset") == preset:
+            base = free.get(_same_but_limits(c))
+            if base is not None:
+                out.append((base, c))
+    return out
+
+
+def cpu_limit_helps(ctx) -> Outcome:
+    """With the CPU preset, aggregate throughput at 4 or more containers above the unlimited run's."""
+    out = []
+    for a, b in _against_no_limit(ctx, "CPU"):
+        if b.containers < 4:
+            continue
+        ch = change(a.summary, b.summary)
+        held, need = decide(ch.rel, ch.rel_low, ch.rel_high, min(a.reps, b.reps), lo=0.0)
+        out.append(Decision(held, f"{b.name}: {ch.text()} against no limit", need))
+    return verdict(out)
+
+
+def all_limits_tail(ctx) -> Outcome:
+    """In the worst case (some container count), p99 with the ALL preset at least 2x no limit's."""
+    out = []
+    for a, b in _against_no_limit(ctx, "ALL"):
+        pa, pb = a.latency("lat", "p99"), b.latency("lat", "p99")
+        r = ratio(pb, pa)
+        if r.value == r.value:
+            text = f"{b.name}: p99 x{r.value:.2f} no limit ({fmt(pa.mean / 1e6)} -> {fmt(pb.mean / 1e6)} ms)"
+            out.append(ratio_decision(r, min(pa.n, pb.n), text, lo=TAIL_MIN))
+    o = verdict(out)
+    if any(d.held for d in out):  # the worst case held: the others are the claim's better cases
+        return verdict([d for d in out if d.held])
+    if o.status == NOT_HELD and any(d.held is None for d in out):
+        return Outcome(INCONCLUSIVE, o.numbers, [d.need for d in out if d.held is None and d.need])
+    return o
+
+
+def _flat_out(c) -> bool:
+    return c.kind == "ycsb" and c.workload.get("target") is None and c.workload.get("target_share") is None
+
+
+def writes_rise_reads_fall(ctx) -> Outcome:
+    """Flat out: the write load's aggregate throughput above one cluster's with more clusters, the read
+    load's below it."""
+    out = []
+    for a, b in _clusters_groups(ctx):
+        profile = a.workload.get("profile")
+        if profile not in ("read", "write") or not _flat_out(a):
+            continue
+        r = ratio(b.summary, a.summary)
+        na, nb = a.workload["clusters"], b.workload["clusters"]
+        text = f"{b.stack} {profile}: throughput x{r.value:.2f} from {na} to {nb} clusters"
+        lo, hi = (1.0, None) if profile == "write" else (None, 1.0)
+        out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=lo, hi=hi))
+    return verdict(out)

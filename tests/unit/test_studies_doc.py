@@ -1,0 +1,83 @@
+"""The studies, said once (issue 35): docs/studies.md's tables of the studies (with what differs here and
+why) and of their headline claims (checked by which finding, or why not here) are generated from
+analysis/studies.yaml, and the report's section on the studies repeats the same differences."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from strata.analysis import studies
+from strata.analysis.findings import FINDINGS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "studies.md"
+ASPECTS = {"device", "sizes", "durations", "versions", "distributions", "preconditioning"}
+
+
+def test_the_page_is_generated_from_the_data():
+    page = PAGE.read_text()
+    assert studies.render(page) == page, "regenerate it: python3 -m strata.analysis.studies docs/studies.md"
+
+
+def test_every_study_says_what_differs_and_every_claim_is_marked():
+    loaded = studies.load()
+    assert [s.study for s in loaded] == ["003", "002", "004", "001"]
+    said = {what for s in loaded for what, _ in s.differs}
+    assert ASPECTS <= said, ASPECTS - said
+    for s in loaded:
+        assert s.differs and s.claims, s.study
+        for c in s.claims:
+            assert c.finding or (c.not_checkable and len(c.not_checkable) > 30), c.quote.id
+    claims = studies.claims()
+    assert claims.count("`finding:") >= 30 and "not checkable here:" in claims
+
+
+def test_the_findings_the_issue_asks_for_check_a_headline_claim():
+    checked = {c.finding for s in studies.load() for c in s.claims if c.finding}
+    wanted = {
+        "cpu-rises-with-clusters",
+        "vm-cpu-overhead",
+        "target-cpu-low",
+        "cpu-limit-helps",
+        "all-limits-tail",
+        "writes-rise-reads-fall",
+    }
+    assert wanted <= checked <= {f.id for f in FINDINGS}
+
+
+def test_a_claim_without_finding_or_reason_is_refused(tmp_path):
+    bad = tmp_path / "studies.yaml"
+    bad.write_text(
+        '- {study: "003", reference: r, measures: m, differs: [{what: device, text: t}],'
+        " claims: [{quote: 003-xfs-cliff}]}\n"
+    )
+    with pytest.raises(ValueError, match="needs a finding or why it is not checkable"):
+        studies.load.__wrapped__(bad)
+    bad.write_text(
+        '- {study: "001", reference: r, measures: m, differs: [{what: device, text: t}],'
+        " claims: [{quote: 003-xfs-cliff, finding: xfs-jobs-cliff}]}\n"
+    )
+    with pytest.raises(ValueError, match="a quote of study 003"):
+        studies.load.__wrapped__(bad)
+
+
+def test_the_report_repeats_the_differences_of_the_studies_it_sets_beside():
+    from synth_results import make_result
+
+    from strata.analysis.analyse import analyse
+    from strata.report import html
+    from strata.report.model import build
+
+    rs = [
+        make_result(fs="ext4", runtime="docker", path=p, kind="filebench", workload="varmail", value=v, rep=i)
+        for p, v in (("volume", 3.6), ("bind", 3.8))
+        for i in range(2)
+    ]
+    page = html.render(build(analyse(rs), "t"), {}).decode()
+    paper = page.split('id="paper"')[1]
+    assert "study 004: what differs here and why" in paper and "study 003: what differs" not in paper
+    text = dict(studies.by_study("004").differs)["durations"]
+    assert text.split(";")[0] in paper
