@@ -30,7 +30,7 @@ from benchbed import strata_run, workdir  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
 from strata.analysis.decide import EQUIVALENT  # noqa: E402
-from strata.store import load_results  # noqa: E402
+from strata.results.store import load_results  # noqa: E402
 
 
 def spec(name: str, workdir: str, runtime: int, reps, args) -> dict:

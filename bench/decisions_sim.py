@@ -123,7 +123,7 @@ def fit(results_dir: str) -> tuple[float, float, float]:
     """(between, within, seconds): the medians over the stored configurations' variance components."""
     from strata.analysis.cells import build_cells
     from strata.analysis.variance import of_cells
-    from strata.store import load_results
+    from strata.results.store import load_results
 
     comps = list(of_cells(build_cells(load_results(results_dir), judge_steady=False)).values())
     if not comps:

@@ -20,7 +20,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from benchbed import workdir  # noqa: E402
 
-from strata.store import load_results  # noqa: E402
+from strata.results.store import load_results  # noqa: E402
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 import tiny
 import yaml
 
-from strata.errors import SpecErrors
+from strata.core.errors import SpecErrors
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec, parse_spec
 

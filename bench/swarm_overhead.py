@@ -30,7 +30,7 @@ import tiny
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
-from strata.store import load_results  # noqa: E402
+from strata.results.store import load_results  # noqa: E402
 
 
 def ok(out: Path) -> list[dict]:

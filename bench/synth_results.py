@@ -18,7 +18,7 @@ import json
 import random
 from pathlib import Path
 
-from strata.schema import SCHEMA_VERSION
+from strata.results.schema import SCHEMA_VERSION
 from strata.workloads.base import headline
 
 HOST = {
@@ -288,8 +288,8 @@ def generate(out: Path, trials: int, seed: int = 1) -> int:
 
 def _write(out: Path, r: dict, rnd: random.Random) -> None:
     """The result file and its artifacts; flags.steady as the runner stores it (validity.steady)."""
-    from strata.flags import Flag, Flags
-    from strata.validity import steady
+    from strata.results.flags import Flag, Flags
+    from strata.results.validity import steady
 
     d = out / "trials"
     (d / r["trial_id"]).mkdir(parents=True, exist_ok=True)

@@ -40,7 +40,8 @@ from strata.collectors.cgroup import CgroupCollector
 from strata.collectors.diskstats import DiskstatsCollector
 from strata.collectors.host import HostCollector
 from strata.collectors.sampler import Sampler
-from strata.params import Load
+from strata.core.params import Load
+from strata.run.trial import _requests
 from strata.stack.devices.loop import LOOP
 from strata.stack.devices.loop import LoopParams as LoopDevice
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
@@ -49,7 +50,6 @@ from strata.stack.journal import Journal
 from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.qemu import accel_args
 from strata.stack.vm.runtime import provision_vm
-from strata.trial import _requests
 from strata.workloads.fio import Fio
 
 provision_loop = LOOP.provision

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
-from strata.store import load_results  # noqa: E402
+from strata.results.store import load_results  # noqa: E402
 
 SETUPS = {
     "one-host": {"cluster": {"nodes": 2, "replication_factor": 2}},

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.store import load_results  # noqa: E402
+from strata.results.store import load_results  # noqa: E402
 
 
 def spec(bed, root: Path, args, runtime: str, path: str, placement: list) -> dict:

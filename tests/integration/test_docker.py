@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from strata.collectors.cgroup import final_sections
-from strata.errors import TrialFailure, Unsupported
-from strata.instances import ImageSpec, InstanceRequest
-from strata.params import Limits, Load
+from strata.core.errors import TrialFailure, Unsupported
+from strata.core.instances import ImageSpec, InstanceRequest
+from strata.core.params import Limits, Load
 from strata.stack import journal as jn
 from strata.stack import procfs
 from strata.stack.devices.loop import LOOP, LoopParams
@@ -363,8 +363,8 @@ def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
 KILLED_SCRIPT = textwrap.dedent("""\
     import sys, time
     from pathlib import Path
-    from strata.instances import ImageSpec, InstanceRequest
-    from strata.params import Load
+    from strata.core.instances import ImageSpec, InstanceRequest
+    from strata.core.params import Load
     from strata.stack import journal as jn
     from strata.stack.devices.loop import LOOP, LoopParams
     from strata.stack.filesystems.mkfs import EXT4

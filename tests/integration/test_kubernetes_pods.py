@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from strata.instances import ImageSpec, InstanceRequest
-from strata.params import Limits
+from strata.core.instances import ImageSpec, InstanceRequest
+from strata.core.params import Limits
 from strata.stack.journal import Journal
 from strata.stack.kube.bed import kubernetes_bed
 from strata.stack.runtimes.docker.image import build_image_tarball, image_tag

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.instances import ImageSpec
+from strata.core.instances import ImageSpec
 from strata.stack.kube.api import Api
 from strata.stack.kube.config import FIXED_HOST_DIRS
 from strata.stack.runtimes.docker.image import build_image_tarball

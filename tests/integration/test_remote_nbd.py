@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from strata.collectors.diskstats import DiskstatsCollector
-from strata.errors import StrataError, Unsupported
-from strata.instances import ImageSpec, InstanceRequest
-from strata.params import Load
+from strata.core.errors import StrataError, Unsupported
+from strata.core.instances import ImageSpec, InstanceRequest
+from strata.core.params import Load
 from strata.stack import journal as jn
 from strata.stack import netns
 from strata.stack.blockdev import disk_of

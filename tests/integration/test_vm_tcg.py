@@ -20,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from strata import validity
 from strata.collectors import REGISTRY as COLLECTORS
 from strata.collectors.base import CollectContext
 from strata.collectors.sampler import Sampler
-from strata.errors import TrialFailure
-from strata.params import Limits, Load
+from strata.core.errors import TrialFailure
+from strata.core.params import Limits, Load
+from strata.results import validity
+from strata.run.trial import _requests
 from strata.stack.devices.loop import LOOP
 from strata.stack.devices.loop import LoopParams as LoopDevice
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
@@ -35,7 +36,6 @@ from strata.stack.procfs import cmdline
 from strata.stack.vm.guest import ensure_guest
 from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.runtime import provision_vm
-from strata.trial import _requests
 from strata.workloads.filebench import Filebench
 from strata.workloads.fio import Fio
 
@@ -105,7 +105,7 @@ def stack(tmp_path, guest):
 
 
 def run(session, dev, path: str, wl, raw: dict, load: Load, art: Path):
-    """One trial's instances under the real collectors (as strata.trial runs them)."""
+    """One trial's instances under the real collectors (as strata.run.trial runs them)."""
     spec = wl.parse_params(raw, Path("."))
     art.mkdir(parents=True, exist_ok=True)
     with session.path(path, art, load) as handle:
@@ -275,8 +275,8 @@ def test_a_killed_qemu_fails_the_trial_and_leaves_nothing(stack, tmp_path):
 KILLED_RUN = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from strata.instances import InstanceRequest
-    from strata.params import Limits, Load
+    from strata.core.instances import InstanceRequest
+    from strata.core.params import Limits, Load
     from strata.stack.devices.loop import LOOP, LoopParams as LoopDevice
     from strata.stack.filesystems.mkfs import EXT4
     from strata.stack.filesystems import FilesystemParams as Filesystem

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import StrataError, TrialFailure
+from strata.core.errors import StrataError, TrialFailure
 from strata.stack.devices.loop import LOOP
 from strata.stack.devices.loop import LoopParams as LoopDevice
 from strata.stack.filesystems import FilesystemParams as Filesystem

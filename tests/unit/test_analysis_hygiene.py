@@ -46,7 +46,7 @@ def test_too_short_to_judge_is_its_own_warning():
 
 
 def _steady(values, design):
-    from strata import validity
+    from strata.results import validity
 
     series = [[t, v] for t, v in enumerate([*values, 1])]
     return validity.steady(series, design=design).to_json()

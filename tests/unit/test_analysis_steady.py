@@ -2,7 +2,7 @@
 
 import pytest
 
-from strata.steady import detect
+from strata.results.steady import detect
 
 
 def test_flat_series_is_steady():
@@ -58,8 +58,8 @@ def test_result_keys():
 
 # ---- the drift: what a short trial of a repeated design can show (issue 32) ----
 
-from strata import validity  # noqa: E402
-from strata.steady import drift, drift_t_critical  # noqa: E402
+from strata.results import validity  # noqa: E402
+from strata.results.steady import drift, drift_t_critical  # noqa: E402
 
 
 def _series(values):
@@ -108,7 +108,7 @@ def test_a_drift_warns_in_a_repeated_design():
 
 def test_the_runner_sets_the_basis_once_the_design_is_stored():
     r = {"flags": {}, "design": {"repetitions": "auto"}}
-    from strata.flags import Flag, Flags
+    from strata.results.flags import Flag, Flags
 
     Flags({Flag.STEADY: validity.steady(_series([80, 120, 100, 120, 80]))}).write(r)
     assert r["flags"]["steady"]["basis"] == "snia"
@@ -122,6 +122,6 @@ def test_a_result_stored_before_the_basis_keeps_its_snia_verdict():
     r = {"flags": {"steady": old}, "design": {"repetitions": 3}}
     validity.judge_design(r)
     assert "basis" not in r["flags"]["steady"]
-    from strata.flags import Flag, Flags
+    from strata.results.flags import Flag, Flags
 
     assert Flags.of(r).warns(Flag.STEADY)

@@ -116,7 +116,7 @@ def test_every_plugin_answers_available_without_params():
 
 
 def test_runtime_paths_are_in_the_vocabulary():
-    from strata.params import PATHS
+    from strata.core.params import PATHS
 
     for name, rt in RUNTIMES.items():
         assert set(rt.paths) <= set(PATHS), name
@@ -124,7 +124,7 @@ def test_runtime_paths_are_in_the_vocabulary():
 
 def _folder(module: str) -> str:
     """The folder a module belongs to: a package of strata with its subpackages (each layer of stack/
-    on its own, as stack/ only groups them), or a module on its own (validity, stack.journal)."""
+    on its own, as stack/ only groups them), or a module on its own (stack.journal)."""
     parts = module.split(".")[1:] or ["__init__"]
     return ".".join(parts[:2]) if parts[0] == "stack" and len(parts) > 1 else parts[0]
 
@@ -186,19 +186,18 @@ def test_no_import_cycle_between_folders():
     assert "stack.runtimes" in graph and "stack.vm" in graph["stack.runtimes"]
     cycle = _cycle(graph)
     assert cycle is None, "import cycle:\n" + "\n".join(cycle)
-    for bottom in ("params", "instances", "errors", "units"):  # the bottom stays the bottom
-        assert set(graph[bottom]) <= {"units", "errors"}, (bottom, graph[bottom])
+    assert set(graph["core"]) <= {"__version__"}, graph["core"]  # the bottom stays the bottom (strata's version aside)
 
 
 def test_the_cycle_check_sees_in_function_and_relative_imports():
-    source = "from .merge import merge\nfrom .. import validity\n\ndef f():\n    from strata.stack.vm import qemu\n"
+    source = "from .merge import merge\nfrom ..results import validity\n\ndef f():\n    from strata.stack.vm import qemu\n"
     assert _imports(source, "strata.hosts.executor", "strata.hosts") == [
         (1, "strata.hosts.merge.merge"),
-        (2, "strata.validity"),
+        (2, "strata.results.validity"),
         (5, "strata.stack.vm.qemu"),
     ]
     assert _folder("strata.stack.runtimes.docker.client") == "stack.runtimes"
-    assert _folder("strata.stack.journal") == "stack.journal" and _folder("strata.validity") == "validity"
+    assert _folder("strata.stack.journal") == "stack.journal" and _folder("strata.results.validity") == "results"
     graph = {"a": {"b": "a.x:3 -> b"}, "b": {"a": "b.y:9 -> a"}}
     assert _cycle(graph) == ["a.x:3 -> b", "b.y:9 -> a"]
     assert _cycle({"a": {"b": ""}, "b": {}}) is None
@@ -274,8 +273,8 @@ PLUGIN = """
 from pathlib import Path
 from typing import Any
 
-from strata.instances import InstanceOutput, Target
-from strata.params import Load, Strict
+from strata.core.instances import InstanceOutput, Target
+from strata.core.params import Load, Strict
 from strata.workloads.base import Constrained, Parsed, ToolWorkload, Workload
 
 

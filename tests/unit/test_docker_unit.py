@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from strata.collectors.cgroup import final_sections
-from strata.errors import StrataError, TrialFailure, Unsupported
-from strata.instances import ImageSpec, InstanceRequest
-from strata.params import Limits, Load
+from strata.core.errors import StrataError, TrialFailure, Unsupported
+from strata.core.instances import ImageSpec, InstanceRequest
+from strata.core.params import Limits, Load
 from strata.stack import buildcache, procfs
 from strata.stack.devices import DeviceHandle
 from strata.stack.filesystems import FilesystemParams as Filesystem

@@ -1,6 +1,6 @@
+from strata.core.params import Load
 from strata.experiment.expand import expand, impossible
 from strata.experiment.load import parse_spec
-from strata.params import Load
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.runtimes.docker.session import DockerParams
 from strata.stack.runtimes.native import NativeParams

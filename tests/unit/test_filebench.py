@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import SpecErrors, TrialFailure
+from strata.core.errors import SpecErrors, TrialFailure
+from strata.core.instances import InstanceOutput, Target
+from strata.core.params import Load
 from strata.experiment.load import parse_spec
-from strata.instances import InstanceOutput, Target
-from strata.params import Load
 from strata.workloads.filebench import FILEBENCH, OUTPUT, PERSONALITIES, PERSONALITIES_DIR, FilebenchParams, read_end
 
 DATA = Path(__file__).parents[1] / "data" / "strata-wml" / "0.1.0"
@@ -122,7 +122,7 @@ def test_full_file_system_is_disk_full_with_the_fix(tmp_path):
 def test_validate_reports_an_engine_error_against_the_users_file(tmp_path, capsys):
     """Issue 14: a .f the engine rejects fails `strata validate`, naming the user's own file and line."""
     from strata.cli.main import main
-    from strata.engine import engine_binary
+    from strata.core.engine import engine_binary
 
     assert engine_binary(), "the engine is not built: scripts/install builds it"
     bad = tmp_path / "mine.f"

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import TrialFailure
-from strata.instances import InstanceOutput, Target
-from strata.params import Load
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput, Target
+from strata.core.params import Load
 from strata.workloads.fio import FIO, FioParams, aggregate, iops_series, load_fio_json
 from strata.workloads.latency import merge_bins, percentile, summarize
 

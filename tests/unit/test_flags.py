@@ -1,4 +1,4 @@
-"""The flags' one codec (strata/flags.py): every stored form reads into typed values and writes back as it
+"""The flags' one codec (strata/results/flags.py): every stored form reads into typed values and writes back as it
 was stored, and nothing else in strata reads or writes a result's flags."""
 
 import contextlib
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from strata import steady as snia
-from strata import validity
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
-from strata.flags import READERS, Emulated, Failure, Flag, Flags, Judgement, Steady, record
-from strata.progress import Progress
-from strata.runner import run_experiment
-from strata.store import load_results
+from strata.results import steady as snia
+from strata.results import validity
+from strata.results.flags import READERS, Emulated, Failure, Flag, Flags, Judgement, Steady, record
+from strata.results.store import load_results
+from strata.run.progress import Progress
+from strata.run.runner import run_experiment
 
 from .fakes import fake_registries
 
@@ -213,7 +213,7 @@ def test_record_replaces_one_flag():
 # Where a result's flags may be read or written as dicts: the codec, and the migrations that bring an older
 # stored form up to the one the codec reads.
 FLAG_DICTS = re.compile(r"""\[\s*["']flags["']\s*\]|\.get\(\s*["']flags["']""")
-MAY_TOUCH = {"flags.py", "schema.py", "workloads/fio.py"}
+MAY_TOUCH = {"results/flags.py", "results/schema.py", "workloads/fio.py"}
 
 
 def test_flags_are_read_and_written_only_through_the_codec():
@@ -254,7 +254,7 @@ def test_a_flag_judged_anew_wins_over_the_stored_one():
 def test_warns_of_one_flag_agrees_with_the_whole_decoding(name):
     """flags.warns decodes only the flag asked for (the analysis asks it of every result); it must say what
     Flags.of(result).warns says, for every flag of every stored result, and for a flag a result lacks."""
-    from strata import flags as codec
+    from strata.results import flags as codec
 
     for r in load_results(DATA / name):
         for f in Flag:

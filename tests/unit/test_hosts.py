@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import SpecErrors
+from strata.core.errors import SpecErrors
 from strata.experiment.expand import expand
 from strata.experiment.hosts import Placement, place
 from strata.experiment.load import parse_spec
@@ -21,8 +21,8 @@ from strata.hosts.deploy import Node, find_node
 from strata.hosts.executor import HostAgent, HostTrials
 from strata.hosts.merge import PartOutcome, instance_outputs, merge
 from strata.hosts.server import AgentServer
-from strata.runner import run_experiment
-from strata.store import load_results
+from strata.results.store import load_results
+from strata.run.runner import run_experiment
 
 from .fakes import fake_registries
 
@@ -158,7 +158,7 @@ def test_find_node_by_name_id_or_label():
 
 
 def test_find_node_refuses_ambiguous_missing_and_down_nodes():
-    from strata.errors import StrataError
+    from strata.core.errors import StrataError
 
     exp, _ = parse_spec({**BASE, "hosts": {"x": {"label": "rack=b"}, "y": "nope", "z": "h3"}})
     for name, spec in exp.hosts.items():
@@ -394,7 +394,7 @@ def test_the_agent_refuses_requests_without_the_token(two_agents):
 
 
 def test_the_agent_listens_on_one_address_only():
-    from strata.errors import StrataError
+    from strata.core.errors import StrataError
     from strata.hosts.server import check_listen
 
     with pytest.raises(StrataError):
@@ -509,9 +509,9 @@ def test_a_remote_device_served_from_another_host(tmp_path, two_agents, monkeypa
 
 
 def test_the_storage_hosts_bytes_decide_the_cache_flag():
-    from strata.flags import Flag, Judgement
     from strata.hosts.storage import Storage
-    from strata.validity import cache_below
+    from strata.results.flags import Flag, Judgement
+    from strata.results.validity import cache_below
 
     def judge_cache(flag: dict, s: Storage) -> dict:
         return cache_below(Judgement.from_json(Flag.CACHE, flag), s.moved(), s.host).to_json()

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import FAILURE_CATEGORIES
-from strata.instances import InstanceRequest
-from strata.params import Limits
+from strata.core.errors import FAILURE_CATEGORIES
+from strata.core.instances import InstanceRequest
+from strata.core.params import Limits
 from strata.stack.runtimes.docker.cmdline import WRAPPER
 from strata.stack.runtimes.kubernetes import pods
 

@@ -6,10 +6,10 @@ import base64
 import pytest
 import yaml
 
-from strata.errors import SpecErrors, StrataError
+from strata.core.errors import SpecErrors, StrataError
+from strata.core.params import Limits
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
-from strata.params import Limits
 from strata.stack.kube import provisioner
 from strata.stack.runtimes.kubernetes import cluster, pods, running
 from strata.stack.runtimes.kubernetes.runtime import KUBERNETES, KubernetesParams

@@ -1,4 +1,4 @@
-"""Workloads describe their metrics (strata/metrics.py): every registered workload's declaration is complete
+"""Workloads describe their metrics (strata/core/metrics.py): every registered workload's declaration is complete
 and matches what its parser writes, and the export, the sweeps, `strata show` and the latency figures are
 made from the declarations, so a workload registered here appears in all of them without a change there."""
 
@@ -12,10 +12,10 @@ from strata.analysis.analyse import analyse
 from strata.analysis.cells import build_cells
 from strata.analysis.query import select
 from strata.cli.show import table_text
-from strata.export import columns, flatten, to_csv
-from strata.metrics import KINDS, Axis, Metric, MetricSchema, Show, export_columns
-from strata.params import Strict
+from strata.core.metrics import KINDS, Axis, Metric, MetricSchema, Show, export_columns
+from strata.core.params import Strict
 from strata.report.model import build
+from strata.results.export import columns, flatten, to_csv
 from strata.workloads import REGISTRY
 from strata.workloads.base import ToolWorkload
 from strata.workloads.fio import FioParams, aggregate
@@ -109,7 +109,7 @@ def test_filebench_declares_what_its_parser_writes(tmp_path):
 
 def test_null_declares_what_its_parser_writes(tmp_path):
     (tmp_path / "null.json").write_text('{"iops": 5.0}')
-    from strata.instances import InstanceOutput
+    from strata.core.instances import InstanceOutput
 
     parsed = NULL.parse(NullParams(), [InstanceOutput(0, tmp_path, 0, "")])
     _all_present(NULL.metrics, {"trial": {"workload": NullParams().model_dump()}, "metrics": parsed.metrics})

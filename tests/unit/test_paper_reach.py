@@ -12,7 +12,7 @@ from strata.analysis.paper import load
 from strata.analysis.paper_match import facts_of, produces
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec
-from strata.trial import base_result
+from strata.run.trial import base_result
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 VALUES = load()

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from strata.cli import prepare
-from strata.errors import StrataError
+from strata.core.errors import StrataError
+from strata.core.instances import Build
 from strata.experiment.load import load_spec
-from strata.instances import Build
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

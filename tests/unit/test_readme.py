@@ -4,7 +4,7 @@ docs/validity.md, linked from the README)."""
 import re
 from pathlib import Path
 
-from strata.errors import categories_markdown
+from strata.core.errors import categories_markdown
 
 VALIDITY = (Path(__file__).resolve().parents[2] / "docs" / "validity.md").read_text()
 
@@ -12,4 +12,4 @@ VALIDITY = (Path(__file__).resolve().parents[2] / "docs" / "validity.md").read_t
 def test_failure_categories_table_is_the_codes():
     m = re.search(r"<!-- failure-categories:[^>]*-->\n(.*?)\n<!-- /failure-categories -->", VALIDITY, re.S)
     assert m, "docs/validity.md lost its failure-categories block"
-    assert m.group(1) == categories_markdown(), "regenerate it from strata.errors.categories_markdown()"
+    assert m.group(1) == categories_markdown(), "regenerate it from strata.core.errors.categories_markdown()"

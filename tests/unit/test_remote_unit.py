@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from strata.collectors.netdev import NetdevCollector
 from strata.collectors.process import TICKS_PER_S, ProcessCollector
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 from strata.stack import marked, netns
 from strata.stack.bounded import run_bounded
 from strata.stack.journal import Journal, pending

@@ -3,12 +3,12 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
-from strata.progress import Progress
-from strata.runner import run_experiment
-from strata.store import ResultStore, load_results
+from strata.results.store import ResultStore, load_results
+from strata.run.progress import Progress
+from strata.run.runner import run_experiment
 
 from .fakes import fake_registries
 
@@ -237,8 +237,8 @@ def test_the_disks_a_trial_watches_are_its_paths_own_or_else_its_devices():
     collectors then watch the device's disks (a claim of a cluster's storage watches its own)."""
     from types import SimpleNamespace
 
+    from strata.run.trial import _disks
     from strata.stack.paths import PathHandle
-    from strata.trial import _disks
 
     device = SimpleNamespace(diskstats=["loop0", "vda"])
     assert _disks(device, None) == ["loop0", "vda"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec, parse_spec
 from strata.experiment.scale import check_scale, smoke
@@ -130,7 +130,7 @@ def test_a_smoke_report_says_so_on_every_page():
 
 @pytest.fixture(scope="module")
 def host() -> dict:
-    from strata.host import host_facts
+    from strata.core.host import host_facts
 
     return host_facts()
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from strata.schema import SCHEMA_VERSION, migrate
-from strata.store import load_results
+from strata.results.schema import SCHEMA_VERSION, migrate
+from strata.results.store import load_results
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 

@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from strata.errors import SpecErrors
+from strata.core.errors import SpecErrors
 from strata.experiment.load import load_spec, parse_spec
 
 MINIMAL = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from strata.cli.main import main
-from strata.errors import SpecErrors
+from strata.core.errors import SpecErrors
 from strata.experiment.load import load_spec, parse_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

@@ -1,5 +1,5 @@
-from strata import validity
-from strata.validity import above_raw
+from strata.results import validity
+from strata.results.validity import above_raw
 
 
 def cache_flag(*a):

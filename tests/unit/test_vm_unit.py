@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from strata.errors import Unsupported
-from strata.params import Limits, Load
+from strata.core.errors import Unsupported
+from strata.core.params import Limits, Load
 from strata.stack.devices import DeviceHandle
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.filesystems import Mounted

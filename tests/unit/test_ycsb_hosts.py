@@ -17,10 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.errors import TrialFailure  # noqa: E402
+from strata.core.errors import TrialFailure  # noqa: E402
+from strata.core.instances import ImageSpec, InstanceOutput  # noqa: E402
 from strata.hosts.agentimage import with_workloads, workload_types  # noqa: E402
 from strata.hosts.part import BarrierRunning, Part  # noqa: E402
-from strata.instances import ImageSpec, InstanceOutput  # noqa: E402
 from strata.report import csv as report_csv  # noqa: E402
 from strata.workloads.base import rendezvous  # noqa: E402
 from strata.workloads.ycsb import jars, metrics  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from strata.errors import StrataError, TrialFailure
+from strata.core.errors import StrataError, TrialFailure
 from strata.stack.runtimes.docker import image as dimage
 from strata.workloads.ycsb import cassandra, client, hdr, image, jars, node, parse
 

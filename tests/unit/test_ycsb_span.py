@@ -18,14 +18,14 @@ from pydantic import ValidationError
 sys.path.insert(0, str(Path(__file__).parent))
 from test_ycsb_hosts import _Inner, _outputs, _part_art  # noqa: E402
 
-from strata.errors import TrialFailure  # noqa: E402
+from strata.core.errors import TrialFailure  # noqa: E402
+from strata.core.instances import Target  # noqa: E402
+from strata.core.params import Load  # noqa: E402
 from strata.experiment.expand import expand  # noqa: E402
 from strata.experiment.hosts import HostSpec, check_workload_hosts  # noqa: E402
 from strata.experiment.load import load_spec  # noqa: E402
 from strata.hosts import barrier as bar  # noqa: E402
 from strata.hosts.part import BarrierRunning, Part  # noqa: E402
-from strata.instances import Target  # noqa: E402
-from strata.params import Load  # noqa: E402
 from strata.workloads.base import part_of, rendezvous, span_of  # noqa: E402
 from strata.workloads.fio import FIO  # noqa: E402
 from strata.workloads.ycsb import cassandra, metrics, server  # noqa: E402
@@ -141,7 +141,7 @@ def test_each_host_part_runs_its_node_of_every_database_at_its_address():
 
 
 def test_a_part_without_the_hosts_address_is_a_clear_error():
-    from strata.errors import StrataError
+    from strata.core.errors import StrataError
 
     with pytest.raises(StrataError, match="no node address of host b"):
         YCSB.part(_span(), Load(), "a", 1, {"a": ADDR["a"], "b": ""})
@@ -413,7 +413,7 @@ def test_a_part_with_no_instance_builds_no_stack():
 def test_the_clients_host_output_is_its_clients_and_merges_with_the_nodes_hosts(tmp_path):
     """A, b served the nodes; c ran the clients and reports them as its one output (hosts/merge.py parses
     the outputs of every host): the merged result is c's clients, with a's and b's nodes."""
-    from strata.instances import InstanceOutput
+    from strata.core.instances import InstanceOutput
 
     a = _serving_art(tmp_path / "hosts" / "a", 7.0)
     b = _serving_art(tmp_path / "hosts" / "b", 8.0)
@@ -428,8 +428,8 @@ def test_the_clients_host_output_is_its_clients_and_merges_with_the_nodes_hosts(
 
 
 def test_the_plan_says_only_the_hosts_with_instances_write_the_device(tmp_path):
+    from strata.core.host import host_facts
     from strata.experiment.plan import resolve
-    from strata.host import host_facts
 
     wl = {"records": 100, "cluster": {"nodes": 2, "hosts": ["a", "b"]}, "clients_on": "c"}
     spec = _spec(tmp_path, wl)

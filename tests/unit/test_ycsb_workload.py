@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from strata.errors import SpecErrors, TrialFailure
+from strata.core.errors import SpecErrors, TrialFailure
+from strata.core.instances import InstanceOutput, Target
+from strata.core.params import Limits, Load
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
 from strata.experiment.plan import resolve
-from strata.instances import InstanceOutput, Target
-from strata.params import Limits, Load
-from strata.progress import Progress
-from strata.runner import run_experiment
-from strata.scaling import FAILING, MAX, PEAK, Series
+from strata.results.store import ResultStore, load_results
+from strata.run.progress import Progress
+from strata.run.runner import run_experiment
+from strata.run.scaling import FAILING, MAX, PEAK, Series
 from strata.stack.runtimes import REGISTRY as RUNTIMES
-from strata.store import ResultStore, load_results
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import MeasureContext
 from strata.workloads.ycsb import metrics, script, server
@@ -411,7 +411,7 @@ def test_fixed_loads_keep_their_stored_form():
 )
 def test_presets_give_the_papers_table_on_the_papers_host(preset, expected):
     """003's server: 48 cores, 48 GiB, 3.2 GB/s, divided by eight containers: Table 2."""
-    from strata import presets
+    from strata.experiment import presets
 
     load = Load.model_validate({"containers": 4, "limits": preset})
     resolved, record = presets.resolve(load, 48, 48 * GiB, 3_200_000_000)
@@ -421,7 +421,7 @@ def test_presets_give_the_papers_table_on_the_papers_host(preset, expected):
 
 
 def test_explicit_values_override_a_preset_and_share_is_the_divisor():
-    from strata import presets
+    from strata.experiment import presets
 
     load = Load.model_validate({"limits": {"preset": "CPU+MEM", "share": 2, "memory": "3G"}})
     resolved, _ = presets.resolve(load, 2, 24 * GiB, None)
@@ -441,7 +441,7 @@ def test_presets_sweep_and_are_skipped_natively(tmp_path):
 
 
 def test_host_processes_check_reports_an_instance_that_ended(tmp_path):
-    from strata.instances import InstanceRequest
+    from strata.core.instances import InstanceRequest
     from strata.stack.hostprocs import HostProcesses
 
     reqs = []

@@ -11,9 +11,9 @@ cell, with the evidence.
 
 from __future__ import annotations
 
-from strata import validity
 from strata.analysis.cells import Cell, add_ok
 from strata.analysis.stats import Ratio, ratio, summarize
+from strata.results import validity
 
 # With repetitions: above the raw device when the ratio's 95% interval lies above 1.0 and the
 # mean is this far above (a few percent over raw is filesystem readahead or noise, not a cache).

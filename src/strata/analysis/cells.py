@@ -4,7 +4,7 @@ A cell is everything in the resolved trial but the repetition number (the
 trial id hashes the same thing plus the repetition, see experiment/expand.py).
 Its throughput is the headline the workload named in `metrics.primary`
 (validity.headline); its parameters and latencies are read as its workload
-declares them (`Workload.metrics`, strata/metrics.py).
+declares them (`Workload.metrics`, strata/core/metrics.py).
 
 Trials whose cache flag is suspect (and not expected) are kept apart in the
 cell: they are never part of the device numbers (docs/architecture.md "Validity": "What makes a
@@ -19,12 +19,12 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from strata import flags, validity
 from strata.analysis.decide import MARGIN, Design
 from strata.analysis.load import read_bytes
 from strata.analysis.stats import Summary, summarize
-from strata.flags import Flag, Flags, Steady
-from strata.metrics import MetricSchema
+from strata.core.metrics import MetricSchema
+from strata.results import flags, validity
+from strata.results.flags import Flag, Flags, Steady
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")

@@ -11,7 +11,7 @@ from strata.analysis.query import by_context, fmt, pairs, select
 from strata.analysis.remote import remote_pairs
 from strata.analysis.stats import change, ratio, ratio_of_ratios
 from strata.analysis.verdict import Decision, changes, factors, ratio_decision, verdict
-from strata.params import PRESET_LIMITS
+from strata.core.params import PRESET_LIMITS
 
 
 def _scaling(ctx, min_points=2):

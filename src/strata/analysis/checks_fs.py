@@ -23,8 +23,8 @@ from strata.analysis.verdict import (
     ratios,
     verdict,
 )
-from strata.flags import Flags
-from strata.validity import MIN_DEVICE_SHARE, min_share
+from strata.results.flags import Flags
+from strata.results.validity import MIN_DEVICE_SHARE, min_share
 
 # the study's fio jobs, as workload parameters (analysis/query.py `select`)
 RR, RW, RAND = {"rw": ("randread",)}, {"rw": ("randwrite",)}, {"rw": RANDOM}

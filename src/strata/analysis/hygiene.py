@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
-from strata.flags import Flags
+from strata.results.flags import Flags
 
 MIN_REPETITIONS = 3
 MAX_CV = 0.10

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
-from strata.metrics import Axis, merged
+from strata.core.metrics import Axis, merged
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from strata.flags import Flags
+from strata.results.flags import Flags
 
 MIN_TRIAL_S = 5.0  # the shortest trial the steady-state check can judge (validity.steady: 5 s windows)
 

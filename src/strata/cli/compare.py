@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from strata.cli.report import load_results
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 
 NAME = "compare"
 HELP = "compare two result sets (hosts, runs): change of B relative to A with its interval and significance"

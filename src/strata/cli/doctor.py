@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from strata.doctor import NOT_PROBED, checks
-from strata.host import host_facts
+from strata.core.host import host_facts
+from strata.run.doctor import NOT_PROBED, checks
 
 NAME = "doctor"
 HELP = "list what this host can build: devices, file systems, runtimes and their drivers, workloads, cgroups, tools"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.errors import StrataError
-from strata.export import to_csv, to_parquet
-from strata.store import load_results
+from strata.core.errors import StrataError
+from strata.results.export import to_csv, to_parquet
+from strata.results.store import load_results
 
 NAME = "export"
 HELP = "write stored results as CSV or Parquet (one row per trial)"

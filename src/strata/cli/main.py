@@ -7,7 +7,7 @@ import sys
 
 from strata import __version__
 from strata.cli import cleanup, compare, doctor, export, image, prepare, report, run, show, testbed, validate
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 
 COMMANDS = (doctor, validate, prepare, run, show, export, cleanup, image, report, compare, testbed)
 SUBCOMMANDS = {m.NAME: m for m in COMMANDS}

@@ -16,10 +16,10 @@ from functools import partial
 
 from pydantic import BaseModel
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
+from strata.core.instances import Build, Prebuilds
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec
-from strata.instances import Build, Prebuilds
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from strata.cli.export import load_results_dir as load_results  # compare.py imports it from here
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 
 NAME = "report"
 HELP = "write the report of stored results: HTML (self-contained), SVG figures, CSV, terminal summary"

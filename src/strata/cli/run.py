@@ -6,14 +6,14 @@ import contextlib
 import secrets
 from pathlib import Path
 
+from strata.cli.unsupported import record_unsupported
 from strata.cli.validate import print_plan
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 from strata.experiment.load import load_spec
 from strata.experiment.plan import resolve
 from strata.experiment.scale import SCALES, check_scale
-from strata.runner import run_experiment, run_host_facts
+from strata.run.runner import run_experiment, run_host_facts
 from strata.stack.journal import Journal
-from strata.unsupported import record_unsupported
 
 NAME = "run"
 HELP = "build every stack of a spec, run its workloads, store every trial"
@@ -80,7 +80,7 @@ def _summary_hook(out: Path) -> None:
         from strata.report.terminal import summary_text
     except ImportError:
         from strata.cli.show import table_text
-        from strata.store import load_results
+        from strata.results.store import load_results
 
         print(table_text(load_results(out)))
         return

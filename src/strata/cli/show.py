@@ -1,15 +1,15 @@
 """strata show RESULTS: a terminal table of results with their validity flags.
 
-Its measurement columns are those the registered workloads declare for it (`Show` in strata/metrics.py).
+Its measurement columns are those the registered workloads declare for it (`Show` in strata/core/metrics.py).
 """
 
 from __future__ import annotations
 
 from strata.cli.export import load_results_dir
-from strata.errors import FAILURE_CATEGORIES
-from strata.export import columns, flatten
-from strata.flags import Flags
-from strata.metrics import MetricSchema
+from strata.core.errors import FAILURE_CATEGORIES
+from strata.core.metrics import MetricSchema
+from strata.results.export import columns, flatten
+from strata.results.flags import Flags
 
 NAME = "show"
 HELP = "print stored results as a table, with validity flags"

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 
 NAME = "testbed"
 HELP = "a test bed on this machine: `kubernetes up|down|status|load`"

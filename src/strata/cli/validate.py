@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from strata.core.host import host_facts
 from strata.experiment.load import load_spec
 from strata.experiment.plan import Plan, resolve
-from strata.host import host_facts
-from strata.progress import fmt_s
+from strata.run.progress import fmt_s
 
 NAME = "validate"
 HELP = "check a spec and print the plan: stacks, devices written, trials (no side effects)"

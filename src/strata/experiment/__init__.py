@@ -1,1 +1,2 @@
-"""Experiments: parse, validate, resolve, expand (docs/architecture.md "Experiments")."""
+"""Experiments: parse, validate, resolve, expand (docs/architecture.md "Experiments"), and the limit
+presets a load names (presets), which the expansion resolves against this host."""

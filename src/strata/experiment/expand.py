@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from strata.core.params import Load, path_kind
 from strata.experiment.hosts import Placed, place, place_span
 from strata.experiment.model import Experiment
-from strata.params import Load, path_kind
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.stack.runtimes.base import RefusesLimits

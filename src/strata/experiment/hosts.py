@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.params import Strict
+from strata.core.params import Strict
 
 HOST_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 RESERVED = ("spread", "each", "on", "name", "instances")  # placement words, never host names
@@ -243,7 +243,7 @@ def place_span(counts: dict[str, int], hosts: dict[str, HostSpec]) -> Placed:
 
 def check_workload_hosts(hosts: dict[str, HostSpec], workloads: list) -> list[tuple[str, str, str]]:
     """(key path, problem, fix) of workloads that place themselves on hosts (a cluster's `cluster.hosts`)."""
-    from strata.params import Load
+    from strata.core.params import Load
     from strata.workloads import REGISTRY as WORKLOADS
     from strata.workloads.base import span_of
 

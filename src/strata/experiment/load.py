@@ -21,7 +21,8 @@ from typing import Any, Callable
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from strata.errors import SpecErrors
+from strata.core.errors import SpecErrors
+from strata.core.params import LOAD_PRESETS
 from strata.experiment.hosts import (
     check_device_hosts,
     check_names,
@@ -30,7 +31,6 @@ from strata.experiment.hosts import (
     normalize_placement,
 )
 from strata.experiment.model import Experiment
-from strata.params import LOAD_PRESETS
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS

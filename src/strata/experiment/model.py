@@ -14,12 +14,12 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from strata.core.params import LOAD_PRESETS, Load, PathName, Strict
+from strata.core.units import parse_duration
 from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec
-from strata.params import LOAD_PRESETS, Load, PathName, Strict
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
-from strata.units import parse_duration
 
 MAX_REPETITIONS = 1000
 

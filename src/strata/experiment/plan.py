@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata import presets
-from strata.errors import SpecErrors
+from strata.core.errors import SpecErrors
+from strata.experiment import presets
 from strata.experiment.expand import Skipped, Trial, expand
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS

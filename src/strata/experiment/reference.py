@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from strata.core.params import PATHS, Limits, Load
 from strata.experiment import model
 from strata.experiment.hosts import HostSpec, Placement, SwarmSpec
-from strata.params import PATHS, Limits, Load
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from strata.params import size_at_most, sweep_ends
+from strata.core.params import size_at_most, sweep_ends
 
 SCALES = ("full", "smoke")
 SMOKE_DEVICE_BYTES = 4 << 30
@@ -78,7 +78,7 @@ def check_scale(out, scale: str) -> None:
     import json
     from pathlib import Path
 
-    from strata.errors import StrataError
+    from strata.core.errors import StrataError
 
     for p in sorted((Path(out) / "trials").glob("*.json"))[:50]:
         try:

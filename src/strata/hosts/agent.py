@@ -29,20 +29,20 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from strata import __version__
-from strata.errors import StrataError, Unsupported
+from strata.core.errors import StrataError, Unsupported
+from strata.core.host import host_facts
+from strata.core.params import Load
 from strata.experiment.expand import Trial
 from strata.experiment.model import Device, Runtime
-from strata.host import host_facts
 from strata.hosts import clock
-from strata.params import Load
+from strata.results.store import ResultStore
+from strata.run.trial import base_result, failed_result, now_iso, run_trial
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.journal import Journal
 from strata.stack.journal import cleanup as journal_cleanup
 from strata.stack.provision import Registries, StackCache
 from strata.stack.remote.model import RemoteDevice
 from strata.stack.remote.serve import ServedTarget, serve_target
-from strata.store import ResultStore
-from strata.trial import base_result, failed_result, now_iso, run_trial
 from strata.workloads import REGISTRY as WORKLOADS
 
 from .part import BarrierStacks, Part
@@ -177,7 +177,7 @@ class Agent:
         return {**self._facts, "clock": clock.state()}
 
     def doctor(self, probe: bool) -> list[tuple[str, str, str | None]]:
-        from strata.doctor import checks
+        from strata.run.doctor import checks
 
         return checks(probe)
 

@@ -8,7 +8,7 @@ nothing for the others, so an experiment without them keeps the plain agent imag
 
 from __future__ import annotations
 
-from strata.instances import ImageSpec
+from strata.core.instances import ImageSpec
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import ServerWorkload
 

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Iterator
 
 import strata
-from strata.errors import StrataError
-from strata.instances import ImageSpec
-from strata.proc import CommandError, sh
+from strata.core.errors import StrataError
+from strata.core.instances import ImageSpec
+from strata.core.proc import CommandError, sh
 from strata.stack.journal import Journal, undo_action
 from strata.stack.runtimes.docker.client import client_env, docker_cli
 

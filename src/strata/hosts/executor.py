@@ -20,12 +20,12 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from strata import validity
-from strata.errors import StrataError, TrialFailure, Unsupported
-from strata.flags import Failure, Flags, record
+from strata.core.errors import StrataError, TrialFailure, Unsupported
+from strata.results import validity
+from strata.results.flags import Failure, Flags, record
+from strata.run.trial import TIMEOUT_SLACK_S, base_result, failed_result, now_iso
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.stack.runtimes.docker.image import build_image_tarball
-from strata.trial import TIMEOUT_SLACK_S, base_result, failed_result, now_iso
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import part_of
 

@@ -23,9 +23,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata import validity
-from strata.flags import Flag, Flags
-from strata.instances import InstanceOutput
+from strata.core.instances import InstanceOutput
+from strata.results import validity
+from strata.results.flags import Flag, Flags
 from strata.workloads import REGISTRY as WORKLOADS
 
 from .clock import Offset

@@ -33,9 +33,9 @@ from __future__ import annotations
 import threading
 import time
 
-from strata.errors import TrialFailure
-from strata.flags import Flags
-from strata.instances import InstanceOutput
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput
+from strata.results.flags import Flags
 from strata.stack.nostack import no_stack
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import ServerWorkload

@@ -41,7 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 
 from .agent import Agent, AgentError
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from strata.errors import TrialFailure, Unsupported
+from strata.core.errors import TrialFailure, Unsupported
 
 from .client import AgentRefused, AgentUnreachable
 

@@ -15,7 +15,7 @@ without having them. Each test host is
   as a private daemon (stack/runtimes/docker/daemon.py), whose undo stops it and
   everything it started;
 - a Swarm node: `swarm init --advertise-addr` on the first, `swarm join` on the
-  others, with a node label `strata.host=<host>`.
+  others, with a node label `strata.core.host=<host>`.
 
 Swarm's own overlay network (ingress) gets its addresses from
 `--default-addr-pool`, a second free /28 of 192.0.2.0/24 (apart from the
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import StrataError
-from strata.proc import sh
+from strata.core.errors import StrataError
+from strata.core.proc import sh
 from strata.stack import netns
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import remove_tree
@@ -72,7 +72,7 @@ class BedHost:
     def spec(self) -> dict:
         """This host as an experiment's `hosts:` entry names it."""
         return {
-            "label": f"strata.host={self.name}",
+            "label": f"strata.core.host={self.name}",
             "docker": f"unix://{self.sock}",
             "docker_socket": self.sock,
             "state_dir": str(self.state_dir),
@@ -227,7 +227,7 @@ def _swarm(bed: Bed) -> None:
         )
     for h in bed.hosts:
         h.node_id = h.docker("info", "--format", "{{.Swarm.NodeID}}").stdout.strip()
-        first.docker("node", "update", "--label-add", f"strata.host={h.name}", h.node_id)
+        first.docker("node", "update", "--label-add", f"strata.core.host={h.name}", h.node_id)
     _wait_nodes_ready(first, len(bed.hosts))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from strata.export import csv_bytes
+from strata.results.export import csv_bytes
 
 
 def cell_text(v) -> str:

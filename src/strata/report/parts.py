@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.analyse import Analysis
-from strata.metrics import MetricSchema
+from strata.core.metrics import MetricSchema
 
 MAX_LINES = 8  # lines per sweep or scaling figure
 MAX_STACKS = 12  # stacks per latency panel

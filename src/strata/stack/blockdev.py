@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata.errors import StrataError
-from strata.instances import Watch
-from strata.proc import sh
+from strata.core.errors import StrataError
+from strata.core.instances import Watch
+from strata.core.proc import sh
 from strata.stack.journal import undo_action
 
 

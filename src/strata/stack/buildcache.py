@@ -16,8 +16,8 @@ import shutil
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import StrataError
-from strata.proc import CommandError, sh
+from strata.core.errors import StrataError
+from strata.core.proc import CommandError, sh
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import remove_tree
 

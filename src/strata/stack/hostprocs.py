@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from strata.collectors.cgroup import oom_kills
-from strata.errors import TrialFailure
-from strata.instances import InstanceOutput, InstanceRequest, Watch
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput, InstanceRequest, Watch
 from strata.stack.journal import undo_action
 from strata.stack.procfs import cgroup_hierarchies
 

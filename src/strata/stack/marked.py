@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import cmdline, is_running, signal_and_wait
 

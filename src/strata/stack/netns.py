@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Iterator
 
 from strata.collectors.netdev import read_counters
-from strata.errors import StrataError
-from strata.proc import sh
+from strata.core.errors import StrataError
+from strata.core.proc import sh
 from strata.stack.journal import Journal, undo_action
 
 POOL = ipaddress.ip_network("192.0.2.0/24")

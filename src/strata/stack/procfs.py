@@ -17,8 +17,8 @@ import re
 import time
 from pathlib import Path
 
-from strata.errors import StrataError
-from strata.proc import CommandError, sh
+from strata.core.errors import StrataError
+from strata.core.proc import CommandError, sh
 
 ENGINE_PROGRAMS = (
     "dockerd",

@@ -14,7 +14,7 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES

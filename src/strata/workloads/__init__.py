@@ -6,7 +6,7 @@ does not satisfy it, naming the plugin and the member.
 
 from typing import Any
 
-from strata.metrics import EMPTY, MetricSchema
+from strata.core.metrics import EMPTY, MetricSchema
 from strata.workloads.base import Workload
 from strata.workloads.filebench import FILEBENCH
 from strata.workloads.fio import FIO

@@ -6,7 +6,7 @@ natively, in N containers or in N VMs. It declares what the rest of strata
 must know about it, so that no module outside workloads/ names a workload:
 its headline metric and per-second series (in `Parsed`), whether it does
 direct I/O (the cache check), how much data an instance holds (validation),
-what an image must contain, its result fields (`metrics`, strata/metrics.py: the export's
+what an image must contain, its result fields (`metrics`, strata/core/metrics.py: the export's
 columns, the sweep axes, the latency breakdown), and how its measured phase runs (`measure`: a
 tool is released at the barrier and measured until it exits; a server
 workload starts its servers, loads them, then measures its clients).
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, Protocol, TypeVar, runtime_checkable
 
-from strata.instances import ImageSpec, InstanceOutput, Running, Target, Watch
-from strata.metrics import EMPTY, MetricSchema
-from strata.params import Load, Strict
+from strata.core.instances import ImageSpec, InstanceOutput, Running, Target, Watch
+from strata.core.metrics import EMPTY, MetricSchema
+from strata.core.params import Load, Strict
 
 P = TypeVar("P", bound=Strict)  # a workload's parameter model
 P_contra = TypeVar("P_contra", bound=Strict, contravariant=True)

@@ -20,11 +20,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from strata.engine import engine_binary
-from strata.errors import TrialFailure
-from strata.instances import ImageSpec, InstanceOutput, Target
-from strata.metrics import Metric, MetricSchema, Show
-from strata.params import Strict
+from strata.core.engine import engine_binary
+from strata.core.errors import TrialFailure
+from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.metrics import Metric, MetricSchema, Show
+from strata.core.params import Strict
 from strata.workloads.base import Parsed, Smoke, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.latency import PERCENTILES, percentile
 
@@ -45,7 +45,7 @@ PROTOCOL = 1
 OUTPUT = "engine.jsonl"
 # The engine's error kinds (engine/src/error.rs) as failure categories.
 ENGINE_ERRORS = {"syntax": "bad_input", "semantic": "bad_input", "io": "tool_error", "runtime": "tool_error"}
-# What a Filebench result holds (strata/metrics.py): the engine's totals; its MB is 2^20 bytes, as
+# What a Filebench result holds (strata/core/metrics.py): the engine's totals; its MB is 2^20 bytes, as
 # Filebench's (engine/src/report.rs). Each flowop's rate and latency are in `metrics.flowops`.
 METRICS = MetricSchema(
     fields=(

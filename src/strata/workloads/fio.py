@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.errors import TrialFailure
-from strata.instances import ImageSpec, InstanceOutput, Target
-from strata.metrics import Axis, Metric, MetricSchema, Show
-from strata.params import Load, Strict, size_at_most, size_field, sweep_ends
-from strata.units import parse_duration
+from strata.core.errors import TrialFailure
+from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.metrics import Axis, Metric, MetricSchema, Show
+from strata.core.params import Load, Strict, size_at_most, size_field, sweep_ends
+from strata.core.units import parse_duration
 from strata.workloads.base import Parsed, Shorthand, Smoke, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.latency import summarize
 
@@ -50,7 +50,7 @@ def block_size_text(bs: int) -> str:
 
 
 LATENCY_STATS = ("mean", "p99")
-# What a fio result holds (strata/metrics.py), in the order of the export's columns. The headline is IOPS
+# What a fio result holds (strata/core/metrics.py), in the order of the export's columns. The headline is IOPS
 # for random I/O and bandwidth for sequential I/O (fio_headline); the latencies are merged histograms.
 METRICS = MetricSchema(
     fields=(

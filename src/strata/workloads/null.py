@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from strata.errors import TrialFailure
-from strata.instances import InstanceOutput, Target
-from strata.metrics import Metric, MetricSchema, Show
-from strata.params import Strict
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput, Target
+from strata.core.metrics import Metric, MetricSchema, Show
+from strata.core.params import Strict
 from strata.workloads.base import Parsed, ToolWorkload, headline
 
 

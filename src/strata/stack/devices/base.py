@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ContextManager, Protocol, TypeVar
 
-from strata.params import Strict
+from strata.core.params import Strict
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.journal import Journal
 

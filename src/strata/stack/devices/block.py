@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from strata.errors import StrataError
-from strata.params import Strict, shorthand
+from strata.core.errors import StrataError
+from strata.core.params import Strict, shorthand
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root, write_problems
 
 

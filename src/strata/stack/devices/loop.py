@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from strata.errors import StrataError
-from strata.params import Strict, shorthand, size_field
-from strata.proc import sh
+from strata.core.errors import StrataError
+from strata.core.params import Strict, shorthand, size_field
+from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, needs_root
 from strata.stack.journal import Journal, undo_action
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.params import shorthand
+from strata.core.params import shorthand
 from strata.stack.blockdev import needs_root
 from strata.stack.remote import caps
 from strata.stack.remote.device import backing_problems, provision_remote

@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from strata.params import Strict, shorthand, size_field
-from strata.proc import sh
+from strata.core.params import Strict, shorthand, size_field
+from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root
 from strata.stack.journal import Journal, undo_action
 

@@ -14,7 +14,7 @@ from typing import Any, ContextManager, Literal, Protocol
 
 from pydantic import Field, model_validator
 
-from strata.params import Strict
+from strata.core.params import Strict
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.journal import Journal
 

@@ -14,7 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
-from strata.proc import sh
+from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal, undo_action

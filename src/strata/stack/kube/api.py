@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 
 
 class ApiError(Exception):

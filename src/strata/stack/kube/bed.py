@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import StrataError
-from strata.proc import sh
+from strata.core.errors import StrataError
+from strata.core.proc import sh
 from strata.stack import netns
 from strata.stack.journal import Journal, cleanup, state_dir, undo_action
 from strata.stack.procfs import (

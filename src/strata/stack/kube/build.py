@@ -22,7 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 
 from .config import KUBERNETES_VERSION
 

@@ -13,7 +13,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from strata.proc import sh
+from strata.core.proc import sh
 
 from .config import PAUSE_IMAGE
 

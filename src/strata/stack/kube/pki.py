@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.proc import sh
+from strata.core.proc import sh
 
 from .config import CertSpec
 

@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata.proc import sh
+from strata.core.proc import sh
 from strata.stack import netns
 from strata.stack.remote.model import RemoteDevice
 

@@ -25,7 +25,7 @@ from typing import Iterator
 
 from strata.collectors.netdev import NetdevCollector
 from strata.collectors.process import ProcessCollector
-from strata.errors import StrataError, Unsupported
+from strata.core.errors import StrataError, Unsupported
 from strata.stack import netns
 from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, write_problems
 from strata.stack.journal import Journal, undo_action

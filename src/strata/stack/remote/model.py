@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.params import Strict
+from strata.core.params import Strict
+from strata.core.units import parse_size
 from strata.stack.netns import Fabric, format_rate, format_us, parse_rate_bit, parse_time_us
-from strata.units import parse_size
 
 DEFAULT_SIZE_BYTES = 4 * 2**30
 SERVED_AT = r"^[0-9a-fA-F.:]{2,45}:[0-9]{1,5}/[0-9a-f]{8}$"  # ADDR:PORT/TOKEN of one served target

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import StrataError
-from strata.proc import sh
+from strata.core.errors import StrataError
+from strata.core.proc import sh
 from strata.stack.bounded import run_bounded
 from strata.stack.journal import Journal, undo_action
 from strata.stack.marked import Daemon, start_daemon, stop_marked

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from strata.collectors.diskstats import read_diskstats
-from strata.errors import StrataError, Unsupported
+from strata.core.errors import StrataError, Unsupported
 from strata.stack.journal import Journal
 from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from strata.errors import Unsupported
+from strata.core.errors import Unsupported
 from strata.stack.paths import PathHandle
 from strata.stack.runtimes.base import Runtime, RuntimeSession
 from strata.stack.runtimes.docker.session import DOCKER

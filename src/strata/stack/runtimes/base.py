@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ContextManager, Protocol, TypeVar, runtime_checkable
 
-from strata.instances import InstanceRequest, Isolation, Running, Target
-from strata.params import Limits, Load, Strict
+from strata.core.instances import InstanceRequest, Isolation, Running, Target
+from strata.core.params import Limits, Load, Strict
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
 from strata.stack.paths import PathHandle

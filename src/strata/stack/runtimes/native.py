@@ -14,9 +14,9 @@ from typing import Iterator, Literal
 
 from pydantic import Field
 
-from strata.errors import Unsupported
-from strata.instances import Isolation, Target
-from strata.params import Load, Strict, shorthand
+from strata.core.errors import Unsupported
+from strata.core.instances import Isolation, Target
+from strata.core.params import Load, Strict, shorthand
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.hostprocs import HostProcesses
 from strata.stack.paths import PathHandle, path_target_kind

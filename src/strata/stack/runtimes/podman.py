@@ -25,10 +25,10 @@ from typing import Any, Iterator, Literal
 
 from pydantic import Field, model_validator
 
-from strata.errors import StrataError, Unsupported
-from strata.instances import Isolation
-from strata.params import Strict, shorthand
-from strata.proc import CommandError
+from strata.core.errors import StrataError, Unsupported
+from strata.core.instances import Isolation
+from strata.core.params import Strict, shorthand
+from strata.core.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal, undo_action
 from strata.stack.paths import path_target_kind

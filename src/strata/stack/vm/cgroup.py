@@ -17,7 +17,7 @@ import signal
 import time
 from pathlib import Path
 
-from strata.params import Limits
+from strata.core.params import Limits
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import proc_cgroups
 

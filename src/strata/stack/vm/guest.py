@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from strata.errors import StrataError
-from strata.proc import sh
+from strata.core.errors import StrataError
+from strata.core.proc import sh
 from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
 from strata.stack.journal import Journal
 from strata.stack.paths import OUT_DIR, SYNC_DIR
@@ -133,7 +133,7 @@ def base_key() -> str:
 
 def default_extra_files() -> dict[str, Path]:
     """The engine, when built (as in the Filebench workload's container image)."""
-    from strata.engine import image_extra_files
+    from strata.core.engine import image_extra_files
 
     return image_extra_files()
 

@@ -25,8 +25,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.params import Limits, Strict
-from strata.units import parse_size
+from strata.core.params import Limits, Strict
+from strata.core.units import parse_size
 
 GUEST_FILESYSTEMS = ("none", "ext4", "xfs", "btrfs")
 DEFAULT_MEMORY_BYTES = 1 << 30

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from strata.params import Limits
+from strata.core.params import Limits
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import cmdline, is_running
 from strata.stack.vm.agent import AGENT_PATH, DATA_SERIAL

@@ -21,10 +21,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from strata.errors import StrataError, TrialFailure
-from strata.instances import InstanceOutput, InstanceRequest, Watch
-from strata.params import Load
-from strata.proc import CommandError
+from strata.core.errors import StrataError, TrialFailure
+from strata.core.instances import InstanceOutput, InstanceRequest, Watch
+from strata.core.params import Load
+from strata.core.proc import CommandError
 from strata.stack.paths import PathHandle
 from strata.stack.vm.agent import TAGS, write_instance_files
 from strata.stack.vm.cgroup import VmCgroup

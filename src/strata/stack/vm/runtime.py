@@ -18,9 +18,9 @@ import shutil
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import Unsupported
-from strata.instances import Build, Isolation, Prebuilds
-from strata.params import shorthand
+from strata.core.errors import Unsupported
+from strata.core.instances import Build, Isolation, Prebuilds
+from strata.core.params import shorthand
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
 from strata.stack.vm import accel as accel_probe

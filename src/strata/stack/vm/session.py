@@ -23,10 +23,10 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import Unsupported
-from strata.instances import InstanceRequest, Target
-from strata.params import Load
-from strata.proc import sh
+from strata.core.errors import Unsupported
+from strata.core.instances import InstanceRequest, Target
+from strata.core.params import Load
+from strata.core.proc import sh
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal, undo_action
 from strata.stack.paths import OUT_DIR, PathHandle

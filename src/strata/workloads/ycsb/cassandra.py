@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from strata.errors import StrataError, TrialFailure
+from strata.core.errors import StrataError, TrialFailure
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata.errors import StrataError, TrialFailure
+from strata.core.errors import StrataError, TrialFailure
 from strata.workloads.ycsb.jars import BINDING_CLASS, RING_CHECK_CLASS
 
 WORKLOADS_DIR = Path(__file__).parent / "workloads"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.instances import ImageSpec
+from strata.core.instances import ImageSpec
 from strata.workloads.ycsb import jars
 
 LIB_IN_IMAGE = "/opt/cassandra/lib"

@@ -33,8 +33,8 @@ import subprocess
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import StrataError
-from strata.instances import Build
+from strata.core.errors import StrataError
+from strata.core.instances import Build
 
 CASSANDRA_VERSION = "5.0.8"
 YCSB_VERSION = "0.17.0"

@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from strata.errors import TrialFailure
-from strata.instances import InstanceOutput
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput
 from strata.workloads.base import Parsed, headline
 from strata.workloads.ycsb import hdr
 from strata.workloads.ycsb import parse as yp

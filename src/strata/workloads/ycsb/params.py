@@ -16,8 +16,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from strata.params import Strict
-from strata.units import parse_duration
+from strata.core.params import Strict
+from strata.core.units import parse_duration
 
 CONSISTENCY = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE", "EACH_QUORUM")
 LETTERS = "abcdef"

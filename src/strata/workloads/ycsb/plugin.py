@@ -21,10 +21,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from strata.errors import StrataError
-from strata.instances import Build, ImageSpec, InstanceOutput, Prebuilds, Target
-from strata.metrics import Axis, Metric, MetricSchema, Show
-from strata.params import Load, sweep_ends
+from strata.core.errors import StrataError
+from strata.core.instances import Build, ImageSpec, InstanceOutput, Prebuilds, Target
+from strata.core.metrics import Axis, Metric, MetricSchema, Show
+from strata.core.params import Load, sweep_ends
 from strata.workloads.base import (
     Constrained,
     MeasureContext,
@@ -47,7 +47,7 @@ VM_REASON = (
     "under TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
 )
 
-# What a ycsb result holds (strata/metrics.py; metrics.py of this package writes it). Neither the offered
+# What a ycsb result holds (strata/core/metrics.py; metrics.py of this package writes it). Neither the offered
 # rate nor the headline is an export column: the export's columns stay those it always had.
 METRICS = MetricSchema(
     fields=(

@@ -34,9 +34,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from strata.errors import TrialFailure
-from strata.instances import InstanceOutput
-from strata.params import Load
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput
+from strata.core.params import Load
 from strata.workloads.base import MeasureContext, rendezvous
 from strata.workloads.ycsb import cassandra, client, jars
 from strata.workloads.ycsb import parse as yp

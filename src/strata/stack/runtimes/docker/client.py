@@ -12,8 +12,8 @@ import os
 import shutil
 import subprocess
 
-from strata.errors import StrataError
-from strata.proc import CommandError, sh
+from strata.core.errors import StrataError
+from strata.core.proc import CommandError, sh
 
 DEBIAN_CLI = "/usr/bin/docker"  # Debian's client, the daemon's own version
 SYSTEM_SOCKET = "/var/run/docker.sock"

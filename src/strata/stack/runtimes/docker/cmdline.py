@@ -15,9 +15,9 @@ import re
 import shlex
 from pathlib import Path
 
-from strata.errors import StrataError
-from strata.instances import InstanceRequest
-from strata.params import Limits
+from strata.core.errors import StrataError
+from strata.core.instances import InstanceRequest
+from strata.core.params import Limits
 from strata.stack.paths import DATA_IN_CONTAINER, DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
 
 PREPARE_FAILED = 90  # the wrapper's exit code when the prepare step failed

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strata.collectors.cgroup import final_counters, oom_kills
-from strata.errors import StrataError, TrialFailure
-from strata.instances import InstanceOutput, InstanceRequest, Watch
-from strata.params import Limits
-from strata.proc import CommandError
+from strata.core.errors import StrataError, TrialFailure
+from strata.core.instances import InstanceOutput, InstanceRequest, Watch
+from strata.core.params import Limits
+from strata.core.proc import CommandError
 from strata.stack.journal import undo_action
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED

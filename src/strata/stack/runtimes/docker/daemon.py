@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from strata.errors import Unsupported
-from strata.proc import CommandError
+from strata.core.errors import Unsupported
+from strata.core.proc import CommandError
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import (
     cgroup_dirs,

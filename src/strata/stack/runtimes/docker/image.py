@@ -23,9 +23,9 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from strata.errors import StrataError, Unsupported
-from strata.instances import Build, ImageSpec
-from strata.proc import CommandError, sh
+from strata.core.errors import StrataError, Unsupported
+from strata.core.instances import Build, ImageSpec
+from strata.core.proc import CommandError, sh
 from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
 from strata.stack.journal import Journal, undo_action
 from strata.stack.runtimes.docker import client as dk

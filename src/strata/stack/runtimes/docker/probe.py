@@ -6,7 +6,7 @@ import contextlib
 import secrets
 from pathlib import Path
 
-from strata.errors import Unsupported
+from strata.core.errors import Unsupported
 from strata.stack.devices.loop import LOOP, LoopParams
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems.base import FilesystemParams

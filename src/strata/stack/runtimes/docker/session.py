@@ -19,10 +19,10 @@ from typing import Iterator, Literal
 
 from pydantic import Field, model_validator
 
-from strata.errors import StrataError, TrialFailure, Unsupported
-from strata.instances import ImageSpec, InstanceRequest, Isolation, Target
-from strata.params import Load, Strict, shorthand
-from strata.proc import CommandError
+from strata.core.errors import StrataError, TrialFailure, Unsupported
+from strata.core.instances import ImageSpec, InstanceRequest, Isolation, Target
+from strata.core.params import Load, Strict, shorthand
+from strata.core.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
 from strata.stack.paths import DATA_IN_CONTAINER, DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle, path_target_kind

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 from strata.stack.journal import Journal, state_dir, undo_action
 from strata.stack.kube.api import Api, ApiError
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 from strata.stack.kube.api import ApiError
 
 from .cluster import connect

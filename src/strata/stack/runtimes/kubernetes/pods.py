@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from strata.instances import InstanceRequest
-from strata.params import Limits
+from strata.core.instances import InstanceRequest
+from strata.core.params import Limits
 from strata.stack.paths import DATA_IN_CONTAINER, OUT_DIR, SYNC_DIR
 from strata.stack.runtimes.docker.cmdline import WRAPPER
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from strata.errors import StrataError, TrialFailure
-from strata.instances import InstanceOutput, InstanceRequest, Watch
-from strata.params import Limits
+from strata.core.errors import StrataError, TrialFailure
+from strata.core.instances import InstanceOutput, InstanceRequest, Watch
+from strata.core.params import Limits
 from strata.stack.kube.api import ApiError
 from strata.stack.procfs import cgroups_of
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED

@@ -24,10 +24,10 @@ from typing import Iterator, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.errors import StrataError, Unsupported
-from strata.instances import Build, ImageSpec, Isolation, Prebuilds
-from strata.params import Limits, Strict, shorthand, size_field
-from strata.proc import CommandError, sh
+from strata.core.errors import StrataError, Unsupported
+from strata.core.instances import Build, ImageSpec, Isolation, Prebuilds
+from strata.core.params import Limits, Strict, shorthand, size_field
+from strata.core.proc import CommandError, sh
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
 from strata.stack.runtimes.base import RefusesLimits

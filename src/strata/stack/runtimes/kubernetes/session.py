@@ -22,9 +22,9 @@ import shutil
 from pathlib import Path
 from typing import Callable, Iterator
 
-from strata.errors import Unsupported
-from strata.instances import ImageSpec, InstanceRequest, Target
-from strata.params import Load, path_kind
+from strata.core.errors import Unsupported
+from strata.core.instances import ImageSpec, InstanceRequest, Target
+from strata.core.params import Load, path_kind
 from strata.stack.blockdev import disk_of
 from strata.stack.kube.api import ApiError
 from strata.stack.paths import DATA_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from strata.host import host_facts
+from strata.core.host import host_facts
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES

@@ -16,8 +16,8 @@ import json
 import shutil
 import subprocess
 
-from strata.errors import StrataError
-from strata.params import PRESET_LIMITS, Limits, Load
+from strata.core.errors import StrataError
+from strata.core.params import PRESET_LIMITS, Limits, Load
 
 FIO_RUNTIME_S = 5
 _measured: dict[str, int] = {}  # device path -> sequential read bytes/s (one measurement per device)

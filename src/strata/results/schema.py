@@ -17,8 +17,8 @@ History (SCHEMA_VERSION):
 
 from __future__ import annotations
 
-from strata import validity
-from strata.flags import Flag, Judgement
+from strata.results import validity
+from strata.results.flags import Flag, Judgement
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import Upgrading

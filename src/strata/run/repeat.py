@@ -21,13 +21,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from strata import scaling, validity
 from strata.analysis.baseline import apply_above_raw
 from strata.analysis.cells import build_cells, config_key
 from strata.analysis.decide import Design
 from strata.analysis.query import by_context, match_key
 from strata.analysis.racing import DECIDED, race
 from strata.analysis.stats import summarize
+from strata.results import validity
+from strata.run import scaling
 
 PRECISE, MAX, BUDGET, FAILING = "precise", "max_repetitions", "budget", "failing"
 

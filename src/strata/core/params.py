@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from strata.units import parse_size
+from strata.core.units import parse_size
 
 
 class Strict(BaseModel):

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from strata import __version__
-from strata.proc import sh
+from strata.core.proc import sh
 
 
 def _first_line(argv: list[str]) -> str | None:

@@ -1,7 +1,7 @@
 """Flat rows from stored results, and CSV / Parquet bytes from them (pure functions).
 
 The columns every result has (its labels, load and flags) frame the registered workloads' fields, as
-each declares them (`Workload.metrics`, strata/metrics.py): a new workload's fields become columns
+each declares them (`Workload.metrics`, strata/core/metrics.py): a new workload's fields become columns
 without a change here. A value is read from any result by where its field is stored, whatever the
 result's workload, so a result of a workload no longer registered still fills the columns it shares.
 
@@ -15,10 +15,10 @@ import csv
 import io
 from dataclasses import dataclass
 
-from strata.flags import Flag, Flags
-from strata.metrics import Metric, export_columns
+from strata.core.metrics import Metric, export_columns
+from strata.results.flags import Flag, Flags
 
-# Every result's columns, before and after the workloads' own (strata/metrics.py: `export_columns`),
+# Every result's columns, before and after the workloads' own (strata/core/metrics.py: `export_columns`),
 # with their types; the order is the export's and stays as it is.
 HEAD = (
     ("trial_id", "str"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from strata.errors import StrataError
+from strata.core.errors import StrataError
 
 
 def sh(

@@ -17,15 +17,16 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
-from strata import presets, validity
 from strata.collectors import REGISTRY as COLLECTORS
 from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import final_counters
 from strata.collectors.sampler import Sampler
-from strata.errors import StrataError, TrialFailure, Unsupported
-from strata.flags import Flag, Flags, record
-from strata.instances import InstanceRequest
-from strata.proc import CommandError
+from strata.core.errors import StrataError, TrialFailure, Unsupported
+from strata.core.instances import InstanceRequest
+from strata.core.proc import CommandError
+from strata.experiment import presets
+from strata.results import validity
+from strata.results.flags import Flag, Flags, record
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import MeasureContext, network_of
 
@@ -167,7 +168,7 @@ def _resolved_load(load, device, result: dict):
     """A limits preset (presets.py) as numbers for this host and device, recorded with the result."""
     if not load.limits.preset or device.path is None:  # no device: a part without instances (stack/nostack.py)
         return load
-    from strata.host import host_facts
+    from strata.core.host import host_facts
 
     facts = result.get("host") or {}
     cores = facts.get("cpus") or os.cpu_count() or 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from strata.flags import Failure, Flags
+from strata.results.flags import Failure, Flags
 
 
 def fmt_s(s: float) -> str:

@@ -22,7 +22,7 @@ repetitions exist, and nowhere else:
 - failed: no measurement, with the failure's category (errors.FAILURE_CATEGORIES).
 
 Each judgement is a typed value (`Judgement`, `Steady`, `Emulated`, `Failure`:
-strata/flags.py, which also reads them back from stored results); warnings
+strata/results/flags.py, which also reads them back from stored results); warnings
 are `Warning(flag, message)`. The headline value of a result is `headline()`.
 """
 
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strata import steady as snia
-from strata.flags import Emulated, Failure, Flag, Flags, Judgement, Steady
+from strata.results import steady as snia
+from strata.results.flags import Emulated, Failure, Flag, Flags, Judgement, Steady
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 # A direction is checked only when the workload moved at least this much:

@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-REPO_BUILD = Path(__file__).resolve().parents[2] / "engine" / "target" / "release" / "strata-wml"
+REPO_BUILD = Path(__file__).resolve().parents[3] / "engine" / "target" / "release" / "strata-wml"
 
 
 def engine_binary() -> Path | None:

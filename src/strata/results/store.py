@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from strata.schema import SCHEMA_VERSION, migrate
+from strata.results.schema import SCHEMA_VERSION, migrate
 
 STATUSES = ("ok", "failed", "unsupported")
 RESULT_FIELDS = (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from strata.store import ResultStore
-from strata.trial import base_result, failed_result, now_iso
+from strata.results.store import ResultStore
+from strata.run.trial import base_result, failed_result, now_iso
 
 
 def record_unsupported(out, plan, run_id: str, experiment: str, host: dict) -> int:

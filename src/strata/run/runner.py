@@ -12,15 +12,15 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata import validity
-from strata.errors import StrataError
-from strata.flags import Flags, record
-from strata.progress import Progress
-from strata.repeat import Repetitions
+from strata.core.errors import StrataError
+from strata.results import validity
+from strata.results.flags import Flags, record
+from strata.results.store import ResultStore, load_results
+from strata.run.progress import Progress
+from strata.run.repeat import Repetitions
+from strata.run.trial import now_iso, run_trial
 from strata.stack.journal import Journal
 from strata.stack.provision import Registries, StackCache
-from strata.store import ResultStore, load_results
-from strata.trial import now_iso, run_trial
 from strata.workloads import REGISTRY as WORKLOADS
 
 
@@ -168,7 +168,7 @@ def _variance(out: Path) -> dict:
 
 def run_host_facts(workloads) -> dict:
     """The host's facts, with the versions of the tools of the workloads this run uses."""
-    from strata.host import host_facts
+    from strata.core.host import host_facts
 
     tools: dict = {}
     for w in workloads:
