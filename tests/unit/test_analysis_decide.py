@@ -227,3 +227,24 @@ def test_no_shorter_trials_when_the_seconds_hold_the_noise():
     series = [[1000 * (1 + 0.2 * ((i * 7 + j) % 5 - 2) / 2) for j in range(30)] for i in range(4)]
     c = components(series, overhead_s=4.0)
     assert not c.between_dominates and shorter_trials(c, 3) is None
+
+
+def test_no_interval_of_a_group_reaches_below_minus_100_percent():
+    """Issue 34: every interval the advice shows is a ratio's (log scale), whatever the spread, the method
+    (pooled, by round, Welch, paired) or the look: B/A - 1 never below -100%, the lead A/B - 1 neither."""
+    rng = random.Random(5)
+    d = Design.auto(3, 10)
+    for trial in range(200):
+        g, n = rng.randint(2, 6), rng.choice((2, 3, 6, 10))
+        cv = rng.choice((0.02, 0.3, 0.9))
+        rounds = [math.exp(rng.gauss(0, cv)) for _ in range(n)]
+        group = {
+            f"s{i}": Runs.of(
+                [1000 * (1 - 0.1 * i) * rounds[j] * math.exp(rng.gauss(0, cv)) for j in range(n)], range(n)
+            )
+            for i in range(g)
+        }
+        cmp = compare(group, 0.05, d if trial % 2 else Design())
+        for a in list(cmp.answers.values()) + [cmp.lead]:
+            assert a.low > 0 and a.rel_low > -1 and 1 / a.high - 1 > -1
+            assert a.low <= a.ratio <= a.high

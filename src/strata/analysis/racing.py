@@ -12,13 +12,15 @@ is decided:
 - `equivalent`: within +-margin of the leader;
 - `decided`: better or worse, but not beyond the margin; the leader, once every comparison it takes
   part in is decided;
-- `undecidable`: the comparison is unlikely to be decided even at `max_repetitions`: the predictive
-  probability that the interval then lies beyond 1 or within the margin, averaged over what the gap may
-  be given the data so far (a flat prior on the log ratio: the predictive power of Spiegelhalter, Freedman
-  & Blackburn, Controlled Clinical Trials 7, 1986), is below FUTILE_BELOW. A 1% difference on a machine
-  with 10% trial-to-trial noise stops at the first look; a gap whose estimate is rough goes on. It stops
-  with what it can say, the smallest margin its interval supports. Stopping never harms the intervals'
-  validity; only their width.
+- `undecidable`: the comparison is unlikely to be decided even at `max_repetitions`. Its answer will be
+  read against the stacks that may still be the best then (today's candidates, less those the leader would
+  leave behind by then at today's estimates); for each such pair, the predictive probability that its
+  interval then lies beyond 1 or within the margin, averaged over what the gap may be given the data so
+  far (a flat prior on the log ratio: the predictive power of Spiegelhalter, Freedman & Blackburn,
+  Controlled Clinical Trials 7, 1986). Below FUTILE_BELOW (10%) for any of them, it stops, from the first
+  look on: a 1% difference on a machine with 10% trial-to-trial noise stops there; a gap whose estimate is
+  still rough goes on. It stops with what it can say, the smallest margin its interval supports. Stopping
+  never harms the intervals' validity; only their width.
 
 A configuration with fewer than 2 successful trials has no interval yet: it goes on, and the others are
 raced without it (it never holds its group back). Pure: trials in, reasons out, so bench/decisions_sim.py
@@ -30,7 +32,7 @@ from __future__ import annotations
 import math
 
 from strata.analysis.decide import BETTER, EQUIVALENT, WORSE, Answer, Design
-from strata.analysis.groups import BLOCKED, PAIRED, Runs, compare
+from strata.analysis.groups import BLOCKED, PAIRED, Comparisons, Runs, compare
 from strata.analysis.stats import t_two_sided
 
 DECIDED, ELIMINATED, EQUIVALENT_STOP, UNDECIDABLE = "decided", "eliminated", "equivalent", "undecidable"
@@ -58,7 +60,7 @@ def race(group: dict[str, Runs], margin: float, design: Design, stopped: dict | 
             out[k] = EQUIVALENT_STOP
         elif a.outcome in (BETTER, WORSE):
             out[k] = DECIDED
-        elif design.sequential and chance_to_decide(a, design, cmp.pairs, leader not in stopped) < FUTILE_BELOW:
+        elif design.sequential and _chance(cmp, k, design, stopped) < FUTILE_BELOW:
             out[k] = UNDECIDABLE
     raced = [k for k, a in cmp.answers.items() if a.known]
     ends = {k: why for k, why in {**stopped, **out}.items() if k in raced}
@@ -67,19 +69,50 @@ def race(group: dict[str, Runs], margin: float, design: Design, stopped: dict | 
     return out
 
 
-def chance_to_decide(a: Answer, design: Design, pairs: int, leader_goes: bool = True) -> float:
-    """The predictive probability that comparison `a` is decided (better, worse, or equivalent within its
-    margin) once it reaches `max_repetitions` (the leader too, unless it stopped: then at the trials it has),
-    at the level of that look: the final log ratio is normal about today's estimate with the variance the
-    remaining trials add (flat prior), the final half-width the one today's spread gives at those n."""
-    if not a.known or not a.se or not a.n_eff or not a.ratio > 0:
-        return 1.0
-    per_trial = a.se**2 * a.n_eff / 2  # the variance of one trial's relative deviation (both sides alike)
+def _chance(cmp: Comparisons, k: str, design: Design, stopped: dict) -> float:
+    """The chance that k's answer is decided by max_repetitions. It will be read against the stacks that may
+    still be the best then: today's candidates but those the leader would leave behind by then at today's
+    estimates. It is at most the smallest chance of its comparisons with them."""
+    leader = cmp.leader
+    assert leader is not None
+    going = {j: j not in stopped for j in cmp.best}
+    last = [j for j in cmp.best if j != k and (j == leader or not _parts(cmp, leader, j, design, going))]
+    pairs = [(j, cmp.pair(j, k)) for j in last or [leader]]
+    return min(chance_to_decide(a, design, cmp.pairs, going.get(j, True)) for j, a in pairs if a is not None)
+
+
+def _parts(cmp: Comparisons, leader: str, j: str, design: Design, going: dict) -> bool:
+    """Whether j's interval against the leader would exclude 1 at max_repetitions, at today's estimate."""
+    a = cmp.pair(leader, j)
+    if a is None or not a.se or not a.ratio > 0:
+        return False
+    se_end = _se_end(a, design, going.get(leader, True))
+    if se_end is None:
+        return False
+    df_end = (a.df or a.n_eff - 1) * (2 * a.se**2 * a.n_eff / 2 / se_end**2 - 1) / max(a.n_eff - 1, 1)
+    return abs(math.log(a.ratio)) > t_two_sided(design.level(design.last, cmp.pairs), max(df_end, 1.0)) * se_end
+
+
+def _se_end(a: Answer, design: Design, leader_goes: bool) -> float | None:
+    """The standard error of a's log ratio at max_repetitions (the leader's own n if it stopped); None when no
+    more trials come."""
+    per_trial = a.se**2 * a.n_eff / 2 if a.se else 0.0  # one trial's relative variance (both sides alike)
     n_lead = design.last if leader_goes else a.n_a
     n_end = min(n_lead, design.last) if a.method in (BLOCKED, PAIRED) else 2 / (1 / n_lead + 1 / design.last)
-    if n_end <= a.n_eff:
+    return math.sqrt(2 * per_trial / n_end) if n_end > a.n_eff else None
+
+
+def chance_to_decide(a: Answer, design: Design, pairs: int, leader_goes: bool = True) -> float:
+    """The predictive probability that pair `a` is decided (better, worse, or equivalent within its margin)
+    once it reaches `max_repetitions` (the leader too, unless it stopped: then at the trials it has), at the
+    level of that look: its final log ratio is normal about today's estimate with the variance the remaining
+    trials add (a flat prior on the gap), its final half-width the one today's spread gives at those n."""
+    if not a.known or not a.se or not a.n_eff or not a.ratio > 0:
+        return 1.0
+    se_end = _se_end(a, design, leader_goes)
+    if se_end is None:
         return 0.0
-    se_end = math.sqrt(2 * per_trial / n_end)
+    n_end = 2 * a.se**2 * a.n_eff / 2 / se_end**2  # the per-side n that gives se_end
     df_end = (a.df or a.n_eff - 1) * (n_end - 1) / max(a.n_eff - 1, 1)
     h = t_two_sided(design.level(design.last, pairs), max(df_end, 1.0)) * se_end
     sd = math.sqrt(max(a.se**2 - se_end**2, 1e-300))
