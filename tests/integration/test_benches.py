@@ -21,7 +21,7 @@ HELPERS = {"benchbed.py", "cassandra_container.py", "synth_results.py", "tiny.py
 # bench: (extra arguments after --tiny, what its printed result line looks like)
 BENCHES = {
     "auto_repetitions.py": ([], r"machine time auto / fixed: [\d.]+"),
-    "decisions_sim.py": ([], r"coverage of the reported intervals: [\d.]+"),
+    "decisions_sim.py": ([], r"P\(any wrong answer per group\) <= 5%: met in \d+ of \d+ scenarios"),
     "kubernetes_overhead.py": ([], r"low: pod / native, median of paired ratios: [\d.]+ over 1 rounds"),
     "overhead.py": ([], r"container volume / native: +[\d.]+ median of paired ratios"),
     "podman_vs_docker.py": ([], r"podman / docker, median of paired ratios: [\d.]+ over 1 rounds"),
