@@ -39,7 +39,11 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
             (r"pair 0: decisions agree: (yes|no: .+)", {}),
         ],
     ),
-    "decisions_sim.py": ([], [(r"coverage of the reported intervals: (?P<coverage>[\d.]+)", {"coverage": (0.5, 1.0)})]),
+    "decisions_sim.py": (
+        [],
+        [(r"P\(any wrong answer per group\) <= 5%: met in (?P<met>\d+) of (?P<scenarios>\d+) scenarios",
+          {"scenarios": (1, 1000)})],
+    ),
     "kubernetes_overhead.py": (
         [],
         [

@@ -190,7 +190,9 @@ def test_no_import_cycle_between_folders():
 
 
 def test_the_cycle_check_sees_in_function_and_relative_imports():
-    source = "from .merge import merge\nfrom ..results import validity\n\ndef f():\n    from strata.stack.vm import qemu\n"
+    source = (
+        "from .merge import merge\nfrom ..results import validity\n\ndef f():\n    from strata.stack.vm import qemu\n"
+    )
     assert _imports(source, "strata.hosts.executor", "strata.hosts") == [
         (1, "strata.hosts.merge.merge"),
         (2, "strata.results.validity"),

@@ -192,8 +192,9 @@ def test_auto_repetitions_stop_when_precise_or_at_the_maximum(tmp_path):
 
 
 def test_auto_repetitions_race_a_clearly_worse_stack_out_before_a_close_one(tmp_path):
-    """Issue 21: after each round the advice group is raced: a stack far behind the leader is eliminated
-    at the first look, a close one goes on until it is decided or cannot be; each reason is stored."""
+    """Issue 21: at each planned look (issue 34) the advice group is raced: a stack far behind the leader is
+    eliminated at the first look, a close one goes on until it is decided or cannot be; each reason is
+    stored, and each result stores the looks its design planned."""
     exp, wls = _spec(
         tmp_path,
         filesystems=["xfs", "ext4", "btrfs"],
@@ -206,13 +207,15 @@ def test_auto_repetitions_race_a_clearly_worse_stack_out_before_a_close_one(tmp_
     reps = {}
     for r in load_results(tmp_path / "out"):
         reps[r["labels"]["filesystem"]] = reps.get(r["labels"]["filesystem"], 0) + 1
-        assert r["design"] == {"repetitions": "auto", "min": 3, "max": 20, "margin": 0.05}
+        assert r["design"] == {"repetitions": "auto", "min": 3, "max": 20, "looks": [3, 6, 11, 20], "margin": 0.05}
     run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
     stops = {k.split("/")[1]: v["stopped"] for k, v in run["repetitions"].items()}
     assert stops["ext4"] == "eliminated" and reps["ext4"] == 3
-    # the close pair goes on past the first look (either may lead: they are 2% apart with 5% jitter)
+    # the close pair goes on past the first look unless decided there (either may lead: they are 2% apart with
+    # 5% jitter; three trials that happen to agree closely decide it at the first look in about 3% of runs)
     for fs in ("xfs", "btrfs"):
-        assert stops[fs] in ("equivalent", "undecidable", "decided", "max_repetitions") and reps[fs] > 3
+        assert stops[fs] in ("equivalent", "undecidable", "decided", "max_repetitions")
+        assert reps[fs] > 3 or stops[fs] in ("equivalent", "decided")
 
 
 def test_a_workload_margin_of_its_own_is_stored_with_its_results(tmp_path):

@@ -3,16 +3,20 @@
 "Which host file system, which storage driver, volume or bind mount or writable layer, how many containers
 per host" (docs/architecture.md): among the configurations measured as device performance (cache-flagged,
 unconfirmed and emulated ones excluded, the raw device too: it is the baseline, not a place for a
-container's files), the leader is compared with every other (analysis/decide.py): each is *worse*,
-*equivalent within +-margin* (the spec's `margin`, 5% by default), or *undecided*. The group is then
+container's files), the leader is compared with every other (analysis/groups.py): each is *worse*,
+*equivalent within +-margin* (the spec's `margin`, 5% by default), or not decided at the margin. Every
+line then ends with an answer:
 
-- *best*: every other stack is decidedly worse;
-- *equivalent*: the others are equivalent or worse: "equivalent within 5%: A, B - choose on other
+- *best*: every other stack is decidedly worse: "A is best: 12% [6%, 19%] ahead of the next, B";
+- *equivalent*: the others are equivalent or worse: "equivalent within +-5%: A, B - choose on other
   grounds";
-- *undecided*: some comparison is not decided; the advice says the smallest margin the data support
-  ("no stack differs from A by more than 9% here") and what would decide it.
+- *equivalent within the margin the data support*, when some comparison is not decided at the margin:
+  "equivalent within +-14% (not decided at +-5%): A, B, C", the smallest margin within which every stack
+  not decided worse lies of the leader, and what would decide the closest one.
 
-The intervals are anytime-valid for `repetitions: auto` runs (Summary.alpha). Containers per host: study
+One convention for every percentage of a line: how far the leader A is ahead of another B, A/B - 1 (so
+that +-5% means the same in "ahead", "leads by" and "equivalent within"). The intervals stay valid for
+`repetitions: auto` runs and across the group's comparisons (analysis/decide.py). Containers per host: study
 003, section 6.3, "assign the number of containers that maximize the throughput", with the same rule for
 the peak. Placement over hosts: measured where the results hold the same load on one host and across
 hosts (analysis/placement.py), else predicted from the containers curve (`placement` below).
@@ -24,11 +28,13 @@ from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
 from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, repetitions_for
+from strata.analysis.groups import compare
 from strata.analysis.placement import MeasuredPlacement, for_stack
 from strata.analysis.query import by_context, fmt
 from strata.analysis.sweeps import peak
 
 BEST, EQUIVALENT_GROUP, UNDECIDED_GROUP = "best", "equivalent", "undecided"
+MAX_USEFUL_REPETITIONS = 200  # beyond this, "add repetitions" is no advice
 
 
 @dataclass
@@ -41,10 +47,15 @@ class Best:
     lead: Answer | None  # the runner-up relative to the best
     equivalent: list = field(default_factory=list)
     worse: list = field(default_factory=list)
-    undecided: list = field(default_factory=list)
+    undecided: list = field(default_factory=list)  # not decided at the margin, closest first
     answers: dict = field(default_factory=dict)  # stack -> Answer (other relative to the best)
     candidates: int = 0
     need: str = ""
+    method: str = ""  # where the intervals' variance came from (analysis/groups.py)
+    by_cell: dict = field(default_factory=dict)  # cell key -> Answer (two cells may share a stack: hosts)
+
+    def answer_of(self, c: Cell) -> Answer:
+        return self.by_cell.get(c.key) or self.answers[c.stack]
 
     @property
     def margin(self) -> float:
@@ -53,16 +64,17 @@ class Best:
     @property
     def status(self) -> str:
         """best: ahead of every other beyond the intervals; equivalent: the others are worse or within
-        +-margin; undecided: some difference the intervals do not decide (or no intervals at all)."""
+        +-margin; undecided: some difference the intervals do not decide at the margin (the line then says
+        the margin they do support)."""
         if self.runner_up is None:
             return BEST
         return UNDECIDED_GROUP if self.undecided else EQUIVALENT_GROUP if self.equivalent else BEST
 
     @property
     def supported(self) -> float | None:
-        """The smallest margin within which every other stack lies of the best, at 95%; None when some
-        comparison has no interval."""
-        vals = [a.supported for a in self.answers.values()]
+        """The smallest margin within which every stack not decided worse lies of the best (the whole
+        interval, at the group's level); None when one of them has no interval."""
+        vals = [self.answer_of(c).supported for c in self.equivalent + self.undecided]
         return max(vals) if vals and None not in vals else None
 
     def text(self) -> str:
@@ -72,55 +84,54 @@ class Best:
             return f"{where}: {head} is the only stack measured"
         worse = f"; worse: {', '.join(c.stack for c in self.worse)}" if self.worse else ""
         if self.status == BEST:
-            return (
-                f"{where}: {head} is best: {-self.lead.rel:.1%} [{-self.lead.rel_high:.1%}, "
-                f"{-self.lead.rel_low:.1%}] ahead of the next, {self.runner_up.stack}"
-            )
+            return f"{where}: {head} is best: {self.lead.ahead_text()} ahead of the next, {self.runner_up.stack}"
         if self.status == EQUIVALENT_GROUP:
             names = ", ".join([self.best.stack] + [c.stack for c in self.equivalent])
             return f"{where}: equivalent within +-{self.margin:.0%}: {names} - choose on other grounds{worse}"
-        names = ", ".join(c.stack for c in self.undecided)
         sup = self.supported
-        # without an interval, `need` says what would give one (said once)
-        bound = f"; no stack differs from it by more than {sup:.0%} here" if sup is not None else "; no interval"
-        return (
-            f"undecided at +-{self.margin:.0%}: {where}: {head} leads {names} by {-self.lead.rel:.1%}{bound}{worse}"
-            + (f"; {self.need}" if self.need else "")
+        close = sorted(self.equivalent + self.undecided, key=lambda c: self.answer_of(c).ahead)
+        gaps = ", ".join(f"{c.stack} by {self.answer_of(c).ahead:.1%}" for c in close)
+        answer_ = (
+            f"equivalent within +-{sup:.0%} (not decided at +-{self.margin:.0%}): {head} leads {gaps}"
+            if sup is not None
+            else f"undecided (no interval): {head} leads {gaps}"
         )
+        return f"{where}: {answer_}{worse}" + (f"; {self.need}" if self.need else "")
 
 
 def best_stacks(cells: list[Cell]) -> list[Best]:
     out = []
     for group in by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values():
-        ranked = sorted(group, key=lambda c: c.summary.mean, reverse=True)
-        top = ranked[0]
-        b = Best(top.labels["workload"], top.labels["load"], top.unit, top, None, None, candidates=len(ranked))
-        if len(ranked) > 1:
-            b.runner_up = ranked[1]
-            for c in ranked[1:]:
-                a = answer(top.summary, c.summary, top.margin)
-                b.answers[c.stack] = a
+        by_key = {c.key: c for c in group}
+        top = group[0]
+        cmp = compare({k: c.runs for k, c in by_key.items()}, top.margin, top.design)
+        top = by_key[cmp.leader] if cmp.leader else max(group, key=lambda c: c.summary.mean)
+        b = Best(top.labels["workload"], top.labels["load"], top.unit, top, None, None, candidates=len(group))
+        others = sorted((c for c in group if c is not top), key=lambda c: c.summary.mean, reverse=True)
+        if others:
+            b.runner_up, b.method = others[0], cmp.method
+            for c in others:
+                a = cmp.answers[c.key]
+                b.answers[c.stack] = b.by_cell[c.key] = a
                 {EQUIVALENT: b.equivalent, WORSE: b.worse}.get(a.outcome, b.undecided).append(c)
-            b.lead = b.answers[ranked[1].stack]
-            b.need = _need(top, b.undecided)
+            b.lead = cmp.lead or b.by_cell[others[0].key]
+            b.need = _need(top, b.undecided, b.by_cell, cmp.pairs)
         out.append(b)
     return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
 
 
-def _need(top: Cell, undecided: list[Cell]) -> str:
-    """What would decide the closest undecided comparison: repetitions at the observed spread."""
+def _need(top: Cell, undecided: list[Cell], answers: dict, pairs: int) -> str:
+    """What would decide the closest undecided comparison: repetitions of each, in a fixed design at the same
+    error guarantee, at the observed spread."""
     if not undecided:
         return ""
     c = undecided[0]
     if top.reps < 2 or c.reps < 2:
         return "needs 2 or more repetitions of each (3 recommended)"
-    n = repetitions_for(top.summary, c.summary, top.margin)
-    if n is None or n > 200:
-        return (
-            f"no number of repetitions decides {c.stack} at +-{top.margin:.0%} at this spread: "
-            "the supported margin is the answer"
-        )
-    return f"about {n} repetitions of each would decide {c.stack} at the observed spread (now {min(top.reps, c.reps)})"
+    n = repetitions_for(answers[c.key], 0.05 / max(pairs, 1), cap=MAX_USEFUL_REPETITIONS + 1)
+    if n is None or n > MAX_USEFUL_REPETITIONS:
+        return f"no affordable number of repetitions decides {c.stack} at +-{top.margin:.0%} at this spread"
+    return f"about {n} repetitions of each would decide {c.stack} at +-{top.margin:.0%} (now {min(top.reps, c.reps)})"
 
 
 @dataclass

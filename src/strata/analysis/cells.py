@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 
 from strata.analysis.decide import MARGIN, Design
+from strata.analysis.groups import Runs
 from strata.analysis.load import read_bytes
 from strata.analysis.stats import Summary, summarize
 from strata.core.metrics import MetricSchema
@@ -160,6 +161,11 @@ class Cell:
         return len(self.values)
 
     @property
+    def runs(self) -> Runs:
+        """Its values with the round (repetition) of each: what the group comparisons pair by round."""
+        return Runs.of(self.values, [(r.get("trial") or {}).get("repetition", -1) for r in self.ok])
+
+    @property
     def apart_values(self) -> list:
         """Everything drawn apart from the device numbers: cache and unconfirmed."""
         return self.cached_values + self.unconfirmed_values
@@ -206,7 +212,7 @@ def build_cells(results: list[dict], judge_steady: bool = True) -> list[Cell]:
             )
         _add(c, r, judge_steady)
     for c in cells.values():
-        c.summary = summarize(c.values, c.design.alpha())
+        c.summary = summarize(c.values, c.design.level(len(c.values)))
     _tag_duplicates(list(cells.values()))
     return sorted(cells.values(), key=lambda c: (c.stack, c.labels["workload"], c.outstanding, c.labels["load"], c.key))
 

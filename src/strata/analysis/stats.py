@@ -212,26 +212,73 @@ def t_quantile(p: float, df: float) -> float:
 
 @functools.lru_cache(maxsize=65536)
 def _t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t (0 < p < 1), by bisection on t_cdf: any level, not only 95%, for the
-    alpha that a sequential design leaves to each look (analysis/decide.py)."""
+    """The p-quantile of Student's t (0 < p < 1): Newton's method on t_cdf from the normal quantile, bisection
+    where Newton strays: any level, not only 95%, for the levels a sequential design and a group's pairs leave
+    to one interval (analysis/decide.py)."""
     if not 0 < p < 1:
         raise ValueError("p must lie in (0, 1)")
     if p < 0.5:
         return -_t_quantile(1 - p, df)
     lo, hi = 0.0, 1.0
     while t_cdf(hi, df) < p:
-        hi *= 2
+        lo, hi = hi, hi * 2
         if hi > 1e12:
             return math.inf
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if t_cdf(mid, df) < p:
-            lo = mid
+    x = (lo + hi) / 2
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    for _ in range(200):
+        f = t_cdf(x, df) - p
+        if f < 0:
+            lo = x
         else:
-            hi = mid
-        if hi - lo < 1e-10 * max(1.0, hi):
+            hi = x
+        pdf = math.exp(log_c - (df + 1) / 2 * math.log1p(x * x / df))
+        step = f / pdf if pdf > 0 else math.inf
+        nxt = x - step
+        if not lo < nxt < hi:  # Newton left the bracket: bisect
+            nxt = (lo + hi) / 2
+        if abs(nxt - x) < 1e-12 * max(1.0, abs(x)):
+            return nxt
+        x = nxt
+    return x
+
+
+def f_sf(x: float, d1: float, d2: float) -> float:
+    """P(F > x) for Fisher's F with (d1, d2) degrees of freedom."""
+    if x <= 0:
+        return 1.0
+    return _betainc(d2 / 2, d1 / 2, d2 / (d2 + d1 * x))
+
+
+def chi2_sf(x: float, k: float) -> float:
+    """P(X > x) for a chi-square with k degrees of freedom (the regularized upper incomplete gamma)."""
+    if x <= 0:
+        return 1.0
+    a, z = k / 2, x / 2
+    ln_front = a * math.log(z) - z - math.lgamma(a)
+    if z < a + 1:  # the series converges here
+        term = total = 1 / a
+        for i in range(1, 500):
+            term *= z / (a + i)
+            total += term
+            if term < total * 1e-15:
+                break
+        return max(0.0, 1 - math.exp(ln_front) * total)
+    tiny = 1e-300  # else the continued fraction (modified Lentz)
+    b = z + 1 - a
+    c, d = 1 / tiny, 1 / b
+    f = d
+    for i in range(1, 500):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = 1 / (d if abs(d) > tiny else tiny)
+        c = b + an / c
+        c = c if abs(c) > tiny else tiny
+        f *= d * c
+        if abs(d * c - 1) < 1e-15:
             break
-    return (lo + hi) / 2
+    return math.exp(ln_front) * f
 
 
 def _betainc(a: float, b: float, x: float) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from strata.analysis.sequential import planned_looks
 from strata.core.host import host_facts
 from strata.experiment.load import load_spec
 from strata.experiment.plan import Plan, resolve
@@ -32,10 +33,12 @@ def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
     for key, n in stacks.items():
         print(f"  {'/'.join(key)}: {n}")
     if exp.auto:
+        looks = ", ".join(map(str, planned_looks(exp.min_repetitions, exp.max_repetitions)))
         print(
-            f"repetitions: auto, until the 95% interval is within {exp.precision:.0%} of the mean, "
-            f"{exp.min_repetitions} to {exp.max_repetitions} per configuration"
-            + (f", within {fmt_s(exp.budget)}" if exp.budget else "")
+            f"repetitions: auto, {exp.min_repetitions} to {exp.max_repetitions} per configuration, looking at {looks}: "
+            f"each stops once decided against its group's best (margin {exp.margin:.0%}) or unlikely to be decided "
+            f"by {exp.max_repetitions}; one compared with none once its interval is within {exp.precision:.0%}"
+            + (f"; no new round after {fmt_s(exp.budget)}" if exp.budget else "")
         )
         print(
             f"estimated time: {fmt_s(plan.estimate_s())} for the first {exp.min_repetitions} rounds, up to "

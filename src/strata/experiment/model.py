@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from strata.analysis.sequential import planned_looks
 from strata.core.params import LOAD_PRESETS, Load, PathName, Strict
 from strata.core.units import parse_duration
 from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec
@@ -165,7 +166,13 @@ class Experiment(Strict):
         margin = self.margin_for(workload)
         smoke = {"scale": "smoke"} if self.scale == "smoke" else {}
         if self.auto:
-            design = {"repetitions": "auto", "min": self.min_repetitions, "max": self.max_repetitions, "margin": margin}
+            design = {
+                "repetitions": "auto",
+                "min": self.min_repetitions,
+                "max": self.max_repetitions,
+                "looks": list(planned_looks(self.min_repetitions, self.max_repetitions)),
+                "margin": margin,
+            }
             return {**design, **smoke}
         return {"repetitions": self.repetitions, "margin": margin, **smoke}
 

@@ -12,7 +12,8 @@ History (SCHEMA_VERSION):
        based on (`basis`) and, like every judgement, has `reason` and `evidence`; flags.steady
        keeps the tool's verdict as `tool`. Each workload upgrades its own part (Workload.upgrade).
     Additions within 2, read with a default when absent: `design` (how the repetitions were taken,
-    `{repetitions: N | auto, min, max, margin}`; absent: fixed repetitions, margin 5%).
+    `{repetitions: N | auto, min, max, margin}`; absent: fixed repetitions, margin 5%); `design.looks`
+    (the planned looks of `auto`; absent: stored before looks were planned, when every round was one).
 """
 
 from __future__ import annotations

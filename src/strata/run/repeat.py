@@ -1,17 +1,19 @@
 """Repetitions: trials run in interleaved rounds; `repetitions: auto` repeats only what is not yet decided.
 
-After every round, each advice group (the stacks compared for one workload, load and device) is raced
-(analysis/racing.py): a configuration stops once its comparison with the group's leader is decided
-(`decided`, `equivalent`), when it is worse than the leader by more than the margin (`eliminated`), or
-when not even `max_repetitions` could decide it at the spread seen (`undecidable`); the leader once all
-its comparisons ended. The intervals behind these decisions spend alpha over the looks
-(analysis/decide.py), so they stay valid however the run stopped. A raw-device baseline goes on while
-any configuration of its workload, load and device does (the ratios to raw need it); a configuration
-compared with none stops when its own interval is within `precision` (`precise`). Caps: `max_repetitions`,
-`budget`; a configuration that only fails stops as `failing`. Each reason is stored with the run.
+At each planned look (analysis/sequential.py: 3, 5, 7 and 10 repetitions for 3..10), each advice group (the
+stacks compared for one workload, load and device) is raced (analysis/racing.py): a configuration stops
+once its comparison with the group's leader is decided (`decided`, `equivalent`), when it is worse than the
+leader by more than the margin (`eliminated`), or when it is unlikely to be decided even at
+`max_repetitions` (`undecidable`); the leader once all its comparisons ended. The intervals behind these
+decisions spend the error over the looks and divide it among the group's pairs (analysis/decide.py), so
+they stay valid however the run stopped. A raw-device baseline goes on while any configuration of its
+workload, load and device does (the ratios to raw need it); a configuration compared with none stops at a
+look when its own interval, at that look's level, is within `precision` (`precise`). Caps:
+`max_repetitions`, `budget` (checked after every round); a configuration that only fails stops as
+`failing`. Each reason is stored with the run, with the half-width of the interval the report shows.
 
 Rounds rather than repetitions back to back: the machine's drift over the run then spreads over every
-configuration instead of separating them.
+configuration instead of separating them, and the group comparisons can pair the stacks by round.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class Progress:
     values: list = field(default_factory=list)  # headline values of its successful trials
     failures: int = 0
     stopped: str | None = None
-    half_width: float | None = None  # of the 95% interval, relative to the mean
+    half_width: float | None = None  # of its interval as the report shows it (Design.level), relative to the mean
 
 
 class Repetitions:
@@ -128,14 +130,16 @@ class Repetitions:
             yield round_
 
     def _judge(self, rep: int) -> list[str]:
-        """Stop what is decided, precise, at its maximum, failing, or out of budget; the configurations that
-        go on."""
+        """After `rep` rounds: stop what is decided or precise (at a planned look), at its maximum, failing, or
+        out of budget; the configurations that go on."""
         spent = time.monotonic() - self.t0
-        raced, compared, raws = self._race()
+        design = self.design
+        look = design.is_look(rep)
+        raced, compared, raws = self._race(design, look)
         for key, p in self.configs.items():
             if p.stopped:
                 continue
-            s = summarize(p.values)
+            s = summarize(p.values, design.level(len(p.values)))  # as the report shows it (analysis/cells.py)
             p.half_width = (s.half_width / s.mean) if s.half_width is not None and s.mean else None
             if key in raced:
                 p.stopped = raced[key]
@@ -146,22 +150,26 @@ class Repetitions:
             elif self.exp.budget is not None and spent >= self.exp.budget:
                 p.stopped = BUDGET
             elif (
-                key not in compared
+                look
+                and key not in compared
                 and key not in raws
                 and p.half_width is not None
                 and p.half_width <= self.exp.precision
             ):
-                p.stopped = PRECISE  # compared with none: precise enough on its own
+                p.stopped = PRECISE  # compared with none: precise enough on its own, at this look's level
         for key, dependents in raws.items():
             p = self.configs.get(key)
             if p is not None and not p.stopped and all(self.configs[d].stopped for d in dependents):
                 p.stopped = DECIDED
         return [key for key, p in self.configs.items() if not p.stopped]
 
-    def _race(self) -> tuple[dict[str, str], set[str], dict[str, list[str]]]:
-        """The advice groups raced (config -> why it stops), the configurations compared with another, and
-        each raw baseline's dependents."""
-        design = Design(self.exp.min_repetitions, self.exp.max_repetitions)
+    @property
+    def design(self) -> Design:
+        return Design.auto(self.exp.min_repetitions, self.exp.max_repetitions) if self.exp.auto else Design()
+
+    def _race(self, design: Design, look: bool) -> tuple[dict[str, str], set[str], dict[str, list[str]]]:
+        """The advice groups raced at a look (config -> why it stops), the configurations compared with
+        another, and each raw baseline's dependents."""
         cells = build_cells(self.results, judge_steady=False)
         apply_above_raw(cells)
         cells = [c for c in cells if config_key(c.trial) in self.configs and c.values]
@@ -172,9 +180,9 @@ class Repetitions:
             keys = {config_key(c.trial): c for c in group}
             if len(keys) > 1:
                 compared |= set(keys)
-            summaries = {k: summarize(c.values, design.alpha()) for k, c in keys.items()}
             stopped = {k: self.configs[k].stopped for k in keys if self.configs[k].stopped}
-            out.update(race(summaries, group[0].margin, design, stopped))
+            if look:
+                out.update(race({k: c.runs for k, c in keys.items()}, group[0].margin, design, stopped))
         raws: dict[str, list[str]] = {}
         for raw in (c for c in cells if c.is_raw):
             key = match_key(raw)

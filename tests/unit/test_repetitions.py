@@ -1,0 +1,95 @@
+"""repeat.py: `repetitions: auto` driven round by round with fabricated results (issue 34's bugs)."""
+
+import random
+
+from strata.analysis.cells import build_cells
+from strata.experiment.expand import expand
+from strata.experiment.load import parse_spec
+from strata.run.repeat import Repetitions
+from strata.workloads.base import headline
+
+
+def _exp(tmp_path, **over):
+    spec = {
+        "name": "unit",
+        "workdir": str(tmp_path / "work"),
+        "devices": ["loop"],
+        "filesystems": ["xfs", "ext4", "btrfs"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"null": {"iops": 500}}],
+        "loads": ["low"],
+        "repetitions": "auto",
+        "max_repetitions": 10,
+    }
+    spec.update(over)
+    exp, wls = parse_spec(spec)
+    return exp, expand(exp, wls)[0]
+
+
+def _result(exp, t, value):
+    """A stored result of trial t: ok with headline `value`, or failed when value is None."""
+    r = {
+        "trial_id": t.id,
+        "trial": t.resolved(),
+        "design": exp.design(t.workload.name),
+        "labels": {
+            "device": t.device.name,
+            "filesystem": t.filesystem.name,
+            "runtime": t.runtime.name,
+            "path": t.path,
+            "workload": t.workload.name,
+            "load": t.load.name,
+            "repetition": t.repetition,
+        },
+        "status": "ok" if value is not None else "failed",
+    }
+    if value is not None:
+        r["metrics"] = {"kind": "null", "primary": headline(value, "IOPS", "iops", iops=value)}
+    return r
+
+
+def _drive(exp, trials, value_of):
+    """Run the rounds, each trial's value from value_of(filesystem, repetition); the repetitions each got."""
+    reps = Repetitions(exp, trials)
+    count: dict[str, int] = {}
+    for round_ in reps.rounds():
+        for t in round_:
+            reps.record(_result(exp, t, value_of(t.filesystem.name, t.repetition)))
+            count[t.filesystem.name] = count.get(t.filesystem.name, 0) + 1
+    return reps, count
+
+
+def test_a_stack_with_one_successful_trial_does_not_hold_its_group_to_max(tmp_path):
+    """Issue 34 (racing.py): btrfs fails every trial but one; xfs leads ext4 by a factor of two. Before, the
+    group was not raced while one member had fewer than 2 trials, so xfs and ext4 ran to max_repetitions (10);
+    now ext4 is eliminated at the first look and xfs stops once its comparisons are decided."""
+    exp, trials = _exp(tmp_path)
+    rng = random.Random(1)
+
+    def value(fs, rep):
+        if fs == "btrfs":
+            return 480.0 if rep == 0 else None
+        return (1000.0 if fs == "xfs" else 500.0) * (1 + rng.gauss(0, 0.01))
+
+    reps, count = _drive(exp, trials, value)
+    stops = {k.split("/")[1]: v["stopped"] for k, v in reps.report().items()}
+    assert stops["ext4"] == "eliminated" and count["ext4"] == 3
+    assert stops["xfs"] == "decided" and count["xfs"] == 3
+    assert count["btrfs"] == 10  # it goes on, on its own, for an interval of its own
+
+
+def test_precise_is_judged_at_the_planned_looks_at_the_level_the_report_shows(tmp_path):
+    """Issue 34 (repeat.py): a configuration compared with none stopped as `precise` when a plain 95% interval
+    was within `precision` at any round, and stored that interval's half-width, which is not the one the
+    report shows (auto's intervals are wider). Now it is judged at the looks (3, 6, 10), on the interval the
+    report shows, and the stored half-width is that interval's."""
+    exp, trials = _exp(tmp_path, filesystems=["xfs"], precision="4%")
+    values = [1000, 1040, 960, 1010, 990, 1005, 995, 1002, 998, 1001]
+    reps, count = _drive(exp, trials, lambda fs, rep: float(values[rep]))
+    # a plain 95% interval is within 4% at 5 trials (the old rule stopped there, storing 3.6% where the report
+    # shows 3.9%); auto's interval at the look of 6
+    (p,) = reps.report().values()
+    assert p["stopped"] == "precise" and count["xfs"] == 6
+    (cell,) = build_cells(reps.results, judge_steady=False)
+    assert p["half_width"] == cell.summary.half_width / cell.summary.mean
