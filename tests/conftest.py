@@ -24,7 +24,7 @@ SHARED: dict[str, tuple[str, ...]] = {
         INTEGRATION + "test_ycsb_",
         *(
             INTEGRATION + f"test_studies.py::test_every_example_runs_to_a_complete_report_at_smoke_scale[{example}"
-            for example in ("xu2017-cassandra", "shirinbab-cassandra")
+            for example in ("xu2017-cassandra", "shirinbab-cassandra", "kubernetes")
         ),
         *(
             INTEGRATION + f"test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[{bench}"
@@ -94,7 +94,133 @@ def alone(path: str) -> Why:
     return Why("", path)
 
 
-FULL_ONLY: dict[str, Why] = {}
+IT = INTEGRATION
+STUDY = IT + "test_studies.py::test_every_example_runs_to_a_complete_report_at_smoke_scale["
+BENCH = IT + "test_benches.py::test_bench_runs_to_its_result_in_tiny_mode["
+FULL_ONLY: dict[str, Why] = {
+    # ---- the examples at smoke scale: the default tier runs quick.yaml (the README's main job) and
+    # xu2017-remote.yaml (a study); `strata validate --scale smoke` of every example is a unit test
+    # (tests/unit/test_scale.py), so each example's plan is checked in the default tier
+    STUDY + "cache-check.yaml": covered(IT + "test_docker_cache.py", "fuse-overlayfs flagged as a cache, overlay2 not"),
+    STUDY + "jobfile.yaml": covered(IT + "test_native.py::test_every_filesystem_natively", "fio natively and in "
+                                    "docker; the job file's parsing is unit-tested (tests/unit/test_fio.py)"),
+    STUDY + "kubernetes.yaml": covered(IT + "test_kubernetes_runtime.py::test_fio_in_pods_on_every_path_beside_native_"
+                                       "and_docker", "fio in pods on every pod path beside native"),
+    STUDY + "ramadan-filesystems.yaml": covered(IT + "test_filebench_workload.py::test_personalities_natively_and_in",
+                                                "Filebench personalities in docker containers"),
+    STUDY + "shirinbab-cassandra.yaml": alone("a three-node cluster at offered rates as shares of its peak, and the "
+                                              "study's values set beside them (Table 2)"),
+    STUDY + "shirinbab-cluster-hosts.yaml": covered(IT + "test_studies.py::test_the_studies_table_names_real_examples",
+                                                    "a plan only (SPEC_CUTS), which tests/unit/test_scale.py checks"),
+    STUDY + "shirinbab-runtimes.yaml": alone("Cassandra natively, in docker, podman and a VM in one study"),
+    STUDY + "xu2017-cassandra.yaml": alone("Cassandra containers under every limit preset"),
+    STUDY + "xu2017-filesystems.yaml": covered(IT + "test_native.py::test_every_filesystem_natively",
+                                               "fio natively on every file system"),
+    STUDY + "xu2017-storage.yaml": alone("every docker storage driver, supported or not, in one study"),
+    # ---- the benches' tiny runs: each checks that its bench still runs to its figures; the paths are
+    # the integration tests' (what a bench adds is its figure, taken by hand: docs/overhead.md)
+    BENCH + "auto_repetitions.py]": covered(IT + "test_decisions.py", "repetitions: auto racing on real trials"),
+    BENCH + "decisions_sim.py]": covered("tests/unit/test_repetitions.py", "the real decision functions, unit-tested"),
+    BENCH + "kubernetes_overhead.py]": covered(IT + "test_kubernetes_runtime.py::test_fio_in_pods", "pods, native"),
+    BENCH + "overhead.py]": covered(IT + "test_native.py::test_every_filesystem_natively", "fio natively, in docker"),
+    BENCH + "podman_vs_docker.py]": covered(IT + "test_podman.py::test_fio_in_podman", "fio in podman"),
+    BENCH + "remote_hosts.py]": covered(IT + "test_swarm.py::test_a_trial_spanning_two_hosts", "test hosts"),
+    BENCH + "remote_overhead.py]": covered(IT + "test_remote_nbd.py::test_nbd_device_with_ext4_and_fio", "nbd + fio"),
+    BENCH + "report_bench.py]": covered("tests/unit/test_report_snapshot.py", "the report of stored results"),
+    BENCH + "spec_fuzz.py]": covered("tests/unit/test_spec_fuzz.py", "1,500 seeded mutants, a superset of its 300"),
+    BENCH + "swarm_overhead.py]": covered(IT + "test_swarm.py::test_a_trial_spanning_two_hosts", "the barrier across "
+                                          "hosts and its skew"),
+    BENCH + "vm_overhead.py]": covered(IT + "test_vm_tcg.py::test_two_vms_at_one_barrier", "VMs at one barrier"),
+    BENCH + "wml/run.sh]": covered("tests/unit/test_filebench.py", "the engine, and its cargo tests"),
+    BENCH + "ycsb_client.py]": covered(IT + "test_ycsb_run.py::test_native_two_node", "YCSB clients on a cluster"),
+    BENCH + "ycsb_cluster_span.py]": covered(IT + "test_swarm.py::test_a_trial_spanning_two_hosts", "a trial across "
+                                             "test hosts; Cassandra across hosts: test_swarm_ycsb (full)"),
+    BENCH + "ycsb_native_container.py]": covered(IT + "test_ycsb_run.py::test_native_two_node", "Cassandra natively"),
+    BENCH + "ycsb_placement.py]": covered(IT + "test_swarm.py::test_a_trial_spanning_two_hosts", "placements on hosts"),
+    # ---- docker: the default tier keeps a real strata run in docker (quick.yaml, filebench, kubernetes'
+    # beside-docker run), overlay2 on ext4 through every path, and the failure paths
+    IT + "test_docker.py::test_driver_runs_every_path[btrfs-on-btrfs]": alone("the btrfs storage driver"),
+    IT + "test_docker.py::test_driver_runs_every_path[fuse-overlayfs-on-ext4]": covered(
+        IT + "test_docker_cache.py", "fuse-overlayfs through a strata run"),
+    IT + "test_docker.py::test_driver_runs_every_path[overlay2-on-xfs]": covered(
+        IT + "test_docker.py::test_driver_runs_every_path[overlay2-on-ext4]", "overlay2 through every path"),
+    IT + "test_docker.py::test_driver_runs_every_path[vfs-on-ext4]": alone("the vfs storage driver"),
+    IT + "test_docker.py::test_device_path_on_a_raw_device": alone("a raw device passed into a container"),
+    IT + "test_docker.py::test_eight_containers_start_together": covered(
+        IT + "test_robustness.py::test_32_containers_do_their_io_together", "containers released at one barrier"),
+    IT + "test_docker.py::test_extra_files_make_a_new_image": alone("an image rebuilt when its files change"),
+    IT + "test_docker.py::test_kill9_then_cleanup_leaves_nothing[strata-and-dockerd]": covered(
+        IT + "test_docker.py::test_kill9_then_cleanup_leaves_nothing[strata]", "cleanup of a killed docker run"),
+    IT + "test_docker.py::test_system_daemon_is_used_as_it_is": alone("docker:system, the user's own daemon"),
+    IT + "test_docker.py::test_unsupported_driver_gives_the_daemon_text[btrfs-on-xfs]": covered(
+        IT + "test_docker.py::test_unsupported_driver_gives_the_daemon_text[aufs-on-ext4]", "the daemon's own words"),
+    IT + "test_docker.py::test_unsupported_driver_gives_the_daemon_text[devicemapper-on-ext4]": covered(
+        IT + "test_doctor.py::test_doctor_probes_every_storage_driver", "devicemapper's daemon text"),
+    IT + "test_docker.py::test_unsupported_driver_gives_the_daemon_text[zfs-on-ext4]": covered(
+        IT + "test_docker.py::test_unsupported_driver_gives_the_daemon_text[aufs-on-ext4]", "the daemon's own words"),
+    # ---- kubernetes: the default tier runs fio in pods on every path beside native and docker, and
+    # cleanup after kill -9
+    IT + "test_kubernetes_pods.py": covered(IT + "test_kubernetes_runtime.py::test_fio_in_pods", "an instance pod at "
+                                           "the barrier, under its limits"),
+    IT + "test_kubernetes_runtime.py::test_a_pod_deleted_mid_trial": alone("a pod deleted mid-trial: instance_died"),
+    IT + "test_kubernetes_runtime.py::test_a_users_cluster_through_its_kubeconfig": alone("a cluster reached through "
+                                                                                         "its kubeconfig"),
+    IT + "test_kubernetes_runtime.py::test_cassandra_under_ycsb_in_a_pod": alone("Cassandra in a pod"),
+    IT + "test_kubernetes_testbed.py": covered(IT + "test_kubernetes_runtime.py::test_kill9_then_cleanup", "the test "
+                                              "bed up, used and removed, also after kill -9"),
+    # ---- native: the default tier keeps every file system, zram, refusals, failures, kill -9 and SIGTERM
+    IT + "test_native.py::test_signal_tears_down_and_resume_finishes[2]": covered(
+        IT + "test_native.py::test_signal_tears_down_and_resume_finishes[15]", "a signal, teardown and --resume"),
+    # ---- remote: the default tier keeps a strata run on the remote device and the nbd failure paths
+    IT + "test_remote_nbd.py::test_fio_in_a_container_on_the_remote_device": covered(
+        IT + "test_remote_run.py::test_every_stack_on_the_remote_device", "docker and podman on the remote device"),
+    IT + "test_remote_run.py::test_a_killed_target_ends_the_trial": covered(
+        IT + "test_remote_nbd.py::test_killed_target_mid_fio", "a killed target mid-trial"),
+    IT + "test_remote_run.py::test_kill9_on_a_remote_device_then_one_cleanup_leaves_nothing[podman:overlay]": covered(
+        IT + "test_remote_run.py::test_kill9_on_a_remote_device_then_one_cleanup_leaves_nothing[docker:overlay2]",
+        "one cleanup after kill -9 on a remote device"),
+    # ---- swarm test hosts: the default tier keeps a trial spanning two hosts, an agent lost, kill -9
+    IT + "test_swarm.py::test_a_remote_device_served_by_another_host": alone("a remote device across test hosts"),
+    IT + "test_swarm.py::test_a_storage_host_lost_mid_trial": covered(IT + "test_swarm.py::test_an_agent_killed",
+                                                                     "host_lost, and the run goes on"),
+    IT + "test_swarm.py::test_doctor_and_cleanup_on_every_host": alone("doctor on every host"),
+    IT + "test_swarm_ycsb.py": alone("Cassandra clusters across test hosts"),
+    # ---- ycsb: the default tier keeps a native two-node cluster, kill -9 and the node failures
+    IT + "test_ycsb_run.py::test_a_killed_database_container": alone("a Cassandra container killed mid-trial"),
+    IT + "test_ycsb_run.py::test_strata_loopback": alone("STRATA_LOOPBACK on a real Cassandra"),
+    # ---- VMs under TCG: the default tier keeps a strata run on a VM, the device, a bind share, kill -9
+    IT + "test_vm_tcg.py::test_a_killed_qemu_fails_the_trial": alone("a killed QEMU"),
+    IT + "test_vm_tcg.py::test_a_vm_that_does_not_boot_in_time": alone("a guest that does not boot in time"),
+    IT + "test_vm_tcg.py::test_filebench_personality_with_the_engine": covered(
+        IT + "test_filebench_workload.py::test_personalities_natively_and_in_two_containers", "the engine's "
+        "personalities (the guest holds the same engine)"),
+    IT + "test_vm_tcg.py::test_fio_on_a_bind_share[9p]": covered(IT + "test_vm_tcg.py::test_fio_on_a_bind_share[auto]",
+                                                                "a bind share into the guest"),
+    IT + "test_vm_tcg.py::test_fio_on_a_qcow2_image": alone("a qcow2 image with a guest file system"),
+    IT + "test_vm_tcg.py::test_limits_become_vcpus_memory_and_throttling": alone("limits on a VM"),
+    IT + "test_vm_tcg.py::test_qemu_block_throttling_on_the_device": alone("QEMU's block throttling"),
+}  # fmt: skip
+
+
+# The default tier's real `strata run` of each plugin and mode (tests/unit/test_suite_layout.py reads the
+# registries: a new device, runtime or workload needs its line here, or a reason in NOT_RUN_HERE).
+DEFAULT_RUNS: dict[str, str] = {
+    "device loop": IT + "test_native.py::test_every_filesystem_natively",
+    "device zram": IT + "test_native.py::test_zram_device",
+    "device block": IT + "test_native.py::test_block_device_holding_data_is_refused_without_consent",  # a loop dev
+    "device remote": IT + "test_remote_run.py::test_every_stack_on_the_remote_device",
+    "runtime native": IT + "test_native.py::test_every_filesystem_natively",
+    "runtime docker": STUDY + "quick.yaml]",
+    "runtime podman": IT + "test_podman.py::test_fio_in_podman_on_every_path_and_driver",
+    "runtime vm": IT + "test_vm_tcg.py::test_strata_run_on_a_vm_is_stored_as_emulated_and_leaves_nothing",
+    "runtime kubernetes": IT + "test_kubernetes_runtime.py::test_fio_in_pods_on_every_path_beside_native_and_docker",
+    "workload fio": IT + "test_native.py::test_every_filesystem_natively",
+    "workload filebench": IT + "test_filebench_workload.py::test_personalities_natively_and_in_two_containers",
+    "workload ycsb": IT + "test_ycsb_run.py::test_native_two_node_cluster_with_replication_2",
+    "hosts swarm": IT + "test_swarm.py::test_a_trial_spanning_two_hosts",
+    "an example study at smoke scale": STUDY + "xu2017-remote.yaml]",
+}
+NOT_RUN_HERE: dict[str, str] = {"workload null": "the unit tests' null engine (tests/unit), never run by a user"}
 
 
 def full_only(nodeid: str) -> Why | None:
@@ -128,6 +254,13 @@ def pytest_xdist_make_scheduler(config, log):
     return ByResource(config, log)
 
 
+# No test can eat the suite's budget: a default limit per test (pytest-timeout), longer only where a test
+# module says why (`pytestmark = pytest.mark.timeout(N)` with its reason). The limits are hang guards, far
+# above the measured times (docs/development.md), never speed targets.
+UNIT_TIMEOUT_S = 120
+INTEGRATION_TIMEOUT_S = 600
+
+
 def pytest_addoption(parser):
     parser.addoption("--full", action="store_true", help="the full tier: also the tests FULL_ONLY names")
 
@@ -136,6 +269,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+        if item.get_closest_marker("timeout") is None:
+            limit = INTEGRATION_TIMEOUT_S if item.nodeid.startswith(INTEGRATION) else UNIT_TIMEOUT_S
+            item.add_marker(pytest.mark.timeout(limit))
     if not config.getoption("--full"):
         named = {a.replace(os.sep, "/") for a in config.args}  # a test named on the command line runs anyway
         keep = [i for i in items if i.nodeid in named or full_only(i.nodeid) is None]

@@ -18,7 +18,8 @@ import yaml
 
 from .helpers import leftovers, results, strata
 
-pytestmark = pytest.mark.integration
+# a Cassandra study's smoke run took 7 min with the machine loaded (a three-node cluster per trial): twice that
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -25,7 +25,7 @@ from strata.stack.journal import Journal
 
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+pytestmark = pytest.mark.integration
 
 HOSTS = ["a", "b"]
 SMALL = {"workload": "a", "records": 1000, "runtime": 8, "warmup": 2, "threads": 2}

@@ -327,3 +327,35 @@ def test_kill_9_then_cleanup_removes_everything(tmp_path, guest):
     assert leftovers(workdir) == [] and vm_leftovers(str(tmp_path)) == [] and vm_leftovers(run_dir) == []
     if workdir.exists():
         workdir.rmdir()
+
+
+def test_strata_run_on_a_vm_is_stored_as_emulated_and_leaves_nothing(tmp_path):
+    """The vm runtime through `strata run`: the raw device passed into the guest, fio in it, the result stored
+    with the guest's numbers, flagged `emulated` (TCG here, never compared), and nothing left behind."""
+    from .helpers import results, write_spec
+
+    workdir = Path(f"/var/tmp/strata-it-vm-{uuid.uuid4().hex[:8]}")
+    env = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    spec = {
+        "name": "vm-run",
+        "workdir": str(workdir),
+        "devices": [{"type": "loop", "size": "256MiB"}],
+        "filesystems": ["raw"],
+        "runtimes": ["vm"],
+        "paths": ["device"],
+        "workloads": [{"fio": FIO}],
+        "loads": ["low"],
+    }
+    try:
+        run = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", tmp_path / "out", env=env, check=0)
+        (r,) = results(tmp_path / "out")
+        assert r["status"] == "ok", (r["flags"].get("failed"), run.stdout[-2000:])
+        assert r["metrics"]["primary"]["value"] > 0 and r["metrics"]["read"]["iops"] > 0
+        facts = r["stack_facts"]["runtime"]
+        assert facts["emulated"] == (facts["accel"] == "tcg")
+        assert bool(r["flags"].get("emulated")) == facts["emulated"]  # never compared as storage when emulated
+    finally:
+        strata("cleanup", "--force", env=env)
+        assert leftovers(workdir) == [] and vm_leftovers(str(workdir)) == []
+        if workdir.exists():
+            workdir.rmdir()

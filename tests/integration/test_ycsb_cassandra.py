@@ -23,7 +23,7 @@ from strata.workloads.ycsb import cassandra, jars, node
 
 from .helpers import leftovers, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+pytestmark = pytest.mark.integration
 GiB = 1 << 30
 
 

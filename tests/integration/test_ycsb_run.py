@@ -24,7 +24,7 @@ import pytest
 
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+pytestmark = pytest.mark.integration
 SMALL = {"workload": "a", "records": 2000, "runtime": 8, "warmup": 2, "threads": 4, "data_integrity": True}
 
 
