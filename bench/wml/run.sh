@@ -26,7 +26,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 mount -t tmpfs -o size=8g tmpfs "$mnt"
 
-(cd "$engine_dir" && cargo build --release --quiet)
+(cd "$engine_dir/.." && . scripts/cargo-env && cargo build --release --quiet --manifest-path engine/Cargo.toml)
 engine="$engine_dir/target/release/strata-wml"
 gcc -O2 -pthread -o "$work/bare" "$here/bare.c"
 gcc -O2 -o "$work/hog" "$here/hog.c"
