@@ -581,3 +581,23 @@ def test_session_paths_refuse_what_cannot_be(monkeypatch, tmp_path):
 def test_image_cache_location(monkeypatch, tmp_path):
     monkeypatch.setenv("STRATA_IMAGE_DIR", str(tmp_path))
     assert image.tarball_path(ImageSpec()).parent == tmp_path
+
+
+def test_an_image_key_follows_the_trees_content_not_where_or_when_they_were_copied(tmp_path):
+    """A fresh venv's site-packages, copied into the agent image's tree by a new clone, keeps the image's key
+    (it was the files' times: every clean clone rebuilt the agent images); a changed byte makes a new key."""
+    import os
+    import shutil
+
+    from strata.core.instances import ImageSpec
+
+    a = tmp_path / "a"
+    (a / "pkg").mkdir(parents=True)
+    (a / "pkg" / "mod.py").write_text("x = 1\n")
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    os.utime(b / "pkg" / "mod.py", (1_000_000, 1_000_000))
+    key = ImageSpec("t", trees=(("/opt/t", str(a)),)).key()
+    assert ImageSpec("t", trees=(("/opt/t", str(b)),)).key() == key
+    (b / "pkg" / "mod.py").write_text("x = 2\n")
+    assert ImageSpec("t", trees=(("/opt/t", str(b)),)).key() != key

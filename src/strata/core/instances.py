@@ -10,6 +10,7 @@ are released at once (`Running.go`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -79,11 +80,19 @@ class Prebuilds(Protocol):
 
 
 def _tree_digest(root: Path) -> bytes:
+    """What a tree holds, by content: the same files copied elsewhere or at another time give the same
+    digest (a fresh venv's site-packages in the agent image keeps its key from one clone to the next).
+    Hashed once per process for the same listing of names, sizes and times."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    listing = tuple((str(p.relative_to(root)), st.st_size, st.st_mtime_ns) for p in files for st in [p.stat()])
+    return _content_digest(str(root), listing)
+
+
+@functools.lru_cache(maxsize=64)
+def _content_digest(root: str, listing: tuple[tuple[str, int, int], ...]) -> bytes:
     h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            st = p.stat()
-            h.update(f"{p.relative_to(root)}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+    for rel, _, _ in listing:
+        h.update(rel.encode() + b"\0" + hashlib.sha256((Path(root) / rel).read_bytes()).digest() + b"\n")
     return h.digest()
 
 
