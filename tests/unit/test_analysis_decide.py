@@ -9,9 +9,10 @@ import pytest
 from strata.analysis.decide import BETTER, EQUIVALENT, UNDECIDED, WELCH, WORSE, Design, answer, repetitions_for
 from strata.analysis.groups import BLOCKED, POOLED, Runs, compare
 from strata.analysis.racing import DECIDED, ELIMINATED, EQUIVALENT_STOP, UNDECIDABLE, chance_to_decide, race
-from strata.analysis.sequential import levels, planned_looks
+from strata.analysis.sequential import levels
 from strata.analysis.stats import summarize, t975, t_cdf, t_quantile
 from strata.analysis.variance import components, shorter_trials
+from strata.experiment.looks import planned_looks
 
 
 def test_t_quantile_agrees_with_the_table_and_the_cdf():

@@ -539,3 +539,20 @@ def test_the_storage_hosts_bytes_decide_the_cache_flag():
     assert judge_cache(buffered, storage(0)) == buffered  # the page cache is part of what buffered I/O measures
     unsampled = Storage("b", None, "r", "t", "x:1", {})
     assert judge_cache(flag, unsampled) == flag
+
+
+def test_the_agent_imports_only_what_its_image_holds():
+    """Regression: the agent image holds strata's code and the Python packages deploy.PYTHON_PACKAGES names,
+    not numpy, matplotlib or pyarrow. An import chain that reached numpy (the experiment's model importing
+    the analysis) made every agent die at its start: `did not answer ... Connection refused`."""
+    import subprocess
+    import sys
+
+    from strata.hosts.deploy import PYTHON_PACKAGES
+
+    blocked = [m for m in ("numpy", "matplotlib", "pyarrow") if m not in PYTHON_PACKAGES]
+    probe = (
+        f"import sys\nfor m in {blocked!r}:\n    sys.modules[m] = None\nimport strata.hosts.main, strata.hosts.agent\n"
+    )
+    cp = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr[-2000:]

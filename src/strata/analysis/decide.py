@@ -29,8 +29,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from strata.analysis.sequential import BONFERRONI, POCOCK, levels, planned_looks
+from strata.analysis.sequential import BONFERRONI, POCOCK, levels
 from strata.analysis.stats import CONFIDENCE_ALPHA, Summary, t_two_sided
+from strata.experiment.looks import planned_looks
 
 ALPHA = CONFIDENCE_ALPHA
 MARGIN = 0.05  # the default margin of equivalence (a spec key: `margin`)

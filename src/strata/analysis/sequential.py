@@ -31,17 +31,7 @@ import math
 import numpy as np
 
 POCOCK, BONFERRONI = "pocock", "bonferroni"
-LOOK_STEP = 2.0  # each planned look at about this many times the repetitions of the last
 _GRID = 301  # points of the numerical integration over the continuation region
-
-
-def planned_looks(first: int, last: int) -> tuple[int, ...]:
-    """The repetitions at which `auto` looks: `first`, `last`, and between them a geometric progression of
-    step about LOOK_STEP (3..10: 3, 6, 10; 3..6: 3, 6; 3..30: 3, 7, 14, 30; 2..3: 2, 3)."""
-    if last <= first:
-        return (first,)
-    k = max(1, round(math.log(last / first) / math.log(LOOK_STEP)))
-    return tuple(sorted({min(last, math.ceil(first * (last / first) ** (i / k) - 1e-9)) for i in range(k + 1)}))
 
 
 def spent(t: float, alpha: float) -> float:

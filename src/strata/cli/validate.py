@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from strata.analysis.sequential import planned_looks
 from strata.core.host import host_facts
 from strata.experiment.load import load_spec
+from strata.experiment.looks import planned_looks
 from strata.experiment.plan import Plan, resolve
 from strata.run.progress import fmt_s
 

@@ -14,10 +14,10 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.analysis.sequential import planned_looks
 from strata.core.params import LOAD_PRESETS, Load, PathName, Strict
 from strata.core.units import parse_duration
 from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec
+from strata.experiment.looks import planned_looks
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
