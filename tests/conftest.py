@@ -59,6 +59,9 @@ SERIAL: tuple[str, ...] = (
     INTEGRATION + "test_docker.py::test_eight_containers_start_together",
     INTEGRATION + "test_native.py::test_until_steady_stops_early_and_records_steady_state",
     INTEGRATION + "test_vm_tcg.py",
+    # the machine's page cache: a remote device's setup drops every cached page (drop_caches), which empties
+    # the cache this test warms; beside another remote test it failed (the target read 39 of 48 MB)
+    INTEGRATION + "test_remote_nbd.py::test_a_caching_target_shows_in_the_evidence",
 )
 
 # Files whose tests are independent runs (one example, one bench) or cheap: spread over the workers one by

@@ -44,7 +44,7 @@ def test_auto_stops_a_clearly_different_stack_before_a_close_one(tmp_path):
     n = {}
     for r in rs:
         n[r["labels"]["filesystem"]] = n.get(r["labels"]["filesystem"], 0) + 1
-        assert r["design"] == {"repetitions": "auto", "min": 3, "max": 6, "margin": 0.05}
+        assert r["design"] == {"repetitions": "auto", "min": 3, "max": 6, "looks": [3, 6], "margin": 0.05}
     run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
     stops = {k.split("/")[1]: v for k, v in run["repetitions"].items()}
     iops = {fs: sum(r["metrics"]["primary"]["value"] for r in rs if r["labels"]["filesystem"] == fs) / k
