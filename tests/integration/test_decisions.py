@@ -51,8 +51,12 @@ def test_auto_stops_a_clearly_different_stack_before_a_close_one(tmp_path):
             for fs, k in n.items()}  # fmt: skip
     print(f"trials per stack {n}; mean IOPS {iops}; stopped {stops}")
     assert stops["btrfs"]["stopped"] == "eliminated" and n["btrfs"] == 3, (stops, iops)
-    assert n["xfs"] > n["btrfs"] and n["xfs-noatime"] > n["btrfs"], (n, stops)
     assert stops["btrfs"]["trials"] == 3
+    # the close pair goes on to the next look, unless the noise seen makes the margin out of reach within
+    # max_repetitions (futility, with the uncertainty of the gap: docs/decisions.md); never eliminated
+    for fs in ("xfs", "xfs-noatime"):
+        assert n[fs] > n["btrfs"] or stops[fs]["stopped"] == "undecidable", (n, stops)
+        assert stops[fs]["stopped"] != "eliminated", (n, stops)
     assert "variance" in run and run["variance"], "the variance components are stored with the run"
     report = strata("report", tmp_path / "out", "-o", tmp_path / "report", env=env, check=0)
     assert "advice:" in report.stdout
