@@ -174,6 +174,7 @@ def test_every_flag_has_a_reader_and_round_trips():
     """The codec iterates the flags' declarations: a new flag is its line in `DECLARED` (and a type in
     flags.py if none fits), its judgement in validity/, and this test."""
     assert list(DECLARED) == list(Flag) and all(d.flag == f and d.key == f.value for f, d in DECLARED.items())
+    assert set(validity.JUDGES) <= set(DECLARED)  # a flag judged when a trial ends is declared
     judgement = {"suspect": True, "reason": "r", "evidence": {"e": 1}, "skew_s": 2.0}
     doc = {
         f.value: {

@@ -122,6 +122,8 @@ def merge(trial, parts: list[PartOutcome], art: Path, result: dict) -> None:
         series=parsed.series.get(primary.get("series") or ""),
         tool_steady=metrics.get("steadystate"),
         parts={p.host: Flags.of(p.result) for p in parts},
+        metrics=metrics,
+        collectors=result["collectors"],
     )
     flags, warnings = validity.judge_trial(evidence)
     if (sync := flags.sync) is not None:

@@ -256,6 +256,8 @@ def _judge(trial, wl, disk_names: list[str], session, parsed, outputs, summary: 
             trial.path,
         ),
         runtime_facts=session.facts,
+        metrics=parsed.metrics,
+        collectors=summary,
     )
     flags, warnings = validity.judge_trial(evidence)
     flags.write(result)

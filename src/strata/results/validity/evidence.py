@@ -45,6 +45,10 @@ class TrialEvidence:
     tool_steady: dict | None = None  # the tool's own steady-state verdict (fio's --steadystate)
     moved: MovedBytes | None = None  # one host's bytes (None across hosts: `parts`)
     runtime_facts: dict = field(default_factory=dict)  # what the runtime says of the trial (emulated)
+    # The trial's metrics and its collectors' totals, as the result stores them: what a new flag judged from
+    # stored numbers (the host's CPU, an instance's cgroup counters) reads, with no new field here.
+    metrics: dict = field(default_factory=dict)
+    collectors: dict = field(default_factory=dict)
     # Across hosts: each host's part's flags, judged on its host (its disks against its instances' bytes,
     # its runtime); the trial's cache and emulated flags combine them.
     parts: dict[str, Flags] | None = None
