@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from strata.core.metrics import DIRECTIONS
 from strata.results.flags import Cache, CacheEvidence, Flag, Judgement
-
-DIRECTIONS = ("read", "write")
 
 # A direction is checked only when the workload moved at least this much:
 # below it, the noise of other activity on the disk decides.
