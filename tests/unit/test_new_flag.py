@@ -1,7 +1,7 @@
 """A new flag is its declaration (strata/results/flags.py: `DECLARED`), its judgement (strata/results/validity/:
 `JUDGES` for a flag judged when a trial ends) and its test. This test adds a toy flag in those two places
 only, runs trials through the fakes, and sees the codec, the stored warnings, the export, `strata show`, the
-cells, the report's terminal table and its bar figure take it, with no other change.
+cells, the report's terminal table, its warnings and its bar figure take it, with no other change.
 
 (A real flag is also a member of the `Flag` enum, whose name the declaration holds; here a one-member enum
 of the test's own stands for it.)"""
@@ -45,6 +45,7 @@ NOISY = Declared(
     mark=warned,
     export=(Column("noisy_suspect", "bool", suspected),),
     apart="noisy",
+    fix="measure on a disk of its own",
 )
 
 
@@ -112,6 +113,9 @@ def test_the_cells_and_the_report_draw_its_results_apart(results):
     text = analysis_text(a)
     assert "NOISY x2" in text
     assert "NOISY = a neighbour shared the disk; none is device performance" in text
+    (warning,) = [line for line in text.splitlines() if "flagged NOISY" in line]
+    assert warning.startswith("  ! 2 trial(s) flagged NOISY: a neighbour shared the disk (loop/xfs/native/bind ")
+    assert warning.endswith("What to do: measure on a disk of its own")
     (fig,) = [f for f in build(a, "toy").figures if any(b["apart"] == "noisy" for b in f.data.get("bars", []))]
     (bar,) = [b for b in fig.data["bars"] if b["apart"] == "noisy"]
     assert bar["note"] == "noisy: a neighbour shared the disk; not device performance"

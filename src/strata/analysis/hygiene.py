@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
-from strata.results import validity
-from strata.results.flags import Flags
+from strata.results import flags, validity
+from strata.results.flags import DECLARED, Flags
 from strata.results.validity import disks, raw, repetitions, series
 
 MIN_REPETITIONS = 3  # fewer leave a configuration's interval too wide to call a difference
@@ -54,7 +54,21 @@ def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
         w = fn(cells)
         if w:
             out.append(w)
+    out.extend(_declared(cells))
     out.extend(_hosts(results))
+    return out
+
+
+def _declared(cells: list[Cell]) -> list[HygieneWarning]:
+    """A flag without a check of its own here is said as its declaration words it: its meaning and its fix
+    (`Declared.fix`, strata/results/flags.py)."""
+    out = []
+    for d in (d for d in DECLARED.values() if d.fix):
+        items = [
+            f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.measured if flags.warns(r, d.flag)
+        ]
+        if items:
+            out.append(HygieneWarning(d.key, f"{len(items)} trial(s) flagged {d.word}: {d.meaning}", d.fix, items))
     return out
 
 

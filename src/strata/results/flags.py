@@ -257,8 +257,8 @@ class Column:
 
 @dataclass(frozen=True)
 class Declared:
-    """A flag's definition: everything but its judgement (validity/). The export, `strata show`, the cells
-    and the report's terminal table render every flag from this, none by its name."""
+    """A flag's definition: everything but its judgement (validity/). The export, `strata show`, the cells,
+    the report's terminal table, bar figures and warnings render every flag from this, none by its name."""
 
     flag: Flag
     read: Callable[[dict], Value]  # its stored JSON to its typed value
@@ -271,6 +271,9 @@ class Declared:
     # (analysis/cells.py): never device performance, never compared. The first such flag a result warns of
     # decides its group.
     apart: str = ""
+    # What to do when it warns, said in the report's warnings (analysis/hygiene.py); "" for a flag whose
+    # warning there is worded with its evidence by a check of its own (cache, above_raw, steady, sync, failed).
+    fix: str = ""
     key: str = field(init=False, repr=False)  # the flag's JSON key, read once per stored result
 
     def __post_init__(self) -> None:
