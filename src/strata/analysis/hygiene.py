@@ -63,7 +63,9 @@ def _declared(cells: list[Cell]) -> list[HygieneWarning]:
     """A flag without a check of its own here is said as its declaration words it: its meaning and its fix
     (`Declared.fix`, strata/results/flags.py)."""
     out = []
-    for d in (d for d in DECLARED.values() if d.fix):
+    for d in DECLARED.values():
+        if not d.fix:
+            continue
         items = [
             f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.measured if flags.warns(r, d.flag)
         ]
