@@ -42,7 +42,7 @@ def test_above_raw_beyond_the_intervals_is_drawn_apart_as_unconfirmed():
     moved = baseline.apply_above_raw(cells)
     assert [c.fs_type for c in moved] == ["xfs"]
     assert moved[0].values == [] and len(moved[0].unconfirmed_values) == 3 and moved[0].cached_values == []
-    assert "unconfirmed" in moved[0].above_raw["reason"]
+    assert "unconfirmed" in moved[0].above_raw.reason
     index = baseline.raw_index(cells)
     ext4 = next(c for c in cells if c.fs_type == "ext4")
     assert baseline.ratio_to_raw(ext4, index).value == pytest.approx(1.013, abs=1e-3)

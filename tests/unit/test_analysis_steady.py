@@ -2,7 +2,7 @@
 
 import pytest
 
-from strata.results.steady import detect
+from strata.results.validity.snia import detect
 
 
 def test_flat_series_is_steady():
@@ -59,7 +59,7 @@ def test_result_keys():
 # ---- the drift: what a short trial of a repeated design can show (issue 32) ----
 
 from strata.results import validity  # noqa: E402
-from strata.results.steady import drift, drift_t_critical  # noqa: E402
+from strata.results.validity.snia import drift, drift_t_critical  # noqa: E402
 
 
 def _series(values):

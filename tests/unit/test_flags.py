@@ -10,10 +10,10 @@ import pytest
 
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
-from strata.results import steady as snia
 from strata.results import validity
-from strata.results.flags import READERS, Emulated, Failure, Flag, Flags, Judgement, Steady, record
+from strata.results.flags import DECLARED, Emulated, Failure, Flag, Flags, Judgement, Steady, record
 from strata.results.store import load_results
+from strata.results.validity import snia
 from strata.run.progress import Progress
 from strata.run.runner import run_experiment
 
@@ -32,7 +32,7 @@ def round_trips(flags: dict) -> None:
     assert canonical(Flags.from_json(flags).to_json()) == canonical(flags)
     for name, doc in flags.items():
         if doc is not None:
-            assert READERS[Flag(name)](doc).to_json() == doc, name
+            assert DECLARED[Flag(name)].read(doc).to_json() == doc, name
 
 
 @pytest.mark.parametrize("name", STORED)
@@ -171,9 +171,10 @@ PCTS = ("mean", "range_pct", "slope_pct")
 
 
 def test_every_flag_has_a_reader_and_round_trips():
-    """The codec iterates `Flag`: a new flag is its judgement in validity.py, its line in `READERS`
-    (and a type in flags.py if none fits), and this test."""
-    assert set(READERS) == set(Flag)
+    """The codec iterates the flags' declarations: a new flag is its line in `DECLARED` (and a type in
+    flags.py if none fits), its judgement in validity/, and this test."""
+    assert list(DECLARED) == list(Flag) and all(d.flag == f and d.key == f.value for f, d in DECLARED.items())
+    assert set(validity.JUDGES) <= set(DECLARED)  # a flag judged when a trial ends is declared
     judgement = {"suspect": True, "reason": "r", "evidence": {"e": 1}, "skew_s": 2.0}
     doc = {
         f.value: {
@@ -181,7 +182,7 @@ def test_every_flag_has_a_reader_and_round_trips():
             Steady: {"steady": True, "judged": True, "reason": "r", "window_s": 5, **dict.fromkeys(PCTS, 1.0)},
             Emulated: {"suspect": True, "reason": "TCG"},
             Failure: {"category": "oom", "message": "m", "stderr": ""},
-        }[type(READERS[f]({}))]
+        }[type(DECLARED[f].read({}))]
         for f in Flag
     }
     round_trips(doc)

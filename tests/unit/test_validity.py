@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 from strata.results import validity
 from strata.results.validity import above_raw
 
@@ -109,3 +112,23 @@ def test_sync_of_a_server_workload_is_judged_on_its_clients_windows():
     assert not two["suspect"] and two["basis"] == "workload" and two["instances"] == 3
     late = validity.sync([(10.0, 18.0), (16.0, 24.0)], [0.0, 0.0, 0.0], 8).to_json()
     assert late["suspect"] and late["basis"] == "workload"
+
+
+CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]+)\s*(?::[^=\n]+)?=", re.M)
+
+
+def test_a_flags_threshold_is_defined_only_in_validity():
+    """Issue 33: the analysis had its own MIN_ABOVE (above_raw by intervals) and MAX_CV (spread). Every
+    threshold of a flag is defined in results/validity/, beside its judgement, and read from there."""
+    src = Path(__file__).resolve().parents[2] / "src" / "strata"
+    home = src / "results" / "validity"
+    names = {n for p in home.glob("*.py") for n in CONSTANT.findall(p.read_text())}
+    assert {"MIN_ABOVE", "MAX_CV", "ABOVE_RAW_TOLERANCE", "MIN_DEVICE_SHARE", "MIN_OVERLAP", "STEADY_WINDOW_S"} <= names
+    again = {
+        (str(p.relative_to(src)), n)
+        for p in src.rglob("*.py")
+        if home not in p.parents
+        for n in CONSTANT.findall(p.read_text())
+        if n in names
+    }
+    assert not again

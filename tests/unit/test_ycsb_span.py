@@ -327,7 +327,8 @@ def test_target_of_a_span_part_names_the_nodes_own_data_dir(tmp_path, monkeypatc
 
 def test_the_clients_windows_belong_to_the_host_whose_artifacts_hold_them(tmp_path):
     from strata.hosts.clock import Offset
-    from strata.hosts.merge import PartOutcome, merged_sync, window_hosts
+    from strata.hosts.merge import PartOutcome, shifted_windows, sync_hosts, window_hosts
+    from strata.results import validity
 
     a = _serving_art(tmp_path / "hosts" / "a", 7.0)
     b = _part_art(tmp_path / "hosts" / "b", ["db0-c0"], 9.0)
@@ -338,7 +339,10 @@ def test_the_clients_windows_belong_to_the_host_whose_artifacts_hold_them(tmp_pa
     ]
     hosts = window_hosts(parsed, ["a", "b"], parts)
     assert hosts == ["b"]  # one client, on b, though the instances are a's node and b's
-    judged = merged_sync(parsed.windows, _outputs(a, b), hosts, parts, 8).to_json()
+    shifted = shifted_windows(parsed.windows, hosts, parts)
+    sync = validity.sync(shifted, [o.start_time_s for o in _outputs(a, b)], 8)
+    sync_hosts(sync, shifted, hosts, parts)
+    judged = sync.to_json()
     assert not judged["suspect"] and judged["hosts"]["b"]["first_io_s"] == 0.0
     assert judged["hosts"]["a"]["first_io_s"] is None
 

@@ -2,22 +2,18 @@
 
 The baseline of a cell is the cell on the same device with filesystem raw,
 runtime native and path device, the same workload parameters and the same
-load (validity.raw_baseline_key). A cell above its baseline (beyond the
-intervals with repetitions, by validity.ABOVE_RAW_TOLERANCE without) cannot be device performance (study 003, section
-5.2: loop-lvm "1.4x the IOPS of a RAW block device" because "dm-loop does not
-respect the O_DIRECT flag"): its repetitions are drawn apart, as unconfirmed unless the bytes show a cache, in the
-cell, with the evidence.
+load (validity.raw_baseline_key). A cell above its baseline, as validity judges it
+(validity.above_raw_repeated: beyond the intervals with repetitions, by the single-trial tolerance
+without), cannot be device performance (study 003, section 5.2): its repetitions are drawn apart, as
+unconfirmed unless the bytes show a cache, in the cell, with the judgement.
 """
 
 from __future__ import annotations
 
-from strata.analysis.cells import Cell, add_ok
+from strata.analysis.cells import Apart, Cell, add_ok
 from strata.analysis.stats import Ratio, ratio, summarize
 from strata.results import validity
-
-# With repetitions: above the raw device when the ratio's 95% interval lies above 1.0 and the
-# mean is this far above (a few percent over raw is filesystem readahead or noise, not a cache).
-MIN_ABOVE = 1.10
+from strata.results.flags import AboveRaw, Flag
 
 
 def baseline_key(c: Cell) -> tuple:
@@ -50,26 +46,13 @@ def apart_ratio(c: Cell, index: dict[tuple, Cell], values: list) -> float | None
     return (sum(values) / len(values)) / raw.summary.mean
 
 
-def above_raw_evidence(c: Cell, raw: Cell, values: list) -> dict | None:
-    """Evidence that a cell's results (`values`: not byte-flagged as a cache) beat its raw baseline: by the
-    intervals when both have repetitions (the ratio's interval lies above 1.0 and its mean above
-    MIN_ABOVE), else by validity's single-trial tolerance."""
+def above_raw(c: Cell, raw: Cell, values: list) -> AboveRaw | None:
+    """validity's judgement of a cell's results (`values`: not byte-flagged as a cache) against its raw
+    baseline, by the interval of their ratio where both have repetitions."""
     s = summarize(values)
     r = ratio(s, raw.summary)
     raw_id = raw.ok[0]["trial_id"] if raw.ok else None
-    if r.low is not None:
-        if r.low > 1.0 and r.value > MIN_ABOVE:
-            return {
-                "reason": f"{s.mean:.0f} is {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}] the raw device's "
-                f"{raw.summary.mean:.0f} for the same workload, although the device moved the workload's bytes: "
-                "unconfirmed as device performance (a cache below the device, or the raw baseline)",
-                "raw_value": raw.summary.mean,
-                "raw_trial": raw_id,
-                "ratio": r.value,
-            }
-        return None
-    judged = validity.above_raw(s.mean, raw.summary.mean, raw_id, True)
-    return {"reason": judged.reason, **judged.evidence} if judged else None
+    return validity.above_raw_repeated(s.mean, raw.summary.mean, raw_id, r.value, r.low, r.high)
 
 
 def apply_above_raw(cells: list[Cell]) -> list[Cell]:
@@ -80,19 +63,20 @@ def apply_above_raw(cells: list[Cell]) -> list[Cell]:
     above = []
     for c in cells:
         raw = raw_of(c, index)
-        pool = list(zip(c.ok, c.values)) + list(zip(c.unconfirmed, c.unconfirmed_values))
+        unconfirmed = c.apart[Flag.ABOVE_RAW]
+        pool = list(zip(c.ok, c.values)) + list(zip(unconfirmed.results, unconfirmed.values))
         if raw is None or not pool:
             continue
-        ev = above_raw_evidence(c, raw, [v for _, v in pool])
+        judged = above_raw(c, raw, [v for _, v in pool])
         repeated = len(pool) >= 2 and raw.reps >= 2
-        if ev:
-            c.above_raw = ev
-            c.unconfirmed, c.unconfirmed_values = [r for r, _ in pool], [v for _, v in pool]
+        if judged:
+            c.above_raw = judged
+            c.apart[Flag.ABOVE_RAW] = Apart([r for r, _ in pool], [v for _, v in pool])
             c.ok, c.values, c.steady = [], [], []
             above.append(c)
-        elif repeated and c.unconfirmed:  # the intervals say: not above; the single-trial flags are dismissed
-            for r, v in zip(c.unconfirmed, c.unconfirmed_values):
+        elif repeated and unconfirmed.results:  # the intervals say: not above; the single-trial flags are dismissed
+            for r, v in zip(unconfirmed.results, unconfirmed.values):
                 add_ok(c, r, v)
-            c.unconfirmed, c.unconfirmed_values = [], []
+            c.apart[Flag.ABOVE_RAW] = Apart()
         c.summary = summarize(c.values)
     return above

@@ -6,9 +6,10 @@ Its throughput is the headline the workload named in `metrics.primary`
 (validity.headline); its parameters and latencies are read as its workload
 declares them (`Workload.metrics`, strata/core/metrics.py).
 
-Trials whose cache flag is suspect (and not expected) are kept apart in the
-cell: they are never part of the device numbers (docs/architecture.md "Validity": "What makes a
-number trustworthy").
+Trials a flag draws apart (its declaration's `apart`, strata/results/flags.py: a
+cache the bytes show, a result above the raw device) are kept apart in the cell,
+in that flag's group: they are never part of the device numbers
+(docs/architecture.md "Validity").
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from strata.analysis.load import read_bytes
 from strata.analysis.stats import Summary, summarize
 from strata.core.metrics import MetricSchema
 from strata.results import flags, validity
-from strata.results.flags import Flag, Flags, Steady
+from strata.results.flags import AboveRaw, Declared, Flag, Flags, Steady
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")
@@ -57,16 +58,6 @@ def schema_of(workload_type: str) -> MetricSchema:
     return metrics_of(workload_type)
 
 
-def is_cache_suspect(result: dict) -> bool:
-    """The byte evidence shows a cache answered (and the workload did not expect one)."""
-    return flags.warns(result, Flag.CACHE)
-
-
-def is_unconfirmed(result: dict) -> bool:
-    """Above the raw device by a single trial's comparison, with no byte evidence of a cache."""
-    return flags.warns(result, Flag.ABOVE_RAW)
-
-
 def throughput(result: dict) -> tuple[float | None, str]:
     """(value, unit) of a result's headline throughput."""
     return validity.headline(result)
@@ -88,22 +79,32 @@ def trial_steady(result: dict) -> Steady | None:
 
 
 @dataclass
+class Apart:
+    """The repetitions of a cell that one flag draws apart from its device numbers, with their values."""
+
+    results: list = field(default_factory=list)
+    values: list = field(default_factory=list)
+
+
+def _apart_groups() -> dict[Flag, Apart]:
+    return {d.flag: Apart() for d in flags.apart()}
+
+
+@dataclass
 class Cell:
     key: str
     labels: dict
     trial: dict
     experiment: str
     ok: list = field(default_factory=list)
-    cached: list = field(default_factory=list)
     failed: list = field(default_factory=list)
     unit: str = ""
     values: list = field(default_factory=list)
-    cached_values: list = field(default_factory=list)
-    unconfirmed: list = field(default_factory=list)  # above the raw device, the bytes say no cache: drawn apart
-    unconfirmed_values: list = field(default_factory=list)
+    # by flag, the results it draws apart (cache; above the raw device although the bytes say no cache)
+    apart: dict[Flag, Apart] = field(default_factory=_apart_groups)
     steady: list = field(default_factory=list)
     summary: Summary | None = None
-    above_raw: dict | None = None
+    above_raw: AboveRaw | None = None  # the cell above its raw device, as the report judged it (baseline.py)
     tag: str = ""
 
     def __post_init__(self):
@@ -165,15 +166,42 @@ class Cell:
         """Its values with the round (repetition) of each: what the group comparisons pair by round."""
         return Runs.of(self.values, [(r.get("trial") or {}).get("repetition", -1) for r in self.ok])
 
+    def groups(self) -> list[tuple[Declared, Apart]]:
+        """Each flag's group of results drawn apart, in the flags' order (empty ones too)."""
+        return [(flags.DECLARED[f], g) for f, g in self.apart.items()]
+
     @property
     def apart_values(self) -> list:
-        """Everything drawn apart from the device numbers: cache and unconfirmed."""
-        return self.cached_values + self.unconfirmed_values
+        """Everything drawn apart from the device numbers, by every flag that draws results apart."""
+        return [v for g in self.apart.values() for v in g.values]
+
+    @property
+    def measured(self) -> list:
+        """Every result with a measurement: the device numbers', then those drawn apart."""
+        return self.ok + [r for g in self.apart.values() for r in g.results]
+
+    @property
+    def cached(self) -> list:
+        """The results a cache answered (the bytes show it)."""
+        return self.apart[Flag.CACHE].results
+
+    @property
+    def cached_values(self) -> list:
+        return self.apart[Flag.CACHE].values
+
+    @property
+    def unconfirmed(self) -> list:
+        """The results above the raw device although the device moved the bytes."""
+        return self.apart[Flag.ABOVE_RAW].results
+
+    @property
+    def unconfirmed_values(self) -> list:
+        return self.apart[Flag.ABOVE_RAW].values
 
     @property
     def emulated(self) -> bool:
         """Measured under emulation (a VM under TCG): never storage performance to compare."""
-        return any(flags.warns(r, Flag.EMULATED) for r in self.ok + self.cached + self.unconfirmed)
+        return any(flags.warns(r, Flag.EMULATED) for r in self.measured)
 
     def param(self, name: str):
         """A parameter of the workload (as resolved and stored), or None."""
@@ -226,14 +254,12 @@ def _add(c: Cell, r: dict, judge_steady: bool) -> None:
         c.failed.append(r)
         return
     c.unit = unit
-    if is_cache_suspect(r):
-        c.cached.append(r)
-        c.cached_values.append(value)
-    elif is_unconfirmed(r):
-        c.unconfirmed.append(r)
-        c.unconfirmed_values.append(value)
-    else:
-        add_ok(c, r, value, judge_steady)
+    for flag, group in c.apart.items():  # the first flag that draws it apart (a cache before above_raw)
+        if flags.warns(r, flag):
+            group.results.append(r)
+            group.values.append(value)
+            return
+    add_ok(c, r, value, judge_steady)
 
 
 def add_ok(c: Cell, r: dict, value: float, judge_steady: bool = True) -> None:

@@ -24,7 +24,7 @@ from strata.analysis.verdict import (
     verdict,
 )
 from strata.results.flags import Flags
-from strata.results.validity import MIN_DEVICE_SHARE, min_share
+from strata.results.validity import MIN_ABOVE, min_share, shows_cache
 
 # the study's fio jobs, as workload parameters (analysis/query.py `select`)
 RR, RW, RAND = {"rw": ("randread",)}, {"rw": ("randwrite",)}, {"rw": RANDOM}
@@ -194,11 +194,11 @@ def above_raw_is_cache(ctx):
     for c in ctx.cells:
         raw = raw_of(c, ctx.raw)
         vals = c.values + c.apart_values
-        if raw is None or not vals or sum(vals) / len(vals) <= 1.10 * raw.summary.mean:
+        if raw is None or not vals or sum(vals) / len(vals) <= MIN_ABOVE * raw.summary.mean:
             continue
         f = sum(vals) / len(vals) / raw.summary.mean
-        shares = [s for r in c.ok + c.cached + c.unconfirmed if (s := min_share(Flags.of(r).cache)) is not None]
-        confirmed = bool(shares) and min(shares) < MIN_DEVICE_SHARE
+        shares = [s for r in c.measured if (s := min_share(Flags.of(r).cache)) is not None]
+        confirmed = shows_cache(shares)
         moved = f"{min(shares):.0%} of the workload's bytes" if shares else "an unknown share of the bytes"
         items.append((confirmed, f"{c.name}: {f:.2f}x raw, the disk moved {moved}"))
     return evidence(items)

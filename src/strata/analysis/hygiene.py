@@ -5,8 +5,8 @@ Modelled on pyperf's `format_checks` (pyperf/_cli.py) and hyperfine's
 says what is wrong with the number and what to change to get a good one.
 Checks: cache suspected (flags.cache, and results above the raw device),
 too few repetitions, high spread, trials longer than the noise rewards (analysis/variance.py), not
-steady (SNIA PTS, analysis/steady.py), start skew between containers (flags.sync), failed trials, pooled
-hosts.
+steady (SNIA PTS), start skew between containers (flags.sync), failed trials, pooled hosts. Each flag
+is judged by validity/, whose thresholds the warnings quote; nothing here judges a flag again.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
-from strata.results.flags import Flags
+from strata.results import flags, validity
+from strata.results.flags import DECLARED, Flags
+from strata.results.validity import disks, raw, repetitions, series
 
-MIN_REPETITIONS = 3
-MAX_CV = 0.10
+MIN_REPETITIONS = 3  # fewer leave a configuration's interval too wide to call a difference
 SHOW = 4
 
 
@@ -53,7 +54,23 @@ def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
         w = fn(cells)
         if w:
             out.append(w)
+    out.extend(_declared(cells))
     out.extend(_hosts(results))
+    return out
+
+
+def _declared(cells: list[Cell]) -> list[HygieneWarning]:
+    """A flag without a check of its own here is said as its declaration words it: its meaning and its fix
+    (`Declared.fix`, strata/results/flags.py)."""
+    out = []
+    for d in DECLARED.values():
+        if not d.fix:
+            continue
+        items = [
+            f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.measured if flags.warns(r, d.flag)
+        ]
+        if items:
+            out.append(HygieneWarning(d.key, f"{len(items)} trial(s) flagged {d.word}: {d.meaning}", d.fix, items))
     return out
 
 
@@ -64,8 +81,8 @@ def _cache(cells: list[Cell]) -> list[HygieneWarning]:
     return [
         HygieneWarning(
             "cache",
-            f"a cache answered in {len(cached)} trial(s) (a disk moved less than half of their bytes): they are drawn "
-            "apart, labeled cache, never as device performance",
+            f"a cache answered in {len(cached)} trial(s) ({disks.rule('their')}): they are drawn apart, labeled "
+            "cache, never as device performance",
             "measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`); "
             "see flags.cache.evidence in the trial's JSON",
             cached,
@@ -75,14 +92,14 @@ def _cache(cells: list[Cell]) -> list[HygieneWarning]:
 
 def _unconfirmed(cells: list[Cell]) -> HygieneWarning | None:
     trials = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells if not c.above_raw for r in c.unconfirmed]
-    decided = [f"{c.name} ({c.above_raw['ratio']:.2f}x raw)" for c in cells if c.above_raw]
+    decided = [f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" for c in cells if c.above_raw]
     if not trials and not decided:
         return None
     what = []
     if decided:
         what.append(f"{len(decided)} configuration(s) beat the raw device they sit on beyond the intervals")
     if trials:
-        what.append(f"{len(trials)} trial(s) beat a single raw-device trial by more than 1.5x")
+        what.append(f"{len(trials)} trial(s) beat a single raw-device trial {raw.tolerance_words()}")
     return HygieneWarning(
         "unconfirmed",
         "; ".join(what) + ", although the device moved the workload's bytes: a cache below the device (the "
@@ -108,12 +125,13 @@ def _repetitions(cells: list[Cell]) -> HygieneWarning | None:
 
 
 def _spread(cells: list[Cell]) -> HygieneWarning | None:
-    items = [f"{c.name} (CV {c.summary.cv:.0%})" for c in cells if c.summary and (c.summary.cv or 0) > MAX_CV]
+    items = [f"{c.name} (CV {c.summary.cv:.0%})" for c in cells if c.summary and validity.spread(c.summary.cv).warns]
     if not items:
         return None
     return HygieneWarning(
         "spread",
-        f"{len(items)} configuration(s) vary by more than {MAX_CV:.0%} (coefficient of variation) between repetitions",
+        f"{len(items)} configuration(s) vary by more than {repetitions.MAX_CV:.0%} (coefficient of variation) "
+        "between repetitions",
         "add repetitions (more, shorter trials where the trial-to-trial spread dominates), and keep other work off "
         "the host and the device while measuring",
         items,
@@ -164,8 +182,8 @@ def _steady(cells: list[Cell]) -> list[HygieneWarning]:
         out.append(
             HygieneWarning(
                 "steady",
-                f"{len(drifted)} trial(s) drifted during their measured window (a trend of more than 10% of the mean, "
-                "beyond their per-second noise): a warm-up or a filling cache biases their means",
+                f"{len(drifted)} trial(s) drifted during their measured window ({series.drift_words()}): a warm-up "
+                "or a filling cache biases their means",
                 "raise `ramp_time` so that the measurement starts after the warm-up, and precondition the device "
                 "first; the trials may stay short",
                 drifted,
@@ -176,8 +194,7 @@ def _steady(cells: list[Cell]) -> list[HygieneWarning]:
         out.append(
             HygieneWarning(
                 "steady",
-                f"{len(unsteady)} trial(s) did not reach steady state (SNIA PTS: range within 20% "
-                "and slope excursion within 10% of the mean over the last 5 s)",
+                f"{len(unsteady)} trial(s) did not reach steady state ({series.criterion_words()})",
                 "run longer or set `until: steady` where the workload has it; precondition the device first"
                 + (f"; {len(short)} more trial(s) were too short to judge" if short else ""),
                 unsteady,
@@ -187,8 +204,9 @@ def _steady(cells: list[Cell]) -> list[HygieneWarning]:
         out.append(
             HygieneWarning(
                 "steady",
-                f"{len(short)} trial(s) were too short to judge steady state (fewer than 5 per-second samples)",
-                "set `runtime` to 10 s or more, or `until: steady`",
+                f"{len(short)} trial(s) were too short to judge steady state (fewer than {series.STEADY_WINDOW_S} "
+                "per-second samples)",
+                f"set `runtime` to {2 * series.STEADY_WINDOW_S} s or more, or `until: steady`",
                 short,
             )
         )
@@ -196,8 +214,8 @@ def _steady(cells: list[Cell]) -> list[HygieneWarning]:
         out.append(
             HygieneWarning(
                 "steady",
-                f"steady state was not judged in {len(repeated_short)} trial(s) shorter than 5 whole seconds: the "
-                "spec made them short, and their repetitions' intervals carry their variation",
+                f"steady state was not judged in {len(repeated_short)} trial(s) shorter than {series.STEADY_WINDOW_S} "
+                "whole seconds: the spec made them short, and their repetitions' intervals carry their variation",
                 "",
             )
         )
@@ -207,7 +225,7 @@ def _steady(cells: list[Cell]) -> list[HygieneWarning]:
 def _sync(cells: list[Cell]) -> HygieneWarning | None:
     items = []
     for c in cells:
-        for r in c.ok + c.cached + c.unconfirmed:
+        for r in c.measured:
             s = Flags.of(r).sync
             if s is not None and s.suspect:
                 items.append(f"{c.name} #{r['labels'].get('repetition', 0)} (skew {s.extra.get('skew_s', 0):.1f} s)")

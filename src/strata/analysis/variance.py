@@ -19,8 +19,9 @@ import math
 from dataclasses import dataclass
 
 from strata.results.flags import Flags
+from strata.results.validity import STEADY_WINDOW_S
 
-MIN_TRIAL_S = 5.0  # the shortest trial the steady-state check can judge (validity.steady: 5 s windows)
+MIN_TRIAL_S = float(STEADY_WINDOW_S)  # the shortest trial the steady-state check can judge
 
 
 @dataclass(frozen=True)

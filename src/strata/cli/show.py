@@ -1,6 +1,7 @@
 """strata show RESULTS: a terminal table of results with their validity flags.
 
-Its measurement columns are those the registered workloads declare for it (`Show` in strata/core/metrics.py).
+Its measurement columns are those the registered workloads declare for it (`Show` in strata/core/metrics.py),
+its flags' marks and legend those each flag declares (`Declared.mark`, strata/results/flags.py).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from strata.cli.export import load_results_dir
 from strata.core.errors import FAILURE_CATEGORIES
 from strata.core.metrics import MetricSchema
 from strata.results.export import columns, flatten
-from strata.results.flags import Flags
+from strata.results.flags import DECLARED, Flags
 
 NAME = "show"
 HELP = "print stored results as a table, with validity flags"
@@ -54,15 +55,7 @@ def table_text(results: list[dict]) -> str:
         key=lambda r: (r.get("stack", ""), r["labels"]["workload"], r["labels"]["load"], r["labels"]["repetition"]),
     ):
         f = flatten(r, cols)
-        flags = []
-        if f["cache_suspect"]:
-            flags.append("CACHE")
-        elif (cache := Flags.of(r).cache) and cache.expected:
-            flags.append("cached(expected)")
-        if f["sync_suspect"]:
-            flags.append("SKEW")
-        if f["failed_category"]:
-            flags.append(f["failed_category"])
+        flags = marks(r)
         values = shown(r, metrics_of(((r.get("trial") or {}).get("workload") or {}).get("type", "")))
         rows.append(
             (
@@ -86,9 +79,27 @@ def table_text(results: list[dict]) -> str:
     notes = [w for r in results for w in r.get("warnings", [])]
     if any(r["status"] != "ok" for r in results) or notes:
         out.append("")
-        out.append("flags: CACHE = a cache answered, not device performance; SKEW = instances did not run together")
+        out.append("flags: " + legend())
     out += _legend(results)
     return "\n".join(out)
+
+
+def marks(r: dict) -> list[str]:
+    """A result's flags as each flag's declaration marks them (CACHE, SKEW, a failure's category)."""
+    flags, out = Flags.of(r), []
+    for d in DECLARED.values():
+        if d.mark is not None and (v := flags.get(d.flag)) is not None and (m := d.mark(d, v)):
+            out.append(m)
+    return out
+
+
+def legend() -> str:
+    """What each flag's mark means (a failure's category has its own legend: `_legend`)."""
+    return "; ".join(
+        f"{d.word} = {d.meaning}" + (", not device performance" if d.apart else "")
+        for d in DECLARED.values()
+        if d.mark is not None and d.meaning
+    )
 
 
 def _legend(results: list[dict]) -> list[str]:

@@ -7,7 +7,7 @@ summed, latency percentiles from the merged histograms. Each part's own
 result (parsed on its host) is kept per host in `metrics.hosts`, with its
 collectors and stack facts.
 
-Validity across hosts (each judged by validity.py):
+Validity across hosts (each judged by validity/, from one `TrialEvidence` with each part's flags):
 - cache: each host's disks against that host's instances' bytes (judged on the
   host); the trial is suspect if any host is, with every host's evidence;
 - sync: the union of every instance's I/O window, each moved into the
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from strata.core.instances import InstanceOutput
 from strata.results import validity
-from strata.results.flags import Flag, Flags
+from strata.results.flags import Flags, Sync
 from strata.workloads import REGISTRY as WORKLOADS
 
 from .clock import Offset
@@ -74,28 +74,29 @@ def window_hosts(parsed, hosts: list[str], parts: list[PartOutcome]) -> list[str
     return [next((p.host for p in parts if d.is_relative_to(p.art)), "?") for d in parsed.window_dirs]
 
 
-def merged_sync(windows: list, outputs: list[InstanceOutput], hosts: list[str], parts, runtime_s: float):
-    """The sync judgement on every window in the manager's clock (`hosts`: each window's), with each
-    host's offset."""
-    by_host = {p.host: p for p in parts}
-    offset = {h: p.offset.offset_s for h, p in by_host.items()}
-    shifted = [(w[0] - offset.get(h, 0.0), w[1] - offset.get(h, 0.0)) if w else None for w, h in zip(windows, hosts)]
-    judged = validity.sync(shifted, [o.start_time_s for o in outputs], runtime_s)
-    starts = {}
+def shifted_windows(windows: list, hosts: list[str], parts: list[PartOutcome]) -> list:
+    """Every window in the manager's clock (`hosts`: each window's), moved by its host's measured offset."""
+    offset = {p.host: p.offset.offset_s for p in parts}
+    return [(w[0] - offset.get(h, 0.0), w[1] - offset.get(h, 0.0)) if w else None for w, h in zip(windows, hosts)]
+
+
+def sync_hosts(sync: Sync, shifted: list, hosts: list[str], parts: list[PartOutcome]) -> None:
+    """Beside the sync judgement, what it rests on across hosts: each host's offset and first I/O, the skew
+    between hosts, and that of the barrier's release."""
+    starts: dict[str, float] = {}
     for w, h in zip(shifted, hosts):
         if w:
             starts[h] = min(w[0], starts.get(h, w[0]))
     first = min(starts.values()) if starts else 0.0
-    judged.extra["hosts"] = {
+    sync.extra["hosts"] = {
         p.host: {**p.offset.to_json(), "first_io_s": round(starts[p.host] - first, 6) if p.host in starts else None}
         for p in parts
     }
-    judged.extra["host_skew_s"] = (max(starts.values()) - first) if starts else None
+    sync.extra["host_skew_s"] = (max(starts.values()) - first) if starts else None
     # when each host's barrier released its instances (manager's clock): the barrier's own skew, apart
     # from the tools' start-up after it
     released = [p.times["running"] - p.offset.offset_s for p in parts if (p.times or {}).get("running")]
-    judged.extra["release_skew_s"] = (max(released) - min(released)) if len(released) == len(parts) else None
-    return judged
+    sync.extra["release_skew_s"] = (max(released) - min(released)) if len(released) == len(parts) else None
 
 
 def merge(trial, parts: list[PartOutcome], art: Path, result: dict) -> None:
@@ -112,15 +113,21 @@ def merge(trial, parts: list[PartOutcome], art: Path, result: dict) -> None:
     result["collectors"] = {"hosts": {p.host: p.result.get("collectors") or {} for p in parts}}
     result["stack_facts"] = {"hosts": {p.host: p.result.get("stack_facts") or {} for p in parts}}
     primary = metrics.get("primary") or {}
-    runtime_s = getattr(params, "runtime", 0) or 0
-    part_flags = {p.host: Flags.of(p.result) for p in parts}
-    cache = validity.cache_across_hosts({h: f.cache for h, f in part_flags.items()})
-    sync = merged_sync(parsed.windows, outputs, window_hosts(parsed, hosts, parts), parts, runtime_s)
-    flags = Flags({cache.flag: cache, sync.flag: sync})
-    flags.set(Flag.STEADY, validity.steady(parsed.series.get(primary.get("series") or ""), metrics.get("steadystate")))
-    emulated = validity.emulated_across_hosts({h: f.emulated for h, f in part_flags.items()})
-    if emulated is not None:
-        flags.set(Flag.EMULATED, emulated)
+    hosts_of = window_hosts(parsed, hosts, parts)
+    shifted = shifted_windows(parsed.windows, hosts_of, parts)
+    evidence = validity.TrialEvidence(
+        windows=shifted,
+        starts=[o.start_time_s for o in outputs],
+        runtime_s=getattr(params, "runtime", 0) or 0,
+        series=parsed.series.get(primary.get("series") or ""),
+        tool_steady=metrics.get("steadystate"),
+        parts={p.host: Flags.of(p.result) for p in parts},
+        metrics=metrics,
+        collectors=result["collectors"],
+    )
+    flags, warnings = validity.judge_trial(evidence)
+    if (sync := flags.sync) is not None:
+        sync_hosts(sync, shifted, hosts_of, parts)
     flags.write(result)
-    result["warnings"] += [validity.Warning(j.flag, j.reason).to_json() for j in (cache, sync) if j.warns]
+    result["warnings"] += [w.to_json() for w in warnings]
     result["status"] = "ok"

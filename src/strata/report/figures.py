@@ -53,6 +53,8 @@ APART_LABEL = {
     "unconfirmed": "unconfirmed (above raw, bytes moved)",
     "emulated": "emulated VM (TCG): not storage",
 }
+# A group another flag draws apart (its declaration's `apart`, strata/results/flags.py), after those above.
+OTHER_APART_STYLE = {"color": "#f0f0f0", "edgecolor": "#636363", "hatch": "\\\\"}
 
 
 def render(fig, png: bool = False) -> tuple[bytes, bytes | None]:
@@ -147,8 +149,10 @@ def _bars(fig) -> MplFigure:
     loads = list(dict.fromkeys(b["load"] for b in bars))
     # each load keeps one slot in every group, apart or not, so low and high never swap places
     order = {None: 0, "cache": 1, "unconfirmed": 2, "emulated": 3}
+    aparts = [a for a in order if a] + sorted({b["apart"] for b in bars if b["apart"] and b["apart"] not in order})
     series = sorted(
-        dict.fromkeys((b["load"], b["apart"]) for b in bars), key=lambda s: (loads.index(s[0]), order[s[1]])
+        dict.fromkeys((b["load"], b["apart"]) for b in bars),
+        key=lambda s: (loads.index(s[0]), order.get(s[1], len(order)), s[1] or ""),
     )
     width = 0.8 / max(1, len(loads))
     mpl = MplFigure(figsize=(min(14, max(6.5, 0.45 * len(bars) + 2.5)), 4.2))
@@ -159,7 +163,7 @@ def _bars(fig) -> MplFigure:
         xs = [stacks.index(b["label"]) + slot * width for b in sel]
         vals = [b["value"] for b in sel]
         color = PALETTE[loads.index(load) % len(PALETTE)]
-        style = dict(APART_STYLE[apart], edgecolor=color) if apart else {"color": color}
+        style = dict(APART_STYLE.get(apart, OTHER_APART_STYLE), edgecolor=color) if apart else {"color": color}
         ax.bar(xs, vals, width * 0.95, **style)
         with_ci = [(x, b) for x, b in zip(xs, sel) if b["low"] is not None and b["high"] is not None]
         if with_ci:  # whiskers only where an interval exists
@@ -180,12 +184,11 @@ def _bars(fig) -> MplFigure:
     if len(stacks) < 3:
         ax.set_xlim(-1.2, len(stacks) + 0.2)
     handles = [Patch(color=PALETTE[i % len(PALETTE)], label=f"load {ld}") for i, ld in enumerate(loads)]
-    for apart in ("cache", "unconfirmed", "emulated"):
+    for apart in aparts:
         if any(b["apart"] == apart for b in bars):
-            st = APART_STYLE[apart]
-            handles.append(
-                Patch(facecolor=st["color"], edgecolor=st["edgecolor"], hatch=st["hatch"], label=APART_LABEL[apart])
-            )
+            st = APART_STYLE.get(apart, OTHER_APART_STYLE)
+            label = APART_LABEL.get(apart, f"{apart} (not device)")
+            handles.append(Patch(facecolor=st["color"], edgecolor=st["edgecolor"], hatch=st["hatch"], label=label))
     if fig.data.get("has_raw"):
         handles.append(ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="raw device = 1.0"))
         ax.set_ylabel("throughput relative to raw device")

@@ -31,6 +31,7 @@ from strata.report.parts import (
 from strata.report.parts import mean as _mean
 from strata.report.remote import remote_figures
 from strata.report.runtimes import runtime_figures
+from strata.results.flags import Declared
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
 MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4, "detail": 4, "remote": 8, "runtimes": 8}
@@ -188,7 +189,7 @@ def _ratio_caption(has_raw: bool) -> str:
 
 
 def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
-    """The device bar of a cell and, apart, the bars of its cache-flagged and of its unconfirmed repetitions."""
+    """The device bar of a cell and, apart, the bars of its repetitions each flag draws apart (cache, unconfirmed)."""
     out = []
     raw = a.raw.get(baseline_key(c))
     base = raw.summary.mean if raw is not None and has_raw else None
@@ -204,21 +205,35 @@ def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
         r = ratio_to_raw(c, a.raw) if has_raw else None
         v, lo, hi = (r.value, r.low, r.high) if r else (s.mean, s.ci_low, s.ci_high)
         out.append(_bar(label, c, v, lo, hi, None, "", base, c.reps, s.mean))
-    for apart, values in (("cache", c.cached_values), ("unconfirmed", c.unconfirmed_values)):
-        if values:
-            m = sum(values) / len(values)
+    for d, g in c.groups():
+        if g.values:
+            m = sum(g.values) / len(g.values)
             out.append(
-                _bar(label, c, m / base if base else m, None, None, apart, APART_NOTE[apart], base, len(values), m)
+                _bar(label, c, m / base if base else m, None, None, d.apart, apart_note(d), base, len(g.values), m)
             )
     return out
 
 
+SERIES_NOTE = {"cache": "cache answered"}  # a time series' title, by the group its trial is drawn apart in
 APART_NOTE = {
     "cache": "cache answered (the bytes show it): not device performance",
     "emulated": "emulated (a VM under TCG): the CPU emulation's speed, not storage performance",
     "unconfirmed": "unconfirmed: above the raw device although the device moved the bytes; not device performance "
     "until repetitions of both agree",
 }
+
+
+def apart_note(d: Declared) -> str:
+    """What a group drawn apart is, under its bars and in its tables (the flag's own words where none here)."""
+    return APART_NOTE.get(d.apart) or f"{d.apart}: {d.meaning}; not device performance"
+
+
+def _first_apart(c: Cell) -> tuple[Declared, list]:
+    """The group a cell without device numbers is drawn as: the first flag's that holds any."""
+    for d, g in c.groups():
+        if g.values:
+            return d, g.values
+    raise ValueError(f"{c.name}: nothing drawn apart")
 
 
 def _bar(label, c, value, low, high, apart, note, raw, n, mean) -> dict:
@@ -313,14 +328,14 @@ def _point(x, c: Cell) -> tuple:
     if c.values:
         s = c.summary
         return (x, s.mean, s.ci_low, s.ci_high, None)
-    apart, values = ("cache", c.cached_values) if c.cached_values else ("unconfirmed", c.unconfirmed_values)
-    return (x, sum(values) / len(values), None, None, apart)
+    d, values = _first_apart(c)
+    return (x, sum(values) / len(values), None, None, d.apart)
 
 
 def _cache_note(c: Cell) -> str:
     if c.values:
         return ""
-    return APART_NOTE["cache" if c.cached_values else "unconfirmed"]
+    return apart_note(_first_apart(c)[0])
 
 
 def _scaling_figures(a: Analysis) -> list[Figure]:
@@ -384,13 +399,8 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
             for c, pts in per.items()
             for t, v in pts
         ]
-        cached = (
-            " (cache answered: not device performance)"
-            if any(r is x for x in cell.cached)
-            else " (unconfirmed: not device performance)"
-            if any(r is x for x in cell.unconfirmed)
-            else ""
-        )
+        group = next((d for d, g in cell.groups() if any(r is x for x in g.results)), None)
+        cached = f" ({SERIES_NOTE.get(group.apart, group.apart)}: not device performance)" if group else ""
         title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']}){cached}"
         fid = figure_id("series", r["trial_id"])
         out.append(
@@ -408,7 +418,7 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
 
 
 def _pick_series(a: Analysis, wanted: tuple) -> list[tuple[dict, Cell]]:
-    by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.ok + c.cached + c.unconfirmed}
+    by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.measured}
     picked = [by_id[t] for t in wanted if t in by_id]
     unsteady = [(r, c) for c in a.cells for r, s in c.steady if s and s.warns]
     cached = [(r, c) for c in a.cells for r in c.cached]

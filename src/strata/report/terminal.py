@@ -12,6 +12,7 @@ from pathlib import Path
 from strata.analysis.baseline import ratio_to_raw
 from strata.analysis.query import fmt
 from strata.report.parts import SMOKE_BANNER
+from strata.results.flags import DECLARED, Flag, apart
 
 MAX_ROWS = 30
 MAX_GRIDS = 4
@@ -30,13 +31,9 @@ def _cells(a) -> list[str]:
         s = c.summary
         ci = f"+-{fmt(s.half_width)}" if c.values and s.half_width is not None else "-"
         r = ratio_to_raw(c, a.raw)
-        flags = []
-        if c.cached_values:
-            flags.append(f"CACHE x{len(c.cached_values)}")
-        if c.unconfirmed_values:
-            flags.append(f"UNCONFIRMED x{len(c.unconfirmed_values)}")
+        flags = [f"{d.word} x{len(g.values)}" for d, g in c.groups() if g.values]
         if c.failed:
-            flags.append(f"FAILED x{len(c.failed)}")
+            flags.append(f"{DECLARED[Flag.FAILED].word} x{len(c.failed)}")
         rows.append(
             [
                 c.stack + (f" [{c.tag}]" if c.tag else ""),
@@ -68,11 +65,7 @@ def analysis_text(a) -> str:
     ]
     if not a.cells:
         return "\n".join(lines) + "\nno measurements to report"
-    lines += [
-        "",
-        "throughput (mean over repetitions; CACHE = a cache answered, UNCONFIRMED = above the raw device "
-        "although the device moved the bytes; neither is device performance):",
-    ]
+    lines += ["", f"throughput (mean over repetitions{_apart_legend()}):"]
     lines += _cells(a)
     if a.warnings:
         lines += ["", f"warnings ({len(a.warnings)}):"]
@@ -111,6 +104,15 @@ def analysis_text(a) -> str:
         if len(a.beside) > MAX_ROWS:
             lines.append(f"  ... {len(a.beside) - MAX_ROWS} more in the HTML report and csv/paper.csv")
     return "\n".join(lines)
+
+
+def _apart_legend() -> str:
+    """What each group a flag draws apart means (the flags' declarations): none is device performance."""
+    groups = apart()
+    if not groups:
+        return ""
+    none = {1: "it is not", 2: "neither is"}.get(len(groups), "none is")
+    return "; " + ", ".join(f"{d.word} = {d.meaning}" for d in groups) + f"; {none} device performance"
 
 
 def _clip(text: str, n: int) -> str:

@@ -2,8 +2,9 @@
 
 The columns every result has (its labels, load and flags) frame the registered workloads' fields, as
 each declares them (`Workload.metrics`, strata/core/metrics.py): a new workload's fields become columns
-without a change here. A value is read from any result by where its field is stored, whatever the
-result's workload, so a result of a workload no longer registered still fills the columns it shares.
+without a change here, and so do a new flag's (`Declared.export`, strata/results/flags.py). A value is
+read from any result by where its field is stored, whatever the result's workload, so a result of a
+workload no longer registered still fills the columns it shares.
 
 `csv_bytes` is strata's one CSV writer: the report's tables (report/csv.py) format their cells
 for reading, the export keeps every value as stored (full float precision).
@@ -16,10 +17,11 @@ import io
 from dataclasses import dataclass
 
 from strata.core.metrics import Metric, export_columns
-from strata.results.flags import Flag, Flags
+from strata.results.flags import DECLARED, Flags
 
-# Every result's columns, before and after the workloads' own (strata/core/metrics.py: `export_columns`),
-# with their types; the order is the export's and stays as it is.
+# Every result's columns, before and after the workloads' own (strata/core/metrics.py: `export_columns`)
+# and the flags' (each flag's declaration, in their order), with their types; the order is the export's
+# and stays as it is.
 HEAD = (
     ("trial_id", "str"),
     ("experiment", "str"),
@@ -37,10 +39,6 @@ HEAD = (
     ("containers", "int"),
 )
 TAIL = (
-    ("cache_suspect", "bool"),
-    ("sync_suspect", "bool"),
-    ("failed_category", "str"),
-    ("failed_message", "str"),
     ("duration_s", "float"),
     ("started_at", "str"),
     ("kernel", "str"),
@@ -62,7 +60,8 @@ def columns() -> list[Column]:
     from strata.workloads import declared
 
     workload = [Column(c, m.type, m, d, s) for c, m, d, s in export_columns(declared())]
-    return [Column(n, t) for n, t in HEAD] + workload + [Column(n, t) for n, t in TAIL]
+    flags = [Column(c.name, c.type) for d in DECLARED.values() for c in d.export]
+    return [Column(n, t) for n, t in HEAD] + workload + flags + [Column(n, t) for n, t in TAIL]
 
 
 def flatten(r: dict, cols: list[Column] | None = None) -> dict:
@@ -78,10 +77,7 @@ def flatten(r: dict, cols: list[Column] | None = None) -> dict:
         "numjobs": load.get("numjobs"),
         "iodepth": load.get("iodepth"),
         "containers": load.get("containers"),
-        "cache_suspect": f.warns(Flag.CACHE),
-        "sync_suspect": f.warns(Flag.SYNC),
-        "failed_category": f.failed.category if f.failed else None,
-        "failed_message": f.failed.message if f.failed else None,
+        **{c.name: c.cell(f.get(d.flag)) for d in DECLARED.values() for c in d.export},
         "duration_s": r.get("duration_s"),
         "started_at": r.get("started_at"),
         "kernel": r.get("host", {}).get("kernel"),

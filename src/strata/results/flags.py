@@ -1,7 +1,9 @@
-"""A result's validity flags as typed values, and the one codec between them and the stored JSON.
+"""A result's validity flags: each flag's declaration, its typed value, and the one codec to the stored JSON.
 
-validity.py makes every judgement; this module says what each judgement is
-and how it is stored and read back. `Flags.of(result)` reads a stored
+validity/ makes every judgement; this module says what each judgement is,
+how it is stored and read back, and how strata shows it (`DECLARED`: the
+export, `strata show`, the cells and the report's terminal table render every
+flag from its declaration, none by its name). `Flags.of(result)` reads a stored
 result's flags (`.cache`, `.failed.category`, `.steady.judged`,
 `.warns(Flag.SYNC)`); `Flags.write(result)` and `record(result, value)`
 store them. Only the schema's migrations (schema.py, `Workload.upgrade`) touch the
@@ -18,11 +20,11 @@ per-second series. `Flags` keeps that difference (`values` holds None).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
 
 class Flag(str, Enum):
@@ -37,21 +39,85 @@ class Flag(str, Enum):
     FAILED = "failed"
 
 
+# ---- what each suspicion rests on: its `evidence`, and its flag-specific top-level fields (`extra`) ----
+# Typed for the reader (mypy checks every key read or written); stored as the plain JSON objects they are.
+# Reading stays lenient: a key a stored result lacks is absent, one a type does not know is kept.
+
+
+class CacheEvidence(TypedDict, total=False):
+    """The bytes behind the cache flag (validity/disks.py), by direction; `per_disk` holds each layer's."""
+
+    moved: dict[str, int]  # buffered I/O: the bytes the workload moved, not judged
+    disks: list[str]  # the layers below the workload, the device under test first
+    per_disk: dict[str, dict]  # {disk: {read_bytes, read_share, write_bytes, write_share}}
+    read_workload_bytes: int
+    read_disk_bytes: int  # of the device under test
+    read_disk_share: float
+    write_workload_bytes: int
+    write_disk_bytes: int
+    write_disk_share: float
+    hosts: dict[str, dict]  # across hosts: each host's own cache flag
+    disk: str  # schema 1: the one disk checked
+
+
+class AboveRawEvidence(TypedDict, total=False):
+    """The raw device's result the above_raw flag compares with (validity/raw.py)."""
+
+    raw_value: float
+    raw_trial: str | None
+    ratio: float
+    bytes_moved: bool | None  # the cache evidence says every layer moved the workload's bytes
+    low: float  # with repetitions: the ratio's interval
+    high: float
+
+
+class SyncEvidence(TypedDict, total=False):
+    """Each instance's measured I/O window (start, end) in seconds (validity/windows.py)."""
+
+    windows: list
+
+
+class SyncExtra(TypedDict, total=False):
+    """The sync flag's top-level fields: the skews it was judged on, and across hosts each host's offset."""
+
+    instances: int
+    skew_s: float
+    wrapper_skew_s: float
+    overlap: float
+    basis: str  # "workload" (the tools' own windows) or "wrapper" (the instances' start times)
+    allowed_s: float
+    hosts: dict[str, dict]  # across hosts: each host's clock offset and first I/O (hosts/merge.py)
+    host_skew_s: float | None
+    release_skew_s: float | None
+
+
+class SpreadExtra(TypedDict, total=False):
+    cv: float | None  # the coefficient of variation of the repetitions
+
+
+class NoEvidence(TypedDict, total=False):
+    """A suspicion without fields of its own."""
+
+
+E = TypeVar("E", bound=Mapping[str, Any])
+X = TypeVar("X", bound=Mapping[str, Any])
+
+
 def _split(doc: dict, known: tuple[str, ...]) -> tuple[dict, dict]:
     """(the known keys of a stored flag, the rest)."""
     return {k: v for k, v in doc.items() if k in known}, {k: v for k, v in doc.items() if k not in known}
 
 
 @dataclass
-class Judgement:
-    """A suspicion with its evidence: cache, above_raw, sync, spread."""
+class Judgement(Generic[E, X]):
+    """A suspicion with its evidence: cache, above_raw, sync, spread (each with its own `E` and `X`)."""
 
     flag: Flag
     suspect: bool
     reason: str = ""
     expected: bool = False  # the effect is part of what is measured (buffered I/O), not an error
-    evidence: dict = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)  # flag-specific top-level fields (skew_s, basis, ...)
+    evidence: E = field(default_factory=dict)  # type: ignore[assignment]
+    extra: X = field(default_factory=dict)  # type: ignore[assignment]  # flag-specific top-level fields
 
     def to_json(self) -> dict:
         doc = {"suspect": self.suspect, "reason": self.reason, "evidence": self.evidence, **self.extra}
@@ -60,15 +126,12 @@ class Judgement:
         return doc
 
     @classmethod
-    def from_json(cls, flag: Flag, doc: dict) -> Judgement:
+    def from_json(cls, flag: Flag, doc: dict) -> Judgement[Any, Any]:
         core, extra = _split(doc, ("suspect", "reason", "expected", "evidence"))
+        evidence: Any = core.get("evidence") or {}  # as stored: the reader types it by the flag's E
+        rest: Any = extra
         return cls(
-            flag,
-            bool(core.get("suspect")),
-            core.get("reason") or "",
-            bool(core.get("expected")),
-            core.get("evidence") or {},
-            extra,
+            flag, bool(core.get("suspect")), core.get("reason") or "", bool(core.get("expected")), evidence, rest
         )
 
     @property
@@ -76,9 +139,15 @@ class Judgement:
         return self.suspect and not self.expected
 
 
+Cache = Judgement[CacheEvidence, NoEvidence]
+AboveRaw = Judgement[AboveRawEvidence, NoEvidence]
+Sync = Judgement[SyncEvidence, SyncExtra]
+Spread = Judgement[NoEvidence, SpreadExtra]
+
+
 @dataclass
 class Steady:
-    """SNIA PTS steady state of the headline's per-second series (steady.py), over its last window."""
+    """SNIA PTS steady state of the headline's per-second series (validity/snia.py), over its last window."""
 
     flag: ClassVar[Flag] = Flag.STEADY
     steady: bool = False
@@ -169,17 +238,130 @@ class Failure:
         return True
 
 
-Value = Judgement | Steady | Emulated | Failure
-_KEYS = tuple((f.value, f) for f in Flag)
+Value = Judgement[Any, Any] | Steady | Emulated | Failure
 PENDING = Failure("pending")  # a stored flag not decoded yet (Flags.get decodes it); never read as a value
 
-# How each flag is read back: a new Flag needs its line here (tests/unit/test_flags.py checks every one has).
-READERS: dict[Flag, Callable[[dict], Value]] = {
-    **{f: partial(Judgement.from_json, f) for f in (Flag.CACHE, Flag.ABOVE_RAW, Flag.SYNC, Flag.SPREAD)},
-    Flag.STEADY: Steady.from_json,
-    Flag.EMULATED: Emulated.from_json,
-    Flag.FAILED: Failure.from_json,
+
+# ---- each flag's declaration: how it is read back and how strata shows it ------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """A flag's column in the export (results/export.py): its name, its Parquet type, and its cell from the
+    flag's value (None: the result has no such flag, or it is stored as null)."""
+
+    name: str
+    type: str
+    cell: Callable[[Value | None], object]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A flag's definition: everything but its judgement (validity/). The export, `strata show`, the cells,
+    the report's terminal table, bar figures and warnings render every flag from this, none by its name."""
+
+    flag: Flag
+    read: Callable[[dict], Value]  # its stored JSON to its typed value
+    null: bool = False  # judged absent, it is stored as null (failed, steady); else left out
+    word: str = ""  # its word in the tables (CACHE)
+    meaning: str = ""  # what the word means, in the tables' legends
+    mark: Callable[[Declared, Value], str | None] | None = None  # its mark in `strata show`'s flags column
+    export: tuple[Column, ...] = ()
+    # A result it warns of is drawn apart from the device numbers, in the cell's group of this name
+    # (analysis/cells.py): never device performance, never compared. The first such flag a result warns of
+    # decides its group.
+    apart: str = ""
+    # What to do when it warns, said in the report's warnings (analysis/hygiene.py); "" for a flag whose
+    # warning there is worded with its evidence by a check of its own (cache, above_raw, steady, sync, failed).
+    fix: str = ""
+    key: str = field(init=False, repr=False)  # the flag's JSON key, read once per stored result
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", self.flag.value)
+
+
+def warned(d: Declared, v: Value) -> str | None:
+    """The mark of a flag that warns: its word."""
+    return d.word if v.warns else None
+
+
+def _cache_mark(d: Declared, v: Value) -> str | None:
+    expected = isinstance(v, Judgement) and v.expected
+    return d.word if v.warns else "cached(expected)" if expected else None
+
+
+def _category(d: Declared, v: Value) -> str | None:
+    return (v.category or None) if isinstance(v, Failure) else None
+
+
+def suspected(v: Value | None) -> bool:
+    """An export cell: the flag warns (False where the result lacks it)."""
+    return v is not None and v.warns
+
+
+def _failed_category(v: Value | None) -> str | None:
+    return v.category if isinstance(v, Failure) else None
+
+
+def _failed_message(v: Value | None) -> str | None:
+    return v.message if isinstance(v, Failure) else None
+
+
+def _judgement(flag: Flag) -> Callable[[dict], Value]:
+    return partial(Judgement.from_json, flag)
+
+
+# Every flag, in the order a result stores and strata shows them. A new flag is a member of `Flag`, its line
+# here (its type too, if none above fits), its judgement in validity/, and its test (tests/unit/test_flags.py
+# checks that every Flag is declared and round-trips).
+DECLARED: dict[Flag, Declared] = {
+    d.flag: d
+    for d in (
+        Declared(
+            Flag.CACHE,
+            _judgement(Flag.CACHE),
+            word="CACHE",
+            meaning="a cache answered",
+            mark=_cache_mark,
+            export=(Column("cache_suspect", "bool", suspected),),
+            apart="cache",
+        ),
+        Declared(
+            Flag.ABOVE_RAW,
+            _judgement(Flag.ABOVE_RAW),
+            word="UNCONFIRMED",
+            meaning="above the raw device although the device moved the bytes",
+            apart="unconfirmed",
+        ),
+        Declared(
+            Flag.SYNC,
+            _judgement(Flag.SYNC),
+            word="SKEW",
+            meaning="instances did not run together",
+            mark=warned,
+            export=(Column("sync_suspect", "bool", suspected),),
+        ),
+        Declared(Flag.STEADY, Steady.from_json, null=True),
+        Declared(Flag.SPREAD, _judgement(Flag.SPREAD)),
+        Declared(Flag.EMULATED, Emulated.from_json),
+        Declared(
+            Flag.FAILED,
+            Failure.from_json,
+            null=True,
+            word="FAILED",
+            mark=_category,
+            export=(
+                Column("failed_category", "str", _failed_category),
+                Column("failed_message", "str", _failed_message),
+            ),
+        ),
+    )
 }
+
+
+def apart() -> list[Declared]:
+    """The flags that draw a result apart from the device numbers, in the order they are tried."""
+    return [d for d in DECLARED.values() if d.apart]
 
 
 @dataclass
@@ -196,7 +378,8 @@ class Flags:
         values: dict[Flag, Value | None] = {}
         stored: dict[Flag, dict] = {}
         if doc:
-            for key, flag in _KEYS:  # in Flag's order, without an Enum attribute lookup per flag and result
+            for flag, d in DECLARED.items():  # in their order, without an Enum attribute lookup per flag and result
+                key = d.key
                 if key in doc:
                     v = doc[key]
                     values[flag] = None if v is None else PENDING
@@ -212,13 +395,17 @@ class Flags:
     def get(self, flag: Flag) -> Value | None:
         """The flag's value, or None: absent, or stored as null."""
         if flag in self.stored:
-            self.values[flag] = READERS[flag](self.stored.pop(flag))
+            self.values[flag] = DECLARED[flag].read(self.stored.pop(flag))
         return self.values.get(flag)
 
     def set(self, flag: Flag, value: Value | None) -> None:
         """Judge `flag` anew (None: stored as null), over what a stored result said of it."""
         self.stored.pop(flag, None)
         self.values[flag] = value
+
+    def items(self) -> list[tuple[Flag, Value | None]]:
+        """Every flag it holds (None: stored as null), decoded, in its order."""
+        return [(f, self.get(f)) for f in list(self.values)]
 
     def to_json(self) -> dict:
         return {f.value: v.to_json() if (v := self.get(f)) is not None else None for f in list(self.values)}
@@ -232,21 +419,25 @@ class Flags:
         v = self.get(flag)
         return v is not None and v.warns
 
-    def _judgement(self, flag: Flag) -> Judgement | None:
+    def _judgement(self, flag: Flag) -> Judgement[Any, Any] | None:
         v = self.get(flag)
         return v if isinstance(v, Judgement) else None
 
     @property
-    def cache(self) -> Judgement | None:
+    def cache(self) -> Cache | None:
         return self._judgement(Flag.CACHE)
 
     @property
-    def above_raw(self) -> Judgement | None:
+    def above_raw(self) -> AboveRaw | None:
         return self._judgement(Flag.ABOVE_RAW)
 
     @property
-    def sync(self) -> Judgement | None:
+    def sync(self) -> Sync | None:
         return self._judgement(Flag.SYNC)
+
+    @property
+    def spread(self) -> Spread | None:
+        return self._judgement(Flag.SPREAD)
 
     @property
     def steady(self) -> Steady | None:
@@ -267,7 +458,7 @@ class Flags:
 def warns(result: dict, flag: Flag) -> bool:
     """Flags.of(result).warns(flag), decoding that flag only (the analysis asks it of every result)."""
     doc = (result.get("flags") or {}).get(flag.value)
-    return doc is not None and READERS[flag](doc).warns
+    return doc is not None and DECLARED[flag].read(doc).warns
 
 
 def record(result: dict, value: Value) -> None:

@@ -195,12 +195,7 @@ def _check_above_raw(result: dict, baselines: dict) -> None:
     raw = baselines.get(key)
     if raw is None:
         return
-    judged = validity.above_raw(
-        validity.headline(result)[0],
-        validity.headline(raw)[0],
-        raw["trial_id"],
-        validity.bytes_moved(Flags.of(result).cache),
-    )
+    judged = validity.above_raw_of(result, raw)
     if judged:
         record(result, judged)
-        result["warnings"].append(validity.Warning(judged.flag, judged.reason).to_json())
+        result["warnings"] += [w.to_json() for w in validity.warnings_of(Flags({judged.flag: judged}))]

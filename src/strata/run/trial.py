@@ -240,23 +240,25 @@ def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
 
 
 def _judge(trial, wl, disk_names: list[str], session, parsed, outputs, summary: dict, result: dict) -> None:
-    """The validity flags, each with its evidence (validity.py); suspicions become warnings."""
+    """The validity flags, each with its evidence (validity/); suspicions become warnings."""
     stats = summary.get("diskstats", {})
-    disks = {name: stats[name] for name in disk_names if name in stats}
     primary = parsed.metrics.get("primary") or {}
-    series = parsed.series.get(primary.get("series") or "")
-    runtime_s = getattr(trial.workload, "runtime", 0) or 0
-    flags, warnings = validity.judge_trial(
-        parsed.moved_bytes,
-        disks,
-        wl.direct_io(trial.workload),
-        trial.path,
-        parsed.windows,
-        [o.start_time_s for o in outputs],
-        runtime_s,
-        series,
-        parsed.metrics.get("steadystate"),
-        session.facts,
+    evidence = validity.TrialEvidence(
+        windows=parsed.windows,
+        starts=[o.start_time_s for o in outputs],
+        runtime_s=getattr(trial.workload, "runtime", 0) or 0,
+        series=parsed.series.get(primary.get("series") or ""),
+        tool_steady=parsed.metrics.get("steadystate"),
+        moved=validity.MovedBytes(
+            parsed.moved_bytes,
+            {name: stats[name] for name in disk_names if name in stats},
+            wl.direct_io(trial.workload),
+            trial.path,
+        ),
+        runtime_facts=session.facts,
+        metrics=parsed.metrics,
+        collectors=summary,
     )
+    flags, warnings = validity.judge_trial(evidence)
     flags.write(result)
     result["warnings"] += [w.to_json() for w in warnings]

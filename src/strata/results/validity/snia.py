@@ -9,7 +9,7 @@ Storage Performance Test Specification (PTS) v2.0.2, section 2.1.24 and 3.5
 strata applies it to the per-second series of a trial's headline (the series the
 workload names in `metrics.primary.series`, in workload-series.json), one round
 per second, over the last `window` seconds; fio's own `--steadystate=iops_slope`
-uses the same idea (fio(1) "steadystate"). validity.py decides which samples
+uses the same idea (fio(1) "steadystate"). series.py decides which samples
 count (the partial last second does not).
 """
 

@@ -1,0 +1,176 @@
+"""The cache flag: did every disk below the workload move the bytes the workload says it moved?
+
+For direct I/O, a disk below the workload that moved far fewer bytes than the
+workload is a cache that answered (study 003's loop-lvm anomaly; fuse-overlayfs
+here). Buffered I/O and tmpfs are *expected* to include the cache, and are
+marked so, not flagged. The same rule holds for every layer, local or on a
+storage host (`layer_share`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from strata.core.metrics import DIRECTIONS
+from strata.results.flags import Cache, CacheEvidence, Flag, Judgement
+
+# A direction is checked only when the workload moved at least this much:
+# below it, the noise of other activity on the disk decides.
+MIN_CHECKED_BYTES = 32 << 20
+# The disk must have moved at least this share of the workload's bytes.
+MIN_DEVICE_SHARE = 0.5
+
+
+def share_words(share: float = MIN_DEVICE_SHARE) -> str:
+    """A share as the warnings say it ("half", else a percentage)."""
+    return {0.5: "half", 0.25: "a quarter"}.get(share, f"{share:.0%}")
+
+
+def rule(whose: str) -> str:
+    """The cache check's rule in words, for the trials `whose` bytes were moved (the report's warnings)."""
+    return f"a disk moved less than {share_words()} of {whose} bytes"
+
+
+def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: str) -> Cache:
+    """`disks`: diskstats totals of each layer below the workload (the device under test first,
+    then what lies below it). The device under test sees only our file system, so it is not
+    fooled by other activity on a shared disk; the disks below show what a buffered loop device
+    or a storage host really moved. A shortfall at any layer is a cache."""
+    if path == "tmpfs":
+        return Judgement(Flag.CACHE, True, "the tmpfs path measures memory, not the device", expected=True)
+    if not direct_io:
+        return Judgement(
+            Flag.CACHE,
+            False,
+            "buffered I/O: the page cache is part of what is measured",
+            expected=True,
+            evidence={"moved": moved},
+        )
+    if not disks:
+        return Judgement(Flag.CACHE, False, "no diskstats for the device: not checked")
+    under_test = next(iter(disks.values()))
+    per_disk: dict[str, dict] = {name: {} for name in disks}
+    reasons = []
+    for ddir in DIRECTIONS:
+        for name, disk in disks.items():
+            dev = disk.get(f"{ddir}_bytes", 0)
+            per_disk[name][f"{ddir}_bytes"] = dev
+            share, short = layer_share(ddir, moved.get(ddir, 0), dev, name)
+            if share is not None:
+                per_disk[name][f"{ddir}_share"] = round(share, 4)
+            if short:
+                reasons.append(short)
+    evidence: CacheEvidence = {
+        "disks": list(disks),
+        "per_disk": per_disk,
+        "read_workload_bytes": moved.get("read", 0),
+        "read_disk_bytes": under_test.get("read_bytes", 0),
+        "write_workload_bytes": moved.get("write", 0),
+        "write_disk_bytes": under_test.get("write_bytes", 0),
+    }
+    shares = per_disk[next(iter(disks))]  # the share beside the bytes it is the share of: the device under test's
+    if "read_share" in shares:
+        evidence["read_disk_share"] = shares["read_share"]
+    if "write_share" in shares:
+        evidence["write_disk_share"] = shares["write_share"]
+    return Judgement(
+        Flag.CACHE, bool(reasons), "; ".join(reasons) or "every layer moved the workload's bytes", evidence=evidence
+    )
+
+
+def workload_bytes(ev: CacheEvidence, ddir: str) -> int:
+    """The bytes the workload moved in a direction, as the cache evidence holds them."""
+    return ev.get("read_workload_bytes", 0) if ddir == "read" else ev.get("write_workload_bytes", 0)
+
+
+def layer_share(ddir: str, workload_bytes: int, layer_bytes: int, layer: str) -> tuple[float | None, str | None]:
+    """The share of the workload's bytes one layer below it moved (None: too few bytes to judge) and,
+    when it falls short, why a cache answered. The one rule for every layer, local or on a storage host."""
+    if workload_bytes < MIN_CHECKED_BYTES:
+        return None, None
+    share = layer_bytes / workload_bytes
+    if share >= MIN_DEVICE_SHARE:
+        return share, None
+    return share, (
+        f"the workload {ddir} {workload_bytes / 2**20:.0f} MiB with O_DIRECT but {layer} moved "
+        f"{layer_bytes / 2**20:.0f} MiB ({share:.0%}): a cache answered"
+    )
+
+
+def cache_below(judged: Cache, moved: dict[str, dict] | None, host: str) -> Cache:
+    """A cache judgement with the layers of a storage host below it (`moved`: the bytes each layer moved,
+    None when not sampled): a store answered from the storage host's page cache is a cache like any."""
+    if moved is None or judged.expected:
+        return judged
+    ev = judged.evidence.copy()
+    per_disk = dict(ev.get("per_disk") or {})
+    reasons = [judged.reason] if judged.suspect and judged.reason else []
+    for name, m in moved.items():
+        entry = per_disk[f"{host}:{name}"] = dict(m)
+        for ddir in DIRECTIONS:
+            share, short = layer_share(
+                ddir, workload_bytes(ev, ddir), m[f"{ddir}_bytes"], f"the storage host {host}'s {name}"
+            )
+            if share is not None:
+                entry[f"{ddir}_share"] = round(share, 4)
+            if short:
+                reasons.append(short)
+    ev["per_disk"] = per_disk
+    reason = "; ".join(reasons) or judged.reason or "every layer moved the workload's bytes"
+    return Judgement(Flag.CACHE, bool(reasons), reason, judged.expected, ev, judged.extra.copy())
+
+
+def cache_across_hosts(per_host: dict[str, Cache | None]) -> Cache:
+    """One trial's cache judgement from each host's (its disks against its instances' bytes): suspect
+    when any host is, with every host's evidence."""
+    per = {h: j.to_json() if j is not None else {} for h, j in per_host.items()}
+    judged = {h: j for h, j in per_host.items() if j is not None}
+    warns = [h for h, j in judged.items() if j.warns]
+    per_disk: dict[str, dict] = {}
+    evidence: CacheEvidence = {"hosts": per, "per_disk": per_disk}
+    for h, j in judged.items():
+        ev = j.evidence
+        for disk, v in (ev.get("per_disk") or {}).items():
+            per_disk[f"{h}:{disk}"] = v
+        _add_bytes(evidence, ev)
+    reasons = [f"host {h}: {j.reason}" for h, j in judged.items() if j.reason and (h in warns or not warns)]
+    expected = bool(per) and len(judged) == len(per) and all(j.expected for j in judged.values())
+    suspect = bool(warns) or (expected and any(j.suspect for j in judged.values()))
+    return Judgement(Flag.CACHE, suspect, "; ".join(reasons), expected=expected, evidence=evidence)
+
+
+def _add_bytes(total: CacheEvidence, ev: CacheEvidence) -> None:
+    """One host's bytes into the trial's: the bytes summed, the smallest share of any host kept."""
+    if "read_workload_bytes" in ev:
+        total["read_workload_bytes"] = total.get("read_workload_bytes", 0) + ev["read_workload_bytes"]
+    if "read_disk_bytes" in ev:
+        total["read_disk_bytes"] = total.get("read_disk_bytes", 0) + ev["read_disk_bytes"]
+    if (share := ev.get("read_disk_share")) is not None:
+        total["read_disk_share"] = min(share, total.get("read_disk_share", share))
+    if "write_workload_bytes" in ev:
+        total["write_workload_bytes"] = total.get("write_workload_bytes", 0) + ev["write_workload_bytes"]
+    if "write_disk_bytes" in ev:
+        total["write_disk_bytes"] = total.get("write_disk_bytes", 0) + ev["write_disk_bytes"]
+    if (share := ev.get("write_disk_share")) is not None:
+        total["write_disk_share"] = min(share, total.get("write_disk_share", share))
+
+
+def min_share(cache_flag: Cache | None) -> float | None:
+    """The smallest share of the workload's bytes that any layer below moved, or None: not checked."""
+    ev: CacheEvidence = cache_flag.evidence if cache_flag is not None else {}
+    shares = [v for d in (ev.get("per_disk") or {}).values() for k, v in d.items() if k.endswith("_share")]
+    shares = shares or [s for s in (ev.get("read_disk_share"), ev.get("write_disk_share")) if s is not None]
+    return min(shares) if shares else None
+
+
+def bytes_moved(cache_flag: Cache | None) -> bool | None:
+    """Does stored cache evidence show that every layer moved the workload's bytes? None: not checked."""
+    share = min_share(cache_flag)
+    return None if share is None else share >= MIN_DEVICE_SHARE
+
+
+def shows_cache(shares: Iterable[float]) -> bool:
+    """Do these shares (`min_share` of trials) show that a cache answered? (a study's claim that a result
+    above the raw device is a cache: analysis/checks_fs.py)."""
+    found = list(shares)
+    return bool(found) and min(found) < MIN_DEVICE_SHARE

@@ -1,0 +1,54 @@
+"""What a trial's flags are judged from: the evidence the trial stores, as one typed record.
+
+The trial (run/trial.py) and the merge of a trial's parts across hosts
+(hosts/merge.py) each build a `TrialEvidence`; `judge_trial` (trial.py) turns
+it into flags. `headline` is the number every judgement of a result is about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from strata.results.flags import Flags
+
+Window = tuple[float, float]
+
+
+def headline(result: dict) -> tuple[float | None, str]:
+    """(value, unit) of a result's headline: what the workload named in `metrics.primary`."""
+    p = (result.get("metrics") or {}).get("primary") or {}
+    v = p.get("value")
+    return (float(v) if v is not None else None), p.get("unit") or ""
+
+
+@dataclass(frozen=True)
+class MovedBytes:
+    """What the cache check compares on one host: the bytes the workload says it moved, by direction, and
+    the diskstats totals of each layer below it (the device under test first)."""
+
+    moved: dict[str, int]
+    disks: dict[str, dict]
+    direct_io: bool  # the workload asked for O_DIRECT: a cache is not part of what it measures
+    path: str  # the path under test (tmpfs measures memory)
+
+
+@dataclass(frozen=True)
+class TrialEvidence:
+    """Everything one trial's flags are judged from."""
+
+    windows: list[Window | None]  # each instance's measured I/O window, from the tool's own output
+    starts: list[float | None]  # when each instance's wrapper started it
+    runtime_s: float  # the workload's runtime, 0 when it has none (the allowed start skew scales with it)
+    series: list | None = None  # the headline's per-second series [[t, value], ...]
+    tool_steady: dict | None = None  # the tool's own steady-state verdict (fio's --steadystate)
+    moved: MovedBytes | None = None  # one host's bytes (None across hosts: `parts`)
+    runtime_facts: dict = field(default_factory=dict)  # what the runtime says of the trial (emulated)
+    # The trial's metrics and its collectors' totals, as the result stores them: what a new flag judged from
+    # stored numbers (the host's CPU, an instance's cgroup counters) reads, with no new field here.
+    metrics: dict = field(default_factory=dict)
+    collectors: dict = field(default_factory=dict)
+    # Across hosts: each host's part's flags, judged on its host (its disks against its instances' bytes,
+    # its runtime); the trial's cache and emulated flags combine them.
+    parts: dict[str, Flags] | None = None

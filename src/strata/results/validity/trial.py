@@ -1,0 +1,73 @@
+"""One trial's flags from its evidence, and the warnings of its suspicions.
+
+Each flag judged when a trial ends has its judge here (`JUDGES`): a function
+of the trial's `TrialEvidence` to the flag's value, or None when the flag does
+not apply (stored as null where its declaration says so, flags.DECLARED).
+The flags judged later have theirs where the evidence exists: above_raw when
+the raw device's trial is known (the runner; raw.py), spread and above_raw by
+intervals once repetitions exist (the report; repetitions.py, raw.py), the
+steady flag's basis once the design is stored (series.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from strata.results.flags import DECLARED, Flag, Flags, Judgement, Value
+from strata.results.validity.disks import cache, cache_across_hosts
+from strata.results.validity.emulation import emulated, emulated_across_hosts
+from strata.results.validity.evidence import TrialEvidence
+from strata.results.validity.series import steady
+from strata.results.validity.windows import sync
+
+
+@dataclass(frozen=True)
+class Warning:
+    flag: Flag
+    message: str
+
+    def to_json(self) -> dict:
+        return {"flag": self.flag.value, "message": self.message}
+
+
+def warnings_of(flags: Flags) -> list[Warning]:
+    """The warnings a result stores beside its flags: each suspicion (a `Judgement`) that warns."""
+    return [Warning(f, v.reason) for f, v in flags.items() if isinstance(v, Judgement) and v.warns]
+
+
+def _cache(ev: TrialEvidence) -> Value | None:
+    if ev.parts is not None:
+        return cache_across_hosts({h: f.cache for h, f in ev.parts.items()})
+    m = ev.moved
+    return None if m is None else cache(m.moved, m.disks, m.direct_io, m.path)
+
+
+def _sync(ev: TrialEvidence) -> Value | None:
+    return sync(ev.windows, ev.starts, ev.runtime_s)
+
+
+def _steady(ev: TrialEvidence) -> Value | None:
+    return steady(ev.series, ev.tool_steady)
+
+
+def _emulated(ev: TrialEvidence) -> Value | None:
+    if ev.parts is not None:
+        return emulated_across_hosts({h: f.emulated for h, f in ev.parts.items()})
+    return emulated(ev.runtime_facts)
+
+
+Judge = Callable[[TrialEvidence], Value | None]
+# The flags judged when a trial ends, in the order they are stored.
+JUDGES: dict[Flag, Judge] = {Flag.CACHE: _cache, Flag.SYNC: _sync, Flag.STEADY: _steady, Flag.EMULATED: _emulated}
+
+
+def judge_trial(evidence: TrialEvidence) -> tuple[Flags, list[Warning]]:
+    """Every flag of one trial (or of a trial's parts across hosts) from its evidence, and the warnings of
+    its suspicions."""
+    flags = Flags()
+    for flag, judge in JUDGES.items():
+        value = judge(evidence)
+        if value is not None or DECLARED[flag].null:
+            flags.set(flag, value)
+    return flags, warnings_of(flags)
