@@ -299,7 +299,7 @@ def _figure(c: Cell, metric: str, unit: str) -> tuple[float | None, str]:
             return None, ""
         return (s.mean / NS_PER[unit], unit) if unit in NS_PER else (s.mean, "ns")
     if metric == "slat_share":
-        slat, total = c.latency("slat", "mean"), c.latency("lat", "mean")
+        slat, total = c.latency("slat", "mean"), c.latency(None, "mean")
         return (100 * slat.mean / total.mean if slat.n and total.n and total.mean else None), "%"
     per_trial = {
         "cpu_util": usage.server_cpu_percent,

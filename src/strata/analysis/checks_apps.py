@@ -53,7 +53,7 @@ def p99_grows_past_peak(ctx):
         (xp, peak), (xl, last) = max(ln.measured, key=lambda p: p[1].summary.mean), ln.measured[-1]
         if peak is last:
             continue
-        r = ratio(last.latency("lat", "p99"), peak.latency("lat", "p99"))
+        r = ratio(last.latency(None, "p99"), peak.latency(None, "p99"))
         if r.value != r.value:
             continue
         text = f"{ln.stack} {last.labels['workload']}: p99 x{r.value:.2f} from the peak ({xp}) to {xl} containers"
@@ -80,7 +80,7 @@ def replication_cost(ctx):
             continue
         lo_rf, hi_rf = min(by_rf), max(by_rf)
         a, b = by_rf[lo_rf], by_rf[hi_rf]
-        r = ratio(b.latency("lat", "mean"), a.latency("lat", "mean"))
+        r = ratio(b.latency(None, "mean"), a.latency(None, "mean"))
         if r.value != r.value:
             continue
         text = (

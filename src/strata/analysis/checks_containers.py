@@ -39,8 +39,8 @@ def p99_grows_faster(ctx):
     out = []
     for ln in _scaling(ctx, 2):
         a, b = ln.measured[0][1], ln.measured[-1][1]
-        mean = ratio(b.latency("lat", "mean"), a.latency("lat", "mean"))
-        p99 = ratio(b.latency("lat", "p99"), a.latency("lat", "p99"))
+        mean = ratio(b.latency(None, "mean"), a.latency(None, "mean"))
+        p99 = ratio(b.latency(None, "p99"), a.latency(None, "p99"))
         if mean.value == mean.value and p99.value == p99.value:
             text = f"{ln.stack}: {ln.xs[0]}->{ln.xs[-1]} containers, p99 x{p99.value:.2f}, mean x{mean.value:.2f}"
             if p99.low is None or mean.low is None:

@@ -132,7 +132,7 @@ def all_limits_tail(ctx) -> Outcome:
     """In the worst case (some container count), p99 with the ALL preset at least 2x no limit's."""
     out = []
     for a, b in _against_no_limit(ctx, "ALL"):
-        pa, pb = a.latency("lat", "p99"), b.latency("lat", "p99")
+        pa, pb = a.latency(None, "p99"), b.latency(None, "p99")
         r = ratio(pb, pa)
         if r.value == r.value:
             text = f"{b.name}: p99 x{r.value:.2f} no limit ({fmt(pa.mean / 1e6)} -> {fmt(pb.mean / 1e6)} ms)"

@@ -244,7 +244,7 @@ def _lat_pairs(ctx):
 def latency_high_load(ctx):
     out = []
     for lo, hi in _lat_pairs(ctx):
-        a, b = lo.latency("lat", "mean"), hi.latency("lat", "mean")
+        a, b = lo.latency(None, "mean"), hi.latency(None, "mean")
         if a.n and b.n and a.mean and b.mean:
             r = ratio(b, a)
             text = (
@@ -255,7 +255,7 @@ def latency_high_load(ctx):
 
 
 def _slat_share(cell, limit: float) -> Decision | None:
-    s, t = cell.latency("slat", "mean"), cell.latency("lat", "mean")
+    s, t = cell.latency("slat", "mean"), cell.latency(None, "mean")
     if not (s.n and t.n and s.mean == s.mean and t.mean):
         return None
     r = ratio(s, t) if s.mean > 0 else None

@@ -30,7 +30,7 @@ def runtime_figures(a: Analysis) -> list[Figure]:
         prs.sort(key=lambda p: (p[1].isolation, p[1].stack, p[1].outstanding, p[1].labels["load"]))
         name = f"{workload} on {device}"
         out.append(_figure(name, prs, "throughput", emulated))
-        if all(n.latency("lat", "mean").n and o.latency("lat", "mean").n for n, o in prs):
+        if all(n.latency(None, "mean").n and o.latency(None, "mean").n for n, o in prs):
             out.append(_figure(name, prs, "latency", emulated))
     return out
 
@@ -90,4 +90,4 @@ def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
 
 
 def _lat(native, other):
-    return native.latency("lat", "mean"), other.latency("lat", "mean")
+    return native.latency(None, "mean"), other.latency(None, "mean")
