@@ -31,8 +31,7 @@ from strata.workloads.base import Parsed, headline
 from strata.workloads.ycsb import hdr
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import YcsbParams
-from strata.workloads.ycsb.plugin import RECORD_BYTES
-from strata.workloads.ycsb.server import CLIENTS_DIR
+from strata.workloads.ycsb.plugin import CLIENTS_DIR, RECORD_BYTES
 
 SERIES = "ycsb_ops"
 READS = ("READ", "SCAN")
