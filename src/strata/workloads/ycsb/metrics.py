@@ -27,8 +27,8 @@ from pathlib import Path
 
 from strata.errors import TrialFailure
 from strata.instances import InstanceOutput
-from strata.workloads.base import Parsed, headline
 from strata.workloads import hdr
+from strata.workloads.base import Parsed, headline
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import YcsbParams
 from strata.workloads.ycsb.plugin import CLIENTS_DIR, RECORD_BYTES
