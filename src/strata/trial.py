@@ -256,6 +256,7 @@ def _judge(trial, wl, disk_names: list[str], session, parsed, outputs, summary: 
         series,
         parsed.metrics.get("steadystate"),
         session.facts,
+        parsed.moved_basis,
     )
     flags.write(result)
     result["warnings"] += [w.to_json() for w in warnings]

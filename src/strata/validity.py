@@ -74,11 +74,13 @@ def headline(result: dict) -> tuple[float | None, str]:
 # ---- cache ------------------------------------------------------------------------
 
 
-def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: str) -> Judgement:
+def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: str, basis: str = "") -> Judgement:
     """`disks`: diskstats totals of each layer below the workload (the device under test first,
     then what lies below it). The device under test sees only our file system, so it is not
     fooled by other activity on a shared disk; the disks below show what a buffered loop device
-    or a storage host really moved. A shortfall at any layer is a cache."""
+    or a storage host really moved. A shortfall at any layer is a cache. `basis`: what the
+    workload's bytes are when they are not O_DIRECT I/O ("as WAL": bytes a database must write),
+    kept in the evidence and said in the message."""
     if path == "tmpfs":
         return Judgement(Flag.CACHE, True, "the tmpfs path measures memory, not the device", expected=True)
     if not direct_io:
@@ -92,6 +94,8 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
     if not disks:
         return Judgement(Flag.CACHE, False, "no diskstats for the device: not checked")
     evidence: dict = {"disks": list(disks), "per_disk": {name: {} for name in disks}}
+    if basis:
+        evidence["basis"] = basis
     reasons = []
     for ddir in ("read", "write"):
         wl = moved.get(ddir, 0)
@@ -100,7 +104,7 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
         for name, disk in disks.items():
             dev = disk.get(f"{ddir}_bytes", 0)
             evidence["per_disk"][name][f"{ddir}_bytes"] = dev
-            share, short = layer_share(ddir, wl, dev, name)
+            share, short = layer_share(ddir, wl, dev, name, basis)
             if share is not None:
                 evidence["per_disk"][name][f"{ddir}_share"] = round(share, 4)
             if short:
@@ -114,7 +118,9 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
     )
 
 
-def layer_share(ddir: str, workload_bytes: int, layer_bytes: int, layer: str) -> tuple[float | None, str | None]:
+def layer_share(
+    ddir: str, workload_bytes: int, layer_bytes: int, layer: str, basis: str = ""
+) -> tuple[float | None, str | None]:
     """The share of the workload's bytes one layer below it moved (None: too few bytes to judge) and,
     when it falls short, why a cache answered. The one rule for every layer, local or on a storage host."""
     if workload_bytes < MIN_CHECKED_BYTES:
@@ -123,7 +129,7 @@ def layer_share(ddir: str, workload_bytes: int, layer_bytes: int, layer: str) ->
     if share >= MIN_DEVICE_SHARE:
         return share, None
     return share, (
-        f"the workload {ddir} {workload_bytes / 2**20:.0f} MiB with O_DIRECT but {layer} moved "
+        f"the workload {ddir} {workload_bytes / 2**20:.0f} MiB {basis or 'with O_DIRECT'} but {layer} moved "
         f"{layer_bytes / 2**20:.0f} MiB ({share:.0%}): a cache answered"
     )
 
@@ -140,7 +146,9 @@ def cache_below(judged: Judgement, moved: dict[str, dict] | None, host: str) -> 
         entry = per_disk[f"{host}:{name}"] = dict(m)
         for ddir in ("read", "write"):
             wl = ev.get(f"{ddir}_workload_bytes", 0)
-            share, short = layer_share(ddir, wl, m[f"{ddir}_bytes"], f"the storage host {host}'s {name}")
+            share, short = layer_share(
+                ddir, wl, m[f"{ddir}_bytes"], f"the storage host {host}'s {name}", ev.get("basis", "")
+            )
             if share is not None:
                 entry[f"{ddir}_share"] = round(share, 4)
             if short:
@@ -405,9 +413,10 @@ def judge_trial(
     series: list | None,
     tool_steady: dict | None,
     runtime_facts: dict,
+    moved_basis: str = "",
 ) -> tuple[Flags, list[Warning]]:
     """Every flag of one trial from its evidence, and the warnings of its suspicions."""
-    judged = [cache(moved, disks, direct_io, path), sync(windows, starts, runtime_s)]
+    judged = [cache(moved, disks, direct_io, path, moved_basis), sync(windows, starts, runtime_s)]
     flags = Flags({j.flag: j for j in judged})
     flags.set(Flag.STEADY, steady(series, tool_steady))  # null when the workload gave no series
     if (e := emulated(runtime_facts)) is not None:

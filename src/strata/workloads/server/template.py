@@ -4,7 +4,7 @@ A server workload derives from it and supplies:
 
 - `command` (the Workload member): the instance's start command, usually `script.server_script`
   around the server, its data directory on `target.path`;
-- `ready(params, load, instance)`: the probe that says a started server answers;
+- `ready(params, load, ctx, instance)`: the probe that says a started server answers;
 - `clients(phase, params, load, out, record)`: the client processes of each phase (`phases()`, the
   load first, then the measured `run`), each writing into its own directory under `out`;
 - `parse` (the Workload member) and `metrics`: its output parser and its metric declaration;
@@ -49,8 +49,8 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P]):
 
     # ---- what each server workload supplies ----------------------------------------
 
-    def ready(self, params: P, load: Load, instance: int) -> bool:
-        """Does the server of `instance` answer? (Polled while it starts.)"""
+    def ready(self, params: P, load: Load, ctx: MeasureContext, instance: int) -> bool:
+        """Does the server of `instance` answer? (Polled while it starts; its log is in `ctx.art`.)"""
         raise NotImplementedError
 
     def clients(self, phase: str, params: P, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
@@ -84,7 +84,7 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P]):
         for k in range(self.instances(params, load)):
 
             def probe(k: int = k) -> bool:
-                return self.ready(params, load, k)
+                return self.ready(params, load, ctx, k)
 
             waited = lifecycle.wait_ready(ctx, k, probe, f"{self.server_what} {k}", timeout, self.log_name)
             ready.append(round(waited, 2))

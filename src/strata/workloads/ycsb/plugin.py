@@ -251,7 +251,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
 
         return server.start_nodes(params, server.layout(params, load), ctx)
 
-    def ready(self, params: YcsbParams, load: Load, instance: int) -> bool:
+    def ready(self, params: YcsbParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
         raise NotImplementedError("a node's readiness is waited for by start_servers (server.wait_node)")
 
     def record(self, params: YcsbParams, load: Load) -> dict:
