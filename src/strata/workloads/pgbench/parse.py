@@ -50,6 +50,7 @@ BAD_INPUT = re.compile(
     r"syntax error|invalid command|unrecognized|does not exist|undefined variable|invalid .*(option|value)|must be"
 )
 WORDS_CHARS = 4000
+MAX_LATENCY_US = 10**12  # 11.6 days: a latency beyond it is not one pgbench wrote
 
 
 @dataclass
@@ -165,7 +166,7 @@ def read_logs(out_dir: Path, lag: bool, retries: bool) -> Logs:
 def _line(logs: Logs, lat: Counter, lags: Counter, line: str, width: int, lag: bool, retries: bool, where: str):
     f = line.split()
     ok = len(f) == width and line.endswith("\n") and all(x.isdigit() for i, x in enumerate(f) if i != 2)
-    if not ok or not (f[2].isdigit() or f[2] in ("failed", "skipped")):
+    if not ok or not ((f[2].isdigit() and int(f[2]) < MAX_LATENCY_US) or f[2] in ("failed", "skipped")):
         raise TrialFailure("parse", f"pgbench's log {where} is not a transaction of pgbench 15: {line[:120]!r}")
     end_s = int(f[4]) + int(f[5]) / 1e6
     if retries and int(f[-1]):

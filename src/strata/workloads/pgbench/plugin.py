@@ -149,6 +149,10 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
             )
         return out
 
+    def direct_io(self, params: PgbenchParams) -> bool:
+        """The cache rule applies: the workload states the bytes that must reach the device (metrics.py)."""
+        return True
+
     def estimate_s(self, params: PgbenchParams) -> float:
         return 15 + params.scale * 0.5 + params.warmup + params.runtime + 10
 
