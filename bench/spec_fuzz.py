@@ -67,6 +67,10 @@ GARBAGE = [
     {"preset": ["low"]},
     {"fio": "rr"},
     {"fio": {"file": 5}},
+    "tpcb-like",
+    "file:/dev/zero",
+    {"pgbench": {"script": 5}},
+    {"pgbench": {"shared_buffers": "9" * 400, "rate": [0, "none"]}},
 ]
 
 

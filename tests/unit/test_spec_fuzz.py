@@ -22,6 +22,9 @@ REPRODUCERS = [  # (document, the key path its error names)
     ({**BASE, "workloads": ["rr"], "loads": [{"preset": ["low"]}]}, "loads[0].preset"),
     ({**BASE, "workloads": [{"fio": {"preset": "rr", "size": "9" * 400}}]}, "workloads[0].fio.size"),
     ({**BASE, "workloads": [{"fio": {"preset": "rr", "runtime": "1e999"}}]}, "workloads[0].fio.runtime"),
+    ({**BASE, "workloads": [{"pgbench": {"script": "file:/dev/zero"}}]}, "workloads[0].pgbench"),
+    ({**BASE, "workloads": [{"pgbench": {"shared_buffers": "9" * 400}}]}, "workloads[0].pgbench.shared_buffers"),
+    ({**BASE, "workloads": [{"pgbench": {"rate": [5, "1e999"], "clients": [1, 2**63]}}]}, None),
     (
         {
             **BASE,
