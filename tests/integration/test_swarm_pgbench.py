@@ -95,4 +95,5 @@ def test_one_server_on_each_host_merges_into_one_result(bed, tmp_path):
     assert set(r["flags"]["sync"]["hosts"]) == set(HOSTS)
     for h in b.hosts:
         assert leftovers(h.workdir) == [] and _postgres_in(h.netns) == [], f"host {h.name}"
-    print(f"\npgbench across two hosts: {m['tps']:.0f} tx/s ({', '.join(f'{h} {per[h]['tps']:.0f}' for h in HOSTS)})")
+    each = ", ".join(f"{h} {per[h]['tps']:.0f}" for h in HOSTS)
+    print(f"\npgbench across two hosts: {m['tps']:.0f} tx/s ({each})")
