@@ -39,7 +39,10 @@ PG = postgres.PG_BIN
 
 
 def sh(*argv, **kw) -> str:
-    return subprocess.run(argv, check=True, capture_output=True, text=True, **kw).stdout.strip()
+    cp = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if cp.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, argv))} exited {cp.returncode}:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
+    return cp.stdout.strip()
 
 
 def as_postgres(*argv) -> list[str]:
@@ -133,6 +136,7 @@ def main() -> int:
     tiny.apply(args, rounds=1, runtime=3, scale=1, size="2G")
     size_mib = int(args.size[:-1]) * (1024 if args.size.endswith("G") else 1)
     work = Path(tempfile.mkdtemp(prefix="strata-pgbench-overhead-", dir="/var/tmp"))
+    work.chmod(0o755)  # the postgres user walks through it to its data directory
     img = work / "dev.img"
     sh("dd", "if=/dev/zero", f"of={img}", "bs=1M", f"count={size_mib}", "oflag=direct", "status=none")
     dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
