@@ -67,6 +67,10 @@ GARBAGE = [
     {"preset": ["low"]},
     {"fio": "rr"},
     {"fio": {"file": 5}},
+    "tpcb-like",
+    "file:/dev/zero",
+    {"pgbench": {"script": 5}},
+    {"pgbench": {"shared_buffers": "9" * 400, "rate": [0, "none"]}},
 ]
 
 
@@ -126,7 +130,10 @@ def mutate(doc, rnd: random.Random):
         elif op < 0.55 and isinstance(parent, dict):
             del parent[key]
         elif op < 0.65 and isinstance(parent, dict):
-            parent[rnd.choice(["colour", "type", "name", "file", "size", "preset"])] = rnd.choice(GARBAGE)
+            # a copy: a later mutation inside it must not grow GARBAGE itself (every later mutant then slower)
+            parent[rnd.choice(["colour", "type", "name", "file", "size", "preset"])] = copy.deepcopy(
+                rnd.choice(GARBAGE)
+            )
         elif op < 0.75:
             parent[key] = [copy.deepcopy(parent[key])] * rnd.choice([2, 3, 50, 1000])
         elif op < 0.80:

@@ -193,6 +193,15 @@ FULL_ONLY: dict[str, Why] = {
                                                                      "host_lost, and the run goes on"),
     IT + "test_swarm.py::test_doctor_and_cleanup_on_every_host": alone("doctor on every host"),
     IT + "test_swarm_ycsb.py": alone("Cassandra clusters across test hosts"),
+    IT + "test_swarm_pgbench.py": alone("PostgreSQL servers across test hosts, merged into one result"),
+    # ---- pgbench: the default tier keeps native servers, servers in containers, a killed server, kill -9
+    IT + "test_pgbench.py::test_kill_9_in_a_container_then_cleanup_leaves_nothing": covered(
+        IT + "test_pgbench.py::test_kill_9_natively_then_cleanup_leaves_nothing", "cleanup of a killed pgbench run; "
+        "a killed docker run's cleanup: test_docker.py::test_kill9_then_cleanup_leaves_nothing[strata]"),
+    IT + "test_pgbench.py::test_a_pod_on_the_test_bed": alone("PostgreSQL in a pod"),
+    IT + "test_pgbench.py::test_the_servers_image_holds_postgresql_15": covered(
+        IT + "test_pgbench.py::test_two_servers_in_containers_on_named_volumes", "the servers' image in use"),
+    BENCH + "pgbench_overhead.py]": covered(IT + "test_pgbench.py::test_native_tpcb_like", "pgbench natively"),
     # ---- ycsb: the default tier keeps a native two-node cluster, kill -9 and the node failures
     IT + "test_ycsb_run.py::test_a_killed_database_container": alone("a Cassandra container killed mid-trial"),
     IT + "test_ycsb_run.py::test_strata_loopback": alone("STRATA_LOOPBACK on a real Cassandra"),
@@ -224,6 +233,7 @@ DEFAULT_RUNS: dict[str, str] = {
     "runtime kubernetes": IT + "test_kubernetes_runtime.py::test_fio_in_pods_on_every_path_beside_native_and_docker",
     "workload fio": IT + "test_native.py::test_every_filesystem_natively",
     "workload filebench": IT + "test_filebench_workload.py::test_personalities_natively_and_in_two_containers",
+    "workload pgbench": IT + "test_pgbench.py::test_native_tpcb_like_and_select_only_with_the_cache_rule",
     "workload ycsb": IT + "test_ycsb_run.py::test_native_two_node_cluster_with_replication_2",
     "hosts swarm": IT + "test_swarm.py::test_a_trial_spanning_two_hosts",
     "an example study at smoke scale": STUDY + "xu2017-remote.yaml]",

@@ -63,6 +63,14 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
             (r"container volume / native: +(?P<volume>[\d.]+) median of paired ratios", {"volume": RATIO}),
         ],
     ),
+    "pgbench_overhead.py": (
+        [],
+        [
+            (r"round 1: by hand (?P<hand>[\d,]+) tx/s, strata native (?P<strata>[\d,]+) tx/s",
+             {"hand": (1.0, 1e7), "strata": (1.0, 1e7)}),
+            (r"strata / by hand: (?P<ratio>[\d.]+) median of 1 paired ratios \(target >= 0.97\)", {"ratio": RATIO}),
+        ],
+    ),
     "podman_vs_docker.py": (
         [],
         [

@@ -39,6 +39,17 @@ def test_each_check_fires_with_a_fix():
     assert "1 disk_full" in w["failed"].message
 
 
+def test_a_databases_cache_warning_says_what_a_database_needs():
+    """A workload whose bytes are not O_DIRECT I/O says so in its cache evidence (`basis`); the fix then
+    names what such a workload needs, and fio's fix stays as it was."""
+    fio = [make_result(fs="xfs", rep=0, value=900, cache=True)]
+    db = make_result(fs="ext4", rep=0, value=900, cache=True)
+    db["flags"]["cache"]["evidence"]["basis"] = "as one 8 KiB block a transaction"
+    assert "data set larger than the memory" not in kinds(fio)["cache"].fix
+    fix = kinds(fio + [db])["cache"].fix
+    assert fix.startswith("measure the device with O_DIRECT") and "data set larger than the memory" in fix
+
+
 def test_too_short_to_judge_is_its_own_warning():
     rs = [make_result(rep=i, steady={"steady": False, "judged": False}) for i in range(3)]
     w = kinds(rs)["steady"]

@@ -81,6 +81,7 @@ def test_a_workloads_capabilities_are_what_it_declares_and_satisfies():
         "filebench": {"Smoke", "Upgrading"},
         "null": set(),
         "ycsb": {"Smoke", "Constrained", "ServerWorkload", "SelfPlacing"},
+        "pgbench": {"Smoke", "Constrained", "ServerWorkload"},
     }
     assert not any(isinstance(ToolWorkload(), c) for c in CAPABILITIES)
     for name, wl in WORKLOADS.items():

@@ -1,6 +1,7 @@
 """The validator never crashes (issue 14): the reproducers of the report, each an exit-2 answer with the
 key path, and a seeded mutation run over every example (bench/spec_fuzz.py runs larger ones)."""
 
+import copy
 import sys
 from pathlib import Path
 
@@ -22,6 +23,9 @@ REPRODUCERS = [  # (document, the key path its error names)
     ({**BASE, "workloads": ["rr"], "loads": [{"preset": ["low"]}]}, "loads[0].preset"),
     ({**BASE, "workloads": [{"fio": {"preset": "rr", "size": "9" * 400}}]}, "workloads[0].fio.size"),
     ({**BASE, "workloads": [{"fio": {"preset": "rr", "runtime": "1e999"}}]}, "workloads[0].fio.runtime"),
+    ({**BASE, "workloads": [{"pgbench": {"script": "file:/dev/zero"}}]}, "workloads[0].pgbench"),
+    ({**BASE, "workloads": [{"pgbench": {"shared_buffers": "9" * 400}}]}, "workloads[0].pgbench.shared_buffers"),
+    ({**BASE, "workloads": [{"pgbench": {"rate": [5, "1e999"], "clients": [1, 2**63]}}]}, None),
     (
         {
             **BASE,
@@ -62,8 +66,12 @@ def test_binary_garbage_a_directory_and_deep_nesting_exit_2(tmp_path, capsys):
 
 
 def test_seeded_mutants_of_every_example(tmp_path):
+    garbage = copy.deepcopy(spec_fuzz.GARBAGE)
     failures = spec_fuzz.run(1500, seed=20261123, tmp=tmp_path)
     assert not failures, f"{len(failures)} crashes, e.g. seed {failures[0][0]} of {failures[0][1]}:\n{failures[0][2]}"
+    # regression: a mutation inside a garbage value placed by reference grew GARBAGE itself, so that a long
+    # run's later mutants held lists of a million items (1 GiB and seconds each)
+    assert repr(spec_fuzz.GARBAGE) == repr(garbage)
 
 
 def test_a_large_plan_needs_yes(tmp_path, capsys, monkeypatch):

@@ -15,7 +15,8 @@ import yaml
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.stack.runtimes.docker import image as dimage
-from strata.workloads.ycsb import cassandra, client, hdr, image, jars, node, parse
+from strata.workloads import hdr
+from strata.workloads.ycsb import cassandra, client, image, jars, node, parse
 
 DATA = Path(__file__).parents[1] / "data" / "ycsb" / "0.17.0"
 RUN_A = DATA / "run-a-dataintegrity"

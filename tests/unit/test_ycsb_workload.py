@@ -474,8 +474,10 @@ def test_a_mem_preset_below_a_node_on_this_host_is_a_plan_error(tmp_path):
 
 def test_seconds_to_ready_count_from_the_launch(tmp_path):
     (tmp_path / "node.launched").write_text(f"{time.time() - 12.5:.3f}\n")
-    assert server.since_launch(tmp_path, 0.0) == pytest.approx(12.5, abs=1)
-    assert server.since_launch(tmp_path / "missing", 3.0) == 3.0
+    from strata.workloads.server import lifecycle
+
+    assert lifecycle.since_launch(tmp_path, 0.0) == pytest.approx(12.5, abs=1)
+    assert lifecycle.since_launch(tmp_path / "missing", 3.0) == 3.0
 
 
 @pytest.mark.parametrize(

@@ -78,13 +78,22 @@ def _cache(cells: list[Cell]) -> list[HygieneWarning]:
     cached = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.cached]
     if not cached:
         return []
+    fix = (
+        "measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`); "
+        "see flags.cache.evidence in the trial's JSON"
+    )
+    judged = [Flags.of(r).cache for c in cells for r in c.cached]
+    if any(j is not None and j.evidence.get("basis") for j in judged):  # a database's bytes, not O_DIRECT I/O
+        fix += (
+            "; a workload whose bytes are not O_DIRECT I/O (evidence.basis) needs a data set larger than the "
+            "memory, or its writes forced to the device"
+        )
     return [
         HygieneWarning(
             "cache",
             f"a cache answered in {len(cached)} trial(s) ({disks.rule('their')}): they are drawn apart, labeled "
             "cache, never as device performance",
-            "measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`); "
-            "see flags.cache.evidence in the trial's JSON",
+            fix,
             cached,
         )
     ]

@@ -57,6 +57,7 @@ class CacheEvidence(TypedDict, total=False):
     write_disk_bytes: int
     write_disk_share: float
     hosts: dict[str, dict]  # across hosts: each host's own cache flag
+    basis: str  # what the workload's bytes are when not O_DIRECT I/O (a database's WAL), said in the reason
     disk: str  # schema 1: the one disk checked
 
 

@@ -254,6 +254,7 @@ def _judge(trial, wl, disk_names: list[str], session, parsed, outputs, summary: 
             {name: stats[name] for name in disk_names if name in stats},
             wl.direct_io(trial.workload),
             trial.path,
+            parsed.moved_basis,
         ),
         runtime_facts=session.facts,
         metrics=parsed.metrics,

@@ -43,6 +43,9 @@ class Parsed:
     # where each window's output lives, when the windows are not the instances' (a server workload's
     # clients): across hosts, a window's host is the host whose artifacts hold it
     window_dirs: list[Path] | None = None
+    # what `moved_bytes` are when they are not I/O with O_DIRECT, in words for the cache judgement's
+    # message ("as WAL": a database's bytes that must reach the device); "": O_DIRECT I/O
+    moved_basis: str = ""
 
 
 def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> JSON:

@@ -31,11 +31,13 @@ def rule(whose: str) -> str:
     return f"a disk moved less than {share_words()} of {whose} bytes"
 
 
-def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: str) -> Cache:
+def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: str, basis: str = "") -> Cache:
     """`disks`: diskstats totals of each layer below the workload (the device under test first,
     then what lies below it). The device under test sees only our file system, so it is not
     fooled by other activity on a shared disk; the disks below show what a buffered loop device
-    or a storage host really moved. A shortfall at any layer is a cache."""
+    or a storage host really moved. A shortfall at any layer is a cache. `basis`: what the
+    workload's bytes are when they are not O_DIRECT I/O ("as WAL": bytes a database must write),
+    kept in the evidence and said in the reason."""
     if path == "tmpfs":
         return Judgement(Flag.CACHE, True, "the tmpfs path measures memory, not the device", expected=True)
     if not direct_io:
@@ -55,7 +57,7 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
         for name, disk in disks.items():
             dev = disk.get(f"{ddir}_bytes", 0)
             per_disk[name][f"{ddir}_bytes"] = dev
-            share, short = layer_share(ddir, moved.get(ddir, 0), dev, name)
+            share, short = layer_share(ddir, moved.get(ddir, 0), dev, name, basis)
             if share is not None:
                 per_disk[name][f"{ddir}_share"] = round(share, 4)
             if short:
@@ -68,6 +70,8 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
         "write_workload_bytes": moved.get("write", 0),
         "write_disk_bytes": under_test.get("write_bytes", 0),
     }
+    if basis:
+        evidence["basis"] = basis
     shares = per_disk[next(iter(disks))]  # the share beside the bytes it is the share of: the device under test's
     if "read_share" in shares:
         evidence["read_disk_share"] = shares["read_share"]
@@ -83,7 +87,9 @@ def workload_bytes(ev: CacheEvidence, ddir: str) -> int:
     return ev.get("read_workload_bytes", 0) if ddir == "read" else ev.get("write_workload_bytes", 0)
 
 
-def layer_share(ddir: str, workload_bytes: int, layer_bytes: int, layer: str) -> tuple[float | None, str | None]:
+def layer_share(
+    ddir: str, workload_bytes: int, layer_bytes: int, layer: str, basis: str = ""
+) -> tuple[float | None, str | None]:
     """The share of the workload's bytes one layer below it moved (None: too few bytes to judge) and,
     when it falls short, why a cache answered. The one rule for every layer, local or on a storage host."""
     if workload_bytes < MIN_CHECKED_BYTES:
@@ -92,7 +98,7 @@ def layer_share(ddir: str, workload_bytes: int, layer_bytes: int, layer: str) ->
     if share >= MIN_DEVICE_SHARE:
         return share, None
     return share, (
-        f"the workload {ddir} {workload_bytes / 2**20:.0f} MiB with O_DIRECT but {layer} moved "
+        f"the workload {ddir} {workload_bytes / 2**20:.0f} MiB {basis or 'with O_DIRECT'} but {layer} moved "
         f"{layer_bytes / 2**20:.0f} MiB ({share:.0%}): a cache answered"
     )
 
@@ -109,7 +115,11 @@ def cache_below(judged: Cache, moved: dict[str, dict] | None, host: str) -> Cach
         entry = per_disk[f"{host}:{name}"] = dict(m)
         for ddir in DIRECTIONS:
             share, short = layer_share(
-                ddir, workload_bytes(ev, ddir), m[f"{ddir}_bytes"], f"the storage host {host}'s {name}"
+                ddir,
+                workload_bytes(ev, ddir),
+                m[f"{ddir}_bytes"],
+                f"the storage host {host}'s {name}",
+                ev.get("basis", ""),
             )
             if share is not None:
                 entry[f"{ddir}_share"] = round(share, 4)

@@ -32,6 +32,7 @@ class MovedBytes:
     disks: dict[str, dict]
     direct_io: bool  # the workload asked for O_DIRECT: a cache is not part of what it measures
     path: str  # the path under test (tmpfs measures memory)
+    basis: str = ""  # what the workload's bytes are when not O_DIRECT I/O ("as WAL": bytes a database must write)
 
 
 @dataclass(frozen=True)

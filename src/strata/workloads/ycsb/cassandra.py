@@ -32,13 +32,13 @@ natively or in a container (`--network host`); only the paths as the node sees t
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from strata.core.errors import StrataError, TrialFailure
+from strata.workloads.server.loopback import loopback_octet
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -129,22 +129,6 @@ JVM_SERVER_OPTIONS = [
     "-Djava.net.preferIPv4Stack=true",
     "-XX:+ExitOnOutOfMemoryError",
 ]
-
-
-LOOPBACK_ENV = "STRATA_LOOPBACK"
-
-
-def loopback_octet() -> int:
-    """X of the 127.X.0.0/16 block the nodes on this host listen in: 0, or `STRATA_LOOPBACK`."""
-    raw = os.environ.get(LOOPBACK_ENV, "").strip()
-    if not raw:
-        return 0
-    if not raw.isdigit() or int(raw) > 255:
-        raise StrataError(
-            f"{LOOPBACK_ENV}={raw[:20]!r} is not a number from 0 to 255",
-            f"unset {LOOPBACK_ENV}, or give X of the 127.X.0.0/16 block for this run's Cassandra nodes",
-        )
-    return int(raw)
 
 
 def node_address(cluster_index: int, node_index: int) -> str:

@@ -21,13 +21,14 @@ reason, as it does for any other non-zero exit.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from strata.core.errors import StrataError, TrialFailure
+from strata.workloads.server import clients
+from strata.workloads.server.clients import ClientResult, tail_text
 from strata.workloads.ycsb.jars import BINDING_CLASS, RING_CHECK_CLASS
 
 WORKLOADS_DIR = Path(__file__).parent / "workloads"
@@ -36,7 +37,6 @@ FATAL_MARK = "[strata-cassandra] FATAL:"
 FATAL_EXIT = 3
 PERCENTILES = "50,95,99,99.9"
 DEFAULT_CLIENT_HEAP = "512m"
-STDERR_TAIL_CHARS = 4000
 UNBOUNDED_OPERATIONS = 2**31 - 1  # YCSB reads operationcount as a Java int
 
 
@@ -156,66 +156,24 @@ def ring_check_argv(hosts: list[str], lib_dir: Path, port: int = 9042, java: str
     ]
 
 
-@dataclass
-class ClientResult:
-    returncode: int
-    wall_s: float
-    cpu_s: float  # user + system CPU of the client JVM (os.wait4)
-    stdout_path: Path
-    stderr_path: Path
-
-    def cpu_share(self, cores: int | None = None) -> float:
-        """The client's CPU time over the wall time of all cores (1.0: it used the whole machine)."""
-        return self.cpu_s / (self.wall_s * (cores or os.cpu_count() or 1)) if self.wall_s > 0 else 0.0
+exited = clients.exited  # watched without reaping it (the template's)
 
 
 def start_client(run: ClientRun, lib_dir: Path) -> subprocess.Popen:
     """Start one client, its output in run.out_dir (stdout.txt, stderr.txt, hdr/, argv.txt)."""
-    (run.out_dir / "hdr").mkdir(parents=True, exist_ok=True)
-    argv = client_argv(run, lib_dir)
-    (run.out_dir / "argv.txt").write_text("\n".join(argv) + "\n")
-    with open(run.out_dir / "stdout.txt", "w") as out, open(run.out_dir / "stderr.txt", "w") as err:
-        return subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=run.out_dir, start_new_session=True
-        )
+    return clients.start(as_client(run, lib_dir))
 
 
-def exited(proc: subprocess.Popen) -> bool:
-    """Has the client ended? Without reaping it (Popen.poll would, and its CPU time with it)."""
-    info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    return info is not None and info.si_pid == proc.pid
+def as_client(run: ClientRun, lib_dir: Path) -> clients.Client:
+    """The run as the server template's client process."""
+    return clients.Client(client_argv(run, lib_dir), run.out_dir, dirs=("hdr",))
 
 
 def wait_client(proc: subprocess.Popen, run: ClientRun, t0: float, timeout_s: float) -> ClientResult:
     """Wait (killing the client at the deadline) and fail the trial on any non-zero exit.
 
     The client must not have been reaped already (use `exited`, not Popen.poll, to watch it)."""
-    deadline = t0 + timeout_s
-    while True:
-        pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            proc.kill()
-            pid, status, rusage = os.wait4(proc.pid, 0)
-            proc.returncode = -9
-            raise TrialFailure(
-                "timeout",
-                f"the YCSB client ({run.phase}) did not end within {timeout_s:.0f} s",
-                _tail(run.out_dir / "stderr.txt"),
-            )
-        time.sleep(0.1)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    result = ClientResult(
-        proc.returncode,
-        time.monotonic() - t0,
-        rusage.ru_utime + rusage.ru_stime,
-        run.out_dir / "stdout.txt",
-        run.out_dir / "stderr.txt",
-    )
-    if result.returncode != 0:
-        raise client_failure(run.phase, result.returncode, result.stderr_path.read_text(errors="replace"))
-    return result
+    return clients.wait(proc, run.out_dir, run.phase, t0, timeout_s, client_failure, "the YCSB client")
 
 
 def run_client(run: ClientRun, lib_dir: Path, timeout_s: float) -> ClientResult:
@@ -227,16 +185,5 @@ def client_failure(phase: str, returncode: int, stderr: str) -> TrialFailure:
     """The reason a client ended badly, in the words of our binding when it gave one."""
     fatal = [ln[len(FATAL_MARK) :].strip() for ln in stderr.splitlines() if ln.startswith(FATAL_MARK)]
     if fatal:
-        return TrialFailure("tool_error", f"YCSB ({phase}) stopped: {fatal[0]}", _tail_text(stderr))
-    return TrialFailure("tool_error", f"the YCSB client ({phase}) exited with {returncode}", _tail_text(stderr))
-
-
-def _tail_text(text: str) -> str:
-    return text[-STDERR_TAIL_CHARS:]
-
-
-def _tail(path: Path) -> str:
-    try:
-        return _tail_text(path.read_text(errors="replace"))
-    except OSError:
-        return ""
+        return TrialFailure("tool_error", f"YCSB ({phase}) stopped: {fatal[0]}", tail_text(stderr))
+    return TrialFailure("tool_error", f"the YCSB client ({phase}) exited with {returncode}", tail_text(stderr))

@@ -1,4 +1,4 @@
-"""The metrics of one ycsb trial, from the clients' own output (parse.py, hdr.py).
+"""The metrics of one ycsb trial, from the clients' own output (parse.py, workloads/hdr.py).
 
 - `primary`: the aggregate ops/s of the measured run over the seconds in which every client ran
   (the sum of their per-second series), with that series (`ycsb_ops`) for the steady check.
@@ -27,12 +27,11 @@ from pathlib import Path
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
+from strata.workloads import hdr
 from strata.workloads.base import Parsed, headline
-from strata.workloads.ycsb import hdr
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import YcsbParams
-from strata.workloads.ycsb.plugin import RECORD_BYTES
-from strata.workloads.ycsb.server import CLIENTS_DIR
+from strata.workloads.ycsb.plugin import CLIENTS_DIR, RECORD_BYTES
 
 SERIES = "ycsb_ops"
 READS = ("READ", "SCAN")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from strata.workloads.ycsb import hdr
+from strata.workloads import hdr
 
 SUMMARY = re.compile(r"^\[([A-Z0-9_\-]+)\], ([^,]+), (.+)$")
 STATUS = re.compile(r"^(\S+ \S+) (\d+) sec: (\d+) operations;(?: ([\d.]+) current ops/sec;)?")

@@ -1,10 +1,12 @@
 """The `ycsb` workload plugin: Cassandra nodes as the instances, the YCSB client on the host.
 
-A server workload: each instance is one Cassandra node, run by the runtime under test like any
-instance (natively on the mount point; in a container with its data on the layer, a volume or
-a bind mount; `--network host`), so limits, collectors, journal and cleanup are the runtime's.
-`measure` (server.py) starts the nodes, loads them, warms them up and measures the YCSB clients,
-which run on the host outside the stack under test with their CPU time recorded. Instances are
+A server workload on the server template (workloads/server/): each instance is one Cassandra node,
+run by the runtime under test like any instance (natively on the mount point; in a container with
+its data on the layer, a volume or a bind mount; `--network host`), so limits, collectors, journal
+and cleanup are the runtime's. The template's lifecycle starts the nodes, loads them, warms them up
+and measures the YCSB clients, which run on the host outside the stack under test with their CPU
+time recorded; Cassandra's own steps (nodes joining one by one, the ring check, the peak of a
+relative target) are its hooks, in server.py. Instances are
 laid out database by database: database d (of `containers x clusters`) is instances
 d*nodes .. d*nodes+nodes-1, node i at 127.0.{d+1}.{i+1}.
 
@@ -21,25 +23,20 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from strata.core.errors import StrataError
+from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import Build, ImageSpec, InstanceOutput, Prebuilds, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, sweep_ends
-from strata.workloads.base import (
-    Constrained,
-    MeasureContext,
-    Parsed,
-    SelfPlacing,
-    ServerWorkload,
-    Smoke,
-    ToolWorkload,
-    host_share,
-)
+from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
+from strata.workloads.server.clients import Client
+from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.server.template import ServerTemplate
 from strata.workloads.ycsb import cassandra, jars
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
 from strata.workloads.ycsb.params import Span, YcsbParams
 from strata.workloads.ycsb.script import node_script, start_file
 
+CLIENTS_DIR = "ycsb"  # the clients' outputs and clients.json, under a trial's artifacts
 RECORD_BYTES = 1100  # YCSB's default row: 10 fields of 100 bytes, and the key
 NODE_OVERHEAD_BYTES = 256 << 20  # commit log segments, system keyspaces
 VM_REASON = (
@@ -114,18 +111,15 @@ def _int(value, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-class Ycsb(
-    ToolWorkload[YcsbParams],
-    Smoke,
-    Constrained[YcsbParams],
-    ServerWorkload[YcsbParams],
-    SelfPlacing[YcsbParams],
-    Prebuilds,
-):
+class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds):
     name = "ycsb"
     params = YcsbParams
     metrics = METRICS
-    targets = ("dir",)  # a node's data directory
+    clients_dir = CLIENTS_DIR
+    client_what = "the YCSB client"
+    server_what = "Cassandra node"
+    server_noun = "node"
+    vm_reason = VM_REASON
 
     def smoke(self, raw: dict) -> dict:
         """experiment/scale.py: 200 records, 5 s runs after 1 s of warm-up, 2 client threads, the offered
@@ -162,16 +156,13 @@ class Ycsb(
         if not jars.cassandra_home().joinpath(jars.MANIFEST).exists() and not shutil.which("mvn"):
             return "the Cassandra jars are not cached and Maven is not installed (apt-get install maven)"
         try:
-            cassandra.loopback_octet()
+            loopback_octet()
         except StrataError as e:
             return e.message()
         return None
 
     def versions(self) -> dict[str, str | None]:
         return {"cassandra": jars.CASSANDRA_VERSION, "ycsb": jars.YCSB_VERSION}
-
-    def impossible(self, params: YcsbParams, runtime) -> str | None:
-        return VM_REASON if runtime.isolation == "vm" else None
 
     def problems(self, params: YcsbParams, load: Load) -> list[tuple[str, str, str]]:
         out = []
@@ -234,9 +225,6 @@ class Ycsb(
             return params.clusters * (-(-rows // c.nodes) + NODE_OVERHEAD_BYTES)
         return params.clusters * (rows + c.nodes * NODE_OVERHEAD_BYTES)
 
-    def network(self, params: YcsbParams) -> str:
-        return "host"
-
     def image(self, params: YcsbParams) -> ImageSpec:
         return image_spec()
 
@@ -256,10 +244,53 @@ class Ycsb(
         sync = target.sync_dir or f"{target.out_dir}/../sync"
         return ["sh", "-c", node_script(cfg, jars.jar_names(home), target.out_dir, sync, turn), "strata-node"]
 
-    def measure(self, params: YcsbParams, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
-        from strata.workloads.ycsb.server import measure
+    # ---- the server template's hooks: Cassandra's steps (server.py) ----
 
-        return measure(params, load, ctx)
+    def start_servers(self, params: YcsbParams, load: Load, ctx: MeasureContext) -> list[float]:
+        from strata.workloads.ycsb import server
+
+        return server.start_nodes(params, server.layout(params, load), ctx)
+
+    def ready(self, params: YcsbParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
+        raise NotImplementedError("a node's readiness is waited for by start_servers (server.wait_node)")
+
+    def record(self, params: YcsbParams, load: Load) -> dict:
+        from strata.workloads.ycsb import server
+
+        return server.record(params, load)
+
+    def drives(self, params: YcsbParams) -> bool:
+        return params.drives
+
+    def after_start(self, params: YcsbParams, load: Load, ctx: MeasureContext) -> None:
+        from strata.workloads.ycsb import server
+
+        server.after_start(params, load, ctx)
+
+    def phases(self, params: YcsbParams) -> tuple[str, ...]:
+        from strata.workloads.ycsb import server
+
+        return server.phases(params)
+
+    def after_phase(self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: dict) -> None:
+        from strata.workloads.ycsb import server
+
+        server.after_phase(phase, params, load, ctx, record)
+
+    def clients(self, phase: str, params: YcsbParams, load: Load, out: Path, record: dict) -> list[Client]:
+        from strata.workloads.ycsb import server
+
+        return server.clients(phase, params, load, out, record)
+
+    def phase_timeout_s(self, phase: str, params: YcsbParams) -> float:
+        from strata.workloads.ycsb import server
+
+        return server.phase_timeout_s(phase, params)
+
+    def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
+        from strata.workloads.ycsb.client import client_failure
+
+        return client_failure(phase, returncode, stderr)
 
     def parse(self, params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
         from strata.workloads.ycsb.metrics import parse

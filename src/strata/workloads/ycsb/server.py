@@ -1,10 +1,11 @@
-"""The ycsb workload's measured phase: nodes up, load, warm-up, measured run, nodes stopped.
+"""Cassandra's part of the server template's lifecycle (workloads/server/lifecycle.py): its nodes
+start one by one, its ring is checked, it warms up and measures a peak before its measured run.
 
 1. The runtime has created the node instances; `go` starts every cluster's seed at once. Each
    further node of a cluster waits for its start file (written when the node before it is
    ready), as Cassandra wants nodes to join one at a time. Ready = the node's log says it
-   listens for CQL clients and its port answers (cassandra.wait_ready); with several nodes,
-   RingCheck then sees every node Up and Normal from every node.
+   listens for CQL clients and its port answers; with several nodes, RingCheck then sees every
+   node Up and Normal from every node (`after_start`).
 2. Load: one YCSB client per database inserts the records (not measured).
 3. Warm-up: `warmup` seconds of the run's operations (not measured).
    With a relative target (`target: 40%`), the warm-up runs flat out and then the peak: the run's
@@ -17,38 +18,36 @@ Clusters that span hosts: each host's part starts its own node of every database
 database starts once node i-1 answers at its address, on whichever host it runs (the nodes join
 one by one across hosts, the network between them is the only channel). The host that runs the
 clients (`clients_on`) checks the ring and runs the phases as above; every other host's part
-collects from the barrier until every part measured (`rendezvous(running, "measured")`), so that
-its nodes serve the whole measured run and its collectors see their disk's share of it.
+serves until every part measured (the template's `serve`), so that its nodes serve the whole
+measured run and its collectors see their disk's share of it.
 
 The clients run on the host, outside the stack under test; each one's CPU time is recorded
-(clients.json). While anything waits, `Running.check` watches the nodes: a node that ends
-(killed, crashed) fails the trial as `instance_died`, an OOM-killed one as `oom`, a node not up
-in time as `not_ready`, each with the tail of the node's log.
+(clients.json). A node that ends (killed, crashed) fails the trial as `instance_died`, an
+OOM-killed one as `oom`, a node not up in time as `not_ready`, each with the tail of the node's log.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from strata.core.errors import TrialFailure
-from strata.core.instances import InstanceOutput
 from strata.core.params import Load
-from strata.workloads.base import MeasureContext, rendezvous
+from strata.workloads.base import MeasureContext
+from strata.workloads.server import lifecycle
+from strata.workloads.server.clients import Client
 from strata.workloads.ycsb import cassandra, client, jars
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import PROFILES, YcsbParams
-from strata.workloads.ycsb.plugin import databases, span_addresses
-from strata.workloads.ycsb.script import LOG_NAME, STOP_FILE, start_file
+from strata.workloads.ycsb.plugin import CLIENTS_DIR, YCSB, databases, span_addresses
+from strata.workloads.ycsb.script import LOG_NAME, start_file
 
 POLL_S = 0.5
-GRACE_S = 3.0  # after a client failed, how long the nodes get to show that one of them died
-STOP_TIMEOUT_S = 90
 RING_TIMEOUT_S = 180
-CLIENTS_DIR = "ycsb"
+
+__all__ = ["CLIENTS_DIR"]
 
 
 @dataclass
@@ -74,68 +73,6 @@ def layout(params: YcsbParams, load: Load) -> list[Db]:
     ]
 
 
-def measure(params: YcsbParams, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
-    running, art = ctx.running, ctx.art
-    dbs = layout(params, load)
-    sync = art / "sync"
-    record: dict = {"databases": len(dbs), "nodes": params.cluster.nodes, "phases": {}}
-    running.ready(ctx.prepare_timeout_s)
-    running.go()
-    record["node_ready_s"] = start_nodes(params, dbs, ctx)
-    if not params.drives:
-        return serve(ctx, record)
-    lib = jars.ensure_ycsb() / "lib"
-    if params.cluster.nodes > 1:
-        for db in dbs:
-            ring_check(db, lib, ctx)
-    record["phases"]["load"] = run_phase("load", params, dbs, lib, ctx)
-    if params.warmup:
-        record["phases"]["warmup"] = run_phase("warmup", params, dbs, lib, ctx)
-    rate = None
-    if params.target_share:
-        record["phases"]["peak"] = run_phase("peak", params, dbs, lib, ctx)
-        record["offered"] = offered(params, len(dbs), [ctx.art / c for c in record["phases"]["peak"]["clients"]])
-        rate = record["offered"]["target_ops_s"]
-    rendezvous(running)  # across hosts: every host's measured run starts together
-    with ctx.collect():
-        record["phases"]["run"] = run_phase("run", params, dbs, lib, ctx, rate)
-        record["page_cache_bytes"] = page_cache_bytes()
-    write_record(art, record)
-    rendezvous(running, "measured", lambda: check_nodes(ctx))  # across hosts: the other hosts' nodes may stop
-    (sync / STOP_FILE).touch()
-    outputs = running.wait(STOP_TIMEOUT_S, ctx.watch)
-    if not outputs:  # a host that runs only the clients: they are its output
-        wall = record["phases"]["run"]["wall_s"]
-        return [InstanceOutput(0, art / CLIENTS_DIR, 0, "", None, None, {"role": "clients", "run_wall_s": wall})]
-    return outputs
-
-
-def serve(ctx: MeasureContext, record: dict) -> list[InstanceOutput]:
-    """A host's part of clusters spanning hosts whose clients run elsewhere: its nodes serve, and its
-    collectors run, from the barrier until every part measured."""
-    rendezvous(ctx.running)
-    t0 = time.monotonic()
-    with ctx.collect():
-        rendezvous(ctx.running, "measured", lambda: check_nodes(ctx))
-        record["page_cache_bytes"] = page_cache_bytes()
-    record["served_s"] = round(time.monotonic() - t0, 3)
-    write_record(ctx.art, record)
-    (ctx.art / "sync" / STOP_FILE).touch()
-    return ctx.running.wait(STOP_TIMEOUT_S, ctx.watch)
-
-
-def write_record(art: Path, record: dict) -> None:
-    (art / CLIENTS_DIR).mkdir(exist_ok=True)
-    (art / CLIENTS_DIR / "clients.json").write_text(json.dumps(record, indent=1))
-
-
-def node_log(art: Path, instance: int) -> str:
-    try:
-        return (art / f"inst-{instance}" / LOG_NAME).read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 def start_nodes(params: YcsbParams, dbs: list[Db], ctx: MeasureContext) -> list[float]:
     """Seeds first (all at once), then node 1 of every cluster, and so on; seconds to ready of each node
     here (a node on another host is waited for until it answers, not timed: its host times it)."""
@@ -159,7 +96,7 @@ def wait_remote(ctx: MeasureContext, db: Db, i: int, params: YcsbParams) -> None
     host, address = params.cluster.hosts[i], db.hosts[i]
     deadline = time.monotonic() + params.start_timeout
     while not cassandra.cql_port_open(address, db.port):
-        check_nodes(ctx)
+        lifecycle.check_servers(YCSB, ctx)
         if time.monotonic() > deadline:
             raise TrialFailure(
                 "not_ready",
@@ -172,38 +109,13 @@ def wait_remote(ctx: MeasureContext, db: Db, i: int, params: YcsbParams) -> None
 def wait_node(
     ctx: MeasureContext, instance: int, address: str, timeout_s: float, port: int = cassandra.CQL_PORT
 ) -> float:
-    def alive() -> bool:
-        try:
-            ctx.running.check(ctx.watch)
-        except TrialFailure as e:
-            tail = cassandra.log_tail(node_log(ctx.art, instance))
-            raise TrialFailure(
-                e.category, f"Cassandra node {instance} at {address} ended while starting: {e}", tail, e.layer
-            )
-        return True
+    """Seconds from the node's launch until its log says it listens for CQL clients and its port answers."""
+    line = f"{cassandra.READY_LINE} /{address}:{port}"
 
-    try:
-        waited = cassandra.wait_ready(
-            address,
-            lambda: node_log(ctx.art, instance),
-            alive,
-            timeout_s=timeout_s,
-            what=f"Cassandra node {instance}",
-            port=port,
-        )
-    except TrialFailure as e:
-        if e.category == "timeout":
-            raise TrialFailure("not_ready", str(e), e.stderr)
-        raise
-    return since_launch(ctx.art / f"inst-{instance}", waited)
+    def answers() -> bool:
+        return line in lifecycle.server_log(ctx.art, instance, LOG_NAME) and cassandra.cql_port_open(address, port)
 
-
-def since_launch(out_dir: Path, waited_s: float) -> float:
-    """Seconds from the node's launch (its script's `node.launched` stamp) to now; else the wait itself."""
-    try:
-        return max(waited_s, time.time() - float((out_dir / "node.launched").read_text().strip()))
-    except (OSError, ValueError):
-        return waited_s
+    return lifecycle.wait_ready(ctx, instance, answers, f"Cassandra node {instance} at {address}", timeout_s, LOG_NAME)
 
 
 def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
@@ -288,67 +200,6 @@ def client_runs(phase: str, params: YcsbParams, db: Db, out: Path, rate: int | N
     ]
 
 
-def run_phase(
-    phase: str, params: YcsbParams, dbs: list[Db], lib: Path, ctx: MeasureContext, rate: int | None = None
-) -> dict:
-    """Every database's clients at once; their wall and CPU time. A node that dies fails the trial."""
-    out = ctx.art / CLIENTS_DIR / phase
-    runs = [r for db in dbs for r in client_runs(phase, params, db, out, rate)]
-    for r in runs:
-        r.out_dir.mkdir(parents=True, exist_ok=True)
-    timeout = phase_timeout_s(phase, params)
-    t0 = time.monotonic()
-    procs = [client.start_client(r, lib) for r in runs]
-    results: dict[int, client.ClientResult] = {}
-    try:
-        while len(results) < len(procs):
-            check_nodes(ctx)
-            for j, (p, r) in enumerate(zip(procs, runs)):
-                if j not in results and client.exited(p):
-                    try:
-                        results[j] = client.wait_client(p, r, t0, timeout)
-                    except TrialFailure:
-                        settle(ctx)  # a node's death is the cause, not the client's failure
-                        raise
-            if time.monotonic() - t0 > timeout:
-                raise TrialFailure("timeout", f"the YCSB clients ({phase}) ran beyond {timeout:.0f} s")
-            time.sleep(POLL_S)
-    finally:
-        for p in procs:
-            if p.returncode is None:
-                p.kill()
-                p.wait()
-    wall = time.monotonic() - t0
-    cpu = [results[j].cpu_s for j in range(len(runs))]
-    return {
-        "wall_s": round(wall, 3),
-        "clients": [str(r.out_dir.relative_to(ctx.art)) for r in runs],
-        "client_cpu_s": [round(c, 3) for c in cpu],
-        "client_cpu_share": round(sum(cpu) / wall / _cores(), 4) if wall > 0 else None,
-    }
-
-
-def check_nodes(ctx: MeasureContext) -> None:
-    try:
-        ctx.running.check(ctx.watch)
-    except TrialFailure as e:
-        if e.category in ("instance_died", "oom"):
-            logs = "\n".join(f"--- node {k}\n{cassandra.log_tail(node_log(ctx.art, k), 1500)}" for k in _instances(ctx))
-            raise TrialFailure(e.category, str(e), (e.stderr + "\n" + logs)[-8000:], e.layer)
-        raise
-
-
-def settle(ctx: MeasureContext) -> None:
-    deadline = time.monotonic() + GRACE_S
-    while time.monotonic() < deadline:
-        check_nodes(ctx)
-        time.sleep(0.25)
-
-
-def _instances(ctx: MeasureContext) -> list[int]:
-    return sorted(int(p.name.split("-")[1]) for p in ctx.art.glob("inst-*") if p.name.split("-")[1].isdigit())
-
-
 def phase_timeout_s(phase: str, params: YcsbParams) -> float:
     if phase == "load":
         return 300 + params.records / 200
@@ -361,17 +212,33 @@ def phase_timeout_s(phase: str, params: YcsbParams) -> float:
     return 300 + (params.operations or 0) / 100
 
 
-def page_cache_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("Cached:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+# ---- the template's hooks (plugin.py's methods call these) ----------------------------------------
 
 
-def _cores() -> int:
-    import os
+def record(params: YcsbParams, load: Load) -> dict:
+    return {"databases": databases(params, load), "nodes": params.cluster.nodes, "phases": {}}
 
-    return os.cpu_count() or 1
+
+def phases(params: YcsbParams) -> tuple[str, ...]:
+    """The load, the warm-up, and the peak a relative target is a share of."""
+    return ("load",) + (("warmup",) if params.warmup else ()) + (("peak",) if params.target_share else ())
+
+
+def after_start(params: YcsbParams, load: Load, ctx: MeasureContext) -> None:
+    if params.cluster.nodes > 1:
+        lib = jars.ensure_ycsb() / "lib"
+        for db in layout(params, load):
+            ring_check(db, lib, ctx)
+
+
+def after_phase(phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, rec: dict) -> None:
+    if phase == "peak":
+        rec["offered"] = offered(params, rec["databases"], [ctx.art / c for c in rec["phases"]["peak"]["clients"]])
+
+
+def clients(phase: str, params: YcsbParams, load: Load, out: Path, rec: dict) -> list[Client]:
+    """Every database's clients of one phase; the run at the rate a relative target offers, when one does."""
+    lib = jars.ensure_ycsb() / "lib"
+    rate = rec["offered"]["target_ops_s"] if phase == "run" and rec.get("offered") else None
+    runs = [r for db in layout(params, load) for r in client_runs(phase, params, db, out, rate)]
+    return [client.as_client(r, lib) for r in runs]

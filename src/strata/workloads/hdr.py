@@ -1,4 +1,5 @@
-"""HdrHistogram logs as YCSB writes them, read and merged exactly, without a C extension.
+"""HdrHistogram: logs as YCSB writes them read, histograms of any workload's latencies recorded, and
+both merged exactly, without a C extension (ycsb's clients; pgbench's per-transaction logs).
 
 YCSB 0.17.0 with `measurementtype=hdrhistogram` and `hdrhistogram.fileoutput=true` writes one
 log per operation type (`READ.hdr`, `UPDATE.hdr`, ...) with HdrHistogram's HistogramLogWriter:
@@ -12,7 +13,9 @@ no percentile of anything).
 The value arithmetic below is HdrHistogram 2.1.12's (AbstractHistogram: bucket indices,
 lowest/highest/median equivalent values, getValueAtPercentile, getMean): the figures equal
 what the Java library prints for the same counts (tests/unit/test_ycsb_mechanics.py checks
-against YCSB's own output). Values are microseconds, as YCSB records them.
+against YCSB's own output). Values are microseconds, as YCSB and pgbench record them; a
+workload that records its own (`Histogram.record`) gets the same bucket grid (1 us, 3 significant
+digits), so its histograms merge across clients and instances like YCSB's.
 """
 
 from __future__ import annotations

@@ -1,0 +1,214 @@
+"""A server workload's measured phase, the same for every server application (template.py's `measure`).
+
+1. The runtime has created the server instances; `go` starts them, and the workload's
+   `start_servers` waits until each is ready (by default in order, each with the workload's probe;
+   Cassandra starts its clusters' nodes one by one). A server that ends while starting fails the
+   trial as `instance_died` (or `oom`), one not up in time as `not_ready`, each with its log's tail.
+2. `after_start`: what must hold before any client runs (Cassandra: every node Up and Normal).
+3. The unmeasured phases (`phases`: the load, a warm-up, ...), each phase's clients at once;
+   `after_phase` reads what a phase measured (the peak a relative target is a share of).
+4. The measured run (`run`), inside the collectors' window, with `observe` on both sides of it (the
+   server's own counters: the WAL PostgreSQL wrote).
+5. `<sync>/stop`: the servers stop, and the runtime's outputs are returned for the parser.
+
+Every phase's clients run on the host (clients.py), their wall and CPU time recorded in
+`<art>/<clients_dir>/clients.json` with the servers' seconds to ready and the page cache at the
+end of the run. While anything waits, `Running.check` watches the servers: a server that ends
+fails the trial with every server's log tail, and a client that fails is given a moment
+(`GRACE_S`) for a server's death, its cause, to show.
+
+Across hosts the parts meet in here (`rendezvous`): every host's measured run starts together, and
+a host whose servers another host's clients use (a cluster spanning hosts, whose clients run
+elsewhere: `drives` is False) serves and collects until every part measured (`serve`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput
+from strata.core.params import Load, Strict
+from strata.workloads.base import MeasureContext, rendezvous
+from strata.workloads.server import clients
+from strata.workloads.server.script import LAUNCHED, STOP_FILE
+
+if TYPE_CHECKING:
+    from strata.workloads.server.template import ServerTemplate
+
+POLL_S = 0.5
+READY_POLL_S = 0.25
+GRACE_S = 3.0  # after a client failed, how long the servers get to show that one of them died
+STOP_TIMEOUT_S = 90
+LOG_TAIL_CHARS = 4000
+
+
+def measure(wl: ServerTemplate[Any], params: Strict, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
+    running, art = ctx.running, ctx.art
+    record = wl.record(params, load)
+    running.ready(ctx.prepare_timeout_s)
+    running.go()
+    record["node_ready_s"] = wl.start_servers(params, load, ctx)
+    if not wl.drives(params):
+        return serve(wl, ctx, record)
+    wl.after_start(params, load, ctx)
+    for phase in wl.phases(params):
+        record["phases"][phase] = run_phase(wl, phase, params, load, ctx, record)
+        wl.after_phase(phase, params, load, ctx, record)
+    rendezvous(running)  # across hosts: every host's measured run starts together
+    wl.observe("before", params, load, ctx, record)
+    with ctx.collect():
+        record["phases"]["run"] = run_phase(wl, "run", params, load, ctx, record)
+        record["page_cache_bytes"] = page_cache_bytes()
+    wl.observe("after", params, load, ctx, record)
+    write_record(wl, art, record)
+    rendezvous(running, "measured", lambda: check_servers(wl, ctx))  # the other hosts' servers may stop
+    (art / "sync" / STOP_FILE).touch()
+    outputs = running.wait(STOP_TIMEOUT_S, ctx.watch)
+    if not outputs:  # a host that runs only the clients: they are its output
+        wall = record["phases"]["run"]["wall_s"]
+        return [InstanceOutput(0, art / wl.clients_dir, 0, "", None, None, {"role": "clients", "run_wall_s": wall})]
+    return outputs
+
+
+def serve(wl: ServerTemplate[Any], ctx: MeasureContext, record: dict[str, Any]) -> list[InstanceOutput]:
+    """A host's part whose servers another host's clients use: its servers serve, and its collectors
+    run, from the barrier until every part measured."""
+    rendezvous(ctx.running)
+    t0 = time.monotonic()
+    with ctx.collect():
+        rendezvous(ctx.running, "measured", lambda: check_servers(wl, ctx))
+        record["page_cache_bytes"] = page_cache_bytes()
+    record["served_s"] = round(time.monotonic() - t0, 3)
+    write_record(wl, ctx.art, record)
+    (ctx.art / "sync" / STOP_FILE).touch()
+    return ctx.running.wait(STOP_TIMEOUT_S, ctx.watch)
+
+
+def write_record(wl: ServerTemplate[Any], art: Path, record: dict[str, Any]) -> None:
+    (art / wl.clients_dir).mkdir(exist_ok=True)
+    (art / wl.clients_dir / "clients.json").write_text(json.dumps(record, indent=1))
+
+
+# ---- the servers ----------------------------------------------------------------------
+
+
+def server_log(art: Path, instance: int, log_name: str) -> str:
+    try:
+        return (art / f"inst-{instance}" / log_name).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def log_tail(text: str, chars: int = LOG_TAIL_CHARS) -> str:
+    return text[-chars:]
+
+
+def wait_ready(
+    ctx: MeasureContext, instance: int, probe: Callable[[], bool], what: str, timeout_s: float, log_name: str
+) -> float:
+    """Seconds from the instance's launch until `probe` says it is ready (it runs its server, which
+    answers). Fails with the server's log tail: the runtime's category when it ends (`instance_died`,
+    `oom`), `not_ready` when it is not ready within `timeout_s`."""
+    t0 = time.monotonic()
+    while not probe():
+        try:
+            ctx.running.check(ctx.watch)
+        except TrialFailure as e:
+            tail = log_tail(server_log(ctx.art, instance, log_name))
+            raise TrialFailure(e.category, f"{what} ended while starting: {e}", tail, e.layer)
+        if time.monotonic() - t0 > timeout_s:
+            tail = log_tail(server_log(ctx.art, instance, log_name))
+            raise TrialFailure(
+                "not_ready", f"{what} was not ready within {timeout_s:.0f} s; its log ends:\n{tail}", tail
+            )
+        time.sleep(READY_POLL_S)
+    return since_launch(ctx.art / f"inst-{instance}", time.monotonic() - t0)
+
+
+def since_launch(out_dir: Path, waited_s: float) -> float:
+    """Seconds from the server's launch (its script's `node.launched` stamp) to now; else the wait itself."""
+    try:
+        return max(waited_s, time.time() - float((out_dir / LAUNCHED).read_text().strip()))
+    except (OSError, ValueError):
+        return waited_s
+
+
+def check_servers(wl: ServerTemplate[Any], ctx: MeasureContext) -> None:
+    """Every server still runs (and the layers live); else the trial fails with every server's log tail."""
+    try:
+        ctx.running.check(ctx.watch)
+    except TrialFailure as e:
+        if e.category in ("instance_died", "oom"):
+            logs = "\n".join(
+                f"--- {wl.server_noun} {k}\n{log_tail(server_log(ctx.art, k, wl.log_name), 1500)}"
+                for k in _instances(ctx)
+            )
+            raise TrialFailure(e.category, str(e), (e.stderr + "\n" + logs)[-8000:], e.layer)
+        raise
+
+
+def settle(wl: ServerTemplate[Any], ctx: MeasureContext) -> None:
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline:
+        check_servers(wl, ctx)
+        time.sleep(0.25)
+
+
+def _instances(ctx: MeasureContext) -> list[int]:
+    return sorted(int(p.name.split("-")[1]) for p in ctx.art.glob("inst-*") if p.name.split("-")[1].isdigit())
+
+
+# ---- the clients ----------------------------------------------------------------------
+
+
+def run_phase(
+    wl: ServerTemplate[Any], phase: str, params: Strict, load: Load, ctx: MeasureContext, record: dict[str, Any]
+) -> dict[str, Any]:
+    """Every client of one phase at once; their wall and CPU time. A server that dies fails the trial."""
+    out = ctx.art / wl.clients_dir / phase
+    runs = wl.clients(phase, params, load, out, record)
+    timeout = wl.phase_timeout_s(phase, params)
+    t0 = time.monotonic()
+    procs = [clients.start(c) for c in runs]
+    results: dict[int, clients.ClientResult] = {}
+    try:
+        while len(results) < len(procs):
+            check_servers(wl, ctx)
+            for j, (p, c) in enumerate(zip(procs, runs)):
+                if j not in results and clients.exited(p):
+                    try:
+                        results[j] = clients.wait(p, c.out_dir, phase, t0, timeout, wl.client_failure, wl.client_what)
+                    except TrialFailure:
+                        settle(wl, ctx)  # a server's death is the cause, not the client's failure
+                        raise
+            if time.monotonic() - t0 > timeout:
+                raise TrialFailure("timeout", f"{wl.client_what}s ({phase}) ran beyond {timeout:.0f} s")
+            time.sleep(POLL_S)
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.kill()
+                p.wait()
+    wall = time.monotonic() - t0
+    cpu = [results[j].cpu_s for j in range(len(runs))]
+    return {
+        "wall_s": round(wall, 3),
+        "clients": [str(c.out_dir.relative_to(ctx.art)) for c in runs],
+        "client_cpu_s": [round(c, 3) for c in cpu],
+        "client_cpu_share": round(sum(cpu) / wall / (os.cpu_count() or 1), 4) if wall > 0 else None,
+    }
+
+
+def page_cache_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("Cached:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

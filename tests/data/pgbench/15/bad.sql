@@ -1,0 +1,2 @@
+SELEC 1;
+\set x random(1,

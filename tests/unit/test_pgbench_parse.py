@@ -1,0 +1,318 @@
+"""pgbench 15's output as strata reads it, on outputs captured from real runs (tests/data/pgbench/15):
+summaries, progress series, per-transaction logs merged as HdrHistograms, failed and retried
+transactions; aborted, cut and garbled output a failure with its category and pgbench's own words;
+the trial's metrics and the cache rule's two planted cases (a select-only run served from memory,
+a write run whose WAL did or did not reach the device); a seeded fuzz of the parser."""
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput
+from strata.results import validity
+from strata.workloads import REGISTRY, hdr
+from strata.workloads.pgbench import metrics, parse
+from strata.workloads.pgbench.params import PgbenchParams
+
+DATA = Path(__file__).parents[1] / "data" / "pgbench" / "15"
+PGBENCH = REGISTRY["pgbench"]
+MiB = 1 << 20
+
+
+def _rc(name: str) -> int:
+    return int((DATA / name / "rc.txt").read_text())
+
+
+# ---- one run ------------------------------------------------------------------------------
+
+
+def test_the_summary_of_a_tpcb_like_run():
+    s = parse.parse_summary((DATA / "tpcb" / "stdout.txt").read_text())
+    assert s.version == "15.18 (Debian 15.18-0+deb12u1)" and s.transaction_type == "<builtin: TPC-B (sort of)>"
+    assert (s.processed, s.failed, s.retried, s.retries) == (1464, 0, 0, 0)
+    assert s.tps == pytest.approx(357.783327)
+
+
+def test_progress_lines_are_the_per_second_series_with_lag_and_retries():
+    tpcb = parse.parse_progress((DATA / "tpcb" / "stderr.txt").read_text())
+    assert [p.tps for p in tpcb] == [744.0, 307.0, 175.8, 230.5] and tpcb[0].lag_ms is None
+    rated = parse.parse_progress((DATA / "select" / "stderr.txt").read_text())
+    assert [p.lag_ms for p in rated] == [1.799, 10.576, 2.039]
+    retried = parse.parse_progress((DATA / "retries" / "stderr.txt").read_text())
+    assert [(p.failed, p.retried) for p in retried] == [(96, 418), (115, 482), (57, 284)]
+
+
+def test_every_threads_log_goes_into_one_histogram():
+    run = parse.read_run(DATA / "tpcb", lag=False, retries=False)
+    logs = run.logs
+    assert logs.completed == 1464 and logs.latency.total == 1464 and logs.failed == 0
+    assert len(parse.log_files(DATA / "tpcb")) == 2  # thread 0 and thread 1
+    # pgbench's own mean (11.140 ms) from the same transactions, to the histogram's resolution
+    assert logs.latency.mean() / 1000 == pytest.approx(11.140, rel=0.01)
+    assert logs.first_start_s < logs.last_end_s and logs.last_end_s - logs.first_start_s == pytest.approx(4, abs=0.5)
+
+
+def test_an_offered_rate_keeps_its_lag_and_latency_from_the_scheduled_start():
+    run = parse.read_run(DATA / "select", lag=True, retries=False)
+    assert run.logs.lag.total == run.logs.completed == 5953
+    assert run.logs.latency.mean() / 1000 == pytest.approx(5.153, rel=0.02)  # pgbench: latency average
+    assert run.logs.lag.mean() / 1000 == pytest.approx(4.759, rel=0.02)  # pgbench: schedule lag avg
+
+
+def test_failed_and_retried_transactions_are_counted_from_the_logs_as_pgbench_counts_them():
+    run = parse.read_run(DATA / "retries", lag=False, retries=True)
+    s, logs = run.summary, run.logs
+    assert (s.processed, s.failed, s.retried, s.retries) == (2121, 268, 1184, 1750)
+    assert (logs.completed, logs.failed, logs.retried, logs.retries) == (2121, 268, 1184, 1750)
+    assert logs.latency.total == 2121  # a failed transaction has no latency
+
+
+def test_an_aborted_run_fails_in_pgbenchs_words_although_its_summary_looks_complete():
+    stdout = (DATA / "aborted" / "stdout.txt").read_text()
+    assert parse.parse_summary(stdout).tps is not None  # it does look complete
+    stderr = (DATA / "aborted" / "stderr.txt").read_text()
+    f = parse.failure("run", _rc("aborted"), stderr)
+    assert f.category == "tool_error" and "exited with 2" in str(f)
+    assert "aborted in command" in str(f) and "Run was aborted" in f.stderr
+    with pytest.raises(TrialFailure, match="pgbench aborted its run"):
+        parse.read_run(DATA / "aborted", lag=False, retries=False)
+
+
+@pytest.mark.parametrize(
+    "case,category,says",
+    [
+        ("refused", "tool_error", "Connection refused"),
+        ("badscript", "bad_input", 'syntax error in command "set"'),
+        ("badsql", "bad_input", 'syntax error at or near "SELEC"'),
+    ],
+)
+def test_a_pgbench_that_exits_non_zero_is_a_failure_with_its_category_and_words(case, category, says):
+    f = parse.failure("run", _rc(case), (DATA / case / "stderr.txt").read_text())
+    assert f.category == category and f.stderr
+    assert says in str(f) or says in f.stderr, (str(f), f.stderr)
+
+
+def test_a_disk_full_in_the_load_is_disk_full():
+    err = 'pgbench: error: query failed: ERROR:  could not extend file "base/5/16398": No space left on device\n'
+    assert parse.failure("load", 1, err).category == "disk_full"
+
+
+def test_a_summary_without_its_tps_line_is_a_parse_failure_not_a_traceback():
+    with pytest.raises(TrialFailure) as e:
+        parse.read_run(DATA / "badsql", lag=False, retries=False)  # processed 0, NaN%, no tps line
+    assert e.value.category in ("parse", "tool_error")
+    with pytest.raises(TrialFailure) as e:
+        parse.read_run(DATA / "truncated", lag=False, retries=False)
+    assert e.value.category == "parse" and "cut short" in str(e.value)
+
+
+def test_a_cut_log_line_names_its_file_and_line(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "tpcb", run)
+    (run / "tx.6863").write_text((DATA / "truncated" / "tx.6863").read_text())  # cut mid-line
+    with pytest.raises(TrialFailure) as e:
+        parse.read_run(run, lag=False, retries=False)
+    assert e.value.category == "parse" and "tx.6863, line 170" in str(e.value)
+
+
+def test_logs_that_hold_fewer_transactions_than_the_summary_are_cut_short(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "tpcb", run)
+    (run / "tx.6863.1").unlink()
+    with pytest.raises(TrialFailure, match="hold 882 transactions, its summary 1464"):
+        parse.read_run(run, lag=False, retries=False)
+
+
+def test_no_log_at_all_is_a_parse_failure(tmp_path):
+    shutil.copytree(DATA / "refused", tmp_path / "run")
+    (tmp_path / "run" / "stdout.txt").write_text((DATA / "tpcb" / "stdout.txt").read_text())
+    with pytest.raises(TrialFailure, match="no per-transaction log"):
+        parse.read_run(tmp_path / "run", lag=False, retries=False)
+
+
+def test_seeded_mutants_of_the_captured_outputs_never_raise_anything_but_a_trial_failure(tmp_path):
+    """The parser's fuzz (docs/style.md, item 12): bytes dropped, duplicated, flipped or cut in every file
+    of a captured run; each answer is a run or a TrialFailure."""
+    rng = random.Random(20261126)
+    cases = [("tpcb", False, False), ("select", True, False), ("retries", False, True), ("rate", True, True)]
+    answers = {"ok": 0, "failure": 0}
+    for i in range(300):
+        name, lag, retries = rng.choice(cases)
+        run = tmp_path / f"m{i}"
+        shutil.copytree(DATA / name, run)
+        for f in rng.sample(sorted(p for p in run.iterdir() if p.name != "rc.txt"), k=rng.randint(1, 2)):
+            f.write_bytes(_mutate(rng, f.read_bytes()))
+        try:
+            parse.read_run(run, lag=lag, retries=retries)
+            answers["ok"] += 1
+        except TrialFailure as e:
+            assert e.category in ("parse", "tool_error") and str(e)
+            answers["failure"] += 1
+        shutil.rmtree(run)
+    assert answers["failure"] > 100 and answers["ok"] > 0, answers
+
+
+def _mutate(rng: random.Random, data: bytes) -> bytes:
+    if not data:
+        return bytes([rng.randrange(256)])
+    i = rng.randrange(len(data))
+    op = rng.randrange(5)
+    if op == 0:
+        return data[:i]  # cut
+    if op == 1:
+        return data[:i] + data[i + 1 :]  # a byte dropped
+    if op == 2:
+        return data[:i] + bytes([rng.randrange(256)]) + data[i + 1 :]  # a byte changed
+    if op == 3:
+        return data[:i] + data[i : i + 40] + data[i:]  # a stretch duplicated
+    return data[:i] + rng.choice([b"failed", b"-1", b"\x00", b"99999999999999999999", b"\n\n"]) + data[i:]
+
+
+# ---- one trial: the metrics ---------------------------------------------------------------------
+
+
+def _trial(tmp_path: Path, runs: list[str], observed: dict | None = None, page_cache: int = 1 << 30) -> Path:
+    """A trial's artifact dir with captured real runs as its servers' measured runs."""
+    art = tmp_path / "art"
+    dirs = []
+    for k, name in enumerate(runs):
+        d = art / "pgbench" / "run" / f"server-{k}"
+        shutil.copytree(DATA / name, d)
+        (art / f"inst-{k}").mkdir(parents=True)
+        dirs.append(str(d.relative_to(art)))
+    record = {
+        "servers": len(runs),
+        "phases": {"run": {"wall_s": 5.0, "clients": dirs, "client_cpu_s": [0.5] * len(runs), "client_cpu_share": 0.1}},
+        "node_ready_s": [1.5] * len(runs),
+        "page_cache_bytes": page_cache,
+        "observed": observed or {},
+    }
+    (art / "pgbench" / "clients.json").write_text(json.dumps(record))
+    return art
+
+
+def _counters(wal_bytes: int, syncs: int = 100, size: int = 40 * MiB) -> dict:
+    return {
+        "wal_records": wal_bytes // 100,
+        "wal_fpi": 10,
+        "wal_bytes": wal_bytes,
+        "wal_write": syncs,
+        "wal_sync": syncs,
+        "blks_read": 5,
+        "blks_hit": 1000,
+        "database_bytes": size,
+    }
+
+
+def _observed(n: int, wal_bytes: int, syncs: int = 100) -> dict:
+    return {"before": [_counters(0, 0)] * n, "after": [_counters(wal_bytes, syncs)] * n}
+
+
+def _outputs(art: Path, n: int) -> list[InstanceOutput]:
+    return [InstanceOutput(k, art / f"inst-{k}", 0, "") for k in range(n)]
+
+
+def test_two_servers_add_their_tps_and_merge_their_latencies(tmp_path):
+    p = PgbenchParams(clients=4, threads=2, runtime=4)
+    one = PGBENCH.parse(p, _outputs(_trial(tmp_path / "one", ["tpcb"], _observed(1, 64 * MiB)), 1))
+    two = PGBENCH.parse(p, _outputs(_trial(tmp_path / "two", ["tpcb", "tpcb"], _observed(2, 64 * MiB)), 2))
+    m1, m2 = one.metrics, two.metrics
+    assert m2["primary"]["value"] == pytest.approx(2 * 357.783327) and m2["primary"]["unit"] == "tx/s"
+    assert m2["primary"]["tps"] == m2["tps"] == m2["write"]["tps"] and m2["read"] == {"tps": 0.0}
+    lat1, lat2 = m1["write"]["lat_ns"], m2["write"]["lat_ns"]
+    assert lat2["n"] == 2 * lat1["n"] == 2 * 1464  # the same histogram twice: twice the count, same percentiles
+    assert lat2["p99"] == lat1["p99"] and lat1["p50"] <= lat1["p95"] <= lat1["p99"] <= lat1["max"]
+    assert two.series[metrics.SERIES] == [[0, 1488.0], [1, 614.0], [2, 351.6], [3, 461.0]]
+    assert len(two.windows) == 2 and two.windows[0][1] > two.windows[0][0] and two.window_dirs
+    assert m2["transactions"]["processed"] == 2928 and m2["clients"]["run"]["client_cpu_share"] == 0.1
+    assert m2["wal"]["bytes"] == 128 * MiB and two.moved_bytes == {"read": 0, "write": 128 * MiB}
+    assert m2["pgbench"]["version"].startswith("15.18") and "lag_ns" not in m2
+
+
+def test_a_select_only_run_reads_one_block_a_transaction_and_its_latency_is_a_read(tmp_path):
+    p = PgbenchParams(script="select-only", clients=2, threads=2, rate=2000, runtime=3)
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["select"], _observed(1, 0)), 1))
+    m = parsed.metrics
+    assert m["read"]["tps"] == m["tps"] and m["write"] == {"tps": 0.0} and m["read"]["lat_ns"]["n"] == 5953
+    assert parsed.moved_bytes == {"read": 5953 * 8192, "write": 0} and parsed.moved_basis.startswith("as one 8 KiB")
+    assert m["lag_ns"]["mean"] == pytest.approx(4.759e6, rel=0.02)
+    assert PGBENCH.metrics.direction({"metrics": m}) == "read"
+
+
+def test_a_run_without_its_counters_still_measures_and_claims_no_write_bytes(tmp_path):
+    observed = {"before": [{"error": "psql: connection refused"}], "after": [_counters(1)]}
+    parsed = PGBENCH.parse(PgbenchParams(clients=4, threads=2), _outputs(_trial(tmp_path, ["tpcb"], observed), 1))
+    assert parsed.metrics["wal"] is None and parsed.moved_bytes["write"] == 0
+
+
+def test_a_server_that_exited_badly_while_stopping_is_instance_died(tmp_path):
+    art = _trial(tmp_path, ["tpcb"], _observed(1, MiB))
+    with pytest.raises(TrialFailure) as e:
+        PGBENCH.parse(PgbenchParams(), [InstanceOutput(0, art / "inst-0", 3, "the PostgreSQL server exited")])
+    assert e.value.category == "instance_died"
+
+
+def test_a_missing_record_is_a_parse_failure(tmp_path):
+    (tmp_path / "inst-0").mkdir()
+    with pytest.raises(TrialFailure) as e:
+        PGBENCH.parse(PgbenchParams(), _outputs(tmp_path, 1))
+    assert e.value.category == "parse"
+
+
+def test_pgbench_declares_what_its_parser_writes(tmp_path):
+    p = PgbenchParams(script="select-only", clients=2, threads=2, rate=2000)
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["select"], _observed(1, 0)), 1))
+    result = {"trial": {"workload": p.model_dump()}, "metrics": parsed.metrics}
+    for m in PGBENCH.metrics.fields:
+        for stat in m.stats or (None,):
+            assert m.value(result, "read", stat) is not None, m.name
+    assert result["metrics"]["primary"]["metric"] in [m.name for m in PGBENCH.metrics.fields if m.headline]
+
+
+# ---- validity: the cache rule of every workload, planted ------------------------------------------
+
+
+def _judge(parsed, disk_read: int, disk_write: int):
+    disks = {"loop7": {"read_bytes": disk_read, "write_bytes": disk_write}}
+    return validity.cache(parsed.moved_bytes, disks, PGBENCH.direct_io(None), "bind", parsed.moved_basis)
+
+
+def test_select_only_from_memory_is_flagged_by_the_cache_rule(tmp_path):
+    """5953 transactions claim 47 MiB of blocks; the device read 1 MiB: the data set was in memory."""
+    p = PgbenchParams(script="select-only", clients=2, threads=2, rate=2000)
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["select"], _observed(1, 0)), 1))
+    j = _judge(parsed, disk_read=MiB, disk_write=0)
+    assert j.suspect and "as one 8 KiB block a transaction" in j.reason and "a cache answered" in j.reason
+    assert j.evidence["basis"].startswith("as one") and j.evidence["read_disk_share"] < 0.5
+    assert not _judge(parsed, disk_read=60 * MiB, disk_write=0).suspect  # read from the device: measured
+
+
+def test_a_write_runs_wal_must_reach_the_device(tmp_path):
+    """fsync on: the device wrote what the WAL holds (and more: the tables); fsync off: it stayed in the
+    page cache, and the rule says so."""
+    p = PgbenchParams(clients=4, threads=2)
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["tpcb"], _observed(1, 200 * MiB)), 1))
+    reached = _judge(parsed, disk_read=0, disk_write=260 * MiB)
+    assert not reached.suspect and reached.evidence["write_disk_share"] > 1
+    stayed = _judge(parsed, disk_read=0, disk_write=3 * MiB)
+    assert stayed.suspect and "200 MiB as WAL but loop7 moved 3 MiB" in stayed.reason
+
+
+def test_fio_keeps_its_words_in_the_cache_rule():
+    j = validity.cache({"read": 100 * MiB}, {"loop0": {"read_bytes": MiB}}, True, "bind")
+    assert "100 MiB with O_DIRECT but loop0" in j.reason and "basis" not in j.evidence
+
+
+def test_the_rule_applies_to_pgbench_whatever_its_params():
+    assert PGBENCH.direct_io(PgbenchParams()) is True
+
+
+def test_hdr_histograms_of_pgbench_and_ycsb_share_one_grid():
+    h = hdr.Histogram()
+    h.record(1234, 3)
+    merged = hdr.merge([h, parse.read_run(DATA / "rate", lag=True, retries=True).logs.latency])
+    assert merged.total == 3 + 407

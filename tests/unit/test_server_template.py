@@ -1,0 +1,184 @@
+"""The server-workload template (workloads/server/) on its own: a third server workload, written here
+in a few lines (an `echo` server: a shell loop as its server, python processes as its clients), runs
+through the whole pipeline with the fake stack (real processes, no root): started, ready, loaded,
+measured inside the collectors' window with its counters on both sides, stopped through the stop
+file; a server that dies, one that never answers and a client that fails each end the trial with
+their category and the words that say why."""
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from pydantic import Field
+
+from strata.core.errors import TrialFailure
+from strata.core.instances import InstanceOutput, Target
+from strata.core.metrics import Metric, MetricSchema
+from strata.core.params import Load, Strict
+from strata.experiment.expand import expand
+from strata.experiment.load import parse_spec
+from strata.results.store import load_results
+from strata.run.progress import Progress
+from strata.run.runner import run_experiment
+from strata.workloads import REGISTRY
+from strata.workloads.base import MeasureContext, Parsed, ServerWorkload, headline
+from strata.workloads.server import lifecycle
+from strata.workloads.server.clients import Client
+from strata.workloads.server.script import server_script, write_files
+from strata.workloads.server.template import ServerTemplate
+
+from .fakes import fake_registries
+
+
+class EchoParams(Strict):
+    type: Literal["echo"] = "echo"
+    name: str = "echo"
+    runtime: int = Field(default=1, ge=1, le=60)
+    die_after_s: float | None = None  # the server ends by itself (a crash)
+    never_ready: bool = False
+    client_exit: int = 0  # the measured run's clients exit with this
+
+
+class Echo(ServerTemplate[EchoParams]):
+    """The whole of a server workload on the template: its commands, its probe, its parser, its fields."""
+
+    name = "echo"
+    params = EchoParams
+    metrics = MetricSchema((Metric("ops", "total", "ops/s", "higher", headline=True),))
+    clients_dir = "echo"
+    client_what = "the echo client"
+    server_what = "echo server"
+    vm_reason = "no echo server in a VM"
+
+    def command(self, params: EchoParams, load: Load, target: Target, instance: int) -> list[str]:
+        life = f"sleep {params.die_after_s}; exit 3" if params.die_after_s else "exec sleep 600"
+        say = "echo starting" if params.never_ready else "echo listening"
+        files = write_files({f"{target.path}/echo-{instance}.conf": "port 1\n"})
+        run = f"sh -c {shlex.quote(f'{say}; {life}')}"
+        script = server_script(
+            setup=[f"mkdir -p {shlex.quote(target.path)}", *files],
+            command=run,
+            out_dir=target.out_dir,
+            sync_dir=target.sync_dir,
+            what="echo server",
+        )
+        return ["sh", "-c", script, "echo-server"]
+
+    def estimate_s(self, params: EchoParams) -> float:
+        return 5 + params.runtime
+
+    def ready(self, params: EchoParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
+        return "listening" in lifecycle.server_log(ctx.art, instance, self.log_name)
+
+    def start_timeout_s(self, params: EchoParams) -> float:
+        return 2.0 if params.never_ready else 30.0
+
+    def clients(self, phase: str, params: EchoParams, load: Load, out: Path, record: dict) -> list[Client]:
+        code = params.client_exit if phase == "run" else 0
+        say = f"print({100 * (1 + len(record['phases']))}); import sys; sys.stderr.write('echo: refused\\n')"
+        argv = [sys.executable, "-c", f"{say}; raise SystemExit({code})"]
+        return [Client(argv, out / f"c{k}") for k in range(self.instances(params, load))]
+
+    def observe(self, point: str, params: EchoParams, load: Load, ctx: MeasureContext, record: dict) -> None:
+        record.setdefault("observed", {})[point] = "seen"
+
+    def parse(self, params: EchoParams, outputs: list[InstanceOutput]) -> Parsed:
+        art = outputs[0].out_dir.parent
+        record = json.loads((art / "echo" / "clients.json").read_text())
+        ops = sum(float((art / c / "stdout.txt").read_text()) for c in record["phases"]["run"]["clients"])
+        return Parsed({"primary": headline(ops, "ops/s", "ops"), "record": record}, {"read": 0, "write": 0})
+
+
+@pytest.fixture
+def echo(monkeypatch, tmp_path):
+    monkeypatch.setenv("STRATA_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setitem(REGISTRY, "echo", Echo())
+
+
+def _run(tmp_path, runtimes=("native",), loads=None, **params):
+    doc = {
+        "name": "echo",
+        "workdir": str(tmp_path / "work"),
+        "devices": ["loop"],
+        "filesystems": ["xfs"],
+        "runtimes": list(runtimes),
+        "paths": ["bind"] if runtimes == ("native",) else ["volume"],
+        "workloads": [{"type": "echo", **params}],
+    }
+    if loads:
+        doc["loads"] = loads
+    exp, wls = parse_spec(doc)
+    trials, skipped = expand(exp, wls)
+    run_experiment(
+        exp,
+        wls,
+        trials,
+        skipped,
+        tmp_path / "out",
+        host={},
+        registries=fake_registries(tmp_path),
+        progress=Progress(1, [0.1], quiet=True),
+    )
+    (result,) = load_results(tmp_path / "out")
+    return result
+
+
+def test_a_server_workload_is_its_commands_its_probe_and_its_parser(echo, tmp_path):
+    r = _run(tmp_path, runtimes=("docker",), loads=[{"containers": 2}])
+    assert r["status"] == "ok", r["flags"]
+    rec = r["metrics"]["record"]
+    assert r["metrics"]["primary"]["value"] == 2 * 200.0  # two servers' clients, the run after the load
+    assert list(rec["phases"]) == ["load", "run"] and rec["servers"] == 2 and len(rec["node_ready_s"]) == 2
+    assert rec["phases"]["run"]["clients"] == ["echo/run/c0", "echo/run/c1"] and rec["observed"] == {
+        "before": "seen",
+        "after": "seen",
+    }
+    art = tmp_path / "out" / r["artifacts"]
+    assert (art / "sync" / "stop").exists() and (art / "inst-0" / "node.launched").exists()
+    assert "echo-1.conf" in (art / "command.json").read_text()
+
+
+def test_an_echo_server_refuses_a_vm_and_asks_for_the_hosts_network():
+    wl = Echo()
+    assert wl.impossible(EchoParams(), type("VM", (), {"isolation": "vm"})()) == "no echo server in a VM"
+    assert wl.network(EchoParams()) == "host" and isinstance(wl, ServerWorkload)
+    assert wl.agent_image().name == "echo-host"
+
+
+def test_a_server_that_dies_mid_run_ends_the_trial_with_every_servers_log(echo, tmp_path):
+    r = _run(tmp_path, die_after_s=1.5, runtime=1)
+    failed = r["flags"]["failed"]
+    assert r["status"] == "failed" and failed["category"] == "instance_died", failed
+    assert "--- server 0" in failed["stderr"] and "listening" in failed["stderr"]
+    assert "echo server exited with code 3 before it was asked to stop" in failed["stderr"]
+
+
+def test_a_server_that_never_answers_is_not_ready_with_its_log(echo, tmp_path):
+    failed = _run(tmp_path, never_ready=True)["flags"]["failed"]
+    assert failed["category"] == "not_ready" and "echo server 0 was not ready within 2 s" in failed["message"]
+    assert "starting" in failed["stderr"]
+
+
+def test_a_client_that_fails_fails_the_trial_in_the_workloads_words(echo, tmp_path):
+    failed = _run(tmp_path, client_exit=4)["flags"]["failed"]
+    assert failed["category"] == "tool_error" and failed["message"] == "the echo client (run) exited with 4"
+    assert "echo: refused" in failed["stderr"]
+
+
+def test_a_client_beyond_its_phase_is_killed_as_a_timeout(tmp_path, monkeypatch):
+    class Slow(Echo):
+        def clients(self, phase, params, load, out, record):
+            return [Client([sys.executable, "-c", "import time; time.sleep(60)"], out / "c0")]
+
+        def phase_timeout_s(self, phase, params):
+            return 0.5
+
+    running = type("R", (), {"check": lambda self, watch=None: None, "cgroups": [{}]})()
+    ctx = MeasureContext(running, None, 10, None, tmp_path)
+    (tmp_path / "inst-0").mkdir()
+    with pytest.raises(TrialFailure) as e:
+        lifecycle.run_phase(Slow(), "load", EchoParams(), Load(), ctx, {"phases": {}})
+    assert e.value.category == "timeout" and "the echo clients (load) ran beyond 0 s" in str(e.value)
