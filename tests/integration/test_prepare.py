@@ -24,5 +24,5 @@ def test_prepare_finds_every_build_of_the_examples_in_the_cache():
     image = next(line for line in lines if line.startswith("image fio: cached"))
     tag = re.search(r"cache key (strata-fio:\w+)", image).group(1)
     assert (images_dir() / f"strata-fio-{tag.split(':')[1]}.tar").is_file()
-    assert any(line.startswith("VM guest: cached") for line in lines)
+    assert any(line.startswith("VM guest (fio): cached") for line in lines)  # the workload's image in a guest
     assert any(line.startswith("Kubernetes test bed binaries: cached") for line in lines)

@@ -122,7 +122,7 @@ def test_full_file_system_is_disk_full_with_the_fix(tmp_path):
 def test_validate_reports_an_engine_error_against_the_users_file(tmp_path, capsys):
     """Issue 14: a .f the engine rejects fails `strata validate`, naming the user's own file and line."""
     from strata.cli.main import main
-    from strata.core.engine import engine_binary
+    from strata.workloads.engine import engine_binary
 
     assert engine_binary(), "the engine is not built: scripts/install builds it"
     bad = tmp_path / "mine.f"

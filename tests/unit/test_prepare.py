@@ -19,7 +19,11 @@ def names(example: str) -> list[str]:
 
 def test_each_example_builds_what_its_plugins_declare():
     assert names("quick.yaml") == ["image fio"]  # native needs nothing; docker the workload's image
-    assert "VM guest" in names("shirinbab-runtimes.yaml")
+    vm = names("shirinbab-runtimes.yaml")  # a VM guest of each workload's image, and the probe's bare guest
+    assert vm[0] == "VM guest (bare, for the accelerator's probe)" and {
+        "VM guest (fio)",
+        "VM guest (filebench)",
+    } <= set(vm)
     assert names("kubernetes.yaml") == ["Kubernetes test bed binaries", "image fio"]
     ycsb = names("shirinbab-cluster-hosts.yaml")
     assert ycsb[:2] == ["Cassandra 5.0.8 jars", "YCSB 0.17.0 and its Cassandra binding"]  # before the images
@@ -43,7 +47,7 @@ def item(name: str, cached: bool, log: list, fail: bool = False) -> Build:
         if fail:
             raise StrataError("debootstrap of the image base failed: could not resolve deb.example", "check the mirror")
 
-    return Build(name, lambda: f"key-{name}", lambda: cached, make)
+    return Build(name, lambda: f"key-{name}", lambda: cached, make, image=name.startswith("image"))
 
 
 def test_it_says_time_cache_and_key_and_builds_only_what_is_missing(monkeypatch, capsys):

@@ -545,15 +545,38 @@ def test_wait_for_socket(tmp_path):
 # ---- the guest image key -------------------------------------------------------------------
 
 
-def test_guest_key_covers_agent_and_extra_files(tmp_path):
+def test_the_guest_holds_what_the_workloads_image_declares(tmp_path):
+    """Issue 33: the guest follows Workload.image() as a container image does: its files, trees and packages are
+    in the key (and a package beyond the base's makes another base); the bare guest is the probe's."""
+    from strata.core.instances import ImageSpec
+
     a, b = tmp_path / "a", tmp_path / "b"
     a.write_bytes(b"engine v1")
     b.write_bytes(b"engine v2")
-    k1, k2 = guest.guest_key({"strata-wml": a}), guest.guest_key({"strata-wml": b})
-    assert k1 != k2 and k1 == guest.guest_key({"strata-wml": a}) and len(k1) == 12
-    assert guest.guest_key({}) != k1
+    wml = ImageSpec("wml", files=(("strata-wml", str(a)),))
+    k1, k2 = guest.guest_key(wml), guest.guest_key(ImageSpec("wml", files=(("strata-wml", str(b)),)))
+    assert k1 != k2 and k1 == guest.guest_key(wml) and len(k1) == 12
+    assert guest.guest_key(guest.BARE) != k1 and guest.guest_key() == guest.guest_key(guest.BARE)
+    fio, pg = ImageSpec("fio", packages=("fio",)), ImageSpec("pg", packages=("postgresql-15",))
+    assert guest.extra_packages(fio) == () and guest.extra_packages(pg) == ("postgresql-15",)
+    assert guest.base_key(guest.extra_packages(fio)) == guest.base_key() != guest.base_key(("postgresql-15",))
     with pytest.raises(Exception, match="plain file name"):
-        guest.guest_key({"../x": a})
+        guest.guest_key(ImageSpec("x", files=(("../x", str(a)),)))
+
+
+def test_the_guest_tree_gets_the_images_files_and_trees(tmp_path):
+    from strata.core.instances import ImageSpec
+
+    tree, src = tmp_path / "tree", tmp_path / "lib"
+    (tree / "usr/local/bin").mkdir(parents=True)
+    (tree / "etc").mkdir()
+    src.mkdir()
+    (src / "x.jar").write_bytes(b"jar")
+    tool = tmp_path / "tool"
+    tool.write_bytes(b"#!/bin/sh\n")
+    guest._install_agent(tree, ImageSpec("t", files=(("tool", str(tool)),), trees=(("/opt/app/lib", str(src)),)))
+    assert (tree / "usr/local/bin/tool").read_bytes() == b"#!/bin/sh\n"
+    assert (tree / "opt/app/lib/x.jar").read_bytes() == b"jar"
 
 
 def test_kernel_is_the_elf_inside_the_bzimage_when_it_has_a_pvh_entry(tmp_path):

@@ -17,7 +17,7 @@ from functools import partial
 from pydantic import BaseModel
 
 from strata.core.errors import StrataError
-from strata.core.instances import Build, Prebuilds
+from strata.core.instances import Build, ImageBuilder, Prebuilds
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec
 from strata.stack.runtimes import REGISTRY as RUNTIMES
@@ -64,7 +64,7 @@ def main(args) -> int:
 def _one(b: Build, check: bool, before: list[str]) -> str:
     """Build `b` unless cached (only look, with `check`); say its state, time and key; return the state."""
     t0 = time.monotonic()
-    if check and "missing" in before and b.name.startswith("image "):
+    if check and "missing" in before and b.image:
         # an image's spec may need what is missing (jars it holds): checking it would build them
         print(f"{b.name}: not checked (it may be built from what is missing above)", flush=True)
         return "unchecked"
@@ -95,8 +95,6 @@ def _key(b: Build) -> str:
 def builds(exp, workloads: list[BaseModel]) -> list[Build]:
     """Every build the experiment's trials need, each once (by name): what others are built from first
     (a workload's own builds, then the runtimes'), then the images, then the hosts' agent image."""
-    from strata.stack.runtimes.docker.image import image_build
-
     trials, _ = expand(exp, workloads)
     first: dict[str, Build] = {}
     images: dict[str, Build] = {}
@@ -106,8 +104,8 @@ def builds(exp, workloads: list[BaseModel]) -> list[Build]:
             if isinstance(plugin, Prebuilds):
                 for b in plugin.builds(params):
                     first.setdefault(b.name, b)
-        if rt.isolation == "container":
-            b = image_build(wl.name, partial(wl.image, t.workload))  # called late: an image of jars needs them
+        if isinstance(rt, ImageBuilder):
+            b = rt.image_build(wl.name, partial(wl.image, t.workload))  # called late: an image of jars needs them
             images.setdefault(b.name, b)
     out = [*first.values(), *images.values()]
     if exp.hosts:
@@ -135,4 +133,4 @@ def merged(lists: list[list[Build]]) -> list[Build]:
     for items in lists:
         for b in items:
             seen.setdefault(b.name, b)
-    return sorted(seen.values(), key=lambda b: b.name.startswith("image "))  # images are built from the rest
+    return sorted(seen.values(), key=lambda b: b.image)  # images are built from the rest

@@ -70,6 +70,16 @@ class Build:
     cached: Callable[[], bool]
     make: Callable[[], object]
     apart: bool = False  # built from sources of its own, beside the others (it needs none of them)
+    image: bool = False  # an image of a workload's ImageSpec: built after the rest, which a spec may need
+
+
+@runtime_checkable
+class ImageBuilder(Protocol):
+    """A runtime whose instances run from an image it builds from a workload's ImageSpec (a container
+    image, a VM guest): how `strata prepare` builds it (`image_of` is called late: a spec may need a
+    build of its own first, as a Cassandra image needs the jars)."""
+
+    def image_build(self, name: str, image_of: Callable[[], ImageSpec]) -> Build: ...
 
 
 @runtime_checkable

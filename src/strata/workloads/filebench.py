@@ -20,12 +20,12 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from strata.core.engine import engine_binary
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.metrics import Metric, MetricSchema, Show
 from strata.core.params import Strict
 from strata.workloads.base import Parsed, Smoke, ToolWorkload, Upgrading, headline, resolve_file
+from strata.workloads.engine import engine_binary
 from strata.workloads.latency import PERCENTILES, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"

@@ -21,12 +21,12 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from pydantic import Field, model_validator
 
 from strata.core.errors import StrataError, Unsupported
-from strata.core.instances import Isolation
+from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation
 from strata.core.params import Strict, shorthand
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -45,6 +45,7 @@ from strata.stack.procfs import (
     unmount_under,
 )
 from strata.stack.runtimes.docker.client import STDERR_TAIL_CHARS
+from strata.stack.runtimes.docker.image import image_build
 from strata.stack.runtimes.docker.session import DockerSession
 
 PODMAN = "podman"
@@ -187,7 +188,7 @@ class PodmanSession(DockerSession):
         return ULIMITS if self.ulimits else ()
 
 
-class Podman:
+class Podman(ImageBuilder):
     name = "podman"
     params = PodmanParams
     baseline = False
@@ -195,6 +196,10 @@ class Podman:
     paths = ("layer", "volume", "bind", "tmpfs", "device")
     concurrent = True
     limits = True
+
+    def image_build(self, name: str, image_of: Callable[[], ImageSpec]) -> Build:
+        """The workload's image as a `docker save` tarball, loaded into each store that runs it."""
+        return image_build(name, image_of)
 
     def shorthand(self, text: str) -> dict | None:
         return shorthand(self.name, text, "storage_driver")

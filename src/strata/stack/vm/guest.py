@@ -1,25 +1,29 @@
 """The guest image: a Debian root file system, its kernel and initramfs, built without a registry.
 
-Built once per machine beside the container image (`images_dir()`, under the
-same build lock, scratch dirs journaled) in two cached steps, so a new agent
-or engine binary never repeats the slow one:
+A guest holds what a workload's image declares (`Workload.image()`: Debian packages, files, trees), as a
+container image does, so a new workload runs in a VM without a change here. Built once per machine and
+image beside the container images (`images_dir()`, under the same build lock, scratch dirs journaled) in
+two cached steps, so a new agent or engine binary never repeats the slow one:
 
 1. the base (`strata-guest-base-<key>.tar`, ~2 min): `debootstrap
    --variant=minbase` of Debian `SUITE` from the host's own mirror with the
-   kernel (linux-image-amd64), fio and the file system tools; kernel modules
-   a guest on virtio never loads (GPUs, NICs, sound, ...) and docs removed;
-   an initramfs with only what mounts the root (`MODULES=list`: virtio_pci,
-   virtio_blk, ext4) and without udev (devtmpfs has the disks);
+   kernel (linux-image-amd64), fio and the file system tools, and the packages
+   the image adds; kernel modules a guest on virtio never loads (GPUs, NICs,
+   sound, ...) and docs removed; an initramfs with only what mounts the root
+   (`MODULES=list`: virtio_pci, virtio_blk, ext4) and without udev (devtmpfs
+   has the disks);
 2. the guest (`strata-guest-<key>/`, ~10 s): the base plus the agent
-   (agent.py, the guest's PID 1) and the engine `strata-wml`, as a raw ext4
-   image without a journal (the guest mounts it read-only, so any number of
-   VMs boot from one file), and beside it the initramfs and the kernel as the
-   uncompressed ELF with its PVH entry (no decompression at boot) for direct
-   kernel boot. Measured under TCG on a loaded 2-core host: a probe boot takes
-   ~8 s, against ~20 s with Debian's bzImage and udev in the initramfs.
+   (agent.py, the guest's PID 1) and the image's files (in /usr/local/bin: the
+   engine `strata-wml` for Filebench) and trees, as a raw ext4 image without a
+   journal (the guest mounts it read-only, so any number of VMs boot from one
+   file), and beside it the initramfs and the kernel as the uncompressed ELF
+   with its PVH entry (no decompression at boot) for direct kernel boot.
+   Measured under TCG on a loaded 2-core host: a probe boot takes ~8 s,
+   against ~20 s with Debian's bzImage and udev in the initramfs.
 
-Each key hashes its inputs (the recipe constants, the agent's text, the
-engine's bytes): an unchanged guest is never rebuilt.
+The accelerator's probe boots the bare guest (`BARE`: the agent only). Each key hashes its inputs (the
+recipe constants, the packages, the agent's text, the image's files and trees): an unchanged guest is
+never rebuilt.
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable
 
 from strata.core.errors import StrataError
+from strata.core.instances import Build, ImageSpec
 from strata.core.proc import sh
 from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
 from strata.stack.journal import Journal
@@ -102,6 +107,7 @@ case "$1" in prereqs) exit 0 ;; esac
 mount -n -o move /dev "${rootmnt:?}/dev" || mount -n --move /dev "${rootmnt}/dev"
 """
 XZ_MAGIC = b"\xfd7zXZ\x00"
+BARE = ImageSpec("bare")  # the agent only: the guest the accelerator's probe boots
 RECIPE_VERSION = 2  # bump when the steps below change in a way the constants do not show
 BUILD_TIMEOUT_S = 1800
 ROOTFS_HEADROOM = 1.15  # the ext4 image: used bytes x this, plus 64 MiB
@@ -124,28 +130,33 @@ def _hash(*parts: bytes) -> str:
     return h.hexdigest()[:12]
 
 
-def base_key() -> str:
+def base_key(packages: tuple[str, ...] = ()) -> str:
+    """The base's recipe, with the packages a workload's image adds to PACKAGES (none: the usual base)."""
     recipe = json.dumps(
         [SUITE, PACKAGES, INITRAMFS_MODULES, INITRAMFS_DROP, INIT_BOTTOM_DEV, KEEP_MODULES, PRUNE, RECIPE_VERSION]
     )
-    return _hash(recipe.encode())
+    return _hash(recipe.encode(), *(p.encode() for p in packages))
 
 
-def default_extra_files() -> dict[str, Path]:
-    """The engine, when built (as in the Filebench workload's container image)."""
-    from strata.core.engine import image_extra_files
-
-    return image_extra_files()
+def extra_packages(image: ImageSpec) -> tuple[str, ...]:
+    """What the image needs beyond the base's packages (fio is there already)."""
+    return tuple(sorted(set(image.packages) - set(PACKAGES)))
 
 
-def guest_key(extra_files: Mapping[str, Path] | None = None) -> str:
-    extra_files = default_extra_files() if extra_files is None else extra_files
-    parts = [base_key().encode(), agent_script().encode()]
-    for name in sorted(extra_files):
+def guest_key(image: ImageSpec = BARE) -> str:
+    """The guest of a workload's image (Workload.image(): its packages, files and trees), as a container
+    image is: the base with the image's packages, then its files in /usr/local/bin and its trees."""
+    for name, _ in image.files:
         if "/" in name or name in ("", ".", ".."):
-            raise StrataError(f"extra guest file name {name!r} is not a plain file name", "use a name like strata-wml")
-        parts += [name.encode(), Path(extra_files[name]).read_bytes()]
-    return _hash(*parts)
+            raise StrataError(f"image file name {name!r} is not a plain file name", "use a name like strata-wml")
+    return _hash(base_key(extra_packages(image)).encode(), agent_script().encode(), image.key().encode())
+
+
+def guest_facts(guest: Guest) -> dict:
+    """What a result says of the guest its VMs booted."""
+    m = guest.manifest
+    return {"key": guest.key, "suite": m.get("suite"), "kernel": m.get("kernel"), "packages": m.get("packages", {}),
+            "image": m.get("image")}  # fmt: skip
 
 
 def guest_dir(key: str) -> Path:
@@ -162,14 +173,13 @@ def load_guest(directory: Path) -> Guest | None:
     )
 
 
-def cached_guest(extra_files: Mapping[str, Path] | None = None) -> Guest | None:
-    return load_guest(guest_dir(guest_key(extra_files)))
+def cached_guest(image: ImageSpec = BARE) -> Guest | None:
+    return load_guest(guest_dir(guest_key(image)))
 
 
-def ensure_guest(extra_files: Mapping[str, Path] | None = None) -> Guest:
-    """The guest for these extra files, built once per machine."""
-    extra_files = default_extra_files() if extra_files is None else extra_files
-    key = guest_key(extra_files)
+def ensure_guest(image: ImageSpec = BARE) -> Guest:
+    """The guest of this image, built once per machine (BARE: the agent only, for the accelerator's probe)."""
+    key = guest_key(image)
     found = load_guest(guest_dir(key))
     if found:
         return found
@@ -179,23 +189,35 @@ def ensure_guest(extra_files: Mapping[str, Path] | None = None) -> Guest:
             return found
         journal = Journal(f"guest-build-{os.getpid()}-{secrets.token_hex(2)}")
         try:
-            base = base_tarball(journal)
-            _build_guest(journal, base, key, extra_files)
+            base = base_tarball(journal, extra_packages(image))
+            _build_guest(journal, base, key, image)
         finally:
             journal.close()
     return load_guest(guest_dir(key))
 
 
+def guest_build(name: str, image_of: Callable[[], ImageSpec]) -> Build:
+    """A workload's guest as `strata prepare` builds it (`image_of` called late, as for a container image)."""
+    return Build(
+        f"VM guest ({name})",
+        lambda: guest_key(image_of()),
+        lambda: cached_guest(image_of()) is not None,
+        lambda: ensure_guest(image_of()),
+        image=True,
+    )
+
+
 # ---- step 1: the base -----------------------------------------------------------
 
 
-def base_tarball(journal: Journal) -> Path:
-    """Debian with kernel, fio and file system tools, pruned, with a small initramfs (call under the lock)."""
-    out = images_dir() / f"strata-guest-base-{base_key()}.tar"
+def base_tarball(journal: Journal, packages: tuple[str, ...] = ()) -> Path:
+    """Debian with kernel, fio and file system tools (and `packages`), pruned, with a small initramfs (call under
+    the lock)."""
+    out = images_dir() / f"strata-guest-base-{base_key(packages)}.tar"
     if out.exists():
         return out
     with scratch(journal, "guest-rootfs") as root:
-        debootstrap(root, "the guest", tuple(PACKAGES))
+        debootstrap(root, "the guest", (*PACKAGES, *packages))
         version = kernel_version(root)
         _prune(root, version)
         _small_initramfs(root, version)
@@ -251,13 +273,13 @@ def _small_initramfs(root: Path, version: str) -> None:
 # ---- step 2: the guest ----------------------------------------------------------
 
 
-def _build_guest(journal: Journal, base: Path, key: str, extra_files: Mapping[str, Path]) -> None:
+def _build_guest(journal: Journal, base: Path, key: str, image: ImageSpec) -> None:
     final = guest_dir(key)
     with scratch(journal, f"strata-guest-{key}-tmp") as work:
         tree = work / "tree"
         tree.mkdir()
         sh(["tar", "-C", str(tree), "--numeric-owner", "-xf", str(base)], timeout=BUILD_TIMEOUT_S)
-        _install_agent(tree, extra_files)
+        _install_agent(tree, image)
         version = kernel_version(tree)
         out = work / "guest"
         out.mkdir()
@@ -266,13 +288,18 @@ def _build_guest(journal: Journal, base: Path, key: str, extra_files: Mapping[st
         size_bytes = _rootfs_image(tree, out / "rootfs.img")
         manifest = {
             "key": key,
-            "base_key": base_key(),
+            "base_key": base_key(extra_packages(image)),
             "suite": SUITE,
             "kernel": version,
             "kernel_format": kernel_format,
             "packages": _package_versions(tree),
             "rootfs_bytes": size_bytes,
-            "extra_files": sorted(extra_files),
+            "image": {
+                "name": image.name,
+                "packages": sorted(image.packages),
+                "files": sorted(n for n, _ in image.files),
+                "trees": sorted(d for d, _ in image.trees),
+            },
         }
         (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
         os.rename(out, final)  # the manifest is what load_guest looks for: the guest appears whole
@@ -295,15 +322,18 @@ def _kernel(tree: Path, version: str, out: Path) -> str:
     return "bzimage"
 
 
-def _install_agent(tree: Path, extra_files: Mapping[str, Path]) -> None:
+def _install_agent(tree: Path, image: ImageSpec) -> None:
+    """The agent (the guest's PID 1), and the image's files and trees where a container image has them."""
     agent = tree / AGENT_PATH.lstrip("/")
     agent.parent.mkdir(parents=True, exist_ok=True)
     agent.write_text(agent_script())
     agent.chmod(0o755)
-    for name, src in sorted(extra_files.items()):
+    for name, src in sorted(image.files):
         dst = tree / "usr/local/bin" / name
         shutil.copy2(src, dst)
         dst.chmod(0o755)
+    for dest, src in sorted(image.trees):
+        shutil.copytree(src, tree / dest.lstrip("/"), symlinks=True, dirs_exist_ok=True)
     for d in (OUT_DIR, SYNC_DIR, DATA_DIR):
         (tree / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
     (tree / "etc/hostname").write_text("strata-guest\n")

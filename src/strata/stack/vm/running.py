@@ -110,8 +110,9 @@ class Vm:
 
 
 class VmRunning:
-    def __init__(self, session, handle: PathHandle, load: Load, sync_dir: Path):
+    def __init__(self, session, handle: PathHandle, load: Load, sync_dir: Path, guest):
         self.session, self.handle, self.load, self.sync_dir = session, handle, load, sync_dir
+        self.guest = guest  # what the workload's image asks for (guest.py), one for every VM of the trial
         self.journal = session.journal
         self.vms: list[Vm] = []
         self.cgroups: list[dict[str, str]] = []
@@ -175,9 +176,9 @@ class VmRunning:
             s.accel,
             vcpus_for(params, self.load.limits),
             memory_for(params, self.load.limits),
-            str(s.guest.kernel),
-            str(s.guest.initrd),
-            str(s.guest.rootfs),
+            str(self.guest.kernel),
+            str(self.guest.initrd),
+            str(self.guest.rootfs),
             str(r.out_dir / "console.log"),
             str(self.run.path / f"vm{r.index}.pid"),
             f"strata.share={s.share} strata.index={r.index}",

@@ -16,10 +16,10 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from strata.core.errors import Unsupported
-from strata.core.instances import Build, Isolation, Prebuilds
+from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
 from strata.core.params import shorthand
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
@@ -27,7 +27,7 @@ from strata.stack.vm import accel as accel_probe
 
 # Importing these registers their undo actions (strata cleanup).
 from strata.stack.vm import cgroup, qemu, rundir  # noqa: F401
-from strata.stack.vm.guest import cached_guest, ensure_guest, guest_key
+from strata.stack.vm.guest import cached_guest, ensure_guest, guest_build, guest_facts, guest_key
 from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.qemu import NINEP_OPTIONS, QEMU, VIRTIOFSD_OPTIONS, qemu_version, virtiofsd_binary
 from strata.stack.vm.session import VmSession
@@ -107,12 +107,7 @@ def session_facts(
         "guest_filesystem": params.guest_filesystem,
         "share": share,
         "share_options": list(VIRTIOFSD_OPTIONS) if share == "virtiofs" else NINEP_OPTIONS.split(","),
-        "guest": {
-            "key": guest.key,
-            "suite": guest.manifest.get("suite"),
-            "kernel": guest.manifest.get("kernel"),
-            "packages": guest.manifest.get("packages", {}),
-        },
+        "guest": guest_facts(guest),
         "limits_map": "cpus -> vCPUs (rounded up), memory -> guest RAM, bps/iops -> QEMU block throttling "
         "(bind: blkio rules on the device for QEMU and virtiofsd)",
         "host_cpu": "QEMU and virtiofsd, from /proc and wait4 (vm-cpu.json; cpu_ns in the final counters)",
@@ -143,7 +138,7 @@ def provision_vm(
         session.close()
 
 
-class VmRuntimePlugin(Prebuilds):
+class VmRuntimePlugin(Prebuilds, ImageBuilder):
     """`vm`: a QEMU virtual machine per instance (issue 10; study 001: VMs against containers and native)."""
 
     name = "vm"
@@ -161,8 +156,13 @@ class VmRuntimePlugin(Prebuilds):
         return available(params, host)
 
     def builds(self, params: VmRuntime) -> list[Build]:
-        """The guest (kernel, initramfs, root file system with the workloads' tools), once per machine."""
-        return [Build("VM guest", guest_key, lambda: cached_guest() is not None, ensure_guest)]
+        """The bare guest the accelerator's probe boots (kernel, initramfs, the agent), once per machine."""
+        return [Build("VM guest (bare, for the accelerator's probe)", guest_key, lambda: cached_guest() is not None,
+                      ensure_guest)]  # fmt: skip
+
+    def image_build(self, name: str, image_of: Callable[[], ImageSpec]) -> Build:
+        """A workload's guest: the base with its image's packages, files and trees (Workload.image())."""
+        return guest_build(name, image_of)
 
     def impossible(self, params: VmRuntime, fs: FilesystemParams) -> str | None:
         return None  # the paths decide (device: raw only; image, bind: a file system), as for every runtime

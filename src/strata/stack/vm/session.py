@@ -32,7 +32,7 @@ from strata.stack.journal import Journal, undo_action
 from strata.stack.paths import OUT_DIR, PathHandle
 from strata.stack.procfs import remove_tree
 from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
-from strata.stack.vm.guest import Guest
+from strata.stack.vm.guest import BARE, Guest, ensure_guest, guest_facts
 from strata.stack.vm.params import MIN_MEMORY_BYTES, VmRuntime
 
 PATHS = ("device", "image", "bind")
@@ -165,7 +165,10 @@ class VmSession:
     def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path):
         from strata.stack.vm.running import VmRunning
 
-        running = VmRunning(self, handle, load, sync_dir)
+        image = requests[0].image if requests and requests[0].image is not None else BARE
+        guest = ensure_guest(image)  # the workload's image in a guest: built once per machine (strata prepare)
+        self.facts["guest"] = guest_facts(guest)
+        running = VmRunning(self, handle, load, sync_dir, guest)
         self.running.append(running)
         running.launch(requests)  # stops what it made and raises TrialFailure on failure
         return running

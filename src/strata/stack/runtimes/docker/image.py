@@ -114,6 +114,7 @@ def image_build(name: str, spec_of: Callable[[], ImageSpec]) -> Build:
         lambda: image_tag(spec_of()),
         lambda: tarball_path(spec_of()).exists(),
         lambda: build_image_tarball(spec_of()),
+        image=True,
     )
 
 

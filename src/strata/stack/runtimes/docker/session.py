@@ -15,12 +15,12 @@ import contextlib
 import secrets
 import subprocess
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Callable, Iterator, Literal
 
 from pydantic import Field, model_validator
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
-from strata.core.instances import ImageSpec, InstanceRequest, Isolation, Target
+from strata.core.instances import Build, ImageBuilder, ImageSpec, InstanceRequest, Isolation, Target
 from strata.core.params import Load, Strict, shorthand
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -31,7 +31,7 @@ from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import create_argv, prepare_script, safe_name
 from strata.stack.runtimes.docker.containers import Container, DockerRunning, _undo_volume
 from strata.stack.runtimes.docker.daemon import Daemon, available, incompatible, private_daemon
-from strata.stack.runtimes.docker.image import _undo_image, ensure_image
+from strata.stack.runtimes.docker.image import _undo_image, ensure_image, image_build
 
 CREATE_PARALLEL = 8
 DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system")
@@ -269,7 +269,7 @@ def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) ->
         session.close()
 
 
-class Docker:
+class Docker(ImageBuilder):
     name = "docker"
     params = DockerParams
     baseline = False
@@ -277,6 +277,10 @@ class Docker:
     paths = ("layer", "volume", "bind", "tmpfs", "device")
     concurrent = True
     limits = True
+
+    def image_build(self, name: str, image_of: Callable[[], ImageSpec]) -> Build:
+        """The workload's image as a `docker save` tarball, loaded into each daemon that runs it."""
+        return image_build(name, image_of)
 
     def shorthand(self, text: str) -> dict | None:
         return shorthand(self.name, text, "storage_driver")

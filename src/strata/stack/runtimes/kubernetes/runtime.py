@@ -20,12 +20,12 @@ import secrets
 import shutil
 import socket
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Callable, Iterator, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from strata.core.errors import StrataError, Unsupported
-from strata.core.instances import Build, ImageSpec, Isolation, Prebuilds
+from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
 from strata.core.params import Limits, Strict, shorthand, size_field
 from strata.core.proc import CommandError, sh
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -95,7 +95,7 @@ def _this_node(cluster: Cluster) -> str:
     )
 
 
-class Kubernetes(RefusesLimits, Prebuilds):
+class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
     name = "kubernetes"
     params = KubernetesParams
     baseline = False
@@ -122,6 +122,12 @@ class Kubernetes(RefusesLimits, Prebuilds):
             except StrataError as e:
                 return f"the Kubernetes test bed is not built and cannot be: {e.message()}"
         return None
+
+    def image_build(self, name: str, image_of: Callable[[], ImageSpec]) -> Build:
+        """The workload's image as a `docker save` tarball, imported into the node's containerd."""
+        from strata.stack.runtimes.docker.image import image_build
+
+        return image_build(name, image_of)
 
     def builds(self, params: KubernetesParams) -> list[Build]:
         """The test bed's binaries, built from the Go module proxy once per machine; a user's cluster needs none."""

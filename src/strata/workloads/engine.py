@@ -21,9 +21,3 @@ def engine_binary() -> Path | None:
     if found:
         return Path(found).resolve()
     return REPO_BUILD if REPO_BUILD.is_file() else None
-
-
-def image_extra_files() -> dict[str, Path]:
-    """Binaries baked into the workload image next to fio."""
-    binary = engine_binary()
-    return {"strata-wml": binary} if binary else {}
