@@ -14,7 +14,9 @@ def _prepared() -> str:
     build in its first call (images, the VM guest, the Kubernetes binaries, Cassandra's and YCSB's jars)."""
     from strata.cli.main import main
 
-    specs = [str(p) for p in sorted((ROOT / "examples").glob("*.yaml"))] + [str(p) for p in sorted((ROOT / "tests/integration").glob("needs*.yaml"))]
+    specs = [str(p) for p in sorted((ROOT / "examples").glob("*.yaml"))] + [
+        str(p) for p in sorted((ROOT / "tests/integration").glob("needs*.yaml"))
+    ]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         rc = main(["prepare", "--check", *specs])

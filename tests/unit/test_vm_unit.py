@@ -558,8 +558,9 @@ def test_the_guest_holds_what_the_workloads_image_declares(tmp_path):
     assert k1 != k2 and k1 == guest.guest_key(wml) and len(k1) == 12
     assert guest.guest_key(guest.BARE) != k1 and guest.guest_key() == guest.guest_key(guest.BARE)
     fio, pg = ImageSpec("fio", packages=("fio",)), ImageSpec("pg", packages=("postgresql-15",))
-    assert guest.extra_packages(fio) == () and guest.extra_packages(pg) == ("postgresql-15",)
-    assert guest.base_key(guest.extra_packages(fio)) == guest.base_key() != guest.base_key(("postgresql-15",))
+    assert guest.extra_packages(fio) == ("fio",) and guest.extra_packages(pg) == ("postgresql-15",)
+    assert guest.extra_packages(wml) == () and "fio" not in guest.PACKAGES  # the base holds no workload's tool
+    assert guest.base_key(guest.extra_packages(fio)) != guest.base_key() != guest.base_key(("postgresql-15",))
     with pytest.raises(Exception, match="plain file name"):
         guest.guest_key(ImageSpec("x", files=(("../x", str(a)),)))
 

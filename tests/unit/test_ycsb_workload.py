@@ -525,3 +525,30 @@ def test_a_node_that_lost_a_join_race_is_started_again(tmp_path, said):
     assert len(calls.read_text().split()) == 2
     assert said in (out / "node.log.failed-1").read_text()
     assert "started" in (out / "node.log").read_text()
+
+
+def test_the_bandwidth_presets_measure_through_a_workload_that_probes_devices(monkeypatch):
+    """Issue 33: the BW and ALL presets' device bandwidth comes from a registered `DeviceProbe` (fio's), once
+    per device; with none registered, a clear error names the presets that need none."""
+    from strata.core.errors import StrataError
+    from strata.experiment import presets
+    from strata.workloads import REGISTRY
+    from strata.workloads.base import DeviceProbe
+
+    assert isinstance(REGISTRY["fio"], DeviceProbe)
+    calls = []
+
+    class Probe:
+        probe_words = "reads of {path}"
+
+        def read_bps(self, device_path: str) -> int:
+            calls.append(device_path)
+            return 123
+
+    monkeypatch.setattr(presets, "WORKLOADS", {"probe": Probe()})
+    monkeypatch.setattr(presets, "_measured", {})
+    assert presets.device_read_bps("/dev/x") == 123 and presets.device_read_bps("/dev/x") == 123
+    assert calls == ["/dev/x"] and presets.measured_by("/dev/x") == "reads of /dev/x"
+    monkeypatch.setattr(presets, "WORKLOADS", {})
+    with pytest.raises(StrataError, match="CPU or MEM"):
+        presets.device_read_bps("/dev/y")

@@ -9,8 +9,7 @@ from strata.stack.journal import cleanup, live_runs
 from strata.stack.kube import bed as _kube_bed  # noqa: F401
 from strata.stack.runtimes import REGISTRY as _runtimes  # noqa: F401
 from strata.stack.runtimes.docker import image  # noqa: F401
-from strata.workloads import REGISTRY as _workloads  # noqa: F401
-from strata.workloads.ycsb import node  # noqa: F401
+from strata.workloads import REGISTRY as _workloads  # noqa: F401  (each plugin registers its own)
 
 NAME = "cleanup"
 HELP = "undo what a killed run left behind, from the journal"

@@ -143,3 +143,13 @@ class Running(Protocol):
     # ended it, `instance_died` otherwise) or a watched layer died; it returns None while all run.
     def check(self, watch: Watch | None = None) -> None: ...
     def stop(self) -> None: ...  # kill whatever still runs (Ctrl-C, timeout); idempotent
+
+
+@runtime_checkable
+class Rendezvous(Protocol):
+    """Instances that are one host's part of a trial across hosts (hosts/part.py `BarrierRunning`): the
+    workload meets the other hosts' parts before it measures ("measure") and after ("measured"), and
+    hands back what it measured (`report`). A local run's instances have no such capability."""
+
+    def rendezvous(self, point: str = "measure", check: Callable[[], None] | None = None) -> None: ...
+    def report(self, outputs: list[InstanceOutput]) -> None: ...

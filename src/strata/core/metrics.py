@@ -45,6 +45,29 @@ class Show:
 
 
 @dataclass(frozen=True)
+class Operations:
+    """A workload's per-operation results (Filebench's flowops): a list of entries stored at `key`, each
+    named by its `name`, with the columns the report's operations table shows: (heading, path in an entry)."""
+
+    key: tuple[str, ...]
+    word: str  # what one is called in a table's heading ("flowop")
+    columns: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def of(self, result: dict[str, Any]) -> list[dict[str, Any]]:
+        v: Any = result
+        for k in self.key:
+            v = v.get(k) if isinstance(v, dict) else None
+        return [e for e in v if isinstance(e, dict)] if isinstance(v, list) else []
+
+    @staticmethod
+    def value(entry: dict[str, Any], path: tuple[str, ...]) -> Any:
+        v: Any = entry
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        return v
+
+
+@dataclass(frozen=True)
 class Metric:
     """One result field of a workload."""
 
@@ -101,11 +124,14 @@ class MetricSchema:
     """A workload's result fields. `breakdown`: its latencies drawn side by side, the parts of an I/O's
     latency first and the whole last (the latency every analysis of "the latency" reads). `in_flight`:
     the load's numjobs x iodepth x containers are the I/Os it keeps in flight (a figure says so; a
-    workload with its own threads, as YCSB, does not)."""
+    workload with its own threads, as YCSB, does not). `device_latency`: the part of the breakdown the
+    device answers in (fio's completion latency), what a remote device's fabric adds to; None: the whole."""
 
     fields: tuple[Metric, ...] = ()
     breakdown: tuple[str, ...] = ()
     in_flight: bool = False
+    device_latency: str | None = None
+    operations: Operations | None = None
 
     def of(self, kind: Kind) -> list[Metric]:
         return [f for f in self.fields if f.kind == kind]
@@ -116,6 +142,17 @@ class MetricSchema:
     @property
     def total_latency(self) -> str | None:
         return self.breakdown[-1] if self.breakdown else None
+
+    @property
+    def below_latency(self) -> str | None:
+        """The latency a layer below the workload adds to: the device's part, else the whole."""
+        return self.device_latency or self.total_latency
+
+    def breakdown_words(self) -> str:
+        """The breakdown in words, for captions: "Submission (slat), completion (clat) and total (lat)"."""
+        words = [f"{(m.label if (m := self.field('latency', k)) else '') or k} ({k})" for k in self.breakdown]
+        text = ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
+        return text[:1].upper() + text[1:]
 
     def direction(self, result: dict) -> str:
         """The data direction whose latency represents a trial: read, unless the first per-direction rate

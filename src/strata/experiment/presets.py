@@ -12,14 +12,11 @@ Explicit values given beside a preset override its values.
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 from strata.core.errors import StrataError
 from strata.core.params import PRESET_LIMITS, Limits, Load
+from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import DeviceProbe
 
-FIO_RUNTIME_S = 5
 _measured: dict[str, int] = {}  # device path -> sequential read bytes/s (one measurement per device)
 
 
@@ -71,21 +68,21 @@ def on_host(load: Load, host: dict) -> Load:
     return resolved
 
 
+def _probe() -> DeviceProbe:
+    probe = next((w for w in WORKLOADS.values() if isinstance(w, DeviceProbe)), None)
+    if probe is None:
+        raise StrataError("the BW and ALL limit presets need a workload that measures a device", "use CPU or MEM")
+    return probe
+
+
 def device_read_bps(device_path: str) -> int:
-    """Sequential read bandwidth of the device (fio, O_DIRECT, 1 MiB, read-only, a few seconds); cached."""
-    if device_path in _measured:
-        return _measured[device_path]
-    if not shutil.which("fio"):
-        raise StrataError("the BW and ALL limit presets measure the device with fio", "apt-get install fio")
-    argv = [
-        "fio", "--name=strata-bw", f"--filename={device_path}", "--readonly", "--rw=read", "--bs=1M",
-        "--direct=1", "--ioengine=libaio", "--iodepth=16", "--time_based", f"--runtime={FIO_RUNTIME_S}",
-        "--output-format=json",
-    ]  # fmt: skip
-    cp = subprocess.run(argv, capture_output=True, text=True, timeout=FIO_RUNTIME_S + 120)
-    try:
-        bps = int(json.loads(cp.stdout[cp.stdout.find("{") :])["jobs"][0]["read"]["bw_bytes"])
-    except (ValueError, KeyError, IndexError):
-        raise StrataError(f"fio could not measure {device_path}: {(cp.stderr or cp.stdout)[-500:]}", "run fio by hand")
-    _measured[device_path] = bps
-    return bps
+    """Sequential read bandwidth of the device, measured once per device by the first workload that can
+    (`DeviceProbe`: fio, O_DIRECT, 1 MiB, read-only, a few seconds)."""
+    if device_path not in _measured:
+        _measured[device_path] = _probe().read_bps(device_path)
+    return _measured[device_path]
+
+
+def measured_by(device_path: str) -> str:
+    """How the device's bandwidth was measured, in words, stored with the resolved limits."""
+    return _probe().probe_words.format(path=device_path)

@@ -53,10 +53,10 @@ MAX_PARTS_KEPT = 64
 
 def _register_undo() -> None:
     """Import every module that registers an undo action a stack on this host can journal (as
-    cli/cleanup.py does; hosts/ must not import cli/)."""
+    cli/cleanup.py does; hosts/ must not import cli/). A workload's own undo actions are registered by its
+    plugin, which the workloads' registry imports."""
     import strata.stack.buildcache  # noqa: F401
     import strata.stack.runtimes.docker.image  # noqa: F401
-    import strata.workloads.ycsb.node  # noqa: F401
 
     Registries()  # the registries are built on first use: each plugin's module registers its undo actions
 

@@ -118,7 +118,7 @@ def merge(trial, parts: list[PartOutcome], art: Path, result: dict) -> None:
     evidence = validity.TrialEvidence(
         windows=shifted,
         starts=[o.start_time_s for o in outputs],
-        runtime_s=getattr(params, "runtime", 0) or 0,
+        runtime_s=wl.runtime_s(params),
         series=parsed.series.get(primary.get("series") or ""),
         tool_steady=metrics.get("steadystate"),
         parts={p.host: Flags.of(p.result) for p in parts},

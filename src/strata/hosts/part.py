@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Callable
 
 from strata.core.errors import TrialFailure
-from strata.core.instances import InstanceOutput
+from strata.core.instances import InstanceOutput, Rendezvous
 from strata.results.flags import Flags
 from strata.stack.nostack import no_stack
 from strata.workloads import REGISTRY as WORKLOADS
@@ -138,7 +139,7 @@ class Part:
         return doc
 
 
-class BarrierRunning:
+class BarrierRunning(Rendezvous):
     """The local instances, released at the manager's start time instead of at once (or, for a workload
     whose barrier is at its measured phase, at once, and that phase waits for the manager instead)."""
 
@@ -158,7 +159,7 @@ class BarrierRunning:
             self._start()
         return self.inner.go()
 
-    def rendezvous(self, point: str = "measure", check=None) -> None:
+    def rendezvous(self, point: str = "measure", check: Callable[[], None] | None = None) -> None:
         """The workload is about to measure (or has measured): here is the barrier, when the workload put it here."""
         if not self.at_measure:
             return

@@ -54,7 +54,7 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
             f.drawn = False
         rep.figures.extend(figs)
     rep.figures.extend(_series_figures(a, series_ids))
-    rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _flowop_tables(a)
+    rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _operations_tables(a)
     _unique_ids(rep.figures + rep.tables)
     if a.smoke:  # every figure and table says it, wherever it ends up (a PNG in a slide, a CSV)
         for item in rep.figures + rep.tables:
@@ -476,32 +476,31 @@ def _grid_table(g, i: int) -> Table:
     return Table(figure_id("table", f"{g.workload} {i}"), g.title, ["containers"] + cols, rows)
 
 
-def _flowop_tables(a: Analysis) -> list[Table]:
-    """Per workload that reports its operations (metrics.flowops): each one's rate and latency, mean over
-    repetitions."""
+def _operations_tables(a: Analysis) -> list[Table]:
+    """Per workload that declares per-operation results (`MetricSchema.operations`, Filebench's flowops):
+    each operation's columns, mean over repetitions."""
     out = []
     for name, cells in _workload_groups(a):
+        ops_of = cells[0].schema.operations if cells else None
+        if ops_of is None:
+            continue
         rows = []
         for c in cells:
-            if not c.ok or not any((r.get("metrics") or {}).get("flowops") for r in c.ok):
-                continue
             ops: dict[str, list] = {}
             for r in c.ok:
-                for f in (r.get("metrics") or {}).get("flowops") or []:
-                    lat = f.get("latency_us") or {}
-                    ops.setdefault(f.get("name", "?"), []).append(
-                        (f.get("ops_per_s"), f.get("mb_per_s"), lat.get("mean"), lat.get("p99"))
-                    )
+                for e in ops_of.of(r):
+                    ops.setdefault(e.get("name", "?"), []).append([ops_of.value(e, path) for _, path in ops_of.columns])
             for op, vals in ops.items():
+                width = len(ops_of.columns)
                 rows.append(
-                    [c.stack, c.labels["load"], op] + [_mean([v[i] for v in vals]) for i in range(4)] + [len(vals)]
+                    [c.stack, c.labels["load"], op] + [_mean([v[i] for v in vals]) for i in range(width)] + [len(vals)]
                 )
         if rows:
             out.append(
                 Table(
-                    figure_id("flowops", name),
+                    figure_id(ops_of.key[-1], name),
                     f"{name}: operations (mean over repetitions)",
-                    ["stack", "load", "flowop", "ops/s", "MB/s", "latency mean us", "latency p99 us", "n"],
+                    ["stack", "load", ops_of.word] + [h for h, _ in ops_of.columns] + ["n"],
                     rows,
                 )
             )

@@ -3,8 +3,9 @@
 Two figures per workload that ran on a remote device and on a local one:
 - for each stack and load, the remote throughput's change relative to the local twin
   (analysis/remote.py pairs them), with Welch's 95% interval, drawn like `strata compare`;
-- the latency breakdown (slat/clat/lat) of each stack locally and remotely, at the lowest and
-  the highest load, with the latency the fabric adds (remote minus local, mean clat).
+- the latency breakdown the workload declares (fio's slat/clat/lat) of each stack locally and remotely,
+  at the lowest and the highest load, with the latency the fabric adds (remote minus local, mean of the
+  device's part: `MetricSchema.below_latency`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def _latency(name: str, prs: list) -> Figure | None:
     prs = [(lo, re) for lo, re in prs if lo.latency(None, "mean").n and re.latency(None, "mean").n]
     if not prs:
         return None
-    kinds = prs[0][1].schema.breakdown
+    schema = prs[0][1].schema
+    kinds, below = schema.breakdown, schema.below_latency
     loads = sorted({(r.outstanding, r.labels["load"]) for _, r in prs})
     panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
     labels = short_labels(sorted({r.stack for _, r in prs}))
@@ -86,15 +88,15 @@ def _latency(name: str, prs: list) -> Figure | None:
             for side, c in (("local", local), ("remote", remote)):
                 entry = {"label": f"{labels[remote.stack]} {side}", "drawn": len(stacks) < 2 * MAX_STACKS}
                 stacks.append({**entry, **breakdown_entry(latencies(c, kinds))})
-            plus = (remote.latency("clat", "mean").mean - local.latency("clat", "mean").mean) / 1000
+            plus = (remote.latency(below, "mean").mean - local.latency(below, "mean").mean) / 1000
             added.append((load, plus))
             rows.append(
                 [
                     remote.stack,
                     load,
                     local.labels["device"],
-                    local.latency("clat", "mean").mean / 1000,
-                    remote.latency("clat", "mean").mean / 1000,
+                    local.latency(below, "mean").mean / 1000,
+                    remote.latency(below, "mean").mean / 1000,
                     plus,
                     local.latency(None, "p99").mean / 1000,
                     remote.latency(None, "p99").mean / 1000,
@@ -108,11 +110,12 @@ def _latency(name: str, prs: list) -> Figure | None:
         by_load.setdefault(load, []).append(plus)
     said = "; ".join(f"{ld}: {_span(v)} us" for ld, v in by_load.items())
     caption = (
-        "Submission (slat), completion (clat) and total (lat) latency of each stack on the local and the remote "
+        f"{schema.breakdown_words()} latency of each stack on the local and the remote "
         "device, mean (bars) and p99 (markers), as Figure 4 of seed study 003. The remote device adds "
-        f"(mean clat, remote minus local) {said}."
+        f"(mean {below}, remote minus local) {said}."
     )
-    columns = ["stack", "load", "local device", "local clat us", "remote clat us", "added clat us", "local p99 us"]
+    columns = ["stack", "load", "local device", f"local {below} us", f"remote {below} us", f"added {below} us"]
+    columns.append("local p99 us")
     columns.append("remote p99 us")
     return Figure(
         fid, "latency", title, caption, Table(fid, title, columns, rows), {"panels": data, "kinds": list(kinds)}

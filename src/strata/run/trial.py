@@ -22,7 +22,7 @@ from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import final_counters
 from strata.collectors.sampler import Sampler
 from strata.core.errors import StrataError, TrialFailure, Unsupported
-from strata.core.instances import InstanceRequest
+from strata.core.instances import InstanceRequest, Rendezvous
 from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity
@@ -136,9 +136,8 @@ def _measure(trial, device, session, store, result: dict) -> None:
             collect = _collector(device, running, samplers, handle)
             ctx = MeasureContext(running, collect, 2 * wl.estimate_s(params) + TIMEOUT_SLACK_S, watch, art)
             outputs = wl.measure(params, load, ctx)
-            report = getattr(running, "report", None)  # across hosts: the part's outputs (hosts/part.py)
-            if report is not None:
-                report(outputs)
+            if isinstance(running, Rendezvous):  # across hosts: the part's outputs (hosts/part.py)
+                running.report(outputs)
         finally:
             running.stop()
         _layers_alive(watch, outputs)
@@ -176,7 +175,7 @@ def _resolved_load(load, device, result: dict):
     bps = presets.device_read_bps(device.path) if presets.needs_bandwidth(load.limits) else None
     load, record = presets.resolve(load, cores, memory, bps)
     if record:
-        record["basis"]["measured_by"] = f"fio: sequential 1 MiB O_DIRECT reads of {device.path}, read-only"
+        record["basis"]["measured_by"] = presets.measured_by(device.path)
         result["stack_facts"]["limits"] = record
     return load
 
@@ -246,7 +245,7 @@ def _judge(trial, wl, disk_names: list[str], session, parsed, outputs, summary: 
     evidence = validity.TrialEvidence(
         windows=parsed.windows,
         starts=[o.start_time_s for o in outputs],
-        runtime_s=getattr(trial.workload, "runtime", 0) or 0,
+        runtime_s=wl.runtime_s(trial.workload),
         series=parsed.series.get(primary.get("series") or ""),
         tool_steady=parsed.metrics.get("steadystate"),
         moved=validity.MovedBytes(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, Protocol, TypeVar, runtime_checkable
 
-from strata.core.instances import ImageSpec, InstanceOutput, Running, Target, Watch
+from strata.core.instances import ImageSpec, InstanceOutput, Rendezvous, Running, Target, Watch
 from strata.core.metrics import EMPTY, MetricSchema
 from strata.core.params import Load, Strict
 
@@ -85,6 +85,7 @@ class Workload(Protocol[P]):
     def versions(self) -> dict[str, str | None]: ...  # tool versions, stored with the host facts
     def direct_io(self, params: P) -> bool: ...
     def estimate_s(self, params: P) -> float: ...
+    def runtime_s(self, params: P) -> float: ...  # the measured phase's planned seconds; 0: until its work is done
     def data_bytes(self, params: P, load: Load) -> int: ...  # what one instance puts on the path
     def instances(self, params: P, load: Load) -> int: ...  # instances per trial (a cluster's nodes count)
     def image(self, params: P) -> ImageSpec: ...  # what a container or guest image must hold
@@ -114,6 +115,16 @@ class Upgrading(Protocol):
     """A workload whose part of the stored result changed with the format (schema.py)."""
 
     def upgrade(self, result: JSON, version: int) -> None: ...  # bring schema `version` to the next one
+
+
+@runtime_checkable
+class DeviceProbe(Protocol):
+    """A workload that measures a block device's sequential read bandwidth by itself, read-only, in a few
+    seconds (the limit presets' disk share, experiment/presets.py)."""
+
+    probe_words: str  # how, stored with the result: "...reads of {path}..." (`path` filled in)
+
+    def read_bps(self, device_path: str) -> int: ...  # bytes/s; raises StrataError when it cannot
 
 
 @runtime_checkable
@@ -198,6 +209,10 @@ class ToolWorkload(Generic[P]):
     def data_bytes(self, params: P, load: Load) -> int:
         return 0
 
+    def runtime_s(self, params: P) -> float:
+        """The measured phase's planned length: the sync check allows a start skew in proportion to it."""
+        return 0.0
+
     def instances(self, params: P, load: Load) -> int:
         """One instance per container (`load.containers`); a server workload may run more (a cluster's nodes)."""
         return load.containers
@@ -224,9 +239,8 @@ def rendezvous(running: Running, point: str = "measure", check: Callable[[], Non
     "measure" before it measures, "measured" after, before its servers stop (servers another host's
     clients use stay up until every part measured; `check` raises while it waits there if a local
     instance dies). Nothing on a local run, whose instances have no such barrier."""
-    meet = getattr(running, "rendezvous", None)
-    if meet is not None:
-        meet(point, check)
+    if isinstance(running, Rendezvous):
+        running.rendezvous(point, check)
 
 
 def resolve_file(raw: JSON, base_dir: Path, what: str) -> JSON:

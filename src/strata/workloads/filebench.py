@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
-from strata.core.metrics import Metric, MetricSchema, Show
+from strata.core.metrics import Metric, MetricSchema, Operations, Show
 from strata.core.params import Strict
 from strata.workloads.base import Parsed, Smoke, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.engine import engine_binary
@@ -51,7 +51,17 @@ METRICS = MetricSchema(
     fields=(
         Metric("ops_per_s", "total", "ops/s", "higher", show=Show("IOPS", digits=0)),
         Metric("mb_per_s", "total", "MB/s", "higher", headline=True, show=Show("MiB/s")),
-    )
+    ),
+    operations=Operations(
+        ("metrics", "flowops"),
+        "flowop",
+        (
+            ("ops/s", ("ops_per_s",)),
+            ("MB/s", ("mb_per_s",)),
+            ("latency mean us", ("latency_us", "mean")),
+            ("latency p99 us", ("latency_us", "p99")),
+        ),
+    ),
 )
 
 
@@ -146,6 +156,9 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
         if cp.returncode != 0:
             return [(cp.stderr or cp.stdout).strip()[-1500:] or f"the engine rejects {params.source}"]
         return []
+
+    def runtime_s(self, params: FilebenchParams) -> float:
+        return float(params.runtime or 0)
 
     def estimate_s(self, params: FilebenchParams) -> float:
         return params.runtime + 10

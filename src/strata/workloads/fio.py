@@ -15,12 +15,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.core.errors import TrialFailure
+from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, Strict, size_at_most, size_field, sweep_ends
 from strata.core.units import parse_duration
-from strata.workloads.base import Parsed, Shorthand, Smoke, ToolWorkload, Upgrading, headline, resolve_file
+from strata.workloads.base import DeviceProbe, Parsed, Shorthand, Smoke, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.latency import summarize
 
 PRESETS = {
@@ -30,6 +30,7 @@ PRESETS = {
     "sw": {"rw": "write", "bs": 128 * 1024},
 }
 DATA_FILE = "strata-fio.dat"
+BW_PROBE_S = 5  # the limit presets' bandwidth probe (read_bps)
 LAT_KEYS = ("slat_ns", "clat_ns", "lat_ns")
 # `until: steady`: fio's own steady-state detection (fio(1) "steadystate"): stop once
 # the IOPS slope over a 10 s window stays within 2% of the mean; `runtime` is the maximum.
@@ -75,6 +76,7 @@ METRICS = MetricSchema(
     ),
     breakdown=("slat", "clat", "lat"),
     in_flight=True,
+    device_latency="clat",
 )
 
 
@@ -137,7 +139,7 @@ class FioParams(Strict):
         return Path(self.file).read_text() if self.file else None
 
 
-class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading):
+class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe):
     name = "fio"
     params = FioParams
     metrics = METRICS
@@ -196,6 +198,28 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading):
         if params.file:
             return "direct=1" in (params.job_text or "").replace(" ", "")
         return params.direct == 1
+
+    probe_words = "fio: sequential 1 MiB O_DIRECT reads of {path}, read-only"
+
+    def read_bps(self, device_path: str) -> int:
+        """Sequential read bandwidth of a device (O_DIRECT, 1 MiB, QD16, read-only, BW_PROBE_S seconds)."""
+        if not shutil.which("fio"):
+            raise StrataError("the BW and ALL limit presets measure the device with fio", "apt-get install fio")
+        argv = [
+            "fio", "--name=strata-bw", f"--filename={device_path}", "--readonly", "--rw=read", "--bs=1M",
+            "--direct=1", "--ioengine=libaio", "--iodepth=16", "--time_based", f"--runtime={BW_PROBE_S}",
+            "--output-format=json",
+        ]  # fmt: skip
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=BW_PROBE_S + 120)
+        try:
+            return int(json.loads(cp.stdout[cp.stdout.find("{") :])["jobs"][0]["read"]["bw_bytes"])
+        except (ValueError, KeyError, IndexError):
+            raise StrataError(
+                f"fio could not measure {device_path}: {(cp.stderr or cp.stdout)[-500:]}", "run fio by hand"
+            )
+
+    def runtime_s(self, params: FioParams) -> float:
+        return float(params.runtime or 0)
 
     def estimate_s(self, params: FioParams) -> float:
         return params.runtime + params.ramp_time + 3 + params.size / (400 << 20)

@@ -2,7 +2,7 @@
 the same workload natively, in containers and in VMs).
 
 - params.py      the runtime's parameters (`VmRuntime`) and how a load's limits map onto a VM
-- guest.py       the guest image: Debian from debootstrap, kernel, initramfs, fio and the engine
+- guest.py       the guest image: Debian from debootstrap, kernel, initramfs, and what the workload's image holds
 - agent.py       the guest's PID 1: shares, clock, data disk, barrier, command, results, power off
 - accel.py       which accelerator boots a guest here (KVM, else TCG), found by booting one
 - qemu.py        QEMU and virtiofsd command lines; their processes under the journal

@@ -7,8 +7,8 @@ two cached steps, so a new agent or engine binary never repeats the slow one:
 
 1. the base (`strata-guest-base-<key>.tar`, ~2 min): `debootstrap
    --variant=minbase` of Debian `SUITE` from the host's own mirror with the
-   kernel (linux-image-amd64), fio and the file system tools, and the packages
-   the image adds; kernel modules a guest on virtio never loads (GPUs, NICs,
+   kernel (linux-image-amd64) and the file system tools, and the packages
+   the workload's image adds (fio's: fio); kernel modules a guest on virtio never loads (GPUs, NICs,
    sound, ...) and docs removed; an initramfs with only what mounts the root
    (`MODULES=list`: virtio_pci, virtio_blk, ext4) and without udev (devtmpfs
    has the disks);
@@ -51,7 +51,6 @@ PACKAGES = (
     "linux-image-amd64",
     "initramfs-tools",
     "kmod",
-    "fio",
     "util-linux",
     "e2fsprogs",
     "xfsprogs",
@@ -139,7 +138,7 @@ def base_key(packages: tuple[str, ...] = ()) -> str:
 
 
 def extra_packages(image: ImageSpec) -> tuple[str, ...]:
-    """What the image needs beyond the base's packages (fio is there already)."""
+    """What the image needs beyond the base's packages (the workload's tools: fio's is fio)."""
     return tuple(sorted(set(image.packages) - set(PACKAGES)))
 
 
@@ -211,7 +210,7 @@ def guest_build(name: str, image_of: Callable[[], ImageSpec]) -> Build:
 
 
 def base_tarball(journal: Journal, packages: tuple[str, ...] = ()) -> Path:
-    """Debian with kernel, fio and file system tools (and `packages`), pruned, with a small initramfs (call under
+    """Debian with kernel and file system tools (and `packages`), pruned, with a small initramfs (call under
     the lock)."""
     out = images_dir() / f"strata-guest-base-{base_key(packages)}.tar"
     if out.exists():
@@ -292,7 +291,7 @@ def _build_guest(journal: Journal, base: Path, key: str, image: ImageSpec) -> No
             "suite": SUITE,
             "kernel": version,
             "kernel_format": kernel_format,
-            "packages": _package_versions(tree),
+            "packages": _package_versions(tree, image),
             "rootfs_bytes": size_bytes,
             "image": {
                 "name": image.name,
@@ -364,9 +363,10 @@ def _rootfs_image(tree: Path, image: Path) -> int:
     return size_bytes
 
 
-def _package_versions(tree: Path) -> dict[str, str]:
-    """Versions of the packages that matter to a measurement (dpkg's status file, no chroot)."""
-    wanted = {"linux-image-amd64", "fio", "e2fsprogs", "xfsprogs", "btrfs-progs"}
+def _package_versions(tree: Path, image: ImageSpec) -> dict[str, str]:
+    """Versions of the packages that matter to a measurement (dpkg's status file, no chroot): the kernel, the
+    file system tools and the workload's own."""
+    wanted = {"linux-image-amd64", "e2fsprogs", "xfsprogs", "btrfs-progs", *image.packages}
     found = {}
     with contextlib.suppress(OSError):
         for stanza in (tree / "var/lib/dpkg/status").read_text().split("\n\n"):

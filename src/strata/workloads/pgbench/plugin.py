@@ -153,6 +153,9 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
         """The cache rule applies: the workload states the bytes that must reach the device (metrics.py)."""
         return True
 
+    def runtime_s(self, params: PgbenchParams) -> float:
+        return float(params.runtime or 0)
+
     def estimate_s(self, params: PgbenchParams) -> float:
         return 15 + params.scale * 0.5 + params.warmup + params.runtime + 10
 

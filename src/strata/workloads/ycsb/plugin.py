@@ -32,6 +32,7 @@ from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import loopback_octet
 from strata.workloads.server.template import ServerTemplate
 from strata.workloads.ycsb import cassandra, jars
+from strata.workloads.ycsb import node as _node  # noqa: F401  (its undo actions: `strata cleanup`, the agent)
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
 from strata.workloads.ycsb.params import Span, YcsbParams
 from strata.workloads.ycsb.script import node_script, start_file
@@ -208,6 +209,9 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
             )
         span = Span(host=host, addresses={h: addresses[h] for h in params.cluster.hosts})
         return params.model_copy(update={"span": span}), load
+
+    def runtime_s(self, params: YcsbParams) -> float:
+        return float(params.runtime or 0)
 
     def estimate_s(self, params: YcsbParams) -> float:
         start = 30 * params.cluster.nodes
