@@ -74,7 +74,7 @@ class Metric:
             "latency": ("metrics", direction, f"{self.name}_ns"),
         }[self.kind]
 
-    def value(self, result: dict, direction: str = "read", stat: str | None = None):
+    def value(self, result: dict[str, Any], direction: str = "read", stat: str | None = None) -> Any:
         """The stored value, or None where the result has none."""
         v: Any = result
         for k in self.path(direction) + ((stat,) if stat else ()):
@@ -117,7 +117,7 @@ class MetricSchema:
     def total_latency(self) -> str | None:
         return self.breakdown[-1] if self.breakdown else None
 
-    def direction(self, result: dict) -> str:
+    def direction(self, result: dict[str, Any]) -> str:
         """The data direction whose latency represents a trial: read, unless the first per-direction rate
         (operations per second) is higher for writes."""
         rates = self.of("per_direction")
@@ -126,7 +126,7 @@ class MetricSchema:
         read, write = (rates[0].value(result, d) or 0 for d in DIRECTIONS)
         return "write" if write > read else "read"
 
-    def context(self, workload: dict, without: str = "") -> str:
+    def context(self, workload: dict[str, Any], without: str = "") -> str:
         """What ran, in words ("randread 4 KiB"): the context parameters but `without`, or the name."""
         words = [
             f.text(workload[f.name])
