@@ -21,6 +21,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import tiny
 
@@ -33,7 +34,7 @@ from strata.analysis.decide import EQUIVALENT  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 
-def spec(name: str, workdir: str, runtime: int, reps, args) -> dict:
+def spec(name: str, workdir: str, runtime: int, reps, args: argparse.Namespace) -> dict[str, Any]:
     doc = {
         "name": name,
         "workdir": workdir,
@@ -51,7 +52,7 @@ def spec(name: str, workdir: str, runtime: int, reps, args) -> dict:
     return doc
 
 
-def advice(out: Path) -> dict:
+def advice(out: Path) -> dict[str, Any]:
     """Per group (workload): the leader, and each other stack's outcome against it."""
     return {
         b.workload: {"leader": b.best.stack, "status": b.status, **{k: a.outcome for k, a in b.answers.items()}}
@@ -59,7 +60,7 @@ def advice(out: Path) -> dict:
     }
 
 
-def contradicts(x: dict, y: dict) -> list[str]:
+def contradicts(x: dict[str, Any], y: dict[str, Any]) -> list[str]:
     """Decisions of one design that the other contradicts."""
     out = []
     for group in sorted(set(x) & set(y)):

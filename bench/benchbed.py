@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import yaml
 
@@ -61,7 +61,7 @@ def bench_bed(root: Path, hosts: list[str], name: str) -> Iterator[tuple[object,
             shutil.rmtree(state, ignore_errors=True)
 
 
-def strata_run(doc: dict, out: Path) -> float:
+def strata_run(doc: dict[str, Any], out: Path) -> float:
     """`strata run` of the spec `doc` into `out`; its wall time (a run whose trials failed counts)."""
     path = out.with_suffix(".yaml")
     path.write_text(yaml.safe_dump(doc))

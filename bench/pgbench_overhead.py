@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import tiny
 import yaml
@@ -49,7 +50,7 @@ def as_postgres(*argv) -> list[str]:
     return postgres.as_postgres([str(a) for a in argv])
 
 
-def by_hand(mnt: Path, args, port: int) -> float:
+def by_hand(mnt: Path, args: argparse.Namespace, port: int) -> float:
     """The server and pgbench as a user runs them (the same settings as strata's server)."""
     data = mnt / "by-hand"
     data.mkdir()
@@ -89,16 +90,16 @@ def _wait_port(port: int, server: subprocess.Popen) -> None:
     raise SystemExit("the server by hand did not answer within 120 s")
 
 
-def _params(args) -> PgbenchParams:
+def _params(args: argparse.Namespace) -> PgbenchParams:
     return PgbenchParams(**_workload(args))
 
 
-def _workload(args) -> dict:
+def _workload(args: argparse.Namespace) -> dict[str, Any]:
     return {"script": "tpcb-like", "scale": args.scale, "clients": args.clients, "threads": args.threads,
             "runtime": args.runtime}  # fmt: skip
 
 
-def by_strata(dev: str, args, work: Path, n: int) -> float:
+def by_strata(dev: str, args: argparse.Namespace, work: Path, n: int) -> float:
     spec = {
         "name": f"pgbench-overhead-{n}",
         "workdir": str(work / "wd"),

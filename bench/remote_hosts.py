@@ -24,6 +24,7 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 import tiny
 
@@ -32,10 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 from swarm_overhead import ok  # noqa: E402
 
+from strata.hosts.testbed import Bed  # noqa: E402
+
 WAYS = ("local", "ns-on-a", "host-b")
 
 
-def specs(bed, root: Path, args) -> dict[str, dict]:
+def specs(bed: Bed, root: Path, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     fio = {"rw": "randread", "bs": "4k", "size": args.size, "runtime": args.runtime, "ramp_time": 1, "direct": True}
     remote = {"type": "remote", "client": "fuse", "size": args.device_size}
     base = {"filesystems": ["xfs"], "runtimes": ["native"], "paths": ["bind"], "workloads": [{"fio": fio}]}
@@ -52,7 +55,7 @@ def specs(bed, root: Path, args) -> dict[str, dict]:
     }
 
 
-def run(bed, root: Path, args) -> None:
+def run(bed: Bed, root: Path, args: argparse.Namespace) -> None:
     docs = specs(bed, root, args)
     iops: dict[str, list[float]] = {w: [] for w in WAYS}
     for i in range(args.rounds):

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -44,7 +45,7 @@ BUDGET_S = 10.0
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-def run_once(results_dir: Path, out: Path, png: bool) -> dict:
+def run_once(results_dir: Path, out: Path, png: bool) -> dict[str, Any]:
     """One report, timed by phase, the way `strata report` makes it; imports first, apart from the phases."""
     t = time.perf_counter()
     import inspect
@@ -85,7 +86,7 @@ def run_once(results_dir: Path, out: Path, png: bool) -> dict:
     }
 
 
-def measure(src: Path, results_dir: Path, out: Path, png: bool) -> dict:
+def measure(src: Path, results_dir: Path, out: Path, png: bool) -> dict[str, Any]:
     """run_once in a fresh interpreter that imports strata from `src`."""
     argv = [sys.executable, __file__, "--run-once", "--dir", str(results_dir), "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(src)}
@@ -95,11 +96,11 @@ def measure(src: Path, results_dir: Path, out: Path, png: bool) -> dict:
     return json.loads(cp.stdout.strip().splitlines()[-1])
 
 
-def phases(r: dict) -> str:
+def phases(r: dict[str, Any]) -> str:
     return ", ".join(f"{p} {s:.2f} s" for p, s in r["phases"].items())
 
 
-def line(name: str, i: int, r: dict) -> str:
+def line(name: str, i: int, r: dict[str, Any]) -> str:
     return (
         f"{name} run {i + 1}: {r['trials']} trials, {r['configurations']} configurations, {r['svg']} figures "
         f"({r['png']} PNG): {phases(r)}, total {r['total']:.2f} s (CPU {r['cpu']:.2f} s incl. figure processes; "
@@ -132,7 +133,7 @@ def main() -> int:
         print(f"generated {a.trials} trials in {time.perf_counter() - t:.1f} s")
     out = root.parent / f"{root.name}-report"
     versions = [("this", SRC)] + ([("baseline", Path(a.baseline))] if a.baseline else [])
-    runs: dict[str, list[dict]] = {name: [] for name, _ in versions}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in versions}
     for i in range(a.repeat):
         for name, src in versions[:: 1 if i % 2 == 0 else -1]:  # who goes first alternates too
             r = measure(src, root, out, a.png)

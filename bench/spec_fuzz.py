@@ -16,6 +16,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import tiny
 import yaml
@@ -74,7 +75,7 @@ GARBAGE = [
 ]
 
 
-def examples() -> list[tuple[str, dict]]:
+def examples() -> list[tuple[str, dict[str, Any]]]:
     return [(p.name, yaml.safe_load(p.read_text())) for p in sorted(EXAMPLES.glob("*.yaml"))]
 
 

@@ -24,16 +24,18 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 import tiny
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
+from strata.hosts.testbed import Bed  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 
-def ok(out: Path) -> list[dict]:
+def ok(out: Path) -> list[dict[str, Any]]:
     rs = [r for r in load_results(out) if r.get("status") == "ok"]
     failed = [r for r in load_results(out) if r.get("status") != "ok"]
     for r in failed:
@@ -41,7 +43,7 @@ def ok(out: Path) -> list[dict]:
     return rs
 
 
-def overhead(bed, root: Path, args) -> None:
+def overhead(bed: Bed, root: Path, args: argparse.Namespace) -> None:
     """Local and swarm runs interleaved, one repetition each per round: the machine's drift (other work
     on it) falls on both; the median of the rounds' ratios is the figure."""
     fio = {"rw": "randread", "bs": "4k", "size": args.size, "runtime": args.runtime, "ramp_time": 1, "direct": True}
@@ -83,7 +85,7 @@ def overhead(bed, root: Path, args) -> None:
     )
 
 
-def skew(bed, root: Path, args) -> None:
+def skew(bed: Bed, root: Path, args: argparse.Namespace) -> None:
     fio = {"rw": "randread", "bs": "4k", "size": args.skew_size, "runtime": args.skew_runtime, "direct": True}
     doc = {
         "name": "skew",

@@ -17,6 +17,7 @@ import itertools
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 from strata.results.schema import SCHEMA_VERSION
 from strata.workloads.base import headline
@@ -31,7 +32,7 @@ HOST = {
 }
 
 
-def _lat(mean_us: float) -> dict:
+def _lat(mean_us: float) -> dict[str, Any]:
     m = mean_us * 1000
     return {
         "n": 1000,
@@ -45,7 +46,7 @@ def _lat(mean_us: float) -> dict:
     }
 
 
-def fio_metrics(rw: str, bs: int, iops: float, lat_us: float, containers: int = 1) -> dict:
+def fio_metrics(rw: str, bs: int, iops: float, lat_us: float, containers: int = 1) -> dict[str, Any]:
     ddir = "write" if "write" in rw else "read"
     other = "read" if ddir == "write" else "write"
     moved = int(iops * bs * 30)
@@ -79,7 +80,7 @@ def fio_metrics(rw: str, bs: int, iops: float, lat_us: float, containers: int = 
     return {"kind": "fio", ddir: side, other: zero, "instances": inst, "fio_version": "fio-3.33", "primary": primary}
 
 
-def filebench_metrics(mb_per_s: float, ops_per_s: float) -> dict:
+def filebench_metrics(mb_per_s: float, ops_per_s: float) -> dict[str, Any]:
     flowops = [
         {
             "name": n,
@@ -116,15 +117,15 @@ def make_result(
     mount_options: tuple = (),
     cache: bool = False,
     lat_us: float | None = None,
-    steady: dict | None = None,
+    steady: dict[str, Any] | None = None,
     experiment: str = "synthetic",
-    host: dict | None = None,
+    host: dict[str, Any] | None = None,
     status: str = "ok",
     size: int = 1 << 30,
-    limits: dict | None = None,
+    limits: dict[str, Any] | None = None,
     device_type: str = "loop",
-    design: dict | None = None,
-) -> dict:
+    design: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One stored result. `value`: IOPS (fio random), MB/s (fio sequential and filebench)."""
     path = path or ("device" if fs == "raw" else "bind")
     fs_name = fs + "".join("-" + o.replace("=", "") for o in mount_options)
@@ -286,7 +287,7 @@ def generate(out: Path, trials: int, seed: int = 1) -> int:
     return n
 
 
-def _write(out: Path, r: dict, rnd: random.Random) -> None:
+def _write(out: Path, r: dict[str, Any], rnd: random.Random) -> None:
     """The result file and its artifacts; flags.steady as the runner stores it (validity.steady)."""
     from strata.results.flags import Flag, Flags
     from strata.results.validity import steady

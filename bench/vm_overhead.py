@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import tiny
 
@@ -69,7 +70,7 @@ def fio_spec(runtime: int):
     )
 
 
-def strata_run(session, dev, runtime: int, art: Path, hand: "HandVm | None" = None) -> dict:
+def strata_run(session, dev, runtime: int, art: Path, hand: "HandVm | None" = None) -> dict[str, Any]:
     """strata's trial path (path, instances at the barrier, the trial's collectors, go, wait), with
     the QEMU process's CPU time from `go` to the agent's `end` file; `hand`, when given, types its fio
     at the moment of `go`."""
@@ -101,14 +102,14 @@ def strata_run(session, dev, runtime: int, art: Path, hand: "HandVm | None" = No
     return {"iops": wl.parse(spec, outputs).metrics["read"]["iops"], "cpu_s": cpu.get("end", 0) - cpu["go"]}
 
 
-def _cpu_until(pid: int, end_file: Path, cpu: dict) -> None:
+def _cpu_until(pid: int, end_file: Path, cpu: dict[str, Any]) -> None:
     """QEMU's CPU time when the agent writes `end` (the command is over; the guest's shutdown is not counted)."""
     while not end_file.exists():
         cpu["end"] = _cpu_s(pid)
         time.sleep(0.01)
 
 
-def by_strata(session, dev, runtime: int, art: Path) -> dict:
+def by_strata(session, dev, runtime: int, art: Path) -> dict[str, Any]:
     return strata_run(session, dev, runtime, art)
 
 
@@ -219,7 +220,7 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def by_hand(session, device: str, runtime: int, share: Path) -> dict:
+def by_hand(session, device: str, runtime: int, share: Path) -> dict[str, Any]:
     vm = HandVm(session, device, share)
     try:
         vm.boot()
@@ -229,7 +230,7 @@ def by_hand(session, device: str, runtime: int, share: Path) -> dict:
     return {"iops": iops, "cpu_s": vm.cpu_s}
 
 
-def concurrent(session, dev, runtime: int, art: Path) -> dict:
+def concurrent(session, dev, runtime: int, art: Path) -> dict[str, Any]:
     """Both at once, started together: they share whatever else the host is doing."""
     hand = HandVm(session, dev.path, art / "hand", locking=False)
     try:
@@ -239,7 +240,7 @@ def concurrent(session, dev, runtime: int, art: Path) -> dict:
     return {"strata": got["iops"], "hand": hand_iops, "strata_cpu_s": got["cpu_s"], "hand_cpu_s": hand.cpu_s}
 
 
-def sequential_round(session, dev, runtime: int, work: Path, r: int) -> dict:
+def sequential_round(session, dev, runtime: int, work: Path, r: int) -> dict[str, Any]:
     got = {}
     for who in ("strata", "hand") if r % 2 == 0 else ("hand", "strata"):
         run = (
@@ -251,7 +252,7 @@ def sequential_round(session, dev, runtime: int, work: Path, r: int) -> dict:
     return got
 
 
-def summary(mode: str, rows: list[dict], runtime: int) -> None:
+def summary(mode: str, rows: list[dict[str, Any]], runtime: int) -> None:
     ratios = [row["strata"] / row["hand"] for row in rows]
     s, h = [row["strata"] for row in rows], [row["hand"] for row in rows]
     print(f"== {mode}: {len(rows)} rounds")
@@ -293,7 +294,7 @@ def main() -> int:
     tiny.apply(a, rounds=1, runtime=2, mode="concurrent")
     work = Path(tempfile.mkdtemp(prefix="strata-bench-vm-", dir="/var/tmp"))
     journal = Journal("bench-vm", work / "state")
-    results: dict[str, list[dict]] = {"concurrent": [], "sequential": []}
+    results: dict[str, list[dict[str, Any]]] = {"concurrent": [], "sequential": []}
     modes = ("concurrent", "sequential") if a.mode == "both" else (a.mode,)
     try:
         with (

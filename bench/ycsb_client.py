@@ -26,6 +26,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import tiny
 
@@ -61,7 +62,7 @@ def rss_mib(pid: int) -> float:
 
 def run_clients(
     n_procs: int, threads: int, workload: str, args, host: str, lib: Path, out: Path, node_pid: int
-) -> dict:
+) -> dict[str, Any]:
     """n_procs clients at once; CPU shares over the window in which operations ran."""
     runs = [
         client.ClientRun(
@@ -114,7 +115,7 @@ def run_clients(
     }
 
 
-def load(workload: str, args, host: str, lib: Path, out: Path) -> None:
+def load(workload: str, args: argparse.Namespace, host: str, lib: Path, out: Path) -> None:
     client.run_client(
         client.ClientRun(
             "load",
@@ -167,7 +168,7 @@ def main() -> int:
             )
             for w in args.workloads:
                 load(w, args, cfg.address, lib, work / f"load-{w}")
-            rows: dict[tuple[str, str], list[dict]] = {}
+            rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
             for rnd in range(args.rounds):
                 for w in args.workloads:
                     for label, procs in (("1 client", 1), ("2 clients", 2)):
@@ -189,7 +190,7 @@ def main() -> int:
     return 0
 
 
-def report(rows: dict, args) -> None:
+def report(rows: dict[str, Any], args: argparse.Namespace) -> None:
     med = lambda xs: statistics.median(xs)  # noqa: E731
     print(
         f"\nmedians over {args.rounds} rounds, {args.runtime} s runs, {args.records} records, "

@@ -27,6 +27,7 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 import tiny
 
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
+from strata.hosts.testbed import Bed  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 SETUPS = {
@@ -43,7 +45,7 @@ SETUPS = {
 }
 
 
-def spec(bed, root: Path, args) -> dict:
+def spec(bed: Bed, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     base = {
         "workload": "a",
         "records": args.records,

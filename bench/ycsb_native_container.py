@@ -23,6 +23,7 @@ import statistics
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import tiny
 
@@ -49,7 +50,7 @@ def memory_mib(n: node.Node) -> float:
     return float("nan")
 
 
-def run_once(n: node.Node, w: str, args, lib: Path, out: Path, runtime_s: int) -> dict:
+def run_once(n: node.Node, w: str, args: argparse.Namespace, lib: Path, out: Path, runtime_s: int) -> dict[str, Any]:
     run = client.ClientRun(
         "run",
         client.workload_file(w),
@@ -67,7 +68,7 @@ def run_once(n: node.Node, w: str, args, lib: Path, out: Path, runtime_s: int) -
     )
 
 
-def prepare(n: node.Node, label: str, args, lib: Path, out: Path) -> dict:
+def prepare(n: node.Node, label: str, args: argparse.Namespace, lib: Path, out: Path) -> dict[str, Any]:
     """Loaded and warmed up (a run of each workload that is not measured)."""
     res = {"mem_ready_mib": memory_mib(n)}
     for w in args.workloads:
@@ -117,7 +118,7 @@ def main() -> int:
         )[0]
         for c in (0, 1)
     ]
-    res: dict = {}
+    res: dict[str, Any] = {}
     try:
         with (
             node.node_dir(journal, work),
@@ -166,7 +167,7 @@ def main() -> int:
     return 0
 
 
-def report(res: dict, args) -> None:
+def report(res: dict[str, Any], args: argparse.Namespace) -> None:
     print(
         f"\nmedians over {args.rounds} interleaved rounds of {args.runtime} s after a {args.warmup} s warm-up, "
         f"{args.records} records, {args.threads} threads:"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import tiny
 
@@ -29,10 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
+from strata.hosts.testbed import Bed  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 
-def spec(bed, root: Path, args, runtime: str, path: str, placement: list) -> dict:
+def spec(bed: Bed, root: Path, args: argparse.Namespace, runtime: str, path: str, placement: list) -> dict[str, Any]:
     ycsb = {
         "workload": "a",
         "records": args.records,

@@ -604,3 +604,34 @@ def test_an_emulated_session_says_why():
     assert emulated_reason(Probe("kvm", True, 2.0, None, True, True), None) == ""
     assert "TCG" in emulated_reason(tcg, None) and "KVM failed" not in emulated_reason(tcg, None)
     assert "KVM failed (KVM_RUN failed: Bad address)" in emulated_reason(tcg, kvm)
+
+
+def test_ensure_guest_fails_clearly_when_a_build_leaves_no_manifest(tmp_path, monkeypatch):
+    """A guest build that returns without its manifest is a StrataError naming the directory, not a None
+    handed to the VM session (which failed later on `guest.kernel`)."""
+    import contextlib
+
+    from strata.core.errors import StrataError
+
+    monkeypatch.setattr(guest, "images_dir", lambda: tmp_path)
+    monkeypatch.setattr(guest, "build_lock", contextlib.nullcontext)
+    monkeypatch.setattr(guest, "base_tarball", lambda journal, packages=(): tmp_path / "base.tar")
+    monkeypatch.setattr(guest, "_build_guest", lambda journal, base, key, image: None)
+    monkeypatch.setenv("STRATA_STATE_DIR", str(tmp_path / "state"))
+    with pytest.raises(StrataError, match="no readable manifest.json") as e:
+        guest.ensure_guest()
+    assert str(tmp_path) in str(e.value)
+
+
+def test_a_virtiofs_share_without_virtiofsd_is_a_vm_start_failure(tmp_path, monkeypatch):
+    """virtiofsd gone between available() and the trial: a TrialFailure that says so, not a None in QEMU's argv."""
+    from strata.core.errors import TrialFailure
+    from strata.core.instances import InstanceRequest
+    from strata.stack.vm import running
+
+    monkeypatch.setattr(running, "virtiofsd_binary", lambda: None)
+    vms = VmRunning(session(tmp_path, "ext4"), None, Load(), tmp_path / "sync", None)
+    vm = running.Vm(InstanceRequest(0, ["true"], tmp_path / "out"))
+    with pytest.raises(TrialFailure, match="virtiofsd not found") as e:
+        vms._shares(vm, {})
+    assert e.value.category == "vm_start"

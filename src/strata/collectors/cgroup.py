@@ -8,8 +8,12 @@ series here ends at the last sample taken while it ran.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from strata.collectors.sampler import deltas
+
+if TYPE_CHECKING:
+    from strata.collectors.base import CollectContext
 
 
 def _read_int(path: Path) -> int | None:
@@ -34,11 +38,11 @@ def read_blkio(path: Path) -> dict[str, int]:
 class CgroupCollector:
     name = "cgroups"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: CollectContext | None) -> None:
         self.dirs: list[dict[str, str]] = list(ctx.cgroups) if ctx else []
-        self.samples: list[list[dict]] = []
+        self.samples: list[list[dict[str, Any]]] = []
 
-    def sample(self) -> list:
+    def sample(self) -> list[dict[str, Any]]:
         row = []
         for d in self.dirs:
             blk = read_blkio(Path(d.get("blkio", "/nonexistent")) / "blkio.throttle.io_service_bytes")
@@ -52,7 +56,7 @@ class CgroupCollector:
         self.samples.append(row)
         return row
 
-    def series(self) -> dict:
+    def series(self) -> dict[str, Any]:
         out = {}
         for i in range(len(self.dirs)):
             rows = [s[i] for s in self.samples if i < len(s) and s[i]["cpu_usage_ns"] is not None]
@@ -66,7 +70,7 @@ class CgroupCollector:
             }
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         out = {}
         for i in range(len(self.dirs)):
             rows = [s[i] for s in self.samples if i < len(s) and s[i]["cpu_usage_ns"] is not None]
@@ -110,7 +114,7 @@ def final_sections(text: str) -> dict[str, str]:
     return {k: "\n".join(v) for k, v in sections.items()}
 
 
-def final_counters(text: str) -> dict:
+def final_counters(text: str) -> dict[str, Any]:
     """A container's last cgroup counters, read inside it just before it exited."""
     sections = {k: v.splitlines() for k, v in final_sections(text).items()}
 

@@ -6,8 +6,12 @@ Sectors in diskstats are always 512 bytes (Documentation/admin-guide/iostats.rst
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from strata.collectors.sampler import deltas
+
+if TYPE_CHECKING:
+    from strata.collectors.base import CollectContext
 
 FIELDS = (
     "read_ios",
@@ -36,12 +40,12 @@ def read_diskstats(names: list[str]) -> dict[str, dict[str, int]]:
 class DiskstatsCollector:
     name = "diskstats"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: CollectContext | None) -> None:
         self.names: list[str] = list(dict.fromkeys(ctx.diskstats)) if ctx else []
-        self.samples: list[dict] = []
+        self.samples: list[dict[str, Any]] = []
         self.times: list[float] = []
 
-    def sample(self) -> dict:
+    def sample(self) -> dict[str, Any]:
         import time
 
         s = read_diskstats(self.names)
@@ -49,14 +53,14 @@ class DiskstatsCollector:
         self.times.append(time.time())
         return s
 
-    def series(self) -> dict:
-        out = {}
+    def series(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for name in self.names:
             rows = [s.get(name, {}) for s in self.samples]
             if not all(rows):
                 continue
 
-            def col(k, rows=rows):
+            def col(k: str, rows: list[dict[str, int]] = rows) -> list[int]:
                 return [r[k] for r in rows]
 
             dt = deltas(self.times) or [1.0]
@@ -71,8 +75,8 @@ class DiskstatsCollector:
             }
         return out
 
-    def summary(self) -> dict:
-        out = {}
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         if len(self.samples) < 2:
             return out
         a, b = self.samples[0], self.samples[-1]

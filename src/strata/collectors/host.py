@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from strata.collectors.sampler import deltas
+
+if TYPE_CHECKING:
+    from strata.collectors.base import CollectContext
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
@@ -25,12 +29,12 @@ def read_meminfo() -> dict[str, int]:
 class HostCollector:
     name = "host"
 
-    def __init__(self, ctx=None):
-        self.cpu: list[dict] = []
+    def __init__(self, ctx: CollectContext | None = None) -> None:
+        self.cpu: list[dict[str, Any]] = []
         self.cache: list[int] = []
         self.dirty: list[int] = []
 
-    def sample(self) -> dict:
+    def sample(self) -> dict[str, Any]:
         c, m = read_cpu(), read_meminfo()
         self.cpu.append(c)
         self.cache.append(m.get("Cached", 0))
@@ -38,7 +42,7 @@ class HostCollector:
         return c
 
     def _percent(self) -> dict[str, list[float]]:
-        out = {k: [] for k in ("user", "system", "iowait", "idle")}
+        out: dict[str, list[float]] = {k: [] for k in ("user", "system", "iowait", "idle")}
         for a, b in zip(self.cpu, self.cpu[1:]):
             d = {k: b[k] - a[k] for k in CPU_FIELDS}
             total = sum(d.values()) or 1
@@ -48,10 +52,10 @@ class HostCollector:
             out["idle"].append(100.0 * d["idle"] / total)
         return out
 
-    def series(self) -> dict:
+    def series(self) -> dict[str, Any]:
         return {"cpu_percent": self._percent(), "page_cache_bytes": self.cache[1:], "dirty_bytes": self.dirty[1:]}
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         if len(self.cpu) < 2:
             return {}
         a, b = self.cpu[0], self.cpu[-1]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from strata.collectors.sampler import deltas
 
@@ -42,26 +43,26 @@ class NetdevCollector:
     def __init__(self, name: str, ifnames: list[str], sysfs: Path = Path("/sys/class/net")):
         self.name, self.ifnames, self.sysfs = name, list(ifnames), sysfs
         self.times: list[float] = []
-        self.samples: list[dict[str, dict | None]] = []
+        self.samples: list[dict[str, dict[str, Any] | None]] = []
 
-    def sample(self) -> dict:
+    def sample(self) -> dict[str, Any]:
         row = {i: read_counters(i, self.sysfs) for i in self.ifnames}
         self.samples.append(row)
         self.times.append(time.time())
         return row
 
-    def _rows(self, ifname: str):
-        pairs = [(t, s[ifname]) for t, s in zip(self.times, self.samples) if s.get(ifname)]
+    def _rows(self, ifname: str) -> tuple[list[float], list[dict[str, Any]]]:
+        pairs = [(t, r) for t, s in zip(self.times, self.samples) if (r := s.get(ifname))]
         return [t for t, _ in pairs], [r for _, r in pairs]
 
-    def series(self) -> dict:
+    def series(self) -> dict[str, Any]:
         out = {}
         for i in self.ifnames:
             t, rows = self._rows(i)
             out[i] = {k: deltas([r[k] for r in rows]) for k in COUNTERS}
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         out = {}
         for i in self.ifnames:
             t, rows = self._rows(i)

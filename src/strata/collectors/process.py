@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from strata.collectors.sampler import deltas
 
@@ -45,19 +46,19 @@ class ProcessCollector:
     def __init__(self, name: str, pids: dict[str, int], proc: Path = Path("/proc")):
         self.name, self.pids, self.proc = name, dict(pids), proc
         self.times: list[float] = []
-        self.samples: list[dict[str, dict | None]] = []
+        self.samples: list[dict[str, dict[str, Any] | None]] = []
 
-    def sample(self) -> dict:
+    def sample(self) -> dict[str, Any]:
         row = {label: read_process(pid, self.proc) for label, pid in self.pids.items()}
         self.samples.append(row)
         self.times.append(time.time())
         return row
 
-    def _rows(self, label: str) -> tuple[list[float], list[dict]]:
-        pairs = [(t, s[label]) for t, s in zip(self.times, self.samples) if s.get(label)]
+    def _rows(self, label: str) -> tuple[list[float], list[dict[str, Any]]]:
+        pairs = [(t, r) for t, s in zip(self.times, self.samples) if (r := s.get(label))]
         return [t for t, _ in pairs], [r for _, r in pairs]
 
-    def series(self) -> dict:
+    def series(self) -> dict[str, Any]:
         out = {}
         for label in self.pids:
             t, rows = self._rows(label)
@@ -69,7 +70,7 @@ class ProcessCollector:
             }
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         out = {}
         for label, pid in self.pids.items():
             t, rows = self._rows(label)

@@ -7,6 +7,7 @@ import platform
 import shutil
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from strata import __version__
 from strata.core.proc import sh
@@ -44,7 +45,7 @@ def virtualization() -> str | None:
 
 
 @lru_cache(maxsize=1)
-def host_facts() -> dict:
+def host_facts() -> dict[str, Any]:
     mem = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
     virt = virtualization()
     facts = {

@@ -97,7 +97,7 @@ class Metric:
             "latency": ("metrics", direction, f"{self.name}_ns"),
         }[self.kind]
 
-    def value(self, result: dict, direction: str = "read", stat: str | None = None):
+    def value(self, result: dict[str, Any], direction: str = "read", stat: str | None = None) -> Any:
         """The stored value, or None where the result has none."""
         v: Any = result
         for k in self.path(direction) + ((stat,) if stat else ()):
@@ -154,7 +154,7 @@ class MetricSchema:
         text = ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
         return text[:1].upper() + text[1:]
 
-    def direction(self, result: dict) -> str:
+    def direction(self, result: dict[str, Any]) -> str:
         """The data direction whose latency represents a trial: read, unless the first per-direction rate
         (operations per second) is higher for writes."""
         rates = self.of("per_direction")
@@ -163,7 +163,7 @@ class MetricSchema:
         read, write = (rates[0].value(result, d) or 0 for d in DIRECTIONS)
         return "write" if write > read else "read"
 
-    def context(self, workload: dict, without: str = "") -> str:
+    def context(self, workload: dict[str, Any], without: str = "") -> str:
         """What ran, in words ("randread 4 KiB"): the context parameters but `without`, or the name."""
         words = [
             f.text(workload[f.name])

@@ -9,7 +9,7 @@ from strata.core.errors import StrataError
 
 def sh(
     argv: list[str], *, check: bool = True, timeout: float = 600, input: str | None = None
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     try:
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input)
     except FileNotFoundError:
@@ -24,6 +24,6 @@ def sh(
 
 
 class CommandError(Exception):
-    def __init__(self, argv, returncode, stderr):
+    def __init__(self, argv: list[str], returncode: int, stderr: str) -> None:
         self.argv, self.returncode, self.stderr = argv, returncode, stderr
         super().__init__(f"`{' '.join(argv)}` exited {returncode}: {stderr[-2000:]}")

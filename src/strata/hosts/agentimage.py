@@ -8,12 +8,17 @@ nothing for the others, so an experiment without them keeps the plain agent imag
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from strata.core.instances import ImageSpec
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import ServerWorkload
 
+if TYPE_CHECKING:
+    from strata.experiment.model import Experiment
 
-def workload_types(exp) -> list[str]:
+
+def workload_types(exp: Experiment) -> list[str]:
     """The workload types of an experiment's entries (`{type: NAME, ...}` once loaded), in order."""
     seen: list[str] = []
     for w in exp.workloads:

@@ -23,6 +23,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .part import STATES
@@ -42,7 +43,7 @@ class HostLost(Exception):
 class PartEnded(Exception):
     """A part ended (failed, or unsupported) before the barrier let it start."""
 
-    def __init__(self, host: str, status: dict):
+    def __init__(self, host: str, status: dict[str, Any]):
         self.host, self.status = host, status
         super().__init__(f"the part on host {host} ended {status.get('status')} before the start")
 
@@ -61,7 +62,7 @@ class RemotePart:
     agent_id: str
     offset_s: float = 0.0  # the host's clock minus the manager's
     state: str = "new"
-    status: dict = field(default_factory=dict)
+    status: dict[str, Any] = field(default_factory=dict)
 
 
 def _reached(state: str, want: str) -> bool:
@@ -72,10 +73,10 @@ class Barrier:
     def __init__(self, parts: list[RemotePart], lost_after_s: float = LOST_AFTER_S, poll_s: float = POLL_S):
         self.parts, self.lost_after_s, self.poll_s = parts, lost_after_s, poll_s
 
-    def start(self, docs: dict[str, dict]) -> None:
+    def start(self, docs: dict[str, dict[str, Any]]) -> None:
         """Start every part (docs by host); a host that cannot take its part is lost."""
 
-        def one(p: RemotePart):
+        def one(p: RemotePart) -> None:
             try:
                 p.status = p.client.start_part(docs[p.host])
                 p.state = p.status.get("state", "starting")
@@ -132,7 +133,7 @@ class Barrier:
         """Release every part at one wall-clock time (the manager's clock; each host gets it in its own)."""
         start_at = time.time() + margin_s
 
-        def one(p: RemotePart):
+        def one(p: RemotePart) -> None:
             t0 = time.monotonic()
             while True:
                 try:
@@ -149,7 +150,7 @@ class Barrier:
     def release(self) -> None:
         """Every part measured: let the ones waiting there stop their servers."""
 
-        def one(p: RemotePart):
+        def one(p: RemotePart) -> None:
             try:
                 p.client.release(p.part_id)
             except AgentUnreachable as e:
@@ -160,7 +161,7 @@ class Barrier:
     def abort(self, reason: str) -> None:
         """Stop every part that still runs (best effort: a lost host does not hear it)."""
 
-        def one(p: RemotePart):
+        def one(p: RemotePart) -> None:
             try:
                 p.client.abort(p.part_id, reason)
             except (AgentUnreachable, AgentRefused):
@@ -177,12 +178,12 @@ class Barrier:
             pass
 
     @staticmethod
-    def _each(fn, parts: list[RemotePart]) -> None:
+    def _each(fn: Callable[[RemotePart], None], parts: list[RemotePart]) -> None:
         """`fn` on every part at once; the first exception is raised once all are back."""
         if not parts:
             return
         with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="strata-barrier") as pool:
             futures = [pool.submit(fn, p) for p in parts]
-        errors = [f.exception() for f in futures if f.exception()]
+        errors = [e for f in futures if (e := f.exception())]
         if errors:
             raise errors[0]

@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from strata.hosts import clock
 
@@ -34,11 +35,22 @@ class AgentRefused(Exception):
         super().__init__(f"HTTP {status}: {message}")
 
 
+# what a request sends: JSON (a dict or a list), or a file it streams (an image)
+Body = dict[str, Any] | list[Any] | BinaryIO | None
+
+
 class AgentClient:
     def __init__(self, url: str, token: str, host: str = ""):
         self.url, self.token, self.host = url.rstrip("/"), token, host
 
-    def _request(self, method: str, path: str, body=None, timeout: float = TIMEOUT_S, headers: dict | None = None):
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Body = None,
+        timeout: float = TIMEOUT_S,
+        headers: dict[str, Any] | None = None,
+    ) -> http.client.HTTPResponse:
         data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
@@ -47,7 +59,8 @@ class AgentClient:
         for k, v in (headers or {}).items():
             req.add_header(k, v)
         try:
-            return urllib.request.urlopen(req, timeout=timeout)
+            resp: http.client.HTTPResponse = urllib.request.urlopen(req, timeout=timeout)
+            return resp
         except urllib.error.HTTPError as e:
             try:
                 message = json.loads(e.read() or b"{}").get("error", e.reason)
@@ -58,23 +71,25 @@ class AgentClient:
             reason = getattr(e, "reason", e)
             raise AgentUnreachable(f"{self.url}: {reason}")
 
-    def json(self, method: str, path: str, body=None, timeout: float = TIMEOUT_S) -> dict:
+    def json(self, method: str, path: str, body: Body = None, timeout: float = TIMEOUT_S) -> dict[str, Any]:
         with self._request(method, path, body, timeout) as r:
             try:
-                return json.loads(r.read())
+                doc: dict[str, Any] = json.loads(r.read())
+                return doc
             except (OSError, http.client.HTTPException, socket.timeout) as e:
                 raise AgentUnreachable(f"{self.url}: {e}")
 
     # ---- the API ----
 
-    def health(self, timeout: float = 3.0) -> dict:
+    def health(self, timeout: float = 3.0) -> dict[str, Any]:
         return self.json("GET", "/v1/health", timeout=timeout)
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, Any]:
         return self.json("GET", "/v1/facts", timeout=120)
 
-    def doctor(self, probe: bool) -> list:
-        return self.json("GET", f"/v1/doctor?probe={int(probe)}", timeout=600)["rows"]
+    def doctor(self, probe: bool) -> list[list[str | None]]:  # (layer, plugin, reason or None) per plugin
+        rows: list[list[str | None]] = self.json("GET", f"/v1/doctor?probe={int(probe)}", timeout=600)["rows"]
+        return rows
 
     def offset(self, rounds: int = 5) -> clock.Offset:
         samples = []
@@ -84,22 +99,22 @@ class AgentClient:
             samples.append((t0, ta, time.time()))
         return clock.estimate(samples)
 
-    def start_part(self, doc: dict) -> dict:
+    def start_part(self, doc: dict[str, Any]) -> dict[str, Any]:
         return self.json("POST", "/v1/parts", doc, timeout=60)
 
-    def part(self, part_id: str, wait: str, timeout_s: float) -> dict:
+    def part(self, part_id: str, wait: str, timeout_s: float) -> dict[str, Any]:
         return self.json("GET", f"/v1/parts/{part_id}?wait={wait}&timeout={timeout_s}", timeout=timeout_s + TIMEOUT_S)
 
-    def go(self, part_id: str, start_at: float) -> dict:
+    def go(self, part_id: str, start_at: float) -> dict[str, Any]:
         return self.json("POST", f"/v1/parts/{part_id}/go", {"start_at": start_at})
 
-    def release(self, part_id: str) -> dict:
+    def release(self, part_id: str) -> dict[str, Any]:
         return self.json("POST", f"/v1/parts/{part_id}/release")
 
-    def abort(self, part_id: str, reason: str) -> dict:
+    def abort(self, part_id: str, reason: str) -> dict[str, Any]:
         return self.json("POST", f"/v1/parts/{part_id}/abort", {"reason": reason})
 
-    def result(self, part_id: str) -> dict:
+    def result(self, part_id: str) -> dict[str, Any]:
         return self.json("GET", f"/v1/parts/{part_id}/result", timeout=60)
 
     def artifacts(self, part_id: str, into: Path) -> None:
@@ -122,17 +137,17 @@ class AgentClient:
     def drop(self, part_id: str) -> None:
         self.json("DELETE", f"/v1/parts/{part_id}")
 
-    def close_run(self, run_id: str) -> dict:
+    def close_run(self, run_id: str) -> dict[str, Any]:
         return self.json("POST", f"/v1/runs/{run_id}/close", {}, timeout=900)
 
-    def serve_target(self, run_id: str, device: dict) -> dict:
+    def serve_target(self, run_id: str, device: dict[str, Any]) -> dict[str, Any]:
         """Serve a remote device's store from this host (filling its backing file takes a while)."""
         return self.json("POST", f"/v1/runs/{run_id}/targets", {"device": device}, timeout=1800)
 
-    def target_stats(self, run_id: str, target_id: str) -> dict:
+    def target_stats(self, run_id: str, target_id: str) -> dict[str, Any]:
         return self.json("GET", f"/v1/runs/{run_id}/targets/{target_id}")
 
-    def cleanup(self) -> dict:
+    def cleanup(self) -> dict[str, Any]:
         return self.json("POST", "/v1/cleanup", {}, timeout=900)
 
     def has_image(self, name: str) -> bool:

@@ -23,6 +23,7 @@ import ctypes.util
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Any
 
 STA_UNSYNC = 0x0040
 TIME_ERROR = 5  # adjtimex's return value when the clock is not synchronized
@@ -48,7 +49,7 @@ class _Timex(ctypes.Structure):
     ]
 
 
-def kernel_state() -> dict:
+def kernel_state() -> dict[str, Any]:
     """The kernel's NTP discipline state (read only: modes = 0)."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -65,7 +66,7 @@ def kernel_state() -> dict:
     }
 
 
-def chrony_tracking() -> dict | None:
+def chrony_tracking() -> dict[str, Any] | None:
     """chronyc's tracking report (offset of the system clock from its source), when chrony runs here."""
     if not shutil.which("chronyc"):
         return None
@@ -86,7 +87,7 @@ def chrony_tracking() -> dict | None:
     }
 
 
-def state() -> dict:
+def state() -> dict[str, Any]:
     doc = {"kernel": kernel_state()}
     chrony = chrony_tracking()
     if chrony is not None:
@@ -102,7 +103,7 @@ class Offset:
     uncertainty_s: float
     samples: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"offset_s": self.offset_s, "uncertainty_s": self.uncertainty_s, "samples": self.samples}
 
 

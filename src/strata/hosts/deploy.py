@@ -33,7 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import strata
 from strata.core.errors import StrataError
@@ -45,6 +45,10 @@ from strata.stack.runtimes.docker.client import client_env, docker_cli
 from .agentimage import with_workloads, workload_types
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .executor import HostAgent
+
+if TYPE_CHECKING:
+    from strata.experiment.hosts import HostSpec
+    from strata.experiment.model import Experiment
 
 AGENT_PACKAGES = (
     "python3",
@@ -125,7 +129,7 @@ def agent_tag(tools_tag: str) -> str:
     return f"strata-agent:{h.hexdigest()[:12]}"
 
 
-def docker_at(endpoint: str, *args: str, check: bool = True, timeout: float = 120):
+def docker_at(endpoint: str, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """The docker client against a node's daemon endpoint (unix:///PATH, ssh://USER@HOST, tcp://...)."""
     return sh([docker_cli(), "-H", endpoint, *args], check=check, timeout=timeout)
 
@@ -160,11 +164,11 @@ class Node:
     id: str
     hostname: str
     addr: str
-    labels: dict
+    labels: dict[str, Any]
     state: str
     availability: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "hostname": self.hostname, "address": self.addr, "state": self.state}
 
 
@@ -196,12 +200,13 @@ def nodes(manager: str) -> list[Node]:
     return out
 
 
-def find_node(name: str, spec, all_nodes: list[Node]) -> Node:
+def find_node(name: str, spec: HostSpec, all_nodes: list[Node]) -> Node:
     """The one node a host of the experiment names, or a StrataError saying why not."""
     if spec.node is not None:
         found = [n for n in all_nodes if spec.node in (n.id, n.hostname)]
         what = f"node {spec.node!r}"
     else:
+        assert spec.label is not None, "a host names its node or a node label (HostSpec)"
         key, value = spec.label.split("=", 1)
         found = [n for n in all_nodes if n.labels.get(key) == value]
         what = f"node label {spec.label}"
@@ -221,7 +226,7 @@ def find_node(name: str, spec, all_nodes: list[Node]) -> Node:
 
 
 @undo_action("swarm-service")
-def _undo_service(data: dict) -> None:
+def _undo_service(data: dict[str, Any]) -> None:
     """Remove the launcher service, then whatever agent container its launcher left on the node."""
     docker_at(data["manager"], "service", "rm", data["service"], check=False, timeout=60)
     if data.get("node_docker"):
@@ -234,7 +239,9 @@ def _undo_service(data: dict) -> None:
         docker_at(data["node_docker"], "rm", "-f", data["container"], check=False, timeout=60)
 
 
-def service_argv(name: str, container: str, host: str, spec, node: Node, image: str, token: str, workdir: str) -> list:
+def service_argv(
+    name: str, container: str, host: str, spec: HostSpec, node: Node, image: str, token: str, workdir: str
+) -> list[str]:
     """`docker service create` of one host's launcher."""
     launch = [
         "--host", host, "--container", container, "--image", image, "--address", node.addr,
@@ -253,7 +260,7 @@ def service_argv(name: str, container: str, host: str, spec, node: Node, image: 
 
 
 @contextlib.contextmanager
-def agents(exp, journal: Journal, log=print) -> Iterator[dict[str, HostAgent]]:
+def agents(exp: Experiment, journal: Journal, log: Callable[[str], None] = print) -> Iterator[dict[str, HostAgent]]:
     """One agent per host of the experiment, answering; removed (services and agents) on exit."""
     manager = exp.swarm.manager
     all_nodes = nodes(manager)
@@ -266,7 +273,7 @@ def agents(exp, journal: Journal, log=print) -> Iterator[dict[str, HostAgent]]:
     log(f"swarm: agent image {tag} (on {tools_tag})")
     token = secrets.token_hex(16)
     run = secrets.token_hex(3)
-    seqs: list[tuple[int, dict]] = []
+    seqs: list[tuple[int, dict[str, Any]]] = []
     try:
         for name, spec in exp.hosts.items():
             if spec.docker:

@@ -19,6 +19,8 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.results import validity
@@ -36,6 +38,10 @@ from .client import AgentClient, AgentRefused, AgentUnreachable
 from .clock import Offset
 from .merge import PartOutcome, merge
 
+if TYPE_CHECKING:
+    from strata.experiment.expand import Trial
+    from strata.results.store import ResultStore
+
 # What a part's failure may be the effect of another's: a client that met a dead node on another host
 # (tool_error, timeout) is not the cause when that host's part says its node died.
 EFFECTS = ("tool_error", "timeout", "parse", "not_ready")
@@ -48,10 +54,10 @@ class HostAgent:
     """A host of the experiment and its agent, as deployed."""
 
     name: str
-    node: dict  # id, hostname, address (swarm.Node.to_json)
+    node: dict[str, Any]  # id, hostname, address (swarm.Node.to_json)
     client: AgentClient
     agent_id: str
-    facts: dict = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
     restarts: int = 0
 
     def describe(self) -> str:
@@ -64,10 +70,12 @@ class HostTrials:
         self.runs: set[str] = set()
 
     @property
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, Any]:
         return {h.name: {"node": h.node, "facts": h.facts, "restarts": h.restarts} for h in self.hosts.values()}
 
-    def run(self, trial, store, run_id: str, experiment: str, host: dict) -> dict:
+    def run(
+        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
+    ) -> dict[str, Any]:
         if trial.placement is None:
             raise StrataError(f"trial {trial.label} has no placement", "an experiment with hosts places every trial")
         self.runs.add(run_id)
@@ -90,8 +98,10 @@ class HostTrials:
         result["duration_s"] = time.time() - t0
         return result
 
-    def _run(self, trial, store, run_id: str, experiment: str, result: dict) -> None:
-        placed = trial.placement.parts()
+    def _run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, result: dict[str, Any]) -> None:
+        placement = trial.placement
+        assert placement is not None, "run() turned a trial without a placement away"
+        placed = placement.parts()
         agents = [self._alive(h) for h, _, _ in placed]
         offsets = {a.name: a.client.offset() for a in agents}
         for a in agents:
@@ -102,12 +112,13 @@ class HostTrials:
             )
         self._ship_image(trial, [a for a, (_, n, _) in zip(agents, placed) if n > 0])  # a host without instances: none
         served = self._serve(trial, run_id, result)
-        wl = WORKLOADS[trial.workload.type]
+        spec: Any = trial.workload  # a workload plugin's params (Trial holds a BaseModel)
+        wl = WORKLOADS[spec.type]
         addresses = {a.name: a.node.get("address") or "" for a in agents}
         parts, docs = [], {}
         for (h, n, first), a in zip(placed, agents):
             pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
-            params, load = part_of(wl, trial.workload, trial.load, h, n, addresses)
+            params, load = part_of(wl, spec, trial.load, h, n, addresses)
             part_trial = dataclasses.replace(trial, workload=params, load=load, placement=None)
             if served:
                 part_trial = dataclasses.replace(part_trial, device=storage.part_device(trial, served))
@@ -140,7 +151,7 @@ class HostTrials:
                 record(result, validity.cache_below(cache, served.moved(), served.host))
         self._drop(parts)
 
-    def _serve(self, trial, run_id: str, result: dict) -> storage.Storage | None:
+    def _serve(self, trial: Trial, run_id: str, result: dict[str, Any]) -> storage.Storage | None:
         """The trial's store served from its storage host (another host of the experiment), if it has one."""
         host = storage.storage_host(trial)
         if host is None:
@@ -174,16 +185,19 @@ class HostTrials:
             health = a.client.health()
         except (AgentUnreachable, AgentRefused) as e:
             raise TrialFailure("host_lost", f"{a.describe()} is not reachable: {e}")
-        if health.get("agent") != a.agent_id:
-            a.agent_id, a.restarts = health.get("agent"), a.restarts + 1
+        agent_id = health.get("agent")
+        if agent_id != a.agent_id:
+            a.agent_id, a.restarts = str(agent_id), a.restarts + 1
         return a
 
-    def _ship_image(self, trial, agents: list[HostAgent]) -> None:
+    def _ship_image(self, trial: Trial, agents: list[HostAgent]) -> None:
         """The workload's image in every host's image cache, when the runtime runs containers (from the image
         every container runtime loads: stack/runtimes/docker/image.py)."""
-        if RUNTIMES[trial.runtime.type].isolation != "container":
+        runtime: Any = trial.runtime  # plugins' params (Trial holds BaseModels): each has its registry key
+        workload: Any = trial.workload
+        if RUNTIMES[runtime.type].isolation != "container":
             return
-        tarball = build_image_tarball(WORKLOADS[trial.workload.type].image(trial.workload))
+        tarball = build_image_tarball(WORKLOADS[workload.type].image(workload))
         for a in agents:
             try:
                 if not a.client.has_image(tarball.name):
@@ -192,7 +206,13 @@ class HostTrials:
                 raise TrialFailure("host_lost", f"{a.describe()}: the image {tarball.name} did not arrive: {e}")
 
     def _through_barrier(
-        self, b: bar.Barrier, docs: dict, estimate_s: float, margin_s: float, result: dict, served=None
+        self,
+        b: bar.Barrier,
+        docs: dict[str, Any],
+        estimate_s: float,
+        margin_s: float,
+        result: dict[str, Any],
+        served: storage.Storage | None = None,
     ) -> None:
         try:
             b.start(docs)
@@ -224,7 +244,7 @@ class HostTrials:
             self._stop(b, str(e), set(), result)
             raise
 
-    def _stop(self, b: bar.Barrier, reason: str, lost: set[str], result: dict) -> None:
+    def _stop(self, b: bar.Barrier, reason: str, lost: set[str], result: dict[str, Any]) -> None:
         """Abort every part, let the others stop, and keep what each said about itself."""
         b.abort(reason)
         b.settle(SETTLE_S, lost)
@@ -233,7 +253,14 @@ class HostTrials:
             entry["part"] = {"state": "lost" if p.host in lost else p.state, **_brief(p.status)}
         self._drop([p for p in b.parts if p.host not in lost and p.state == "done"])
 
-    def _fetch(self, parts, placed, offsets: dict[str, Offset], art, result: dict) -> list[PartOutcome]:
+    def _fetch(
+        self,
+        parts: list[bar.RemotePart],
+        placed: list[tuple[str, int, int]],
+        offsets: dict[str, Offset],
+        art: Path,
+        result: dict[str, Any],
+    ) -> list[PartOutcome]:
         first = {h: f for h, _, f in placed}
 
         def one(p: bar.RemotePart) -> PartOutcome:
@@ -253,12 +280,13 @@ class HostTrials:
                 "warnings": part.get("warnings"),
                 **({"failed": failed.to_json()} if (failed := Flags.of(part).failed) else {}),
             }
-            return PartOutcome(p.host, first[p.host], part, doc["outputs"], into, offsets[p.host], doc.get("times"))
+            times = doc.get("times") or {}
+            return PartOutcome(p.host, first[p.host], part, doc["outputs"], into, offsets[p.host], times)
 
         with ThreadPoolExecutor(max_workers=len(parts)) as pool:
             return list(pool.map(one, parts))
 
-    def _drop(self, parts) -> None:
+    def _drop(self, parts: list[bar.RemotePart]) -> None:
         for p in parts:
             try:
                 p.client.drop(p.part_id)
@@ -276,7 +304,7 @@ class HostTrials:
                     pass
 
 
-def _brief(status: dict) -> dict:
+def _brief(status: dict[str, Any]) -> dict[str, Any]:
     return {k: status[k] for k in ("status", "failed", "times") if k in status}
 
 

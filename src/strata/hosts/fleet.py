@@ -10,14 +10,20 @@ what dead agents and dead local runs left in each host's journals.
 from __future__ import annotations
 
 import secrets
+from typing import TYPE_CHECKING, Callable
 
 from strata.stack.journal import Journal
 
 from .client import AgentRefused, AgentUnreachable
 from .deploy import agents
 
+if TYPE_CHECKING:
+    from strata.experiment.model import Experiment
 
-def _each(exp, fn, log=print) -> int:
+    from .executor import HostAgent
+
+
+def _each(exp: Experiment, fn: Callable[[str, HostAgent], bool], log: Callable[[str], None] = print) -> int:
     """`fn(name, agent) -> bool` (healthy) on every host's agent; the number of hosts that failed."""
     journal = Journal(f"swarm-{secrets.token_hex(4)}")
     bad = 0
@@ -34,8 +40,8 @@ def _each(exp, fn, log=print) -> int:
     return bad
 
 
-def doctor(exp, probe: bool, log=print) -> int:
-    def one(name, a) -> bool:
+def doctor(exp: Experiment, probe: bool, log: Callable[[str], None] = print) -> int:
+    def one(name: str, a: HostAgent) -> bool:
         f = a.facts
         off = a.client.offset()
         kernel = (f.get("clock") or {}).get("kernel") or {}
@@ -61,8 +67,8 @@ def doctor(exp, probe: bool, log=print) -> int:
     return _each(exp, one, log)
 
 
-def cleanup(exp, log=print) -> int:
-    def one(name, a) -> bool:
+def cleanup(exp: Experiment, log: Callable[[str], None] = print) -> int:
+    def one(name: str, a: HostAgent) -> bool:
         doc = a.client.cleanup()
         for line in doc.get("log", []):
             log(f"host {name}: {line}")

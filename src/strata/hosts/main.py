@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import FrameType
 
 AGENT_STOP_S = 30
 
@@ -57,7 +58,7 @@ UNPRIVILEGED_FALLBACK = [
 ]  # fmt: skip
 
 
-def agent_run_argv(args, privileged: list[str]) -> list[str]:
+def agent_run_argv(args: argparse.Namespace, privileged: list[str]) -> list[str]:
     """`docker run -d` of the agent: privileged, in the host's PID and network namespaces."""
     state, work = args.state_dir, args.workdir
     env = {
@@ -81,7 +82,7 @@ def agent_run_argv(args, privileged: list[str]) -> list[str]:
     return argv + ["--state-dir", state, "--workdir", work]
 
 
-def launch(args) -> int:
+def launch(args: argparse.Namespace) -> int:
     docker = ["docker", "-H", f"unix://{args.docker_socket}"]
     subprocess.run([*docker, "rm", "-f", args.container], capture_output=True)  # one a killed launcher left
     cp = subprocess.run(agent_run_argv(args, ["--privileged"]), capture_output=True, text=True)
@@ -93,7 +94,7 @@ def launch(args) -> int:
         print(f"launcher: the agent did not start: {cp.stderr.strip()}", flush=True)
         return cp.returncode
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> None:
         subprocess.run([*docker, "stop", "-t", str(AGENT_STOP_S), args.container], capture_output=True)
 
     signal.signal(signal.SIGTERM, stop)
@@ -105,7 +106,7 @@ def launch(args) -> int:
     return int(waited.stdout.strip() or 1)
 
 
-def serve(args) -> int:
+def serve(args: argparse.Namespace) -> int:
     from strata.hosts.agent import Agent
     from strata.hosts.server import AgentServer
 
@@ -118,8 +119,8 @@ def serve(args) -> int:
         print(f"agent {args.host}: undid {left['undone']} resource(s) a previous agent left", flush=True)
     server = AgentServer(agent, args.address, args.port, token)
 
-    def stop(signum, frame):
-        def down():
+    def stop(signum: int, frame: FrameType | None) -> None:
+        def down() -> None:
             agent.shutdown(f"signal {signum}")
             server.shutdown()
 

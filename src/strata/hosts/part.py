@@ -32,14 +32,24 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from strata.core.errors import TrialFailure
-from strata.core.instances import InstanceOutput, Rendezvous
+from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running
+from strata.core.params import Load
 from strata.results.flags import Flags
-from strata.stack.nostack import no_stack
+from strata.stack.nostack import NoDevice, NoMount, NoSession, no_stack
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import ServerWorkload
+
+if TYPE_CHECKING:
+    from strata.experiment.expand import Trial
+    from strata.stack.blockdev import DeviceHandle
+    from strata.stack.filesystems.base import Mounted
+    from strata.stack.paths import PathHandle
+    from strata.stack.provision import StackCache
+    from strata.stack.runtimes.base import RuntimeSession
 
 STATES = ("starting", "ready", "running", "measured", "done")
 CHECK_S = 0.5  # how often a part waiting to be released looks at its own instances
@@ -56,7 +66,7 @@ class Part:
         self.start_at: float | None = None  # this host's clock
         self.released = False  # after "measured": every part measured, the servers may stop
         self.aborted: str | None = None
-        self.result: dict | None = None
+        self.result: dict[str, Any] | None = None
         self.outputs: list[InstanceOutput] = []
         self.times: dict[str, float] = {"created": time.time()}
         self._cond = threading.Condition()
@@ -88,7 +98,7 @@ class Part:
             self.released = True
             self._cond.notify_all()
 
-    def wait_release(self, check=None) -> None:
+    def wait_release(self, check: Callable[[], None] | None = None) -> None:
         """Until the manager releases the measured parts (every one measured); `check` raises the trial's
         failure meanwhile (a local server died), an abort raises host_lost."""
         deadline = time.monotonic() + self.go_timeout_s
@@ -128,10 +138,11 @@ class Part:
                 self._cond.wait(left)
             if self.aborted:
                 raise TrialFailure("host_lost", self.aborted)
+            assert self.start_at is not None  # the loop ended on a go or an abort
             return self.start_at
 
-    def status(self) -> dict:
-        doc = {"part": self.id, "state": self.state, "times": dict(self.times)}
+    def status(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"part": self.id, "state": self.state, "times": dict(self.times)}
         if self.result is not None:
             doc["status"] = self.result.get("status")
             failed = Flags.of(self.result).failed
@@ -143,10 +154,10 @@ class BarrierRunning(Rendezvous):
     """The local instances, released at the manager's start time instead of at once (or, for a workload
     whose barrier is at its measured phase, at once, and that phase waits for the manager instead)."""
 
-    def __init__(self, inner, part: Part, at_measure: bool = False):
+    def __init__(self, inner: Running, part: Part, at_measure: bool = False) -> None:
         self.inner, self.part, self.at_measure = inner, part, at_measure
 
-    def __getattr__(self, name):  # cgroups, and whatever else a runtime's instances offer
+    def __getattr__(self, name: str) -> Any:  # cgroups, and whatever else a runtime's instances offer
         return getattr(self.inner, name)
 
     def ready(self, timeout_s: float) -> None:
@@ -175,7 +186,9 @@ class BarrierRunning(Rendezvous):
         self.part.wait_go()
 
     def _start(self) -> None:
-        delay = min(MAX_GO_DELAY_S, self.part.start_at - time.time())
+        start_at = self.part.start_at
+        assert start_at is not None, "_meet waited for the go"
+        delay = min(MAX_GO_DELAY_S, start_at - time.time())
         if delay > 0:
             time.sleep(delay)
         self.part.set_state("running")
@@ -192,13 +205,13 @@ class BarrierRunning(Rendezvous):
 class BarrierSession:
     """The runtime session, whose instances wait for the manager and whose watch hears its aborts."""
 
-    def __init__(self, inner, part: Part, at_measure: bool = False):
+    def __init__(self, inner: RuntimeSession | NoSession, part: Part, at_measure: bool = False) -> None:
         self.inner, self.part, self.at_measure = inner, part, at_measure
 
-    def __getattr__(self, name):  # name, facts, path, target, and a plugin's extras
+    def __getattr__(self, name: str) -> Any:  # name, facts, path, target, and a plugin's extras
         return getattr(self.inner, name)
 
-    def start(self, requests, handle, load, sync_dir) -> BarrierRunning:
+    def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> BarrierRunning:
         return BarrierRunning(self.inner.start(requests, handle, load, sync_dir), self.part, self.at_measure)
 
     def watch(self) -> tuple[str, str] | None:
@@ -211,16 +224,18 @@ class BarrierSession:
 class BarrierStacks:
     """The agent's StackCache, handing out sessions wrapped for one part."""
 
-    def __init__(self, stacks, part: Part):
+    def __init__(self, stacks: StackCache, part: Part) -> None:
         self.stacks, self.part = stacks, part
 
-    def get(self, trial):
-        wl = WORKLOADS[trial.workload.type]
+    def get(self, trial: Trial) -> tuple[DeviceHandle | NoDevice, Mounted | NoMount, BarrierSession]:
+        spec: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
+        wl = WORKLOADS[spec.type]
         built = wl.instances(trial.workload, trial.load) > 0  # a host that runs only clients builds nothing
         device, mounted, session = self.stacks.get(trial) if built else no_stack()
         at_measure = isinstance(wl, ServerWorkload)  # its parts meet in its measure, after its servers started
         return device, mounted, BarrierSession(session, self.part, at_measure)
 
-    def died(self, trial, layer: str) -> None:
-        if WORKLOADS[trial.workload.type].instances(trial.workload, trial.load) > 0:
+    def died(self, trial: Trial, layer: str) -> None:
+        spec: Any = trial.workload
+        if WORKLOADS[spec.type].instances(trial.workload, trial.load) > 0:
             self.stacks.died(trial, layer)

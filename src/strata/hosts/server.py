@@ -39,6 +39,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, Callable
 from urllib.parse import parse_qs, urlparse
 
 from strata.core.errors import StrataError
@@ -67,12 +68,12 @@ class Handler(BaseHTTPRequestHandler):
     server: AgentServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, fmt, *args):  # quiet: the manager logs what matters
+    def log_message(self, fmt: str, *args: Any) -> None:  # quiet: the manager logs what matters
         pass
 
     # ---- plumbing ----
 
-    def _send(self, status: int, doc) -> None:
+    def _send(self, status: int, doc: object) -> None:
         body = json.dumps(doc, default=str).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -80,11 +81,12 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _body(self) -> dict:
+    def _body(self) -> dict[str, Any]:
         n = int(self.headers.get("Content-Length") or 0)
         if n > MAX_JSON_BYTES:
             raise AgentError(413, f"request of {n} bytes (at most {MAX_JSON_BYTES})")
-        return json.loads(self.rfile.read(n) or b"{}")
+        doc: dict[str, Any] = json.loads(self.rfile.read(n) or b"{}")
+        return doc
 
     def _authorized(self) -> bool:
         given = self.headers.get("Authorization", "")
@@ -103,7 +105,8 @@ class Handler(BaseHTTPRequestHandler):
             for pattern, route_method, fn in ROUTES:
                 m = re.fullmatch(pattern, url.path)
                 if m and route_method == method:
-                    return fn(self, query, *m.groups())
+                    fn(self, query, *m.groups())
+                    return
             self._drain()
             self._send(404, {"error": f"no route {method} {url.path}"})
         except AgentError as e:
@@ -116,51 +119,51 @@ class Handler(BaseHTTPRequestHandler):
         while n > 0:
             n -= len(self.rfile.read(min(n, CHUNK)) or b"x" * n)
 
-    def do_GET(self):
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_POST(self):
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
-    def do_DELETE(self):
+    def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
-    def do_PUT(self):
+    def do_PUT(self) -> None:
         self._dispatch("PUT")
 
-    def do_HEAD(self):
+    def do_HEAD(self) -> None:
         self._dispatch("HEAD")
 
     # ---- routes ----
 
-    def r_time(self, q):
+    def r_time(self, q: dict[str, str]) -> None:
         self._send(200, {"time": time.time(), "agent": self.server.agent.id})
 
-    def r_facts(self, q):
+    def r_facts(self, q: dict[str, str]) -> None:
         self._send(200, self.server.agent.facts())
 
-    def r_doctor(self, q):
+    def r_doctor(self, q: dict[str, str]) -> None:
         self._send(200, {"rows": self.server.agent.doctor(q.get("probe") == "1")})
 
-    def r_start(self, q):
+    def r_start(self, q: dict[str, str]) -> None:
         self._send(201, self.server.agent.start_part(self._body()))
 
-    def r_state(self, q, part):
+    def r_state(self, q: dict[str, str], part: str) -> None:
         self._send(200, self.server.agent.part_state(part, q.get("wait", "starting"), float(q.get("timeout", 0))))
 
-    def r_go(self, q, part):
+    def r_go(self, q: dict[str, str], part: str) -> None:
         self._send(200, self.server.agent.go(part, float(self._body()["start_at"])))
 
-    def r_release(self, q, part):
+    def r_release(self, q: dict[str, str], part: str) -> None:
         self._send(200, self.server.agent.release(part))
 
-    def r_abort(self, q, part):
+    def r_abort(self, q: dict[str, str], part: str) -> None:
         self._send(200, self.server.agent.abort(part, str(self._body().get("reason", "aborted by the manager"))))
 
-    def r_result(self, q, part):
+    def r_result(self, q: dict[str, str], part: str) -> None:
         self._send(200, self.server.agent.part_result(part))
 
-    def r_artifacts(self, q, part):
+    def r_artifacts(self, q: dict[str, str], part: str) -> None:
         tar = self.server.agent.artifacts(part)
         self.send_response(200)
         self.send_header("Content-Type", "application/x-tar")
@@ -169,29 +172,29 @@ class Handler(BaseHTTPRequestHandler):
         with open(tar, "rb") as f:
             shutil.copyfileobj(f, self.wfile, CHUNK)
 
-    def r_drop(self, q, part):
+    def r_drop(self, q: dict[str, str], part: str) -> None:
         self.server.agent.drop_part(part)
         self._send(200, {"dropped": part})
 
-    def r_close(self, q, run):
+    def r_close(self, q: dict[str, str], run: str) -> None:
         self._send(200, self.server.agent.close_run(run))
 
-    def r_serve(self, q, run):
+    def r_serve(self, q: dict[str, str], run: str) -> None:
         self._send(201, self.server.agent.serve_target(run, self._body()["device"]))
 
-    def r_target(self, q, run, target):
+    def r_target(self, q: dict[str, str], run: str, target: str) -> None:
         self._send(200, self.server.agent.target_stats(run, target))
 
-    def r_cleanup(self, q):
+    def r_cleanup(self, q: dict[str, str]) -> None:
         self._send(200, self.server.agent.cleanup())
 
-    def r_image_head(self, q, name):
+    def r_image_head(self, q: dict[str, str], name: str) -> None:
         exists = self.server.agent.image_path(name).exists()
         self.send_response(200 if exists else 404)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def r_image_put(self, q, name):
+    def r_image_put(self, q: dict[str, str], name: str) -> None:
         path = self.server.agent.image_path(name)
         n = int(self.headers.get("Content-Length") or 0)
         if n > MAX_IMAGE_BYTES:
@@ -214,7 +217,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 PART = r"/v1/parts/([A-Za-z0-9_.-]+)"
-ROUTES = [
+ROUTES: list[tuple[str, str, Callable[..., None]]] = [
     (r"/v1/time", "GET", Handler.r_time),
     (r"/v1/facts", "GET", Handler.r_facts),
     (r"/v1/doctor", "GET", Handler.r_doctor),

@@ -22,15 +22,21 @@ storage host: `host_lost`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from strata.core.errors import TrialFailure, Unsupported
 
-from .client import AgentRefused, AgentUnreachable
+from .client import AgentClient, AgentRefused, AgentUnreachable
+
+if TYPE_CHECKING:
+    from strata.experiment.expand import Trial
 
 SECTOR = 512  # diskstats sectors are always 512 bytes (collectors/diskstats.py)
 
 
-def storage_host(trial) -> str | None:
+def storage_host(trial: Trial) -> str | None:
     """The host of the experiment serving the trial's device, if any."""
     return getattr(trial.device, "host", None)
 
@@ -38,13 +44,13 @@ def storage_host(trial) -> str | None:
 @dataclass
 class Storage:
     host: str
-    client: object  # AgentClient of the storage host
+    client: AgentClient  # of the storage host
     run_id: str
     target_id: str
     served_at: str
-    facts: dict
+    facts: dict[str, Any]
     agent_id: str = ""  # the storage host's agent that serves it: another one (restarted) lost the target
-    samples: dict = field(default_factory=dict)  # "ready"/"done" -> the target's stats then
+    samples: dict[str, Any] = field(default_factory=dict)  # "ready"/"done" -> the target's stats then
 
     def sample(self, when: str) -> None:
         try:
@@ -54,7 +60,7 @@ class Storage:
         if not self.samples[when].get("alive"):
             raise TrialFailure("remote_lost", f"the storage host {self.host}: {self.target_state()}")
 
-    def target_state(self, stats: dict | None = None) -> str:
+    def target_state(self, stats: dict[str, Any] | None = None) -> str:
         """What the storage host says of its target, for a failure's message."""
         try:
             stats = stats or self.client.target_stats(self.run_id, self.target_id)
@@ -65,7 +71,7 @@ class Storage:
         ex = stats.get("exit") or {}
         return f"the target nbdkit exited ({ex.get('returncode')}): {ex.get('log') or 'no message'}"
 
-    def moved(self) -> dict | None:
+    def moved(self) -> dict[str, Any] | None:
         """Bytes the target and each backing disk moved between the two samples, or None if not sampled."""
         a, b = self.samples.get("ready"), self.samples.get("done")
         if not a or not b:
@@ -84,23 +90,24 @@ class Storage:
                 }
         return out
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"role": "storage", "served_at": self.served_at, "target": self.facts, "moved": self.moved()}
 
 
-def serve(trial, host: str, client, run_id: str) -> Storage:
+def serve(trial: Trial, host: str, client: AgentClient, run_id: str) -> Storage:
     """The trial's store, served from `host` (started by its agent on first use in this run)."""
     try:
         doc = client.serve_target(run_id, trial.device.model_dump(mode="json"))
     except AgentUnreachable as e:
         raise TrialFailure("host_lost", f"the storage host {host} is not reachable: {e}")
     except AgentRefused as e:
+        device: Any = trial.device  # a device plugin's params (Trial holds a BaseModel)
         if e.status == 422:
             raise Unsupported(str(e))
-        raise TrialFailure("provision", f"the storage host {host} could not serve {trial.device.name}: {e}")
+        raise TrialFailure("provision", f"the storage host {host} could not serve {device.name}: {e}")
     return Storage(host, client, run_id, doc["id"], doc["served_at"], doc.get("facts") or {}, doc.get("agent", ""))
 
 
-def part_device(trial, storage: Storage):
+def part_device(trial: Trial, storage: Storage) -> BaseModel:
     """The device the client hosts build: the same, attached to the served target."""
     return trial.device.model_copy(update={"served_at": storage.served_at})

@@ -33,7 +33,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from strata.core.errors import StrataError
 from strata.core.proc import sh
@@ -66,10 +66,10 @@ class BedHost:
     def workdir(self) -> Path:
         return self.root / "work"
 
-    def docker(self, *args: str, check: bool = True, timeout: float = 120):
+    def docker(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return dk.docker(self.sock, *args, check=check, timeout=timeout)
 
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         """This host as an experiment's `hosts:` entry names it."""
         return {
             "label": f"strata.core.host={self.name}",
@@ -92,22 +92,26 @@ class Bed:
     def manager(self) -> BedHost:
         return self.hosts[0]
 
-    def spec_hosts(self) -> dict:
+    def spec_hosts(self) -> dict[str, Any]:
         return {h.name: h.spec() for h in self.hosts}
 
 
 @undo_action("bridge")
-def _undo_bridge(data: dict) -> None:
+def _undo_bridge(data: dict[str, Any]) -> None:
     if Path(f"/sys/class/net/{data['name']}").exists():
         sh(["ip", "link", "delete", data["name"]], timeout=30)
 
 
 @undo_action("testbed-root")
-def _undo_root(data: dict) -> None:
+def _undo_root(data: dict[str, Any]) -> None:
     remove_tree(Path(data["path"]))
 
 
-def _tracked(journal: Journal, seqs: list, kind: str, undo, **data) -> None:
+Undo = Callable[[dict[str, Any]], object]
+Seqs = list[tuple[int, dict[str, Any], Undo]]  # what was made, undone in reverse on the way out
+
+
+def _tracked(journal: Journal, seqs: Seqs, kind: str, undo: Undo, **data: Any) -> None:
     seqs.append((journal.intent(kind, **data), data, undo))
 
 
@@ -117,7 +121,7 @@ def swarm_bed(journal: Journal, names: list[str], root: Path) -> Iterator[Bed]:
     if not 1 <= len(names) <= MAX_TEST_HOSTS:
         raise StrataError(f"{len(names)} test hosts", f"from 1 to {MAX_TEST_HOSTS}")
     token = secrets.token_hex(3)
-    seqs: list[tuple[int, dict, object]] = []
+    seqs: Seqs = []
     try:
         bed = _network(journal, seqs, names, token, root)
         for h in bed.hosts:
@@ -132,7 +136,7 @@ def swarm_bed(journal: Journal, names: list[str], root: Path) -> Iterator[Bed]:
                 journal.release(seq)
 
 
-def _network(journal: Journal, seqs: list, names: list[str], token: str, root: Path) -> Bed:
+def _network(journal: Journal, seqs: Seqs, names: list[str], token: str, root: Path) -> Bed:
     bridge = f"stb{token}"
     _tracked(journal, seqs, "testbed-root", _undo_root, path=str(root))
     with netns.allocation_lock():
@@ -168,7 +172,7 @@ def _network(journal: Journal, seqs: list, names: list[str], token: str, root: P
     return bed
 
 
-def _daemon(journal: Journal, seqs: list, h: BedHost) -> None:
+def _daemon(journal: Journal, seqs: Seqs, h: BedHost) -> None:
     """The host's dockerd, in its namespace, with a hostname of its own."""
     paths = DaemonPaths(secrets.token_hex(4), h.root / "docker")
     data = {**paths.journal_data(DRIVER, True), "netns": h.netns}

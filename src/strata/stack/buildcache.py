@@ -14,7 +14,7 @@ import re
 import secrets
 import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from strata.core.errors import StrataError
 from strata.core.proc import CommandError, sh
@@ -49,7 +49,7 @@ def debian_mirror(apt: Path = Path("/etc/apt")) -> str:
                     and fields.get("Enabled", "yes") != "no"
                     and fields.get("URIs")
                 ):
-                    return fields["URIs"].split()[0]
+                    return str(fields["URIs"].split()[0])
     return DEFAULT_MIRROR
 
 
@@ -65,7 +65,7 @@ def build_lock() -> Iterator[None]:
 
 
 @undo_action("build-dir")
-def _undo_build_dir(data: dict) -> None:
+def _undo_build_dir(data: dict[str, Any]) -> None:
     """A debootstrap target or a build context: unmount what debootstrap left (proc, maybe a
     bind of /dev), then delete without crossing file systems."""
     remove_tree(Path(data["path"]))

@@ -18,11 +18,12 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 from strata.collectors.cgroup import oom_kills
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
-from strata.stack.journal import undo_action
+from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import cgroup_hierarchies
 
 POLL_S = 0.1
@@ -42,11 +43,11 @@ def cgroup_parents() -> dict[str, Path]:
 
 
 @undo_action("native_cgroup")
-def _undo_cgroup(data: dict) -> None:
+def _undo_cgroup(data: dict[str, Any]) -> None:
     """Kill every process in the cgroups, then remove them (works from the journal entry alone)."""
     paths = [Path(p) for p in data.get("paths") or [data["path"]]]
     for _ in range(100):
-        pids = set()
+        pids: set[int] = set()
         for path in paths:
             with contextlib.suppress(OSError, ValueError):
                 pids.update(int(x) for x in (path / "cgroup.procs").read_text().split())
@@ -61,8 +62,8 @@ def _undo_cgroup(data: dict) -> None:
             path.rmdir()
 
 
-def _join(dirs: list[Path]):
-    def join():  # runs in the child before exec
+def _join(dirs: list[Path]) -> Callable[[], None]:
+    def join() -> None:  # runs in the child before exec
         for d in dirs:
             (d / "cgroup.procs").write_text(str(os.getpid()))
 
@@ -73,12 +74,16 @@ class HostProcesses:
     """instances.Running over host processes: prepare, ready, go, wait, stop."""
 
     def __init__(
-        self, requests: list[InstanceRequest], journal=None, stdout_to_file: bool = False, sync_dir: Path | None = None
-    ):
+        self,
+        requests: list[InstanceRequest],
+        journal: Journal | None = None,
+        stdout_to_file: bool = False,
+        sync_dir: Path | None = None,
+    ) -> None:
         self.requests, self.journal = requests, journal
         self.stdout_to_file, self.sync_dir = stdout_to_file, sync_dir
         self.cgroups: list[dict[str, str]] = [{} for _ in requests]
-        self.procs: dict[int, subprocess.Popen] = {}
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.starts: dict[int, float] = {}
         self.groups: list[tuple[int | None, list[Path]]] = []
         self.made: dict[int, list[Path]] = {}
@@ -95,7 +100,7 @@ class HostProcesses:
                 p.mkdir()
         except OSError:
             _undo_cgroup({"paths": [str(p) for p in paths]})
-            if seq:
+            if seq and self.journal:
                 self.journal.release(seq)
             return []
         self.groups.append((seq, paths))
@@ -129,7 +134,8 @@ class HostProcesses:
         if not todo:
             return
 
-        def prep(r):
+        def prep(r: InstanceRequest) -> tuple[InstanceRequest, subprocess.CompletedProcess[str]]:
+            assert r.prepare is not None  # todo holds the requests with a prepare step
             return r, subprocess.run(r.prepare, capture_output=True, text=True, timeout=timeout_s)
 
         try:
@@ -164,7 +170,7 @@ class HostProcesses:
                     r.argv, stdout=out, stderr=err, start_new_session=True, preexec_fn=_join(dirs) if dirs else None
                 )
             finally:
-                if out is not subprocess.DEVNULL:
+                if not isinstance(out, int):  # a file, not subprocess.DEVNULL
                     out.close()
 
     def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]:
@@ -210,7 +216,7 @@ class HostProcesses:
     def stop(self) -> None:
         for seq, paths in self.groups:
             _undo_cgroup({"paths": [str(p) for p in paths]})
-            if seq:
+            if seq and self.journal:
                 self.journal.release(seq)
         self.groups = []
         for p in self.procs.values():

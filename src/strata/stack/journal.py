@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-UNDO: dict[str, Callable[[dict], str | None]] = {}
+UNDO: dict[str, Callable[[dict[str, Any]], str | None]] = {}
 
 
 Undo = TypeVar("Undo", bound=Callable[[dict[str, Any]], Any])
@@ -62,19 +62,19 @@ class Journal:
         self._seq = 0
         self._write({"owner_pid": os.getpid(), "started": time.time()})
 
-    def _write(self, entry: dict) -> None:
+    def _write(self, entry: dict[str, Any]) -> None:
         with open(self.path, "a") as f:
             f.write(json.dumps(entry) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
-    def intent(self, kind: str, **data) -> int:
+    def intent(self, kind: str, **data: Any) -> int:
         assert kind in UNDO, f"no undo action registered for {kind}"
         self._seq += 1
         self._write({"seq": self._seq, "kind": kind, "data": data})
         return self._seq
 
-    def update(self, seq: int, **data) -> None:
+    def update(self, seq: int, **data: Any) -> None:
         """Add what became known once the resource exists (e.g. the loop device name)."""
         self._write({"update": seq, "data": data})
 
@@ -89,9 +89,9 @@ class Journal:
         self._lock.close()
 
 
-def pending(path: Path) -> list[dict]:
+def pending(path: Path) -> list[dict[str, Any]]:
     """Intents of a journal file not yet released, in creation order."""
-    entries: dict[int, dict] = {}
+    entries: dict[int, dict[str, Any]] = {}
     for line in path.read_text().splitlines():
         try:
             e = json.loads(line)
@@ -136,7 +136,9 @@ def live_runs(directory: Path | None = None) -> list[tuple[str, int]]:
     return [(name, pid) for name, pid in found if pid]
 
 
-def cleanup(directory: Path | None = None, force: bool = False, log=print, pattern: str = "*.jsonl") -> int:
+def cleanup(
+    directory: Path | None = None, force: bool = False, log: Callable[[str], None] = print, pattern: str = "*.jsonl"
+) -> int:
     """Undo every unreleased resource of runs that are no longer alive (of the journals named `pattern`);
     returns the count."""
     jdir = (directory or state_dir()) / "journal"
@@ -168,7 +170,7 @@ def cleanup(directory: Path | None = None, force: bool = False, log=print, patte
     return undone
 
 
-def _undo_all(entries: list[dict], log, again: bool = False) -> list[dict]:
+def _undo_all(entries: list[dict[str, Any]], log: Callable[[str], None], again: bool = False) -> list[dict[str, Any]]:
     """Undo each entry in the given order, going on past failures; the entries that failed."""
     failed = []
     for entry in entries:
@@ -187,5 +189,5 @@ def _undo_all(entries: list[dict], log, again: bool = False) -> list[dict]:
     return failed
 
 
-def _describe(data: dict) -> str:
+def _describe(data: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in data.items() if isinstance(v, (str, int)))[:200]

@@ -18,6 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from strata.core.errors import StrataError
 from strata.stack.journal import Journal, undo_action
@@ -48,7 +49,7 @@ def stop_marked(marker: str, programs: list[str], term_s: float = 3.0) -> list[i
 
 
 @undo_action("marked_process")
-def _undo_marked(data: dict) -> None:
+def _undo_marked(data: dict[str, Any]) -> None:
     left = stop_marked(data["marker"], data["programs"])
     if left:
         raise RuntimeError(f"processes {left} ({', '.join(data['programs'])}) did not die (stuck in the kernel?)")
@@ -58,7 +59,7 @@ def _undo_marked(data: dict) -> None:
 class Daemon:
     """A started daemon: its process, its log, and the journal entry that stops it."""
 
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     log: Path
     marker: str
     programs: list[str]

@@ -30,16 +30,17 @@ import json
 import os
 import re
 import secrets
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from strata.collectors.netdev import read_counters
 from strata.core.errors import StrataError
 from strata.core.proc import sh
 from strata.stack.journal import Journal, undo_action
 
-POOL = ipaddress.ip_network("192.0.2.0/24")
+POOL = ipaddress.IPv4Network("192.0.2.0/24")
 NETNS_DIR = Path("/run/netns")
 LOCK_FILE = Path("/run/lock/strata-netns.lock")  # not /run/netns itself: `ip netns add` flocks that
 BLOCK_PREFIX = 30
@@ -78,20 +79,20 @@ def host_usage() -> tuple[list[ipaddress.IPv4Address], list[ipaddress.IPv4Networ
     nets: list[ipaddress.IPv4Network] = []
     for link in json.loads(sh(["ip", "-4", "-j", "addr", "show"]).stdout or "[]"):
         for a in link.get("addr_info", []):
-            addrs.append(ipaddress.ip_address(a["local"]))
-            nets.append(ipaddress.ip_network(f"{a['local']}/{a['prefixlen']}", strict=False))
+            addrs.append(ipaddress.IPv4Address(a["local"]))
+            nets.append(ipaddress.IPv4Network(f"{a['local']}/{a['prefixlen']}", strict=False))
     for r in json.loads(sh(["ip", "-4", "-j", "route", "show", "table", "all"]).stdout or "[]"):
         if r.get("gateway"):
-            addrs.append(ipaddress.ip_address(r["gateway"]))
+            addrs.append(ipaddress.IPv4Address(r["gateway"]))
         dst = r.get("dst", "default")
         if dst != "default":
             with contextlib.suppress(ValueError):
-                nets.append(ipaddress.ip_network(dst if "/" in dst else f"{dst}/32", strict=False))
+                nets.append(ipaddress.IPv4Network(dst if "/" in dst else f"{dst}/32", strict=False))
     for n in json.loads(sh(["ip", "-4", "-j", "neigh", "show"]).stdout or "[]"):
         if set(n.get("state", [])) <= {"FAILED", "INCOMPLETE"} and n.get("state"):
             continue  # asked for and never answered: nobody there
         with contextlib.suppress(KeyError, ValueError):
-            addrs.append(ipaddress.ip_address(n["dst"]))
+            addrs.append(ipaddress.IPv4Address(n["dst"]))
     return addrs, nets
 
 
@@ -133,13 +134,13 @@ class NsHost:
         """`argv` run inside the namespace (network only: mounts, /sys and cgroups stay the host's)."""
         return ["nsenter", f"--net={self.path}", *argv]
 
-    def run(self, argv: list[str], timeout: float = 30, check: bool = True):
+    def run(self, argv: list[str], timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess[str]:
         return sh(self.argv(argv), timeout=timeout, check=check)
 
     def exists(self) -> bool:
         return Path(self.path).exists()
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, Any]:
         return {
             "netns": self.name,
             "host_if": self.link.host_if,
@@ -151,13 +152,13 @@ class NsHost:
 
 
 @undo_action("netns")
-def _undo_netns(data: dict) -> None:
+def _undo_netns(data: dict[str, Any]) -> None:
     if (NETNS_DIR / data["name"]).exists():
         sh(["ip", "netns", "delete", data["name"]], timeout=30)
 
 
 @undo_action("veth")
-def _undo_veth(data: dict) -> None:
+def _undo_veth(data: dict[str, Any]) -> None:
     if iface_exists(data["host_if"]):
         sh(["ip", "link", "delete", data["host_if"]], timeout=30)
 
@@ -166,7 +167,7 @@ def _undo_veth(data: dict) -> None:
 def namespace_host(journal: Journal, tag: str = "", pool: ipaddress.IPv4Network = POOL) -> Iterator[NsHost]:
     """Make a namespace and its veth link (each journaled first); remove both on exit."""
     ns_name, host_if, ns_if = names(tag)
-    seqs: list[tuple[int, dict, object]] = []
+    seqs: list[tuple[int, dict[str, Any], object]] = []
     try:
         with allocation_lock():
             block = pick_block(pool, *host_usage())
@@ -203,7 +204,7 @@ def _configure(host: NsHost) -> None:
     host.run(["ip", "link", "set", "lo", "up"])
 
 
-def _ip_link(ifname: str) -> dict | None:
+def _ip_link(ifname: str) -> dict[str, Any] | None:
     """The interface as netlink shows it in this process's network namespace, or None. /sys/class/net shows
     the namespace sysfs was mounted in, which for an agent on a test host (a network namespace that binds
     the machine's /sys) is another one: the fallback wherever /sys does not show an interface."""
@@ -314,6 +315,8 @@ def qdisc_argv(dev: str, fabric: Fabric, kind: str) -> list[str]:
             opts += ["rate", f"{fabric.rate_bit}bit"]
         return ["tc", "qdisc", "replace", "dev", dev, "root", "netem", *opts, "limit", "100000"]
     if kind == "tbf":
+        if fabric.rate_bit is None:
+            raise ValueError("the tbf qdisc shapes a rate: this fabric has none (qdisc_kind picks netem)")
         burst = max(128 << 10, fabric.rate_bit // 8 // 1000)  # 1 ms of bytes; at least two GSO frames
         return [
             "tc",
@@ -351,7 +354,7 @@ def qdisc_missing(kind: str) -> str | None:
 
 
 @undo_action("qdisc")
-def _undo_qdisc(data: dict) -> None:
+def _undo_qdisc(data: dict[str, Any]) -> None:
     argv = ["tc", "qdisc", "del", "dev", data["dev"], "root"]
     if data.get("netns"):
         if not (NETNS_DIR / data["netns"]).exists():
@@ -363,7 +366,7 @@ def _undo_qdisc(data: dict) -> None:
 
 
 @contextlib.contextmanager
-def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[dict]:
+def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[dict[str, Any]]:
     """Both veth ends shaped by the fabric for the duration; yields its facts."""
     kind, reason = qdisc_kind(fabric, {k: qdisc_missing(k) for k in ("netem", "tbf")} if not fabric.is_null() else {})
     if reason:
@@ -375,11 +378,11 @@ def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[dict]:
         "added_rtt_us": 2 * fabric.latency_us,
     }
     ends = [{"dev": host.link.host_if}, {"dev": host.link.ns_if, "netns": host.name}]
-    seqs: list[tuple[int, dict]] = []
+    seqs: list[tuple[int, dict[str, Any]]] = []
     try:
         for end in ends if kind else []:
             seqs.append((journal.intent("qdisc", **end), end))
-            argv = qdisc_argv(end["dev"], fabric, kind)
+            argv = qdisc_argv(end["dev"], fabric, kind or "")
             sh(host.argv(argv) if end.get("netns") else argv)
         yield facts
     finally:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Any, Iterator, NoReturn
 
+from strata.core.instances import InstanceRequest
+from strata.core.params import Load
 from strata.stack.hostprocs import HostProcesses
 
 REASON = "no instance runs on this host (it runs only the workload's clients): no stack was built"
@@ -19,8 +22,8 @@ REASON = "no instance runs on this host (it runs only the workload's clients): n
 class NoDevice:
     path = None
     facts = {"built": False, "reason": REASON}
-    diskstats: list = []
-    collectors: list = []
+    diskstats: list[str] = []
+    collectors: list[Any] = []
     watch = None
 
 
@@ -34,13 +37,13 @@ class NoSession:
     watch = None
 
     @contextlib.contextmanager
-    def path(self, name: str, trial_dir: Path, load):
+    def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[None]:
         yield None
 
-    def target(self, handle, host_out: Path):
+    def target(self, handle: object, host_out: Path) -> NoReturn:
         raise AssertionError("a part without instances has no target")  # _requests makes none
 
-    def start(self, requests, handle, load, sync_dir: Path) -> HostProcesses:
+    def start(self, requests: list[InstanceRequest], handle: object, load: Load, sync_dir: Path) -> HostProcesses:
         return HostProcesses(list(requests), sync_dir=sync_dir)
 
 

@@ -13,40 +13,53 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from strata.core.errors import StrataError
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 
+if TYPE_CHECKING:
+    from strata.experiment.expand import Trial
+    from strata.stack.blockdev import DeviceHandle
+    from strata.stack.filesystems.base import Mounted
+    from strata.stack.journal import Journal
+    from strata.stack.runtimes.base import RuntimeSession
+
+Key = tuple[str, ...]  # a level of the stack: its layer and the specs it is built from
+
 LEVELS = ("device", "filesystem", "runtime")
 
 
 @dataclass
 class Registries:
-    devices: dict = field(default_factory=lambda: dict(DEVICES))
-    filesystems: dict = field(default_factory=lambda: dict(FILESYSTEMS))
-    runtimes: dict = field(default_factory=lambda: dict(RUNTIMES))
+    devices: dict[str, Any] = field(default_factory=lambda: dict(DEVICES))
+    filesystems: dict[str, Any] = field(default_factory=lambda: dict(FILESYSTEMS))
+    runtimes: dict[str, Any] = field(default_factory=lambda: dict(RUNTIMES))
 
 
 class StackCache:
-    def __init__(self, journal, workdir: Path, host: dict, registries: Registries | None = None):
+    def __init__(
+        self, journal: Journal, workdir: Path, host: dict[str, Any], registries: Registries | None = None
+    ) -> None:
         self.journal, self.workdir, self.host = journal, workdir, host
         self.workdir_was_there = workdir.exists()
         self.r = registries or Registries()
-        self.levels: list[tuple[object, contextlib.ExitStack, object]] = []  # (key, stack, value)
-        self.failed: dict[tuple, Exception] = {}
-        self.deaths: dict[tuple, int] = {}
+        self.levels: list[tuple[object, contextlib.ExitStack, Any]] = []  # (key, stack, the layer's handle)
+        self.failed: dict[Key, Exception] = {}
+        self.deaths: dict[Key, int] = {}
 
     @staticmethod
-    def keys(trial) -> list[tuple]:
+    def keys(trial: Trial) -> list[Key]:
+        device: Any = trial.device  # a device plugin's params (each has its name; Trial holds a BaseModel)
         return [
-            ("device", trial.device.model_dump_json()),
-            ("fs", trial.device.name, trial.filesystem.model_dump_json()),
-            ("rt", trial.device.name, trial.filesystem.name, trial.runtime.model_dump_json()),
+            ("device", device.model_dump_json()),
+            ("fs", device.name, trial.filesystem.model_dump_json()),
+            ("rt", device.name, trial.filesystem.name, trial.runtime.model_dump_json()),
         ]
 
-    def get(self, trial):
+    def get(self, trial: Trial) -> tuple[DeviceHandle, Mounted, RuntimeSession]:
         """(device handle, mounted fs, runtime session) for the trial; raises what provisioning raised."""
         for depth, key in enumerate(self.keys(trial)):
             if key in self.failed:
@@ -62,18 +75,20 @@ class StackCache:
             self.levels[-1] = (key, *self.levels[-1][1:])
         return tuple(v for _, _, v in self.levels)
 
-    def _open(self, depth: int, trial) -> None:
+    def _open(self, depth: int, trial: Trial) -> None:
         es = contextlib.ExitStack()
+        device: Any = trial.device  # a plugin's params: its registry key is its `type`
+        runtime: Any = trial.runtime
         try:
             if depth == 0:
-                cm = self.r.devices[trial.device.type].provision(trial.device, self.journal, self.workdir)
+                cm = self.r.devices[device.type].provision(device, self.journal, self.workdir)
             elif depth == 1:
                 cm = self.r.filesystems[trial.filesystem.type].provision(
                     trial.filesystem, self.levels[0][2], self.journal, self.workdir
                 )
             else:
-                cm = self.r.runtimes[trial.runtime.type].provision(
-                    trial.runtime, self.levels[1][2], self.journal, self.workdir, self.host
+                cm = self.r.runtimes[runtime.type].provision(
+                    runtime, self.levels[1][2], self.journal, self.workdir, self.host
                 )
             value = es.enter_context(cm)
         except BaseException:
@@ -81,7 +96,7 @@ class StackCache:
             raise
         self.levels.append((None, es, value))
 
-    def died(self, trial, layer: str) -> None:
+    def died(self, trial: Trial, layer: str) -> None:
         """A layer of the trial's stack died: tear it (and those above) down; build it again once."""
         depth = LEVELS.index(layer)
         key = self.keys(trial)[depth]

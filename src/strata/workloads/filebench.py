@@ -16,14 +16,14 @@ import shlex
 import subprocess
 from collections import Counter
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.metrics import Metric, MetricSchema, Operations, Show
-from strata.core.params import Strict
+from strata.core.params import Load, Strict
 from strata.workloads.base import Parsed, Smoke, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.engine import engine_binary
 from strata.workloads.latency import PERCENTILES, percentile
@@ -80,7 +80,7 @@ class FilebenchParams(Strict):
     runtime: int = Field(default=60, ge=1, le=7 * 86400, description="seconds (overrides the file's `run N`)")
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         if bool(self.personality) == bool(self.file):
             raise ValueError("give exactly one of personality (" + ", ".join(PERSONALITIES) + ") or file")
         if "dir" in {k.lstrip("$") for k in self.set}:
@@ -101,7 +101,7 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
     barrier = "tool"  # the engine makes its filesets, says it is ready and waits for the start itself
     targets = ("dir",)  # filesets are directory trees
 
-    def smoke(self, raw: dict) -> dict:
+    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: 1 s runs, and the shipped personalities' filesets at most SMOKE_NFILES files
         (fileserver and randomfileaccess make 10,000 before their first second: fileserver's about 1.2 GiB
         per instance). A file of the user's keeps its filesets: strata cannot know that it has an $nfiles."""
@@ -118,10 +118,10 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
                 out["set"] = sets
         return out
 
-    def parse_params(self, raw: dict, base_dir: Path) -> FilebenchParams:
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> FilebenchParams:
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))
 
-    def upgrade(self, result: dict, version: int) -> None:
+    def upgrade(self, result: dict[str, Any], version: int) -> None:
         """v1 -> v2: the headline is MB/s (study 004's unit), as the v1 report showed it."""
         p = (result.get("metrics") or {}).get("primary")
         if version == 1 and isinstance(p, dict) and "value" not in p:
@@ -130,7 +130,7 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
             else:
                 p.update(headline(p.get("ops_per_s"), "ops/s", "ops_per_s"))
 
-    def available(self, host: dict, params: FilebenchParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: FilebenchParams | None = None) -> str | None:
         return (
             None
             if engine_binary()
@@ -170,7 +170,7 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
     def stage(self, params: FilebenchParams, out_dir: Path) -> None:
         (out_dir / "workload.f").write_text(params.source.read_text())
 
-    def command(self, params: FilebenchParams, load, target: Target, instance: int) -> list[str]:
+    def command(self, params: FilebenchParams, load: Load, target: Target, instance: int) -> list[str]:
         # On the host the engine is where strata finds it; in a container or VM it is in the image.
         binary = str(engine_binary() or "strata-wml") if target.host_tools else "strata-wml"
         sets = [f"$dir={target.path}"] + [f"${k.lstrip('$')}={_value(v)}" for k, v in params.set.items()]
@@ -197,21 +197,21 @@ def engine_version(binary: Path) -> str | None:
         return None
 
 
-def _window(end: dict) -> tuple[float, float] | None:
+def _window(end: dict[str, Any]) -> tuple[float, float] | None:
     """The engine's measured run on the wall clock: it starts after the filesets and the barrier."""
     start = end.get("started_unix_s")
     return (start, start + float(end["runtime_s"])) if start else None
 
 
-def _value(v) -> str:
+def _value(v: object) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def read_end(o: InstanceOutput) -> dict:
+def read_end(o: InstanceOutput) -> dict[str, Any]:
     """The `end` record of one instance; an `error` record or a missing end is a failed trial."""
     path = o.out_dir / OUTPUT
     lines = path.read_text().splitlines() if path.exists() else []
-    records = []
+    records: list[dict[str, Any]] = []
     for line in lines:
         try:
             records.append(json.loads(line))
@@ -225,7 +225,7 @@ def read_end(o: InstanceOutput) -> dict:
             "bad_input", f"engine protocol {begin.get('protocol')}, strata reads {PROTOCOL}: rebuild the engine"
         )
     err = next((r["data"] for r in records if r["type"] == "error"), None)
-    end = next((r["data"] for r in records if r["type"] == "end"), None)
+    end: dict[str, Any] | None = next((r["data"] for r in records if r["type"] == "end"), None)
     if err and not end:
         category = ENGINE_ERRORS.get(err.get("kind"), "tool_error")
         raise TrialFailure(category, f"engine ({err.get('kind')} error): {err['message']}", o.stderr)
@@ -250,14 +250,14 @@ def read_end(o: InstanceOutput) -> dict:
     return end
 
 
-def aggregate(ends: list[dict]) -> Parsed:
+def aggregate(ends: list[dict[str, Any]]) -> Parsed:
     """Sum rates over instances; per-flowop latency from merged histograms."""
     summary_keys = ("ops", "ops_per_s", "reads_per_s", "writes_per_s", "mb_per_s", "read_bytes", "write_bytes")
     total = {k: sum(e["summary"][k] for e in ends) for k in summary_keys}
     flowops = []
     for i, f0 in enumerate(ends[0]["flowops"]):
         parts = [e["flowops"][i] for e in ends]
-        bins: Counter = Counter()
+        bins: Counter[int] = Counter()
         for p in parts:
             for upper, count in zip(p["histogram"]["bucket_ns_upper"], p["histogram"]["counts"]):
                 bins[upper] += count

@@ -11,7 +11,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -42,7 +42,7 @@ SERIES = "fio_iops"  # the per-second series of the headline, from fio's own IOP
 SEQUENTIAL = ("read", "write", "rw", "readwrite")
 
 
-def _seconds(v):
+def _seconds(v: Any) -> int | None:
     return v if v is None else int(parse_duration(v))
 
 
@@ -108,7 +108,7 @@ class FioParams(Strict):
     _secs = field_validator("runtime", "ramp_time", mode="before")(_seconds)
 
     @model_validator(mode="after")
-    def _resolve(self):
+    def _resolve(self) -> Self:
         if self.file:
             if self.preset or self.rw or self.bs:
                 raise ValueError("a job file brings its own rw/bs: drop preset, rw and bs, or drop file")
@@ -130,7 +130,8 @@ class FioParams(Strict):
             elif self.preset and self.bs == PRESETS[self.preset]["bs"]:
                 name = self.preset
             else:
-                name = f"{self.rw}-{self.bs // 1024}k" if self.bs % 1024 == 0 else f"{self.rw}-{self.bs}"
+                bs = self.bs or 0  # set above: a spec without a job file always has a block size here
+                name = f"{self.rw}-{bs // 1024}k" if bs % 1024 == 0 else f"{self.rw}-{bs}"
             object.__setattr__(self, "name", name)
         return self
 
@@ -144,20 +145,20 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe):
     params = FioParams
     metrics = METRICS
 
-    def parse_params(self, raw: dict, base_dir: Path) -> FioParams:
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> FioParams:
         return FioParams.model_validate(resolve_file(raw, base_dir, "fio job file"))
 
-    def smoke(self, raw: dict) -> dict:
+    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: 1 s, no ramp, at most 32 MiB, a block size sweep cut to its ends."""
         out = {**raw, "runtime": 1, "ramp_time": 0, "size": size_at_most(raw.get("size", 1 << 30), 32 << 20)}
         if "bs" in raw:
             out["bs"] = sweep_ends(raw["bs"])
         return out
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return {"preset": text} if text in PRESETS else None
 
-    def upgrade(self, result: dict, version: int) -> None:
+    def upgrade(self, result: dict[str, Any], version: int) -> None:
         """v1 -> v2: the headline as the v1 report computed it (MB/s for sequential I/O, else IOPS),
         and fio's steady-state verdict under the name every tool's has."""
         if version != 1:
@@ -176,7 +177,7 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe):
         if "fio_version" in host:
             host.setdefault("tools", {})["fio"] = host.pop("fio_version")
 
-    def available(self, host: dict, params: FioParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: FioParams | None = None) -> str | None:
         return None if shutil.which("fio") else "fio is not installed (apt-get install fio)"
 
     def versions(self) -> dict[str, str | None]:
@@ -244,7 +245,7 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe):
             "--per_job_logs=0",
         ]
 
-    def _job(self, params: FioParams, load, target: Target) -> list[str]:
+    def _job(self, params: FioParams, load: Load, target: Target) -> list[str]:
         """The job without its output options: the same for the layout step and the run."""
         where = f"--filename={target.path}" if target.kind == "device" else f"--directory={target.path}"
         if params.file:
@@ -271,14 +272,14 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe):
             argv += STEADY_OPTIONS
         return argv + [f"--{k}={v}" for k, v in params.options.items()]
 
-    def prepare(self, params: FioParams, load, target: Target, instance: int) -> list[str] | None:
+    def prepare(self, params: FioParams, load: Load, target: Target, instance: int) -> list[str] | None:
         """Lay the data file out before the barrier: fio's layout would otherwise run inside the
         measured window and spread the instances' start by seconds."""
         if target.kind == "device":
             return None
         return ["fio", "--create_only=1", "--output-format=terse", *self._job(params, load, target)]
 
-    def command(self, params: FioParams, load, target: Target, instance: int) -> list[str]:
+    def command(self, params: FioParams, load: Load, target: Target, instance: int) -> list[str]:
         job = self._job(params, load, target)
         if params.file:
             return ["fio", *self._output_options(target.out_dir), *job]
@@ -294,7 +295,7 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe):
         return aggregate(docs, [iops_series(o.out_dir) for o in outputs])
 
 
-def load_fio_json(o: InstanceOutput) -> dict:
+def load_fio_json(o: InstanceOutput) -> dict[str, Any]:
     """The JSON of one instance; a missing or bad one is a failed trial with the tool's words."""
     path = o.out_dir / "fio.json"
     text = path.read_text(errors="replace") if path.exists() else ""
@@ -304,7 +305,8 @@ def load_fio_json(o: InstanceOutput) -> dict:
             _category(o.stderr + text), f"fio instance {o.index} exited {o.returncode}", (o.stderr or text)[-4000:]
         )
     try:
-        return json.loads(text[start:])
+        doc: dict[str, Any] = json.loads(text[start:])
+        return doc
     except json.JSONDecodeError as e:
         raise TrialFailure("parse", f"fio instance {o.index} wrote unreadable JSON: {e}", text[-4000:])
 
@@ -320,9 +322,9 @@ def _category(text: str) -> str:
     return "tool_error"
 
 
-def aggregate(docs: list[dict], series: list[dict] | None = None) -> Parsed:
+def aggregate(docs: list[dict[str, Any]], series: list[dict[int, float]] | None = None) -> Parsed:
     """Sum throughput over jobs and instances; merge latency histograms."""
-    metrics: dict = {"kind": "fio", "instances": []}
+    metrics: dict[str, Any] = {"kind": "fio", "instances": []}
     moved = {}
     for ddir in ("read", "write"):
         parts = [j[ddir] for d in docs for j in d["jobs"]]
@@ -362,7 +364,7 @@ def aggregate(docs: list[dict], series: list[dict] | None = None) -> Parsed:
     )
 
 
-def fio_headline(metrics: dict, docs: list[dict]) -> dict:
+def fio_headline(metrics: dict[str, Any], docs: list[dict[str, Any]]) -> dict[str, Any]:
     """IOPS for random I/O, MB/s for sequential I/O, as study 003 reports them (section 5)."""
     iops = metrics["read"]["iops"] + metrics["write"]["iops"]
     bw = metrics["read"]["bw_bytes"] + metrics["write"]["bw_bytes"]
@@ -372,7 +374,7 @@ def fio_headline(metrics: dict, docs: list[dict]) -> dict:
     return headline(float(iops), "IOPS", "iops", SERIES, series_unit="IOPS", iops=iops, bw_bytes=bw)
 
 
-def io_window(doc: dict) -> tuple[float, float] | None:
+def io_window(doc: dict[str, Any]) -> tuple[float, float] | None:
     """(start, end) wall clock of an instance's measured I/O: fio 3.33's JSON has no start time,
     so it is the end (`timestamp_ms`, written when the jobs finish) minus the longest `job_runtime`."""
     end_ms = doc.get("timestamp_ms")

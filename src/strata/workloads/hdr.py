@@ -28,6 +28,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Iterator
 
 V2_ENCODING_COOKIE = 0x1C849303
 V2_COMPRESSED_COOKIE = 0x1C849304
@@ -44,9 +45,9 @@ class Histogram:
 
     lowest: int = 1
     digits: int = 3
-    counts: Counter = field(default_factory=Counter)
+    counts: Counter[int] = field(default_factory=Counter)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         single_unit = 2 * 10**self.digits
         self.sub_bucket_count_magnitude = max(int(math.ceil(math.log2(single_unit))), 1)
         self.sub_bucket_half_count_magnitude = self.sub_bucket_count_magnitude - 1
@@ -148,7 +149,7 @@ class Histogram:
 # ---- decoding ---------------------------------------------------------------------
 
 
-def _zigzag_varints(payload: bytes):
+def _zigzag_varints(payload: bytes) -> Iterator[int]:
     """HdrHistogram's ZigZagEncoding: LEB128 of at most 9 bytes (the 9th carries 8 bits)."""
     i, n = 0, len(payload)
     while i < n:
@@ -219,9 +220,9 @@ def read_log(path: Path) -> tuple[float | None, list[Interval]]:
     return start, intervals
 
 
-def merge(histograms) -> Histogram | None:
+def merge(histograms: Iterable[Histogram]) -> Histogram | None:
     """The sum of histograms on one grid (None for none)."""
-    total = None
+    total: Histogram | None = None
     for h in histograms:
         if total is None:
             total = Histogram(lowest=h.lowest, digits=h.digits)

@@ -9,19 +9,20 @@ histogram are exact to fio's bucket resolution.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
 
 
-def merge_bins(bin_maps: list[dict]) -> Counter:
-    total: Counter = Counter()
+def merge_bins(bin_maps: list[dict[str, Any] | None]) -> Counter[int]:
+    total: Counter[int] = Counter()
     for bins in bin_maps:
         for k, v in (bins or {}).items():
             total[int(k)] += int(v)
     return total
 
 
-def percentile(bins: Counter, pct: float) -> float | None:
+def percentile(bins: Counter[int], pct: float) -> float | None:
     n = sum(bins.values())
     if n == 0:
         return None
@@ -34,7 +35,7 @@ def percentile(bins: Counter, pct: float) -> float | None:
     return float(max(bins))
 
 
-def summarize(parts: list[dict]) -> dict:
+def summarize(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Merge fio latency dicts (min/max/mean/N/bins) into one summary in ns."""
     parts = [p for p in parts if p and p.get("N", 0) > 0]
     n = sum(p["N"] for p in parts)

@@ -15,7 +15,7 @@ from pydantic import Field
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, Target
 from strata.core.metrics import Metric, MetricSchema, Show
-from strata.core.params import Strict
+from strata.core.params import Load, Strict
 from strata.workloads.base import Parsed, ToolWorkload, headline
 
 
@@ -43,7 +43,7 @@ class Null(ToolWorkload[NullParams]):
     def estimate_s(self, params: NullParams) -> float:
         return params.sleep_s + 0.1
 
-    def command(self, params: NullParams, load, target: Target, instance: int) -> list[str]:
+    def command(self, params: NullParams, load: Load, target: Target, instance: int) -> list[str]:
         iops = params.iops
         for part, factor in params.path_factor.items():
             iops *= factor if part in str(target.path) else 1.0

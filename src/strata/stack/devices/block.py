@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Iterator, Literal, Self
 
 from pydantic import Field, model_validator
 
 from strata.core.errors import StrataError
 from strata.core.params import Strict, shorthand
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root, write_problems
+from strata.stack.journal import Journal
 
 
 class BlockParams(Strict):
@@ -33,7 +34,7 @@ class BlockParams(Strict):
     )
 
     @model_validator(mode="after")
-    def _default_name(self):
+    def _default_name(self) -> Self:
         if not self.name:
             object.__setattr__(self, "name", self.path.rsplit("/", 1)[-1])
         return self
@@ -43,11 +44,11 @@ class Block:
     name = "block"
     params = BlockParams
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         """`/dev/sdb` or `block:/dev/sdb`."""
         return {"type": "block", "path": text} if text.startswith("/dev/") else shorthand(self.name, text, "path")
 
-    def available(self, host: dict, params: BlockParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: BlockParams | None = None) -> str | None:
         return needs_root()
 
     def problems(self, params: BlockParams) -> list[str]:
@@ -63,7 +64,7 @@ class Block:
         return None
 
     @contextlib.contextmanager
-    def provision(self, params: BlockParams, journal, workdir: Path):
+    def provision(self, params: BlockParams, journal: Journal, workdir: Path) -> Iterator[DeviceHandle]:
         problems = write_problems(params.path, params.destroy)
         if problems:
             raise StrataError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Iterator, Literal
 
 from pydantic import Field, field_validator
 
@@ -34,14 +34,14 @@ class LoopParams(Strict):
 
     @field_validator("size")
     @classmethod
-    def _whole_mib(cls, v):
+    def _whole_mib(cls, v: Any) -> Any:
         if v < 64 << 20 or v % (1 << 20) or v > MAX_SIZE_BYTES:
             raise ValueError("a loop device size is a whole number of MiB, from 64MiB to 1PiB")
         return v
 
 
 @undo_action("loop")
-def _undo_loop(data: dict) -> None:
+def _undo_loop(data: dict[str, Any]) -> None:
     out = sh(["losetup", "-j", data["backing_file"]], check=False).stdout
     for line in out.splitlines():
         sh(["losetup", "-d", line.split(":", 1)[0]], check=False)
@@ -52,7 +52,7 @@ def image_path(params: LoopParams, workdir: Path) -> Path:
 
 
 @contextlib.contextmanager
-def attach(backing: Path, direct_io: bool, journal: Journal):
+def attach(backing: Path, direct_io: bool, journal: Journal) -> Iterator[str]:
     """A loop device over an existing file, detached on the way out; yields /dev/loopN."""
     seq = journal.intent("loop", backing_file=str(backing))
     try:
@@ -70,10 +70,10 @@ class Loop:
     name = "loop"
     params = LoopParams
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict, params: LoopParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: LoopParams | None = None) -> str | None:
         if not Path("/dev/loop-control").exists():
             return "no /dev/loop-control (loop module not loaded: modprobe loop)"
         return needs_root()
@@ -88,7 +88,7 @@ class Loop:
         return params.size
 
     @contextlib.contextmanager
-    def provision(self, params: LoopParams, journal: Journal, workdir: Path):
+    def provision(self, params: LoopParams, journal: Journal, workdir: Path) -> Iterator[DeviceHandle]:
         backing = image_path(params, workdir)
         if backing.exists():
             raise StrataError(

@@ -5,11 +5,13 @@ stack/remote package; this is its plugin of the device layer. docs/remote.md say
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, ContextManager
 
 from strata.core.params import shorthand
 from strata.stack.blockdev import needs_root
+from strata.stack.journal import Journal
 from strata.stack.remote import caps
-from strata.stack.remote.device import backing_problems, provision_remote
+from strata.stack.remote.device import RemoteHandle, backing_problems, provision_remote
 from strata.stack.remote.model import RemoteDevice
 
 RemoteParams = RemoteDevice
@@ -19,10 +21,10 @@ class Remote:
     name = "remote"
     params = RemoteParams
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict, params: RemoteParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: RemoteParams | None = None) -> str | None:
         return needs_root() or caps.available(params)
 
     def problems(self, params: RemoteParams) -> list[str]:
@@ -45,10 +47,10 @@ class Remote:
     def size_bytes(self, params: RemoteParams) -> int | None:
         return params.size
 
-    def provision(self, params: RemoteParams, journal, workdir: Path):
+    def provision(self, params: RemoteParams, journal: Journal, workdir: Path) -> ContextManager[RemoteHandle]:
         return provision_remote(params, journal, workdir)
 
-    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
         return [(name, reason) for _, name, reason in caps.doctor_rows()]
 
 

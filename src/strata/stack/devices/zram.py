@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Iterator, Literal
 
 from pydantic import Field, field_validator
 
@@ -27,7 +27,7 @@ class ZramParams(Strict):
 
 
 @undo_action("zram")
-def _undo_zram(data: dict) -> None:
+def _undo_zram(data: dict[str, Any]) -> None:
     num = data.get("num")
     if num is None or not Path(f"/sys/block/zram{num}").exists():
         return
@@ -39,10 +39,10 @@ class Zram:
     name = "zram"
     params = ZramParams
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict, params: ZramParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: ZramParams | None = None) -> str | None:
         if needs_root():
             return needs_root()
         if not CONTROL.exists():
@@ -61,7 +61,7 @@ class Zram:
         return params.size
 
     @contextlib.contextmanager
-    def provision(self, params: ZramParams, journal: Journal, workdir: Path):
+    def provision(self, params: ZramParams, journal: Journal, workdir: Path) -> Iterator[DeviceHandle]:
         if not CONTROL.exists():
             sh(["modprobe", "zram", "num_devices=0"], check=False)
         seq = journal.intent("zram")

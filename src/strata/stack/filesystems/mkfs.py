@@ -13,6 +13,7 @@ import contextlib
 import shutil
 import time
 from pathlib import Path
+from typing import Any, Iterator
 
 from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle
@@ -22,7 +23,7 @@ from strata.stack.procfs import is_mounted
 
 
 @undo_action("mount")
-def _undo_mount(data: dict) -> None:
+def _undo_mount(data: dict[str, Any]) -> None:
     mp = data["mountpoint"]
     for _ in range(20):  # busy for a moment while killed processes release their files
         if not is_mounted(mp) or sh(["umount", mp], check=False).returncode == 0:
@@ -53,7 +54,7 @@ class Mkfs:
         self.name, self.argv, self.package = name, argv, package
         self.min_size_bytes, self.metadata_share = min_size_bytes, metadata_share
 
-    def available(self, host: dict, params: FilesystemParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: FilesystemParams | None = None) -> str | None:
         if not shutil.which(self.argv[0]):
             return f"{self.argv[0]} not found (apt-get install {self.package})"
         if self.name not in Path("/proc/filesystems").read_text().split():
@@ -66,7 +67,9 @@ class Mkfs:
         return int(device_bytes * (1 - self.metadata_share))
 
     @contextlib.contextmanager
-    def provision(self, params: FilesystemParams, device: DeviceHandle, journal: Journal, workdir: Path):
+    def provision(
+        self, params: FilesystemParams, device: DeviceHandle, journal: Journal, workdir: Path
+    ) -> Iterator[Mounted]:
         sh([*self.argv, *params.mkfs_options, device.path], timeout=1200)
         mp = workdir / "mnt" / f"{device.name}-{params.name}"
         mp.mkdir(parents=True, exist_ok=True)
@@ -87,14 +90,16 @@ class Raw:
     params = FilesystemParams
     min_size_bytes = 0
 
-    def available(self, host: dict, params: FilesystemParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: FilesystemParams | None = None) -> str | None:
         return None
 
     def usable_bytes(self, device_bytes: int) -> int:
         return device_bytes
 
     @contextlib.contextmanager
-    def provision(self, params: FilesystemParams, device: DeviceHandle, journal: Journal, workdir: Path):
+    def provision(
+        self, params: FilesystemParams, device: DeviceHandle, journal: Journal, workdir: Path
+    ) -> Iterator[Mounted]:
         yield Mounted(params, device, None)
 
 

@@ -12,8 +12,11 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
 
 from strata.core.errors import StrataError
+
+T = TypeVar("T")
 
 
 class ApiError(Exception):
@@ -36,7 +39,9 @@ class Api:
             ctx.load_cert_chain(self.cert, self.key)
         return ctx
 
-    def request(self, method: str, path: str, body: dict | None = None, timeout: float = 30, raw: bool = False):
+    def request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30, raw: bool = False
+    ) -> Any:  # the JSON the API answered (a str when raw)
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.server + path, data=data, method=method)
         if data is not None:
@@ -50,13 +55,13 @@ class Api:
             raise ApiError(e.code, e.read().decode(errors="replace"))
         return text if raw else (json.loads(text) if text else {})
 
-    def get(self, path: str, **kw):
+    def get(self, path: str, **kw: Any) -> Any:
         return self.request("GET", path, **kw)
 
-    def post(self, path: str, body: dict, **kw):
+    def post(self, path: str, body: dict[str, Any], **kw: Any) -> Any:
         return self.request("POST", path, body, **kw)
 
-    def delete(self, path: str, **kw):
+    def delete(self, path: str, **kw: Any) -> Any:
         return self.request("DELETE", path, **kw)
 
     def gone(self, path: str) -> bool:
@@ -71,11 +76,11 @@ class Api:
 
     def answers(self) -> bool:
         try:
-            return self.get("/readyz", raw=True, timeout=5).strip() == "ok"
+            return bool(self.get("/readyz", raw=True, timeout=5).strip() == "ok")
         except (OSError, ApiError, ssl.SSLError):
             return False
 
-    def wait(self, what: str, test, timeout_s: float, fix: str, poll_s: float = 0.5):
+    def wait(self, what: str, test: Callable[[], T], timeout_s: float, fix: str, poll_s: float = 0.5) -> T:
         """Poll `test()` (which may raise ApiError/OSError while things start) until it returns a truthy value."""
         deadline = time.monotonic() + timeout_s
         last = ""

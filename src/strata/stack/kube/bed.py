@@ -33,7 +33,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from types import FrameType
+from typing import Any, Callable, Iterator
 
 from strata.core.errors import StrataError
 from strata.core.proc import sh
@@ -76,7 +77,7 @@ class Bed:
     def kubeconfig(self) -> Path:
         return self.plan.path("admin.kubeconfig")
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, Any]:
         return {
             "version": config.KUBERNETES_VERSION,
             "token": self.plan.token,
@@ -102,23 +103,23 @@ class Bed:
 
 
 @undo_action("kube-root")
-def _undo_root(data: dict) -> None:
+def _undo_root(data: dict[str, Any]) -> None:
     remove_tree(Path(data["path"]))
 
 
 @undo_action("kube-bridge")
-def _undo_bridge(data: dict) -> None:
+def _undo_bridge(data: dict[str, Any]) -> None:
     if Path(f"/sys/class/net/{data['name']}").exists():
         sh(["ip", "link", "delete", data["name"]], timeout=30)
 
 
 @undo_action("kube-route")
-def _undo_route(data: dict) -> None:
+def _undo_route(data: dict[str, Any]) -> None:
     sh(["ip", "route", "del", "blackhole", data["block"]], check=False, timeout=30)
 
 
 @undo_action("kube-process")
-def _undo_process(data: dict) -> None:
+def _undo_process(data: dict[str, Any]) -> None:
     """Stop one of the bed's processes, only if that pid still is it (its command line names the bed's root)."""
     pid = int(data.get("pid") or 0)
     if pid and data["marker"] in cmdline(pid) and is_running(pid):
@@ -127,7 +128,7 @@ def _undo_process(data: dict) -> None:
 
 
 @undo_action("kube-node")
-def _undo_node(data: dict) -> None:
+def _undo_node(data: dict[str, Any]) -> None:
     """The pods: their processes (in the kubelet's cgroup root), containerd's shims, every mount below
     the root (pod network namespaces, root file systems, volumes), then the cgroups themselves."""
     parent = data["cgroup_root"].strip("/")
@@ -162,7 +163,11 @@ def _undo_fixed_dirs(root: str, made: list[str]) -> None:
 # ---- bring-up ----------------------------------------------------------------------------
 
 
-def _tracked(journal: Journal, seqs: list, kind: str, undo, **data) -> int:
+Undo = Callable[[dict[str, Any]], object]
+Seqs = list[tuple[int, dict[str, Any], Undo]]  # what was made, undone in reverse on the way out
+
+
+def _tracked(journal: Journal, seqs: Seqs, kind: str, undo: Undo, **data: Any) -> int:
     seq = journal.intent(kind, **data)
     seqs.append((seq, data, undo))
     return seq
@@ -171,7 +176,8 @@ def _tracked(journal: Journal, seqs: list, kind: str, undo, **data) -> int:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind((config.LOOPBACK, 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 PARTS = {  # program -> the Debian package that has it
@@ -186,7 +192,7 @@ CNI_DIR = Path("/usr/lib/cni")
 CNI_PLUGINS = ("bridge", "host-local", "loopback")
 
 
-def missing_parts(which=shutil.which, cni_dir: Path = CNI_DIR) -> list[str]:
+def missing_parts(which: Callable[[str], str | None] = shutil.which, cni_dir: Path = CNI_DIR) -> list[str]:
     """What this machine lacks to run the bed, each with the package that brings it (empty: nothing)."""
     missing = [f"{prog} (package {pkg})" for prog, pkg in PARTS.items() if not which(prog)]
     missing += [
@@ -198,7 +204,7 @@ def missing_parts(which=shutil.which, cni_dir: Path = CNI_DIR) -> list[str]:
 
 
 @contextlib.contextmanager
-def kubernetes_bed(journal: Journal, log=print, data_dir: Path | None = None) -> Iterator[Bed]:
+def kubernetes_bed(journal: Journal, log: Callable[[str], None] = print, data_dir: Path | None = None) -> Iterator[Bed]:
     """Build (once), start and yield a single-node cluster; drain and undo all of it on exit.
     With `data_dir` (a directory on the file system under test) the kubelet's root, where emptyDir
     volumes live, is bound onto data_dir/kubelet and the provisioner's volumes go to data_dir/pv, so
@@ -209,7 +215,7 @@ def kubernetes_bed(journal: Journal, log=print, data_dir: Path | None = None) ->
     kube, pause = build.binaries(log=log)
     token = secrets.token_hex(3)
     root = beds_dir() / token
-    seqs: list[tuple[int, dict, object]] = []
+    seqs: Seqs = []
     bed = None
     try:
         _tracked(journal, seqs, "kube-root", _undo_root, path=str(root))
@@ -250,7 +256,7 @@ def kubernetes_bed(journal: Journal, log=print, data_dir: Path | None = None) ->
                 journal.release(seq)
 
 
-def _network(journal: Journal, seqs: list, token: str, root: Path) -> config.Plan:
+def _network(journal: Journal, seqs: Seqs, token: str, root: Path) -> config.Plan:
     """The node's /28 on a bridge strata makes and addresses, and the service /28 beside it."""
     with netns.allocation_lock():
         used, routes = netns.host_usage()
@@ -289,7 +295,7 @@ def _admin_api(plan: config.Plan) -> Api:
     return Api(plan.server, str(p / "ca.crt"), str(p / "admin.crt"), str(p / "admin.key"))
 
 
-def _node_cgroups(journal: Journal, seqs: list, plan: config.Plan) -> None:
+def _node_cgroups(journal: Journal, seqs: Seqs, plan: config.Plan) -> None:
     """The kubelet's cgroup root, made in every v1 hierarchy (the kubelet requires that it exists)."""
     _tracked(
         journal,
@@ -307,7 +313,7 @@ def _node_cgroups(journal: Journal, seqs: list, plan: config.Plan) -> None:
             (mountpoint / plan.cgroup_root.strip("/")).mkdir(exist_ok=True)
 
 
-def _start(journal: Journal, seqs: list, bed: Bed, name: str, argv: list[str]) -> None:
+def _start(journal: Journal, seqs: Seqs, bed: Bed, name: str, argv: list[str]) -> None:
     seq = _tracked(journal, seqs, "kube-process", _undo_process, name=name, marker=str(bed.plan.root))
     with open(bed.plan.path("logs", f"{name}.log"), "w") as log:
         proc = subprocess.Popen(
@@ -329,7 +335,7 @@ def _fix(bed: Bed, name: str) -> str:
     return f"read {bed.plan.path('logs', name + '.log')}; its end:\n{log_tail(bed, name)}"
 
 
-def _wait_until(what: str, test, bed: Bed, name: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+def _wait_until(what: str, test: Callable[[], object], bed: Bed, name: str, timeout_s: float = READY_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not is_running(bed.pids[name]):
@@ -407,7 +413,7 @@ def current_file() -> Path:
     return beds_dir() / "current.json"
 
 
-def current() -> dict | None:
+def current() -> dict[str, Any] | None:
     """The running bed's facts (holder pid, kubeconfig, addresses), or None when none runs."""
     try:
         facts = json.loads(current_file().read_text())
@@ -420,7 +426,7 @@ class Stop(Exception):
     pass
 
 
-def hold(log=print) -> None:
+def hold(log: Callable[[str], None] = print) -> None:
     """Bring a bed up and keep it until SIGTERM/SIGINT (or one of its processes dies), then undo it all.
     The journal is this process's: `strata cleanup` leaves the bed alone while it lives, undoes it after."""
     if current():
@@ -429,7 +435,7 @@ def hold(log=print) -> None:
     if n:
         log(f"undid {n} resource(s) of a test bed whose holder was killed")
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the teardown short
         raise Stop()
 
@@ -450,6 +456,6 @@ def hold(log=print) -> None:
         journal.close()
 
 
-def undo_orphans(log=print) -> int:
+def undo_orphans(log: Callable[[str], None] = print) -> int:
     """Undo the beds whose holder died (kill -9) from their journals; returns the resources undone."""
     return cleanup(log=log, pattern=f"{JOURNAL_PREFIX}*.jsonl")

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Callable
 
 from strata.core.errors import StrataError
 
@@ -77,7 +78,7 @@ def binaries_built(version: str = KUBERNETES_VERSION) -> bool:
     return (out / "kube").exists() and (out / "pause").exists()
 
 
-def binaries(version: str = KUBERNETES_VERSION, log=print) -> tuple[Path, Path]:
+def binaries(version: str = KUBERNETES_VERSION, log: Callable[[str], None] = print) -> tuple[Path, Path]:
     """(kube, pause) for `version`, built once per machine and version."""
     out = cache_dir(version) / "bin"
     kube, pause = out / "kube", out / "pause"
@@ -91,7 +92,7 @@ def binaries(version: str = KUBERNETES_VERSION, log=print) -> tuple[Path, Path]:
     return kube, pause
 
 
-def _build(version: str, out: Path, log) -> None:
+def _build(version: str, out: Path, log: Callable[[str], None]) -> None:
     src = cache_dir(version) / "src"
     shutil.rmtree(src, ignore_errors=True)
     (src / "pause").mkdir(parents=True)

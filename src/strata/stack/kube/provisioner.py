@@ -16,6 +16,7 @@ import shutil
 import ssl
 import threading
 from pathlib import Path
+from typing import Any, Iterator
 
 from .api import Api, ApiError
 
@@ -24,7 +25,7 @@ PROVISIONER = "strata.local/hostpath"
 POLL_S = 0.5
 
 
-def storage_class() -> dict:
+def storage_class() -> dict[str, Any]:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
@@ -35,7 +36,7 @@ def storage_class() -> dict:
     }
 
 
-def volume_for(claim: dict, node: str, base: Path) -> dict:
+def volume_for(claim: dict[str, Any], node: str, base: Path) -> dict[str, Any]:
     """The PersistentVolume that serves `claim` (pure)."""
     meta, spec = claim["metadata"], claim["spec"]
     name = f"pvc-{meta['uid']}"
@@ -92,7 +93,7 @@ class Provisioner(threading.Thread):
             if mine and pv.get("status", {}).get("phase") in ("Released", "Failed"):
                 self.reclaim(pv)
 
-    def provision(self, claim: dict) -> None:
+    def provision(self, claim: dict[str, Any]) -> None:
         pv = volume_for(claim, self.node, self.base)
         Path(pv["spec"]["hostPath"]["path"]).mkdir(parents=True, exist_ok=True)
         try:
@@ -101,7 +102,7 @@ class Provisioner(threading.Thread):
             if e.status != 409:  # made already (the claim was seen twice before it bound)
                 raise
 
-    def reclaim(self, pv: dict) -> None:
+    def reclaim(self, pv: dict[str, Any]) -> None:
         path = Path(pv["spec"]["hostPath"]["path"])
         if path.parent == self.base:  # only directories this provisioner made
             shutil.rmtree(path, ignore_errors=True)
@@ -114,7 +115,7 @@ class Provisioner(threading.Thread):
 
 
 @contextlib.contextmanager
-def serving(api: Api, node: str, base: Path):
+def serving(api: Api, node: str, base: Path) -> Iterator[Provisioner]:
     """The StorageClass and its provisioner, for as long as the bed runs."""
     base.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(ApiError):  # a bed restarted on the same etcd data keeps its class

@@ -21,7 +21,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from strata.collectors.netdev import NetdevCollector
 from strata.collectors.process import ProcessCollector
@@ -33,7 +33,7 @@ from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod
 from strata.stack.remote import nbd, nvme
 from strata.stack.remote.model import RemoteDevice
-from strata.stack.remote.watch import StallCheck, Watcher
+from strata.stack.remote.watch import Check, StallCheck, Watcher
 
 RUN_FILES = ("nbdkit.pid", "nbdkit.log", "nbdfuse.pid", "nbdfuse.log")
 DROP_CACHE_S = 0.5  # drop the storage host's cached pages of the backing store this often (nbd.CacheDropper)
@@ -51,7 +51,7 @@ class RemoteHandle(DeviceHandle):
 
     watcher: Watcher | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.watcher is not None:
             self.watch = self.watcher.check
 
@@ -80,7 +80,7 @@ def backing_chain(path: str) -> list[str]:
 
 
 @undo_action("remote_dir")
-def _undo_remote_dir(data: dict) -> None:
+def _undo_remote_dir(data: dict[str, Any]) -> None:
     d = Path(data["path"])
     for name in RUN_FILES:
         (d / name).unlink(missing_ok=True)
@@ -116,11 +116,13 @@ def open_backing(spec: RemoteDevice, rdir: Path, journal: Journal) -> Iterator[t
         size = int(Path(f"/sys/class/block/{Path(os.path.realpath(spec.backing_path)).name}/size").read_text()) * 512
         yield spec.backing_path, size
         return
+    size_bytes = spec.size
+    assert size_bytes is not None, "RemoteDevice gives a backing file its default size"
     path = rdir / "backing.img"
     seq = journal.intent("file", path=str(path))
     try:
-        fill_file(path, spec.size)
-        yield str(path), spec.size
+        fill_file(path, size_bytes)
+        yield str(path), size_bytes
     finally:
         path.unlink(missing_ok=True)
         journal.release(seq)
@@ -135,9 +137,11 @@ def provision_remote(spec: RemoteDevice, journal: Journal, workdir: Path) -> Ite
     why = caps_mod.problems(spec, host_caps)
     if why:
         raise Unsupported(f"remote device {spec.name}: {why}")
-    client_kind, _ = caps_mod.choose_client(spec, host_caps)
+    client_kind, why_not = caps_mod.choose_client(spec, host_caps)
+    if client_kind is None:  # problems() above has said why already
+        raise Unsupported(f"remote device {spec.name}: {why_not}")
     if spec.served_at:
-        with _attached(spec, client_kind, journal, workdir) as handle:
+        with _attached(spec, spec.served_at, client_kind, journal, workdir) as handle:
             yield handle
         return
     with contextlib.ExitStack() as es:
@@ -153,15 +157,22 @@ def provision_remote(spec: RemoteDevice, journal: Journal, workdir: Path) -> Ite
         handle.diskstats += [d for d in backing_chain(backing) if d not in handle.diskstats]
         handle.facts.update(_facts(spec, client_kind, host, fabric, backing, handle.diskstats[1:]))
         handle.collectors.append(NetdevCollector("remote_link", [host.link.host_if]))
-        handle.watcher.checks[:0] = [_namespace_check(host)]
-        handle.watcher.start()
-        es.callback(handle.watcher.stop)
+        watcher = handle.watcher
+        assert watcher is not None, "_nbd and _nvme give their handle a watcher"
+        watcher.checks[:0] = [_namespace_check(host)]
+        watcher.start()
+        es.callback(watcher.stop)
         yield handle
 
 
 def _facts(
-    spec: RemoteDevice, client_kind: str, host: netns.NsHost, fabric: dict, backing: str, backing_disks: list[str]
-) -> dict:
+    spec: RemoteDevice,
+    client_kind: str,
+    host: netns.NsHost,
+    fabric: dict[str, Any],
+    backing: str,
+    backing_disks: list[str],
+) -> dict[str, Any]:
     return {
         "type": "remote",
         "transport": spec.transport,
@@ -173,7 +184,7 @@ def _facts(
     }
 
 
-def backing_facts(backing: str, disks: list[str]) -> dict:
+def backing_facts(backing: str, disks: list[str]) -> dict[str, Any]:
     """What the target serves from, and the disk that holds its bytes."""
     return {
         "path": backing,
@@ -183,7 +194,7 @@ def backing_facts(backing: str, disks: list[str]) -> dict:
     }
 
 
-def _namespace_check(host: netns.NsHost):
+def _namespace_check(host: netns.NsHost) -> Check:
     def check() -> str | None:
         if not host.exists():
             return f"the storage host's namespace {host.name} is gone"
@@ -193,7 +204,7 @@ def _namespace_check(host: netns.NsHost):
     return check
 
 
-def _daemon_check(what: str, daemon: Daemon):
+def _daemon_check(what: str, daemon: Daemon) -> Check:
     def check() -> str | None:
         if daemon.alive():
             return None
@@ -267,19 +278,22 @@ def _nvme(spec: RemoteDevice, host: netns.NsHost, backing: str, journal: Journal
 
 
 @contextlib.contextmanager
-def _attached(spec: RemoteDevice, client_kind: str, journal: Journal, workdir: Path) -> Iterator[RemoteHandle]:
+def _attached(
+    spec: RemoteDevice, served_at: str, client_kind: str, journal: Journal, workdir: Path
+) -> Iterator[RemoteHandle]:
     """The client alone, attached to the target another node of the experiment serves (serve.py): the
     storage host's disks are not this host's, so the manager brings their evidence (hosts/storage.py)."""
-    addr, _, port = spec.served_at.split("/")[0].rpartition(":")
+    addr, _, port = served_at.split("/")[0].rpartition(":")
     with contextlib.ExitStack() as es:
         rdir = es.enter_context(run_dir(workdir, spec.name, journal))
         if client_kind == "fuse":
-            client = es.enter_context(nbd.fuse_client(addr, int(port), rdir, journal))
-            device, version, conns = client.loop, nbd.version("nbdfuse"), nbd.FUSE_CONNECTIONS
-            cpu = [ProcessCollector("remote_procs", {"client": client.daemon.pid})]
+            fuse = es.enter_context(nbd.fuse_client(addr, int(port), rdir, journal))
+            device, version, conns = fuse.loop, nbd.version("nbdfuse"), nbd.FUSE_CONNECTIONS
+            cpu = [ProcessCollector("remote_procs", {"client": fuse.daemon.pid})]
+            client: nbd.FuseClient | nbd.KernelClient = fuse
         else:
-            client = es.enter_context(nbd.kernel_client(addr, int(port), journal))
-            device, version, conns, cpu = client.device, nbd.version("nbd-client"), nbd.KERNEL_CONNECTIONS, []
+            client = kernel = es.enter_context(nbd.kernel_client(addr, int(port), journal))
+            device, version, conns, cpu = kernel.device, nbd.version("nbd-client"), nbd.KERNEL_CONNECTIONS, []
         kname = Path(device).name
         facts = {
             "type": "remote",

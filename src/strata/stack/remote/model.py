@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -50,21 +50,21 @@ class RemoteDevice(Strict):
 
     @field_validator("size", mode="before")
     @classmethod
-    def _size(cls, v):
+    def _size(cls, v: Any) -> Any:
         return None if v is None else parse_size(v)
 
     @field_validator("latency", mode="before")
     @classmethod
-    def _latency(cls, v):
+    def _latency(cls, v: Any) -> Any:
         return parse_time_us(v) if isinstance(v, str) else v  # a number: microseconds, as stored
 
     @field_validator("rate", mode="before")
     @classmethod
-    def _rate(cls, v):
+    def _rate(cls, v: Any) -> Any:
         return parse_rate_bit(v) if isinstance(v, str) else v  # a number: bits per second, as stored
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         if self.size is not None and self.backing_path is not None:
             raise ValueError("give either `size` (a file strata fills) or `backing_path` (a block device), not both")
         if self.backing_path is None:

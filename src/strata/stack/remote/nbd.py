@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from strata.core.errors import StrataError
 from strata.core.proc import sh
@@ -149,7 +149,7 @@ def loops_on(backing_file: str, sys_block: Path = Path("/sys/block")) -> list[st
 
 
 @undo_action("remote_loop")
-def _undo_remote_loop(data: dict) -> None:
+def _undo_remote_loop(data: dict[str, Any]) -> None:
     """Detach; if that hangs (the remote stopped answering), abort the FUSE connection and retry."""
     for dev in loops_on(data["backing_file"]):
         if run_bounded(["losetup", "-d", dev], timeout_s=10).ok:
@@ -161,7 +161,7 @@ def _undo_remote_loop(data: dict) -> None:
 
 
 @undo_action("fuse_mount")
-def _undo_fuse_mount(data: dict) -> None:
+def _undo_fuse_mount(data: dict[str, Any]) -> None:
     """Unmount; if that fails or hangs, kill the FUSE daemon (aborts the connection) and detach lazily."""
     mp = data["mountpoint"]
     if is_mounted(mp) and not run_bounded(["umount", mp], timeout_s=10).ok:
@@ -293,7 +293,7 @@ def nbd_client_argv(addr: str, port: int, dev: str) -> list[str]:
 
 
 @undo_action("nbd_device")
-def _undo_nbd_device(data: dict) -> None:
+def _undo_nbd_device(data: dict[str, Any]) -> None:
     dev = data.get("device")
     if dev and Path(f"/sys/block/{Path(dev).name}/pid").exists():
         r = run_bounded(["nbd-client", "-d", dev], timeout_s=KERNEL_TIMEOUT_S + 5)

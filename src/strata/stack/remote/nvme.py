@@ -23,7 +23,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from strata.core.errors import StrataError
 from strata.core.proc import sh
@@ -36,7 +36,8 @@ PORT = 4420
 CTRL_LOSS_TMO_S = 5
 RECONNECT_DELAY_S = 1
 
-Op = tuple  # ("mkdir", path) | ("write", path, text) | ("symlink", link, target) | ("unlink", path) | ("rmdir", path)
+# ("mkdir", path) | ("write", path, text) | ("symlink", link, target) | ("unlink", path) | ("rmdir", path)
+Op = tuple[str | Path, ...]
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def run_ops(ops: list[Op], symlink: Callable[[Path, Path], None], missing_ok: bo
             elif kind == "write":
                 if missing_ok and not path.exists():
                     continue
-                path.write_text(op[2])
+                path.write_text(str(op[2]))
             elif kind == "symlink":
                 path.parent.mkdir(parents=True, exist_ok=True)
                 symlink(path, Path(op[2]))
@@ -132,7 +133,7 @@ def ensure_configfs() -> Path:
 
 
 @undo_action("nvmet")
-def _undo_nvmet(data: dict) -> None:
+def _undo_nvmet(data: dict[str, Any]) -> None:
     t = NvmetTarget(Path(data["root"]), data["nqn"], data["port_id"], data.get("addr", ""), data.get("backing", ""))
     run_ops(t.remove_ops(), symlink=lambda link, target: None, missing_ok=True)
 
@@ -187,7 +188,7 @@ def find_namespace(nqn: str, sysfs: Path = Path("/sys/class/nvme-subsystem")) ->
 
 
 @undo_action("nvme_connect")
-def _undo_nvme_connect(data: dict) -> None:
+def _undo_nvme_connect(data: dict[str, Any]) -> None:
     if find_namespace(data["nqn"]) is not None:
         r = run_bounded(["nvme", "disconnect", f"--nqn={data['nqn']}"], timeout_s=CTRL_LOSS_TMO_S + 15)
         if not r.ok:

@@ -20,7 +20,7 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from strata.collectors.diskstats import read_diskstats
 from strata.core.errors import StrataError, Unsupported
@@ -34,7 +34,7 @@ from strata.stack.remote.model import RemoteDevice
 PORTS = range(nbd.PORT, nbd.PORT + 64)  # one target per remote device of a run
 
 
-def free_port(address: str, ports=PORTS) -> int:
+def free_port(address: str, ports: range = PORTS) -> int:
     """The first port of `ports` nothing listens on at `address`."""
     for port in ports:
         with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as s:
@@ -55,14 +55,14 @@ class ServedTarget:
     daemon: Daemon
     backing: str
     disks: list[str]
-    facts: dict
+    facts: dict[str, Any]
     token: str = field(default_factory=lambda: secrets.token_hex(4))
 
     @property
     def served_at(self) -> str:
         return f"{self.address}:{self.port}/{self.token}"
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """nbdkit's I/O counters and the backing disks' diskstats, now."""
         io: dict[str, int] = {}
         with contextlib.suppress(OSError, ValueError):
@@ -75,7 +75,7 @@ class ServedTarget:
             doc["exit"] = {"returncode": self.daemon.proc.poll(), "log": self.daemon.log_tail(400).strip()}
         return doc
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"served_at": self.served_at, "facts": self.facts}
 
 

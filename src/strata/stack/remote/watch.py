@@ -25,7 +25,13 @@ Check = Callable[[], "str | None"]
 
 
 class StallCheck:
-    def __init__(self, kernel_name: str, stall_s: float = 30.0, read=read_diskstats, clock=time.monotonic):
+    def __init__(
+        self,
+        kernel_name: str,
+        stall_s: float = 30.0,
+        read: Callable[[list[str]], dict[str, dict[str, int]]] = read_diskstats,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.kname, self.stall_s, self.read, self.clock = kernel_name, stall_s, read, clock
         self.last_done: int | None = None
         self.since: float | None = None

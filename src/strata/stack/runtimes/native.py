@@ -10,15 +10,16 @@ from __future__ import annotations
 import contextlib
 import shutil
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Any, Iterator, Literal
 
 from pydantic import Field
 
 from strata.core.errors import Unsupported
-from strata.core.instances import Isolation, Target
+from strata.core.instances import InstanceRequest, Isolation, Target
 from strata.core.params import Load, Strict, shorthand
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.hostprocs import HostProcesses
+from strata.stack.journal import Journal
 from strata.stack.paths import PathHandle, path_target_kind
 
 
@@ -32,7 +33,7 @@ class NativeParams(Strict):
 class NativeSession:
     name = "native"
 
-    def __init__(self, mounted: Mounted, journal=None):
+    def __init__(self, mounted: Mounted, journal: Journal | None = None) -> None:
         self.mounted, self.journal = mounted, journal
         self.facts = {"runtime": "native"}
 
@@ -60,7 +61,7 @@ class NativeSession:
             sync_dir=str(host_out.parent / "sync"),
         )
 
-    def start(self, requests, handle, load, sync_dir) -> HostProcesses:
+    def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> HostProcesses:
         return HostProcesses(requests, self.journal, sync_dir=sync_dir)
 
     def watch(self) -> tuple[str, str] | None:
@@ -76,10 +77,10 @@ class Native:
     concurrent = False
     limits = False
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict, params: NativeParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: NativeParams | None = None) -> str | None:
         return None
 
     def impossible(self, params: NativeParams, fs: FilesystemParams) -> str | None:
@@ -89,7 +90,9 @@ class Native:
         return path_target_kind(path)
 
     @contextlib.contextmanager
-    def provision(self, params: NativeParams, mounted: Mounted, journal, workdir: Path, host: dict):
+    def provision(
+        self, params: NativeParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+    ) -> Iterator[NativeSession]:
         yield NativeSession(mounted, journal)
 
 

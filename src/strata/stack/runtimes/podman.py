@@ -21,7 +21,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -73,13 +73,13 @@ class PodmanParams(Strict):
     name: str = Field(default="", description="default: podman:DRIVER")
 
     @model_validator(mode="after")
-    def _name(self):
+    def _name(self) -> Self:
         if not self.name:
             object.__setattr__(self, "name", f"podman:{self.storage_driver}")
         return self
 
 
-def global_args(data: dict) -> list[str]:
+def global_args(data: dict[str, Any]) -> list[str]:
     """The options of every podman call on one private store."""
     return [
         "--root",
@@ -97,13 +97,13 @@ def global_args(data: dict) -> list[str]:
     ]
 
 
-def client_env(data: dict) -> dict:
+def client_env(data: dict[str, Any]) -> dict[str, Any]:
     """CLIENT_ENV, and the store's own containers.conf once it is written (see `write_conf`)."""
     conf = Path(data["runroot"]) / CONF_NAME
     return {**CLIENT_ENV, "CONTAINERS_CONF": str(conf)} if conf.exists() else dict(CLIENT_ENV)
 
 
-def write_conf(data: dict) -> None:
+def write_conf(data: dict[str, Any]) -> None:
     """File locks in the store's run root instead of Podman's one shared-memory lock table
     (/dev/shm/libpod_lock, shared by every store on the host and the user's own podman): a
     client killed while it holds a lock, or a `podman wait` left blocked on the lock of a container
@@ -111,7 +111,9 @@ def write_conf(data: dict) -> None:
     (Path(data["runroot"]) / CONF_NAME).write_text('[engine]\nlock_type = "file"\n')
 
 
-def podman(data: dict, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+def podman(
+    data: dict[str, Any], *args: str, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     argv = [PODMAN, *global_args(data), *args]
     try:
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=client_env(data))
@@ -131,7 +133,7 @@ def needs_ulimits() -> bool:
 
 
 @undo_action("podman-store")
-def _undo_store(data: dict) -> str | None:
+def _undo_store(data: dict[str, Any]) -> str | None:
     """Remove every container, mount, process, cgroup and file of a private store, from the journal entry.
     When the file system that holds the store fails, everything but the store's files still goes."""
     broken = fs_failure(Path(data["root"]))
@@ -160,7 +162,9 @@ class PodmanSession(DockerSession):
 
     engine = "podman"
 
-    def __init__(self, params: PodmanParams, mounted: Mounted, journal: Journal, data: dict, facts: dict):
+    def __init__(
+        self, params: PodmanParams, mounted: Mounted, journal: Journal, data: dict[str, Any], facts: dict[str, Any]
+    ):
         super().__init__(params, mounted, journal, data["runroot"], data["id"], None, facts)
         self.data = data
         self.ulimits = needs_ulimits()
@@ -169,13 +173,15 @@ class PodmanSession(DockerSession):
     def private(self) -> bool:
         return True
 
-    def docker(self, *args: str, check: bool = True, timeout: float = 300, **_: Any) -> subprocess.CompletedProcess:
+    def docker(
+        self, *args: str, check: bool = True, timeout: float = 300, **_: Any
+    ) -> subprocess.CompletedProcess[str]:
         return podman(self.data, *args, check=check, timeout=timeout)
 
     def client_argv(self, *args: str) -> list[str]:
         return [PODMAN, *global_args(self.data), *args]
 
-    def client_env(self) -> dict:
+    def client_env(self) -> dict[str, Any]:
         return client_env(self.data)
 
     def alive(self) -> bool:
@@ -201,10 +207,10 @@ class Podman(ImageBuilder):
         """The workload's image as a `docker save` tarball, loaded into each store that runs it."""
         return image_build(name, image_of)
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text, "storage_driver")
 
-    def available(self, host: dict, params: PodmanParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: PodmanParams | None = None) -> str | None:
         if os.geteuid() != 0:
             return "needs root (strata runs rootful Podman)"
         if not shutil.which(PODMAN):
@@ -225,7 +231,7 @@ class Podman(ImageBuilder):
     def target_kind(self, params: PodmanParams, path: str) -> str:
         return path_target_kind(path)
 
-    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
         """Each driver: Podman's own answer on a scratch store (cheap: no daemon to start)."""
         rows = []
         for driver in DRIVERS:
@@ -237,7 +243,7 @@ class Podman(ImageBuilder):
 
     @contextlib.contextmanager
     def provision(
-        self, params: PodmanParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict
+        self, params: PodmanParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
     ) -> Iterator[PodmanSession]:
         reason = self.available(host, params)
         if reason:
@@ -253,7 +259,9 @@ class Podman(ImageBuilder):
 
 
 @contextlib.contextmanager
-def store(driver: str, mounted: Mounted | None, journal: Journal, workdir: Path):
+def store(
+    driver: str, mounted: Mounted | None, journal: Journal, workdir: Path
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """A private Podman store (journaled first); yields (data, facts) once Podman accepts it."""
     sid = secrets.token_hex(4)
     base = mounted.mountpoint if mounted is not None and mounted.mountpoint is not None else workdir / f"podman-{sid}"
@@ -278,7 +286,7 @@ def store(driver: str, mounted: Mounted | None, journal: Journal, workdir: Path)
         journal.release(seq)
 
 
-def _facts(data: dict) -> dict:
+def _facts(data: dict[str, Any]) -> dict[str, Any]:
     """Podman's own view of the store; its error text when it refuses the driver (stored as unsupported)."""
     fmt = (
         "{{.Version.Version}}|{{.Store.GraphDriverName}}|{{.Store.GraphRoot}}|{{.Host.CgroupManager}}|"

@@ -19,6 +19,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from strata.stack.buildcache import images_dir
 from strata.stack.journal import Journal
@@ -89,9 +90,10 @@ def probe(guest: Guest, accel: str, journal: Journal) -> Probe:
     return result
 
 
-def _read_cache(path: Path) -> dict:
+def _read_cache(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
+        probe: dict[str, Any] = json.loads(path.read_text())
+        return probe
     except (OSError, ValueError):
         return {}
 

@@ -16,6 +16,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 from strata.core.params import Limits
 from strata.stack.journal import Journal, undo_action
@@ -84,7 +85,7 @@ class VmCgroup:
 
 
 @undo_action("vm_cgroup")
-def _undo_vm_cgroup(data: dict) -> None:
+def _undo_vm_cgroup(data: dict[str, Any]) -> None:
     """Kill what is left in the VM's cgroup (only QEMU and virtiofsd ever join it), then rmdir."""
     for d in map(Path, data["dirs"]):
         for _ in range(100):

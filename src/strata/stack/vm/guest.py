@@ -37,7 +37,7 @@ import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from strata.core.errors import StrataError
 from strata.core.instances import Build, ImageSpec
@@ -119,7 +119,7 @@ class Guest:
     kernel: Path
     initrd: Path
     rootfs: Path
-    manifest: dict
+    manifest: dict[str, Any]
 
 
 def _hash(*parts: bytes) -> str:
@@ -151,7 +151,7 @@ def guest_key(image: ImageSpec = BARE) -> str:
     return _hash(base_key(extra_packages(image)).encode(), agent_script().encode(), image.key().encode())
 
 
-def guest_facts(guest: Guest) -> dict:
+def guest_facts(guest: Guest) -> dict[str, Any]:
     """What a result says of the guest its VMs booted."""
     m = guest.manifest
     return {"key": guest.key, "suite": m.get("suite"), "kernel": m.get("kernel"), "packages": m.get("packages", {}),
@@ -192,7 +192,13 @@ def ensure_guest(image: ImageSpec = BARE) -> Guest:
             _build_guest(journal, base, key, image)
         finally:
             journal.close()
-    return load_guest(guest_dir(key))
+    built = load_guest(guest_dir(key))
+    if built is None:  # the build returned without leaving its manifest: never hand a caller None
+        raise StrataError(
+            f"the guest image {guest_dir(key)} was built but has no readable manifest.json",
+            f"remove {guest_dir(key)} and run `strata prepare` again",
+        )
+    return built
 
 
 def guest_build(name: str, image_of: Callable[[], ImageSpec]) -> Build:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 SECTOR_BYTES = 512
 
 
-def parse(text: str) -> list[dict]:
+def parse(text: str) -> list[dict[str, Any]]:
     """-> [{"uptime_s", "disks": {name: (reads, read_bytes, writes, write_bytes)}, "cpu": [busy, total]}]"""
-    samples: list[dict] = []
+    samples: list[dict[str, Any]] = []
     for line in text.splitlines():
         f = line.split()
         if not f:
@@ -44,7 +45,9 @@ def wall_offset(clock_text: str) -> float | None:
     return None
 
 
-def summarize(samples: list[dict], offset_s: float | None, start_s: float | None, end_s: float | None) -> dict:
+def summarize(
+    samples: list[dict[str, Any]], offset_s: float | None, start_s: float | None, end_s: float | None
+) -> dict[str, Any]:
     """Totals between the samples bracketing the command's run, and the per-second series."""
     if offset_s is not None and start_s is not None and end_s is not None:
         inside = [s for s in samples if start_s - 1.0 <= s["uptime_s"] + offset_s <= end_s + 1.0]
@@ -56,7 +59,11 @@ def summarize(samples: list[dict], offset_s: float | None, start_s: float | None
     for name, end in last["disks"].items():
         begin = first["disks"].get(name, (0, 0, 0, 0))
         disks[name] = dict(zip(("reads", "read_bytes", "writes", "write_bytes"), (e - b for e, b in zip(end, begin))))
-    out: dict = {"samples": len(samples), "window_s": round(last["uptime_s"] - first["uptime_s"], 3), "disks": disks}
+    out: dict[str, Any] = {
+        "samples": len(samples),
+        "window_s": round(last["uptime_s"] - first["uptime_s"], 3),
+        "disks": disks,
+    }
     if first["cpu"] and last["cpu"]:
         busy, total = (last["cpu"][i] - first["cpu"][i] for i in (0, 1))
         out["cpu_busy_percent"] = round(100.0 * busy / total, 1) if total else None
@@ -64,8 +71,10 @@ def summarize(samples: list[dict], offset_s: float | None, start_s: float | None
     return out
 
 
-def _series(samples: list[dict], offset_s: float | None) -> dict:
-    t, cpu, per_disk = [], [], {}
+def _series(samples: list[dict[str, Any]], offset_s: float | None) -> dict[str, Any]:
+    t: list[float] = []
+    cpu: list[float | None] = []
+    per_disk: dict[str, Any] = {}
     for a, b in zip(samples, samples[1:]):
         dt = b["uptime_s"] - a["uptime_s"]
         if dt <= 0:
@@ -83,7 +92,7 @@ def _series(samples: list[dict], offset_s: float | None) -> dict:
     return {"t": t, "cpu_busy_percent": cpu, "disks": per_disk}
 
 
-def summarize_dir(out_dir: Path, start_s: float | None, end_s: float | None) -> dict | None:
+def summarize_dir(out_dir: Path, start_s: float | None, end_s: float | None) -> dict[str, Any] | None:
     """guest-stats.json from what the agent left in one instance's out dir (None without samples)."""
     try:
         samples = parse((out_dir / "guest-stats.txt").read_text())

@@ -21,7 +21,7 @@ Semantics of the paths (see session.py):
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -70,7 +70,7 @@ class VmRuntime(Strict):
     _sizes = field_validator("memory", "image_size", mode="before")(lambda v: parse_size(v))
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         if self.disk_aio == "native" and self.disk_cache not in ("none", "directsync"):
             raise ValueError(
                 f"disk_aio native needs O_DIRECT on the host (disk_cache none or directsync), "

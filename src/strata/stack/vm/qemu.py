@@ -24,7 +24,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from strata.core.params import Limits
 from strata.stack.journal import Journal, undo_action
@@ -56,7 +56,7 @@ class Disk:
     aio: str = "native"
     iothread: bool = False
     queues: int = 1
-    throttle: dict = field(default_factory=dict)  # QEMU throttling.* option -> value
+    throttle: dict[str, Any] = field(default_factory=dict)  # QEMU throttling.* option -> value
     share_rw: bool = False  # several VMs on one device
 
 
@@ -144,6 +144,7 @@ def disk_args(disk: Disk) -> list[str]:
 
 def share_args(share: Share) -> list[str]:
     if share.kind == "virtiofs":
+        assert share.socket is not None, "a virtiofs share has virtiofsd's socket"
         return [
             "-chardev",
             f"socket,id=fs-{share.tag},path={esc(share.socket)}",
@@ -224,7 +225,7 @@ def _child_setup(cgroup_procs: list[str]) -> Callable[[], None]:
     """In the child before exec: join the VM's cgroup (if it has one), and die with strata (no orphaned VM
     keeps a CPU busy after a kill -9; `strata cleanup` then removes the rest)."""
 
-    def setup():
+    def setup() -> None:
         for procs in cgroup_procs:
             with open(procs, "w") as f:
                 f.write(str(os.getpid()))
@@ -237,14 +238,14 @@ def _child_setup(cgroup_procs: list[str]) -> Callable[[], None]:
 @dataclass
 class Proc:
     what: str
-    popen: subprocess.Popen
+    popen: subprocess.Popen[bytes]
     seq: int
     marker: str
     log: Path | None = None
 
 
 def spawn(
-    what: str, argv: list[str], marker: str, journal: Journal, log: Path | None, cgroup_procs: list[str] = ()
+    what: str, argv: list[str], marker: str, journal: Journal, log: Path | None, cgroup_procs: Sequence[str] = ()
 ) -> Proc:
     """Journal, then start; stdout/stderr to `log` (QEMU's own errors: kept for the failure message)."""
     assert marker in " ".join(argv), f"marker {marker} not on the command line"
@@ -263,7 +264,7 @@ def spawn(
             process_group=0,
         )
     finally:
-        if log:
+        if not isinstance(out, int):  # the log, not subprocess.DEVNULL
             out.close()
     journal.update(seq, pid=p.pid)
     return Proc(what, p, seq, marker, log)
@@ -294,7 +295,7 @@ def marked_pids(marker: str, exe: str) -> list[int]:
 
 
 @undo_action("vm_process")
-def _undo_vm_process(data: dict) -> None:
+def _undo_vm_process(data: dict[str, Any]) -> None:
     """Kill QEMU or virtiofsd by pid while its command line still holds the marker (pids are
     reused); without a pid (killed between spawn and update), find it by the marker."""
     pids = [data["pid"]] if data.get("pid") else marked_pids(data["marker"], data.get("exe", ""))

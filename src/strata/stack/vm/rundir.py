@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from strata.stack.journal import Journal, undo_action
 
@@ -32,7 +33,7 @@ class RunDir:
         self.path.mkdir(mode=0o700)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -43,11 +44,11 @@ class RunDir:
 
 
 @undo_action("vm_rundir")
-def _undo_vm_rundir(data: dict) -> None:
+def _undo_vm_rundir(data: dict[str, Any]) -> None:
     shutil.rmtree(data["path"], ignore_errors=True)
 
 
-def wait_for_socket(path: str, proc: subprocess.Popen, timeout_s: float) -> bool:
+def wait_for_socket(path: str, proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
     """virtiofsd makes its socket once it listens; False if it exited or took too long."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

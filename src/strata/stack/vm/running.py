@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
@@ -49,6 +51,10 @@ BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 240.0}
 TAIL_CHARS = 3000
 HOST_FILES = ("console.log", "qemu.log", "virtiofsd.log", "vm.json", "cgroup-final.txt", "vm-cpu.json")
 
+if TYPE_CHECKING:
+    from strata.stack.vm.guest import Guest
+    from strata.stack.vm.session import VmSession
+
 
 def default_boot_timeout_s(accel: str, vms: int, vcpus: int) -> float:
     """Booting N VMs at once on fewer host CPUs takes proportionally longer (TCG is CPU-bound)."""
@@ -69,7 +75,7 @@ def read_time(path: Path) -> float | None:
         return None
 
 
-def _add_to_vm_json(out: Path, **facts) -> None:
+def _add_to_vm_json(out: Path, **facts: Any) -> None:
     path = out / "vm.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), **facts}, indent=1))
 
@@ -87,12 +93,18 @@ class Vm:
     def cgroup_procs(self) -> list[str]:
         return self.cgroup.procs_files if self.cgroup else []
 
+    @property
+    def popen(self) -> subprocess.Popen[bytes]:
+        """QEMU's process (started by _launch_one right after the Vm is made; only stop() sees a Vm without)."""
+        assert self.qemu is not None, f"VM {self.index}: QEMU was never started"
+        return self.qemu.popen
+
     def ended(self) -> bool:
         """Whether QEMU exited (reaped here, with its exact CPU time)."""
-        total = reap(self.qemu.popen)
+        total = reap(self.popen)
         if total is not None:
             self.cpu_total_s["qemu"] = total
-        return self.qemu.popen.returncode is not None
+        return self.popen.returncode is not None
 
     @property
     def index(self) -> int:
@@ -110,7 +122,7 @@ class Vm:
 
 
 class VmRunning:
-    def __init__(self, session, handle: PathHandle, load: Load, sync_dir: Path, guest):
+    def __init__(self, session: VmSession, handle: PathHandle, load: Load, sync_dir: Path, guest: Guest) -> None:
         self.session, self.handle, self.load, self.sync_dir = session, handle, load, sync_dir
         self.guest = guest  # what the workload's image asks for (guest.py), one for every VM of the trial
         self.journal = session.journal
@@ -140,6 +152,11 @@ class VmRunning:
             self.stop()
             raise
 
+    @property
+    def _run_path(self) -> Path:
+        assert self.run is not None, "launch() makes the run directory before any VM"
+        return self.run.path
+
     def _prepare_sync(self) -> None:
         self.sync_dir.mkdir(parents=True, exist_ok=True)
         for f in self.sync_dir.iterdir():
@@ -157,7 +174,7 @@ class VmRunning:
         blkio = {}
         if self.handle.name == "bind" and throttle_options(self.load.limits):
             # no virtual disk to throttle: the host's blkio rules on the device, for QEMU and virtiofsd
-            vm.cgroup = VmCgroup(f"strata-vm-{self.run.path.name.rsplit('-', 1)[-1]}-{r.index}", self.journal)
+            vm.cgroup = VmCgroup(f"strata-vm-{self._run_path.name.rsplit('-', 1)[-1]}-{r.index}", self.journal)
             blkio = vm.cgroup.throttle(s.mounted.device.path, self.load.limits)
         shares = self._shares(vm, per)
         disk = None
@@ -180,7 +197,7 @@ class VmRunning:
             str(self.guest.initrd),
             str(self.guest.rootfs),
             str(r.out_dir / "console.log"),
-            str(self.run.path / f"vm{r.index}.pid"),
+            str(self._run_path / f"vm{r.index}.pid"),
             f"strata.share={s.share} strata.index={r.index}",
             disk,
             shares,
@@ -205,16 +222,21 @@ class VmRunning:
         vm.qemu = spawn("qemu", argv, spec.pidfile, self.journal, r.out_dir / "qemu.log", vm.cgroup_procs)
         vm.procs.append(vm.qemu)
 
-    def _shares(self, vm: Vm, per: dict) -> tuple[Share, ...]:
+    def _shares(self, vm: Vm, per: dict[str, Any]) -> tuple[Share, ...]:
         dirs = [("out", vm.out), ("sync", self.sync_dir)] + ([("data", Path(per["dir"]))] if "dir" in per else [])
         if self.session.share == "9p":
             return tuple(Share(TAGS[k], str(d), "9p") for k, d in dirs)
         binary = virtiofsd_binary()
+        if binary is None:  # available() found it; it went since (a package removed while strata ran)
+            raise TrialFailure(
+                "vm_start",
+                "virtiofsd not found (it comes with qemu-system-x86 on Debian 12, later in package virtiofsd)",
+            )
         shares = []
         for key, d in dirs:
             if "," in str(d):
                 raise StrataError(f"{d}: virtiofsd cannot take a path with a comma", "choose another directory")
-            sock = str(self.run.path / f"vm{vm.index}-{key}.sock")
+            sock = str(self._run_path / f"vm{vm.index}-{key}.sock")
             p = spawn(
                 "virtiofsd",
                 virtiofsd_argv(binary, sock, str(d)),
@@ -246,7 +268,7 @@ class VmRunning:
                     why = tail(vm.out / "agent-error", 500).strip()
                     raise TrialFailure(
                         "vm_start",
-                        f"VM {i} ended (QEMU exit code {vm.qemu.popen.returncode}) "
+                        f"VM {i} ended (QEMU exit code {vm.popen.returncode}) "
                         f"before it was ready" + (f": {why}" if why else ""),
                         vm.tails(),
                     )
@@ -296,9 +318,9 @@ class VmRunning:
             ended = [vm for vm in self.vms if vm.ended()]
             died = [vm for vm in ended if not (vm.out / "rc").exists()]
             if died:
-                failure = self._died(died[0])
+                death = self._died(died[0])
                 self.stop()
-                raise failure
+                raise death
             if len(ended) == len(self.vms):
                 break
             if time.monotonic() > deadline:
@@ -320,7 +342,8 @@ class VmRunning:
                 raise self._died(vm)
 
     def _died(self, vm: Vm) -> TrialFailure:
-        code = vm.qemu.popen.returncode
+        code = vm.popen.returncode
+        assert code is not None, "_died follows ended()"
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         why = tail(vm.out / "agent-error", 500).strip()
         return TrialFailure(

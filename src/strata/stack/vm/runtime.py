@@ -16,7 +16,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
@@ -27,13 +27,13 @@ from strata.stack.vm import accel as accel_probe
 
 # Importing these registers their undo actions (strata cleanup).
 from strata.stack.vm import cgroup, qemu, rundir  # noqa: F401
-from strata.stack.vm.guest import cached_guest, ensure_guest, guest_build, guest_facts, guest_key
+from strata.stack.vm.guest import Guest, cached_guest, ensure_guest, guest_build, guest_facts, guest_key
 from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.qemu import NINEP_OPTIONS, QEMU, VIRTIOFSD_OPTIONS, qemu_version, virtiofsd_binary
 from strata.stack.vm.session import VmSession
 
 
-def available(params: VmRuntime | None = None, host: dict | None = None) -> str | None:
+def available(params: VmRuntime | None = None, host: dict[str, Any] | None = None) -> str | None:
     """Why this host cannot run the vm runtime, checked without booting anything."""
     params = params or VmRuntime()
     if os.geteuid() != 0:
@@ -57,7 +57,7 @@ def available(params: VmRuntime | None = None, host: dict | None = None) -> str 
     return None
 
 
-def accelerator_facts() -> dict:
+def accelerator_facts() -> dict[str, Any]:
     """What the probes of this host boot found (for `strata doctor`): {accel: probe}; {} before any."""
     try:
         cached = json.loads(accel_probe.cache_path().read_text())
@@ -85,8 +85,8 @@ def emulated_reason(used: accel_probe.Probe, kvm_failed: accel_probe.Probe | Non
 
 
 def session_facts(
-    params: VmRuntime, guest, used: accel_probe.Probe, kvm_failed: accel_probe.Probe | None, share: str
-) -> dict:
+    params: VmRuntime, guest: Guest, used: accel_probe.Probe, kvm_failed: accel_probe.Probe | None, share: str
+) -> dict[str, Any]:
     facts = {
         "runtime": params.name,
         "type": "vm",
@@ -119,7 +119,7 @@ def session_facts(
 
 @contextlib.contextmanager
 def provision_vm(
-    params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict
+    params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
 ) -> Iterator[VmSession]:
     reason = available(params, host)
     if reason:
@@ -149,10 +149,10 @@ class VmRuntimePlugin(Prebuilds, ImageBuilder):
     concurrent = True
     limits = True
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict, params: VmRuntime | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: VmRuntime | None = None) -> str | None:
         return available(params, host)
 
     def builds(self, params: VmRuntime) -> list[Build]:
@@ -171,10 +171,12 @@ class VmRuntimePlugin(Prebuilds, ImageBuilder):
         """The data disk (device, image) is a block device in the guest unless the guest makes a file system."""
         return "dir" if path == "bind" or params.guest_filesystem != "none" else "device"
 
-    def provision(self, params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict):
+    def provision(
+        self, params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+    ) -> ContextManager[VmSession]:
         return provision_vm(params, mounted, journal, workdir, host)
 
-    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
         """The runtime, and what the probe boots of this host found for each accelerator."""
         rows = [("vm", available(None, host))]
         for accel, found in sorted(accelerator_facts().items()):

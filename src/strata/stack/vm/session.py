@@ -21,7 +21,7 @@ import contextlib
 import os
 import re
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import InstanceRequest, Target
@@ -35,6 +35,9 @@ from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
 from strata.stack.vm.guest import BARE, Guest, ensure_guest, guest_facts
 from strata.stack.vm.params import MIN_MEMORY_BYTES, VmRuntime
 
+if TYPE_CHECKING:
+    from strata.stack.vm.running import VmRunning
+
 PATHS = ("device", "image", "bind")
 MIN_IMAGE_BYTES = 64 << 20
 
@@ -44,7 +47,7 @@ def _safe(text: str) -> str:
 
 
 @undo_action("vm_image")
-def _undo_vm_image(data: dict) -> None:
+def _undo_vm_image(data: dict[str, Any]) -> None:
     """The image, and its trial's directory and `strata-vm` once they are empty."""
     path = Path(data["path"])
     path.unlink(missing_ok=True)
@@ -57,13 +60,20 @@ class VmSession:
     """A guest image, an accelerator and a share kind chosen; VMs made per trial."""
 
     def __init__(
-        self, params: VmRuntime, mounted: Mounted, journal: Journal, guest: Guest, accel: str, share: str, facts: dict
+        self,
+        params: VmRuntime,
+        mounted: Mounted,
+        journal: Journal,
+        guest: Guest,
+        accel: str,
+        share: str,
+        facts: dict[str, Any],
     ):
         self.name = params.name
         self.params, self.mounted, self.journal = params, mounted, journal
         self.guest, self.accel, self.share = guest, accel, share
         self.facts = facts
-        self.running: list = []
+        self.running: list[VmRunning] = []
 
     def target(self, handle: PathHandle, host_out: Path) -> Target:
         return Target(handle.target_kind, handle.target_path, OUT_DIR, host_tools=False)
@@ -162,7 +172,7 @@ class VmSession:
             with contextlib.suppress(OSError):
                 base.parent.rmdir()
 
-    def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path):
+    def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> VmRunning:
         from strata.stack.vm.running import VmRunning
 
         image = requests[0].image if requests and requests[0].image is not None else BARE

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
@@ -39,7 +40,7 @@ SERIES = "pgbench_tps"
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 
 
-def summary_ns(h: hdr.Histogram | None) -> dict:
+def summary_ns(h: hdr.Histogram | None) -> dict[str, Any]:
     """A latency summary in ns (the shape workloads/latency.py gives fio's) from a histogram in us."""
     if h is None or h.total == 0:
         return {"n": 0, "mean": None, "min": None, "max": None, **{k: None for k in PERCENTILES}}
@@ -105,19 +106,20 @@ def _window(logs: pp.Logs) -> tuple[float, float] | None:
     return logs.first_start_s, logs.last_end_s
 
 
-def _record(art: Path) -> dict:
+def _record(art: Path) -> dict[str, Any]:
     try:
-        return json.loads((art / CLIENTS_DIR / "clients.json").read_text())
+        record: dict[str, Any] = json.loads((art / CLIENTS_DIR / "clients.json").read_text())
+        return record
     except (OSError, ValueError) as e:
         raise TrialFailure("parse", f"the pgbench trial's record in {art / CLIENTS_DIR} cannot be read: {e}")
 
 
-def _server(run: pp.Run) -> dict:
+def _server(run: pp.Run) -> dict[str, Any]:
     s = run.summary
     return {"tps": s.tps, "processed": s.processed, "failed": s.failed, "retried": s.retried}
 
 
-def _transactions(runs: list[pp.Run]) -> dict:
+def _transactions(runs: list[pp.Run]) -> dict[str, Any]:
     processed = sum(r.summary.processed or 0 for r in runs)
     failed = sum(r.summary.failed for r in runs)
     return {
@@ -136,7 +138,7 @@ def _series(runs: list[pp.Run]) -> list[list[float]]:
     return [[i, sum(x[i] for x in per)] for i in range(seconds)]
 
 
-def _deltas(records: list[dict]) -> tuple[dict | None, dict | None]:
+def _deltas(records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The WAL and the blocks of the measured run: each server's counters after it less before it."""
     before = [c for r in records for c in (r.get("observed") or {}).get("before") or []]
     after = [c for r in records for c in (r.get("observed") or {}).get("after") or []]
@@ -153,7 +155,7 @@ def _deltas(records: list[dict]) -> tuple[dict | None, dict | None]:
     return wal, {"read": d["blks_read"], "hit": d["blks_hit"]}
 
 
-def _cache(params: PgbenchParams, records: list[dict]) -> dict:
+def _cache(params: PgbenchParams, records: list[dict[str, Any]]) -> dict[str, Any]:
     after = [c for r in records for c in (r.get("observed") or {}).get("after") or []]
     sizes = [c.get("database_bytes") for c in after]
     data = sum(s for s in sizes if isinstance(s, int)) if sizes and None not in sizes else None
@@ -171,9 +173,9 @@ def _cache(params: PgbenchParams, records: list[dict]) -> dict:
     }
 
 
-def _phases(records: list[dict]) -> dict:
+def _phases(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Each phase's client wall and CPU time (the clients run outside the stack under test), host after host."""
-    phases: dict = {}
+    phases: dict[str, Any] = {}
     for name in records[0]["phases"]:
         ph = [r["phases"][name] for r in records if name in r["phases"]]
         shares = [p.get("client_cpu_share") for p in ph]

@@ -11,7 +11,7 @@ the device: each is passed to the server as it is (`postgres -c NAME=VALUE`).
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -28,7 +28,7 @@ WRITE_WORDS = re.compile(r"\b(insert|update|delete|merge|copy|create|drop|alter|
 COMMENT = re.compile(r"--[^\n]*")
 
 
-def _seconds(v):
+def _seconds(v: Any) -> int:
     return int(parse_duration(v))
 
 
@@ -100,18 +100,18 @@ class PgbenchParams(Strict):
 
     @field_validator("rate", mode="before")
     @classmethod
-    def _none(cls, v):
+    def _none(cls, v: Any) -> Any:
         return None if isinstance(v, str) and v.strip().lower() == "none" else v
 
     @field_validator("script")
     @classmethod
-    def _script(cls, v: str):
+    def _script(cls, v: str) -> str:
         if v in BUILTIN or v.startswith("file:"):
             return v
         raise ValueError(f"unknown pgbench script {v[:60]!r}: use one of {', '.join(BUILTIN)}, or file:PATH")
 
     @model_validator(mode="after")
-    def _defaults(self):
+    def _defaults(self) -> Self:
         if self.script.startswith("file:") and not self.file:
             raise ValueError("`script: file:PATH` names a pgbench script that was not found")
         if not self.name:

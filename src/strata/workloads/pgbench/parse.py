@@ -163,7 +163,9 @@ def read_logs(out_dir: Path, lag: bool, retries: bool) -> Logs:
     return logs
 
 
-def _line(logs: Logs, lat: Counter, lags: Counter, line: str, width: int, lag: bool, retries: bool, where: str):
+def _line(
+    logs: Logs, lat: Counter[int], lags: Counter[int], line: str, width: int, lag: bool, retries: bool, where: str
+) -> None:
     f = line.split()
     ok = len(f) == width and line.endswith("\n") and all(x.isdigit() for i, x in enumerate(f) if i != 2)
     if not ok or not ((f[2].isdigit() and int(f[2]) < MAX_LATENCY_US) or f[2] in ("failed", "skipped")):

@@ -83,7 +83,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     vm_reason = VM_REASON
     host_packages = postgres.PACKAGES
 
-    def smoke(self, raw: dict) -> dict:
+    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: scale 1, 5 s runs without warm-up; the sweeps of clients, threads and
         rates cut to their ends."""
         out = {**raw, "scale": 1, "runtime": 5, "warmup": 0}
@@ -92,7 +92,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
                 out[key] = sweep_ends(raw[key])
         return out
 
-    def parse_params(self, raw: dict, base_dir: Path) -> PgbenchParams:
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> PgbenchParams:
         raw = dict(raw)
         script = raw.get("script")
         if isinstance(script, str) and script.startswith("file:"):
@@ -105,7 +105,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
             raw["file"] = str(p.resolve())
         return PgbenchParams.model_validate(raw)
 
-    def available(self, host: dict, params: PgbenchParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: PgbenchParams | None = None) -> str | None:
         for tool in ("postgres", "initdb", "pgbench", "psql"):
             if not Path(postgres.PG_BIN, tool).is_file():
                 return (
@@ -184,7 +184,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
             return 600 + params.scale * 3.0
         return (params.warmup if phase == "warmup" else params.runtime) + 180.0
 
-    def clients(self, phase: str, params: PgbenchParams, load: Load, out: Path, record: dict) -> list[Client]:
+    def clients(self, phase: str, params: PgbenchParams, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
         servers = range(self.instances(params, load))
         return [Client(self._argv(phase, params, k), out / f"server-{k}") for k in servers]
 
@@ -202,7 +202,9 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
             return [*argv, "-T", str(params.warmup), postgres.DATABASE]
         return [*argv, "-T", str(params.runtime), "--progress", "1", "--log", "--log-prefix", "tx", postgres.DATABASE]
 
-    def after_phase(self, phase: str, params: PgbenchParams, load: Load, ctx: MeasureContext, record: dict) -> None:
+    def after_phase(
+        self, phase: str, params: PgbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
+    ) -> None:
         """After the load, every server writes its data set to the device (CHECKPOINT), outside the run."""
         if phase != "load":
             return
@@ -212,7 +214,9 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
                 lifecycle.check_servers(self, ctx)  # a server that died is the cause
                 raise TrialFailure("tool_error", f"the CHECKPOINT after the load failed on server {k}: {said}", said)
 
-    def observe(self, point: str, params: PgbenchParams, load: Load, ctx: MeasureContext, record: dict) -> None:
+    def observe(
+        self, point: str, params: PgbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
+    ) -> None:
         seen = record.setdefault("observed", {})
         seen[point] = [postgres.counters(k) for k in range(self.instances(params, load))]
 

@@ -131,7 +131,7 @@ COUNTERS_SQL = (
 )
 
 
-def psql(instance: int, sql: str) -> subprocess.CompletedProcess:
+def psql(instance: int, sql: str) -> subprocess.CompletedProcess[str]:
     argv = [f"{PG_BIN}/psql", "-X", "-A", "-t", "-q", "-F", " ", *connection(instance), "-d", DATABASE, "-c", sql]
     return subprocess.run(argv, capture_output=True, text=True, timeout=PSQL_TIMEOUT_S)
 

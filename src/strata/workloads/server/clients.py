@@ -48,7 +48,7 @@ class ClientResult:
         return self.cpu_s / (self.wall_s * (cores or os.cpu_count() or 1)) if self.wall_s > 0 else 0.0
 
 
-def start(client: Client) -> subprocess.Popen:
+def start(client: Client) -> subprocess.Popen[bytes]:
     """Start one client, its output in its directory."""
     for d in (client.out_dir, *(client.out_dir / s for s in client.dirs)):
         d.mkdir(parents=True, exist_ok=True)
@@ -66,14 +66,14 @@ def start(client: Client) -> subprocess.Popen:
         )
 
 
-def exited(proc: subprocess.Popen) -> bool:
+def exited(proc: subprocess.Popen[bytes]) -> bool:
     """Has the client ended? Without reaping it (Popen.poll would, and its CPU time with it)."""
     info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     return info is not None and info.si_pid == proc.pid
 
 
 def wait(
-    proc: subprocess.Popen, out_dir: Path, phase: str, t0: float, timeout_s: float, failure: Failure, what: str
+    proc: subprocess.Popen[bytes], out_dir: Path, phase: str, t0: float, timeout_s: float, failure: Failure, what: str
 ) -> ClientResult:
     """Wait (killing the client at the deadline) and fail the trial on any non-zero exit (`failure`
     words it). The client must not have been reaped already (use `exited`, not Popen.poll, to watch it)."""

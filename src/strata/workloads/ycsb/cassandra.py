@@ -35,7 +35,7 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.workloads.server.loopback import loopback_octet
@@ -176,9 +176,9 @@ class NodeConfig:
     cql_port: int = CQL_PORT
     num_tokens: int = 16
     ring_delay_ms: int = 1000
-    extra_yaml: dict = field(default_factory=dict)  # more cassandra.yaml keys (tests, tuning)
+    extra_yaml: dict[str, Any] = field(default_factory=dict)  # more cassandra.yaml keys (tests, tuning)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not 0 <= self.index < self.nodes:
             raise ValueError(f"node index {self.index} outside a cluster of {self.nodes}")
         if not self.seeds:
@@ -194,7 +194,7 @@ def cluster_configs(
     lib_dir: str,
     memory_limit_bytes: int | None = None,
     addresses: list[str] | None = None,
-    **kw,
+    **kw: Any,
 ) -> list[NodeConfig]:
     """The nodes of one cluster (on the loopback plan unless `addresses` are given); the first node is
     the seed (one seed is plenty below ~10 nodes)."""
@@ -221,7 +221,7 @@ def cluster_configs(
 # ---- the files a node reads ----------------------------------------------------
 
 
-def cassandra_yaml(cfg: NodeConfig) -> dict:
+def cassandra_yaml(cfg: NodeConfig) -> dict[str, Any]:
     """cassandra.yaml as a dict: Cassandra's defaults except where said (2 cores, 24 GiB here)."""
     d = cfg.data_dir
     conf = {

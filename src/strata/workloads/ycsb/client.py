@@ -75,7 +75,7 @@ class ClientRun:
     heap: str = DEFAULT_CLIENT_HEAP
     extra: dict[str, str] = field(default_factory=dict)  # any other -p NAME=VALUE
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.phase not in ("load", "run"):
             raise ValueError(f"phase must be load or run, not {self.phase!r}")
         if not self.hosts:
@@ -159,7 +159,7 @@ def ring_check_argv(hosts: list[str], lib_dir: Path, port: int = 9042, java: str
 exited = clients.exited  # watched without reaping it (the template's)
 
 
-def start_client(run: ClientRun, lib_dir: Path) -> subprocess.Popen:
+def start_client(run: ClientRun, lib_dir: Path) -> subprocess.Popen[bytes]:
     """Start one client, its output in run.out_dir (stdout.txt, stderr.txt, hdr/, argv.txt)."""
     return clients.start(as_client(run, lib_dir))
 
@@ -169,7 +169,7 @@ def as_client(run: ClientRun, lib_dir: Path) -> clients.Client:
     return clients.Client(client_argv(run, lib_dir), run.out_dir, dirs=("hdr",))
 
 
-def wait_client(proc: subprocess.Popen, run: ClientRun, t0: float, timeout_s: float) -> ClientResult:
+def wait_client(proc: subprocess.Popen[bytes], run: ClientRun, t0: float, timeout_s: float) -> ClientResult:
     """Wait (killing the client at the deadline) and fail the trial on any non-zero exit.
 
     The client must not have been reaped already (use `exited`, not Popen.poll, to watch it)."""

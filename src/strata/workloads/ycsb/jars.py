@@ -31,7 +31,7 @@ import secrets
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from strata.core.errors import StrataError
 from strata.core.instances import Build
@@ -231,7 +231,7 @@ def _write_manifest(home: Path, source: str) -> None:
     (home / MANIFEST).write_text(json.dumps({"source": source, "jars": jars}, indent=1, sort_keys=True) + "\n")
 
 
-def _assemble(home: Path, build) -> Path:
+def _assemble(home: Path, build: Callable[[Path], None]) -> Path:
     """Build into a fresh sibling directory and rename it into place (never a half directory)."""
     if (home / MANIFEST).is_file():
         return home

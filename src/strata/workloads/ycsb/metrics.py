@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
@@ -39,7 +40,7 @@ WRITES = ("UPDATE", "INSERT", "READ-MODIFY-WRITE", "DELETE")
 
 
 def client_output(d: Path) -> yp.ClientOutput:
-    def text(name):
+    def text(name: str) -> str:
         p = d / name
         return p.read_text(errors="replace") if p.exists() else ""
 
@@ -96,7 +97,7 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs), dirs)
 
 
-def serving(params: YcsbParams, record: dict) -> Parsed:
+def serving(params: YcsbParams, record: dict[str, Any]) -> Parsed:
     """A part that only served nodes (clusters spanning hosts, clients elsewhere): no headline of its own."""
     metrics = {
         "kind": "ycsb",
@@ -109,11 +110,11 @@ def serving(params: YcsbParams, record: dict) -> Parsed:
     return Parsed(metrics, {"read": 0, "write": 0})
 
 
-def merged_record(records: list[dict], arts: list[Path]) -> dict:
+def merged_record(records: list[dict[str, Any]], arts: list[Path]) -> dict[str, Any]:
     """The clients.json of several hosts' parts as one: databases and ready times summed or listed,
     each phase's clients and CPU listed host after host (named by their host's directory), its wall
     time the longest (each host's own stays in its part's metrics: `metrics.hosts` of the merged result)."""
-    phases: dict = {}
+    phases: dict[str, Any] = {}
     for name in records[0]["phases"]:
         ph = [r["phases"][name] for r in records if name in r["phases"]]
         wall = max(p["wall_s"] for p in ph)
@@ -136,7 +137,7 @@ def merged_record(records: list[dict], arts: list[Path]) -> dict:
     }
 
 
-def _offered(parts: list[dict]) -> dict:
+def _offered(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Each host's relative target as one: the peaks summed (every host measured its own databases),
     the rate offered to a database as their mean."""
     if not parts:
@@ -146,7 +147,9 @@ def _offered(parts: list[dict]) -> dict:
     return {"offered": {**merged, "target_ops_s": round(sum(rates) / len(rates))}}
 
 
-def _clients_of(art: Path, record: dict, dirs: list[Path], outs: list[yp.ClientOutput]):
+def _clients_of(
+    art: Path, record: dict[str, Any], dirs: list[Path], outs: list[yp.ClientOutput]
+) -> tuple[list[Path], list[yp.ClientOutput]]:
     """The client directories and outputs of one host's part (all of them on one host)."""
     mine = {art / c for c in record["phases"]["run"]["clients"]}
     pairs = [(d, o) for d, o in zip(dirs, outs) if d in mine]
@@ -164,7 +167,7 @@ def _per_database(dirs: list[Path], outs: list[yp.ClientOutput]) -> list[float |
     return res
 
 
-def _direction(agg: dict, dirs: list[Path], ops: tuple[str, ...], wall_s: float) -> dict:
+def _direction(agg: dict[str, Any], dirs: list[Path], ops: tuple[str, ...], wall_s: float) -> dict[str, Any]:
     """ops/s and merged latency (ns) of the reads or the writes, in the shape fio's results have."""
     n = sum(agg["operations"].get(op, 0) for op in ops)
     hists = [h for op, h in yp.merged_histograms([d / "hdr" for d in dirs]).items() if op in ops]
@@ -183,7 +186,7 @@ def _windows(outs: list[yp.ClientOutput]) -> list[tuple[float, float] | None]:
     return wins
 
 
-def _cache(params: YcsbParams, record: dict) -> dict:
+def _cache(params: YcsbParams, record: dict[str, Any]) -> dict[str, Any]:
     data = params.records * RECORD_BYTES * params.cluster.replication_factor * record.get("databases", 1)
     cached = record.get("page_cache_bytes")
     return {

@@ -19,7 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from strata.stack.journal import Journal, undo_action
 from strata.stack.procfs import cmdline, is_running, remove_tree, signal_and_wait
@@ -82,7 +82,7 @@ def node_dir(journal: Journal, path: Path) -> Iterator[Path]:
 
 
 @undo_action("ycsb-dir")
-def _undo_dir(data: dict) -> None:
+def _undo_dir(data: dict[str, Any]) -> None:
     remove_tree(Path(data["path"]))
 
 
@@ -124,7 +124,7 @@ def native_node(
 
 
 @undo_action("cassandra-jvm")
-def _undo_jvm(data: dict) -> None:
+def _undo_jvm(data: dict[str, Any]) -> None:
     """Stop our JVM: SIGTERM (Cassandra's shutdown hook), then SIGKILL. Found by its command
     line (main class and our conf dir), never by name, so a reused pid is left alone."""
     pids = [pid for pid in _pids_with(data["marker"]) if cassandra.DAEMON_CLASS in cmdline(pid)]

@@ -12,9 +12,9 @@ another peak, so the share is what carries over).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, Self
 
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from strata.core.params import Strict
 from strata.core.units import parse_duration
@@ -31,7 +31,7 @@ MAX_NODES = 16
 PEAK_MAX_S = 30  # the flat-out run that measures the peak of a relative target: min(runtime, this)
 
 
-def _seconds(v):
+def _seconds(v: Any) -> int | None:
     return None if v is None or (isinstance(v, str) and v.strip().lower() == "none") else int(parse_duration(v))
 
 
@@ -52,7 +52,7 @@ class ClusterParams(Strict):
     )
 
     @model_validator(mode="after")
-    def _rf(self):
+    def _rf(self) -> Self:
         if self.replication_factor > self.nodes:
             raise ValueError(
                 f"replication_factor {self.replication_factor} is above the node count {self.nodes}: "
@@ -123,7 +123,7 @@ class YcsbParams(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _share(cls, data):
+    def _share(cls, data: Any) -> Any:
         """`target: 40%` -> target_share 0.4 (and no absolute target)."""
         if isinstance(data, dict) and isinstance(data.get("target"), str) and data["target"].strip().endswith("%"):
             text = data["target"].strip()
@@ -137,7 +137,7 @@ class YcsbParams(Strict):
         return data
 
     @model_serializer(mode="wrap")
-    def _dump(self, handler):
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
         """Without a relative target, the stored workload is what it was before relative targets existed
         (a trial's id hashes it: stored results keep their ids)."""
         out = handler(self)
@@ -147,12 +147,12 @@ class YcsbParams(Strict):
 
     @field_validator("target", mode="before")
     @classmethod
-    def _none(cls, v):
+    def _none(cls, v: Any) -> Any:
         return None if isinstance(v, str) and v.strip().lower() == "none" else v
 
     @field_validator("workload")
     @classmethod
-    def _letter(cls, v: str):
+    def _letter(cls, v: str) -> str:
         if v.startswith("file:"):
             return v
         if len(v) != 1 or v.lower() not in LETTERS:
@@ -161,13 +161,13 @@ class YcsbParams(Strict):
 
     @field_validator("properties")
     @classmethod
-    def _props(cls, v: dict):
+    def _props(cls, v: dict[str, Any]) -> dict[str, Any]:
         if len(v) > 100:
             raise ValueError("at most 100 properties")
         return v
 
     @model_validator(mode="after")
-    def _defaults(self):
+    def _defaults(self) -> Self:
         if self.operations is not None and self.runtime is not None:
             raise ValueError("give `operations` or `runtime`, not both")
         if self.operations is None and self.runtime is None:

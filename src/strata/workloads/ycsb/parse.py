@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from strata.workloads import hdr
 
@@ -103,7 +104,7 @@ def throughput_series(points: list[StatusPoint]) -> list[float]:
     return [p.ops_per_s or 0.0 for p in measured_points(points)]
 
 
-def latency(h: hdr.Histogram | None) -> dict:
+def latency(h: hdr.Histogram | None) -> dict[str, Any]:
     """Mean, percentiles, min, max in microseconds (YCSB's unit), and the count."""
     if h is None or h.total == 0:
         return {"n": 0, "mean_us": None, "min_us": None, "max_us": None, **{f"{k}_us": None for k in PERCENTILES}}
@@ -120,7 +121,7 @@ def merged_histograms(hdr_dirs: list[Path]) -> dict[str, hdr.Histogram]:
         for f in sorted(Path(d).glob("*.hdr")):
             _, intervals = hdr.read_log(f)
             by_op.setdefault(f.stem, []).extend(i.histogram for i in intervals)
-    return {op: hdr.merge(hs) for op, hs in by_op.items() if hs}
+    return {op: h for op, hs in by_op.items() if (h := hdr.merge(hs)) is not None}
 
 
 @dataclass
@@ -132,7 +133,7 @@ class ClientOutput:
     hdr_dir: Path
 
 
-def aggregate(clients: list[ClientOutput]) -> dict:
+def aggregate(clients: list[ClientOutput]) -> dict[str, Any]:
     """Metrics of N clients of one trial: summed throughput, merged latencies, return codes."""
     summaries = [parse_summary(c.stdout) for c in clients]
     measured = [measured_points(parse_status(c.stderr)) for c in clients]

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import Build, ImageSpec, InstanceOutput, Prebuilds, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
-from strata.core.params import Load, sweep_ends
+from strata.core.params import Load, Strict, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import loopback_octet
@@ -80,12 +81,14 @@ def databases(params: YcsbParams, load: Load) -> int:
     return load.containers * params.clusters
 
 
-def node_config(params: YcsbParams, load: Load, instance: int, data_dir: str, conf_dir: str, lib_dir: str):
+def node_config(
+    params: YcsbParams, load: Load, instance: int, data_dir: str, conf_dir: str, lib_dir: str
+) -> cassandra.NodeConfig:
     """The NodeConfig of instance `instance`: database instance // nodes, node instance % nodes; on a host's
     part of clusters spanning hosts, database `instance`, node the host's."""
     nodes = params.cluster.nodes
     d, i = divmod(instance, nodes)
-    where: dict = {}
+    where: dict[str, Any] = {}
     if params.span is not None:
         d, i = instance, params.cluster.hosts.index(params.span.host)
         storage, cql = cassandra.span_ports(d)
@@ -108,7 +111,7 @@ def span_addresses(params: YcsbParams) -> list[str]:
     return [addresses[h] for h in params.cluster.hosts]
 
 
-def _int(value, default: int) -> int:
+def _int(value: object, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
@@ -122,7 +125,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     server_noun = "node"
     vm_reason = VM_REASON
 
-    def smoke(self, raw: dict) -> dict:
+    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: 200 records, 5 s runs after 1 s of warm-up, 2 client threads, the offered
         rates and cluster counts cut to their ends (the nodes per cluster and the replication stay)."""
         out = {**raw, "warmup": 1, "threads": min(_int(raw.get("threads"), 16), 2)}
@@ -139,7 +142,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
             out["target"] = sweep_ends(rates) + [t for t in target if t is None or str(t).lower() == "none"][:1]
         return out
 
-    def parse_params(self, raw: dict, base_dir: Path) -> YcsbParams:
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> YcsbParams:
         raw = dict(raw)
         wl = raw.get("workload")
         if isinstance(wl, str) and wl.startswith("file:"):
@@ -150,7 +153,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
             raw["file"] = str(p.resolve())
         return YcsbParams.model_validate(raw)
 
-    def available(self, host: dict, params: YcsbParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: YcsbParams | None = None) -> str | None:
         for tool, pkg in (("java", "openjdk-17-jre-headless"),):
             if not shutil.which(tool):
                 return f"{tool} is not installed (apt-get install {pkg}): the YCSB client runs on the host"
@@ -198,7 +201,9 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
             return None
         return {h: databases(params, load) if h in params.cluster.hosts else 0 for h in params.span_hosts}
 
-    def part(self, params: YcsbParams, load: Load, host: str, instances: int, addresses: dict[str, str]) -> tuple:
+    def part(
+        self, params: YcsbParams, load: Load, host: str, instances: int, addresses: dict[str, str]
+    ) -> tuple[Strict, Load]:
         if not params.cluster.hosts:
             return host_share(params, load, instances)
         missing = [h for h in params.cluster.hosts if not addresses.get(h)]
@@ -258,7 +263,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def ready(self, params: YcsbParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
         raise NotImplementedError("a node's readiness is waited for by start_servers (server.wait_node)")
 
-    def record(self, params: YcsbParams, load: Load) -> dict:
+    def record(self, params: YcsbParams, load: Load) -> dict[str, Any]:
         from strata.workloads.ycsb import server
 
         return server.record(params, load)
@@ -276,12 +281,14 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
 
         return server.phases(params)
 
-    def after_phase(self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: dict) -> None:
+    def after_phase(
+        self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
+    ) -> None:
         from strata.workloads.ycsb import server
 
         server.after_phase(phase, params, load, ctx, record)
 
-    def clients(self, phase: str, params: YcsbParams, load: Load, out: Path, record: dict) -> list[Client]:
+    def clients(self, phase: str, params: YcsbParams, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
         from strata.workloads.ycsb import server
 
         return server.clients(phase, params, load, out, record)

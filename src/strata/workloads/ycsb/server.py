@@ -32,6 +32,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from strata.core.errors import TrialFailure
 from strata.core.params import Load
@@ -80,8 +81,9 @@ def start_nodes(params: YcsbParams, dbs: list[Db], ctx: MeasureContext) -> list[
     for i in range(params.cluster.nodes):
         if i > 0:
             for db in dbs:
-                if db.instances[i] is not None:
-                    (ctx.art / "sync" / start_file(db.instances[i])).touch()
+                k = db.instances[i]
+                if k is not None:
+                    (ctx.art / "sync" / start_file(k)).touch()
         for db in dbs:
             k = db.instances[i]
             if k is None:
@@ -134,7 +136,7 @@ def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
         time.sleep(2)
 
 
-def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> dict:
+def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> dict[str, Any]:
     """The rate a relative target offers each database: its share of the peak the clients reached flat out
     (their throughput over the seconds all of them ran, as the measured run's headline is taken)."""
     agg = yp.aggregate([_client_output(d) for d in peak_dirs])
@@ -164,7 +166,7 @@ def client_runs(phase: str, params: YcsbParams, db: Db, out: Path, rate: int | N
     extra = {**PROFILES.get(params.profile or "", {}), **params.properties}
     wl = Path(params.file) if params.file else client.workload_file(params.workload)
     c = params.cluster
-    common = dict(
+    common: dict[str, Any] = dict(
         workload=wl,
         hosts=tuple(db.hosts),
         port=db.port,
@@ -181,7 +183,7 @@ def client_runs(phase: str, params: YcsbParams, db: Db, out: Path, rate: int | N
     threads = max(1, params.threads // n)
     rate = rate if rate is not None else params.target
     target = max(1, rate // n) if rate and phase != "peak" else None
-    timed = dict(runtime_s=params.warmup) if phase == "warmup" else dict(runtime_s=params.runtime)
+    timed: dict[str, Any] = dict(runtime_s=params.warmup) if phase == "warmup" else dict(runtime_s=params.runtime)
     if phase == "peak":
         timed = dict(runtime_s=params.peak_s)
     if phase == "run" and params.operations:
@@ -215,7 +217,7 @@ def phase_timeout_s(phase: str, params: YcsbParams) -> float:
 # ---- the template's hooks (plugin.py's methods call these) ----------------------------------------
 
 
-def record(params: YcsbParams, load: Load) -> dict:
+def record(params: YcsbParams, load: Load) -> dict[str, Any]:
     return {"databases": databases(params, load), "nodes": params.cluster.nodes, "phases": {}}
 
 
@@ -231,12 +233,12 @@ def after_start(params: YcsbParams, load: Load, ctx: MeasureContext) -> None:
             ring_check(db, lib, ctx)
 
 
-def after_phase(phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, rec: dict) -> None:
+def after_phase(phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, rec: dict[str, Any]) -> None:
     if phase == "peak":
         rec["offered"] = offered(params, rec["databases"], [ctx.art / c for c in rec["phases"]["peak"]["clients"]])
 
 
-def clients(phase: str, params: YcsbParams, load: Load, out: Path, rec: dict) -> list[Client]:
+def clients(phase: str, params: YcsbParams, load: Load, out: Path, rec: dict[str, Any]) -> list[Client]:
     """Every database's clients of one phase; the run at the rate a relative target offers, when one does."""
     lib = jars.ensure_ycsb() / "lib"
     rate = rec["offered"]["target_ops_s"] if phase == "run" and rec.get("offered") else None

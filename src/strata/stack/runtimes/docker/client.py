@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+from typing import Any
 
 from strata.core.errors import StrataError
 from strata.core.proc import CommandError, sh
@@ -38,7 +39,7 @@ def docker_cli() -> str:
     return cli
 
 
-def client_env(**extra: str) -> dict:
+def client_env(**extra: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_DROP}
     env.update(extra)
     return env
@@ -49,8 +50,8 @@ def client_argv(sock: str, *args: str) -> list[str]:
 
 
 def docker(
-    sock: str, *args: str, check: bool = True, timeout: float = 300, env: dict | None = None
-) -> subprocess.CompletedProcess:
+    sock: str, *args: str, check: bool = True, timeout: float = 300, env: dict[str, Any] | None = None
+) -> subprocess.CompletedProcess[str]:
     argv = client_argv(sock, *args)
     try:
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env or client_env())
@@ -70,11 +71,12 @@ def answers(sock: str, timeout: float = 5) -> bool:
         return False
 
 
-def info(sock: str) -> dict:
-    return json.loads(docker(sock, "info", "--format", "{{json .}}", timeout=30).stdout)
+def info(sock: str) -> dict[str, Any]:
+    facts: dict[str, Any] = json.loads(docker(sock, "info", "--format", "{{json .}}", timeout=30).stdout)
+    return facts
 
 
-def daemon_facts(sock: str, kind: str) -> dict:
+def daemon_facts(sock: str, kind: str) -> dict[str, Any]:
     """What a result records about the daemon it ran on (`kind`: private or system)."""
     i = info(sock)
     status = {k: v for k, v in (i.get("DriverStatus") or [])}

@@ -15,6 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from strata.collectors.cgroup import final_counters, oom_kills
 from strata.core.errors import StrataError, TrialFailure
@@ -25,11 +26,14 @@ from strata.stack.journal import undo_action
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
 
+if TYPE_CHECKING:
+    from strata.stack.runtimes.docker.session import DockerSession
+
 POLL_S = 0.5
 
 
 @undo_action("container")
-def _undo_container(data: dict) -> str | None:
+def _undo_container(data: dict[str, Any]) -> str | None:
     sock = data["socket"]
     if not client.answers(sock):
         if sock == client.SYSTEM_SOCKET:
@@ -46,7 +50,7 @@ def _undo_container(data: dict) -> str | None:
 
 
 @undo_action("volume")
-def _undo_volume(data: dict) -> str | None:
+def _undo_volume(data: dict[str, Any]) -> str | None:
     sock = data["socket"]
     if sock != client.SYSTEM_SOCKET and not client.answers(sock):
         return f"no engine answers at {sock}: the volume is lost with that engine's data root"
@@ -56,7 +60,7 @@ def _undo_volume(data: dict) -> str | None:
     return None
 
 
-def _final(out_dir: Path) -> dict:
+def _final(out_dir: Path) -> dict[str, Any]:
     f = out_dir / "cgroup-final.txt"
     return final_counters(f.read_text()) if f.exists() else {}
 
@@ -86,7 +90,7 @@ class Container:
 class DockerRunning:
     """instances.Running over the containers of one trial."""
 
-    def __init__(self, session, sync_dir: Path, limits: Limits):
+    def __init__(self, session: DockerSession, sync_dir: Path, limits: Limits) -> None:
         self.session = session
         self.sync_dir = sync_dir
         self.limits = limits
@@ -161,11 +165,12 @@ class DockerRunning:
                     err,
                 )
 
-    def _state(self, c: Container, check: bool = True) -> dict:
+    def _state(self, c: Container, check: bool = True) -> dict[str, Any]:
         """docker's State of the container (OOMKilled: the OOM killer struck any process of its cgroup)."""
-        return json.loads(
+        state: dict[str, Any] = json.loads(
             self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=check).stdout or "{}"
         )
+        return state
 
     def _oom(self, indexes: list[int], stderr: str = "") -> TrialFailure:
         return TrialFailure(

@@ -27,7 +27,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.proc import CommandError
@@ -99,7 +99,7 @@ class DaemonPaths:
     def cgroup_parent(self) -> str:
         return f"strata-{self.id}"
 
-    def journal_data(self, driver: str, remove_data_root: bool) -> dict:
+    def journal_data(self, driver: str, remove_data_root: bool) -> dict[str, Any]:
         return {
             "id": self.id,
             "driver": driver,
@@ -163,7 +163,7 @@ def daemon_error(log: str) -> str:
 class Daemon:
     paths: DaemonPaths
     driver: str
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     start_s: float
 
     @property
@@ -179,7 +179,7 @@ class Daemon:
         return ""
 
 
-def _wait_ready(paths: DaemonPaths, proc: subprocess.Popen) -> None:
+def _wait_ready(paths: DaemonPaths, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -234,7 +234,7 @@ def private_daemon(
 
 
 @undo_action("daemon")
-def _undo_daemon(data: dict) -> str | None:
+def _undo_daemon(data: dict[str, Any]) -> str | None:
     """Stop a private dockerd and remove everything it made, from the journal entry alone."""
     sock, run_dir = data["sock"], data["run_dir"]
     if answers(sock):
@@ -264,7 +264,7 @@ def _undo_daemon(data: dict) -> str | None:
     return None
 
 
-def _daemon_pid(data: dict) -> int | None:
+def _daemon_pid(data: dict[str, Any]) -> int | None:
     """The dockerd pid, only if that process really is our daemon (pids are reused)."""
     candidates = []
     with contextlib.suppress(OSError, ValueError):
@@ -280,7 +280,7 @@ def _daemon_pid(data: dict) -> int | None:
 # ---- what this host can run ----------------------------------------------------
 
 
-def available(driver: str, host: dict) -> str | None:
+def available(driver: str, host: dict[str, Any]) -> str | None:
     """A cheap check, without starting a daemon (docs/style.md, item 3); the daemon has the last word."""
     if os.geteuid() != 0:
         return "needs root"

@@ -21,7 +21,7 @@ import os
 import secrets
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import Build, ImageSpec
@@ -31,12 +31,15 @@ from strata.stack.journal import Journal, undo_action
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker.daemon import private_daemon
 
+if TYPE_CHECKING:
+    from strata.stack.runtimes.docker.session import DockerSession
+
 BASE_TAG = f"strata-base:{SUITE}"
 BUILD_TIMEOUT_S = 1800
 
 
 @undo_action("docker-image")
-def _undo_image(data: dict) -> None:
+def _undo_image(data: dict[str, Any]) -> None:
     """An image strata loaded into the user's own daemon (a private daemon's go with its data-root)."""
     if dk.answers(data["socket"]):
         dk.docker(data["socket"], "rmi", data["tag"], check=False, timeout=120)
@@ -168,7 +171,7 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
     )
 
 
-def ensure_image(session, spec: ImageSpec) -> str:
+def ensure_image(session: DockerSession, spec: ImageSpec) -> str:
     """Make the image of `spec` present in the session's daemon (loading it at most once); its tag.
 
     The session is a container session (docker, podman): `docker(...)` runs its client; `private` is False

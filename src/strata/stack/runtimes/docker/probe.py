@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 from pathlib import Path
+from typing import Literal
 
 from strata.core.errors import Unsupported
 from strata.stack.devices.loop import LOOP, LoopParams
@@ -23,13 +24,13 @@ def probe_driver(driver: str, workdir: Path) -> str | None:
         return reason if reason or answers(SYSTEM_SOCKET) else f"no docker daemon answers at {SYSTEM_SOCKET}"
     tag = secrets.token_hex(3)
     journal = Journal(f"probe-{driver}-{tag}")
-    fs_type = "btrfs" if driver == "btrfs" else "ext4"
+    fs_type: Literal["btrfs", "ext4"] = "btrfs" if driver == "btrfs" else "ext4"
     fs = FilesystemParams(type=fs_type)
     try:
         with (
             LOOP.provision(LoopParams(name=f"probe-{tag}", size=256 << 20), journal, workdir) as dev,
             FILESYSTEMS[fs_type].provision(fs, dev, journal, workdir) as mounted,
-            DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, workdir, {}),
+            DOCKER.provision(DockerParams.model_validate({"storage_driver": driver}), mounted, journal, workdir, {}),
         ):
             return None
     except Unsupported as e:

@@ -15,7 +15,7 @@ import contextlib
 import secrets
 import subprocess
 from pathlib import Path
-from typing import Callable, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -36,6 +36,9 @@ from strata.stack.runtimes.docker.image import _undo_image, ensure_image, image_
 CREATE_PARALLEL = 8
 DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system")
 
+if TYPE_CHECKING:
+    from strata.stack.runtimes.podman import PodmanParams
+
 
 class DockerParams(Strict):
     """Containers of a private dockerd per (file system, storage driver), or of your own daemon."""
@@ -50,7 +53,7 @@ class DockerParams(Strict):
     name: str = Field(default="", description="default: docker:DRIVER")
 
     @model_validator(mode="after")
-    def _name(self):
+    def _name(self) -> Self:
         if not self.name:
             object.__setattr__(self, "name", f"docker:{self.storage_driver}")
         return self
@@ -62,8 +65,15 @@ class DockerSession:
     engine = "dockerd"
 
     def __init__(
-        self, params, mounted: Mounted, journal: Journal, sock: str, run_id: str, daemon: Daemon | None, facts: dict
-    ):
+        self,
+        params: DockerParams | PodmanParams,
+        mounted: Mounted,
+        journal: Journal,
+        sock: str,
+        run_id: str,
+        daemon: Daemon | None,
+        facts: dict[str, Any],
+    ) -> None:
         self.name = params.name
         self.mounted = mounted
         self.journal = journal
@@ -77,13 +87,13 @@ class DockerSession:
         self._count = 0
 
     # the client, for this daemon
-    def docker(self, *args: str, **kw) -> subprocess.CompletedProcess:
+    def docker(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
         return client.docker(self.sock, *args, **kw)
 
     def client_argv(self, *args: str) -> list[str]:
         return client.client_argv(self.sock, *args)
 
-    def client_env(self) -> dict:
+    def client_env(self) -> dict[str, Any]:
         return client.client_env()
 
     def alive(self) -> bool:
@@ -101,7 +111,7 @@ class DockerSession:
 
     @property
     def data_root(self) -> str:
-        return self.facts.get("data_root", "")
+        return str(self.facts.get("data_root", ""))
 
     def target(self, handle: PathHandle, host_out: Path) -> Target:
         return Target(handle.target_kind, handle.target_path, OUT_DIR, host_tools=False, sync_dir=SYNC_DIR)
@@ -138,7 +148,7 @@ class DockerSession:
 
     @contextlib.contextmanager
     def _volumes(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
-        made: list[dict] = []
+        made: list[dict[str, Any]] = []
         try:
             for i in range(n):
                 vname = f"strata-{self.id}-{safe_name(trial_dir.name)}-{i}"
@@ -282,10 +292,10 @@ class Docker(ImageBuilder):
         """The workload's image as a `docker save` tarball, loaded into each daemon that runs it."""
         return image_build(name, image_of)
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text, "storage_driver")
 
-    def available(self, host: dict, params: DockerParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: DockerParams | None = None) -> str | None:
         return available(params.storage_driver if params else "overlay2", host)
 
     def impossible(self, params: DockerParams, fs: FilesystemParams) -> str | None:
@@ -294,7 +304,7 @@ class Docker(ImageBuilder):
     def target_kind(self, params: DockerParams, path: str) -> str:
         return path_target_kind(path)
 
-    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
         """Each storage driver: the cheap check, then (with `probe`) a real daemon's own answer."""
         from strata.stack.runtimes.docker.probe import probe_driver
 
@@ -312,7 +322,7 @@ class Docker(ImageBuilder):
 
     @contextlib.contextmanager
     def provision(
-        self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict
+        self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
     ) -> Iterator[DockerSession]:
         driver = params.storage_driver
         if driver == "system":

@@ -16,6 +16,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterator
 
 import yaml
 
@@ -33,18 +34,19 @@ class Cluster:
     context: str | None
     own: bool  # strata's own test bed (it goes with the run) or the user's cluster (left as it was)
 
-    def where(self) -> dict:
+    def where(self) -> dict[str, Any]:
         return {"kubeconfig": self.kubeconfig, "context": self.context or "", "own": self.own}
 
 
-def _select(items: list[dict], name: str | None, what: str, path: str) -> dict:
+def _select(items: list[dict[str, Any]], name: str | None, what: str, path: str) -> dict[str, Any]:
     by = {i.get("name"): i.get(what.rstrip("s"), {}) for i in items or []}
     if name not in by:
         raise StrataError(f"{path}: no {what.rstrip('s')} named {name!r} (it has: {', '.join(map(str, by))})")
-    return by[name]
+    entry: dict[str, Any] = by[name]
+    return entry
 
 
-def _material(entry: dict, key: str, base: Path, kubeconfig: Path) -> str | None:
+def _material(entry: dict[str, Any], key: str, base: Path, kubeconfig: Path) -> str | None:
     """A credential as a file path: `key` (a file, relative to the kubeconfig) or `key-data` (inline)."""
     if entry.get(f"{key}-data"):
         data = base64.b64decode(entry[f"{key}-data"])
@@ -96,7 +98,7 @@ def connect(kubeconfig: str, context: str | None = None, own: bool = False) -> C
     return Cluster(api, str(path), ctx_name, own)
 
 
-def _reach(data: dict) -> Cluster | None:
+def _reach(data: dict[str, Any]) -> Cluster | None:
     """The cluster a journal entry names, or None when it no longer answers."""
     with contextlib.suppress(StrataError, OSError):
         c = connect(data["kubeconfig"], data.get("context") or None, bool(data.get("own")))
@@ -115,7 +117,7 @@ def delete_and_wait(api: Api, path: str, timeout_s: float = DELETE_TIMEOUT_S) ->
     api.wait(f"{path} was not deleted", lambda: api.gone(path), timeout_s, "look at the cluster's events")
 
 
-def _gone_with(data: dict, what: str) -> str:
+def _gone_with(data: dict[str, Any], what: str) -> str:
     if data.get("own"):
         return f"the test bed does not answer: {what} went with it"
     raise StrataError(
@@ -125,7 +127,7 @@ def _gone_with(data: dict, what: str) -> str:
 
 
 @undo_action("kube-namespace")
-def _undo_namespace(data: dict) -> str | None:
+def _undo_namespace(data: dict[str, Any]) -> str | None:
     c = _reach(data)
     if c is None:
         return _gone_with(data, f"namespace {data['name']}")
@@ -134,7 +136,7 @@ def _undo_namespace(data: dict) -> str | None:
 
 
 @undo_action("kube-object")
-def _undo_object(data: dict) -> str | None:
+def _undo_object(data: dict[str, Any]) -> str | None:
     c = _reach(data)
     if c is None:
         return _gone_with(data, data["path"])
@@ -143,7 +145,7 @@ def _undo_object(data: dict) -> str | None:
 
 
 @contextlib.contextmanager
-def namespace(cluster: Cluster, name: str, journal: Journal):
+def namespace(cluster: Cluster, name: str, journal: Journal) -> Iterator[str]:
     """The run's namespace (journaled first); deleted with everything in it at the end."""
     data = {"name": name, **cluster.where()}
     seq = journal.intent("kube-namespace", **data)
@@ -180,7 +182,7 @@ def intent(cluster: Cluster, journal: Journal, path: str) -> int:
 
 
 @contextlib.contextmanager
-def cluster_object(cluster: Cluster, journal: Journal, collection: str, body: dict):
+def cluster_object(cluster: Cluster, journal: Journal, collection: str, body: dict[str, Any]) -> Iterator[str]:
     """An object (a PersistentVolume, a claim), journaled first, deleted at the end."""
     path = f"{collection}/{body['metadata']['name']}"
     seq = intent(cluster, journal, path)
@@ -193,10 +195,10 @@ def cluster_object(cluster: Cluster, journal: Journal, collection: str, body: di
             journal.release(seq)
 
 
-def wait_phase(api: Api, path: str, phases: tuple[str, ...], timeout_s: float, what: str) -> dict:
+def wait_phase(api: Api, path: str, phases: tuple[str, ...], timeout_s: float, what: str) -> dict[str, Any]:
     """GET `path` until its status.phase is one of `phases`; the object."""
     deadline = time.monotonic() + timeout_s
-    obj: dict = {}
+    obj: dict[str, Any] = {}
     while time.monotonic() < deadline:
         obj = api.get(path)
         if obj.get("status", {}).get("phase") in phases:

@@ -16,6 +16,7 @@ talk to servers on the loopback.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from strata.core.instances import InstanceRequest
 from strata.core.params import Limits
@@ -39,7 +40,7 @@ def unsupported_limits(limits: Limits) -> str | None:
     return None
 
 
-def resources(limits: Limits) -> dict:
+def resources(limits: Limits) -> dict[str, Any]:
     """resources for the container: limits from the trial, requests equal to them (Guaranteed QoS)."""
     lim: dict[str, str] = {}
     if limits.cpus is not None:
@@ -54,7 +55,7 @@ def pod_name(run_id: str, index: int) -> str:
     return re.sub(r"[^a-z0-9-]", "-", f"strata-{run_id}-{index}".lower())[:63].strip("-")
 
 
-def data_volume(path: str, host_dir: str | None, claim: str | None = None) -> dict:
+def data_volume(path: str, host_dir: str | None, claim: str | None = None) -> dict[str, Any]:
     """The pod's `data` volume: a hostPath directory, an emptyDir, or a claim (`local`, `pvc:CLASS`)."""
     kind = path.split(":", 1)[0]
     if kind == "hostpath":
@@ -78,8 +79,8 @@ def pod_manifest(
     image: str,
     sync_dir: str,
     claim: str | None = None,
-) -> dict:
-    container = {
+) -> dict[str, Any]:
+    container: dict[str, Any] = {
         "name": "instance",
         "image": image,
         "imagePullPolicy": "Never",
@@ -120,7 +121,7 @@ def pod_manifest(
     }
 
 
-def pod_end(pod: dict | None) -> tuple[str, str] | None:
+def pod_end(pod: dict[str, Any] | None) -> tuple[str, str] | None:
     """(failure category, message) when a pod ended the trial's way it must not: OOM-killed (`oom`),
     evicted, deleted or failed to start (`instance_died`); None while it runs or when it ended on its own
     (its exit code is the instance's, read like a container's)."""

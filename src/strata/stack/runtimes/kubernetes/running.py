@@ -14,12 +14,12 @@ import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
 from strata.core.params import Limits
-from strata.stack.kube.api import ApiError
+from strata.stack.kube.api import Api, ApiError
 from strata.stack.procfs import cgroups_of
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
 from strata.stack.runtimes.docker.containers import read_time, tail
@@ -39,8 +39,12 @@ class Pod:
     seq: int | None = None  # its journal entry
 
 
+if TYPE_CHECKING:
+    from strata.stack.runtimes.kubernetes.session import KubernetesSession
+
+
 class KubeRunning:
-    def __init__(self, session, sync_dir: Path, limits: Limits):
+    def __init__(self, session: KubernetesSession, sync_dir: Path, limits: Limits) -> None:
         self.session = session
         self.sync_dir = sync_dir
         self.limits = limits
@@ -50,21 +54,22 @@ class KubeRunning:
         self.on_ready: Callable[[], None] | None = None
 
     @property
-    def api(self):
+    def api(self) -> Api:
         return self.session.cluster.api
 
     def _path(self, p: Pod) -> str:
         return f"/api/v1/namespaces/{self.session.namespace}/pods/{p.name}"
 
-    def _get(self, p: Pod) -> dict | None:
+    def _get(self, p: Pod) -> dict[str, Any] | None:
         try:
-            return self.api.get(self._path(p))
+            pod: dict[str, Any] = self.api.get(self._path(p))
+            return pod
         except ApiError as e:
             if e.status == 404:
                 return None
             raise
 
-    def create(self, manifests: list[tuple[Pod, dict]]) -> None:
+    def create(self, manifests: list[tuple[Pod, dict[str, Any]]]) -> None:
         for p, m in manifests:
             p.seq = intent(self.session.cluster, self.session.journal, self._path(p))
             self.pods.append(p)
@@ -197,7 +202,7 @@ class KubeRunning:
         )
 
 
-def _exit_code(pod: dict | None) -> int | None:
+def _exit_code(pod: dict[str, Any] | None) -> int | None:
     """The instance container's exit code once it ended on its own; None while it runs."""
     for cs in (pod or {}).get("status", {}).get("containerStatuses", []):
         ended = cs.get("state", {}).get("terminated")
@@ -206,7 +211,7 @@ def _exit_code(pod: dict | None) -> int | None:
     return None
 
 
-def _describe(pod: dict | None) -> str:
+def _describe(pod: dict[str, Any] | None) -> str:
     if pod is None:
         return "the pod is gone"
     st = pod.get("status", {})

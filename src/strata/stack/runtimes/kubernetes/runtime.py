@@ -20,7 +20,7 @@ import secrets
 import shutil
 import socket
 from pathlib import Path
-from typing import Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -59,7 +59,7 @@ class KubernetesParams(Strict):
     _size = field_validator("claim_size", mode="before")(size_field)
 
     @model_validator(mode="after")
-    def _name(self):
+    def _name(self) -> Self:
         if not self.name:
             name = "kubernetes" if self.kubeconfig is None else f"kubernetes:{self.context or 'cluster'}"
             object.__setattr__(self, "name", name)
@@ -68,7 +68,7 @@ class KubernetesParams(Strict):
         return self
 
 
-def _load_into(sock: str, spec: ImageSpec, importer) -> str:
+def _load_into(sock: str, spec: ImageSpec, importer: Callable[[Path, Path], object]) -> str:
     from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
 
     importer(Path(sock), build_image_tarball(spec))
@@ -88,7 +88,7 @@ def _this_node(cluster: Cluster) -> str:
     for n in cluster.api.get("/api/v1/nodes").get("items", []):
         meta, addrs = n["metadata"], n.get("status", {}).get("addresses", [])
         if meta["name"] in names or any(a.get("address") in names for a in addrs):
-            return meta["name"]
+            return str(meta["name"])
     raise StrataError(
         "no node of the cluster is this machine (by host name or address)",
         "run strata on a node of the cluster, or name it with `node:`",
@@ -104,10 +104,10 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
     concurrent = True
     limits = True
 
-    def shorthand(self, text: str) -> dict | None:
+    def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict, params: KubernetesParams | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: KubernetesParams | None = None) -> str | None:
         if params is not None and params.kubeconfig is not None:
             return None if Path(params.kubeconfig).expanduser().exists() else f"no kubeconfig at {params.kubeconfig}"
         from strata.stack.kube.bed import missing_parts
@@ -133,7 +133,8 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
         """The test bed's binaries, built from the Go module proxy once per machine; a user's cluster needs none."""
         if params.kubeconfig is not None:
             return []
-        from strata.stack.kube.build import KUBERNETES_VERSION, binaries, binaries_built
+        from strata.stack.kube.build import binaries, binaries_built
+        from strata.stack.kube.config import KUBERNETES_VERSION
 
         return [Build("Kubernetes test bed binaries", lambda: KUBERNETES_VERSION, binaries_built, binaries, apart=True)]
 
@@ -148,12 +149,12 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
     def refused_limits(self, limits: Limits) -> str | None:
         return pods.unsupported_limits(limits)
 
-    def doctor(self, host: dict, probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
         return [("kubernetes (test bed)", self.available(host))]
 
     @contextlib.contextmanager
     def provision(
-        self, params: KubernetesParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict
+        self, params: KubernetesParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
     ) -> Iterator[KubernetesSession]:
         if mounted.mountpoint is None:
             raise Unsupported("the kubernetes runtime needs a file system on the device (this stack is raw)")
@@ -177,7 +178,9 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
                 session.close()
 
     @contextlib.contextmanager
-    def _bed(self, params, mounted: Mounted, data_dir: Path, journal: Journal, ns: str) -> Iterator[KubernetesSession]:
+    def _bed(
+        self, params: KubernetesParams, mounted: Mounted, data_dir: Path, journal: Journal, ns: str
+    ) -> Iterator[KubernetesSession]:
         from strata.stack.kube.bed import kubernetes_bed
         from strata.stack.kube.images import import_tarball
 
@@ -209,7 +212,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
                 finally:
                     session.close()
 
-    def _user_loader(self, node: str, sock: str):
+    def _user_loader(self, node: str, sock: str) -> Callable[[ImageSpec], str]:
         def load(spec: ImageSpec) -> str:
             from strata.stack.kube.images import import_tarball
 

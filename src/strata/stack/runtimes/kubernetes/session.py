@@ -20,7 +20,7 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
@@ -53,8 +53,24 @@ def disks_holding(path: str) -> list[str]:
     return []
 
 
+if TYPE_CHECKING:
+    from strata.stack.filesystems.base import Mounted
+    from strata.stack.journal import Journal
+    from strata.stack.runtimes.kubernetes.runtime import KubernetesParams
+
+
 class KubernetesSession:
-    def __init__(self, params, mounted, journal, cluster: Cluster, node: str, namespace: str, facts: dict, loader):
+    def __init__(
+        self,
+        params: KubernetesParams,
+        mounted: Mounted,
+        journal: Journal,
+        cluster: Cluster,
+        node: str,
+        namespace: str,
+        facts: dict[str, Any],
+        loader: Callable[[ImageSpec], str],
+    ) -> None:
         self.name = params.name
         self.params = params
         self.mounted = mounted
@@ -147,7 +163,7 @@ class KubernetesSession:
         return self.mounted.mountpoint / "strata-k8s-data"
 
     @contextlib.contextmanager
-    def _dirs(self, tag: str, n: int):
+    def _dirs(self, tag: str, n: int) -> Iterator[list[Path]]:
         base = self._data_root() / tag
         dirs = [base / str(i) for i in range(n)]
         try:
@@ -157,14 +173,14 @@ class KubernetesSession:
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
-    def _emptydir(self) -> dict:
+    def _emptydir(self) -> dict[str, Any]:
         facts = {"volume": "emptyDir", "where": "the kubelet's root directory on the node"}
         if self.facts.get("bed"):
             facts["where"] = "the kubelet's root, bound onto the file system under test"
         return facts
 
-    def _claim(self, name: str, storage_class: str, volume: str | None = None) -> dict:
-        spec: dict = {
+    def _claim(self, name: str, storage_class: str, volume: str | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {
             "accessModes": ["ReadWriteOnce"],
             "storageClassName": storage_class,
             "resources": {"requests": {"storage": str(self.params.claim_size)}},
@@ -177,7 +193,7 @@ class KubernetesSession:
         return f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims" + (f"/{name}" if name else "")
 
     @contextlib.contextmanager
-    def _local_claims(self, tag: str, dirs: list[Path]):
+    def _local_claims(self, tag: str, dirs: list[Path]) -> Iterator[list[str]]:
         """A `local` PersistentVolume per directory, each bound by name to its claim."""
         made: list[str] = []
         with contextlib.ExitStack() as stack:
@@ -207,7 +223,7 @@ class KubernetesSession:
             yield made
 
     @contextlib.contextmanager
-    def _class_claims(self, tag: str, n: int, storage_class: str):
+    def _class_claims(self, tag: str, n: int, storage_class: str) -> Iterator[tuple[list[str], dict[str, Any]]]:
         """A claim of `storage_class` per instance; bound now (Immediate) or by the first pod."""
         api = self.cluster.api
         try:
@@ -279,7 +295,7 @@ class KubernetesSession:
             (r.out_dir / "prepare.sh").write_text(script)
 
 
-def _on_node(node: str) -> dict:
+def _on_node(node: str) -> dict[str, Any]:
     return {
         "required": {
             "nodeSelectorTerms": [
