@@ -6,6 +6,9 @@ its flags' marks and legend those each flag declares (`Declared.mark`, strata/re
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 from strata.cli.export import load_results_dir
 from strata.core.errors import FAILURE_CATEGORIES
 from strata.core.metrics import MetricSchema
@@ -16,7 +19,7 @@ NAME = "show"
 HELP = "print stored results as a table, with validity flags"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", help="a results directory")
 
 
@@ -29,7 +32,7 @@ def headings(schemas: list[MetricSchema]) -> list[str]:
     return list(dict.fromkeys(h for s in schemas for m in s.fields for h, _ in m.shown()))
 
 
-def shown(r: dict, schema: MetricSchema) -> dict[str, str]:
+def shown(r: dict[str, Any], schema: MetricSchema) -> dict[str, str]:
     """{heading: text} of a result's fields, as its workload declares them; latencies of the direction
     that did the most operations."""
     d, out = schema.direction(r), {}
@@ -43,7 +46,7 @@ def shown(r: dict, schema: MetricSchema) -> dict[str, str]:
     return out
 
 
-def table_text(results: list[dict]) -> str:
+def table_text(results: list[dict[str, Any]]) -> str:
     from strata.workloads import declared, metrics_of
 
     measured = headings(declared())
@@ -84,7 +87,7 @@ def table_text(results: list[dict]) -> str:
     return "\n".join(out)
 
 
-def marks(r: dict) -> list[str]:
+def marks(r: dict[str, Any]) -> list[str]:
     """A result's flags as each flag's declaration marks them (CACHE, SKEW, a failure's category)."""
     flags, out = Flags.of(r), []
     for d in DECLARED.values():
@@ -102,7 +105,7 @@ def legend() -> str:
     )
 
 
-def _legend(results: list[dict]) -> list[str]:
+def _legend(results: list[dict[str, Any]]) -> list[str]:
     """What each failure category in the table means and what to do about it."""
     seen = sorted({f.category for r in results if (f := Flags.of(r).failed) and f.category})
     if not seen:
@@ -113,6 +116,6 @@ def _legend(results: list[dict]) -> list[str]:
     ]
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     print(table_text(load_results_dir(args.results)))
     return 0
