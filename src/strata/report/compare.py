@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from strata.analysis.query import fmt
+from strata.analysis.query import fmt, summary_of
 from strata.report import figures
 from strata.report.csv import table_csv
 from strata.report.html import STYLE, _table, inline_svg
@@ -35,9 +35,9 @@ def rows(cmp) -> list[list]:
         [
             m.name,
             m.unit,
-            m.a.summary.mean,
+            summary_of(m.a).mean,
             m.a.reps,
-            m.b.summary.mean,
+            summary_of(m.b).mean,
             m.b.reps,
             m.change.rel,
             m.change.rel_low,
@@ -80,8 +80,8 @@ def text(cmp, name_a: str, name_b: str) -> str:
         table.append(
             [
                 m.name,
-                f"{fmt(m.a.summary.mean, m.unit)} (n={m.a.reps})",
-                f"{fmt(m.b.summary.mean, m.unit)} (n={m.b.reps})",
+                f"{fmt(summary_of(m.a).mean, m.unit)} (n={m.a.reps})",
+                f"{fmt(summary_of(m.b).mean, m.unit)} (n={m.b.reps})",
                 m.change.interval_text(),
                 m.status,
             ]

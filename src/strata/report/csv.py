@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from strata.analysis.query import summary_of
 from strata.results.export import csv_bytes
 
 
@@ -108,7 +109,7 @@ def _advice_row(b) -> list:
         b.load,
         b.status,
         b.best.stack,
-        b.best.summary.mean,
+        summary_of(b.best).mean,
         b.unit,
         b.best.reps,
         b.runner_up.stack if b.runner_up else None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from strata.analysis.analyse import Analysis
 from strata.analysis.compare import status
 from strata.analysis.decide import answer
+from strata.analysis.query import summary_of
 from strata.analysis.runtimes import native_pairs
 from strata.report.names import figure_id, row_label, row_labels, titled
 from strata.report.parts import Figure, Table
@@ -40,7 +41,7 @@ def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
     margin = prs[0][1].margin
     rows, data = [], []
     for native, other in prs:
-        a, b = (native.summary, other.summary) if what == "throughput" else _lat(native, other)
+        a, b = (summary_of(native), summary_of(other)) if what == "throughput" else _lat(native, other)
         ch = answer(a, b, other.margin)
         st = status(ch)
         data.append(
