@@ -7,6 +7,7 @@ its flags' marks and legend those each flag declares (`Declared.mark`, strata/re
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from strata.cli.export import load_results_dir
@@ -23,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", help="a results directory")
 
 
-def _num(v, scale: float, digits: int) -> str:
+def _num(v: float | None, scale: float, digits: int) -> str:
     return "-" if v is None else f"{v / scale:.{digits}f}"
 
 
@@ -75,7 +76,7 @@ def table_text(results: list[dict[str, Any]]) -> str:
         return "no stored results"
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
 
-    def line(row):
+    def line(row: Sequence[object]) -> str:
         return "  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip()
 
     out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
+from strata.analysis.compare import Comparison
 from strata.analysis.query import fmt, summary_of
 from strata.report import figures
 from strata.report.csv import table_csv
@@ -30,7 +31,7 @@ COLUMNS = [
 ]
 
 
-def rows(cmp) -> list[list]:
+def rows(cmp: Comparison) -> list[list[object]]:
     return [
         [
             m.name,
@@ -49,7 +50,7 @@ def rows(cmp) -> list[list]:
     ]
 
 
-def figure(cmp, name_a: str, name_b: str) -> Figure:
+def figure(cmp: Comparison, name_a: str, name_b: str) -> Figure:
     title = f"B ({name_b}) relative to A ({name_a})"
     data = [
         {
@@ -73,7 +74,7 @@ def figure(cmp, name_a: str, name_b: str) -> Figure:
     )
 
 
-def text(cmp, name_a: str, name_b: str) -> str:
+def text(cmp: Comparison, name_a: str, name_b: str) -> str:
     out = [f"A = {name_a}, B = {name_b}: {len(cmp.matches)} configuration(s) in both"]
     table = [["configuration", "A", "B", "change [95% CI]", "B is"]]
     for m in cmp.matches:
@@ -103,7 +104,7 @@ def text(cmp, name_a: str, name_b: str) -> str:
     return "\n".join(out)
 
 
-def generate(cmp, name_a: str, name_b: str, png: bool = False) -> dict[str, bytes]:
+def generate(cmp: Comparison, name_a: str, name_b: str, png: bool = False) -> dict[str, bytes]:
     """The files of `strata compare -o DIR`: HTML, CSV, text, the figure as SVG, and as PNG when `png`."""
     out = {"compare.txt": (text(cmp, name_a, name_b) + "\n").encode(), "compare.csv": table_csv(COLUMNS, rows(cmp))}
     svg = None
