@@ -90,3 +90,13 @@ def test_a_single_trial_is_still_held_to_snias_criterion():
     rs = [make_result(rep=0, value=100, steady=_steady([80, 120, 100, 120, 80], one), design=one)]
     w = kinds(rs)["steady"]
     assert "did not reach steady state" in w.message and "run longer" in w.fix
+
+
+def test_a_failed_result_without_status_or_category_is_counted_beside_the_others():
+    """Regression: a failed result that stores neither a status nor a failure category (a result cut short
+    while written) was counted under None, and sorting None beside a category's name raised TypeError."""
+    rs = [make_result(fs="ext4", rep=0, status="failed"), make_result(fs="ext4", rep=1, status="failed")]
+    rs[0]["flags"]["failed"] = {"category": "disk_full", "message": "no space"}
+    del rs[1]["status"]
+    w = kinds(rs)["failed"]
+    assert "1 disk_full" in w.message and "1 None" in w.message

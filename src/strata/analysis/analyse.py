@@ -11,29 +11,31 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from strata.analysis import advice, baseline, beside, findings, grid, hygiene, placement, sweeps
 from strata.analysis.cells import Cell, build_cells
+from strata.analysis.verdict import Outcome
 
 
 @dataclass
 class Analysis:
-    results: list
-    cells: list
-    raw: dict
-    sweeps: list = field(default_factory=list)
-    grids: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    best: list = field(default_factory=list)
-    containers: list = field(default_factory=list)
-    placements: list = field(default_factory=list)  # placement.MeasuredPlacement: one host against several
-    beside: list = field(default_factory=list)  # beside.Beside: the studies' published numbers beside these
+    results: list[dict[str, Any]]
+    cells: list[Cell]
+    raw: dict[tuple[object, ...], Cell]  # the raw-device cells, by baseline.baseline_key
+    sweeps: list[sweeps.Sweep] = field(default_factory=list)
+    grids: list[grid.Grid] = field(default_factory=list)
+    warnings: list[hygiene.HygieneWarning] = field(default_factory=list)
+    findings: list[tuple[findings.Finding, Outcome]] = field(default_factory=list)
+    best: list[advice.Best] = field(default_factory=list)
+    containers: list[advice.ContainersAdvice] = field(default_factory=list)
+    placements: list[placement.MeasuredPlacement] = field(default_factory=list)  # one host against several
+    beside: list[beside.Beside] = field(default_factory=list)  # the studies' published numbers beside these
 
     @property
-    def placement_advice(self) -> list:
+    def placement_advice(self) -> list[placement.MeasuredPlacement]:
         """The measured placements no containers advice already tells."""
-        told = {id(c.measured) for c in self.containers if getattr(c, "measured", None) is not None}
+        told = {id(c.measured) for c in self.containers if c.measured is not None}
         return [m for m in self.placements if id(m) not in told]
 
     @property
@@ -42,12 +44,12 @@ class Analysis:
         return sum(1 for r in self.results if (r.get("design") or {}).get("scale") == "smoke")
 
     @property
-    def counts(self) -> Counter:
+    def counts(self) -> Counter[str]:
         return Counter(r.get("status", "?") for r in self.results)
 
     @property
-    def hosts(self) -> list[dict]:
-        seen = {}
+    def hosts(self) -> list[dict[str, Any]]:
+        seen: dict[str, dict[str, Any]] = {}
         for r in self.results:
             h = r.get("host") or {}
             seen.setdefault(h.get("hostname", "?"), h)
@@ -67,11 +69,11 @@ class Analysis:
         return [c for c in self.cells if c.labels["workload"] == workload]
 
 
-def analyse(results: list[dict], judge_steady: bool = True) -> Analysis:
+def analyse(results: list[dict[str, Any]], judge_steady: bool = True) -> Analysis:
     return conclude(describe(results, judge_steady))
 
 
-def describe(results: list[dict], judge_steady: bool = True) -> Analysis:
+def describe(results: list[dict[str, Any]], judge_steady: bool = True) -> Analysis:
     """The measurements: cells, the raw baselines, sweeps and tables; all that the report's figures draw, so
     that they can be drawn while conclude() runs."""
     cells = build_cells(results, judge_steady)

@@ -11,48 +11,49 @@ unconfirmed unless the bytes show a cache, in the cell, with the judgement.
 from __future__ import annotations
 
 from strata.analysis.cells import Apart, Cell, add_ok
+from strata.analysis.query import summary_of
 from strata.analysis.stats import Ratio, ratio, summarize
 from strata.results import validity
 from strata.results.flags import AboveRaw, Flag
 
 
-def baseline_key(c: Cell) -> tuple:
-    key = c.__dict__.get("_baseline_key")
+def baseline_key(c: Cell) -> tuple[object, ...]:
+    key: tuple[object, ...] | None = c.__dict__.get("_baseline_key")
     if key is None:
         key = c.__dict__["_baseline_key"] = validity.raw_baseline_key({"trial": c.trial})
     return key
 
 
-def raw_index(cells: list[Cell]) -> dict[tuple, Cell]:
+def raw_index(cells: list[Cell]) -> dict[tuple[object, ...], Cell]:
     return {baseline_key(c): c for c in cells if c.is_raw and c.values}
 
 
-def raw_of(c: Cell, index: dict[tuple, Cell]) -> Cell | None:
+def raw_of(c: Cell, index: dict[tuple[object, ...], Cell]) -> Cell | None:
     return None if c.is_raw else index.get(baseline_key(c))
 
 
-def ratio_to_raw(c: Cell, index: dict[tuple, Cell]) -> Ratio | None:
+def ratio_to_raw(c: Cell, index: dict[tuple[object, ...], Cell]) -> Ratio | None:
     raw = raw_of(c, index)
     if raw is None or not c.values:
         return None
-    return ratio(c.summary, raw.summary)
+    return ratio(summary_of(c), summary_of(raw))
 
 
-def apart_ratio(c: Cell, index: dict[tuple, Cell], values: list) -> float | None:
+def apart_ratio(c: Cell, index: dict[tuple[object, ...], Cell], values: list[float]) -> float | None:
     """The mean of values drawn apart (cache or unconfirmed) relative to the raw device."""
     raw = raw_of(c, index)
-    if raw is None or not values or not raw.summary.mean:
+    if raw is None or not values or not summary_of(raw).mean:
         return None
-    return (sum(values) / len(values)) / raw.summary.mean
+    return (sum(values) / len(values)) / summary_of(raw).mean
 
 
-def above_raw(c: Cell, raw: Cell, values: list) -> AboveRaw | None:
+def above_raw(c: Cell, raw: Cell, values: list[float]) -> AboveRaw | None:
     """validity's judgement of a cell's results (`values`: not byte-flagged as a cache) against its raw
     baseline, by the interval of their ratio where both have repetitions."""
     s = summarize(values)
-    r = ratio(s, raw.summary)
+    r = ratio(s, summary_of(raw))
     raw_id = raw.ok[0]["trial_id"] if raw.ok else None
-    return validity.above_raw_repeated(s.mean, raw.summary.mean, raw_id, r.value, r.low, r.high)
+    return validity.above_raw_repeated(s.mean, summary_of(raw).mean, raw_id, r.value, r.low, r.high)
 
 
 def apply_above_raw(cells: list[Cell]) -> list[Cell]:

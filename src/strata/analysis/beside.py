@@ -18,11 +18,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from strata.analysis import usage
 from strata.analysis.cells import Cell
 from strata.analysis.paper import PaperValue, load
 from strata.analysis.paper_match import SWEPT, baseline_facts, facts_of, is_baseline, matches, sweep_points
+from strata.analysis.query import summary_of
 
 # Units that measure throughput (higher is better) and time (lower is better).
 THROUGHPUT_UNITS = ("MB/s", "KB/s", "IOPS", "ops/s")
@@ -57,8 +59,15 @@ class Pair:
     def label(self) -> str:
         return " ".join(_parts(self.value.match)) or self.value.what
 
+    @property
+    def measured_here(self) -> float:
+        """`yours` of a pair measured here (Beside.measured holds only those)."""
+        if self.yours is None:
+            raise ValueError(f"{self.label} is not measured here")
+        return self.yours
 
-def _parts(m: dict) -> list[str]:
+
+def _parts(m: dict[str, Any]) -> list[str]:
     """The configuration a value names, in words, from its match keys."""
     out = [str(m[k]) for k in ("filesystem", "path") if k in m and "*" not in str(m[k])]
     if "runtime" in m:
@@ -108,7 +117,7 @@ class Beside:
 
     def relative(self, pair: Pair, yours: bool) -> float | None:
         """A value against its side's best of the group (1.0 = the best)."""
-        vals = [(p.yours if yours else p.value.value) for p in self.measured]
+        vals = [(p.measured_here if yours else p.value.value) for p in self.measured]
         v = pair.yours if yours else pair.value.value
         if v is None or not vals:
             return None
@@ -122,7 +131,7 @@ class Beside:
         m = self.measured
         if len(m) < 3:
             return None
-        a, b = _ranks([p.value.value for p in m]), _ranks([p.yours for p in m])
+        a, b = _ranks([p.value.value for p in m]), _ranks([p.measured_here for p in m])
         n = len(m)
         d2 = sum((x - y) ** 2 for x, y in zip(a, b))
         return 1 - 6 * d2 / (n * (n * n - 1))
@@ -139,15 +148,15 @@ class Beside:
             also = f" ({rest} other configuration{'s' if rest > 1 else ''} of it not measured here)" if rest else ""
             return f"{head}: {p.label}: {_num(p.value.value)} {_unit(p.value.unit)} in the paper, {_here(p)} here{also}"
         better = min if self.lower_better else max
-        pb, yb = better(m, key=lambda p: p.value.value), better(m, key=lambda p: p.yours)
+        pb, yb = better(m, key=lambda p: p.value.value), better(m, key=lambda p: p.measured_here)
         worse = max if better is min else min
-        pw, yw = worse(m, key=lambda p: p.value.value), worse(m, key=lambda p: p.yours)
+        pw, yw = worse(m, key=lambda p: p.value.value), worse(m, key=lambda p: p.measured_here)
         lab = self.label
         best = f"{lab(pb)} best in the paper and here" if pb is yb else f"best: {lab(pb)} in the paper, {lab(yb)} here"
         if pw is yw:
             worst = f"{lab(pw)} worst in both"
         else:
-            rank = sorted(m, key=lambda p: p.yours, reverse=better is max).index(pw) + 1
+            rank = sorted(m, key=lambda p: p.measured_here, reverse=better is max).index(pw) + 1
             worst = f"worst: {lab(pw)} in the paper ({_ordinal(rank)} of {len(m)} here), {lab(yw)} here"
         rho = self.rank_agreement
         agree = f"; order agreement (Spearman) {rho:+.2f} over {len(m)} configurations" if rho is not None else ""
@@ -217,7 +226,7 @@ class _Facts:
             for k, v in have.items():
                 self.index.setdefault(k, {}).setdefault(str(v), set()).add(i)
 
-    def _pool(self, wanted: dict, exact_only: bool) -> list[int]:
+    def _pool(self, wanted: dict[str, Any], exact_only: bool) -> list[int]:
         candidates: set[int] | None = None
         for k, want in wanted.items():
             if k in ("metric", "offered") or k not in self.index:
@@ -230,11 +239,11 @@ class _Facts:
             candidates = found if candidates is None else candidates & found
         return list(range(len(self.facts))) if candidates is None else sorted(candidates)
 
-    def matching(self, match: dict) -> list[int]:
+    def matching(self, match: dict[str, Any]) -> list[int]:
         """The cells `match` names, in the cells' order (paper_match.matches decides; the index narrows)."""
         return [i for i in self._pool(match, False) if matches(self.facts[i], match)]
 
-    def baseline(self, i: int, versus: dict) -> Cell | None:
+    def baseline(self, i: int, versus: dict[str, Any]) -> Cell | None:
         """The cell of the configuration cell i is relative to (`versus` in place of its own facts)."""
         wanted = baseline_facts(self.facts[i], versus)
         found = [j for j in self._pool(wanted, True) if j != i and is_baseline(self.facts[j], wanted)]
@@ -261,18 +270,18 @@ def _derive_offered(f: _Facts) -> None:
                 f.here[i] = _offered_text(rate.mean, wl["target_share"], peak.mean, "measured just before")
         elif wl.get("target") is not None:
             base = flat.get(_without_rate(have))
-            if base is not None and base.summary.mean:
-                share = wl["target"] / (base.summary.mean / dbs)
+            if base is not None and summary_of(base).mean:
+                share = wl["target"] / (summary_of(base).mean / dbs)
                 have["offered"] = share
-                f.here[i] = _offered_text(wl["target"], share, base.summary.mean, "of the flat-out run")
+                f.here[i] = _offered_text(wl["target"], share, summary_of(base).mean, "of the flat-out run")
 
 
-def _offered(r: dict) -> dict:
+def _offered(r: dict[str, Any]) -> dict[str, Any]:
     """What a relative target offered in one trial (the workload's `metrics.offered`)."""
     return (r.get("metrics") or {}).get("offered") or {}
 
 
-def _without_rate(have: dict) -> str:
+def _without_rate(have: dict[str, Any]) -> str:
     return repr(
         sorted((k, repr(v)) for k, v in have.items() if k not in ("offered", "peak_measured", "workload", "load"))
     )
@@ -285,12 +294,12 @@ def _offered_text(rate: float, share: float, peak: float, how: str) -> str:
 def _figure(c: Cell, metric: str, unit: str) -> tuple[float | None, str]:
     """The cell's figure for `metric`, in the paper's unit where the kinds agree, and that unit."""
     if metric == "per_container":
-        return c.summary.mean / c.containers, c.unit
+        return summary_of(c).mean / c.containers, c.unit
     if metric == "max_throughput":
         if c.workload.get("target_share") is not None:
             peaks = usage.of_cell(c.ok, lambda r: _offered(r).get("peak_ops_s"))
             return (peaks.mean if peaks.n else None), "ops/s"
-        return c.summary.mean, c.unit
+        return summary_of(c).mean, c.unit
     if metric in ("lat_mean", "lat_p99", "clat_mean"):
         kind, stat = ("clat", "mean") if metric == "clat_mean" else ("lat", metric.split("_")[1])
         every = c.kind == "ycsb" and metric == "lat_mean"  # a database's mean is over all its operations
@@ -310,7 +319,7 @@ def _figure(c: Cell, metric: str, unit: str) -> tuple[float | None, str]:
         s = usage.of_cell(c.ok, per_trial[metric])
         return (s.mean if s.n else None), ("MB/s" if metric == "disk_bw" else "%")
     if metric == "throughput":
-        return c.summary.mean, c.unit
+        return summary_of(c).mean, c.unit
     return None, ""
 
 
@@ -319,7 +328,7 @@ def _peak_containers(cells: list[Cell]) -> float | None:
     facts = [facts_of(c.labels, c.trial) for c in cells]
     if sweep_points(facts, "containers") < 2:
         return None
-    return float(max(cells, key=lambda c: c.summary.mean).containers)
+    return float(max(cells, key=lambda c: summary_of(c).mean).containers)
 
 
 def _yours(v: PaperValue, f: _Facts, idx: list[int]) -> tuple[float | None, str]:
@@ -355,7 +364,7 @@ def beside(cells: list[Cell], values: list[PaperValue] | None = None) -> list[Be
     """The groups of the studies' values that this result set measures at least once."""
     values = load() if values is None else values
     f = _Facts(cells)
-    groups: dict[tuple, Beside] = {}
+    groups: dict[tuple[object, ...], Beside] = {}
     for v in values:
         stated = bool(v.versus)
         metric = str(v.match.get("metric", "throughput"))

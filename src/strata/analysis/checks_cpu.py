@@ -13,29 +13,37 @@ analysis/findings.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from strata.analysis import usage
+from strata.analysis.cells import Cell
 from strata.analysis.checks_containers import _limits, _same_but_limits
-from strata.analysis.query import fmt, pairs, select
+from strata.analysis.query import fmt, pairs, select, summary_of
 from strata.analysis.stats import Summary, change, ratio
 from strata.analysis.verdict import INCONCLUSIVE, NOT_HELD, Decision, Outcome, decide, ratio_decision, verdict
+
+if TYPE_CHECKING:
+    from strata.analysis.analyse import Analysis
+
 
 TARGET_CPU_PER_CLIENT = 2.0  # percent of the target host's CPUs: 50 clients within its CPU (003 section 7)
 VM_CPU_MAX = 1.29  # "up to 29% higher" (001 section 4.1)
 TAIL_MIN = 2.0  # the ALL preset's p99 against no limit; the study: more than 3x in the worst case
 
 
-def cpu_per_kops(c) -> Summary:
+def cpu_per_kops(c: Cell) -> Summary:
     """The servers' CPU (% of the host) per 1,000 ops/s of the trial's throughput, over repetitions."""
     return usage.of_cell(c.ok, lambda r: usage.per_kops(usage.server_cpu_percent(r), r))
 
 
-def ycsb_latency(c) -> Summary:
+def ycsb_latency(c: Cell) -> Summary:
     return usage.of_cell(c.ok, usage.ycsb_mean_latency_ns)
 
 
-def _clusters_groups(ctx) -> list[tuple]:
+def _clusters_groups(ctx: Analysis) -> list[tuple[Cell, Cell]]:
     """(fewest, most) clusters of YCSB cells equal in everything but the number of clusters."""
-    groups: dict[tuple, dict] = {}
+    groups: dict[tuple[object, ...], dict[int, Cell]] = {}
     for c in ctx.cells:
         n = c.workload.get("clusters")
         if c.values and c.kind == "ycsb" and n:
@@ -44,7 +52,7 @@ def _clusters_groups(ctx) -> list[tuple]:
     return [(by[min(by)], by[max(by)]) for by in groups.values() if len(by) >= 2]
 
 
-def _rises(ctx, figure, what: str) -> Outcome:
+def _rises(ctx: Analysis, figure: Callable[[Cell], Summary], what: str) -> Outcome:
     out = []
     for a, b in _clusters_groups(ctx):
         r = ratio(figure(b), figure(a))
@@ -56,15 +64,15 @@ def _rises(ctx, figure, what: str) -> Outcome:
     return verdict(out)
 
 
-def cpu_rises_with_clusters(ctx) -> Outcome:
+def cpu_rises_with_clusters(ctx: Analysis) -> Outcome:
     return _rises(ctx, cpu_per_kops, "the servers' CPU per 1,000 ops/s")
 
 
-def latency_rises_with_clusters(ctx) -> Outcome:
+def latency_rises_with_clusters(ctx: Analysis) -> Outcome:
     return _rises(ctx, ycsb_latency, "mean latency")
 
 
-def native_cpu_lowest(ctx) -> Outcome:
+def native_cpu_lowest(ctx: Analysis) -> Outcome:
     """A container's servers' CPU per operation at least the nonvirtualized one's, same database and load."""
     prs = pairs(select(ctx.cells, baseline=True, kind="ycsb"), select(ctx.cells, isolation="container", kind="ycsb"))
     out = []
@@ -76,7 +84,7 @@ def native_cpu_lowest(ctx) -> Outcome:
     return verdict(out)
 
 
-def vm_cpu_overhead(ctx) -> Outcome:
+def vm_cpu_overhead(ctx: Analysis) -> Outcome:
     """A VM's host CPU per operation above the native one's, by at most 29% (same workload and load)."""
     prs = pairs(select(ctx.cells, baseline=True, path="bind"), select(ctx.cells, isolation="vm"), also=("filesystem",))
     out = []
@@ -91,7 +99,7 @@ def vm_cpu_overhead(ctx) -> Outcome:
     return verdict(out)
 
 
-def target_cpu_low(ctx) -> Outcome:
+def target_cpu_low(ctx: Analysis) -> Outcome:
     """A remote device's storage target uses at most 2% of its host's CPUs for the one client it serves."""
     out = []
     for c in ctx.cells:
@@ -104,7 +112,7 @@ def target_cpu_low(ctx) -> Outcome:
     return verdict(out)
 
 
-def _against_no_limit(ctx, preset: str) -> list[tuple]:
+def _against_no_limit(ctx: Analysis, preset: str) -> list[tuple[Cell, Cell]]:
     """(no limit, the preset) cells equal in everything else."""
     free = {_same_but_limits(c): c for c in ctx.cells if c.values and not _limits(c)}
     out = []
@@ -116,19 +124,19 @@ def _against_no_limit(ctx, preset: str) -> list[tuple]:
     return out
 
 
-def cpu_limit_helps(ctx) -> Outcome:
+def cpu_limit_helps(ctx: Analysis) -> Outcome:
     """With the CPU preset, aggregate throughput at 4 or more containers above the unlimited run's."""
     out = []
     for a, b in _against_no_limit(ctx, "CPU"):
         if b.containers < 4:
             continue
-        ch = change(a.summary, b.summary)
+        ch = change(summary_of(a), summary_of(b))
         held, need = decide(ch.rel, ch.rel_low, ch.rel_high, min(a.reps, b.reps), lo=0.0)
         out.append(Decision(held, f"{b.name}: {ch.text()} against no limit", need))
     return verdict(out)
 
 
-def all_limits_tail(ctx) -> Outcome:
+def all_limits_tail(ctx: Analysis) -> Outcome:
     """In the worst case (some container count), p99 with the ALL preset at least 2x no limit's."""
     out = []
     for a, b in _against_no_limit(ctx, "ALL"):
@@ -145,11 +153,11 @@ def all_limits_tail(ctx) -> Outcome:
     return o
 
 
-def _flat_out(c) -> bool:
+def _flat_out(c: Cell) -> bool:
     return c.kind == "ycsb" and c.workload.get("target") is None and c.workload.get("target_share") is None
 
 
-def writes_rise_reads_fall(ctx) -> Outcome:
+def writes_rise_reads_fall(ctx: Analysis) -> Outcome:
     """Flat out: the write load's aggregate throughput above one cluster's with more clusters, the read
     load's below it."""
     out = []
@@ -157,7 +165,7 @@ def writes_rise_reads_fall(ctx) -> Outcome:
         profile = a.workload.get("profile")
         if profile not in ("read", "write") or not _flat_out(a):
             continue
-        r = ratio(b.summary, a.summary)
+        r = ratio(summary_of(b), summary_of(a))
         na, nb = a.workload["clusters"], b.workload["clusters"]
         text = f"{b.stack} {profile}: throughput x{r.value:.2f} from {na} to {nb} clusters"
         lo, hi = (1.0, None) if profile == "write" else (None, 1.0)

@@ -8,14 +8,19 @@ fio tool)", section 5). Each is decided by the 95% interval of the compared quan
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from strata.analysis.baseline import ratio_to_raw, raw_of
+from strata.analysis.cells import Cell
 from strata.analysis.query import at_highest_load as high
-from strata.analysis.query import by_context, fmt, pairs, select
-from strata.analysis.stats import ratio
+from strata.analysis.query import by_context, fmt, pairs, select, summary_of
+from strata.analysis.stats import Change, Ratio, ratio
+from strata.analysis.sweeps import Line, Point
 from strata.analysis.verdict import (
     RANDOM,
     SMALL_BS,
     Decision,
+    Outcome,
     changes,
     evidence,
     factors,
@@ -26,22 +31,26 @@ from strata.analysis.verdict import (
 from strata.results.flags import Flags
 from strata.results.validity import MIN_ABOVE, min_share, shows_cache
 
+if TYPE_CHECKING:
+    from strata.analysis.analyse import Analysis
+
+
 # the study's fio jobs, as workload parameters (analysis/query.py `select`)
 RR, RW, RAND = {"rw": ("randread",)}, {"rw": ("randwrite",)}, {"rw": RANDOM}
 
 
-def xfs_near_raw(ctx):
+def xfs_near_raw(ctx: Analysis) -> Outcome:
     cells = high(select(ctx.cells, fs="xfs", plain=True, baseline=True, params={"rw": ("randread", "read", "write")}))
     return ratios(ctx, cells, lo=0.90)
 
 
-def ext4_rr_below_raw(ctx):
+def ext4_rr_below_raw(ctx: Analysis) -> Outcome:
     cells = select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RR)
     top = max((c.outstanding for c in cells), default=0)
     return ratios(ctx, [c for c in cells if c.outstanding == top and top > 1], hi=0.90)
 
 
-def dioread_nolock(ctx):
+def dioread_nolock(ctx: Analysis) -> Outcome:
     prs = pairs(
         select(ctx.cells, fs="ext4", plain=True, params=RR),
         high(select(ctx.cells, fs="ext4", option="dioread_nolock", params=RR)),
@@ -50,7 +59,7 @@ def dioread_nolock(ctx):
     return changes(prs, lo=0.10)
 
 
-def _jobs_lines(ctx, fs, rw="randwrite"):
+def _jobs_lines(ctx: Analysis, fs: str, rw: str = "randwrite") -> list[Line]:
     return [
         ln
         for s in ctx.sweeps
@@ -60,38 +69,38 @@ def _jobs_lines(ctx, fs, rw="randwrite"):
     ]
 
 
-def _best(points):
-    return max(points, key=lambda p: p[1].summary.mean)[1] if points else None
+def _best(points: list[Point]) -> Cell | None:
+    return max(points, key=lambda p: summary_of(p[1]).mean)[1] if points else None
 
 
-def xfs_jobs_cliff(ctx):
+def xfs_jobs_cliff(ctx: Analysis) -> Outcome:
     out = []
     for ln in _jobs_lines(ctx, "xfs"):
         lo, hi = _best([p for p in ln.measured if p[0] <= 24]), _best([p for p in ln.measured if p[0] > 24])
         if lo and hi:
-            r = ratio(hi.summary, lo.summary)
+            r = ratio(summary_of(hi), summary_of(lo))
             text = (
-                f"{ln.stack}: best {fmt(lo.summary.mean)} up to 24 jobs, best {fmt(hi.summary.mean)} past 24 "
+                f"{ln.stack}: best {fmt(summary_of(lo).mean)} up to 24 jobs, best {fmt(summary_of(hi).mean)} past 24 "
                 f"({r.value:.2f}x)"
             )
             out.append(ratio_decision(r, min(lo.reps, hi.reps), text, hi=0.80))
     return verdict(out)
 
 
-def ext4_jobs_flat(ctx):
+def ext4_jobs_flat(ctx: Analysis) -> Outcome:
     out = []
     for ln in _jobs_lines(ctx, "ext4"):
         cells = [c for _, c in ln.measured]
         if len(cells) < 3:
             continue
-        top, bottom = max(cells, key=lambda c: c.summary.mean), min(cells, key=lambda c: c.summary.mean)
-        r = ratio(bottom.summary, top.summary)
+        top, bottom = max(cells, key=lambda c: summary_of(c).mean), min(cells, key=lambda c: summary_of(c).mean)
+        r = ratio(summary_of(bottom), summary_of(top))
         text = f"{ln.stack} over {ln.xs[0]}..{ln.xs[-1]} jobs: the lowest is {r.value:.2f}x the best"
         out.append(ratio_decision(r, min(top.reps, bottom.reps), text, lo=0.80))
     return verdict(out)
 
 
-def btrfs_small_random(ctx):
+def btrfs_small_random(ctx: Analysis) -> Outcome:
     others = select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RAND) + select(
         ctx.cells, fs="xfs", plain=True, baseline=True, params=RAND
     )
@@ -100,14 +109,14 @@ def btrfs_small_random(ctx):
         for c in high(select(ctx.cells, fs="btrfs", plain=True, baseline=True, params=RAND))
         if (c.param("bs") or 0) <= SMALL_BS
     ]
-    best = {}
+    best: dict[str, tuple[Cell, Cell, Change]] = {}
     for b, o, ch in pairs(btrfs, others):
-        if b.key not in best or o.summary.mean > best[b.key][1].summary.mean:
+        if b.key not in best or summary_of(o).mean > summary_of(best[b.key][1]).mean:
             best[b.key] = (o, b, ch)
     return factors(list(best.values()), lambda o, b, r: f"{b.name}: {r.value:.2f}x {o.labels['filesystem']}", hi=0.80)
 
 
-def btrfs_rr_blocksize(ctx):
+def btrfs_rr_blocksize(ctx: Analysis) -> Outcome:
     out = []
     for s in ctx.sweeps:
         if s.dim != "bs":
@@ -131,9 +140,9 @@ def btrfs_rr_blocksize(ctx):
     return verdict(out)
 
 
-def _above(a, b, text) -> Decision:
+def _above(a: Ratio, b: Ratio, text: str) -> Decision:
     """a above b: decided when their intervals do not overlap."""
-    if a.low is None or b.low is None:
+    if a.low is None or b.low is None or a.high is None or b.high is None:
         return Decision(None, text, "no interval: needs 2 or more repetitions of each side (3 recommended)")
     if a.low > b.high:
         return Decision(True, text)
@@ -142,7 +151,7 @@ def _above(a, b, text) -> Decision:
     return Decision(None, text, "the intervals overlap: needs more repetitions")
 
 
-def btrfs_nodatacow(ctx):
+def btrfs_nodatacow(ctx: Analysis) -> Outcome:
     prs = pairs(
         select(ctx.cells, fs="btrfs", plain=True, params=RW),
         high(select(ctx.cells, fs="btrfs", option="nodatacow", params=RW)),
@@ -151,12 +160,12 @@ def btrfs_nodatacow(ctx):
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x with copy-on-write", lo=2.0)
 
 
-def overlay_layer_near_raw(ctx):
+def overlay_layer_near_raw(ctx: Analysis) -> Outcome:
     cells = high(select(ctx.cells, isolation="container", drivers=("overlay2", "overlay", "aufs"), path="layer"))
     return ratios(ctx, cells, lo=0.90)
 
 
-def btrfs_driver_slow(ctx):
+def btrfs_driver_slow(ctx: Analysis) -> Outcome:
     prs = pairs(
         select(ctx.cells, drivers=("overlay2",), path="layer", params=RAND),
         high(select(ctx.cells, drivers=("btrfs",), path="layer", params=RAND)),
@@ -164,7 +173,7 @@ def btrfs_driver_slow(ctx):
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2 ({a.labels['filesystem']})", hi=0.80)
 
 
-def volume_near_host(ctx):
+def volume_near_host(ctx: Analysis) -> Outcome:
     prs = pairs(
         select(ctx.cells, baseline=True, path="bind"),
         select(ctx.cells, isolation="container", path="volume"),
@@ -173,13 +182,13 @@ def volume_near_host(ctx):
     return changes(prs, lo=-0.05, hi=0.05)
 
 
-def volume_driver_independent(ctx):
+def volume_driver_independent(ctx: Analysis) -> Outcome:
     out = []
     for group in by_context(select(ctx.cells, isolation="container", path="volume"), also=("filesystem",)).values():
         drivers = {c.driver for c in group}
         if len(drivers) >= 2:
-            top, bottom = max(group, key=lambda c: c.summary.mean), min(group, key=lambda c: c.summary.mean)
-            r = ratio(top.summary, bottom.summary)
+            top, bottom = max(group, key=lambda c: summary_of(c).mean), min(group, key=lambda c: summary_of(c).mean)
+            r = ratio(summary_of(top), summary_of(bottom))
             text = (
                 f"{group[0].labels['workload']} {group[0].labels['load']} on {group[0].labels['filesystem']}: "
                 f"{len(drivers)} drivers within {r.value - 1:.1%}"
@@ -188,15 +197,15 @@ def volume_driver_independent(ctx):
     return verdict(out)
 
 
-def above_raw_is_cache(ctx):
+def above_raw_is_cache(ctx: Analysis) -> Outcome:
     """Decided by the byte evidence, not by an interval: did the disk move the bytes?"""
     items = []
     for c in ctx.cells:
         raw = raw_of(c, ctx.raw)
         vals = c.values + c.apart_values
-        if raw is None or not vals or sum(vals) / len(vals) <= MIN_ABOVE * raw.summary.mean:
+        if raw is None or not vals or sum(vals) / len(vals) <= MIN_ABOVE * summary_of(raw).mean:
             continue
-        f = sum(vals) / len(vals) / raw.summary.mean
+        f = sum(vals) / len(vals) / summary_of(raw).mean
         shares = [s for r in c.measured if (s := min_share(Flags.of(r).cache)) is not None]
         confirmed = shows_cache(shares)
         moved = f"{min(shares):.0%} of the workload's bytes" if shares else "an unknown share of the bytes"
@@ -204,7 +213,7 @@ def above_raw_is_cache(ctx):
     return evidence(items)
 
 
-def xfs_beats_ext4_rr(ctx):
+def xfs_beats_ext4_rr(ctx: Analysis) -> Outcome:
     prs = pairs(
         select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RR),
         high(select(ctx.cells, fs="xfs", plain=True, baseline=True, params=RR)),
@@ -213,7 +222,7 @@ def xfs_beats_ext4_rr(ctx):
     return changes([p for p in prs if p[1].outstanding > 1], lo=-0.05)
 
 
-def ext4_beats_xfs_rw(ctx):
+def ext4_beats_xfs_rw(ctx: Analysis) -> Outcome:
     prs = pairs(
         select(ctx.cells, fs="xfs", plain=True, baseline=True, params=RW),
         select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RW),
@@ -223,15 +232,15 @@ def ext4_beats_xfs_rw(ctx):
     return changes([p for p in prs if p[1].outstanding == top and top > 1], lo=-0.05)
 
 
-def sequential_either_fs(ctx):
+def sequential_either_fs(ctx: Analysis) -> Outcome:
     cells = high(select(ctx.cells, plain=True, baseline=True, params={"rw": ("read", "write")}))
     return ratios(ctx, [c for c in cells if c.fs_type in ("ext4", "xfs")], lo=0.90)
 
 
-def _lat_pairs(ctx):
+def _lat_pairs(ctx: Analysis) -> list[tuple[Cell, Cell]]:
     """(low, high) cells of the same stack and random-read workload, lowest and highest load."""
     out = []
-    groups = {}
+    groups: dict[tuple[object, ...], list[Cell]] = {}
     for c in select(ctx.cells, params=RR):
         groups.setdefault((c.stack, c.tag, c.workload_key), []).append(c)
     for k in sorted(groups, key=repr):
@@ -241,7 +250,7 @@ def _lat_pairs(ctx):
     return out
 
 
-def latency_high_load(ctx):
+def latency_high_load(ctx: Analysis) -> Outcome:
     out = []
     for lo, hi in _lat_pairs(ctx):
         a, b = lo.latency(None, "mean"), hi.latency(None, "mean")
@@ -254,7 +263,7 @@ def latency_high_load(ctx):
     return verdict(out)
 
 
-def _slat_share(cell, limit: float) -> Decision | None:
+def _slat_share(cell: Cell, limit: float) -> Decision | None:
     s, t = cell.latency("slat", "mean"), cell.latency(None, "mean")
     if not (s.n and t.n and s.mean == s.mean and t.mean):
         return None
@@ -264,9 +273,9 @@ def _slat_share(cell, limit: float) -> Decision | None:
     return ratio_decision(r, min(s.n, t.n), f"{cell.name}: slat {r.value:.2%} of the total", hi=limit, fmt="{:.2%}")
 
 
-def clat_dominates(ctx):
+def clat_dominates(ctx: Analysis) -> Outcome:
     return verdict([d for lo, _ in _lat_pairs(ctx) if (d := _slat_share(lo, 0.20)) is not None])
 
 
-def slat_small_high_load(ctx):
+def slat_small_high_load(ctx: Analysis) -> Outcome:
     return verdict([d for _, hi in _lat_pairs(ctx) if (d := _slat_share(hi, 0.01)) is not None])

@@ -12,10 +12,12 @@ undecided, on the log-scale 95% interval of the ratio of means (as pyperf's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from strata.analysis.baseline import apply_above_raw
 from strata.analysis.cells import LABEL_KEYS, Cell, build_cells
 from strata.analysis.decide import BETTER, EQUIVALENT, WORSE, Answer, answer
+from strata.analysis.query import summary_of
 
 STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
 
@@ -27,12 +29,12 @@ def status(a: Answer) -> str:
 
 @dataclass
 class Match:
-    labels: dict
+    labels: dict[str, Any]
     unit: str
     a: Cell
     b: Cell
     change: Answer
-    differs: list
+    differs: list[str]
 
     @property
     def status(self) -> str:
@@ -46,14 +48,14 @@ class Match:
 
 @dataclass
 class Comparison:
-    matches: list
-    only_a: list
-    only_b: list
-    unit_mismatch: list
+    matches: list[Match]
+    only_a: list[str]
+    only_b: list[str]
+    unit_mismatch: list[str]
 
 
-def _index(cells: list[Cell]) -> dict[tuple, Cell]:
-    out = {}
+def _index(cells: list[Cell]) -> dict[tuple[str, ...], Cell]:
+    out: dict[tuple[str, ...], Cell] = {}
     for c in cells:
         if c.values:
             out.setdefault(tuple(c.labels[k] for k in LABEL_KEYS), c)
@@ -73,7 +75,7 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     return out
 
 
-def compare(results_a: list[dict], results_b: list[dict]) -> Comparison:
+def compare(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]]) -> Comparison:
     ca, cb = build_cells(results_a, judge_steady=False), build_cells(results_b, judge_steady=False)
     apply_above_raw(ca)
     apply_above_raw(cb)
@@ -84,7 +86,7 @@ def compare(results_a: list[dict], results_b: list[dict]) -> Comparison:
         if a.unit != b.unit:
             mismatch.append(a.name)
             continue
-        ans = answer(a.summary, b.summary, a.margin)
+        ans = answer(summary_of(a), summary_of(b), a.margin)
         matches.append(Match(dict(zip(LABEL_KEYS, key)), a.unit, a, b, ans, _differs(a, b)))
     only_a = [ia[k].name for k in sorted(set(ia) - set(ib))]
     only_b = [ib[k].name for k in sorted(set(ib) - set(ia))]

@@ -14,8 +14,9 @@ FINDINGS is the registry: add a claim by adding one Finding to it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from strata.analysis import quotes
 from strata.analysis.checks_apps import limit_hurts_most, p99_grows_past_peak, replication_cost
@@ -67,6 +68,9 @@ from strata.analysis.checks_fs import (
 )
 from strata.analysis.verdict import HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED, S001, S002, S003, S004, Outcome
 
+if TYPE_CHECKING:
+    from strata.analysis.analyse import Analysis
+
 __all__ = ["FINDINGS", "Finding", "Outcome", "evaluate", "HELD", "NOT_HELD", "INCONCLUSIVE", "NOT_MEASURED"]
 
 
@@ -76,7 +80,7 @@ class Finding:
     claim: str  # strata's words, never in quotes
     source: str
     criterion: str
-    check: Callable
+    check: Callable[[Analysis], Outcome]
     quote: str | None = None  # the study's own sentence: an id of quotes.yaml (None: strata's reading of a table)
 
     @property
@@ -444,7 +448,7 @@ FINDINGS: list[Finding] = [
 ]
 
 
-def evaluate(a) -> list[tuple[Finding, Outcome]]:
+def evaluate(a: Analysis) -> list[tuple[Finding, Outcome]]:
     """Every claim on the analysis; cells measured under emulation (a VM under TCG) never enter a
     claim about storage performance."""
     view = dataclasses.replace(a, cells=[c for c in a.cells if not c.emulated])

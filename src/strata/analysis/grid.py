@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
+from strata.analysis.query import summary_of
 
 GRID_PATHS = ("volume", "bind", "layer", "tmpfs")
 
@@ -20,9 +21,10 @@ class Grid:
     workload: str
     context: str
     unit: str
-    columns: list = field(default_factory=list)  # (filesystem, runtime, path)
-    rows: list = field(default_factory=list)  # containers
-    values: dict = field(default_factory=dict)  # (containers, column) -> (per-container mean, Cell)
+    columns: list[tuple[str, str, str]] = field(default_factory=list)  # (filesystem, runtime, path)
+    rows: list[int] = field(default_factory=list)  # containers
+    # (containers, column) -> (per-container mean, Cell)
+    values: dict[tuple[int, tuple[str, str, str]], tuple[float, Cell]] = field(default_factory=dict)
 
     @property
     def column_labels(self) -> list[str]:
@@ -37,13 +39,13 @@ class Grid:
         return f"{self.workload}: {self.unit} per container ({self.context})"
 
 
-def _key(c: Cell) -> tuple:
+def _key(c: Cell) -> tuple[object, ...]:
     ld = tuple(kv for kv in c.load_key if kv[0] != "containers")
     return (c.trial["device"]["name"], c.labels["workload"], c.workload_key, ld)
 
 
 def grids(cells: list[Cell]) -> list[Grid]:
-    groups: dict[tuple, list[Cell]] = {}
+    groups: dict[tuple[object, ...], list[Cell]] = {}
     for c in cells:
         if c.values and c.path in GRID_PATHS:
             groups.setdefault(_key(c), []).append(c)
@@ -64,6 +66,6 @@ def grids(cells: list[Cell]) -> list[Grid]:
         )
         for c in g:
             col = (c.labels["filesystem"], c.labels["runtime"], c.path)
-            grid.values.setdefault((c.containers, col), (c.summary.mean / c.containers, c))
+            grid.values.setdefault((c.containers, col), (summary_of(c).mean / c.containers, c))
         out.append(grid)
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from strata.analysis.cells import Cell
 from strata.results import flags, validity
@@ -28,7 +29,7 @@ class HygieneWarning:
     kind: str
     message: str
     fix: str
-    items: list = field(default_factory=list)
+    items: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         shown = ", ".join(self.items[:SHOW])
@@ -42,7 +43,7 @@ class HygieneWarning:
         return not self.fix
 
 
-def check(cells: list[Cell], results: list[dict]) -> list[HygieneWarning]:
+def check(cells: list[Cell], results: list[dict[str, Any]]) -> list[HygieneWarning]:
     out: list[HygieneWarning] = []
     out.extend(_cache(cells))
     for fn in (_unconfirmed, _repetitions, _spread, _trial_length):
@@ -162,7 +163,7 @@ def _trial_length(cells: list[Cell]) -> HygieneWarning | None:
                 f"{better[1]} s decide sooner than {n} of {comp.seconds:.0f} s"
             )
             best = best or better
-    if not items:
+    if not items or best is None:  # an item is a better design
         return None
     return HygieneWarning(
         "trial_length",
@@ -249,13 +250,13 @@ def _sync(cells: list[Cell]) -> HygieneWarning | None:
 
 
 def _failed(cells: list[Cell]) -> HygieneWarning | None:
-    cats = Counter()
+    cats: Counter[str] = Counter()
     items = []
     for c in cells:
         for r in c.failed:
             f = Flags.of(r).failed
             category = f.category if f else None
-            cats[category or r.get("status")] += 1
+            cats[str(category or r.get("status"))] += 1  # a str: sorted below
             items.append(f"{c.name} #{r['labels'].get('repetition', 0)}: {category}")
     if not items:
         return None
@@ -269,7 +270,7 @@ def _failed(cells: list[Cell]) -> HygieneWarning | None:
     )
 
 
-def _hosts(results: list[dict]) -> list[HygieneWarning]:
+def _hosts(results: list[dict[str, Any]]) -> list[HygieneWarning]:
     out = []
     hosts = sorted({(r.get("host") or {}).get("hostname", "?") for r in results if r.get("host")})
     if len(hosts) > 1:
@@ -281,7 +282,7 @@ def _hosts(results: list[dict]) -> list[HygieneWarning]:
                 hosts,
             )
         )
-    notes = sorted({(r.get("host") or {}).get("note") for r in results if (r.get("host") or {}).get("note")})
+    notes = sorted({str(n) for r in results if (n := (r.get("host") or {}).get("note"))})
     for n in notes:
         out.append(
             HygieneWarning(

@@ -111,7 +111,8 @@ def load(path: Path = PATH) -> list[PaperValue]:
     raw = yaml.load(path.read_text(), Loader=SAFE_LOADER)
     if not isinstance(raw, list):
         raise ValueError(f"{path.name}: expected a list of entries, got {type(raw).__name__}")
-    out, seen = [], {}
+    out: list[PaperValue] = []
+    seen: dict[tuple[str, str, str], int] = {}
     for i, entry in enumerate(raw):
         v = parse(entry, i)
         if v.key in seen:
@@ -121,7 +122,7 @@ def load(path: Path = PATH) -> list[PaperValue]:
     return out
 
 
-def parse(entry, i: int = 0) -> PaperValue:
+def parse(entry: object, i: int = 0) -> PaperValue:
     """One entry as a PaperValue, or ValueError naming it (its index, study, where and what)."""
     name = _name(entry, i)
     if not isinstance(entry, dict):
@@ -172,7 +173,7 @@ def parse(entry, i: int = 0) -> PaperValue:
     )
 
 
-def _match(match, name: str, what: str = "match") -> dict[str, str | int | float]:
+def _match(match: object, name: str, what: str = "match") -> dict[str, str | int | float]:
     if match is None:
         return {}
     if not isinstance(match, dict):
@@ -193,7 +194,7 @@ def _match(match, name: str, what: str = "match") -> dict[str, str | int | float
     return dict(match)
 
 
-def _name(entry, i: int) -> str:
+def _name(entry: object, i: int) -> str:
     """How an error names an entry: its index, and its study, where and what when it has them."""
     if isinstance(entry, dict):
         said = ", ".join(str(entry[k]) for k in ("study", "where", "what") if entry.get(k) not in (None, ""))

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import math
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from strata.analysis.paper import PaperValue
 
 # A measured share of the peak (an absolute rate against the flat-out run of the same configuration)
 # meets a study's share within this factor; a relative target (`target: 40%`) meets it exactly.
@@ -26,7 +30,7 @@ MIN_SWEEP = 3
 NOT_COMPARED = ("load",)
 
 
-def facts_of(labels: dict, trial: dict) -> dict:
+def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
     """What a study's value may name of a configuration, from its labels and its resolved trial."""
     wl, ld = trial.get("workload") or {}, trial.get("load") or {}
     cluster = wl.get("cluster") or {}
@@ -57,14 +61,14 @@ def facts_of(labels: dict, trial: dict) -> dict:
     }
 
 
-def _hosts(trial: dict, cluster: dict) -> int:
+def _hosts(trial: dict[str, Any], cluster: dict[str, Any]) -> int:
     """The hosts the trial's instances run on: its placement's, a database spanning hosts', else this one."""
     placed = ((trial.get("placement") or {}).get("instances")) or {}
     spans = cluster.get("hosts") or []
     return max(1, sum(1 for n in placed.values() if n), len(spans))
 
 
-def _offered(wl: dict) -> float | None:
+def _offered(wl: dict[str, Any]) -> float | None:
     """The share of the peak offered: a relative target's, 1.0 flat out, None for an absolute rate (the
     analysis derives it from the flat-out run of the same configuration when there is one)."""
     if wl.get("target_share") is not None:
@@ -72,7 +76,7 @@ def _offered(wl: dict) -> float | None:
     return 1.0 if wl.get("target") is None else None
 
 
-def matches(have: dict, match: dict) -> bool:
+def matches(have: dict[str, Any], match: dict[str, Any]) -> bool:
     """Every key of `match` (but the metric) holds for the facts `have`: an integer exactly, a string as a
     glob, an offered share within OFFERED_TOLERANCE (exactly for a relative target)."""
     for k, want in match.items():
@@ -94,7 +98,7 @@ def _near(have: float, want: float) -> bool:
     return have > 0 and want > 0 and abs(math.log(have / want)) <= math.log(OFFERED_TOLERANCE) + 1e-9
 
 
-def baseline_facts(have: dict, versus: dict) -> dict:
+def baseline_facts(have: dict[str, Any], versus: dict[str, Any]) -> dict[str, Any]:
     """The facts of the configuration a value is relative to: the same, with `versus` in place (another
     device when the attachment changes: a remote device is a device of its own)."""
     out = {k: v for k, v in have.items() if k not in NOT_COMPARED}
@@ -104,7 +108,7 @@ def baseline_facts(have: dict, versus: dict) -> dict:
     return out
 
 
-def is_baseline(candidate: dict, wanted: dict) -> bool:
+def is_baseline(candidate: dict[str, Any], wanted: dict[str, Any]) -> bool:
     """`candidate` is the configuration `wanted` describes (baseline_facts): every fact equal, the
     overridden ones as globs."""
     for k, want in wanted.items():
@@ -117,16 +121,16 @@ def is_baseline(candidate: dict, wanted: dict) -> bool:
     return True
 
 
-def sweep_points(facts: list[dict], dim: str) -> int:
+def sweep_points(facts: list[dict[str, Any]], dim: str) -> int:
     """The most distinct values of `dim` among configurations equal in everything else."""
-    groups: dict[str, set] = {}
+    groups: dict[str, set[object]] = {}
     for f in facts:
         rest = repr(sorted((k, repr(v)) for k, v in f.items() if k not in (dim, "load", "workload")))
         groups.setdefault(rest, set()).add(f.get(dim))
     return max((len(s) for s in groups.values()), default=0)
 
 
-def produces(value, plan: list[dict], min_sweep: int = MIN_SWEEP) -> bool:
+def produces(value: PaperValue, plan: list[dict[str, Any]], min_sweep: int = MIN_SWEEP) -> bool:
     """Whether the configurations `plan` (facts of planned trials) can meet `value`: one matches it, its
     baseline configuration is planned too, a sweep value has its sweep (`min_sweep` points: a smoke plan
     keeps a sweep's ends), a maximum its flat-out run."""

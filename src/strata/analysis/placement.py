@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from strata.analysis.cells import Cell, direction
-from strata.analysis.query import fmt
+from strata.analysis.query import fmt, summary_of
 from strata.analysis.stats import Change, Summary, change
 
 TIE = 0.05
@@ -30,7 +31,7 @@ class Placed:
 
     cell: Cell
     name: str
-    per_host: dict  # host -> instances
+    per_host: dict[str, Any]  # host -> instances
     aggregate: Summary
     p99_ns: Summary
     vs_one_host: Change | None = None  # aggregate throughput relative to the one-host placement
@@ -49,17 +50,17 @@ class MeasuredPlacement:
     instances: int
     unit: str
     one_host: Placed
-    spread: list = field(default_factory=list)  # [Placed] over 2 or more hosts
+    spread: list[Placed] = field(default_factory=list)  # over 2 or more hosts
     source = MEASURED
 
     @property
-    def placements(self) -> list:
+    def placements(self) -> list[Placed]:
         return [self.one_host, *self.spread]
 
     def verdict(self, p: Placed) -> str:
         """Spreading `p` against one host: gains, loses, tied (within +-5%), or undecided."""
         ch = p.vs_one_host
-        if ch is None or not ch.known:
+        if ch is None or ch.rel_low is None or ch.rel_high is None:
             return "undecided"
         if ch.rel_low >= -TIE and ch.rel_high <= TIE:
             return "tied"
@@ -72,10 +73,13 @@ class MeasuredPlacement:
     def entry_text(self, p: Placed) -> str:
         lat = "" if p.p99_ns.n == 0 else f", {p.direction} p99 {_ms(p.p99_ns)}"
         head = f"{_split(p)} {fmt(p.aggregate.mean, self.unit)}{_interval(p.aggregate, self.unit)}{lat}"
-        if p is self.one_host:
-            return f"{head} (n={p.aggregate.n})"
         ch = p.vs_one_host
-        ratio = f"{1 + ch.rel:.2f}x" + (f" [{max(0.0, 1 + ch.rel_low):.2f}, {1 + ch.rel_high:.2f}]" if ch.known else "")
+        if p is self.one_host or ch is None:  # every spread placement is compared with the one-host one
+            return f"{head} (n={p.aggregate.n})"
+        low, high = ch.rel_low, ch.rel_high
+        ratio = f"{1 + ch.rel:.2f}x" + (
+            f" [{max(0.0, 1 + low):.2f}, {1 + high:.2f}]" if low is not None and high is not None else ""
+        )
         return f"{head} ({ratio} of one host, n={p.aggregate.n}: {self.verdict(p)})"
 
     def short_text(self) -> str:
@@ -109,12 +113,16 @@ def _split(p: Placed) -> str:
 def _interval(s: Summary, unit: str) -> str:
     """The 95% interval as shown: a rate or a time is never below zero (t intervals of 2-3 noisy
     repetitions reach below it; the stored numbers keep the interval as computed)."""
-    return "" if s.ci_low is None else f" [{fmt(max(0.0, s.ci_low), unit)}, {fmt(s.ci_high, unit)}]"
+    if s.ci_low is None or s.ci_high is None:
+        return ""
+    return f" [{fmt(max(0.0, s.ci_low), unit)}, {fmt(s.ci_high, unit)}]"
 
 
 def _ms(s: Summary) -> str:
     text = f"{s.mean / 1e6:.2f} ms"
-    return text if s.ci_low is None else f"{text} [{max(0.0, s.ci_low) / 1e6:.2f}, {s.ci_high / 1e6:.2f}]"
+    if s.ci_low is None or s.ci_high is None:
+        return text
+    return f"{text} [{max(0.0, s.ci_low) / 1e6:.2f}, {s.ci_high / 1e6:.2f}]"
 
 
 def _p99(c: Cell) -> Summary:
@@ -161,7 +169,7 @@ def measured(cells: list[Cell]) -> list[MeasuredPlacement]:
 def _placed(c: Cell) -> Placed:
     pl = c.trial["placement"]
     way = direction(c.ok[0]) if c.ok else "read"
-    return Placed(c, pl.get("name", ""), dict(pl["instances"]), c.summary, _p99(c), direction=way)
+    return Placed(c, pl.get("name", ""), dict(pl["instances"]), summary_of(c), _p99(c), direction=way)
 
 
 def for_stack(found: list[MeasuredPlacement], stack: str, workload: str) -> MeasuredPlacement | None:

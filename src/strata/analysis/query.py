@@ -8,9 +8,17 @@ the caller also wants equal (the file system, for "volume vs host file system").
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from strata.analysis.cells import Cell
-from strata.analysis.stats import Change, change
+from strata.analysis.stats import Change, Summary, change
+
+
+def summary_of(c: Cell) -> Summary:
+    """A cell's summary: build_cells summarizes every cell it returns."""
+    if c.summary is None:
+        raise ValueError(f"cell {c.name} has no summary: cells come from build_cells")
+    return c.summary
 
 
 def select(
@@ -19,9 +27,9 @@ def select(
     plain: bool | None = None,
     option: str | None = None,
     baseline: bool | None = None,
-    drivers: tuple | None = None,
+    drivers: tuple[str, ...] | None = None,
     path: str | None = None,
-    params: dict[str, tuple] | None = None,
+    params: Mapping[str, tuple[object, ...]] | None = None,
     kind: str | None = None,
     isolation: str | None = None,
     workload_re: str | None = None,
@@ -58,11 +66,11 @@ def _workload_text(c: Cell) -> str:
     return " ".join(str(x) for x in (c.labels["workload"], c.workload.get("name"), c.workload.get("file")) if x)
 
 
-def match_key(c: Cell, also: tuple = ()) -> tuple:
+def match_key(c: Cell, also: tuple[str, ...] = ()) -> tuple[object, ...]:
     return (c.trial["device"]["name"], c.workload_key, c.load_key) + tuple(_layer(c, a) for a in also)
 
 
-def _layer(c: Cell, name: str):
+def _layer(c: Cell, name: str) -> object:
     return {
         "filesystem": c.trial["filesystem"]["name"],
         "fs_type": c.fs_type,
@@ -72,22 +80,22 @@ def _layer(c: Cell, name: str):
     }[name]
 
 
-def pairs(a: list[Cell], b: list[Cell], also: tuple = ()) -> list[tuple[Cell, Cell, Change]]:
+def pairs(a: list[Cell], b: list[Cell], also: tuple[str, ...] = ()) -> list[tuple[Cell, Cell, Change]]:
     """Matched (a, b, change of b relative to a)."""
-    index = {}
+    index: dict[tuple[object, ...], Cell] = {}
     for c in a:
         index.setdefault(match_key(c, also), c)
     out = []
     for c in b:
         base = index.get(match_key(c, also))
         if base is not None and base is not c:
-            out.append((base, c, change(base.summary, c.summary)))
+            out.append((base, c, change(summary_of(base), summary_of(c))))
     return out
 
 
-def by_context(cells: list[Cell], also: tuple = ()) -> dict[tuple, list[Cell]]:
+def by_context(cells: list[Cell], also: tuple[str, ...] = ()) -> dict[tuple[object, ...], list[Cell]]:
     """Cells grouped by what they ran (workload, load, device, and `also`)."""
-    groups: dict[str, list[Cell]] = {}
+    groups: dict[tuple[object, ...], list[Cell]] = {}
     for c in cells:
         groups.setdefault(match_key(c, also), []).append(c)
     return groups
@@ -113,9 +121,9 @@ def at_highest_load(cells: list[Cell]) -> list[Cell]:
     """Per stack and workload, the single-container cells at the highest load measured ("unless otherwise
     indicated ... high load (32 jobs, 32 queue depth configured within the fio tool)", study 003 section 5)."""
     cells = [c for c in cells if c.containers == 1]
-    top: dict[tuple, int] = {}
+    top: dict[tuple[object, ...], int] = {}
 
-    def key(c):
+    def key(c: Cell) -> tuple[object, ...]:
         return (c.stack, c.tag, c.workload_key)
 
     for c in cells:
@@ -127,4 +135,4 @@ def within(ch: Change, tol: float) -> bool:
     """|change| <= tol, or not distinguishable from it: the 95% interval reaches into [-tol, +tol]."""
     if abs(ch.rel) <= tol:
         return True
-    return ch.known and ch.rel_low <= tol and ch.rel_high >= -tol
+    return ch.rel_low is not None and ch.rel_high is not None and ch.rel_low <= tol and ch.rel_high >= -tol

@@ -16,17 +16,17 @@ def is_remote(c: Cell) -> bool:
     return dev.get("type") == "remote" or bool(dev.get("remote"))
 
 
-def same_but_device(c: Cell) -> tuple:
+def same_but_device(c: Cell) -> tuple[object, ...]:
     return (c.labels["filesystem"], c.labels["runtime"], c.path, c.workload_key, c.load_key)
 
 
 def remote_pairs(cells: list[Cell]) -> list[tuple[Cell, Cell]]:
     """(local, remote) for every remote cell with device numbers whose local twin has them too."""
-    local: dict[tuple, Cell] = {}
+    local: dict[tuple[object, ...], Cell] = {}
     for c in sorted((c for c in cells if c.values and not is_remote(c)), key=_preference):
         local.setdefault(same_but_device(c), c)
     return [(local[same_but_device(c)], c) for c in cells if c.values and is_remote(c) and same_but_device(c) in local]
 
 
-def _preference(c: Cell) -> tuple:
+def _preference(c: Cell) -> tuple[object, ...]:
     return (c.trial["device"].get("type") not in ("loop", "block"), c.labels["device"])

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -65,7 +66,7 @@ def _levels(fractions: tuple[float, ...], alpha: float, final: bool) -> tuple[fl
                 out.append(out[-1])
                 continue
             w = _weights(grid)
-            b = _solve(lambda x, g=grid, d=dens, w=w, s=delta: _crossing(x, g, d * w, s), step)
+            b = _solve(functools.partial(_crossing, grid=grid, mass=dens * w, delta=delta), step)
             new = _points(b, info)
             kern = np.exp(-((new[:, None] - grid[None, :]) ** 2) / (2 * delta)) / math.sqrt(2 * math.pi * delta)
             dens = kern @ (dens * w)
@@ -86,7 +87,8 @@ def _weights(grid: np.ndarray) -> np.ndarray:
     h = grid[1] - grid[0]
     w = np.ones(len(grid))
     w[1:-1:2], w[2:-1:2] = 4, 2
-    return w * h / 3
+    weights: np.ndarray = w * h / 3
+    return weights
 
 
 def _crossing(b: float, grid: np.ndarray, mass: np.ndarray, delta: float) -> float:
@@ -96,7 +98,7 @@ def _crossing(b: float, grid: np.ndarray, mass: np.ndarray, delta: float) -> flo
     return float(np.dot(mass, tails))
 
 
-def _solve(f, target: float) -> float:
+def _solve(f: Callable[[float], float], target: float) -> float:
     """The b at which the decreasing f(b) equals target (bisection)."""
     if target <= 0:
         return math.inf

@@ -89,7 +89,7 @@ class Summary:
 
     @property
     def half_width(self) -> float | None:
-        return None if self.ci_high is None else (self.ci_high - self.ci_low) / 2
+        return None if self.ci_high is None or self.ci_low is None else (self.ci_high - self.ci_low) / 2
 
 
 def summarize(values: list[float], alpha: float = CONFIDENCE_ALPHA) -> Summary:
@@ -127,7 +127,7 @@ class Change:
     @property
     def significant(self) -> bool | None:
         """True/False when both sides have repetitions; None when it cannot be told."""
-        if not self.known:
+        if self.rel_low is None or self.rel_high is None:
             return None
         return self.rel_low > 0 or self.rel_high < 0
 
@@ -149,7 +149,7 @@ def change(a: Summary, b: Summary) -> Change:
         return Change(a, b, rel, None, None)
     if a.mean > 0 and b.mean > 0:
         r = ratio(b, a)
-        if r.low is None:
+        if r.low is None or r.high is None:
             return Change(a, b, rel, None, None)
         return Change(a, b, rel, r.low - 1, r.high - 1)
     va, vb = a.sd**2 / a.n, b.sd**2 / b.n
@@ -173,9 +173,10 @@ def ratio(num: Summary, den: Summary) -> Ratio:
     if not den.mean or not num.mean or num.mean <= 0 or den.mean <= 0:
         return Ratio(math.nan, None, None)
     r = num.mean / den.mean
-    if num.n < 2 or den.n < 2:
+    se_num, se_den = num.se, den.se
+    if se_num is None or se_den is None:  # fewer than 2 repetitions
         return Ratio(r, None, None)
-    ra, rb = (num.se / num.mean) ** 2, (den.se / den.mean) ** 2
+    ra, rb = (se_num / num.mean) ** 2, (se_den / den.mean) ** 2
     s = math.sqrt(ra + rb)
     if s == 0:
         return Ratio(r, r, r)
@@ -190,7 +191,7 @@ def ratio_of_ratios(num: Ratio, den: Ratio) -> Ratio:
     if not (num.value > 0 and den.value > 0):
         return Ratio(math.nan, None, None)
     r = num.value / den.value
-    if num.low is None or den.low is None:
+    if num.low is None or den.low is None or num.high is None or den.high is None:
         return Ratio(r, None, None)
     h = math.hypot(math.log(num.high / num.value), math.log(den.high / den.value))
     return Ratio(r, r * math.exp(-h), r * math.exp(h))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import Cell
+from strata.analysis.query import summary_of
 from strata.core.metrics import Axis, merged
 
 
@@ -42,18 +43,21 @@ def dims() -> list[Dim]:
     return [d for d in axes if not d.axis.detail] + list(LOAD_DIMS) + [d for d in axes if d.axis.detail]
 
 
+Point = tuple[float, Cell]  # a swept value (as stored: a number) and its cell
+
+
 @dataclass
 class Line:
     stack: str
-    points: list = field(default_factory=list)  # (x, Cell), x ascending
+    points: list[Point] = field(default_factory=list)  # x ascending
 
     @property
-    def measured(self) -> list:
+    def measured(self) -> list[Point]:
         """Points with device numbers (cache-flagged cells drawn apart, never part of the line)."""
         return [(x, c) for x, c in self.points if c.values]
 
     @property
-    def xs(self) -> list:
+    def xs(self) -> list[float]:
         return [x for x, _ in self.measured]
 
 
@@ -63,14 +67,14 @@ class Sweep:
     axis: Axis
     context: str
     unit: str
-    lines: list = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
 
     @property
     def title(self) -> str:
         return f"{self.axis.label} sweep: {self.context}"
 
 
-def _without(c: Cell, dim: Dim) -> tuple[tuple, tuple]:
+def _without(c: Cell, dim: Dim) -> tuple[tuple[object, ...], tuple[object, ...]]:
     """(line key, figure key): the cell's trial without `dim`, with and without the stack."""
     wl, ld = c.workload_key, c.load_key  # sorted already: dropping an item keeps them canonical
     if dim.section == "workload":
@@ -95,7 +99,7 @@ def _context(c: Cell, dim: str) -> str:
 def find(cells: list[Cell]) -> list[Sweep]:
     out = []
     for dim in dims():
-        figures: dict[tuple, dict[tuple, list]] = {}
+        figures: dict[tuple[object, ...], dict[tuple[object, ...], list[Point]]] = {}
         for c in cells:
             if not (c.values or c.apart_values):
                 continue
@@ -123,10 +127,10 @@ FALL = 0.10  # the aggregate at the largest count this far below the peak: "then
 
 @dataclass
 class Peak:
-    x: int
+    x: float  # a container count
     aggregate: float
     per_container: float
-    last_x: int
+    last_x: float
     falls_after: bool  # the largest count is at least FALL below the peak
     drop: float  # 1 - last / peak
     significant: bool | None  # the fall beyond both 95% intervals (None: too few repetitions)
@@ -134,11 +138,12 @@ class Peak:
 
 def peak(line: Line) -> Peak:
     """The container count with the highest mean aggregate, and whether throughput falls after it."""
-    best_x, best = max(line.measured, key=lambda p: p[1].summary.mean)
-    last_x, last = line.measured[-1]
-    drop = 1 - last.summary.mean / best.summary.mean if best.summary.mean else 0.0
+    best_x, best_cell = max(line.measured, key=lambda p: summary_of(p[1]).mean)
+    last_x, last_cell = line.measured[-1]
+    best, last = summary_of(best_cell), summary_of(last_cell)
+    drop = 1 - last.mean / best.mean if best.mean else 0.0
     falls = best_x != last_x and drop >= FALL
     sig = None
-    if last.summary.ci_high is not None and best.summary.ci_low is not None:
-        sig = last.summary.ci_high < best.summary.ci_low
-    return Peak(best_x, best.summary.mean, best.summary.mean / best_x, last_x, falls, drop, sig)
+    if last.ci_high is not None and best.ci_low is not None:
+        sig = last.ci_high < best.ci_low
+    return Peak(best_x, best.mean, best.mean / best_x, last_x, falls, drop, sig)

@@ -18,28 +18,31 @@ Each function reads one stored result and returns None when the result does not 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from strata.analysis.stats import Summary, summarize
 
 
-def host_busy_percent(r: dict) -> float | None:
+def host_busy_percent(r: dict[str, Any]) -> float | None:
     idle = ((r.get("collectors") or {}).get("host") or {}).get("cpu_idle_percent")
     return None if idle is None else 100.0 - float(idle)
 
 
-def clients_percent(r: dict) -> float:
+def clients_percent(r: dict[str, Any]) -> float:
     """The YCSB clients' share of the host's CPUs in the measured run, in percent (0 when none ran here)."""
     run = (((r.get("metrics") or {}).get("clients") or {}).get("run")) or {}
     share = run.get("client_cpu_share")
     return 100.0 * float(share) if share is not None else 0.0
 
 
-def server_cpu_percent(r: dict) -> float | None:
+def server_cpu_percent(r: dict[str, Any]) -> float | None:
     """The host's busy share less what the load generator took: the CPU of the stack under test."""
     busy = host_busy_percent(r)
     return None if busy is None else max(0.0, busy - clients_percent(r))
 
 
-def target_cpu_percent(r: dict) -> float | None:
+def target_cpu_percent(r: dict[str, Any]) -> float | None:
     """A remote device's storage target process, as a share of the host's CPUs (percent)."""
     target = ((r.get("collectors") or {}).get("remote_procs") or {}).get("target") or {}
     cpus = (r.get("host") or {}).get("cpus")
@@ -48,27 +51,27 @@ def target_cpu_percent(r: dict) -> float | None:
     return float(target["cpu_percent"]) / float(cpus)
 
 
-def disk_mb_s(r: dict) -> float | None:
+def disk_mb_s(r: dict[str, Any]) -> float | None:
     name = ((r.get("stack_facts") or {}).get("device") or {}).get("kernel_name")
     d = ((r.get("collectors") or {}).get("diskstats") or {}).get(name) or {}
     if not d.get("span_s"):
         return None
-    return (d.get("read_bytes", 0) + d.get("write_bytes", 0)) / d["span_s"] / 1e6
+    return float((d.get("read_bytes", 0) + d.get("write_bytes", 0)) / d["span_s"] / 1e6)
 
 
-def ycsb_mean_latency_ns(r: dict) -> float | None:
+def ycsb_mean_latency_ns(r: dict[str, Any]) -> float | None:
     """The mean latency of every operation of a YCSB run (each operation type weighted by its count)."""
     ops = [v for v in ((r.get("metrics") or {}).get("latency") or {}).values() if v.get("n") and v.get("mean_us")]
     n = sum(v["n"] for v in ops)
     return sum(v["n"] * v["mean_us"] for v in ops) / n * 1000.0 if n else None
 
 
-def per_kops(value: float | None, r: dict) -> float | None:
+def per_kops(value: float | None, r: dict[str, Any]) -> float | None:
     """A per-trial figure per 1,000 operations per second of the trial's headline (CPU per unit of work)."""
     ops = ((r.get("metrics") or {}).get("primary") or {}).get("value")
     return None if value is None or not ops else value / (float(ops) / 1000.0)
 
 
-def of_cell(results: list[dict], figure) -> Summary:
+def of_cell(results: list[dict[str, Any]], figure: Callable[[dict[str, Any]], float | None]) -> Summary:
     """A figure over a cell's repetitions (those that hold it), with its 95% interval."""
     return summarize([v for v in (figure(r) for r in results) if v is not None])

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from strata.results.flags import Flags
 from strata.results.validity import STEADY_WINDOW_S
+
+if TYPE_CHECKING:
+    from strata.analysis.cells import Cell
 
 MIN_TRIAL_S = float(STEADY_WINDOW_S)  # the shortest trial the steady-state check can judge
 
@@ -50,7 +54,7 @@ class Components:
             return max(self.seconds, MIN_TRIAL_S)
         return max(math.sqrt(c) * self.within_cv / self.between_cv, MIN_TRIAL_S)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "trials": self.trials,
             "seconds": round(self.seconds, 1),
@@ -104,7 +108,7 @@ def shorter_trials(c: Components, repetitions: int) -> tuple[int, float] | None:
     return (n, round(best)) if then < now * 2 / 3 else None
 
 
-def of_cells(cells) -> dict:
+def of_cells(cells: list[Cell]) -> dict[str, Components]:
     """Each cell's components, from its trials' per-second headline series: the statistics stored with the
     steady flag (flags.steady.series), else the series artifact (results stored before they were)."""
     out = {}
@@ -123,7 +127,7 @@ def of_cells(cells) -> dict:
     return out
 
 
-def _stats(r: dict) -> tuple[int, float, float] | None:
+def _stats(r: dict[str, Any]) -> tuple[int, float, float] | None:
     steady = Flags.of(r).steady
     st = steady.series if steady else None
     if isinstance(st, dict) and {"seconds", "mean", "sd"} <= set(st):
@@ -139,7 +143,7 @@ def _stats(r: dict) -> tuple[int, float, float] | None:
     return len(values), m, (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5
 
 
-def _value(point) -> float | None:
+def _value(point: object) -> float | None:
     """A per-second sample as stored: a number, or a [second, value] pair."""
     if isinstance(point, (list, tuple)) and point:
         point = point[-1]

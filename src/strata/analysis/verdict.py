@@ -18,10 +18,19 @@ analysis/findings.py holds the registry of claims.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from strata.analysis.baseline import ratio_to_raw
+from strata.analysis.query import summary_of
 from strata.analysis.stats import Change, Ratio, ratio
+
+if TYPE_CHECKING:
+    from strata.analysis.analyse import Analysis
+    from strata.analysis.cells import Cell
+
+Pairs = list[tuple["Cell", "Cell", Change]]  # matched (a, b, change of b relative to a): query.pairs
 
 HELD, NOT_HELD, INCONCLUSIVE, NOT_MEASURED = "held", "not held", "inconclusive", "not measured"
 STATUSES = (HELD, NOT_HELD, INCONCLUSIVE, NOT_MEASURED)
@@ -45,8 +54,8 @@ class Decision:
 @dataclass
 class Outcome:
     status: str
-    numbers: list = field(default_factory=list)
-    needs: list = field(default_factory=list)
+    numbers: list[str] = field(default_factory=list)
+    needs: list[str] = field(default_factory=list)
 
     @property
     def detail(self) -> str:
@@ -101,6 +110,8 @@ def decide(
         return False, ""
     # undecided: the bound the interval straddles
     bound = lo if lo is not None and low < lo <= high else hi
+    if bound is None:  # not reached: an interval that neither holds nor fails a criterion straddles a bound
+        return None, ""
     return None, need_repetitions(estimate, low, high, bound, n, log)
 
 
@@ -117,17 +128,17 @@ def change_decision(ch: Change, text: str, lo: float | None = None, hi: float | 
     return Decision(held, text, need)
 
 
-def ratios(ctx, cells, lo: float | None = None, hi: float | None = None) -> Outcome:
+def ratios(ctx: Analysis, cells: list[Cell], lo: float | None = None, hi: float | None = None) -> Outcome:
     """Each cell's throughput relative to its raw device, against `lo <= ratio <= hi`."""
     out = []
     for c in cells:
-        r = ratio_to_raw(c, ctx.raw)
-        if r is not None:
-            out.append(ratio_decision(r, min(c.reps, ctx.raw_of(c).reps), f"{c.name}: {r.value:.2f}x raw", lo, hi))
+        r, raw = ratio_to_raw(c, ctx.raw), ctx.raw_of(c)
+        if r is not None and raw is not None:  # a ratio has its raw cell
+            out.append(ratio_decision(r, min(c.reps, raw.reps), f"{c.name}: {r.value:.2f}x raw", lo, hi))
     return verdict(out)
 
 
-def changes(prs, lo: float | None = None, hi: float | None = None, what: str = "") -> Outcome:
+def changes(prs: Pairs, lo: float | None = None, hi: float | None = None, what: str = "") -> Outcome:
     """B relative to A for matched pairs, against `lo <= change <= hi` (Welch's interval)."""
     return verdict(
         [
@@ -142,11 +153,16 @@ def changes(prs, lo: float | None = None, hi: float | None = None, what: str = "
     )
 
 
-def factors(prs, text, lo: float | None = None, hi: float | None = None) -> Outcome:
+def factors(
+    prs: Sequence[tuple[Cell, Cell, Change | None]],
+    text: Callable[[Cell, Cell, Ratio], str],
+    lo: float | None = None,
+    hi: float | None = None,
+) -> Outcome:
     """B / A for matched pairs with its interval, against `lo <= factor <= hi`; `text(a, b, r)` names it."""
     out = []
     for a, b, _ in prs:
-        r = ratio(b.summary, a.summary)
+        r = ratio(summary_of(b), summary_of(a))
         if r.value == r.value:
             out.append(ratio_decision(r, min(a.reps, b.reps), text(a, b, r), lo, hi))
     return verdict(out)

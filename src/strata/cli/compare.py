@@ -6,16 +6,17 @@ The comparison is printed; files are written only when asked for, into the direc
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from strata.cli.report import load_results
+from strata.cli.export import load_results_dir as load_results
 from strata.core.errors import StrataError
 
 NAME = "compare"
 HELP = "compare two result sets (hosts, runs): change of B relative to A with its interval and significance"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", help="results directory A (the reference)")
     p.add_argument("b", help="results directory B")
     p.add_argument(
@@ -27,7 +28,7 @@ def add_arguments(p):
     p.add_argument("--png", action="store_true", help="with -o: also write the figure as compare.png")
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     from strata.analysis.compare import compare
     from strata.report import compare as compare_report
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from strata.core.host import host_facts
 from strata.run.doctor import NOT_PROBED, checks
 
@@ -9,7 +11,7 @@ NAME = "doctor"
 HELP = "list what this host can build: devices, file systems, runtimes and their drivers, workloads, cgroups, tools"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
@@ -26,7 +28,7 @@ def add_arguments(p):
     p.add_argument("--context", help="with --kubernetes: the kubeconfig's context")
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     if args.kubernetes:
         from strata.stack.runtimes.kubernetes.doctor import report
 

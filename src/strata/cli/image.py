@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+
 NAME = "image"
 HELP = "build the workload images (a tarball each) now, instead of on first use"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["build"], help="build the image tarballs now")
     p.add_argument(
         "spec",
@@ -16,7 +18,7 @@ def add_arguments(p):
     )
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     from strata.experiment.load import load_spec
     from strata.stack.runtimes.docker.image import build_image_tarball
     from strata.workloads import REGISTRY as WORKLOADS

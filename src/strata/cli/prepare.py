@@ -10,16 +10,16 @@ hosts. Only the trials the plan keeps count, so an excluded stack builds nothing
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 from functools import partial
-
-from pydantic import BaseModel
 
 from strata.core.errors import StrataError
 from strata.core.instances import Build, ImageBuilder, Prebuilds
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec
+from strata.experiment.model import Experiment, Layer
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
 
@@ -27,12 +27,12 @@ NAME = "prepare"
 HELP = "build the images, VM guest, Kubernetes binaries and jars these specs need, now instead of on first use"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("specs", nargs="+", metavar="SPEC", help="the experiments whose builds to make (YAML specs)")
     p.add_argument("--check", action="store_true", help="build nothing: say what is cached, exit 1 if anything is not")
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     items = merged([builds(*load_spec(spec)) for spec in args.specs])
     states: list[str] = []
     # what builds from sources of its own (the Kubernetes binaries: minutes of Go) goes on in a thread beside
@@ -92,14 +92,14 @@ def _key(b: Build) -> str:
 # ---- what to build ----
 
 
-def builds(exp, workloads: list[BaseModel]) -> list[Build]:
+def builds(exp: Experiment, workloads: list[Layer]) -> list[Build]:
     """Every build the experiment's trials need, each once (by name): what others are built from first
     (a workload's own builds, then the runtimes'), then the images, then the hosts' agent image."""
     trials, _ = expand(exp, workloads)
     first: dict[str, Build] = {}
     images: dict[str, Build] = {}
     for t in trials:
-        wl, rt = WORKLOADS[_kind(t.workload)], RUNTIMES[_kind(t.runtime)]
+        wl, rt = WORKLOADS[t.workload.type], RUNTIMES[t.runtime.type]
         for plugin, params in ((wl, t.workload), (rt, t.runtime)):
             if isinstance(plugin, Prebuilds):
                 for b in plugin.builds(params):
@@ -113,12 +113,7 @@ def builds(exp, workloads: list[BaseModel]) -> list[Build]:
     return out
 
 
-def _kind(params: BaseModel) -> str:
-    """A plugin's parameters name their plugin (`type`, the registry key)."""
-    return str(params.model_dump()["type"])
-
-
-def _agent_build(exp) -> Build:
+def _agent_build(exp: Experiment) -> Build:
     from strata.hosts.agentimage import with_workloads, workload_types
     from strata.hosts.deploy import tools_image
     from strata.stack.runtimes.docker.image import image_build

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from strata.cli.export import load_results_dir as load_results  # compare.py imports it from here
+from strata.cli.export import load_results_dir as load_results
 from strata.core.errors import StrataError
 
 NAME = "report"
 HELP = "write the report of stored results: HTML (self-contained), SVG figures, CSV, terminal summary"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", nargs="?", help="a results directory (or a folder of them)")
     p.add_argument("-o", "--output", help="report directory (default: RESULTS/report)")
     p.add_argument("--title", default="", help="title of the HTML report (default: the experiment names)")
@@ -46,7 +47,7 @@ def list_findings() -> str:
     )
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     from strata.report import report_files, write
 
     if args.list_findings:

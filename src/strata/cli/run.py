@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from strata.cli.unsupported import record_unsupported
 from strata.cli.validate import print_plan
@@ -15,11 +18,15 @@ from strata.experiment.scale import SCALES, check_scale
 from strata.run.runner import run_experiment, run_host_facts
 from strata.stack.journal import Journal
 
+if TYPE_CHECKING:
+    from strata.experiment.model import Experiment
+    from strata.hosts.executor import HostTrials
+
 NAME = "run"
 HELP = "build every stack of a spec, run its workloads, store every trial"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", help="a YAML spec, e.g. examples/quick.yaml")
     p.add_argument("-o", "--output", help="results directory (default: results/<experiment name>)")
     p.add_argument("--resume", action="store_true", help="skip trials already stored in the results directory")
@@ -33,7 +40,7 @@ def add_arguments(p):
     )
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     exp, workloads = load_spec(args.spec, args.scale)
     host = run_host_facts(workloads)
     plan = resolve(exp, workloads, host)
@@ -58,7 +65,7 @@ def main(args) -> int:
 
 
 @contextlib.contextmanager
-def _executor(exp):
+def _executor(exp: Experiment) -> Iterator[HostTrials | None]:
     """Where the trials run: here (None), or on the experiment's hosts through their agents."""
     if not exp.hosts:
         yield None

@@ -6,6 +6,10 @@ its flags' marks and legend those each flag declares (`Declared.mark`, strata/re
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
 from strata.cli.export import load_results_dir
 from strata.core.errors import FAILURE_CATEGORIES
 from strata.core.metrics import MetricSchema
@@ -16,11 +20,11 @@ NAME = "show"
 HELP = "print stored results as a table, with validity flags"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", help="a results directory")
 
 
-def _num(v, scale: float, digits: int) -> str:
+def _num(v: float | None, scale: float, digits: int) -> str:
     return "-" if v is None else f"{v / scale:.{digits}f}"
 
 
@@ -29,7 +33,7 @@ def headings(schemas: list[MetricSchema]) -> list[str]:
     return list(dict.fromkeys(h for s in schemas for m in s.fields for h, _ in m.shown()))
 
 
-def shown(r: dict, schema: MetricSchema) -> dict[str, str]:
+def shown(r: dict[str, Any], schema: MetricSchema) -> dict[str, str]:
     """{heading: text} of a result's fields, as its workload declares them; latencies of the direction
     that did the most operations."""
     d, out = schema.direction(r), {}
@@ -43,7 +47,7 @@ def shown(r: dict, schema: MetricSchema) -> dict[str, str]:
     return out
 
 
-def table_text(results: list[dict]) -> str:
+def table_text(results: list[dict[str, Any]]) -> str:
     from strata.workloads import declared, metrics_of
 
     measured = headings(declared())
@@ -72,7 +76,7 @@ def table_text(results: list[dict]) -> str:
         return "no stored results"
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
 
-    def line(row):
+    def line(row: Sequence[object]) -> str:
         return "  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip()
 
     out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
@@ -84,7 +88,7 @@ def table_text(results: list[dict]) -> str:
     return "\n".join(out)
 
 
-def marks(r: dict) -> list[str]:
+def marks(r: dict[str, Any]) -> list[str]:
     """A result's flags as each flag's declaration marks them (CACHE, SKEW, a failure's category)."""
     flags, out = Flags.of(r), []
     for d in DECLARED.values():
@@ -102,7 +106,7 @@ def legend() -> str:
     )
 
 
-def _legend(results: list[dict]) -> list[str]:
+def _legend(results: list[dict[str, Any]]) -> list[str]:
     """What each failure category in the table means and what to do about it."""
     seen = sorted({f.category for r in results if (f := Flags.of(r).failed) and f.category})
     if not seen:
@@ -113,6 +117,6 @@ def _legend(results: list[dict]) -> list[str]:
     ]
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     print(table_text(load_results_dir(args.results)))
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ UP_TIMEOUT_S = 4 * 3600  # a first `up` builds Kubernetes (tens of minutes on 2 
 DOWN_TIMEOUT_S = 180
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="bed", metavar="BED", required=True)
     k = sub.add_parser("kubernetes", help="etcd, the Kubernetes control plane, a kubelet, containerd")
     ks = k.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -30,16 +31,16 @@ def add_arguments(p):
     load.add_argument("tarball", type=Path)
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     from strata.stack.kube import bed
 
     if args.action == "up":
         if args.foreground:
             bed.hold()
             return 0
-        return _up_detached(bed)
+        return _up_detached()
     if args.action == "down":
-        return _down(bed)
+        return _down()
     facts = bed.current()
     if args.action == "status":
         if not facts:
@@ -57,9 +58,11 @@ def main(args) -> int:
     return 0
 
 
-def _up_detached(bed) -> int:
+def _up_detached() -> int:
     """Start `up --foreground` in a session of its own (it holds the bed and its journal), wait until it is
     ready or has failed, and say where its log is."""
+    from strata.stack.kube import bed
+
     if bed.current():
         raise StrataError("a Kubernetes test bed already runs here", "strata testbed kubernetes down")
     bed.beds_dir().mkdir(parents=True, exist_ok=True)
@@ -91,7 +94,9 @@ def _up_detached(bed) -> int:
     raise StrataError(f"the test bed was not up within {UP_TIMEOUT_S} s", f"read {log_path}")
 
 
-def _down(bed) -> int:
+def _down() -> int:
+    from strata.stack.kube import bed
+
     facts = bed.current()
     if not facts:
         n = bed.undo_orphans()  # a bed whose holder was killed keeps running: its journal says what to stop

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from collections import Counter
 
 from strata.core.host import host_facts
 from strata.experiment.load import load_spec
 from strata.experiment.looks import planned_looks
+from strata.experiment.model import Experiment
 from strata.experiment.plan import Plan, resolve
 from strata.run.progress import fmt_s
 
@@ -14,13 +16,13 @@ NAME = "validate"
 HELP = "check a spec and print the plan: stacks, devices written, trials (no side effects)"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", help="a YAML spec, e.g. examples/quick.yaml")
     p.add_argument("-v", "--verbose", action="store_true", help="list every trial")
     p.add_argument("--scale", choices=("full", "smoke"), default="full", help="the plan at this scale (see run)")
 
 
-def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
+def print_plan(exp: Experiment, plan: Plan, verbose: bool = False) -> None:
     print(
         f"experiment {exp.name}: {len(plan.trials)} trials ({len(plan.runnable)} runnable), "
         f"{len(plan.skipped)} impossible combinations skipped"
@@ -63,7 +65,7 @@ def print_plan(exp, plan: Plan, verbose: bool = False) -> None:
             print(f"  {t.id} {t.label}{mark}")
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     exp, workloads = load_spec(args.spec, args.scale)
     plan = resolve(exp, workloads, host_facts())
     print_plan(exp, plan, args.verbose)

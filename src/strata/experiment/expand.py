@@ -14,13 +14,13 @@ import dataclasses
 import hashlib
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
-from pydantic import BaseModel
-
-from strata.core.params import Load, path_kind
-from strata.experiment.hosts import Placed, place, place_span
-from strata.experiment.model import Experiment
+from strata.core.params import Load, Strict, path_kind
+from strata.experiment.hosts import Placed, Placement, place, place_span
+from strata.experiment.model import Experiment, Layer
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.stack.runtimes.base import RefusesLimits
@@ -30,16 +30,16 @@ from strata.workloads.base import Constrained, span_of
 
 @dataclass(frozen=True)
 class Trial:
-    device: BaseModel
+    device: Layer
     filesystem: FilesystemParams
-    runtime: BaseModel
+    runtime: Layer
     path: str
-    workload: BaseModel
+    workload: Layer
     load: Load
     repetition: int
     placement: Placed | None = None  # on the experiment's hosts (hosts/); None: on this host
 
-    def resolved(self) -> dict:
+    def resolved(self) -> dict[str, Any]:
         doc = {
             "device": self.device.model_dump(),
             "filesystem": self.filesystem.model_dump(),
@@ -80,7 +80,7 @@ class Trial:
         return f"{self.stack} {self.workload.name} {self.load.name}{where} #{self.repetition}"
 
 
-def load_dump(load: Load) -> dict:
+def load_dump(load: Load) -> dict[str, Any]:
     """The load as stored and hashed; a fixed count leaves out the keys of `containers: auto`, and limits
     without a preset the preset's keys, so the ids (and stored results) of every load without them stay
     what they were before they existed."""
@@ -100,7 +100,7 @@ class Skipped:
     reason: str
 
 
-def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str | None:
+def impossible(fs: FilesystemParams, rt: Layer, path: str, load: Load, workload: Layer | None) -> str | None:
     """Why this combination cannot exist (not: why this host cannot build it); the runtime
     says which paths it provides and whether it runs several instances or applies limits."""
     if path == "device" and fs.type != "raw":
@@ -118,30 +118,35 @@ def impossible(fs: FilesystemParams, rt, path: str, load: Load, workload) -> str
     if refused is not None:  # a runtime that applies some limits, not all
         return refused
     kind = plugin.target_kind(rt, path)
-    wl_type = getattr(workload, "type", None)
-    if wl_type in WORKLOADS and kind not in WORKLOADS[wl_type].targets:
+    wl = WORKLOADS.get(workload.type) if workload is not None else None
+    if wl is not None and kind not in wl.targets:
         return (
-            f"the {wl_type} workload needs a directory, and the {path} path of {rt.name} gives a block device: "
+            f"the {wl.name} workload needs a directory, and the {path} path of {rt.name} gives a block device: "
             "use a path on a file system (bind, volume, layer; a VM's disk with guest_filesystem)"
         )
     reason = plugin.impossible(rt, fs)
-    wl = WORKLOADS.get(wl_type)
     if reason is None and isinstance(wl, Constrained):
         reason = wl.impossible(workload, plugin)
     return reason
 
 
-def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], list[Skipped]]:
-    trials, skipped = [], []
+def expand(exp: Experiment, workloads: list[Layer]) -> tuple[list[Trial], list[Skipped]]:
+    trials: list[Trial] = []
+    skipped: list[Skipped] = []
+    wheres: list[Placement | None] = [*exp.placement] or [None]
     for dev, fs, rt, path, wl, load, where in itertools.product(
-        exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads, exp.placement or [None]
+        exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads, wheres
     ):
-        plugin = WORKLOADS.get(getattr(wl, "type", None))
-        spans = span_of(plugin, wl, load) if plugin is not None and exp.hosts else None
+        plugin = WORKLOADS.get(wl.type)
+        # every workload's parameters are its plugin's Strict model (Layer is what strata reads of them)
+        spans = span_of(plugin, cast(Strict, wl), load) if plugin is not None and exp.hosts else None
+        placed: Placed | str | None
         if spans is not None:  # the workload places its instances itself: one trial, whatever `placement` says
             if where is not exp.placement[0]:
                 continue
-            where = place_span(spans, exp.hosts)
+            placed = place_span(spans, exp.hosts)
+        else:
+            placed = place(where, load.containers, exp.hosts) if where else None
         names = {
             "device": dev.name,
             "filesystem": fs.name,
@@ -149,14 +154,13 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
             "path": path,
             "workload": wl.name,
             "load": load.name,
-            "placement": where.name if where else "",
+            "placement": placed.name if isinstance(placed, Placed) else where.name if where else "",
         }
         excluded = [i for i, x in enumerate(exp.exclude) if x.matches(names)]
-        placed = where if isinstance(where, Placed) else place(where, load.containers, exp.hosts) if where else None
         # what one host runs decides what is impossible: 4 + 4 instances natively on two hosts is not
         # (a workload that places itself runs the load's containers on each host: a node of each database)
-        spread = isinstance(placed, Placed) and spans is None
-        per_host = load.model_copy(update={"containers": placed.max_instances}) if spread else load
+        on_each_host = placed.max_instances if isinstance(placed, Placed) and spans is None else None
+        per_host = load.model_copy(update={"containers": on_each_host}) if on_each_host is not None else load
         reason = (
             f"excluded by the spec (exclude[{excluded[0]}])"
             if excluded
@@ -164,9 +168,12 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
             if isinstance(placed, str)
             else impossible(fs, rt, path, per_host, wl)
         )
-        label = f"{dev.name}/{fs.name}/{rt.name}/{path} {wl.name} {load.name}" + (f" @{where.name}" if where else "")
-        if reason:
-            skipped.append(Skipped(label, reason))
+        where_name = names["placement"]
+        label = f"{dev.name}/{fs.name}/{rt.name}/{path} {wl.name} {load.name}" + (
+            f" @{where_name}" if where_name else ""
+        )
+        if reason or isinstance(placed, str):
+            skipped.append(Skipped(label, reason or str(placed)))
             continue
         for rep in range(exp.first_repetitions):
             trials.append(Trial(dev, fs, rt, path, wl, load, rep, placed))
@@ -174,7 +181,7 @@ def expand(exp: Experiment, workloads: list[BaseModel]) -> tuple[list[Trial], li
     return trials, _dedupe(skipped)
 
 
-def _order(exp: Experiment):
+def _order(exp: Experiment) -> Callable[[Trial], tuple[int, int, bool, int, int, int, int]]:
     """Device, then the repetition (rounds: the repetitions of a configuration are interleaved with the
     others, never back to back, so that the machine's drift spreads over all of them), then raw first
     (the baselines of the round), then the spec's order of file systems, runtimes, paths."""
@@ -195,13 +202,14 @@ def _order(exp: Experiment):
     )
 
 
-def _placement_index(exp: Experiment, t) -> int:
+def _placement_index(exp: Experiment, t: Trial) -> int:
     names = [p.name for p in exp.placement]
     return names.index(t.placement.name) if t.placement and t.placement.name in names else 0
 
 
 def _dedupe(skipped: list[Skipped]) -> list[Skipped]:
-    seen, out = set(), []
+    seen: set[str] = set()
+    out: list[Skipped] = []
     for s in skipped:
         if s.label not in seen:
             seen.add(s.label)

@@ -20,11 +20,16 @@ other machines never pass for these.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import Field, field_validator, model_validator
 
 from strata.core.params import Strict
+
+if TYPE_CHECKING:
+    from strata.experiment.model import Layer
 
 HOST_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 RESERVED = ("spread", "each", "on", "name", "instances")  # placement words, never host names
@@ -55,7 +60,7 @@ class HostSpec(Strict):
     port: int = Field(default=DEFAULT_PORT, ge=1024, le=65535, description="the agent's TCP port on the node's address")
 
     @model_validator(mode="after")
-    def _one_selector(self):
+    def _one_selector(self) -> HostSpec:
         if (self.node is None) == (self.label is None):
             raise ValueError("name the host's Swarm node with exactly one of `node:` or `label:`")
         if self.label is not None and not re.fullmatch(r"[^=\s]+=[^=\s]*", self.label):
@@ -87,7 +92,7 @@ class SwarmSpec(Strict):
 
     @field_validator("manager")
     @classmethod
-    def _endpoint(cls, v):
+    def _endpoint(cls, v: str) -> str:
         if not re.match(r"^(unix|ssh|tcp)://.+", v):
             raise ValueError(f"manager {v!r} is not unix:///PATH, ssh://USER@HOST or tcp://HOST:PORT")
         return v
@@ -105,14 +110,14 @@ class Placement(Strict):
 
     @field_validator("instances")
     @classmethod
-    def _counts(cls, v):
+    def _counts(cls, v: dict[str, int]) -> dict[str, int]:
         for host, n in v.items():
             if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_INSTANCES:
                 raise ValueError(f"instances on {host}: a number from 1 to {MAX_INSTANCES}")
         return v
 
     @model_validator(mode="after")
-    def _one_kind(self):
+    def _one_kind(self) -> Placement:
         kinds = [self.on is not None, self.spread, bool(self.instances)]
         if sum(kinds) != 1:
             raise ValueError("a placement is a host name, `spread`, or {HOST: INSTANCES, ...}")
@@ -170,7 +175,7 @@ def check_names(hosts: dict[str, HostSpec], placements: list[Placement]) -> list
     return problems
 
 
-def check_device_hosts(hosts: dict[str, HostSpec], devices: list) -> list[tuple[str, str, str]]:
+def check_device_hosts(hosts: dict[str, HostSpec], devices: Sequence[Layer]) -> list[tuple[str, str, str]]:
     """(key path, problem, fix) of devices served from a host of the experiment (a remote device's `host`)."""
     problems = []
     for i, d in enumerate(devices):
@@ -204,7 +209,7 @@ class Placed:
     instances: tuple[tuple[str, int], ...]
     nodes: tuple[tuple[str, str], ...]
 
-    def resolved(self) -> dict:
+    def resolved(self) -> dict[str, Any]:
         return {"name": self.name, "instances": dict(self.instances), "nodes": dict(self.nodes)}
 
     @property
@@ -241,7 +246,7 @@ def place_span(counts: dict[str, int], hosts: dict[str, HostSpec]) -> Placed:
     return Placed(name, tuple(counts.items()), tuple((h, hosts[h].selector) for h in counts if h in hosts))
 
 
-def check_workload_hosts(hosts: dict[str, HostSpec], workloads: list) -> list[tuple[str, str, str]]:
+def check_workload_hosts(hosts: dict[str, HostSpec], workloads: Sequence[Layer]) -> list[tuple[str, str, str]]:
     """(key path, problem, fix) of workloads that place themselves on hosts (a cluster's `cluster.hosts`)."""
     from strata.core.params import Load
     from strata.workloads import REGISTRY as WORKLOADS
@@ -249,10 +254,11 @@ def check_workload_hosts(hosts: dict[str, HostSpec], workloads: list) -> list[tu
 
     problems = []
     for w in workloads:
-        plugin = WORKLOADS.get(getattr(w, "type", None))
+        plugin = WORKLOADS.get(w.type)
         if getattr(w, "span", None) is not None:
             problems.append((f"workloads[{w.name}].span", "`span` is set by strata, not in a spec", "remove it"))
-        spans = span_of(plugin, w, Load()) if plugin is not None else None
+        # every workload's parameters are its plugin's Strict model (Layer is what strata reads of them)
+        spans = span_of(plugin, cast(Strict, w), Load()) if plugin is not None else None
         for h in spans or {}:
             if not hosts:
                 problems.append(
@@ -274,17 +280,17 @@ def check_workload_hosts(hosts: dict[str, HostSpec], workloads: list) -> list[tu
     return problems
 
 
-def normalize_hosts(raw):
+def normalize_hosts(raw: object) -> object:
     """`{a: node-a}` -> `{a: {node: node-a}}`; anything else is left to the model's validation."""
     if not isinstance(raw, dict):
         return raw
     return {k: ({"node": v} if isinstance(v, str) else v) for k, v in raw.items()}
 
 
-def normalize_placement(raw, host_names: list[str]) -> list:
+def normalize_placement(raw: object, host_names: list[str]) -> list[object]:
     """Shorthands: a host name, `spread`, `each`, `{a: 4, b: 4}`."""
     keys = set(Placement.model_fields)
-    out = []
+    out: list[object] = []
     for x in raw if isinstance(raw, list) else [raw]:
         if x == "each":
             out += [{"on": h} for h in host_names]

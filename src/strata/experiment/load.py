@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from strata.core.errors import SpecErrors
 from strata.core.params import LOAD_PRESETS
@@ -30,7 +32,7 @@ from strata.experiment.hosts import (
     normalize_hosts,
     normalize_placement,
 )
-from strata.experiment.model import Experiment
+from strata.experiment.model import Experiment, Layer
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
@@ -48,7 +50,7 @@ _UNION_TAGS = set(DEVICES) | set(RUNTIMES)
 Error = tuple[str, str, str]  # (key path, problem, fix)
 
 
-def load_spec(path: str | Path, scale: str = "full") -> tuple[Experiment, list[BaseModel]]:
+def load_spec(path: str | Path, scale: str = "full") -> tuple[Experiment, list[Layer]]:
     """The experiment of a file, at its own scale or at `scale` (smoke: experiment/scale.py)."""
     path = Path(path)
     raw = _read_yaml(path)
@@ -93,7 +95,7 @@ def _read_yaml(path: Path) -> Any:
         raise _fail(src, "the YAML is nested too deeply", f"an experiment file nests at most {MAX_DEPTH} levels")
 
 
-def _check_size(node, src: str) -> None:
+def _check_size(node: yaml.Node, src: str) -> None:
     """Refuse deep nesting and alias bombs before anything walks the document."""
     count, stack = 0, [(node, 0)]
     while stack:
@@ -131,7 +133,7 @@ def _check_shape(raw: Any, source: str) -> None:
             stack += [(x, depth + 1) for x in v]
 
 
-def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tuple[Experiment, list[BaseModel]]:
+def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tuple[Experiment, list[Layer]]:
     if not isinstance(raw, dict):
         raise _fail(
             source, "an experiment file is a YAML mapping (name:, devices:, ...)", "start from examples/quick.yaml"
@@ -160,32 +162,32 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
         doc["devices"] = [e for x in doc["devices"] for e in _sweep(x)]
     workloads_raw = [(where, e) for where, x in workloads for e in _sweep(x)]
     doc["workloads"] = [e for _, e in workloads_raw]
-    exp = None
+    exp: Experiment | None = None
     try:
         exp = Experiment.model_validate(doc)
     except ValidationError as e:
         errors += _pydantic_errors(e)
-    parsed = []
+    parsed: list[Layer] = []
     for where, w in workloads_raw:
         parsed += _workload_params(w, where, base_dir, errors)
     if exp is not None:
         errors += _unique_names(exp) + check_names(exp.hosts, exp.placement)
         errors += check_device_hosts(exp.hosts, exp.devices)
         errors += check_workload_hosts(exp.hosts, parsed)
-    if errors:
+    if errors or exp is None:  # no Experiment without an error saying why
         raise SpecErrors(_dedupe(errors), source)
     return exp, parsed
 
 
-def _as_list(v):
+def _as_list(v: object) -> list[Any]:
     return v if isinstance(v, list) else [v]
 
 
-def _claimed(registry: dict) -> Callable[[Any], Any]:
+def _claimed(registry: dict[str, Any]) -> Callable[[Any], Any]:
     """A one-word entry of a layer as the parameters of the plugin that claims it (`docker:btrfs`,
     `/dev/sdb`); one no plugin claims stays its own type, which validation names."""
 
-    def norm(x):
+    def norm(x: Any) -> Any:
         if not isinstance(x, str):
             return x
         return next((p for p in (plugin.shorthand(x) for plugin in registry.values()) if p is not None), {"type": x})
@@ -193,11 +195,11 @@ def _claimed(registry: dict) -> Callable[[Any], Any]:
     return norm
 
 
-def _filesystem(x):
+def _filesystem(x: Any) -> Any:
     return {"type": x} if isinstance(x, str) else x
 
 
-def _load(x, where: str, errors: list[Error]):
+def _load(x: Any, where: str, errors: list[Error]) -> Any:
     """`high` or `{preset: high, containers: 3}` -> the preset's values, overridden by the entry's."""
     preset = x if isinstance(x, str) else (x.get("preset") if isinstance(x, dict) else None)
     if preset is None:
@@ -217,7 +219,7 @@ def _load(x, where: str, errors: list[Error]):
     return {"name": preset, **LOAD_PRESETS[preset], **rest}
 
 
-def _workload(x, where: str, errors: list[Error]) -> tuple[str, Any]:
+def _workload(x: Any, where: str, errors: list[Error]) -> tuple[str, Any]:
     """A one-word entry (`rr`) as the workload that claims it; `{NAME: {...}}` -> `{type: NAME, ...}`.
     Returns (key path, entry)."""
     if isinstance(x, str):
@@ -250,17 +252,17 @@ def _workload(x, where: str, errors: list[Error]) -> tuple[str, Any]:
     return where, x
 
 
-def _sweep_keys(entry) -> list[str]:
+def _sweep_keys(entry: Any) -> list[str]:
     if not isinstance(entry, dict):
         return []
     return [k for k, v in entry.items() if isinstance(v, list) and k not in _LIST_KEYS]
 
 
-def _sweep_size(entry) -> int:
+def _sweep_size(entry: Any) -> int:
     return math.prod(len(entry[k]) for k in _sweep_keys(entry)) if isinstance(entry, dict) else 1
 
 
-def _count(doc: dict, loads: list, workloads: list) -> list[Error]:
+def _count(doc: dict[str, Any], loads: list[Any], workloads: list[tuple[str, Any]]) -> list[Error]:
     """The number of trials, counted before anything is expanded."""
     n = max(1, sum(_sweep_size(x) for x in doc.get("devices") or []))
     for key in ("filesystems", "runtimes", "paths", "placement"):
@@ -284,7 +286,7 @@ def _count(doc: dict, loads: list, workloads: list) -> list[Error]:
     return []
 
 
-def _sweep(entry):
+def _sweep(entry: Any) -> list[Any]:
     """{bs: [4k, 64k], rw: randread} -> two entries; the swept keys go into the name."""
     keys = _sweep_keys(entry)
     if not keys:
@@ -299,7 +301,7 @@ def _sweep(entry):
     return out
 
 
-def _workload_params(w, where: str, base_dir: Path, errors: list[Error]) -> list[BaseModel]:
+def _workload_params(w: Any, where: str, base_dir: Path, errors: list[Error]) -> list[Layer]:
     kind = w.get("type") if isinstance(w, dict) else None
     plugin = WORKLOADS.get(kind) if isinstance(kind, str) else None
     if plugin is None:
@@ -315,7 +317,7 @@ def _workload_params(w, where: str, base_dir: Path, errors: list[Error]) -> list
     return []
 
 
-def _short(v, n: int = 40) -> str:
+def _short(v: object, n: int = 40) -> str:
     text = repr(v)
     return text if len(text) <= n else text[: n - 3] + "..."
 
@@ -335,7 +337,7 @@ def _pydantic_errors(e: ValidationError, prefix: str = "") -> list[Error]:
     return out
 
 
-def _problem(err) -> str:
+def _problem(err: ErrorDetails) -> str:
     if err["type"] == "extra_forbidden":
         return "unknown key"
     if err["type"] == "missing":
@@ -343,7 +345,7 @@ def _problem(err) -> str:
     return str(err["msg"]).removeprefix("Value error, ")
 
 
-def _fix(err) -> str:
+def _fix(err: ErrorDetails) -> str:
     t = err["type"]
     if t == "extra_forbidden":
         return "remove it or check its spelling (see docs/spec-reference.md)"
@@ -365,8 +367,9 @@ def _unique_names(exp: Experiment) -> list[Error]:
     return errors
 
 
-def _dedupe(errors):
-    seen, out = set(), []
+def _dedupe(errors: list[Error]) -> list[Error]:
+    seen: set[Error] = set()
+    out: list[Error] = []
     for e in errors:
         if e not in seen:
             seen.add(e)

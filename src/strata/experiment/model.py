@@ -9,8 +9,9 @@ unknown keys: a typo is an error, not a silently ignored option.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Self, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,13 +26,30 @@ from strata.stack.runtimes import REGISTRY as RUNTIMES
 MAX_REPETITIONS = 1000
 
 
-def _union(registry: dict):
+class Layer(Protocol):
+    """What strata reads of any layer's parameters (a device's, a runtime's, a workload's): every plugin's
+    `params` model has its `type` (the registry key) and its `name` (in results and labels)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
+    def model_dump_json(self) -> str: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
+
+
+def _union(registry: dict[str, Any]) -> Any:
     members = tuple(dict.fromkeys(p.params for p in registry.values()))
     return Annotated[Union[members], Field(discriminator="type")] if len(members) > 1 else members[0]
 
 
-Device = _union(DEVICES)
-Runtime = _union(RUNTIMES)
+if TYPE_CHECKING:  # the checker sees what every plugin's model has; pydantic validates the registry's union
+    Device = Layer
+    Runtime = Layer
+else:
+    Device = _union(DEVICES)
+    Runtime = _union(RUNTIMES)
 
 
 class Exclude(Strict):
@@ -96,8 +114,12 @@ class Experiment(Strict):
     filesystems: list[FilesystemParams] = Field(min_length=1)
     runtimes: list[Runtime] = Field(min_length=1)
     paths: list[PathName] = Field(min_length=1, description="see paths below")
-    workloads: list[dict] = Field(min_length=1, description="`{WORKLOAD: {...}}`, see the workload sections below")
-    loads: list[Load] = Field(default=[Load(name="low", **LOAD_PRESETS["low"])], description="default: low")
+    workloads: list[dict[str, Any]] = Field(
+        min_length=1, description="`{WORKLOAD: {...}}`, see the workload sections below"
+    )
+    loads: list[Load] = Field(
+        default=[Load.model_validate({"name": "low", **LOAD_PRESETS["low"]})], description="default: low"
+    )
     exclude: list[Exclude] = Field(default_factory=list, description="combinations to leave out, by layer name (globs)")
     hosts: dict[str, HostSpec] = Field(
         default_factory=dict,
@@ -114,19 +136,19 @@ class Experiment(Strict):
 
     @field_validator("repetitions")
     @classmethod
-    def _reps(cls, v):
+    def _reps(cls, v: int | str) -> int | str:
         if isinstance(v, int) and not 1 <= v <= MAX_REPETITIONS:
             raise ValueError(f"repetitions is a number from 1 to {MAX_REPETITIONS}, or auto")
         return v
 
     @field_validator("margins", mode="before")
     @classmethod
-    def _percents(cls, v):
+    def _percents(cls, v: object) -> object:
         return {k: cls._percent(x) for k, x in v.items()} if isinstance(v, dict) else v
 
     @field_validator("margins")
     @classmethod
-    def _bounded(cls, v):
+    def _bounded(cls, v: dict[str, float]) -> dict[str, float]:
         for k, x in v.items():
             if not 0 < x <= 1:
                 raise ValueError(f"margins.{k}: {x} is not a margin; write a percentage from 0% to 100%, e.g. 5%")
@@ -134,7 +156,7 @@ class Experiment(Strict):
 
     @field_validator("precision", "margin", mode="before")
     @classmethod
-    def _percent(cls, v):
+    def _percent(cls, v: object) -> object:
         if isinstance(v, str) and v.strip().endswith("%"):
             try:
                 return float(v.strip()[:-1]) / 100
@@ -145,7 +167,7 @@ class Experiment(Strict):
     _budget = field_validator("budget", mode="before")(lambda v: None if v is None else parse_duration(v))
 
     @model_validator(mode="after")
-    def _auto(self):
+    def _auto(self) -> Experiment:
         if self.min_repetitions > self.max_repetitions:
             raise ValueError("min_repetitions is larger than max_repetitions")
         if self.hosts and not self.placement:  # the same experiment on every host
@@ -160,7 +182,7 @@ class Experiment(Strict):
         """The margin of equivalence of a workload: its own (`margins`, first glob that matches) or `margin`."""
         return next((m for pattern, m in self.margins.items() if fnmatchcase(workload, pattern)), self.margin)
 
-    def design(self, workload: str) -> dict:
+    def design(self, workload: str) -> dict[str, Any]:
         """How repetitions are taken, stored with every result: the report's intervals depend on it
         (analysis/decide.py: an `auto` run looks after every round), and the workload's margin."""
         margin = self.margin_for(workload)
@@ -179,4 +201,4 @@ class Experiment(Strict):
     @property
     def first_repetitions(self) -> int:
         """Repetitions planned up front: all of them, or the first rounds of `auto`."""
-        return self.min_repetitions if self.auto else self.repetitions
+        return self.min_repetitions if self.repetitions == "auto" else self.repetitions

@@ -9,12 +9,16 @@ does not fit its file system, a workload file its own tool rejects.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from strata.core.errors import SpecErrors
+from strata.core.params import Strict
 from strata.experiment import presets
 from strata.experiment.expand import Skipped, Trial, expand
+from strata.experiment.model import Experiment, Layer
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
@@ -53,7 +57,7 @@ class Plan:
         return None
 
 
-def resolve(exp, workloads, host: dict) -> Plan:
+def resolve(exp: Experiment, workloads: list[Layer], host: dict[str, Any]) -> Plan:
     trials, skipped = expand(exp, workloads)
     plan = Plan(trials, skipped)
     errors = (
@@ -64,17 +68,18 @@ def resolve(exp, workloads, host: dict) -> Plan:
     )
     if errors:
         raise SpecErrors(errors, "plan")
-    cache: dict[tuple, str | None] = {}
+    cache: dict[tuple[int, str], str | None] = {}
     for t in trials:
         if t.placement is not None:
             continue  # on other machines: each host's agent asks its plugins (hosts/agent.py)
         reason = None
-        for registry, params in (
+        layers: tuple[tuple[Mapping[str, Any], Layer], ...] = (
             (DEVICES, t.device),
             (FILESYSTEMS, t.filesystem),
             (RUNTIMES, t.runtime),
             (WORKLOADS, t.workload),
-        ):
+        )
+        for registry, params in layers:
             key = (id(registry), params.model_dump_json())
             if key not in cache:
                 cache[key] = registry[params.type].available(host, params)
@@ -84,8 +89,8 @@ def resolve(exp, workloads, host: dict) -> Plan:
     return plan
 
 
-def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
-    errors = []
+def _device_errors(exp: Experiment, plan: Plan) -> list[tuple[str, str, str]]:
+    errors: list[tuple[str, str, str]] = []
     for i, dev in enumerate(exp.devices):
         plugin = DEVICES[dev.type]
         # on the experiment's hosts each agent checks its own device before writing it
@@ -100,7 +105,13 @@ def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
                 )
             )
         if exp.hosts:  # each host that runs instances on this device writes under its own workdir
-            used = {h for t in plan.trials if t.device.name == dev.name for h, n in t.placement.instances if n}
+            used: set[str | None] = {
+                h
+                for t in plan.trials
+                if t.device.name == dev.name and t.placement
+                for h, n in t.placement.instances
+                if n
+            }
             used |= {getattr(dev, "host", None)}  # a remote device's storage host
             for name, h in exp.hosts.items():
                 if name in used:
@@ -110,9 +121,10 @@ def _device_errors(exp, plan: Plan) -> list[tuple[str, str, str]]:
     return errors
 
 
-def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
+def _fit_errors(exp: Experiment, trials: list[Trial]) -> list[tuple[str, str, str]]:
     """Each file system fits its device, and each trial's data fits its file system (with metadata)."""
-    errors, seen = [], set()
+    errors: list[tuple[str, str, str]] = []
+    seen: set[tuple[str, ...]] = set()
     for t in trials:
         size = DEVICES[t.device.type].size_bytes(t.device)
         if not size:
@@ -133,8 +145,9 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
         wl = WORKLOADS[t.workload.type]
         need = wl.data_bytes(t.workload, t.load)
         room = size if t.path == "device" else fs.usable_bytes(size)
-        spread = t.placement is not None and span_of(wl, t.workload, t.load) is None  # a spanning workload: each host
-        per_host = t.placement.max_instances if spread else t.load.containers
+        # every workload's parameters are its plugin's Strict model (Layer is what strata reads of them)
+        spread = t.placement is not None and span_of(wl, cast(Strict, t.workload), t.load) is None
+        per_host = t.placement.max_instances if spread and t.placement else t.load.containers  # spanning: each host
         total = need if t.path == "device" else need * per_host
         key = ("fit", t.device.name, t.filesystem.name, t.workload.name, t.load.name, t.path)
         if total > room and key not in seen:
@@ -150,10 +163,11 @@ def _fit_errors(exp, trials: list[Trial]) -> list[tuple[str, str, str]]:
     return errors
 
 
-def _load_errors(exp, trials: list[Trial], host: dict) -> list[tuple[str, str, str]]:
+def _load_errors(exp: Experiment, trials: list[Trial], host: dict[str, Any]) -> list[tuple[str, str, str]]:
     """Each workload's check of the loads it runs under (a memory limit below what a database node needs),
     with a limit preset's cores and memory as this host gives them (its bandwidth is measured later)."""
-    errors, seen = [], set()
+    errors: list[tuple[str, str, str]] = []
+    seen: set[tuple[str, str]] = set()
     for t in trials:
         load = presets.on_host(t.load, host)
         wl = WORKLOADS[t.workload.type]
@@ -169,9 +183,10 @@ def _load_errors(exp, trials: list[Trial], host: dict) -> list[tuple[str, str, s
     return errors
 
 
-def _workload_errors(workloads) -> list[tuple[str, str, str]]:
+def _workload_errors(workloads: list[Layer]) -> list[tuple[str, str, str]]:
     """Each workload's own deep check (fio's parser, the engine's check of a Filebench file)."""
-    errors, seen = [], set()
+    errors: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
     for w in workloads:
         key = w.model_dump_json()
         if key in seen:

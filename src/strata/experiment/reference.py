@@ -9,8 +9,10 @@ from __future__ import annotations
 import sys
 import typing
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from strata.core.params import PATHS, Limits, Load
 from strata.experiment import model
@@ -48,7 +50,7 @@ reason (`strata validate` lists them).
 """
 
 
-def _type_name(ann) -> str:
+def _type_name(ann: Any) -> str:
     origin = typing.get_origin(ann)
     if origin is typing.Literal:
         return " \\| ".join(f"`{a}`" for a in typing.get_args(ann))
@@ -63,11 +65,11 @@ def _type_name(ann) -> str:
     return getattr(ann, "__name__", str(ann)).replace("typing.", "")
 
 
-def _default(field) -> str:
+def _default(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
     if field.default_factory is not None:
-        v = field.default_factory()
+        v = field.get_default(call_default_factory=True)
         return f"`{v.model_dump() if isinstance(v, BaseModel) else v}`"
     if isinstance(field.default, list) and field.default and isinstance(field.default[0], BaseModel):
         return "`[" + ", ".join(getattr(x, "name", "?") for x in field.default) + "]`"

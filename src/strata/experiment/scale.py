@@ -17,6 +17,7 @@ judge. Each workload shrinks its own parameters (`Workload.smoke`).
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 from strata.core.params import size_at_most, sweep_ends
@@ -54,7 +55,7 @@ def smoke(doc: Any) -> Any:
     return out
 
 
-def _loads(loads: list) -> list:
+def _loads(loads: list[Any]) -> list[Any]:
     """A container sweep written as several loads (`{containers: 1}`, `{containers: 2}`, ...) cut to its
     first and last loads, like a list."""
     groups: dict[str, list[int]] = {}
@@ -72,7 +73,7 @@ def _load(load: Any) -> Any:
     return load
 
 
-def check_scale(out, scale: str) -> None:
+def check_scale(out: str | os.PathLike[str], scale: str) -> None:
     """Refuse to store trials of one scale beside stored trials of the other (a smoke result must never
     be mistaken for a measurement, nor fill the gaps of one)."""
     import json

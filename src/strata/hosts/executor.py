@@ -20,9 +20,10 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
+from strata.experiment.model import Layer
 from strata.results import validity
 from strata.results.flags import Failure, Flags, record
 from strata.run.trial import TIMEOUT_SLACK_S, base_result, failed_result, now_iso
@@ -119,7 +120,8 @@ class HostTrials:
         for (h, n, first), a in zip(placed, agents):
             pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
             params, load = part_of(wl, spec, trial.load, h, n, addresses)
-            part_trial = dataclasses.replace(trial, workload=params, load=load, placement=None)
+            # the workload's own params model: a Layer (its `type` and `name`), which Strict cannot say
+            part_trial = dataclasses.replace(trial, workload=cast(Layer, params), load=load, placement=None)
             if served:
                 part_trial = dataclasses.replace(part_trial, device=storage.part_device(trial, served))
             docs[h] = {

@@ -24,9 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from strata.core.errors import TrialFailure, Unsupported
+from strata.experiment.model import Layer
 
 from .client import AgentClient, AgentRefused, AgentUnreachable
 
@@ -108,6 +107,6 @@ def serve(trial: Trial, host: str, client: AgentClient, run_id: str) -> Storage:
     return Storage(host, client, run_id, doc["id"], doc["served_at"], doc.get("facts") or {}, doc.get("agent", ""))
 
 
-def part_device(trial: Trial, storage: Storage) -> BaseModel:
+def part_device(trial: Trial, storage: Storage) -> Layer:
     """The device the client hosts build: the same, attached to the served target."""
     return trial.device.model_copy(update={"served_at": storage.served_at})

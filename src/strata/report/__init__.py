@@ -18,30 +18,38 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from strata.report import csv, figures, html, terminal
 
 if TYPE_CHECKING:
-    from strata.report.parts import Report
+    from multiprocessing.context import BaseContext
+
+    from strata.report.parts import Figure, Report
+
+Rendered = tuple[bytes, bytes | None]  # a figure's SVG, and its PNG when asked for
 
 PARALLEL_FROM = 6  # figures; below this a process pool costs more than it saves
 
 
-def build_report(results: list[dict], title: str = "strata report", series_ids: tuple = ()):
+def build_report(
+    results: list[dict[str, Any]], title: str = "strata report", series_ids: tuple[str, ...] = ()
+) -> Report:
     from strata.analysis.analyse import analyse
     from strata.report.model import build
 
     return build(analyse(results), title, series_ids)
 
 
-def render_figures(figs: list, jobs: int | None = None, png: bool = False) -> dict[str, tuple[bytes, bytes | None]]:
+def render_figures(
+    figs: list[Figure], jobs: int | None = None, png: bool = False
+) -> dict[str, tuple[bytes, bytes | None]]:
     """{figure id: (svg, png or None)} of the figures drawn, in worker processes when there are enough."""
     with _frozen(), _Drawing(figs, jobs, png) as pending:
         return {fid: f.result() for fid, f in pending.items()}
 
 
-def generate(report, jobs: int | None = None, png: bool = False) -> dict[str, bytes]:
+def generate(report: Report, jobs: int | None = None, png: bool = False) -> dict[str, bytes]:
     """Every output file of a report: {relative path: bytes}. PNG copies of the figures only when `png`."""
     with _frozen(), _Drawing(report.figures, jobs, png) as pending:
         out = _texts(report)  # while the workers draw
@@ -50,9 +58,9 @@ def generate(report, jobs: int | None = None, png: bool = False) -> dict[str, by
 
 
 def report_files(
-    results: list[dict],
+    results: list[dict[str, Any]],
     title: str = "strata report",
-    series_ids: tuple = (),
+    series_ids: tuple[str, ...] = (),
     jobs: int | None = None,
     png: bool = False,
     phases: dict[str, float] | None = None,
@@ -78,14 +86,14 @@ def report_files(
     return report, out
 
 
-def _texts(report) -> dict[str, bytes]:
+def _texts(report: Report) -> dict[str, bytes]:
     """The terminal summary and the CSV tables."""
     out = {"summary.txt": (terminal.render(report) + "\n").encode()}
     out.update({f"csv/{name}": data for name, data in csv.render(report).items()})
     return out
 
 
-def _pages(report, rendered: dict, png: bool) -> dict[str, bytes]:
+def _pages(report: Report, rendered: dict[str, Rendered], png: bool) -> dict[str, bytes]:
     """The HTML page and the figures' files."""
     out = {"report.html": html.render(report, {k: svg for k, (svg, _) in rendered.items()}, png)}
     for fid, (svg, raster) in rendered.items():
@@ -96,7 +104,7 @@ def _pages(report, rendered: dict, png: bool) -> dict[str, bytes]:
 
 
 class _Clock:
-    def __init__(self, phases: dict[str, float] | None):
+    def __init__(self, phases: dict[str, float] | None) -> None:
         self.phases, self.t = phases, time.perf_counter()
 
     def __call__(self, phase: str) -> None:
@@ -123,13 +131,13 @@ class _Drawing:
     one per CPU) from PARALLEL_FROM figures on, else drawn here, in order, on entry. Each figure is drawn on
     its own, so the bytes do not depend on the worker or the order: the output is the same for any `jobs`."""
 
-    def __init__(self, figs: list, jobs: int | None, png: bool):
+    def __init__(self, figs: list[Figure], jobs: int | None, png: bool) -> None:
         self.drawn = [f for f in figs if f.drawn]
         self.jobs = jobs or min(len(self.drawn), os.cpu_count() or 1)
         self.png = png
         self.pool: ProcessPoolExecutor | None = None
 
-    def __enter__(self) -> dict[str, Future]:
+    def __enter__(self) -> dict[str, Future[Rendered]]:
         if self.jobs < 2 or len(self.drawn) < PARALLEL_FROM:
             return {f.id: _done(figures.render(f, self.png)) for f in self.drawn}
         gc.freeze()  # what the analysis made since _frozen() began, too (the caller's _frozen() unfreezes it)
@@ -139,25 +147,25 @@ class _Drawing:
         futures = {f.id: self.pool.submit(figures.render, f, self.png) for f in order}
         return {f.id: futures[f.id] for f in self.drawn}
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=exc[0] is not None)
 
 
-def _done(value) -> Future:
-    f: Future = Future()
+def _done(value: Rendered) -> Future[Rendered]:
+    f: Future[Rendered] = Future()
     f.set_result(value)
     return f
 
 
-def _context():
+def _context() -> BaseContext:
     """fork where there is one: a worker then starts with matplotlib and strata already imported (a fresh
     interpreter pays about a second for them)."""
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else None)
 
 
-def _cost(fig) -> int:
+def _cost(fig: Figure) -> int:
     """The figures of one labelled bar per configuration (runtimes, compare: 136 rows on 10,000 trials) take
     several times the others' drawing time; the others keep the report's order."""
     return len(fig.data.get("rows", ()))

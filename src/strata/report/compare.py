@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from html import escape
 
-from strata.analysis.query import fmt
+from strata.analysis.compare import Comparison
+from strata.analysis.query import fmt, summary_of
 from strata.report import figures
 from strata.report.csv import table_csv
 from strata.report.html import STYLE, _table, inline_svg
@@ -30,14 +31,14 @@ COLUMNS = [
 ]
 
 
-def rows(cmp) -> list[list]:
+def rows(cmp: Comparison) -> list[list[object]]:
     return [
         [
             m.name,
             m.unit,
-            m.a.summary.mean,
+            summary_of(m.a).mean,
             m.a.reps,
-            m.b.summary.mean,
+            summary_of(m.b).mean,
             m.b.reps,
             m.change.rel,
             m.change.rel_low,
@@ -49,7 +50,7 @@ def rows(cmp) -> list[list]:
     ]
 
 
-def figure(cmp, name_a: str, name_b: str) -> Figure:
+def figure(cmp: Comparison, name_a: str, name_b: str) -> Figure:
     title = f"B ({name_b}) relative to A ({name_a})"
     data = [
         {
@@ -73,15 +74,15 @@ def figure(cmp, name_a: str, name_b: str) -> Figure:
     )
 
 
-def text(cmp, name_a: str, name_b: str) -> str:
+def text(cmp: Comparison, name_a: str, name_b: str) -> str:
     out = [f"A = {name_a}, B = {name_b}: {len(cmp.matches)} configuration(s) in both"]
     table = [["configuration", "A", "B", "change [95% CI]", "B is"]]
     for m in cmp.matches:
         table.append(
             [
                 m.name,
-                f"{fmt(m.a.summary.mean, m.unit)} (n={m.a.reps})",
-                f"{fmt(m.b.summary.mean, m.unit)} (n={m.b.reps})",
+                f"{fmt(summary_of(m.a).mean, m.unit)} (n={m.a.reps})",
+                f"{fmt(summary_of(m.b).mean, m.unit)} (n={m.b.reps})",
                 m.change.interval_text(),
                 m.status,
             ]
@@ -103,7 +104,7 @@ def text(cmp, name_a: str, name_b: str) -> str:
     return "\n".join(out)
 
 
-def generate(cmp, name_a: str, name_b: str, png: bool = False) -> dict[str, bytes]:
+def generate(cmp: Comparison, name_a: str, name_b: str, png: bool = False) -> dict[str, bytes]:
     """The files of `strata compare -o DIR`: HTML, CSV, text, the figure as SVG, and as PNG when `png`."""
     out = {"compare.txt": (text(cmp, name_a, name_b) + "\n").encode(), "compare.csv": table_csv(COLUMNS, rows(cmp))}
     svg = None

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
+from strata.analysis.query import summary_of
 from strata.results.export import csv_bytes
 
+if TYPE_CHECKING:
+    from strata.analysis.advice import Best
+    from strata.analysis.placement import MeasuredPlacement
+    from strata.report.parts import Report
 
-def cell_text(v) -> str:
+
+def cell_text(v: object) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     if isinstance(v, bool):
@@ -17,11 +25,11 @@ def cell_text(v) -> str:
     return str(v)
 
 
-def table_csv(columns: list, rows: list) -> bytes:
+def table_csv(columns: Sequence[str], rows: Iterable[Iterable[object]]) -> bytes:
     return csv_bytes(columns, rows, cell_text)
 
 
-def render(report) -> dict[str, bytes]:
+def render(report: Report) -> dict[str, bytes]:
     """{file name: bytes} for every table of the report."""
     a = report.analysis
     out = {f"{f.id}.csv": table_csv(f.table.columns, f.table.rows) for f in report.figures}
@@ -101,14 +109,14 @@ def render(report) -> dict[str, bytes]:
     return out
 
 
-def _advice_row(b) -> list:
+def _advice_row(b: Best) -> list[object]:
     m = b.lead
     return [
         b.workload,
         b.load,
         b.status,
         b.best.stack,
-        b.best.summary.mean,
+        summary_of(b.best).mean,
         b.unit,
         b.best.reps,
         b.runner_up.stack if b.runner_up else None,
@@ -131,7 +139,7 @@ PLACEMENT_COLUMNS = [
 ]  # fmt: skip
 
 
-def placement_rows(m) -> list[list]:
+def placement_rows(m: MeasuredPlacement) -> list[list[object]]:
     """One row per placement of a measured placement advice (analysis/placement.py)."""
     rows = []
     for p in m.placements:

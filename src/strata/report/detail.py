@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells import Cell
 from strata.report.names import figure_id, short_labels, with_shared
@@ -54,7 +56,7 @@ def detail_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def detail(c: Cell) -> dict:
+def detail(c: Cell) -> dict[str, Any]:
     """A cell's p99 and mean latency (ms), host CPU busy (%) and device MB/s, means over its repetitions."""
     p99, mean = c.latency(None, "p99").mean, c.latency(None, "mean").mean
     cpu, disk = [], []

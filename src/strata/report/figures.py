@@ -13,6 +13,8 @@ from __future__ import annotations
 import io
 import math
 import textwrap
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -21,7 +23,14 @@ from matplotlib.figure import Figure as MplFigure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import NullLocator  # noqa: E402
 
-RC = {
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.typing import RcKeyType
+
+    from strata.report.parts import Figure
+
+RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "strata",
     "svg.fonttype": "none",
     "font.family": "DejaVu Sans",
@@ -57,7 +66,7 @@ APART_LABEL = {
 OTHER_APART_STYLE = {"color": "#f0f0f0", "edgecolor": "#636363", "hatch": "\\\\"}
 
 
-def render(fig, png: bool = False) -> tuple[bytes, bytes | None]:
+def render(fig: Figure, png: bool = False) -> tuple[bytes, bytes | None]:
     """(svg, png) bytes of a report Figure, built once; the PNG (None unless asked for) is a second
     rasterized drawing of the same figure, which costs twice the SVG's time: only slides need it."""
     with matplotlib.rc_context(RC):
@@ -76,7 +85,7 @@ CHAR_IN = 0.068  # width of one 8-9 pt character, inches
 
 
 def _layout(
-    mpl,
+    mpl: MplFigure,
     rot_len: int = 0,
     legend_len: int = 0,
     ytick_len: int = 6,
@@ -117,17 +126,17 @@ def _wrap(label: str) -> str:
     return "\n".join(lines + [cur])
 
 
-def _rot_len(labels) -> int:
+def _rot_len(labels: Iterable[object]) -> int:
     """How far rotated labels reach down, in characters: their longest line plus a line per extra line."""
     return max((_maxlen([x]) + 3 * str(x).count("\n") for x in labels), default=0)
 
 
-def _maxlen(labels) -> int:
+def _maxlen(labels: Iterable[object]) -> int:
     """The longest line of any label (wrapped labels count by their longest line)."""
     return max((len(line) for x in labels for line in str(x).split("\n")), default=0)
 
 
-def _title(mpl, title: str) -> None:
+def _title(mpl: MplFigure, title: str) -> None:
     """The figure's title, on two lines when it does not fit one (margins made room for one)."""
     w, h = mpl.get_size_inches()
     lines = textwrap.wrap(title, int(w * 13))
@@ -137,13 +146,13 @@ def _title(mpl, title: str) -> None:
     mpl.suptitle("\n".join(lines), fontsize=10, x=0.01, ha="left")
 
 
-def _ci(values, lows, highs):
+def _ci(values: list[float], lows: list[float | None], highs: list[float | None]) -> list[list[float]]:
     lo = [v - low if low is not None else 0 for v, low in zip(values, lows)]
     hi = [h - v if h is not None else 0 for v, h in zip(values, highs)]
     return [lo, hi]
 
 
-def _bars(fig) -> MplFigure:
+def _bars(fig: Figure) -> MplFigure:
     bars = fig.data["bars"]
     stacks = list(dict.fromkeys(b["label"] for b in bars))
     loads = list(dict.fromkeys(b["load"] for b in bars))
@@ -163,7 +172,9 @@ def _bars(fig) -> MplFigure:
         xs = [stacks.index(b["label"]) + slot * width for b in sel]
         vals = [b["value"] for b in sel]
         color = PALETTE[loads.index(load) % len(PALETTE)]
-        style = dict(APART_STYLE.get(apart, OTHER_APART_STYLE), edgecolor=color) if apart else {"color": color}
+        style: dict[str, Any] = (
+            dict(APART_STYLE.get(apart, OTHER_APART_STYLE), edgecolor=color) if apart else {"color": color}
+        )
         ax.bar(xs, vals, width * 0.95, **style)
         with_ci = [(x, b) for x, b in zip(xs, sel) if b["low"] is not None and b["high"] is not None]
         if with_ci:  # whiskers only where an interval exists
@@ -183,7 +194,7 @@ def _bars(fig) -> MplFigure:
                 ax.annotate(apart, (x, b["value"]), ha="center", va="bottom", fontsize=7, color="#636363")
     if len(stacks) < 3:
         ax.set_xlim(-1.2, len(stacks) + 0.2)
-    handles = [Patch(color=PALETTE[i % len(PALETTE)], label=f"load {ld}") for i, ld in enumerate(loads)]
+    handles: list[Artist] = [Patch(color=PALETTE[i % len(PALETTE)], label=f"load {ld}") for i, ld in enumerate(loads)]
     for apart in aparts:
         if any(b["apart"] == apart for b in bars):
             st = APART_STYLE.get(apart, OTHER_APART_STYLE)
@@ -202,7 +213,7 @@ def _bars(fig) -> MplFigure:
     return mpl
 
 
-def _latency(fig) -> MplFigure:
+def _latency(fig: Figure) -> MplFigure:
     panels = fig.data["panels"]
     n = max(len(p["stacks"]) for p in panels)
     mpl = MplFigure(figsize=(min(14, max(6.5, 1.1 * n * len(panels) + 2)), 4.2))
@@ -246,27 +257,30 @@ def _latency(fig) -> MplFigure:
     return mpl
 
 
-def _whole_decades(ax, values: list[float]) -> None:
+def _whole_decades(ax: Axes, values: list[float]) -> None:
     """A log axis whose values lie within one decade shows one tick or none (minor ticks are off), and
     bars from its bottom are slivers: then it spans the decades around them."""
     if values and math.ceil(math.log10(min(values))) >= math.floor(math.log10(max(values))):
         ax.set_ylim(10 ** math.floor(math.log10(min(values))), 10 ** (math.floor(math.log10(max(values))) + 1))
 
 
-def _line(ax, i, label, pts, per=False):
+# A line's point as the figure's data holds it (report/model.py `_point`): x, mean, the interval's low and
+# high (None without one), and the group it is drawn apart in (None: on the line).
+Point = tuple[float, float, float | None, float | None, str | None]
+
+
+def _line(ax: Axes, i: int, label: str, pts: list[Point], per: bool = False) -> tuple[list[float], list[float]]:
     """A mean line with its 95% band where one exists; points drawn apart (cache, unconfirmed) as grey
     crosses, never on the line."""
     dev = [p for p in pts if not p[4]]
-    div = (lambda p: p[0]) if per else (lambda p: 1)
+    div: Callable[[Point], float] = (lambda p: p[0]) if per else (lambda p: 1)
     xs = [p[0] for p in dev]
     ys = [p[1] / div(p) for p in dev]
     color = PALETTE[i % len(PALETTE)]
     ax.plot(xs, ys, marker="o", markersize=3.5, color=color, label=label)
-    banded = [p for p in dev if p[2] is not None and p[3] is not None]
+    banded = [(lo / div(p), hi / div(p)) for p in dev if (lo := p[2]) is not None and (hi := p[3]) is not None]
     if len(banded) == len(dev):  # the band only where every point has an interval
-        ax.fill_between(
-            xs, [p[2] / div(p) for p in dev], [p[3] / div(p) for p in dev], color=color, alpha=0.18, linewidth=0
-        )
+        ax.fill_between(xs, [lo for lo, _ in banded], [hi for _, hi in banded], color=color, alpha=0.18, linewidth=0)
     for p in pts:
         if p[4]:
             ax.scatter([p[0]], [p[1] / div(p)], marker="x", color="#636363", zorder=3)
@@ -276,10 +290,10 @@ def _line(ax, i, label, pts, per=False):
     return xs, ys
 
 
-def _sweep(fig) -> MplFigure:
+def _sweep(fig: Figure) -> MplFigure:
     mpl = MplFigure(figsize=(7.5, 4.2))
     ax = mpl.add_subplot()
-    allx = set()
+    allx: set[float] = set()
     for i, ln in enumerate(fig.data["lines"]):
         _line(ax, i, ln["label"], ln["points"])
         allx.update(p[0] for p in ln["points"])
@@ -295,7 +309,7 @@ def _sweep(fig) -> MplFigure:
     return mpl
 
 
-def _scaling(fig) -> MplFigure:
+def _scaling(fig: Figure) -> MplFigure:
     mpl = MplFigure(figsize=(10, 4.2))
     agg, per = mpl.subplots(1, 2)
     for i, ln in enumerate(fig.data["lines"]):
@@ -317,7 +331,7 @@ def _scaling(fig) -> MplFigure:
     return mpl
 
 
-def _detail(fig) -> MplFigure:
+def _detail(fig: Figure) -> MplFigure:
     """Four panels against the swept quantity: p99 and mean latency, host CPU, device bandwidth."""
     mpl = MplFigure(figsize=(10, 6.4))
     axes = mpl.subplots(2, 2).flatten()
@@ -345,7 +359,7 @@ def _detail(fig) -> MplFigure:
     return mpl
 
 
-def _series(fig) -> MplFigure:
+def _series(fig: Figure) -> MplFigure:
     series = fig.data["series"]
     mpl = MplFigure(figsize=(7.5, 1.5 * len(series) + 0.8))
     axes = mpl.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
@@ -367,7 +381,7 @@ def _series(fig) -> MplFigure:
 COMPARE_COLORS = {"higher": "#2ca02c", "lower": "#d62728", "same": "#6baed6", "undecided": "#bdbdbd"}
 
 
-def _compare(fig) -> MplFigure:
+def _compare(fig: Figure) -> MplFigure:
     rows = fig.data["rows"]
     colors = dict(COMPARE_COLORS)
     if fig.data.get("lower_is_better"):  # latency: higher is the bad direction
@@ -401,7 +415,7 @@ def _compare(fig) -> MplFigure:
     return mpl
 
 
-DRAW = {
+DRAW: dict[str, Callable[[Figure], MplFigure]] = {
     "ratio": _bars,
     "throughput": _bars,
     "latency": _latency,
@@ -413,5 +427,5 @@ DRAW = {
 }
 
 
-def finite(v) -> bool:
+def finite(v: object) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))

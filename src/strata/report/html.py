@@ -9,14 +9,21 @@ header; nothing else runs.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
 from strata import __version__
 from strata.analysis import studies
 from strata.analysis.beside import paper_ratio
-from strata.analysis.verdict import STATUSES
+from strata.analysis.verdict import STATUSES, Outcome
 from strata.report.csv import cell_text
 from strata.report.parts import SMOKE_BANNER
+
+if TYPE_CHECKING:
+    from strata.analysis.analyse import Analysis
+    from strata.analysis.findings import Finding
+    from strata.report.parts import Figure, Report
 
 MAX_TABLE_ROWS = 200  # inline; the CSV holds all
 MAX_LIST = 40  # advice items, findings numbers
@@ -66,7 +73,7 @@ def inline_svg(svg: bytes | str, prefix: str) -> str:
     return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)
 
 
-def _table(columns, rows, cls="sortable") -> str:
+def _table(columns: Sequence[object], rows: Sequence[Sequence[object]], cls: str = "sortable") -> str:
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     body = []
     for r in rows[:MAX_TABLE_ROWS]:
@@ -85,7 +92,7 @@ def _table(columns, rows, cls="sortable") -> str:
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{more}'
 
 
-def _header(report) -> str:
+def _header(report: Report) -> str:
     a = report.analysis
     n = a.counts
     hosts = "; ".join(
@@ -105,7 +112,7 @@ def _header(report) -> str:
     )
 
 
-def _warnings(a) -> str:
+def _warnings(a: Analysis) -> str:
     if not a.warnings:
         return '<h2 id="warnings">Warnings</h2><p>No warning: every check passed.</p>'
     items = []
@@ -120,7 +127,7 @@ def _warnings(a) -> str:
     return f'<h2 id="warnings">Warnings ({len(a.warnings)})</h2>' + "".join(items)
 
 
-def _advice(a) -> str:
+def _advice(a: Analysis) -> str:
     texts = [b.text() for b in a.best] + [c.text() for c in a.containers] + [m.text() for m in a.placement_advice]
     items = [f"<li>{escape(t)}</li>" for t in texts[:MAX_LIST]]
     if len(texts) > MAX_LIST:
@@ -135,13 +142,13 @@ def _advice(a) -> str:
     )
 
 
-def _numbers(o) -> str:
+def _numbers(o: Outcome) -> str:
     if len(o.numbers) <= MAX_LIST:
         return o.detail
     return "; ".join(o.numbers[:MAX_LIST]) + f"; ... {len(o.numbers) - MAX_LIST} more in csv/findings.csv"
 
 
-def _finding_rows(pairs) -> str:
+def _finding_rows(pairs: list[tuple[Finding, Outcome]]) -> str:
     rows = []
     for f, o in pairs:
         cls = o.status.replace(" ", "-")
@@ -157,7 +164,7 @@ def _finding_rows(pairs) -> str:
     )
 
 
-def _findings(a) -> str:
+def _findings(a: Analysis) -> str:
     counts = {s: sum(1 for _, o in a.findings if o.status == s) for s in STATUSES}
     summary = ", ".join(f"{v} {k}" for k, v in counts.items())
     measured = [(f, o) for f, o in a.findings if o.status != "not measured"]
@@ -177,7 +184,7 @@ def _findings(a) -> str:
     return out
 
 
-def _paper(a) -> str:
+def _paper(a: Analysis) -> str:
     """The studies' published numbers beside the same quantities here, each side against its own baseline."""
     out = (
         '<h2 id="paper">The studies beside these results</h2><p class=meta>The numbers the studies print '
@@ -222,15 +229,15 @@ def _differs(ids: list[str]) -> str:
     return out
 
 
-def _x(v) -> str:
+def _x(v: float | None) -> str:
     return "not measured here" if v is None else f"{v:.2f}"
 
 
-def _num(v, unit: str = "") -> str:
+def _num(v: float | None, unit: str = "") -> str:
     return "not measured here" if v is None else f"{v:,.3g} {unit}".strip()
 
 
-def _figure(i: int, f, svg, png: bool = False) -> str:
+def _figure(i: int, f: Figure, svg: bytes | str | None, png: bool = False) -> str:
     csv = f'<a href="csv/{f.id}.csv">CSV</a>'
     if svg is None:
         return f'<li id="{escape(f.id)}">{escape(f.title)} ({len(f.table.rows)} rows): {csv}</li>'
@@ -243,7 +250,7 @@ def _figure(i: int, f, svg, png: bool = False) -> str:
     )
 
 
-def render(report, svgs: dict[str, bytes], png: bool = False) -> bytes:
+def render(report: Report, svgs: dict[str, bytes], png: bool = False) -> bytes:
     """The page; `png`: the figures' PNG files are written too, and linked beside the SVG and CSV."""
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",

@@ -4,14 +4,19 @@ detail) import them from here."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from strata.analysis.analyse import Analysis
+from strata.analysis.cells import Cell
 from strata.core.metrics import MetricSchema
 
 MAX_LINES = 8  # lines per sweep or scaling figure
 MAX_STACKS = 12  # stacks per latency panel
 LAT_STATS = ("mean", "p99")
+# (latency, statistic, mean over repetitions in us or None, repetitions): a row of a latency breakdown
+LatencyRow = tuple[str | None, str, float | None, int]
 
 
 SMOKE_MARK = "[SMOKE SCALE: not a measurement]"
@@ -26,8 +31,8 @@ SMOKE_BANNER = (
 class Table:
     id: str
     title: str
-    columns: list
-    rows: list
+    columns: list[str]
+    rows: list[list[object]]  # the cells as stored values: numbers, text, None
 
 
 @dataclass
@@ -37,7 +42,7 @@ class Figure:
     title: str
     caption: str
     table: Table
-    data: dict = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
     drawn: bool = True
 
 
@@ -45,17 +50,17 @@ class Figure:
 class Report:
     title: str
     analysis: Analysis
-    figures: list = field(default_factory=list)
-    tables: list = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
 
 
-def mean(vals: list):
+def mean(vals: list[float | None]) -> float | None:
     """The mean of the values that exist, or None."""
-    vals = [v for v in vals if v is not None]
-    return sum(vals) / len(vals) if vals else None
+    have = [v for v in vals if v is not None]
+    return sum(have) / len(have) if have else None
 
 
-def latencies(c, kinds) -> list[tuple]:
+def latencies(c: Cell, kinds: Iterable[str | None]) -> list[LatencyRow]:
     """(latency, statistic, mean over repetitions in us or None, repetitions) of a cell, for each of the
     latencies `kinds` and each of LAT_STATS: the rows of a latency breakdown's table."""
     out = []
@@ -66,7 +71,7 @@ def latencies(c, kinds) -> list[tuple]:
     return out
 
 
-def breakdown_entry(rows: list[tuple]) -> dict:
+def breakdown_entry(rows: list[LatencyRow]) -> dict[str, Any]:
     """A stack's bars in a latency breakdown figure (report/figures.py `_latency`), from `latencies`."""
     return {f"{kind}_{stat}_us": us for kind, stat, us, _ in rows}
 

@@ -9,9 +9,12 @@ and the caption says how many.
 from __future__ import annotations
 
 from strata.analysis.analyse import Analysis
+from strata.analysis.cells import Cell
 from strata.analysis.compare import status
 from strata.analysis.decide import answer
+from strata.analysis.query import summary_of
 from strata.analysis.runtimes import native_pairs
+from strata.analysis.stats import Summary
 from strata.report.names import figure_id, row_label, row_labels, titled
 from strata.report.parts import Figure, Table
 
@@ -19,7 +22,7 @@ COLUMNS = ["stack", "load", "native", "value", "unit", "change", "ci_low", "ci_h
 
 
 def runtime_figures(a: Analysis) -> list[Figure]:
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple[object, ...], list[tuple[Cell, Cell]]] = {}
     for native, other in native_pairs(a.cells):
         groups.setdefault((other.labels["workload"], other.labels["device"], other.workload_key), []).append(
             (native, other)
@@ -35,12 +38,12 @@ def runtime_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
+def _figure(name: str, prs: list[tuple[Cell, Cell]], what: str, emulated: int) -> Figure:
     labels, common = row_labels([o.stack for _, o in prs])
     margin = prs[0][1].margin
     rows, data = [], []
     for native, other in prs:
-        a, b = (native.summary, other.summary) if what == "throughput" else _lat(native, other)
+        a, b = (summary_of(native), summary_of(other)) if what == "throughput" else _lat(native, other)
         ch = answer(a, b, other.margin)
         st = status(ch)
         data.append(
@@ -89,5 +92,5 @@ def _figure(name: str, prs: list, what: str, emulated: int) -> Figure:
     )
 
 
-def _lat(native, other):
+def _lat(native: Cell, other: Cell) -> tuple[Summary, Summary]:
     return native.latency(None, "mean"), other.latency(None, "mean")

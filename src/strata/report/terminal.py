@@ -6,13 +6,19 @@ interval, then the warnings that say what to do, then advice and findings.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from strata.analysis.baseline import ratio_to_raw
 from strata.analysis.query import fmt
 from strata.report.parts import SMOKE_BANNER
 from strata.results.flags import DECLARED, Flag, apart
+
+if TYPE_CHECKING:
+    from strata.analysis.analyse import Analysis
+    from strata.report.parts import Report
 
 MAX_ROWS = 30
 MAX_GRIDS = 4
@@ -25,11 +31,11 @@ def _table(rows: list[list[str]]) -> list[str]:
     return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def _cells(a) -> list[str]:
+def _cells(a: Analysis) -> list[str]:
     rows = [["stack", "workload", "load", "mean", "95% CI", "n", "x raw", "flags"]]
     for c in a.cells[:MAX_ROWS]:
-        s = c.summary
-        ci = f"+-{fmt(s.half_width)}" if c.values and s.half_width is not None else "-"
+        s = c.summary if c.values else None
+        ci = f"+-{fmt(s.half_width)}" if s is not None and s.half_width is not None else "-"
         r = ratio_to_raw(c, a.raw)
         flags = [f"{d.word} x{len(g.values)}" for d, g in c.groups() if g.values]
         if c.failed:
@@ -39,7 +45,7 @@ def _cells(a) -> list[str]:
                 c.stack + (f" [{c.tag}]" if c.tag else ""),
                 c.labels["workload"],
                 c.labels["load"],
-                fmt(s.mean, c.unit) if c.values else "-",
+                fmt(s.mean, c.unit) if s is not None else "-",
                 ci,
                 str(c.reps),
                 f"{r.value:.2f}" if r else "-",
@@ -52,11 +58,11 @@ def _cells(a) -> list[str]:
     return out
 
 
-def render(report) -> str:
+def render(report: Report) -> str:
     return analysis_text(report.analysis)
 
 
-def analysis_text(a) -> str:
+def analysis_text(a: Analysis) -> str:
     n = a.counts
     lines = [f"!! {SMOKE_BANNER.format(n=a.smoke)}", ""] if a.smoke else []
     lines += [
@@ -119,7 +125,7 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def summary_text(results_dir) -> str:
+def summary_text(results_dir: str | os.PathLike[str]) -> str:
     """The terminal summary of the stored results in `results_dir` (called at the end of `strata run`).
 
     The run's trials are stored before this runs: a failure here must not turn a good run into a failed

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from strata.core.metrics import Metric, export_columns
 from strata.results.flags import DECLARED, Flags
@@ -64,7 +66,7 @@ def columns() -> list[Column]:
     return [Column(n, t) for n, t in HEAD] + workload + flags + [Column(n, t) for n, t in TAIL]
 
 
-def flatten(r: dict, cols: list[Column] | None = None) -> dict:
+def flatten(r: dict[str, Any], cols: list[Column] | None = None) -> dict[str, Any]:
     t, lab = r.get("trial", {}), r.get("labels", {})
     f = Flags.of(r)
     load = t.get("load", {})
@@ -87,12 +89,14 @@ def flatten(r: dict, cols: list[Column] | None = None) -> dict:
     return {c.name: c.metric.value(r, c.direction or "read", c.stat) if c.metric else row.get(c.name) for c in cols}
 
 
-def as_stored(v) -> str:
+def as_stored(v: object) -> str:
     """A value as stored: None empty, everything else as Python writes it (csv.DictWriter's rule)."""
     return "" if v is None else str(v)
 
 
-def csv_bytes(columns, rows, text=as_stored) -> bytes:
+def csv_bytes(
+    columns: Sequence[str], rows: Iterable[Iterable[object]], text: Callable[[object], str] = as_stored
+) -> bytes:
     """A header row, then each row's cells through `text`."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -102,12 +106,12 @@ def csv_bytes(columns, rows, text=as_stored) -> bytes:
     return buf.getvalue().encode()
 
 
-def to_csv(results: list[dict]) -> bytes:
+def to_csv(results: list[dict[str, Any]]) -> bytes:
     cols = columns()
     return csv_bytes([c.name for c in cols], (list(flatten(r, cols).values()) for r in results))
 
 
-def to_parquet(results: list[dict]) -> bytes:
+def to_parquet(results: list[dict[str, Any]]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -117,4 +121,5 @@ def to_parquet(results: list[dict]) -> bytes:
     table = pa.Table.from_pylist([flatten(r, cols) for r in results], schema=schema)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()  # pyarrow has no type information
+    return data

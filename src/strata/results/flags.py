@@ -49,14 +49,14 @@ class CacheEvidence(TypedDict, total=False):
 
     moved: dict[str, int]  # buffered I/O: the bytes the workload moved, not judged
     disks: list[str]  # the layers below the workload, the device under test first
-    per_disk: dict[str, dict]  # {disk: {read_bytes, read_share, write_bytes, write_share}}
+    per_disk: dict[str, dict[str, Any]]  # {disk: {read_bytes, read_share, write_bytes, write_share}}
     read_workload_bytes: int
     read_disk_bytes: int  # of the device under test
     read_disk_share: float
     write_workload_bytes: int
     write_disk_bytes: int
     write_disk_share: float
-    hosts: dict[str, dict]  # across hosts: each host's own cache flag
+    hosts: dict[str, dict[str, Any]]  # across hosts: each host's own cache flag
     basis: str  # what the workload's bytes are when not O_DIRECT I/O (a database's WAL), said in the reason
     disk: str  # schema 1: the one disk checked
 
@@ -75,7 +75,7 @@ class AboveRawEvidence(TypedDict, total=False):
 class SyncEvidence(TypedDict, total=False):
     """Each instance's measured I/O window (start, end) in seconds (validity/windows.py)."""
 
-    windows: list
+    windows: list[tuple[float, float]]  # stored as [[start, end], ...]
 
 
 class SyncExtra(TypedDict, total=False):
@@ -87,7 +87,7 @@ class SyncExtra(TypedDict, total=False):
     overlap: float
     basis: str  # "workload" (the tools' own windows) or "wrapper" (the instances' start times)
     allowed_s: float
-    hosts: dict[str, dict]  # across hosts: each host's clock offset and first I/O (hosts/merge.py)
+    hosts: dict[str, dict[str, Any]]  # across hosts: each host's clock offset and first I/O (hosts/merge.py)
     host_skew_s: float | None
     release_skew_s: float | None
 
@@ -104,7 +104,7 @@ E = TypeVar("E", bound=Mapping[str, Any])
 X = TypeVar("X", bound=Mapping[str, Any])
 
 
-def _split(doc: dict, known: tuple[str, ...]) -> tuple[dict, dict]:
+def _split(doc: dict[str, Any], known: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the known keys of a stored flag, the rest)."""
     return {k: v for k, v in doc.items() if k in known}, {k: v for k, v in doc.items() if k not in known}
 
@@ -120,14 +120,14 @@ class Judgement(Generic[E, X]):
     evidence: E = field(default_factory=dict)  # type: ignore[assignment]
     extra: X = field(default_factory=dict)  # type: ignore[assignment]  # flag-specific top-level fields
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         doc = {"suspect": self.suspect, "reason": self.reason, "evidence": self.evidence, **self.extra}
         if self.expected:
             doc["expected"] = True
         return doc
 
     @classmethod
-    def from_json(cls, flag: Flag, doc: dict) -> Judgement[Any, Any]:
+    def from_json(cls, flag: Flag, doc: dict[str, Any]) -> Judgement[Any, Any]:
         core, extra = _split(doc, ("suspect", "reason", "expected", "evidence"))
         evidence: Any = core.get("evidence") or {}  # as stored: the reader types it by the flag's E
         rest: Any = extra
@@ -158,8 +158,8 @@ class Steady:
     mean: float | None = None
     range_pct: float | None = None
     slope_pct: float | None = None
-    series: dict | None = None  # the whole series' seconds, mean and sd (analysis/variance.py)
-    tool: dict | None = None  # the tool's own verdict (fio's --steadystate)
+    series: dict[str, Any] | None = None  # the whole series' seconds, mean and sd (analysis/variance.py)
+    tool: dict[str, Any] | None = None  # the tool's own verdict (fio's --steadystate)
     # What the verdict rests on: "snia" (range and slope over the last window: a single trial must be steady
     # to stand for the storage) or "drift" (a repeated design, whose intervals carry the trial-to-trial and
     # per-second variation: only a trend beyond the noise biases a trial). Stored from 2026-11 on; before, snia.
@@ -167,7 +167,7 @@ class Steady:
     drift: bool | None = None  # a trend beyond the per-second noise over the whole window (validity.steady)
     drift_pct: float | None = None
     drift_t: float | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     KEYS: ClassVar = (
         "steady", "judged", "reason", "window_s", "mean", "range_pct", "slope_pct", "series", "tool",
@@ -175,7 +175,7 @@ class Steady:
     )  # fmt: skip
     OPTIONAL: ClassVar = ("series", "tool", "basis", "drift", "drift_pct", "drift_t")  # absent from older results
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         doc = {k: getattr(self, k) for k in self.KEYS if k not in self.OPTIONAL}
         for k in self.OPTIONAL:
             if getattr(self, k) is not None:
@@ -183,7 +183,7 @@ class Steady:
         return {**doc, **self.extra}
 
     @classmethod
-    def from_json(cls, doc: dict) -> Steady:
+    def from_json(cls, doc: dict[str, Any]) -> Steady:
         core, extra = _split(doc, cls.KEYS)
         return cls(**core, extra=extra)
 
@@ -201,13 +201,13 @@ class Emulated:
     flag: ClassVar[Flag] = Flag.EMULATED
     reason: str = ""
     suspect: bool = True
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"suspect": self.suspect, "reason": self.reason, **self.extra}
 
     @classmethod
-    def from_json(cls, doc: dict) -> Emulated:
+    def from_json(cls, doc: dict[str, Any]) -> Emulated:
         core, extra = _split(doc, ("suspect", "reason"))
         return cls(core.get("reason") or "", bool(core.get("suspect")), extra)
 
@@ -224,13 +224,13 @@ class Failure:
     category: str = ""
     message: str = ""
     stderr: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"category": self.category, "message": self.message, "stderr": self.stderr, **self.extra}
 
     @classmethod
-    def from_json(cls, doc: dict) -> Failure:
+    def from_json(cls, doc: dict[str, Any]) -> Failure:
         core, extra = _split(doc, ("category", "message", "stderr"))
         return cls(core.get("category") or "", core.get("message") or "", core.get("stderr") or "", extra)
 
@@ -262,7 +262,7 @@ class Declared:
     the report's terminal table, bar figures and warnings render every flag from this, none by its name."""
 
     flag: Flag
-    read: Callable[[dict], Value]  # its stored JSON to its typed value
+    read: Callable[[dict[str, Any]], Value]  # its stored JSON to its typed value
     null: bool = False  # judged absent, it is stored as null (failed, steady); else left out
     word: str = ""  # its word in the tables (CACHE)
     meaning: str = ""  # what the word means, in the tables' legends
@@ -308,7 +308,7 @@ def _failed_message(v: Value | None) -> str | None:
     return v.message if isinstance(v, Failure) else None
 
 
-def _judgement(flag: Flag) -> Callable[[dict], Value]:
+def _judgement(flag: Flag) -> Callable[[dict[str, Any]], Value]:
     return partial(Judgement.from_json, flag)
 
 
@@ -372,12 +372,12 @@ class Flags:
     until then `values` holds it as PENDING and `stored` its JSON."""
 
     values: dict[Flag, Value | None] = field(default_factory=dict)
-    stored: dict[Flag, dict] = field(default_factory=dict, repr=False)
+    stored: dict[Flag, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, doc: dict | None) -> Flags:
+    def from_json(cls, doc: dict[str, Any] | None) -> Flags:
         values: dict[Flag, Value | None] = {}
-        stored: dict[Flag, dict] = {}
+        stored: dict[Flag, dict[str, Any]] = {}
         if doc:
             for flag, d in DECLARED.items():  # in their order, without an Enum attribute lookup per flag and result
                 key = d.key
@@ -389,7 +389,7 @@ class Flags:
         return cls(values, stored)
 
     @classmethod
-    def of(cls, result: dict) -> Flags:
+    def of(cls, result: dict[str, Any]) -> Flags:
         """A stored result's flags."""
         return cls.from_json(result.get("flags"))
 
@@ -408,10 +408,10 @@ class Flags:
         """Every flag it holds (None: stored as null), decoded, in its order."""
         return [(f, self.get(f)) for f in list(self.values)]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {f.value: v.to_json() if (v := self.get(f)) is not None else None for f in list(self.values)}
 
-    def write(self, result: dict) -> None:
+    def write(self, result: dict[str, Any]) -> None:
         """Store these flags in a result, beside (or over) those it holds."""
         result.setdefault("flags", {}).update(self.to_json())
 
@@ -456,12 +456,12 @@ class Flags:
         return v if isinstance(v, Failure) else None
 
 
-def warns(result: dict, flag: Flag) -> bool:
+def warns(result: dict[str, Any], flag: Flag) -> bool:
     """Flags.of(result).warns(flag), decoding that flag only (the analysis asks it of every result)."""
     doc = (result.get("flags") or {}).get(flag.value)
     return doc is not None and DECLARED[flag].read(doc).warns
 
 
-def record(result: dict, value: Value) -> None:
+def record(result: dict[str, Any], value: Value) -> None:
     """Store one judged flag in a result (replacing what it held)."""
     Flags({value.flag: value}).write(result)

@@ -18,6 +18,8 @@ History (SCHEMA_VERSION):
 
 from __future__ import annotations
 
+from typing import Any
+
 from strata.results import validity
 from strata.results.flags import Flag, Judgement
 from strata.stack.runtimes import REGISTRY as RUNTIMES
@@ -27,7 +29,7 @@ from strata.workloads.base import Upgrading
 SCHEMA_VERSION = 2
 
 
-def migrate(doc: dict) -> dict:
+def migrate(doc: dict[str, Any]) -> dict[str, Any]:
     """Upgrade a stored result (in place) to SCHEMA_VERSION; raises ValueError for a newer one."""
     version = doc.get("schema_version", 1)
     if version > SCHEMA_VERSION:
@@ -38,7 +40,7 @@ def migrate(doc: dict) -> dict:
     return doc
 
 
-def update_to_2(doc: dict) -> None:
+def update_to_2(doc: dict[str, Any]) -> None:
     flags = doc.get("flags") or {}
     cache = flags.get("cache") or {}
     if cache.get("above_raw"):
@@ -64,14 +66,14 @@ def update_to_2(doc: dict) -> None:
     _upgrade_workload(doc, 1)
 
 
-def _upgrade_workload(doc: dict, version: int) -> None:
+def _upgrade_workload(doc: dict[str, Any], version: int) -> None:
     """The plugin of the result's workload upgrades its own part of the format, where it changed."""
     wl = WORKLOADS.get(((doc.get("trial") or {}).get("workload") or {}).get("type", ""))
     if isinstance(wl, Upgrading):
         wl.upgrade(doc, version)
 
 
-def _warning_v2(w) -> dict:
+def _warning_v2(w: object) -> dict[str, Any]:
     if isinstance(w, dict):
         return w
     flag, _, message = str(w).partition(": ")

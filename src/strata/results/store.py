@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from strata.results.schema import SCHEMA_VERSION, migrate
 
@@ -45,7 +46,7 @@ RESULT_FIELDS = (
 )
 
 
-def atomic_write_json(path: Path, doc: dict) -> None:
+def atomic_write_json(path: Path, doc: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -78,11 +79,12 @@ class ResultStore:
         if not p.exists():
             return None
         try:
-            return json.loads(p.read_text()).get("status")
+            status = json.loads(p.read_text()).get("status")
+            return None if status is None else str(status)
         except json.JSONDecodeError:
             return None
 
-    def write(self, result: dict) -> Path:
+    def write(self, result: dict[str, Any]) -> Path:
         """Store a result; an earlier failed attempt is kept beside it, never overwritten."""
         assert result["status"] in STATUSES, result["status"]
         path = self.result_path(result["trial_id"])
@@ -97,7 +99,7 @@ class ResultStore:
         atomic_write_json(path, {"schema_version": SCHEMA_VERSION, **result})
         return path
 
-    def write_run(self, run_id: str, doc: dict) -> None:
+    def write_run(self, run_id: str, doc: dict[str, Any]) -> None:
         atomic_write_json(self.root / "runs" / f"{run_id}.json", {"schema_version": SCHEMA_VERSION, **doc})
 
     def count(self) -> int:
@@ -135,7 +137,7 @@ def results_dirs(root: str) -> list[str]:
     return sorted(found)
 
 
-def load_results(root: Path | str, include_attempts: bool = False) -> list[dict]:
+def load_results(root: Path | str, include_attempts: bool = False) -> list[dict[str, Any]]:
     """Every stored trial result under `root` (a results dir, or a folder of them), each with `_path`."""
     paths = []
     for d in results_dirs(str(root)):
@@ -163,7 +165,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parse(path: str, data: bytes) -> dict:
+def _parse(path: str, data: bytes) -> dict[str, Any]:
     try:
         doc = json.loads(data)
         if not isinstance(doc, dict):
@@ -175,5 +177,5 @@ def _parse(path: str, data: bytes) -> dict:
     return doc
 
 
-def load_runs(root: Path | str) -> list[dict]:
+def load_runs(root: Path | str) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(Path(root).rglob("runs/*.json"))]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any, TextIO
 
 from strata.results.flags import Failure, Flags
 
@@ -14,7 +15,7 @@ def fmt_s(s: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, estimates_s: list[float], stream=None, quiet: bool = False):
+    def __init__(self, total: int, estimates_s: list[float], stream: TextIO | None = None, quiet: bool = False):
         self.total, self.estimates = total, list(estimates_s)
         self.stream = stream or sys.stderr
         self.tty = getattr(self.stream, "isatty", lambda: False)()
@@ -49,7 +50,7 @@ class Progress:
             self.stream.write(line + "\n")
         self.stream.flush()
 
-    def done(self, result: dict) -> None:
+    def done(self, result: dict[str, Any]) -> None:
         self.spent_est += self.estimates[self.done_n] if self.done_n < len(self.estimates) else 0
         self.done_n += 1
         if self.quiet:

@@ -11,6 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from strata.core.errors import StrataError
 from strata.results import validity
@@ -23,6 +24,12 @@ from strata.stack.journal import Journal
 from strata.stack.provision import Registries, StackCache
 from strata.workloads import REGISTRY as WORKLOADS
 
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from strata.experiment.expand import Skipped, Trial
+    from strata.experiment.model import Experiment, Layer
+
 
 @dataclass
 class RunSummary:
@@ -32,7 +39,7 @@ class RunSummary:
     unsupported: int = 0
     skipped_stored: int = 0
     interrupted: bool = False
-    results: list[dict] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -45,8 +52,21 @@ class _Terminate(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C: tear down, keep what is stored."""
 
 
-def _on_sigterm(signum, frame):
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise _Terminate()
+
+
+class Trials(Protocol):
+    """Where a run's trials run (LocalTrials, hosts.executor.HostTrials)."""
+
+    @property
+    def facts(self) -> dict[str, Any]: ...  # stored in the run's record
+
+    def run(
+        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
 
 
 class LocalTrials:
@@ -56,12 +76,14 @@ class LocalTrials:
     experiment, host) -> result`, `close()` and `facts` (stored in the run's record), such as
     hosts.executor.HostTrials, which runs each trial's parts on the experiment's hosts."""
 
-    facts: dict = {}
+    facts: dict[str, Any] = {}
 
     def __init__(self, stacks: StackCache):
         self.stacks = stacks
 
-    def run(self, trial, store, run_id: str, experiment: str, host: dict) -> dict:
+    def run(
+        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
+    ) -> dict[str, Any]:
         return run_trial(trial, self.stacks, store, run_id, experiment, host)
 
     def close(self) -> None:
@@ -69,16 +91,16 @@ class LocalTrials:
 
 
 def run_experiment(
-    exp,
-    workloads,
-    trials,
-    skipped,
+    exp: Experiment,
+    workloads: list[Layer],
+    trials: list[Trial],
+    skipped: list[Skipped],
     out: Path,
     resume: bool = False,
     registries: Registries | None = None,
-    host: dict | None = None,
+    host: dict[str, Any] | None = None,
     progress: Progress | None = None,
-    executor=None,
+    executor: Trials | None = None,
 ) -> RunSummary:
     host = host if host is not None else run_host_facts(workloads)
     store = ResultStore(out)
@@ -105,7 +127,7 @@ def run_experiment(
     }
     store.write_run(run_id, run_doc)
     journal = Journal(run_id)
-    trials_on = executor or LocalTrials(StackCache(journal, Path(exp.workdir), host, registries))
+    trials_on: Trials = executor or LocalTrials(StackCache(journal, Path(exp.workdir), host, registries))
     todo = [t for t in trials if t.id not in done_ids]
     progress = progress or Progress(len(todo), [WORKLOADS[t.workload.type].estimate_s(t.workload) for t in todo])
     old = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -154,7 +176,7 @@ def run_experiment(
     return summary
 
 
-def _variance(out: Path) -> dict:
+def _variance(out: Path) -> dict[str, Any]:
     """Where the noise lives, per configuration: within a trial and between trials (analysis/variance.py),
     from the per-second series stored with the trials."""
     from strata.analysis.cells import build_cells
@@ -166,17 +188,17 @@ def _variance(out: Path) -> dict:
         return {"error": str(e)}
 
 
-def run_host_facts(workloads) -> dict:
+def run_host_facts(workloads: list[Layer]) -> dict[str, Any]:
     """The host's facts, with the versions of the tools of the workloads this run uses."""
     from strata.core.host import host_facts
 
-    tools: dict = {}
+    tools: dict[str, Any] = {}
     for w in workloads:
         tools.update(WORKLOADS[w.type].versions())
     return {**host_facts(), "tools": tools}
 
 
-def _baselines(results: list[dict]) -> dict:
+def _baselines(results: list[dict[str, Any]]) -> dict[tuple[object, ...], dict[str, Any]]:
     out = {}
     for r in results:
         if r.get("status") == "ok" and validity.is_raw_baseline(r):
@@ -184,7 +206,7 @@ def _baselines(results: list[dict]) -> dict:
     return out
 
 
-def _check_above_raw(result: dict, baselines: dict) -> None:
+def _check_above_raw(result: dict[str, Any], baselines: dict[tuple[object, ...], dict[str, Any]]) -> None:
     """Flag a result above the raw device of the same workload (raw trials run first)."""
     if result.get("status") != "ok":
         return

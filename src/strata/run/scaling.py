@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from strata.experiment.expand import Trial
 
 PEAK, MAX, FAILING = "peak", "max_containers", "failing"
 
 
-def series_key(resolved: dict) -> str:
+def series_key(resolved: dict[str, Any]) -> str:
     """The configuration (a resolved trial) without its count: trials of one series share it."""
     t = dict(resolved)
     t.pop("repetition", None)
@@ -29,7 +33,7 @@ def series_key(resolved: dict) -> str:
 
 @dataclass
 class Series:
-    proto: object  # a trial at count 1 (repetition 0)
+    proto: Trial  # a trial at count 1 (repetition 0)
     values: dict[int, list[float]] = field(default_factory=dict)  # count -> headlines of successful trials
     failures: dict[int, int] = field(default_factory=dict)
     stopped: str | None = None
@@ -40,7 +44,7 @@ class Series:
     @property
     def peak(self) -> int | None:
         m = self.means()
-        return max(m, key=m.get) if m else None
+        return max(m, key=lambda n: m[n]) if m else None
 
     def next_count(self, last: int) -> int | None:
         """The next count to measure after `last`, or None (and why, in `stopped`)."""
@@ -59,7 +63,7 @@ class Series:
             return None
         return last + 1
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         m = self.means()
         return {
             "counts": list(m),
@@ -69,5 +73,5 @@ class Series:
         }
 
 
-def is_auto(trial) -> bool:
+def is_auto(trial: Trial) -> bool:
     return getattr(trial.load, "scale", "fixed") == "auto"

@@ -10,6 +10,7 @@ storage host (`layer_share`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from strata.core.metrics import DIRECTIONS
 from strata.results.flags import Cache, CacheEvidence, Flag, Judgement
@@ -31,7 +32,9 @@ def rule(whose: str) -> str:
     return f"a disk moved less than {share_words()} of {whose} bytes"
 
 
-def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: str, basis: str = "") -> Cache:
+def cache(
+    moved: dict[str, int], disks: dict[str, dict[str, Any]], direct_io: bool, path: str, basis: str = ""
+) -> Cache:
     """`disks`: diskstats totals of each layer below the workload (the device under test first,
     then what lies below it). The device under test sees only our file system, so it is not
     fooled by other activity on a shared disk; the disks below show what a buffered loop device
@@ -51,7 +54,7 @@ def cache(moved: dict[str, int], disks: dict[str, dict], direct_io: bool, path: 
     if not disks:
         return Judgement(Flag.CACHE, False, "no diskstats for the device: not checked")
     under_test = next(iter(disks.values()))
-    per_disk: dict[str, dict] = {name: {} for name in disks}
+    per_disk: dict[str, dict[str, Any]] = {name: {} for name in disks}
     reasons = []
     for ddir in DIRECTIONS:
         for name, disk in disks.items():
@@ -103,7 +106,7 @@ def layer_share(
     )
 
 
-def cache_below(judged: Cache, moved: dict[str, dict] | None, host: str) -> Cache:
+def cache_below(judged: Cache, moved: dict[str, dict[str, Any]] | None, host: str) -> Cache:
     """A cache judgement with the layers of a storage host below it (`moved`: the bytes each layer moved,
     None when not sampled): a store answered from the storage host's page cache is a cache like any."""
     if moved is None or judged.expected:
@@ -136,7 +139,7 @@ def cache_across_hosts(per_host: dict[str, Cache | None]) -> Cache:
     per = {h: j.to_json() if j is not None else {} for h, j in per_host.items()}
     judged = {h: j for h, j in per_host.items() if j is not None}
     warns = [h for h, j in judged.items() if j.warns]
-    per_disk: dict[str, dict] = {}
+    per_disk: dict[str, dict[str, Any]] = {}
     evidence: CacheEvidence = {"hosts": per, "per_disk": per_disk}
     for h, j in judged.items():
         ev = j.evidence

@@ -3,10 +3,12 @@ are the emulation's speed, not the storage's."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from strata.results.flags import Emulated
 
 
-def emulated(runtime_facts: dict) -> Emulated | None:
+def emulated(runtime_facts: dict[str, Any]) -> Emulated | None:
     """The runtime says it emulated the CPU (stack/vm: TCG without KVM); None when it did not."""
     if not runtime_facts.get("emulated"):
         return None

@@ -7,8 +7,9 @@ it into flags. `headline` is the number every judgement of a result is about.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from strata.results.flags import Flags
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 Window = tuple[float, float]
 
 
-def headline(result: dict) -> tuple[float | None, str]:
+def headline(result: dict[str, Any]) -> tuple[float | None, str]:
     """(value, unit) of a result's headline: what the workload named in `metrics.primary`."""
     p = (result.get("metrics") or {}).get("primary") or {}
     v = p.get("value")
@@ -29,7 +30,7 @@ class MovedBytes:
     the diskstats totals of each layer below it (the device under test first)."""
 
     moved: dict[str, int]
-    disks: dict[str, dict]
+    disks: dict[str, dict[str, Any]]
     direct_io: bool  # the workload asked for O_DIRECT: a cache is not part of what it measures
     path: str  # the path under test (tmpfs measures memory)
     basis: str = ""  # what the workload's bytes are when not O_DIRECT I/O ("as WAL": bytes a database must write)
@@ -42,14 +43,14 @@ class TrialEvidence:
     windows: list[Window | None]  # each instance's measured I/O window, from the tool's own output
     starts: list[float | None]  # when each instance's wrapper started it
     runtime_s: float  # the workload's runtime, 0 when it has none (the allowed start skew scales with it)
-    series: list | None = None  # the headline's per-second series [[t, value], ...]
-    tool_steady: dict | None = None  # the tool's own steady-state verdict (fio's --steadystate)
+    series: Sequence[Sequence[float]] | None = None  # the headline's per-second series [[t, value], ...]
+    tool_steady: dict[str, Any] | None = None  # the tool's own steady-state verdict (fio's --steadystate)
     moved: MovedBytes | None = None  # one host's bytes (None across hosts: `parts`)
-    runtime_facts: dict = field(default_factory=dict)  # what the runtime says of the trial (emulated)
+    runtime_facts: dict[str, Any] = field(default_factory=dict)  # what the runtime says of the trial (emulated)
     # The trial's metrics and its collectors' totals, as the result stores them: what a new flag judged from
     # stored numbers (the host's CPU, an instance's cgroup counters) reads, with no new field here.
-    metrics: dict = field(default_factory=dict)
-    collectors: dict = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    collectors: dict[str, Any] = field(default_factory=dict)
     # Across hosts: each host's part's flags, judged on its host (its disks against its instances' bytes,
     # its runtime); the trial's cache and emulated flags combine them.
     parts: dict[str, Flags] | None = None

@@ -11,6 +11,8 @@ their ratio (`above_raw_repeated`, which the report applies: analysis/baseline.p
 
 from __future__ import annotations
 
+from typing import Any
+
 from strata.results.flags import AboveRaw, AboveRawEvidence, Flag, Flags, Judgement
 from strata.results.validity.disks import bytes_moved
 from strata.results.validity.evidence import headline
@@ -58,7 +60,7 @@ def above_raw(
     )
 
 
-def above_raw_of(result: dict, raw: dict) -> AboveRaw | None:
+def above_raw_of(result: dict[str, Any], raw: dict[str, Any]) -> AboveRaw | None:
     """A stored result against a stored result of its raw device (`raw_baseline_key` alike; the runner
     judges each trial as it ends, the raw trials having run first)."""
     return above_raw(headline(result)[0], headline(raw)[0], raw["trial_id"], bytes_moved(Flags.of(result).cache))
@@ -89,7 +91,7 @@ def above_raw_repeated(
     return Judgement(Flag.ABOVE_RAW, True, reason, evidence=evidence)
 
 
-def raw_baseline_key(result: dict) -> tuple:
+def raw_baseline_key(result: dict[str, Any]) -> tuple[object, ...]:
     """What a raw-device baseline must share with a result: device, workload parameters, load, and where the
     instances ran (the raw device of one machine is no baseline for another's)."""
     t = result["trial"]
@@ -99,7 +101,7 @@ def raw_baseline_key(result: dict) -> tuple:
     return (t["device"]["name"], repr(sorted(wl.items())), ld["numjobs"], ld["iodepth"], ld["containers"], where)
 
 
-def is_raw_baseline(result: dict) -> bool:
+def is_raw_baseline(result: dict[str, Any]) -> bool:
     """The raw device under the baseline runtime (natively): what every ratio to raw and every cache bound is
     taken against."""
     t = result["trial"]

@@ -9,6 +9,9 @@ noise (a drift over the whole window) biases a trial (`with_basis`, issue 32).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from strata.results.flags import Flag, Flags, Steady
 from strata.results.validity import snia
 
@@ -29,13 +32,17 @@ def drift_words() -> str:
     return f"a trend of more than {snia.MAX_SLOPE_PCT:.0f}% of the mean, beyond their per-second noise"
 
 
-def full_seconds(series: list) -> list[float]:
+def full_seconds(series: Sequence[Sequence[float]]) -> list[float]:
     """The values of a per-second series without its last, partial second (kept when too short)."""
     values = [v for _, v in series]
     return values[:-1] if len(values) > 2 else values
 
 
-def steady(series: list | None, tool_criterion: dict | None = None, design: dict | None = None) -> Steady | None:
+def steady(
+    series: Sequence[Sequence[float]] | None,
+    tool_criterion: dict[str, Any] | None = None,
+    design: dict[str, Any] | None = None,
+) -> Steady | None:
     """SNIA PTS steady state of a headline's per-second series, with the tool's own verdict when it has one,
     and the trend over the whole window; judged on the basis the design calls for (`with_basis`)."""
     if not series:
@@ -51,13 +58,13 @@ def steady(series: list | None, tool_criterion: dict | None = None, design: dict
     return with_basis(s, design) if design is not None else s
 
 
-def repeated(design: dict | None) -> bool:
+def repeated(design: dict[str, Any] | None) -> bool:
     """The design measures trial-to-trial variation itself: `repetitions: auto`, or 2 and more."""
     reps = (design or {}).get("repetitions")
     return reps == "auto" or (isinstance(reps, int) and reps >= 2)
 
 
-def with_basis(s: Steady, design: dict | None) -> Steady:
+def with_basis(s: Steady, design: dict[str, Any] | None) -> Steady:
     """The verdict a trial of this design gets (issue 32: the steady check fits the design). A single trial
     must be steady (SNIA) to stand for the storage. In a repeated design the intervals already carry the
     per-second and trial-to-trial variation, and the spec may make trials short on purpose (`auto`, the
@@ -67,7 +74,7 @@ def with_basis(s: Steady, design: dict | None) -> Steady:
     return s
 
 
-def judge_design(result: dict) -> None:
+def judge_design(result: dict[str, Any]) -> None:
     """Once a trial's design is stored with it (the runner), its steady flag's basis follows the design."""
     flags = Flags.of(result)
     s = flags.steady
@@ -76,7 +83,7 @@ def judge_design(result: dict) -> None:
         flags.write(result)
 
 
-def series_stats(values: list[float]) -> dict:
+def series_stats(values: list[float]) -> dict[str, Any]:
     """The whole series' count, mean and standard deviation: what the report's variance components
     (analysis/variance.py) need of a trial, without reading its artifacts again."""
     n = len(values)

@@ -15,6 +15,8 @@ count (the partial last second does not).
 
 from __future__ import annotations
 
+from typing import Any
+
 MAX_RANGE_PCT = 20.0
 MAX_SLOPE_PCT = 10.0
 # A trend is a drift when its slope is beyond the per-second noise at 1% (two-sided), as well as beyond the
@@ -33,7 +35,7 @@ def drift_t_critical(df: int) -> float:
     return T995[max(k for k in T995 if k <= df)]
 
 
-def detect(values: list[float], window: int = 5) -> dict:
+def detect(values: list[float], window: int = 5) -> dict[str, Any]:
     """Is the tail of `values` steady? Returns steady, window_s, mean, range_pct, slope_pct, reason."""
     if window < 2:
         raise ValueError("a steady-state window needs at least 2 samples")
@@ -86,7 +88,7 @@ def detect(values: list[float], window: int = 5) -> dict:
     }
 
 
-def drift(values: list[float]) -> dict:
+def drift(values: list[float]) -> dict[str, Any]:
     """The trend over the whole measured window: the least-squares line's excursion (slope x (n - 1)) as a
     share of the mean, and the slope's t statistic against the scatter around the line. What a short trial
     can show: a warm-up or a filling cache moves the line beyond its noise; per-second noise alone does not.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from strata.results.flags import DECLARED, Flag, Flags, Judgement, Value
 from strata.results.validity.disks import cache, cache_across_hosts
@@ -27,7 +28,7 @@ class Warning:
     flag: Flag
     message: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"flag": self.flag.value, "message": self.message}
 
 
