@@ -34,7 +34,7 @@ from strata.analysis.decide import EQUIVALENT  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 
-def spec(name: str, workdir: str, runtime: int, reps, args: argparse.Namespace) -> dict[str, Any]:
+def spec(name: str, workdir: str, runtime: int, reps: int | str, args: argparse.Namespace) -> dict[str, Any]:
     doc = {
         "name": name,
         "workdir": workdir,
@@ -98,7 +98,7 @@ def main() -> int:
         presets=["rr"],
     )
     times = {"fixed": 0.0, "auto": 0.0}
-    decided = {"fixed": [], "auto": []}
+    decided: dict[str, list[dict[str, Any]]] = {"fixed": [], "auto": []}
     trials = {"fixed": 0, "auto": 0}
     with tempfile.TemporaryDirectory() as d, workdir(args.workdir, "strata-bench-auto") as wd:
         order = [("fixed", "auto") if i % 2 == 0 else ("auto", "fixed") for i in range(args.pairs)]

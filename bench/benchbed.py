@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from strata.hosts.testbed import swarm_bed  # noqa: E402
+from strata.hosts.testbed import Bed, swarm_bed  # noqa: E402
 from strata.stack.journal import Journal  # noqa: E402
 from strata.stack.procfs import remove_tree  # noqa: E402
 
@@ -43,7 +43,7 @@ def workdir(given: str | None, prefix: str) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def bench_bed(root: Path, hosts: list[str], name: str) -> Iterator[tuple[object, Path]]:
+def bench_bed(root: Path, hosts: list[str], name: str) -> Iterator[tuple[Bed, Path]]:
     if root.exists():
         raise SystemExit(f"{root} exists: remove it or give another --root")
     state = root.with_name(root.name + "-state")

@@ -50,13 +50,14 @@ import random
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 import tiny  # noqa: E402
 
 from strata.analysis.decide import BETTER, EQUIVALENT, WORSE, Design  # noqa: E402
-from strata.analysis.groups import Runs, compare  # noqa: E402
+from strata.analysis.groups import Comparisons, Runs, compare  # noqa: E402
 from strata.analysis.racing import race  # noqa: E402
 from strata.analysis.sequential import _norm_ppf  # noqa: E402
 
@@ -144,21 +145,34 @@ def runs(stream: list[float], n: int) -> Runs:
     return Runs.of(stream[:n], range(n))
 
 
-def judge(sc: Scenario, streams, own_sd, n: dict[str, int], design: Design) -> dict:
+def judge(
+    sc: Scenario, streams: list[list[float]], own_sd: list[float], n: dict[str, int], design: Design
+) -> dict[str, Any]:
     """The final answers on the trials taken, against the truth and the oracle."""
     keys = list(n)
     cmp = compare({k: runs(streams[i], n[k]) for i, k in enumerate(keys)}, MARGIN, design)
-    lead = keys.index(cmp.leader)
+    leader = cmp.leader
+    assert leader is not None  # every stream's mean is positive
+    lead = keys.index(leader)
     edge = math.log(1 + MARGIN)
     oracle = Oracle(cmp, keys, own_sd, n)
-    out = {"comparisons": 0, "decided": 0, "correct": 0, "wrong": 0, "hw": [], "trials": sum(n.values())}
-    close, undecided = [], False  # (supported margin, the oracle's) of each stack the line calls equivalent
+    out: dict[str, Any] = {
+        "comparisons": 0,
+        "decided": 0,
+        "correct": 0,
+        "wrong": 0,
+        "hw": [],
+        "trials": sum(n.values()),
+    }
+    close: list[tuple[float, float]] = []  # (supported margin, the oracle's) of each stack the line calls equivalent
+    undecided = False
     for k, a in cmp.answers.items():
         i = keys.index(k)
         best = max(1 - g for g in sc.gaps)
         true = math.log((1 - sc.gaps[i]) / best)  # every answer is relative to the (true) best
         out["comparisons"] += 1
-        if not a.known:
+        sup = a.supported
+        if sup is None:  # no interval (not a.known)
             continue
         o, wrong = a.outcome, False
         if o == EQUIVALENT:
@@ -168,15 +182,16 @@ def judge(sc: Scenario, streams, own_sd, n: dict[str, int], design: Design) -> d
         elif o == BETTER:
             wrong = true <= 0 or (a.beyond_margin and true <= edge)
         else:  # undecided: the supported margin is the claim
-            wrong = abs(true) > math.log(1 + a.supported) + 1e-12
+            wrong = abs(true) > math.log(1 + sup) + 1e-12
         decided = o in (BETTER, WORSE, EQUIVALENT)
         out["decided"] += decided
         out["correct"] += decided and not wrong
         out["wrong"] += wrong
-        own = cmp.pair(cmp.leader, k)
+        own = cmp.pair(leader, k)
+        assert own is not None and own.high is not None  # both ready: k has an interval
         out["hw"].append(math.log(own.high / own.ratio) / oracle.half(lead, i))
         if o in (EQUIVALENT, "undecided"):
-            close.append((a.supported, oracle.supported(k)))
+            close.append((sup, oracle.supported(k)))
             undecided |= o != EQUIVALENT
     # the line's answer "equivalent within +-X%" against the X the oracle would give on the same trials
     out["sup"] = max(x for x, _ in close) / max(y for _, y in close) if undecided else None
@@ -188,7 +203,7 @@ class Oracle:
     same per-pair level, the noise a round shares removed), read the same way (the subset that may be best,
     each stack's interval relative to it)."""
 
-    def __init__(self, cmp, keys, own_sd, n):
+    def __init__(self, cmp: Comparisons, keys: list[str], own_sd: list[float], n: dict[str, int]) -> None:
         self.cmp, self.keys, self.sd, self.n = cmp, keys, own_sd, n
         self.z = _norm_ppf(1 - 0.05 / cmp.pairs / 2)
         ready = [k for k in keys if n[k] >= 2]
@@ -200,7 +215,9 @@ class Oracle:
 
     def bounds(self, a: str, b: str) -> tuple[float, float]:
         """log(b / a): strata's estimate, the oracle's half-width."""
-        d = math.log(self.cmp.pair(a, b).ratio)
+        ans = self.cmp.pair(a, b)
+        assert ans is not None  # both ready
+        d = math.log(ans.ratio)
         h = self.half(self.keys.index(a), self.keys.index(b))
         return d - h, d + h
 
@@ -214,10 +231,10 @@ class Oracle:
         return math.exp(max(high, -low)) - 1
 
 
-def simulate(sc: Scenario, groups: int, rng: random.Random) -> dict[str, dict]:
+def simulate(sc: Scenario, groups: int, rng: random.Random) -> dict[str, dict[str, Any]]:
     auto = Design.auto(FIRST, LAST)
     fixed = Design()
-    tot: dict[str, dict] = {}
+    tot: dict[str, dict[str, Any]] = {}
     for _ in range(groups):
         streams, own_sd = trials(sc, rng)
         keys = [f"s{k}" for k in range(len(streams))]
@@ -253,7 +270,7 @@ def within_error(rate: float, groups: int, target: float = 0.05) -> bool:
     return rate <= target or (rate - target) / math.sqrt(target * (1 - target) / groups) <= 2.33
 
 
-def checks(sc: Scenario, tot: dict[str, dict]) -> dict[str, bool]:
+def checks(sc: Scenario, tot: dict[str, dict[str, Any]]) -> dict[str, bool]:
     a, fmax = tot["auto"], tot[f"fixed {LAST}"]
     share = {k: t["decided"] / t["comparisons"] for k, t in tot.items()}
     cap = 1 / 3 if sc.far_apart else 1 / 2

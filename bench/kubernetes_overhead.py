@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import tiny
 import yaml
@@ -58,7 +57,7 @@ def main() -> int:
         if cp.returncode != 0:
             print(cp.stdout[-3000:], cp.stderr[-3000:])
             return 1
-        by: dict[str, Any] = {}
+        by: dict[tuple[str, int], dict[str, float]] = {}
         for r in load_results(f"{d}/out"):
             key = (r["labels"]["load"], r["labels"]["repetition"])
             by.setdefault(key, {})[r["labels"]["runtime"]] = r["metrics"]["primary"]["value"]

@@ -30,8 +30,9 @@ import yaml
 JOB = {"rw": "randread", "bs": "4k", "numjobs": 2, "iodepth": 16, "size": "512MiB"}
 
 
-def sh(*argv, **kw):
-    return subprocess.run(argv, check=True, capture_output=True, text=True, **kw).stdout.strip()
+def sh(*argv: str) -> str:
+    out: str = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    return out.strip()
 
 
 def by_hand(mountpoint: Path, runtime: int) -> float:
@@ -54,7 +55,8 @@ def by_hand(mountpoint: Path, runtime: int) -> float:
         "--group_reporting",
         "--output-format=json",
     )
-    return json.loads(out)["jobs"][0]["read"]["iops"]
+    iops: float = json.loads(out)["jobs"][0]["read"]["iops"]
+    return iops
 
 
 def by_strata(dev: str, runtime: int, runtimes: list[str], paths: list[str], work: Path, n: int) -> dict[str, float]:

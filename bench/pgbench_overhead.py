@@ -39,14 +39,14 @@ from strata.workloads.pgbench.params import PgbenchParams
 PG = postgres.PG_BIN
 
 
-def sh(*argv, **kw) -> str:
-    cp = subprocess.run(argv, capture_output=True, text=True, **kw)
+def sh(*argv: str) -> str:
+    cp = subprocess.run(argv, capture_output=True, text=True)
     if cp.returncode != 0:
         raise SystemExit(f"{' '.join(map(str, argv))} exited {cp.returncode}:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
     return cp.stdout.strip()
 
 
-def as_postgres(*argv) -> list[str]:
+def as_postgres(*argv: str | Path) -> list[str]:
     return postgres.as_postgres([str(a) for a in argv])
 
 
@@ -70,14 +70,22 @@ def by_hand(mnt: Path, args: argparse.Namespace, port: int) -> float:
             f"{PG}/pgbench", *conn, "-n", "-c", str(args.clients), "-j", str(args.threads), "-T", str(args.runtime),
             "-b", "tpcb-like", "postgres",
         )  # fmt: skip
-        return float(re.search(r"^tps = ([\d.]+)", out, re.M).group(1))
+        return tps_of(out)
     finally:
         server.send_signal(signal.SIGQUIT)
         server.wait(timeout=60)
         log.close()
 
 
-def _wait_port(port: int, server: subprocess.Popen) -> None:
+def tps_of(out: str) -> float:
+    """The transactions per second pgbench printed (a clear error, not a traceback, when it printed none)."""
+    m = re.search(r"^tps = ([\d.]+)", out, re.M)
+    if m is None:
+        raise SystemExit(f"pgbench printed no `tps = ` line:\n{out[-2000:]}")
+    return float(m.group(1))
+
+
+def _wait_port(port: int, server: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -121,7 +129,8 @@ def by_strata(dev: str, args: argparse.Namespace, work: Path, n: int) -> float:
     (p,) = (out / "trials").glob("*.json")
     r = json.loads(p.read_text())
     assert r["status"] == "ok", r["flags"]["failed"]
-    return r["metrics"]["tps"]
+    tps: float = r["metrics"]["tps"]
+    return tps
 
 
 def main() -> int:

@@ -54,15 +54,15 @@ def main() -> int:
         if cp.returncode != 0:
             print(cp.stdout[-3000:], cp.stderr[-3000:])
             return 1
-        by = {}
+        by: dict[int, dict[str, float]] = {}
         for r in load_results(f"{d}/out"):
             by.setdefault(r["labels"]["repetition"], {})[r["labels"]["runtime"]] = r["metrics"]["primary"]["value"]
     ratios = []
     for rep in sorted(by):
-        d, p = by[rep].get("docker:overlay2"), by[rep].get("podman:overlay")
-        if d and p:
-            ratios.append(p / d)
-            print(f"round {rep + 1}: docker {d:,.0f} IOPS, podman {p:,.0f} IOPS, podman/docker {p / d:.3f}")
+        dk, pm = by[rep].get("docker:overlay2"), by[rep].get("podman:overlay")
+        if dk and pm:
+            ratios.append(pm / dk)
+            print(f"round {rep + 1}: docker {dk:,.0f} IOPS, podman {pm:,.0f} IOPS, podman/docker {pm / dk:.3f}")
     print(f"podman / docker, median of paired ratios: {statistics.median(ratios):.3f} over {len(ratios)} rounds")
     return 0
 

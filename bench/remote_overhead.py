@@ -24,8 +24,12 @@ import statistics
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tiny
+
+if TYPE_CHECKING:
+    from strata.collectors.process import ProcessCollector
 
 LOADS = {"QD1 (1 job x QD1)": (1, 1), "high (4 jobs x QD32)": (4, 32)}
 
@@ -55,12 +59,13 @@ def fio(dev: str, numjobs: int, iodepth: int, runtime_s: int) -> tuple[float, fl
         timeout=runtime_s + 120,
     ).stdout
     read = json.loads(out)["jobs"][0]["read"]
-    return read["iops"], read["lat_ns"]["mean"] / 1000
+    iops: float = read["iops"]
+    return iops, read["lat_ns"]["mean"] / 1000
 
 
-def cpu_us_per_io(procs, iops: float, seconds: float) -> float:
+def cpu_us_per_io(procs: ProcessCollector, iops: float, seconds: float) -> float:
     """Target + FUSE client CPU per I/O over the last run (the ramp's I/Os estimated at the same rate)."""
-    cpu_s = sum(v["cpu_s"] for v in procs.summary().values())
+    cpu_s: float = sum(v["cpu_s"] for v in procs.summary().values())
     procs.samples, procs.times = [], []
     return 1e6 * cpu_s / max(1.0, iops * seconds)
 
@@ -103,7 +108,7 @@ def main() -> int:
                     ri, rl = fio(remote.path, jobs, qd, args.runtime)
                     procs.sample()
                     cpu = cpu_us_per_io(procs, ri, args.runtime + 2)
-                    lost = remote.watch()
+                    lost = remote.watch() if remote.watch else None
                     if lost:
                         raise SystemExit(f"remote lost during the bench: {lost[1]}")
                     rows[name].append((li, ll, ri, rl, cpu))

@@ -93,7 +93,8 @@ def measure(src: Path, results_dir: Path, out: Path, png: bool) -> dict[str, Any
     cp = subprocess.run([*argv, *(["--png"] if png else [])], capture_output=True, text=True, env=env)
     if cp.returncode != 0:
         raise SystemExit(f"report run with {src} failed:\n{cp.stdout}{cp.stderr}")
-    return json.loads(cp.stdout.strip().splitlines()[-1])
+    doc: dict[str, Any] = json.loads(cp.stdout.strip().splitlines()[-1])
+    return doc
 
 
 def phases(r: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import tiny
 import yaml
@@ -26,7 +26,7 @@ from strata.experiment.expand import expand
 from strata.experiment.load import load_spec, parse_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-GARBAGE = [
+GARBAGE: list[Any] = [
     None,
     True,
     False,
@@ -79,7 +79,10 @@ def examples() -> list[tuple[str, dict[str, Any]]]:
     return [(p.name, yaml.safe_load(p.read_text())) for p in sorted(EXAMPLES.glob("*.yaml"))]
 
 
-def _paths(doc, prefix=()):
+KeyPath = tuple[str | int, ...]  # keys and indexes from the document's root
+
+
+def _paths(doc: Any, prefix: KeyPath = ()) -> Iterator[KeyPath]:
     """Every (path, container) in a document: where a mutation can land."""
     yield prefix
     if isinstance(doc, dict):
@@ -90,13 +93,13 @@ def _paths(doc, prefix=()):
             yield from _paths(v, prefix + (i,))
 
 
-def _get(doc, path):
+def _get(doc: Any, path: KeyPath) -> Any:
     for p in path:
         doc = doc[p]
     return doc
 
 
-def _depth(doc) -> int:
+def _depth(doc: Any) -> int:
     stack, deepest = [(doc, 0)], 0
     while stack:
         v, d = stack.pop()
@@ -108,14 +111,14 @@ def _depth(doc) -> int:
     return deepest
 
 
-def _nested(depth: int):
-    v = []
+def _nested(depth: int) -> list[Any]:
+    v: list[Any] = []
     for _ in range(depth):
         v = [v]
     return v
 
 
-def mutate(doc, rnd: random.Random):
+def mutate(doc: Any, rnd: random.Random) -> Any:
     doc = copy.deepcopy(doc)
     for _ in range(rnd.randint(1, 4)):
         if _depth(doc) > 100:
@@ -148,7 +151,7 @@ def mutate(doc, rnd: random.Random):
     return doc
 
 
-def check_one(doc) -> str | None:
+def check_one(doc: Any) -> str | None:
     """None if the validator answered properly, else what went wrong."""
     try:
         exp, workloads = parse_spec(doc)
@@ -204,7 +207,7 @@ def main() -> int:
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         failures = run(args.mutants, args.seed, Path(tmp))
-    by_site = {}
+    by_site: dict[str, list[tuple[int, str]]] = {}
     for s, name, tb in failures:
         by_site.setdefault(tb.strip().splitlines()[-1][:120], []).append((s, name))
     print(f"{args.mutants} mutants in {time.monotonic() - t0:.1f} s: {len(failures)} crashes at {len(by_site)} sites")

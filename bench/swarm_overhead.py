@@ -47,15 +47,15 @@ def overhead(bed: Bed, root: Path, args: argparse.Namespace) -> None:
     """Local and swarm runs interleaved, one repetition each per round: the machine's drift (other work
     on it) falls on both; the median of the rounds' ratios is the figure."""
     fio = {"rw": "randread", "bs": "4k", "size": args.size, "runtime": args.runtime, "ramp_time": 1, "direct": True}
-    base = {
+    base: dict[str, Any] = {
         "devices": [{"type": "loop", "name": "loop", "size": args.device_size}],
         "filesystems": ["xfs"],
         "runtimes": ["native"],
         "paths": ["bind"],
         "workloads": [{"fio": fio}],
     }
-    local = {**base, "name": "local", "workdir": str(root / "local-work")}
-    swarm = {
+    local: dict[str, Any] = {**base, "name": "local", "workdir": str(root / "local-work")}
+    swarm: dict[str, Any] = {
         **base,
         "name": "swarm",
         "workdir": str(root / "unused"),

@@ -17,7 +17,7 @@ import itertools
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from strata.results.schema import SCHEMA_VERSION
 from strata.workloads.base import headline
@@ -114,7 +114,7 @@ def make_result(
     workload: str | None = None,
     load: str | None = None,
     device: str = "loop",
-    mount_options: tuple = (),
+    mount_options: tuple[str, ...] = (),
     cache: bool = False,
     lat_us: float | None = None,
     steady: dict[str, Any] | None = None,
@@ -130,6 +130,7 @@ def make_result(
     path = path or ("device" if fs == "raw" else "bind")
     fs_name = fs + "".join("-" + o.replace("=", "") for o in mount_options)
     rt_name = runtime if runtime in ("native", "vm") else f"docker:{driver or 'overlay2'}"
+    wl: dict[str, Any]
     if kind == "filebench":
         wl = {"type": "filebench", "name": workload or "fileserver", "file": f"{workload or 'fileserver'}.f"}
         metrics = filebench_metrics(value, value * 40)
@@ -224,24 +225,30 @@ FS_FACTOR = {
 DRIVER_FACTOR = {"overlay2": 0.97, "btrfs": 0.5, "devicemapper": 0.6, "vfs": 0.9}
 
 
-def model(fs, opt, driver, path, rw, bs, jobs, depth, containers) -> float:
-    base = (80000.0 if rw == "randread" else 60000.0) * min(1.0, jobs * depth / 64) ** 0.5
+def model(
+    fs: str, opt: str | None, driver: str | None, path: str, rw: str, bs: int, jobs: int, depth: int, containers: int
+) -> float:
+    base: float = (80000.0 if rw == "randread" else 60000.0) * min(1.0, jobs * depth / 64) ** 0.5
     f = FS_FACTOR.get((fs, rw), 0.95)
     if opt == "dioread_nolock" and rw == "randread":
         f *= 1.25
     if opt == "nodatacow" and rw == "randwrite":
         f *= 5
     if path == "layer":
-        f *= DRIVER_FACTOR.get(driver, 0.9)
+        f *= DRIVER_FACTOR.get(driver or "", 0.9)
     if fs == "btrfs" and rw == "randread":
         f = min(1.0, f * (bs / 4096) ** 0.4)
     if fs == "xfs" and rw == "randwrite" and jobs > 24:
         f *= 0.4
-    scale = min(containers, 4) ** 0.5 * (0.85 ** max(0, containers - 4))
-    return base * f * scale * (4096 / bs) ** 0.6
+    scale: float = min(containers, 4) ** 0.5 * (0.85 ** max(0, containers - 4))
+    smaller_io: float = (4096 / bs) ** 0.6
+    return base * f * scale * smaller_io
 
 
-def configurations():
+Configuration = tuple[str, str | None, str, str | None, str, str, int, int, int, int]
+
+
+def configurations() -> Iterator[Configuration]:
     fss = [
         ("raw", None),
         ("ext4", None),
@@ -261,6 +268,7 @@ def configurations():
     for (fs, opt), (rt, drv, path) in itertools.product(fss, runtimes):
         if (fs == "raw") != (path == "device") or (drv == "btrfs" and fs != "btrfs"):
             continue
+        cont: tuple[int, ...]
         if rt == "native":
             cont = (1,)
         else:

@@ -15,7 +15,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tiny", action="store_true", help=HELP)
 
 
-def apply(args: argparse.Namespace, **values) -> bool:
+def apply(args: argparse.Namespace, **values: object) -> bool:
     """In tiny mode, set each of `values` on `args` and say so; True if tiny."""
     tiny = bool(getattr(args, "tiny", False)) or os.environ.get("STRATA_BENCH_TINY") == "1"
     if tiny:

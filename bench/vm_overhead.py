@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import statistics
@@ -32,7 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ContextManager
 
 import tiny
 
@@ -51,12 +52,17 @@ from strata.stack.journal import Journal
 from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.qemu import accel_args
 from strata.stack.vm.runtime import provision_vm
-from strata.workloads.fio import Fio
+from strata.workloads.fio import Fio, FioParams
+
+if TYPE_CHECKING:
+    from strata.stack.blockdev import DeviceHandle
+    from strata.stack.filesystems.base import Mounted
+    from strata.stack.vm.session import VmSession
 
 provision_loop = LOOP.provision
 
 
-def provision_fs(fs, dev, journal, workdir):
+def provision_fs(fs: Filesystem, dev: DeviceHandle, journal: Journal, workdir: Path) -> ContextManager[Mounted]:
     return FILESYSTEMS[fs.type].provision(fs, dev, journal, workdir)
 
 
@@ -64,13 +70,15 @@ SIZE = "256MiB"
 RAMP_S = 2
 
 
-def fio_spec(runtime: int):
+def fio_spec(runtime: int) -> FioParams:
     return Fio().parse_params(
         {"rw": "randread", "bs": "4k", "size": SIZE, "runtime": runtime, "ramp_time": RAMP_S}, Path(".")
     )
 
 
-def strata_run(session, dev, runtime: int, art: Path, hand: "HandVm | None" = None) -> dict[str, Any]:
+def strata_run(
+    session: VmSession, dev: DeviceHandle, runtime: int, art: Path, hand: "HandVm | None" = None
+) -> dict[str, Any]:
     """strata's trial path (path, instances at the barrier, the trial's collectors, go, wait), with
     the QEMU process's CPU time from `go` to the agent's `end` file; `hand`, when given, types its fio
     at the moment of `go`."""
@@ -79,11 +87,11 @@ def strata_run(session, dev, runtime: int, art: Path, hand: "HandVm | None" = No
     with session.path("device", art, load) as handle:
         requests = _requests(wl, spec, load, session, handle, art)
         running = session.start(requests, handle, load, art / "sync")
-        cpu = {}
+        cpu: dict[str, float] = {}
         try:
             if hand:
                 hand.boot()
-            qemu_pid = running.vms[0].qemu.popen.pid
+            qemu_pid = running.vms[0].popen.pid
             ctx = CollectContext(dev.diskstats, running.cgroups)
             with Sampler([HostCollector(ctx), DiskstatsCollector(ctx), CgroupCollector(ctx)]):
                 watch = threading.Thread(target=_cpu_until, args=(qemu_pid, requests[0].out_dir / "end", cpu))
@@ -102,18 +110,18 @@ def strata_run(session, dev, runtime: int, art: Path, hand: "HandVm | None" = No
     return {"iops": wl.parse(spec, outputs).metrics["read"]["iops"], "cpu_s": cpu.get("end", 0) - cpu["go"]}
 
 
-def _cpu_until(pid: int, end_file: Path, cpu: dict[str, Any]) -> None:
+def _cpu_until(pid: int, end_file: Path, cpu: dict[str, float]) -> None:
     """QEMU's CPU time when the agent writes `end` (the command is over; the guest's shutdown is not counted)."""
     while not end_file.exists():
         cpu["end"] = _cpu_s(pid)
         time.sleep(0.01)
 
 
-def by_strata(session, dev, runtime: int, art: Path) -> dict[str, Any]:
+def by_strata(session: VmSession, dev: DeviceHandle, runtime: int, art: Path) -> dict[str, Any]:
     return strata_run(session, dev, runtime, art)
 
 
-def hand_argv(session, device: str, share: Path, locking: bool = True) -> list[str]:
+def hand_argv(session: VmSession, device: str, share: Path, locking: bool = True) -> list[str]:
     """What a person would type: the same guest, accelerator, CPUs, memory and disk options."""
     g, p = session.guest, session.params
     mib = p.memory >> 20
@@ -162,7 +170,7 @@ def hand_argv(session, device: str, share: Path, locking: bool = True) -> list[s
 class HandVm:
     """QEMU on a console: boot to the shell's prompt, prepare, then type fio when told."""
 
-    def __init__(self, session, device: str, share: Path, locking: bool = True):
+    def __init__(self, session: VmSession, device: str, share: Path, locking: bool = True) -> None:
         share.mkdir(parents=True)
         self.share = share
         self.p = subprocess.Popen(
@@ -171,18 +179,21 @@ class HandVm:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
+        # its pipes: a writer, and a buffered reader (read1: what is there, without waiting for more)
+        assert self.p.stdin is not None and isinstance(self.p.stdout, io.BufferedReader)
+        self.stdin, self.stdout = self.p.stdin, self.p.stdout
         self.seen = b""
 
     def _type(self, line: str) -> None:
         """Type a command at the prompt and wait for the next prompt."""
-        self.p.stdin.write(line.encode() + b"\n")
-        self.p.stdin.flush()
+        self.stdin.write(line.encode() + b"\n")
+        self.stdin.flush()
         self._prompt()
 
     def _prompt(self) -> None:
         mark = len(self.seen)
         while b"# " not in self.seen[mark:]:
-            chunk = self.p.stdout.read1(4096)
+            chunk = self.stdout.read1(4096)
             if not chunk:
                 raise RuntimeError(f"QEMU ended before the prompt: {self.seen[-2000:]!r}")
             self.seen += chunk
@@ -205,14 +216,15 @@ class HandVm:
 
     def finish(self) -> float:
         with contextlib.suppress(Exception):
-            self.p.stdin.write(b"umount /mnt; echo o > /proc/sysrq-trigger\n")
-            self.p.stdin.flush()
+            self.stdin.write(b"umount /mnt; echo o > /proc/sysrq-trigger\n")
+            self.stdin.flush()
             self.seen += self.p.communicate(timeout=120)[0]
         if self.p.poll() is None:
             self.p.kill()
             self.p.wait()
         (self.share / "console.log").write_bytes(self.seen)
-        return json.loads((self.share / "fio.json").read_text())["jobs"][0]["read"]["iops"]
+        iops: float = json.loads((self.share / "fio.json").read_text())["jobs"][0]["read"]["iops"]
+        return iops
 
 
 def _cpu_s(pid: int) -> float:
@@ -220,7 +232,7 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def by_hand(session, device: str, runtime: int, share: Path) -> dict[str, Any]:
+def by_hand(session: VmSession, device: str, runtime: int, share: Path) -> dict[str, Any]:
     vm = HandVm(session, device, share)
     try:
         vm.boot()
@@ -230,7 +242,7 @@ def by_hand(session, device: str, runtime: int, share: Path) -> dict[str, Any]:
     return {"iops": iops, "cpu_s": vm.cpu_s}
 
 
-def concurrent(session, dev, runtime: int, art: Path) -> dict[str, Any]:
+def concurrent(session: VmSession, dev: DeviceHandle, runtime: int, art: Path) -> dict[str, Any]:
     """Both at once, started together: they share whatever else the host is doing."""
     hand = HandVm(session, dev.path, art / "hand", locking=False)
     try:
@@ -240,8 +252,8 @@ def concurrent(session, dev, runtime: int, art: Path) -> dict[str, Any]:
     return {"strata": got["iops"], "hand": hand_iops, "strata_cpu_s": got["cpu_s"], "hand_cpu_s": hand.cpu_s}
 
 
-def sequential_round(session, dev, runtime: int, work: Path, r: int) -> dict[str, Any]:
-    got = {}
+def sequential_round(session: VmSession, dev: DeviceHandle, runtime: int, work: Path, r: int) -> dict[str, Any]:
+    got: dict[str, Any] = {}
     for who in ("strata", "hand") if r % 2 == 0 else ("hand", "strata"):
         run = (
             by_strata(session, dev, runtime, work / f"seq-strata-{r}")
@@ -265,7 +277,7 @@ def summary(mode: str, rows: list[dict[str, Any]], runtime: int) -> None:
     )
     if rows and "strata_cpu_s" in rows[0]:
 
-        def per_io(cpu, iops):
+        def per_io(cpu: float, iops: float) -> float:
             return 1e6 * cpu / (iops * (runtime + RAMP_S))
 
         cpu_ratios = [per_io(r["hand_cpu_s"], r["hand"]) / per_io(r["strata_cpu_s"], r["strata"]) for r in rows]

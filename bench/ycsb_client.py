@@ -61,7 +61,7 @@ def rss_mib(pid: int) -> float:
 
 
 def run_clients(
-    n_procs: int, threads: int, workload: str, args, host: str, lib: Path, out: Path, node_pid: int
+    n_procs: int, threads: int, workload: str, args: argparse.Namespace, host: str, lib: Path, out: Path, node_pid: int
 ) -> dict[str, Any]:
     """n_procs clients at once; CPU shares over the window in which operations ran."""
     runs = [
@@ -162,8 +162,10 @@ def main() -> int:
             node.native_node(cfg, jars.jar_names(chome), journal, work / "node.log") as n,
         ):
             start_s = n.wait_ready()
+            pid = n.pid
+            assert pid is not None  # native_node yields the node it started
             print(
-                f"node ready in {start_s:.1f} s; RSS {rss_mib(n.pid):.0f} MiB (heap "
+                f"node ready in {start_s:.1f} s; RSS {rss_mib(pid):.0f} MiB (heap "
                 f"{cassandra.heap_bytes(cfg.memory_limit_bytes) >> 20} MiB); {CORES} cores"
             )
             for w in args.workloads:
@@ -173,7 +175,7 @@ def main() -> int:
                 for w in args.workloads:
                     for label, procs in (("1 client", 1), ("2 clients", 2)):
                         r = run_clients(
-                            procs, args.threads // procs, w, args, cfg.address, lib, work / f"r{rnd}-{w}-{procs}", n.pid
+                            procs, args.threads // procs, w, args, cfg.address, lib, work / f"r{rnd}-{w}-{procs}", pid
                         )
                         rows.setdefault((w, label), []).append(r)
                         print(
@@ -183,15 +185,15 @@ def main() -> int:
                             f"errors {r['errors']}",
                             flush=True,
                         )
-            print(f"node RSS after the runs: {rss_mib(n.pid):.0f} MiB")
+            print(f"node RSS after the runs: {rss_mib(pid):.0f} MiB")
     finally:
         journal.close()
     report(rows, args)
     return 0
 
 
-def report(rows: dict[str, Any], args: argparse.Namespace) -> None:
-    med = lambda xs: statistics.median(xs)  # noqa: E731
+def report(rows: dict[tuple[str, str], list[dict[str, Any]]], args: argparse.Namespace) -> None:
+    med = statistics.median
     print(
         f"\nmedians over {args.rounds} rounds, {args.runtime} s runs, {args.records} records, "
         f"{args.threads} client threads in all:"

@@ -38,7 +38,7 @@ from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 from strata.hosts.testbed import Bed  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
-SETUPS = {
+SETUPS: dict[str, dict[str, Any]] = {
     "one-host": {"cluster": {"nodes": 2, "replication_factor": 2}},
     "span": {"cluster": {"nodes": 2, "replication_factor": 2, "hosts": ["a", "b"]}, "clients_on": "a"},
     "span-clients-apart": {"cluster": {"nodes": 2, "replication_factor": 2, "hosts": ["a", "b"]}, "clients_on": "c"},

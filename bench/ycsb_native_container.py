@@ -23,7 +23,7 @@ import statistics
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import tiny
 
@@ -90,6 +90,11 @@ def prepare(n: node.Node, label: str, args: argparse.Namespace, lib: Path, out: 
     return res
 
 
+def _same(path: Path) -> Callable[[int], str]:
+    """One folder for every node of a one-node cluster (cluster_configs asks per node index)."""
+    return lambda i: str(path)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=5000)
@@ -111,8 +116,8 @@ def main() -> int:
         cassandra.cluster_configs(
             c,
             1,
-            data_dir=lambda i, c=c: str(work / f"data{c}"),
-            conf_dir=lambda i, c=c: str(work / f"conf{c}"),
+            data_dir=_same(work / f"data{c}"),
+            conf_dir=_same(work / f"conf{c}"),
             lib_dir=str(chome / "lib"),
             memory_limit_bytes=args.memory << 20 if args.memory else None,
         )[0]

@@ -34,7 +34,9 @@ from strata.hosts.testbed import Bed  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 
-def spec(bed: Bed, root: Path, args: argparse.Namespace, runtime: str, path: str, placement: list) -> dict[str, Any]:
+def spec(
+    bed: Bed, root: Path, args: argparse.Namespace, runtime: str, path: str, placement: list[str | dict[str, int]]
+) -> dict[str, Any]:
     ycsb = {
         "workload": "a",
         "records": args.records,

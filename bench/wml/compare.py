@@ -14,6 +14,8 @@ iterations done) against Filebench's own loop in C (hog.c, gcc -O2, its
 CPU time), medians of alternating repetitions.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import resource
@@ -21,32 +23,41 @@ import shutil
 import statistics
 import subprocess
 import sys
+from typing import Any
 
 
-def cpu_of(cmd, **kw):
+def cpu_of(cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    out = subprocess.run(cmd, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return out, cpu
 
 
-def clean(mnt):
+def clean(mnt: str) -> None:
     for e in os.listdir(mnt):
         shutil.rmtree(os.path.join(mnt, e), ignore_errors=True)
 
 
-def engine_once(engine, f, mnt, secs):
+def _end(stdout: str) -> dict[str, Any]:
+    """The data of the engine's `end` envelope (its JSON Lines on stdout)."""
+    end: dict[str, Any] = [json.loads(x)["data"] for x in stdout.splitlines() if json.loads(x)["type"] == "end"][0]
+    return end
+
+
+def engine_once(engine: str, f: str, mnt: str, secs: float) -> tuple[float, float]:
     out, cpu = cpu_of([engine, "run", f, "--json", "--runtime", str(secs), "--set", f"$dir={mnt}"])
-    end = [json.loads(x)["data"] for x in out.stdout.splitlines() if json.loads(x)["type"] == "end"][0]
+    end = _end(out.stdout)
     clean(mnt)
     _, create_cpu = cpu_of([engine, "create", f, "--set", f"$dir={mnt}"])
     clean(mnt)
-    ops = end["summary"]["ops"]
-    return end["summary"]["ops_per_s"], ops / max(cpu - create_cpu, 1e-3)
+    ops, ops_s = end["summary"]["ops"], end["summary"]["ops_per_s"]
+    return float(ops_s), ops / max(cpu - create_cpu, 1e-3)
 
 
-def bare_once(engine, bare, f, name, threads, mnt, secs, work):
+def bare_once(
+    engine: str, bare: str, f: str, name: str, threads: int, mnt: str, secs: float, work: str
+) -> tuple[float, float]:
     listing = os.path.join(work, "listing.tsv")
     with open(listing, "w") as lf:
         subprocess.run([engine, "create", f, "--set", f"$dir={mnt}"], stdout=lf, stderr=subprocess.DEVNULL, check=True)
@@ -59,17 +70,19 @@ def bare_once(engine, bare, f, name, threads, mnt, secs, work):
 HOG_VALUE = 10_000_000
 
 
-def hog_engine_once(engine, work):
+def hog_engine_once(engine: str, work: str) -> float:
     f = os.path.join(work, "hog.f")
     with open(f, "w") as fh:
         fh.write(f"define process name=p {{ thread name=t,memsize=1m {{ flowop hog name=hg,value={HOG_VALUE} }} }}\n")
     out, cpu = cpu_of([engine, "run", f, "--json", "--runtime", "3"])
-    end = [json.loads(x)["data"] for x in out.stdout.splitlines() if json.loads(x)["type"] == "end"][0]
-    return cpu * 1e9 / (end["flowops"][0]["ops"] * HOG_VALUE)
+    end = _end(out.stdout)
+    iterations: int = end["flowops"][0]["ops"] * HOG_VALUE
+    return cpu * 1e9 / iterations
 
 
-def hog_line(engine, hog, reps):
-    eng, c = [], []
+def hog_line(engine: str, hog: str, reps: int) -> None:
+    eng: list[float] = []
+    c: list[float] = []
     for _ in range(reps):  # alternating, as the machine's speed drifts
         eng.append(hog_engine_once(engine, os.path.dirname(hog)))
         c.append(float(subprocess.run([hog, str(HOG_VALUE), "300"], capture_output=True, text=True).stdout))
@@ -77,13 +90,14 @@ def hog_line(engine, hog, reps):
     print(f"hog_ns_per_iteration engine {e:.3f} filebench_c {b:.3f} ratio {e / b:.3f}", flush=True)
 
 
-def main():
-    engine, bare, pers, mnt, work, secs, reps = sys.argv[1:8]
-    secs, reps = float(secs), int(reps)
+def main() -> None:
+    engine, bare, pers, mnt, work, secs_arg, reps_arg = sys.argv[1:8]
+    secs, reps = float(secs_arg), int(reps_arg)
     print("personality engine_ops/s bare_ops/s ratio cpu_ratio")
     for name, threads in (("webserver", 100), ("varmail", 16), ("fileserver", 50)):
         f = os.path.join(pers, f"{name}.f")
-        eng, bar = [], []
+        eng: list[tuple[float, float]] = []
+        bar: list[tuple[float, float]] = []
         for _ in range(reps):
             eng.append(engine_once(engine, f, mnt, secs))
             bar.append(bare_once(engine, bare, f, name, threads, mnt, secs, work))

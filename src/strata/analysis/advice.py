@@ -24,14 +24,16 @@ hosts (analysis/placement.py), else predicted from the containers curve (`placem
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from strata.analysis.cells import Cell
 from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, repetitions_for
 from strata.analysis.groups import compare
 from strata.analysis.placement import MeasuredPlacement, for_stack
 from strata.analysis.query import by_context, fmt
-from strata.analysis.sweeps import peak
+from strata.analysis.sweeps import Sweep, peak
 
 BEST, EQUIVALENT_GROUP, UNDECIDED_GROUP = "best", "equivalent", "undecided"
 MAX_USEFUL_REPETITIONS = 200  # beyond this, "add repetitions" is no advice
@@ -45,14 +47,14 @@ class Best:
     best: Cell
     runner_up: Cell | None
     lead: Answer | None  # the runner-up relative to the best
-    equivalent: list = field(default_factory=list)
-    worse: list = field(default_factory=list)
-    undecided: list = field(default_factory=list)  # not decided at the margin, closest first
-    answers: dict = field(default_factory=dict)  # stack -> Answer (other relative to the best)
+    equivalent: list[Cell] = field(default_factory=list)
+    worse: list[Cell] = field(default_factory=list)
+    undecided: list[Cell] = field(default_factory=list)  # not decided at the margin, closest first
+    answers: dict[str, Answer] = field(default_factory=dict)  # stack -> Answer (other relative to the best)
     candidates: int = 0
     need: str = ""
     method: str = ""  # where the intervals' variance came from (analysis/groups.py)
-    by_cell: dict = field(default_factory=dict)  # cell key -> Answer (two cells may share a stack: hosts)
+    by_cell: dict[str, Answer] = field(default_factory=dict)  # cell key -> Answer (two cells may share a stack: hosts)
 
     def answer_of(self, c: Cell) -> Answer:
         return self.by_cell.get(c.key) or self.answers[c.stack]
@@ -75,7 +77,8 @@ class Best:
         """The smallest margin within which every stack not decided worse lies of the best (the whole
         interval, at the group's level); None when one of them has no interval."""
         vals = [self.answer_of(c).supported for c in self.equivalent + self.undecided]
-        return max(vals) if vals and None not in vals else None
+        known = [v for v in vals if v is not None]
+        return max(known) if vals and len(known) == len(vals) else None
 
     def text(self) -> str:
         where = f"{self.workload} at load {self.load} on {self.best.labels['device']}"
@@ -84,6 +87,7 @@ class Best:
             return f"{where}: {head} is the only stack measured"
         worse = f"; worse: {', '.join(c.stack for c in self.worse)}" if self.worse else ""
         if self.status == BEST:
+            assert self.lead is not None  # set with the runner-up (best_stacks)
             return f"{where}: {head} is best: {self.lead.ahead_text()} ahead of the next, {self.runner_up.stack}"
         if self.status == EQUIVALENT_GROUP:
             names = ", ".join([self.best.stack] + [c.stack for c in self.equivalent])
@@ -100,7 +104,7 @@ class Best:
 
 
 def best_stacks(cells: list[Cell]) -> list[Best]:
-    out = []
+    out: list[Best] = []
     for group in by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values():
         by_key = {c.key: c for c in group}
         top = group[0]
@@ -120,7 +124,7 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
     return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
 
 
-def _need(top: Cell, undecided: list[Cell], answers: dict, pairs: int) -> str:
+def _need(top: Cell, undecided: list[Cell], answers: dict[str, Answer], pairs: int) -> str:
     """What would decide the closest undecided comparison: repetitions of each, in a fixed design at the same
     error guarantee, at the observed spread."""
     if not undecided:
@@ -142,9 +146,11 @@ class ContainersAdvice:
     aggregate: float
     unit: str
     falls_after: bool
-    counts: list
-    undecided: list = field(default_factory=list)  # counts the intervals do not tell from the peak
-    placement: list = field(default_factory=list)  # [{"hosts", "per_host", "aggregate", "vs_one_host"}] (003 6.3)
+    counts: list[int]
+    undecided: list[int] = field(default_factory=list)  # counts the intervals do not tell from the peak
+    placement: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # [{"hosts", "per_host", "aggregate", "vs_one_host"}] (003 6.3)
     measured: MeasuredPlacement | None = None  # the same load measured on one host and across hosts
 
     @property
@@ -188,10 +194,10 @@ class ContainersAdvice:
         )
 
 
-def containers(sweeps, measured: list[MeasuredPlacement] = ()) -> list[ContainersAdvice]:
+def containers(sweeps: list[Sweep], measured: Sequence[MeasuredPlacement] = ()) -> list[ContainersAdvice]:
     """Per containers sweep line: the peak, and the placement over hosts, measured when `measured` holds
     one for the line's stack and workload, else predicted from the line."""
-    out = []
+    out: list[ContainersAdvice] = []
     for s in sweeps:
         if s.dim != "containers":
             continue
@@ -208,20 +214,20 @@ def containers(sweeps, measured: list[MeasuredPlacement] = ()) -> list[Container
                 ContainersAdvice(
                     ln.stack,
                     c0.labels["workload"],
-                    p.x,
+                    int(p.x),  # a sweep's x is any number; along containers, a count
                     p.aggregate,
                     c0.unit,
                     p.falls_after,
-                    ln.xs,
-                    undecided,
-                    placement({x: c.summary.mean for x, c in ln.measured}),
+                    [int(x) for x in ln.xs],
+                    [int(x) for x in undecided],
+                    placement({int(x): c.summary.mean for x, c in ln.measured}),
                     for_stack(list(measured), ln.stack, c0.labels["workload"]),
                 )
             )
     return out
 
 
-def placement(curve: dict[int, float], hosts: tuple[int, ...] = (1, 2, 3, 4)) -> list[dict]:
+def placement(curve: dict[int, float], hosts: tuple[int, ...] = (1, 2, 3, 4)) -> list[dict[str, Any]]:
     """003 section 6.3: the largest measured count N spread evenly over H hosts, each host's throughput read
     from the measured throughput-versus-instances curve (linear between measured counts), beside N on one
     host. Predicted, not measured: it assumes the hosts are alike and do not share a bottleneck."""
@@ -239,7 +245,7 @@ def placement(curve: dict[int, float], hosts: tuple[int, ...] = (1, 2, 3, 4)) ->
             return curve[lo] * k / lo
         return curve[lo] + (curve[hi] - curve[lo]) * (k - lo) / (hi - lo)
 
-    out = []
+    out: list[dict[str, Any]] = []
     for h in hosts:
         if h > n:
             break

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from strata.analysis.decide import MARGIN, Design
 from strata.analysis.groups import Runs
@@ -31,8 +32,11 @@ from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")
 
+Result = dict[str, Any]  # a stored trial result (results/schema.py)
+Frozen = tuple[tuple[str, Any], ...]  # a JSON object as a hashable key (`freeze`)
 
-def artifact(result: dict, name: str):
+
+def artifact(result: Result, name: str) -> Any:
     """A JSON artifact of a stored trial (series.json, workload-series.json), or None."""
     if "_path" not in result:
         return None
@@ -43,7 +47,7 @@ def artifact(result: dict, name: str):
         return None
 
 
-def freeze(d: dict, drop: str = "name") -> tuple:
+def freeze(d: dict[str, Any], drop: str = "name") -> Frozen:
     """A hashable copy of a flat-ish JSON object (sorted keys; nested values by repr, which is canonical
     for stored results: they are written with sorted keys)."""
     return tuple(
@@ -58,17 +62,17 @@ def schema_of(workload_type: str) -> MetricSchema:
     return metrics_of(workload_type)
 
 
-def throughput(result: dict) -> tuple[float | None, str]:
+def throughput(result: Result) -> tuple[float | None, str]:
     """(value, unit) of a result's headline throughput."""
     return validity.headline(result)
 
 
-def direction(result: dict) -> str:
+def direction(result: Result) -> str:
     """The data direction whose latency represents the trial (read unless it writes more)."""
     return schema_of(((result.get("trial") or {}).get("workload") or {}).get("type", "")).direction(result)
 
 
-def trial_steady(result: dict) -> Steady | None:
+def trial_steady(result: Result) -> Steady | None:
     """flags.steady when the runner stored it, otherwise judged from the headline's per-second series."""
     f = Flags.of(result).steady
     if f is not None:
@@ -82,8 +86,8 @@ def trial_steady(result: dict) -> Steady | None:
 class Apart:
     """The repetitions of a cell that one flag draws apart from its device numbers, with their values."""
 
-    results: list = field(default_factory=list)
-    values: list = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
 
 
 def _apart_groups() -> dict[Flag, Apart]:
@@ -93,23 +97,23 @@ def _apart_groups() -> dict[Flag, Apart]:
 @dataclass
 class Cell:
     key: str
-    labels: dict
-    trial: dict
+    labels: dict[str, str]
+    trial: dict[str, Any]
     experiment: str
-    ok: list = field(default_factory=list)
-    failed: list = field(default_factory=list)
+    ok: list[Result] = field(default_factory=list)
+    failed: list[Result] = field(default_factory=list)
     unit: str = ""
-    values: list = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
     # by flag, the results it draws apart (cache; above the raw device although the bytes say no cache)
     apart: dict[Flag, Apart] = field(default_factory=_apart_groups)
-    steady: list = field(default_factory=list)
-    summary: Summary | None = None
+    steady: list[tuple[Result, Steady | None]] = field(default_factory=list)
+    summary: Summary = field(default_factory=lambda: summarize([]))  # of its values: build_cells sets it
     above_raw: AboveRaw | None = None  # the cell above its raw device, as the report judged it (baseline.py)
     tag: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         lab, t = self.labels, self.trial
-        self.stack = f"{lab['device']}/{lab['filesystem']}/{lab['runtime']}/{lab['path']}"
+        self.stack: str = f"{lab['device']}/{lab['filesystem']}/{lab['runtime']}/{lab['path']}"
         self.fs_type = t["filesystem"]["type"]
         self.mount_options = list(t["filesystem"].get("mount_options") or [])
         self.runtime_type = t["runtime"]["type"]
@@ -119,10 +123,11 @@ class Cell:
         self.isolation = runtime.isolation if runtime is not None else ""
         self.driver = t["runtime"].get("storage_driver")
         self.path = t["path"]
-        self.workload, self.load = t["workload"], t["load"]
-        self.containers = self.load.get("containers", 1)
+        self.workload: dict[str, Any] = t["workload"]
+        self.load: dict[str, Any] = t["load"]
+        self.containers: int = self.load.get("containers", 1)
         # I/Os in flight the load asks for: jobs x iodepth x containers
-        self.outstanding = self.load.get("numjobs", 1) * self.load.get("iodepth", 1) * self.containers
+        self.outstanding: int = self.load.get("numjobs", 1) * self.load.get("iodepth", 1) * self.containers
         self.is_raw = validity.is_raw_baseline({"trial": t})
         self.kind = self.workload.get("type", "")
         self.schema = schema_of(self.kind)
@@ -137,12 +142,12 @@ class Cell:
         )
 
     @functools.cached_property
-    def workload_key(self) -> tuple:
+    def workload_key(self) -> Frozen:
         """The workload's parameters without its name, hashable."""
         return freeze(self.workload)
 
     @functools.cached_property
-    def load_key(self) -> tuple:
+    def load_key(self) -> Frozen:
         return freeze(self.load)
 
     @functools.cached_property
@@ -171,31 +176,31 @@ class Cell:
         return [(flags.DECLARED[f], g) for f, g in self.apart.items()]
 
     @property
-    def apart_values(self) -> list:
+    def apart_values(self) -> list[float]:
         """Everything drawn apart from the device numbers, by every flag that draws results apart."""
         return [v for g in self.apart.values() for v in g.values]
 
     @property
-    def measured(self) -> list:
+    def measured(self) -> list[Result]:
         """Every result with a measurement: the device numbers', then those drawn apart."""
         return self.ok + [r for g in self.apart.values() for r in g.results]
 
     @property
-    def cached(self) -> list:
+    def cached(self) -> list[Result]:
         """The results a cache answered (the bytes show it)."""
         return self.apart[Flag.CACHE].results
 
     @property
-    def cached_values(self) -> list:
+    def cached_values(self) -> list[float]:
         return self.apart[Flag.CACHE].values
 
     @property
-    def unconfirmed(self) -> list:
+    def unconfirmed(self) -> list[Result]:
         """The results above the raw device although the device moved the bytes."""
         return self.apart[Flag.ABOVE_RAW].results
 
     @property
-    def unconfirmed_values(self) -> list:
+    def unconfirmed_values(self) -> list[float]:
         return self.apart[Flag.ABOVE_RAW].values
 
     @property
@@ -203,7 +208,7 @@ class Cell:
         """Measured under emulation (a VM under TCG): never storage performance to compare."""
         return any(flags.warns(r, Flag.EMULATED) for r in self.measured)
 
-    def param(self, name: str):
+    def param(self, name: str) -> Any:
         """A parameter of the workload (as resolved and stored), or None."""
         return self.workload.get(name)
 
@@ -215,19 +220,19 @@ class Cell:
         return summarize([float(v) for v in vals if v is not None])
 
 
-def fingerprint(trial: dict) -> str:
+def fingerprint(trial: dict[str, Any]) -> str:
     blob = json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
-def config_key(trial: dict) -> str:
+def config_key(trial: dict[str, Any]) -> str:
     """A configuration: the resolved trial without its repetition (Trial.config says the same)."""
     return json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
 
 
-def build_cells(results: list[dict], judge_steady: bool = True) -> list[Cell]:
+def build_cells(results: list[Result], judge_steady: bool = True) -> list[Cell]:
     """Group results into cells, in a stable order (by stack, workload, load)."""
-    cells: dict = {}
+    cells: dict[str, Cell] = {}
     for r in results:
         if r.get("status") == "unsupported" or "trial" not in r:
             continue
@@ -245,7 +250,7 @@ def build_cells(results: list[dict], judge_steady: bool = True) -> list[Cell]:
     return sorted(cells.values(), key=lambda c: (c.stack, c.labels["workload"], c.outstanding, c.labels["load"], c.key))
 
 
-def _add(c: Cell, r: dict, judge_steady: bool) -> None:
+def _add(c: Cell, r: Result, judge_steady: bool) -> None:
     if r.get("status") != "ok":
         c.failed.append(r)
         return
@@ -262,7 +267,7 @@ def _add(c: Cell, r: dict, judge_steady: bool) -> None:
     add_ok(c, r, value, judge_steady)
 
 
-def add_ok(c: Cell, r: dict, value: float, judge_steady: bool = True) -> None:
+def add_ok(c: Cell, r: Result, value: float, judge_steady: bool = True) -> None:
     c.ok.append(r)
     c.values.append(value)
     if judge_steady:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from strata.analysis.sequential import BONFERRONI, POCOCK, levels
 from strata.analysis.stats import CONFIDENCE_ALPHA, Summary, t_two_sided
@@ -78,13 +79,13 @@ class Design:
         fractions = [k / self.last for k in done] + ([min(n, self.last) / self.last] if final else [])
         return levels(tuple(fractions), alpha, final)[-1]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         if not self.sequential:
             return {}
         return {"repetitions": "auto", "min": self.first, "max": self.last, "looks": list(self.looks)}
 
     @classmethod
-    def of(cls, doc: dict | None) -> Design:
+    def of(cls, doc: dict[str, Any] | None) -> Design:
         """From a stored result's `design` (absent: fixed repetitions; without `looks`: stored before looks
         were planned, when every round was a look, each spending alpha / (max - min + 1))."""
         doc = doc or {}
@@ -128,7 +129,7 @@ class Answer:
 
     def ahead_text(self) -> str:
         """A/B - 1 with its interval, e.g. "5.1% [1.5%, 8.6%]"."""
-        if not self.known:
+        if self.low is None or self.high is None:
             return f"{self.ahead:.1%} (no interval)"
         return f"{self.ahead:.1%} [{1 / self.high - 1:.1%}, {1 / self.low - 1:.1%}]"
 
@@ -146,25 +147,27 @@ class Answer:
 
     @property
     def outcome(self) -> str:
-        if not self.known:
+        low, high = self.low, self.high
+        if low is None or high is None:
             return UNDECIDED
-        if self.low >= 1 / (1 + self.margin) and self.high <= 1 + self.margin:
+        if low >= 1 / (1 + self.margin) and high <= 1 + self.margin:
             return EQUIVALENT
-        if self.low > 1:
+        if low > 1:
             return BETTER if self.higher_is_better else WORSE
-        if self.high < 1:
+        if high < 1:
             return WORSE if self.higher_is_better else BETTER
         return UNDECIDED
 
     @property
     def beyond_margin(self) -> bool:
         """Decided apart by more than the margin: the whole interval lies outside it, on one side."""
-        return self.known and (self.low > 1 + self.margin or self.high < 1 / (1 + self.margin))
+        low, high = self.low, self.high
+        return low is not None and high is not None and (low > 1 + self.margin or high < 1 / (1 + self.margin))
 
     @property
     def supported(self) -> float | None:
         """The smallest margin this interval would call equivalent: |B/A - 1| is below it, at 95%."""
-        if not self.known:
+        if self.low is None or self.high is None:
             return None
         return max(self.high, 1 / self.low) - 1
 
@@ -227,11 +230,11 @@ def repetitions_for(ans: Answer, alpha: float | None = None, cap: int = 10_000) 
     # margin's edge (equivalence)
     room = max(math.log(1 + ans.margin) - d, d)
     a = ans.alpha if alpha is None else alpha
-    n0, df0 = ans.n_eff, ans.df or ans.n_eff - 1
+    n0, df0, se = ans.n_eff, ans.df or ans.n_eff - 1, ans.se
 
     def half(n: int) -> float:
         df = df0 * (n - 1) / (n0 - 1) if n0 > 1 else n - 1
-        return t_two_sided(a, max(df, 1.0)) * ans.se * math.sqrt(n0 / n)
+        return t_two_sided(a, max(df, 1.0)) * se * math.sqrt(n0 / n)
 
     lo, hi = math.floor(n0) + 1, cap
     if half(hi) >= room:

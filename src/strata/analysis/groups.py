@@ -40,6 +40,7 @@ interval is that of the ratio of arithmetic means.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -61,7 +62,7 @@ class Runs:
     rounds: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, values, rounds=None) -> Runs:
+    def of(cls, values: Iterable[float], rounds: Iterable[int] | None = None) -> Runs:
         vals = tuple(float(v) for v in values)
         rs = tuple(int(r) for r in rounds) if rounds is not None else ()
         return cls(vals, rs if len(rs) == len(vals) else ())
@@ -101,7 +102,9 @@ class Comparisons:
         return self.fit.pair(a, b, self.level) if self.fit and a in self.fit.runs and b in self.fit.runs else None
 
 
-def compare(group: dict[str, Runs], margin: float = MARGIN, design: Design = FIXED, higher_is_better=True):
+def compare(
+    group: dict[str, Runs], margin: float = MARGIN, design: Design = FIXED, higher_is_better: bool = True
+) -> Comparisons:
     """The leader of `group` and every other stack relative to the best, valid at once for the whole group.
 
     Multiple comparisons with the best (after Hsu, *Multiple Comparisons*, 1996, ch. 4; Edwards & Hsu, JASA
@@ -164,7 +167,7 @@ class _Fit:
 
     def __init__(self, ready: dict[str, Runs], margin: float = MARGIN, higher_is_better: bool = True):
         self.runs, self.margin, self.higher_is_better = ready, margin, higher_is_better
-        self._pairs: dict[tuple, Answer] = {}
+        self._pairs: dict[tuple[str, str, float], Answer] = {}
         self.rel = {k: [v / r.mean - 1 for v in r.values] for k, r in ready.items()}
         self.ss1 = sum(sum(u * u for u in us) for us in self.rel.values())
         self.df1 = sum(r.n - 1 for r in ready.values())
@@ -213,7 +216,16 @@ class _Fit:
         return interval(r, va + vb, df, level, margin, ra.n, rb.n, higher_is_better, WELCH)
 
     @staticmethod
-    def _within(ra, rb, common, margin, level, higher_is_better, s2, df) -> Answer:
+    def _within(
+        ra: Runs,
+        rb: Runs,
+        common: list[int],
+        margin: float,
+        level: float,
+        higher_is_better: bool,
+        s2: float | None,
+        df: float,
+    ) -> Answer:
         """A pair compared within the rounds both ran: the ratio of their means over those rounds; the variance
         of a difference of relative deviations is 2 s2 (pooled by round) or that of the pair's own (paired)."""
         xa, xb = ra.by_round(), rb.by_round()
@@ -250,7 +262,7 @@ def _agree(stats: list[tuple[float, float]]) -> bool:
     return chi2_sf(m / c, len(stats) - 1) >= PRETEST
 
 
-def _two_way(ready: dict[str, Runs], rel: dict[str, list[float]]):
+def _two_way(ready: dict[str, Runs], rel: dict[str, list[float]]) -> tuple[float, int, dict[str, float]] | None:
     """Least squares of the relative deviations on stack and round (additive): (residual sum of squares, its
     degrees of freedom, each stack's residual sum of squares), or None when no round holds two stacks."""
     rounds = sorted({j for r in ready.values() for j in r.by_round()})

@@ -39,7 +39,9 @@ DECIDED, ELIMINATED, EQUIVALENT_STOP, UNDECIDABLE = "decided", "eliminated", "eq
 FUTILE_BELOW = 0.10  # a predictive probability of a decision by max_repetitions below this: stop
 
 
-def race(group: dict[str, Runs], margin: float, design: Design, stopped: dict | None = None) -> dict[str, str]:
+def race(
+    group: dict[str, Runs], margin: float, design: Design, stopped: dict[str, str] | None = None
+) -> dict[str, str]:
     """The configurations of one group that may stop now, with why; those absent go on. A comparison with
     a configuration that already stopped stays decided (its decision was made at a valid look). A group of
     one compares nothing: the caller decides by its own rule."""
@@ -69,7 +71,7 @@ def race(group: dict[str, Runs], margin: float, design: Design, stopped: dict | 
     return out
 
 
-def _chance(cmp: Comparisons, k: str, design: Design, stopped: dict) -> float:
+def _chance(cmp: Comparisons, k: str, design: Design, stopped: dict[str, str]) -> float:
     """The chance that k's answer is decided by max_repetitions. It will be read against the stacks that may
     still be the best then: today's candidates but those the leader would leave behind by then at today's
     estimates. It is at most the smallest chance of its comparisons with them."""
@@ -81,7 +83,7 @@ def _chance(cmp: Comparisons, k: str, design: Design, stopped: dict) -> float:
     return min(chance_to_decide(a, design, cmp.pairs, going.get(j, True)) for j, a in pairs if a is not None)
 
 
-def _parts(cmp: Comparisons, leader: str, j: str, design: Design, going: dict) -> bool:
+def _parts(cmp: Comparisons, leader: str, j: str, design: Design, going: dict[str, bool]) -> bool:
     """Whether j's interval against the leader would exclude 1 at max_repetitions, at today's estimate."""
     a = cmp.pair(leader, j)
     if a is None or not a.se or not a.ratio > 0:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from strata.hosts import deploy, testbed  # noqa: F401  (each import below registers undo actions)
 from strata.stack import buildcache  # noqa: F401
 from strata.stack.devices import REGISTRY as _devices  # noqa: F401
@@ -15,12 +17,12 @@ NAME = "cleanup"
 HELP = "undo what a killed run left behind, from the journal"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="also undo the resources of runs that still seem alive")
     p.add_argument("--hosts", metavar="SPEC", help="also clean every agent's journal on this experiment's hosts")
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     live = [] if args.force else live_runs()
     n = cleanup(force=args.force)
     if live:

@@ -12,6 +12,8 @@ Explicit values given beside a preset override its values.
 
 from __future__ import annotations
 
+from typing import Any
+
 from strata.core.errors import StrataError
 from strata.core.params import PRESET_LIMITS, Limits, Load
 from strata.workloads import REGISTRY as WORKLOADS
@@ -21,16 +23,16 @@ _measured: dict[str, int] = {}  # device path -> sequential read bytes/s (one me
 
 
 def needs_bandwidth(limits: Limits) -> bool:
-    return bool(limits.preset) and "read_bps" in PRESET_LIMITS[limits.preset]
+    return limits.preset is not None and "read_bps" in PRESET_LIMITS[limits.preset]
 
 
-def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -> tuple[Load, dict]:
+def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -> tuple[Load, dict[str, Any]]:
     """The load with the preset's numbers in its limits, and the record of how they were derived."""
     lim = load.limits
     if not lim.preset:
         return load, {}
     share = lim.share
-    derived: dict = {}
+    derived: dict[str, Any] = {}
     for part in PRESET_LIMITS[lim.preset]:
         if part == "cpus":
             derived["cpus"] = round(max(0.01, cores / share), 3)
@@ -52,7 +54,7 @@ def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -
     return load.model_copy(update={"limits": resolved}), record
 
 
-def on_host(load: Load, host: dict) -> Load:
+def on_host(load: Load, host: dict[str, Any]) -> Load:
     """The preset's cores and memory on this host (for the checks before a run; bandwidth left out)."""
     lim = load.limits
     if not lim.preset or not host.get("cpus") or not host.get("memory_bytes"):

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from pydantic import TypeAdapter
 
@@ -33,7 +34,7 @@ from strata.core.errors import StrataError, Unsupported
 from strata.core.host import host_facts
 from strata.core.params import Load
 from strata.experiment.expand import Trial
-from strata.experiment.model import Device, Runtime
+from strata.experiment.model import Device, Layer, Runtime
 from strata.hosts import clock
 from strata.results.store import ResultStore
 from strata.run.trial import base_result, failed_result, now_iso, run_trial
@@ -69,7 +70,7 @@ class AgentError(Exception):
         super().__init__(message)
 
 
-def trial_from_resolved(doc: dict) -> Trial:
+def trial_from_resolved(doc: dict[str, Any]) -> Trial:
     """The Trial a resolved dict describes (Trial.resolved() in reverse), without a placement."""
     wl = doc["workload"]
     return Trial(
@@ -83,16 +84,16 @@ def trial_from_resolved(doc: dict) -> Trial:
     )
 
 
-def shipped_files(params) -> dict[str, str]:
+def shipped_files(params: Layer) -> dict[str, str]:
     """Files the workload's parameters name on this machine, to send with a part: {path: base64}."""
-    out = {}
+    out: dict[str, str] = {}
     for value in params.model_dump().values():
         if isinstance(value, str) and value.startswith("/") and Path(value).is_file():
             out[value] = base64.b64encode(Path(value).read_bytes()).decode()
     return out
 
 
-def unship(resolved: dict, files: dict[str, str], where: Path) -> dict:
+def unship(resolved: dict[str, Any], files: dict[str, str], where: Path) -> dict[str, Any]:
     """The part's resolved trial with each shipped file written under `where` and named there."""
     wl = dict(resolved["workload"])
     for key, value in wl.items():
@@ -118,7 +119,7 @@ class AgentRun:
         self.serving = contextlib.ExitStack()
         self.serving_lock = threading.Lock()
 
-    def serve(self, device: dict, workdir: Path, address: str) -> tuple[str, ServedTarget]:
+    def serve(self, device: dict[str, Any], workdir: Path, address: str) -> tuple[str, ServedTarget]:
         """(id, target) of the remote device's store served from here, started on first use."""
         spec = RemoteDevice.model_validate({**device, "served_at": None})
         key = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:12]
@@ -142,7 +143,7 @@ class Agent:
         host: str,
         workdir: Path,
         state_dir: Path,
-        node: dict | None = None,
+        node: dict[str, Any] | None = None,
         registries: Registries | None = None,
         address: str = "127.0.0.1",
     ):
@@ -156,16 +157,16 @@ class Agent:
         self.lock = threading.Lock()
         self.busy = threading.Lock()  # one part at a time
         self.last_request = time.monotonic()
-        self._facts: dict | None = None
+        self._facts: dict[str, Any] | None = None
 
     # ---- what the manager asks about the host ----
 
-    def health(self) -> dict:
+    def health(self) -> dict[str, Any]:
         return {"agent": self.id, "host": self.host, "version": __version__, "time": time.time(), **self.node}
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, Any]:
         if self._facts is None:
-            tools: dict = {}
+            tools: dict[str, Any] = {}
             for w in WORKLOADS.values():  # every workload's tools: a part may run any of them
                 tools.update(w.versions())
             self._facts = {**host_facts(), "tools": tools, **self.node}
@@ -183,7 +184,7 @@ class Agent:
 
     # ---- parts ----
 
-    def start_part(self, doc: dict) -> dict:
+    def start_part(self, doc: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
             if doc["part"] in self.parts:
                 raise AgentError(409, f"part {doc['part']} exists")
@@ -195,7 +196,7 @@ class Agent:
         threading.Thread(target=self._run_part, args=(part, run, pdir, doc), daemon=True, name=part.id).start()
         return part.status()
 
-    def _run_part(self, part: Part, run: AgentRun, pdir: Path, doc: dict) -> None:
+    def _run_part(self, part: Part, run: AgentRun, pdir: Path, doc: dict[str, Any]) -> None:
         with self.busy:
             result = None
             try:
@@ -212,12 +213,14 @@ class Agent:
             part.result = result
             part.set_state("done")
 
-    def _unsupported(self, trial: Trial, doc: dict) -> dict | None:
+    def _unsupported(self, trial: Trial, doc: dict[str, Any]) -> dict[str, Any] | None:
         """What the plan checks locally before a run: whether this host can build each layer."""
         r = self.registries
         facts = self.facts()
-        built = WORKLOADS[trial.workload.type].instances(trial.workload, trial.load) > 0  # else: only clients here
-        problems = r.devices[trial.device.type].problems(trial.device) if built else []  # the destroy guard
+        device: Any = trial.device  # a plugin's params: its registry key is its `type` (Trial holds a BaseModel)
+        workload: Any = trial.workload
+        built = WORKLOADS[workload.type].instances(workload, trial.load) > 0  # else: only clients here
+        problems = r.devices[device.type].problems(device) if built else []  # the destroy guard
         if problems:
             return self._refused(trial, doc, facts, "provision", "; ".join(problems))
         layers = ((r.devices, trial.device), (r.filesystems, trial.filesystem), (r.runtimes, trial.runtime))
@@ -227,10 +230,12 @@ class Agent:
                 return self._refused(trial, doc, facts, "unsupported", reason, status="unsupported")
         return None
 
-    def _refused(self, trial: Trial, doc: dict, facts: dict, category: str, why: str, **kw) -> dict:
+    def _refused(
+        self, trial: Trial, doc: dict[str, Any], facts: dict[str, Any], category: str, why: str, status: str = "failed"
+    ) -> dict[str, Any]:
         result = base_result(trial, doc["run"], doc["experiment"], facts)
         result["started_at"] = result["finished_at"] = now_iso()
-        return failed_result(result, category, f"host {self.host}: {why}", **kw)
+        return failed_result(result, category, f"host {self.host}: {why}", status=status)
 
     def part(self, part_id: str) -> tuple[Part, str, Path]:
         with self.lock:
@@ -238,12 +243,12 @@ class Agent:
                 raise AgentError(404, f"no part {part_id} on this agent (agent {self.id})")
             return self.parts[part_id]
 
-    def part_state(self, part_id: str, want: str, timeout_s: float) -> dict:
+    def part_state(self, part_id: str, want: str, timeout_s: float) -> dict[str, Any]:
         part = self.part(part_id)[0]
         part.wait_state(want, min(timeout_s, 30.0))
         return {**part.status(), "agent": self.id}
 
-    def part_result(self, part_id: str) -> dict:
+    def part_result(self, part_id: str) -> dict[str, Any]:
         part, run_id, _ = self.part(part_id)
         if part.result is None:
             raise AgentError(409, f"part {part_id} is {part.state}, not done")
@@ -301,24 +306,24 @@ class Agent:
         for pid in done[: max(0, len(self.parts) - MAX_PARTS_KEPT)]:
             self.parts.pop(pid, None)
 
-    def go(self, part_id: str, start_at: float) -> dict:
+    def go(self, part_id: str, start_at: float) -> dict[str, Any]:
         part = self.part(part_id)[0]
         part.go(start_at)
         return part.status()
 
-    def release(self, part_id: str) -> dict:
+    def release(self, part_id: str) -> dict[str, Any]:
         part = self.part(part_id)[0]
         part.release()
         return part.status()
 
-    def abort(self, part_id: str, reason: str) -> dict:
+    def abort(self, part_id: str, reason: str) -> dict[str, Any]:
         part = self.part(part_id)[0]
         part.abort(reason)
         return part.status()
 
     # ---- stores served to other hosts ----
 
-    def serve_target(self, run_id: str, device: dict) -> dict:
+    def serve_target(self, run_id: str, device: dict[str, Any]) -> dict[str, Any]:
         run = self.runs.get(run_id) or self.runs.setdefault(run_id, AgentRun(run_id, self))
         try:
             key, target = run.serve(device, self.workdir, self.address)
@@ -329,7 +334,7 @@ class Agent:
             raise AgentError(500, f"host {self.host}: serving {device.get('name')}: {what}")
         return {"id": key, **target.to_json(), "agent": self.id}
 
-    def target_stats(self, run_id: str, target_id: str) -> dict:
+    def target_stats(self, run_id: str, target_id: str) -> dict[str, Any]:
         target = self._run(run_id).targets.get(target_id)
         if target is None:
             raise AgentError(404, f"no target {target_id} in run {run_id} on this agent (agent {self.id})")
@@ -337,7 +342,7 @@ class Agent:
 
     # ---- runs, cleanup, shutdown ----
 
-    def close_run(self, run_id: str) -> dict:
+    def close_run(self, run_id: str) -> dict[str, Any]:
         with self.busy:  # after the part that still runs
             with self.lock:
                 run = self.runs.pop(run_id, None)
@@ -347,7 +352,7 @@ class Agent:
                 run.close()
         return {"closed": run_id, "existed": run is not None}
 
-    def cleanup(self) -> dict:
+    def cleanup(self) -> dict[str, Any]:
         """Undo what dead runs left on this host: agents' journals and local runs' journals (a live run's
         journal is left alone: its lock is held)."""
         _register_undo()
@@ -356,7 +361,7 @@ class Agent:
         n += journal_cleanup(self.state_dir, log=lines.append)
         return {"undone": n, "log": lines}
 
-    def cleanup_previous(self) -> dict:
+    def cleanup_previous(self) -> dict[str, Any]:
         """At start: undo what a previous agent on this host left (killed with its container)."""
         _register_undo()
         lines: list[str] = []
@@ -377,7 +382,7 @@ class Agent:
     # ---- images ----
 
     def image_path(self, name: str) -> Path:
-        from strata.stack.runtimes.docker.image import images_dir
+        from strata.stack.buildcache import images_dir
 
         if "/" in name or not name.endswith(".tar") or name.startswith("."):
             raise AgentError(400, f"{name!r} is not an image tarball name")

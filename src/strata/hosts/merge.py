@@ -22,13 +22,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from strata.core.instances import InstanceOutput
 from strata.results import validity
 from strata.results.flags import Flags, Sync
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads.base import Parsed
 
 from .clock import Offset
+
+if TYPE_CHECKING:
+    from strata.experiment.expand import Trial
+
+Window = tuple[float, float] | None  # an instance's measured I/O, wall clock (workloads/base.py Parsed.windows)
 
 
 @dataclass
@@ -37,17 +44,18 @@ class PartOutcome:
 
     host: str
     first_index: int
-    result: dict
-    outputs: list[dict]  # as the agent reports them (agent.py part_result)
+    result: dict[str, Any]
+    outputs: list[dict[str, Any]]  # as the agent reports them (agent.py part_result)
     art: Path  # the part's artifacts on this machine
     offset: Offset
-    times: dict = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)
 
 
 def instance_outputs(parts: list[PartOutcome]) -> tuple[list[InstanceOutput], list[str]]:
     """Every instance of the trial, numbered across hosts, with times in the manager's clock; and the
     host of each."""
-    outputs, hosts = [], []
+    outputs: list[InstanceOutput] = []
+    hosts: list[str] = []
     for p in parts:
         shift = p.offset.offset_s
         for o in sorted(p.outputs, key=lambda o: o["index"]):
@@ -66,7 +74,7 @@ def instance_outputs(parts: list[PartOutcome]) -> tuple[list[InstanceOutput], li
     return outputs, hosts
 
 
-def window_hosts(parsed, hosts: list[str], parts: list[PartOutcome]) -> list[str]:
+def window_hosts(parsed: Parsed, hosts: list[str], parts: list[PartOutcome]) -> list[str]:
     """The host of each window: its instance's, or (a server workload's clients) the host whose artifacts
     hold the window's output."""
     if parsed.window_dirs is None:
@@ -74,13 +82,13 @@ def window_hosts(parsed, hosts: list[str], parts: list[PartOutcome]) -> list[str
     return [next((p.host for p in parts if d.is_relative_to(p.art)), "?") for d in parsed.window_dirs]
 
 
-def shifted_windows(windows: list, hosts: list[str], parts: list[PartOutcome]) -> list:
+def shifted_windows(windows: list[Window], hosts: list[str], parts: list[PartOutcome]) -> list[Window]:
     """Every window in the manager's clock (`hosts`: each window's), moved by its host's measured offset."""
     offset = {p.host: p.offset.offset_s for p in parts}
     return [(w[0] - offset.get(h, 0.0), w[1] - offset.get(h, 0.0)) if w else None for w, h in zip(windows, hosts)]
 
 
-def sync_hosts(sync: Sync, shifted: list, hosts: list[str], parts: list[PartOutcome]) -> None:
+def sync_hosts(sync: Sync, shifted: list[Window], hosts: list[str], parts: list[PartOutcome]) -> None:
     """Beside the sync judgement, what it rests on across hosts: each host's offset and first I/O, the skew
     between hosts, and that of the barrier's release."""
     starts: dict[str, float] = {}
@@ -99,10 +107,11 @@ def sync_hosts(sync: Sync, shifted: list, hosts: list[str], parts: list[PartOutc
     sync.extra["release_skew_s"] = (max(released) - min(released)) if len(released) == len(parts) else None
 
 
-def merge(trial, parts: list[PartOutcome], art: Path, result: dict) -> None:
+def merge(trial: Trial, parts: list[PartOutcome], art: Path, result: dict[str, Any]) -> None:
     """Fill `result` (a trial's base result) from its parts; raises the workload's TrialFailure when the
     outputs together cannot be read."""
-    wl, params = WORKLOADS[trial.workload.type], trial.workload
+    params: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
+    wl = WORKLOADS[params.type]
     outputs, hosts = instance_outputs(parts)
     parsed = wl.parse(params, outputs)
     if parsed.series:

@@ -11,9 +11,12 @@ peak (Figure 6a), collector time series of chosen trials. The exporters
 
 from __future__ import annotations
 
+from typing import Any
+
 from strata.analysis.analyse import Analysis
 from strata.analysis.baseline import apart_ratio, baseline_key, ratio_to_raw
-from strata.analysis.cells import Cell, artifact
+from strata.analysis.cells import Cell, Result, artifact
+from strata.analysis.grid import Grid
 from strata.analysis.sweeps import peak
 from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels, with_shared
@@ -37,8 +40,11 @@ from strata.results.flags import Declared
 MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4, "detail": 4, "remote": 8, "runtimes": 8}
 MAX_SERIES = 3
 
+# a point of a sweep or scaling line: (x, mean, ci_low, ci_high, the group it is drawn apart in)
+Point = tuple[Any, float, float | None, float | None, str | None]
 
-def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> Report:
+
+def build(a: Analysis, title: str = "strata report", series_ids: tuple[str, ...] = ()) -> Report:
     rep = Report(title, a)
     for kind, make in (
         ("ratio", _ratio_figures),
@@ -64,7 +70,7 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple = ()) -> 
     return rep
 
 
-def _unique_ids(items: list) -> None:
+def _unique_ids(items: list[Figure | Table]) -> None:
     """File names and HTML ids: a second figure with the same id gets -2, and so on."""
     seen: dict[str, int] = {}
     for it in items:
@@ -78,13 +84,13 @@ def _unique_ids(items: list) -> None:
 
 def _workload_groups(a: Analysis) -> list[tuple[str, list[Cell]]]:
     """Cells by device and workload parameters, named "<workload> on <device>" (+ experiment if ambiguous)."""
-    groups: dict[tuple, list[Cell]] = {}
+    groups: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Cell]] = {}
     for c in a.cells:
         groups.setdefault((c.labels["device"], c.workload_key), []).append(c)
-    named: dict[str, list] = {}
+    named: dict[str, list[list[Cell]]] = {}
     for (dev, _), cells in groups.items():
         named.setdefault(f"{cells[0].labels['workload']} on {dev}", []).append(cells)
-    out = []
+    out: list[tuple[str, list[Cell]]] = []
     for name in sorted(named):
         for cells in named[name]:
             tag = ", ".join(sorted({c.experiment for c in cells})) if len(named[name]) > 1 else ""
@@ -170,7 +176,7 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def _low_high(cells: list[Cell]) -> set:
+def _low_high(cells: list[Cell]) -> set[tuple[int, str]]:
     loads = sorted({(c.outstanding, c.labels["load"]) for c in cells})
     return {loads[0], loads[-1]} if loads else set()
 
@@ -188,9 +194,9 @@ def _ratio_caption(has_raw: bool) -> str:
     )
 
 
-def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict]:
+def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict[str, Any]]:
     """The device bar of a cell and, apart, the bars of its repetitions each flag draws apart (cache, unconfirmed)."""
-    out = []
+    out: list[dict[str, Any]] = []
     raw = a.raw.get(baseline_key(c))
     base = raw.summary.mean if raw is not None and has_raw else None
     if not (base or not has_raw):
@@ -228,7 +234,7 @@ def apart_note(d: Declared) -> str:
     return APART_NOTE.get(d.apart) or f"{d.apart}: {d.meaning}; not device performance"
 
 
-def _first_apart(c: Cell) -> tuple[Declared, list]:
+def _first_apart(c: Cell) -> tuple[Declared, list[float]]:
     """The group a cell without device numbers is drawn as: the first flag's that holds any."""
     for d, g in c.groups():
         if g.values:
@@ -236,7 +242,18 @@ def _first_apart(c: Cell) -> tuple[Declared, list]:
     raise ValueError(f"{c.name}: nothing drawn apart")
 
 
-def _bar(label, c, value, low, high, apart, note, raw, n, mean) -> dict:
+def _bar(
+    label: str,
+    c: Cell,
+    value: float,
+    low: float | None,
+    high: float | None,
+    apart: str | None,
+    note: str,
+    raw: float | None,
+    n: int,
+    mean: float,
+) -> dict[str, Any]:
     return {
         "label": label,
         "load": c.labels["load"],
@@ -323,7 +340,7 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def _point(x, c: Cell) -> tuple:
+def _point(x: Any, c: Cell) -> Point:
     """(x, mean, ci_low, ci_high, apart): device numbers, or the mean drawn apart ("cache", "unconfirmed")."""
     if c.values:
         s = c.summary
@@ -385,7 +402,7 @@ def _scaling_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
+def _series_figures(a: Analysis, wanted: tuple[str, ...]) -> list[Figure]:
     out = []
     for r, cell in _pick_series(a, wanted):
         data = series_data(r)
@@ -417,7 +434,7 @@ def _series_figures(a: Analysis, wanted: tuple) -> list[Figure]:
     return out
 
 
-def _pick_series(a: Analysis, wanted: tuple) -> list[tuple[dict, Cell]]:
+def _pick_series(a: Analysis, wanted: tuple[str, ...]) -> list[tuple[Result, Cell]]:
     by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.measured}
     picked = [by_id[t] for t in wanted if t in by_id]
     unsteady = [(r, c) for c in a.cells for r, s in c.steady if s and s.warns]
@@ -431,9 +448,9 @@ def _pick_series(a: Analysis, wanted: tuple) -> list[tuple[dict, Cell]]:
     return picked
 
 
-def series_data(r: dict) -> dict:
+def series_data(r: Result) -> dict[str, Any]:
     """{series name: [(t_s, value), ...]} from a trial's workload-series.json and series.json."""
-    out = {}
+    out: dict[str, Any] = {}
     ws = artifact(r, "workload-series.json") or {}
     primary = (r.get("metrics") or {}).get("primary") or {}
     if ws.get(primary.get("series")):
@@ -447,7 +464,7 @@ def series_data(r: dict) -> dict:
     t0 = t[0]
     ts = [x - t0 for x in t[1:]]
     disk = (r.get("stack_facts") or {}).get("device", {}).get("kernel_name")
-    dev = (s.get("diskstats") or {}).get(disk) or next(iter((s.get("diskstats") or {}).values()), {})
+    dev: dict[str, Any] = (s.get("diskstats") or {}).get(disk) or next(iter((s.get("diskstats") or {}).values()), {})
     if dev.get("util_percent"):
         out["device utilization %"] = list(zip(ts, dev["util_percent"]))
     host = s.get("host") or {}
@@ -468,7 +485,7 @@ def series_data(r: dict) -> dict:
     return out
 
 
-def _grid_table(g, i: int) -> Table:
+def _grid_table(g: Grid, i: int) -> Table:
     cols = g.column_labels
     rows = []
     for n in g.rows:
@@ -486,7 +503,7 @@ def _operations_tables(a: Analysis) -> list[Table]:
             continue
         rows = []
         for c in cells:
-            ops: dict[str, list] = {}
+            ops: dict[str, list[list[Any]]] = {}
             for r in c.ok:
                 for e in ops_of.of(r):
                     ops.setdefault(e.get("name", "?"), []).append([ops_of.value(e, path) for _, path in ops_of.columns])

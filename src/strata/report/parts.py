@@ -4,7 +4,7 @@ detail) import them from here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ class Table:
     id: str
     title: str
     columns: list[str]
-    rows: list[list[object]]  # the cells as stored values: numbers, text, None
+    rows: Sequence[Sequence[object]]  # the cells as stored values: numbers, text, None
 
 
 @dataclass

@@ -10,7 +10,10 @@ Two figures per workload that ran on a remote device and on a local one:
 
 from __future__ import annotations
 
+from typing import Any
+
 from strata.analysis.analyse import Analysis
+from strata.analysis.cells import Cell
 from strata.analysis.compare import status
 from strata.analysis.decide import answer
 from strata.analysis.remote import remote_pairs
@@ -21,13 +24,16 @@ XLABEL = "remote relative to direct-attached (%), 95% interval"
 COLUMNS = ["stack", "load", "local device", "local", "remote", "unit", "change", "ci_low", "ci_high", "status", "n"]
 
 
+Pair = tuple[Cell, Cell]  # (local, remote): analysis/remote.py remote_pairs
+
+
 def remote_figures(a: Analysis) -> list[Figure]:
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple[str, str, tuple[Any, ...]], list[Pair]] = {}
     for local, remote in remote_pairs([c for c in a.cells if not c.emulated]):  # emulation: not storage
         groups.setdefault((remote.labels["workload"], remote.labels["device"], remote.workload_key), []).append(
             (local, remote)
         )
-    out = []
+    out: list[Figure] = []
     for (workload, device, _), prs in sorted(groups.items(), key=lambda kv: kv[0][:2]):
         prs.sort(key=lambda p: (p[1].stack, p[1].outstanding, p[1].labels["load"]))
         out.append(_relative(f"{workload} on {device}", prs))
@@ -37,10 +43,11 @@ def remote_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def _relative(name: str, prs: list) -> Figure:
+def _relative(name: str, prs: list[Pair]) -> Figure:
     labels, common = row_labels([r.stack for _, r in prs])
     margin = prs[0][1].margin
-    rows, data = [], []
+    rows: list[list[Any]] = []
+    data: list[dict[str, Any]] = []
     for local, remote in prs:
         ch = answer(local.summary, remote.summary, remote.margin)
         st = status(ch)
@@ -72,7 +79,7 @@ def _relative(name: str, prs: list) -> Figure:
     return Figure(fid, "compare", title, caption, Table(fid, title, COLUMNS, rows), {"rows": data, "xlabel": XLABEL})
 
 
-def _latency(name: str, prs: list) -> Figure | None:
+def _latency(name: str, prs: list[Pair]) -> Figure | None:
     prs = [(lo, re) for lo, re in prs if lo.latency(None, "mean").n and re.latency(None, "mean").n]
     if not prs:
         return None
@@ -81,9 +88,11 @@ def _latency(name: str, prs: list) -> Figure | None:
     loads = sorted({(r.outstanding, r.labels["load"]) for _, r in prs})
     panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
     labels = short_labels(sorted({r.stack for _, r in prs}))
-    rows, data, added = [], [], []
+    rows: list[list[Any]] = []
+    data: list[dict[str, Any]] = []
+    added: list[tuple[str, float]] = []
     for outstanding, load in panels:
-        stacks = []
+        stacks: list[dict[str, Any]] = []
         for local, remote in (p for p in prs if (p[1].outstanding, p[1].labels["load"]) == (outstanding, load)):
             for side, c in (("local", local), ("remote", remote)):
                 entry = {"label": f"{labels[remote.stack]} {side}", "drawn": len(stacks) < 2 * MAX_STACKS}
@@ -105,7 +114,7 @@ def _latency(name: str, prs: list) -> Figure | None:
         data.append({"load": load, "outstanding": outstanding, "stacks": [e for e in stacks if e["drawn"]]})
     fid = figure_id("remote-latency", name)
     title = with_shared(f"{name}: latency breakdown local and remote, low and high load", [r.stack for _, r in prs])
-    by_load = {}
+    by_load: dict[str, list[float]] = {}
     for load, plus in added:
         by_load.setdefault(load, []).append(plus)
     said = "; ".join(f"{ld}: {_span(v)} us" for ld, v in by_load.items())

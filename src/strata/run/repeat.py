@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from strata.analysis.baseline import apply_above_raw
 from strata.analysis.cells import build_cells, config_key
@@ -29,43 +29,48 @@ from strata.analysis.decide import Design
 from strata.analysis.query import by_context, match_key
 from strata.analysis.racing import DECIDED, race
 from strata.analysis.stats import summarize
+from strata.experiment.expand import Trial
 from strata.results import validity
 from strata.run import scaling
+
+if TYPE_CHECKING:
+    from strata.experiment.model import Experiment
 
 PRECISE, MAX, BUDGET, FAILING = "precise", "max_repetitions", "budget", "failing"
 
 
 @dataclass
 class Progress:
-    values: list = field(default_factory=list)  # headline values of its successful trials
+    values: list[float] = field(default_factory=list)  # headline values of its successful trials
     failures: int = 0
     stopped: str | None = None
     half_width: float | None = None  # of its interval as the report shows it (Design.level), relative to the mean
 
 
 class Repetitions:
-    def __init__(self, exp, trials: list, stored: list[dict] | None = None):
+    def __init__(self, exp: Experiment, trials: list[Trial], stored: list[dict[str, Any]] | None = None):
         self.exp = exp
         self.trials = trials
         self.t0 = time.monotonic()
         self.configs: dict[str, Progress] = {}
-        self.proto: dict[str, object] = {}  # a trial of each configuration, to make its next repetitions
+        self.proto: dict[str, Trial] = {}  # a trial of each configuration, to make its next repetitions
         self.scaling: dict[str, scaling.Series] = {}  # `containers: auto`: series key -> its counts so far
         for t in trials:
             self.configs.setdefault(t.config, Progress())
             self.proto.setdefault(t.config, t)
             if scaling.is_auto(t):
                 self.scaling.setdefault(scaling.series_key(t.resolved()), scaling.Series(t))
-        self.seen: set[str] = set()
-        self.results: list[dict] = []  # every finished trial of the run, for the racing
+        self.seen: set[str | None] = set()
+        self.results: list[dict[str, Any]] = []  # every finished trial of the run, for the racing
         for r in stored or []:
             self.record(r)
 
-    def record(self, result: dict) -> None:
+    def record(self, result: dict[str, Any]) -> None:
         """A finished trial of this run (or one stored before it, on resume)."""
-        if result.get("trial_id") in self.seen:
+        trial_id = result.get("trial_id")
+        if trial_id in self.seen:
             return
-        self.seen.add(result.get("trial_id"))
+        self.seen.add(trial_id)
         self.results.append(result)
         self._record_scaling(result)
         key = _config_of(result)
@@ -78,9 +83,9 @@ class Repetitions:
         elif result.get("status") == "failed":
             p.failures += 1
 
-    def rounds(self) -> Iterator[list]:
+    def rounds(self) -> Iterator[list[Any]]:  # Trials; Any while runner.py reads a plugin's params off them
         """The planned trials round by round; with `auto`, further rounds while configurations go on."""
-        by_rep: dict[int, list] = {}
+        by_rep: dict[int, list[Trial]] = {}
         for t in self.trials:
             by_rep.setdefault(t.repetition, []).append(t)
         for rep in sorted(by_rep):
@@ -96,7 +101,7 @@ class Repetitions:
             yield [self.proto[k].again(rep) for k in going]
             rep += 1
 
-    def _record_scaling(self, result: dict) -> None:
+    def _record_scaling(self, result: dict[str, Any]) -> None:
         t = result.get("trial") or {}
         if not isinstance(t.get("load"), dict) or t["load"].get("scale") != "auto":
             return
@@ -110,18 +115,19 @@ class Repetitions:
         elif result.get("status") == "failed":
             series.failures[n] = series.failures.get(n, 0) + 1
 
-    def _scale(self) -> Iterator[list]:
+    def _scale(self) -> Iterator[list[Trial]]:
         """`containers: auto`: one round per further count, each series until it stops (scaling.py)."""
         last = {key: 1 for key in self.scaling}
         while True:
-            round_ = []
+            round_: list[Trial] = []
             for key, series in self.scaling.items():
                 n = series.next_count(last[key])
                 if n is None:
                     continue
                 last[key] = n
                 for rep in range(self.exp.first_repetitions):
-                    t = dataclasses.replace(series.proto, load=series.proto.load.with_containers(n), repetition=rep)
+                    proto = _trial(series.proto)
+                    t = dataclasses.replace(proto, load=proto.load.with_containers(n), repetition=rep)
                     self.configs.setdefault(t.config, Progress())
                     self.proto.setdefault(t.config, t)
                     round_.append(t)
@@ -158,9 +164,9 @@ class Repetitions:
             ):
                 p.stopped = PRECISE  # compared with none: precise enough on its own, at this look's level
         for key, dependents in raws.items():
-            p = self.configs.get(key)
-            if p is not None and not p.stopped and all(self.configs[d].stopped for d in dependents):
-                p.stopped = DECIDED
+            raw = self.configs.get(key)
+            if raw is not None and not raw.stopped and all(self.configs[d].stopped for d in dependents):
+                raw.stopped = DECIDED
         return [key for key, p in self.configs.items() if not p.stopped]
 
     @property
@@ -180,7 +186,7 @@ class Repetitions:
             keys = {config_key(c.trial): c for c in group}
             if len(keys) > 1:
                 compared |= set(keys)
-            stopped = {k: self.configs[k].stopped for k in keys if self.configs[k].stopped}
+            stopped = {k: why for k in keys if (why := self.configs[k].stopped)}
             if look:
                 out.update(race({k: c.runs for k, c in keys.items()}, group[0].margin, design, stopped))
         raws: dict[str, list[str]] = {}
@@ -189,13 +195,13 @@ class Repetitions:
             raws[config_key(raw.trial)] = [config_key(c.trial) for c in candidates if match_key(c) == key]
         return out, compared, {k: v for k, v in raws.items() if v}
 
-    def scaling_report(self) -> dict:
+    def scaling_report(self) -> dict[str, Any]:
         """`containers: auto`: per series, the counts measured, their mean headline, the peak, why it stopped."""
-        return {s.proto.label.rsplit(" #", 1)[0]: s.report() for s in self.scaling.values()}
+        return {_trial(s.proto).label.rsplit(" #", 1)[0]: s.report() for s in self.scaling.values()}
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         """Why each configuration has the repetitions it has (stored with the run)."""
-        out = {}
+        out: dict[str, Any] = {}
         for key, p in self.configs.items():
             t = self.proto[key]
             out[t.label.rsplit(" #", 1)[0]] = {
@@ -208,5 +214,11 @@ class Repetitions:
         return out
 
 
-def _config_of(result: dict) -> str:
+def _config_of(result: dict[str, Any]) -> str:
     return config_key(result.get("trial") or {})
+
+
+def _trial(proto: object) -> Trial:
+    """A scaling series' trial at count 1 (scaling.Series keeps it as an object)."""
+    assert isinstance(proto, Trial)
+    return proto

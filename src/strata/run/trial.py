@@ -16,19 +16,30 @@ import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Protocol
 
 from strata.collectors import REGISTRY as COLLECTORS
 from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import final_counters
 from strata.collectors.sampler import Sampler
 from strata.core.errors import StrataError, TrialFailure, Unsupported
-from strata.core.instances import InstanceRequest, Rendezvous
+from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running, Watch
 from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity
 from strata.results.flags import Flag, Flags, record
 from strata.workloads import REGISTRY as WORKLOADS
-from strata.workloads.base import MeasureContext, network_of
+from strata.workloads.base import MeasureContext, Parsed, Workload, network_of
+
+if TYPE_CHECKING:
+    from strata.core.params import Load
+    from strata.experiment.expand import Trial
+    from strata.results.store import ResultStore
+    from strata.stack.blockdev import DeviceHandle
+    from strata.stack.filesystems.base import Mounted
+    from strata.stack.nostack import NoDevice, NoMount
+    from strata.stack.paths import PathHandle
+    from strata.stack.runtimes.base import RuntimeSession
 
 # Beyond its own estimate, how long a trial's instances may run before they count as hung.
 TIMEOUT_SLACK_S = 120
@@ -36,22 +47,33 @@ TIMEOUT_SLACK_S = 120
 WATCH_GRACE_S = 2.0
 
 
+class Stacks(Protocol):
+    """Where a trial's stack comes from: the run's StackCache (stack/provision.py), or on an agent the
+    part's wrapper of it (hosts/part.py), whose host may run no instance and so build nothing."""
+
+    def get(self, trial: Trial) -> tuple[DeviceHandle | NoDevice, Mounted | NoMount, RuntimeSession]: ...
+    def died(self, trial: Trial, layer: str) -> None: ...
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def base_result(trial, run_id: str, experiment: str, host: dict) -> dict:
+def base_result(trial: Trial, run_id: str, experiment: str, host: dict[str, Any]) -> dict[str, Any]:
+    device: Any = trial.device  # a plugin's params: each has its name (Trial holds a BaseModel)
+    runtime: Any = trial.runtime
+    workload: Any = trial.workload
     return {
         "trial_id": trial.id,
         "run_id": run_id,
         "experiment": experiment,
         "stack": trial.stack,
         "labels": {
-            "device": trial.device.name,
+            "device": device.name,
             "filesystem": trial.filesystem.name,
-            "runtime": trial.runtime.name,
+            "runtime": runtime.name,
             "path": trial.path,
-            "workload": trial.workload.name,
+            "workload": workload.name,
             "load": trial.load.name,
             "repetition": trial.repetition,
         },
@@ -66,7 +88,9 @@ def base_result(trial, run_id: str, experiment: str, host: dict) -> dict:
     }
 
 
-def failed_result(result: dict, category: str, message: str, stderr: str = "", status: str = "failed") -> dict:
+def failed_result(
+    result: dict[str, Any], category: str, message: str, stderr: str = "", status: str = "failed"
+) -> dict[str, Any]:
     result.update(status=status)
     record(result, validity.failed(category, message, stderr))
     return result
@@ -79,7 +103,9 @@ def drop_caches() -> None:
         Path("/proc/sys/vm/drop_caches").write_text("3")
 
 
-def run_trial(trial, stacks, store, run_id: str, experiment: str, host: dict) -> dict:
+def run_trial(
+    trial: Trial, stacks: Stacks, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
+) -> dict[str, Any]:
     result = base_result(trial, run_id, experiment, host)
     result["started_at"] = now_iso()
     t0 = time.time()
@@ -111,15 +137,18 @@ def run_trial(trial, stacks, store, run_id: str, experiment: str, host: dict) ->
     return result
 
 
-def _watch(device, session):
+def _watch(device: DeviceHandle | NoDevice, session: RuntimeSession) -> Watch:
     """Poll the layers the instances depend on: the first failure they report, or None."""
     checks = [w for w in (device.watch, session.watch) if w is not None]
     return lambda: next((f for f in (c() for c in checks) if f), None)
 
 
-def _measure(trial, device, session, store, result: dict) -> None:
+def _measure(
+    trial: Trial, device: DeviceHandle | NoDevice, session: RuntimeSession, store: ResultStore, result: dict[str, Any]
+) -> None:
     """Provision the path, run the workload's measured phase under the collectors, parse, judge."""
-    wl, params = WORKLOADS[trial.workload.type], trial.workload
+    params: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
+    wl = WORKLOADS[params.type]
     load = _resolved_load(trial.load, device, result)
     art = store.artifacts_dir(trial.id)
     drop_caches()
@@ -163,7 +192,7 @@ def _measure(trial, device, session, store, result: dict) -> None:
     _judge(trial, wl, disks, session, parsed, outputs, summary, result)
 
 
-def _resolved_load(load, device, result: dict):
+def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: dict[str, Any]) -> Load:
     """A limits preset (presets.py) as numbers for this host and device, recorded with the result."""
     if not load.limits.preset or device.path is None:  # no device: a part without instances (stack/nostack.py)
         return load
@@ -180,7 +209,7 @@ def _resolved_load(load, device, result: dict):
     return load
 
 
-def _layers_alive(watch, outputs) -> None:
+def _layers_alive(watch: Watch, outputs: list[InstanceOutput]) -> None:
     """A layer that died while the instances ran is the trial's cause, even when the instances ended
     first (fio sees the I/O errors of a lost remote device at once, before the next poll)."""
     failure = watch()
@@ -193,18 +222,20 @@ def _layers_alive(watch, outputs) -> None:
         raise TrialFailure(*failure, stderr=seen)
 
 
-def _disks(device, handle) -> list[str]:
+def _disks(device: DeviceHandle | NoDevice, handle: PathHandle | None) -> list[str]:
     """The disks of the path's own storage when it is not the device's (a Kubernetes claim), else the
     device's; a part without instances (stack/nostack.py) has no path."""
     return device.diskstats if handle is None or handle.disks is None else handle.disks
 
 
-def _collector(device, running, samplers: list, handle):
+def _collector(
+    device: DeviceHandle | NoDevice, running: Running, samplers: list[Sampler], handle: PathHandle | None
+) -> Callable[[], ContextManager[Sampler]]:
     """The measured window as a context manager: every collector sampled once a second inside it
     (the disks of the path's own storage when it is not the device's: read when the window opens)."""
 
     @contextlib.contextmanager
-    def collect():
+    def collect() -> Iterator[Sampler]:
         ctx = CollectContext(_disks(device, handle), running.cgroups)
         with Sampler([cls(ctx) for cls in COLLECTORS.values()] + list(device.collectors)) as sampler:
             samplers.append(sampler)
@@ -213,7 +244,9 @@ def _collector(device, running, samplers: list, handle):
     return collect
 
 
-def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
+def _requests(
+    wl: Workload[Any], params: Any, load: Load, session: RuntimeSession, handle: PathHandle, art: Path
+) -> list[InstanceRequest]:
     """One instance per container (or as many as the workload runs), each with its own out dir (the
     workload's files staged in it)."""
     requests = []
@@ -238,7 +271,16 @@ def _requests(wl, params, load, session, handle, art) -> list[InstanceRequest]:
     return requests
 
 
-def _judge(trial, wl, disk_names: list[str], session, parsed, outputs, summary: dict, result: dict) -> None:
+def _judge(
+    trial: Trial,
+    wl: Workload[Any],
+    disk_names: list[str],
+    session: RuntimeSession,
+    parsed: Parsed,
+    outputs: list[InstanceOutput],
+    summary: dict[str, Any],
+    result: dict[str, Any],
+) -> None:
     """The validity flags, each with its evidence (validity/); suspicions become warnings."""
     stats = summary.get("diskstats", {})
     primary = parsed.metrics.get("primary") or {}
