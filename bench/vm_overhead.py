@@ -49,6 +49,7 @@ from strata.stack.devices.loop import LoopParams as LoopDevice
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.journal import Journal
+from strata.stack.vm.guest import ensure_guest
 from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.qemu import accel_args
 from strata.stack.vm.runtime import provision_vm
@@ -122,8 +123,9 @@ def by_strata(session: VmSession, dev: DeviceHandle, runtime: int, art: Path) ->
 
 
 def hand_argv(session: VmSession, device: str, share: Path, locking: bool = True) -> list[str]:
-    """What a person would type: the same guest, accelerator, CPUs, memory and disk options."""
-    g, p = session.guest, session.params
+    """What a person would type: the same guest (fio's, as strata's run boots), accelerator, CPUs, memory and
+    disk options."""
+    g, p = ensure_guest(Fio().image(fio_spec(1))), session.params
     mib = p.memory >> 20
     lock = "" if locking else ",file.locking=off"  # beside strata's VM on the same device (no I/O effect)
     return [
@@ -316,7 +318,8 @@ def main() -> int:
         ):
             print(
                 f"accelerator {session.accel} (emulated: {session.facts['emulated']}), share {session.share}, "
-                f"guest {session.guest.key}, device {dev.path}, fio 4k randread QD1 {a.runtime} s",
+                f"guest {ensure_guest(Fio().image(fio_spec(1))).key}, device {dev.path}, fio 4k randread QD1 "
+                f"{a.runtime} s",
                 flush=True,
             )
             for mode in modes:
