@@ -34,6 +34,7 @@ from strata.workloads.base import Parsed, headline
 from strata.workloads.pgbench import parse as pp
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.postgres import BLOCK_BYTES, COUNTERS
+from strata.workloads.server.template import server_artifacts
 
 CLIENTS_DIR = "pgbench"
 SERIES = "pgbench_tps"
@@ -49,13 +50,7 @@ def summary_ns(h: hdr.Histogram | None) -> dict[str, Any]:
 
 
 def parse(params: PgbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-    if not outputs:
-        raise TrialFailure("parse", "no PostgreSQL server instance left output", "")
-    bad = [o for o in outputs if o.returncode != 0]
-    if bad:
-        o = bad[0]
-        raise TrialFailure("instance_died", f"server {o.index} exited {o.returncode} while stopping", o.stderr)
-    arts = list(dict.fromkeys(o.out_dir.parent for o in outputs))  # one per host across hosts, in order
+    arts = server_artifacts(outputs, "PostgreSQL server", "server")
     return parse_trial(params, arts)
 
 

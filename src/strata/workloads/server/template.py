@@ -121,3 +121,16 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P]):
     def agent_image(self) -> ImageSpec:
         """What a host's agent needs: the clients run on the host, and so do native servers."""
         return ImageSpec(f"{self.name}-host", packages=self.host_packages)
+
+
+def server_artifacts(outputs: list[InstanceOutput], server: str, one: str) -> list[Path]:
+    """The trial's artifact directories (one per host across hosts, in order) once every server instance
+    stopped cleanly; raises the trial's failure when none left output or one exited non-zero (`server`: what
+    the instances are, "Cassandra node"; `one`: one of them, "node")."""
+    if not outputs:
+        raise TrialFailure("parse", f"no {server} instance left output", "")
+    bad = [o for o in outputs if o.returncode != 0]
+    if bad:
+        o = bad[0]
+        raise TrialFailure("instance_died", f"{one} {o.index} exited {o.returncode} while stopping", o.stderr)
+    return list(dict.fromkeys(o.out_dir.parent for o in outputs))

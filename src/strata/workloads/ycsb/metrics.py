@@ -30,6 +30,7 @@ from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, headline
+from strata.workloads.server.template import server_artifacts
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import YcsbParams
 from strata.workloads.ycsb.plugin import CLIENTS_DIR, RECORD_BYTES
@@ -198,11 +199,5 @@ def _cache(params: YcsbParams, record: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse(params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
-    if not outputs:
-        raise TrialFailure("parse", "no Cassandra node instance left output", "")
-    bad = [o for o in outputs if o.returncode != 0]
-    if bad:
-        o = bad[0]
-        raise TrialFailure("instance_died", f"node {o.index} exited {o.returncode} while stopping", o.stderr)
-    arts = list(dict.fromkeys(o.out_dir.parent for o in outputs))  # one per host across hosts, in order
+    arts = server_artifacts(outputs, "Cassandra node", "node")
     return parse_trial(params, arts if len(arts) > 1 else arts[0])
