@@ -16,7 +16,6 @@ from typing import Any
 from strata.analysis.analyse import Analysis
 from strata.analysis.baseline import apart_ratio, baseline_key, ratio_to_raw
 from strata.analysis.cells import Cell, Result, artifact
-from strata.analysis.grid import Grid
 from strata.analysis.sweeps import peak
 from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels, with_shared
@@ -31,9 +30,9 @@ from strata.report.parts import (
     breakdown_entry,
     latencies,
 )
-from strata.report.parts import mean as _mean
 from strata.report.remote import remote_figures
 from strata.report.runtimes import runtime_figures
+from strata.report.tables import report_tables, workload_groups
 from strata.results.flags import Declared
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
@@ -60,7 +59,7 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple[str, ...]
             f.drawn = False
         rep.figures.extend(figs)
     rep.figures.extend(_series_figures(a, series_ids))
-    rep.tables = [_grid_table(g, i) for i, g in enumerate(a.grids)] + _operations_tables(a)
+    rep.tables = report_tables(a)
     _unique_ids(rep.figures + rep.tables)
     if a.smoke:  # every figure and table says it, wherever it ends up (a PNG in a slide, a CSV)
         for item in rep.figures + rep.tables:
@@ -82,25 +81,9 @@ def _unique_ids(items: list[Figure | Table]) -> None:
                 it.table.id = it.id
 
 
-def _workload_groups(a: Analysis) -> list[tuple[str, list[Cell]]]:
-    """Cells by device and workload parameters, named "<workload> on <device>" (+ experiment if ambiguous)."""
-    groups: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Cell]] = {}
-    for c in a.cells:
-        groups.setdefault((c.labels["device"], c.workload_key), []).append(c)
-    named: dict[str, list[list[Cell]]] = {}
-    for (dev, _), cells in groups.items():
-        named.setdefault(f"{cells[0].labels['workload']} on {dev}", []).append(cells)
-    out: list[tuple[str, list[Cell]]] = []
-    for name in sorted(named):
-        for cells in named[name]:
-            tag = ", ".join(sorted({c.experiment for c in cells})) if len(named[name]) > 1 else ""
-            out.append((name + (f" [{tag}]" if tag else ""), cells))
-    return out
-
-
 def _ratio_figures(a: Analysis) -> list[Figure]:
     out = []
-    for name, cells in _workload_groups(a):
+    for name, cells in workload_groups(a):
         others = [c for c in cells if not c.is_raw and (c.values or c.apart_values)]
         has_raw = any(
             ratio_to_raw(c, a.raw) is not None or apart_ratio(c, a.raw, c.apart_values) is not None for c in others
@@ -270,7 +253,7 @@ def _bar(
 
 def _latency_figures(a: Analysis) -> list[Figure]:
     out = []
-    for name, cells in _workload_groups(a):
+    for name, cells in workload_groups(a):
         kinds = cells[0].schema.breakdown  # a group's cells ran the same workload
         cells = [c for c in cells if c.values and c.latency(None, "mean").n]
         loads = sorted({(c.outstanding, c.labels["load"]) for c in cells})
@@ -482,43 +465,4 @@ def series_data(r: Result) -> dict[str, Any]:
         }
         if any(io.values()):
             out["container I/O MB/s"] = io
-    return out
-
-
-def _grid_table(g: Grid, i: int) -> Table:
-    cols = g.column_labels
-    rows = []
-    for n in g.rows:
-        rows.append([n] + [g.values[(n, col)][0] if (n, col) in g.values else None for col in g.columns])
-    return Table(figure_id("table", f"{g.workload} {i}"), g.title, ["containers"] + cols, rows)
-
-
-def _operations_tables(a: Analysis) -> list[Table]:
-    """Per workload that declares per-operation results (`MetricSchema.operations`, Filebench's flowops):
-    each operation's columns, mean over repetitions."""
-    out = []
-    for name, cells in _workload_groups(a):
-        ops_of = cells[0].schema.operations if cells else None
-        if ops_of is None:
-            continue
-        rows = []
-        for c in cells:
-            ops: dict[str, list[list[Any]]] = {}
-            for r in c.ok:
-                for e in ops_of.of(r):
-                    ops.setdefault(e.get("name", "?"), []).append([ops_of.value(e, path) for _, path in ops_of.columns])
-            for op, vals in ops.items():
-                width = len(ops_of.columns)
-                rows.append(
-                    [c.stack, c.labels["load"], op] + [_mean([v[i] for v in vals]) for i in range(width)] + [len(vals)]
-                )
-        if rows:
-            out.append(
-                Table(
-                    figure_id(ops_of.key[-1], name),
-                    f"{name}: operations (mean over repetitions)",
-                    ["stack", "load", ops_of.word] + [h for h, _ in ops_of.columns] + ["n"],
-                    rows,
-                )
-            )
     return out
