@@ -114,3 +114,17 @@ def test_containers_per_host():
     rs = [r for n in (1, 2, 4) for r in reps("xfs", (n * 100,) * 2, runtime="docker", path="volume", containers=n)]
     (c,) = analyse(rs).containers
     assert c.best_x == 4 and "measure more containers" in c.text()
+
+
+def test_a_supported_margin_of_100_percent_or_more_is_said_as_a_factor():
+    """A margin m means an interval inside [1/(1+m), 1+m]: "+-718%" read as a ratio below -100% (the
+    quickstart of 2026-11-27), so from 100% on the advice says the factor."""
+    from strata.analysis.decide import within_text
+
+    assert within_text(0.14) == "+-14%" and within_text(0.999) == "+-100%"
+    assert within_text(7.18) == "a factor of 8.2" and within_text(1.0) == "a factor of 2.0"
+    rs = reps("xfs", (1000, 3000, 300)) + reps("ext4", (1010, 2900, 310))
+    (b,) = analyse(rs).best
+    assert b.supported is not None and b.supported >= 1
+    assert f"equivalent within a factor of {1 + b.supported:.1f} (not decided" in b.text()
+    assert f"within +-{b.supported:.0%}" not in b.text()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata.analysis.cells import Cell
-from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, repetitions_for
+from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, repetitions_for, within_text
 from strata.analysis.groups import compare
 from strata.analysis.placement import MeasuredPlacement, for_stack
 from strata.analysis.query import by_context, fmt
@@ -96,7 +96,7 @@ class Best:
         close = sorted(self.equivalent + self.undecided, key=lambda c: self.answer_of(c).ahead)
         gaps = ", ".join(f"{c.stack} by {self.answer_of(c).ahead:.1%}" for c in close)
         answer_ = (
-            f"equivalent within +-{sup:.0%} (not decided at +-{self.margin:.0%}): {head} leads {gaps}"
+            f"equivalent within {within_text(sup)} (not decided at +-{self.margin:.0%}): {head} leads {gaps}"
             if sup is not None
             else f"undecided (no interval): {head} leads {gaps}"
         )

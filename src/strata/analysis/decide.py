@@ -187,6 +187,12 @@ class Answer:
         return f"{o} ({self.interval_text()})"
 
 
+def within_text(margin: float) -> str:
+    """A margin of equivalence in words: "+-14%" (the interval inside [1/(1+m), 1+m]); from 100% on, "a factor
+    of 8.2", since "+-718%" would read as a ratio below -100%, which no interval holds."""
+    return f"+-{margin:.0%}" if margin < 1 else f"a factor of {1 + margin:.1f}"
+
+
 def answer(a: Summary, b: Summary, margin: float = MARGIN, higher_is_better: bool = True) -> Answer:
     """B against A on their own (one pair, Welch's degrees of freedom): the interval of mean_b / mean_a at the
     summaries' level (the smaller alpha of the two: Summary.alpha). Groups: analysis/groups.py."""
