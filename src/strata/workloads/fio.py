@@ -89,6 +89,7 @@ METRICS = MetricSchema(
     breakdown=("slat", "clat", "lat"),
     in_flight=True,
     device_latency="clat",
+    submission_latency="slat",
 )
 
 
