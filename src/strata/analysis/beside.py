@@ -17,28 +17,26 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from strata.analysis import usage
 from strata.analysis.cells import Cell
-from strata.analysis.paper import PaperValue, load
+from strata.analysis.paper import SHARE, PaperValue, latency_metric, load
 from strata.analysis.paper_match import SWEPT, baseline_facts, facts_of, is_baseline, matches, sweep_points
 from strata.analysis.query import summary_of
+from strata.core.metrics import dig
 
 # Units that measure throughput (higher is better) and time (lower is better).
 THROUGHPUT_UNITS = ("MB/s", "KB/s", "IOPS", "ops/s")
 TIME_UNITS = ("ms", "us")
 NS_PER = {"ms": 1e6, "us": 1e3}
-LOWER_BETTER = ("lat_mean", "lat_p99", "clat_mean", "slat_share", "cpu_util", "target_cpu")
-# What a group of values measures, in words, when it is not the workload's throughput.
+LOWER_BETTER = ("cpu_util", "target_cpu")  # and every latency (paper.latency_metric)
+# What a group of values measures, in words, when it is not the workload's throughput (a latency: its own).
 SUBJECTS = {
     "per_container": "per container",
     "max_throughput": "maximum throughput",
-    "lat_mean": "mean latency",
-    "lat_p99": "p99 latency",
-    "clat_mean": "completion latency",
-    "slat_share": "slat's share of the latency",
     "cpu_util": "CPU utilization",
     "target_cpu": "the storage target's CPU",
     "disk_bw": "disk bandwidth",
@@ -106,7 +104,7 @@ class Beside:
 
     @property
     def lower_better(self) -> bool:
-        return self.unit in TIME_UNITS or self.metric in LOWER_BETTER
+        return self.unit in TIME_UNITS or self.metric in LOWER_BETTER or latency_metric(self.metric) is not None
 
     def label(self, pair: Pair) -> str:
         """What tells the pair apart within its group (the words every pair shares left out)."""
@@ -259,26 +257,26 @@ def _derive_offered(f: _Facts) -> None:
         if have.get("offered") == 1.0 and c.values:
             flat[_without_rate(have)] = c
     for i, (c, have) in enumerate(zip(f.cells, f.facts)):
-        wl = c.workload
-        if wl.get("type") != "ycsb" or not c.values:
+        wl, offered = c.workload, c.schema.offered
+        if offered is None or not c.values:
             continue
-        dbs = c.containers * int(wl.get("clusters") or 1)
-        if wl.get("target_share") is not None:
-            peak = usage.of_cell(c.ok, lambda r: _offered(r).get("peak_ops_s"))
-            rate = usage.of_cell(c.ok, lambda r: _offered(r).get("target_ops_s"))
+        dbs = c.containers * int(offered.databases_of(wl) or 1)
+        if offered.relative(wl) is not None:
+            peak = usage.of_cell(c.ok, _at(offered.peak))
+            rate = usage.of_cell(c.ok, _at(offered.offered))
             if peak.n and rate.n:
-                f.here[i] = _offered_text(rate.mean, wl["target_share"], peak.mean, "measured just before")
-        elif wl.get("target") is not None:
+                f.here[i] = _offered_text(rate.mean, offered.relative(wl), peak.mean, "measured just before")
+        elif offered.absolute(wl) is not None:
             base = flat.get(_without_rate(have))
             if base is not None and summary_of(base).mean:
-                share = wl["target"] / (summary_of(base).mean / dbs)
+                share = offered.absolute(wl) / (summary_of(base).mean / dbs)
                 have["offered"] = share
-                f.here[i] = _offered_text(wl["target"], share, summary_of(base).mean, "of the flat-out run")
+                f.here[i] = _offered_text(offered.absolute(wl), share, summary_of(base).mean, "of the flat-out run")
 
 
-def _offered(r: dict[str, Any]) -> dict[str, Any]:
-    """What a relative target offered in one trial (the workload's `metrics.offered`)."""
-    return (r.get("metrics") or {}).get("offered") or {}
+def _at(path: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
+    """The value a stored result holds at `path` (where a workload's declaration says it keeps it)."""
+    return lambda r: dig(r, path)
 
 
 def _without_rate(have: dict[str, Any]) -> str:
@@ -295,21 +293,18 @@ def _figure(c: Cell, metric: str, unit: str) -> tuple[float | None, str]:
     """The cell's figure for `metric`, in the paper's unit where the kinds agree, and that unit."""
     if metric == "per_container":
         return summary_of(c).mean / c.containers, c.unit
+    offered = c.schema.offered
     if metric == "max_throughput":
-        if c.workload.get("target_share") is not None:
-            peaks = usage.of_cell(c.ok, lambda r: _offered(r).get("peak_ops_s"))
+        if offered is not None and offered.relative(c.workload) is not None:
+            peaks = usage.of_cell(c.ok, _at(offered.peak))
             return (peaks.mean if peaks.n else None), "ops/s"
         return summary_of(c).mean, c.unit
-    if metric in ("lat_mean", "lat_p99", "clat_mean"):
-        kind, stat = ("clat", "mean") if metric == "clat_mean" else ("lat", metric.split("_")[1])
-        every = c.kind == "ycsb" and metric == "lat_mean"  # a database's mean is over all its operations
-        s = usage.of_cell(c.ok, usage.ycsb_mean_latency_ns) if every else c.latency(kind, stat)
-        if not s.n:
-            return None, ""
-        return (s.mean / NS_PER[unit], unit) if unit in NS_PER else (s.mean, "ns")
-    if metric == "slat_share":
-        slat, total = c.latency("slat", "mean"), c.latency(None, "mean")
-        return (100 * slat.mean / total.mean if slat.n and total.n and total.mean else None), "%"
+    lat = latency_metric(metric)
+    if lat is not None and lat.stat != SHARE:
+        return _latency(c, lat.name, lat.stat, unit)
+    if lat is not None:  # a part's share of the whole latency
+        part, total = c.latency(lat.name, "mean"), c.latency(None, "mean")
+        return (100 * part.mean / total.mean if part.n and total.n and total.mean else None), "%"
     per_trial = {
         "cpu_util": usage.server_cpu_percent,
         "target_cpu": usage.target_cpu_percent,
@@ -321,6 +316,16 @@ def _figure(c: Cell, metric: str, unit: str) -> tuple[float | None, str]:
     if metric == "throughput":
         return summary_of(c).mean, c.unit
     return None, ""
+
+
+def _latency(c: Cell, name: str, stat: str, unit: str) -> tuple[float | None, str]:
+    """A latency statistic of the cell, in the paper's time unit where it has one, else in ns. A mean of
+    the whole over a mix of operation types is over all of them (`MetricSchema.mix`: a database's)."""
+    mixed = c.mixed_mean() if name == c.schema.total_latency and stat == "mean" else None
+    s = mixed if mixed is not None else c.latency(name, stat)
+    if not s.n:
+        return None, ""
+    return (s.mean / NS_PER[unit], unit) if unit in NS_PER else (s.mean, "ns")
 
 
 def _peak_containers(cells: list[Cell]) -> float | None:
@@ -369,7 +374,8 @@ def beside(cells: list[Cell], values: list[PaperValue] | None = None) -> list[Be
         stated = bool(v.versus)
         metric = str(v.match.get("metric", "throughput"))
         workload = str(v.match.get("workload", ""))
-        said = SUBJECTS.get("per_container" if metric == "per_container" else metric, "")
+        lat = latency_metric(metric)
+        said = lat.subject if lat is not None else SUBJECTS.get(metric, "")
         if "*" in workload or not workload:
             subject = said or workload
         else:

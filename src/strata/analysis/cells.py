@@ -219,6 +219,12 @@ class Cell:
         vals = [] if m is None else [m.value(r, self.schema.direction(r), stat) for r in self.ok]
         return summarize([float(v) for v in vals if v is not None])
 
+    def mixed_mean(self) -> Summary | None:
+        """Mean over repetitions of the mean latency (ns) over all of a trial's operations, where the workload
+        declares how (`MetricSchema.mix`: its operation types, each weighted by its count); None where not."""
+        mix = self.schema.mix
+        return None if mix is None else summarize([v for v in (mix.mean_ns(r) for r in self.ok) if v is not None])
+
 
 def fingerprint(trial: dict[str, Any]) -> str:
     blob = json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)

@@ -37,17 +37,25 @@ def cpu_per_kops(c: Cell) -> Summary:
     return usage.of_cell(c.ok, lambda r: usage.per_kops(usage.server_cpu_percent(r), r))
 
 
-def ycsb_latency(c: Cell) -> Summary:
-    return usage.of_cell(c.ok, usage.ycsb_mean_latency_ns)
+def mean_latency(c: Cell) -> Summary:
+    """A database's mean latency over all its operations (as its workload declares it), else the whole's."""
+    mixed = c.mixed_mean()
+    return mixed if mixed is not None else c.latency(None, "mean")
+
+
+def clusters(c: Cell) -> int | None:
+    """The databases (clusters) of a cell whose clients offer databases a rate (`MetricSchema.offered`)."""
+    offered = c.schema.offered
+    return offered.databases_of(c.workload) if offered is not None else None
 
 
 def _clusters_groups(ctx: Analysis) -> list[tuple[Cell, Cell]]:
-    """(fewest, most) clusters of YCSB cells equal in everything but the number of clusters."""
+    """(fewest, most) clusters of database cells equal in everything but the number of clusters."""
     groups: dict[tuple[object, ...], dict[int, Cell]] = {}
     for c in ctx.cells:
-        n = c.workload.get("clusters")
-        if c.values and c.kind == "ycsb" and n:
-            rest = tuple(kv for kv in c.workload_key if kv[0] != "clusters")
+        n = clusters(c)
+        if c.values and c.schema.offered is not None and n:
+            rest = tuple(kv for kv in c.workload_key if kv[0] != c.schema.offered.databases)
             groups.setdefault((c.stack, c.load_key, rest), {})[n] = c
     return [(by[min(by)], by[max(by)]) for by in groups.values() if len(by) >= 2]
 
@@ -58,7 +66,7 @@ def _rises(ctx: Analysis, figure: Callable[[Cell], Summary], what: str) -> Outco
         r = ratio(figure(b), figure(a))
         if r.value != r.value:
             continue
-        na, nb = a.workload["clusters"], b.workload["clusters"]
+        na, nb = clusters(a), clusters(b)
         text = f"{b.stack} {a.labels['workload']}: {what} x{r.value:.2f} from {na} to {nb} clusters"
         out.append(ratio_decision(r, min(figure(a).n, figure(b).n), text, lo=1.0))
     return verdict(out)
@@ -69,12 +77,12 @@ def cpu_rises_with_clusters(ctx: Analysis) -> Outcome:
 
 
 def latency_rises_with_clusters(ctx: Analysis) -> Outcome:
-    return _rises(ctx, ycsb_latency, "mean latency")
+    return _rises(ctx, mean_latency, "mean latency")
 
 
 def native_cpu_lowest(ctx: Analysis) -> Outcome:
     """A container's servers' CPU per operation at least the nonvirtualized one's, same database and load."""
-    prs = pairs(select(ctx.cells, baseline=True, kind="ycsb"), select(ctx.cells, isolation="container", kind="ycsb"))
+    prs = pairs(select(ctx.cells, baseline=True, offered=True), select(ctx.cells, isolation="container", offered=True))
     out = []
     for a, b, _ in prs:
         r = ratio(cpu_per_kops(b), cpu_per_kops(a))
@@ -154,7 +162,7 @@ def all_limits_tail(ctx: Analysis) -> Outcome:
 
 
 def _flat_out(c: Cell) -> bool:
-    return c.kind == "ycsb" and c.workload.get("target") is None and c.workload.get("target_share") is None
+    return c.schema.offered is not None and c.schema.offered.flat_out(c.workload)
 
 
 def writes_rise_reads_fall(ctx: Analysis) -> Outcome:
@@ -166,7 +174,7 @@ def writes_rise_reads_fall(ctx: Analysis) -> Outcome:
         if profile not in ("read", "write") or not _flat_out(a):
             continue
         r = ratio(summary_of(b), summary_of(a))
-        na, nb = a.workload["clusters"], b.workload["clusters"]
+        na, nb = clusters(a), clusters(b)
         text = f"{b.stack} {profile}: throughput x{r.value:.2f} from {na} to {nb} clusters"
         lo, hi = (1.0, None) if profile == "write" else (None, 1.0)
         out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=lo, hi=hi))

@@ -263,19 +263,25 @@ def latency_high_load(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def _slat_share(cell: Cell, limit: float) -> Decision | None:
-    s, t = cell.latency("slat", "mean"), cell.latency(None, "mean")
+def _submission_share(cell: Cell, limit: float) -> Decision | None:
+    """The part of the latency before the I/O is issued (the workload's `submission_latency`: the study's
+    slat) as a share of the whole, at most `limit`; None where the workload does not measure it apart."""
+    part = cell.schema.submission_latency
+    if part is None:
+        return None
+    s, t = cell.latency(part, "mean"), cell.latency(None, "mean")
     if not (s.n and t.n and s.mean == s.mean and t.mean):
         return None
     r = ratio(s, t) if s.mean > 0 else None
     if r is None:
-        return Decision(True, f"{cell.name}: slat 0% of the total")
-    return ratio_decision(r, min(s.n, t.n), f"{cell.name}: slat {r.value:.2%} of the total", hi=limit, fmt="{:.2%}")
+        return Decision(True, f"{cell.name}: {part} 0% of the total")
+    return ratio_decision(r, min(s.n, t.n), f"{cell.name}: {part} {r.value:.2%} of the total", hi=limit, fmt="{:.2%}")
 
 
-def clat_dominates(ctx: Analysis) -> Outcome:
-    return verdict([d for lo, _ in _lat_pairs(ctx) if (d := _slat_share(lo, 0.20)) is not None])
+def device_part_dominates(ctx: Analysis) -> Outcome:
+    """At low load, the device's part of the latency is most of it: the part before it is small."""
+    return verdict([d for lo, _ in _lat_pairs(ctx) if (d := _submission_share(lo, 0.20)) is not None])
 
 
-def slat_small_high_load(ctx: Analysis) -> Outcome:
-    return verdict([d for _, hi in _lat_pairs(ctx) if (d := _slat_share(hi, 0.01)) is not None])
+def submission_small_high_load(ctx: Analysis) -> Outcome:
+    return verdict([d for _, hi in _lat_pairs(ctx) if (d := _submission_share(hi, 0.01)) is not None])

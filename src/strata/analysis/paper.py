@@ -6,8 +6,10 @@ ratios, percentages, container counts and latencies the text of studies 002 and 
 says where it is printed, what it measures, in what unit, relative to what, and which of strata's
 configurations measure the same quantity (`match`, by what the study means: paper_match.py), the
 configuration a change is relative to (`versus`), and, where no shipped example produces the
-configuration, why (`not_reproduced`). paper.yaml's header says what each field and match key means and
-what was left out; docs/studies.md numbers the studies.
+configuration, why (`not_reproduced`). A metric that names a latency names one the workloads declare
+(`latency_metric`), so the studies' words for their tools' latencies stay in paper.yaml. paper.yaml's
+header says what each field and match key means and what was left out; docs/studies.md numbers the
+studies.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from strata.workloads import declared
 
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a report reads this file every time
 
@@ -60,14 +64,11 @@ MATCH_KEYS = (
     "metric",
 )
 INT_KEYS = ("containers", "numjobs", "iodepth", "replication_factor", "nodes", "clusters", "hosts", "disks")
+# The metrics that are not a latency; a latency's are `latency_metric`'s, from the workloads' declarations.
 METRICS = (
     "throughput",
     "per_container",
     "max_throughput",
-    "lat_mean",
-    "lat_p99",
-    "clat_mean",
-    "slat_share",
     "cpu_util",
     "target_cpu",
     "disk_bw",
@@ -78,6 +79,7 @@ METRICS = (
     "limit",
     "connections",
 )
+SHARE = "share"
 FIELDS = ("study", "where", "what", "read", "unit", "value", "baseline", "versus", "match", "note", "not_reproduced")
 REQUIRED = ("study", "where", "what", "read", "unit", "value")
 
@@ -104,6 +106,39 @@ class PaperValue:
     @property
     def source(self) -> str:
         return f"study {self.study}, {self.where}"
+
+
+@dataclass(frozen=True)
+class LatencyMetric:
+    """A metric that names a latency a workload declares (its `MetricSchema`): `<latency>_<stat>`, a
+    statistic the latency declares (ns), or `<part>_share`, a part's mean as a share of the whole's mean."""
+
+    name: str
+    stat: str  # a statistic of the latency, or SHARE
+    whole: bool  # the latency is a workload's whole (the last of its breakdown), not a part of one
+    label: str  # the latency in words ("completion")
+
+    @property
+    def subject(self) -> str:
+        """What it measures, in words ("mean latency", "completion latency")."""
+        if self.stat == SHARE:
+            return f"{self.name}'s share of the latency"
+        if self.whole:
+            return f"{self.stat} latency"
+        return f"{self.label} latency" if self.stat == "mean" else f"{self.stat} {self.label} latency"
+
+
+def latency_metric(metric: str) -> LatencyMetric | None:
+    """The latency `metric` names, by the registered workloads' declarations, or None: not a latency's."""
+    schemas = declared()
+    wholes = {s.total_latency for s in schemas}
+    for schema in schemas:
+        for f in schema.of("latency"):
+            stat = metric.removeprefix(f"{f.name}_")
+            whole = f.name in wholes
+            if stat != metric and (stat in f.stats or (stat == SHARE and not whole)):
+                return LatencyMetric(f.name, stat, whole, f.label or f.name)
+    return None
 
 
 def load(path: Path = PATH) -> list[PaperValue]:
@@ -189,8 +224,12 @@ def _match(match: object, name: str, what: str = "match") -> dict[str, str | int
                 raise ValueError(f"{name}: {what} {k} must be an integer, got {v!r}")
         elif isinstance(v, bool) or not isinstance(v, (str, int)) or v == "":
             raise ValueError(f"{name}: {what} {k} must be a non-empty string or an integer, got {v!r}")
-    if "metric" in match and match["metric"] not in METRICS:
-        raise ValueError(f"{name}: metric {match['metric']!r} is not one of {', '.join(METRICS)}")
+    metric = match.get("metric")
+    if metric is not None and metric not in METRICS and latency_metric(str(metric)) is None:
+        raise ValueError(
+            f"{name}: metric {metric!r} is not one of {', '.join(METRICS)}, nor a latency a workload declares "
+            f"(<latency>_<statistic>, <part>_{SHARE})"
+        )
     return dict(match)
 
 

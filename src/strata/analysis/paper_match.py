@@ -17,6 +17,8 @@ import math
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
+from strata.analysis.cells import schema_of
+
 if TYPE_CHECKING:
     from strata.analysis.paper import PaperValue
 
@@ -35,7 +37,7 @@ def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
     wl, ld = trial.get("workload") or {}, trial.get("load") or {}
     cluster = wl.get("cluster") or {}
     limits = ld.get("limits") or {}
-    ycsb = wl.get("type") == "ycsb"
+    offered = schema_of(str(wl.get("type", ""))).offered  # a database's clients offer it a rate
     return {
         "device": (trial.get("device") or {}).get("name"),
         "workload": labels.get("workload"),
@@ -51,9 +53,9 @@ def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
         "profile": wl.get("profile"),
         "replication_factor": cluster.get("replication_factor"),
         "nodes": cluster.get("nodes"),
-        "clusters": wl.get("clusters") if ycsb else None,
-        "offered": _offered(wl) if ycsb else None,
-        "peak_measured": ycsb and (wl.get("target_share") is not None or wl.get("target") is None),
+        "clusters": offered.databases_of(wl) if offered is not None else None,
+        "offered": offered.share_of_peak(wl) if offered is not None else None,
+        "peak_measured": offered is not None and offered.peak_measured(wl),
         "hosts": _hosts(trial, cluster),
         "disks": 1,  # a trial's instances share its one device (study 003's section 6.3 adds a second disk)
         "rw": wl.get("rw"),
@@ -66,14 +68,6 @@ def _hosts(trial: dict[str, Any], cluster: dict[str, Any]) -> int:
     placed = ((trial.get("placement") or {}).get("instances")) or {}
     spans = cluster.get("hosts") or []
     return max(1, sum(1 for n in placed.values() if n), len(spans))
-
-
-def _offered(wl: dict[str, Any]) -> float | None:
-    """The share of the peak offered: a relative target's, 1.0 flat out, None for an absolute rate (the
-    analysis derives it from the flat-out run of the same configuration when there is one)."""
-    if wl.get("target_share") is not None:
-        return float(wl["target_share"])
-    return 1.0 if wl.get("target") is None else None
 
 
 def matches(have: dict[str, Any], match: dict[str, Any]) -> bool:

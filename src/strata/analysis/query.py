@@ -30,13 +30,14 @@ def select(
     drivers: tuple[str, ...] | None = None,
     path: str | None = None,
     params: Mapping[str, tuple[object, ...]] | None = None,
-    kind: str | None = None,
+    offered: bool | None = None,
     isolation: str | None = None,
     workload_re: str | None = None,
 ) -> list[Cell]:
     """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present;
     `params`: each named workload parameter one of the values given; `baseline`, `isolation`: what the
-    runtime plugin says it is (the baseline: native; a container, a VM)."""
+    runtime plugin says it is (the baseline: native; a container, a VM); `offered`: whether the workload's
+    clients offer a rate to databases (its declaration's `MetricSchema.offered`)."""
     out = [c for c in cells if c.values]
     if fs:
         out = [c for c in out if c.fs_type == fs]
@@ -48,8 +49,8 @@ def select(
         out = [c for c in out if c.param(name) in values]
     if drivers:
         out = [c for c in out if c.driver in drivers]
-    if kind:
-        out = [c for c in out if c.kind == kind]
+    if offered is not None:
+        out = [c for c in out if (c.schema.offered is not None) == offered]
     if isolation:
         out = [c for c in out if c.isolation == isolation]
     if plain:

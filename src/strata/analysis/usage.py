@@ -10,8 +10,8 @@ the CPU of a remote device's storage target, the device's bandwidth.
   target machine's utilization (section 7). A kernel target (nvmet) has no process: not measured.
 - The device's bandwidth: the bytes diskstats saw the device move over the measured window.
 
-A database's mean latency is over all its operations (study 001's cassandra-stress reports one mean
-for the mixed load), from the per-operation summaries of the merged histograms (`metrics.latency`).
+A database's mean latency over all its operations is not here: its workload declares how it is computed
+from a stored result (`MetricSchema.mix`, read by `Cell.mixed_mean`).
 
 Each function reads one stored result and returns None when the result does not hold the figure.
 """
@@ -57,13 +57,6 @@ def disk_mb_s(r: dict[str, Any]) -> float | None:
     if not d.get("span_s"):
         return None
     return float((d.get("read_bytes", 0) + d.get("write_bytes", 0)) / d["span_s"] / 1e6)
-
-
-def ycsb_mean_latency_ns(r: dict[str, Any]) -> float | None:
-    """The mean latency of every operation of a YCSB run (each operation type weighted by its count)."""
-    ops = [v for v in ((r.get("metrics") or {}).get("latency") or {}).values() if v.get("n") and v.get("mean_us")]
-    n = sum(v["n"] for v in ops)
-    return sum(v["n"] * v["mean_us"] for v in ops) / n * 1000.0 if n else None
 
 
 def per_kops(value: float | None, r: dict[str, Any]) -> float | None:

@@ -114,12 +114,11 @@ def builds(exp: Experiment, workloads: list[Layer]) -> list[Build]:
 
 
 def _agent_build(exp: Experiment) -> Build:
-    from strata.hosts.agentimage import with_workloads, workload_types
+    from strata.hosts.agentimage import for_experiment, workload_types
     from strata.hosts.deploy import tools_image
     from strata.stack.runtimes.docker.image import image_build
 
-    kinds = workload_types(exp)
-    return image_build(f"agent ({', '.join(kinds)})", lambda: with_workloads(tools_image(), kinds))
+    return image_build(f"agent ({', '.join(workload_types(exp))})", lambda: for_experiment(tools_image(), exp))
 
 
 def merged(lists: list[list[Build]]) -> list[Build]:

@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Literal, Protocol, runtime_checkable
 
 # A check polled while instances run: (failure category, message) when something the
 # trial depends on is gone (a daemon, a remote target), else None.
@@ -56,6 +56,17 @@ class ImageSpec:
         for dest, src in sorted(self.trees):
             h.update(b"\0t" + dest.encode() + b"\0" + _tree_digest(Path(src)))
         return h.hexdigest()[:12]
+
+    def grown(self, extras: Iterable[ImageSpec]) -> ImageSpec:
+        """This image, named as it is, holding besides what each of `extras` declares: its packages and
+        trees, each once, and its files (by name: the first wins). The order does not matter to `key`,
+        which sorts, so an image grown by the same declarations keeps its cache key."""
+        packages, files, trees = list(self.packages), dict(self.files), list(self.trees)
+        for extra in extras:
+            packages += [p for p in extra.packages if p not in packages]
+            files.update({name: src for name, src in extra.files if name not in files})
+            trees += [t for t in extra.trees if t not in trees]
+        return ImageSpec(self.name, packages=tuple(packages), files=tuple(files.items()), trees=tuple(trees))
 
 
 @dataclass(frozen=True)

@@ -54,17 +54,82 @@ class Operations:
     columns: tuple[tuple[str, tuple[str, ...]], ...]
 
     def of(self, result: dict[str, Any]) -> list[dict[str, Any]]:
-        v: Any = result
-        for k in self.key:
-            v = v.get(k) if isinstance(v, dict) else None
+        v = dig(result, self.key)
         return [e for e in v if isinstance(e, dict)] if isinstance(v, list) else []
 
     @staticmethod
     def value(entry: dict[str, Any], path: tuple[str, ...]) -> Any:
-        v: Any = entry
-        for k in path:
-            v = v.get(k) if isinstance(v, dict) else None
-        return v
+        return dig(entry, path)
+
+
+def dig(result: Any, path: tuple[str, ...]) -> Any:
+    """The value at `path` in a stored result, or None where a key is missing."""
+    v: Any = result
+    for k in path:
+        v = v.get(k) if isinstance(v, dict) else None
+    return v
+
+
+@dataclass(frozen=True)
+class OfferedRate:
+    """A workload whose clients offer a rate to databases rather than run flat out (YCSB's `target`): the
+    parameters of the rate offered to each database, absolute (`rate`, ops/s) or as a share of the peak its
+    clients reached flat out just before (`share`), neither when it runs flat out; the parameter of the
+    databases each instance runs (`databases`: clusters); and where a trial stores the peak it measured and
+    the rate it then offered (`peak`, `offered`, in ops/s). The studies' claims on databases select by it
+    (analysis/checks_cpu.py, analysis/paper_match.py: an offered rate compares as a share of the peak)."""
+
+    rate: str
+    share: str
+    databases: str
+    peak: tuple[str, ...]
+    offered: tuple[str, ...]
+
+    def relative(self, workload: dict[str, Any]) -> Any:
+        """The share of the peak a relative target offers (`target: 40%`), or None."""
+        return workload.get(self.share)
+
+    def absolute(self, workload: dict[str, Any]) -> Any:
+        """The absolute rate offered to each database, or None."""
+        return workload.get(self.rate)
+
+    def flat_out(self, workload: dict[str, Any]) -> bool:
+        return self.absolute(workload) is None and self.relative(workload) is None
+
+    def peak_measured(self, workload: dict[str, Any]) -> bool:
+        """Whether a trial measured the peak: flat out, or a relative target's run just before."""
+        return self.relative(workload) is not None or self.absolute(workload) is None
+
+    def share_of_peak(self, workload: dict[str, Any]) -> float | None:
+        """The share of the peak offered: a relative target's, 1.0 flat out, None for an absolute rate
+        (the analysis derives that from the flat-out run of the same configuration when there is one)."""
+        if self.relative(workload) is not None:
+            return float(self.relative(workload))
+        return 1.0 if self.absolute(workload) is None else None
+
+    def databases_of(self, workload: dict[str, Any]) -> Any:
+        return workload.get(self.databases)
+
+
+@dataclass(frozen=True)
+class OperationMix:
+    """A workload whose operations of several types are each summarized apart (YCSB's READ, UPDATE, ...):
+    where the summaries are stored (a mapping from the type to its summary), each summary's count and mean
+    keys, and the mean's unit in ns. The mean latency over all operations is their count-weighted mean
+    (study 001's cassandra-stress reports one mean for a mixed load)."""
+
+    key: tuple[str, ...]
+    count: str = "n"
+    mean: str = "mean"
+    ns: float = 1.0  # ns per unit of `mean`
+
+    def mean_ns(self, result: dict[str, Any]) -> float | None:
+        """The mean latency (ns) over every operation of one stored result, or None when it holds none."""
+        by_type = dig(result, self.key)
+        summaries = by_type.values() if isinstance(by_type, dict) else []
+        ops = [v for v in summaries if isinstance(v, dict) and v.get(self.count) and v.get(self.mean)]
+        n = sum(v[self.count] for v in ops)
+        return sum(v[self.count] * v[self.mean] for v in ops) / n * self.ns if n else None
 
 
 @dataclass(frozen=True)
@@ -99,10 +164,7 @@ class Metric:
 
     def value(self, result: dict[str, Any], direction: str = "read", stat: str | None = None) -> Any:
         """The stored value, or None where the result has none."""
-        v: Any = result
-        for k in self.path(direction) + ((stat,) if stat else ()):
-            v = v.get(k) if isinstance(v, dict) else None
-        return v
+        return dig(result, self.path(direction) + ((stat,) if stat else ()))
 
     def shown(self) -> list[tuple[str, str | None]]:
         """(heading, statistic) of each column `strata show` prints this field in."""
@@ -125,13 +187,19 @@ class MetricSchema:
     latency first and the whole last (the latency every analysis of "the latency" reads). `in_flight`:
     the load's numjobs x iodepth x containers are the I/Os it keeps in flight (a figure says so; a
     workload with its own threads, as YCSB, does not). `device_latency`: the part of the breakdown the
-    device answers in (fio's completion latency), what a remote device's fabric adds to; None: the whole."""
+    device answers in (fio's completion latency), what a remote device's fabric adds to; None: the whole.
+    `submission_latency`: the part spent before the I/O is issued (fio's submission latency: the
+    application's overhead, as study 003 reads it); None: not measured apart. `offered`: its clients offer
+    a rate (OfferedRate); `mix`: how the mean over all its operation types is computed (OperationMix)."""
 
     fields: tuple[Metric, ...] = ()
     breakdown: tuple[str, ...] = ()
     in_flight: bool = False
     device_latency: str | None = None
     operations: Operations | None = None
+    submission_latency: str | None = None
+    offered: OfferedRate | None = None
+    mix: OperationMix | None = None
 
     def of(self, kind: Kind) -> list[Metric]:
         return [f for f in self.fields if f.kind == kind]

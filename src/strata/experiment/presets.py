@@ -5,9 +5,9 @@
 bandwidth only), `CPU+MEM`, `ALL` (all three) and `none`. A spec names the preset
 (`limits: MEM`, or `limits: {preset: ALL, share: 4}`) and the trial id keeps the name, so results
 of different hosts merge; the numbers are resolved when the trial runs, from the host's cores and
-memory and from the device's sequential read bandwidth, which strata measures with fio first (once
-per device, read-only) and stores with every result of the trial (`stack_facts.limits`).
-Explicit values given beside a preset override its values.
+memory and from the device's sequential read bandwidth, which strata measures first (once per device,
+read-only, with the first registered workload that can: `DeviceProbe`) and stores with every result of
+the trial (`stack_facts.limits`). Explicit values given beside a preset override its values.
 """
 
 from __future__ import annotations
@@ -70,7 +70,13 @@ def on_host(load: Load, host: dict[str, Any]) -> Load:
     return resolved
 
 
-def _probe() -> DeviceProbe:
+def needs_probe(loads: list[Load]) -> bool:
+    """Whether any of these loads has a preset sized by a device's bandwidth (the probe runs first)."""
+    return any(needs_bandwidth(ld.limits) for ld in loads)
+
+
+def probe() -> DeviceProbe:
+    """The first registered workload that measures a device's bandwidth (`DeviceProbe`)."""
     probe = next((w for w in WORKLOADS.values() if isinstance(w, DeviceProbe)), None)
     if probe is None:
         raise StrataError("the BW and ALL limit presets need a workload that measures a device", "use CPU or MEM")
@@ -79,12 +85,12 @@ def _probe() -> DeviceProbe:
 
 def device_read_bps(device_path: str) -> int:
     """Sequential read bandwidth of the device, measured once per device by the first workload that can
-    (`DeviceProbe`: fio, O_DIRECT, 1 MiB, read-only, a few seconds)."""
+    (`DeviceProbe`: read-only, a few seconds; fio's reads 1 MiB blocks with O_DIRECT)."""
     if device_path not in _measured:
-        _measured[device_path] = _probe().read_bps(device_path)
+        _measured[device_path] = probe().read_bps(device_path)
     return _measured[device_path]
 
 
 def measured_by(device_path: str) -> str:
     """How the device's bandwidth was measured, in words, stored with the resolved limits."""
-    return _probe().probe_words.format(path=device_path)
+    return probe().probe_words.format(path=device_path)

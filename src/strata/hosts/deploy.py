@@ -42,7 +42,7 @@ from strata.core.proc import CommandError, sh
 from strata.stack.journal import Journal, undo_action
 from strata.stack.runtimes.docker.client import client_env, docker_cli
 
-from .agentimage import with_workloads, workload_types
+from .agentimage import for_experiment
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .executor import HostAgent
 
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 AGENT_PACKAGES = (
     "python3",
-    "fio",
     "util-linux",
     "mount",
     "e2fsprogs",
@@ -105,7 +104,8 @@ def _site_tree() -> Path:
 
 def tools_image() -> ImageSpec:
     """The agent's tools image: the layers' tools, the Python packages strata imports, the engine. Built
-    like every workload image (stack/runtimes/docker/image.py) and cached: it changes with the engine."""
+    like every workload image (stack/runtimes/docker/image.py) and cached: it changes with the engine. A
+    workload's tools are not among them: an experiment's agent image adds those it runs (agentimage.py)."""
     files = []
     engine = shutil.which("strata-wml") or str(Path(sys.executable).parent / "strata-wml")
     if os.access(engine, os.X_OK):
@@ -267,7 +267,7 @@ def agents(exp: Experiment, journal: Journal, log: Callable[[str], None] = print
     placed = {name: find_node(name, spec, all_nodes) for name, spec in exp.hosts.items()}
     from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
 
-    tools = with_workloads(tools_image(), workload_types(exp))  # agentimage.py: a workload's host-side tools
+    tools = for_experiment(tools_image(), exp)  # agentimage.py: the workloads' and the probe's host-side tools
     tools_tag, tarball = image_tag(tools), build_image_tarball(tools)
     tag = agent_tag(tools_tag)
     log(f"swarm: agent image {tag} (on {tools_tag})")

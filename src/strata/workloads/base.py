@@ -120,11 +120,22 @@ class Upgrading(Protocol):
 @runtime_checkable
 class DeviceProbe(Protocol):
     """A workload that measures a block device's sequential read bandwidth by itself, read-only, in a few
-    seconds (the limit presets' disk share, experiment/presets.py)."""
+    seconds (the limit presets' disk share, experiment/presets.py). The probe runs on the host: the
+    tools it needs there are its `HostTools` declaration."""
 
     probe_words: str  # how, stored with the result: "...reads of {path}..." (`path` filled in)
 
     def read_bps(self, device_path: str) -> int: ...  # bytes/s; raises StrataError when it cannot
+
+
+@runtime_checkable
+class HostTools(Protocol):
+    """A workload that runs tools on the host itself: its instances under the native runtime, a server
+    workload's clients, a `DeviceProbe`'s probe. Across hosts each host's agent runs them, so the agent's
+    image holds what this declares (hosts/agentimage.py), for the experiments that run the workload (or
+    size a limit preset by the probe) only."""
+
+    def agent_image(self) -> ImageSpec: ...  # Debian packages and trees the host's agent must hold
 
 
 @runtime_checkable
@@ -139,12 +150,11 @@ class Constrained(Protocol[P_contra]):
 @runtime_checkable
 class ServerWorkload(Protocol[P_contra]):
     """A workload whose instances are servers that its own clients, on the host, measure (ycsb): the
-    instances talk over the host's network, a host's agent must hold the clients' tools, and across
-    hosts the parts meet in its `measure` (`rendezvous`), after its servers started, not at the
-    instances' release."""
+    instances talk over the host's network, and across hosts the parts meet in its `measure`
+    (`rendezvous`), after its servers started, not at the instances' release. (Its clients' tools are
+    what a host's agent must hold: it is `HostTools` too.)"""
 
     def network(self, params: P_contra) -> str: ...  # "none", or "host" to reach servers on 127.0.0.0/8
-    def agent_image(self) -> ImageSpec: ...  # what a host's agent needs for the workload's host-side tools
 
 
 @runtime_checkable

@@ -20,7 +20,17 @@ from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, Strict, size_at_most, size_field, sweep_ends
 from strata.core.units import parse_duration
-from strata.workloads.base import DeviceProbe, Parsed, Shorthand, Smoke, ToolWorkload, Upgrading, headline, resolve_file
+from strata.workloads.base import (
+    DeviceProbe,
+    HostTools,
+    Parsed,
+    Shorthand,
+    Smoke,
+    ToolWorkload,
+    Upgrading,
+    headline,
+    resolve_file,
+)
 from strata.workloads.latency import summarize
 
 PRESETS = {
@@ -30,6 +40,8 @@ PRESETS = {
     "sw": {"rw": "write", "bs": 128 * 1024},
 }
 DATA_FILE = "strata-fio.dat"
+# fio itself: in an instance's image, on a host whose agent runs it natively or probes a device with it
+IMAGE = ImageSpec("fio", packages=("fio",))
 BW_PROBE_S = 5  # the limit presets' bandwidth probe (read_bps)
 LAT_KEYS = ("slat_ns", "clat_ns", "lat_ns")
 # `until: steady`: fio's own steady-state detection (fio(1) "steadystate"): stop once
@@ -77,6 +89,7 @@ METRICS = MetricSchema(
     breakdown=("slat", "clat", "lat"),
     in_flight=True,
     device_latency="clat",
+    submission_latency="slat",
 )
 
 
@@ -140,7 +153,7 @@ class FioParams(Strict):
         return Path(self.file).read_text() if self.file else None
 
 
-class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe):
+class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, HostTools):
     name = "fio"
     params = FioParams
     metrics = METRICS
@@ -229,7 +242,10 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe):
         return 0 if params.file else params.size
 
     def image(self, params: FioParams) -> ImageSpec:
-        return ImageSpec("fio", packages=("fio",))
+        return IMAGE
+
+    def agent_image(self) -> ImageSpec:
+        return IMAGE  # the native runtime runs fio on the host, and so does the bandwidth probe
 
     def _output_options(self, out: str) -> list[str]:
         return [

@@ -27,7 +27,7 @@ from typing import Any
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput
 from strata.core.params import Load
-from strata.workloads.base import Constrained, MeasureContext, P, ServerWorkload, ToolWorkload
+from strata.workloads.base import Constrained, HostTools, MeasureContext, P, ServerWorkload, ToolWorkload
 from strata.workloads.server import lifecycle
 from strata.workloads.server.clients import Client, tail_text
 from strata.workloads.server.script import LOG_NAME
@@ -35,7 +35,7 @@ from strata.workloads.server.script import LOG_NAME
 DEFAULT_START_TIMEOUT_S = 300
 
 
-class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P]):
+class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostTools):
     """A workload whose instances are servers and whose clients, on the host, measure them."""
 
     targets: tuple[str, ...] = ("dir",)  # a server's data directory

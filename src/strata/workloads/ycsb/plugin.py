@@ -26,7 +26,7 @@ from typing import Any
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import Build, ImageSpec, InstanceOutput, Prebuilds, Target
-from strata.core.metrics import Axis, Metric, MetricSchema, Show
+from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
 from strata.core.params import Load, Strict, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
 from strata.workloads.server.clients import Client
@@ -74,6 +74,17 @@ METRICS = MetricSchema(
         Metric("lat", "latency", "ns", "lower", label="total", stats=("mean", "p99"), show=Show("lat {stat} us", 1000)),
     ),
     breakdown=("lat",),
+    # its clients offer each database a rate (`target`, or `target_share` of the peak measured just before:
+    # server.py stores both in `metrics.offered`), to `clusters` databases per container
+    offered=OfferedRate(
+        "target",
+        "target_share",
+        "clusters",
+        peak=("metrics", "offered", "peak_ops_s"),
+        offered=("metrics", "offered", "target_ops_s"),
+    ),
+    # a mean over all its operations weighs each type's mean (us) by its count (metrics.py `latency`)
+    mix=OperationMix(("metrics", "latency"), count="n", mean="mean_us", ns=1000.0),
 )
 
 
