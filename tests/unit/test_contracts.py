@@ -27,6 +27,8 @@ from strata.stack.runtimes.base import Runtime
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import (
     Constrained,
+    DeviceProbe,
+    HostTools,
     SelfPlacing,
     ServerWorkload,
     Shorthand,
@@ -69,7 +71,7 @@ def test_plugin_satisfies_its_protocol(layer, name, plugin, proto):
         )
 
 
-CAPABILITIES = (Shorthand, Smoke, Upgrading, Constrained, ServerWorkload, SelfPlacing)
+CAPABILITIES = (Shorthand, Smoke, Upgrading, Constrained, ServerWorkload, SelfPlacing, DeviceProbe, HostTools)
 
 
 def test_a_workloads_capabilities_are_what_it_declares_and_satisfies():
@@ -77,11 +79,11 @@ def test_a_workloads_capabilities_are_what_it_declares_and_satisfies():
     ToolWorkload has none, so `isinstance` at a call site means the workload does it."""
     have = {name: {c.__name__ for c in CAPABILITIES if isinstance(wl, c)} for name, wl in WORKLOADS.items()}
     assert have == {
-        "fio": {"Shorthand", "Smoke", "Upgrading"},
+        "fio": {"Shorthand", "Smoke", "Upgrading", "DeviceProbe", "HostTools"},
         "filebench": {"Smoke", "Upgrading"},
         "null": set(),
-        "ycsb": {"Smoke", "Constrained", "ServerWorkload", "SelfPlacing"},
-        "pgbench": {"Smoke", "Constrained", "ServerWorkload"},
+        "ycsb": {"Smoke", "Constrained", "ServerWorkload", "SelfPlacing", "HostTools"},
+        "pgbench": {"Smoke", "Constrained", "ServerWorkload", "HostTools"},
     }
     assert not any(isinstance(ToolWorkload(), c) for c in CAPABILITIES)
     for name, wl in WORKLOADS.items():
