@@ -54,6 +54,14 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
             (r"low: pod / native, median of paired ratios: (?P<ratio>[\d.]+) over 1 rounds", {"ratio": RATIO}),
         ],
     ),
+    "oracle_margin.py": (
+        [],
+        [
+            (r"group +n method +level +strata +oracle +ratio +oracle n for 20%", {}),
+            (r"on loop +(?P<n>\d+) +\S+ +(?P<level>[\d.]+) +(?P<strata>\d+)% +(?P<oracle>\d+)% +(?P<ratio>[\d.]+)",
+             {"n": (3, 3), "level": (0.001, 0.05), "strata": (1, 10000), "oracle": (1, 10000), "ratio": RATIO}),
+        ],
+    ),
     "overhead.py": (
         [],
         [
