@@ -33,6 +33,7 @@ from strata.analysis.analyse import describe  # noqa: E402
 from strata.analysis.decide import ALPHA  # noqa: E402
 from strata.analysis.groups import Runs, compare  # noqa: E402
 from strata.analysis.query import by_context  # noqa: E402
+from strata.analysis.stats import summarize  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 MAX_PROJECTED = 1000  # repetitions per stack; beyond this the projection says "over 1000"
@@ -55,7 +56,8 @@ def oracle_margin(runs: dict[str, Runs], leader: str, level: float, n: int | Non
 
 
 def _cv2(r: Runs) -> float:
-    return sum((v / r.mean - 1) ** 2 for v in r.values) / (r.n - 1)
+    cv = summarize(list(r.values)).cv
+    return (cv or 0.0) ** 2
 
 
 def needed(runs: dict[str, Runs], leader: str, level: float, target: float) -> int | None:

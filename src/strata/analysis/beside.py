@@ -321,8 +321,8 @@ def _figure(c: Cell, metric: str, unit: str) -> tuple[float | None, str]:
 def _latency(c: Cell, name: str, stat: str, unit: str) -> tuple[float | None, str]:
     """A latency statistic of the cell, in the paper's time unit where it has one, else in ns. A mean of
     the whole over a mix of operation types is over all of them (`MetricSchema.mix`: a database's)."""
-    mixed = c.mixed_mean() if name == c.schema.total_latency and stat == "mean" else None
-    s = mixed if mixed is not None else c.latency(name, stat)
+    whole_mean = name == c.schema.total_latency and stat == "mean"
+    s = c.mean_over_operations() if whole_mean else c.latency(name, stat)
     if not s.n:
         return None, ""
     return (s.mean / NS_PER[unit], unit) if unit in NS_PER else (s.mean, "ns")

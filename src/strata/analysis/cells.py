@@ -219,11 +219,14 @@ class Cell:
         vals = [] if m is None else [m.value(r, self.schema.direction(r), stat) for r in self.ok]
         return summarize([float(v) for v in vals if v is not None])
 
-    def mixed_mean(self) -> Summary | None:
-        """Mean over repetitions of the mean latency (ns) over all of a trial's operations, where the workload
-        declares how (`MetricSchema.mix`: its operation types, each weighted by its count); None where not."""
+    def mean_over_operations(self) -> Summary:
+        """Mean over repetitions of the mean latency (ns) over all of a trial's operations: where the workload
+        declares a mix of operation types (`MetricSchema.mix`), each type's mean weighted by its count; else
+        the whole latency's mean."""
         mix = self.schema.mix
-        return None if mix is None else summarize([v for v in (mix.mean_ns(r) for r in self.ok) if v is not None])
+        if mix is None:
+            return self.latency(None, "mean")
+        return summarize([v for v in (mix.mean_ns(r) for r in self.ok) if v is not None])
 
 
 def fingerprint(trial: dict[str, Any]) -> str:

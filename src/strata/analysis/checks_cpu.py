@@ -37,12 +37,6 @@ def cpu_per_kops(c: Cell) -> Summary:
     return usage.of_cell(c.ok, lambda r: usage.per_kops(usage.server_cpu_percent(r), r))
 
 
-def mean_latency(c: Cell) -> Summary:
-    """A database's mean latency over all its operations (as its workload declares it), else the whole's."""
-    mixed = c.mixed_mean()
-    return mixed if mixed is not None else c.latency(None, "mean")
-
-
 def clusters(c: Cell) -> int | None:
     """The databases (clusters) of a cell whose clients offer databases a rate (`MetricSchema.offered`)."""
     offered = c.schema.offered
@@ -77,7 +71,7 @@ def cpu_rises_with_clusters(ctx: Analysis) -> Outcome:
 
 
 def latency_rises_with_clusters(ctx: Analysis) -> Outcome:
-    return _rises(ctx, mean_latency, "mean latency")
+    return _rises(ctx, Cell.mean_over_operations, "mean latency")
 
 
 def native_cpu_lowest(ctx: Analysis) -> Outcome:

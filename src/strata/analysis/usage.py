@@ -11,7 +11,7 @@ the CPU of a remote device's storage target, the device's bandwidth.
 - The device's bandwidth: the bytes diskstats saw the device move over the measured window.
 
 A database's mean latency over all its operations is not here: its workload declares how it is computed
-from a stored result (`MetricSchema.mix`, read by `Cell.mixed_mean`).
+from a stored result (`MetricSchema.mix`, read by `Cell.mean_over_operations`).
 
 Each function reads one stored result and returns None when the result does not hold the figure.
 """
