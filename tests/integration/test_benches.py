@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.coverage import covers
+
 # ycsb_cluster_span's tiny run took 5 min with the machine loaded (test hosts, Cassandra across them): the
 # bench's own limit below stops it first, so that its output is in the failure
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
@@ -161,11 +163,12 @@ def _benches() -> set[str]:
     return found - HELPERS
 
 
+@covers(stored=False)
 def test_every_bench_has_a_tiny_run_here():
     assert _benches() == set(BENCHES), "a bench without its tiny run in BENCHES (or one that is gone)"
 
 
-@pytest.mark.parametrize("bench", sorted(BENCHES))
+@pytest.mark.parametrize("bench", [pytest.param(b, marks=covers(f"bench:{b}", stored=False)) for b in sorted(BENCHES)])
 def test_bench_runs_to_its_result_in_tiny_mode(bench, tmp_path):
     extra, checks = BENCHES[bench]
     script = BENCH / bench

@@ -6,11 +6,22 @@ from pathlib import Path
 
 import pytest
 
+from tests.coverage import covers
+
 from .helpers import leftovers, results, strata, write_spec
 
 pytestmark = pytest.mark.integration
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "filesystem:btrfs",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@native",
+    "runtime:native",
+)
 def test_auto_stops_a_clearly_different_stack_before_a_close_one(tmp_path):
     """Random writes on one loop device: btrfs (copy-on-write) is several times slower than xfs, and xfs
     with `noatime` is xfs again. After the first look btrfs is eliminated; the close pair goes on. (3 s

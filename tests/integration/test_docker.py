@@ -31,8 +31,9 @@ from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes.docker import client, image, probe
 from strata.stack.runtimes.docker.daemon import private_daemon
 from strata.stack.runtimes.docker.session import DOCKER, DockerParams, DockerSession
+from tests.coverage import covers
 
-from .helpers import tool_version
+from .helpers import kernel_has, tool_version
 
 BASE_IMAGE = ImageSpec()  # the Debian base: sh, dd, coreutils
 NO_LIMITS = Limits()
@@ -156,7 +157,16 @@ DRIVERS = [  # (file system, driver, loop size MiB, paths, containers per path)
 ]
 
 
-@pytest.mark.parametrize("fs_type,driver,size,paths,n", DRIVERS, ids=[f"{d[1]}-on-{d[0]}" for d in DRIVERS])
+def _driver_case(fs_type, driver, size, paths, n):
+    keys = ["device:loop", f"filesystem:{fs_type}", "runtime:docker", f"runtime:docker:{driver}"]
+    return pytest.param(
+        fs_type, driver, size, paths, n,
+        id=f"{driver}-on-{fs_type}",
+        marks=covers(*keys, *(f"path:docker/{p}" for p in paths), stored=False),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("fs_type,driver,size,paths,n", [_driver_case(*d) for d in DRIVERS])
 def test_driver_runs_every_path(tmp_path, fs_type, driver, size, paths, n):
     with stack(tmp_path, fs_type, driver, size) as (s, journal):
         f = s.facts
@@ -189,6 +199,14 @@ def test_driver_runs_every_path(tmp_path, fs_type, driver, size, paths, n):
                 assert h.host_path.startswith(str(s.mounted.mountpoint))
 
 
+@covers(
+    "device:loop",
+    "filesystem:raw",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/device",
+    stored=False,
+)
 def test_device_path_on_a_raw_device(tmp_path):
     with stack(tmp_path, "raw", "overlay2", 256) as (s, journal):
         data_root = Path(s.facts["data_root"])
@@ -202,28 +220,54 @@ def test_device_path_on_a_raw_device(tmp_path):
 
 # ---- drivers this host cannot run ------------------------------------------------------
 
-UNSUPPORTED = [
-    ("ext4", "devicemapper", "error initializing graphdriver: driver not supported"),
-    ("ext4", "aufs", "AUFS was not found in /proc/filesystems"),
-    ("ext4", "zfs", "prerequisites for driver not satisfied (wrong filesystem?)"),
-    ("xfs", "btrfs", "prerequisites for driver not satisfied (wrong filesystem?)"),
+UNSUPPORTED = [  # (file system, driver, the daemon's words, the kernel module whose absence makes them certain)
+    ("ext4", "devicemapper", "error initializing graphdriver: driver not supported", "dm_mod"),
+    ("ext4", "aufs", "AUFS was not found in /proc/filesystems", "aufs"),
+    ("ext4", "zfs", "prerequisites for driver not satisfied (wrong filesystem?)", None),  # the data root is ext4
+    ("xfs", "btrfs", "prerequisites for driver not satisfied (wrong filesystem?)", None),
 ]
 
 
-@pytest.mark.parametrize("fs_type,driver,text", UNSUPPORTED, ids=[f"{d[1]}-on-{d[0]}" for d in UNSUPPORTED])
-def test_unsupported_driver_gives_the_daemon_text(tmp_path, fs_type, driver, text):
+@pytest.mark.parametrize(
+    "fs_type,driver,text,module",
+    [
+        pytest.param(
+            *d,
+            id=f"{d[1]}-on-{d[0]}",
+            # a driver this host can run (btrfs) is not exercised by its refusal on another file system
+            marks=covers(
+                "device:loop",
+                f"filesystem:{d[0]}",
+                "runtime:docker",
+                "fault:unsupported",
+                *([f"runtime:docker:{d[1]}"] if d[3] or d[1] == "zfs" else []),
+                stored=False,
+            ),
+        )
+        for d in UNSUPPORTED
+    ],
+)
+def test_unsupported_driver_gives_the_daemon_text(tmp_path, fs_type, driver, text, module):
+    """The daemon's own words where a probe of this kernel makes them certain (the driver's module absent);
+    on a kernel that has the module, its verdict, whichever it is: a daemon that starts, or a refusal."""
     journal = jn.Journal(f"it-unsup-{driver}-{os.getpid()}")
     wd = tmp_path / "wd"
+    refusal = started = None
     with (
         provision_loop(LoopParams(name="u", size=512 * MiB), journal, wd) as dev,
         provision_fs(FilesystemParams(type=fs_type), dev, journal, wd) as mounted,
     ):
-        with pytest.raises(Unsupported) as e:
+        try:
             with DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, wd, {}):
-                pytest.fail("the daemon started")
-        assert text in str(e.value)
+                started = True
+        except Unsupported as e:
+            refusal = str(e)
+        if module is None or not kernel_has(module):
+            assert not started and refusal is not None and text in refusal, refusal
+            assert not (mounted.mountpoint / "docker").exists()
+        else:
+            assert started or refusal, "neither a daemon nor the daemon's words"
         assert procfs.mounts_under(str(mounted.mountpoint)) == [str(mounted.mountpoint)]
-        assert not (mounted.mountpoint / "docker").exists()
     assert_nothing_left(journal, wd)
 
 
@@ -237,6 +281,7 @@ def overlay2_ext4(tmp_path_factory):
         yield s
 
 
+@covers("device:loop", "filesystem:ext4", "runtime:docker", "runtime:docker:overlay2", "path:docker/bind", stored=False)
 def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
     s = overlay2_ext4
     _, _, outs = run_once(s, "bind", tmp_path, 1, ["sh", "-c", DD.format(t="/data/f", n=60)], Limits(write_bps="20MiB"))
@@ -252,6 +297,16 @@ def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
     assert rate < 30
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/layer",
+    "fault:oom",
+    "fault:oom@docker",
+    stored=False,
+)
 def test_oom_is_reported(overlay2_ext4, tmp_path):
     with pytest.raises(TrialFailure) as e:
         run_once(
@@ -266,6 +321,16 @@ def test_oom_is_reported(overlay2_ext4, tmp_path):
     assert client.docker(overlay2_ext4.sock, "ps", "-aq").stdout.strip() == ""
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/tmpfs",
+    "fault:timeout",
+    "fault:timeout@docker",
+    stored=False,
+)
 def test_timeout_kills_the_containers(overlay2_ext4, tmp_path):
     s = overlay2_ext4
     load = Load()
@@ -278,6 +343,14 @@ def test_timeout_kills_the_containers(overlay2_ext4, tmp_path):
     assert client.docker(s.sock, "ps", "-aq").stdout.strip() == ""
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    stored=False,
+)
 def test_eight_containers_start_together(overlay2_ext4, tmp_path):
     _, go, outs = run_once(overlay2_ext4, "volume", tmp_path, 8, ["sh", "-c", DD.format(t="/data/f", n=4)])
     starts = [o.start_time_s for o in outs]
@@ -288,6 +361,15 @@ def test_eight_containers_start_together(overlay2_ext4, tmp_path):
 # ---- the user's own daemon -----------------------------------------------------------------
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:system",
+    "path:docker/volume",
+    "path:docker/bind",
+    stored=False,
+)
 def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
     """`docker:system` against a stand-in for the user's daemon (a private one at a patched socket):
     strata starts and stops no daemon there and leaves no container, volume or image of its own."""
@@ -312,6 +394,14 @@ def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
     assert_nothing_left(journal, wd)
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/tmpfs",
+    stored=False,
+)
 def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatch):
     """How the engine binary gets into the image: a new tag, built in a private build daemon
     (in an image cache of its own that shares only the debootstrap result)."""
@@ -336,6 +426,7 @@ def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatc
     )
 
 
+@covers(stored=False)  # the probe `strata doctor` uses: no driver runs a trial
 def test_probe_driver(tmp_path):
     assert probe.probe_driver("overlay2", tmp_path) is None
     assert "AUFS was not found in /proc/filesystems" in probe.probe_driver("aufs", tmp_path)
@@ -345,6 +436,15 @@ def test_probe_driver(tmp_path):
 # ---- a daemon or strata killed -----------------------------------------------------------
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/bind",
+    "fault:daemon_died",
+    stored=False,
+)
 def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
     with stack(tmp_path, "ext4", "overlay2") as (s, journal):
         load = Load(containers=2)
@@ -386,6 +486,15 @@ KILLED_SCRIPT = textwrap.dedent("""\
 
 
 @pytest.mark.parametrize("daemon_too", [False, True], ids=["strata", "strata-and-dockerd"])
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "fault:kill9",
+    stored=False,
+)
 def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     # its own state dir: cleanup() must see only the killed run's journal, not this process's
     own_state = tmp_path / "state"

@@ -6,11 +6,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.coverage import covers
+
 from .helpers import leftovers, results, strata, write_spec
 
 pytestmark = pytest.mark.integration
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "runtime:docker:fuse-overlayfs",
+    "path:docker/layer",
+    "workload:fio",
+    "workload:fio@docker",
+)
 def test_fuse_overlayfs_is_flagged_and_overlay2_is_not(tmp_path):
     workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
     env = {"STRATA_STATE_DIR": str(tmp_path / "state")}

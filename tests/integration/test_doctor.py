@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.coverage import covers
+
 from .helpers import kernel_has, strata
 
 pytestmark = pytest.mark.integration
@@ -18,6 +20,7 @@ def _rows(text):
     return rows
 
 
+@covers("command:doctor", stored=False)
 def test_doctor_probes_every_storage_driver():
     scratch = Path("/var/tmp/strata-doctor")
     was_there = scratch.exists()
@@ -48,6 +51,7 @@ def test_doctor_probes_every_storage_driver():
         assert "AUFS was not found" in rows["docker:aufs"][1]
 
 
+@covers("command:doctor", stored=False)
 def test_doctor_quick_does_not_claim_drivers_work():
     rows = _rows(strata("doctor", "--quick", check=0).stdout)
     assert rows["docker:devicemapper"][0] == "?" and "not probed" in rows["docker:devicemapper"][1]

@@ -5,11 +5,26 @@ from pathlib import Path
 
 import pytest
 
+from tests.coverage import covers
+
 from .helpers import leftovers, results, strata, write_spec
 
 pytestmark = pytest.mark.integration
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:native",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:native/bind",
+    "path:docker/bind",
+    "path:docker/volume",
+    "workload:filebench",
+    "workload:filebench@native",
+    "workload:filebench@docker",
+)
 def test_personalities_natively_and_in_two_containers(tmp_path):
     workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
     env = {"STRATA_STATE_DIR": str(tmp_path / "state")}
@@ -61,6 +76,15 @@ def test_personalities_natively_and_in_two_containers(tmp_path):
         assert leftovers(workdir) == []
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:native",
+    "path:native/bind",
+    "workload:filebench",
+    "workload:filebench@native",
+    "fault:disk_full",
+)
 def test_a_log_that_fills_the_file_system_is_disk_full(tmp_path):
     workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
     env = {"STRATA_STATE_DIR": str(tmp_path / "state")}

@@ -13,6 +13,7 @@ from strata.stack.journal import Journal
 from strata.stack.kube.bed import kubernetes_bed
 from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
 from strata.stack.runtimes.kubernetes import pods
+from tests.coverage import covers
 
 from .helpers import cgroup_v2, wait_for
 
@@ -59,6 +60,14 @@ def _run(bed, tmp_path, name, argv, limits, release=True):
     return bed.api.get(path), out, data
 
 
+@covers(
+    "runtime:kubernetes",
+    "runtime:kubernetes:testbed",
+    "path:kubernetes/hostpath",
+    "workload:fio",
+    "workload:fio@kubernetes",
+    stored=False,
+)
 def test_an_instance_pod_waits_at_the_barrier_then_runs_fio_under_its_limits(bed, tmp_path):
     argv = ["fio", "--name=k", "--directory=/data", "--rw=randread", "--bs=4k", "--size=4m", "--direct=1"]
     argv += ["--output-format=json"]
@@ -77,6 +86,14 @@ def test_an_instance_pod_waits_at_the_barrier_then_runs_fio_under_its_limits(bed
     assert "== memory/memory.max_usage_in_bytes" in final  # the wrapper saw its pod's cgroup (v1)
 
 
+@covers(
+    "runtime:kubernetes",
+    "runtime:kubernetes:testbed",
+    "path:kubernetes/hostpath",
+    "fault:oom",
+    "fault:oom@kubernetes",
+    stored=False,
+)
 def test_a_pod_past_its_memory_limit_ends_as_oom(bed, tmp_path):
     argv = ["sh", "-c", 'a=$(head -c 400000000 /dev/zero | tr "\\0" a)']
     pod, _, _ = _run(bed, tmp_path, "inst-hog", argv, Limits(memory=64 << 20))

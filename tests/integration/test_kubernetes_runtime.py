@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from strata.stack.runtimes.kubernetes.cluster import connect
+from tests.coverage import covers
 
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
@@ -67,6 +68,26 @@ def _api(state: Path):
     return connect(str(beds[0])).api
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "runtime:kubernetes",
+    "runtime:kubernetes:testbed",
+    "path:native/bind",
+    "path:docker/bind",
+    "path:docker/volume",
+    "path:kubernetes/local",
+    "path:kubernetes/hostpath",
+    "path:kubernetes/emptydir",
+    "path:kubernetes/pvc",
+    "workload:fio",
+    "workload:fio@native",
+    "workload:fio@docker",
+    "workload:fio@kubernetes",
+)
 def test_fio_in_pods_on_every_path_beside_native_and_docker(tmp_path, env):
     workdir, e = env
     spec = write_spec(tmp_path / "s.yaml", _spec(workdir))
@@ -96,6 +117,17 @@ def test_fio_in_pods_on_every_path_beside_native_and_docker(tmp_path, env):
     assert list((tmp_path / "report" / "figures").glob("runtimes-throughput-*.svg")), "pods beside native"
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:testbed",
+    "path:kubernetes/hostpath",
+    "workload:fio",
+    "workload:fio@kubernetes",
+    "fault:instance_died",
+    "fault:instance_died@kubernetes",
+)
 def test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on(tmp_path, env):
     workdir, e = env
     spec = _spec(
@@ -123,6 +155,17 @@ def test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on(tmp_path, en
     assert rs[1]["status"] == "ok", rs[1]["flags"]["failed"]
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:testbed",
+    "path:kubernetes/local",
+    "workload:fio",
+    "workload:fio@kubernetes",
+    "fault:kill9",
+    stored=False,
+)
 def test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster(tmp_path, env):
     workdir, e = env
     state = Path(e["STRATA_STATE_DIR"])
@@ -151,6 +194,16 @@ def test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster(tmp_
     assert not list((state / "journal").glob("*.jsonl"))
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:kubeconfig",
+    "path:kubernetes/hostpath",
+    "path:kubernetes/pvc",
+    "workload:fio",
+    "workload:fio@kubernetes",
+)
 def test_a_users_cluster_through_its_kubeconfig(tmp_path, env):
     """A cluster strata did not start (a test bed held by `strata testbed kubernetes up`, reached only through
     its kubeconfig, as a user's): pods pinned to this machine's node, a claim of the cluster's StorageClass,
@@ -184,6 +237,15 @@ def test_a_users_cluster_through_its_kubeconfig(tmp_path, env):
         strata("testbed", "kubernetes", "down", env=bed_env, check=0, timeout=300)
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:testbed",
+    "path:kubernetes/local",
+    "workload:ycsb",
+    "workload:ycsb@kubernetes",
+)
 def test_cassandra_under_ycsb_in_a_pod_passes_its_data_integrity_check(tmp_path, env):
     """A server workload in pods: the Cassandra node a pod (host network, its data on a local
     PersistentVolume of the file system under test), the YCSB clients on the host; every read verified."""

@@ -20,6 +20,7 @@ from strata.core.instances import ImageSpec
 from strata.stack.kube.api import Api
 from strata.stack.kube.config import FIXED_HOST_DIRS
 from strata.stack.runtimes.docker.image import build_image_tarball
+from tests.coverage import covers
 
 from .helpers import strata, wait_for
 
@@ -120,6 +121,7 @@ def _fio_pod(name: str, image: str, host_dir: Path) -> dict:
     }
 
 
+@covers("runtime:kubernetes:testbed", "command:testbed", "fault:oom", "fault:oom@kubernetes", stored=False)
 def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
     tarball = build_image_tarball(ImageSpec("fio", packages=("fio",)))
     before = {d for d in FIXED_HOST_DIRS if Path(d).exists()}
@@ -176,6 +178,7 @@ def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
 
 
 @pytest.mark.parametrize("undo", ["cleanup", "down", "up"])
+@covers("runtime:kubernetes:testbed", "command:testbed", "fault:kill9", stored=False)
 def test_after_kill_9_of_the_holder_nothing_is_left(env, undo):
     before = {d for d in FIXED_HOST_DIRS if Path(d).exists()}
     facts = _up(env)
@@ -210,6 +213,7 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+@covers("runtime:kubernetes:testbed", "command:testbed", stored=False)
 def test_down_leaves_a_socket_another_process_bound_in_a_fixed_dir_the_bed_made(env):
     """A private dockerd's containerd keeps its shims' sockets in /run/containerd/s, one of the fixed dirs: a
     bed that made such a dir removes it at its end, but never a socket some process still has bound there."""

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.coverage import covers
+
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = pytest.mark.integration
@@ -39,6 +41,21 @@ def _spec(workdir, **over):
     return spec
 
 
+@covers(
+    "device:loop",
+    "filesystem:raw",
+    "filesystem:ext4",
+    "filesystem:xfs",
+    "filesystem:btrfs",
+    "path:native/device",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@native",
+    "runtime:native",
+    "command:run",
+    "command:show",
+    "command:export",
+)
 def test_every_filesystem_natively(tmp_path, env):
     workdir, e = env
     spec = write_spec(
@@ -73,6 +90,7 @@ def test_every_filesystem_natively(tmp_path, env):
     assert pq.read_table(tmp_path / "r.parquet").num_rows == 4
 
 
+@covers("device:loop", "filesystem:raw", "path:native/device", "workload:fio", "workload:fio@native", "runtime:native")
 def test_cache_flag_follows_the_disk_evidence_for_both_loop_modes(tmp_path, env):
     """On kernel 6.18 a loop device without direct I/O still reads and writes through to its
     disk (measured: vda moved 584 MB for 272 MB of fio reads, even with the image cached
@@ -104,6 +122,7 @@ def test_cache_flag_follows_the_disk_evidence_for_both_loop_modes(tmp_path, env)
         assert r["flags"]["cache"]["suspect"] == (judged and short)
 
 
+@covers("command:validate", "command:run", stored=False)
 def test_what_cannot_work_is_refused_before_anything_is_built(tmp_path, env):
     """A bad fio option (fio's own parser) and data larger than the file system: exit 2, nothing built."""
     workdir, e = env
@@ -135,6 +154,16 @@ def test_what_cannot_work_is_refused_before_anything_is_built(tmp_path, env):
     assert not workdir.exists() and not (tmp_path / "out").exists()
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@native",
+    "runtime:native",
+    "fault:disk_full",
+    "fault:tool_error",
+)
 def test_failing_fio_and_full_disk_are_failed_trials_and_the_run_goes_on(tmp_path, env):
     """What only shows at run time: a job fio accepts but fails (verify on unwritten data), and a job
     file whose data strata cannot know in advance filling the file system."""
@@ -174,6 +203,15 @@ def test_failing_fio_and_full_disk_are_failed_trials_and_the_run_goes_on(tmp_pat
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@native",
+    "runtime:native",
+    "fault:signal",
+)
 def test_signal_tears_down_and_resume_finishes(tmp_path, env, sig):
     workdir, e = env
     spec = write_spec(
@@ -204,6 +242,17 @@ def test_signal_tears_down_and_resume_finishes(tmp_path, env, sig):
     assert len(results(out)) == 3
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@native",
+    "runtime:native",
+    "fault:kill9",
+    "command:cleanup",
+    stored=False,
+)
 def test_kill9_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
     spec = write_spec(
@@ -227,6 +276,16 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, env):
     assert not list(Path(e["STRATA_STATE_DIR"], "journal").glob("*.jsonl"))
 
 
+@covers(
+    "device:zram",
+    "filesystem:raw",
+    "filesystem:ext4",
+    "path:native/device",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@native",
+    "runtime:native",
+)
 def test_zram_device(tmp_path, env):
     workdir, e = env
     spec = write_spec(
@@ -238,6 +297,7 @@ def test_zram_device(tmp_path, env):
     assert rs[0]["stack_facts"]["device"]["type"] == "zram"
 
 
+@covers("device:block", "filesystem:raw", "path:native/device", "workload:fio", "workload:fio@native", "runtime:native")
 def test_block_device_holding_data_is_refused_without_consent(tmp_path, env):
     workdir, e = env
     img = tmp_path / "disk.img"
@@ -270,6 +330,7 @@ def test_block_device_holding_data_is_refused_without_consent(tmp_path, env):
         subprocess.run(["losetup", "-d", dev])
 
 
+@covers(stored=False)
 def test_bad_spec_exits_2_with_every_error(tmp_path, env):
     workdir, e = env
     spec = write_spec(tmp_path / "s.yaml", {**_spec(workdir), "filesystems": ["zfs"], "loads": ["extreme"], "oops": 1})
@@ -279,6 +340,7 @@ def test_bad_spec_exits_2_with_every_error(tmp_path, env):
         assert needle in cp.stderr, cp.stderr
 
 
+@covers("device:loop", "filesystem:xfs", "path:native/bind", "workload:fio", "workload:fio@native", "runtime:native")
 def test_until_steady_stops_early_and_records_steady_state(tmp_path, env):
     workdir, e = env
     spec = write_spec(

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from strata.stack.runtimes.kubernetes.cluster import connect
+from tests.coverage import covers
 
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
@@ -95,6 +96,14 @@ def _containers(state: Path) -> list[dict]:
     return [x["data"] for j in (state / "journal").glob("*.jsonl") for x in pending(j) if x["kind"] == "container"]
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:pgbench",
+    "workload:pgbench@native",
+)
 def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
     workdir, e = env
     # enough WAL for the rule to judge (32 MiB at the least), however loaded the machine: at scale 1 the full-page
@@ -128,6 +137,15 @@ def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
     print(f"\nnative xfs: tpcb-like {tps:.0f} tx/s ({wal_mib:.0f} MiB of WAL), select-only {sel_tps:.0f} tx/s")
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "workload:pgbench",
+    "workload:pgbench@docker",
+)
 def test_two_servers_in_containers_on_named_volumes(tmp_path, env):
     workdir, e = env
     s = write_spec(
@@ -143,6 +161,16 @@ def test_two_servers_in_containers_on_named_volumes(tmp_path, env):
     print(f"\ntwo containers on volumes: {r['metrics']['tps']:.0f} tx/s")
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:pgbench",
+    "workload:pgbench@native",
+    "fault:instance_died",
+    "fault:instance_died@native",
+)
 def test_a_server_killed_mid_run_fails_its_trial_and_the_run_goes_on(tmp_path, env):
     workdir, e = env
     long = {**SMALL, "runtime": 60, "name": "long"}
@@ -163,6 +191,16 @@ def test_a_server_killed_mid_run_fails_its_trial_and_the_run_goes_on(tmp_path, e
     assert proc.returncode == 1, text
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:pgbench",
+    "workload:pgbench@native",
+    "fault:kill9",
+    stored=False,
+)
 def test_kill_9_natively_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
     s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"pgbench": {**SMALL, "runtime": 120}}]))
@@ -178,6 +216,17 @@ def test_kill_9_natively_then_cleanup_leaves_nothing(tmp_path, env):
     wait_for(lambda: our_processes(tmp_path, workdir) == [], 30, "the client to end with its server")
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "workload:pgbench",
+    "workload:pgbench@docker",
+    "fault:kill9",
+    stored=False,
+)
 def test_kill_9_in_a_container_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
     s = write_spec(
@@ -198,6 +247,15 @@ def test_kill_9_in_a_container_then_cleanup_leaves_nothing(tmp_path, env):
     wait_for(lambda: our_processes(tmp_path, *containers) == [], 30, "no server or client left")
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:testbed",
+    "path:kubernetes/hostpath",
+    "workload:pgbench",
+    "workload:pgbench@kubernetes",
+)
 def test_a_pod_on_the_test_bed(tmp_path, env):
     workdir, e = env
     s = write_spec(tmp_path / "s.yaml", spec(workdir, runtimes=["kubernetes"], paths=["hostpath"]))
@@ -213,6 +271,7 @@ def test_a_pod_on_the_test_bed(tmp_path, env):
     print(f"\na pod on hostpath: {r['metrics']['tps']:.0f} tx/s")
 
 
+@covers("workload:pgbench@docker", stored=False)
 def test_the_servers_image_holds_postgresql_15():
     """What `strata image build` makes for the workload: Debian's PostgreSQL 15 (no registry)."""
     from strata.stack.runtimes.docker.image import build_image_tarball

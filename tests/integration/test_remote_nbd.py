@@ -30,6 +30,7 @@ from strata.stack.blockdev import disk_of
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.remote import RemoteDevice, nbd, provision_remote
+from tests.coverage import covers
 
 from .helpers import kernel_has
 
@@ -162,6 +163,7 @@ def wait_for(predicate, timeout_s: float, what: str) -> float:
 # ---- the device works -------------------------------------------------------------------
 
 
+@covers("device:remote", "device:remote:nbd", "filesystem:ext4", stored=False)
 def test_nbd_device_with_ext4_and_fio(tmp_path):
     with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
         f = dev.facts
@@ -206,6 +208,7 @@ def test_nbd_device_with_ext4_and_fio(tmp_path):
         assert dev.watch() is None
 
 
+@covers("device:remote", "device:remote:nbd", stored=False)
 def test_a_caching_target_shows_in_the_evidence(tmp_path, monkeypatch):
     """Why the target runs with cache=none and strata drops its cached pages: without them, the
     storage host's page cache answers O_DIRECT reads of the client, and the evidence says so (the
@@ -227,6 +230,7 @@ def test_a_caching_target_shows_in_the_evidence(tmp_path, monkeypatch):
         assert target["read_bytes"] < 0.1 * read  # ... the disk almost nothing
 
 
+@covers("device:remote", "device:remote:nbd", stored=False)
 def test_rate_shapes_both_ends_of_the_link(tmp_path):
     with remote(tmp_path, rate="100mbit") as (dev, _, journal, wd):
         net = dev.facts["network"]
@@ -248,6 +252,7 @@ def test_rate_shapes_both_ends_of_the_link(tmp_path):
         assert 0 < bw <= 1.25 * 10**8 / 8  # a cap: noise only lowers it
 
 
+@covers("device:remote", "device:remote:nbd", stored=False)
 def test_latency_needs_netem(tmp_path):
     """This kernel has no netem: an added latency is unsupported with tc's own words; where
     netem exists, both ends get the delay."""
@@ -266,6 +271,14 @@ def test_latency_needs_netem(tmp_path):
             assert "netem" in shown and "delay 50us" in shown
 
 
+@covers(
+    "device:remote",
+    "device:remote:nbd",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    stored=False,
+)
 def test_fio_in_a_container_on_the_remote_device(tmp_path):
     from strata.stack.runtimes.docker.session import DOCKER, DockerParams
 
@@ -315,6 +328,7 @@ def _lost_within(dev, timeout_s: float) -> tuple[float, tuple[str, str]]:
     raise AssertionError(f"watch() said nothing for {timeout_s} s")
 
 
+@covers("device:remote", "device:remote:nbd", "filesystem:ext4", "fault:remote_lost", stored=False)
 def test_killed_target_mid_fio_ends_within_seconds_and_leaves_nothing(tmp_path):
     with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
         fio(str(mounted.mountpoint / "data"), 1)  # lay out the file
@@ -331,6 +345,7 @@ def test_killed_target_mid_fio_ends_within_seconds_and_leaves_nothing(tmp_path):
     # the context's exit tore down ext4 on the dead device, the loop, FUSE, nbdfuse, the namespace
 
 
+@covers("device:remote", "device:remote:nbd", "fault:remote_lost", stored=False)
 def test_cut_link_mid_fio_is_remote_lost(tmp_path):
     with remote(tmp_path) as (dev, _, journal, wd):
         p = _fio_in_background(dev.path)
@@ -343,6 +358,7 @@ def test_cut_link_mid_fio_is_remote_lost(tmp_path):
         assert p.returncode != 0
 
 
+@covers("device:remote", "device:remote:nbd", "fault:remote_lost", stored=False)
 def test_stalled_target_is_remote_lost_and_teardown_completes(tmp_path, monkeypatch):
     """A target that stops answering (SIGSTOP) with its process and link intact: only the stall
     check can see it; it aborts the FUSE connection and nothing hangs."""
@@ -362,6 +378,7 @@ def test_stalled_target_is_remote_lost_and_teardown_completes(tmp_path, monkeypa
             os.kill(target, signal.SIGCONT)
 
 
+@covers("device:remote", "device:remote:nbd", "filesystem:ext4", "fault:remote_lost", stored=False)
 def test_target_frozen_before_teardown_does_not_hang_the_unmount(tmp_path, monkeypatch):
     """The target stops answering between trials; tearing down ext4 above writes to the device and
     waits. The watcher, still running under the file system's teardown, sees the stall and aborts
@@ -382,6 +399,7 @@ def test_target_frozen_before_teardown_does_not_hang_the_unmount(tmp_path, monke
                 os.kill(target, signal.SIGCONT)
 
 
+@covers("device:remote", "device:remote:nbd", "fault:remote_lost", stored=False)
 def test_fuse_abort_through_fusectl(tmp_path):
     """The fallback when nbdfuse cannot be killed: abort the connection in /sys/fs/fuse/connections."""
     mounted_here = False
@@ -424,6 +442,7 @@ PROVISION_AND_HANG = textwrap.dedent("""
 """)
 
 
+@covers("device:remote", "device:remote:nbd", "fault:kill9", stored=False)
 def test_kill9_of_strata_then_cleanup_removes_everything(tmp_path, state):
     wd = tmp_path / "wd"
     p = subprocess.Popen(
@@ -450,6 +469,7 @@ def test_kill9_of_strata_then_cleanup_removes_everything(tmp_path, state):
     assert list((state / "journal").glob("*.jsonl")) == []
 
 
+@covers("device:remote", "device:remote:nbd", stored=False)
 def test_backing_path_needs_destroy(tmp_path):
     journal = jn.Journal(f"it-remote-guard-{os.getpid()}")
     img = tmp_path / "disk.img"

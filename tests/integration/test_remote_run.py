@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from strata.hosts.testbed import NETNS_PREFIX as TEST_HOST_PREFIX
+from tests.coverage import covers
 
 from .helpers import leftovers, podman_left, results, start_strata, strata, wait_for, write_spec
 
@@ -52,6 +53,20 @@ def _spec(workdir, **over):
     return spec
 
 
+@covers(
+    "device:remote",
+    "device:remote:nbd",
+    "filesystem:ext4",
+    "runtime:native",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:native/bind",
+    "path:docker/bind",
+    "path:docker/volume",
+    "workload:fio",
+    "workload:fio@native",
+    "workload:fio@docker",
+)
 def test_every_stack_on_the_remote_device(tmp_path, env):
     workdir, e = env
     spec = write_spec(tmp_path / "s.yaml", _spec(workdir))
@@ -71,6 +86,16 @@ def test_every_stack_on_the_remote_device(tmp_path, env):
         assert r["collectors"]["remote_procs"] and r["collectors"]["remote_link"]
 
 
+@covers(
+    "device:remote",
+    "device:remote:nbd",
+    "filesystem:ext4",
+    "runtime:native",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@native",
+    "fault:remote_lost",
+)
 def test_a_killed_target_ends_the_trial_and_the_next_one_gets_a_fresh_storage_host(tmp_path, env):
     workdir, e = env
     spec = write_spec(
@@ -106,7 +131,20 @@ def test_a_killed_target_ends_the_trial_and_the_next_one_gets_a_fresh_storage_ho
     print(f"\nremote_lost after the kill; the whole run ended {time.monotonic() - t:.0f} s later")
 
 
-@pytest.mark.parametrize("runtime", ["podman:overlay", "docker:overlay2"])
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        pytest.param(
+            rt,
+            marks=covers(
+                "device:remote", "device:remote:nbd", "filesystem:xfs", f"runtime:{rt.split(':')[0]}", f"runtime:{rt}",
+                f"path:{rt.split(':')[0]}/volume", "workload:fio", f"workload:fio@{rt.split(':')[0]}", "fault:kill9",
+                stored=False,
+            ),
+        )
+        for rt in ("podman:overlay", "docker:overlay2")
+    ],
+)  # fmt: skip
 def test_kill9_on_a_remote_device_then_one_cleanup_leaves_nothing(tmp_path, env, runtime):
     """Regression: the storage host's nbdkit asks for PR_SET_PDEATHSIG, so it dies with a killed strata;
     the xfs above the remote device then shuts down (EIO), and a podman store on it, or a docker

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from strata.cli.main import main
+from tests.coverage import covers
 
 pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
@@ -82,6 +83,7 @@ def report_dir(tmp_path_factory) -> Path:
     return out
 
 
+@covers(stored=False)
 def test_a_broken_page_is_detected(tmp_path):
     page = tmp_path / "broken.html"
     page.write_text("<!doctype html><html><body><p>broken</p><script>notAFunction();</script></body></html>")
@@ -89,12 +91,14 @@ def test_a_broken_page_is_detected(tmp_path):
     assert any("notAFunction" in m for m in msgs), msgs
 
 
+@covers(stored=False)
 def test_report_loads_without_console_messages(report_dir, tmp_path):
     cp = run_browser(report_dir / "report.html", tmp_path, "--dump-dom")
     assert console_messages(cp.stderr) == []
     assert 'data-figures="' in cp.stdout
 
 
+@covers(stored=False)
 def test_every_figure_renders_with_axes_and_labels(report_dir, tmp_path):
     probed = tmp_path / "probed.html"
     probed.write_text((report_dir / "report.html").read_text().replace("</body>", PROBE + "</body>"))
@@ -112,6 +116,7 @@ def test_every_figure_renders_with_axes_and_labels(report_dir, tmp_path):
         assert label in labels
 
 
+@covers(stored=False)
 def test_screenshot(report_dir, tmp_path):
     shot = tmp_path / "report.png"
     cp = run_browser(report_dir / "report.html", tmp_path, f"--screenshot={shot}", "--window-size=1280,2000")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.coverage import covers
+
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = pytest.mark.integration
@@ -41,6 +43,17 @@ def _spec(workdir, **over):
     return spec
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "path:docker/volume",
+    "workload:fio",
+    "workload:fio@docker",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "fault:oom",
+    "fault:oom@docker",
+)
 def test_an_oom_killed_container_ends_the_trial_at_once(tmp_path, env):
     workdir, e = env
     spec = write_spec(
@@ -71,6 +84,16 @@ def _daemon_pid(state: Path) -> int | None:
     return None
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "path:docker/volume",
+    "workload:fio",
+    "workload:fio@docker",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "fault:daemon_died",
+)
 def test_a_dead_dockerd_is_started_again_for_the_next_trials(tmp_path, env):
     workdir, e = env
     spec = write_spec(
@@ -95,6 +118,15 @@ def test_a_dead_dockerd_is_started_again_for_the_next_trials(tmp_path, env):
     assert [c for c in cats[1:]] == [("ok", None), ("ok", None)], (cats, text[-3000:])
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "path:docker/volume",
+    "workload:fio",
+    "workload:fio@docker",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+)
 def test_32_containers_do_their_io_together(tmp_path, env):
     """Files laid out before the barrier, all released at once: the instances' own I/O windows (fio's JSON)
     overlap for at least 90% of the runtime."""

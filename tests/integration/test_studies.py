@@ -10,11 +10,14 @@ A Cassandra study's smoke report sets at least one of the study's published valu
 import csv
 import re
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.coverage import covers, keys_of_spec
 
 from .helpers import leftovers, results, strata
 
@@ -111,6 +114,7 @@ def counterparts() -> dict[str, list[tuple[str, str, str]]]:
     return out
 
 
+@covers(stored=False)
 def test_the_studies_table_names_real_examples():
     rows = counterparts()
     assert rows, "docs/studies.md lost its table of figures and tables"
@@ -154,7 +158,16 @@ def _present(section: str, report: Path) -> bool:
     return any(i.startswith(section) for i in _sections(report))
 
 
-@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def _example(example: str):
+    """The example as a case whose declared keys are those of the trials its run here plans (tests/coverage.py)."""
+    if example in PLAN_ONLY:
+        return pytest.param(example, marks=covers(f"example:{example}", "command:validate", stored=False))
+    with tempfile.TemporaryDirectory() as tmp:
+        keys = keys_of_spec(_spec(example, Path("/var/tmp/strata-plan"), Path(tmp)))
+    return pytest.param(example, marks=covers(*sorted(keys), f"example:{example}", "command:run", "command:report"))
+
+
+@pytest.mark.parametrize("example", [_example(p.name) for p in sorted(EXAMPLES.glob("*.yaml"))])
 def test_every_example_runs_to_a_complete_report_at_smoke_scale(example, tmp_path):
     workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
     env = {"STRATA_STATE_DIR": str(tmp_path / "state")}

@@ -16,6 +16,7 @@ import pytest
 
 from strata.hosts.testbed import swarm_bed
 from strata.stack.journal import Journal
+from tests.coverage import covers
 
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
@@ -88,6 +89,15 @@ def _clean(bed) -> None:
     assert bed.manager.docker("service", "ls", "-q").stdout.strip() == ""
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@hosts",
+    "hosts:span",
+)
 def test_a_trial_spanning_two_hosts(bed, tmp_path):
     b, env = bed
     out = tmp_path / "out"
@@ -110,6 +120,17 @@ def test_a_trial_spanning_two_hosts(bed, tmp_path):
     _clean(b)
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@hosts",
+    "hosts:span",
+    "hosts:one",
+    "fault:host_lost",
+)
 def test_an_agent_killed_mid_trial_is_host_lost_and_the_run_goes_on(bed, tmp_path):
     b, env = bed
     out = tmp_path / "out"
@@ -147,6 +168,17 @@ def _fio_running(workdir: Path) -> bool:
     return any(str(workdir) in line and "--time_based" in line for line in cp.stdout.splitlines())
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@hosts",
+    "hosts:span",
+    "fault:kill9",
+    stored=False,
+)
 def test_cleanup_after_kill_9_removes_the_services_and_what_the_agents_built(bed, tmp_path):
     b, env = bed
     fio = {"rw": "randread", "bs": "4k", "size": "64MiB", "runtime": 60, "direct": True}
@@ -164,6 +196,7 @@ def test_cleanup_after_kill_9_removes_the_services_and_what_the_agents_built(bed
     _clean(b)
 
 
+@covers("hosts:doctor-on-every-host", "hosts:cleanup-on-every-host", stored=False)
 def test_doctor_and_cleanup_on_every_host(bed, tmp_path):
     b, env = bed
     spec = _spec(b, tmp_path)
@@ -182,6 +215,17 @@ def _tx_bytes(h) -> int:
     return sum(ln["stats64"]["tx"]["bytes"] for ln in json.loads(out) if ln["ifname"] != "lo")
 
 
+@covers(
+    "device:remote",
+    "device:remote:nbd",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@hosts",
+    "hosts:one",
+    "hosts:storage-host",
+)
 def test_a_remote_device_served_by_another_host(bed, tmp_path):
     """Host b serves the store (nbdkit on its own address); host a attaches over the bridge (nbdfuse +
     loop), makes xfs and runs fio; the storage host's bytes are the cache check's lowest layer."""
@@ -214,6 +258,18 @@ def test_a_remote_device_served_by_another_host(bed, tmp_path):
     _clean(b)
 
 
+@covers(
+    "device:remote",
+    "device:remote:nbd",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:fio",
+    "workload:fio@hosts",
+    "hosts:one",
+    "hosts:storage-host",
+    "fault:host_lost",
+)
 def test_a_storage_host_lost_mid_trial_is_host_lost_and_the_run_goes_on(bed, tmp_path):
     b, env = bed
     host_a, host_b = b.hosts

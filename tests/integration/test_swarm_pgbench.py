@@ -18,6 +18,7 @@ import pytest
 
 from strata.hosts.testbed import swarm_bed
 from strata.stack.journal import Journal
+from tests.coverage import covers
 
 from .helpers import leftovers, results, strata, write_spec
 
@@ -58,6 +59,16 @@ def _postgres_in(netns: str) -> list[str]:
     return found
 
 
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "workload:pgbench",
+    "workload:pgbench@hosts",
+    "hosts:span",
+)
 def test_one_server_on_each_host_merges_into_one_result(bed, tmp_path):
     b, env = bed
     spec = {

@@ -22,6 +22,7 @@ import pytest
 
 from strata.hosts.testbed import swarm_bed
 from strata.stack.journal import Journal
+from tests.coverage import covers
 
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
@@ -80,6 +81,17 @@ def _jvms_in(netns: str, marker: str = "") -> list[str]:
     return found
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "workload:ycsb",
+    "workload:ycsb@hosts",
+    "hosts:one",
+    "hosts:span",
+)
 def test_cassandra_on_one_host_and_across_two(bed, tmp_path):
     b, env = bed
     spec = {
@@ -162,6 +174,15 @@ def _native_spec(b, name: str, ycsb: dict) -> dict:
     }
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:native",
+    "path:native/bind",
+    "workload:ycsb",
+    "workload:ycsb@hosts",
+    "hosts:span",
+)
 def test_one_cluster_across_two_hosts_with_its_clients_on_one(bed, tmp_path):
     """Node 0 on a, node 1 on b, RF 2 read and written at QUORUM (both nodes answer every operation), the
     clients on b: every operation crossed the network between the test hosts."""
@@ -203,6 +224,15 @@ def test_one_cluster_across_two_hosts_with_its_clients_on_one(bed, tmp_path):
     )
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:native",
+    "path:native/bind",
+    "workload:ycsb",
+    "workload:ycsb@hosts",
+    "hosts:span",
+)
 def test_a_database_on_one_host_with_its_clients_on_a_host_of_their_own(bed, tmp_path):
     """The node on a, the clients on b, which runs no node: b's part builds no stack (no loop device, no
     file system) and reports its clients as its output; every operation crossed to a."""
@@ -236,6 +266,17 @@ def test_a_database_on_one_host_with_its_clients_on_a_host_of_their_own(bed, tmp
     )
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:native",
+    "path:native/bind",
+    "workload:ycsb",
+    "workload:ycsb@hosts",
+    "hosts:span",
+    "fault:instance_died",
+    "fault:instance_died@native",
+)
 def test_a_node_killed_on_a_serving_host_fails_the_trial_there(bed, tmp_path):
     """Node 0 on a, node 1 on b, the clients on b; a's node is killed during the measured run: the trial
     fails as instance_died on host a (not as the clients' errors it caused on b), and nothing is left."""

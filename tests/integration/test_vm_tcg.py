@@ -38,6 +38,7 @@ from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.runtime import provision_vm
 from strata.workloads.filebench import Filebench
 from strata.workloads.fio import Fio
+from tests.coverage import covers
 
 from .helpers import leftovers, strata
 
@@ -130,6 +131,7 @@ def host_disk_bytes(sampler, dev) -> dict:
 # ---- fio on each path -----------------------------------------------------------------------
 
 
+@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm", stored=False)
 def test_fio_on_the_device(stack, tmp_path):
     dev, session = stack.open("raw")
     facts = session.facts
@@ -165,6 +167,7 @@ def test_fio_on_the_device(stack, tmp_path):
     assert not flag["suspect"], flag
 
 
+@covers("device:loop", "runtime:vm", "path:vm/image", "workload:fio", "workload:fio@vm", stored=False)
 def test_fio_on_a_qcow2_image_with_a_guest_file_system(stack, tmp_path):
     dev, session = stack.open("ext4", 512 << 20, image_format="qcow2", guest_filesystem="ext4")
     spec, outputs, sampler = run(session, dev, "image", Fio(), FIO, Load(), tmp_path / "t2")
@@ -178,7 +181,14 @@ def test_fio_on_a_qcow2_image_with_a_guest_file_system(stack, tmp_path):
     assert Fio().parse(spec, outputs).metrics["read"]["iops"] > 10
 
 
-@pytest.mark.parametrize("share", ["auto", "9p"])
+@pytest.mark.parametrize(
+    "share",
+    [
+        pytest.param("auto", marks=covers("runtime:vm:auto", "runtime:vm:virtiofs", stored=False)),
+        pytest.param("9p", marks=covers("runtime:vm:9p", stored=False)),
+    ],
+)
+@covers("device:loop", "filesystem:ext4", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm", stored=False)
 def test_fio_on_a_bind_share(stack, tmp_path, share):
     dev, session = stack.open("ext4", 256 << 20, share=share)
     assert session.facts["share"] == ("9p" if share == "9p" else "virtiofs")  # virtiofs works on this machine
@@ -194,6 +204,7 @@ def test_fio_on_a_bind_share(stack, tmp_path, share):
         assert not flag["suspect"], flag
 
 
+@covers("device:loop", "runtime:vm", "path:vm/image", "workload:filebench", "workload:filebench@vm", stored=False)
 def test_filebench_personality_with_the_engine(stack, tmp_path):
     dev, session = stack.open("ext4", 512 << 20, guest_filesystem="ext4")
     raw = {"personality": "randomfileaccess", "runtime": 3, "set": {"nfiles": 100, "nthreads": 2}}
@@ -203,6 +214,7 @@ def test_filebench_personality_with_the_engine(stack, tmp_path):
     assert parsed.metrics["primary"]["ops_per_s"] > 0
 
 
+@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm", stored=False)
 def test_two_vms_at_one_barrier(stack, tmp_path):
     dev, session = stack.open("raw")
     spec, outputs, sampler = run(session, dev, "device", Fio(), FIO, Load(containers=2), tmp_path / "t5")
@@ -216,6 +228,7 @@ def test_two_vms_at_one_barrier(stack, tmp_path):
     assert all((o.out_dir / "vm-cpu.json").exists() for o in outputs)
 
 
+@covers("device:loop", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm", stored=False)
 def test_limits_become_vcpus_memory_and_throttling(stack, tmp_path):
     """Device: QEMU's block throttling; bind: blkio rules for QEMU and virtiofsd; cpus and memory: the VM's size."""
     dev, session = stack.open("ext4", 256 << 20)
@@ -230,6 +243,7 @@ def test_limits_become_vcpus_memory_and_throttling(stack, tmp_path):
     assert Fio().parse(spec, outputs).metrics["read"]["iops"] < 50 * 1.3
 
 
+@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm", stored=False)
 def test_qemu_block_throttling_on_the_device(stack, tmp_path):
     dev, session = stack.open("raw")
     spec, outputs, _ = run(session, dev, "device", Fio(), FIO, Load(limits=Limits(read_iops=50)), tmp_path / "tq")
@@ -241,6 +255,7 @@ def test_qemu_block_throttling_on_the_device(stack, tmp_path):
 # ---- failures ---------------------------------------------------------------------------
 
 
+@covers("device:loop", "runtime:vm", "path:vm/device", "fault:boot_timeout", stored=False)
 def test_a_vm_that_does_not_boot_in_time_fails_with_its_console(stack, tmp_path):
     dev, session = stack.open("raw", boot_timeout_s=3)
     with pytest.raises(TrialFailure) as e:
@@ -250,6 +265,7 @@ def test_a_vm_that_does_not_boot_in_time_fails_with_its_console(stack, tmp_path)
     assert "Linux version" in console and console[-200:] in e.value.stderr  # the failure carries its tail
 
 
+@covers("device:loop", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm", "fault:vm_died", stored=False)
 def test_a_killed_qemu_fails_the_trial_and_leaves_nothing(stack, tmp_path):
     dev, session = stack.open("ext4", 256 << 20)
     spec = Fio().parse_params({**FIO, "runtime": 60}, Path("."))
@@ -297,6 +313,7 @@ KILLED_RUN = textwrap.dedent("""
 """)
 
 
+@covers("device:loop", "runtime:vm", "fault:kill9", stored=False)
 def test_kill_9_then_cleanup_removes_everything(tmp_path, guest):
     state, workdir, art = tmp_path / "state", Path(f"/var/tmp/strata-it-vm-{uuid.uuid4().hex[:8]}"), tmp_path / "t8"
     (tmp_path / "killed.py").write_text(KILLED_RUN)
@@ -329,6 +346,7 @@ def test_kill_9_then_cleanup_removes_everything(tmp_path, guest):
         workdir.rmdir()
 
 
+@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm")
 def test_strata_run_on_a_vm_is_stored_as_emulated_and_leaves_nothing(tmp_path):
     """The vm runtime through `strata run`: the raw device passed into the guest, fio in it, the result stored
     with the guest's numbers, flagged `emulated` (TCG here, never compared), and nothing left behind."""

@@ -20,6 +20,7 @@ from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.filesystems.mkfs import EXT4
 from strata.stack.journal import Journal
 from strata.workloads.ycsb import cassandra, jars, node
+from tests.coverage import covers
 
 from .helpers import leftovers, wait_for
 
@@ -75,6 +76,7 @@ def native(homes, workdir, mountpoint, cfgs_kw=None, nodes=1, name="n"):
     )
 
 
+@covers("workload:ycsb", "filesystem:ext4", "fault:tool_error", stored=False)
 def test_node_with_a_bad_option_fails_with_its_log(ext4, homes):
     workdir, mnt, journal = ext4
     cfg = native(homes, workdir, mnt, {"extra_yaml": {"no_such_option_xyz": 1}}, name="b")[0]
@@ -89,6 +91,7 @@ def test_node_with_a_bad_option_fails_with_its_log(ext4, homes):
     assert "no_such_option_xyz" in e.value.stderr and "exited while starting" in str(e.value)
 
 
+@covers("workload:ycsb", "filesystem:ext4", "fault:timeout", stored=False)
 def test_node_not_ready_in_time_fails_with_its_log(ext4, homes):
     workdir, mnt, journal = ext4
     cfg = native(homes, workdir, mnt, name="t")[0]
@@ -109,6 +112,7 @@ def test_node_not_ready_in_time_fails_with_its_log(ext4, homes):
     assert not Path(f"/proc/{pid}").exists() or "CassandraDaemon" not in Path(f"/proc/{pid}/cmdline").read_text()
 
 
+@covers("workload:ycsb", stored=False)
 def test_jars_need_no_network_once_cached(homes, tmp_path, monkeypatch):
     """With Maven Central unreachable: the cached jars are used as they are, a changed binding
     builds offline from strata's Maven repository, and an empty cache is a clear StrataError."""

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.coverage import covers
+
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = pytest.mark.integration
@@ -84,6 +86,7 @@ def assert_measured(r: dict, nodes: int = 1):
     assert r["collectors"]["cgroups"]["0"]["cpu_ns"] > 0  # the node's own CPU, from its cgroup
 
 
+@covers("device:loop", "filesystem:ext4", "runtime:native", "path:native/bind", "workload:ycsb", "workload:ycsb@native")
 def test_native_two_node_cluster_with_replication_2(tmp_path, env):
     """Natively on the mount point: two nodes, one after the other, RF 2 written and read at ALL."""
     workdir, e = env
@@ -104,6 +107,7 @@ def test_native_two_node_cluster_with_replication_2(tmp_path, env):
     print(f"\nnative, 2 nodes RF 2 at ALL: {m['primary']['value']:.0f} ops/s (ready in {m['node_ready_s']} s)")
 
 
+@covers("device:loop", "filesystem:ext4", "runtime:native", "path:native/bind", "workload:ycsb", "workload:ycsb@native")
 def test_strata_loopback_moves_the_nodes_to_a_block_of_their_own(tmp_path, env):
     """STRATA_LOOPBACK=X: the node listens, and the clients connect, in 127.X.0.0/16 (two runs on one
     machine never share an address); the run measures as on the default block."""
@@ -124,6 +128,17 @@ def _containers(state: Path) -> list[dict]:
     return [x["data"] for j in (state / "journal").glob("*.jsonl") for x in pending(j) if x["kind"] == "container"]
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "workload:ycsb",
+    "workload:ycsb@docker",
+    "fault:instance_died",
+    "fault:instance_died@docker",
+)
 def test_a_killed_database_container_fails_its_trial_and_the_run_goes_on(tmp_path, env):
     workdir, e = env
     long = {**SMALL, "runtime": 60, "data_integrity": False, "name": "long"}
@@ -152,6 +167,17 @@ def test_a_killed_database_container_fails_its_trial_and_the_run_goes_on(tmp_pat
     print(f"\nkilled container: its trial failed as {failed['category']}; the run ended {after_s:.0f} s later")
 
 
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "workload:ycsb",
+    "workload:ycsb@docker",
+    "fault:kill9",
+    stored=False,
+)
 def test_kill_9_then_cleanup_removes_the_node_its_container_and_dirs(tmp_path, env):
     workdir, e = env
     s = write_spec(

@@ -11,30 +11,29 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from tests import coverage  # noqa: E402
 from tests.conftest import (  # noqa: E402
-    DEFAULT_RUNS,
     FULL_ONLY,
+    INTEGRATION,
     NOT_RUN_HERE,
     SERIAL,
     SHARED,
     SPREAD,
     full_only,
     group_of,
+    not_run_here,
 )
 
 
 @pytest.fixture(scope="module")
-def nodeids() -> list[str]:
-    cp = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests", "--collect-only", "-q", "-p", "no:cacheprovider", "--full"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    ids = [line for line in cp.stdout.splitlines() if "::" in line]
-    assert ids, cp.stdout[-2000:] + cp.stderr[-2000:]
-    return ids
+def declared() -> dict[str, dict | None]:
+    """{node id: {"keys", "stored"} or None} of every test, as collected with --full."""
+    return coverage.collect_declarations()
+
+
+@pytest.fixture(scope="module")
+def nodeids(declared) -> list[str]:
+    return list(declared)
 
 
 def test_every_prefix_names_a_collected_test(nodeids):
@@ -68,38 +67,64 @@ def test_groups():
 
 def test_every_full_only_entry_names_collected_tests_and_says_why(nodeids):
     for prefix, why in FULL_ONLY.items():
+        assert "::" in prefix, f"FULL_ONLY names a whole file, so a test added to it would leave CI unseen: {prefix}"
         assert any(n.startswith(prefix) for n in nodeids), f"FULL_ONLY names no collected test: {prefix}"
         assert why.reason.strip(), f"{prefix}: a full-only test must say why"
 
 
-def test_a_covering_test_is_in_the_default_tier(nodeids):
+# ---- what the tiers cover, derived from the tests' declarations (tests/coverage.py) ----
+
+
+def test_every_integration_test_declares_the_keys_it_covers(declared):
+    silent = [n for n, d in declared.items() if n.startswith(INTEGRATION) and d is None]
+    assert not silent, f"integration tests without @covers(...) (tests/coverage.py): {silent}"
+
+
+def test_every_declared_key_is_a_key_of_the_registries(declared):
+    known = coverage.universe()
+    unknown = {k: n for n, d in declared.items() if d for k in d["keys"] if k not in known}
+    assert not unknown, f"keys no registry has (a typo, or a plugin gone): {unknown}"
+    for entry in NOT_RUN_HERE:
+        stands_for = [k for k in known if k == entry or (entry.endswith("*") and k.startswith(entry[:-1]))]
+        assert stands_for, f"NOT_RUN_HERE names {entry}, which is no key of the registries"
+
+
+def test_every_key_runs_in_a_tier_or_says_why_not(declared):
+    """Each key of the registries is exercised by a default-tier test, or by a full-only test that says it is
+    alone in running it, or is in NOT_RUN_HERE with the reason no test runs it."""
+    tiers = coverage.tiers_of(declared)
+    for key in coverage.universe():
+        why = not_run_here(key)
+        if why is not None:
+            assert why.strip(), key
+            assert key not in tiers, f"{key} is in NOT_RUN_HERE, yet the {tiers.get(key)} tier runs it: drop the entry"
+        else:
+            assert key in tiers, f"no test runs {key}: declare it on a test that does, or say why in NOT_RUN_HERE"
+
+
+def test_a_covered_reason_names_default_tests_that_run_each_of_its_keys(declared):
+    """`covered(TESTS, HOW)`: the default-tier tests named run every key the full-only test declares."""
     for prefix, why in FULL_ONLY.items():
-        if why.covered_by:
-            covering = [n for n in nodeids if n.startswith(why.covered_by)]
-            assert covering, f"{prefix} is covered by {why.covered_by}, which names no collected test"
-            assert any(full_only(n) is None for n in covering), f"{prefix}: {why.covered_by} is full-only too"
+        if not why.covered_by:
+            continue
+        covering = [n for n in declared if n.startswith(why.covered_by) and full_only(n) is None]
+        assert covering, f"{prefix}: {why.covered_by} names no default-tier test"
+        theirs = set().union(*(set((declared[n] or {}).get("keys", ())) for n in covering))
+        for node in (n for n in declared if n.startswith(prefix)):
+            keys = set((declared[node] or {}).get("keys", ()))
+            assert keys <= theirs, f"{node} is said covered by {why.covered_by}, which do not run {keys - theirs}"
 
 
-def test_every_collected_test_is_in_a_tier(nodeids):
-    """Default unless FULL_ONLY says why not: a test in neither is one whose reason went missing."""
-    for n in nodeids:
-        why = full_only(n)
-        assert why is None or why.reason, n
-
-
-def test_the_default_tier_runs_every_plugin_for_real(nodeids):
-    from strata.stack.devices import REGISTRY as DEVICES
-    from strata.stack.runtimes import REGISTRY as RUNTIMES
-    from strata.workloads import REGISTRY as WORKLOADS
-
-    needed = (
-        {f"device {d}" for d in DEVICES} | {f"runtime {r}" for r in RUNTIMES} | {f"workload {w}" for w in WORKLOADS}
+def test_the_readme_says_what_only_the_full_tier_runs(declared):
+    """The README's list is the derived one (regenerate it with `python -m tests.coverage --readme`)."""
+    text = (ROOT / "README.md").read_text()
+    begin, end = "<!-- full-tier-only: begin -->", "<!-- full-tier-only: end -->"
+    assert begin in text and end in text, "the README lost its list of what only the full tier runs"
+    written = text[text.index(begin) + len(begin) : text.index(end)].strip()
+    assert written == coverage.full_only_list(declared).strip(), (
+        "the README's list of what only the full tier runs is not the derived one: "
+        "regenerate it with `.venv/bin/python -m tests.coverage --readme`"
     )
-    missing = needed - set(DEFAULT_RUNS) - set(NOT_RUN_HERE)
-    assert not missing, f"no default-tier strata run of {sorted(missing)} (tests/conftest.py DEFAULT_RUNS)"
-    for what, test in DEFAULT_RUNS.items():
-        assert test in nodeids or any(n.startswith(test) for n in nodeids), f"{what}: {test} is not collected"
-        assert full_only(test) is None, f"{what}: {test} is full-only"
 
 
 def test_the_tiers_deselect_as_the_table_says():

@@ -258,11 +258,34 @@ def fs_failure(path: Path) -> str | None:
 
 
 def remove_tree(path: Path) -> None:
-    """rm -rf, never crossing into another file system (nothing mounted below may be deleted)."""
+    """rm -rf, never crossing into another file system (nothing mounted below may be deleted); btrfs subvolumes
+    below it, which are no mounts, go too."""
     if not path.exists():
         return
     unmount_under(str(path))
+    for subvolume in subvolumes_under(path):
+        sh(["btrfs", "subvolume", "delete", str(subvolume)], timeout=600)
     sh(["rm", "-rf", "--one-file-system", str(path)], timeout=1800)
+
+
+BTRFS_SUBVOLUME_INODE = 256  # the root directory of every btrfs subvolume
+
+
+def subvolumes_under(path: Path) -> list[Path]:
+    """The btrfs subvolumes below `path` (not mounted anywhere), deepest first. A storage driver on btrfs (Podman's
+    `btrfs`) makes one per image layer and container; each has a device number of its own, so `rm -rf
+    --one-file-system` does not enter it, while it is no mount: it must be deleted as a subvolume."""
+    mounted = set(mounts_under(str(path)))
+    found: list[Path] = []
+    for dirpath, dirnames, _ in os.walk(path):
+        parent_dev = os.lstat(dirpath).st_dev
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            with contextlib.suppress(OSError):
+                st = os.lstat(full)
+                if st.st_dev != parent_dev and st.st_ino == BTRFS_SUBVOLUME_INODE and full not in mounted:
+                    found.append(Path(full))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
 
 
 def listening_sockets(text: str | None = None) -> set[str]:

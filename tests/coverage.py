@@ -1,0 +1,317 @@
+"""What the integration tests exercise, as keys derived from strata's registries (docs/development.md "What the
+tiers cover").
+
+Every integration test declares the keys its real run exercises (`@covers(...)`, a pytest marker); a test of
+the suite (tests/unit/test_suite_layout.py) checks that every key of `universe()` is exercised by a default-tier
+test, or by a full-only test that says why it is alone (tests/conftest.py FULL_ONLY), or is named in
+`NOT_RUN_HERE` with the reason no test runs it; and that a full-only test `covered` by a default-tier one
+exercises no key that one does not. The universe is read from the registries, never typed here, so a new
+device, file system, runtime, storage driver, VM share, path, workload or failure category is a key the suite
+must place.
+
+A test that runs `strata run` into its tmp_path (the default, `stored=True`) has its declaration checked against
+the trials it stored (`keys_of_trial`): a key it declares but no stored trial shows, or a trial it stored shows
+but it does not declare, fails the test (tests/integration/conftest.py). A test that stores no trial showing
+its keys (`stored=False`: it drives the library below the run loop, or kills strata before a trial ends) is held
+to the static rules only.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The modes of a layer whose values are keys of their own: (layer, plugin) -> the field of its parameters
+# whose Literal values they are. Other fields (a VM's disk cache, fio's options) are parameters, not paths.
+MODES: dict[tuple[str, str], str] = {
+    ("device", "remote"): "transport",
+    ("runtime", "docker"): "storage_driver",
+    ("runtime", "podman"): "storage_driver",
+    ("runtime", "vm"): "share",
+}
+KUBERNETES_CLUSTERS = ("testbed", "kubeconfig")  # strata's own single-node test bed, or a user's cluster
+HOST_MODES = {
+    "hosts:one": "a trial placed on one test host, through its agent",
+    "hosts:span": "one trial whose instances run on two or more hosts, merged into one result",
+    "hosts:storage-host": "a remote device served by another host of the experiment",
+    "hosts:doctor-on-every-host": "`strata doctor --hosts`: every host's agent asked",
+    "hosts:cleanup-on-every-host": "`strata cleanup --hosts`: every host's agent journal undone",
+}
+# Failures each runtime detects in its own way (a container's OOMKilled, a pod's status, a host process's cgroup):
+# a key per runtime besides the category's own.
+BY_RUNTIME = ("oom", "timeout", "instance_died")
+LIFECYCLE = {
+    "fault:kill9": "strata killed with SIGKILL, then one `strata cleanup` removes what it left",
+    "fault:signal": "SIGINT or SIGTERM: teardown, then `--resume` finishes the run",
+}
+
+
+def covers(*keys: str, stored: bool = True) -> pytest.MarkDecorator:
+    """The keys a test's real run exercises; `stored`: whether the trials it stores show them (then checked)."""
+    return pytest.mark.covers(*keys, stored=stored)
+
+
+@dataclass(frozen=True)
+class Declared:
+    keys: frozenset[str]
+    stored: bool
+
+
+def declared(item: pytest.Item) -> Declared | None:
+    """A collected test's declaration (the markers of a parametrized case and of its function, merged)."""
+    marks = list(item.iter_markers("covers"))
+    if not marks:
+        return None
+    keys = frozenset(k for m in marks for k in m.args)
+    return Declared(keys, all(m.kwargs.get("stored", True) for m in marks))
+
+
+def _literal(model: Any, field: str) -> tuple[str, ...]:
+    return tuple(typing.get_args(model.model_fields[field].annotation))
+
+
+def universe() -> dict[str, str]:
+    """Every key, with what it is: read from the registries and the models' Literal types."""
+    from strata.core.errors import FAILURE_CATEGORIES
+    from strata.experiment.model import Experiment
+    from strata.stack.devices import REGISTRY as DEVICES
+    from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+    from strata.stack.runtimes import REGISTRY as RUNTIMES
+    from strata.workloads import REGISTRY as WORKLOADS
+
+    del Experiment  # imported for its side effect: the models of every plugin are complete
+    keys: dict[str, str] = {}
+    for layer, registry in (("device", DEVICES), ("runtime", RUNTIMES)):
+        for name, plugin in registry.items():
+            keys[f"{layer}:{name}"] = f"the {name} {layer}"
+            field = MODES.get((layer, name))
+            if field:
+                for value in _literal(plugin.params, field):
+                    keys[f"{layer}:{name}:{value}"] = f"the {name} {layer} with {field} {value}"
+    for cluster in KUBERNETES_CLUSTERS:
+        keys[f"runtime:kubernetes:{cluster}"] = f"pods on {cluster}"
+    for name in FILESYSTEMS:
+        keys[f"filesystem:{name}"] = f"the {name} file system"
+    for rname, runtime in RUNTIMES.items():
+        for path in runtime.paths:
+            keys[f"path:{rname}/{path}"] = f"the {path} path of {rname}"
+    for wname in WORKLOADS:
+        keys[f"workload:{wname}"] = f"the {wname} workload"
+        for rname in RUNTIMES:
+            keys[f"workload:{wname}@{rname}"] = f"{wname} on {rname}"
+        keys[f"workload:{wname}@hosts"] = f"{wname} on test hosts (its instances placed by an agent)"
+    keys.update(HOST_MODES)
+    for category, (meaning, _) in FAILURE_CATEGORIES.items():
+        keys[f"fault:{category}"] = meaning
+        if category in BY_RUNTIME:
+            for rname in RUNTIMES:
+                keys[f"fault:{category}@{rname}"] = f"{meaning}, as {rname} reports it"
+    keys.update(LIFECYCLE)
+    from strata.cli.main import SUBCOMMANDS
+
+    for command, module in SUBCOMMANDS.items():
+        keys[f"command:{command}"] = f"`strata {command}`: {module.HELP}"
+    for spec in sorted((ROOT / "examples").glob("*.yaml")):
+        keys[f"example:{spec.name}"] = f"examples/{spec.name} at smoke scale"
+    for bench in benches():
+        keys[f"bench:{bench}"] = f"bench/{bench}'s tiny run"
+    return keys
+
+
+def benches() -> list[str]:
+    """The benches with a tiny run (tests/integration/test_benches.py's table)."""
+    import importlib
+
+    return sorted(importlib.import_module("tests.integration.test_benches").BENCHES)
+
+
+def keys_of_trial(trial: dict[str, Any], failure: str | None = None, facts: dict[str, Any] | None = None) -> set[str]:
+    """The keys one trial exercises: its resolved form (`Trial.resolved()`, the `trial` of a stored result),
+    for a failed one its failure category, and what the stack's facts say it chose (a VM's share under
+    `auto`)."""
+    keys: set[str] = set()
+    chosen = ((facts or {}).get("runtime") or {}).get("share")
+    if chosen and trial["runtime"]["type"] == "vm" and trial["path"] == "bind":
+        keys.add(f"runtime:vm:{chosen}")
+    dev, rt, wl, path = trial["device"], trial["runtime"], trial["workload"], trial["path"]
+    keys.add(f"device:{dev['type']}")
+    for (layer, plugin), field in MODES.items():
+        part = dev if layer == "device" else rt
+        if part["type"] == plugin and part.get(field) and not (plugin == "vm" and path != "bind"):
+            keys.add(f"{layer}:{plugin}:{part[field]}")
+    if rt["type"] == "kubernetes":
+        keys.add(f"runtime:kubernetes:{'testbed' if rt.get('kubeconfig') is None else 'kubeconfig'}")
+    keys.add(f"filesystem:{trial['filesystem']['type']}")
+    keys.add(f"runtime:{rt['type']}")
+    keys.add(f"path:{rt['type']}/{path.split(':', 1)[0]}")
+    keys.add(f"workload:{wl['type']}")
+    placement = trial.get("placement")
+    keys.add(f"workload:{wl['type']}@{'hosts' if placement else rt['type']}")
+    if placement:
+        keys.add("hosts:span" if len(placement["instances"]) > 1 else "hosts:one")
+    if dev.get("host"):
+        keys.add("hosts:storage-host")
+    if failure:
+        keys.add(f"fault:{failure}")
+        if failure in BY_RUNTIME:
+            keys.add(f"fault:{failure}@{rt['type']}")
+    return keys
+
+
+def keys_of_results(root: Path, since: float) -> set[str]:
+    """The keys of every trial stored under `root` (any depth) since `since` (a time.time())."""
+    import json
+
+    keys: set[str] = set()
+    for p in root.rglob("trials/*.json"):
+        if ".attempt-" in p.name or p.stat().st_mtime < since:
+            continue
+        try:
+            r = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if "trial" not in r:
+            continue
+        failed = (r.get("flags") or {}).get("failed") or {}
+        category = failed.get("category") if r.get("status") != "ok" else None
+        keys |= keys_of_trial(r["trial"], category, r.get("stack_facts"))
+    return keys
+
+
+DERIVED_HOSTS = ("hosts:one", "hosts:span", "hosts:storage-host")
+
+
+def derivable(key: str) -> bool:
+    """Whether a stored trial can show the key (the others are only declared: lifecycle, the host commands,
+    examples and benches)."""
+    kind = key.split(":", 1)[0]
+    return (
+        kind in ("device", "filesystem", "runtime", "path", "workload")
+        or key in DERIVED_HOSTS
+        or (kind == "fault" and key not in LIFECYCLE)
+    )
+
+
+def mismatch(declared: frozenset[str], observed: set[str]) -> tuple[set[str], set[str]]:
+    """(declared keys no stored trial shows, keys the stored trials show that are not declared). A failure
+    category the test did not declare is not held against it: a host may refuse a cell (unsupported)."""
+    claimed = {k for k in declared if derivable(k)}
+    return claimed - observed, {k for k in observed - claimed if not k.startswith("fault:")}
+
+
+def keys_of_spec(spec: Path, scale: str = "smoke") -> frozenset[str]:
+    """The keys of every trial an experiment file plans (at `scale`), without looking at the host."""
+    from strata.experiment.expand import expand
+    from strata.experiment.load import load_spec
+
+    exp, workloads = load_spec(spec, scale)
+    trials, _ = expand(exp, workloads)
+    return frozenset(k for t in trials for k in keys_of_trial(t.resolved()))
+
+
+# The README's list of what only the full tier runs: the keys no default-tier test declares, by kind.
+KINDS = (
+    ("device", "devices"),
+    ("filesystem", "file systems"),
+    ("runtime", "runtimes, storage drivers and modes"),
+    ("path", "paths (runtime/path)"),
+    ("workload", "workloads on a runtime or on test hosts"),
+    ("hosts", "across hosts"),
+    ("fault", "failures"),
+    ("command", "commands"),
+    ("example", "examples at smoke scale"),
+    ("bench", "benches' tiny runs"),
+)
+
+
+def full_only_list(declared: dict[str, dict[str, Any] | None]) -> str:
+    """Markdown bullets: per kind, the keys only full-only tests run; then what the full-only tests that say
+    they are alone run although the default tier runs each of their keys (a combination of covered parts)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from tests.conftest import FULL_ONLY, full_only
+
+    tiers = tiers_of(declared)
+    lines = []
+    for kind, title in KINDS:
+        keys = sorted(k.split(":", 1)[1] for k, tier in tiers.items() if tier == "full" and k.split(":", 1)[0] == kind)
+        if keys:
+            lines.append(f"- {title}: {', '.join(f'`{k}`' for k in keys)}")
+    combos = []
+    for prefix, why in FULL_ONLY.items():
+        nodes = [n for n in declared if n.startswith(prefix)]
+        keys = {k for n in nodes for k in (declared[n] or {}).get("keys", ())}
+        if not why.covered_by and nodes and all(tiers.get(k) == "default" for k in keys) and full_only(nodes[0]):
+            combos.append(why.reason)
+    if combos:
+        lines.append(f"- and, of parts the default tier runs each: {'; '.join(combos)}")
+    return "\n".join(lines)
+
+
+def tiers_of(declared: dict[str, dict[str, Any] | None]) -> dict[str, str]:
+    """key -> "default" (a default-tier test runs it) or "full" (only full-only tests do)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from tests.conftest import full_only
+
+    tiers: dict[str, str] = {}
+    for node, d in declared.items():
+        for key in (d or {}).get("keys", ()):
+            if tiers.get(key) != "default":
+                tiers[key] = "full" if full_only(node) else "default"
+    return tiers
+
+
+def collect_declarations() -> dict[str, dict[str, Any] | None]:
+    """Every test's declaration, collected with --full (tests/conftest.py writes them: STRATA_COVERAGE_DUMP)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = Path(tmp) / "declared.json"
+        cp = subprocess.run(
+            [sys.executable, "-m", "pytest", "tests", "--collect-only", "-q", "-p", "no:cacheprovider", "--full"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "STRATA_COVERAGE_DUMP": str(dump)},
+            check=False,
+            timeout=600,
+        )
+        if not dump.exists():
+            raise RuntimeError(f"collection failed:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
+        declared: dict[str, dict[str, Any] | None] = json.loads(dump.read_text())
+    return declared
+
+
+def main(argv: list[str]) -> int:
+    """`python -m tests.coverage`: every key and the tier that runs it; `--readme`: rewrite the README's list."""
+    declared = collect_declarations()
+    tiers = tiers_of(declared)
+    if argv == ["--readme"]:
+        readme = ROOT / "README.md"
+        text = readme.read_text()
+        begin, end = "<!-- full-tier-only: begin -->", "<!-- full-tier-only: end -->"
+        head, rest = text.split(begin, 1)
+        readme.write_text(f"{head}{begin}\n{full_only_list(declared)}\n{end}{rest.split(end, 1)[1]}")
+        return 0
+    for key, what in universe().items():
+        print(f"{tiers.get(key, 'none'):8} {key:45} {what}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
