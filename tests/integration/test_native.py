@@ -67,7 +67,7 @@ def test_every_filesystem_natively(tmp_path, env):
     assert sorted(r["labels"]["filesystem"] for r in rs) == ["btrfs-nodatacow", "ext4", "raw", "xfs"]
     for r in rs:
         assert r["status"] == "ok", r["flags"]["failed"]
-        assert r["metrics"]["read"]["iops"] > 100
+        assert r["metrics"]["read"]["iops"] > 0  # how fast is no functional question; the device's bytes are:
         ev = r["flags"]["cache"]["evidence"]
         assert all(d["read_bytes"] >= 0.5 * ev["read_workload_bytes"] for d in ev["per_disk"].values()), ev
         assert not r["flags"]["cache"]["suspect"]  # the byte evidence decides, never the timing
@@ -326,6 +326,13 @@ def test_block_device_holding_data_is_refused_without_consent(tmp_path, env):
         spec["devices"][0]["destroy"] = True
         write_spec(tmp_path / "s.yaml", spec)
         strata("run", tmp_path / "s.yaml", "-o", tmp_path / "out", env=e, check=0)
+        (r,) = results(tmp_path / "out")
+        assert r["status"] == "ok", r["flags"]["failed"]
+        facts = r["stack_facts"]["device"]
+        assert facts["type"] == "block" and facts["kernel_name"] == Path(dev).name, facts
+        moved = r["flags"]["cache"]["evidence"]["per_disk"][Path(dev).name]
+        assert r["metrics"]["write"]["io_bytes"] > 0 and moved["write_bytes"] > 0, moved
+        assert subprocess.run(["blkid", "-p", dev], capture_output=True).returncode != 0  # with consent: written
     finally:
         subprocess.run(["losetup", "-d", dev])
 

@@ -60,7 +60,7 @@ def test_an_oom_killed_container_ends_the_trial_at_once(tmp_path, env):
         tmp_path / "s.yaml",
         _spec(
             workdir,
-            workloads=[{"fio": {"preset": "rr", "size": "256MiB", "bs": "64MiB", "runtime": 60, "ramp_time": 0}}],
+            workloads=[{"fio": {"preset": "rr", "size": "256MiB", "bs": "64MiB", "runtime": 300, "ramp_time": 0}}],
             loads=[{"numjobs": 1, "iodepth": 16, "limits": {"memory": "96MiB"}}],
         ),
     )
@@ -68,8 +68,9 @@ def test_an_oom_killed_container_ends_the_trial_at_once(tmp_path, env):
     cp = strata("run", spec, "-o", tmp_path / "out", env=e)
     (r,) = results(tmp_path / "out")
     assert r["status"] == "failed" and r["flags"]["failed"]["category"] == "oom", (r["flags"]["failed"], cp.stdout)
-    # the trial's own deadline is 2 x 63 s + 120 s: the OOM kill was seen within seconds, not by the timeout
-    assert r["duration_s"] < 60, r["duration_s"]
+    # fio would run 300 s, and the trial's deadline is later still: a trial that ended before fio's own end was
+    # ended by the OOM kill (how soon is printed: seconds, on a quiet machine)
+    assert r["duration_s"] < 300, r["duration_s"]
     print(f"\noom trial ended after {r['duration_s']:.1f} s (whole run {time.monotonic() - t:.0f} s)")
 
 

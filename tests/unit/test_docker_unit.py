@@ -190,8 +190,7 @@ def test_wrapper_waits_for_go_then_times_the_tool(tmp_path):
     (sync / "go").touch()
     assert p.wait(timeout=10) == 3  # the tool's exit code
     start, end = float((out / "start").read_text()), float((out / "end").read_text())
-    assert go - 0.01 <= start <= end <= time.time()
-    assert start - go < 0.5  # polled every 5 ms
+    assert go - 0.01 <= start <= end <= time.time()  # released by go, not before; how soon is judged serially
     assert (out / "stderr").read_text() == "to stderr arg 1\n"
     assert (out / "stdout").read_text() == "out\n"
     assert (out / "cgroup-final.txt").exists()
@@ -328,8 +327,11 @@ def test_undo_daemon_is_idempotent_with_nothing_left(monkeypatch, tmp_path):
 
 
 def test_undo_container_of_a_gone_private_daemon_is_done(monkeypatch):
+    """Nothing to ask when the private daemon is gone: the undo of that daemon stops what ran in it."""
     monkeypatch.setattr(client, "answers", lambda sock, timeout=5: False)
-    containers._undo_container({"socket": "/run/strata/ab/d.sock", "name": "strata-ab-1"})
+    monkeypatch.setattr(client, "docker", lambda *a, **kw: pytest.fail(f"docker asked: {a}"))
+    said = containers._undo_container({"socket": "/run/strata/ab/d.sock", "name": "strata-ab-1"})
+    assert said is not None and "no engine answers at /run/strata/ab/d.sock" in said
 
 
 def test_undo_container_on_a_silent_system_daemon_keeps_the_entry(monkeypatch):
@@ -351,6 +353,8 @@ FAKE_DOCKER = """#!{python}
 import json, os, sys, time
 args = sys.argv[3:]  # after -H unix://...
 state = json.load(open(os.environ["FAKE_STATE"]))
+with open(os.environ["FAKE_STATE"] + ".calls", "a") as log:
+    log.write(json.dumps(args) + "\\n")
 if args[0] == "wait":
     time.sleep(state.get("wait_s", 0))
     print("\\n".join(str(state["codes"][n]) for n in args[1:]))
@@ -457,7 +461,7 @@ def test_wait_timeout_kills_and_removes(monkeypatch, tmp_path):
     t = time.monotonic()
     with pytest.raises(TrialFailure) as e:
         r.wait(1)
-    assert e.value.category == "timeout" and time.monotonic() - t < 10
+    assert e.value.category == "timeout" and time.monotonic() - t < 30  # before the container's own 30 s end
     assert s.journal.released == [10]
 
 
@@ -472,9 +476,20 @@ def test_wait_on_a_dead_private_daemon(monkeypatch, tmp_path):
     assert e.value.category == "daemon_died"
 
 
+def docker_calls(tmp_path) -> list[list[str]]:
+    """What the fake docker CLI was asked, in order."""
+    log = tmp_path / "state.json.calls"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
 def test_check_is_quiet_while_every_container_runs(monkeypatch, tmp_path):
     s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0, "c1": 0}, "running": ["c0", "c1"]})
-    running_with(s, tmp_path, 2).check(None)
+    r = running_with(s, tmp_path, 2)
+    r.check(None)  # raises nothing
+    asked = docker_calls(tmp_path)
+    assert any(a[0] == "inspect" and a[-2:] == ["c0", "c1"] for a in asked), asked  # it looked at both
+    assert not any(a[0] in ("rm", "kill", "stop") for a in asked), asked  # and left them running
+    assert not any(c.removed for c in r.containers) and s.journal.released == []
 
 
 def test_check_reports_a_container_that_ended(monkeypatch, tmp_path):
