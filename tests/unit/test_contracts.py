@@ -208,6 +208,7 @@ def test_the_cycle_check_sees_in_function_and_relative_imports():
     assert _cycle({"a": {"b": ""}, "b": {}}) is None
 
 
+@pytest.mark.timeout(600)  # a hang guard: ~250 imports from a clean slate, 57 s beside a loaded machine's work
 def test_every_module_imports_first():
     """A cycle inside a package only shows when its module is the first one imported (as a
     script importing strata.stack.vm.runtime did): import each module into a clean slate."""
