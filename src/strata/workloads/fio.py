@@ -31,6 +31,7 @@ from strata.workloads.base import (
     headline,
     resolve_file,
 )
+from strata.workloads.fio_writes import direct_writes, syncs
 from strata.workloads.latency import summarize
 
 PRESETS = {
@@ -377,6 +378,8 @@ def aggregate(docs: list[dict[str, Any]], series: list[dict[int, float]] | None 
         moved_bytes=moved,
         series={SERIES: merged} if merged else {},
         windows=[io_window(d) for d in docs],
+        syncs=syncs(docs),
+        direct_writes=direct_writes(docs),
     )
 
 
