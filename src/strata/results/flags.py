@@ -121,6 +121,7 @@ class AbsorbedEvidence(TypedDict, total=False):
     device_writes: float  # its write requests
     device_merges: float  # writes merged into another request before it
     device_bytes: float
+    syncs: int  # the workload's syncs meanwhile: each commits a journal, whose writes merge
     window: str  # counted over the workload's "measured" window, or the whole "trial"
 
 

@@ -41,7 +41,7 @@ def flush(
     if syncs is None or syncs.count <= 0:
         return None
     owed = syncs.count / max(1, syncs.streams)
-    per_disk = {n: {k: d.get(k) for k in ("flush_ios", "write_cache", "fua")} for n, d in disks.items()}
+    per_disk = {n: {k: _rounded(d.get(k)) for k in ("flush_ios", "write_cache", "fua")} for n, d in disks.items()}
     evidence: FlushEvidence = {
         "syncs": syncs.count,
         "streams": syncs.streams,
@@ -83,6 +83,10 @@ def flush(
     return Judgement(Flag.FLUSH, True, reason, evidence=evidence)
 
 
+def _rounded(v: Any) -> Any:
+    return round(v, 1) if isinstance(v, float) else v
+
+
 def fix_words(stack: dict[str, Any]) -> str:
     """What to do, in the words of the stack the user asked for."""
     options = [str(o) for o in stack.get("mount_options") or []]
@@ -91,7 +95,8 @@ def fix_words(stack: dict[str, Any]) -> str:
         return "measure a path on the device (a volume, a bind mount) to measure commits that last"
     dropped = [o for o in options if o in ("barrier=0", "nobarrier", "nobarrier=1")]
     if dropped:
-        return f"mount {fs} without {' and '.join(dropped)}: the default keeps its barriers (flushes)"
+        said = dropped[0] + (f" ({dropped[1]}, as the kernel shows it)" if len(dropped) > 1 else "")
+        return f"mount {fs} without {said}: the default keeps its barriers"
     if (stack.get("runtime") or {}).get("disk_cache") == "unsafe":
         return "the VM's disk_cache unsafe drops the guest's flushes: use none, writeback or directsync"
     return (

@@ -71,7 +71,7 @@ def _absorbed(ev: TrialEvidence) -> Value | None:
     if ev.parts is not None:
         return across_hosts({h: f.absorbed for h, f in ev.parts.items()}, Flag.ABSORBED)
     disks, window = ev.layers()
-    return absorbed(ev.direct_writes, disks, ev.stack, window)
+    return absorbed(ev.direct_writes, disks, ev.stack, window, ev.syncs.count if ev.syncs else 0)
 
 
 Judge = Callable[[TrialEvidence], Value | None]
