@@ -92,7 +92,8 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     windows = [_window(r.logs) for r in runs]
     basis = "as one 8 KiB block a transaction" if not params.writes else "as WAL"
     # WAL syncs (pg_stat_wal.wal_sync) wait one at a time on each server's WALWriteLock: one stream a server
-    syncs = Syncs(wal["syncs"], len(records), "WAL syncs (commits)") if wal and wal.get("syncs") is not None else None
+    servers = sum(r.get("servers") or 1 for r in records)
+    syncs = Syncs(wal["syncs"], servers, "WAL syncs (commits)") if wal and wal.get("syncs") is not None else None
     return Parsed(metrics, moved, {SERIES: series} if series else {}, windows, dirs, moved_basis=basis, syncs=syncs)
 
 
