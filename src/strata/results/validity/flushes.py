@@ -6,9 +6,9 @@ takes a flush, which /proc/diskstats counts (collectors/diskstats.py). A flush a
 waiting when it starts, but no sync of a stream twice: a stream's next sync starts after its last
 returned, and needs a flush that starts after it. So a stack that keeps its syncs issues at least
 syncs / streams flushes at every layer below (`owed`); other tenants of a disk only add flushes.
-Measured here (loop device over the VM's disk, ext4, fio 4 KiB random writes with fsync=1): 1.1
-flushes per fsync with barriers, at the loop device and at the disk below it alike; with barrier=0,
-1 flush in 18,534 fsyncs.
+Measured here (loop device over the VM's disk, ext4, fio 4 KiB random writes with fsync=1): 1.1 to
+2.0 flushes per fsync with barriers, at the loop device and at the disk below it alike; with
+barrier=0, 1 flush in 18,534 fsyncs.
 
 A layer whose cache is "write through" (zram; a disk without a volatile cache) makes a write durable
 when it completes, and the block layer completes a flush to it at once without counting it: it is
