@@ -129,6 +129,8 @@ FULL_ONLY: dict[str, Why] = {
     # the integration tests' (what a bench adds is its figure, taken by hand: docs/overhead.md)
     BENCH + "auto_repetitions.py]": covered(IT + "test_decisions.py", "repetitions: auto racing on real trials"),
     BENCH + "decisions_sim.py]": covered("tests/unit/test_repetitions.py", "the real decision functions, unit-tested"),
+    BENCH + "device_writes.py]": covered(IT + "test_device_writes.py", "the flush and absorbed flags on ext4 with "
+                                        "barriers, barrier=0 and data=journal"),
     BENCH + "kubernetes_overhead.py]": covered(IT + "test_kubernetes_runtime.py::test_fio_in_pods", "pods, native"),
     BENCH + "overhead.py]": covered(IT + "test_native.py::test_every_filesystem_natively", "fio natively, in docker"),
     BENCH + "podman_vs_docker.py]": covered(IT + "test_podman.py::test_fio_in_podman", "fio in podman"),

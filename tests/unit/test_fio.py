@@ -144,3 +144,17 @@ def test_no_syncs_and_reads_only():
     buffered = json.loads(json.dumps(rw))
     buffered["jobs"][0]["job options"]["direct"] = "0"
     assert direct_writes([buffered]) is None  # some writes went through the page cache: not judged
+
+
+def test_the_measured_window_of_jobs_reported_as_a_group():
+    """Regression (issue 44): under group_reporting fio sums `job_runtime` over the entry's jobs (2 jobs of
+    2 s: 4000 ms), which put a 32-job trial's window 3 minutes before its start; each job ran 2 s."""
+    from strata.workloads.fio import io_window, job_runtime_ms
+
+    doc = _doc("randrw-instance0.json")
+    assert doc["jobs"][0]["job_runtime"] == 4000 and doc["jobs"][0]["job options"]["numjobs"] == "2"
+    assert job_runtime_ms(doc) == 2000
+    start, end = io_window(doc)
+    assert end - start == 2.0 and end == doc["timestamp_ms"] / 1000
+    clones = _doc("dsync-jobfile.json")  # numjobs=2 without group_reporting: one entry a job, not summed
+    assert job_runtime_ms(clones) == max(j["job_runtime"] for j in clones["jobs"])

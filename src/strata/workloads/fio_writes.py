@@ -32,7 +32,7 @@ def option(doc: dict[str, Any], job: dict[str, Any], key: str, default: str = ""
     return str(v) if v is not None else default
 
 
-def _jobs(doc: dict[str, Any], job: dict[str, Any]) -> int:
+def jobs_of(doc: dict[str, Any], job: dict[str, Any]) -> int:
     """The jobs one JSON entry stands for: numjobs under group_reporting (one entry), else 1 (each clone)."""
     numjobs = _int(option(doc, job, "numjobs", "1"), 1)
     same = sum(1 for j in doc.get("jobs", []) if j.get("jobname") == job.get("jobname"))
@@ -49,7 +49,7 @@ def _int(text: str, default: int) -> int:
 def _streams(doc: dict[str, Any], job: dict[str, Any]) -> int:
     engine = option(doc, job, "ioengine", "psync").split(":")[0]
     depth = 1 if engine in SERIAL_SYNC_ENGINES else max(1, _int(option(doc, job, "iodepth", "1"), 1))
-    return _jobs(doc, job) * depth
+    return jobs_of(doc, job) * depth
 
 
 def _synced_writes(doc: dict[str, Any], job: dict[str, Any]) -> bool:
