@@ -93,7 +93,7 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     basis = "as one 8 KiB block a transaction" if not params.writes else "as WAL"
     # WAL syncs (pg_stat_wal.wal_sync) wait one at a time on each server's WALWriteLock: one stream a server
     servers = sum(r.get("servers") or 1 for r in records)
-    syncs = Syncs(wal["syncs"], servers, "WAL syncs (commits)") if wal and wal.get("syncs") is not None else None
+    syncs = Syncs(wal["syncs"], servers, "WAL syncs") if wal and wal.get("syncs") is not None else None
     return Parsed(metrics, moved, {SERIES: series} if series else {}, windows, dirs, moved_basis=basis, syncs=syncs)
 
 
