@@ -154,6 +154,7 @@ def test_fio_on_the_device(stack, tmp_path):
     guest_stats = json.loads((o.out_dir / "guest-stats.json").read_text())
     moved = parsed.moved_bytes["read"]
     assert guest_stats["disks"][guest_stats["data_disk"]]["read_bytes"] >= 0.9 * moved
+    assert {"flush_ios", "discard_ios"} <= set(guest_stats["disks"][guest_stats["data_disk"]])  # the guest's view
     # QEMU's and virtiofsd's host CPU, as a container's final counters and per second
     from strata.collectors.cgroup import final_counters
 
