@@ -360,3 +360,38 @@ def test_strata_run_on_a_vm_is_stored_as_emulated_and_leaves_nothing(tmp_path):
         assert leftovers(workdir) == [] and vm_leftovers(str(workdir)) == []
         if workdir.exists():
             workdir.rmdir()
+
+
+def test_a_vm_disk_cache_that_drops_the_guests_flushes_is_flagged(tmp_path):
+    """Issue 44: QEMU's cache=unsafe acknowledges the guest's flushes without passing them on, so the host's
+    device under the VM sees none of the fsyncs fio asked for in the guest; cache=none passes each on."""
+    from .helpers import results, write_spec
+
+    workdir = Path(f"/var/tmp/strata-it-vm-{uuid.uuid4().hex[:8]}")
+    env = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    fsync = {"name": "fsync", "rw": "randwrite", "bs": "4k", "size": "64MiB", "runtime": 8, "ramp_time": 1,
+             "options": {"fsync": 1}}  # fmt: skip
+    spec = {
+        "name": "vm-flush",
+        "workdir": str(workdir),
+        "devices": [{"type": "loop", "size": "256MiB"}],
+        "filesystems": ["raw"],
+        "runtimes": [{"type": "vm", "disk_cache": "unsafe", "disk_aio": "threads"}, {"type": "vm"}],
+        "paths": ["device"],
+        "workloads": [{"fio": fsync}],
+        "loads": ["low"],
+    }
+    try:
+        strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", tmp_path / "out", env=env, check=0)
+        by = {r["trial"]["runtime"]["disk_cache"]: r for r in results(tmp_path / "out")}
+        for r in by.values():
+            assert r["status"] == "ok", r["flags"].get("failed")
+            assert r["writes"]["syncs"]["count"] >= 100, r["writes"]  # TCG: 50 to 400 fsyncs a second here
+        unsafe, none = by["unsafe"]["flags"]["flush"], by["none"]["flags"]["flush"]
+        assert unsafe["suspect"] and "disk_cache unsafe" in unsafe["reason"], unsafe
+        assert not none["suspect"], none
+    finally:
+        strata("cleanup", "--force", env=env)
+        assert leftovers(workdir) == [] and vm_leftovers(str(workdir)) == []
+        if workdir.exists():
+            workdir.rmdir()

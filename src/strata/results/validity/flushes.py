@@ -68,14 +68,15 @@ def flush(
         seen = d.get("flush_ios")
         if seen is None or d.get("write_cache") == WRITE_THROUGH or (syncs.by_writes and d.get("fua")):
             continue
-        judged.append(name)
+        judged.append(seen)
         if seen < MIN_FLUSH_SHARE * owed:
             short.append(f"{name} saw {seen:.0f}")
     if not judged:
         reason = f"{asked}; no layer below counts flushes (a kernel before 5.5) or needs them: not judged"
         return Judgement(Flag.FLUSH, False, reason, evidence=evidence)
     if not short:
-        return Judgement(Flag.FLUSH, False, f"{asked}; every layer saw at least {owed:.0f} flushes", evidence=evidence)
+        reason = f"{asked}; every layer saw {min(judged):.0f} or more of the {owed:.0f} flushes owed"
+        return Judgement(Flag.FLUSH, False, reason, evidence=evidence)
     reason = (
         f"{asked}, so a stack that keeps them issues at least {owed:.0f} flushes; {', '.join(short)}: the syncs "
         f"did not reach the device, and what they committed is lost on a power failure; {fix_words(stack)}"
