@@ -133,7 +133,7 @@ FULL_ONLY: dict[str, Why] = {
     **{
         BENCH + f"{bench}]": alone(f"bench/{bench} in its tiny mode")
         for bench in (
-            "auto_repetitions.py", "decisions_sim.py", "kubernetes_overhead.py", "overhead.py",
+            "auto_repetitions.py", "decisions_sim.py", "device_writes.py", "kubernetes_overhead.py", "overhead.py",
             "pgbench_overhead.py", "podman_vs_docker.py", "remote_hosts.py", "remote_overhead.py", "report_bench.py",
             "spec_fuzz.py", "swarm_overhead.py", "vm_overhead.py", "wml/run.sh", "ycsb_client.py",
             "ycsb_cluster_span.py", "ycsb_native_container.py", "ycsb_placement.py",
@@ -205,6 +205,8 @@ FULL_ONLY: dict[str, Why] = {
     VM + "test_fio_on_a_qcow2_image": alone("a qcow2 image with a guest file system"),
     VM + "test_limits_become_vcpus_memory_and_throttling": alone("limits on a VM"),
     VM + "test_qemu_block_throttling_on_the_device": alone("QEMU's block throttling"),
+    VM + "test_a_vm_disk_cache_that_drops_the_guests_flushes": alone("a VM disk cache that drops the guest's "
+                                                                      "flushes, flagged"),
 }  # fmt: skip
 
 

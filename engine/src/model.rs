@@ -93,6 +93,22 @@ pub struct RunModel {
     pub rows: Vec<ReportRow>,
 }
 
+impl RunModel {
+    /// The threads that run the flowops of stats id `id` (a composite's inner ones too): the sum over
+    /// processes and threads of process instances x thread instances.
+    pub fn threads_of(&self, id: usize) -> u64 {
+        fn runs(f: &FlowopSpec, id: usize) -> bool {
+            f.stat_id == id || f.inner.iter().any(|i| runs(i, id))
+        }
+        self.procs
+            .iter()
+            .flat_map(|p| p.threads.iter().map(move |t| (p.instances, t)))
+            .filter(|(_, t)| t.flowops.iter().any(|f| runs(f, id)))
+            .map(|(n, t)| n * t.instances)
+            .sum()
+    }
+}
+
 /// Inputs for compiling.
 pub struct Ctx<'a> {
     pub file: &'a str,
@@ -433,6 +449,18 @@ mod tests {
         assert_eq!(m.stats.len(), 1);
         assert_eq!(m.rows[0].stat_id, None);
         assert_eq!(m.rows[1].stat_id, Some(0));
+    }
+
+    #[test]
+    fn threads_of_a_flowop_count_every_instance_that_runs_it() {
+        let m = model_of(
+            "define process name=p,instances=2 { thread name=a,instances=3 { flowop fsync name=fs1,fd=1 } \
+             thread name=b,instances=5 { flowop statfile name=st,filesetname=fs } } \
+             define process name=q { thread name=c,instances=4 { flowop fsync name=fs1,fd=1 } }",
+        );
+        let id = |name: &str| m.rows.iter().filter(|r| r.name == name).find_map(|r| r.stat_id).unwrap();
+        assert_eq!(m.threads_of(id("fs1")), 2 * 3 + 4); // one stats entry for the same name, in two threads
+        assert_eq!(m.threads_of(id("st")), 2 * 5);
     }
 
     #[test]

@@ -160,6 +160,10 @@ pub struct FlowopOut {
     pub mb_per_s: f64,
     pub latency_us: Latency,
     pub histogram: HistogramOut,
+    /// The threads that run it (each thread's instances times its process's): at most this many of its
+    /// operations are under way at once (a sync's concurrency, which strata's flush check bounds by).
+    #[serde(default)]
+    pub threads: u64,
 }
 
 /// `data` of the `end` envelope.
@@ -287,6 +291,7 @@ pub fn end_data(
                 mb_per_s: t.bytes as f64 / MB / secs.max(1e-9),
                 latency_us: latency(t, h, extremes_reset),
                 histogram: histogram(h),
+                threads: id.map(|i| model.threads_of(i)).unwrap_or(0),
             }
         })
         .collect();

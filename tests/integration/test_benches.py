@@ -48,6 +48,16 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
         [(r"P\(any wrong answer per group\) <= 5%: met in (?P<met>\d+) of (?P<scenarios>\d+) scenarios",
           {"scenarios": (1, 1000)})],
     ),
+    "device_writes.py": (
+        [],
+        [
+            (r"stack +workload +load +flushes/owed +merged/write +WA +flags", {}),
+            (r"flush: stacks that keep their syncs saw at least (?P<kept>[\d.]+) of the flushes owed, barrier=0 at "
+             r"most (?P<dropped>[\d.]+) \(flagged below 0.5\)", {"kept": (0.1, 1e4), "dropped": (0.0, 1e4)}),
+            (r"absorbed: plain file systems merged at most (?P<plain>-?[\d.]+) a random write, data=journal at least "
+             r"(?P<journal>[\d.]+) \(flagged above 0.5\)", {"plain": (-100.0, 100.0), "journal": (0.0, 100.0)}),
+        ],
+    ),
     "kubernetes_overhead.py": (
         [],
         [

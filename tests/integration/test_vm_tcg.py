@@ -157,6 +157,7 @@ def test_fio_on_the_device(stack, tmp_path):
     guest_stats = json.loads((o.out_dir / "guest-stats.json").read_text())
     moved = parsed.moved_bytes["read"]
     assert guest_stats["disks"][guest_stats["data_disk"]]["read_bytes"] >= 0.9 * moved
+    assert {"flush_ios", "discard_ios"} <= set(guest_stats["disks"][guest_stats["data_disk"]])  # the guest's view
     # QEMU's and virtiofsd's host CPU, as a container's final counters and per second
     from strata.collectors.cgroup import final_counters
 
@@ -380,6 +381,42 @@ def test_strata_run_on_a_vm_is_stored_as_emulated_and_leaves_nothing(tmp_path):
         facts = r["stack_facts"]["runtime"]
         assert facts["emulated"] == (facts["accel"] == "tcg")
         assert bool(r["flags"].get("emulated")) == facts["emulated"]  # never compared as storage when emulated
+    finally:
+        strata("cleanup", "--force", env=env)
+        assert leftovers(workdir) == [] and vm_leftovers(str(workdir)) == []
+        if workdir.exists():
+            workdir.rmdir()
+
+
+@covers("device:loop", "filesystem:raw", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm")
+def test_a_vm_disk_cache_that_drops_the_guests_flushes_is_flagged(tmp_path):
+    """Issue 44: QEMU's cache=unsafe acknowledges the guest's flushes without passing them on, so the host's
+    device under the VM sees none of the fsyncs fio asked for in the guest; cache=none passes each on."""
+    from .helpers import results, write_spec
+
+    workdir = Path(f"/var/tmp/strata-it-vm-{uuid.uuid4().hex[:8]}")
+    env = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    fsync = {"name": "fsync", "rw": "randwrite", "bs": "4k", "size": "64MiB", "runtime": 8, "ramp_time": 1,
+             "options": {"fsync": 1}}  # fmt: skip
+    spec = {
+        "name": "vm-flush",
+        "workdir": str(workdir),
+        "devices": [{"type": "loop", "size": "256MiB"}],
+        "filesystems": ["raw"],
+        "runtimes": [{"type": "vm", "disk_cache": "unsafe", "disk_aio": "threads"}, {"type": "vm"}],
+        "paths": ["device"],
+        "workloads": [{"fio": fsync}],
+        "loads": ["low"],
+    }
+    try:
+        strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", tmp_path / "out", env=env, check=0)
+        by = {r["trial"]["runtime"]["disk_cache"]: r for r in results(tmp_path / "out")}
+        for r in by.values():
+            assert r["status"] == "ok", r["flags"].get("failed")
+            assert r["writes"]["syncs"]["count"] >= 100, r["writes"]  # TCG: 50 to 400 fsyncs a second here
+        unsafe, none = by["unsafe"]["flags"]["flush"], by["none"]["flags"]["flush"]
+        assert unsafe["suspect"] and "disk_cache unsafe" in unsafe["reason"], unsafe
+        assert not none["suspect"], none
     finally:
         strata("cleanup", "--force", env=env)
         assert leftovers(workdir) == [] and vm_leftovers(str(workdir)) == []

@@ -78,6 +78,21 @@ def test_two_instances_sum_and_merge(tmp_path):
             assert lo * 0.97 <= f["latency_us"]["p99"] <= hi * 1.03
     assert parsed.moved_bytes["read"] == sum(e["summary"]["read_bytes"] for e in ends)
     assert not FILEBENCH.direct_io(spec)
+    # its fsync flowops are the syncs it asked for; an engine output older than `threads` gives no streams:
+    # then as many as syncs, so only a device that saw no flush is flagged
+    fsyncs = sum(f["ops"] for f in m["flowops"] if f["type"] == "fsync")
+    assert parsed.syncs is not None and parsed.syncs.count == fsyncs > 0 and parsed.syncs.streams == fsyncs
+    assert parsed.direct_writes is None  # buffered
+
+
+def test_the_engines_threads_bound_the_fsyncs_at_once(tmp_path):
+    """varmail: 16 threads, each with two fsync flowops (counted once a flowop: 32, a looser bound)."""
+    spec = FILEBENCH.parse_params({"type": "filebench", "personality": "varmail"}, Path("."))
+    parsed = FILEBENCH.parse(spec, _outputs(tmp_path, ["varmail-threads.jsonl"]))
+    end = next(json.loads(x)["data"] for x in (DATA / "varmail-threads.jsonl").read_text().splitlines()[-1:])
+    assert all(f["threads"] == 16 for f in end["flowops"])
+    assert parsed.syncs.count == sum(f["ops"] for f in end["flowops"] if f["type"] == "fsync")
+    assert parsed.syncs.streams == 32 and parsed.syncs.what == "fsync"
 
 
 def test_engine_error_and_missing_end_are_failures(tmp_path):

@@ -100,3 +100,61 @@ def test_job_file_only_gets_its_target(tmp_path):
 def test_iops_series_from_fio_log(tmp_path):
     (tmp_path / "fio_iops.log").write_text("1000, 500, 0, 4096, 0\n1000, 300, 1, 4096, 0\n2000, 600, 0, 4096, 0\n")
     assert iops_series(tmp_path) == {1: 800.0, 2: 600.0}
+
+
+def test_fio_declares_its_syncs_and_o_direct_writes_from_its_own_json():
+    """fsync=1 under group_reporting: one entry for 2 jobs, libaio syncs once its queue drained (2 streams);
+    fio counts the syncs apart from the writes."""
+    from strata.workloads.fio import aggregate
+    from strata.workloads.fio_writes import direct_writes, syncs
+
+    doc = _doc("randwrite-fsync-jsonplus.json")
+    job = doc["jobs"][0]
+    s = syncs([doc])
+    assert (s.count, s.streams, s.what, s.by_writes) == (job["sync"]["total_ios"], 2, "fsync", False)
+    w = direct_writes([doc])
+    assert (w.count, w.bytes, w.random) == (job["write"]["total_ios"], job["write"]["io_bytes"], True)
+    two = syncs([doc, doc])
+    assert two.count == 2 * s.count and two.streams == 4  # two instances
+    parsed = aggregate([doc])
+    assert parsed.syncs == s and parsed.direct_writes == w
+
+
+def test_a_job_files_synced_writes_and_clones():
+    """A job file with [global] direct=1 and sync=dsync, io_uring at iodepth 8, numjobs=2 without
+    group_reporting: two entries of one job each; every write is a sync (O_DSYNC), 8 at a time a job."""
+    from strata.workloads.fio_writes import direct_writes, option, syncs
+
+    doc = _doc("dsync-jobfile.json")
+    assert option(doc, doc["jobs"][0], "sync") == "dsync" and option(doc, doc["jobs"][0], "numjobs") == "2"
+    s = syncs([doc])
+    writes = sum(j["write"]["total_ios"] for j in doc["jobs"])
+    assert (s.count, s.streams, s.what, s.by_writes) == (writes, 16, "O_DSYNC writes", True)
+    w = direct_writes([doc])
+    assert w.count == writes and not w.random
+
+
+def test_no_syncs_and_reads_only():
+    from strata.workloads.fio_writes import direct_writes, syncs
+
+    read = _doc("randread-loop-jsonplus.json")
+    assert syncs([read]).count == 0 and direct_writes([read]) is None
+    rw = _doc("randrw-instance0.json")
+    assert direct_writes([rw]).random and syncs([rw]).count == 0
+    buffered = json.loads(json.dumps(rw))
+    buffered["jobs"][0]["job options"]["direct"] = "0"
+    assert direct_writes([buffered]) is None  # some writes went through the page cache: not judged
+
+
+def test_the_measured_window_of_jobs_reported_as_a_group():
+    """Regression (issue 44): under group_reporting fio sums `job_runtime` over the entry's jobs (2 jobs of
+    2 s: 4000 ms), which put a 32-job trial's window 3 minutes before its start; each job ran 2 s."""
+    from strata.workloads.fio import io_window, job_runtime_ms
+
+    doc = _doc("randrw-instance0.json")
+    assert doc["jobs"][0]["job_runtime"] == 4000 and doc["jobs"][0]["job options"]["numjobs"] == "2"
+    assert job_runtime_ms(doc) == 2000
+    start, end = io_window(doc)
+    assert end - start == 2.0 and end == doc["timestamp_ms"] / 1000
+    clones = _doc("dsync-jobfile.json")  # numjobs=2 without group_reporting: one entry a job, not summed
+    assert job_runtime_ms(clones) == max(j["job_runtime"] for j in clones["jobs"])

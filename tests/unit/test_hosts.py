@@ -290,6 +290,26 @@ def test_merge_sums_the_hosts_and_keeps_each(tmp_path):
     assert result["flags"]["cache"]["suspect"] is False
     assert set(result["flags"]["sync"]["hosts"]) == {"a", "b"}
     assert result["flags"]["sync"]["release_skew_s"] == pytest.approx(0.0)
+    assert result["writes"]["amplification"] is None and "flush" not in result["flags"]  # the parts hold neither
+
+
+def test_merge_flags_a_trial_whose_host_dropped_its_syncs_and_keeps_each_hosts_writes(tmp_path):
+    exp, wls = parse_spec({**BASE, "hosts": HOSTS, "placement": ["spread"], "loads": [{"containers": 2}]})
+    (trial,) = expand(exp, wls)[0]
+    parts = [_outcome(tmp_path, "a", 0, 0.0, 100, 50.0), _outcome(tmp_path, "b", 1, 0.0, 200, 50.0)]
+    parts[0].result["flags"]["flush"] = {"suspect": False, "reason": "every layer saw at least 500 flushes"}
+    parts[1].result["flags"]["flush"] = {"suspect": True, "reason": "loop0 saw 0"}
+    parts[0].result["writes"] = {"workload_bytes": 10 << 20, "amplification": {"loop0": 1.0}}
+    parts[1].result["writes"] = {"workload_bytes": 30 << 20, "amplification": {"loop3": 2.0}}
+    result = {"flags": {}, "warnings": []}
+    merge(trial, parts, tmp_path, result)
+    flush = result["flags"]["flush"]
+    assert (
+        flush["suspect"] and flush["reason"] == "host b: loop0 saw 0" and set(flush["evidence"]["hosts"]) == {"a", "b"}
+    )
+    assert result["writes"]["amplification"] == {"a:loop0": 1.0, "b:loop3": 2.0}
+    assert result["writes"]["workload_bytes"] == 40 << 20
+    assert any(w["flag"] == "flush" for w in result["warnings"])
 
 
 # ---- the whole path, with two agents on 127.0.0.1 --------------------------------------------

@@ -42,7 +42,8 @@ EXPORT_COLUMNS = (
     "read_bw_bytes write_bw_bytes "
     "read_clat_mean_ns read_clat_p99_ns read_lat_mean_ns read_lat_p99_ns read_slat_mean_ns write_clat_mean_ns "
     "write_clat_p99_ns write_lat_mean_ns write_lat_p99_ns write_slat_mean_ns cache_suspect sync_suspect "
-    "failed_category failed_message duration_s started_at kernel hostname"
+    "flush_suspect absorbed_suspect failed_category failed_message duration_s started_at kernel hostname "
+    "write_amplification"
 ).split()
 
 
@@ -215,8 +216,8 @@ def test_a_new_workloads_latencies_are_its_breakdown(sysbench):
 def test_a_new_workloads_fields_are_shown(sysbench):
     text = table_text([sb_result(clients=2, tps=1234.4)])
     head, _, row = text.splitlines()
-    assert head.split()[5:] == ["IOPS", "MiB/s", "lat", "mean", "us", "lat", "p99", "us", "TPS", "flags"]
-    assert row.split()[5:] == ["-", "-", "-", "-", "1234"]
+    assert head.split()[5:] == ["IOPS", "MiB/s", "lat", "mean", "us", "lat", "p99", "us", "TPS", "WA", "flags"]
+    assert row.split()[5:] == ["-", "-", "-", "-", "1234", "-"]
 
 
 def test_show_prints_each_workloads_own_fields():

@@ -231,6 +231,7 @@ def test_two_servers_add_their_tps_and_merge_their_latencies(tmp_path):
     assert m2["transactions"]["processed"] == 2928 and m2["clients"]["run"]["client_cpu_share"] == 0.1
     assert m2["wal"]["bytes"] == 128 * MiB and two.moved_bytes == {"read": 0, "write": 128 * MiB}
     assert m2["pgbench"]["version"].startswith("15.18") and "lag_ns" not in m2
+    assert two.syncs is not None and (two.syncs.count, two.syncs.streams) == (200, 2)  # pg_stat_wal's wal_sync
 
 
 def test_a_select_only_run_reads_one_block_a_transaction_and_its_latency_is_a_read(tmp_path):
@@ -247,6 +248,7 @@ def test_a_run_without_its_counters_still_measures_and_claims_no_write_bytes(tmp
     observed = {"before": [{"error": "psql: connection refused"}], "after": [_counters(1)]}
     parsed = PGBENCH.parse(PgbenchParams(clients=4, threads=2), _outputs(_trial(tmp_path, ["tpcb"], observed), 1))
     assert parsed.metrics["wal"] is None and parsed.moved_bytes["write"] == 0
+    assert parsed.syncs is None  # its counters do not say
 
 
 def test_a_server_that_exited_badly_while_stopping_is_instance_died(tmp_path):

@@ -62,6 +62,9 @@ def test_whole_pipeline_stores_every_trial(tmp_path):
     assert r["schema_version"] == 2 and r["status"] == "ok" and r["metrics"]["primary"]["iops"] == 500
     assert r["flags"]["failed"] is None and "sync" in r["flags"] and "cache" in r["flags"]
     assert (tmp_path / "out" / r["artifacts"] / "series.json").exists()
+    # every trial holds its writes: the null workload declares no syncs and no O_DIRECT writes, and wrote nothing
+    assert r["writes"]["syncs"] is None and r["writes"]["direct"] is None and r["writes"]["amplification"] is None
+    assert "flush" not in r["flags"] and "absorbed" not in r["flags"]  # neither applies
     # each stack provisioned once, torn down in reverse order, and nothing left in the journal
     assert events.count(("device+", "loop")) == 1 and events[-1] == ("device-", "loop")
     assert events.count(("fs+", "xfs")) == 2  # once per round: the repetitions are interleaved

@@ -33,6 +33,22 @@ def test_schema_1_results_load_as_the_current_schema(name):
             assert r["flags"]["above_raw"]["suspect"] and "above_raw" not in r["flags"]["cache"]
 
 
+@pytest.mark.parametrize("name", ["small", "fs-compare", "sweeps", "bs-sweep"])
+def test_results_stored_before_writes_and_the_write_flags_load_without_them(name):
+    """Issue 44: `writes`, flags.flush and flags.absorbed, each disk's flushes are additions within schema 2:
+    an older result has none, is judged by none, and every table still shows it."""
+    from strata.cli.show import table_text
+    from strata.results import writes
+    from strata.results.flags import Flag, Flags
+
+    rs = load_results(DATA / name)
+    for r in rs:
+        f = Flags.of(r)
+        assert f.flush is None and f.absorbed is None and not f.warns(Flag.FLUSH) and not f.warns(Flag.ABSORBED)
+        assert writes.of_result(r) is None and writes.device(r) is None
+    assert "WA" in table_text(rs).splitlines()[0]
+
+
 def test_a_newer_schema_is_refused_with_the_fix():
     with pytest.raises(ValueError, match="upgrade strata"):
         migrate({"schema_version": SCHEMA_VERSION + 1})

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from strata.analysis import amplification
 from strata.analysis.cells import Cell
 from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, repetitions_for, within_text
 from strata.analysis.groups import compare
@@ -55,6 +56,7 @@ class Best:
     need: str = ""
     method: str = ""  # where the intervals' variance came from (analysis/groups.py)
     by_cell: dict[str, Answer] = field(default_factory=dict)  # cell key -> Answer (two cells may share a stack: hosts)
+    amplification: str = ""  # a line of its own when the stacks differ in write amplification beyond their noise
 
     def answer_of(self, c: Cell) -> Answer:
         return self.by_cell.get(c.key) or self.answers[c.stack]
@@ -111,6 +113,7 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
         cmp = compare({k: c.runs for k, c in by_key.items()}, top.margin, top.design)
         top = by_key[cmp.leader] if cmp.leader else max(group, key=lambda c: c.summary.mean)
         b = Best(top.labels["workload"], top.labels["load"], top.unit, top, None, None, candidates=len(group))
+        b.amplification = amplification.advice(group)
         others = sorted((c for c in group if c is not top), key=lambda c: c.summary.mean, reverse=True)
         if others:
             b.runner_up, b.method = others[0], cmp.method

@@ -1,7 +1,8 @@
 """strata show RESULTS: a terminal table of results with their validity flags.
 
 Its measurement columns are those the registered workloads declare for it (`Show` in strata/core/metrics.py),
-its flags' marks and legend those each flag declares (`Declared.mark`, strata/results/flags.py).
+then the device under test's write amplification (WA, strata/results/writes.py), its flags' marks and legend
+those each flag declares (`Declared.mark`, strata/results/flags.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from strata.cli.export import load_results_dir
 from strata.core.errors import FAILURE_CATEGORIES
 from strata.core.metrics import MetricSchema
+from strata.results import writes
 from strata.results.export import columns, flatten
 from strata.results.flags import DECLARED, Flags
 
@@ -51,7 +53,7 @@ def table_text(results: list[dict[str, Any]]) -> str:
     from strata.workloads import declared, metrics_of
 
     measured = headings(declared())
-    head = ("stack", "workload", "load", "rep", "status", *measured, "flags")
+    head = ("stack", "workload", "load", "rep", "status", *measured, "WA", "flags")
     cols = columns()
     rows = []
     for r in sorted(
@@ -69,6 +71,7 @@ def table_text(results: list[dict[str, Any]]) -> str:
                 str(f["repetition"]),
                 f["status"],
                 *(values.get(h, "-") for h in measured),
+                _num(writes.device(r), 1, 2),
                 " ".join(flags),
             )
         )
@@ -81,11 +84,16 @@ def table_text(results: list[dict[str, Any]]) -> str:
 
     out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
     notes = [w for r in results for w in r.get("warnings", [])]
+    if any(writes.device(r) is not None for r in results):
+        out += ["", WA_LEGEND]
     if any(r["status"] != "ok" for r in results) or notes:
         out.append("")
         out.append("flags: " + legend())
     out += _legend(results)
     return "\n".join(out)
+
+
+WA_LEGEND = "WA = write amplification: bytes the device under test wrote per byte the workload wrote"
 
 
 def marks(r: dict[str, Any]) -> list[str]:

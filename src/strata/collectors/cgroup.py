@@ -1,5 +1,8 @@
 """Each container's cgroup v1 counters (cpu, memory, blkio), sampled from the host.
 
+blkio is the container's own view of its I/O: bytes read, written and discarded on each device
+(`blkio.throttle.io_service_bytes`); cgroup v1 counts no flushes (the disks' are in diskstats.py).
+
 A container's cgroup directory disappears when it exits, so the runtime also
 leaves the final counters in the instance's out dir (cgroup-final.txt); the
 series here ends at the last sample taken while it ran.
@@ -23,16 +26,24 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def read_blkio(path: Path) -> dict[str, int]:
-    out = {"read_bytes": 0, "write_bytes": 0}
-    try:
-        for line in path.read_text().splitlines():
-            f = line.split()
-            if len(f) == 3 and f[1] in ("Read", "Write"):
-                out[f"{f[1].lower()}_bytes"] += int(f[2])
-    except OSError:
-        pass
+BLKIO_OPS = ("Read", "Write", "Discard")  # blkio.throttle.io_service_bytes's lines a container's I/O is summed from
+
+
+def blkio_bytes(lines: list[str]) -> dict[str, int]:
+    """{"read_bytes", "write_bytes", "discard_bytes"} summed over the devices of io_service_bytes's lines."""
+    out = {f"{op.lower()}_bytes": 0 for op in BLKIO_OPS}
+    for line in lines:
+        f = line.split()
+        if len(f) == 3 and f[1] in BLKIO_OPS and f[2].isdigit():
+            out[f"{f[1].lower()}_bytes"] += int(f[2])
     return out
+
+
+def read_blkio(path: Path) -> dict[str, int]:
+    try:
+        return blkio_bytes(path.read_text().splitlines())
+    except OSError:
+        return blkio_bytes([])
 
 
 class CgroupCollector:
@@ -67,6 +78,7 @@ class CgroupCollector:
                 "memory_bytes": [r["memory_bytes"] for r in rows[1:]],
                 "read_bytes": deltas([r["read_bytes"] for r in rows]),
                 "write_bytes": deltas([r["write_bytes"] for r in rows]),
+                "discard_bytes": deltas([r["discard_bytes"] for r in rows]),
             }
         return out
 
@@ -80,6 +92,7 @@ class CgroupCollector:
                     "memory_max_bytes": max(r["memory_bytes"] or 0 for r in rows),
                     "read_bytes": rows[-1]["read_bytes"],
                     "write_bytes": rows[-1]["write_bytes"],
+                    "discard_bytes": rows[-1]["discard_bytes"],
                 }
         return out
 
@@ -128,12 +141,7 @@ def final_counters(text: str) -> dict[str, Any]:
         "memory_max_bytes": num("memory/memory.max_usage_in_bytes"),
         "memory_failcnt": num("memory/memory.failcnt"),
     }
-    blk = {"read_bytes": 0, "write_bytes": 0}
-    for line in sections.get("blkio/blkio.throttle.io_service_bytes", []):
-        f = line.split()
-        if len(f) == 3 and f[1] in ("Read", "Write"):
-            blk[f"{f[1].lower()}_bytes"] += int(f[2])
-    out.update(blk)
+    out.update(blkio_bytes(sections.get("blkio/blkio.throttle.io_service_bytes", [])))
     for line in sections.get("memory/memory.oom_control", []):
         if line.startswith("oom_kill "):
             out["oom_kills"] = int(line.split()[1])

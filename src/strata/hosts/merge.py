@@ -14,7 +14,9 @@ Validity across hosts (each judged by validity/, from one `TrialEvidence` with e
   manager's clock by its host's measured offset (clock.py), with the offsets
   and their uncertainty recorded;
 - steady: the aggregate per-second series;
-- emulated: when any host's part ran under CPU emulation.
+- emulated: when any host's part ran under CPU emulation;
+- flush, absorbed: each host's disks against its own instances' syncs and writes
+  (judged on the host); suspect when any host is. `writes` keeps each host's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from strata.core.instances import InstanceOutput
-from strata.results import validity
+from strata.results import validity, writes
 from strata.results.flags import Flags, Sync
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import Parsed
@@ -121,6 +123,7 @@ def merge(trial: Trial, parts: list[PartOutcome], art: Path, result: dict[str, A
     result["metrics"] = metrics
     result["collectors"] = {"hosts": {p.host: p.result.get("collectors") or {} for p in parts}}
     result["stack_facts"] = {"hosts": {p.host: p.result.get("stack_facts") or {} for p in parts}}
+    result["writes"] = writes.across_hosts({p.host: p.result.get("writes") for p in parts})
     primary = metrics.get("primary") or {}
     hosts_of = window_hosts(parsed, hosts, parts)
     shifted = shifted_windows(parsed.windows, hosts_of, parts)

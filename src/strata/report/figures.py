@@ -378,6 +378,52 @@ def _series(fig: Figure) -> MplFigure:
     return mpl
 
 
+def _amplification(fig: Figure) -> MplFigure:
+    """Bytes written per workload byte: a bar per layer (the device under test darkest) for each stack, with
+    its 95% interval, and the workload's own bytes (1.0) as a line."""
+    bars = fig.data["bars"]
+    stacks = list(dict.fromkeys(b["label"] for b in bars))
+    layers = list(dict.fromkeys(b["layer"] for b in bars))
+    colors = LAT_COLORS[::-1] if len(layers) <= len(LAT_COLORS) else PALETTE
+    shown = [v for b in bars for v in (b["value"], b["high"]) if v is not None and v > 0]
+    # a shared disk below may carry tens of times the workload's bytes (other tenants): then a log scale, so
+    # that the device under test's bars near 1.0 stay readable
+    floor = 10 ** math.floor(math.log10(min(shown))) if shown and max(shown) > 10 * min(shown) else None
+    width = 0.8 / max(1, len(layers))
+    mpl = MplFigure(figsize=(min(14, max(6.5, 0.45 * len(bars) + 2.5)), 4.2))
+    ax = mpl.add_subplot()
+    for i, layer in enumerate(layers):
+        sel = [b for b in bars if b["layer"] == layer]
+        xs = [stacks.index(b["label"]) + (i - (len(layers) - 1) / 2) * width for b in sel]
+        vals = [b["value"] for b in sel]
+        ax.bar(xs, vals, width * 0.95, color=colors[i % len(colors)], label=layer)
+        with_ci = [(x, b) for x, b in zip(xs, sel) if b["low"] is not None and b["high"] is not None]
+        if with_ci:
+            cx, cb = zip(*with_ci)
+            cv = [b["value"] for b in cb]
+            lows = [max(b["low"], floor) if floor else b["low"] for b in cb]
+            yerr = _ci(cv, lows, [b["high"] for b in cb])
+            ax.errorbar(cx, cv, yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    if len(stacks) < 3:
+        ax.set_xlim(-1.2, len(stacks) + 0.2)
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="the workload's bytes = 1.0")
+    if floor:
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylim(bottom=floor)
+        ax.set_ylabel("bytes written per workload byte (log scale)")
+    else:
+        ax.set_ylabel("bytes written per workload byte")
+        ax.set_ylim(bottom=0)
+    ticks = [_wrap(x) for x in stacks]
+    ax.set_xticks(range(len(stacks)), ticks, rotation=25, ha="right")
+    ax.set_xlabel("stack")
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _layout(mpl, _rot_len(ticks), _maxlen(labels), first_tick_len=_rot_len(ticks[:1]))
+    return mpl
+
+
 COMPARE_COLORS = {"higher": "#2ca02c", "lower": "#d62728", "same": "#6baed6", "undecided": "#bdbdbd"}
 
 
@@ -424,6 +470,7 @@ DRAW: dict[str, Callable[[Figure], MplFigure]] = {
     "detail": _detail,
     "series": _series,
     "compare": _compare,
+    "amplification": _amplification,
 }
 
 

@@ -128,7 +128,8 @@ def _warnings(a: Analysis) -> str:
 
 
 def _advice(a: Analysis) -> str:
-    texts = [b.text() for b in a.best] + [c.text() for c in a.containers] + [m.text() for m in a.placement_advice]
+    texts = [t for b in a.best for t in (b.text(), b.amplification) if t]
+    texts += [c.text() for c in a.containers] + [m.text() for m in a.placement_advice]
     items = [f"<li>{escape(t)}</li>" for t in texts[:MAX_LIST]]
     if len(texts) > MAX_LIST:
         items.append(f"<li>... {len(texts) - MAX_LIST} more in csv/advice.csv and csv/containers.csv</li>")

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from strata.analysis import amplification
 from strata.analysis.analyse import Analysis
 from strata.analysis.baseline import apart_ratio, baseline_key, ratio_to_raw
 from strata.analysis.cells import Cell, Result, artifact
 from strata.analysis.sweeps import peak
+from strata.report.amplification import amplification_figures
 from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import (
@@ -36,7 +38,16 @@ from strata.report.tables import report_tables, workload_groups
 from strata.results.flags import Declared
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
-MAX_FIGURES_PER_KIND = {"ratio": 8, "latency": 4, "sweep": 4, "scaling": 4, "detail": 4, "remote": 8, "runtimes": 8}
+MAX_FIGURES_PER_KIND = {
+    "ratio": 8,
+    "latency": 4,
+    "sweep": 4,
+    "scaling": 4,
+    "detail": 4,
+    "remote": 8,
+    "runtimes": 8,
+    "amplification": 8,
+}
 MAX_SERIES = 3
 
 # a point of a sweep or scaling line: (x, mean, ci_low, ci_high, the group it is drawn apart in)
@@ -53,6 +64,7 @@ def build(a: Analysis, title: str = "strata report", series_ids: tuple[str, ...]
         ("detail", detail_figures),
         ("remote", remote_figures),
         ("runtimes", runtime_figures),
+        ("amplification", amplification_figures),
     ):
         figs = make(a)
         for f in figs[MAX_FIGURES_PER_KIND[kind] :]:
@@ -110,6 +122,7 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
                         bar.get("raw"),
                         c.unit,
                         bar["note"],
+                        wa.mean if (wa := amplification.device(c)) is not None else None,
                     ]
                 )
         if not bars:
@@ -150,6 +163,7 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
                         f"raw {cells[0].unit}",
                         "unit",
                         "note",
+                        "write amplification",
                     ],
                     rows,
                 ),

@@ -78,7 +78,7 @@ def analysis_text(a: Analysis) -> str:
         lines += [f"  {'-' if w.note else '!'} {w.text()}" for w in a.warnings]
     if a.best or a.containers or a.placement_advice:
         lines += ["", "advice:"]
-        lines += [f"  - {b.text()}" for b in a.best[:MAX_ROWS]]
+        lines += [f"  - {t}" for b in a.best[:MAX_ROWS] for t in (b.text(), b.amplification) if t]
         lines += [f"  - {c.text()}" for c in a.containers[:MAX_ROWS]]
         lines += [f"  - {m.text()}" for m in a.placement_advice[:MAX_ROWS]]
         more = sum(max(0, len(x) - MAX_ROWS) for x in (a.best, a.containers, a.placement_advice))

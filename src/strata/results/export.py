@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strata.core.metrics import Metric, export_columns
+from strata.results import writes
 from strata.results.flags import DECLARED, Flags
 
 # Every result's columns, before and after the workloads' own (strata/core/metrics.py: `export_columns`)
@@ -45,6 +46,7 @@ TAIL = (
     ("started_at", "str"),
     ("kernel", "str"),
     ("hostname", "str"),
+    ("write_amplification", "float"),  # the device under test's (results/writes.py)
 )
 
 
@@ -84,6 +86,7 @@ def flatten(r: dict[str, Any], cols: list[Column] | None = None) -> dict[str, An
         "started_at": r.get("started_at"),
         "kernel": r.get("host", {}).get("kernel"),
         "hostname": r.get("host", {}).get("hostname"),
+        "write_amplification": writes.device(r),
     }
     cols = columns() if cols is None else cols
     return {c.name: c.metric.value(r, c.direction or "read", c.stat) if c.metric else row.get(c.name) for c in cols}

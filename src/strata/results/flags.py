@@ -36,6 +36,8 @@ class Flag(str, Enum):
     STEADY = "steady"
     SPREAD = "spread"
     EMULATED = "emulated"
+    FLUSH = "flush"
+    ABSORBED = "absorbed"
     FAILED = "failed"
 
 
@@ -96,6 +98,33 @@ class SpreadExtra(TypedDict, total=False):
     cv: float | None  # the coefficient of variation of the repetitions
 
 
+class FlushEvidence(TypedDict, total=False):
+    """The syncs the workload asked for against the flushes each layer below it saw (validity/flushes.py)."""
+
+    syncs: int  # by the workload's own count
+    streams: int  # at most this many waited at once
+    what: str  # what they were ("fsync", "WAL syncs")
+    owed: float  # the flushes a stack that keeps them issues at least: syncs / streams
+    disks: list[str]  # the layers below the workload, the device under test first
+    per_disk: dict[str, dict[str, Any]]  # {disk: {flush_ios, write_cache, fua}}
+    window: str  # the layers' flushes counted over the workload's "measured" window, or the whole "trial"
+
+
+class AbsorbedEvidence(TypedDict, total=False):
+    """The O_DIRECT writes the workload issued against the writes the device under test took
+    (validity/absorbed.py)."""
+
+    writes: int  # by the workload's own count
+    workload_bytes: int
+    random: bool
+    disk: str  # the device under test
+    device_writes: float  # its write requests
+    device_merges: float  # writes merged into another request before it
+    device_bytes: float
+    syncs: int  # the workload's syncs meanwhile: each commits a journal, whose writes merge
+    window: str  # counted over the workload's "measured" window, or the whole "trial"
+
+
 class NoEvidence(TypedDict, total=False):
     """A suspicion without fields of its own."""
 
@@ -141,6 +170,8 @@ class Judgement(Generic[E, X]):
 
 
 Cache = Judgement[CacheEvidence, NoEvidence]
+Flush = Judgement[FlushEvidence, NoEvidence]
+Absorbed = Judgement[AbsorbedEvidence, NoEvidence]
 AboveRaw = Judgement[AboveRawEvidence, NoEvidence]
 Sync = Judgement[SyncEvidence, SyncExtra]
 Spread = Judgement[NoEvidence, SpreadExtra]
@@ -346,6 +377,30 @@ DECLARED: dict[Flag, Declared] = {
         Declared(Flag.SPREAD, _judgement(Flag.SPREAD)),
         Declared(Flag.EMULATED, Emulated.from_json),
         Declared(
+            Flag.FLUSH,
+            _judgement(Flag.FLUSH),
+            word="NOFLUSH",
+            meaning="the syncs asked for did not reach the device",
+            mark=warned,
+            export=(Column("flush_suspect", "bool", suspected),),
+            apart="no flush",
+            fix="each trial's flags.flush says which layer saw too few flushes and why; a stack that acknowledges "
+            "syncs without flushing (ext4 or xfs mounted with barrier=0 or nobarrier, a tmpfs path, a VM disk with "
+            "cache=unsafe) loses committed data on a power failure: measure a stack that keeps its syncs",
+        ),
+        Declared(
+            Flag.ABSORBED,
+            _judgement(Flag.ABSORBED),
+            word="ABSORBED",
+            meaning="O_DIRECT writes did not reach the device as writes",
+            mark=warned,
+            export=(Column("absorbed_suspect", "bool", suspected),),
+            apart="absorbed",
+            fix="each trial's flags.absorbed gives the workload's writes and the device's; a page cache or a "
+            "journal took the O_DIRECT writes (ext4 mounted with data=journal, fuse-overlayfs): measure a stack "
+            "that honors O_DIRECT, or compare it as buffered I/O",
+        ),
+        Declared(
             Flag.FAILED,
             Failure.from_json,
             null=True,
@@ -439,6 +494,14 @@ class Flags:
     @property
     def spread(self) -> Spread | None:
         return self._judgement(Flag.SPREAD)
+
+    @property
+    def flush(self) -> Flush | None:
+        return self._judgement(Flag.FLUSH)
+
+    @property
+    def absorbed(self) -> Absorbed | None:
+        return self._judgement(Flag.ABSORBED)
 
     @property
     def steady(self) -> Steady | None:

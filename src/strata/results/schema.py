@@ -13,7 +13,11 @@ History (SCHEMA_VERSION):
        keeps the tool's verdict as `tool`. Each workload upgrades its own part (Workload.upgrade).
     Additions within 2, read with a default when absent: `design` (how the repetitions were taken,
     `{repetitions: N | auto, min, max, margin}`; absent: fixed repetitions, margin 5%); `design.looks`
-    (the planned looks of `auto`; absent: stored before looks were planned, when every round was one).
+    (the planned looks of `auto`; absent: stored before looks were planned, when every round was one);
+    `writes` (the syncs and O_DIRECT writes the workload declared, each layer's write amplification:
+    results/writes.py; absent: derived from the cache evidence and the collectors where they say),
+    `flags.flush` and `flags.absorbed` (absent: not judged), and each disk's write merges, flushes,
+    discards and write cache in `collectors.diskstats` (absent: not collected).
 """
 
 from __future__ import annotations

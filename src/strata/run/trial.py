@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Proto
 from strata.collectors import REGISTRY as COLLECTORS
 from strata.collectors.base import CollectContext
 from strata.collectors.cgroup import final_counters
+from strata.collectors.diskstats import within
 from strata.collectors.sampler import Sampler
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running, Watch
 from strata.core.proc import CommandError
 from strata.experiment import presets
-from strata.results import validity
+from strata.results import validity, writes
 from strata.results.flags import Flag, Flags, record
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import MeasureContext, Parsed, Workload, network_of
@@ -174,7 +175,8 @@ def _measure(
             result["stack_facts"]["path"] = handle.facts
         disks = _disks(device, handle)
     sampler = samplers[-1] if samplers else None
-    (art / "series.json").write_text(json.dumps(sampler.series() if sampler else {}))
+    series = sampler.series() if sampler else {}
+    (art / "series.json").write_text(json.dumps(series))
     for o in outputs:
         (o.out_dir / "stderr.txt").write_text(o.stderr or "")
     parsed = wl.parse(params, outputs)
@@ -189,7 +191,7 @@ def _measure(
     if finals:
         summary["cgroups_final"] = finals
     result["metrics"], result["collectors"] = parsed.metrics, summary
-    _judge(trial, wl, disks, session, parsed, outputs, summary, result)
+    _judge(trial, wl, disks, session, parsed, outputs, summary, result, _measured(series, parsed, disks))
 
 
 def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: dict[str, Any]) -> Load:
@@ -271,6 +273,16 @@ def _requests(
     return requests
 
 
+def _measured(series: dict[str, Any], parsed: Parsed, disks: list[str]) -> dict[str, dict[str, float]] | None:
+    """Each disk's counters over the instances' measured I/O (their windows' span, from the tools' own
+    output), or None where the tools do not say or the samples do not cover it."""
+    known = [w for w in parsed.windows if w is not None]
+    if not known or len(known) < len(parsed.windows):
+        return None
+    counted = within(series, min(s for s, _ in known), max(e for _, e in known))
+    return {n: counted[n] for n in disks if n in counted} if counted else None
+
+
 def _judge(
     trial: Trial,
     wl: Workload[Any],
@@ -280,10 +292,15 @@ def _judge(
     outputs: list[InstanceOutput],
     summary: dict[str, Any],
     result: dict[str, Any],
+    measured: dict[str, dict[str, float]] | None = None,
 ) -> None:
-    """The validity flags, each with its evidence (validity/); suspicions become warnings."""
+    """The validity flags, each with its evidence (validity/); suspicions become warnings; and what the
+    workload wrote and synced beside what each layer wrote (`writes`)."""
     stats = summary.get("diskstats", {})
     primary = parsed.metrics.get("primary") or {}
+    resolved = result.get("trial") or {}
+    fs = resolved.get("filesystem") or {}
+    mounted = str(((result.get("stack_facts") or {}).get("filesystem") or {}).get("mount_options") or "").split(",")
     evidence = validity.TrialEvidence(
         windows=parsed.windows,
         starts=[o.start_time_s for o in outputs],
@@ -300,7 +317,18 @@ def _judge(
         runtime_facts=session.facts,
         metrics=parsed.metrics,
         collectors=summary,
+        syncs=parsed.syncs,
+        direct_writes=parsed.direct_writes,
+        measured=measured,
+        stack={
+            "path": trial.path,
+            "filesystem": fs.get("type"),
+            "mount_options": [o for o in dict.fromkeys([*fs.get("mount_options", []), *mounted]) if o],
+            "runtime": resolved.get("runtime") or {},
+        },
     )
+    layers, window = evidence.layers()
+    result["writes"] = writes.record(parsed, layers, window)
     flags, warnings = validity.judge_trial(evidence)
     flags.write(result)
     result["warnings"] += [w.to_json() for w in warnings]

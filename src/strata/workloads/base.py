@@ -28,6 +28,37 @@ P_contra = TypeVar("P_contra", bound=Strict, contravariant=True)
 JSON = dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Syncs:
+    """The syncs a workload asked for in its measured window, by its own count (fio's sync counts, the
+    engine's fsync flowops, a database's WAL syncs): each must reach a device with a volatile cache as a
+    flush (results/validity/flushes.py). `streams`: how many may wait at once (jobs, threads, servers): a
+    flush answers at most one sync of each, so a stack that passes them on issues at least count / streams.
+    `by_writes`: they are O_SYNC/O_DSYNC writes, which a device taking FUA writes persists without a flush."""
+
+    count: int
+    streams: int
+    what: str  # in words, for the flag's reason: "fsync", "WAL syncs"
+    by_writes: bool = False
+
+    def to_json(self) -> JSON:
+        return {"count": self.count, "streams": self.streams, "what": self.what, "by_writes": self.by_writes}
+
+
+@dataclass(frozen=True)
+class DirectWrites:
+    """The O_DIRECT writes a workload issued in its measured window, by its own count: each must reach the
+    device as a write of its own before it completes (results/validity/absorbed.py). `random`: at random
+    offsets, which the block layer does not merge."""
+
+    count: int
+    bytes: int
+    random: bool
+
+    def to_json(self) -> JSON:
+        return {"count": self.count, "bytes": self.bytes, "random": self.random}
+
+
 @dataclass
 class Parsed:
     """What a workload reports about one trial, from the tools' own output.
@@ -46,6 +77,10 @@ class Parsed:
     # what `moved_bytes` are when they are not I/O with O_DIRECT, in words for the cache judgement's
     # message ("as WAL": a database's bytes that must reach the device); "": O_DIRECT I/O
     moved_basis: str = ""
+    # the syncs it asked for (a count of 0: none), and the O_DIRECT writes it issued, by its own count;
+    # None: its output does not say (or it issued no O_DIRECT writes)
+    syncs: Syncs | None = None
+    direct_writes: DirectWrites | None = None
 
 
 def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> JSON:

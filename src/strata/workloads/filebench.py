@@ -24,7 +24,7 @@ from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.metrics import Metric, MetricSchema, Operations, Show
 from strata.core.params import Load, Strict
-from strata.workloads.base import Parsed, Smoke, ToolWorkload, Upgrading, headline, resolve_file
+from strata.workloads.base import Parsed, Smoke, Syncs, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.engine import engine_binary
 from strata.workloads.latency import PERCENTILES, percentile
 
@@ -45,6 +45,7 @@ PROTOCOL = 1
 OUTPUT = "engine.jsonl"
 # The engine's error kinds (engine/src/error.rs) as failure categories.
 ENGINE_ERRORS = {"syntax": "bad_input", "semantic": "bad_input", "io": "tool_error", "runtime": "tool_error"}
+SYNC_FLOWOPS = ("fsync", "fsyncset")  # the flowops that ask for syncs (fsyncset: one op, each file of a set)
 # What a Filebench result holds (strata/core/metrics.py): the engine's totals; its MB is 2^20 bytes, as
 # Filebench's (engine/src/report.rs). Each flowop's rate and latency are in `metrics.flowops`.
 METRICS = MetricSchema(
@@ -301,7 +302,22 @@ def aggregate(ends: list[dict[str, Any]]) -> Parsed:
         ),
         "page_cache": "buffered I/O: the page cache is part of what is measured",
     }
-    return Parsed(metrics=metrics, moved_bytes={"read": total["read_bytes"], "write": total["write_bytes"]})
+    return Parsed(
+        metrics=metrics,
+        moved_bytes={"read": total["read_bytes"], "write": total["write_bytes"]},
+        syncs=syncs(ends),
+    )
+
+
+def syncs(ends: list[dict[str, Any]]) -> Syncs:
+    """The fsync flowops of every instance: their operations, and the threads that run them (the engine's
+    `threads`; an output older than it does not say, and then as many streams as syncs: only a device that
+    saw no flush at all is flagged)."""
+    ops = [f for e in ends for f in e["flowops"] if f["type"] in SYNC_FLOWOPS and f["ops"]]
+    count = sum(f["ops"] for f in ops)
+    known = all(f.get("threads") for f in ops)
+    streams = sum(f["threads"] for f in ops) if known else count
+    return Syncs(count, streams, " and ".join(dict.fromkeys(f["type"] for f in ops)) or "fsync")
 
 
 FILEBENCH = Filebench()

@@ -21,6 +21,11 @@ beside its judgement, and so do the words the report uses for it:
 - spread (repetitions.py): the coefficient of variation of repetitions.
 - emulated (emulation.py): the runtime ran the instances under CPU emulation
   (a VM under TCG).
+- flush (flushes.py): the syncs the workload asked for, against the flushes each
+  layer below saw: a stack that keeps them issues at least syncs / streams.
+- absorbed (absorbed.py): the workload's O_DIRECT writes, against the writes the
+  device under test took: a page cache or a journal that took them gives fewer,
+  or merged ones.
 - failed (failure.py): no measurement, with the failure's category
   (errors.FAILURE_CATEGORIES).
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from strata.results.flags import Flags
+    from strata.workloads.base import DirectWrites, Syncs
 
 Window = tuple[float, float]
 
@@ -52,5 +53,26 @@ class TrialEvidence:
     metrics: dict[str, Any] = field(default_factory=dict)
     collectors: dict[str, Any] = field(default_factory=dict)
     # Across hosts: each host's part's flags, judged on its host (its disks against its instances' bytes,
-    # its runtime); the trial's cache and emulated flags combine them.
+    # its runtime); the trial's cache, emulated, flush and absorbed flags combine them.
     parts: dict[str, Flags] | None = None
+    # The syncs the workload asked for and the O_DIRECT writes it issued, by its own count (workloads/base.py)
+    syncs: Syncs | None = None
+    direct_writes: DirectWrites | None = None
+    # Each layer's counters over the workload's measured window (collectors/diskstats.py `within`), the device
+    # under test first; None: not known, and the flush and absorbed rules read the trial's totals (`moved.disks`).
+    measured: dict[str, dict[str, Any]] | None = None
+    # The stack in the user's words, for a flag's fix: path, filesystem, mount_options, runtime (its parameters).
+    stack: dict[str, Any] = field(default_factory=dict)
+
+    def layers(self) -> tuple[dict[str, dict[str, Any]], str]:
+        """Each layer's counters (the device under test first) and what they were counted over: the measured
+        window where known ("measured", with each disk's cache facts), else the whole trial ("trial")."""
+        totals = self.moved.disks if self.moved is not None else {}
+        if self.measured is None:
+            return totals, "trial"
+        out = {
+            n: {**self.measured[n], "write_cache": d.get("write_cache"), "fua": d.get("fua")}
+            for n, d in totals.items()
+            if n in self.measured
+        }
+        return (out, "measured") if out else (totals, "trial")

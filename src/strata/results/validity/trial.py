@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from strata.results.flags import DECLARED, Flag, Flags, Judgement, Value
+from strata.results.validity.absorbed import absorbed
 from strata.results.validity.disks import cache, cache_across_hosts
 from strata.results.validity.emulation import emulated, emulated_across_hosts
 from strata.results.validity.evidence import TrialEvidence
+from strata.results.validity.flushes import across_hosts, flush
 from strata.results.validity.series import steady
 from strata.results.validity.windows import sync
 
@@ -58,9 +60,30 @@ def _emulated(ev: TrialEvidence) -> Value | None:
     return emulated(ev.runtime_facts)
 
 
+def _flush(ev: TrialEvidence) -> Value | None:
+    if ev.parts is not None:
+        return across_hosts({h: f.flush for h, f in ev.parts.items()}, Flag.FLUSH)
+    disks, window = ev.layers()
+    return flush(ev.syncs, disks, ev.stack, window)
+
+
+def _absorbed(ev: TrialEvidence) -> Value | None:
+    if ev.parts is not None:
+        return across_hosts({h: f.absorbed for h, f in ev.parts.items()}, Flag.ABSORBED)
+    disks, window = ev.layers()
+    return absorbed(ev.direct_writes, disks, ev.stack, window, ev.syncs.count if ev.syncs else 0)
+
+
 Judge = Callable[[TrialEvidence], Value | None]
 # The flags judged when a trial ends, in the order they are stored.
-JUDGES: dict[Flag, Judge] = {Flag.CACHE: _cache, Flag.SYNC: _sync, Flag.STEADY: _steady, Flag.EMULATED: _emulated}
+JUDGES: dict[Flag, Judge] = {
+    Flag.CACHE: _cache,
+    Flag.SYNC: _sync,
+    Flag.STEADY: _steady,
+    Flag.EMULATED: _emulated,
+    Flag.FLUSH: _flush,
+    Flag.ABSORBED: _absorbed,
+}
 
 
 def judge_trial(evidence: TrialEvidence) -> tuple[Flags, list[Warning]]:

@@ -5,7 +5,8 @@ lines) and `clock.txt` (`uptime_at_wall=<uptime> <wall clock>`, taken after
 the clock was set from the host's). This module turns them into per-second
 series on the host's wall clock and totals over the command's run: what the
 guest believes its disks moved (beside the host's diskstats: a cache between
-them shows as a difference) and how busy its vCPUs were.
+them shows as a difference), the flushes and discards it sent them (where the
+guest's kernel counts them: collectors/diskstats.py), and how busy its vCPUs were.
 """
 
 from __future__ import annotations
@@ -15,10 +16,22 @@ from pathlib import Path
 from typing import Any
 
 SECTOR_BYTES = 512
+# A disk's counters in a sample, by their index among the fields after its name (collectors/diskstats.py
+# FIELDS) and their scale: the classic four, then discards and flushes where the guest's kernel has them.
+DISK_COUNTERS = (
+    ("reads", 0, 1),
+    ("read_bytes", 2, SECTOR_BYTES),
+    ("writes", 4, 1),
+    ("write_bytes", 6, SECTOR_BYTES),
+    ("discard_ios", 11, 1),
+    ("discard_bytes", 13, SECTOR_BYTES),
+    ("flush_ios", 15, 1),
+)
 
 
 def parse(text: str) -> list[dict[str, Any]]:
-    """-> [{"uptime_s", "disks": {name: (reads, read_bytes, writes, write_bytes)}, "cpu": [busy, total]}]"""
+    """-> [{"uptime_s", "disks": {name: (reads, read_bytes, writes, write_bytes[, discard_ios, discard_bytes
+    [, flush_ios]])}, "cpu": [busy, total]}]: a disk's DISK_COUNTERS, as many as its line has."""
     samples: list[dict[str, Any]] = []
     for line in text.splitlines():
         f = line.split()
@@ -32,7 +45,8 @@ def parse(text: str) -> list[dict[str, Any]]:
             total = sum(ticks[:8])  # guest/guest_nice are already in user/nice
             samples[-1]["cpu"] = (total - idle, total)
         elif samples and len(f) >= 14 and f[0].isdigit() and not f[2].startswith(("loop", "ram")):
-            samples[-1]["disks"][f[2]] = (int(f[3]), int(f[5]) * SECTOR_BYTES, int(f[7]), int(f[9]) * SECTOR_BYTES)
+            fields = f[3:]
+            samples[-1]["disks"][f[2]] = tuple(int(fields[i]) * k for _, i, k in DISK_COUNTERS if i < len(fields))
     return samples
 
 
@@ -57,8 +71,8 @@ def summarize(
     first, last = samples[0], samples[-1]
     disks = {}
     for name, end in last["disks"].items():
-        begin = first["disks"].get(name, (0, 0, 0, 0))
-        disks[name] = dict(zip(("reads", "read_bytes", "writes", "write_bytes"), (e - b for e, b in zip(end, begin))))
+        begin = first["disks"].get(name, (0,) * len(end))
+        disks[name] = dict(zip((n for n, _, _ in DISK_COUNTERS), (e - b for e, b in zip(end, begin))))
     out: dict[str, Any] = {
         "samples": len(samples),
         "window_s": round(last["uptime_s"] - first["uptime_s"], 3),
@@ -89,6 +103,8 @@ def _series(samples: list[dict[str, Any]], offset_s: float | None) -> dict[str, 
             d = per_disk.setdefault(name, {"read_bytes_per_s": [], "write_bytes_per_s": []})
             d["read_bytes_per_s"].append(round((vb[1] - va[1]) / dt))
             d["write_bytes_per_s"].append(round((vb[3] - va[3]) / dt))
+            if len(vb) == len(va) == len(DISK_COUNTERS):  # the guest's kernel counts flushes
+                d.setdefault("flush_ios_per_s", []).append(round((vb[6] - va[6]) / dt, 1))
     return {"t": t, "cpu_busy_percent": cpu, "disks": per_disk}
 
 

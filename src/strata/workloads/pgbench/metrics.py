@@ -30,7 +30,7 @@ from typing import Any
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
 from strata.workloads import hdr
-from strata.workloads.base import Parsed, headline
+from strata.workloads.base import Parsed, Syncs, headline
 from strata.workloads.pgbench import parse as pp
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.postgres import BLOCK_BYTES, COUNTERS
@@ -91,7 +91,10 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     series = _series(runs)
     windows = [_window(r.logs) for r in runs]
     basis = "as one 8 KiB block a transaction" if not params.writes else "as WAL"
-    return Parsed(metrics, moved, {SERIES: series} if series else {}, windows, dirs, moved_basis=basis)
+    # WAL syncs (pg_stat_wal.wal_sync) wait one at a time on each server's WALWriteLock: one stream a server
+    servers = sum(r.get("servers") or 1 for r in records)
+    syncs = Syncs(wal["syncs"], servers, "WAL syncs") if wal and wal.get("syncs") is not None else None
+    return Parsed(metrics, moved, {SERIES: series} if series else {}, windows, dirs, moved_basis=basis, syncs=syncs)
 
 
 def _window(logs: pp.Logs) -> tuple[float, float] | None:
