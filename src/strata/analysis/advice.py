@@ -53,13 +53,13 @@ class Best:
     equivalent: list[Cell] = field(default_factory=list)  # within the margin of the best
     worse: list[Cell] = field(default_factory=list)  # not the best
     undecided: list[Cell] = field(default_factory=list)  # may be the best, not within the margin of it
-    own: Answer | None = None  # the leader's ratio to the best: what choosing it costs at most
-    lead_high: float | None = None  # when it alone may be the best: its lead over the next is at most this
     answers: dict[str, Answer] = field(default_factory=dict)  # stack -> Answer (other relative to the best)
     candidates: int = 0
     need: str = ""
     method: str = ""  # where the intervals' variance came from (analysis/groups.py)
     by_cell: dict[str, Answer] = field(default_factory=dict)  # cell key -> Answer (two cells may share a stack: hosts)
+    own: Answer | None = None  # the leader's ratio to the best: what choosing it costs at most
+    lead_high: float | None = None  # when it alone may be the best: its lead over the next is at most this
 
     def answer_of(self, c: Cell) -> Answer:
         return self.by_cell.get(c.key) or self.answers[c.stack]

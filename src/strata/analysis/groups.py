@@ -51,6 +51,7 @@ BLOCKED, BLOCKED_PER_STACK = "blocked", "blocked, per stack"  # three or more st
 POOLED, WELCH = "pooled", "welch"  # two stacks (or no rounds): one variance, or each its own
 METHODS = (BLOCKED, BLOCKED_PER_STACK, POOLED, WELCH)
 VARIANCES_PRETEST = 0.10  # Bartlett's test of the stacks' residual spreads: below it, each stack its own
+WLS_ROUNDS = 4  # re-estimations of the weights of the per-stack fit
 
 
 @dataclass(frozen=True)
@@ -272,12 +273,35 @@ class _Fit:
             self.alike, self.sigma2 = True, np.array([known[k] for k in self.keys])
         elif self.alike:
             self.sigma2 = np.full(g, s2)
-        else:
-            self.sigma2 = ss / np.maximum(share, 1e-9)
+        else:  # each stack its own variance: weighted least squares, the weights from the fit's own residuals
+            self._weighted(x, y, ind, ss / np.maximum(share, 1e-9))
+            ss, share = self.stack_ss, self.share
         self.share, self.stack_ss = share, ss  # each stack's share of the residual df, its residual sum of squares
         self._ind = ind
         self._cache: dict[tuple[str, str], Contrast] = {}
         self._crit: dict[tuple[str, float], float] = {}
+
+    def _weighted(self, x: np.ndarray, y: np.ndarray, ind: np.ndarray, sigma2: np.ndarray) -> None:
+        """Feasible weighted least squares (each trial weighted by 1 / its stack's variance, the variances
+        re-estimated from the weighted fit's residuals, a few times): a noisy stack then barely moves the round
+        effects, so its noise does not leak into the quiet stacks' residuals, as it does in the unweighted fit.
+        Each stack's variance: its residual sum of squares over its share of the weighted residual degrees of
+        freedom (the diagonal of the weighted residual projection), floored at a millionth of their mean."""
+        for _ in range(WLS_ROUNDS):
+            sigma2 = np.maximum(sigma2, 1e-6 * float(np.mean(sigma2)) + 1e-300)
+            root = 1 / np.sqrt(ind @ sigma2)
+            xw = x * root[:, None]
+            pw = np.linalg.pinv(xw)
+            m_w = np.eye(len(y)) - xw @ pw
+            share = ind.T @ np.diag(m_w)
+            resid = y - x @ (pw @ (y * root))
+            ss = ind.T @ resid**2
+            sigma2 = ss / np.maximum(share, 1e-9)
+        self.xplus = pw * root[None, :]  # the estimates' weights over the (unweighted) trials
+        beta = self.xplus @ y
+        self.effect = {k: float(beta[i]) for i, k in enumerate(self.keys)}
+        self.sigma2 = np.maximum(sigma2, 1e-6 * float(np.mean(sigma2)) + 1e-300)
+        self.stack_ss, self.share = ss, share
 
     def _row(self, a: str, b: str) -> np.ndarray:
         """The weights of log(b / a)'s estimate over the trials."""
