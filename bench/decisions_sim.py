@@ -33,9 +33,10 @@ on the same trials, each stack's variance after the round effects known, the nor
 read the same way (the stacks that may be the best, each stack's bound).
 
 Printed per scenario and design: decided (the share of stacks answered worse, or within the margin of the
-best), P(wrong) (the share of groups with any answer the truth contradicts: a true best called worse, a
-bound above a stack's true ratio to the best, the leader's lead above its bound; for the old rule as
-issue 34 judged it), reps (repetitions per stack: the machine time), and margin/oracle: in the groups whose
+best), P(wrong) (the share of groups with any answer the truth contradicts, read as Hsu's comparisons with
+the best read it: no true best among the stacks that may be the best, a bound above a stack's true ratio to
+the best, or a leader called best that is not, or ahead by more than its bound; a stack tied with the best
+may be called worse, since choosing the other costs nothing; for the old rule as issue 34 judged it), reps (repetitions per stack: the machine time), and margin/oracle: in the groups whose
 line is undecided, the margin the line supports (every stack not decided worse, the leader included, within
 it of the best) over the oracle's on the same trials, the median over those groups (old: the old line's
 supported margin over the same oracle's).
@@ -197,17 +198,12 @@ def judge_new(
     oracle = compare(group, MARGIN, design, known={k: var[i] for i, k in enumerate(keys)})
     true = {k: math.log(1 - sc.gaps[i]) for i, k in enumerate(keys)}
     best = max(true.values())
-    wrong, decided = False, 0
+    wrong, decided = not any(true[k] >= best - 1e-12 for k in cmp.best), 0  # no true best may be the best
     for k, a in [*cmp.answers.items(), *([(cmp.leader, cmp.own)] if cmp.own and cmp.leader else [])]:
-        to_best = true[k] - best
-        if a.low is None:
-            continue
-        if a.outcome == WORSE and to_best >= -1e-12:
-            wrong = True
-        if math.log(a.low) > to_best + 1e-12:
+        if a.low is not None and math.log(a.low) > true[k] - best + 1e-12:  # a bound above its true ratio
             wrong = True
         decided += k != cmp.leader and a.outcome in (WORSE, EQUIVALENT)
-    if cmp.lead_high is not None and cmp.leader is not None:
+    if cmp.lead_high is not None and cmp.leader is not None:  # "best": the leader is a best, its lead bounded
         lead = true[cmp.leader] - max(v for k, v in true.items() if k != cmp.leader)
         wrong |= lead > math.log(cmp.lead_high) + 1e-12 or lead < -1e-12
     m, mo = line_margin(cmp), line_margin(oracle)

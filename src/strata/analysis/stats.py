@@ -18,12 +18,21 @@ import functools
 import math
 from dataclasses import dataclass
 
+from types import ModuleType
+
 import numpy as np
-from scipy import optimize, special
-from scipy import stats as _st
 
 CONFIDENCE = 0.95
 CONFIDENCE_ALPHA = 1 - CONFIDENCE
+
+
+@functools.cache
+def _scipy() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """scipy.stats, scipy.special and scipy.optimize, imported on first use: about a second of CPU on the
+    development VM, which only the commands that compute an interval pay (docs/decisions.md)."""
+    from scipy import optimize, special, stats
+
+    return stats, special, optimize
 
 
 def t975(df: float) -> float:
@@ -165,7 +174,7 @@ def t_cdf(x: float, df: float) -> float:
     """P(T <= x) for Student's t with `df` degrees of freedom."""
     if df <= 0:
         raise ValueError("df must be positive")
-    return float(_st.t.cdf(x, df))
+    return float(_scipy()[0].t.cdf(x, df))
 
 
 def t_quantile(p: float, df: float) -> float:
@@ -178,23 +187,23 @@ def t_quantile(p: float, df: float) -> float:
 
 @functools.lru_cache(maxsize=65536)
 def _t_quantile(p: float, df: float) -> float:
-    return float(_st.t.ppf(p, df)) if df < 1e7 else norm_quantile(p)
+    return float(_scipy()[0].t.ppf(p, df)) if df < 1e7 else norm_quantile(p)
 
 
 @functools.lru_cache(maxsize=65536)
 def norm_quantile(p: float) -> float:
     """The p-quantile of the standard normal."""
-    return float(_st.norm.ppf(p))
+    return float(_scipy()[0].norm.ppf(p))
 
 
 def f_sf(x: float, d1: float, d2: float) -> float:
     """P(F > x) for Fisher's F with (d1, d2) degrees of freedom."""
-    return float(_st.f.sf(x, d1, d2)) if x > 0 else 1.0
+    return float(_scipy()[0].f.sf(x, d1, d2)) if x > 0 else 1.0
 
 
 def chi2_sf(x: float, k: float) -> float:
     """P(X > x) for a chi-square with k degrees of freedom."""
-    return float(_st.chi2.sf(x, k)) if x > 0 else 1.0
+    return float(_scipy()[0].chi2.sf(x, k)) if x > 0 else 1.0
 
 
 # Gauss-Hermite nodes for the integral over the shared normal; Gauss-Legendre nodes over the chi variable's
@@ -227,13 +236,14 @@ def _dunnett(lam: tuple[float, ...], df: float, alpha: float) -> float:
         return math.inf
     if len(lam) == 1:
         return t_quantile(1 - alpha, df) if df else norm_quantile(1 - alpha)
+    stats, special, optimize = _scipy()
     x, w = _HERMITE
     w = w / w.sum()
     lv = np.array(lam)[:, None]
     root = np.sqrt(1 - lv**2)
     if df:
         u, wu = (_LEGENDRE[0] + 1) / 2, _LEGENDRE[1] / 2
-        s = _st.chi.ppf(u, df) / math.sqrt(df)
+        s = stats.chi.ppf(u, df) / math.sqrt(df)
     else:
         s, wu = np.ones(1), np.ones(1)
 
