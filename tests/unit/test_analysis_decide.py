@@ -336,3 +336,15 @@ def test_no_interval_of_a_group_reaches_below_minus_100_percent():
             assert a.low > 0 and a.rel_low > -1 and a.high == 1.0
             assert a.low <= min(a.ratio, 1.0)
         assert cmp.lead_high is None or cmp.lead_high >= 1.0
+
+
+def test_longer_trials_are_advised_where_the_seconds_hold_the_noise():
+    """Issue 41 (variance.py): `shorter_trials` could never advise longer trials. With 20%/s within a trial
+    and 1% between trials, 5 s trials with 10 s of overhead each are too short: fewer, longer ones narrow the
+    interval in the same machine time."""
+    from strata.analysis.variance import Components, better_trials
+
+    c = Components(trials=6, seconds=5, mean=1000.0, within_cv=0.20, between_cv=0.01, overhead_s=10.0)
+    n, seconds = better_trials(c, 6)
+    assert seconds > 10 and n < 6
+    assert shorter_trials(c, 6) is None

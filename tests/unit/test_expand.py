@@ -111,7 +111,9 @@ def test_each_round_runs_in_its_own_random_order_and_the_same_seed_gives_the_sam
     again, _ = expand(*parse_spec(QUICK))
     assert [t.id for t in again] == [t.id for t in trials]  # the same seed: the same order
     other, _ = expand(*parse_spec({**QUICK, "seed": 7}))
-    assert [t.id for t in other] != [t.id for t in trials] and sorted(t.id for t in other) == sorted(t.id for t in trials)
+    assert [t.id for t in other] != [t.id for t in trials] and sorted(t.id for t in other) == sorted(
+        t.id for t in trials
+    )
     for rep in (0, 1, 2):  # a stack's trials together: as many stack changes as stacks
         stacks = [t.stack_key for t in trials if t.repetition == rep]
         changes = 1 + sum(a != b for a, b in zip(stacks, stacks[1:]))

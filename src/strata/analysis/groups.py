@@ -269,14 +269,14 @@ class _Fit:
             (BLOCKED if self.alike else BLOCKED_PER_STACK) if self.blocked else (POOLED if self.alike else WELCH)
         )
         self.known = known is not None
+        self.share: np.ndarray = share  # each stack's share of the residual degrees of freedom
+        self.stack_ss: np.ndarray = ss  # and its residual sum of squares
         if known is not None:
             self.alike, self.sigma2 = True, np.array([known[k] for k in self.keys])
         elif self.alike:
             self.sigma2 = np.full(g, s2)
         else:  # each stack its own variance: weighted least squares, the weights from the fit's own residuals
             self._weighted(x, y, ind, ss / np.maximum(share, 1e-9))
-            ss, share = self.stack_ss, self.share
-        self.share, self.stack_ss = share, ss  # each stack's share of the residual df, its residual sum of squares
         self._ind = ind
         self._cache: dict[tuple[str, str], Contrast] = {}
         self._crit: dict[tuple[str, float], float] = {}
