@@ -130,6 +130,8 @@ FULL_ONLY: dict[str, Why] = {
     BENCH + "auto_repetitions.py]": covered(IT + "test_decisions.py", "repetitions: auto racing on real trials"),
     BENCH + "decisions_sim.py]": covered("tests/unit/test_repetitions.py", "the real decision functions, unit-tested"),
     BENCH + "kubernetes_overhead.py]": covered(IT + "test_kubernetes_runtime.py::test_fio_in_pods", "pods, native"),
+    BENCH + "order_cost.py]": covered(STUDY + "quick.yaml]", "the random order within rounds, raw, native and "
+                                      "docker stacks"),
     BENCH + "overhead.py]": covered(IT + "test_native.py::test_every_filesystem_natively", "fio natively, in docker"),
     BENCH + "podman_vs_docker.py]": covered(IT + "test_podman.py::test_fio_in_podman", "fio in podman"),
     BENCH + "remote_hosts.py]": covered(IT + "test_swarm.py::test_a_trial_spanning_two_hosts", "test hosts"),

@@ -132,3 +132,11 @@ def test_auto_runs_the_raw_baseline_in_its_first_rounds_only():
     assert sorted({t.repetition for t in raw}) == [0, 1] and len(trials) == 56
     fixed, _ = expand(*parse_spec(QUICK))
     assert len([t for t in fixed if t.raw_baseline]) == 12  # a fixed design runs what it says
+
+
+def test_the_spec_order_keeps_raw_first_and_the_spec_order_in_every_round():
+    """`order: spec`: the order before issue 41 (bench/order_cost.py measures the random order against it)."""
+    trials, _ = expand(*parse_spec({**QUICK, "order": "spec"}))
+    rounds = _rounds(trials)
+    assert rounds[0] == rounds[1] == rounds[2] and trials[0].filesystem.type == "raw"
+    assert [t.filesystem.type for t in trials if t.repetition == 0][-1] == "ext4"  # ext4 always last

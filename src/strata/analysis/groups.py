@@ -45,13 +45,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from strata.analysis.decide import FIXED, MARGIN, Answer, Design
-from strata.analysis.stats import dunnett_one_sided
+from strata.analysis.stats import dunnett_one_sided, norm_cdf, t_quantile
 
 BLOCKED, BLOCKED_PER_STACK = "blocked", "blocked, per stack"  # three or more stacks: stacks x rounds
 POOLED, WELCH = "pooled", "welch"  # two stacks (or no rounds): one variance, or each its own
 METHODS = (BLOCKED, BLOCKED_PER_STACK, POOLED, WELCH)
 VARIANCES_PRETEST = 0.10  # Bartlett's test of the stacks' residual spreads: below it, each stack its own
-WLS_ROUNDS = 4  # re-estimations of the weights of the per-stack fit
+WLS_ROUNDS = 4  # re-estimations of the weights of the fit with the stack that stands out on its own
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,9 @@ class Comparisons:
     pairs: int = 1  # the comparisons with the best (G - 1)
     round_share: float | None = None  # the share of the variance the rounds hold, when blocked
     fit: _Fit | None = None
-    crit: dict[str, float] = field(default_factory=dict)  # each stack's critical value as the comparisons' centre
+    crit: dict[str, float] = field(
+        default_factory=dict
+    )  # each stack's largest critical value as the comparisons' centre
 
     def pair(self, a: str, b: str) -> Contrast | None:
         """log(b / a) as the fit estimates it (None without an interval)."""
@@ -166,16 +168,17 @@ def _mcb(out: Comparisons, fit: _Fit, margin: float, alpha: float, higher_is_bet
     keys, t = fit.keys, fit.effect
     leader = out.leader
     assert leader is not None
-    out.crit = {i: fit.critical(i, alpha) for i in keys}
+    d = {(i, j): fit.critical(i, j, alpha) for i in keys for j in keys if i != j}  # i the comparisons' centre
+    out.crit = {i: max(d[(i, j)] for j in keys if j != i) for i in keys}
     c = {(a, b): fit.contrast(a, b) for a in keys for b in keys if a != b}  # log(b / a)
-    upper = {k: min(t[k] - t[j] + out.crit[k] * c[(j, k)].se for j in keys if j != k) for k in keys}
+    upper = {k: min(t[k] - t[j] + d[(k, j)] * c[(j, k)].se for j in keys if j != k) for k in keys}
     best = tuple(k for k in keys if upper[k] > 0)
     if leader not in best:  # numerically impossible (t[leader] is the largest); kept for safety
         best = (leader, *best)
     out.best = best
     lower = {}
     for k in keys:
-        against = [t[k] - t[j] - out.crit[j] * c[(j, k)].se for j in best if j != k]
+        against = [t[k] - t[j] - d[(j, k)] * c[(j, k)].se for j in best if j != k]
         lower[k] = min(0.0, min(against)) if against else 0.0
     for k in keys:
         if k == leader:
@@ -269,13 +272,17 @@ class _Fit:
             (BLOCKED if self.alike else BLOCKED_PER_STACK) if self.blocked else (POOLED if self.alike else WELCH)
         )
         self.known = known is not None
+        self.part = np.arange(g)  # which stacks share a variance (the fit with one stack out: _weighted)
         self.share: np.ndarray = share  # each stack's share of the residual degrees of freedom
         self.stack_ss: np.ndarray = ss  # and its residual sum of squares
         if known is not None:
             self.alike, self.sigma2 = True, np.array([known[k] for k in self.keys])
         elif self.alike:
             self.sigma2 = np.full(g, s2)
-        else:  # each stack its own variance: weighted least squares, the weights from the fit's own residuals
+        else:  # the stack that stands out its own variance: weighted least squares
+            sig = np.linalg.pinv(a) @ ss
+            self.part = np.zeros(g, dtype=int)  # the rest keep one pooled variance
+            self.part[int(np.argmax(sig))] = 1
             self._weighted(x, y, ind, ss / np.maximum(share, 1e-9))
         self._ind = ind
         self._cache: dict[tuple[str, str], Contrast] = {}
@@ -296,12 +303,18 @@ class _Fit:
             share = ind.T @ np.diag(m_w)
             resid = y - x @ (pw @ (y * root))
             ss = ind.T @ resid**2
-            sigma2 = ss / np.maximum(share, 1e-9)
+            sigma2 = self._by_part(ss) / np.maximum(self._by_part(share), 1e-9)
         self.xplus = pw * root[None, :]  # the estimates' weights over the (unweighted) trials
         beta = self.xplus @ y
         self.effect = {k: float(beta[i]) for i, k in enumerate(self.keys)}
         self.sigma2 = np.maximum(sigma2, 1e-6 * float(np.mean(sigma2)) + 1e-300)
         self.stack_ss, self.share = ss, share
+
+    def _by_part(self, v: np.ndarray) -> np.ndarray:
+        """Each stack's value summed over its variance part (the stacks that share a variance)."""
+        sums = np.bincount(self.part, weights=v)
+        out: np.ndarray = sums[self.part]
+        return out
 
     def _row(self, a: str, b: str) -> np.ndarray:
         """The weights of log(b / a)'s estimate over the trials."""
@@ -323,19 +336,24 @@ class _Fit:
     def _satterthwaite(self, w: np.ndarray, var: float) -> float:
         """Satterthwaite's degrees of freedom of var = sum_k w_k s_k^2, each s_k^2 on its share of the residual
         degrees of freedom."""
-        parts = w * self.sigma2
-        den = float(np.sum(parts**2 / np.maximum(self.share, 1e-9)))
+        w_part = np.bincount(self.part, weights=w)
+        s2_part = np.bincount(self.part, weights=self.sigma2) / np.bincount(self.part)
+        df_part = np.bincount(self.part, weights=self.share)
+        den = float(np.sum((w_part * s2_part) ** 2 / np.maximum(df_part, 1e-9)))
         return float(min(max(var**2 / den, 1.0), self.df)) if den > 0 else float(self.df)
 
-    def critical(self, i: str, alpha: float) -> float:
-        """The one-sided critical value of the comparisons with stack i (the other stacks minus i, all at once):
-        Dunnett's, with each comparison's share of i's variance (its correlation structure: Hsu's one-factor
-        approximation where the trials make it not exactly so, JCGS 1, 1992), at the smallest degrees of
-        freedom among them."""
+    def critical(self, i: str, j: str, alpha: float) -> float:
+        """The one-sided critical value of the comparison of j with stack i among all the comparisons with i:
+        Dunnett's, with each comparison's share of i's variance as its correlation (Hsu's one-factor
+        approximation where the trials make it not exactly so, JCGS 1, 1992). With one residual variance, at its
+        degrees of freedom, the same for every j; with a stack's own, each comparison's own degrees of freedom
+        at the marginal level Dunnett's normal critical value leaves to one comparison (as Tamhane's T2 takes
+        Sidak's level with Welch's degrees of freedom, JASA 74, 1979), so that a noisy stack's few degrees of
+        freedom widen only its own comparisons."""
         key = (i, alpha)
         if key not in self._crit:
-            others = [j for j in self.keys if j != i]
-            cs = [self.contrast(i, j) for j in others]
+            others = [k for k in self.keys if k != i]
+            cs = [self.contrast(i, k) for k in others]
             cov = self._contrast_cov(i, others)
             if len(others) >= 2:
                 off = [cov[p, q] for p in range(len(others)) for q in range(len(others)) if p != q]
@@ -343,8 +361,13 @@ class _Fit:
             else:
                 shared = 0.0
             lam = tuple(math.sqrt(min(shared / c.se**2, 1.0)) if c.se > 0 else 0.0 for c in cs)
-            self._crit[key] = dunnett_one_sided(lam, min(c.df for c in cs), alpha)
-        return self._crit[key]
+            if self.alike or self.known:
+                self._crit[key] = dunnett_one_sided(lam, cs[0].df, alpha)
+            else:  # the marginal level of the normal's critical value (the df enter per comparison)
+                self._crit[key] = 1 - norm_cdf(dunnett_one_sided(lam, 0, alpha))
+        if self.alike or self.known:
+            return self._crit[key]
+        return t_quantile(1 - self._crit[key], max(self.contrast(i, j).df, 1.0))
 
     def _contrast_cov(self, i: str, others: list[str]) -> np.ndarray:
         rows = np.array([self._row(i, j) for j in others])
@@ -357,12 +380,14 @@ NULL_DRAWS = 500  # Monte Carlo draws of the spreads' statistic under equal vari
 
 
 def _spread_statistic(ss: np.ndarray, ainv: np.ndarray) -> np.ndarray:
-    """How unequal the stacks' own variances look: Bartlett's statistic (Proc. R. Soc. A 160, 1937) of their
-    unbiased estimates (ainv @ SS, each floored at a thousandth of their mean), per column of `ss`."""
+    """How much one stack's variance stands out: Cochran's statistic (the largest of the variances as a share of
+    their sum: Ann. Eugenics 11, 1941) of the stacks' unbiased estimates (ainv @ SS, each floored at a
+    thousandth of their mean), per column of `ss`. At three rounds it finds one stack four times noisier in
+    half the groups where Bartlett's statistic found it in a quarter (both at 10%)."""
     sig = ainv @ ss
     mean = np.maximum(sig.mean(axis=0), 1e-300)
     sig = np.maximum(sig, 1e-3 * mean)
-    stat: np.ndarray = np.log(mean) - np.log(sig).mean(axis=0)
+    stat: np.ndarray = sig.max(axis=0) / sig.sum(axis=0)
     return stat
 
 

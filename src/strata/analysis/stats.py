@@ -195,6 +195,11 @@ def norm_quantile(p: float) -> float:
     return float(_scipy()[0].norm.ppf(p))
 
 
+def norm_cdf(x: float) -> float:
+    """P(Z <= x) for the standard normal."""
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
 def f_sf(x: float, d1: float, d2: float) -> float:
     """P(F > x) for Fisher's F with (d1, d2) degrees of freedom."""
     return float(_scipy()[0].f.sf(x, d1, d2)) if x > 0 else 1.0

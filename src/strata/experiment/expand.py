@@ -219,8 +219,10 @@ def round_order(exp: Experiment, trials: list[Trial], repetition: int) -> list[T
     run's order is the same on resume and in `strata validate`). The raw baselines first in round 0."""
     if not trials:
         return []
-    rng = random.Random(f"{exp.order_seed}:{trials[0].device.name}:{repetition}")
     base = _order(exp)
+    if exp.order == "spec":
+        return sorted(trials, key=lambda t: (base(t), t.label))
+    rng = random.Random(f"{exp.order_seed}:{trials[0].device.name}:{repetition}")
     stacks: dict[tuple[str, str, str], list[Trial]] = {}
     for t in sorted(trials, key=lambda t: (base(t), t.label)):  # a stable start, whatever order they came in
         stacks.setdefault(t.stack_key, []).append(t)

@@ -113,6 +113,11 @@ class Experiment(Strict):
         "images are not counted): the looks are planned for the rounds it pays for, and no new round starts "
         "once it is spent",
     )
+    order: Literal["random", "spec"] = Field(
+        default="random",
+        description="the order within each round: `random` (each round its own, each stack's trials together), or "
+        "`spec`: the spec's order of file systems, runtimes and paths, raw first (as before issue 41)",
+    )
     seed: int | None = Field(
         default=None,
         ge=0,
