@@ -213,10 +213,12 @@ def test_auto_repetitions_race_a_clearly_worse_stack_out_before_a_close_one(tmp_
     stops = {k.split("/")[1]: v["stopped"] for k, v in run["repetitions"].items()}
     assert stops["ext4"] == "eliminated" and reps["ext4"] == 3
     # the close pair goes on past the first look unless decided there (either may lead: they are 2% apart with
-    # 5% jitter; three trials that happen to agree closely decide it at the first look in about 3% of runs)
+    # 5% jitter; three trials that happen to agree closely decide it at the first look in about 3% of runs).
+    # btrfs, 2% behind, may be decided worse (`eliminated`: not the best); never both (issue 41)
     for fs in ("xfs", "btrfs"):
-        assert stops[fs] in ("equivalent", "undecidable", "decided", "max_repetitions")
-        assert reps[fs] > 3 or stops[fs] in ("equivalent", "decided")
+        assert stops[fs] in ("equivalent", "undecidable", "decided", "max_repetitions", "eliminated")
+        assert reps[fs] > 3 or stops[fs] in ("equivalent", "decided", "eliminated")
+    assert "eliminated" not in (stops["xfs"], stops["btrfs"]) or stops["xfs"] != stops["btrfs"]
 
 
 def test_a_workload_margin_of_its_own_is_stored_with_its_results(tmp_path):
