@@ -1,10 +1,13 @@
 """The operating characteristics of strata's answers, by simulation: the rule strata runs against the rule before
 issue 41 (bench/old_rule.py) and against a blocked oracle, on the same simulated trials.
 
-Each simulated group is one advice group: the best stack and G-1 stacks whose true means are lower by given
-gaps. Trials run in rounds, every stack once per round in a random order within the round (as strata now
-runs them); a trial's headline is the stack's true mean times noise. The coefficient of variation CV is that
-of a trial's mean between trials; every trial also carries within-trial noise (per-second samples over 5 s).
+Each simulated group is one advice group: the best stack and G-1 stacks whose true geometric means (what
+strata's log-scale analysis estimates) are lower by given gaps. Trials run in rounds, every stack once per
+round in a random order within the round (as strata now runs them); a trial's headline is the stack's true
+level times log-normal noise. The coefficient of variation CV is that of a trial's mean between trials;
+every trial also carries within-trial noise (per-second samples over 5 s). The old rule estimates ratios of
+arithmetic means, and is judged against those (a noisy stack's arithmetic mean is its geometric mean times
+exp(var / 2)).
 
 Scenarios, the issue-34 ones (each a pair or a group of 5 or 10 at CVs of 2, 5, 10, 18%):
 
@@ -145,8 +148,8 @@ def trials(sc: Scenario, rng: random.Random) -> tuple[list[list[float]], list[fl
             if "heavy" in noise:
                 t = max(-4.0, min(4.0, rng.gauss(0, 1) / math.sqrt(sum(rng.gauss(0, 1) ** 2 for _ in range(3)) / 3)))
                 v = mu * max(1 + white[k] * t / math.sqrt(3), 0.05)
-            else:
-                v = mu * math.exp(rng.gauss(0, white[k]) - white[k] ** 2 / 2)
+            else:  # the stack's geometric mean is mu (its arithmetic mean mu exp(var / 2): `judge_old`)
+                v = mu * math.exp(rng.gauss(0, white[k]))
             v *= math.exp(rounds[j] + ar)
             if "drift" in noise:
                 v *= 1 - sc.cv / 2 * j / LAST
@@ -231,10 +234,13 @@ def judge_old(
         known={k: var[i] for i, k in enumerate(keys)},
     )
     edge = math.log(1 + MARGIN)
-    best = max(1 - g for g in sc.gaps)
+    # the old rule estimates ratios of arithmetic means: each stack's is its geometric mean times exp(var / 2)
+    # for log-normal noise (heavy tails and outliers alike for every stack, so their ratios are the same)
+    arith = [(1 - g) * (math.exp(v / 2) if not sc.noise & {"heavy", "outliers"} else 1.0) for g, v in zip(sc.gaps, var)]
+    best = max(arith)
     wrong, decided, close, und = False, 0, [], False
     for k, a in cmp.answers.items():
-        true = math.log((1 - sc.gaps[keys.index(k)]) / best)
+        true = math.log(arith[keys.index(k)] / best)
         sup = a.supported
         if sup is None:
             continue
