@@ -140,3 +140,23 @@ def test_the_spec_order_keeps_raw_first_and_the_spec_order_in_every_round():
     rounds = _rounds(trials)
     assert rounds[0] == rounds[1] == rounds[2] and trials[0].filesystem.type == "raw"
     assert [t.filesystem.type for t in trials if t.repetition == 0][-1] == "ext4"  # ext4 always last
+
+
+def test_validate_prints_the_seed_and_each_rounds_order(capsys):
+    """Issue 41: `strata validate` prints the order each planned round runs in (its stacks; `-v`, every
+    trial in run order), with the seed, and the looks the budget pays for."""
+    from strata.cli.validate import print_plan
+    from strata.experiment.plan import Plan
+
+    exp, wls = parse_spec({**QUICK, "repetitions": "auto", "max_repetitions": 6, "budget": "9m", "seed": 11})
+    trials, skipped = expand(exp, wls)
+    print_plan(exp, Plan(trials, skipped), verbose=True)
+    out = capsys.readouterr().out
+    assert "order within each round: random, seed 11" in out and "looking at 3 (what the budget pays for" in out
+    for rep in (0, 1, 2):
+        stacks = []
+        for t in trials:
+            if t.repetition == rep and (not stacks or stacks[-1] != "/".join(t.stack_key)):
+                stacks.append("/".join(t.stack_key))
+        assert f"  round {rep}: {', '.join(stacks)}" in out
+    assert out.index(trials[0].id) < out.index(trials[-1].id)  # -v lists the trials in run order
