@@ -231,6 +231,45 @@ class _Fit:
         self.runs = ready
         self.keys = list(ready)
         g = len(self.keys)
+        x, y, rounds = self._design(ready, sign)
+        self.xplus = np.linalg.pinv(x)
+        beta = self.xplus @ y
+        self.df = len(y) - int(np.linalg.matrix_rank(x))
+        self.usable = self.df >= 1 or known is not None
+        self.effect = {k: float(beta[i]) for i, k in enumerate(self.keys)}
+        m = np.eye(len(y)) - x @ self.xplus
+        resid = m @ y
+        self.rss = float(resid @ resid)
+        ind = np.zeros((len(y), g))
+        ind[np.arange(len(y)), self.owner] = 1.0
+        self._ind = ind
+        self.stack_ss: np.ndarray = ind.T @ resid**2  # each stack's residual sum of squares
+        self.share: np.ndarray = ind.T @ np.diag(m)  # and its share of the residual degrees of freedom
+        s2 = self.rss / self.df if self.df else 0.0
+        self.round_share = self._round_share(s2) if self.blocked else None
+        a = ind.T @ (m**2) @ ind  # E[SS_k] = sum_l A_kl sigma_l^2 (the test reads the unbiased estimates)
+        pattern = (tuple(self.owner.tolist()), tuple(-1 if r is None else r for r in rounds))
+        self.alike = self.df < 2 or _agree(self.stack_ss, _null_of(pattern, m, ind, a)) >= VARIANCES_PRETEST
+        self.method = (
+            (BLOCKED if self.alike else BLOCKED_PER_STACK) if self.blocked else (POOLED if self.alike else WELCH)
+        )
+        self.known = known is not None
+        self.part = np.arange(g)  # which stacks share a variance (the fit with one stack out: _weighted)
+        if known is not None:
+            self.alike, self.sigma2 = True, np.array([known[k] for k in self.keys])
+        elif self.alike:
+            self.sigma2 = np.full(g, s2)
+        else:  # the stack that stands out its own variance, the rest one pooled: weighted least squares
+            self.part = np.zeros(g, dtype=int)
+            self.part[int(np.argmax(np.linalg.pinv(a) @ self.stack_ss))] = 1
+            self._weighted(x, y, ind, self.stack_ss / np.maximum(self.share, 1e-9))
+        self._cache: dict[tuple[str, str], Contrast] = {}
+        self._crit: dict[tuple[str, float], float] = {}
+
+    def _design(self, ready: dict[str, Runs], sign: float) -> tuple[np.ndarray, np.ndarray, list[int | None]]:
+        """The design matrix (a column per stack, and per round but the first when blocked), the log values,
+        and each trial's round; sets `owner` (each trial's stack) and `blocked`."""
+        g = len(self.keys)
         owner, ys, rounds = [], [], []
         for i, k in enumerate(self.keys):
             r = ready[k]
@@ -240,56 +279,20 @@ class _Fit:
                 rounds.append(r.rounds[j] if r.rounds else None)
         levels = sorted({x for x in rounds if x is not None})
         self.blocked = g >= 3 and None not in rounds and len(levels) >= 2
-        cols = g + (len(levels) - 1 if self.blocked else 0)
-        x = np.zeros((len(ys), cols))
+        x = np.zeros((len(ys), g + (len(levels) - 1 if self.blocked else 0)))
         col = {lv: g + i for i, lv in enumerate(levels[1:])}
         for row, (i, rd) in enumerate(zip(owner, rounds)):
             x[row, i] = 1.0
             if self.blocked and rd in col:
                 x[row, col[rd]] = 1.0
-        y = np.array(ys)
         self.owner = np.array(owner)
-        self.xplus = np.linalg.pinv(x)
-        beta = self.xplus @ y
-        rank = int(np.linalg.matrix_rank(x))
-        self.df = len(ys) - rank
-        self.usable = self.df >= 1 or known is not None
-        self.effect = {k: float(beta[i]) for i, k in enumerate(self.keys)}
-        m = np.eye(len(ys)) - x @ self.xplus
-        resid = m @ y
-        self.rss = float(resid @ resid)
-        ind = np.zeros((len(ys), g))
-        ind[np.arange(len(ys)), self.owner] = 1.0
-        ss = ind.T @ resid**2  # each stack's residual sum of squares
-        share = ind.T @ np.diag(m)  # its share of the residual degrees of freedom
-        s2 = self.rss / self.df if self.df else 0.0
-        self.round_share = None
-        if self.blocked:
-            within = sum(float(np.var(np.log(r.values), ddof=1)) * (r.n - 1) for r in ready.values())
-            df1 = len(ys) - g
-            self.round_share = max(0.0, 1 - s2 / (within / df1)) if within > 0 and df1 > 0 else None
-        a = ind.T @ (m**2) @ ind  # E[SS_k] = sum_l A_kl sigma_l^2 (the test below reads the unbiased estimates)
-        pattern = (tuple(owner), tuple(-1 if r is None else r for r in rounds))
-        self.alike = self.df < 2 or _agree(ss, _null_of(pattern, m, ind, a)) >= VARIANCES_PRETEST
-        self.method = (
-            (BLOCKED if self.alike else BLOCKED_PER_STACK) if self.blocked else (POOLED if self.alike else WELCH)
-        )
-        self.known = known is not None
-        self.part = np.arange(g)  # which stacks share a variance (the fit with one stack out: _weighted)
-        self.share: np.ndarray = share  # each stack's share of the residual degrees of freedom
-        self.stack_ss: np.ndarray = ss  # and its residual sum of squares
-        if known is not None:
-            self.alike, self.sigma2 = True, np.array([known[k] for k in self.keys])
-        elif self.alike:
-            self.sigma2 = np.full(g, s2)
-        else:  # the stack that stands out its own variance: weighted least squares
-            sig = np.linalg.pinv(a) @ ss
-            self.part = np.zeros(g, dtype=int)  # the rest keep one pooled variance
-            self.part[int(np.argmax(sig))] = 1
-            self._weighted(x, y, ind, ss / np.maximum(share, 1e-9))
-        self._ind = ind
-        self._cache: dict[tuple[str, str], Contrast] = {}
-        self._crit: dict[tuple[str, float], float] = {}
+        return x, np.array(ys), rounds
+
+    def _round_share(self, s2: float) -> float | None:
+        """The share of the variance the rounds hold: 1 - the blocked residual variance over the one-way one."""
+        within = sum(float(np.var(np.log(r.values), ddof=1)) * (r.n - 1) for r in self.runs.values())
+        df1 = sum(r.n for r in self.runs.values()) - len(self.runs)
+        return max(0.0, 1 - s2 / (within / df1)) if within > 0 and df1 > 0 else None
 
     def _weighted(self, x: np.ndarray, y: np.ndarray, ind: np.ndarray, sigma2: np.ndarray) -> None:
         """Feasible weighted least squares (each trial weighted by 1 / its stack's variance, the variances
