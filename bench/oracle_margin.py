@@ -1,16 +1,24 @@
-"""The supported margin of each advice group against an oracle's, on a run's own trials.
+"""The margin each advice line supports, by the rule strata runs, the rule before issue 41 and a blocked oracle,
+on a run's own stored trials.
 
-For every advice group of a stored run (the stacks compared for one workload, load and device), this
-prints the margin strata's advice supports ("equivalent within +-X%") beside the one an oracle would
-support from the same trials at the same simultaneous level: an oracle who knows each stack's variance
-(taken to be its sample variance) and so uses the normal quantile, without pooling, pretests or degrees
-of freedom. Their ratio is the price of not knowing the variances; the oracle's own margin is what the
-machine's noise forces at that number of repetitions. Last, the repetitions per stack at which the
-oracle's margin would reach --target (the gaps and spreads held at today's estimates, at the level of
-a fixed design: the error divided among the group's comparisons with the best), which says whether a
-target is out of reach of any procedure at this noise or only of this one.
+For every advice group of one or more stored runs (the stacks compared for one workload, load and device),
+this prints the margin the line supports: every stack not decided worse, the leader included, lies within it
+of the best ("the best is one of A, B, each within +-X% of it"), by
 
-    python3 bench/oracle_margin.py RESULTS [--target 20%]
+- `new`: the rule strata runs (analysis/groups.py: the rounds as blocks, one-sided comparisons with the best
+  at the level of the looks the run planned);
+- `old`: the rule before issue 41 (bench/old_rule.py: two-sided intervals at alpha / (G - 1), a pretest on
+  the rounds, the looks of min..max), its "equivalent within +-X%";
+- `oracle`: a blocked oracle on the same fit and the same trials: each stack's residual variance after the
+  round effects taken as known (its own residual sum of squares over its share of the degrees of freedom: a
+  plug-in, so a yardstick, not a lower bound), the normal's critical values at the same one-sided level,
+  read the same way (the stacks that may be the best, each stack's bound).
+
+Then new / old and new / oracle per group, their medians over the groups, and the repetitions per stack at
+which the oracle's line would reach --target (the estimates and spreads held at today's, the stacks it then
+decides worse left out, at the level of a fixed design).
+
+    python3 bench/oracle_margin.py RESULTS [RESULTS ...] [--target 20%]
     python3 bench/oracle_margin.py --tiny   (on a few synthetic trials: checks that it runs)
 """
 
@@ -22,49 +30,84 @@ import random
 import sys
 import tempfile
 from pathlib import Path
-from statistics import NormalDist
 
 import tiny
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import old_rule  # noqa: E402
+
 from strata.analysis.analyse import describe  # noqa: E402
-from strata.analysis.decide import ALPHA  # noqa: E402
-from strata.analysis.groups import Runs, compare  # noqa: E402
+from strata.analysis.decide import ALPHA, WORSE  # noqa: E402
+from strata.analysis.groups import Comparisons, Runs, compare  # noqa: E402
 from strata.analysis.query import by_context  # noqa: E402
-from strata.analysis.stats import summarize  # noqa: E402
+from strata.analysis.stats import dunnett_one_sided  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 MAX_PROJECTED = 1000  # repetitions per stack; beyond this the projection says "over 1000"
 
 
-def oracle_margin(runs: dict[str, Runs], leader: str, level: float, n: int | None = None) -> float:
-    """The largest far end, over the stacks, of the leader's interval against each with known variances
-    (the sample ones) at two-sided `level`: the margin it supports. `n`: as if each had n repetitions."""
-    z = NormalDist().inv_cdf(1 - level / 2)
-    lead = runs[leader]
+def line_margin(cmp: Comparisons) -> float:
+    """The margin a line of the rule strata runs supports: every stack not decided worse, and the leader,
+    within it of the best."""
+    answers = [a for a in cmp.answers.values() if a.outcome != WORSE] + ([cmp.own] if cmp.own else [])
+    return max((1 / a.low - 1 for a in answers if a.low), default=math.nan)
+
+
+def old_margin(cmp: old_rule.Comparisons) -> float:
+    """The old rule's line: the largest supported margin of the stacks not decided worse."""
+    vals = [a.supported for a in cmp.answers.values() if a.outcome != old_rule.WORSE and a.supported is not None]
+    return max(vals, default=0.0)
+
+
+def oracle_line(effects: dict[str, float], var: dict[str, float], n: dict[str, float], alpha: float) -> float:
+    """The blocked oracle's line margin: constrained multiple comparisons with the best (as analysis/groups.py)
+    with each stack's per-trial variance known, the normal's one-sided critical values at `alpha`, each stack
+    at n[k] repetitions."""
+    keys = list(effects)
+    if len(keys) < 2:
+        return math.nan
+
+    def se(a: str, b: str) -> float:
+        return math.sqrt(var[a] / n[a] + var[b] / n[b])
+
+    crit = {}
+    for i in keys:
+        lam = tuple(math.sqrt((var[i] / n[i]) / (se(i, j) ** 2)) if se(i, j) > 0 else 0.0 for j in keys if j != i)
+        crit[i] = dunnett_one_sided(lam, 0, alpha)
+    upper = {k: min(effects[k] - effects[j] + crit[k] * se(k, j) for j in keys if j != k) for k in keys}
+    best = [k for k in keys if upper[k] > 0]
     far = 0.0
-    for k, r in runs.items():
-        if k == leader:
-            continue
-        n_l, n_k = (n, n) if n else (lead.n, r.n)
-        se = math.sqrt(_cv2(lead) / n_l + _cv2(r) / n_k)
-        log_ratio = math.log(r.mean / lead.mean)
-        far = max(far, math.exp(-(log_ratio - z * se)) - 1, math.exp(log_ratio + z * se) - 1)
+    for k in keys:
+        if k not in best and len(best) >= 1:
+            continue  # decided worse: not in the line's margin
+        against = [effects[k] - effects[j] - crit[j] * se(k, j) for j in best if j != k]
+        low = min(0.0, min(against)) if against else 0.0
+        far = max(far, math.exp(-low) - 1)
     return far
 
 
-def _cv2(r: Runs) -> float:
-    cv = summarize(list(r.values)).cv
-    return (cv or 0.0) ** 2
+def oracle_of(runs: dict[str, Runs], cmp: Comparisons) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """The fit's estimates, each stack's plug-in residual variance, its repetitions."""
+    fit = cmp.fit
+    assert fit is not None  # two or more stacks with two or more trials
+    share = fit.share
+    ss = fit.sigma2 * share if not fit.alike else None
+    var = {}
+    for i, k in enumerate(fit.keys):
+        if ss is not None:
+            var[k] = float(fit.sigma2[i])
+        else:  # pooled: each stack's own residual spread
+            var[k] = float(fit.stack_ss[i] / max(share[i], 1e-9))
+    return dict(fit.effect), var, {k: float(runs[k].n) for k in fit.keys}
 
 
-def needed(runs: dict[str, Runs], leader: str, level: float, target: float) -> int | None:
-    """The fewest repetitions per stack at which the oracle's margin reaches `target` (None: no number
-    does, a gap at least as large as the target)."""
+def needed(effects: dict[str, float], var: dict[str, float], target: float) -> int | None:
+    """The fewest repetitions per stack at which the oracle's line reaches `target` at a fixed design's level
+    (None: no number does, a gap at least as large as the target)."""
     for n in range(2, MAX_PROJECTED + 1):
-        if oracle_margin(runs, leader, level, n) <= target:
+        if oracle_line(effects, var, {k: float(n) for k in effects}, ALPHA) <= target:
             return n
     return None
 
@@ -79,7 +122,7 @@ def _percent(text: str) -> float | None:
 
 
 def synthetic(out: Path, repetitions: int = 3) -> None:
-    """A small run: four stacks of one advice group, `repetitions` interleaved rounds, 10% noise."""
+    """A small run: three stacks of one advice group, `repetitions` rounds, 10% noise."""
     from synth_results import _write, make_result
 
     rnd = random.Random(1)
@@ -96,16 +139,16 @@ def synthetic(out: Path, repetitions: int = 3) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("results", type=Path, nargs="?", help="a results directory of `strata run`")
+    p.add_argument("results", type=Path, nargs="*", help="results directories of `strata run`")
     p.add_argument("--target", default="20%", help="the margin a line should reach (default 20%%)")
     tiny.add(p)
     args = p.parse_args()
     if tiny.apply(args, repetitions=3):
         with tempfile.TemporaryDirectory(prefix="strata-oracle-") as d:
             synthetic(Path(d))
-            args.results = Path(d)
+            args.results = [Path(d)]
             return report(args)
-    if args.results is None:
+    if not args.results:
         print("error: give a results directory of `strata run` (or --tiny)")
         return 2
     return report(args)
@@ -116,37 +159,56 @@ def report(args: argparse.Namespace) -> int:
     if target is None:
         print(f"error: --target {args.target!r} is not a margin: give a percentage above 0%, e.g. 20%")
         return 2
-    try:
-        results = load_results(args.results)
-    except ValueError as e:  # a stored result this strata cannot read
-        print(f"error: {e}")
-        return 2
-    if not results:
-        print(f"error: no stored trials under {args.results}: give a results directory of `strata run`")
-        return 2
-    cells = describe(results, judge_steady=False).cells
-    groups = by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values()
     print(
-        f"{'group':<28} {'n':>3} {'method':<16} {'level':>7} {'strata':>8} {'oracle':>8} {'ratio':>6}"
-        f"  oracle n for {target:.0%}"
+        f"{'run':<10} {'group':<24} {'n':>3} {'method':<19} {'level':>6} {'old':>7} {'new':>7} {'new/old':>7} "
+        f"{'oracle':>7} {'new/oracle':>10}  oracle n for {target:.0%}"
     )
-    for group in groups:
-        runs = {c.key: c.runs for c in group if c.runs.n >= 2}
-        if len(runs) < 2:
-            continue
-        top = group[0]
-        cmp = compare(runs, top.margin, top.design)
-        assert cmp.leader is not None  # two or more stacks with two or more trials
-        sup = max((a.supported for a in cmp.answers.values() if a.supported is not None), default=math.nan)
-        orc = oracle_margin(runs, cmp.leader, cmp.level)
-        need = needed(runs, cmp.leader, ALPHA / cmp.pairs, target)
-        name = f"{top.labels['workload']} {top.labels['load']} on {top.labels['device']}"
-        n = max(r.n for r in runs.values())
-        print(
-            f"{name:<28} {n:>3} {cmp.method:<16} {cmp.level:>7.4f} {sup:>8.0%} {orc:>8.0%} {sup / orc:>6.2f}  "
-            + (f"{need}" if need else f"over {MAX_PROJECTED} (a gap near or beyond the target)")
-        )
+    vs_old, vs_oracle = [], []
+    for path in args.results:
+        try:
+            results = load_results(path)
+        except ValueError as e:  # a stored result this strata cannot read
+            print(f"error: {e}")
+            return 2
+        if not results:
+            print(f"error: no stored trials under {path}: give a results directory of `strata run`")
+            return 2
+        cells = describe(results, judge_steady=False).cells
+        for group in by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values():
+            runs = {c.key: c.runs for c in group if c.runs.n >= 2}
+            if len(runs) < 2:
+                continue
+            top = group[0]
+            cmp = compare(runs, top.margin, top.design)
+            if cmp.fit is None:
+                continue
+            old = old_rule.compare_old(runs, top.margin, old_rule.Design.of(top.ok[0].get("design")))
+            new_m, old_m = line_margin(cmp), old_margin(old)
+            effects, var, n = oracle_of(runs, cmp)
+            orc = oracle_line(effects, var, n, cmp.level)
+            need = needed(effects, var, target)
+            name = f"{top.labels['workload']} {top.labels['load']} on {top.labels['device']}"
+            ratio_old = new_m / old_m if old_m > 0 else math.nan
+            ratio_orc = new_m / orc if orc > 0 else math.nan
+            vs_old.append(ratio_old)
+            vs_oracle.append(ratio_orc)
+            print(
+                f"{path.name[:10]:<10} {name:<24} {max(n.values()):>3.0f} {cmp.method:<19} {cmp.level:>6.4f} "
+                f"{old_m:>7.0%} {new_m:>7.0%} {ratio_old:>7.2f} {orc:>7.0%} {ratio_orc:>10.2f}  "
+                + (f"{need}" if need else f"over {MAX_PROJECTED} (a gap near or beyond the target)")
+            )
+    print(
+        f"groups: {len(vs_old)}; median new / old: {_median(vs_old):.2f}; median new / oracle: {_median(vs_oracle):.2f}"
+    )
     return 0
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(x for x in xs if x == x)
+    if not xs:
+        return math.nan
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 if __name__ == "__main__":

@@ -46,7 +46,9 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
     "decisions_sim.py": (
         [],
         [(r"P\(any wrong answer per group\) <= 5%: met in (?P<met>\d+) of (?P<scenarios>\d+) scenarios",
-          {"scenarios": (1, 1000)})],
+          {"scenarios": (1, 1000)}),
+         (r"auto's margin / the blocked oracle's <= 1.3 in the median group: met in \d+ of \d+ scenarios", {}),
+         (r"G=4 real cv 10% +old auto ", {})],
     ),
     "device_writes.py": (
         [],
@@ -69,9 +71,20 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
     "oracle_margin.py": (
         [],
         [
-            (r"group +n method +level +strata +oracle +ratio +oracle n for 20%", {}),
-            (r"on loop +(?P<n>\d+) +\S+ +(?P<level>[\d.]+) +(?P<strata>\d+)% +(?P<oracle>\d+)% +(?P<ratio>[\d.]+)",
-             {"n": (3, 3), "level": (0.001, 0.05), "strata": (1, 10000), "oracle": (1, 10000), "ratio": RATIO}),
+            (r"run +group +n +method +level +old +new +new/old +oracle +new/oracle +oracle n for 20%", {}),
+            (r"on loop +(?P<n>\d+) +(?:blocked, per stack|\S+) +(?P<level>[\d.]+) +(?P<old>\d+)% +(?P<new>\d+)% +\S+ +"
+             r"(?P<oracle>\d+)% ",
+             {"n": (3, 3), "level": (0.001, 0.05), "old": (0, 10000), "new": (0, 10000), "oracle": (0, 10000)}),
+            (r"groups: 1; median new / old: \S+; median new / oracle: \S+", {}),
+        ],
+    ),
+    "order_cost.py": (
+        [],
+        [
+            (r"run 0 spec: \d+ s, set-up (?P<setup>\d+) s, (?P<stacks>\d+) stacks built in 2 rounds",
+             {"setup": (0, 3600), "stacks": (2, 20)}),
+            (r"machine time random / spec: (?P<ratio>[\d.]+)", {"ratio": RATIO}),
+            (r"set-up time random / spec: (?P<setup>[\d.]+)", {"setup": (0.0, 100.0)}),
         ],
     ),
     "overhead.py": (

@@ -21,11 +21,12 @@ def test_best_with_significant_margin():
     (b,) = a.best
     assert b.best.fs_type == "xfs" and not b.equivalent and b.status == "best"
     assert b.lead.outcome == "worse" and b.lead.rel < 0
-    assert "is best: 25.0% [" in b.text()  # xfs / ext4 - 1: the leader ahead, A/B - 1 (issue 34)
+    assert "is best: 25.0% ahead of the next" in b.text()  # xfs / ext4 - 1: the leader ahead, A/B - 1 (issue 34)
+    assert f"(at most {b.lead_high - 1:.1%})" in b.text() and b.lead_high > 1.25  # its lead's upper bound (issue 41)
 
 
 def test_equivalent_only_when_the_difference_is_within_the_margin():
-    a = analyse(reps("xfs", (1000, 1002, 998)) + reps("ext4", (1001, 999, 1003)) + reps("btrfs", (300, 310, 290)))
+    a = analyse(reps("xfs", (1000, 1002, 998)) + reps("ext4", (1001, 999, 1003)) + reps("btrfs", (300, 300.6, 299.4)))
     (b,) = a.best
     other = "xfs" if b.best.fs_type == "ext4" else "ext4"
     assert b.status == "equivalent" and [c.fs_type for c in b.equivalent] == [other]
@@ -44,13 +45,17 @@ def test_the_spec_margin_decides_equivalence():
 
 
 def test_a_difference_the_intervals_do_not_decide_is_answered_with_the_supported_margin():
-    """Issue 12: not significant is not 'tied'; issues 21 and 34: say the margin the data do support, as an
-    answer: "equivalent within +-X%"."""
+    """Issue 12: not significant is not 'tied'; issues 21 and 34: say the margin the data do support; issue 41:
+    name the stacks that may be the best and what choosing the leader costs at most."""
     a = analyse(reps("xfs", (1000, 1100, 900)) + reps("ext4", (1010, 910, 1110)))
     (b,) = a.best
     assert b.status == "undecided" and not b.equivalent and b.undecided
-    assert f"equivalent within +-{b.supported:.0%} (not decided at +-5%)" in b.text()
-    assert 0.2 < b.supported < 0.6
+    text = b.text()
+    assert "undecided at +-5%: the best is one of " in text and f", each within +-{b.supported:.0%} of it" in text
+    assert "(95%, all lines at once)" in text and b.undecided[0].stack in text
+    assert f"choosing {b.best.stack} costs at most {b.cost:.1%} against the best" in text
+    assert 0 < b.cost <= b.supported < 0.6
+    assert "repetitions of each would decide it" in text or "no affordable number" in text
 
 
 def test_the_supported_margin_leaves_out_the_stacks_decided_worse():
@@ -61,8 +66,8 @@ def test_the_supported_margin_leaves_out_the_stacks_decided_worse():
     (b,) = analyse(rs).best
     assert [c.fs_type for c in b.worse] == ["btrfs"] and len(b.undecided) == 1
     close = b.answers[b.undecided[0].stack]
-    assert b.supported == close.supported < 0.6 < b.answers[b.worse[0].stack].supported
-    assert f"equivalent within +-{close.supported:.0%}" in b.text()
+    assert b.supported == max(close.supported, b.cost) < 0.6 < b.answers[b.worse[0].stack].supported
+    assert f"each within +-{b.supported:.0%} of it" in b.text() and "worse: loop/btrfs" in b.text()
 
 
 def _three():
@@ -76,25 +81,42 @@ def _three():
     return cells["xfs"], cells["ext4"], cells["btrfs"]
 
 
-def test_the_line_gives_each_undecided_stack_its_own_gap():
-    """Issue 34 (advice.py): "leads {undecided} by" printed the runner-up's gap even when the runner-up was
-    equivalent and the stack named was another."""
+def test_the_undecided_line_names_each_part_of_the_group():
+    """Issue 41: the stacks that may be the best, those within the margin of it, those worse, and the leader's
+    cost bound, each in its place."""
     xfs, ext4, btrfs = _three()
-    eq = Answer(0.999, 0.99, 1.01, 0.05, 4, 4)  # ext4 within +-5% of xfs
-    open_ = Answer(0.8875, 0.80, 1.02, 0.05, 4, 4)  # btrfs 11.3% behind, undecided
-    b = Best("rr", "low", "IOPS", xfs, ext4, eq, [ext4], [], [btrfs], {ext4.stack: eq, btrfs.stack: open_})
+    eq = Answer(0.999, 0.99, 1.0, 0.05, 4, 4, may_be_best=True)  # ext4 within +-5% of the best
+    open_ = Answer(0.8875, 0.80, 1.0, 0.05, 4, 4, may_be_best=True)  # btrfs may be the best, 25% at most below
+    own = Answer(1.0, 0.9, 1.0, 0.05, 4, 4, may_be_best=True)
+    b = Best("rr", "low", "IOPS", xfs, ext4, eq, [ext4], [], [btrfs], {ext4.stack: eq, btrfs.stack: open_}, own=own)
+    assert b.status == "undecided" and b.supported == pytest.approx(0.25) and b.cost == pytest.approx(1 / 0.9 - 1)
+    text = b.text()
+    assert f"the best is one of {xfs.stack} (1,000 IOPS, n=4), {btrfs.stack}, each within +-25% of it" in text
+    assert f"within +-5% of the best: {ext4.stack}" in text and "worse:" not in text
+    assert f"choosing {xfs.stack} costs at most 11.1% against the best" in text
+
+
+def test_a_group_whose_others_are_within_the_margin_but_whose_leader_is_not_is_undecided():
+    """Issue 41: the leader's own bound (what choosing it costs) counts: every other stack within the margin of
+    the best does not make the group equivalent when the leader itself may be further from it."""
+    xfs, ext4, _ = _three()
+    eq = Answer(0.999, 0.99, 1.0, 0.05, 4, 4, may_be_best=True)
+    b = Best(
+        "rr",
+        "low",
+        "IOPS",
+        xfs,
+        ext4,
+        eq,
+        [ext4],
+        [],
+        [],
+        {ext4.stack: eq},
+        own=Answer(1.0, 0.9, 1.0, 0.05, 4, 4, may_be_best=True),
+    )
     assert b.status == "undecided"
-    assert f"{btrfs.stack} by {1 / 0.8875 - 1:.1%}" in b.text() and f"{btrfs.stack} by 0.1%" not in b.text()
-
-
-def test_leads_by_and_the_margins_use_one_convention():
-    """Issue 34 (advice.py): "leads by" was 1 - B/A (11.3% for B/A = 0.8875) where "is best" and the margins are
-    A/B - 1 (12.7%): the same pair had two sizes on one line. Now both are A/B - 1."""
-    xfs, ext4, btrfs = _three()
-    open_ = Answer(0.8875, 0.80, 1.02, 0.05, 4, 4)
-    b = Best("rr", "low", "IOPS", xfs, btrfs, open_, [], [], [btrfs], {btrfs.stack: open_})
-    assert f"{btrfs.stack} by 12.7%" in b.text() and f"+-{open_.supported:.0%}" in b.text()
-    assert open_.supported == pytest.approx(1 / 0.80 - 1)  # A/B - 1 at the interval's far end
+    b.own = Answer(1.0, 0.99, 1.0, 0.05, 4, 4, may_be_best=True)
+    assert b.status == "equivalent"
 
 
 def test_single_repetition_decides_nothing():
@@ -126,5 +148,5 @@ def test_a_supported_margin_of_100_percent_or_more_is_said_as_a_factor():
     rs = reps("xfs", (1000, 3000, 300)) + reps("ext4", (1010, 2900, 310))
     (b,) = analyse(rs).best
     assert b.supported is not None and b.supported >= 1
-    assert f"equivalent within a factor of {1 + b.supported:.1f} (not decided" in b.text()
+    assert f"each within a factor of {1 + b.supported:.1f} of it" in b.text()
     assert f"within +-{b.supported:.0%}" not in b.text()

@@ -93,3 +93,38 @@ def test_precise_is_judged_at_the_planned_looks_at_the_level_the_report_shows(tm
     assert p["stopped"] == "precise" and count["xfs"] == 6
     (cell,) = build_cells(reps.results, judge_steady=False)
     assert p["half_width"] == cell.summary.half_width / cell.summary.mean
+
+
+def test_the_looks_are_those_the_budget_pays_for(tmp_path):
+    """Issue 41: the quickstart's budget paid for 3 rounds, yet its intervals were priced for a look at 6 as
+    well. The looks are planned before the first trial from the budget and each round's estimated trial time
+    (the null workload's estimate: its sleep plus 0.1 s), and stored in every result's design."""
+    exp, trials = _exp(tmp_path, max_repetitions=6)
+    assert Repetitions(exp, trials).looks == (3, 6)  # no budget: min..max
+    per_round = sum(1 for t in trials if t.repetition == 0) * 0.1  # 3 configurations of the null workload
+    exp, trials = _exp(tmp_path, max_repetitions=6, budget=per_round * 3.5)
+    reps = Repetitions(exp, trials)
+    assert reps.looks == (3,) and reps.design.final == 3 and not reps.design.sequential
+    assert reps.design_doc("null")["looks"] == [3] and reps.design_doc("null")["max"] == 6
+    exp, trials = _exp(tmp_path, max_repetitions=10, budget=per_round * 6.5)
+    assert Repetitions(exp, trials).looks == (3, 6)
+
+
+def test_a_run_stops_at_its_last_planned_look_and_set_up_is_not_budget(tmp_path, monkeypatch):
+    """No configuration repeats beyond the last look the budget pays for; building stacks and loading images
+    (each result's `setup_s`) are not counted against the budget."""
+    exp, trials = _exp(tmp_path, max_repetitions=6, budget=10_000.0)
+    clock = {"t": 0.0}
+    monkeypatch.setattr("strata.run.repeat.time.monotonic", lambda: clock["t"])
+    reps = Repetitions(exp, trials, run_id="r")
+    assert reps.looks == (3, 6)
+    rng = random.Random(2)
+    for round_ in reps.rounds():
+        for t in round_:
+            r = _result(exp, t, 1000 * (1 + rng.gauss(0, 0.2)))
+            r.update(run_id="r", setup_s=3000.0)
+            clock["t"] += 3001.0  # a minute of trial, 50 of set-up
+            reps.record(r)
+    stops = {v["stopped"] for v in reps.report().values()}
+    assert reps.setup_s > 10_000 and stops <= {"max_repetitions", "undecidable", "eliminated", "equivalent", "decided"}
+    assert max(v["repetitions"] for v in reps.report().values()) <= 6

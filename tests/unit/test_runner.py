@@ -191,7 +191,8 @@ def test_auto_repetitions_stop_when_precise_or_at_the_maximum(tmp_path):
     assert s.ok == 9
     # rounds interleave the configurations: never two repetitions of one back to back while another runs
     order = [(r["labels"]["workload"], r["labels"]["repetition"]) for r in s.results]
-    assert order[:6] == [("steady", 0), ("noisy", 0), ("steady", 1), ("noisy", 1), ("steady", 2), ("noisy", 2)]
+    assert [rep for _, rep in order[:6]] == [0, 0, 1, 1, 2, 2]  # in a random order within each round (issue 41)
+    assert {w for w, _ in order[:2]} == {w for w, _ in order[2:4]} == {"steady", "noisy"}
 
 
 def test_auto_repetitions_race_a_clearly_worse_stack_out_before_a_close_one(tmp_path):
@@ -215,10 +216,12 @@ def test_auto_repetitions_race_a_clearly_worse_stack_out_before_a_close_one(tmp_
     stops = {k.split("/")[1]: v["stopped"] for k, v in run["repetitions"].items()}
     assert stops["ext4"] == "eliminated" and reps["ext4"] == 3
     # the close pair goes on past the first look unless decided there (either may lead: they are 2% apart with
-    # 5% jitter; three trials that happen to agree closely decide it at the first look in about 3% of runs)
+    # 5% jitter; three trials that happen to agree closely decide it at the first look in about 3% of runs).
+    # btrfs, 2% behind, may be decided worse (`eliminated`: not the best); never both (issue 41)
     for fs in ("xfs", "btrfs"):
-        assert stops[fs] in ("equivalent", "undecidable", "decided", "max_repetitions")
-        assert reps[fs] > 3 or stops[fs] in ("equivalent", "decided")
+        assert stops[fs] in ("equivalent", "undecidable", "decided", "max_repetitions", "eliminated")
+        assert reps[fs] > 3 or stops[fs] in ("equivalent", "decided", "eliminated")
+    assert "eliminated" not in (stops["xfs"], stops["btrfs"]) or stops["xfs"] != stops["btrfs"]
 
 
 def test_a_workload_margin_of_its_own_is_stored_with_its_results(tmp_path):
@@ -251,3 +254,19 @@ def test_the_disks_a_trial_watches_are_its_paths_own_or_else_its_devices():
     assert _disks(device, PathHandle("bind", "dir", "/data")) == ["loop0", "vda"]
     assert _disks(device, PathHandle("pvc:x", "dir", "/data", disks=["sdb"])) == ["sdb"]
     assert _disks(device, PathHandle("pvc:x", "dir", "/data", disks=[])) == []
+
+
+def test_the_run_document_stores_the_order_its_seed_and_the_looks(tmp_path):
+    """Issue 41: the random order within each round is recorded (its seed, and every round's trials in the
+    order they ran), with the looks the run planned and the set-up time it did not count against the budget."""
+    exp, wls = _spec(tmp_path, filesystems=["raw", "xfs", "ext4"], paths=["device", "bind"], seed=5)
+    _run(tmp_path, exp, wls, tmp_path / "out")
+    run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
+    assert run["order"]["seed"] == 5 and len(run["order"]["rounds"]) == 2
+    ran = [r["trial"] for r in sorted(load_results(tmp_path / "out"), key=lambda r: r["started_at"])]
+    assert [len(x) for x in run["order"]["rounds"]] == [3, 3] and "setup_s" in run
+    assert all(isinstance(r, dict) for r in ran)
+    exp, wls = _spec(tmp_path, repetitions="auto", max_repetitions=4)
+    _run(tmp_path, exp, wls, tmp_path / "auto")
+    run = json.loads(next((tmp_path / "auto" / "runs").glob("*.json")).read_text())
+    assert run["looks"] == [3, 4]

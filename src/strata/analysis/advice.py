@@ -3,23 +3,26 @@
 "Which host file system, which storage driver, volume or bind mount or writable layer, how many containers
 per host" (docs/architecture.md): among the configurations measured as device performance (cache-flagged,
 unconfirmed and emulated ones excluded, the raw device too: it is the baseline, not a place for a
-container's files), the leader is compared with every other (analysis/groups.py): each is *worse*,
-*equivalent within +-margin* (the spec's `margin`, 5% by default), or not decided at the margin. Every
-line then ends with an answer:
+container's files), every stack is compared with the best at once (analysis/groups.py): each is *worse*
+(not the best), *equivalent within +-margin* of the best (the spec's `margin`, 5% by default), or it may be
+the best and is not within the margin of it. Every line then ends with an answer a user can act on:
 
-- *best*: every other stack is decidedly worse: "A is best: 12% [6%, 19%] ahead of the next, B";
-- *equivalent*: the others are equivalent or worse: "equivalent within +-5%: A, B - choose on other
-  grounds";
-- *equivalent within the margin the data support*, when some comparison is not decided at the margin:
-  "equivalent within +-14% (not decided at +-5%): A, B, C", the smallest margin within which every stack
-  not decided worse lies of the leader, and what would decide the closest one.
+- *best*: every other stack is decidedly below the leader: "A is best: 12.0% ahead of the next, B (at most
+  19%)";
+- *equivalent*: the others are within the margin of the best, or worse: "equivalent within +-5%: A, B -
+  choose on other grounds";
+- *undecided*: the stacks that may be the best, the margin within which each lies of the best, the stacks
+  that are worse, what choosing the leader costs at most against the best, and the repetitions that would
+  decide it: "undecided at +-5%: the best is one of A, B, each within +-14% of it (95%, all lines at once);
+  worse: C; choosing A costs at most 6.0% against the best; about 9 repetitions of each would decide it".
 
-One convention for every percentage of a line: how far the leader A is ahead of another B, A/B - 1 (so
-that +-5% means the same in "ahead", "leads by" and "equivalent within"). The intervals stay valid for
-`repetitions: auto` runs and across the group's comparisons (analysis/decide.py). Containers per host: study
-003, section 6.3, "assign the number of containers that maximize the throughput", with the same rule for
-the peak. Placement over hosts: measured where the results hold the same load on one host and across
-hosts (analysis/placement.py), else predicted from the containers curve (`placement` below).
+One convention for every percentage of a line: how far the leader A is ahead of another B, A/B - 1, and how
+far a stack may be below the best, best/B - 1 (so that +-5% means the same in "ahead", "within" and
+"costs"). The intervals stay valid for `repetitions: auto` runs and across all of a report's lines of one
+group (analysis/decide.py). Containers per host: study 003, section 6.3, "assign the number of containers
+that maximize the throughput", with the same rule for the peak. Placement over hosts: measured where the
+results hold the same load on one host and across hosts (analysis/placement.py), else predicted from the
+containers curve (`placement` below).
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from typing import Any
 
 from strata.analysis import amplification
 from strata.analysis.cells import Cell
-from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, repetitions_for, within_text
-from strata.analysis.groups import compare
+from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, within_text
+from strata.analysis.groups import Comparisons, compare, repetitions_to_decide
 from strata.analysis.placement import MeasuredPlacement, for_stack
 from strata.analysis.query import by_context, fmt
 from strata.analysis.sweeps import Sweep, peak
@@ -48,15 +51,17 @@ class Best:
     best: Cell
     runner_up: Cell | None
     lead: Answer | None  # the runner-up relative to the best
-    equivalent: list[Cell] = field(default_factory=list)
-    worse: list[Cell] = field(default_factory=list)
-    undecided: list[Cell] = field(default_factory=list)  # not decided at the margin, closest first
+    equivalent: list[Cell] = field(default_factory=list)  # within the margin of the best
+    worse: list[Cell] = field(default_factory=list)  # not the best
+    undecided: list[Cell] = field(default_factory=list)  # may be the best, not within the margin of it
     answers: dict[str, Answer] = field(default_factory=dict)  # stack -> Answer (other relative to the best)
     candidates: int = 0
     need: str = ""
     method: str = ""  # where the intervals' variance came from (analysis/groups.py)
     by_cell: dict[str, Answer] = field(default_factory=dict)  # cell key -> Answer (two cells may share a stack: hosts)
     amplification: str = ""  # a line of its own when the stacks differ in write amplification beyond their noise
+    own: Answer | None = None  # the leader's ratio to the best: what choosing it costs at most
+    lead_high: float | None = None  # when it alone may be the best: its lead over the next is at most this
 
     def answer_of(self, c: Cell) -> Answer:
         return self.by_cell.get(c.key) or self.answers[c.stack]
@@ -67,20 +72,28 @@ class Best:
 
     @property
     def status(self) -> str:
-        """best: ahead of every other beyond the intervals; equivalent: the others are worse or within
-        +-margin; undecided: some difference the intervals do not decide at the margin (the line then says
-        the margin they do support)."""
+        """best: every other stack decidedly below it; equivalent: the others are worse or within +-margin of
+        the best, and so is the leader; undecided: some stack may be the best and is not within the margin of
+        it (the leader included: the line then names them, and what choosing the leader costs)."""
         if self.runner_up is None:
             return BEST
-        return UNDECIDED_GROUP if self.undecided else EQUIVALENT_GROUP if self.equivalent else BEST
+        if self.undecided or (self.own is not None and self.own.outcome != EQUIVALENT):
+            return UNDECIDED_GROUP
+        return EQUIVALENT_GROUP if self.equivalent else BEST
 
     @property
     def supported(self) -> float | None:
-        """The smallest margin within which every stack not decided worse lies of the best (the whole
-        interval, at the group's level); None when one of them has no interval."""
-        vals = [self.answer_of(c).supported for c in self.equivalent + self.undecided]
+        """The smallest margin within which every stack not decided worse, the leader too, lies of the best (at
+        the group's level, all at once); None when one of them has no interval."""
+        answers = [self.answer_of(c) for c in self.equivalent + self.undecided] + ([self.own] if self.own else [])
+        vals = [a.supported for a in answers]
         known = [v for v in vals if v is not None]
         return max(known) if vals and len(known) == len(vals) else None
+
+    @property
+    def cost(self) -> float | None:
+        """What choosing the leader costs at most against the best (best/leader - 1), or None."""
+        return self.own.supported if self.own is not None else None
 
     def text(self) -> str:
         where = f"{self.workload} at load {self.load} on {self.best.labels['device']}"
@@ -90,19 +103,38 @@ class Best:
         worse = f"; worse: {', '.join(c.stack for c in self.worse)}" if self.worse else ""
         if self.status == BEST:
             assert self.lead is not None  # set with the runner-up (best_stacks)
-            return f"{where}: {head} is best: {self.lead.ahead_text()} ahead of the next, {self.runner_up.stack}"
+            most = f" (at most {self.lead_high - 1:.1%})" if self.lead_high is not None else ""
+            return f"{where}: {head} is best: {self.lead.ahead:.1%} ahead of the next, {self.runner_up.stack}{most}"
         if self.status == EQUIVALENT_GROUP:
             names = ", ".join([self.best.stack] + [c.stack for c in self.equivalent])
             return f"{where}: equivalent within +-{self.margin:.0%}: {names} - choose on other grounds{worse}"
-        sup = self.supported
-        close = sorted(self.equivalent + self.undecided, key=lambda c: self.answer_of(c).ahead)
-        gaps = ", ".join(f"{c.stack} by {self.answer_of(c).ahead:.1%}" for c in close)
-        answer_ = (
-            f"equivalent within {within_text(sup)} (not decided at +-{self.margin:.0%}): {head} leads {gaps}"
-            if sup is not None
-            else f"undecided (no interval): {head} leads {gaps}"
-        )
-        return f"{where}: {answer_}{worse}" + (f"; {self.need}" if self.need else "")
+        sup, cost = self.supported, self.cost
+        if sup is None or cost is None:
+            close = sorted(self.equivalent + self.undecided, key=lambda c: self.answer_of(c).ahead)
+            gaps = ", ".join(f"{c.stack} by {self.answer_of(c).ahead:.1%}" for c in close)
+            return f"{where}: undecided (no interval): {head} leads {gaps}{worse}" + (
+                f"; {self.need}" if self.need else ""
+            )
+        may = [self.best.stack] + [c.stack for c in self.undecided]
+        near = [c.stack for c in self.equivalent]
+        parts = [
+            f"undecided at +-{self.margin:.0%}: the best is one of {head if len(may) > 1 else head + ' alone'}"
+            + "".join(f", {m}" for m in may[1:])
+            + f", each within {within_text(sup)} of it (95%, all lines at once)",
+        ]
+        if near:
+            parts.append(f"within +-{self.margin:.0%} of the best: {', '.join(near)}")
+        if self.worse:
+            parts.append(f"worse: {', '.join(c.stack for c in self.worse)}")
+        parts.append(f"choosing {self.best.stack} costs at most {_cost_text(cost)} against the best")
+        if self.need:
+            parts.append(self.need)
+        return f"{where}: " + "; ".join(parts)
+
+
+def _cost_text(cost: float) -> str:
+    """A cost best/leader - 1 in words: "6.0%", from 100% on "a factor of 2.3"."""
+    return f"{cost:.1%}" if cost < 1 else f"a factor of {1 + cost:.1f}"
 
 
 def best_stacks(cells: list[Cell]) -> list[Best]:
@@ -114,31 +146,30 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
         top = by_key[cmp.leader] if cmp.leader else max(group, key=lambda c: c.summary.mean)
         b = Best(top.labels["workload"], top.labels["load"], top.unit, top, None, None, candidates=len(group))
         b.amplification = amplification.advice(group)
-        others = sorted((c for c in group if c is not top), key=lambda c: c.summary.mean, reverse=True)
+        others = sorted((c for c in group if c is not top), key=lambda c: cmp.answers[c.key].ratio, reverse=True)
         if others:
-            b.runner_up, b.method = others[0], cmp.method
+            b.runner_up, b.method, b.own, b.lead_high = others[0], cmp.method, cmp.own, cmp.lead_high
             for c in others:
                 a = cmp.answers[c.key]
                 b.answers[c.stack] = b.by_cell[c.key] = a
                 {EQUIVALENT: b.equivalent, WORSE: b.worse}.get(a.outcome, b.undecided).append(c)
-            b.lead = cmp.lead or b.by_cell[others[0].key]
-            b.need = _need(top, b.undecided, b.by_cell, cmp.pairs)
+            b.lead = b.by_cell[others[0].key]
+            b.need = _need(top, b, cmp)
         out.append(b)
     return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
 
 
-def _need(top: Cell, undecided: list[Cell], answers: dict[str, Answer], pairs: int) -> str:
-    """What would decide the closest undecided comparison: repetitions of each, in a fixed design at the same
-    error guarantee, at the observed spread."""
-    if not undecided:
+def _need(top: Cell, b: Best, cmp: Comparisons) -> str:
+    """What would decide the line: repetitions of each, in a fixed design at the same error guarantee, at the
+    observed spread."""
+    if b.status != UNDECIDED_GROUP:
         return ""
-    c = undecided[0]
-    if top.reps < 2 or c.reps < 2:
+    if top.reps < 2 or any(c.reps < 2 for c in b.undecided):
         return "needs 2 or more repetitions of each (3 recommended)"
-    n = repetitions_for(answers[c.key], 0.05 / max(pairs, 1), cap=MAX_USEFUL_REPETITIONS + 1)
+    n = repetitions_to_decide(cmp, cap=MAX_USEFUL_REPETITIONS + 1)
     if n is None or n > MAX_USEFUL_REPETITIONS:
-        return f"no affordable number of repetitions decides {c.stack} at +-{top.margin:.0%} at this spread"
-    return f"about {n} repetitions of each would decide {c.stack} at +-{top.margin:.0%} (now {min(top.reps, c.reps)})"
+        return f"no affordable number of repetitions decides it at +-{top.margin:.0%} at this spread"
+    return f"about {n} repetitions of each would decide it at +-{top.margin:.0%} (now {top.reps})"
 
 
 @dataclass

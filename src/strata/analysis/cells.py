@@ -254,7 +254,7 @@ def build_cells(results: list[Result], judge_steady: bool = True) -> list[Cell]:
             )
         _add(c, r, judge_steady)
     for c in cells.values():
-        c.summary = summarize(c.values, c.design.level(len(c.values)))
+        c.summary = summarize(c.values, c.design.level(len(c.values), sides=2))
     _tag_duplicates(list(cells.values()))
     return sorted(cells.values(), key=lambda c: (c.stack, c.labels["workload"], c.outstanding, c.labels["load"], c.key))
 

@@ -1,27 +1,30 @@
-"""Decisions between two configurations: better, worse, equivalent within a margin, or undecided.
+"""Decisions between two configurations: better, worse, equivalent within a margin, or undecided; and the
+design of the repetitions behind them (`Design`: fixed, or `auto` looking at a few planned numbers of
+repetitions).
 
-Every comparison strata makes (the advice's best stack, `strata compare`, sweeps, the findings whose
-claim is "near" or "within") asks one question of one interval: the 95% interval of the ratio of two
-means (B / A), computed on the log scale by the delta method with Welch's degrees of freedom (as
-stats.ratio), so it never crosses zero and is asymmetric. Then, for a quantity where higher is better:
+A pair on its own (`strata compare`, sweeps, the remote and runtime figures) asks one question of one
+interval: the 95% interval of the ratio of two means (B / A), computed on the log scale by the delta method
+with Welch's degrees of freedom (as stats.ratio), so it never crosses zero and is asymmetric. Then, for a
+quantity where higher is better:
 
 - *equivalent within +-margin* when the whole interval lies inside [1/(1+m), 1+m]: the two one-sided
   tests (TOST, Schuirmann 1987) at 2.5% each, read from the same interval;
 - *better* when the interval lies above 1, *worse* when below 1 (and the interval is not inside the
   margin: a difference that is real but smaller than the margin is equivalent, which is what a user
   choosing a stack needs to hear);
-- *undecided* otherwise. An undecided comparison still says what the data support: the smallest
-  margin the interval lies inside (`supported`), "no difference above 9% here".
+- *undecided* otherwise, with the smallest margin the interval lies inside (`supported`).
 
-Optional stopping and many comparisons. `repetitions: auto` looks at its intervals at a few planned numbers
-of repetitions and stops what is decided; the advice compares a group's leader, chosen by the data, with
-every other stack. Each interval is therefore taken at a nominal level that keeps all of them valid at once:
-the error rate is spent over the planned looks (analysis/sequential.py: Lan-DeMets error spending with a
-Pocock-type function) and divided among the G(G-1)/2 pairs of the group's G stacks (Bonferroni: the leader
-is picked by the data, so any pair may be the one shown; Dunn, JASA 56, 1961). With probability at least
-95%, every interval of every look of one group covers its true ratio. `Design.level` gives that level;
-analysis/groups.py the variance behind each interval (pooled over the group, by round, or per pair).
-A fixed number of repetitions is one look.
+An advice group's stacks are compared with the best all at once (analysis/groups.py): each stack's Answer
+then holds the interval of its ratio to the true best, [low, 1], and whether it may be the best
+(`may_be_best`): *equivalent* within the margin of the best, *worse* (not the best), or *undecided* (it may
+be the best, and is not within the margin of it).
+
+Optional stopping. `repetitions: auto` looks at its intervals at a few planned numbers of repetitions,
+planned before the first trial from the budget and the estimated trial time (run/repeat.py `plan_looks`:
+only the looks the budget can pay for), and stops what is decided. The error rate is spent over those looks
+(analysis/sequential.py: Lan-DeMets error spending with a Pocock-type function, up to the last planned
+look); `Design.level` gives a look's one-sided level for the group comparisons, and its two-sided level for
+a configuration's own interval. A fixed number of repetitions is one look.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ OUTCOMES = (BETTER, WORSE, EQUIVALENT, UNDECIDED)
 @dataclass(frozen=True)
 class Design:
     """How the repetitions were taken: fixed (one look), or `auto` from `first` to at most `last` per
-    configuration, looking at the planned `looks`. `spending`: how the error is spread over the looks
-    (POCOCK; BONFERRONI for results stored before looks were planned, which looked after every round)."""
+    configuration, looking at the planned `looks` (their last is where all the error is spent: the budget may
+    plan fewer repetitions than `last`). `spending`: how the error is spread over the looks (POCOCK;
+    BONFERRONI for results stored before looks were planned, which looked after every round)."""
 
     first: int = 0
     last: int = 0
@@ -53,31 +57,38 @@ class Design:
     spending: str = POCOCK
 
     @classmethod
-    def auto(cls, first: int, last: int) -> Design:
-        return cls(first, last, planned_looks(first, last))
+    def auto(cls, first: int, last: int, looks: tuple[int, ...] | None = None) -> Design:
+        return cls(first, last, looks or planned_looks(first, last))
 
     @property
     def sequential(self) -> bool:
-        return self.last > self.first > 0
+        """Whether it looks more than once (a plan of one look is a fixed design)."""
+        return self.last > self.first > 0 and len(self.looks) > 1
+
+    @property
+    def final(self) -> int:
+        """The last planned look: no configuration repeats beyond it."""
+        return self.looks[-1] if self.looks else self.last
 
     def is_look(self, n: int) -> bool:
         """Whether `auto` looks once every configuration going on has n repetitions."""
         return not self.sequential or n in self.looks
 
-    def level(self, n: int, pairs: int = 1) -> float:
-        """The nominal two-sided error rate of one interval of a group whose largest configuration has `n`
-        repetitions, among `pairs` pairs: the error of the look reached, divided among the pairs. A planned look
-        spends what the spending function gives it; a look between planned ones (the budget ended the run) is
-        the last and spends what is left; before the first planned look, the same."""
-        alpha = ALPHA / max(pairs, 1)
+    def level(self, n: int, sides: int = 1) -> float:
+        """The nominal error rate of an interval at the look reached when the largest configuration has `n`
+        repetitions: one-sided (the comparisons with the best: analysis/groups.py, all of a group's at once) or
+        two-sided (a configuration's own interval). A planned look spends what the spending function gives it;
+        a look between planned ones (the budget ended the run) is the last and spends what is left; before the
+        first planned look, the same."""
         if not self.sequential:
-            return alpha
+            return ALPHA
         if self.spending == BONFERRONI:
-            return alpha / len(self.looks)
+            return ALPHA / len(self.looks)
         done = [k for k in self.looks if k <= n]
         final = n not in self.looks
-        fractions = [k / self.last for k in done] + ([min(n, self.last) / self.last] if final else [])
-        return levels(tuple(fractions), alpha, final)[-1]
+        top = self.final
+        fractions = [k / top for k in done] + ([min(n, top) / top] if final else [])
+        return levels(tuple(fractions), ALPHA, final, sides)[-1]
 
     def to_json(self) -> dict[str, Any]:
         if not self.sequential:
@@ -116,6 +127,9 @@ class Answer:
     df: float | None = None  # the degrees of freedom of its t quantile
     method: str = WELCH  # where the variance came from (analysis/groups.py)
     n_eff: float = 0.0  # the repetitions per side that would give this standard error with both sides alike
+    # a stack of an advice group (analysis/groups.py): whether it may be the best; its interval is then that of
+    # its ratio to the true best, [low, 1]. None: a pair on its own, B relative to A
+    may_be_best: bool | None = None
 
     @property
     def known(self) -> bool:
@@ -150,6 +164,8 @@ class Answer:
         low, high = self.low, self.high
         if low is None or high is None:
             return UNDECIDED
+        if self.may_be_best is not None:  # relative to the best: within the margin, not the best, or may be it
+            return EQUIVALENT if low >= 1 / (1 + self.margin) else WORSE if not self.may_be_best else UNDECIDED
         if low >= 1 / (1 + self.margin) and high <= 1 + self.margin:
             return EQUIVALENT
         if low > 1:
@@ -162,6 +178,8 @@ class Answer:
     def beyond_margin(self) -> bool:
         """Decided apart by more than the margin: the whole interval lies outside it, on one side."""
         low, high = self.low, self.high
+        if self.may_be_best is not None:  # one-sided: how far below the best is not bounded
+            return False
         return low is not None and high is not None and (low > 1 + self.margin or high < 1 / (1 + self.margin))
 
     @property

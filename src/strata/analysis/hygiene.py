@@ -150,26 +150,37 @@ def _spread(cells: list[Cell]) -> HygieneWarning | None:
 
 def _trial_length(cells: list[Cell]) -> HygieneWarning | None:
     """Kalibera & Jones: spend repetitions where the variance is. When trial means vary far more than
-    the seconds within a trial, shorter trials in greater number give a tighter interval in the same time."""
-    from strata.analysis.variance import of_cells, shorter_trials
+    the seconds within a trial, shorter trials in greater number give a tighter interval in the same time;
+    when the seconds vary far more, fewer and longer ones do."""
+    from strata.analysis.variance import better_trials, of_cells
 
-    items, best = [], None
+    items, best, shorter = [], None, 0
+
     for name, comp in of_cells([c for c in cells if c.reps >= 2]).items():
         n = max(2, round(comp.trials))
-        better = shorter_trials(comp, n)
+        better = better_trials(comp, n)
         if better:
             items.append(
                 f"{name}: between {comp.between_cv:.1%}, within {comp.within_cv:.1%}/s: {better[0]} repetitions of "
                 f"{better[1]} s decide sooner than {n} of {comp.seconds:.0f} s"
             )
+            shorter += better[1] < comp.seconds
             best = best or better
     if not items or best is None:  # an item is a better design
         return None
+    if shorter == len(items):
+        return HygieneWarning(
+            "trial_length",
+            f"trial-to-trial spread dominates in {len(items)} configuration(s): the trial, not the second, is the "
+            "unit of noise here, so longer trials do not narrow the intervals",
+            f"run shorter trials (`runtime`, e.g. {best[1]} s) with more repetitions, or `repetitions: auto`",
+            items,
+        )
     return HygieneWarning(
         "trial_length",
-        f"trial-to-trial spread dominates in {len(items)} configuration(s): the trial, not the second, is the unit "
-        "of noise here, so longer trials do not narrow the intervals",
-        f"run shorter trials (`runtime`, e.g. {best[1]} s) with more repetitions, or `repetitions: auto`",
+        f"the trials' length does not suit their noise in {len(items)} configuration(s): the seconds within a trial "
+        "vary far more (or far less) than trials do, so other trial lengths narrow the intervals in the same time",
+        "run trials of the length each item gives (`runtime`), with the repetitions it gives",
         items,
     )
 

@@ -31,6 +31,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from strata.analysis.stats import norm_quantile
+
 POCOCK, BONFERRONI = "pocock", "bonferroni"
 _GRID = 301  # points of the numerical integration over the continuation region
 
@@ -40,15 +42,16 @@ def spent(t: float, alpha: float) -> float:
     return alpha * math.log(1 + (math.e - 1) * min(max(t, 0.0), 1.0))
 
 
-def levels(fractions: tuple[float, ...], alpha: float, final: bool = False) -> tuple[float, ...]:
-    """The nominal two-sided level of each look at these information fractions (increasing, in (0, 1]),
-    so that the chance of any look's interval missing is `alpha` spent by `spent`; with `final`, the last look
-    spends all that is left (an unplanned last look)."""
-    return _levels(tuple(round(f, 6) for f in fractions), round(alpha, 12), final)
+def levels(fractions: tuple[float, ...], alpha: float, final: bool = False, sides: int = 1) -> tuple[float, ...]:
+    """The nominal level of each look at these information fractions (increasing, in (0, 1]), so that the
+    chance of any look's interval missing is `alpha` spent by `spent`; with `final`, the last look spends all
+    that is left (an unplanned last look). One-sided (the comparisons with the best, analysis/groups.py: the
+    boundary is crossed on one side only) or two-sided (a configuration's own interval, `sides=2`)."""
+    return _levels(tuple(round(f, 6) for f in fractions), round(alpha, 12), final, sides)
 
 
 @functools.lru_cache(maxsize=4096)
-def _levels(fractions: tuple[float, ...], alpha: float, final: bool) -> tuple[float, ...]:
+def _levels(fractions: tuple[float, ...], alpha: float, final: bool, sides: int) -> tuple[float, ...]:
     out: list[float] = []
     dens: np.ndarray | None = None  # sub-density of the score S_k on the continuation region, on `grid`
     grid = np.zeros(0)
@@ -57,8 +60,8 @@ def _levels(fractions: tuple[float, ...], alpha: float, final: bool) -> tuple[fl
         target = alpha if final and k == len(fractions) - 1 else spent(info, alpha)
         step = max(target - prev_spent, 0.0)
         if dens is None:  # the first look: S_1 ~ N(0, info)
-            b = _norm_ppf(1 - step / 2) * math.sqrt(info) if step > 0 else math.inf
-            grid = _points(b, info)
+            b = norm_quantile(1 - step / sides) * math.sqrt(info) if step > 0 else math.inf
+            grid = _points(b, info, sides)
             dens = np.exp(-(grid**2) / (2 * info)) / math.sqrt(2 * math.pi * info)
         else:
             delta = info - prev_info
@@ -66,20 +69,21 @@ def _levels(fractions: tuple[float, ...], alpha: float, final: bool) -> tuple[fl
                 out.append(out[-1])
                 continue
             w = _weights(grid)
-            b = _solve(functools.partial(_crossing, grid=grid, mass=dens * w, delta=delta), step)
-            new = _points(b, info)
+            b = _solve(functools.partial(_crossing, grid=grid, mass=dens * w, delta=delta, sides=sides), step)
+            new = _points(b, info, sides)
             kern = np.exp(-((new[:, None] - grid[None, :]) ** 2) / (2 * delta)) / math.sqrt(2 * math.pi * delta)
             dens = kern @ (dens * w)
             grid = new
         c = b / math.sqrt(info)
-        out.append(math.erfc(c / math.sqrt(2)) if math.isfinite(c) else 0.0)
+        out.append(math.erfc(c / math.sqrt(2)) * sides / 2 if math.isfinite(c) else 0.0)
         prev_info, prev_spent = info, target
     return tuple(out)
 
 
-def _points(b: float, info: float) -> np.ndarray:
-    half = min(b, 9 * math.sqrt(info))  # beyond 9 sd the density is nothing
-    return np.linspace(-half, half, _GRID)
+def _points(b: float, info: float, sides: int = 2) -> np.ndarray:
+    """The continuation region's grid: (-b, b), or (-inf, b) one-sided; beyond 9 sd the density is nothing."""
+    top = min(b, 9 * math.sqrt(info))
+    return np.linspace(-top if sides == 2 else -9 * math.sqrt(info), top, _GRID)
 
 
 def _weights(grid: np.ndarray) -> np.ndarray:
@@ -91,10 +95,13 @@ def _weights(grid: np.ndarray) -> np.ndarray:
     return weights
 
 
-def _crossing(b: float, grid: np.ndarray, mass: np.ndarray, delta: float) -> float:
-    """P(|S_{k+1}| >= b and no earlier crossing), S_{k+1} = S_k + N(0, delta), S_k's sub-density as `mass`."""
+def _crossing(b: float, grid: np.ndarray, mass: np.ndarray, delta: float, sides: int = 2) -> float:
+    """P(S_{k+1} >= b, or |S_{k+1}| >= b two-sided, and no earlier crossing), S_{k+1} = S_k + N(0, delta),
+    S_k's sub-density as `mass`."""
     s = math.sqrt(2 * delta)
-    tails = [0.5 * (math.erfc((b - g) / s) + math.erfc((b + g) / s)) for g in grid.tolist()]
+    tails = 0.5 * np.array(
+        [math.erfc((b - g) / s) + (math.erfc((b + g) / s) if sides == 2 else 0.0) for g in grid.tolist()]
+    )
     return float(np.dot(mass, tails))
 
 
@@ -110,24 +117,6 @@ def _solve(f: Callable[[float], float], target: float) -> float:
     for _ in range(60):
         mid = (lo + hi) / 2
         if f(mid) > target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
-def _norm_cdf(x: float) -> float:
-    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
-
-
-def _norm_ppf(p: float) -> float:
-    """The p-quantile of the standard normal (bisection on erf: exact to 1e-12, fast enough cached)."""
-    if not 0 < p < 1:
-        return math.inf if p >= 1 else -math.inf
-    lo, hi = -40.0, 40.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if _norm_cdf(mid) < p:
             lo = mid
         else:
             hi = mid

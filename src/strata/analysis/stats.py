@@ -1,12 +1,15 @@
-"""Means, 95% confidence intervals and differences between repetitions.
+"""Means, confidence intervals, differences between repetitions, and the distributions behind them.
 
-Repetitions of a trial (labels.repetition) are few (2 to 10), so intervals use
-Student's t with Welch's unequal-variance degrees of freedom (Welch 1947; as in
-pyperf's `compare_to` and hyperfine's `--export-json` analysis scripts). A
-ratio (stack / raw device) and a relative change of positive quantities get
-their interval on the log scale by the delta method, so a throughput is never
-"112% lower". No SciPy: the 95% t quantiles are tabulated, others computed from
-the incomplete beta function.
+Repetitions of a trial (labels.repetition) are few (2 to 10), so intervals use Student's t with Welch's
+unequal-variance degrees of freedom (Welch 1947; as in pyperf's `compare_to` and hyperfine's
+`--export-json` analysis scripts). A ratio (stack / raw device) and a relative change of positive quantities
+get their interval on the log scale by the delta method, so a throughput is never "112% lower".
+
+The distributions (Student's t, F, chi-square, the normal) are SciPy's `scipy.stats`: a well-kept library
+instead of the incomplete beta function by hand (docs/decisions.md says what it costs in install size and
+import time). `dunnett_one_sided` is the critical value of the one-sided comparisons with one stack (Dunnett,
+JASA 50, 1955) that analysis/groups.py's comparisons with the best need, as Dunnett computed it: a
+one-dimensional integral over the normal for known variance, and over scipy's chi for Student's t.
 """
 
 from __future__ import annotations
@@ -14,57 +17,26 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
 
 CONFIDENCE = 0.95
 CONFIDENCE_ALPHA = 1 - CONFIDENCE
-# two-sided 95% quantiles of Student's t, df = 1..30
-_T975 = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-)
-_Z975 = 1.959964
+
+
+@functools.cache
+def _scipy() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """scipy.stats, scipy.special and scipy.optimize, imported on first use: about a second of CPU on the
+    development VM, which only the commands that compute an interval pay (docs/decisions.md)."""
+    from scipy import optimize, special, stats
+
+    return stats, special, optimize
 
 
 def t975(df: float) -> float:
-    """Two-sided 95% quantile of t with `df` degrees of freedom (fractional df interpolated in 1/df)."""
-    if df < 1:
-        df = 1.0
-    if df <= 30:
-        lo = int(math.floor(df))
-        if lo == df or lo >= 30:
-            return _T975[lo - 1]
-        w = (1 / df - 1 / (lo + 1)) / (1 / lo - 1 / (lo + 1))
-        return w * _T975[lo - 1] + (1 - w) * _T975[lo]
-    z = _Z975  # Cornish-Fisher expansion, exact to 3 decimals beyond df 30
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    """Two-sided 95% quantile of t with `df` degrees of freedom (at least 1)."""
+    return t_quantile(0.975, max(df, 1.0))
 
 
 @dataclass(frozen=True)
@@ -198,113 +170,94 @@ def ratio_of_ratios(num: Ratio, den: Ratio) -> Ratio:
 
 
 def t_cdf(x: float, df: float) -> float:
-    """P(T <= x) for Student's t with `df` degrees of freedom (through the regularized incomplete beta)."""
+    """P(T <= x) for Student's t with `df` degrees of freedom."""
     if df <= 0:
         raise ValueError("df must be positive")
-    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + x * x))
-    return 1 - tail if x > 0 else tail
+    return float(_scipy()[0].t.cdf(x, df))
 
 
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t; df rounded to 3 decimals and cached (the rounding moves a quantile
-    by far less than its own precision matters)."""
+    """The p-quantile of Student's t (0 < p < 1); df rounded to 3 decimals and cached (the rounding moves a
+    quantile by far less than its own precision matters)."""
+    if not 0 < p < 1:
+        raise ValueError("p must lie in (0, 1)")
     return _t_quantile(p, round(df, 3))
 
 
 @functools.lru_cache(maxsize=65536)
 def _t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t (0 < p < 1): Newton's method on t_cdf from the normal quantile, bisection
-    where Newton strays: any level, not only 95%, for the levels a sequential design and a group's pairs leave
-    to one interval (analysis/decide.py)."""
-    if not 0 < p < 1:
-        raise ValueError("p must lie in (0, 1)")
-    if p < 0.5:
-        return -_t_quantile(1 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        lo, hi = hi, hi * 2
-        if hi > 1e12:
-            return math.inf
-    x = (lo + hi) / 2
-    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    for _ in range(200):
-        f = t_cdf(x, df) - p
-        if f < 0:
-            lo = x
-        else:
-            hi = x
-        pdf = math.exp(log_c - (df + 1) / 2 * math.log1p(x * x / df))
-        step = f / pdf if pdf > 0 else math.inf
-        nxt = x - step
-        if not lo < nxt < hi:  # Newton left the bracket: bisect
-            nxt = (lo + hi) / 2
-        if abs(nxt - x) < 1e-12 * max(1.0, abs(x)):
-            return nxt
-        x = nxt
-    return x
+    return float(_scipy()[0].t.ppf(p, df)) if df < 1e7 else norm_quantile(p)
+
+
+@functools.lru_cache(maxsize=65536)
+def norm_quantile(p: float) -> float:
+    """The p-quantile of the standard normal."""
+    return float(_scipy()[0].norm.ppf(p))
+
+
+def norm_cdf(x: float) -> float:
+    """P(Z <= x) for the standard normal."""
+    return 0.5 * math.erfc(-x / math.sqrt(2))
 
 
 def f_sf(x: float, d1: float, d2: float) -> float:
     """P(F > x) for Fisher's F with (d1, d2) degrees of freedom."""
-    if x <= 0:
-        return 1.0
-    return _betainc(d2 / 2, d1 / 2, d2 / (d2 + d1 * x))
+    return float(_scipy()[0].f.sf(x, d1, d2)) if x > 0 else 1.0
 
 
 def chi2_sf(x: float, k: float) -> float:
-    """P(X > x) for a chi-square with k degrees of freedom (the regularized upper incomplete gamma)."""
-    if x <= 0:
-        return 1.0
-    a, z = k / 2, x / 2
-    ln_front = a * math.log(z) - z - math.lgamma(a)
-    if z < a + 1:  # the series converges here
-        term = total = 1 / a
-        for i in range(1, 500):
-            term *= z / (a + i)
-            total += term
-            if term < total * 1e-15:
-                break
-        return max(0.0, 1 - math.exp(ln_front) * total)
-    tiny = 1e-300  # else the continued fraction (modified Lentz)
-    b = z + 1 - a
-    c, d = 1 / tiny, 1 / b
-    f = d
-    for i in range(1, 500):
-        an = -i * (i - a)
-        b += 2
-        d = an * d + b
-        d = 1 / (d if abs(d) > tiny else tiny)
-        c = b + an / c
-        c = c if abs(c) > tiny else tiny
-        f *= d * c
-        if abs(d * c - 1) < 1e-15:
-            break
-    return math.exp(ln_front) * f
+    """P(X > x) for a chi-square with k degrees of freedom."""
+    return float(_scipy()[0].chi2.sf(x, k)) if x > 0 else 1.0
 
 
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b) (continued fraction, modified Lentz)."""
-    if x <= 0:
+# Gauss-Hermite nodes for the integral over the shared normal; Gauss-Legendre nodes over the chi variable's
+# probability scale (its quantiles: dense in both tails), exact to 1e-3 in d at every df
+_HERMITE = np.polynomial.hermite_e.hermegauss(40)
+_LEGENDRE = np.polynomial.legendre.leggauss(40)
+
+
+def dunnett_one_sided(lambdas: tuple[float, ...], df: float, alpha: float) -> float:
+    """The one-sided critical value d of k comparisons with one stack: P(max_j T_j <= d) = 1 - alpha, where
+    T_j = Z_j / S, Z normal with correlations lambda_i lambda_j (each comparison's share of the stack's own
+    variance: the comparisons with one stack of stacks estimated independently), S^2 a chi-square over df
+    (df 0 or above 1e6: known variance). Dunnett (JASA 50, 1955): P = E_S E_Z0 prod_j Phi((d S - lambda_j
+    Z0) / sqrt(1 - lambda_j^2)). One comparison: Student's one-sided quantile."""
+    lam = tuple(sorted(round(min(max(x, 0.0), 0.995), 2) for x in lambdas))
+    return _dunnett(lam, _df_grid(df), round(alpha, 8))
+
+
+def _df_grid(df: float) -> float:
+    """Degrees of freedom rounded down onto a grid (so the critical values cache; rounding down is the
+    conservative side): steps of 0.1 below 10, of 1 below 200; 0 (known variance) beyond, or for 0."""
+    if not 0 < df < 200:
         return 0.0
-    if x >= 1:
-        return 1.0
-    ln_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    if x > (a + 1) / (a + b + 2):  # the continued fraction converges fast on this side only
-        return 1 - _betainc(b, a, 1 - x)
-    tiny = 1e-300
-    c, d = 1.0, 1 - (a + b) * x / (a + 1)
-    d = 1 / (d if abs(d) > tiny else tiny)
-    f = d
-    for m in range(1, 300):
-        for num in (
-            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
-        ):
-            d = 1 + num * d
-            d = 1 / (d if abs(d) > tiny else tiny)
-            c = 1 + num / c
-            c = c if abs(c) > tiny else tiny
-            f *= c * d
-        if abs(c * d - 1) < 1e-14:
-            break
-    return math.exp(ln_front) * f / a
+    return max(math.floor(df * 10) / 10, 1.0) if df < 10 else float(math.floor(df))
+
+
+@functools.lru_cache(maxsize=16384)
+def _dunnett(lam: tuple[float, ...], df: float, alpha: float) -> float:
+    if alpha <= 0:
+        return math.inf
+    if len(lam) == 1:
+        return t_quantile(1 - alpha, df) if df else norm_quantile(1 - alpha)
+    stats, special, optimize = _scipy()
+    x, w = _HERMITE
+    w = w / w.sum()
+    lv = np.array(lam)[:, None]
+    root = np.sqrt(1 - lv**2)
+    if df:
+        u, wu = (_LEGENDRE[0] + 1) / 2, _LEGENDRE[1] / 2
+        s = stats.chi.ppf(u, df) / math.sqrt(df)
+    else:
+        s, wu = np.ones(1), np.ones(1)
+
+    def below(d: float) -> float:
+        z = special.ndtr((d * s[:, None, None] - lv[None, :, :] * x[None, None, :]) / root[None, :, :])
+        return float(wu @ (np.prod(z, axis=1) @ w)) - (1 - alpha)
+
+    hi = 4.0
+    while below(hi) < 0:
+        hi *= 2
+        if hi > 1e4:
+            return math.inf
+    return float(optimize.brentq(below, 0.0, hi, xtol=1e-5))

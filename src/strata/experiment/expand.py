@@ -4,8 +4,19 @@ The trial id hashes the resolved trial (every layer's options, the workload,
 the load and the repetition number), so a rerun of the same spec finds its
 finished trials (resume) and results of many hosts merge by copying folders.
 Trials are ordered in rounds, one repetition of every configuration each
-(repetitions interleaved, never back to back); within a round each stack is
-provisioned once and the raw-device trials of a device run first.
+(repetitions interleaved, never back to back). Within a round the order is
+random (`round_order`): the stacks (device, file system, runtime) in a random
+order, each stack's trials together (a stack is built once per round, as
+before: building one is what costs, a dockerd and its image load) and in a
+random order among themselves, drawn from the experiment's seed, the device and
+the round, so that no stack always runs first or last, and position in the round
+(a warm or a busy machine, what ran before) is not confounded with the stack
+(the rounds are the blocks of a randomized complete block design:
+analysis/groups.py). The raw-device baselines of a device run first in its
+first round (the run-time check of a result above the raw device needs them)
+and take a random place after that. With `repetitions: auto` they run in the
+first BASELINE_ROUNDS rounds only: they are no candidate, and two trials give
+their ratios and flags an interval.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -57,6 +69,12 @@ class Trial:
     def id(self) -> str:
         blob = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def raw_baseline(self) -> bool:
+        """The raw device under the baseline runtime (results/validity: `is_raw_baseline`)."""
+        runtime = RUNTIMES.get(self.runtime.type)
+        return self.filesystem.type == "raw" and runtime is not None and runtime.baseline and self.path == "device"
 
     @property
     def stack_key(self) -> tuple[str, str, str]:
@@ -176,15 +194,53 @@ def expand(exp: Experiment, workloads: list[Layer]) -> tuple[list[Trial], list[S
             skipped.append(Skipped(label, reason or str(placed)))
             continue
         for rep in range(exp.first_repetitions):
-            trials.append(Trial(dev, fs, rt, path, wl, load, rep, placed))
-    trials.sort(key=_order(exp))
-    return trials, _dedupe(skipped)
+            t = Trial(dev, fs, rt, path, wl, load, rep, placed)
+            if not (exp.auto and t.raw_baseline and rep >= BASELINE_ROUNDS):
+                trials.append(t)
+    return in_rounds(exp, trials), _dedupe(skipped)
+
+
+BASELINE_ROUNDS = 2  # `repetitions: auto`: the raw baselines' rounds (two trials give their ratios an interval)
+
+
+def in_rounds(exp: Experiment, trials: list[Trial]) -> list[Trial]:
+    """The trials in the order they run: by device (the spec's order), then round, then the round's random
+    order (`round_order`)."""
+    devices = {d.name: i for i, d in enumerate(exp.devices)}
+    by: dict[tuple[int, int], list[Trial]] = {}
+    for t in trials:
+        by.setdefault((devices.get(t.device.name, 0), t.repetition), []).append(t)
+    return [t for key in sorted(by) for t in round_order(exp, by[key], key[1])]
+
+
+def round_order(exp: Experiment, trials: list[Trial], repetition: int) -> list[Trial]:
+    """One round's trials (of one device) in their random order: the stacks shuffled, each stack's trials
+    together and shuffled, from a generator seeded by the experiment's seed, the device and the round (so a
+    run's order is the same on resume and in `strata validate`). The raw baselines first in round 0."""
+    if not trials:
+        return []
+    base = _order(exp)
+    if exp.order == "spec":
+        return sorted(trials, key=lambda t: (base(t), t.label))
+    rng = random.Random(f"{exp.order_seed}:{trials[0].device.name}:{repetition}")
+    stacks: dict[tuple[str, str, str], list[Trial]] = {}
+    for t in sorted(trials, key=lambda t: (base(t), t.label)):  # a stable start, whatever order they came in
+        stacks.setdefault(t.stack_key, []).append(t)
+    keys = list(stacks)
+    rng.shuffle(keys)
+    if repetition == 0:
+        keys.sort(key=lambda k: not any(t.raw_baseline for t in stacks[k]))  # stable: the rest keep their order
+    out: list[Trial] = []
+    for k in keys:
+        group = stacks[k]
+        rng.shuffle(group)
+        out += group
+    return out
 
 
 def _order(exp: Experiment) -> Callable[[Trial], tuple[int, int, bool, int, int, int, int]]:
-    """Device, then the repetition (rounds: the repetitions of a configuration are interleaved with the
-    others, never back to back, so that the machine's drift spreads over all of them), then raw first
-    (the baselines of the round), then the spec's order of file systems, runtimes, paths."""
+    """The spec's order: device, the repetition, raw first, then the spec's order of file systems, runtimes,
+    paths (the start `round_order` shuffles from)."""
     idx = {
         "dev": {d.name: i for i, d in enumerate(exp.devices)},
         "fs": {f.name: i for i, f in enumerate(exp.filesystems)},

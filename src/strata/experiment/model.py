@@ -9,6 +9,7 @@ unknown keys: a typo is an error, not a silently ignored option.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Self, Union
@@ -108,7 +109,21 @@ class Experiment(Strict):
     max_repetitions: int = Field(default=10, ge=2, le=MAX_REPETITIONS, description="`repetitions: auto`: at most")
     budget: float | None = Field(
         default=None,
-        description="`repetitions: auto`: no new round once this much time was spent (seconds, or 30m, 2h)",
+        description="`repetitions: auto`: the trials' time (seconds, or 30m, 2h; building the stacks and loading "
+        "images are not counted): the looks are planned for the rounds it pays for, and no new round starts "
+        "once it is spent",
+    )
+    order: Literal["random", "spec"] = Field(
+        default="random",
+        description="the order within each round: `random` (each round its own, each stack's trials together), or "
+        "`spec`: the spec's order of file systems, runtimes and paths, raw first (as before issue 41)",
+    )
+    seed: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**31 - 1,
+        description="the seed of the random order within each round (default: one drawn from the experiment's "
+        "name, so that `strata validate` prints the order a run takes and `--resume` keeps it)",
     )
     devices: list[Device] = Field(min_length=1, description="see the device sections below")
     filesystems: list[FilesystemParams] = Field(min_length=1)
@@ -182,9 +197,16 @@ class Experiment(Strict):
         """The margin of equivalence of a workload: its own (`margins`, first glob that matches) or `margin`."""
         return next((m for pattern, m in self.margins.items() if fnmatchcase(workload, pattern)), self.margin)
 
-    def design(self, workload: str) -> dict[str, Any]:
+    @property
+    def order_seed(self) -> int:
+        """The seed of the order within each round (experiment/expand.py `round_order`)."""
+        if self.seed is not None:
+            return self.seed
+        return int(hashlib.sha256(self.name.encode()).hexdigest()[:8], 16) & (2**31 - 1)
+
+    def design(self, workload: str, looks: tuple[int, ...] | None = None) -> dict[str, Any]:
         """How repetitions are taken, stored with every result: the report's intervals depend on it
-        (analysis/decide.py: an `auto` run looks after every round), and the workload's margin."""
+        (analysis/decide.py: the looks `auto` planned, run/repeat.py), and the workload's margin."""
         margin = self.margin_for(workload)
         smoke = {"scale": "smoke"} if self.scale == "smoke" else {}
         if self.auto:
@@ -192,7 +214,7 @@ class Experiment(Strict):
                 "repetitions": "auto",
                 "min": self.min_repetitions,
                 "max": self.max_repetitions,
-                "looks": list(planned_looks(self.min_repetitions, self.max_repetitions)),
+                "looks": list(looks or planned_looks(self.min_repetitions, self.max_repetitions)),
                 "margin": margin,
             }
             return {**design, **smoke}

@@ -1,19 +1,25 @@
-"""Repetitions: trials run in interleaved rounds; `repetitions: auto` repeats only what is not yet decided.
+"""Repetitions: trials run in rounds; `repetitions: auto` repeats only what is not yet decided.
 
-At each planned look (analysis/sequential.py: 3, 5, 7 and 10 repetitions for 3..10), each advice group (the
-stacks compared for one workload, load and device) is raced (analysis/racing.py): a configuration stops
-once its comparison with the group's leader is decided (`decided`, `equivalent`), when it is worse than the
-leader by more than the margin (`eliminated`), or when it is unlikely to be decided even at
-`max_repetitions` (`undecidable`); the leader once all its comparisons ended. The intervals behind these
-decisions spend the error over the looks and divide it among the group's pairs (analysis/decide.py), so
-they stay valid however the run stopped. A raw-device baseline goes on while any configuration of its
-workload, load and device does (the ratios to raw need it); a configuration compared with none stops at a
-look when its own interval, at that look's level, is within `precision` (`precise`). Caps:
-`max_repetitions`, `budget` (checked after every round); a configuration that only fails stops as
-`failing`. Each reason is stored with the run, with the half-width of the interval the report shows.
+Before the first trial, `auto` plans its looks for the rounds the budget pays for
+(experiment/looks.py `budget_looks`: each round's trials at their workloads' estimated time; building stacks
+and loading images are not counted, as the budget does not count them): at 3..6 with a budget for three
+rounds, one look at 3, which spends all the error there instead of saving some for a look at 6 that never
+comes. At each planned look each advice group (the stacks compared for one workload, load and device) is
+raced (analysis/racing.py): a configuration stops once it is within the margin of the best (`equivalent`),
+not the best (`eliminated`), or unlikely to be decided by the last look (`undecidable`); the leader once all
+its comparisons ended (`decided`). The intervals behind these decisions spend the error over the looks and
+hold for the whole group at once (analysis/decide.py, groups.py), so they stay valid however the run
+stopped. A raw-device baseline runs in the first rounds only (experiment/expand.py BASELINE_ROUNDS: it is no
+candidate; two trials give its ratios and flags an interval), and on only while it has fewer successful
+trials than that and a configuration of its workload, load and device goes on (`baseline`); a configuration
+compared with none stops at a look when its own interval, at that look's level, is within `precision`
+(`precise`). Caps: the last planned look (`max_repetitions`), `budget` (checked after every round, the
+trials' time only); a configuration that only fails stops as `failing`. Each reason is stored with the run,
+with the half-width of the interval the report shows.
 
-Rounds rather than repetitions back to back: the machine's drift over the run then spreads over every
-configuration instead of separating them, and the group comparisons can pair the stacks by round.
+Rounds rather than repetitions back to back, in a random order within each round (expand.py `round_order`):
+the machine's drift and its slow minutes spread over every configuration instead of separating them, and
+the group comparisons take the rounds as blocks.
 """
 
 from __future__ import annotations
@@ -29,14 +35,16 @@ from strata.analysis.decide import Design
 from strata.analysis.query import by_context, match_key
 from strata.analysis.racing import DECIDED, race
 from strata.analysis.stats import summarize
-from strata.experiment.expand import Trial
+from strata.experiment.expand import BASELINE_ROUNDS, Trial, in_rounds
+from strata.experiment.looks import budget_looks
 from strata.results import validity
 from strata.run import scaling
+from strata.workloads import REGISTRY as WORKLOADS
 
 if TYPE_CHECKING:
     from strata.experiment.model import Experiment
 
-PRECISE, MAX, BUDGET, FAILING = "precise", "max_repetitions", "budget", "failing"
+PRECISE, MAX, BUDGET, FAILING, BASELINE = "precise", "max_repetitions", "budget", "failing", "baseline"
 
 
 @dataclass
@@ -48,8 +56,11 @@ class Progress:
 
 
 class Repetitions:
-    def __init__(self, exp: Experiment, trials: list[Trial], stored: list[dict[str, Any]] | None = None):
+    def __init__(
+        self, exp: Experiment, trials: list[Trial], stored: list[dict[str, Any]] | None = None, run_id: str = ""
+    ):
         self.exp = exp
+        self.run_id = run_id
         self.trials = trials
         self.t0 = time.monotonic()
         self.configs: dict[str, Progress] = {}
@@ -62,8 +73,27 @@ class Repetitions:
                 self.scaling.setdefault(scaling.series_key(t.resolved()), scaling.Series(t))
         self.seen: set[str | None] = set()
         self.results: list[dict[str, Any]] = []  # every finished trial of the run, for the racing
+        self.setup_s = 0.0  # building stacks (and loading images) in this run: not counted against the budget
+        self.looks = self._plan_looks()
         for r in stored or []:
             self.record(r)
+
+    def _plan_looks(self) -> tuple[int, ...]:
+        """`auto`: the looks the budget pays for, at each round's trials' estimated time (the raw baselines in
+        their first rounds only); fixed: none."""
+        if not self.exp.auto:
+            return ()
+        protos = list(self.proto.values())
+
+        def round_s(r: int) -> float:
+            return sum(
+                WORKLOADS[t.workload.type].estimate_s(t.workload)
+                for t in protos
+                if not (t.raw_baseline and r >= BASELINE_ROUNDS)
+            )
+
+        rounds = [round_s(r) for r in range(self.exp.max_repetitions)]
+        return budget_looks(self.exp.min_repetitions, self.exp.max_repetitions, rounds, self.exp.budget)
 
     def record(self, result: dict[str, Any]) -> None:
         """A finished trial of this run (or one stored before it, on resume)."""
@@ -72,6 +102,8 @@ class Repetitions:
             return
         self.seen.add(trial_id)
         self.results.append(result)
+        if isinstance(result.get("setup_s"), (int, float)) and result.get("run_id") == self.run_id:
+            self.setup_s += float(result["setup_s"])
         self._record_scaling(result)
         key = _config_of(result)
         p = self.configs.get(key)
@@ -98,7 +130,7 @@ class Repetitions:
             going = self._judge(rep)
             if not going:
                 return
-            yield [self.proto[k].again(rep) for k in going]
+            yield in_rounds(self.exp, [self.proto[k].again(rep) for k in going])
             rep += 1
 
     def _record_scaling(self, result: dict[str, Any]) -> None:
@@ -138,18 +170,18 @@ class Repetitions:
     def _judge(self, rep: int) -> list[str]:
         """After `rep` rounds: stop what is decided or precise (at a planned look), at its maximum, failing, or
         out of budget; the configurations that go on."""
-        spent = time.monotonic() - self.t0
+        spent = time.monotonic() - self.t0 - self.setup_s  # the trials' time: set-up is not counted
         design = self.design
         look = design.is_look(rep)
         raced, compared, raws = self._race(design, look)
         for key, p in self.configs.items():
             if p.stopped:
                 continue
-            s = summarize(p.values, design.level(len(p.values)))  # as the report shows it (analysis/cells.py)
+            s = summarize(p.values, design.level(len(p.values), sides=2))  # as the report shows it (analysis/cells.py)
             p.half_width = (s.half_width / s.mean) if s.half_width is not None and s.mean else None
             if key in raced:
                 p.stopped = raced[key]
-            elif rep >= self.exp.max_repetitions:
+            elif rep >= design.final:
                 p.stopped = MAX
             elif p.failures >= self.exp.min_repetitions and not p.values:
                 p.stopped = FAILING
@@ -165,13 +197,23 @@ class Repetitions:
                 p.stopped = PRECISE  # compared with none: precise enough on its own, at this look's level
         for key, dependents in raws.items():
             raw = self.configs.get(key)
-            if raw is not None and not raw.stopped and all(self.configs[d].stopped for d in dependents):
+            if raw is None or raw.stopped:
+                continue
+            if len(raw.values) >= BASELINE_ROUNDS:
+                raw.stopped = BASELINE  # no candidate: its ratios and flags have their interval
+            elif all(self.configs[d].stopped for d in dependents):
                 raw.stopped = DECIDED
         return [key for key, p in self.configs.items() if not p.stopped]
 
     @property
     def design(self) -> Design:
-        return Design.auto(self.exp.min_repetitions, self.exp.max_repetitions) if self.exp.auto else Design()
+        return (
+            Design.auto(self.exp.min_repetitions, self.exp.max_repetitions, self.looks) if self.exp.auto else Design()
+        )
+
+    def design_doc(self, workload: str) -> dict[str, Any]:
+        """The design stored with a result of this workload: the spec's, with the looks this run planned."""
+        return self.exp.design(workload, self.looks or None)
 
     def _race(self, design: Design, look: bool) -> tuple[dict[str, str], set[str], dict[str, list[str]]]:
         """The advice groups raced at a look (config -> why it stops), the configurations compared with

@@ -112,7 +112,7 @@ def run_experiment(
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     summary = RunSummary(run_id)
     stored = load_results(out) if resume else []
-    reps = Repetitions(exp, trials, stored)
+    reps = Repetitions(exp, trials, stored, run_id)
     done_ids = {r["trial_id"] for r in stored if r.get("status") in ("ok", "unsupported")}
     run_doc = {
         "run_id": run_id,
@@ -124,7 +124,11 @@ def run_experiment(
         "skipped": [{"label": s.label, "reason": s.reason} for s in skipped],
         "trials": len(trials),
         **({"hosts": executor.facts} if executor is not None and executor.facts else {}),
+        # the random order within each round (experiment/expand.py round_order): its seed, and the order run
+        "order": {"seed": exp.order_seed, "rounds": []},
+        **({"looks": list(reps.looks)} if reps.looks else {}),
     }
+    order: dict[int, list[str]] = {}
     store.write_run(run_id, run_doc)
     journal = Journal(run_id)
     trials_on: Trials = executor or LocalTrials(StackCache(journal, Path(exp.workdir), host, registries))
@@ -141,8 +145,9 @@ def run_experiment(
                 if t not in todo:  # a round `auto` added
                     progress.add(WORKLOADS[t.workload.type].estimate_s(t.workload))
                 progress.start(t.label)
+                order.setdefault(t.repetition, []).append(t.label)
                 result = trials_on.run(t, store, run_id, exp.name, host)
-                result["design"] = exp.design(t.workload.name)
+                result["design"] = reps.design_doc(t.workload.name)
                 validity.judge_design(result)
                 _check_above_raw(result, baselines)
                 store.write(result)
@@ -167,7 +172,9 @@ def run_experiment(
                 unsupported=summary.unsupported,
                 resumed_from_stored=summary.skipped_stored,
                 repetitions=reps.report(),
+                setup_s=round(reps.setup_s, 1),
             )
+            run_doc["order"] = {"seed": exp.order_seed, "rounds": [order[r] for r in sorted(order)]}
             if reps.scaling:
                 run_doc["scaling"] = reps.scaling_report()
             run_doc["variance"] = _variance(out)

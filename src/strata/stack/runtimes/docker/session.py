@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import secrets
 import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Self
 
@@ -82,6 +83,7 @@ class DockerSession:
         self.daemon = daemon
         self.facts = facts
         self.images: dict[str, str] = {}  # image key -> tag present in the daemon
+        self.setup_s = 0.0  # time spent loading images since the last trial took it (run/trial.py: not the budget's)
         self.loaded_images: list[tuple[str, int]] = []  # (tag, journal seq), user's daemon only
         self.running: list[DockerRunning] = []
         self._count = 0
@@ -178,7 +180,9 @@ class DockerSession:
         spec = spec or ImageSpec()
         key = spec.key()
         if key not in self.images:
+            t0 = time.monotonic()
             self.images[key] = ensure_image(self, spec)
+            self.setup_s += time.monotonic() - t0
         return self.images[key]
 
     def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> DockerRunning:
