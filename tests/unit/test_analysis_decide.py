@@ -348,3 +348,10 @@ def test_longer_trials_are_advised_where_the_seconds_hold_the_noise():
     n, seconds = better_trials(c, 6)
     assert seconds > 10 and n < 6
     assert shorter_trials(c, 6) is None
+
+
+def test_a_configuration_without_a_stored_repetition_has_a_level():
+    """Regression: with `auto`, a configuration whose every trial failed has n = 0; its level divided by zero
+    (information fraction 0) and the report crashed."""
+    d = Design.auto(3, 6, (3, 6))
+    assert 0 < d.level(0) <= 0.05 + 1e-12 and d.level(0) == d.level(1)

@@ -84,6 +84,7 @@ class Design:
             return ALPHA
         if self.spending == BONFERRONI:
             return ALPHA / len(self.looks)
+        n = max(n, 1)  # no repetition stored (every trial failed): no interval will be drawn, and no look was reached
         done = [k for k in self.looks if k <= n]
         final = n not in self.looks
         top = self.final
