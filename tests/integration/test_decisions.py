@@ -24,9 +24,9 @@ pytestmark = pytest.mark.integration
 )
 def test_auto_stops_a_clearly_different_stack_before_a_close_one(tmp_path):
     """Random writes on one loop device: btrfs (copy-on-write) is several times slower than xfs, and xfs
-    with `noatime` is xfs again. After the first look btrfs is eliminated; the close pair goes on. (3 s
-    trials after a 2 s ramp: with 2 s and 1 s, a busy machine once gave xfs trials of 25k to 70k IOPS, and
-    btrfs was eliminated only at the second look, with the pair.)"""
+    with `noatime` is xfs again. After the first look btrfs is eliminated; the close pair is not raced out
+    before it. (3 s trials after a 2 s ramp: with 2 s and 1 s, a busy machine once gave xfs trials of 25k to
+    70k IOPS, and btrfs was eliminated only at the second look, with the pair.)"""
     workdir = Path(f"/var/tmp/strata-it-{uuid.uuid4().hex[:8]}")
     env = {"STRATA_STATE_DIR": str(tmp_path / "state")}
     spec = write_spec(
@@ -63,11 +63,13 @@ def test_auto_stops_a_clearly_different_stack_before_a_close_one(tmp_path):
     print(f"trials per stack {n}; mean IOPS {iops}; stopped {stops}")
     assert stops["btrfs"]["stopped"] == "eliminated" and n["btrfs"] == 3, (stops, iops)
     assert stops["btrfs"]["trials"] == 3
-    # the close pair goes on to the next look, unless the noise seen makes the margin out of reach within
-    # max_repetitions (futility, with the uncertainty of the gap: docs/decisions.md); never eliminated
+    # The close pair: the leader is one of them, and neither stops before btrfs. Whether the other one goes on
+    # is not for this test to say: the rounds are blocks, so a gap that holds in every round (xfs 87k against
+    # xfs-noatime 79k IOPS in all three, once in CI) may be decided at the first look. How often such a
+    # decision is wrong is the rule's error rate, measured by bench/decisions_sim.py, not by one real run.
+    assert any(stops[fs]["stopped"] != "eliminated" for fs in ("xfs", "xfs-noatime")), (n, stops)
     for fs in ("xfs", "xfs-noatime"):
-        assert n[fs] > n["btrfs"] or stops[fs]["stopped"] == "undecidable", (n, stops)
-        assert stops[fs]["stopped"] != "eliminated", (n, stops)
+        assert n[fs] >= n["btrfs"], (n, stops)
     assert "variance" in run and run["variance"], "the variance components are stored with the run"
     report = strata("report", tmp_path / "out", "-o", tmp_path / "report", env=env, check=0)
     assert "advice:" in report.stdout

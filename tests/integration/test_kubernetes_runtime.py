@@ -77,7 +77,6 @@ def _api(state: Path):
     "runtime:kubernetes",
     "runtime:kubernetes:testbed",
     "path:native/bind",
-    "path:docker/bind",
     "path:docker/volume",
     "path:kubernetes/local",
     "path:kubernetes/hostpath",

@@ -306,7 +306,6 @@ KILLED_RUN = textwrap.dedent("""
     from strata.stack.filesystems import FilesystemParams as Filesystem
     from strata.stack.journal import Journal
     from strata.stack.vm.params import VmRuntime
-from strata.stack.vm.qemu import virtiofsd_binary
     from strata.stack.vm.runtime import provision_vm
 
     state, workdir, art = map(Path, sys.argv[1:4])
@@ -355,7 +354,7 @@ def test_kill_9_then_cleanup_removes_everything(tmp_path, guest):
         workdir.rmdir()
 
 
-@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm")
+@covers("device:loop", "filesystem:raw", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm")
 def test_strata_run_on_a_vm_is_stored_as_emulated_and_leaves_nothing(tmp_path):
     """The vm runtime through `strata run`: the raw device passed into the guest, fio in it, the result stored
     with the guest's numbers, flagged `emulated` (TCG here, never compared), and nothing left behind."""
