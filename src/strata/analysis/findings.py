@@ -87,7 +87,7 @@ class Finding:
     criterion: str
     check: Callable[[Analysis], Outcome]
     quote: str | None = None  # the study's own sentence: an id of quotes.yaml (None: strata's own reading)
-    reading: str = ""  # strata's own reading: of what of the study ("study 004's Tables 2 to 5")
+    reading: str = ""  # strata's own reading: of what of the study, in words (study 004's Tables 2 to 5)
 
     @property
     def own_reading(self) -> bool:

@@ -283,6 +283,8 @@ def spec_of(facts: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
     fs_type, _, option = fs.partition("-")
     runtime = str(facts.get("runtime", "native"))
     runtime = (published.get("runtimes") or {}).get(runtime, runtime)
+    if isinstance(runtime, dict):  # by the file system (study 004: the btrfs driver on btrfs, else overlay)
+        runtime = runtime.get(fs_type, runtime["*"])
     limits = facts.get("limits")
     load: dict[str, Any] = {k: facts[k] for k in ("numjobs", "iodepth", "containers") if k in facts}
     if limits not in (None, "none"):
