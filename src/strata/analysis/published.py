@@ -249,28 +249,18 @@ def build(study: str, published: dict[str, Any], values: list[PaperValue]) -> tu
     for c in cases.values():
         c.solve()
         results: list[dict[str, Any]] = []
-        held: list[PaperValue] = []
+        why_not: dict[int, str] = {}  # a value whose configuration (or its baseline's) cannot be a result
         for cfg in c.configs.values():
             rs, why = _results(study, c.name, cfg, published)
-            if why:
-                left += [LeftOut(v, why) for v in cfg.values if v not in held and all(v is not x.value for x in left)]
-                continue
             results += rs
-            held += [v for v in cfg.values if v not in held]
-        if results:
-            ids = {id(x.value) for x in left}
-            made.append(Case(study, c.name, tuple(results), tuple(v for v in held if id(v) not in ids)))
-    return made, _dedupe(left)
-
-
-def _dedupe(left: list[LeftOut]) -> list[LeftOut]:
-    seen: set[int] = set()
-    out = []
-    for x in left:
-        if id(x.value) not in seen:
-            seen.add(id(x.value))
-            out.append(x)
-    return out
+            for v in cfg.values if why else ():
+                why_not.setdefault(id(v), why)
+        ordered = list({id(v): v for cfg in c.configs.values() for v in cfg.values}.values())
+        left += [LeftOut(v, why_not[id(v)]) for v in ordered if id(v) in why_not]
+        held = tuple(v for v in ordered if id(v) not in why_not)
+        if held:
+            made.append(Case(study, c.name, tuple(results), held))
+    return made, left
 
 
 def spec_of(facts: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
@@ -281,8 +271,8 @@ def spec_of(facts: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"studies.yaml published.devices has no {attached!r} device")
     fs = str(facts.get("filesystem", "xfs"))
     fs_type, _, option = fs.partition("-")
-    runtime = str(facts.get("runtime", "native"))
-    runtime = (published.get("runtimes") or {}).get(runtime, runtime)
+    said = str(facts.get("runtime", "native"))
+    runtime: Any = (published.get("runtimes") or {}).get(said, said)
     if isinstance(runtime, dict):  # by the file system (study 004: the btrfs driver on btrfs, else overlay)
         runtime = runtime.get(fs_type, runtime["*"])
     limits = facts.get("limits")
@@ -358,7 +348,7 @@ def _results(study: str, case: str, cfg: Config, published: dict[str, Any]) -> t
     if "throughput" not in m:
         offered = schema.offered
         rate = offered.absolute(trial["workload"]) if offered is not None else None
-        if rate is not None:  # the study's load generator held the database to the rate (study 001)
+        if offered is not None and rate is not None:  # the load generator held the database to it (study 001)
             m["throughput"], unit = float(rate) * int(offered.databases_of(trial["workload"]) or 1), "ops/s"
         elif schema.in_flight and "lat:mean" in m:  # Little's law: the I/Os in flight over the mean latency
             ld = trial["load"]
