@@ -125,6 +125,8 @@ FULL_ONLY: dict[str, Why] = {
     STUDY + "xu2017-filesystems.yaml": covered(IT + "test_native.py::test_every_filesystem_natively",
                                                "fio natively on every file system"),
     STUDY + "xu2017-storage.yaml": alone("every docker storage driver, supported or not, in one study"),
+    STUDY + "xu2017-placement.yaml": covered(IT + "test_studies.py::test_the_studies_table_names_real_examples",
+                                             "a plan only (SPEC_CUTS), which tests/unit/test_scale.py checks"),
     # ---- the benches' tiny runs: each checks that its bench still runs to its figures; the paths are
     # the integration tests' (what a bench adds is its figure, taken by hand: docs/overhead.md)
     BENCH + "auto_repetitions.py]": covered(IT + "test_decisions.py", "repetitions: auto racing on real trials"),
