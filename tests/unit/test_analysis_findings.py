@@ -94,7 +94,11 @@ def ycsb(value, busy, runtime="docker", clusters=1, profile="mixed", share=None,
 def moved(results, share=0.98):
     """The results with the cache check's evidence that the disk moved the workload's bytes."""
     for r in results:
-        r["flags"]["cache"] = {"suspect": False, "reason": "the disk moved them", "evidence": {"read_disk_share": share}}
+        r["flags"]["cache"] = {
+            "suspect": False,
+            "reason": "the disk moved them",
+            "evidence": {"read_disk_share": share},
+        }
     return results
 
 

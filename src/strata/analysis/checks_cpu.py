@@ -16,6 +16,7 @@ analysis/findings.py.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -102,7 +103,7 @@ def vm_cpu_overhead(ctx: Analysis) -> Outcome:
         if b.emulated:
             continue
         native, rate = usage.of_cell(a.ok, usage.host_busy_percent), summary_of(a).mean
-        vm = usage.of_cell(b.ok, lambda r: _at_rate(usage.host_busy_percent(r), r, rate))
+        vm = usage.of_cell(b.ok, functools.partial(_busy_at_rate, rate=rate))
         if not (native.n and vm.n):
             continue
         d, low, high = difference(native, vm)
@@ -116,9 +117,9 @@ def vm_cpu_overhead(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def _at_rate(cpu: float | None, r: dict[str, Any], rate: float) -> float | None:
-    """A trial's CPU share scaled to another throughput (the same work per operation)."""
-    ops = ((r.get("metrics") or {}).get("primary") or {}).get("value")
+def _busy_at_rate(r: dict[str, Any], rate: float) -> float | None:
+    """A trial's host CPU share scaled to another throughput (the same work per operation)."""
+    cpu, ops = usage.host_busy_percent(r), ((r.get("metrics") or {}).get("primary") or {}).get("value")
     return None if cpu is None or not ops else cpu * rate / float(ops)
 
 

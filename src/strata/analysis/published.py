@@ -59,7 +59,12 @@ NOT_A_RESULT = {
     "limit": "a configured limit, not a measurement",
     "connections": "a projection, not a measurement",
 }
-WORDS = {"lat:mean": "its mean latency", "lat:p99": "its tail latency", "cpu_util": "its CPU", "target_cpu": "a target's CPU"}
+WORDS = {
+    "lat:mean": "its mean latency",
+    "lat:p99": "its tail latency",
+    "cpu_util": "its CPU",
+    "target_cpu": "a target's CPU",
+}
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,9 @@ def load(path: Path = PATH) -> tuple[Study, ...]:
         differs = tuple((d["what"], d["text"]) for d in s["differs"])
         experiments = tuple(_experiment(e, s["study"], path) for e in s.get("experiments") or [])
         out.append(
-            Study(s["study"], s["reference"], s["measures"], differs, tuple(claims), s.get("published") or {}, experiments)
+            Study(
+                s["study"], s["reference"], s["measures"], differs, tuple(claims), s.get("published") or {}, experiments
+            )
         )
     return tuple(out)
 
@@ -95,7 +97,12 @@ def _experiment(e: dict[str, Any], study: str, path: Path) -> Experiment:
     if not e.get("section") and not e.get("not_reproduced"):
         raise ValueError(f"{name}: names the report's section that reproduces it, or why it is not reproduced")
     return Experiment(
-        e["where"], e["shows"], e.get("example"), e.get("section"), e.get("differs") or "", e.get("not_reproduced") or ""
+        e["where"],
+        e["shows"],
+        e.get("example"),
+        e.get("section"),
+        e.get("differs") or "",
+        e.get("not_reproduced") or "",
     )
 
 
