@@ -349,60 +349,54 @@ def _results(study: str, case: str, cfg: Config, published: dict[str, Any]) -> t
     trial, labels = _trial(spec_of(cfg.facts, published))
     schema = schema_of(trial["workload"]["type"])
     m = dict(cfg.metrics)
-    unit = cfg.unit
+    unit = cfg.unit  # the study's unit of a throughput it gives; else the workload's headline's
     if "throughput" not in m:
         offered = schema.offered
         rate = offered.absolute(trial["workload"]) if offered is not None else None
         if offered is not None and rate is not None:  # the load generator held the database to it (study 001)
-            m["throughput"], unit = float(rate) * int(offered.databases_of(trial["workload"]) or 1), "ops/s"
+            m["throughput"] = float(rate) * int(offered.databases_of(trial["workload"]) or 1)
         elif schema.in_flight and "lat:mean" in m:  # Little's law: the I/Os in flight over the mean latency
             ld = trial["load"]
             flight = ld.get("numjobs", 1) * ld.get("iodepth", 1) * ld.get("containers", 1)
-            m["throughput"], unit = _round(flight / (m["lat:mean"] / 1e9)), "IOPS"
+            m["throughput"] = _round(flight / (m["lat:mean"] / 1e9))
         else:
             said = ", ".join(WORDS.get(k, k) for k in sorted(m)) or "nothing"
             return [], f"the study gives no throughput of its configuration (every result has one), only {said}"
     heads = [f for f in schema.fields if f.headline]
-    unit = unit or (heads[0].unit if heads else "")
     head = next((f for f in heads if f.unit == unit), heads[0] if heads else None)
-    metrics: dict[str, Any] = {
-        "kind": trial["workload"]["type"],
-        "primary": headline(m["throughput"], unit, head.name if head else "value"),
+    result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": f"study {study}",
+        "experiment": f"study {study} {case}",
+        "status": "ok",
+        "stack": f"{labels['device']}/{labels['filesystem']}/{labels['runtime']}/{labels['path']}",
+        "metrics": {
+            "kind": trial["workload"]["type"],
+            "primary": headline(m["throughput"], unit or (head.unit if head else ""), head.name if head else "value"),
+        },
+        "flags": {},
+        "warnings": [],
+        "host": {"hostname": f"study {study}", "cpus": 1},
+        "collectors": {},
     }
-    for key, x in m.items():
+    for key, x in m.items():  # where the workload declares each (core/metrics.py), read direction
         kind, _, name = key.partition(":")
-        if kind == "lat" and schema.total_latency:
-            _put(metrics, ("read", f"{schema.total_latency}_ns", name), x)
-            if name == "mean" and schema.mix is not None:  # a database's mean over its operations
-                _put(metrics, schema.mix.key[1:] + ("ALL",), {schema.mix.count: 1, schema.mix.mean: x / schema.mix.ns})
-        elif kind == "share":
-            _put(metrics, ("read", f"{name}_ns", "mean"), x)
-    collectors: dict[str, Any] = {}
+        field_name = schema.total_latency if kind == "lat" else name if kind == "share" else None
+        declared = schema.field("latency", field_name) if field_name else None
+        if declared is not None:
+            _put(result, declared.path("read") + (name if kind == "lat" else "mean",), x)
+        if key == "lat:mean" and schema.mix is not None:  # a database's mean over its operations
+            _put(result, schema.mix.key + ("ALL",), {schema.mix.count: 1, schema.mix.mean: x / schema.mix.ns})
     if "cpu_util" in m:  # the servers' CPU: sar on the servers, no load generator's share to take off
-        collectors["host"] = {"cpu_idle_percent": 100.0 - m["cpu_util"]}
-    if "target_cpu" in m:
-        collectors["remote_procs"] = {"target": {"pid": 0, "cpu_percent": m["target_cpu"]}}
+        _put(result, ("collectors", "host", "cpu_idle_percent"), 100.0 - m["cpu_util"])
+    if "target_cpu" in m:  # of the host's one CPU (`cpus`)
+        _put(result, ("collectors", "remote_procs", "target"), {"pid": 0, "cpu_percent": m["target_cpu"]})
     out = []
     for rep in range(REPETITIONS):
-        t = {**trial, "repetition": rep}
-        rid = hashlib.sha256(f"{study} {case} {_key(cfg.facts)} {rep}".encode()).hexdigest()[:16]
-        out.append(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "trial_id": rid,
-                "run_id": f"study {study}",
-                "experiment": f"study {study} {case}",
-                "status": "ok",
-                "stack": f"{labels['device']}/{labels['filesystem']}/{labels['runtime']}/{labels['path']}",
-                "labels": {**labels, "repetition": rep},
-                "trial": t,
-                "metrics": copy.deepcopy(metrics),
-                "flags": {},
-                "warnings": [],
-                "host": {"hostname": f"study {study}", "cpus": 1},
-                "collectors": collectors,
-            }
-        )
+        r = copy.deepcopy(result)
+        r["trial_id"] = hashlib.sha256(f"{study} {case} {_key(cfg.facts)} {rep}".encode()).hexdigest()[:16]
+        r["labels"], r["trial"] = {**labels, "repetition": rep}, {**trial, "repetition": rep}
+        out.append(r)
     return out, ""
 
 
