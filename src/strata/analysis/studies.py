@@ -236,7 +236,7 @@ def _result_set(s: Study) -> list[str]:
     left = published.left_out(s.study)
     defaults = ", ".join(f"{k} {v}" for k, v in (s.published.get("defaults") or {}).items())
     lines = [
-        f"  its numbers as results: {held} values in {len(cases)} cases ({', '.join(c.name for c in cases)}), "
+        f"  its numbers as results: {held} values in {len(cases)} cases ({'; '.join(c.name for c in cases)}), "
         "each number exact (two identical repetitions)"
         + (f"; a layer the study does not name is taken as: {defaults}" if defaults else "")
     ]
