@@ -329,3 +329,26 @@ def test_every_finding_quotes_the_study_or_says_it_reads_a_table():
     for f in FINDINGS:
         assert f.quote is not None or "strata's reading" in f.claim, f.id
         assert '"' not in f.claim, f"{f.id}: a claim is strata's words; the study's are its quote"
+
+
+def test_a_result_above_raw_without_byte_evidence_is_undecided():
+    """Regression (issue 42): no cache check (no byte evidence) is no evidence against the claim; study
+    003's own loop-lvm number (1.4x raw) comes without the bytes its disk moved."""
+    o = by_id(raw(1000) + reps(2000, fs="xfs"))["above-raw-is-cache"]
+    assert o.status == INCONCLUSIVE and "no byte evidence" in o.detail
+
+
+def test_a_layer_at_one_io_in_flight_is_not_the_studys_high_load():
+    """Regression (issue 42): Figure 3i's aufs at 1 job x QD1 (1/7 of loop-lvm's 1.4x raw) is the anomaly's
+    setting; the claim is of Figures 3c and 3d, at the study's high load."""
+    o = by_id(raw(1000) + docker(200, path="layer", driver="aufs"))["overlay-layer-near-raw"]
+    assert o.status == NOT_MEASURED
+
+
+def test_a_database_held_to_a_rate_is_not_compared_for_capacity():
+    """Regression (issue 42): at one offered rate every runtime runs that rate (study 001's Table 2), so a
+    container against native or a VM is compared flat out only."""
+    held = ycsb(1000, 45, runtime="native", share=0.4) + ycsb(500, 55, share=0.4)
+    assert by_id(held)["container-near-native"].status == NOT_MEASURED
+    flat = ycsb(1000, 45, runtime="native") + ycsb(990, 55)
+    assert by_id(held + flat)["container-near-native"].status == HELD
