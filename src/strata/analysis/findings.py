@@ -6,11 +6,11 @@ the criterion strata applies, and checks it: held or not held only when the 95% 
 compared quantity lies wholly on one side of the criterion, inconclusive otherwise (with what would
 decide it), not measured when the results hold nothing the claim speaks about; always with the numbers.
 A criterion reads the study's claim as the study states it: its own comparison (percentage points
-where it speaks of points, a direction where it says "slightly better", a bound where it gives one, a
-looser bound where it says "about" or "closely"), at the load it names. Where a study publishes the
-numbers a claim compares, the claim is held on them: the same check runs on the studies' own numbers
-as a result set (analysis/published.py, `strata studies`; tests/unit/test_published.py keeps every
-such verdict held). A finding without a quote is strata's own reading of a study's tables; it says
+where it speaks of points, a direction where it says "slightly better"), at the load it names; its
+bound may be looser than the study's number (2x for btrfs's 5x: a loop file is not the study's SSD),
+never on the other side of it. Where a study publishes the numbers a claim compares, the claim is held
+on them: the same check runs on the studies' own numbers as a result set (analysis/published.py,
+`strata studies`; tests/unit/test_published.py keeps every such verdict held). A finding without a quote is strata's own reading of a study's tables; it says
 so, and shows the study's numbers that bear on it (`said`).
 
 FINDINGS is the registry: add a claim by adding one Finding to it.
