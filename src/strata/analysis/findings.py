@@ -10,8 +10,9 @@ where it speaks of points, a direction where it says "slightly better"), at the 
 bound may be looser than the study's number (2x for btrfs's 5x: a loop file is not the study's SSD),
 never on the other side of it. Where a study publishes the numbers a claim compares, the claim is held
 on them: the same check runs on the studies' own numbers as a result set (analysis/published.py,
-`strata studies`; tests/unit/test_published.py keeps every such verdict held). A finding without a quote is strata's own reading of a study's tables; it says
-so, and shows the study's numbers that bear on it (`said`).
+`strata studies`; tests/unit/test_published.py keeps every such verdict held). A finding without a
+quote is strata's own reading of a study's tables; it says so, and shows the study's numbers that bear
+on it (`said`).
 
 FINDINGS is the registry: add a claim by adding one Finding to it.
 """
