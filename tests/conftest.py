@@ -128,6 +128,7 @@ FULL_ONLY: dict[str, Why] = {
     STUDY + "xu2017-cassandra.yaml]": alone("Cassandra containers under every limit preset"),
     STUDY + "xu2017-filesystems.yaml]": alone("the file system study's sweeps through to its figures"),
     STUDY + "xu2017-storage.yaml]": alone("every docker storage driver, supported or not, in one study"),
+    STUDY + "xu2017-placement.yaml]": alone("the smoke plan of Cassandra containers placed on two Swarm hosts"),
     # ---- the benches' tiny runs: each checks that its bench still runs to its figures (what a bench adds is its
     # figure, taken by hand: docs/overhead.md); oracle_margin's tiny run (synthetic trials, seconds) is default
     **{

@@ -45,9 +45,12 @@ SPEC_CUTS: dict[str, tuple[dict, str, set[str]]] = {
                 {"name": "scaling", "containers": [1, 2]},
                 {"name": "limits", "containers": [1], "limits": ["CPU", "MEM", "BW", "CPU+MEM", "ALL"]},
             ],
+            "exclude_more": [{"device": "remote", "load": "scaling-containers2"}],
         },
-        "8 Cassandra containers take minutes to start on 2 cores: YCSB A only, 1 and 2 containers, and the "
-        "limit presets at 1 container (every preset kept)",
+        "8 Cassandra containers take minutes to start on 2 cores: YCSB A only, 1 and 2 containers on the "
+        "direct-attached device and 1 on the remote one (its nbd client is one more process on the 2 cores: "
+        "2 containers there completed no operation in a 5 s trial with the machine's load at 25), and the limit "
+        "presets at 1 container (every preset kept)",
         set(),
     ),
     "shirinbab-cassandra.yaml": (
@@ -88,8 +91,15 @@ SPEC_CUTS: dict[str, tuple[dict, str, set[str]]] = {
         "with its clients on a host of their own runs in tests/integration/test_swarm_ycsb.py",
         set(),
     ),
+    "xu2017-placement.yaml": (
+        {},
+        "two hosts of a real Swarm, each loading the Cassandra image into its own dockerd, with up to 12 "
+        "Cassandra containers: too long for the suite. Only its smoke plan is checked here; databases on one "
+        "host against one on each run in tests/integration/test_swarm_ycsb.py",
+        set(),
+    ),
 }
-PLAN_ONLY = {"shirinbab-cluster-hosts.yaml"}
+PLAN_ONLY = {"shirinbab-cluster-hosts.yaml", "xu2017-placement.yaml"}
 # A Cassandra study's smoke report sets at least one of its published values beside a result: (study, where)
 # of the values, None for any of the study's.
 BESIDE: dict[str, tuple[str, str | None]] = {
@@ -175,7 +185,7 @@ def test_every_example_runs_to_a_complete_report_at_smoke_scale(example, tmp_pat
     out, report = tmp_path / "out", tmp_path / "report"
     if example in PLAN_ONLY:  # left out of the run, with the reason, in SPEC_CUTS
         plan = strata("validate", "--scale", "smoke", spec, env=env, check=0)
-        assert "trials" in plan.stdout and "hosts" in plan.stdout.lower(), plan.stdout[-2000:]
+        assert "trials" in plan.stdout and re.search(r"^  host \w+: ", plan.stdout, re.M), plan.stdout[-2000:]
         return
     left_out = SPEC_CUTS.get(example, ({}, "", set()))[2]
     try:

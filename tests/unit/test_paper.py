@@ -93,6 +93,8 @@ GOOD = {
         ({"match": {"containers": [1, 2]}}, "match containers"),
         ({"match": {"metric": "speed"}}, "metric 'speed'"),
         ({"unit": "ratio", "value": 5}, "a ratio needs a baseline"),
+        ({"unit": "points", "value": 29}, "a change in percentage points needs a baseline"),
+        ({"case": 3}, "case must be a string"),
         ({"colour": "red"}, "unknown field(s) colour"),
     ],
 )

@@ -81,3 +81,23 @@ def test_the_report_repeats_the_differences_of_the_studies_it_sets_beside():
     assert "study 004: what differs here and why" in paper and "study 003: what differs" not in paper
     text = dict(studies.by_study("004").differs)["durations"]
     assert text.split(";")[0] in paper
+
+
+def test_an_experiment_without_its_counterpart_or_why_not_is_refused(tmp_path):
+    bad = tmp_path / "studies.yaml"
+    bad.write_text(
+        '- {study: "003", reference: r, measures: m, differs: [{what: device, text: t}],'
+        " experiments: [{where: Figure 3a, shows: s, example: x.yaml}]}\n"
+    )
+    with pytest.raises(ValueError, match="Figure 3a: names the report's section that reproduces it, or why"):
+        studies.load.__wrapped__(bad)
+
+
+def test_the_figures_table_says_what_each_example_does_otherwise():
+    """Issue 42: the deviations the issue names are in docs/studies.md's generated table of figures."""
+    table = studies.experiments()
+    assert "1, 2, 4, 6 and 8 containers where the study runs 1 to 8" in table
+    assert "where the study offers five rates (40K to 200K tps)" in table
+    assert "which takes 200K as the peak of every load and replication factor" in table
+    assert "volume-near-host-fs compares each volume with the host file system" in table
+    assert "| 003 | Figure 8c |" in table and "xu2017-placement.yaml" in table

@@ -204,6 +204,8 @@ def paper_ratio(v: PaperValue) -> float | None:
 
 
 def _stated(p: Pair) -> str:
+    if p.value.unit == "points":  # a difference of two percentages, on each side
+        return f"{p.label}: {p.value.value:+g} points over {p.value.baseline} in the paper, {p.yours:+.1f} here"
     r = paper_ratio(p.value)
     said = f"{r:.2f}x {p.value.baseline}" if r is not None else f"{_num(p.value.value)} {_unit(p.value.unit)}"
     return f"{p.label}: {said} in the paper, {p.yours:.2f}x here"
@@ -352,9 +354,12 @@ def _yours(v: PaperValue, f: _Facts, idx: list[int]) -> tuple[float | None, str]
                 continue
             a, _ = _figure(f.cells[i], metric, "")
             b, _ = _figure(base, metric, "")
-            if a is not None and b:
+            if a is not None and b is not None and v.unit == "points":  # percentage points: the difference
+                ratios.append(a - b)
+            elif a is not None and b:
                 ratios.append(a / b)
-        return (sum(ratios) / len(ratios), "x") if ratios else (None, "")
+        unit = "points" if v.unit == "points" else "x"
+        return (sum(ratios) / len(ratios), unit) if ratios else (None, "")
     if metric in SWEPT:
         return (_peak_containers([f.cells[i] for i in ok]), "containers") if metric == "peak" else (None, "")
     figures = [_figure(f.cells[i], metric, v.unit) for i in ok]

@@ -43,6 +43,7 @@ UNITS = (
     "jobs",
     "cores",
     "GB",
+    "points",
 )
 MATCH_KEYS = (
     "workload",
@@ -80,7 +81,20 @@ METRICS = (
     "connections",
 )
 SHARE = "share"
-FIELDS = ("study", "where", "what", "read", "unit", "value", "baseline", "versus", "match", "note", "not_reproduced")
+FIELDS = (
+    "study",
+    "where",
+    "what",
+    "read",
+    "unit",
+    "value",
+    "baseline",
+    "versus",
+    "match",
+    "note",
+    "not_reproduced",
+    "case",
+)
 REQUIRED = ("study", "where", "what", "read", "unit", "value")
 
 
@@ -97,6 +111,7 @@ class PaperValue:
     note: str = ""
     versus: dict[str, str | int | float] = field(default_factory=dict)  # the baseline configuration
     not_reproduced: str = ""  # why no shipped example produces the configuration
+    case: str = ""  # the values judged together as the study's results (published.py): its `where` unless set
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -183,9 +198,10 @@ def parse(entry: object, i: int = 0) -> PaperValue:
     baseline = entry.get("baseline")
     if baseline is not None and (not isinstance(baseline, str) or not baseline.strip()):
         raise ValueError(f"{name}: baseline must be a non-empty string or null")
-    if entry["unit"] == "ratio" and baseline is None:
-        raise ValueError(f"{name}: a ratio needs a baseline")
-    for k in ("note", "not_reproduced"):
+    if entry["unit"] in ("ratio", "points") and baseline is None:
+        said = "a ratio" if entry["unit"] == "ratio" else "a change in percentage points"
+        raise ValueError(f"{name}: {said} needs a baseline")
+    for k in ("note", "not_reproduced", "case"):
         if not isinstance(entry.get(k) or "", str):
             raise ValueError(f"{name}: {k} must be a string")
     versus = _match(entry.get("versus"), name, "versus")
@@ -205,6 +221,7 @@ def parse(entry: object, i: int = 0) -> PaperValue:
         note=entry.get("note") or "",
         versus=versus,
         not_reproduced=entry.get("not_reproduced") or "",
+        case=entry.get("case") or "",
     )
 
 

@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from strata import __version__
-from strata.cli import cleanup, compare, doctor, export, image, prepare, report, run, show, testbed, validate
+from strata.cli import cleanup, compare, doctor, export, image, prepare, report, run, show, studies, testbed, validate
 from strata.core.errors import StrataError
 
-COMMANDS = (doctor, validate, prepare, run, show, export, cleanup, image, report, compare, testbed)
+COMMANDS = (doctor, validate, prepare, run, show, export, cleanup, image, report, compare, studies, testbed)
 SUBCOMMANDS = {m.NAME: m for m in COMMANDS}
 
 

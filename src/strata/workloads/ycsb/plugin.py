@@ -42,8 +42,9 @@ CLIENTS_DIR = "ycsb"  # the clients' outputs and clients.json, under a trial's a
 RECORD_BYTES = 1100  # YCSB's default row: 10 fields of 100 bytes, and the key
 NODE_OVERHEAD_BYTES = 256 << 20  # commit log segments, system keyspaces
 VM_REASON = (
-    "a Cassandra node in a VM is not supported: the guest image has no Java runtime, and QEMU runs "
-    "under TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
+    "a Cassandra node in a VM is not supported: the VM has no network (QEMU's -nic none) while the YCSB "
+    "clients reach the servers on 127.0.0.0/8, so the server workloads' template refuses every VM; and QEMU "
+    "runs under TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
 )
 
 # What a ycsb result holds (strata/core/metrics.py; metrics.py of this package writes it). Neither the offered
