@@ -46,6 +46,9 @@ class Parsed:
     # what `moved_bytes` are when they are not I/O with O_DIRECT, in words for the cache judgement's
     # message ("as WAL": a database's bytes that must reach the device); "": O_DIRECT I/O
     moved_basis: str = ""
+    # a database's data set beside the memory its servers can use (workloads/server/memory.py): {data_set_bytes,
+    # memory_bytes, memory_of, fix}; the cache judgement flags a data set that fits (it is read from memory)
+    memory: dict[str, Any] | None = None
 
 
 def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> JSON:
@@ -165,6 +168,23 @@ class SelfPlacing(Protocol[P_contra]):
     def part(
         self, params: P_contra, load: Load, host: str, instances: int, addresses: dict[str, str]
     ) -> tuple[Strict, Load]: ...
+
+
+@runtime_checkable
+class LogOnPath(Protocol[P_contra]):
+    """A server workload whose log (PostgreSQL's WAL, InnoDB's redo log, Cassandra's commit log) may go on a path
+    of its own beside its data: the runtime mounts it in each instance (`Target.log_path`)."""
+
+    def log_path(self, params: P_contra) -> str | None: ...  # the path's name, or None: with the data
+
+
+@runtime_checkable
+class HostUser(Protocol[P_contra]):
+    """A workload whose instances, run as host processes (the native runtime), drop root for a user of their own
+    (PostgreSQL refuses to run as root): every directory down to their data must let that user through, which
+    the plan checks before anything is built (experiment/plan.py)."""
+
+    def host_user(self, params: P_contra) -> str: ...
 
 
 def network_of(wl: Workload[Any], params: Strict) -> str:
