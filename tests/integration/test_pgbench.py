@@ -84,7 +84,7 @@ def our_processes(*marks) -> list[str]:
         except OSError:
             continue
         if any(str(m) in where for m in marks if m):
-            found.append(f"{p.name} {exe}: {cmd[:120]}")
+            found.append(f"{p.name} {exe}: {cmd[:400]}")  # whole: pgbench's --log comes late in its argv
     return found
 
 
