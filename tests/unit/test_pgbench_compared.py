@@ -75,3 +75,19 @@ def test_compared_trials_that_saw_different_numbers_of_checkpoints_are_warned_ab
     assert "saw different numbers of checkpoints" in w.message and "checkpoint_timeout" in w.fix
     assert w.items == ["loop/ext4/native/bind pg j1xqd1: 3", "loop/xfs/native/bind pg j1xqd1: 2"]
     assert not [w for w in analyse(group()).warnings if w.kind == "events"]
+
+
+def test_results_stored_before_issue_43_still_load_and_their_rate_is_compared_on_latency():
+    """Trials strata stored at ee1f538 (no checkpoints, memory or server facts): loaded, reported, and the group
+    under an offered rate now compared on its p99, which those trials already stored."""
+    from strata.report.terminal import analysis_text
+    from strata.results.store import load_results
+
+    rs = load_results(Path(__file__).parents[1] / "data" / "results" / "pgbench-ee1f538")
+    assert len(rs) == 4 and all(r["status"] == "ok" and "checkpoints" not in r["metrics"] for r in rs)
+    a = analyse(rs)
+    by = {b.workload: b for b in a.best}
+    rated, flat = by["pgbench-select-only-s1-c2-j2-r200"], by["pgbench-tpcb-like-s1-c2-j2"]
+    assert rated.on.metric == "p99 latency" and rated.unit == "ms" and flat.on.headline and flat.unit == "tx/s"
+    assert not [w for w in a.warnings if w.kind == "events"]  # no counts stored: nothing to compare
+    assert "(on p99 latency, lower is better, under the offered rate)" in analysis_text(a)

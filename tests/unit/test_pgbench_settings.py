@@ -197,7 +197,9 @@ def test_a_runtime_without_that_path_for_the_wal_is_skipped_with_the_reason(tmp_
     }
     reasons = {s.reason for s in skipped}
     assert "the native runtime gives the WAL no volume path of its own (only bind)" in reasons
-    assert any("kubernetes runtime gives the WAL no volume path of its own (only hostpath, local)" in r for r in reasons)
+    assert any(
+        "kubernetes runtime gives the WAL no volume path of its own (only hostpath, local)" in r for r in reasons
+    )
     assert PGBENCH.impossible(PgbenchParams(wal_path="volume"), RUNTIMES["podman"]) is None
 
 
@@ -275,7 +277,9 @@ def test_a_native_workdir_the_postgres_user_cannot_reach_is_refused_before_any_t
     where = str(private / "wd")
     errors = errors_of(tmp_path, {}, runtimes=("native", "docker"), paths=("bind",), workdir=where)
     (err,) = [e for e in errors if e[0] == "workdir"]
-    assert "the postgres user, which the pgbench workload's servers run as on the native runtime, cannot enter" in err[1]
+    assert (
+        "the postgres user, which the pgbench workload's servers run as on the native runtime, cannot enter" in err[1]
+    )
     assert "mode 0700, owner root" in err[1] or "mode 07" in err[1]
     assert "strata does not loosen your directories" in err[2] and "/var/tmp/strata" in err[2]
     exp, wls = spec(tmp_path, {}, runtimes=("docker",), paths=("bind",), workdir=where)
