@@ -74,9 +74,11 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
     "pgbench_overhead.py": (
         [],
         [
-            (r"pair 1 tpcb-like \(by hand first\): by hand (?P<hand>[\d,]+) tx/s, strata native (?P<strata>[\d,]+)",
+            (r"pair 1 tpcb-like \(by hand first\): by hand (?P<hand>[\d,]+) tx/s, "
+             r"strata native (?P<strata>[\d,]+) tx/s",
              {"hand": (1.0, 1e7), "strata": (1.0, 1e7)}),
-            (r"pair 1 select-only \(by hand first\): by hand (?P<hand>[\d,]+) tx/s, strata native (?P<strata>[\d,]+)",
+            (r"pair 1 select-only \(by hand first\): by hand (?P<hand>[\d,]+) tx/s, "
+             r"strata native (?P<strata>[\d,]+) tx/s",
              {"hand": (1.0, 1e7), "strata": (1.0, 1e7)}),
             (r"tpcb-like: strata / by hand (?P<ratio>[\d.]+) \[no interval: one pair\], geometric mean of 1 paired",
              {"ratio": RATIO}),
