@@ -101,7 +101,8 @@ def by_hand(mnt: Path, args: argparse.Namespace, script: str, port: int) -> floa
     sh(*as_postgres(f"{PG}/initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale"))
     opts = [x for k, v in {"port": port, **postgres.settings(params)}.items() for x in ("-c", f"{k}={v}")]
     argv = as_postgres(f"{PG}/postgres", "-D", data, *opts)
-    with own_cgroup("hand") as dirs, open(mnt.parent / "by-hand.log", "w") as log:
+    logged = mnt.parent / "by-hand.log"
+    with own_cgroup("hand") as dirs, open(logged, "w") as log:
 
         def join() -> None:
             for d in dirs:
@@ -109,7 +110,7 @@ def by_hand(mnt: Path, args: argparse.Namespace, script: str, port: int) -> floa
 
         server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=join)
         try:
-            _wait_port(port, server)
+            _wait_ready(port, server, logged)
             conn = ["-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
             sh(f"{PG}/pgbench", *conn, *init_options(params), "postgres")
             for _ in range(2):  # the data set to the device, then the checkpoints' clock (as strata does)
@@ -133,16 +134,19 @@ def tps_of(out: str) -> float:
     return float(m.group(1))
 
 
-def _wait_port(port: int, server: subprocess.Popen[bytes]) -> None:
+def _wait_ready(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
+    """Until the server's log says it accepts connections and its port answers (as strata waits for it)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"the server by hand exited {server.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
+            raise SystemExit(f"the server by hand exited {server.returncode}:\n{log.read_text()[-2000:]}")
+        if postgres.READY_LINE in log.read_text(errors="replace"):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return
+            except OSError:
+                pass
+        time.sleep(0.2)
     raise SystemExit("the server by hand did not answer within 120 s")
 
 

@@ -144,6 +144,8 @@ def _transactions(runs: list[pp.Run]) -> dict[str, Any]:
         "failed": failed,
         "retried": sum(r.summary.retried for r in runs),
         "retries": sum(r.summary.retries for r in runs),
+        "skipped": sum(r.summary.skipped for r in runs),
+        "late": sum(r.summary.late for r in runs),
         "failed_share": round(failed / (processed + failed), 6) if processed + failed else None,
     }
 
