@@ -264,4 +264,5 @@ def main() -> int:
 if __name__ == "__main__":
     if os.geteuid() != 0:
         sys.exit("bench/pgbench_overhead.py: run as root")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench still removes its device and files
     sys.exit(main())
