@@ -73,7 +73,8 @@ def test_real_results_load():
     root = Path(__file__).resolve().parents[1] / "data" / "results"
     rs = load(root / "small")
     assert len(rs) == 16 and all(r["_path"].endswith(".json") for r in rs)
-    assert len(load(root)) == len(rs) + sum(len(load(root / d)) for d in ("fs-compare", "sweeps", "bs-sweep"))
+    sets = ("fs-compare", "sweeps", "bs-sweep", "pgbench-ee1f538")
+    assert len(load(root)) == len(rs) + sum(len(load(root / d)) for d in sets)
 
 
 def test_load_skips_attempts_and_checks_the_schema(tmp_path):
