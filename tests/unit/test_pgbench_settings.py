@@ -149,7 +149,6 @@ def test_the_map_is_bounded_and_one_line_a_value(tmp_path, value, says):
         ("wal_path", "nvme", "is not a path for a server's log"),
         ("script", "tpcb-like@0, select-only@1", "the weight of tpcb-like is 0"),
         ("script", "tpcb-like@9, tpcc@1", "unknown pgbench script 'tpcc@1'"),
-        ("partition_method", "hash", "partition_method needs partitions above 0"),
     ],
 )
 def test_each_new_key_is_bounded_and_named_by_its_key(tmp_path, key, value, says):
@@ -241,6 +240,9 @@ def test_the_protocol_the_latency_limit_and_the_init_options_reach_pgbench(tmp_p
     assert "--foreign-keys" in load and load[load.index("-F") + 1] == "90" and "--unlogged-tables" in load
     assert load[load.index("--partitions") + 1] == "4" and load[load.index("--partition-method") + 1] == "hash"
     assert w.name == "pgbench-tpcb-like-s10-c1-r100-Mprepared-ll50-IdtGvp-fkon-F90-parts4hash-unloggedon"
+    # the resolved trial as stored (every key) validates again, as an agent across hosts validates it
+    assert PgbenchParams.model_validate(w.model_dump()) == w
+    assert PgbenchParams.model_validate(PgbenchParams().model_dump()) == PgbenchParams()
 
 
 def test_no_vacuum_before_the_run_only_when_asked(tmp_path):
@@ -284,3 +286,19 @@ def test_a_native_workdir_the_postgres_user_cannot_reach_is_refused_before_any_t
     assert "strata does not loosen your directories" in err[2] and "/var/tmp/strata" in err[2]
     exp, wls = spec(tmp_path, {}, runtimes=("docker",), paths=("bind",), workdir=where)
     resolve(exp, wls, HOST)  # in containers the server sees its own paths
+
+
+def test_every_script_file_of_a_weighted_mix_travels_with_a_part_across_hosts(tmp_path):
+    """The agent of another host gets each file the resolved trial names, in a list too (hosts/agent.py)."""
+    from strata.hosts.agent import shipped_files, unship
+
+    for name in ("a.sql", "b.sql"):
+        (tmp_path / name).write_text("SELECT 1;\n")
+    _, (w,) = spec(tmp_path, {"script": "file:a.sql@3, file:b.sql@1"})
+    files = shipped_files(w)
+    assert sorted(files) == sorted(w.files) and w.file in files
+    moved = unship({"workload": w.model_dump()}, files, tmp_path / "agent")["workload"]
+    assert all(
+        Path(f).is_relative_to(tmp_path / "agent") and Path(f).read_text() == "SELECT 1;\n" for f in moved["files"]
+    )
+    assert PgbenchParams.model_validate(moved).files == moved["files"] != w.files

@@ -226,8 +226,6 @@ class PgbenchParams(Strict):
         wanted = sum(1 for what, _ in entries(self.script) if what.startswith("file:"))
         if wanted and len(self.files) != wanted:
             raise ValueError("`script: file:PATH` names a pgbench script that was not found")
-        if self.partitions == 0 and "partition_method" in self.model_fields_set:
-            raise ValueError("partition_method needs partitions above 0")
         if not self.name:
             object.__setattr__(self, "name", default_name(self))
         return self
