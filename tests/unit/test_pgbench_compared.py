@@ -91,3 +91,20 @@ def test_results_stored_before_issue_43_still_load_and_their_rate_is_compared_on
     assert rated.on.metric == "p99 latency" and rated.unit == "ms" and flat.on.headline and flat.unit == "tx/s"
     assert not [w for w in a.warnings if w.kind == "events"]  # no counts stored: nothing to compare
     assert "(on p99 latency, lower is better, under the offered rate)" in analysis_text(a)
+
+
+def test_the_report_draws_latency_cpu_and_disk_against_clients_and_tables_each_percentile():
+    from strata.report.model import build
+
+    rs = []
+    for clients, tps in ((1, 500.0), (8, 2000.0)):
+        for r in group(xfs=(tps, tps, tps), ext4=(tps * 1.1,) * 3):
+            r["trial"]["workload"]["clients"] = clients
+            r["trial"]["workload"]["name"] = r["labels"]["workload"] = f"pg-c{clients}"
+            rs.append(r)
+    report = build(analyse(rs))
+    (detail,) = [f for f in report.figures if f.kind == "detail"]
+    assert "against clients" in detail.title and detail.table.columns[1] == "clients"
+    latency = [f for f in report.figures if f.kind == "latency"]
+    stats = {row[3] for f in latency for row in f.table.rows}
+    assert stats == {"mean", "p50", "p95", "p99", "p99_9"}
