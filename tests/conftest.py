@@ -195,6 +195,14 @@ FULL_ONLY: dict[str, Why] = {
         (IT + "test_pgbench.py::test_kill_9_natively", IT + "test_pgbench.py::test_two_servers_in_containers"),
         "cleanup of a killed pgbench run; servers in containers on volumes"),
     IT + "test_pgbench.py::test_a_pod_on_the_test_bed": alone("PostgreSQL in a pod"),
+    IT + "test_pgbench.py::test_select_only_beyond_a_containers_memory_limit_reads_the_device_and_is_not_flagged":
+        alone("a data set beyond a container's memory limit, not flagged as cached"),
+    IT + "test_pgbench.py::test_two_compared_trials_hold_the_same_checkpoints": alone(
+        "the same number of checkpoints inside two compared trials"),
+    IT + "test_pgbench.py::test_the_wal_on_a_bind_mount_of_its_own_in_a_container_and_natively": alone(
+        "PostgreSQL's WAL on a path of its own"),
+    IT + "test_pgbench.py::test_under_an_offered_rate_the_advice_compares_p99_latency": alone(
+        "an advice under an offered rate that compares p99 latency"),
     # ---- ycsb: the default tier keeps a native two-node cluster, kill -9 and the node failures
     IT + "test_ycsb_run.py::test_a_killed_database_container": alone("a Cassandra container killed mid-trial"),
     IT + "test_ycsb_run.py::test_strata_loopback": alone("STRATA_LOOPBACK on a real Cassandra"),

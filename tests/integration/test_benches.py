@@ -99,9 +99,16 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
     "pgbench_overhead.py": (
         [],
         [
-            (r"round 1: by hand (?P<hand>[\d,]+) tx/s, strata native (?P<strata>[\d,]+) tx/s",
+            (r"pair 1 tpcb-like \(by hand first\): by hand (?P<hand>[\d,]+) tx/s, "
+             r"strata native (?P<strata>[\d,]+) tx/s",
              {"hand": (1.0, 1e7), "strata": (1.0, 1e7)}),
-            (r"strata / by hand: (?P<ratio>[\d.]+) median of 1 paired ratios \(target >= 0.97\)", {"ratio": RATIO}),
+            (r"pair 1 select-only \(by hand first\): by hand (?P<hand>[\d,]+) tx/s, "
+             r"strata native (?P<strata>[\d,]+) tx/s",
+             {"hand": (1.0, 1e7), "strata": (1.0, 1e7)}),
+            (r"tpcb-like: strata / by hand (?P<ratio>[\d.]+) \[no interval: one pair\], geometric mean of 1 paired",
+             {"ratio": RATIO}),
+            (r"select-only: strata / by hand (?P<ratio>[\d.]+) \[no interval: one pair\], geometric mean of 1 paired",
+             {"ratio": RATIO}),
         ],
     ),
     "podman_vs_docker.py": (

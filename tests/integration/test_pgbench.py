@@ -2,12 +2,19 @@
 containers of a private dockerd on a named volume, and in a pod on strata's Kubernetes test bed, with
 pgbench on the host, data on a file system on a loop device made for the test.
 
-- natively: a tpcb-like run and a select-only run at scale 1 on xfs; both store tps and p99; the
-  select-only run's data set fits in memory and the cache rule flags it, the tpcb-like run's WAL
-  reaches the device and it is not flagged; the report draws their latency;
-- in containers: two servers on named volumes at once, their clients together (sync);
-- a server killed mid-run ends its trial as `instance_died`, and the run goes on;
-- in a pod on the test bed (hostpath);
+- natively: a tpcb-like run and a select-only run at small scales on xfs; both store tps and p99, and
+  every stored trial its checkpoints, the buffers written, the settings in force and the server's
+  version; both data sets fit in memory and the cache rule flags them (the tpcb-like run for its reads,
+  although its WAL reached the device); the report draws their latency;
+- in containers: two servers on named volumes at once, their clients together (sync); a select-only
+  run at a scale beyond its container's memory limit is not flagged (its reads reach the device);
+- the checkpoints: two stacks compared, each trial with the same timed checkpoints inside its run;
+- the WAL on a bind mount of its own, in a container and natively (a directory of its own there);
+- `rate:` runs, whose advice compares p99 latency, lower being better;
+- a server killed mid-run ends its trial as `instance_died`, and the run goes on; servers that fail at
+  start (a setting the server rejects, a port already taken) say why in their own words;
+- a native workdir under a 0700 directory (as `mktemp -d` makes) is refused before the first trial;
+- in a pod on the test bed (hostpath), its WAL on a hostpath of its own;
 - `kill -9` of strata while the clients run, natively and in a container, then one `strata cleanup`:
   no server, client, container, mount, loop device or directory of the run is left.
 
@@ -15,8 +22,11 @@ Each test takes 1 to 3 minutes on the 2-core VM (the pod's test bed more when it
 """
 
 import os
+import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -29,7 +39,8 @@ from tests.coverage import covers
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
-SMALL = {"scale": 1, "clients": 4, "threads": 2, "runtime": 8}
+SMALL = {"scale": 1, "clients": 4, "threads": 2, "runtime": 8, "warmup": 2}
+BEYOND = {"limits": {"memory": "160MiB"}}  # with shared_buffers 32MiB: a data set of 320 MiB (scale 20) is beyond it
 
 
 @pytest.fixture
@@ -74,7 +85,7 @@ def our_processes(*marks) -> list[str]:
         except OSError:
             continue
         if any(str(m) in where for m in marks if m):
-            found.append(f"{p.name} {exe}: {cmd[:120]}")
+            found.append(f"{p.name} {exe}: {cmd[:400]}")  # whole: pgbench's --log comes late in its argv
     return found
 
 
@@ -83,11 +94,19 @@ def assert_measured(r: dict, writes: bool = True, servers: int = 1):
     m = r["metrics"]
     assert m["primary"]["value"] > 0 and m["primary"]["unit"] == "tx/s" and m["tps"] == m["primary"]["value"]
     lat = m["write" if writes else "read"]["lat_ns"]
-    assert lat["n"] > 0 and 0 < lat["p50"] <= lat["p95"] <= lat["p99"], lat  # p99 stored
+    assert lat["n"] > 0 and 0 < lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["p99_9"], lat  # p99 stored
     assert m["transactions"]["processed"] == lat["n"] and m["transactions"]["failed"] == 0
     assert len(m["servers"]) == servers and len(m["node_ready_s"]) == servers
     assert m["clients"]["run"]["client_cpu_s"][0] > 0 and m["pgbench"]["version"].startswith("15.")
     assert r["collectors"]["cgroups"]["0"]["cpu_ns"] > 0  # the server's own CPU, from its cgroup
+    # every stored trial: its checkpoints, the buffers written, the settings in force, the server's version
+    cp = m["checkpoints"]
+    assert cp["count"] == cp["timed"] + cp["requested"] and cp["timeout_s"] > 0, cp
+    assert all(isinstance(cp[k], int) for k in ("buffers_checkpoint", "buffers_clean", "buffers_backend")), cp
+    server = m["server"]
+    assert server["version"].startswith("15.") and server["versions"] == [server["version"]] * servers
+    assert server["settings"]["fsync"] == "on" and server["settings"]["checkpoint_timeout"].endswith("s")
+    assert server["settings"]["block_size"] == "8192" and m["blocks"]["read_bytes"] == 8192 * m["blocks"]["read"]
 
 
 def _containers(state: Path) -> list[dict]:
@@ -114,25 +133,22 @@ def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
     s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"pgbench": tpcb}, {"pgbench": select}]))
     cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=900)
     rs = {r["labels"]["workload"]: r for r in results(tmp_path / "out")}
-    tpcb, sel = rs["pgbench-tpcb-like-s4-c8-j2"], rs["pgbench-select-only-s1-c4-j2"]
+    tpcb, sel = rs["pgbench-tpcb-like-s4-c8-j2-w2"], rs["pgbench-select-only-s1-c4-j2-w2"]
     assert_measured(tpcb)
     assert_measured(sel, writes=False)
     assert cp.returncode == 0, cp.stdout + cp.stderr
-    # the tpcb-like run's WAL reached the device: judged, not flagged
-    wal = tpcb["metrics"]["wal"]
+    # the tpcb-like run's WAL reached the device, yet its 64 MiB data set is far below memory: flagged for its reads
+    wal, flag = tpcb["metrics"]["wal"], tpcb["flags"]["cache"]
     assert wal["bytes"] > 32 << 20 and wal["syncs"] > 0, wal
-    assert tpcb["flags"]["cache"]["suspect"] is False and tpcb["flags"]["cache"]["evidence"]["write_disk_share"] >= 0.5
-    # the select-only run's 16 MiB data set is in memory: the device read almost nothing, the rule flags it
+    assert flag["evidence"]["write_disk_share"] >= 0.5 and flag["suspect"] is True
+    assert "fits in the memory its servers can use" in flag["reason"] and "its reads come from memory" in flag["reason"]
+    assert tpcb["metrics"]["cache"]["fits_in_memory"] is True and "MemTotal" in tpcb["metrics"]["cache"]["memory_of"]
+    # the select-only run's 16 MiB data set is in memory: flagged, with the scale that would not be
     assert sel["metrics"]["cache"]["fits_in_memory"] is True
-    assert (
-        sel["flags"]["cache"]["suspect"] is True
-        and "as one 8 KiB block a transaction" in sel["flags"]["cache"]["reason"]
-    )
+    assert sel["flags"]["cache"]["suspect"] is True and "scale " in sel["flags"]["cache"]["reason"]
     data = Path(tpcb["stack_facts"]["filesystem"]["mountpoint"])
     assert f"{data}/strata-data/pg-0" in (tmp_path / "out" / tpcb["artifacts"] / "command.json").read_text()
-    strata("report", tmp_path / "out", env=e, check=0)
-    (svg,) = (tmp_path / "out" / "report" / "figures").glob("latency-*.svg")
-    assert "latency breakdown" in svg.read_text()
+    assert tpcb["metrics"]["server"]["wal_dirs"] == [f"{data}/strata-data/pg-0/pg_wal"]  # with its data
     tps, sel_tps, wal_mib = tpcb["metrics"]["tps"], sel["metrics"]["tps"], wal["bytes"] / 2**20
     print(f"\nnative xfs: tpcb-like {tps:.0f} tx/s ({wal_mib:.0f} MiB of WAL), select-only {sel_tps:.0f} tx/s")
 
@@ -157,8 +173,208 @@ def test_two_servers_in_containers_on_named_volumes(tmp_path, env):
     assert_measured(r, servers=2)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert r["flags"]["sync"]["suspect"] is False and set(r["collectors"]["cgroups"]) == {"0", "1"}
-    assert r["metrics"]["wal"]["bytes"] > 0 and r["flags"]["cache"]["suspect"] is False
+    assert r["metrics"]["wal"]["bytes"] > 0 and r["metrics"]["cache"]["fits_in_memory"] is True  # 2 x 16 MiB
+    assert r["flags"]["cache"]["evidence"]["memory"]["data_set_bytes"] == r["metrics"]["cache"]["data_set_bytes"]
     print(f"\ntwo containers on volumes: {r['metrics']['tps']:.0f} tx/s")
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "workload:pgbench",
+    "workload:pgbench@docker",
+)
+def test_select_only_beyond_a_containers_memory_limit_reads_the_device_and_is_not_flagged(tmp_path, env):
+    """320 MiB of data (scale 20) in a container limited to 160 MiB, its page cache charged to it: the blocks the
+    server read reached the device; the report shows its latency's percentiles."""
+    workdir, e = env
+    beyond = {**SMALL, "script": "select-only", "scale": 20, "shared_buffers": "32MiB", "runtime": 15}
+    s = write_spec(
+        tmp_path / "s.yaml",
+        spec(workdir, runtimes=["docker:overlay2"], paths=["volume"], loads=[{"name": "lim", **BEYOND}],
+             workloads=[{"pgbench": beyond}]),
+    )  # fmt: skip
+    cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1200)
+    (r,) = results(tmp_path / "out")
+    assert_measured(r, writes=False)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    cache, flag = r["metrics"]["cache"], r["flags"]["cache"]
+    assert cache["fits_in_memory"] is False and cache["memory_bytes"] == 160 << 20, cache
+    assert "the memory limit of 1 server(s), 160 MiB each" == cache["memory_of"]
+    assert flag["suspect"] is False and flag["evidence"]["read_disk_share"] >= 0.5, flag
+    assert r["metrics"]["blocks"]["read_bytes"] > 32 << 20  # judged: the server read beyond its cache
+    strata("report", tmp_path / "out", env=e, check=0)
+    (svg,) = (tmp_path / "out" / "report" / "figures").glob("latency-*.svg")
+    assert "latency breakdown" in svg.read_text()
+    table = (tmp_path / "out" / "report" / "csv" / svg.name.replace(".svg", ".csv")).read_text()
+    assert all(f",lat,{stat}," in table for stat in ("mean", "p50", "p95", "p99", "p99_9")), table
+    share = flag["evidence"]["read_disk_share"]
+    print(f"\nselect-only beyond a 160 MiB limit: {r['metrics']['tps']:.0f} tx/s, the device read {share:.0%}")
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "filesystem:ext4",
+    "runtime:native",
+    "path:native/bind",
+    "workload:pgbench",
+    "workload:pgbench@native",
+)
+def test_two_compared_trials_hold_the_same_checkpoints(tmp_path, env):
+    """The defaults' rule: a checkpoint starts as the warm-up starts, so one timeout later falls inside the run
+    of every trial (15 s of warm-up, 30 s of run, checkpoint_timeout 30 s: one each), whatever its speed."""
+    workdir, e = env
+    cps = {**SMALL, "scale": 2, "warmup": 15, "runtime": 30}
+    s = write_spec(tmp_path / "s.yaml", spec(workdir, filesystems=["xfs", "ext4"], workloads=[{"pgbench": cps}]))
+    cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1200)
+    rs = results(tmp_path / "out")
+    assert len(rs) == 2 and cp.returncode == 0, cp.stdout + cp.stderr
+    for r in rs:
+        assert_measured(r)
+        c = r["metrics"]["checkpoints"]
+        assert (c["count"], c["timed"], c["requested"]) == (1, 1, 0), c
+        assert 14 <= c["phase_s"] <= 20, c  # the run began half an interval after the clock, give or take its start
+    strata("report", tmp_path / "out", env=e, check=0)
+    warnings = (tmp_path / "out" / "report" / "csv" / "warnings.csv").read_text()
+    assert "different numbers of checkpoints" not in warnings
+    print(f"\ncheckpoints: {[r['metrics']['checkpoints'] for r in rs]}")
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:native/bind",
+    "path:docker/bind",
+    "path:docker/volume",
+    "workload:pgbench",
+    "workload:pgbench@native",
+    "workload:pgbench@docker",
+)
+def test_the_wal_on_a_bind_mount_of_its_own_in_a_container_and_natively(tmp_path, env):
+    workdir, e = env
+    wal = {**SMALL, "wal_path": "bind", "runtime": 10}
+    s = write_spec(
+        tmp_path / "s.yaml",
+        spec(workdir, runtimes=["native", "docker:overlay2"], paths=["bind", "volume"], workloads=[{"pgbench": wal}]),
+    )
+    cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1500)
+    rs = {(r["labels"]["runtime"], r["labels"]["path"]): r for r in results(tmp_path / "out")}
+    assert set(rs) == {("native", "bind"), ("docker:overlay2", "bind"), ("docker:overlay2", "volume")}
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    mnt = Path(rs["native", "bind"]["stack_facts"]["filesystem"]["mountpoint"])
+    for (runtime, _), r in rs.items():
+        assert_measured(r)
+        where = r["stack_facts"]["log_path"]
+        assert where["path"] == "bind" and r["metrics"]["wal"]["bytes"] > 0, where
+        if runtime == "native":  # a directory of its own on the file system under test
+            assert where["in_instance"] == where["on_host"] == f"{mnt}/strata-log"
+            assert r["metrics"]["server"]["wal_dirs"] == [f"{mnt}/strata-log/pg-0"]
+        else:  # a bind mount of its own, beside the data's volume or bind mount
+            assert where["in_instance"] == "/log" and where["on_host"].startswith(f"{mnt}/strata-bind-log/")
+            assert r["metrics"]["server"]["wal_dirs"] == ["/log/pg-0"]
+    print(f"\nWAL on its own bind: {[round(r['metrics']['tps']) for r in rs.values()]} tx/s")
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:docker",
+    "runtime:docker:overlay2",
+    "path:docker/volume",
+    "path:docker/bind",
+    "workload:pgbench",
+    "workload:pgbench@docker",
+)
+def test_under_an_offered_rate_the_advice_compares_p99_latency(tmp_path, env):
+    """Both stacks keep up with the rate, so their tps is the rate: the advice compares their p99 instead."""
+    workdir, e = env
+    rated = {**SMALL, "script": "select-only", "scale": 20, "shared_buffers": "32MiB", "rate": 300, "runtime": 15}
+    s = write_spec(
+        tmp_path / "s.yaml",
+        spec(workdir, runtimes=["docker:overlay2"], paths=["volume", "bind"], loads=[{"name": "lim", **BEYOND}],
+             workloads=[{"pgbench": rated}]),
+    )  # fmt: skip
+    cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1500)
+    rs = results(tmp_path / "out")
+    assert len(rs) == 2 and cp.returncode == 0, cp.stdout + cp.stderr
+    for r in rs:
+        assert_measured(r, writes=False)
+        assert r["metrics"]["offered"] == {"rate_tx_s": 300, "servers": 1} and r["flags"]["cache"]["suspect"] is False
+    report = strata("report", tmp_path / "out", env=e, check=0).stdout
+    advice = (tmp_path / "out" / "report" / "csv" / "advice.csv").read_text().splitlines()
+    assert advice[1].split(",")[5] == "ms", advice  # the unit of what was compared: p99 latency in ms
+    assert "(on p99 latency, lower is better, under the offered rate)" in report, report[-3000:]
+    best = min(rs, key=lambda r: r["metrics"]["read"]["lat_ns"]["p99"])
+    assert best["stack"] in advice[1], (best["stack"], advice)
+    print(f"\nunder 300 tx/s: {[(r['stack'], r['metrics']['read']['lat_ns']['p99'] / 1e6) for r in rs]} ms p99")
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:pgbench",
+    "workload:pgbench@native",
+    "fault:instance_died",
+    "fault:instance_died@native",
+)
+def test_servers_that_fail_at_start_say_why_in_their_own_words(tmp_path, env):
+    """A setting the server rejects, then a port another process holds: each server's own last error line is
+    in the trial's failure and on the terminal."""
+    workdir, e = env
+    bad = {**SMALL, "settings": {"wal_compression": "bogus"}}
+    s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"pgbench": bad}]))
+    cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=600)
+    (r,) = results(tmp_path / "out")
+    said = 'FATAL:  invalid value for parameter "wal_compression": "bogus"'
+    assert r["status"] == "failed" and r["flags"]["failed"]["category"] == "instance_died"
+    assert said in r["flags"]["failed"]["message"] and said in cp.stderr and cp.returncode == 1  # the terminal's line
+    from strata.workloads.pgbench.postgres import port
+
+    with socket.socket() as taken:  # server 0's port of this run's block, held by another process
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the last server's port may be in TIME_WAIT
+        taken.bind(("127.0.0.1", port(0)))
+        taken.listen()
+        s = write_spec(tmp_path / "t.yaml", spec(workdir, workloads=[{"pgbench": SMALL}]))
+        cp = strata("run", s, "-o", tmp_path / "out2", env=e, timeout=600)
+    (r,) = results(tmp_path / "out2")
+    assert "FATAL:  could not create any TCP/IP sockets" in r["flags"]["failed"]["message"], r["flags"]["failed"]
+    assert "FATAL:  could not create any TCP/IP sockets" in cp.stderr
+    # and a setting the server does not know at all is refused before anything is built
+    s = write_spec(
+        tmp_path / "u.yaml", spec(workdir, workloads=[{"pgbench": {**SMALL, "settings": {"wal_compresion": 1}}}])
+    )
+    cp = strata("validate", s, env=e, check=2)
+    assert (
+        "did you mean wal_compression?" in cp.stderr + cp.stdout
+        and "postgres --describe-config" in cp.stderr + cp.stdout
+    )
+
+
+@covers(
+    "workload:pgbench@native",
+    stored=False,
+)
+def test_a_native_workdir_under_a_private_directory_is_refused_before_the_first_trial(tmp_path, env):
+    _, e = env
+    private = Path(tempfile.mkdtemp(prefix="strata-it-"))  # as mktemp -d makes it: 0700, root's
+    try:
+        s = write_spec(tmp_path / "s.yaml", spec(private / "wd", workloads=[{"pgbench": SMALL}]))
+        cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=300)
+        said = cp.stdout + cp.stderr
+        assert cp.returncode == 2 and f"cannot enter {private} (mode 0700, owner root)" in said, said
+        assert "choose a workdir" in said and not list(tmp_path.glob("out/trials/*.json"))
+        assert not (private / "wd").exists()  # nothing was built
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 @covers(
@@ -187,7 +403,7 @@ def test_a_server_killed_mid_run_fails_its_trial_and_the_run_goes_on(tmp_path, e
     assert rs["long"]["status"] == "failed" and failed["category"] == "instance_died", failed
     assert "postgres.log" in failed["stderr"] or "--- server 0" in failed["stderr"]
     assert rs["long"]["duration_s"] < 60  # ended when the server died, not at the end of its run
-    assert_measured(rs["pgbench-tpcb-like-s1-c4-j2"])
+    assert_measured(rs["pgbench-tpcb-like-s1-c4-j2-w2"])
     assert proc.returncode == 1, text
 
 
@@ -258,10 +474,19 @@ def test_kill_9_in_a_container_then_cleanup_leaves_nothing(tmp_path, env):
 )
 def test_a_pod_on_the_test_bed(tmp_path, env):
     workdir, e = env
-    s = write_spec(tmp_path / "s.yaml", spec(workdir, runtimes=["kubernetes"], paths=["hostpath"]))
+    s = write_spec(
+        tmp_path / "s.yaml",
+        spec(
+            workdir,
+            runtimes=["kubernetes"],
+            paths=["hostpath"],
+            workloads=[{"pgbench": {**SMALL, "wal_path": "hostpath"}}],
+        ),
+    )
     cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1800)
     (r,) = results(tmp_path / "out")
     assert_measured(r)
+    assert r["stack_facts"]["log_path"]["in_instance"] == "/log" and r["metrics"]["server"]["wal_dirs"] == ["/log/pg-0"]
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
     assert r["stack_facts"]["runtime"]["bed"] is True and r["labels"]["runtime"] == "kubernetes"
     beds = list((Path(e["STRATA_STATE_DIR"]) / "kubernetes").glob("*/admin.kubeconfig"))

@@ -99,6 +99,9 @@ def test_one_server_on_each_host_merges_into_one_result(bed, tmp_path):
         <= lat["p99"]
         <= max(per[h]["write"]["lat_ns"]["p99"] for h in HOSTS)
     )
+    # the checkpoints of both hosts' servers, the settings in force and the version of the image that ran them
+    assert m["checkpoints"]["count"] == m["checkpoints"]["timed"] + m["checkpoints"]["requested"]
+    assert m["server"]["version"].startswith("15.") and m["server"]["settings"]["fsync"] == "on"
     art = out / "trials" / r["trial_id"] / "hosts"
     for h in HOSTS:
         assert (art / h / "pgbench" / "clients.json").exists() and (art / h / "pgbench" / "run" / "server-0").is_dir()

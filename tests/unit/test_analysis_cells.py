@@ -73,7 +73,7 @@ def test_real_results_load():
     root = Path(__file__).resolve().parents[1] / "data" / "results"
     rs = load(root / "small")
     assert len(rs) == 16 and all(r["_path"].endswith(".json") for r in rs)
-    sets = ("fs-compare", "sweeps", "bs-sweep", "quick-a", "quick-b")
+    sets = ("fs-compare", "sweeps", "bs-sweep", "quick-a", "quick-b", "pgbench-ee1f538")
     assert len(load(root)) == len(rs) + sum(len(load(root / d)) for d in sets)
 
 

@@ -1,5 +1,6 @@
-"""bench/pgbench_overhead.py reads pgbench's own tps by hand: an output without it is a clear error, not a
-traceback (issue 33: the type checker found the unchecked match)."""
+"""bench/pgbench_overhead.py reads pgbench's own tps by hand (an output without it is a clear error, not a
+traceback: issue 33, the type checker found the unchecked match), and its headline is the geometric mean of the
+paired ratios with a 95% interval (issue 43)."""
 
 import sys
 from pathlib import Path
@@ -27,3 +28,10 @@ def test_output_without_tps_is_a_clear_error():
     with pytest.raises(SystemExit, match="pgbench printed no `tps = ` line") as e:
         pgbench_overhead.tps_of(cut)
     assert "latency average = 3.330 ms" in str(e.value)  # what it printed instead, to see why
+
+
+def test_the_paired_ratio_is_a_geometric_mean_with_its_95_percent_interval():
+    mean, low, high = pgbench_overhead.paired([1.0, 0.98, 1.02, 0.99, 1.01, 1.0, 0.97, 1.03, 1.0, 1.0])
+    assert mean == pytest.approx(1.0, abs=1e-3) and 0.98 < low < 1.0 < high < 1.02
+    assert pgbench_overhead.paired([2.0, 0.5])[0] == pytest.approx(1.0)  # logs: a halving offsets a doubling
+    assert pgbench_overhead.paired([1.1])[1:] == (None, None)  # one pair: no interval

@@ -21,7 +21,7 @@ from strata.stack import buildcache, procfs
 from strata.stack.devices import DeviceHandle
 from strata.stack.filesystems import FilesystemParams as Filesystem
 from strata.stack.filesystems import Mounted
-from strata.stack.paths import DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
+from strata.stack.paths import DEVICE_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
 from strata.stack.runtimes.docker import client, cmdline, containers, image, session
 from strata.stack.runtimes.docker import daemon as dockerd
 
@@ -616,3 +616,20 @@ def test_an_image_key_follows_the_trees_content_not_where_or_when_they_were_copi
     assert ImageSpec("t", trees=(("/opt/t", str(b)),)).key() == key
     (b / "pkg" / "mod.py").write_text("x = 2\n")
     assert ImageSpec("t", trees=(("/opt/t", str(b)),)).key() != key
+
+
+def test_a_servers_log_on_a_path_of_its_own_is_a_second_mount(tmp_path):
+    req = InstanceRequest(1, ["postgres"], tmp_path / "out1")
+    data = handle("volume", [{"volume": "v0"}, {"volume": "v1"}])
+    for name, per, expected in (
+        ("bind", [{"dir": "/l/0"}, {"dir": "/l/1"}], ("--mount", "type=bind,src=/l/1,dst=/log")),
+        ("volume", [{"volume": "w0"}, {"volume": "w1"}], ("--mount", "type=volume,src=w1,dst=/log")),
+        ("tmpfs", [{}, {}], ("--tmpfs", "/log")),
+    ):
+        data.log = PathHandle(name, "dir", LOG_IN_CONTAINER, None, per)
+        argv = cmdline.create_argv("n", "ab", req, data, Limits(), "/dev/loop7", "img", tmp_path / "sync")
+        pairs = list(zip(argv, argv[1:]))
+        assert ("--mount", "type=volume,src=v1,dst=/data") in pairs and expected in pairs, name
+    data.log = PathHandle("layer", "dir", LOG_IN_CONTAINER, None, [{}, {}])  # a directory of the container's layer
+    argv = cmdline.create_argv("n", "ab", req, data, Limits(), "/dev/loop7", "img", tmp_path / "sync")
+    assert "/log" not in " ".join(argv[: argv.index("img")])

@@ -21,7 +21,7 @@ from .fakes import fake_registries
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "results"
-STORED = ["small", "fs-compare", "sweeps", "bs-sweep"]
+STORED = ["small", "fs-compare", "sweeps", "bs-sweep", "pgbench-ee1f538"]
 
 
 def canonical(doc) -> str:

@@ -86,3 +86,17 @@ def test_a_deleted_pod_ends_the_trial():
     assert pods.pod_end(None)[0] == "instance_died"
     assert pods.pod_end({"metadata": {"name": "p", "deletionTimestamp": "x"}, "status": {}})[0] == "instance_died"
     json.dumps(manifest())  # the manifest is plain JSON
+
+
+def test_a_servers_log_on_a_path_of_its_own_is_a_second_volume():
+    req = InstanceRequest(0, ["postgres"], Path("/r/out/0"), network="host")
+    m = pods.pod_manifest(
+        "p", "ns", "r1", "node-a", req, "hostpath", "/mnt/fs/d0", Limits(), "img:1", "/r/sync", None,
+        ("local", "/mnt/fs/l0", "log-0"),
+    )  # fmt: skip
+    mounts = {v["name"]: v["mountPath"] for v in m["spec"]["containers"][0]["volumeMounts"]}
+    vols = {v["name"]: v for v in m["spec"]["volumes"]}
+    assert mounts["data"] == "/data" and mounts["log"] == "/log"
+    assert vols["log"] == {"name": "log", "persistentVolumeClaim": {"claimName": "log-0"}}
+    assert "log" not in {v["name"] for v in manifest()["spec"]["volumes"]}
+    assert pods.LOG_PATHS == ("hostpath", "local")  # on the stack's device: the cache check sees the log's writes

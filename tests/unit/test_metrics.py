@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
 WORKLOADS = sorted(REGISTRY.items())
-STATS = {"n", "mean", "min", "max", *PERCENTILES}
+STATS = {"n", "mean", "min", "max", *PERCENTILES, "p95"}  # pgbench's summaries hold p95 too (pgbench/metrics.py)
 
 # The export's columns: a change of them is a change of every user's tables. pgbench added its parameters
 # (clients, scale, script) and its headline (tps); its latency shares fio's columns.

@@ -1,8 +1,9 @@
 """pgbench 15's output as strata reads it, on outputs captured from real runs (tests/data/pgbench/15):
 summaries, progress series, per-transaction logs merged as HdrHistograms, failed and retried
 transactions; aborted, cut and garbled output a failure with its category and pgbench's own words;
-the trial's metrics and the cache rule's two planted cases (a select-only run served from memory,
-a write run whose WAL did or did not reach the device); a seeded fuzz of the parser."""
+the trial's metrics (the checkpoints, the server's facts, an older strata's record) and the cache rule's
+planted cases (a data set that fits in the servers' memory, blocks read from the page cache, a write run
+whose WAL did or did not reach the device); a seeded fuzz of the parser."""
 
 import json
 import random
@@ -175,8 +176,16 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
 # ---- one trial: the metrics ---------------------------------------------------------------------
 
 
-def _trial(tmp_path: Path, runs: list[str], observed: dict | None = None, page_cache: int = 1 << 30) -> Path:
-    """A trial's artifact dir with captured real runs as its servers' measured runs."""
+def _trial(
+    tmp_path: Path,
+    runs: list[str],
+    observed: dict | None = None,
+    page_cache: int = 1 << 30,
+    memory: int | None = 16 << 30,
+    server: dict | None = None,
+) -> Path:
+    """A trial's artifact dir with captured real runs as its servers' measured runs (`memory` None: a record of
+    an older strata, without the memory, the server's facts and the checkpoint clock)."""
     art = tmp_path / "art"
     dirs = []
     for k, name in enumerate(runs):
@@ -191,25 +200,39 @@ def _trial(tmp_path: Path, runs: list[str], observed: dict | None = None, page_c
         "page_cache_bytes": page_cache,
         "observed": observed or {},
     }
+    if memory is not None:
+        record["memory"] = {"bytes": memory, "of": "MemTotal, the host's memory"}
+        record["server"] = server or {"version": "15.18", "block_bytes": 8192, "settings": {"fsync": "on"}}
+        record["checkpoint_clock_s"] = 1.0
     (art / "pgbench" / "clients.json").write_text(json.dumps(record))
     return art
 
 
-def _counters(wal_bytes: int, syncs: int = 100, size: int = 40 * MiB) -> dict:
+def _counters(wal_bytes: int, syncs: int = 100, size: int = 40 * MiB, reads: int = 5, checkpoints: int = 0) -> dict:
     return {
         "wal_records": wal_bytes // 100,
         "wal_fpi": 10,
         "wal_bytes": wal_bytes,
         "wal_write": syncs,
         "wal_sync": syncs,
-        "blks_read": 5,
+        "blks_read": reads,
         "blks_hit": 1000,
+        "checkpoints_timed": checkpoints,
+        "checkpoints_req": 0,
+        "checkpoint_write_time": 250.5 * checkpoints,
+        "checkpoint_sync_time": 10.0 * checkpoints,
+        "buffers_checkpoint": 300 * checkpoints,
+        "buffers_clean": 7,
+        "buffers_backend": 20,
+        "buffers_backend_fsync": 0,
+        "buffers_alloc": 50,
         "database_bytes": size,
     }
 
 
-def _observed(n: int, wal_bytes: int, syncs: int = 100) -> dict:
-    return {"before": [_counters(0, 0)] * n, "after": [_counters(wal_bytes, syncs)] * n}
+def _observed(n: int, wal_bytes: int, syncs: int = 100, reads: int = 5, checkpoints: int = 2) -> dict:
+    before = _counters(0, 0, reads=0) | {"buffers_clean": 0, "buffers_backend": 0, "buffers_alloc": 0}
+    return {"before": [before] * n, "after": [_counters(wal_bytes, syncs, reads=reads, checkpoints=checkpoints)] * n}
 
 
 def _outputs(art: Path, n: int) -> list[InstanceOutput]:
@@ -229,19 +252,57 @@ def test_two_servers_add_their_tps_and_merge_their_latencies(tmp_path):
     assert two.series[metrics.SERIES] == [[0, 1488.0], [1, 614.0], [2, 351.6], [3, 461.0]]
     assert len(two.windows) == 2 and two.windows[0][1] > two.windows[0][0] and two.window_dirs
     assert m2["transactions"]["processed"] == 2928 and m2["clients"]["run"]["client_cpu_share"] == 0.1
-    assert m2["wal"]["bytes"] == 128 * MiB and two.moved_bytes == {"read": 0, "write": 128 * MiB}
+    assert m2["wal"]["bytes"] == 128 * MiB and two.moved_bytes == {"read": 2 * 5 * 8192, "write": 128 * MiB}
     assert m2["pgbench"]["version"].startswith("15.18") and "lag_ns" not in m2
     assert two.syncs is not None and (two.syncs.count, two.syncs.streams) == (200, 2)  # pg_stat_wal's wal_sync
 
 
-def test_a_select_only_run_reads_one_block_a_transaction_and_its_latency_is_a_read(tmp_path):
+def test_a_select_only_run_reads_the_blocks_its_server_read_and_its_latency_is_a_read(tmp_path):
     p = PgbenchParams(script="select-only", clients=2, threads=2, rate=2000, runtime=3)
-    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["select"], _observed(1, 0)), 1))
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["select"], _observed(1, 0, reads=6000)), 1))
     m = parsed.metrics
     assert m["read"]["tps"] == m["tps"] and m["write"] == {"tps": 0.0} and m["read"]["lat_ns"]["n"] == 5953
-    assert parsed.moved_bytes == {"read": 5953 * 8192, "write": 0} and parsed.moved_basis.startswith("as one 8 KiB")
+    # blks_read x the server's block size: every block it read from outside its own cache
+    assert parsed.moved_bytes == {"read": 6000 * 8192, "write": 0} and m["blocks"]["read_bytes"] == 6000 * 8192
+    assert parsed.moved_basis == metrics.BASIS and "blocks read" in metrics.BASIS
     assert m["lag_ns"]["mean"] == pytest.approx(4.759e6, rel=0.02)
+    assert m["offered"] == {"rate_tx_s": 2000, "servers": 1}  # the rate it offered: the advice compares latency
     assert PGBENCH.metrics.direction({"metrics": m}) == "read"
+
+
+def test_the_checkpoints_inside_the_run_and_the_buffers_written_are_stored(tmp_path):
+    p = PgbenchParams(clients=4, threads=2, checkpoint_timeout="1m", max_wal_size="2GiB")
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["tpcb", "tpcb"], _observed(2, 64 * MiB, checkpoints=2)), 2))
+    cp = parsed.metrics["checkpoints"]
+    assert (cp["count"], cp["timed"], cp["requested"]) == (4, 4, 0)  # two servers, two each
+    assert (cp["buffers_checkpoint"], cp["buffers_clean"], cp["buffers_backend"], cp["buffers_alloc"]) == (
+        1200,
+        14,
+        40,
+        100,
+    )
+    assert (cp["write_ms"], cp["sync_ms"], cp["timeout_s"], cp["max_wal_size_bytes"]) == (1002.0, 40.0, 60, 2 << 30)
+    # the run started this far into a checkpoint interval counted from the CHECKPOINT that opened the warm-up
+    assert 0 <= cp["phase_s"] < 60
+    assert PGBENCH.metrics.events[0].count({"metrics": parsed.metrics}) == 4
+    server = parsed.metrics["server"]
+    assert server["version"] == "15.18" and server["settings"] == {"fsync": "on"}
+
+
+def test_a_record_of_an_older_strata_still_parses_without_what_it_did_not_read(tmp_path):
+    """Before checkpoints, memory and the server's facts were read: their counters are absent, not zero."""
+    observed = _observed(1, 64 * MiB)
+    for c in observed["before"] + observed["after"]:
+        for k in ("checkpoints_timed", "checkpoints_req", "checkpoint_write_time", "checkpoint_sync_time"):
+            c.pop(k)
+        for k in ("buffers_checkpoint", "buffers_clean", "buffers_backend", "buffers_backend_fsync", "buffers_alloc"):
+            c.pop(k)
+    parsed = PGBENCH.parse(
+        PgbenchParams(clients=4, threads=2), _outputs(_trial(tmp_path, ["tpcb"], observed, memory=None), 1)
+    )
+    m = parsed.metrics
+    assert m["checkpoints"] is None and m["server"] is None and parsed.memory is None
+    assert m["wal"]["bytes"] == 64 * MiB and m["cache"]["fits_in_memory"] is None
 
 
 def test_a_run_without_its_counters_still_measures_and_claims_no_write_bytes(tmp_path):
@@ -280,28 +341,55 @@ def test_pgbench_declares_what_its_parser_writes(tmp_path):
 
 def _judge(parsed, disk_read: int, disk_write: int):
     disks = {"loop7": {"read_bytes": disk_read, "write_bytes": disk_write}}
-    return validity.cache(parsed.moved_bytes, disks, PGBENCH.direct_io(None), "bind", parsed.moved_basis)
+    return validity.cache(parsed.moved_bytes, disks, PGBENCH.direct_io(None), "bind", parsed.moved_basis, parsed.memory)
 
 
-def test_select_only_from_memory_is_flagged_by_the_cache_rule(tmp_path):
-    """5953 transactions claim 47 MiB of blocks; the device read 1 MiB: the data set was in memory."""
+def test_a_data_set_that_fits_in_the_servers_memory_is_flagged_for_its_reads_with_the_scale_that_would_not(tmp_path):
+    """40 MiB of data (scale 10) and 16 GiB the server can use: whatever the device read, its reads come from
+    memory; the same data set beside a 20 MiB limit is judged by its bytes."""
     p = PgbenchParams(script="select-only", clients=2, threads=2, rate=2000)
-    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["select"], _observed(1, 0)), 1))
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path / "a", ["select"], _observed(1, 0, reads=6000)), 1))
+    assert parsed.metrics["cache"]["fits_in_memory"] is True
+    j = _judge(parsed, disk_read=60 * MiB, disk_write=0)
+    assert j.suspect and "fits in the memory its servers can use (16,384 MiB: MemTotal" in j.reason
+    assert "scale 8193 or more" in j.reason and j.evidence["memory"]["fits"] is True  # 2 x 16 GiB / 4 MiB a unit
+    small = PGBENCH.parse(
+        p, _outputs(_trial(tmp_path / "b", ["select"], _observed(1, 0, reads=6000), memory=20 * MiB), 1)
+    )
+    assert small.metrics["cache"]["fits_in_memory"] is False
+    assert not _judge(small, disk_read=60 * MiB, disk_write=0).suspect  # beyond memory, read from the device
+
+
+def test_blocks_read_from_the_page_cache_are_flagged_by_the_cache_rule(tmp_path):
+    """6000 blocks (47 MiB) the server read from outside its cache; the device read 1 MiB: the page cache answered."""
+    p = PgbenchParams(script="select-only", clients=2, threads=2, rate=2000)
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["select"], _observed(1, 0, reads=6000), memory=MiB), 1))
     j = _judge(parsed, disk_read=MiB, disk_write=0)
-    assert j.suspect and "as one 8 KiB block a transaction" in j.reason and "a cache answered" in j.reason
-    assert j.evidence["basis"].startswith("as one") and j.evidence["read_disk_share"] < 0.5
-    assert not _judge(parsed, disk_read=60 * MiB, disk_write=0).suspect  # read from the device: measured
+    assert j.suspect and "read 47 MiB by the servers' own counters" in j.reason and "a cache answered" in j.reason
+    assert j.evidence["basis"] == metrics.BASIS and j.evidence["read_disk_share"] < 0.5
+    assert not _judge(parsed, disk_read=30 * MiB, disk_write=0).suspect  # read from the device: measured
 
 
 def test_a_write_runs_wal_must_reach_the_device(tmp_path):
     """fsync on: the device wrote what the WAL holds (and more: the tables); fsync off: it stayed in the
     page cache, and the rule says so."""
     p = PgbenchParams(clients=4, threads=2)
-    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["tpcb"], _observed(1, 200 * MiB)), 1))
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["tpcb"], _observed(1, 200 * MiB), memory=MiB), 1))
     reached = _judge(parsed, disk_read=0, disk_write=260 * MiB)
     assert not reached.suspect and reached.evidence["write_disk_share"] > 1
     stayed = _judge(parsed, disk_read=0, disk_write=3 * MiB)
-    assert stayed.suspect and "200 MiB as WAL but loop7 moved 3 MiB" in stayed.reason
+    assert (
+        stayed.suspect
+        and "200 MiB by the servers' own counters" in stayed.reason
+        and "loop7 moved 3 MiB" in stayed.reason
+    )
+
+
+def test_a_tpcb_like_run_far_below_memory_is_flagged_for_its_reads_although_its_wal_reached_the_device(tmp_path):
+    p = PgbenchParams(clients=4, threads=2)
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["tpcb"], _observed(1, 200 * MiB)), 1))
+    j = _judge(parsed, disk_read=0, disk_write=260 * MiB)
+    assert j.suspect and "its reads come from memory" in j.reason and j.evidence["write_disk_share"] > 1
 
 
 def test_fio_keeps_its_words_in_the_cache_rule():
@@ -318,3 +406,12 @@ def test_hdr_histograms_of_pgbench_and_ycsb_share_one_grid():
     h.record(1234, 3)
     merged = hdr.merge([h, parse.read_run(DATA / "rate", lag=True, retries=True).logs.latency])
     assert merged.total == 3 + 407
+
+
+def test_transactions_skipped_and_late_under_a_latency_limit_are_counted_apart():
+    """pgbench 15 under --rate and --latency-limit: the skipped are not among those processed, and the logs hold
+    them as `skipped` lines; those above the limit are counted among the processed."""
+    run = parse.read_run(DATA / "latency-limit", lag=True, retries=False)
+    s = run.summary
+    assert (s.processed, s.skipped, s.late) == (5415, 4397, 1770)
+    assert (run.logs.completed, run.logs.skipped, run.logs.latency.total) == (5415, 4397, 5415)

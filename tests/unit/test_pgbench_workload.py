@@ -53,6 +53,8 @@ def state_dir(tmp_path, monkeypatch):
 def test_defaults_and_names():
     p = PgbenchParams()
     assert (p.script, p.scale, p.clients, p.threads, p.runtime, p.rate) == ("tpcb-like", 10, 1, 1, 60, None)
+    # two timed checkpoints in the run, half an interval from either end (params.py)
+    assert (p.warmup, p.checkpoint_timeout, p.max_wal_size, p.protocol, p.vacuum) == (15, 30, GiB, "simple", True)
     assert (p.synchronous_commit, p.fsync, p.shared_buffers, p.wal_level, p.full_page_writes) == (
         "on",
         True,
@@ -186,10 +188,13 @@ class _Closing:
 
 
 def test_counters_are_read_or_say_why_not():
-    assert postgres.parse_counters("19 9 38975 4 3 12 340 39517543\n") == dict(
-        zip(postgres.COUNTERS, (19, 9, 38975, 4, 3, 12, 340, 39517543))
+    said = "19 9 38975 4 3 12 340 7 1 27012.5 3 4100 12 88 0 9000 39517543\n"
+    assert postgres.parse_counters(said) == dict(
+        zip(postgres.COUNTERS, (19, 9, 38975, 4, 3, 12, 340, 7, 1, 27012.5, 3.0, 4100, 12, 88, 0, 9000, 39517543))
     )
     assert "unexpected" in postgres.parse_counters("ERROR")["error"]
+    assert "unexpected" in postgres.parse_counters(said.replace("27012.5", "-1"))["error"]
+    assert "unexpected" in postgres.parse_counters(said.replace(" 340 ", " 3.5 "))["error"]  # a count is whole
 
 
 # ---- the clients -----------------------------------------------------------------------------
@@ -197,7 +202,7 @@ def test_counters_are_read_or_say_why_not():
 
 def test_each_phase_runs_one_pgbench_per_server(tmp_path):
     p = PgbenchParams(clients=8, threads=2, rate=400, warmup=5, runtime=30, max_tries=3, scale=20)
-    assert PGBENCH.phases(p) == ("load", "warmup") and PGBENCH.phases(PgbenchParams()) == ("load",)
+    assert PGBENCH.phases(p) == ("load", "warmup") and PGBENCH.phases(PgbenchParams(warmup=0)) == ("load",)
     load = PGBENCH.clients("load", p, Load(containers=2), tmp_path, {})
     assert [c.out_dir.name for c in load] == ["server-0", "server-1"]
     assert load[1].argv[1:] == ["-h", "127.0.0.1", "-p", "16385", "-U", "postgres", "-i", "-q", "-s", "20", "postgres"]
@@ -206,9 +211,15 @@ def test_each_phase_runs_one_pgbench_per_server(tmp_path):
     assert a[0] == "/usr/lib/postgresql/15/bin/pgbench" and a[-1] == "postgres"
     for opt, value in (("-c", "8"), ("-j", "2"), ("-b", "tpcb-like"), ("--rate", "400"), ("--max-tries", "3")):
         assert a[a.index(opt) + 1] == value
-    assert a[a.index("-T") + 1] == "30" and "--progress" in a and "--log" in a and "-n" in a
+    assert a[a.index("-T") + 1] == "30" and "--progress" in a and "--log" in a and a[a.index("-M") + 1] == "simple"
     (warm,) = PGBENCH.clients("warmup", p, Load(), tmp_path, {})
     assert warm.argv[warm.argv.index("-T") + 1] == "5" and "--log" not in warm.argv
+    # pgbench's VACUUM runs once, before the first transactions after the load: the warm-up's, else the run's
+    assert "-n" not in warm.argv and "-n" in a
+    (alone,) = PGBENCH.clients("run", p.model_copy(update={"warmup": 0}), Load(), tmp_path, {})
+    assert "-n" not in alone.argv
+    (asked,) = PGBENCH.clients("warmup", p.model_copy(update={"vacuum": False}), Load(), tmp_path, {})
+    assert "-n" in asked.argv
 
 
 # ---- loads and runtimes ------------------------------------------------------------------------

@@ -3,7 +3,9 @@ in a few lines (an `echo` server: a shell loop as its server, python processes a
 through the whole pipeline with the fake stack (real processes, no root): started, ready, loaded,
 measured inside the collectors' window with its counters on both sides, stopped through the stop
 file; a server that dies, one that never answers and a client that fails each end the trial with
-their category and the words that say why."""
+their category and the words that say why, a server or its setup that fails at start with its own last
+error line first; its log on a path of its own (logpath.py), the memory its servers can use and what
+they say of themselves in the record."""
 
 import json
 import shlex
@@ -23,6 +25,7 @@ from strata.experiment.load import parse_spec
 from strata.results.store import load_results
 from strata.run.progress import Progress
 from strata.run.runner import run_experiment
+from strata.stack.runtimes import REGISTRY as REGISTRY_RUNTIMES
 from strata.workloads import REGISTRY
 from strata.workloads.base import MeasureContext, Parsed, ServerWorkload, headline
 from strata.workloads.server import lifecycle
@@ -40,6 +43,9 @@ class EchoParams(Strict):
     die_after_s: float | None = None  # the server ends by itself (a crash)
     never_ready: bool = False
     client_exit: int = 0  # the measured run's clients exit with this
+    setup_error: str | None = None  # its setup fails with this on stderr (as initdb's "error:")
+    fatal: str | None = None  # the server writes this to its log and ends at start
+    log: str | None = None  # its log on a path of its own
 
 
 class Echo(ServerTemplate[EchoParams]):
@@ -52,14 +58,22 @@ class Echo(ServerTemplate[EchoParams]):
     client_what = "the echo client"
     server_what = "echo server"
     vm_reason = "no echo server in a VM"
+    log_key = "log"
 
     def command(self, params: EchoParams, load: Load, target: Target, instance: int) -> list[str]:
         life = f"sleep {params.die_after_s}; exit 3" if params.die_after_s else "exec sleep 600"
         say = "echo starting" if params.never_ready else "echo listening"
+        if params.fatal:
+            say, life = f"echo {shlex.quote(params.fatal)}; echo shutting down", "exit 1"
         files = write_files({f"{target.path}/echo-{instance}.conf": "port 1\n"})
-        run = f"sh -c {shlex.quote(f'{say}; {life}')}"
+        run = f"sh -c {shlex.quote(f'echo log at {target.log_path or target.path}; {say}; {life}')}"
+        setup = [f"mkdir -p {shlex.quote(target.path)}", *files]
+        if target.log_path:
+            setup.append(f"mkdir -p {shlex.quote(target.log_path)} && touch {shlex.quote(target.log_path)}/log-0")
+        if params.setup_error:
+            setup += [f"echo {shlex.quote(params.setup_error)} >&2", "echo 'see its log' >&2", "exit 1"]
         script = server_script(
-            setup=[f"mkdir -p {shlex.quote(target.path)}", *files],
+            setup=setup,
             command=run,
             out_dir=target.out_dir,
             sync_dir=target.sync_dir,
@@ -182,3 +196,36 @@ def test_a_client_beyond_its_phase_is_killed_as_a_timeout(tmp_path, monkeypatch)
     with pytest.raises(TrialFailure) as e:
         lifecycle.run_phase(Slow(), "load", EchoParams(), Load(), ctx, {"phases": {}})
     assert e.value.category == "timeout" and "the echo clients (load) ran beyond 0 s" in str(e.value)
+
+
+def test_a_setup_that_fails_at_start_puts_its_own_error_line_in_the_message(echo, tmp_path):
+    said = 'echoinit: error: could not access directory "/x/pg-0": Permission denied'
+    failed = _run(tmp_path, setup_error=said)["flags"]["failed"]
+    assert failed["category"] == "instance_died" and failed["message"].startswith(
+        f"echo server 0 ended while starting: {said}"
+    )
+    assert "see its log" in failed["stderr"]
+
+
+def test_a_server_that_fails_at_start_puts_its_logs_last_error_line_in_the_message(echo, tmp_path):
+    fatal = "FATAL:  could not create any TCP/IP sockets"
+    failed = _run(tmp_path, fatal=fatal)["flags"]["failed"]
+    assert (
+        failed["category"] == "instance_died"
+        and f"ended while starting: {fatal} (instance 0 ended" in failed["message"]
+    )
+    assert "shutting down" in failed["stderr"]
+    assert lifecycle.last_error("LOG: ok\nwal: error: full\nLOG: shut down\n") == "wal: error: full"
+    assert lifecycle.last_error("LOG: all is well\n") is None
+
+
+def test_its_log_goes_on_a_path_of_its_own_and_the_record_holds_the_servers_memory(echo, tmp_path):
+    r = _run(tmp_path, log="bind")
+    assert r["status"] == "ok", r["flags"]
+    where = r["stack_facts"]["log_path"]
+    assert where["path"] == "bind" and where["in_instance"].endswith("/strata-log") and where["on_host"]
+    art = tmp_path / "out" / r["artifacts"]
+    assert f"log at {where['in_instance']}" in (art / "inst-0" / "node.log").read_text()
+    rec = r["metrics"]["record"]
+    assert rec["memory"]["bytes"] > 0 and rec["memory"]["of"].startswith("MemTotal") and rec["server"] == {}
+    assert Echo().impossible(EchoParams(log="volume"), REGISTRY_RUNTIMES["native"]).endswith("(only bind)")

@@ -26,6 +26,16 @@ REPRODUCERS = [  # (document, the key path its error names)
     ({**BASE, "workloads": [{"pgbench": {"script": "file:/dev/zero"}}]}, "workloads[0].pgbench"),
     ({**BASE, "workloads": [{"pgbench": {"shared_buffers": "9" * 400}}]}, "workloads[0].pgbench.shared_buffers"),
     ({**BASE, "workloads": [{"pgbench": {"rate": [5, "1e999"], "clients": [1, 2**63]}}]}, None),
+    ({**BASE, "workloads": [{"pgbench": {"settings": [["fsync", "off"]]}}]}, "workloads[0].pgbench.settings"),
+    ({**BASE, "workloads": [{"pgbench": {"settings": {"a" * 5000: 1}}}]}, "workloads[0].pgbench.settings"),
+    ({**BASE, "workloads": [{"pgbench": {"settings": {"x": "9" * 10**6}}}]}, "workloads[0].pgbench.settings"),
+    ({**BASE, "workloads": [{"pgbench": {"wal_path": [None, {"a": 1}]}}]}, "workloads[0].pgbench.wal_path"),
+    ({**BASE, "workloads": [{"pgbench": {"script": "select-only@" + "9" * 400}}]}, "workloads[0].pgbench.script"),
+    (
+        {**BASE, "workloads": [{"pgbench": {"script": ",".join(["tpcb-like@1"] * 10**4)}}]},
+        "workloads[0].pgbench.script",
+    ),
+    ({**BASE, "workloads": [{"pgbench": {"latency_limit": "1e999", "checkpoint_timeout": "1e999"}}]}, None),
     (
         {
             **BASE,

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.analysis import amplification
+from strata.analysis import amplification, compared
 from strata.analysis.cells import Cell
 from strata.analysis.decide import EQUIVALENT, WORSE, Answer, answer, within_text
 from strata.analysis.groups import Comparisons, compare, repetitions_to_decide
@@ -62,6 +62,7 @@ class Best:
     amplification: str = ""  # a line of its own when the stacks differ in write amplification beyond their noise
     own: Answer | None = None  # the leader's ratio to the best: what choosing it costs at most
     lead_high: float | None = None  # when it alone may be the best: its lead over the next is at most this
+    on: compared.Compared | None = None  # what the group compared, and which way is better (analysis/compared.py)
 
     def answer_of(self, c: Cell) -> Answer:
         return self.by_cell.get(c.key) or self.answers[c.stack]
@@ -69,6 +70,15 @@ class Best:
     @property
     def margin(self) -> float:
         return self.best.margin
+
+    @property
+    def value(self) -> float:
+        """The best stack's mean of what the group compared (its headline's, or its latency under a rate)."""
+        return self.on.mean(self.best) if self.on is not None else self.best.summary.mean
+
+    def _gap(self, c: Cell) -> float:
+        a = self.answer_of(c)
+        return self.on.gap(a) if self.on is not None else a.ahead
 
     @property
     def status(self) -> str:
@@ -96,22 +106,24 @@ class Best:
         return self.own.supported if self.own is not None else None
 
     def text(self) -> str:
-        where = f"{self.workload} at load {self.load} on {self.best.labels['device']}"
-        head = f"{self.best.stack} ({fmt(self.best.summary.mean, self.unit)}, n={self.best.reps})"
+        on = self.on.words() if self.on is not None else ""
+        where = f"{self.workload} at load {self.load} on {self.best.labels['device']}{on}"
+        head = f"{self.best.stack} ({fmt(self.value, self.unit)}, n={self.best.reps})"
         if self.runner_up is None:
             return f"{where}: {head} is the only stack measured"
         worse = f"; worse: {', '.join(c.stack for c in self.worse)}" if self.worse else ""
         if self.status == BEST:
             assert self.lead is not None  # set with the runner-up (best_stacks)
             most = f" (at most {self.lead_high - 1:.1%})" if self.lead_high is not None else ""
-            return f"{where}: {head} is best: {self.lead.ahead:.1%} ahead of the next, {self.runner_up.stack}{most}"
+            lead = f"{self.on.gap(self.lead) if self.on is not None else self.lead.ahead:.1%}"
+            return f"{where}: {head} is best: {lead} ahead of the next, {self.runner_up.stack}{most}"
         if self.status == EQUIVALENT_GROUP:
             names = ", ".join([self.best.stack] + [c.stack for c in self.equivalent])
             return f"{where}: equivalent within +-{self.margin:.0%}: {names} - choose on other grounds{worse}"
         sup, cost = self.supported, self.cost
         if sup is None or cost is None:
-            close = sorted(self.equivalent + self.undecided, key=lambda c: self.answer_of(c).ahead)
-            gaps = ", ".join(f"{c.stack} by {self.answer_of(c).ahead:.1%}" for c in close)
+            close = sorted(self.equivalent + self.undecided, key=self._gap)
+            gaps = ", ".join(f"{c.stack} by {self._gap(c):.1%}" for c in close)
             return f"{where}: undecided (no interval): {head} leads {gaps}{worse}" + (
                 f"; {self.need}" if self.need else ""
             )
@@ -140,13 +152,17 @@ def _cost_text(cost: float) -> str:
 def best_stacks(cells: list[Cell]) -> list[Best]:
     out: list[Best] = []
     for group in by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values():
+        on = compared.of(group)  # the values compared and their direction: the headline, or latency under a rate
+        group = [c for c in group if on.runs(c).n] or group
         by_key = {c.key: c for c in group}
         top = group[0]
-        cmp = compare({k: c.runs for k, c in by_key.items()}, top.margin, top.design)
-        top = by_key[cmp.leader] if cmp.leader else max(group, key=lambda c: c.summary.mean)
-        b = Best(top.labels["workload"], top.labels["load"], top.unit, top, None, None, candidates=len(group))
+        cmp = compare({k: on.runs(c) for k, c in by_key.items()}, top.margin, top.design, on.higher_is_better)
+        top = by_key[cmp.leader] if cmp.leader else on.ranked(group)[0]
+        b = Best(top.labels["workload"], top.labels["load"], on.unit, top, None, None, candidates=len(group), on=on)
         b.amplification = amplification.advice(group)
-        others = sorted((c for c in group if c is not top), key=lambda c: cmp.answers[c.key].ratio, reverse=True)
+        others = sorted(
+            (c for c in group if c is not top), key=lambda c: cmp.answers[c.key].ratio, reverse=on.higher_is_better
+        )
         if others:
             b.runner_up, b.method, b.own, b.lead_high = others[0], cmp.method, cmp.own, cmp.lead_high
             for c in others:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata.analysis.cells import Cell
+from strata.analysis.query import by_context
 from strata.results import flags, validity
 from strata.results.flags import DECLARED, Flags
 from strata.results.validity import disks, raw, repetitions, series
@@ -51,6 +52,7 @@ def check(cells: list[Cell], results: list[dict[str, Any]]) -> list[HygieneWarni
         if w:
             out.append(w)
     out.extend(_steady(cells))
+    out.extend(_events(cells))
     for fn in (_sync, _failed):
         w = fn(cells)
         if w:
@@ -89,6 +91,10 @@ def _cache(cells: list[Cell]) -> list[HygieneWarning]:
             "; a workload whose bytes are not O_DIRECT I/O (evidence.basis) needs a data set larger than the "
             "memory, or its writes forced to the device"
         )
+    # a database whose data set fits in its servers' memory says what would not (the scale to use)
+    fits = [m.get("fix") for j in judged if j is not None and (m := j.evidence.get("memory") or {}).get("fits")]
+    for said in list(dict.fromkeys(f for f in fits if f))[:2]:
+        fix += f"; {said}"
     return [
         HygieneWarning(
             "cache",
@@ -98,6 +104,29 @@ def _cache(cells: list[Cell]) -> list[HygieneWarning]:
             cached,
         )
     ]
+
+
+def _events(cells: list[Cell]) -> list[HygieneWarning]:
+    """Trials an advice group compares that hold different counts of what a workload declares must be equal
+    among them (core/metrics.py Events: PostgreSQL's checkpoints inside the measured run): a checkpoint forced
+    by WAL volume comes after a fixed amount of work, so within a fixed duration the faster stack pays for
+    more of them, and the comparison is not like for like."""
+    out = []
+    for group in by_context([c for c in cells if c.values and not c.is_raw]).values():
+        for ev in group[0].schema.events:
+            seen = {c.name: sorted({n for r in c.ok if (n := ev.count(r)) is not None}) for c in group}
+            if len({n for counts in seen.values() for n in counts}) > 1:
+                items = [f"{name}: {', '.join(map(str, counts))}" for name, counts in seen.items() if counts]
+                out.append(
+                    HygieneWarning(
+                        "events",
+                        f"compared trials of {group[0].labels['workload']} saw different numbers of {ev.word}s "
+                        "in their measured run: the comparison is not like for like",
+                        ev.fix,
+                        items,
+                    )
+                )
+    return out
 
 
 def _unconfirmed(cells: list[Cell]) -> HygieneWarning | None:

@@ -34,6 +34,8 @@ class Target:
     out_dir: str  # where the instance writes its output files
     host_tools: bool = True  # the instance runs on the host: host paths of tools are valid in it
     sync_dir: str = ""  # the start barrier's directory as the instance sees it (a tool that waits itself)
+    # a server's log (PostgreSQL's WAL) on a path of its own, as the instance sees it; "": on `path` with its data
+    log_path: str = ""
 
 
 @dataclass(frozen=True)

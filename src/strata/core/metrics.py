@@ -42,6 +42,7 @@ class Show:
     heading: str
     scale: float = 1
     digits: int = 1
+    stats: tuple[str, ...] = ()  # a latency's statistics shown, when not all of those it declares
 
 
 @dataclass(frozen=True)
@@ -72,22 +73,24 @@ def dig(result: Any, path: tuple[str, ...]) -> Any:
 
 @dataclass(frozen=True)
 class OfferedRate:
-    """A workload whose clients offer a rate to databases rather than run flat out (YCSB's `target`): the
-    parameters of the rate offered to each database, absolute (`rate`, ops/s) or as a share of the peak its
-    clients reached flat out just before (`share`), neither when it runs flat out; the parameter of the
-    databases each instance runs (`databases`: clusters); and where a trial stores the peak it measured and
-    the rate it then offered (`peak`, `offered`, in ops/s). The studies' claims on databases select by it
-    (analysis/checks_cpu.py, analysis/paper_match.py: an offered rate compares as a share of the peak)."""
+    """A workload whose clients offer a rate to databases rather than run flat out (YCSB's `target`, pgbench's
+    `rate`): the parameters of the rate offered to each database, absolute (`rate`, ops/s) or as a share of
+    the peak its clients reached flat out just before (`share`; None: it has none), neither when it runs flat
+    out; the parameter of the databases each instance runs (`databases`: clusters; None: one); and where a
+    trial stores the peak it measured and the rate it then offered (`peak`, `offered`, in ops/s; `peak` ()
+    when it measures none). The studies' claims on databases select by it (analysis/checks_cpu.py,
+    analysis/paper_match.py: an offered rate compares as a share of the peak), and under an absolute rate the
+    advice compares latency, not the throughput the rate sets (analysis/compared.py)."""
 
     rate: str
-    share: str
-    databases: str
-    peak: tuple[str, ...]
-    offered: tuple[str, ...]
+    share: str | None = None
+    databases: str | None = None
+    peak: tuple[str, ...] = ()
+    offered: tuple[str, ...] = ()
 
     def relative(self, workload: dict[str, Any]) -> Any:
         """The share of the peak a relative target offers (`target: 40%`), or None."""
-        return workload.get(self.share)
+        return workload.get(self.share) if self.share else None
 
     def absolute(self, workload: dict[str, Any]) -> Any:
         """The absolute rate offered to each database, or None."""
@@ -108,7 +111,23 @@ class OfferedRate:
         return 1.0 if self.absolute(workload) is None else None
 
     def databases_of(self, workload: dict[str, Any]) -> Any:
-        return workload.get(self.databases)
+        return workload.get(self.databases) if self.databases else None
+
+
+@dataclass(frozen=True)
+class Events:
+    """A count of events inside a trial's measured run that weigh on its numbers and that every trial a comparison
+    compares must hold as many of (PostgreSQL's checkpoints; a Cassandra's flushes): where a trial stores the count
+    (`key`), what one is called (`word`), and what makes the counts equal (`fix`). The report warns when the
+    trials of an advice group hold different counts (analysis/compared.py)."""
+
+    key: tuple[str, ...]
+    word: str
+    fix: str
+
+    def count(self, result: dict[str, Any]) -> int | None:
+        v = dig(result, self.key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 @dataclass(frozen=True)
@@ -170,7 +189,8 @@ class Metric:
         """(heading, statistic) of each column `strata show` prints this field in."""
         if self.show is None:
             return []
-        return [(self.show.heading.format(stat=s), s) for s in self.stats] or [(self.show.heading, None)]
+        stats = self.show.stats or self.stats
+        return [(self.show.heading.format(stat=s), s) for s in stats] or [(self.show.heading, None)]
 
     def columns(self) -> list[tuple[str, str | None, str | None]]:
         """(column name, direction, statistic) of each export column of this field."""
@@ -190,7 +210,8 @@ class MetricSchema:
     device answers in (fio's completion latency), what a remote device's fabric adds to; None: the whole.
     `submission_latency`: the part spent before the I/O is issued (fio's submission latency: the
     application's overhead, as study 003 reads it); None: not measured apart. `offered`: its clients offer
-    a rate (OfferedRate); `mix`: how the mean over all its operation types is computed (OperationMix)."""
+    a rate (OfferedRate); `mix`: how the mean over all its operation types is computed (OperationMix);
+    `events`: counts that compared trials must share (Events: PostgreSQL's checkpoints)."""
 
     fields: tuple[Metric, ...] = ()
     breakdown: tuple[str, ...] = ()
@@ -200,6 +221,7 @@ class MetricSchema:
     submission_latency: str | None = None
     offered: OfferedRate | None = None
     mix: OperationMix | None = None
+    events: tuple[Events, ...] = ()
 
     def of(self, kind: Kind) -> list[Metric]:
         return [f for f in self.fields if f.kind == kind]

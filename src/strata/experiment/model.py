@@ -98,6 +98,12 @@ class Experiment(Strict):
         description="a workload's own margin, by its name (a glob): `{rr: 2%, 'varmail*': 10%}`; the others use "
         "`margin`",
     )
+    latency_stat: Literal["mean", "p50", "p90", "p95", "p99", "p99_9"] = Field(
+        default="p99",
+        description="under an offered rate (a database's clients offering a fixed rate: pgbench's `rate`, ycsb's "
+        "`target`), the throughput is the rate offered: the advice compares this statistic of the latency "
+        "instead, lower being better",
+    )
     precision: float = Field(
         default=0.05,
         gt=0,
@@ -208,7 +214,9 @@ class Experiment(Strict):
         """How repetitions are taken, stored with every result: the report's intervals depend on it
         (analysis/decide.py: the looks `auto` planned, run/repeat.py), and the workload's margin."""
         margin = self.margin_for(workload)
-        smoke = {"scale": "smoke"} if self.scale == "smoke" else {}
+        extra: dict[str, Any] = {"scale": "smoke"} if self.scale == "smoke" else {}
+        if self.latency_stat != "p99":  # what the advice compares under an offered rate (analysis/compared.py)
+            extra["latency_stat"] = self.latency_stat
         if self.auto:
             design = {
                 "repetitions": "auto",
@@ -217,8 +225,8 @@ class Experiment(Strict):
                 "looks": list(looks or planned_looks(self.min_repetitions, self.max_repetitions)),
                 "margin": margin,
             }
-            return {**design, **smoke}
-        return {"repetitions": self.repetitions, "margin": margin, **smoke}
+            return {**design, **extra}
+        return {"repetitions": self.repetitions, "margin": margin, **extra}
 
     @property
     def first_repetitions(self) -> int:

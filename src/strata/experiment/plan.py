@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from strata.core.access import blocking
 from strata.core.errors import SpecErrors
 from strata.core.params import Strict
 from strata.experiment import presets
@@ -23,7 +24,7 @@ from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
-from strata.workloads.base import Constrained, span_of
+from strata.workloads.base import Constrained, HostUser, span_of
 
 # A plan larger than this, in trials or in estimated time, runs only when the user says so (--yes).
 LARGE_TRIALS = 10_000
@@ -65,6 +66,7 @@ def resolve(exp: Experiment, workloads: list[Layer], host: dict[str, Any]) -> Pl
         + _fit_errors(exp, trials)
         + _workload_errors(workloads)
         + _load_errors(exp, trials, host)
+        + _reach_errors(exp, trials)
     )
     if errors:
         raise SpecErrors(errors, "plan")
@@ -180,6 +182,37 @@ def _load_errors(exp: Experiment, trials: list[Trial], host: dict[str, Any]) -> 
             if (where, problem) not in seen:
                 seen.add((where, problem))
                 errors.append((where, f"{problem} (workload {t.workload.name})", fix))
+    return errors
+
+
+def _reach_errors(exp: Experiment, trials: list[Trial]) -> list[tuple[str, str, str]]:
+    """A workload whose host processes drop root for a user of their own (workloads/base.py HostUser: PostgreSQL)
+    needs every directory down to its data to let that user through: refused here, with the reason, rather
+    than failing every trial that runs it natively (the other hosts' agents check their own workdir)."""
+    errors: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for t in trials:
+        wl, runtime = WORKLOADS[t.workload.type], RUNTIMES[t.runtime.type]
+        if t.placement is not None or runtime.isolation != "process" or not isinstance(wl, HostUser):
+            continue
+        user = wl.host_user(t.workload)
+        if user in seen:
+            continue
+        seen.add(user)
+        blocked = blocking(Path(exp.workdir), user)
+        if blocked is not None:
+            errors.append(
+                (
+                    "workdir",
+                    f"the {user} user, which the {t.workload.type} workload's servers run as on the "
+                    f"{t.runtime.type} runtime, cannot enter {blocked.path} ({blocked.why}): its data below "
+                    f"{exp.workdir} would be out of its reach",
+                    "run strata with umask 022"
+                    if blocked.umask
+                    else f"choose a workdir every directory above which the {user} user may enter (e.g. "
+                    "/var/tmp/strata), or run the servers in containers only; strata does not loosen your directories",
+                )
+            )
     return errors
 
 

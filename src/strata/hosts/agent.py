@@ -87,21 +87,27 @@ def trial_from_resolved(doc: dict[str, Any]) -> Trial:
 def shipped_files(params: Layer) -> dict[str, str]:
     """Files the workload's parameters name on this machine, to send with a part: {path: base64}."""
     out: dict[str, str] = {}
-    for value in params.model_dump().values():
-        if isinstance(value, str) and value.startswith("/") and Path(value).is_file():
-            out[value] = base64.b64encode(Path(value).read_bytes()).decode()
+    for field in params.model_dump().values():
+        for value in field if isinstance(field, list) else [field]:  # a list of files too (pgbench's scripts)
+            if isinstance(value, str) and value.startswith("/") and Path(value).is_file():
+                out[value] = base64.b64encode(Path(value).read_bytes()).decode()
     return out
 
 
 def unship(resolved: dict[str, Any], files: dict[str, str], where: Path) -> dict[str, Any]:
     """The part's resolved trial with each shipped file written under `where` and named there."""
     wl = dict(resolved["workload"])
+
+    def here(value: Any) -> Any:
+        if not (isinstance(value, str) and value in files):
+            return value
+        d = where / hashlib.sha256(value.encode()).hexdigest()[:12]
+        d.mkdir(parents=True, exist_ok=True)
+        (d / Path(value).name).write_bytes(base64.b64decode(files[value]))
+        return str(d / Path(value).name)
+
     for key, value in wl.items():
-        if isinstance(value, str) and value in files:
-            d = where / hashlib.sha256(value.encode()).hexdigest()[:12]
-            d.mkdir(parents=True, exist_ok=True)
-            (d / Path(value).name).write_bytes(base64.b64decode(files[value]))
-            wl[key] = str(d / Path(value).name)
+        wl[key] = [here(v) for v in value] if isinstance(value, list) else here(value)
     return {**resolved, "workload": wl}
 
 

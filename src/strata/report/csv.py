@@ -6,7 +6,6 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from strata.analysis.query import summary_of
 from strata.results.export import csv_bytes
 
 if TYPE_CHECKING:
@@ -116,7 +115,7 @@ def _advice_row(b: Best) -> list[object]:
         b.load,
         b.status,
         b.best.stack,
-        summary_of(b.best).mean,
+        b.value,
         b.unit,
         b.best.reps,
         b.runner_up.stack if b.runner_up else None,

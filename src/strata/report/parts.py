@@ -62,10 +62,13 @@ def mean(vals: list[float | None]) -> float | None:
 
 def latencies(c: Cell, kinds: Iterable[str | None]) -> list[LatencyRow]:
     """(latency, statistic, mean over repetitions in us or None, repetitions) of a cell, for each of the
-    latencies `kinds` and each of LAT_STATS: the rows of a latency breakdown's table."""
+    latencies `kinds` and each of LAT_STATS, or of the statistics the workload declares for it when they hold
+    LAT_STATS and more (pgbench's p50, p95, p99 and p99.9): the rows of a latency breakdown's table."""
     out = []
     for kind in kinds:
-        for stat in LAT_STATS:
+        m = c.schema.field("latency", kind or c.schema.total_latency or "")
+        declared = m.stats if m is not None else ()
+        for stat in declared if set(LAT_STATS) <= set(declared) else LAT_STATS:
             s = c.latency(kind, stat)
             out.append((kind, stat, s.mean / 1000 if s.n else None, s.n))
     return out

@@ -60,6 +60,9 @@ class CacheEvidence(TypedDict, total=False):
     write_disk_share: float
     hosts: dict[str, dict[str, Any]]  # across hosts: each host's own cache flag
     basis: str  # what the workload's bytes are when not O_DIRECT I/O (a database's WAL), said in the reason
+    # a database's data set beside the memory its servers can use: {data_set_bytes, memory_bytes, memory_of,
+    # fits, fix} (a data set that fits is read from memory: validity/disks.py `memory_rule`)
+    memory: dict[str, Any]
     disk: str  # schema 1: the one disk checked
 
 

@@ -10,6 +10,7 @@ judges the evidence.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -29,8 +30,9 @@ from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity, writes
 from strata.results.flags import Flag, Flags, record
+from strata.stack.runtimes.base import LogSession
 from strata.workloads import REGISTRY as WORKLOADS
-from strata.workloads.base import MeasureContext, Parsed, Workload, network_of
+from strata.workloads.base import LogOnPath, MeasureContext, Parsed, Workload, network_of
 
 if TYPE_CHECKING:
     from strata.core.params import Load
@@ -167,7 +169,9 @@ def _measure(
     samplers: list[Sampler] = []
     n = wl.instances(params, load)  # a path per instance (a cluster's nodes may outnumber the containers)
     path_load = load if n == load.containers else load.model_copy(update={"containers": n})
-    with session.path(trial.path, art, path_load) as handle:
+    with session.path(trial.path, art, path_load) as handle, _log_path(wl, params, session, art, path_load) as log:
+        if handle is not None:
+            handle.log = log
         requests = _requests(wl, params, load, session, handle, art)
         sync_dir = art / "sync"
         sync_dir.mkdir(exist_ok=True)
@@ -184,6 +188,9 @@ def _measure(
         _layers_alive(watch, outputs)
         if handle is not None and handle.facts:
             result["stack_facts"]["path"] = handle.facts
+        if log is not None:  # a server's log on a path of its own: which, and where each instance saw it
+            where = {"path": log.name, "in_instance": log.target_path, "on_host": log.host_path}
+            result["stack_facts"]["log_path"] = where | ({"facts": log.facts} if log.facts else {})
         disks = _disks(device, handle)
     sampler = samplers[-1] if samplers else None
     series = sampler.series() if sampler else {}
@@ -257,6 +264,22 @@ def _collector(
     return collect
 
 
+@contextlib.contextmanager
+def _log_path(
+    wl: Workload[Any], params: Any, session: RuntimeSession, art: Path, load: Load
+) -> Iterator[PathHandle | None]:
+    """A server's log on a path of its own, when the workload asks for one (workloads/base.py LogOnPath): the
+    runtime prepares it beside the data's path (stack/runtimes/base.py LogSession)."""
+    name = wl.log_path(params) if isinstance(wl, LogOnPath) else None
+    if name is None:
+        yield None
+    elif isinstance(session, LogSession):
+        with session.log_path(name, art, load) as handle:
+            yield handle
+    else:
+        raise Unsupported(f"the {session.name} runtime gives no path of its own to a server's log ({name})")
+
+
 def _requests(
     wl: Workload[Any], params: Any, load: Load, session: RuntimeSession, handle: PathHandle, art: Path
 ) -> list[InstanceRequest]:
@@ -269,6 +292,8 @@ def _requests(
         out.mkdir(parents=True, exist_ok=True)
         wl.stage(params, out)
         target = session.target(handle, out)
+        if handle.log is not None:  # a server's log on a path of its own, where the instance sees it
+            target = dataclasses.replace(target, log_path=handle.log.target_path)
         requests.append(
             InstanceRequest(
                 i,
@@ -324,6 +349,7 @@ def _judge(
             wl.direct_io(trial.workload),
             trial.path,
             parsed.moved_basis,
+            parsed.memory,
         ),
         runtime_facts=session.facts,
         metrics=parsed.metrics,

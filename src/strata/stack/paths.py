@@ -15,6 +15,7 @@ OUT_DIR = "/strata-out"
 SYNC_DIR = "/strata-sync"
 DEVICE_IN_CONTAINER = "/dev/strata-dev"
 DATA_IN_CONTAINER = "/data"
+LOG_IN_CONTAINER = "/log"  # a server's log on a path of its own (PostgreSQL's WAL), beside the data's
 
 
 @dataclass
@@ -30,6 +31,9 @@ class PathHandle:
     # A runtime may fill them once the instances run (a claim bound when its first pod starts).
     disks: list[str] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    # A server's log (PostgreSQL's WAL) on a path of its own, beside this one: the runtime mounts it in each
+    # instance at its `target_path` (LOG_IN_CONTAINER), or gives native instances a directory of its own.
+    log: PathHandle | None = None
 
 
 def path_target_kind(path: str) -> str:

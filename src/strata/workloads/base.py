@@ -81,6 +81,9 @@ class Parsed:
     # None: its output does not say (or it issued no O_DIRECT writes)
     syncs: Syncs | None = None
     direct_writes: DirectWrites | None = None
+    # a database's data set beside the memory its servers can use (workloads/server/memory.py): {data_set_bytes,
+    # memory_bytes, memory_of, fix}; the cache judgement flags a data set that fits (it is read from memory)
+    memory: dict[str, Any] | None = None
 
 
 def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> JSON:
@@ -200,6 +203,23 @@ class SelfPlacing(Protocol[P_contra]):
     def part(
         self, params: P_contra, load: Load, host: str, instances: int, addresses: dict[str, str]
     ) -> tuple[Strict, Load]: ...
+
+
+@runtime_checkable
+class LogOnPath(Protocol[P_contra]):
+    """A server workload whose log (PostgreSQL's WAL, InnoDB's redo log, Cassandra's commit log) may go on a path
+    of its own beside its data: the runtime mounts it in each instance (`Target.log_path`)."""
+
+    def log_path(self, params: P_contra) -> str | None: ...  # the path's name, or None: with the data
+
+
+@runtime_checkable
+class HostUser(Protocol[P_contra]):
+    """A workload whose instances, run as host processes (the native runtime), drop root for a user of their own
+    (PostgreSQL refuses to run as root): every directory down to their data must let that user through, which
+    the plan checks before anything is built (experiment/plan.py)."""
+
+    def host_user(self, params: P_contra) -> str: ...
 
 
 def network_of(wl: Workload[Any], params: Strict) -> str:

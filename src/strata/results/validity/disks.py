@@ -20,6 +20,8 @@ from strata.results.flags import Cache, CacheEvidence, Flag, Judgement
 MIN_CHECKED_BYTES = 32 << 20
 # The disk must have moved at least this share of the workload's bytes.
 MIN_DEVICE_SHARE = 0.5
+# A database's data set no larger than this share of the memory its servers can use is read from memory.
+MAX_DATA_IN_MEMORY = 1.0
 
 
 def share_words(share: float = MIN_DEVICE_SHARE) -> str:
@@ -33,14 +35,20 @@ def rule(whose: str) -> str:
 
 
 def cache(
-    moved: dict[str, int], disks: dict[str, dict[str, Any]], direct_io: bool, path: str, basis: str = ""
+    moved: dict[str, int],
+    disks: dict[str, dict[str, Any]],
+    direct_io: bool,
+    path: str,
+    basis: str = "",
+    memory: dict[str, Any] | None = None,
 ) -> Cache:
     """`disks`: diskstats totals of each layer below the workload (the device under test first,
     then what lies below it). The device under test sees only our file system, so it is not
     fooled by other activity on a shared disk; the disks below show what a buffered loop device
     or a storage host really moved. A shortfall at any layer is a cache. `basis`: what the
     workload's bytes are when they are not O_DIRECT I/O ("as WAL": bytes a database must write),
-    kept in the evidence and said in the reason."""
+    kept in the evidence and said in the reason. `memory`: a database's data set and the memory its
+    servers can use; one that fits is read from memory (`memory_rule`), whatever the bytes say."""
     if path == "tmpfs":
         return Judgement(Flag.CACHE, True, "the tmpfs path measures memory, not the device", expected=True)
     if not direct_io:
@@ -51,7 +59,10 @@ def cache(
             expected=True,
             evidence={"moved": moved},
         )
+    fits = memory_rule(memory)
     if not disks:
+        if fits is not None:
+            return Judgement(Flag.CACHE, True, fits, evidence={"memory": _memory_evidence(memory)})
         return Judgement(Flag.CACHE, False, "no diskstats for the device: not checked")
     under_test = next(iter(disks.values()))
     per_disk: dict[str, dict[str, Any]] = {name: {} for name in disks}
@@ -75,6 +86,10 @@ def cache(
     }
     if basis:
         evidence["basis"] = basis
+    if memory is not None:
+        evidence["memory"] = _memory_evidence(memory)
+    if fits is not None:
+        reasons.insert(0, fits)
     shares = per_disk[next(iter(disks))]  # the share beside the bytes it is the share of: the device under test's
     if "read_share" in shares:
         evidence["read_disk_share"] = shares["read_share"]
@@ -83,6 +98,31 @@ def cache(
     return Judgement(
         Flag.CACHE, bool(reasons), "; ".join(reasons) or "every layer moved the workload's bytes", evidence=evidence
     )
+
+
+def memory_rule(memory: dict[str, Any] | None) -> str | None:
+    """Why a database's reads come from memory: its data set is no larger than the memory its servers can use
+    (their own cache and the page cache live in it), so once warm no read needs the device; None when it is
+    larger, or unknown. Whatever the bytes of one trial show, such a result measures memory (a short run may
+    still read a cold part from the device)."""
+    if not memory:
+        return None
+    data, mem = memory.get("data_set_bytes"), memory.get("memory_bytes")
+    if not isinstance(data, int) or not isinstance(mem, int) or data > mem * MAX_DATA_IN_MEMORY:
+        return None
+    of = memory.get("of") or memory.get("memory_of") or "the memory the servers can use"
+    fix = memory.get("fix")
+    return (
+        f"the data set ({data / 2**20:,.0f} MiB) fits in the memory its servers can use ({mem / 2**20:,.0f} MiB: "
+        f"{of}): its reads come from memory" + (f"; {fix}" if fix else "")
+    )
+
+
+def _memory_evidence(memory: dict[str, Any] | None) -> dict[str, Any]:
+    m = dict(memory or {})
+    data, mem = m.get("data_set_bytes"), m.get("memory_bytes")
+    m["fits"] = isinstance(data, int) and isinstance(mem, int) and data <= mem * MAX_DATA_IN_MEMORY
+    return m
 
 
 def workload_bytes(ev: CacheEvidence, ddir: str) -> int:

@@ -35,6 +35,8 @@ class MovedBytes:
     direct_io: bool  # the workload asked for O_DIRECT: a cache is not part of what it measures
     path: str  # the path under test (tmpfs measures memory)
     basis: str = ""  # what the workload's bytes are when not O_DIRECT I/O ("as WAL": bytes a database must write)
+    # a database's data set and the memory its servers can use ({data_set_bytes, memory_bytes, memory_of, fix})
+    memory: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -62,3 +62,21 @@ class RefusesLimits(Protocol):
     """A runtime that applies some limits but not all (a pod's CPU and memory, not its I/O bandwidth)."""
 
     def refused_limits(self, limits: Limits) -> str | None: ...  # why these limits cannot apply, or None
+
+
+@runtime_checkable
+class LogPaths(Protocol):
+    """A runtime that gives a server's log (PostgreSQL's WAL, InnoDB's redo log, Cassandra's commit log) a path
+    of its own beside the data's: `log_paths` are the paths it can give it (each on the stack's device, so that
+    the cache check sees the log's writes), and its session's `log_path` prepares one per trial (`LogSession`)."""
+
+    @property
+    def log_paths(self) -> tuple[str, ...]: ...
+
+
+@runtime_checkable
+class LogSession(Protocol):
+    """A session that prepares a server's log path: mounted in each instance at LOG_IN_CONTAINER (a second
+    volume, bind mount or tmpfs), or a directory of its own for host processes."""
+
+    def log_path(self, name: str, trial_dir: Path, load: Load) -> ContextManager[PathHandle]: ...

@@ -51,6 +51,18 @@ class NativeSession:
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    @contextlib.contextmanager
+    def log_path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
+        """A server's log on a directory of its own on the mount point (stack/runtimes/base.py LogSession)."""
+        if name != "bind" or self.mounted.mountpoint is None:
+            raise Unsupported(f"the native runtime gives a server's log the bind path only, not {name}")
+        d = self.mounted.mountpoint / "strata-log"
+        d.mkdir(exist_ok=True)
+        try:
+            yield PathHandle(name, "dir", str(d), str(d))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
     def target(self, handle: PathHandle, host_out: Path) -> Target:
         # the trial's barrier directory sits beside the instances' out dirs (trial.py)
         return Target(
@@ -74,6 +86,7 @@ class Native:
     baseline = True
     isolation: Isolation = "process"
     paths = ("bind", "device")
+    log_paths = ("bind",)  # a server's log in a directory of its own on the mount point (LogPaths)
     concurrent = False
     limits = False
 

@@ -46,7 +46,7 @@ from strata.stack.procfs import (
 )
 from strata.stack.runtimes.docker.client import STDERR_TAIL_CHARS
 from strata.stack.runtimes.docker.image import image_build
-from strata.stack.runtimes.docker.session import DockerSession
+from strata.stack.runtimes.docker.session import LOG_PATHS, DockerSession
 
 PODMAN = "podman"
 CONF_NAME = "containers.conf"
@@ -200,6 +200,7 @@ class Podman(ImageBuilder):
     baseline = False
     isolation: Isolation = "container"
     paths = ("layer", "volume", "bind", "tmpfs", "device")
+    log_paths = LOG_PATHS
     concurrent = True
     limits = True
 

@@ -4,21 +4,27 @@
   `tps` (without the initial connection time, pgbench's own figure), with the per-second series
   (`pgbench_tps`: the servers' `--progress 1` figures added second by second) for the steady check.
 - `read` or `write`: the same rate (`tps`) and the latency of a transaction (`lat_ns`: mean, p50, p95,
-  p99, ... in ns) from every transaction in every server's logs, one HdrHistogram, never an average of
-  percentiles; `write` when the script writes, `read` when it only reads (so the report's latency
+  p99, p99.9 ... in ns) from every transaction in every server's logs, one HdrHistogram, never an average
+  of percentiles; `write` when a script writes, `read` when they only read (so the report's latency
   figures read it as they read fio's).
-- `transactions`: processed, failed, retried and the retries (pgbench's summaries, checked against
-  the logs); `lag_ns` the schedule lag under an offered rate.
-- `wal` and `blocks`: what the measured run made the servers do, from their counters before and
-  after it (pg_stat_wal, pg_stat_database); `cache`: the data set beside the servers' caches and the
-  page cache.
+- `transactions`: processed, failed, retried, the retries, and those above `latency_limit` (late) or
+  skipped under it (pgbench's summaries, checked against the logs); `lag_ns` the schedule lag under an
+  offered rate, and `offered` the rate each server was offered (the advice then compares latency).
+- `wal`, `blocks`, `checkpoints`: what the measured run made the servers do, from their counters before
+  and after it (pg_stat_wal, pg_stat_database, pg_stat_bgwriter): the WAL, the blocks read from outside
+  their cache and found in it, the checkpoints (timed and requested, each counted as it starts) and the
+  buffers written by checkpoints, the background writer and the backends.
+- `server`: what the started server said of itself: its version (the image's, in a container), its block
+  size and the settings in force. `cache`: the data set beside the memory the servers can use (the host's
+  MemTotal, or each container's or pod's memory limit), and whether it fits.
 
-The bytes the workload says it moved (`Parsed.moved_bytes`), which the cache rule compares with
-the bytes each disk below moved (validity.py, the rule of every workload): the WAL the servers wrote
-(every byte of it must reach the device when commits are forced to it), and, for a script that only
-reads, one block (8 KiB) per transaction, the least a transaction reads when no cache holds the data.
-A select-only run whose data set fits in memory moves almost nothing, and is flagged; a write run
-whose WAL stayed in the page cache (`fsync: false`) likewise.
+The bytes the workload says it moved (`Parsed.moved_bytes`), which the cache rule compares with the bytes
+each disk below moved (results/validity/disks.py, the rule of every workload), are the servers' own: the
+blocks they read from outside their cache (blks_read x block_size: every one the kernel answered, from the
+device or from its page cache), and the WAL they wrote (every byte of it must reach the device when
+commits are forced to it). Beside them (`Parsed.memory`) the data set and the memory its servers can use:
+a data set that fits in that memory is read from it once warm, whatever the device, and the cache rule
+flags it for its reads, with the scale that would not fit.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from strata.workloads.base import Parsed, Syncs, headline
 from strata.workloads.pgbench import parse as pp
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.postgres import BLOCK_BYTES, COUNTERS
+from strata.workloads.server import memory
 from strata.workloads.server.template import server_artifacts
 
 CLIENTS_DIR = "pgbench"
@@ -61,8 +68,10 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     tps = sum(r.summary.tps or 0.0 for r in runs)
     latency = summary_ns(hdr.merge(r.logs.latency for r in runs))
     done = {"tps": tps, "lat_ns": latency}
-    wal, blocks = _deltas(records)
-    processed = sum(r.logs.completed for r in runs)
+    wal, blocks, checkpoints = _deltas(records)
+    server = next((r["server"] for r in records if r.get("server")), None)
+    block_bytes = _block_bytes(server)
+    cache = _cache(params, records)
     metrics = {
         "kind": "pgbench",
         "primary": headline(tps, "tx/s", "tps", SERIES, series_unit="tx/s", tps=tps),
@@ -73,7 +82,9 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
         "write": done if params.writes else {"tps": 0.0},
         "wal": wal,
         "blocks": blocks,
-        "cache": _cache(params, records),
+        "checkpoints": _checkpoints(checkpoints, params, records, _started(runs)),
+        "server": server,
+        "cache": cache,
         "clients": _phases(records),
         "node_ready_s": [s for r in records for s in (r.get("node_ready_s") or [])],
         "pgbench": {
@@ -84,17 +95,29 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     }
     if params.rate is not None:
         metrics["lag_ns"] = summary_ns(hdr.merge(r.logs.lag for r in runs))
-    moved = {
-        "read": 0 if params.writes else processed * BLOCK_BYTES,
-        "write": (wal or {}).get("bytes") or 0,
-    }
+        metrics["offered"] = {"rate_tx_s": params.rate, "servers": sum(r.get("servers") or 0 for r in records)}
+    if blocks is not None:
+        blocks["read_bytes"] = blocks["read"] * block_bytes
+    moved = {"read": (blocks or {}).get("read_bytes") or 0, "write": (wal or {}).get("bytes") or 0}
     series = _series(runs)
     windows = [_window(r.logs) for r in runs]
-    basis = "as one 8 KiB block a transaction" if not params.writes else "as WAL"
     # WAL syncs (pg_stat_wal.wal_sync) wait one at a time on each server's WALWriteLock: one stream a server
     servers = sum(r.get("servers") or 1 for r in records)
     syncs = Syncs(wal["syncs"], servers, "WAL syncs") if wal and wal.get("syncs") is not None else None
-    return Parsed(metrics, moved, {SERIES: series} if series else {}, windows, dirs, moved_basis=basis, syncs=syncs)
+    return Parsed(
+        metrics,
+        moved,
+        {SERIES: series} if series else {},
+        windows,
+        dirs,
+        moved_basis=BASIS,
+        memory=_memory(params, cache, records),
+        syncs=syncs,
+    )
+
+
+# What the bytes the workload says it moved are, in the cache judgement's message.
+BASIS = "by the servers' own counters (blocks read from outside their cache, WAL written)"
 
 
 def _window(logs: pp.Logs) -> tuple[float, float] | None:
@@ -125,6 +148,8 @@ def _transactions(runs: list[pp.Run]) -> dict[str, Any]:
         "failed": failed,
         "retried": sum(r.summary.retried for r in runs),
         "retries": sum(r.summary.retries for r in runs),
+        "skipped": sum(r.summary.skipped for r in runs),
+        "late": sum(r.summary.late for r in runs),
         "failed_share": round(failed / (processed + failed), 6) if processed + failed else None,
     }
 
@@ -136,13 +161,17 @@ def _series(runs: list[pp.Run]) -> list[list[float]]:
     return [[i, sum(x[i] for x in per)] for i in range(seconds)]
 
 
-def _deltas(records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The WAL and the blocks of the measured run: each server's counters after it less before it."""
+def _deltas(
+    records: list[dict[str, Any]],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+    """The WAL, the blocks and the checkpoints of the measured run: each server's counters after it less before."""
     before = [c for r in records for c in (r.get("observed") or {}).get("before") or []]
     after = [c for r in records for c in (r.get("observed") or {}).get("after") or []]
     if not before or len(before) != len(after) or any("error" in c for c in before + after):
-        return None, None
-    d = {k: sum(a[k] - b[k] for a, b in zip(after, before)) for k in COUNTERS if k != "database_bytes"}
+        return None, None, None
+    # counters a server of an older strata did not read (stored results before pg_stat_bgwriter) are absent
+    names = [k for k in COUNTERS if k != "database_bytes" and all(k in c for c in before + after)]
+    d = {k: sum(a[k] - b[k] for a, b in zip(after, before)) for k in names}
     wal = {
         "bytes": d["wal_bytes"],
         "records": d["wal_records"],
@@ -150,25 +179,84 @@ def _deltas(records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[
         "writes": d["wal_write"],
         "syncs": d["wal_sync"],
     }
-    return wal, {"read": d["blks_read"], "hit": d["blks_hit"]}
+    blocks = {"read": d["blks_read"], "hit": d["blks_hit"]}
+    if "checkpoints_timed" not in d:
+        return wal, blocks, None
+    cp = {
+        "timed": d["checkpoints_timed"],
+        "requested": d["checkpoints_req"],
+        "write_ms": round(d["checkpoint_write_time"], 3),
+        "sync_ms": round(d["checkpoint_sync_time"], 3),
+        "buffers_checkpoint": d["buffers_checkpoint"],
+        "buffers_clean": d["buffers_clean"],
+        "buffers_backend": d["buffers_backend"],
+        "buffers_backend_fsync": d["buffers_backend_fsync"],
+        "buffers_alloc": d["buffers_alloc"],
+    }
+    return wal, blocks, cp
+
+
+def _started(runs: list[pp.Run]) -> float | None:
+    """When the first transaction of the measured run started (wall clock), from the logs."""
+    starts = [r.logs.first_start_s for r in runs if r.logs.first_start_s is not None]
+    return min(starts) if starts else None
+
+
+def _checkpoints(
+    cp: dict[str, Any] | None, params: PgbenchParams, records: list[dict[str, Any]], started: float | None
+) -> dict[str, Any] | None:
+    """The checkpoints inside the measured run (`count`: timed and requested, of every server), and when they
+    fall: the run started `phase_s` seconds into a checkpoint_timeout counted from the clock's CHECKPOINT."""
+    if cp is None:
+        return None
+    out = {"count": cp["timed"] + cp["requested"], **cp, "timeout_s": params.checkpoint_timeout}
+    out["max_wal_size_bytes"] = params.max_wal_size
+    clock = next((r.get("checkpoint_clock_s") for r in records if r.get("checkpoint_clock_s")), None)
+    if isinstance(clock, (int, float)) and isinstance(started, (int, float)):
+        out["phase_s"] = round((started - clock) % params.checkpoint_timeout, 3)
+    return out
+
+
+def _block_bytes(server: dict[str, Any] | None) -> int:
+    block = (server or {}).get("block_bytes")
+    return block if isinstance(block, int) and block > 0 else BLOCK_BYTES
 
 
 def _cache(params: PgbenchParams, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The data set beside the memory the servers can use: it fits when it is no larger (the cache rule reads it)."""
     after = [c for r in records for c in (r.get("observed") or {}).get("after") or []]
     sizes = [c.get("database_bytes") for c in after]
     data = sum(s for s in sizes if isinstance(s, int)) if sizes and None not in sizes else None
-    cached = [r["page_cache_bytes"] for r in records if isinstance(r.get("page_cache_bytes"), int)]
-    page_cache = sum(cached) if cached and len(cached) == len(records) else None
+    mems = [(r.get("memory") or {}).get("bytes") for r in records]
+    mem = sum(m for m in mems if isinstance(m, int)) if mems and all(isinstance(m, int) for m in mems) else None
     servers = sum(r.get("servers") or 0 for r in records)
-    shared = params.shared_buffers * servers
+    cached = [r["page_cache_bytes"] for r in records if isinstance(r.get("page_cache_bytes"), int)]
     return {
         "data_set_bytes": data,
-        "shared_buffers_bytes": shared,
-        "page_cache_bytes": page_cache,
-        "fits_in_memory": (data <= shared + page_cache) if data is not None and page_cache is not None else None,
-        "note": "PostgreSQL reads through its shared buffers and the page cache: a data set that fits in "
-        "them is read from memory",
+        "memory_bytes": mem,
+        "memory_of": "; ".join(dict.fromkeys((r.get("memory") or {}).get("of", "") for r in records)),
+        "shared_buffers_bytes": params.shared_buffers * servers,
+        "page_cache_bytes": sum(cached) if cached and len(cached) == len(records) else None,
+        "fits_in_memory": (data <= mem) if data is not None and mem is not None else None,
+        "note": "PostgreSQL reads through its shared buffers and the page cache, both in the memory it may use: a "
+        "data set that fits in it is read from memory once warm",
     }
+
+
+def _memory(params: PgbenchParams, cache: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the cache rule judges: the data set and the memory (memory.data_set), with the scale that would
+    not fit in it (twice the memory: then most reads must reach the device)."""
+    data, mem = cache["data_set_bytes"], cache["memory_bytes"]
+    out = memory.data_set(data, {"memory": {"bytes": mem, "of": cache["memory_of"]}})
+    if out is None or not data:
+        return out
+    per_scale = data / params.scale
+    need = int(2 * mem // per_scale) + 1
+    out["fix"] = (
+        f"for the device, a data set beyond that memory: scale {need} or more ({need * per_scale / 2**30:.1f} GiB, "
+        "twice the memory), or in a container a memory limit (limits.memory) below half the data set"
+    )
+    return out
 
 
 def _phases(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """pgbench 15's output as strata reads it: summary, per-second progress, per-transaction logs.
 
 - stdout: the summary (`number of transactions actually processed: N`, `number of failed
-  transactions: N (x%)`, `number of transactions retried: N`, `total number of retries: N`,
-  `tps = X (without initial connection time)`). A run that was aborted (a server that died, SQL the
+  transactions: N (x%)`, `number of transactions retried: N`, `total number of retries: N`, with
+  `--latency-limit` `number of transactions skipped: N` (under a rate, apart from those processed) and
+  `number of transactions above the X ms latency limit: N/M`, `tps = X (without initial connection
+  time)`). A run that was aborted (a server that died, SQL the
   server rejected) still prints a complete-looking summary: its exit code and stderr's `pgbench:
   error:` lines say so, and those are its words in the failure.
 - stderr: `--progress 1` lines, `progress: 3.0 s, 646.9 tps, lat 3.065 ms stddev 3.097, 0 failed[, lag
@@ -35,6 +37,8 @@ SUMMARY = {
     "failed": re.compile(r"^number of failed transactions: (\d+)", re.M),
     "retried": re.compile(r"^number of transactions retried: (\d+)", re.M),
     "retries": re.compile(r"^total number of retries: (\d+)", re.M),
+    "skipped": re.compile(r"^number of transactions skipped: (\d+)", re.M),  # under --rate and --latency-limit
+    "late": re.compile(r"^number of transactions above the [\d.]+ ms latency limit: (\d+)", re.M),
 }
 TPS = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)", re.M)
 VERSION = re.compile(r"^pgbench \((.+)\)$", re.M)
@@ -61,6 +65,8 @@ class Summary:
     failed: int = 0
     retried: int = 0
     retries: int = 0
+    skipped: int = 0  # not run: they would have started later than --latency-limit (pgbench counts them apart)
+    late: int = 0  # completed above --latency-limit
     tps: float | None = None
 
 
@@ -72,7 +78,9 @@ def parse_summary(stdout: str) -> Summary:
         s.transaction_type = m.group(1)
     counts = {k: int(m.group(1)) for k, rx in SUMMARY.items() if (m := rx.search(stdout))}
     s.processed = counts.get("processed")
-    s.failed, s.retried, s.retries = (counts.get(k, 0) for k in ("failed", "retried", "retries"))
+    s.failed, s.retried, s.retries, s.skipped, s.late = (
+        counts.get(k, 0) for k in ("failed", "retried", "retries", "skipped", "late")
+    )
     if m := TPS.search(stdout):
         s.tps = float(m.group(1))
     return s
@@ -216,7 +224,7 @@ def read_run(out_dir: Path, lag: bool, retries: bool) -> Run:
             (stdout + "\n" + stderr)[-WORDS_CHARS:],
         )
     logs = read_logs(out_dir, lag, retries)
-    logged, summed = logs.completed + logs.failed + logs.skipped, s.processed + s.failed
+    logged, summed = logs.completed + logs.failed + logs.skipped, s.processed + s.failed + s.skipped
     if logged != summed:
         raise TrialFailure(
             "parse",

@@ -8,35 +8,43 @@ template starts the servers and waits until each answers; this module supplies t
 
 - its start command (postgres.py: initdb on the path under test, then the server);
 - its ready probe (the server's log says it accepts connections, and its port does);
-- its clients: `pgbench -i -s SCALE` per server (the load, then a CHECKPOINT so that the data set is
-  on the device before any measurement), an optional warm-up, and the measured run, one pgbench per
-  server with `--progress 1 --log` (`-n`: the load already vacuumed);
-- its counters around the measured run (the WAL and the blocks, from pg_stat_wal and pg_stat_database);
+- its clients: `pgbench -i -s SCALE` per server with the spec's init options (the load, then a
+  CHECKPOINT so that the data set is on the device before any measurement, and a second that starts the
+  timed checkpoints' clock as the warm-up starts), the warm-up, and the measured run, one pgbench per
+  server with `--progress 1 --log`; pgbench's VACUUM before the first of them unless `vacuum: false`;
+- its counters around the measured run (the WAL, the blocks, the checkpoints and the buffers they and the
+  backends wrote: pg_stat_wal, pg_stat_database, pg_stat_bgwriter), and what the started server says of
+  itself (its version, the settings in force);
+- the template's settings map (checked against `postgres --describe-config`), its WAL on a path of its own
+  (`wal_path`), its `postgres` user (the plan checks that it reaches the workdir natively), and its
+  servers' own error lines (initdb's, the log's FATAL or PANIC) in a failure;
 - its parser (parse.py, metrics.py) and its metric declaration (`METRICS`).
 """
 
 from __future__ import annotations
 
 import pwd
+import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
-from strata.core.metrics import Axis, Metric, MetricSchema, Show
+from strata.core.metrics import Axis, Events, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke
 from strata.workloads.pgbench import postgres
-from strata.workloads.pgbench.params import MAX_SCRIPT_BYTES, PgbenchParams
+from strata.workloads.pgbench.params import MAX_SCRIPT_BYTES, PgbenchParams, entries
 from strata.workloads.server import lifecycle
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.server.settings import Catalog
 from strata.workloads.server.template import ServerTemplate
 
 MiB = 1 << 20
 ROWS_BYTES_PER_SCALE = 16 * MiB  # 100,000 accounts and their index, measured: 15.6 MiB a unit
-WAL_BYTES = 1 << 30  # PostgreSQL's max_wal_size: what its WAL may hold between checkpoints
 SERVER_OVERHEAD_BYTES = 64 * MiB  # the catalog initdb writes, its first WAL segments
 MIN_MEMORY_OVER_BUFFERS = 64 * MiB  # a server under a memory limit needs its shared buffers and this
 VM_REASON = (
@@ -44,10 +52,13 @@ VM_REASON = (
     "TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
 )
 
+# PostgreSQL's lines that say what failed: a log line's level, initdb's and pgbench's own `error:`.
+ERROR_LINE = re.compile(r"\b(FATAL|PANIC|ERROR):|^\S+: error: |Permission denied|No space left")
+
 # What a pgbench result holds (strata/core/metrics.py; metrics.py of this package writes it).
 METRICS = MetricSchema(
     fields=(
-        Metric("clients", "parameter", type="int", axis=Axis("clients", 2)),
+        Metric("clients", "parameter", type="int", axis=Axis("clients", 2, detail=True)),
         Metric("threads", "parameter", type="int", export=False),
         Metric("scale", "parameter", type="int", context=True, text=lambda v: f"scale {v}"),
         Metric("script", "parameter", type="str", context=True),
@@ -60,11 +71,23 @@ METRICS = MetricSchema(
             "ns",
             "lower",
             label="transaction",
-            stats=("mean", "p99"),
-            show=Show("lat {stat} us", 1000),
+            stats=("mean", "p50", "p95", "p99", "p99_9"),  # the report's latency table shows each
+            show=Show("lat {stat} us", 1000, stats=("mean", "p99")),  # strata show's columns, as fio's and ycsb's
         ),
     ),
     breakdown=("lat",),
+    # its clients offer each server a rate (`rate`, tx/s), stored with the trial as it offered it
+    offered=OfferedRate("rate", offered=("metrics", "offered", "rate_tx_s")),
+    # the checkpoints inside the measured run: compared trials must hold as many (analysis/compared.py)
+    events=(
+        Events(
+            ("metrics", "checkpoints", "count"),
+            "checkpoint",
+            "give every trial the same checkpoints: a runtime that is a multiple of checkpoint_timeout, a warm-up "
+            "of half of it (the defaults: 60 s, 15 s, 30 s), and a max_wal_size above the WAL of one "
+            "checkpoint_timeout (metrics.checkpoints.requested counts those it forced)",
+        ),
+    ),
 )
 
 
@@ -82,6 +105,8 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     log_name = postgres.LOG_NAME
     vm_reason = VM_REASON
     host_packages = postgres.PACKAGES
+    log_key = "wal_path"
+    log_what = "WAL"
 
     def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: scale 1, 5 s runs without warm-up; the sweeps of clients, threads and
@@ -95,14 +120,19 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     def parse_params(self, raw: dict[str, Any], base_dir: Path) -> PgbenchParams:
         raw = dict(raw)
         script = raw.get("script")
-        if isinstance(script, str) and script.startswith("file:"):
-            p = Path(script[len("file:") :])
-            p = p if p.is_absolute() else base_dir / p
-            if not p.is_file():
-                raise ValueError(f"no pgbench script at {p} (script: {script})")
-            if p.stat().st_size > MAX_SCRIPT_BYTES:
-                raise ValueError(f"the pgbench script {p} is above {MAX_SCRIPT_BYTES >> 20} MiB: is it a script?")
-            raw["file"] = str(p.resolve())
+        if isinstance(script, str) and "file:" in script:
+            files = []
+            for what, _ in entries(script):
+                if not what.startswith("file:"):
+                    continue
+                p = Path(what[len("file:") :])
+                p = p if p.is_absolute() else base_dir / p
+                if not p.is_file():
+                    raise ValueError(f"no pgbench script at {p} (script: {script})")
+                if p.stat().st_size > MAX_SCRIPT_BYTES:
+                    raise ValueError(f"the pgbench script {p} is above {MAX_SCRIPT_BYTES >> 20} MiB: is it a script?")
+                files.append(str(p.resolve()))
+            raw["files"], raw["file"] = files, files[0]
         return PgbenchParams.model_validate(raw)
 
     def available(self, host: dict[str, Any], params: PgbenchParams | None = None) -> str | None:
@@ -160,8 +190,8 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
         return 15 + params.scale * 0.5 + params.warmup + params.runtime + 10
 
     def data_bytes(self, params: PgbenchParams, load: Load) -> int:
-        """One server: its tables, the WAL it may keep between checkpoints, the catalog."""
-        return params.scale * ROWS_BYTES_PER_SCALE + WAL_BYTES + SERVER_OVERHEAD_BYTES
+        """One server: its tables, the WAL it may keep between checkpoints (max_wal_size), the catalog."""
+        return params.scale * ROWS_BYTES_PER_SCALE + params.max_wal_size + SERVER_OVERHEAD_BYTES
 
     def image(self, params: PgbenchParams) -> ImageSpec:
         return postgres.image_spec()
@@ -169,7 +199,33 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     def command(self, params: PgbenchParams, load: Load, target: Target, instance: int) -> list[str]:
         sync = target.sync_dir or f"{target.out_dir}/../sync"
         data = f"{target.path}/pg-{instance}"
-        return ["sh", "-c", postgres.server_script_of(params, data, target.out_dir, sync, instance), "strata-pg"]
+        wal = f"{target.log_path}/pg-{instance}" if target.log_path else ""
+        script = postgres.server_script_of(params, data, target.out_dir, sync, instance, wal)
+        return ["sh", "-c", script, "strata-pg"]
+
+    # ---- what PostgreSQL brings to the template ---------------------------------------------
+
+    def settings_catalog(self) -> Catalog | None:
+        return postgres.catalog()
+
+    def managed_settings(self, params: PgbenchParams) -> dict[str, str]:
+        return postgres.MANAGED
+
+    def host_user(self, params: PgbenchParams) -> str:
+        return postgres.USER
+
+    def error_line(self, text: str) -> str | None:
+        return lifecycle.last_error(text, ERROR_LINE)
+
+    def server_facts(self, params: PgbenchParams, load: Load, ctx: MeasureContext) -> dict[str, Any]:
+        """Server 0's version, block size and settings in force; every server's version and WAL directory (as
+        the server saw it: its data directory's pg_wal, or the WAL's own path)."""
+        servers = range(self.instances(params, load))
+        every = [postgres.facts(k) for k in servers]
+        first = dict(every[0]) if every else {}
+        first["versions"] = [f.get("version") for f in every]
+        first["wal_dirs"] = [_read(ctx.art / f"inst-{k}" / "wal-dir.txt") for k in servers]
+        return first
 
     # ---- the server template's hooks -------------------------------------------------------
 
@@ -191,11 +247,18 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     def _argv(self, phase: str, params: PgbenchParams, instance: int) -> list[str]:
         base = [f"{postgres.PG_BIN}/pgbench", *postgres.connection(instance)]
         if phase == "load":
-            return [*base, "-i", "-q", "-s", str(params.scale), postgres.DATABASE]
-        argv = [*base, "-n", "-c", str(params.clients), "-j", str(params.effective_threads)]
-        argv += ["-b", params.builtin] if params.builtin else ["-f", params.file or "", "-s", str(params.scale)]
+            return [*base, *init_options(params), postgres.DATABASE]
+        first = phase == ("warmup" if params.warmup else "run")  # the first transactions after the load
+        argv = [*base] + ([] if first and params.vacuum else ["-n"])  # pgbench's VACUUM, once, before the first
+        argv += ["-c", str(params.clients), "-j", str(params.effective_threads), "-M", params.protocol]
+        for flag, what, weight in params.runs():
+            argv += [flag, what + (f"@{weight}" if weight is not None else "")]
+        if any(flag == "-f" for flag, _, _ in params.runs()):
+            argv += ["-s", str(params.scale)]
         if params.rate is not None:
             argv += ["--rate", str(params.rate)]
+        if params.latency_limit is not None:
+            argv += ["--latency-limit", f"{params.latency_limit:g}"]
         if params.max_tries > 1:
             argv += ["--max-tries", str(params.max_tries)]
         if phase == "warmup":
@@ -205,14 +268,20 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     def after_phase(
         self, phase: str, params: PgbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
     ) -> None:
-        """After the load, every server writes its data set to the device (CHECKPOINT), outside the run."""
+        """After the load, every server writes its data set to the device (CHECKPOINT), outside the run; a second
+        CHECKPOINT, which finds nothing to write, starts the clock of the timed checkpoints as the warm-up starts,
+        so that they fall at the same seconds of every trial's run (the first `checkpoint_timeout` after it)."""
         if phase != "load":
             return
         for k in range(self.instances(params, load)):
-            said = postgres.checkpoint(k)
-            if said is not None:
-                lifecycle.check_servers(self, ctx)  # a server that died is the cause
-                raise TrialFailure("tool_error", f"the CHECKPOINT after the load failed on server {k}: {said}", said)
+            for _ in range(2):
+                said = postgres.checkpoint(k)
+                if said is not None:
+                    lifecycle.check_servers(self, ctx)  # a server that died is the cause
+                    raise TrialFailure(
+                        "tool_error", f"the CHECKPOINT after the load failed on server {k}: {said}", said
+                    )
+        record["checkpoint_clock_s"] = round(time.time(), 3)
 
     def observe(
         self, point: str, params: PgbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
@@ -229,6 +298,29 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
         from strata.workloads.pgbench.metrics import parse
 
         return parse(params, outputs)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def init_options(params: PgbenchParams) -> list[str]:
+    """pgbench -i with the spec's init options."""
+    argv = ["-i", "-q", "-s", str(params.scale)]
+    if params.init_steps:
+        argv += ["-I", params.init_steps]
+    if params.foreign_keys:
+        argv += ["--foreign-keys"]
+    if params.fillfactor != 100:
+        argv += ["-F", str(params.fillfactor)]
+    if params.partitions:
+        argv += ["--partitions", str(params.partitions), "--partition-method", params.partition_method]
+    if params.unlogged_tables:
+        argv += ["--unlogged-tables"]
+    return argv
 
 
 PGBENCH = Pgbench()

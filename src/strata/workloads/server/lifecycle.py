@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -34,7 +35,7 @@ from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
 from strata.core.params import Load, Strict
 from strata.workloads.base import MeasureContext, rendezvous
-from strata.workloads.server import clients
+from strata.workloads.server import clients, memory
 from strata.workloads.server.script import LAUNCHED, STOP_FILE
 
 if TYPE_CHECKING:
@@ -50,12 +51,14 @@ LOG_TAIL_CHARS = 4000
 def measure(wl: ServerTemplate[Any], params: Strict, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
     running, art = ctx.running, ctx.art
     record = wl.record(params, load)
+    record["memory"] = memory.usable(load, record.get("servers") or 0)
     running.ready(ctx.prepare_timeout_s)
     running.go()
     record["node_ready_s"] = wl.start_servers(params, load, ctx)
     if not wl.drives(params):
         return serve(wl, ctx, record)
     wl.after_start(params, load, ctx)
+    record["server"] = wl.server_facts(params, load, ctx)
     for phase in wl.phases(params):
         record["phases"][phase] = run_phase(wl, phase, params, load, ctx, record)
         wl.after_phase(phase, params, load, ctx, record)
@@ -109,25 +112,53 @@ def log_tail(text: str, chars: int = LOG_TAIL_CHARS) -> str:
 
 
 def wait_ready(
-    ctx: MeasureContext, instance: int, probe: Callable[[], bool], what: str, timeout_s: float, log_name: str
+    ctx: MeasureContext,
+    instance: int,
+    probe: Callable[[], bool],
+    what: str,
+    timeout_s: float,
+    log_name: str,
+    error_line: Callable[[str], str | None] | None = None,
 ) -> float:
     """Seconds from the instance's launch until `probe` says it is ready (it runs its server, which
-    answers). Fails with the server's log tail: the runtime's category when it ends (`instance_died`,
+    answers). Fails with the server's own last error line first in the message (`error_line` finds it in the
+    instance's stderr, where its script says why its setup failed, and in the server's log; `last_error`
+    by default) and both their tails beside it: the runtime's category when it ends (`instance_died`,
     `oom`), `not_ready` when it is not ready within `timeout_s`."""
+    find = error_line or last_error
     t0 = time.monotonic()
     while not probe():
         try:
             ctx.running.check(ctx.watch)
         except TrialFailure as e:
             tail = log_tail(server_log(ctx.art, instance, log_name))
-            raise TrialFailure(e.category, f"{what} ended while starting: {e}", tail, e.layer)
+            said = find(e.stderr + "\n" + tail)
+            words = f"{what} ended while starting: {said} ({e})" if said else f"{what} ended while starting: {e}"
+            raise TrialFailure(e.category, words, (e.stderr + "\n" + tail).strip()[-2 * LOG_TAIL_CHARS :], e.layer)
         if time.monotonic() - t0 > timeout_s:
             tail = log_tail(server_log(ctx.art, instance, log_name))
+            said = find(tail)
             raise TrialFailure(
-                "not_ready", f"{what} was not ready within {timeout_s:.0f} s; its log ends:\n{tail}", tail
+                "not_ready",
+                f"{what} was not ready within {timeout_s:.0f} s"
+                + (f": {said}" if said else "")
+                + f"; its log ends:\n{tail}",
+                tail,
             )
         time.sleep(READY_POLL_S)
     return since_launch(ctx.art / f"inst-{instance}", time.monotonic() - t0)
+
+
+# A line a server or its setup writes when it fails: PostgreSQL's `FATAL:`/`PANIC:`/`ERROR:` and initdb's
+# `initdb: error:`, Cassandra's `ERROR [main]`, a JVM's exception, a shell's "Permission denied".
+ERROR_LINE = re.compile(r"\b(FATAL|PANIC|ERROR)\b|\berror:|Exception\b|Permission denied|No space left", re.I)
+ERROR_LINE_CHARS = 300
+
+
+def last_error(text: str, pattern: re.Pattern[str] = ERROR_LINE) -> str | None:
+    """The last line of `text` that says what failed (`pattern`), trimmed; None when no line says so."""
+    lines = [ln.strip() for ln in text.splitlines() if pattern.search(ln)]
+    return lines[-1][:ERROR_LINE_CHARS] if lines else None
 
 
 def since_launch(out_dir: Path, waited_s: float) -> float:
@@ -139,16 +170,18 @@ def since_launch(out_dir: Path, waited_s: float) -> float:
 
 
 def check_servers(wl: ServerTemplate[Any], ctx: MeasureContext) -> None:
-    """Every server still runs (and the layers live); else the trial fails with every server's log tail."""
+    """Every server still runs (and the layers live); else the trial fails with the servers' own last error
+    line in its message and every server's log tail beside it."""
     try:
         ctx.running.check(ctx.watch)
     except TrialFailure as e:
         if e.category in ("instance_died", "oom"):
-            logs = "\n".join(
-                f"--- {wl.server_noun} {k}\n{log_tail(server_log(ctx.art, k, wl.log_name), 1500)}"
-                for k in _instances(ctx)
+            tails = {k: log_tail(server_log(ctx.art, k, wl.log_name), 1500) for k in _instances(ctx)}
+            logs = "\n".join(f"--- {wl.server_noun} {k}\n{t}" for k, t in tails.items())
+            said = wl.error_line(e.stderr + "\n" + "\n".join(tails.values()))
+            raise TrialFailure(
+                e.category, f"{e}: {said}" if said else str(e), (e.stderr + "\n" + logs)[-8000:], e.layer
             )
-            raise TrialFailure(e.category, str(e), (e.stderr + "\n" + logs)[-8000:], e.layer)
         raise
 
 

@@ -12,6 +12,17 @@ A server workload derives from it and supplies:
   `vm_reason` (why it does not run in a VM), `host_packages` (what a host's agent needs to run its
   clients and its native servers: its image across hosts).
 
+What servers share beyond the lifecycle, each a hook with a default:
+
+- a settings map (settings.py): the parameters' `settings`, checked in `validate` against the server's
+  own list (`settings_catalog`) and against those strata sets itself (`managed_settings`);
+- its log on a path of its own (logpath.py): the parameters' key `log_key` names a path of the runtime,
+  which the runtime mounts beside the data (`Target.log_path`); a runtime without it is `impossible`;
+- the user its native servers run as (`host_user`: PostgreSQL refuses root), whose reach the plan checks;
+- the facts read from each started server (`server_facts`: its version, the settings in force), stored
+  with the trial; the memory its servers can use (memory.py), in the record;
+- the server's own last error line when it fails to start or dies (`error_line`), first in the failure.
+
 The lifecycle (lifecycle.py), the instances' network (`host`: servers on 127.0.0.0/8), the target
 (a directory), the refusal of VMs and the agent image are the template's; the hooks below have
 defaults a workload overrides only where its application differs (Cassandra's clusters start node
@@ -27,15 +38,24 @@ from typing import Any
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput
 from strata.core.params import Load
-from strata.workloads.base import Constrained, HostTools, MeasureContext, P, ServerWorkload, ToolWorkload
-from strata.workloads.server import lifecycle
+from strata.workloads.base import (
+    Constrained,
+    HostTools,
+    HostUser,
+    LogOnPath,
+    MeasureContext,
+    P,
+    ServerWorkload,
+    ToolWorkload,
+)
+from strata.workloads.server import lifecycle, logpath, settings
 from strata.workloads.server.clients import Client, tail_text
 from strata.workloads.server.script import LOG_NAME
 
 DEFAULT_START_TIMEOUT_S = 300
 
 
-class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostTools):
+class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostTools, LogOnPath[P], HostUser[P]):
     """A workload whose instances are servers and whose clients, on the host, measure them."""
 
     targets: tuple[str, ...] = ("dir",)  # a server's data directory
@@ -46,6 +66,8 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     log_name = LOG_NAME  # the server's log in its out dir
     vm_reason: str
     host_packages: tuple[str, ...] = ()
+    log_key: str | None = None  # the parameter that puts the server's log on a path of its own (logpath.py)
+    log_what = "server's log"  # the log in messages ("WAL")
 
     # ---- what each server workload supplies ----------------------------------------
 
@@ -86,7 +108,8 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
             def probe(k: int = k) -> bool:
                 return self.ready(params, load, ctx, k)
 
-            waited = lifecycle.wait_ready(ctx, k, probe, f"{self.server_what} {k}", timeout, self.log_name)
+            what = f"{self.server_what} {k}"
+            waited = lifecycle.wait_ready(ctx, k, probe, what, timeout, self.log_name, self.error_line)
             ready.append(round(waited, 2))
         return ready
 
@@ -107,13 +130,48 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         """The reason a client ended badly, in the tool's words."""
         return TrialFailure("tool_error", f"{self.client_what} ({phase}) exited with {returncode}", tail_text(stderr))
 
+    def error_line(self, text: str) -> str | None:
+        """The server's own last error line in its stderr and log (lifecycle.last_error's by default)."""
+        return lifecycle.last_error(text)
+
+    def server_facts(self, params: P, load: Load, ctx: MeasureContext) -> dict[str, Any]:
+        """What the started servers say of themselves (their version, the settings in force), stored with the
+        trial; read once every server answers."""
+        return {}
+
+    def settings_catalog(self) -> settings.Catalog | None:
+        """Every setting the server knows (None: the list cannot be read here; the server judges at start)."""
+        return None
+
+    def managed_settings(self, params: P) -> dict[str, str]:
+        """The settings strata sets itself, each with how (lower-case name -> words), refused in the map."""
+        return {}
+
+    def host_user(self, params: P) -> str:
+        """The user its servers run as when they are host processes (root: none of their own)."""
+        return "root"
+
+    def log_path(self, params: P) -> str | None:
+        """The path of its own the server's log goes on (`log_key` of the parameters), or None: with the data."""
+        value = getattr(params, self.log_key, None) if self.log_key else None
+        return value if isinstance(value, str) else None
+
     # ---- the Workload members every server workload shares -----------------------------
 
     def network(self, params: P) -> str:
         return "host"  # the clients on the host reach the servers on 127.0.0.0/8
 
+    def validate(self, params: P) -> list[str]:
+        """The settings map against the server's own list of settings, and those strata sets itself."""
+        given = getattr(params, "settings", None) or {}
+        if not given:
+            return []
+        return settings.problems(given, self.settings_catalog(), self.managed_settings(params), self.server_what)
+
     def impossible(self, params: P, runtime: Any) -> str | None:
-        return self.vm_reason if runtime.isolation == "vm" else None
+        if runtime.isolation == "vm":
+            return self.vm_reason
+        return logpath.impossible(self.log_path(params), self.log_what, runtime)
 
     def problems(self, params: P, load: Load) -> list[tuple[str, str, str]]:
         return []

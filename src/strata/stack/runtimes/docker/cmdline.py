@@ -18,7 +18,7 @@ from pathlib import Path
 from strata.core.errors import StrataError
 from strata.core.instances import InstanceRequest
 from strata.core.params import Limits
-from strata.stack.paths import DATA_IN_CONTAINER, DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
+from strata.stack.paths import DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
 
 PREPARE_FAILED = 90  # the wrapper's exit code when the prepare step failed
 
@@ -66,15 +66,18 @@ def prepare_script(request: InstanceRequest) -> str | None:
 
 
 def path_args(handle: PathHandle, index: int, device_path: str) -> list[str]:
+    """The `create` options that give the container its path, at the handle's place in it (the data's at
+    DATA_IN_CONTAINER, a server's log of its own at LOG_IN_CONTAINER)."""
     inst = handle.per_instance[index] if index < len(handle.per_instance) else {}
+    dst = handle.target_path
     if handle.name == "layer":
         return []
     if handle.name == "volume":
-        return ["--mount", f"type=volume,src={inst['volume']},dst={DATA_IN_CONTAINER}"]
+        return ["--mount", f"type=volume,src={inst['volume']},dst={dst}"]
     if handle.name == "bind":
-        return ["--mount", f"type=bind,src={inst['dir']},dst={DATA_IN_CONTAINER}"]
+        return ["--mount", f"type=bind,src={inst['dir']},dst={dst}"]
     if handle.name == "tmpfs":
-        return ["--tmpfs", DATA_IN_CONTAINER]
+        return ["--tmpfs", dst]
     if handle.name == "device":
         return ["--device", f"{device_path}:{DEVICE_IN_CONTAINER}"]
     raise ValueError(f"unknown path {handle.name}")
@@ -131,6 +134,7 @@ def create_argv(
         "--mount",
         f"type=bind,src={sync_dir},dst={SYNC_DIR}",
         *path_args(handle, request.index, device_path),
+        *(path_args(handle.log, request.index, device_path) if handle.log else ()),  # a server's log, beside
         *limit_args(limits, device_path),
         image,
         "/bin/sh",

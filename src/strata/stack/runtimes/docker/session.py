@@ -26,7 +26,15 @@ from strata.core.params import Load, Strict, shorthand
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
-from strata.stack.paths import DATA_IN_CONTAINER, DEVICE_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle, path_target_kind
+from strata.stack.paths import (
+    DATA_IN_CONTAINER,
+    DEVICE_IN_CONTAINER,
+    LOG_IN_CONTAINER,
+    OUT_DIR,
+    SYNC_DIR,
+    PathHandle,
+    path_target_kind,
+)
 from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import create_argv, prepare_script, safe_name
@@ -36,6 +44,7 @@ from strata.stack.runtimes.docker.image import _undo_image, ensure_image, image_
 
 CREATE_PARALLEL = 8
 DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system")
+LOG_PATHS = ("volume", "bind", "tmpfs", "layer")  # where a server's log may go, beside its data (LogPaths)
 
 if TYPE_CHECKING:
     from strata.stack.runtimes.podman import PodmanParams
@@ -149,28 +158,52 @@ class DockerSession:
             raise Unsupported(f"the {self.name} runtime has no {name} path")
 
     @contextlib.contextmanager
-    def _volumes(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
+    def log_path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
+        """A server's log on a path of its own, mounted at LOG_IN_CONTAINER beside the data (a second volume or
+        bind mount, a tmpfs, or a directory of the container's layer): stack/runtimes/base.py LogSession."""
+        n = load.containers
+        if name not in LOG_PATHS:
+            raise Unsupported(
+                f"the {self.name} runtime gives a server's log the paths {', '.join(LOG_PATHS)}, not {name}"
+            )
+        if name in ("layer", "tmpfs"):
+            if name == "layer" and self.private:
+                self._need_fs(name)
+            yield PathHandle(name, "dir", LOG_IN_CONTAINER, None, [{} for _ in range(n)])
+        elif name == "volume":
+            if self.private:
+                self._need_fs(name)
+            with self._volumes(trial_dir, n, "log", LOG_IN_CONTAINER) as handle:
+                yield handle
+        else:
+            with self._binds(trial_dir, n, "strata-bind-log", LOG_IN_CONTAINER) as handle:
+                yield handle
+
+    @contextlib.contextmanager
+    def _volumes(self, trial_dir: Path, n: int, tag: str = "", dst: str = DATA_IN_CONTAINER) -> Iterator[PathHandle]:
         made: list[dict[str, Any]] = []
         try:
             for i in range(n):
-                vname = f"strata-{self.id}-{safe_name(trial_dir.name)}-{i}"
+                vname = f"strata-{self.id}-{safe_name(trial_dir.name)}-{tag + '-' if tag else ''}{i}"
                 seq = self.journal.intent("volume", socket=self.sock, name=vname)
                 made.append({"volume": vname, "seq": seq})
                 self.docker("volume", "create", "--label", f"strata.run={self.id}", vname)
-            yield PathHandle("volume", "dir", DATA_IN_CONTAINER, str(Path(self.data_root) / "volumes"), made)
+            yield PathHandle("volume", "dir", dst, str(Path(self.data_root) / "volumes"), made)
         finally:
             for v in made:
                 _undo_volume({"socket": self.sock, "name": v["volume"]})
                 self.journal.release(v["seq"])
 
     @contextlib.contextmanager
-    def _binds(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
-        base = self._need_fs("bind") / "strata-bind" / safe_name(trial_dir.name)
+    def _binds(
+        self, trial_dir: Path, n: int, parent: str = "strata-bind", dst: str = DATA_IN_CONTAINER
+    ) -> Iterator[PathHandle]:
+        base = self._need_fs("bind") / parent / safe_name(trial_dir.name)
         dirs = [base / str(i) for i in range(n)]
         try:
             for d in dirs:
                 d.mkdir(parents=True, exist_ok=True)
-            yield PathHandle("bind", "dir", DATA_IN_CONTAINER, str(base), [{"dir": str(d)} for d in dirs])
+            yield PathHandle("bind", "dir", dst, str(base), [{"dir": str(d)} for d in dirs])
         finally:
             remove_tree(base)
             with contextlib.suppress(OSError):
@@ -289,6 +322,7 @@ class Docker(ImageBuilder):
     baseline = False
     isolation: Isolation = "container"
     paths = ("layer", "volume", "bind", "tmpfs", "device")
+    log_paths = LOG_PATHS
     concurrent = True
     limits = True
 

@@ -20,11 +20,13 @@ from typing import Any
 
 from strata.core.instances import InstanceRequest
 from strata.core.params import Limits
-from strata.stack.paths import DATA_IN_CONTAINER, OUT_DIR, SYNC_DIR
+from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR
 from strata.stack.runtimes.docker.cmdline import WRAPPER
 
 IO_LIMITS = ("read_bps", "write_bps", "read_iops", "write_iops")
 PATHS = ("local", "hostpath", "emptydir", "pvc")
+# A server's log on a path of its own: those on the stack's device only (the cache check must see its writes).
+LOG_PATHS = ("hostpath", "local")
 # Before the wrapper: the container's cgroups as the host names them (v1: /proc/self/cgroup shows host
 # paths), so the collectors sample the pod's container as they sample a docker container.
 CGROUP_NOTE = f"cat /proc/self/cgroup >{OUT_DIR}/proc-cgroup 2>/dev/null; "
@@ -79,7 +81,10 @@ def pod_manifest(
     image: str,
     sync_dir: str,
     claim: str | None = None,
+    log: tuple[str, str | None, str | None] | None = None,
 ) -> dict[str, Any]:
+    """`log`: a server's log on a path of its own (its path, host directory and claim), mounted at
+    LOG_IN_CONTAINER beside the data."""
     container: dict[str, Any] = {
         "name": "instance",
         "image": image,
@@ -91,6 +96,14 @@ def pod_manifest(
             {"name": "data", "mountPath": DATA_IN_CONTAINER},
         ],
     }
+    volumes = [
+        {"name": "out", "hostPath": {"path": str(request.out_dir), "type": "Directory"}},
+        {"name": "sync", "hostPath": {"path": sync_dir, "type": "Directory"}},
+        data_volume(path, host_dir, claim),
+    ]
+    if log is not None:
+        container["volumeMounts"].append({"name": "log", "mountPath": LOG_IN_CONTAINER})
+        volumes.append(data_volume(*log) | {"name": "log"})
     res = resources(limits)
     if res:
         container["resources"] = res
@@ -101,11 +114,7 @@ def pod_manifest(
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": 5,
         "containers": [container],
-        "volumes": [
-            {"name": "out", "hostPath": {"path": str(request.out_dir), "type": "Directory"}},
-            {"name": "sync", "hostPath": {"path": sync_dir, "type": "Directory"}},
-            data_volume(path, host_dir, claim),
-        ],
+        "volumes": volumes,
     }
     if request.network == "host":
         spec["hostNetwork"] = True

@@ -101,6 +101,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
     baseline = False
     isolation: Isolation = "container"
     paths = pods.PATHS
+    log_paths = pods.LOG_PATHS
     concurrent = True
     limits = True
 

@@ -27,7 +27,7 @@ from strata.core.instances import ImageSpec, InstanceRequest, Target
 from strata.core.params import Load, path_kind
 from strata.stack.blockdev import disk_of
 from strata.stack.kube.api import ApiError
-from strata.stack.paths import DATA_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
+from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
 from strata.stack.runtimes.docker.cmdline import prepare_script, safe_name
 
 from . import pods
@@ -120,6 +120,25 @@ class KubernetesSession:
         else:
             raise Unsupported(f"the kubernetes runtime has the paths {', '.join(pods.PATHS)}, not {name}")
 
+    @contextlib.contextmanager
+    def log_path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
+        """A server's log on a path of its own, on the stack's device (a hostPath directory or a `local` claim),
+        mounted at LOG_IN_CONTAINER beside the data: stack/runtimes/base.py LogSession."""
+        kind, n = path_kind(name), load.containers
+        tag = safe_name(trial_dir.name).lower().replace("_", "-").replace(".", "-")[:36].strip("-") + "-log"
+        if kind == "hostpath":
+            with self._dirs(tag, n) as dirs:
+                yield PathHandle(name, "dir", LOG_IN_CONTAINER, str(dirs[0].parent), [{"dir": str(d)} for d in dirs])
+        elif kind == "local":
+            with self._dirs(tag, n) as dirs, self._local_claims(tag, dirs, "log") as claims:
+                per = [{"dir": str(d), "claim": c} for d, c in zip(dirs, claims)]
+                yield PathHandle(name, "dir", LOG_IN_CONTAINER, str(dirs[0].parent), per, facts={"volume": "local"})
+        else:
+            raise Unsupported(
+                f"the kubernetes runtime gives a server's log the paths {', '.join(pods.LOG_PATHS)} (on the stack's "
+                f"device, where the cache check sees its writes), not {name}"
+            )
+
     def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> KubeRunning:
         why = pods.unsupported_limits(load.limits)
         if why:
@@ -129,6 +148,8 @@ class KubernetesSession:
         manifests = []
         for r in requests:
             inst = handle.per_instance[r.index] if r.index < len(handle.per_instance) else {}
+            log = handle.log
+            at = log.per_instance[r.index] if log is not None and r.index < len(log.per_instance) else {}
             self._stage(r)
             self._count += 1
             name = pods.pod_name(str(self._count), r.index)
@@ -144,6 +165,7 @@ class KubernetesSession:
                 self._image(r.image),
                 str(sync_dir),
                 inst.get("claim"),
+                (log.name, at.get("dir"), at.get("claim")) if log is not None else None,
             )
             manifests.append((Pod(name, r), m))
         running.create(manifests)
@@ -193,7 +215,7 @@ class KubernetesSession:
         return f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims" + (f"/{name}" if name else "")
 
     @contextlib.contextmanager
-    def _local_claims(self, tag: str, dirs: list[Path]) -> Iterator[list[str]]:
+    def _local_claims(self, tag: str, dirs: list[Path], role: str = "data") -> Iterator[list[str]]:
         """A `local` PersistentVolume per directory, each bound by name to its claim."""
         made: list[str] = []
         with contextlib.ExitStack() as stack:
@@ -213,7 +235,7 @@ class KubernetesSession:
                     },
                 }
                 stack.enter_context(cluster_object(self.cluster, self.journal, "/api/v1/persistentvolumes", body))
-                claim = f"data-{i}"
+                claim = f"{role}-{i}"
                 stack.enter_context(
                     cluster_object(self.cluster, self.journal, self._claims_path(), self._claim(claim, "", pv))
                 )

@@ -1,0 +1,116 @@
+"""A server's settings map: any setting the server knows, as the spec writes it, checked against the server.
+
+A server workload's parameters hold `settings: {NAME: VALUE}` (`settings_field`, validated by `values`):
+at most MAX_SETTINGS names, each a setting's word (or `prefix.name`, an extension's own), each value one
+short line of text (YAML's `on`/`off`/`true`/`false` come back as on/off, numbers as they were written).
+Before anything is built the workload's `validate` checks every name against the server's own list of
+its settings (`Catalog`: PostgreSQL's `postgres --describe-config`; a MariaDB would read `mariadbd --help
+--verbose`), refuses those strata sets itself (its port, its log, what the spec's own keys set), and
+checks each value's shape where the server says its type (a boolean, a number with an optional unit);
+every problem names the setting and the fix (`problems`). What only the server can judge (an enum's
+words, a value's bounds in its unit) it judges at start: a value it rejects stops it, and its own error
+line is the trial's failure (lifecycle.wait_ready). The settings the server had in force are read back
+from it and stored with every trial (the workload's `server_facts`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+MAX_SETTINGS = 200
+MAX_VALUE_CHARS = 1000
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?")
+BOOLEAN_WORDS = {"on", "off", "true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"}
+NUMBER = re.compile(r"\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*([A-Za-z]{1,3})?\s*")
+
+
+def settings_field(description: str) -> Any:
+    """The `settings` key of a server workload's parameters (validate it with `values`, mode="before")."""
+    return Field(default_factory=dict, description=description)
+
+
+def values(v: Any) -> dict[str, str]:
+    """A spec's settings map as text, bounded; a clear error naming the entry otherwise."""
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ValueError("`settings` is a mapping of a setting's name to its value, e.g. {max_wal_size: 4GB}")
+    if len(v) > MAX_SETTINGS:
+        raise ValueError(f"`settings` holds {len(v)} settings: at most {MAX_SETTINGS}")
+    out: dict[str, str] = {}
+    for name, value in v.items():
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            raise ValueError(f"`settings`: {str(name)[:70]!r} is not a setting's name (letters, digits and _)")
+        out[name] = text(name, value)
+    return out
+
+
+def text(name: str, value: Any) -> str:
+    """One setting's value as the server reads it on its command line."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (int, float)):
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, str):
+        if len(value) > MAX_VALUE_CHARS or any(c in value for c in "\n\r\0"):
+            raise ValueError(f"`settings.{name}`: one line of at most {MAX_VALUE_CHARS} characters")
+        return value
+    what = "a list" if isinstance(value, list) else type(value).__name__
+    raise ValueError(
+        f"`settings.{name}` is {what}: one value per setting (to compare values, write a workload for each)"
+    )
+
+
+@dataclass(frozen=True)
+class Known:
+    """A setting the server knows: its name and type (bool, int, real, enum, string)."""
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every setting a server knows, and where that list came from (for the message)."""
+
+    source: str  # "`postgres --describe-config` (PostgreSQL 15.10)"
+    known: dict[str, Known] = field(default_factory=dict)
+
+
+def problems(settings: dict[str, str], catalog: Catalog | None, managed: dict[str, str], server: str) -> list[str]:
+    """Each setting of the map the server does not know, that strata sets itself (`managed`: name -> how), or
+    whose value is not of its type; each with the fix. `catalog` None: the server's list could not be read,
+    so only `managed` is checked."""
+    out = []
+    for name, value in settings.items():
+        low = name.lower()
+        if low in managed:
+            out.append(f"`settings.{name}`: {managed[low]}")
+            continue
+        if catalog is None or "." in name:  # an extension's own setting: the server takes any such name
+            continue
+        known = catalog.known.get(low)
+        if known is None:
+            close = difflib.get_close_matches(low, list(catalog.known), n=3, cutoff=0.75)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            out.append(
+                f"`settings.{name}`: {server} has no setting {name!r}: {hint}{catalog.source} lists every setting it "
+                "knows; remove it or correct its name"
+            )
+        elif known.kind == "bool" and value.strip().lower() not in BOOLEAN_WORDS:
+            out.append(f"`settings.{name}` is a boolean of {server}: on or off, not {value[:40]!r}")
+        elif known.kind in ("int", "real") and not NUMBER.fullmatch(value):
+            out.append(
+                f"`settings.{name}` is a number of {server} (with an optional unit: 30s, 4GB), not {value[:40]!r}"
+            )
+    return out
+
+
+def words(settings: dict[str, str]) -> str:
+    """The map in a name: `-NAME_VALUE` for each setting, in the spec's order."""
+    return "".join(f"-{k}_{re.sub(r'[^A-Za-z0-9.]+', '', v)[:20]}" for k, v in settings.items())
