@@ -22,17 +22,21 @@ Each test takes 1 to 3 minutes on the 2-core VM (the pod's test bed more when it
 """
 
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import tarfile
 import tempfile
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from strata.results.validity.disks import MIN_CHECKED_BYTES
 from strata.stack.runtimes.kubernetes.cluster import connect
 from tests.coverage import covers
 
@@ -97,14 +101,16 @@ def assert_measured(r: dict, writes: bool = True, servers: int = 1):
     assert lat["n"] > 0 and 0 < lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["p99_9"], lat  # p99 stored
     assert m["transactions"]["processed"] == lat["n"] and m["transactions"]["failed"] == 0
     assert len(m["servers"]) == servers and len(m["node_ready_s"]) == servers
-    assert m["clients"]["run"]["client_cpu_s"][0] > 0 and m["pgbench"]["version"].startswith("15.")
+    assert m["clients"]["run"]["client_cpu_s"][0] > 0 and re.fullmatch(r"\d+\.\d+\S*", m["pgbench"]["version"])
     assert r["collectors"]["cgroups"]["0"]["cpu_ns"] > 0  # the server's own CPU, from its cgroup
     # every stored trial: its checkpoints, the buffers written, the settings in force, the server's version
     cp = m["checkpoints"]
     assert cp["count"] == cp["timed"] + cp["requested"] and cp["timeout_s"] > 0, cp
     assert all(isinstance(cp[k], int) for k in ("buffers_checkpoint", "buffers_clean", "buffers_backend")), cp
     server = m["server"]
-    assert server["version"].startswith("15.") and server["versions"] == [server["version"]] * servers
+    # the server's version, probed: the major of the pgbench beside it (both Debian's), one version for all servers
+    assert server["version"].split(".")[0] == m["pgbench"]["version"].split(".")[0], (server, m["pgbench"])
+    assert server["versions"] == [server["version"]] * servers
     assert server["settings"]["fsync"] == "on" and server["settings"]["checkpoint_timeout"].endswith("s")
     assert server["settings"]["block_size"] == "8192" and m["blocks"]["read_bytes"] == 8192 * m["blocks"]["read"]
 
@@ -125,9 +131,9 @@ def _containers(state: Path) -> list[dict]:
 )
 def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
     workdir, e = env
-    # enough WAL for the rule to judge (32 MiB at the least), however loaded the machine: at scale 1 the full-page
-    # images stop at the table's 16 MiB a checkpoint, and 45 s made 29.6 MiB on a busy 2-core machine; at scale 4
-    # they have 64 MiB of pages to copy, and the run touches most of them whatever its rate
+    # enough WAL for the byte rule to judge (MIN_CHECKED_BYTES) on most machines: at scale 1 the full-page images
+    # stop at the table's 16 MiB a checkpoint, and 45 s made 29.6 MiB on a busy 2-core machine; at scale 4 they
+    # have 64 MiB of pages to copy. The flag for its reads does not depend on it: its data set fits in memory
     tpcb = {**SMALL, "scale": 4, "clients": 8, "runtime": 45}
     select = {**SMALL, "script": "select-only"}
     s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"pgbench": tpcb}, {"pgbench": select}]))
@@ -139,8 +145,9 @@ def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
     assert cp.returncode == 0, cp.stdout + cp.stderr
     # the tpcb-like run's WAL reached the device, yet its 64 MiB data set is far below memory: flagged for its reads
     wal, flag = tpcb["metrics"]["wal"], tpcb["flags"]["cache"]
-    assert wal["bytes"] > 32 << 20 and wal["syncs"] > 0, wal
-    assert flag["evidence"]["write_disk_share"] >= 0.5 and flag["suspect"] is True
+    assert wal["bytes"] > 0 and wal["syncs"] > 0 and flag["suspect"] is True, (wal, flag)
+    if wal["bytes"] >= MIN_CHECKED_BYTES:  # enough for the byte rule to judge (a loaded machine may write less)
+        assert flag["evidence"]["write_disk_share"] >= 0.5, flag
     assert "fits in the memory its servers can use" in flag["reason"] and "its reads come from memory" in flag["reason"]
     assert tpcb["metrics"]["cache"]["fits_in_memory"] is True and "MemTotal" in tpcb["metrics"]["cache"]["memory_of"]
     # the select-only run's 16 MiB data set is in memory: flagged, with the scale that would not be
@@ -394,6 +401,7 @@ def test_a_server_killed_mid_run_fails_its_trial_and_the_run_goes_on(tmp_path, e
     out = tmp_path / "out"
     proc = start_strata("run", s, "-o", out, env=e)
     wait_for(lambda: bool(list(out.glob("trials/*/pgbench/run/server-0/stderr.txt"))), 600, "the measured run")
+    seen = time.time()
     time.sleep(3)
     (victim,) = [p.split()[0] for p in our_processes(workdir) if "bin/postgres -D" in p]  # the postmaster
     os.kill(int(victim), signal.SIGKILL)
@@ -402,7 +410,10 @@ def test_a_server_killed_mid_run_fails_its_trial_and_the_run_goes_on(tmp_path, e
     failed = rs["long"]["flags"]["failed"]
     assert rs["long"]["status"] == "failed" and failed["category"] == "instance_died", failed
     assert "postgres.log" in failed["stderr"] or "--- server 0" in failed["stderr"]
-    assert rs["long"]["duration_s"] < 60  # ended when the server died, not at the end of its run
+    # ended when the server died, not at the end of its 60 s run (which began before `seen`), however slow the
+    # machine: the trial's own end (whole seconds) against the run's
+    ended = datetime.fromisoformat(rs["long"]["finished_at"]).timestamp()
+    assert ended < seen + 60, (ended - seen, failed)
     assert_measured(rs["pgbench-tpcb-like-s1-c4-j2-w2"])
     assert proc.returncode == 1, text
 
@@ -498,11 +509,27 @@ def test_a_pod_on_the_test_bed(tmp_path, env):
 
 @covers("workload:pgbench@docker", stored=False)
 def test_the_servers_image_holds_postgresql_15():
-    """What `strata image build` makes for the workload: Debian's PostgreSQL 15 (no registry)."""
+    """What `strata image build` makes for the workload: Debian's PostgreSQL server (no registry), whatever its
+    major version."""
     from strata.stack.runtimes.docker.image import build_image_tarball
     from strata.workloads import REGISTRY
     from strata.workloads.pgbench.params import PgbenchParams
 
     tar = build_image_tarball(REGISTRY["pgbench"].image(PgbenchParams()))
     listing = subprocess.run(["tar", "-tf", str(tar)], capture_output=True, text=True, check=True).stdout
-    assert tar.name.startswith("strata-postgres-") and "manifest.json" in listing
+    assert "manifest.json" in listing
+    found = [m for m in _image_files(tar) if re.fullmatch(r"\.?/?usr/lib/postgresql/\d+/bin/(postgres|initdb)", m)]
+    assert {m.rsplit("/", 1)[1] for m in found} == {"postgres", "initdb"}, found
+
+
+def _image_files(tar: Path) -> list[str]:
+    """Every file of every layer in a `docker save` tarball (a tar of layer tars; its JSON blobs skipped)."""
+    names = []
+    with tarfile.open(tar) as image:
+        for layer in image.getmembers():
+            if layer.isfile() and (layer.name.endswith(".tar") or layer.name.startswith("blobs/")):
+                try:
+                    names += tarfile.open(fileobj=image.extractfile(layer)).getnames()
+                except tarfile.ReadError:
+                    continue
+    return names

@@ -160,9 +160,7 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
         top = by_key[cmp.leader] if cmp.leader else on.ranked(group)[0]
         b = Best(top.labels["workload"], top.labels["load"], on.unit, top, None, None, candidates=len(group), on=on)
         b.amplification = amplification.advice(group)
-        others = sorted(
-            (c for c in group if c is not top), key=lambda c: cmp.answers[c.key].ratio, reverse=on.higher_is_better
-        )
+        others = sorted((c for c in group if c is not top), key=lambda c: on.gap(cmp.answers[c.key]))
         if others:
             b.runner_up, b.method, b.own, b.lead_high = others[0], cmp.method, cmp.own, cmp.lead_high
             for c in others:

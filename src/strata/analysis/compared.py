@@ -56,17 +56,11 @@ class Compared:
         return "" if self.headline else f" (on {self.metric}, lower is better, under the offered rate)"
 
     def gap(self, a: Answer) -> float:
-        """How far the leader is ahead of another, from the other's Answer against it: A/B - 1 where higher is
-        better (Answer.ahead), B/A - 1 where lower is (how much longer the other's latency is)."""
-        return a.ahead if self.higher_is_better else a.ratio - 1
-
-    def lead_text(self, a: Answer) -> str:
-        """The leader's lead with its interval, in the direction of the comparison."""
-        if self.higher_is_better:
-            return a.ahead_text()
-        if a.low is None or a.high is None:
-            return f"{a.ratio - 1:.1%} (no interval)"
-        return f"{a.ratio - 1:.1%} [{a.low - 1:.1%}, {a.high - 1:.1%}]"
+        """How far the leader is ahead of another, from the other's Answer against it. An interval's ratio is
+        already in the direction of better (analysis/groups.py: the other's value over the leader's where higher
+        is better, the leader's over the other's where lower is), so its gap is Answer.ahead; a ratio without an
+        interval is the plain ratio of means, B/A, whose gap is B/A - 1 where lower is better."""
+        return a.ahead if self.higher_is_better or a.known else a.ratio - 1
 
 
 def of(group: list[Cell]) -> Compared:
