@@ -50,8 +50,11 @@ READY_LINE = "ready for connections"
 EXTRA_CONNECTIONS = 10  # besides the clients: the load's, strata's own queries
 CLIENT_TIMEOUT_S = 120
 FLUSH_IO_CAPACITY = 100_000  # pages a second InnoDB may flush while strata empties its buffer pool of dirty pages
-# A line mariadbd, mariadb-install-db or the script write when they fail.
-ERROR_LINE = re.compile(r"\[ERROR\]|\bERROR\b|error:|Permission denied|No space left|cannot|unknown variable", re.I)
+# A line mariadbd, mariadb-install-db or the script write when they fail, and those that only follow the cause.
+ERROR_LINE = re.compile(r"\[ERROR\]|\bERROR\b|error:|Permission denied|No space left|cannot reach", re.I)
+CONSEQUENCE = re.compile(
+    r"\] Aborting$|Unknown/unsupported storage engine|Plugin '\w+' registration as a STORAGE ENGINE failed"
+)
 
 # What strata sets itself, refused in the settings map with the key that sets it.
 MANAGED = {
@@ -63,7 +66,7 @@ MANAGED = {
     "innodb_log_group_home_dir": "set `redo_log` (a path of its own), or leave the redo log with the data",
     "skip_networking": "the clients reach the server over the loopback",
     "log_error": "strata keeps the server's log in the trial's artifacts",
-    "max_connections": "strata sets it from `threads`",
+    "max_connections": "strata sets it from `clients`",
     **{k: f"set it with the workload's own key `{k}`" for k in SysbenchParams().innodb()},
 }
 
@@ -85,7 +88,7 @@ def config(params: SysbenchParams, data_dir: str, redo_dir: str, instance: int) 
         f"port={port(instance)}",
         "socket=mariadbd.sock",
         "skip_name_resolve",
-        f"max_connections={params.threads + EXTRA_CONNECTIONS}",
+        f"max_connections={params.clients + EXTRA_CONNECTIONS}",
         *(f"{k}={v}" for k, v in params.innodb().items()),
         *(f"{k}={v}" for k, v in params.settings.items()),
     ]
@@ -143,10 +146,13 @@ def answers(log_text: str, instance: int, timeout_s: float = 1.0) -> bool:
         return False
 
 
-def last_error(text: str) -> str | None:
-    """The server's (or its setup's) last line that says what failed."""
-    lines = [ln.strip() for ln in text.splitlines() if ERROR_LINE.search(ln)]
-    return lines[-1][:300] if lines else None
+def first_error(text: str) -> str | None:
+    """The first line of the server's log (or its setup's words) that says what failed: mariadbd writes the cause
+    first and its consequences after it (`Aborting`)."""
+    for line in text.splitlines():
+        if ERROR_LINE.search(line) and not CONSEQUENCE.search(line):
+            return line.strip()[:300]
+    return None
 
 
 def connection(instance: int) -> list[str]:
@@ -316,14 +322,10 @@ def catalog() -> Catalog | None:
     known = parse_catalog(cp.stdout)
     if not known:
         return None
-    return Catalog(
-        f"`mariadbd --verbose --help` (MariaDB {version() or '10.11'})",
-        known,
-        booleans=frozenset({"on", "off", "true", "false", "1", "0"}),
-        number=re.compile(r"[-+]?\d+(\.\d+)?[KMGTPE]?", re.I),
-    )
+    return Catalog(f"`mariadbd --verbose --help` (MariaDB {version() or '10.11'})", known, number=NUMBER)
 
 
+NUMBER = re.compile(r"[-+]?\d+(\.\d+)?[KMGTPE]?", re.I)  # mariadbd's numbers: 2000, 4k, 1G, 90.5
 OPTION = re.compile(r"^  --([A-Za-z0-9_-]+)(\[=#\]|=#|\[=name\]|=name)?(\s|$)")
 KINDS = {"=#": "int", "[=#]": "int", "=name": "string", "[=name]": "enum", None: "bool"}
 

@@ -72,7 +72,7 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
         "sysbench": {
             "version": runs[0].summary.version if runs else None,
             "script": params.script,
-            "threads": params.threads,
+            "clients": params.clients,
             "tables": params.tables,
             "table_size": params.table_size,
         },

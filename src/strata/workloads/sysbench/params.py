@@ -1,6 +1,6 @@
 """The `sysbench` workload's spec: MariaDB 10.11 servers on the path under test, sysbench 1.0.20 on the host.
 
-`sysbench: {script: oltp_read_write, tables: 4, table_size: 100000, threads: [1, 8, 32], runtime: 60,
+`sysbench: {script: oltp_read_write, tables: 4, table_size: 100000, clients: [1, 8, 32], runtime: 60,
 warmup: 10, rate: none, innodb_buffer_pool_size: 128MiB, innodb_flush_log_at_trx_commit: 1,
 innodb_flush_method: O_DIRECT, innodb_log_file_size: 96MiB, innodb_doublewrite: true, settings: {...},
 redo_log: none}`. Every number is bounded; a list of any key is a sweep (experiment/load.py). `script` is
@@ -46,7 +46,7 @@ class SysbenchParams(Strict):
     type: Literal["sysbench"] = "sysbench"
     name: str = Field(
         default="",
-        description="default: sysbench-<script>-<tables>x<table_size>-t<threads>[-r<rate>] and the InnoDB "
+        description="default: sysbench-<script>-<tables>x<table_size>-c<clients>[-r<rate>] and the InnoDB "
         "settings that differ from MariaDB's defaults",
     )
     script: str = Field(
@@ -61,8 +61,12 @@ class SysbenchParams(Strict):
         le=1_000_000_000,
         description="sysbench --table-size: rows per table (about 230 bytes each with its index), 1 to 1000000000",
     )
-    threads: int = Field(
-        default=1, ge=1, le=1000, description="sysbench --threads: client threads per server, 1 to 1000"
+    clients: int = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        description="sysbench --threads: client threads per server, each its own database session (pgbench's "
+        "clients), 1 to 1000",
     )
     runtime: int = Field(default=60, ge=1, le=86400, description="seconds of the measured run (sysbench --time)")
     warmup: int = Field(
@@ -164,7 +168,7 @@ def _size(n: int) -> str:
 
 def default_name(p: SysbenchParams) -> str:
     script = p.builtin or "file-" + (p.file or "script").rsplit("/", 1)[-1].removesuffix(".lua")
-    name = f"sysbench-{script}-{p.tables}x{p.table_size}-t{p.threads}"
+    name = f"sysbench-{script}-{p.tables}x{p.table_size}-c{p.clients}"
     name += f"-r{p.rate}" if p.rate is not None else ""
     name += f"-w{p.warmup}" if p.warmup else ""
     differ = {

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import pwd
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,8 @@ from strata.workloads.server import lifecycle
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import loopback_octet
 from strata.workloads.server.template import ServerTemplate
-from strata.workloads.sysbench import fields, mariadb, memory, settings
+from strata.workloads.sysbench import fields, mariadb, memory, metrics, settings
+from strata.workloads.sysbench import parse as sp
 from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, SysbenchParams
 
 MiB = 1 << 20
@@ -52,13 +54,13 @@ CLIENT_SHELL = 'exec sysbench "$@" >&2'
 # What a sysbench result holds (strata/core/metrics.py; metrics.py of this package writes it).
 METRICS = MetricSchema(
     fields=(
-        Metric("threads", "parameter", type="int", axis=Axis("threads", 2)),
+        Metric("clients", "parameter", type="int", axis=Axis("clients", 2)),
         Metric("tables", "parameter", type="int", context=True, text=lambda v: f"{v} tables"),
         Metric("table_size", "parameter", type="int", context=True, text=lambda v: f"{v} rows"),
         Metric("script", "parameter", type="str", context=True),
         Metric("rate", "parameter", "tx/s", type="int", export=False, axis=Axis("offered rate (tx/s)", detail=True)),
         Metric("tps", "total", "tx/s", "higher", headline=True, show=Show("TPS", digits=0)),
-        Metric("qps", "total", "queries/s", "higher", show=Show("QPS", digits=0)),
+        Metric("qps", "total", "queries/s", "higher"),
         Metric("tps", "per_direction", "tx/s", "higher", export=False),
         Metric(
             "lat",
@@ -87,10 +89,10 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     log_what = "redo log"
 
     def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """experiment/scale.py: 1,000 rows in each of 2 tables, 5 s runs without warm-up; the sweeps of threads
+        """experiment/scale.py: 1,000 rows in each of 2 tables, 5 s runs without warm-up; the sweeps of clients
         and rates cut to their ends."""
         out = {**raw, "tables": 2, "table_size": 1000, "runtime": 5, "warmup": 0}
-        for key in ("threads", "rate"):
+        for key in ("clients", "rate"):
             if key in raw:
                 out[key] = sweep_ends(raw[key])
         return out
@@ -198,11 +200,13 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
         return mariadb.answers(lifecycle.server_log(ctx.art, instance, self.log_name), instance)
 
     def start_servers(self, params: SysbenchParams, load: Load, ctx: MeasureContext) -> list[float]:
-        """The template's, with the server's own last error line first in a failure to start."""
+        """The template's, with the server's own first error line in a failure to start: from its log, or from
+        its script's words when its setup failed (its data directory out of the mysql user's reach,
+        mariadb-install-db)."""
         try:
             return super().start_servers(params, load, ctx)
         except TrialFailure as e:
-            said = mariadb.last_error(e.stderr)
+            said = mariadb.first_error(e.stderr) or mariadb.first_error(_setup_words(ctx.art))
             raise TrialFailure(e.category, f"{e}: {said}" if said else str(e), e.stderr, e.layer) from None
 
     def record(self, params: SysbenchParams, load: Load) -> dict[str, Any]:
@@ -230,8 +234,8 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
         script = params.builtin or params.file or ""
         base = [*mariadb.connection(instance), f"--tables={params.tables}", f"--table-size={params.table_size}"]
         if phase == "load":
-            return [*base, f"--threads={min(params.threads, params.tables)}", script, "prepare"]
-        argv = [*base, f"--threads={params.threads}"]
+            return [*base, f"--threads={min(params.clients, params.tables)}", script, "prepare"]
+        argv = [*base, f"--threads={params.clients}"]
         if params.rate is not None:
             argv.append(f"--rate={params.rate}")
         if phase == "warmup":
@@ -264,19 +268,26 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
         seen[point] = [mariadb.counters(k) for k in range(self.instances(params, load))]
 
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
-        from strata.workloads.sysbench.parse import failure
-
-        return failure(phase, returncode, stderr)
+        return sp.failure(phase, returncode, stderr)
 
     def parse(self, params: SysbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-        from strata.workloads.sysbench.metrics import parse
+        return metrics.parse(params, outputs)
 
-        return parse(params, outputs)
+
+def _setup_words(art: Path) -> str:
+    """What the servers' scripts said on stderr, instance after instance."""
+    out = []
+    for inst in sorted(art.glob("inst-*")):
+        for name in ("stderr.txt", "stderr"):
+            try:
+                out.append((inst / name).read_text(errors="replace")[-4000:])
+                break
+            except OSError:
+                continue
+    return "\n".join(out)
 
 
 def _sysbench_version() -> str | None:
-    import subprocess
-
     try:
         out = subprocess.run(["sysbench", "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
