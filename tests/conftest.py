@@ -194,6 +194,11 @@ FULL_ONLY: dict[str, Why] = {
         (IT + "test_pgbench.py::test_kill_9_natively", IT + "test_pgbench.py::test_two_servers_in_containers"),
         "cleanup of a killed pgbench run; servers in containers on volumes"),
     IT + "test_pgbench.py::test_a_pod_on_the_test_bed": alone("PostgreSQL in a pod"),
+    # ---- sysbench: the default tier keeps native servers, a server in a container, kill -9 natively
+    IT + "test_sysbench.py::test_kill_9_in_a_container_then_cleanup_leaves_nothing": covered(
+        (IT + "test_sysbench.py::test_kill_9_natively", IT + "test_sysbench.py::test_a_server_in_a_container"),
+        "cleanup of a killed sysbench run; a MariaDB server in a container on a volume"),
+    IT + "test_sysbench.py::test_a_pod_on_the_test_bed": alone("MariaDB in a pod"),
     # ---- ycsb: the default tier keeps a native two-node cluster, kill -9 and the node failures
     IT + "test_ycsb_run.py::test_a_killed_database_container": alone("a Cassandra container killed mid-trial"),
     IT + "test_ycsb_run.py::test_strata_loopback": alone("STRATA_LOOPBACK on a real Cassandra"),
@@ -218,8 +223,12 @@ NOT_RUN_HERE: dict[str, str] = {
     "workload:null*": "the unit tests' null engine (tests/unit), never run by a user",
     "workload:ycsb@vm": "impossible: the server template refuses VMs (its `vm_reason`)",
     "workload:pgbench@vm": "impossible: the server template refuses VMs (its `vm_reason`)",
+    "workload:sysbench@vm": "impossible: the server template refuses VMs (its `vm_reason`)",
     "workload:ycsb@podman": f"{NO_TEST}: Cassandra runs in containers through docker (test_ycsb_run.py)",
     "workload:pgbench@podman": f"{NO_TEST}: PostgreSQL runs in containers through docker (test_pgbench.py)",
+    "workload:sysbench@podman": f"{NO_TEST}: MariaDB runs in containers through docker (test_sysbench.py)",
+    "workload:sysbench@hosts": f"{NO_TEST}: MariaDB servers across test hosts are the template's, which "
+    "test_swarm_pgbench.py runs with PostgreSQL; the agent image holds mariadb-server, mariadb-client and sysbench",
     "workload:filebench@kubernetes": f"{NO_TEST}: Filebench personalities run natively, in docker, podman and VMs",
     "workload:filebench@hosts": f"{NO_TEST}: Filebench personalities run on this host only",
     "fault:oom@native": f"{NO_TEST}: native instances take no memory limit",
