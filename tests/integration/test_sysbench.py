@@ -74,7 +74,7 @@ def our_processes(*marks) -> list[str]:
         except OSError:
             continue
         if any(str(m) in where for m in marks if m):
-            found.append(f"{p.name} {exe}: {cmd[:120]}")
+            found.append(f"{p.name} {exe}: {cmd}")
     return found
 
 
@@ -82,7 +82,7 @@ def assert_measured(r: dict, writes: bool = True, servers: int = 1):
     assert r["status"] == "ok", r["flags"]["failed"]
     m = r["metrics"]
     assert m["primary"]["value"] > 0 and m["primary"]["unit"] == "tx/s" and m["tps"] == m["primary"]["value"]
-    assert m["qps"] > m["tps"] and m["primary"]["qps"] == m["qps"]  # qps stored
+    assert m["qps"] >= m["tps"] and m["primary"]["qps"] == m["qps"]  # qps stored (a point select is one query)
     lat = m["write" if writes else "read"]["lat_ns"]
     assert lat["n"] > 0 and 0 < lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["max"], lat  # p99 stored
     assert m["transactions"]["processed"] == lat["n"] and m["transactions"]["reconnects"] == 0
@@ -141,8 +141,8 @@ def test_native_read_write_and_read_only_with_innodbs_counters(tmp_path, env):
         in (tmp_path / "out" / rw["artifacts"] / "inst-0" / "my.cnf").read_text()
     )
     strata("report", tmp_path / "out", env=e, check=0)
-    (svg,) = (tmp_path / "out" / "report" / "figures").glob("latency-*.svg")
-    assert "latency breakdown" in svg.read_text()
+    svgs = list((tmp_path / "out" / "report" / "figures").glob("latency-*.svg"))
+    assert len(svgs) == 2 and all("breakdown" in svg.read_text() for svg in svgs)  # read-only and read-write
     read_mib = inno["read_bytes"] / 2**20
     print(
         f"\nnative xfs: read-write {rw['metrics']['tps']:.0f} tx/s, read-only {ro['metrics']['tps']:.0f} tx/s "
