@@ -120,6 +120,8 @@ FULL_ONLY: dict[str, Why] = {
     STUDY + "cache-check.yaml]": alone("the cache-check example whole: fuse-overlayfs beside overlay2 and native"),
     STUDY + "jobfile.yaml]": alone("a .fio job file run natively and in docker, through to the report"),
     STUDY + "kubernetes.yaml]": alone("the kubernetes example whole: fio on every pod path beside native"),
+    STUDY + "mariadb.yaml]": alone("the MariaDB example whole: sysbench natively and in docker through a volume and a "
+                                  "bind mount on xfs and ext4, to its report"),
     STUDY + "ramadan-filesystems.yaml]": alone("Filebench personalities on ext4, xfs and btrfs with the btrfs driver"),
     STUDY + "shirinbab-cassandra.yaml]": alone("a three-node cluster at offered rates as shares of its peak, and the "
                                                "study's values set beside them (Table 2)"),
@@ -135,8 +137,8 @@ FULL_ONLY: dict[str, Why] = {
         for bench in (
             "auto_repetitions.py", "decisions_sim.py", "kubernetes_overhead.py", "overhead.py",
             "pgbench_overhead.py", "podman_vs_docker.py", "remote_hosts.py", "remote_overhead.py", "report_bench.py",
-            "spec_fuzz.py", "swarm_overhead.py", "sysbench_overhead.py", "vm_overhead.py", "wml/run.sh", "ycsb_client.py",
-            "ycsb_cluster_span.py", "ycsb_native_container.py", "ycsb_placement.py",
+            "spec_fuzz.py", "swarm_overhead.py", "sysbench_overhead.py", "vm_overhead.py", "wml/run.sh",
+            "ycsb_client.py", "ycsb_cluster_span.py", "ycsb_native_container.py", "ycsb_placement.py",
         )
     },
     # ---- docker: the default tier keeps a real strata run in docker (quick.yaml, filebench, kubernetes'

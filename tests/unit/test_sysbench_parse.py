@@ -16,7 +16,7 @@ import pytest
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
 from strata.workloads import REGISTRY
-from strata.workloads.sysbench import latency, metrics, parse
+from strata.workloads.sysbench import latency, parse
 from strata.workloads.sysbench.mariadb import COUNTERS
 from strata.workloads.sysbench.params import SysbenchParams
 
