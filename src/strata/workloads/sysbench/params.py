@@ -59,7 +59,7 @@ class SysbenchParams(Strict):
         default=100_000,
         ge=1,
         le=1_000_000_000,
-        description="sysbench --table-size: rows per table (about 230 bytes each with its index), 1 to 1000000000",
+        description="sysbench --table-size: rows per table (about 240 bytes each with its index), 1 to 1000000000",
     )
     clients: int = Field(
         default=1,

@@ -40,7 +40,7 @@ from strata.workloads.sysbench import parse as sp
 from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, SysbenchParams
 
 MiB = 1 << 20
-ROW_BYTES = 230  # a row of oltp_common's tables with its share of the secondary index, measured: 4 x 20,000 rows
+ROW_BYTES = 240  # a row of oltp_common's tables with its index, measured: 242 bytes at 4 x 100,000 rows
 SERVER_OVERHEAD_BYTES = 256 * MiB  # the system tables, ibdata1, ibtmp1, the undo logs
 MIN_MEMORY_OVER_BUFFER_POOL = 128 * MiB  # a server under a memory limit needs its buffer pool and this
 FLUSH_TIMEOUT_S = 600
