@@ -120,6 +120,8 @@ FULL_ONLY: dict[str, Why] = {
     STUDY + "cache-check.yaml]": alone("the cache-check example whole: fuse-overlayfs beside overlay2 and native"),
     STUDY + "jobfile.yaml]": alone("a .fio job file run natively and in docker, through to the report"),
     STUDY + "kubernetes.yaml]": alone("the kubernetes example whole: fio on every pod path beside native"),
+    STUDY + "mariadb.yaml]": alone("the MariaDB example whole: sysbench natively and in docker through a volume and a "
+                                  "bind mount on xfs and ext4, to its report"),
     STUDY + "ramadan-filesystems.yaml]": alone("Filebench personalities on ext4, xfs and btrfs with the btrfs driver"),
     STUDY + "shirinbab-cassandra.yaml]": alone("a three-node cluster at offered rates as shares of its peak, and the "
                                                "study's values set beside them (Table 2)"),
@@ -136,8 +138,8 @@ FULL_ONLY: dict[str, Why] = {
         for bench in (
             "auto_repetitions.py", "decisions_sim.py", "device_writes.py", "kubernetes_overhead.py", "order_cost.py",
             "overhead.py", "pgbench_overhead.py", "podman_vs_docker.py", "remote_hosts.py", "remote_overhead.py",
-            "report_bench.py", "spec_fuzz.py", "swarm_overhead.py", "vm_overhead.py", "wml/run.sh", "ycsb_client.py",
-            "ycsb_cluster_span.py", "ycsb_native_container.py", "ycsb_placement.py",
+            "report_bench.py", "spec_fuzz.py", "swarm_overhead.py", "sysbench_overhead.py", "vm_overhead.py",
+            "wml/run.sh", "ycsb_client.py", "ycsb_cluster_span.py", "ycsb_native_container.py", "ycsb_placement.py",
         )
     },
     # ---- docker: the default tier keeps a real strata run in docker (quick.yaml, filebench, kubernetes'
@@ -203,6 +205,11 @@ FULL_ONLY: dict[str, Why] = {
         "PostgreSQL's WAL on a path of its own"),
     IT + "test_pgbench.py::test_under_an_offered_rate_the_advice_compares_p99_latency": alone(
         "an advice under an offered rate that compares p99 latency"),
+    # ---- sysbench: the default tier keeps native servers, a server in a container, kill -9 natively
+    IT + "test_sysbench.py::test_kill_9_in_a_container_then_cleanup_leaves_nothing": covered(
+        (IT + "test_sysbench.py::test_kill_9_natively", IT + "test_sysbench.py::test_a_server_in_a_container"),
+        "cleanup of a killed sysbench run; a MariaDB server in a container on a volume"),
+    IT + "test_sysbench.py::test_a_pod_on_the_test_bed": alone("MariaDB in a pod"),
     # ---- ycsb: the default tier keeps a native two-node cluster, kill -9 and the node failures
     IT + "test_ycsb_run.py::test_a_killed_database_container": alone("a Cassandra container killed mid-trial"),
     IT + "test_ycsb_run.py::test_strata_loopback": alone("STRATA_LOOPBACK on a real Cassandra"),
@@ -229,8 +236,12 @@ NOT_RUN_HERE: dict[str, str] = {
     "workload:null*": "the unit tests' null engine (tests/unit), never run by a user",
     "workload:ycsb@vm": "impossible: the server template refuses VMs (its `vm_reason`)",
     "workload:pgbench@vm": "impossible: the server template refuses VMs (its `vm_reason`)",
+    "workload:sysbench@vm": "impossible: the server template refuses VMs (its `vm_reason`)",
     "workload:ycsb@podman": f"{NO_TEST}: Cassandra runs in containers through docker (test_ycsb_run.py)",
     "workload:pgbench@podman": f"{NO_TEST}: PostgreSQL runs in containers through docker (test_pgbench.py)",
+    "workload:sysbench@podman": f"{NO_TEST}: MariaDB runs in containers through docker (test_sysbench.py)",
+    "workload:sysbench@hosts": f"{NO_TEST}: MariaDB servers across test hosts are the template's, which "
+    "test_swarm_pgbench.py runs with PostgreSQL; the agent image holds mariadb-server, mariadb-client and sysbench",
     "workload:filebench@kubernetes": f"{NO_TEST}: Filebench personalities run natively, in docker, podman and VMs",
     "workload:filebench@hosts": f"{NO_TEST}: Filebench personalities run on this host only",
     "fault:oom@native": f"{NO_TEST}: native instances take no memory limit",

@@ -111,6 +111,17 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
              {"ratio": RATIO}),
         ],
     ),
+    "sysbench_overhead.py": (
+        [],
+        [
+            (r"pair 1 oltp_point_select \(by hand first\): by hand (?P<hand>[\d,]+) tx/s, strata native "
+             r"(?P<strata>[\d,]+) tx/s, ratio (?P<ratio>[\d.]+)",
+             {"hand": (1.0, 1e7), "strata": (1.0, 1e7), "ratio": RATIO}),
+            (r"oltp_point_select: strata / by hand (?P<ratio>[\d.]+) \[(?P<low>[\d.]+), (?P<high>[\d.]+)\], "
+             r"geometric mean of 2 paired ratios with its 95% interval",
+             {"ratio": RATIO, "low": (0.0, 20.0), "high": (0.05, 1e6)}),
+        ],
+    ),
     "podman_vs_docker.py": (
         [],
         [

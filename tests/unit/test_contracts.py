@@ -84,6 +84,7 @@ def test_a_workloads_capabilities_are_what_it_declares_and_satisfies():
         "null": set(),
         "ycsb": {"Smoke", "Constrained", "ServerWorkload", "SelfPlacing", "HostTools"},
         "pgbench": {"Smoke", "Constrained", "ServerWorkload", "HostTools"},
+        "sysbench": {"Smoke", "Constrained", "ServerWorkload", "HostTools"},
     }
     assert not any(isinstance(ToolWorkload(), c) for c in CAPABILITIES)
     for name, wl in WORKLOADS.items():

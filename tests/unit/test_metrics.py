@@ -38,7 +38,8 @@ STATS = {"n", "mean", "min", "max", *PERCENTILES, "p95"}  # pgbench's summaries 
 # (clients, scale, script) and its headline (tps); its latency shares fio's columns.
 EXPORT_COLUMNS = (
     "trial_id experiment status stack device filesystem runtime path workload load repetition numjobs iodepth "
-    "containers rw bs direct clients scale script iops bw_bytes ops_per_s mb_per_s tps read_iops write_iops "
+    "containers rw bs direct clients scale script tables table_size iops bw_bytes ops_per_s mb_per_s tps qps read_iops "
+    "write_iops "
     "read_bw_bytes write_bw_bytes "
     "read_clat_mean_ns read_clat_p99_ns read_lat_mean_ns read_lat_p99_ns read_slat_mean_ns write_clat_mean_ns "
     "write_clat_p99_ns write_lat_mean_ns write_lat_p99_ns write_slat_mean_ns cache_suspect sync_suspect "
@@ -123,19 +124,19 @@ def test_export_columns_stay_as_they_were():
     assert to_csv([]).decode().strip().split(",") == EXPORT_COLUMNS
 
 
-# --- a workload strata has never seen (MySQL under sysbench), registered here only: its fields reach every output ---
+# --- a workload strata has never seen (MySQL under mysqlslap), registered here only: its fields reach every output ---
 
 
-class SysbenchParams(Strict):
-    type: Literal["sysbench"] = "sysbench"
-    name: str = "sysbench"
+class SlapParams(Strict):
+    type: Literal["mysqlslap"] = "mysqlslap"
+    name: str = "mysqlslap"
     clients: int = 1
     scale: int = 10
 
 
-class Sysbench(ToolWorkload):
-    name = "sysbench"
-    params = SysbenchParams
+class Slap(ToolWorkload):
+    name = "mysqlslap"
+    params = SlapParams
     metrics = MetricSchema(
         fields=(
             Metric("clients", "parameter", type="int", axis=Axis("clients", 2)),
@@ -150,8 +151,8 @@ class Sysbench(ToolWorkload):
 
 
 @pytest.fixture
-def sysbench(monkeypatch):
-    monkeypatch.setitem(REGISTRY, "sysbench", Sysbench())
+def slap(monkeypatch):
+    monkeypatch.setitem(REGISTRY, "mysqlslap", Slap())
 
 
 def _summary(mean_ns: float) -> dict:
@@ -159,12 +160,12 @@ def _summary(mean_ns: float) -> dict:
 
 
 def sb_result(fs="xfs", clients=1, rep=0, tps=500.0) -> dict:
-    r = make_result(fs=fs, rep=rep, value=tps, workload=f"sysbench-c{clients}", load="one")
-    r["trial"]["workload"] = {"type": "sysbench", "name": f"sysbench-c{clients}", "clients": clients, "scale": 10}
+    r = make_result(fs=fs, rep=rep, value=tps, workload=f"mysqlslap-c{clients}", load="one")
+    r["trial"]["workload"] = {"type": "mysqlslap", "name": f"mysqlslap-c{clients}", "clients": clients, "scale": 10}
     r["trial_id"] = f"sb-{fs}-{clients}-{rep}"
     tx = {"transactions": tps, "wait_ns": _summary(2e5), "tx_ns": _summary(1e6 * clients)}
     r["metrics"] = {
-        "kind": "sysbench",
+        "kind": "mysqlslap",
         "primary": {"value": tps, "unit": "tx/s", "metric": "tps", "series": None, "tps": tps},
         "read": tx,
         "write": {"transactions": 0.0},
@@ -181,7 +182,7 @@ def sb_results() -> list[dict]:
     ]
 
 
-def test_a_new_workloads_fields_are_export_columns(sysbench):
+def test_a_new_workloads_fields_are_export_columns(slap):
     names = [c.name for c in columns()]
     assert names[:17] == EXPORT_COLUMNS[:17]  # the others' columns keep their places
     for col in ("clients", "scale", "tps", "read_transactions", "write_transactions", "read_wait_mean_ns"):
@@ -193,14 +194,14 @@ def test_a_new_workloads_fields_are_export_columns(sysbench):
     assert to_csv([sb_result()]).decode().splitlines()[0].split(",") == names
 
 
-def test_a_new_workloads_axis_is_a_sweep(sysbench):
+def test_a_new_workloads_axis_is_a_sweep(slap):
     a = analyse(sb_results())
     (s,) = [s for s in a.sweeps if s.dim == "clients"]
     assert s.title == "clients sweep: scale 10, 1 numjobs, 1 iodepth"
     assert [ln.xs for ln in s.lines] == [[1, 2, 4], [1, 2, 4]] and s.unit == "tx/s"
 
 
-def test_a_new_workloads_latencies_are_its_breakdown(sysbench):
+def test_a_new_workloads_latencies_are_its_breakdown(slap):
     cells = build_cells(sb_results())
     assert cells[0].latency(None, "mean").mean == pytest.approx(cells[0].latency("tx", "mean").mean)
     assert cells[0].latency("lat", "mean").n == 0  # fio's name means nothing here
@@ -213,7 +214,7 @@ def test_a_new_workloads_latencies_are_its_breakdown(sysbench):
     assert sweep.data["xlabel"] == "clients" and sweep.table.columns[1] == "clients"
 
 
-def test_a_new_workloads_fields_are_shown(sysbench):
+def test_a_new_workloads_fields_are_shown(slap):
     text = table_text([sb_result(clients=2, tps=1234.4)])
     head, _, row = text.splitlines()
     assert head.split()[5:] == ["IOPS", "MiB/s", "lat", "mean", "us", "lat", "p99", "us", "TPS", "WA", "flags"]

@@ -12,9 +12,10 @@ from strata.workloads.filebench import FILEBENCH
 from strata.workloads.fio import FIO
 from strata.workloads.null import NULL
 from strata.workloads.pgbench.plugin import PGBENCH
+from strata.workloads.sysbench.plugin import SYSBENCH
 from strata.workloads.ycsb.plugin import YCSB
 
-PLUGINS: list[Workload[Any]] = [FIO, FILEBENCH, NULL, YCSB, PGBENCH]
+PLUGINS: list[Workload[Any]] = [FIO, FILEBENCH, NULL, YCSB, PGBENCH, SYSBENCH]
 REGISTRY: dict[str, Workload[Any]] = {w.name: w for w in PLUGINS}
 
 

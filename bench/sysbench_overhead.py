@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Overhead of strata's sysbench workload: MariaDB under sysbench through `strata run` natively against the same
+server and sysbench by hand, on the same xfs on the same loop device, for oltp_read_write and
+oltp_point_select. Run as root.
+
+Fair by construction, the baseline chosen before any figure:
+- the same steps: a fresh xfs, mariadb-install-db with strata's option file, mariadbd on 127.0.0.2, `sysbench
+  SCRIPT prepare`, every dirty page written to the data files, the warm-up, then the measured `sysbench SCRIPT
+  run --threads=C --time=RUNTIME`. strata's run also asks sysbench for its per-second reports and its latency
+  histogram, and reads InnoDB's counters and settings around it: that is what strata costs, so the baseline
+  leaves them out; oltp_point_select, at the most transactions a second, pays the most;
+- the same cgroups: each side's server in a cgroup of its own at the root of every hierarchy (where strata's
+  native runtime puts its instances, stack/hostprocs.py), each side's sysbench in this script's own (where
+  strata runs its clients);
+- `sync` and a drop of the page cache before each side;
+- the sides in ABBA order (by hand first in even pairs, strata first in odd ones: the VM's drift over minutes
+  falls on both), at least 10 pairs of each script.
+
+The headline, per script: the geometric mean of the paired ratios strata / by hand with its 95% interval
+(Student's t on the log ratios); target: the interval lies above 0.95. Prints each pair; exits 0 either way.
+Usage: sudo .venv/bin/python bench/sysbench_overhead.py [--pairs 10] [--runtime 30] [--warmup 10] [--clients 8]
+       [--tables 4] [--table-size 25000] [--scripts oltp_read_write,oltp_point_select] [--tiny]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import tiny
+import yaml
+
+from strata.analysis.stats import summarize
+from strata.stack.hostprocs import cgroup_parents
+from strata.workloads.sysbench import mariadb
+from strata.workloads.sysbench.params import SysbenchParams
+
+TARGET = 0.95
+MIN_PAIRS = 10
+HAND = mariadb.PORTS_PER_RUN - 1  # the by-hand server's place in this run's port block: never strata's server 0
+
+
+def sh(*argv: str | Path) -> str:
+    cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
+    if cp.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, argv))} exited {cp.returncode}:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
+    return cp.stdout.strip()
+
+
+def cold() -> None:
+    """`sync` and a drop of the page cache: each side starts from the same cold cache."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3")
+
+
+@contextlib.contextmanager
+def own_cgroup(tag: str) -> Iterator[list[Path]]:
+    """A cgroup of its own at the root of every hierarchy, as strata's native runtime makes for an instance."""
+    name = f"strata-bench-sb-{os.getpid()}-{tag}"
+    dirs = sorted({parent / name for parent in cgroup_parents().values()})
+    for d in dirs:
+        d.mkdir(exist_ok=True)
+    try:
+        yield dirs
+    finally:
+        for d in dirs:
+            for pid in (d / "cgroup.procs").read_text().split() if d.exists() else []:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            for _ in range(50):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+                if not d.exists():
+                    break
+                time.sleep(0.1)
+
+
+def by_hand(mnt: Path, args: argparse.Namespace, script: str) -> float:
+    """The server and sysbench as a careful user runs them: strata's settings and steps, without its reports."""
+    params = _params(args, script)
+    data = mnt / "by-hand"
+    data.mkdir()
+    sh("chown", "mysql:mysql", data)
+    cnf, init = mnt.parent / "by-hand.cnf", mnt.parent / "by-hand.sql"
+    cnf.write_text(mariadb.config(params, str(data), str(data), HAND))
+    init.write_text(f"CREATE DATABASE {mariadb.DATABASE};\n")
+    sh(mariadb.INSTALL_DB, f"--defaults-file={cnf}", "--auth-root-authentication-method=normal", "--skip-test-db",
+       f"--extra-file={init}")  # fmt: skip
+    with own_cgroup("hand") as dirs, open(mnt.parent / "by-hand.log", "w") as log:
+
+        def join() -> None:
+            for d in dirs:
+                (d / "cgroup.procs").write_text(str(os.getpid()))
+
+        argv = [mariadb.MARIADBD, f"--defaults-file={cnf}"]
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=join)
+        try:
+            _wait_port(mariadb.port(HAND), server)
+            base = ["sysbench", *mariadb.connection(HAND), f"--tables={args.tables}", f"--table-size={args.table_size}"]
+            sh(*base, f"--threads={min(args.clients, args.tables)}", script, "prepare")
+            flushed = mariadb.flush_dirty_pages(HAND, 600)
+            if "error" in flushed:
+                raise SystemExit(f"flushing the by-hand server's dirty pages failed: {flushed['error']}")
+            run = [*base, f"--threads={args.clients}"]
+            if args.warmup:
+                sh(*run, f"--time={args.warmup}", script, "run")
+            return tps_of(sh(*run, f"--time={args.runtime}", script, "run"))
+        finally:
+            server.send_signal(signal.SIGKILL)
+            server.wait(timeout=60)
+
+
+def tps_of(out: str) -> float:
+    """The transactions per second sysbench printed (a clear error, not a traceback, when it printed none)."""
+    m = re.search(r"^\s+transactions:\s+\d+\s+\(([\d.]+) per sec\.\)", out, re.M)
+    if m is None:
+        raise SystemExit(f"sysbench printed no `transactions:` line:\n{out[-2000:]}")
+    return float(m.group(1))
+
+
+def _wait_port(port: int, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server by hand exited {server.returncode}")
+        try:
+            with socket.create_connection((mariadb.ADDRESS, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit("the server by hand did not answer within 120 s")
+
+
+def _params(args: argparse.Namespace, script: str) -> SysbenchParams:
+    return SysbenchParams(**_workload(args, script))
+
+
+def _workload(args: argparse.Namespace, script: str) -> dict[str, Any]:
+    return {"script": script, "tables": args.tables, "table_size": args.table_size, "clients": args.clients,
+            "runtime": args.runtime, "warmup": args.warmup}  # fmt: skip
+
+
+def by_strata(dev: str, args: argparse.Namespace, script: str, work: Path, n: int) -> float:
+    spec = {
+        "name": f"sysbench-overhead-{n}",
+        "workdir": str(work / "wd"),
+        "devices": [{"type": "block", "path": dev, "destroy": True}],
+        "filesystems": ["xfs"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{"sysbench": _workload(args, script)}],
+    }
+    (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
+    out = work / f"r{n}"
+    cp = subprocess.run(
+        [sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    if cp.returncode != 0:
+        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
+    (p,) = (out / "trials").glob("*.json")
+    r = json.loads(p.read_text())
+    if r["status"] != "ok":
+        raise SystemExit(f"strata's trial failed: {r['flags']['failed']}")
+    tps: float = r["metrics"]["tps"]
+    return tps
+
+
+def paired(ratios: list[float]) -> tuple[float, float | None, float | None]:
+    """The geometric mean of paired ratios and its 95% interval (Student's t on their logs; None with one pair)."""
+    s = summarize([math.log(r) for r in ratios])
+    low = math.exp(s.ci_low) if s.ci_low is not None else None
+    high = math.exp(s.ci_high) if s.ci_high is not None else None
+    return math.exp(s.mean), low, high
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=MIN_PAIRS, help=f"ABBA pairs of each script, at least {MIN_PAIRS}")
+    ap.add_argument("--runtime", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--tables", type=int, default=4)
+    ap.add_argument("--table-size", type=int, default=25_000)
+    ap.add_argument("--scripts", default="oltp_read_write,oltp_point_select")
+    ap.add_argument("--size", default="3G", help="the loop device's backing file (G or M)")
+    tiny.add(ap)
+    args = ap.parse_args()
+    small = {"pairs": 2, "runtime": 3, "warmup": 0, "table_size": 1000, "scripts": "oltp_point_select", "size": "2G"}
+    if not tiny.apply(args, **small) and args.pairs < MIN_PAIRS:
+        raise SystemExit(f"--pairs {args.pairs}: at least {MIN_PAIRS} pairs give the interval this bench reports")
+    scripts = [s.strip() for s in args.scripts.split(",") if s.strip()]
+    size_mib = int(args.size[:-1]) * (1024 if args.size.endswith("G") else 1)
+    work = Path(tempfile.mkdtemp(prefix="strata-sysbench-overhead-", dir="/var/tmp"))
+    work.chmod(0o755)  # the mysql user walks through it to its data directory
+    img = work / "dev.img"
+    sh("dd", "if=/dev/zero", f"of={img}", "bs=1M", f"count={size_mib}", "oflag=direct", "status=none")
+    dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
+    mnt = work / "mnt"
+    mnt.mkdir()
+    results: dict[str, list[tuple[float, float]]] = {s: [] for s in scripts}
+    n = 0
+    try:
+        for i in range(args.pairs):
+            for script in scripts:
+                got: dict[str, float] = {}
+                for side in ("hand", "strata") if i % 2 == 0 else ("strata", "hand"):  # ABBA
+                    cold()
+                    if side == "hand":
+                        sh("mkfs.xfs", "-f", "-q", "-K", dev)
+                        sh("mount", dev, mnt)
+                        try:
+                            got[side] = by_hand(mnt, args, script)
+                        finally:
+                            sh("umount", mnt)
+                    else:
+                        n += 1
+                        got[side] = by_strata(dev, args, script, work, n)
+                results[script].append((got["hand"], got["strata"]))
+                print(
+                    f"pair {i + 1} {script} ({'by hand' if i % 2 == 0 else 'strata'} first): by hand "
+                    f"{got['hand']:,.0f} tx/s, strata native {got['strata']:,.0f} tx/s, "
+                    f"ratio {got['strata'] / got['hand']:.3f}",
+                    flush=True,
+                )
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+        subprocess.run(["losetup", "-d", dev])
+        subprocess.run(["rm", "-rf", str(work)])
+    for script, pairs in results.items():
+        mean, low, high = paired([s / h for h, s in pairs])
+        interval = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else "[no interval: one pair]"
+        verdict = "above" if low is not None and low > TARGET else "not above"
+        print(
+            f"{script}: strata / by hand {mean:.3f} {interval}, geometric mean of {len(pairs)} paired ratios with its "
+            f"95% interval ({verdict} the target {TARGET})"
+        )
+    print(
+        f"sysbench {args.tables} tables x {args.table_size:,} rows, {args.clients} clients, {args.warmup} s warm-up, "
+        f"{args.runtime} s runs, {args.pairs} ABBA pairs per script, xfs on a loop device with direct I/O"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        sys.exit("bench/sysbench_overhead.py: run as root")
+    sys.exit(main())

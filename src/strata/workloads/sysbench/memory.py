@@ -1,0 +1,54 @@
+"""The memory a host's servers can hold their data in: what decides whether a database's reads reach the device.
+
+A server reads through its own cache and, unless it bypasses it (InnoDB's O_DIRECT), the kernel's page cache;
+both live in the memory it may use: the host's (`MemTotal`) for servers without a limit, natively or in
+containers and pods that share the host, or each container's or pod's memory limit (`limits.memory`), to
+which its page cache is charged. A data set no larger than the memory that can cache it is read from memory
+once it is warm, whatever the device.
+
+Written for the server template (workloads/server/), in the shape the PostgreSQL workload's judgement of its
+data set takes there (`data_set`: data_set_bytes, memory_bytes, memory_of, fix).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from strata.core.params import Load
+
+
+def mem_total_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def usable(load: Load, servers: int) -> dict[str, Any]:
+    """The memory this host's `servers` can use together, and what bounds it (stored in clients.json)."""
+    total = mem_total_bytes()
+    limit = load.limits.memory
+    if limit is not None and servers > 0:
+        together = limit * servers
+        if total is None or together < total:
+            each = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
+            return {"bytes": together, "of": f"the memory limit of {servers} server(s), {each} each"}
+    return {"bytes": total, "of": "MemTotal, the host's memory"}
+
+
+def data_set(data_bytes: int | None, memory_bytes: int | None, memory_of: str, fix: str) -> dict[str, Any] | None:
+    """What a cache judgement reads: the data set on this host and the memory that can cache it, or None when
+    either is unknown."""
+    if data_bytes is None or memory_bytes is None:
+        return None
+    return {
+        "data_set_bytes": data_bytes,
+        "memory_bytes": memory_bytes,
+        "memory_of": memory_of,
+        "fits": data_bytes <= memory_bytes,
+        "fix": fix,
+    }

@@ -1,0 +1,173 @@
+"""The metrics of one sysbench trial, from sysbench's own output (parse.py) and the servers' counters.
+
+- `primary`: the transactions per second of every server together (the sum of each sysbench's rate), with
+  its queries per second beside it, and the per-second series (`sysbench_tps`: the servers' reports added
+  second by second) for the steady check.
+- `read` or `write`: the same rate (`tps`) and the latency of a transaction (`lat_ns`: mean, min, max, p50,
+  p90, p95, p99, p99.9 in ns) from every event of every server, their histograms added bucket by bucket
+  (latency.py), never an average of percentiles; `write` when the script writes, `read` when it only reads.
+- `transactions`: processed, the errors sysbench ignored (deadlocks, lock wait timeouts) and the reconnects,
+  each summed over the servers; `queries` by kind; `queue` the longest queue under an offered rate.
+- `innodb`: what the measured run made the servers do (SHOW GLOBAL STATUS after it less before it): the
+  bytes InnoDB read from its files and the pages its buffer pool did not hold, the redo log it wrote, its
+  data and doublewrite pages; `cache`: the data set beside the memory that can cache it (the buffer pool
+  under O_DIRECT, which bypasses the page cache; else the memory the servers can use), `server`: its
+  version and the settings in force, from the running server.
+
+The bytes the workload says it moved (`Parsed.moved_bytes`), which the cache rule compares with the bytes
+each disk below moved (the rule of every workload): the bytes InnoDB read from its data files (each one a
+read of the device unless a cache below InnoDB answered: the page cache under `fsync`) and the redo log it
+wrote (each byte of it must reach the device when commits flush it). A run whose data set the buffer pool
+holds reads nothing from its files: its reads measure memory, which `cache.fits` says.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from strata.core.instances import InstanceOutput
+from strata.workloads.base import Parsed, headline
+from strata.workloads.server.template import server_artifacts
+from strata.workloads.sysbench import latency, memory, records
+from strata.workloads.sysbench import parse as sp
+from strata.workloads.sysbench.mariadb import STATUS
+from strata.workloads.sysbench.params import SysbenchParams
+
+CLIENTS_DIR = "sysbench"
+SERIES = "sysbench_tps"
+MS_NS = 1e6
+DIRECT = ("O_DIRECT", "O_DIRECT_NO_FSYNC")  # InnoDB's data files bypass the page cache
+
+
+def parse(params: SysbenchParams, outputs: list[InstanceOutput]) -> Parsed:
+    arts = server_artifacts(outputs, "MariaDB server", "server")
+    return parse_trial(params, arts)
+
+
+def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
+    recs = [records.read(a, CLIENTS_DIR, "sysbench") for a in arts]
+    dirs = records.client_dirs(arts, recs)
+    runs = [sp.read_run(d) for d in dirs]
+    tps = sum(r.summary.tps or 0.0 for r in runs)
+    qps = sum(r.summary.qps or 0.0 for r in runs)
+    done = {"tps": tps, "lat_ns": _latency(runs)}
+    innodb = records.deltas(recs, tuple(s.lower() for s in STATUS))
+    metrics = {
+        "kind": "sysbench",
+        "primary": headline(tps, "tx/s", "tps", SERIES, series_unit="tx/s", tps=tps, qps=qps),
+        "tps": tps,
+        "qps": qps,
+        "servers": [_server(r) for r in runs],
+        "transactions": _transactions(runs),
+        "queries": {k: sum(r.summary.queries.get(k, 0) for r in runs) for k in ("read", "write", "other", "total")},
+        "read": {"tps": 0.0} if params.writes else done,
+        "write": done if params.writes else {"tps": 0.0},
+        "innodb": _innodb(innodb, recs),
+        "cache": _cache(params, recs),
+        "server": recs[0].get("server") or {},
+        "flushed": [f for r in recs for f in r.get("flushed") or []],
+        "clients": records.phases(recs),
+        "node_ready_s": records.ready_s(recs),
+        "sysbench": {
+            "version": runs[0].summary.version if runs else None,
+            "script": params.script,
+            "clients": params.clients,
+            "tables": params.tables,
+            "table_size": params.table_size,
+        },
+    }
+    if params.rate is not None:
+        queues = [i.queue for r in runs for i in r.intervals if i.queue is not None]
+        metrics["queue"] = {"max_length": max(queues, default=None), "seconds": len(queues)}
+    moved = {"read": (innodb or {}).get("innodb_data_read", 0), "write": (innodb or {}).get("innodb_os_log_written", 0)}
+    series = _series(runs)
+    return Parsed(
+        metrics,
+        moved,
+        {SERIES: series} if series else {},
+        [r.window for r in runs],
+        dirs,
+        moved_basis="as InnoDB's reads from its files and its redo log",
+    )
+
+
+def _latency(runs: list[sp.Run]) -> dict[str, Any]:
+    """Every server's transactions in one summary: the histograms added, the mean from sysbench's exact sums."""
+    events = sum(r.summary.events or 0 for r in runs)
+    total_ms = sum(r.summary.lat_ms.get("sum", 0.0) for r in runs)
+    lows = [r.summary.lat_ms["min"] for r in runs if "min" in r.summary.lat_ms]
+    highs = [r.summary.lat_ms["max"] for r in runs if "max" in r.summary.lat_ms]
+    return latency.summary_ns(
+        latency.merge(r.histogram for r in runs),
+        sp.percentile_ms,
+        MS_NS,
+        total_ms / events if events else None,
+        min(lows, default=None),
+        max(highs, default=None),
+    )
+
+
+def _server(run: sp.Run) -> dict[str, Any]:
+    s = run.summary
+    return {"tps": s.tps, "qps": s.qps, "transactions": s.transactions, "errors": s.errors, "reconnects": s.reconnects}
+
+
+def _transactions(runs: list[sp.Run]) -> dict[str, Any]:
+    processed = sum(r.summary.transactions or 0 for r in runs)
+    errors = sum(r.summary.errors for r in runs)
+    return {
+        "processed": processed,
+        "errors": errors,
+        "reconnects": sum(r.summary.reconnects for r in runs),
+        "error_share": round(errors / (processed + errors), 6) if processed + errors else None,
+    }
+
+
+def _series(runs: list[sp.Run]) -> list[list[float]]:
+    """The servers' per-second tps added second by second, over the seconds every one of them reported."""
+    per = [[i.tps for i in r.intervals] for r in runs]
+    seconds = min((len(x) for x in per), default=0)
+    return [[i, sum(x[i] for x in per)] for i in range(seconds)]
+
+
+def _innodb(d: dict[str, int] | None, recs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    after = records.observed(recs, "after")
+    page = after[0].get("page_bytes") if after else None
+    return {
+        "read_bytes": d["innodb_data_read"],
+        "reads": d["innodb_data_reads"],
+        "buffer_pool_reads": d["innodb_buffer_pool_reads"],
+        "buffer_pool_read_bytes": d["innodb_buffer_pool_reads"] * page if isinstance(page, int) else None,
+        "read_requests": d["innodb_buffer_pool_read_requests"],
+        "redo_bytes": d["innodb_os_log_written"],
+        "redo_writes": d["innodb_log_writes"],
+        "written_bytes": d["innodb_data_written"],
+        "pages_written": d["innodb_pages_written"],
+        "doublewrite_pages": d["innodb_dblwr_pages_written"],
+        "fsyncs": d["innodb_data_fsyncs"],
+        "page_bytes": page,
+    }
+
+
+def _cache(params: SysbenchParams, recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The data set beside the memory that can cache it: the servers' buffer pools when InnoDB bypasses the page
+    cache (O_DIRECT), else the memory the servers can use (their buffer pools and the page cache live in it)."""
+    after = records.observed(recs, "after")
+    sizes = [c.get("data_set_bytes") for c in after]
+    data = sum(s for s in sizes if isinstance(s, int)) if sizes and None not in sizes else None
+    servers = sum(r.get("servers") or 0 for r in recs)
+    pools = params.innodb_buffer_pool_size * servers
+    if params.innodb_flush_method in DIRECT:
+        mem: int | None = pools
+        of = f"the buffer pools of {servers} server(s) (innodb_buffer_pool_size; O_DIRECT bypasses the page cache)"
+    else:
+        usable = [r.get("memory") or {} for r in recs]
+        known = [u.get("bytes") for u in usable]
+        mem = sum(k for k in known if isinstance(k, int)) if known and None not in known else None
+        of = "; ".join(dict.fromkeys(str(u.get("of", "")) for u in usable))
+    rows = params.tables * params.table_size
+    fix = f"raise tables x table_size ({rows:,} rows a server) above what {of.split(' (')[0]} hold"
+    return memory.data_set(data, mem, of, fix) or {"data_set_bytes": data, "memory_bytes": mem, "memory_of": of}

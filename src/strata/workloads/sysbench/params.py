@@ -1,0 +1,183 @@
+"""The `sysbench` workload's spec: MariaDB 10.11 servers on the path under test, sysbench 1.0.20 on the host.
+
+`sysbench: {script: oltp_read_write, tables: 4, table_size: 100000, clients: [1, 8, 32], runtime: 60,
+warmup: 10, rate: none, innodb_buffer_pool_size: 128MiB, innodb_flush_log_at_trx_commit: 1,
+innodb_flush_method: O_DIRECT, innodb_log_file_size: 96MiB, innodb_doublewrite: true, settings: {...},
+redo_log: none}`. Every number is bounded; a list of any key is a sweep (experiment/load.py). `script` is
+one of sysbench's OLTP scripts or `file:PATH`, a Lua script of your own run as it is (against the tables
+the load made with oltp_common's `prepare`). The five InnoDB settings are those that decide what reaches
+the device; any other goes in `settings`, checked against the server's own list before anything is built.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from strata.core.params import Strict, size_field
+from strata.workloads.sysbench import fields
+from strata.workloads.sysbench import settings as server_settings
+
+MiB = 1 << 20
+# sysbench 1.0.20's OLTP scripts (/usr/share/sysbench): every one prepares its tables with oltp_common
+READING_BUILTINS = ("oltp_read_only", "oltp_point_select", "select_random_points", "select_random_ranges")
+WRITING_BUILTINS = (
+    "oltp_read_write",
+    "oltp_write_only",
+    "oltp_insert",
+    "oltp_delete",
+    "oltp_update_index",
+    "oltp_update_non_index",
+)
+BUILTIN = (*WRITING_BUILTINS[:2], *READING_BUILTINS[:2], *WRITING_BUILTINS[2:], *READING_BUILTINS[2:])
+MAX_SCRIPT_BYTES = 1 << 20
+FLUSH_METHODS = ("fsync", "O_DSYNC", "littlesync", "nosync", "O_DIRECT", "O_DIRECT_NO_FSYNC")
+# A script whose SQL names one of these writes (its transactions' redo log must reach the device); one that
+# names none reads only. Lua comments are left out first.
+WRITE_WORDS = re.compile(r"\b(insert|update|delete|replace|create|drop|alter|truncate)\b", re.I)
+COMMENT = re.compile(r"--[^\n]*")
+
+
+class SysbenchParams(Strict):
+    """MariaDB 10.11 servers (one per container) on the path under test, each driven by sysbench on the host."""
+
+    type: Literal["sysbench"] = "sysbench"
+    name: str = Field(
+        default="",
+        description="default: sysbench-<script>-<tables>x<table_size>-c<clients>[-r<rate>] and the InnoDB "
+        "settings that differ from MariaDB's defaults",
+    )
+    script: str = Field(
+        default="oltp_read_write",
+        description=f"{', '.join(BUILTIN)} (sysbench's OLTP scripts), or file:PATH (a Lua script of your own, "
+        "run as it is against the tables of oltp_common's prepare)",
+    )
+    tables: int = Field(default=4, ge=1, le=10_000, description="sysbench --tables: tables per server, 1 to 10000")
+    table_size: int = Field(
+        default=100_000,
+        ge=1,
+        le=1_000_000_000,
+        description="sysbench --table-size: rows per table (about 240 bytes each with its index), 1 to 1000000000",
+    )
+    clients: int = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        description="sysbench --threads: client threads per server, each its own database session (pgbench's "
+        "clients), 1 to 1000",
+    )
+    runtime: int = Field(default=60, ge=1, le=86400, description="seconds of the measured run (sysbench --time)")
+    warmup: int = Field(
+        default=0, ge=0, le=86400, description="seconds of unmeasured transactions before the run, 0 to 86400"
+    )
+    rate: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="sysbench --rate: offered transactions per second of each server, 1 to 10000000 (a list is "
+        "a sweep); none: flat out",
+    )
+    innodb_buffer_pool_size: int = Field(
+        default=128 * MiB,
+        ge=8 * MiB,
+        le=1 << 40,
+        description="InnoDB's own cache, bytes or e.g. 1GiB, 8MiB to 1TiB",
+    )
+    innodb_flush_log_at_trx_commit: Literal[0, 1, 2] = Field(
+        default=1,
+        description="1: each commit writes and flushes the redo log; 2: writes it, flushed once a second; 0: "
+        "both once a second",
+    )
+    innodb_flush_method: Literal["fsync", "O_DSYNC", "littlesync", "nosync", "O_DIRECT", "O_DIRECT_NO_FSYNC"] = Field(
+        default="O_DIRECT", description="how InnoDB writes its data files (O_DIRECT: not through the page cache)"
+    )
+    innodb_log_file_size: int = Field(
+        default=96 * MiB,
+        ge=4 * MiB,
+        le=512 << 30,
+        description="the redo log's size, bytes or e.g. 1GiB, 4MiB to 512GiB",
+    )
+    innodb_doublewrite: bool = Field(
+        default=True, description="whether InnoDB writes each page twice (the doublewrite buffer) against torn pages"
+    )
+    settings: dict[str, str] = server_settings.settings_field(
+        "any other MariaDB server setting, {name: value} as mariadbd takes it (innodb_io_capacity: 2000); each "
+        "name checked against `mariadbd --verbose --help` before anything is built"
+    )
+    redo_log: str | None = fields.log_field("redo log (innodb_log_group_home_dir)")
+    start_timeout: int = Field(
+        default=300, ge=10, le=3600, description="seconds a server may take to come up, 10 to 3600"
+    )
+    file: str | None = Field(default=None, description="(set from `script: file:PATH`)")
+
+    _times = field_validator("runtime", "warmup", mode="before")(fields.seconds)
+    _sizes = field_validator("innodb_buffer_pool_size", "innodb_log_file_size", mode="before")(size_field)
+    _none = field_validator("rate", mode="before")(fields.none_word)
+    _settings = field_validator("settings", mode="before")(server_settings.values)
+    _redo = field_validator("redo_log", mode="before")(fields.log_name)
+
+    @field_validator("script")
+    @classmethod
+    def _script(cls, v: str) -> str:
+        if v in BUILTIN or v.startswith("file:"):
+            return v
+        raise ValueError(f"unknown sysbench script {v[:60]!r}: use one of {', '.join(BUILTIN)}, or file:PATH")
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Self:
+        if self.script.startswith("file:") and not self.file:
+            raise ValueError("`script: file:PATH` names a Lua script that was not found")
+        if not self.name:
+            object.__setattr__(self, "name", default_name(self))
+        return self
+
+    @property
+    def builtin(self) -> str | None:
+        return self.script if self.script in BUILTIN else None
+
+    @property
+    def writes(self) -> bool:
+        """Do its transactions write? The OLTP scripts' answer; a user's script by its SQL's words."""
+        if self.builtin is not None:
+            return self.builtin in WRITING_BUILTINS
+        return bool(WRITE_WORDS.search(COMMENT.sub("", self.script_text())))
+
+    def script_text(self) -> str:
+        try:
+            with open(self.file or "", errors="replace") as f:
+                return f.read(MAX_SCRIPT_BYTES)
+        except OSError:
+            return ""
+
+    def innodb(self) -> dict[str, str]:
+        """The spec's own InnoDB settings, as mariadbd takes them."""
+        return {
+            "innodb_buffer_pool_size": str(self.innodb_buffer_pool_size),
+            "innodb_flush_log_at_trx_commit": str(self.innodb_flush_log_at_trx_commit),
+            "innodb_flush_method": self.innodb_flush_method,
+            "innodb_log_file_size": str(self.innodb_log_file_size),
+            "innodb_doublewrite": "ON" if self.innodb_doublewrite else "OFF",
+        }
+
+
+def _size(n: int) -> str:
+    return f"{n // MiB}MiB" if n % MiB == 0 else f"{n}B"
+
+
+def default_name(p: SysbenchParams) -> str:
+    script = p.builtin or "file-" + (p.file or "script").rsplit("/", 1)[-1].removesuffix(".lua")
+    name = f"sysbench-{script}-{p.tables}x{p.table_size}-c{p.clients}"
+    name += f"-r{p.rate}" if p.rate is not None else ""
+    name += f"-w{p.warmup}" if p.warmup else ""
+    differ = {
+        "bp": (_size(p.innodb_buffer_pool_size), "128MiB"),
+        "trx": (str(p.innodb_flush_log_at_trx_commit), "1"),
+        "flush": (p.innodb_flush_method, "O_DIRECT"),
+        "log": (_size(p.innodb_log_file_size), "96MiB"),
+        "dblwr": ("on" if p.innodb_doublewrite else "off", "on"),
+    }
+    name += "".join(f"-{key}_{value}" for key, (value, default) in differ.items() if value != default)
+    name += f"-redo_{p.redo_log}" if p.redo_log else ""
+    return name + server_settings.words(p.settings)

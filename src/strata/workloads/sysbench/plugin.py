@@ -1,0 +1,298 @@
+"""The `sysbench` workload plugin: MariaDB 10.11 servers as the instances, sysbench 1.0.20 on the host.
+
+A workload on the server template (workloads/server/): each instance is one MariaDB server, run by the
+runtime under test like any instance (natively with its data directory on the mount point; in a container
+or a pod with it on the layer, a volume, a bind mount or the pod's volume; `--network host`), so limits,
+presets, collectors, journal and cleanup are the runtime's. The template starts the servers and waits until
+each answers; this module supplies the rest:
+
+- its start command (mariadb.py: mariadb-install-db on the path under test, then mariadbd);
+- its ready probe (the server's log says it is ready for connections, and its port answers);
+- its clients: `sysbench SCRIPT prepare` per server (the load; then every dirty page is written to the data
+  files, and the server's version and settings in force are read), an optional warm-up, and the measured
+  run, one sysbench per server with `--report-interval 1 --histogram on`;
+- its counters around the measured run (InnoDB's reads, redo log and writes, and the data set's size);
+- its parser (parse.py, metrics.py) and its metric declaration (`METRICS`).
+
+Each client's whole output is in its `stderr.txt` (`exec sysbench ... >&2`): sysbench writes everything, its
+`FATAL:` lines too, on stdout, and the template reads a failed client's words from its stderr.
+"""
+
+from __future__ import annotations
+
+import pwd
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from strata.core.errors import StrataError, TrialFailure
+from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.metrics import Axis, Metric, MetricSchema, Show
+from strata.core.params import Load, sweep_ends
+from strata.workloads.base import MeasureContext, Parsed, Smoke
+from strata.workloads.server import lifecycle
+from strata.workloads.server.clients import Client
+from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.server.template import ServerTemplate
+from strata.workloads.sysbench import fields, mariadb, memory, metrics, settings
+from strata.workloads.sysbench import parse as sp
+from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, SysbenchParams
+
+MiB = 1 << 20
+ROW_BYTES = 240  # a row of oltp_common's tables with its index, measured: 242 bytes at 4 x 100,000 rows
+SERVER_OVERHEAD_BYTES = 256 * MiB  # the system tables, ibdata1, ibtmp1, the undo logs
+MIN_MEMORY_OVER_BUFFER_POOL = 128 * MiB  # a server under a memory limit needs its buffer pool and this
+FLUSH_TIMEOUT_S = 600
+VM_REASON = (
+    "a MariaDB server in a VM is not supported: the guest image holds no MariaDB, and QEMU runs under TCG "
+    "emulation on this kind of host (about 100x slower), which would measure the emulator"
+)
+# sysbench with its stdout on its stderr (the shell execs it: the template's kill, CPU time and exit code are its)
+CLIENT_SHELL = 'exec sysbench "$@" >&2'
+
+# What a sysbench result holds (strata/core/metrics.py; metrics.py of this package writes it).
+METRICS = MetricSchema(
+    fields=(
+        Metric("clients", "parameter", type="int", axis=Axis("clients", 2)),
+        Metric("tables", "parameter", type="int", context=True, text=lambda v: f"{v} tables"),
+        Metric("table_size", "parameter", type="int", context=True, text=lambda v: f"{v} rows"),
+        Metric("script", "parameter", type="str", context=True),
+        Metric("rate", "parameter", "tx/s", type="int", export=False, axis=Axis("offered rate (tx/s)", detail=True)),
+        Metric("tps", "total", "tx/s", "higher", headline=True, show=Show("TPS", digits=0)),
+        Metric("qps", "total", "queries/s", "higher"),
+        Metric("tps", "per_direction", "tx/s", "higher", export=False),
+        Metric(
+            "lat",
+            "latency",
+            "ns",
+            "lower",
+            label="transaction",
+            stats=("mean", "p99"),
+            show=Show("lat {stat} us", 1000),
+        ),
+    ),
+    breakdown=("lat",),
+)
+
+
+class Sysbench(ServerTemplate[SysbenchParams], Smoke):
+    name = "sysbench"
+    params = SysbenchParams
+    metrics = METRICS
+    clients_dir = "sysbench"
+    client_what = "the sysbench client"
+    server_what = "MariaDB server"
+    log_name = mariadb.LOG_NAME
+    vm_reason = VM_REASON
+    host_packages = mariadb.HOST_PACKAGES
+    log_what = "redo log"
+
+    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """experiment/scale.py: 1,000 rows in each of 2 tables, 5 s runs without warm-up; the sweeps of clients
+        and rates cut to their ends."""
+        out = {**raw, "tables": 2, "table_size": 1000, "runtime": 5, "warmup": 0}
+        for key in ("clients", "rate"):
+            if key in raw:
+                out[key] = sweep_ends(raw[key])
+        return out
+
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> SysbenchParams:
+        return SysbenchParams.model_validate(
+            fields.resolve_script(raw, base_dir, "script", "Lua script", MAX_SCRIPT_BYTES)
+        )
+
+    def available(self, host: dict[str, Any], params: SysbenchParams | None = None) -> str | None:
+        for tool in (mariadb.MARIADBD, mariadb.INSTALL_DB, mariadb.CLIENT):
+            if not Path(tool).is_file():
+                return (
+                    f"MariaDB is not installed (apt-get install {' '.join(mariadb.HOST_PACKAGES)}): {tool} is missing"
+                )
+        if not shutil.which("sysbench"):
+            return "sysbench is not installed (apt-get install sysbench)"
+        if not shutil.which("setpriv"):
+            return "setpriv is missing (apt-get install util-linux): the native servers' reach is checked as mysql"
+        try:
+            pwd.getpwnam(mariadb.USER)
+        except KeyError:
+            return f"there is no {mariadb.USER} user (Debian's mariadb-server package makes it)"
+        try:
+            loopback_octet()
+        except StrataError as e:
+            return e.message()
+        return None
+
+    def versions(self) -> dict[str, str | None]:
+        return {"mariadb": mariadb.version(), "sysbench": _sysbench_version()}
+
+    def validate(self, params: SysbenchParams) -> list[str]:
+        """The settings map against mariadbd's own list of settings, and those strata sets itself."""
+        if not params.settings:
+            return []
+        return settings.problems(params.settings, mariadb.catalog(), mariadb.MANAGED, "MariaDB")
+
+    def problems(self, params: SysbenchParams, load: Load) -> list[tuple[str, str, str]]:
+        out = []
+        mem, need = load.limits.memory, params.innodb_buffer_pool_size + MIN_MEMORY_OVER_BUFFER_POOL
+        if mem is not None and mem < need:
+            out.append(
+                (
+                    "limits.memory",
+                    f"a MariaDB server with innodb_buffer_pool_size of {params.innodb_buffer_pool_size >> 20} MiB "
+                    f"needs a memory limit of at least {need >> 20} MiB, not {mem >> 20} MiB",
+                    f"raise limits.memory to at least {need >> 20} MiB, or lower innodb_buffer_pool_size",
+                )
+            )
+        if load.containers > mariadb.PORTS_PER_RUN:
+            out.append(
+                (
+                    "containers",
+                    f"{load.containers} MariaDB servers on one host; each takes a port of the run's "
+                    f"{mariadb.PORTS_PER_RUN}",
+                    f"run at most {mariadb.PORTS_PER_RUN} containers",
+                )
+            )
+        return out
+
+    def impossible(self, params: SysbenchParams, runtime: Any) -> str | None:
+        if runtime.isolation == "vm":
+            return self.vm_reason
+        return fields.log_impossible(self.log_path(params), self.log_what, runtime)
+
+    def log_path(self, params: SysbenchParams) -> str | None:
+        """The path of its own the redo log goes on, or None: with the data."""
+        return params.redo_log
+
+    def host_user(self, params: SysbenchParams) -> str:
+        """The user its servers run as when they are host processes."""
+        return mariadb.USER
+
+    def direct_io(self, params: SysbenchParams) -> bool:
+        """The cache rule applies: the workload states the bytes that must reach the device (metrics.py)."""
+        return True
+
+    def runtime_s(self, params: SysbenchParams) -> float:
+        return float(params.runtime)
+
+    def estimate_s(self, params: SysbenchParams) -> float:
+        rows = params.tables * params.table_size
+        return 20 + rows / 50_000 + params.warmup + params.runtime + 10
+
+    def data_bytes(self, params: SysbenchParams, load: Load) -> int:
+        """One server: its tables, its redo log, the system tables and InnoDB's own files."""
+        tables = params.tables * params.table_size * ROW_BYTES
+        return tables + params.innodb_log_file_size + SERVER_OVERHEAD_BYTES
+
+    def image(self, params: SysbenchParams) -> ImageSpec:
+        return mariadb.image_spec()
+
+    def command(self, params: SysbenchParams, load: Load, target: Target, instance: int) -> list[str]:
+        sync = target.sync_dir or f"{target.out_dir}/../sync"
+        data = f"{target.path}/mariadb-{instance}"
+        log_path = getattr(target, "log_path", "")  # the redo log's path of its own, where the runtime gives one
+        redo = f"{log_path}/mariadb-{instance}" if log_path else data
+        script = mariadb.server_script_of(params, data, redo, target.out_dir, sync, instance)
+        return ["sh", "-c", script, "strata-mariadb"]
+
+    # ---- the server template's hooks -------------------------------------------------------
+
+    def ready(self, params: SysbenchParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
+        return mariadb.answers(lifecycle.server_log(ctx.art, instance, self.log_name), instance)
+
+    def start_servers(self, params: SysbenchParams, load: Load, ctx: MeasureContext) -> list[float]:
+        """The template's, with the server's own first error line in a failure to start: from its log, or from
+        its script's words when its setup failed (its data directory out of the mysql user's reach,
+        mariadb-install-db)."""
+        try:
+            return super().start_servers(params, load, ctx)
+        except TrialFailure as e:
+            said = mariadb.first_error(e.stderr) or mariadb.first_error(_setup_words(ctx.art))
+            raise TrialFailure(e.category, f"{e}: {said}" if said else str(e), e.stderr, e.layer) from None
+
+    def record(self, params: SysbenchParams, load: Load) -> dict[str, Any]:
+        servers = self.instances(params, load)
+        return {"servers": servers, "phases": {}, "memory": memory.usable(load, servers)}
+
+    def phases(self, params: SysbenchParams) -> tuple[str, ...]:
+        return ("load",) + (("warmup",) if params.warmup else ())
+
+    def phase_timeout_s(self, phase: str, params: SysbenchParams) -> float:
+        if phase == "load":
+            return 600 + params.tables * params.table_size / 5_000
+        return (params.warmup if phase == "warmup" else params.runtime) + 180.0
+
+    def clients(
+        self, phase: str, params: SysbenchParams, load: Load, out: Path, record: dict[str, Any]
+    ) -> list[Client]:
+        servers = range(self.instances(params, load))
+        return [
+            Client(["sh", "-c", CLIENT_SHELL, "sysbench", *self._args(phase, params, k)], out / f"server-{k}")
+            for k in servers
+        ]
+
+    def _args(self, phase: str, params: SysbenchParams, instance: int) -> list[str]:
+        script = params.builtin or params.file or ""
+        base = [*mariadb.connection(instance), f"--tables={params.tables}", f"--table-size={params.table_size}"]
+        if phase == "load":
+            return [*base, f"--threads={min(params.clients, params.tables)}", script, "prepare"]
+        argv = [*base, f"--threads={params.clients}"]
+        if params.rate is not None:
+            argv.append(f"--rate={params.rate}")
+        if phase == "warmup":
+            return [*argv, f"--time={params.warmup}", script, "run"]
+        return [*argv, f"--time={params.runtime}", "--report-interval=1", "--histogram=on", script, "run"]
+
+    def after_phase(
+        self, phase: str, params: SysbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
+    ) -> None:
+        """After the load, every server writes its dirty pages to the data files, outside the run; its version
+        and the settings in force are read then."""
+        if phase != "load":
+            return
+        servers = range(self.instances(params, load))
+        facts = [mariadb.facts(k) for k in servers]  # before the flush sets some of them for a while
+        record["server"] = {**facts[0], "versions": [f.get("version") for f in facts]} if facts else {}
+        flushed = [mariadb.flush_dirty_pages(k, FLUSH_TIMEOUT_S) for k in servers]
+        for k, f in enumerate(flushed):
+            if "error" in f:
+                lifecycle.check_servers(self, ctx)  # a server that died is the cause
+                raise TrialFailure(
+                    "tool_error", f"flushing server {k}'s dirty pages after the load failed: {f['error']}"
+                )
+        record["flushed"] = flushed
+
+    def observe(
+        self, point: str, params: SysbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
+    ) -> None:
+        seen = record.setdefault("observed", {})
+        seen[point] = [mariadb.counters(k) for k in range(self.instances(params, load))]
+
+    def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
+        return sp.failure(phase, returncode, stderr)
+
+    def parse(self, params: SysbenchParams, outputs: list[InstanceOutput]) -> Parsed:
+        return metrics.parse(params, outputs)
+
+
+def _setup_words(art: Path) -> str:
+    """What the servers' scripts said on stderr, instance after instance."""
+    out = []
+    for inst in sorted(art.glob("inst-*")):
+        for name in ("stderr.txt", "stderr"):
+            try:
+                out.append((inst / name).read_text(errors="replace")[-4000:])
+                break
+            except OSError:
+                continue
+    return "\n".join(out)
+
+
+def _sysbench_version() -> str | None:
+    try:
+        out = subprocess.run(["sysbench", "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.strip().removeprefix("sysbench ") or None
+
+
+SYSBENCH = Sysbench()
