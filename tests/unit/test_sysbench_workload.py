@@ -19,7 +19,8 @@ from strata.experiment.plan import resolve
 from strata.experiment.scale import smoke
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY
-from strata.workloads.sysbench import fields, mariadb, settings
+from strata.workloads.server import logpath
+from strata.workloads.sysbench import mariadb, settings
 from strata.workloads.sysbench.params import SysbenchParams
 from strata.workloads.sysbench.plugin import VM_REASON
 
@@ -368,14 +369,14 @@ def test_a_vm_is_impossible_with_the_reason(tmp_path):
 
 
 def test_a_redo_log_path_a_runtime_does_not_give_is_impossible_with_the_reason(tmp_path):
-    exp, wls = spec(tmp_path, {"redo_log": ["none", "volume"]})
+    exp, wls = spec(tmp_path, {"redo_log": ["none", "volume"]}, runtimes=("native",))  # natively: bind only
     trials, skipped = expand(exp, wls)
     assert [t.workload.redo_log for t in trials] == [None]
-    assert "gives the redo log no volume path of its own" in skipped[0].reason
+    assert "gives the redo log no volume path of its own (only bind)" in skipped[0].reason
     giving = SimpleNamespace(name="docker", isolation="container", log_paths=("volume", "bind"))
     assert SYSBENCH.impossible(SysbenchParams(redo_log="volume"), giving) is None
     assert "only volume, bind" in SYSBENCH.impossible(SysbenchParams(redo_log="tmpfs"), giving)
-    assert fields.log_name("None") is None and SYSBENCH.log_path(SysbenchParams(redo_log="bind")) == "bind"
+    assert logpath.name("None") is None and SYSBENCH.log_path(SysbenchParams(redo_log="bind")) == "bind"
 
 
 def test_it_runs_natively_in_containers_and_in_pods(tmp_path):

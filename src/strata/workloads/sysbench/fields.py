@@ -10,12 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
-from strata.core.params import PATHS, path_kind
 from strata.core.units import parse_duration
-
-DIR_PATHS = tuple(p for p in PATHS if p != "device")  # a log is a directory
 
 
 def seconds(v: Any) -> int:
@@ -42,35 +37,3 @@ def resolve_script(raw: dict[str, Any], base_dir: Path, key: str, what: str, max
             raise ValueError(f"the {what} {p} is above {max_bytes >> 20} MiB: is it a {what}?")
         raw["file"] = str(p.resolve())
     return raw
-
-
-def log_field(what: str) -> Any:
-    """The key of a server workload's parameters that puts its log on a path of its own (validate it with
-    `log_name`, mode="before")."""
-    return Field(
-        default=None,
-        description=f"a path of its own for the {what} (none: with the data): volume, bind, tmpfs or layer in a "
-        "container, bind natively (a directory of its own on the file system under test), hostpath or local in "
-        "a pod, where the runtime gives a server's log a path; a list is a sweep",
-    )
-
-
-def log_name(v: Any) -> str | None:
-    """The log's path as the spec writes it: a path of the vocabulary, or none."""
-    if v is None or (isinstance(v, str) and v.strip().lower() == "none"):
-        return None
-    if not isinstance(v, str) or path_kind(v) not in DIR_PATHS:
-        raise ValueError(f"{str(v)[:40]!r} is not a path for a server's log: one of {', '.join(DIR_PATHS)}, or none")
-    return v
-
-
-def log_impossible(path: str | None, what: str, runtime: Any) -> str | None:
-    """Why `runtime` (the plugin) cannot give the log `path` of its own, or None. A runtime gives a server's
-    log a path of its own when it declares the paths it can give (`log_paths`)."""
-    if path is None:
-        return None
-    have = getattr(runtime, "log_paths", ())
-    if path_kind(path) not in have:
-        where = f"only {', '.join(have)}" if have else "none"
-        return f"the {runtime.name} runtime gives the {what} no {path} path of its own ({where})"
-    return None

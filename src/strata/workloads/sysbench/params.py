@@ -17,6 +17,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from strata.core.params import Strict, size_field
+from strata.workloads.server import logpath
 from strata.workloads.sysbench import fields
 from strata.workloads.sysbench import settings as server_settings
 
@@ -106,7 +107,7 @@ class SysbenchParams(Strict):
         "any other MariaDB server setting, {name: value} as mariadbd takes it (innodb_io_capacity: 2000); each "
         "name checked against `mariadbd --verbose --help` before anything is built"
     )
-    redo_log: str | None = fields.log_field("redo log (innodb_log_group_home_dir)")
+    redo_log: str | None = logpath.log_field("redo log (innodb_log_group_home_dir)")
     start_timeout: int = Field(
         default=300, ge=10, le=3600, description="seconds a server may take to come up, 10 to 3600"
     )
@@ -116,7 +117,7 @@ class SysbenchParams(Strict):
     _sizes = field_validator("innodb_buffer_pool_size", "innodb_log_file_size", mode="before")(size_field)
     _none = field_validator("rate", mode="before")(fields.none_word)
     _settings = field_validator("settings", mode="before")(server_settings.values)
-    _redo = field_validator("redo_log", mode="before")(fields.log_name)
+    _redo = field_validator("redo_log", mode="before")(logpath.name)
 
     @field_validator("script")
     @classmethod

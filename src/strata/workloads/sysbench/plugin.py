@@ -31,7 +31,7 @@ from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke
-from strata.workloads.server import lifecycle
+from strata.workloads.server import lifecycle, logpath
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import loopback_octet
 from strata.workloads.server.template import ServerTemplate
@@ -157,7 +157,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     def impossible(self, params: SysbenchParams, runtime: Any) -> str | None:
         if runtime.isolation == "vm":
             return self.vm_reason
-        return fields.log_impossible(self.log_path(params), self.log_what, runtime)
+        return logpath.impossible(self.log_path(params), self.log_what, runtime)
 
     def log_path(self, params: SysbenchParams) -> str | None:
         """The path of its own the redo log goes on, or None: with the data."""
