@@ -169,8 +169,8 @@ def keys_of_results(root: Path, since: float) -> set[str]:
     import json
 
     keys: set[str] = set()
-    for p in root.rglob("trials/*.json"):
-        if ".attempt-" in p.name or p.stat().st_mtime < since:
+    for p in root.rglob("trials/*.json"):  # an earlier attempt kept by --resume ran too (its failure)
+        if p.stat().st_mtime < since:
             continue
         try:
             r = json.loads(p.read_text())
@@ -212,7 +212,19 @@ def keys_of_spec(spec: Path, scale: str = "smoke") -> frozenset[str]:
 
     exp, workloads = load_spec(spec, scale)
     trials, _ = expand(exp, workloads)
-    return frozenset(k for t in trials for k in keys_of_trial(t.resolved()))
+    return frozenset(k for t in trials for k in keys_of_trial(t.resolved(), facts=_host_choice(t.resolved())))
+
+
+def _host_choice(trial: dict[str, Any]) -> dict[str, Any] | None:
+    """What this host will choose for a trial that leaves it to the host: a VM's share under `auto` is
+    virtiofs where virtiofsd is installed (its probe boot mounts it on the hosts this suite runs on), else 9p
+    (stack/vm/runtime.py `choose_share`), as the stored facts will say."""
+    rt = trial["runtime"]
+    if rt["type"] != "vm" or rt.get("share") != "auto":
+        return None
+    from strata.stack.vm.qemu import virtiofsd_binary
+
+    return {"runtime": {"share": "virtiofs" if virtiofsd_binary() else "9p"}}
 
 
 # The README's list of what only the full tier runs: the keys no default-tier test declares, by kind.

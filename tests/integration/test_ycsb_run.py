@@ -144,10 +144,12 @@ def test_a_killed_database_container_fails_its_trial_and_the_run_goes_on(tmp_pat
     long = {**SMALL, "runtime": 60, "data_integrity": False, "name": "long"}
     s = write_spec(
         tmp_path / "s.yaml",
-        spec(workdir, runtimes=["docker:overlay2"], paths=["volume"], workloads=[{"ycsb": long}, {"ycsb": SMALL}]),
-    )
+        spec(workdir, runtimes=["docker:overlay2"], paths=["volume"], workloads=[{"ycsb": long}, {"ycsb": SMALL}],
+             order="spec"),
+    )  # fmt: skip
     out, state = tmp_path / "out", Path(e["STRATA_STATE_DIR"])
     proc = start_strata("run", s, "-o", out, env=e)
+    # the first run to start is the long one's (the spec's order: a random one may start with the short one)
     wait_for(lambda: bool(list(out.glob("trials/*/ycsb/run/db0-c0/stderr.txt"))), 900, "the measured run")
     time.sleep(5)
     c = _containers(state)[0]
