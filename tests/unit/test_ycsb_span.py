@@ -194,7 +194,7 @@ def test_nodes_join_one_by_one_across_hosts(tmp_path, monkeypatch):
     monkeypatch.setattr(cassandra, "cql_port_open", port_open)
     monkeypatch.setattr(server, "POLL_S", 0.01)
     monkeypatch.setattr(server, "wait_node", lambda ctx, k, address, timeout_s, port: 4.5)
-    assert server.start_nodes(p, dbs, ctx) == [4.5]
+    assert server.start_nodes(YCSB, p, dbs, ctx) == [4.5]
     assert seen == [(ADDR["a"], 9042, False)] * 3  # node 0 polled on a, b's start file not yet written
     assert (tmp_path / "sync" / "start-0").exists() and ctx.checks == 2  # b's own nodes watched while it waited
 
@@ -206,7 +206,7 @@ def test_a_node_of_another_host_that_never_answers_is_not_ready(tmp_path, monkey
     clock = iter(range(0, 1000, 6))
     monkeypatch.setattr(server.time, "monotonic", lambda: next(clock))
     with pytest.raises(TrialFailure) as e:
-        server.wait_remote(_Ctx(tmp_path), server.layout(p, Load())[0], 0, p)
+        server.wait_remote(YCSB, _Ctx(tmp_path), server.layout(p, Load())[0], 0, p)
     assert e.value.category == "not_ready" and "host a" in str(e.value) and f"{ADDR['a']}:9042" in str(e.value)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -147,6 +148,17 @@ def wait_ready(
             )
         time.sleep(READY_POLL_S)
     return since_launch(ctx.art / f"inst-{instance}", time.monotonic() - t0)
+
+
+def listening(log_text: str, line: str, address: str, port: int, timeout_s: float = 1.0) -> bool:
+    """A server's ready probe: its log says `line`, and its port accepts a connection."""
+    if line not in log_text:
+        return False
+    try:
+        with socket.create_connection((address, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
 
 
 # A line a server or its setup writes when it fails: PostgreSQL's `FATAL:`/`PANIC:`/`ERROR:` and initdb's

@@ -38,10 +38,9 @@ def usable(load: Load, servers: int) -> dict[str, Any]:
     return {"bytes": total, "of": "MemTotal, the host's memory"}
 
 
-def data_set(data_bytes: int | None, record: dict[str, Any]) -> dict[str, Any] | None:
-    """What the cache check judges (`Parsed.memory`): the data set on this host and the memory its servers can
-    use, or None when either is unknown."""
-    mem = record.get("memory") or {}
-    if data_bytes is None or not isinstance(mem.get("bytes"), int):
+def data_set(data_bytes: int | None, memory_bytes: int | None, memory_of: str) -> dict[str, Any] | None:
+    """What the cache check judges (`Parsed.memory`): the data set on this host and the memory that can cache it,
+    or None when either is unknown."""
+    if data_bytes is None or not isinstance(memory_bytes, int):
         return None
-    return {"data_set_bytes": data_bytes, "memory_bytes": mem["bytes"], "memory_of": mem.get("of", "")}
+    return {"data_set_bytes": data_bytes, "memory_bytes": memory_bytes, "memory_of": memory_of}

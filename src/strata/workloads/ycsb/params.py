@@ -17,7 +17,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from strata.core.params import Strict
-from strata.core.units import parse_duration
+from strata.workloads.server import fields
 
 CONSISTENCY = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE", "EACH_QUORUM")
 LETTERS = "abcdef"
@@ -29,10 +29,7 @@ PROFILES = {
 }
 MAX_NODES = 16
 PEAK_MAX_S = 30  # the flat-out run that measures the peak of a relative target: min(runtime, this)
-
-
-def _seconds(v: Any) -> int | None:
-    return None if v is None or (isinstance(v, str) and v.strip().lower() == "none") else int(parse_duration(v))
+RECORD_BYTES = 1100  # YCSB's default row: 10 fields of 100 bytes, and the key
 
 
 class ClusterParams(Strict):
@@ -119,7 +116,8 @@ class YcsbParams(Strict):
     span: Span | None = Field(default=None, description="(set by strata for a host's part; never in a spec)")
     file: str | None = Field(default=None, description="(set from `workload: file:PATH`)")
 
-    _times = field_validator("runtime", "warmup", mode="before")(lambda v: _seconds(v))
+    _times = field_validator("runtime", "warmup", mode="before")(fields.seconds_or_none)
+    _none = field_validator("target", mode="before")(fields.none_word)
 
     @model_validator(mode="before")
     @classmethod
@@ -144,11 +142,6 @@ class YcsbParams(Strict):
         if isinstance(out, dict) and out.get("target_share") is None:
             out.pop("target_share", None)
         return out
-
-    @field_validator("target", mode="before")
-    @classmethod
-    def _none(cls, v: Any) -> Any:
-        return None if isinstance(v, str) and v.strip().lower() == "none" else v
 
     @field_validator("workload")
     @classmethod
