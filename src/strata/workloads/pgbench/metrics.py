@@ -32,14 +32,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from strata.core.instances import InstanceOutput
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, Syncs, headline
 from strata.workloads.pgbench import parse as pp
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.postgres import BLOCK_BYTES, COUNTERS
 from strata.workloads.server import latency, memory, records
-from strata.workloads.server.template import server_artifacts
 
 CLIENTS_DIR = "pgbench"
 SERIES = "pgbench_tps"
@@ -51,14 +49,8 @@ def summary_ns(h: hdr.Histogram | None) -> dict[str, Any]:
     return latency.of_hdr(h, US_NS)
 
 
-def parse(params: PgbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-    arts = server_artifacts(outputs, "PostgreSQL server", "server")
-    return parse_trial(params, arts)
-
-
 def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
-    recs = [records.read(a, CLIENTS_DIR, "pgbench") for a in arts]
-    dirs = records.client_dirs(arts, recs)
+    recs, dirs = records.of_trial(arts, CLIENTS_DIR, "pgbench")
     runs = [pp.read_run(d, lag=params.rate is not None, retries=params.max_tries > 1) for d in dirs]
     tps = sum(r.summary.tps or 0.0 for r in runs)
     latency = summary_ns(hdr.merge(r.logs.latency for r in runs))

@@ -87,23 +87,21 @@ class PgbenchParams(Strict):
     scale: int = Field(
         default=10, ge=1, le=100_000, description="pgbench -i -s: 100,000 accounts (16 MiB) per unit; 1 to 100000"
     )
-    clients: int = Field(default=1, ge=1, le=1000, description="pgbench -c: database sessions per server, 1 to 1000")
+    clients: int = fields.clients_field("pgbench -c: database sessions per server, 1 to 1000")
     threads: int = Field(
         default=1,
         ge=1,
         le=1000,
         description="pgbench -j: client threads per server, 1 to 1000 (at most `clients` of them run)",
     )
-    runtime: int = Field(
-        default=60,
-        ge=1,
-        le=86400,
-        description="seconds of the measured run (pgbench -T), 1 to 86400; a multiple of checkpoint_timeout puts "
-        "the same checkpoints in every trial",
+    runtime: int = fields.runtime_field(
+        "seconds of the measured run (pgbench -T), 1 to 86400; a multiple of checkpoint_timeout puts the same "
+        "checkpoints in every trial"
     )
     warmup: int = fields.warmup_field(15, "; half of checkpoint_timeout keeps the run's checkpoints away from its ends")
     rate: int | None = fields.rate_field(
-        "pgbench --rate", ". Under a rate the advice compares latency (the spec's `latency_stat`)"
+        "pgbench --rate: offered transactions per second of each server, 1 to 10000000 (a list is a sweep); none: "
+        "flat out. Under a rate the advice compares latency (the spec's `latency_stat`)"
     )
     latency_limit: float | None = Field(
         default=None,

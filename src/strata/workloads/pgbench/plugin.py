@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import TrialFailure
-from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.instances import ImageSpec, Target
 from strata.core.metrics import Axis, Events, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke, spec_file
 from strata.workloads.pgbench import metrics, postgres
 from strata.workloads.pgbench.params import MAX_SCRIPT_BYTES, PgbenchParams, entries
 from strata.workloads.pgbench.parse import failure
-from strata.workloads.server import lifecycle, records
+from strata.workloads.server import lifecycle, records, transactions
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import PORTS_PER_RUN
 from strata.workloads.server.script import sync_of
@@ -61,18 +61,13 @@ METRICS = MetricSchema(
         Metric("clients", "parameter", type="int", axis=Axis("clients", 2, detail=True)),
         Metric("threads", "parameter", type="int", export=False),
         Metric("scale", "parameter", type="int", context=True, text=lambda v: f"scale {v}"),
-        Metric("script", "parameter", type="str", context=True),
-        Metric("rate", "parameter", "tx/s", type="int", export=False, axis=Axis("offered rate (tx/s)", detail=True)),
-        Metric("tps", "total", "tx/s", "higher", headline=True, show=Show("TPS", digits=0)),
-        Metric("tps", "per_direction", "tx/s", "higher", export=False),
-        Metric(
-            "lat",
-            "latency",
-            "ns",
-            "lower",
-            label="transaction",
-            stats=("mean", "p50", "p95", "p99", "p99_9"),  # the report's latency table shows each
-            show=Show("lat {stat} us", 1000, stats=("mean", "p99")),  # strata show's columns, as fio's and ycsb's
+        transactions.SCRIPT,
+        transactions.RATE,
+        transactions.TPS,
+        transactions.TPS_BY_DIRECTION,
+        # the report's latency table shows each; strata show's columns, as fio's and ycsb's
+        transactions.latency(
+            ("mean", "p50", "p95", "p99", "p99_9"), Show("lat {stat} us", 1000, stats=("mean", "p99"))
         ),
     ),
     breakdown=("lat",),
@@ -238,8 +233,8 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
         return failure(phase, returncode, stderr)
 
-    def parse(self, params: PgbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-        return metrics.parse(params, outputs)
+    def parse_trial(self, params: PgbenchParams, arts: list[Path]) -> Parsed:
+        return metrics.parse_trial(params, arts)
 
 
 def _read(path: Path) -> str | None:

@@ -1,6 +1,7 @@
 """Parameter pieces every server workload's spec shares: durations, the word `none`, a script of the user's own
-(`file:PATH`), a whole number in a raw spec, and the keys whose meaning is the same for every server (the
-measured run's length, the warm-up, an offered rate, the seconds a server may take to come up).
+(`file:PATH`), a whole number in a raw spec, and the keys whose meaning and bounds are the same for every server
+(the sessions of each server, the measured run's length, the warm-up, an offered rate, the seconds a server may
+take to come up); each workload words their descriptions in its tool's terms.
 
 The log on a path of its own (logpath.py) and the settings map (settings.py) are the template's too.
 """
@@ -62,15 +63,20 @@ def warmup_field(default: int, more: str = "") -> Any:
     )
 
 
-def rate_field(flag: str, more: str = "") -> Any:
-    """The transactions per second the clients offer each server (validate it with `none_word`)."""
-    return Field(
-        default=None,
-        ge=1,
-        le=MAX_RATE,
-        description=f"{flag}: offered transactions per second of each server, 1 to {MAX_RATE} (a list is a sweep); "
-        f"none: flat out{more}",
-    )
+def rate_field(description: str, most: int = MAX_RATE) -> Any:
+    """The rate the clients offer each server or database, 1 to `most` a second; none: flat out (validate it with
+    `none_word`)."""
+    return Field(default=None, ge=1, le=most, description=description)
+
+
+def runtime_field(description: str) -> Any:
+    """The seconds of the measured run (validate them with `seconds`)."""
+    return Field(default=60, ge=1, le=MAX_SECONDS, description=description)
+
+
+def clients_field(description: str) -> Any:
+    """The database sessions of each server, 1 to 1000."""
+    return Field(default=1, ge=1, le=1000, description=description)
 
 
 def start_timeout_field() -> Any:

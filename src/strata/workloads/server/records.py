@@ -30,6 +30,12 @@ def read(art: Path, clients_dir: str, what: str) -> dict[str, Any]:
     return record
 
 
+def of_trial(arts: list[Path], clients_dir: str, what: str) -> tuple[list[dict[str, Any]], list[Path]]:
+    """Every host's record (`read`), and the measured run's client directories host after host."""
+    recs = [read(a, clients_dir, what) for a in arts]
+    return recs, client_dirs(arts, recs)
+
+
 def client_dirs(arts: list[Path], records: list[dict[str, Any]], phase: str = "run") -> list[Path]:
     """Every client directory of `phase`, host after host, each under its host's artifacts."""
     return [a / c for a, r in zip(arts, records) for c in (r["phases"].get(phase) or {}).get("clients", [])]

@@ -7,7 +7,8 @@ A server workload derives from it and supplies:
 - `ready(params, load, ctx, instance)`: the probe that says a started server answers;
 - `clients(phase, params, load, out, record)`: the client processes of each phase (`phases()`, the
   load first, then the measured `run`), each writing into its own directory under `out`;
-- `parse` (the Workload member) and `metrics`: its output parser and its metric declaration;
+- `parse_trial(params, arts)` and `metrics`: its parser of a trial's artifacts, once every server stopped cleanly
+  (`parse`, the Workload member, is the template's: `server_artifacts`), and its metric declaration;
 - the names its messages and files use: `clients_dir`, `client_what`, `server_what`, and
   `vm_reason` (why it does not run in a VM), `host_packages` (what a host's agent needs to run its
   clients and its native servers: its image across hosts);
@@ -54,6 +55,7 @@ from strata.workloads.base import (
     LogOnPath,
     MeasureContext,
     P,
+    Parsed,
     ServerWorkload,
     ToolWorkload,
 )
@@ -90,6 +92,13 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     def clients(self, phase: str, params: P, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
         """The client processes of `phase`, each writing into a directory under `out`."""
         raise NotImplementedError
+
+    def parse_trial(self, params: P, arts: list[Path]) -> Parsed:
+        """The trial's result from its artifact directories (one per host across hosts, in order)."""
+        raise NotImplementedError
+
+    def parse(self, params: P, outputs: list[InstanceOutput]) -> Parsed:
+        return self.parse_trial(params, server_artifacts(outputs, self.server_what, self.server_noun))
 
     # ---- the lifecycle's hooks, with their defaults ------------------------------------
 

@@ -116,14 +116,9 @@ def server_script_of(
         "  exit 1",
         "fi",
     ]
+    command = shlex.join([MARIADBD, f"--defaults-file={cnf}"])
     return server_script(
-        setup=setup,
-        command=shlex.join([MARIADBD, f"--defaults-file={cnf}"]),
-        out_dir=out_dir,
-        sync_dir=sync_dir,
-        what="MariaDB server",
-        stop_signal="KILL",
-        log_name=LOG_NAME,
+        setup=setup, command=command, out_dir=out_dir, sync_dir=sync_dir, what="MariaDB server", log_name=LOG_NAME
     )
 
 

@@ -26,10 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from strata.core.instances import InstanceOutput
 from strata.workloads.base import Parsed, headline
 from strata.workloads.server import latency, memory, records
-from strata.workloads.server.template import server_artifacts
 from strata.workloads.sysbench import parse as sp
 from strata.workloads.sysbench.mariadb import STATUS
 from strata.workloads.sysbench.params import SysbenchParams
@@ -40,14 +38,8 @@ MS_NS = 1e6
 DIRECT = ("O_DIRECT", "O_DIRECT_NO_FSYNC")  # InnoDB's data files bypass the page cache
 
 
-def parse(params: SysbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-    arts = server_artifacts(outputs, "MariaDB server", "server")
-    return parse_trial(params, arts)
-
-
 def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
-    recs = [records.read(a, CLIENTS_DIR, "sysbench") for a in arts]
-    dirs = records.client_dirs(arts, recs)
+    recs, dirs = records.of_trial(arts, CLIENTS_DIR, "sysbench")
     runs = [sp.read_run(d) for d in dirs]
     tps = sum(r.summary.tps or 0.0 for r in runs)
     qps = sum(r.summary.qps or 0.0 for r in runs)

@@ -71,16 +71,15 @@ class SysbenchParams(Strict):
         le=1_000_000_000,
         description="sysbench --table-size: rows per table (about 240 bytes each with its index), 1 to 1000000000",
     )
-    clients: int = Field(
-        default=1,
-        ge=1,
-        le=1000,
-        description="sysbench --threads: client threads per server, each its own database session (pgbench's "
-        "clients), 1 to 1000",
+    clients: int = fields.clients_field(
+        "sysbench --threads: client threads per server, each its own database session (pgbench's clients), 1 to 1000"
     )
-    runtime: int = Field(default=60, ge=1, le=86400, description="seconds of the measured run (sysbench --time)")
+    runtime: int = fields.runtime_field("seconds of the measured run (sysbench --time)")
     warmup: int = fields.warmup_field(0)
-    rate: int | None = fields.rate_field("sysbench --rate")
+    rate: int | None = fields.rate_field(
+        "sysbench --rate: offered transactions per second of each server, 1 to 10000000 (a list is a sweep); none: "
+        "flat out"
+    )
     innodb_buffer_pool_size: int = Field(
         default=128 * MiB,
         ge=8 * MiB,

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import TrialFailure
-from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.instances import ImageSpec, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke
-from strata.workloads.server import fields, lifecycle, records
+from strata.workloads.server import fields, lifecycle, records, transactions
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import PORTS_PER_RUN
 from strata.workloads.server.script import sync_of
@@ -58,20 +58,12 @@ METRICS = MetricSchema(
         Metric("clients", "parameter", type="int", axis=Axis("clients", 2)),
         Metric("tables", "parameter", type="int", context=True, text=lambda v: f"{v} tables"),
         Metric("table_size", "parameter", type="int", context=True, text=lambda v: f"{v} rows"),
-        Metric("script", "parameter", type="str", context=True),
-        Metric("rate", "parameter", "tx/s", type="int", export=False, axis=Axis("offered rate (tx/s)", detail=True)),
-        Metric("tps", "total", "tx/s", "higher", headline=True, show=Show("TPS", digits=0)),
+        transactions.SCRIPT,
+        transactions.RATE,
+        transactions.TPS,
         Metric("qps", "total", "queries/s", "higher"),
-        Metric("tps", "per_direction", "tx/s", "higher", export=False),
-        Metric(
-            "lat",
-            "latency",
-            "ns",
-            "lower",
-            label="transaction",
-            stats=("mean", "p99"),
-            show=Show("lat {stat} us", 1000),
-        ),
+        transactions.TPS_BY_DIRECTION,
+        transactions.latency(("mean", "p99"), Show("lat {stat} us", 1000)),
     ),
     breakdown=("lat",),
     client_cpu=records.CLIENT_CPU,
@@ -213,8 +205,8 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
         return sp.failure(phase, returncode, stderr)
 
-    def parse(self, params: SysbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-        return metrics.parse(params, outputs)
+    def parse_trial(self, params: SysbenchParams, arts: list[Path]) -> Parsed:
+        return metrics.parse_trial(params, arts)
 
 
 def _setup_words(art: Path) -> str:

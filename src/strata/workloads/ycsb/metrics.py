@@ -26,11 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import TrialFailure
-from strata.core.instances import InstanceOutput
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, headline
 from strata.workloads.server import records as server_records
-from strata.workloads.server.template import server_artifacts
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import RECORD_BYTES, YcsbParams
 from strata.workloads.ycsb.server import CLIENTS_DIR
@@ -176,8 +174,3 @@ def _cache(params: YcsbParams, record: dict[str, Any]) -> dict[str, Any]:
         "page_cache_over_data_set": round(cached / data, 3) if cached and data else None,
         "note": "Cassandra does buffered I/O: the page cache is part of what is measured",
     }
-
-
-def parse(params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
-    arts = server_artifacts(outputs, "Cassandra node", "node")
-    return parse_trial(params, arts if len(arts) > 1 else arts[0])

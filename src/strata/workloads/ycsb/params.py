@@ -95,12 +95,10 @@ class YcsbParams(Strict):
     threads: int = Field(default=16, ge=1, le=1024, description="client threads per database")
     clients: int = Field(default=1, ge=1, le=16, description="YCSB client processes per database")
     warmup: int = Field(default=30, ge=0, le=86400, description="seconds of unmeasured operations before the run")
-    target: int | None = Field(
-        default=None,
-        ge=1,
-        le=100_000_000,
-        description="offered ops/s of each database (a list is a sweep); N%: that share of the peak the same "
-        "cluster reaches flat out, measured just before the run; none: flat out",
+    target: int | None = fields.rate_field(
+        "offered ops/s of each database (a list is a sweep); N%: that share of the peak the same cluster reaches flat "
+        "out, measured just before the run; none: flat out",
+        100_000_000,
     )
     target_share: float | None = Field(default=None, gt=0, le=1, description="(set from `target: N%`)")
     clusters: int = Field(default=1, ge=1, le=64, description="databases per container count, run at once")

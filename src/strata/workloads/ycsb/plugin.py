@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import StrataError, TrialFailure
-from strata.core.instances import Build, ImageSpec, InstanceOutput, Prebuilds, Target
+from strata.core.instances import Build, ImageSpec, Prebuilds, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
 from strata.core.params import Load, Strict, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
@@ -267,8 +267,8 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
         return client_failure(phase, returncode, stderr)
 
-    def parse(self, params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
-        return metrics.parse(params, outputs)
+    def parse_trial(self, params: YcsbParams, arts: list[Path]) -> Parsed:
+        return metrics.parse_trial(params, arts)
 
 
 YCSB = Ycsb()
