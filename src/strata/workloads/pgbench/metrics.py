@@ -120,17 +120,10 @@ def _server(run: pp.Run) -> dict[str, Any]:
 
 
 def _transactions(runs: list[pp.Run]) -> dict[str, Any]:
-    processed = sum(r.summary.processed or 0 for r in runs)
-    failed = sum(r.summary.failed for r in runs)
-    return {
-        "processed": processed,
-        "failed": failed,
-        "retried": sum(r.summary.retried for r in runs),
-        "retries": sum(r.summary.retries for r in runs),
-        "skipped": sum(r.summary.skipped for r in runs),
-        "late": sum(r.summary.late for r in runs),
-        "failed_share": round(failed / (processed + failed), 6) if processed + failed else None,
-    }
+    counts = ("processed", "failed", "retried", "retries", "skipped", "late")
+    n = {k: sum(getattr(r.summary, k) or 0 for r in runs) for k in counts}
+    ended = n["processed"] + n["failed"]
+    return {**n, "failed_share": round(n["failed"] / ended, 6) if ended else None}
 
 
 def _series(runs: list[pp.Run]) -> list[list[float]]:

@@ -91,8 +91,6 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     name = "pgbench"
     params = PgbenchParams
     metrics = METRICS
-    clients_dir = "pgbench"
-    client_what = "the pgbench client"
     server_what = "PostgreSQL server"
     log_name = postgres.LOG_NAME
     vm_reason = VM_REASON

@@ -38,7 +38,7 @@ from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.server import lifecycle
 from strata.workloads.server.loopback import port
 from strata.workloads.server.script import server_script
-from strata.workloads.server.settings import Catalog, Known
+from strata.workloads.server.settings import Catalog, Known, in_force
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PACKAGES = ("postgresql-15",)
@@ -295,13 +295,7 @@ def parse_facts(text: str) -> dict[str, object]:
         name, setting, unit, source = f
         settings_[name] = with_unit(setting, unit)
         sources[name] = source
-    block = settings_.get("block_size", "")
-    return {
-        "version": settings_.get("server_version"),
-        "block_bytes": int(block) if block.isdigit() else None,
-        "settings": settings_,
-        "sources": sources,
-    }
+    return in_force(settings_, sources, "server_version", ("block_bytes", "block_size"))
 
 
 def checkpoint(instance: int) -> str | None:

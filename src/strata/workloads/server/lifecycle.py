@@ -250,10 +250,4 @@ def run_phase(
 
 
 def page_cache_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("Cached:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return memory.meminfo_bytes("Cached")

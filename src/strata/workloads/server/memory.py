@@ -10,20 +10,22 @@ its data set and this memory with its parsed result (`Parsed.memory`), and the c
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from strata.collectors.host import read_meminfo
 from strata.core.params import Load
 
 
-def mem_total_bytes() -> int | None:
+def meminfo_bytes(key: str) -> int | None:
+    """A figure of /proc/meminfo in bytes (`MemTotal`, `Cached`: the page cache), or None when it cannot be read."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
+        return read_meminfo().get(key)
     except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return None
+
+
+def mem_total_bytes() -> int | None:
+    return meminfo_bytes("MemTotal")
 
 
 def usable(load: Load, servers: int) -> dict[str, Any]:

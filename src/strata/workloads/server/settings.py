@@ -137,6 +137,19 @@ def problems(
     return out
 
 
+def in_force(settings: dict[str, str], sources: dict[str, str], version: str, size: tuple[str, str]) -> dict[str, Any]:
+    """What a started server says of itself, stored with the trial (the workload's `server_facts`): its version (its
+    setting `version`), the size of its page or block (`size`: the fact's key, the setting that says it), the
+    settings in force and where each value came from."""
+    unit = settings.get(size[1], "")
+    return {
+        "version": settings.get(version),
+        size[0]: int(unit) if unit.isdigit() else None,
+        "settings": settings,
+        "sources": sources,
+    }
+
+
 def words(settings: dict[str, str]) -> str:
     """The map in a name: `-NAME_VALUE` for each setting, in the spec's order."""
     return "".join(f"-{k}_{re.sub(r'[^A-Za-z0-9.]+', '', v)[:20]}" for k, v in settings.items())

@@ -70,8 +70,6 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     """A workload whose instances are servers and whose clients, on the host, measure them."""
 
     targets: tuple[str, ...] = ("dir",)  # a server's data directory
-    clients_dir: str  # the clients' outputs and clients.json, under the trial's artifacts
-    client_what: str  # "the YCSB client": a client in messages
     server_what: str  # "Cassandra node": a server in messages
     server_noun = "server"  # a server in the log tails of a failure ("--- server 0")
     log_name = LOG_NAME  # the server's log in its out dir
@@ -82,6 +80,16 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     server_user = "root"  # the user its native servers run as (root: none of their own)
     settings_notation = settings.DEFAULT  # how the server writes its settings (settings.py)
     ports_per_run: int | None = None  # servers on a host each take a port of the run's block (loopback.py)
+
+    @property
+    def clients_dir(self) -> str:
+        """The clients' outputs and clients.json, under the trial's artifacts: the workload's name."""
+        return self.name
+
+    @property
+    def client_what(self) -> str:
+        """A client in messages: "the pgbench client"."""
+        return f"the {self.name} client"
 
     # ---- what each server workload supplies ----------------------------------------
 

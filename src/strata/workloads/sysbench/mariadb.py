@@ -31,7 +31,7 @@ from strata.core.instances import ImageSpec
 from strata.workloads.server import lifecycle
 from strata.workloads.server.loopback import port
 from strata.workloads.server.script import server_script, write_files
-from strata.workloads.server.settings import Catalog, Known
+from strata.workloads.server.settings import Catalog, Known, in_force
 from strata.workloads.sysbench.params import SysbenchParams
 
 PACKAGES = ("mariadb-server",)
@@ -242,13 +242,7 @@ def facts(instance: int) -> dict[str, object]:
     rows = sorted(r for r in table if len(r) == 3)
     values = {name: value for name, value, _ in rows}
     sources = {name: source for name, _, source in rows}
-    page = values.get("innodb_page_size", "")
-    return {
-        "version": values.get("version"),
-        "page_bytes": int(page) if page.isdigit() else None,
-        "settings": values,
-        "sources": sources,
-    }
+    return in_force(values, sources, "version", ("page_bytes", "innodb_page_size"))
 
 
 def flush_dirty_pages(instance: int, timeout_s: float) -> dict[str, object]:

@@ -74,8 +74,6 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     name = "sysbench"
     params = SysbenchParams
     metrics = METRICS
-    clients_dir = "sysbench"
-    client_what = "the sysbench client"
     server_what = "MariaDB server"
     log_name = mariadb.LOG_NAME
     vm_reason = VM_REASON

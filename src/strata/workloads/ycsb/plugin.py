@@ -119,7 +119,6 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     name = "ycsb"
     params = YcsbParams
     metrics = METRICS
-    clients_dir = server.CLIENTS_DIR
     client_what = "the YCSB client"
     server_what = "Cassandra node"
     server_noun = "node"
