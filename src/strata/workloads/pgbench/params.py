@@ -204,9 +204,7 @@ class PgbenchParams(Strict):
         wanted = sum(1 for what, _ in entries(self.script) if what.startswith("file:"))
         if wanted and len(self.files) != wanted:
             raise ValueError("`script: file:PATH` names a pgbench script that was not found")
-        if not self.name:
-            object.__setattr__(self, "name", default_name(self))
-        return self
+        return fields.named(self, default_name)
 
     @property
     def builtin(self) -> str | None:
@@ -276,17 +274,13 @@ def default_name(p: PgbenchParams) -> str:
     server = {
         "sc": (p.synchronous_commit, "on"),
         "fsync": ("on" if p.fsync else "off", "on"),
-        "sb": (_size(p.shared_buffers), "128MiB"),
+        "sb": (fields.size_word(p.shared_buffers), "128MiB"),
         "wal": (p.wal_level, "replica"),
         "fpw": ("on" if p.full_page_writes else "off", "on"),
         "cpt": (f"{p.checkpoint_timeout}s", "30s"),
-        "maxwal": (_size(p.max_wal_size), "1024MiB"),
+        "maxwal": (fields.size_word(p.max_wal_size), "1024MiB"),
     }
     name += "".join(f"-{key}_{value}" for key, (value, default) in server.items() if value != default)
     name += settings.words(p.settings)
     name += f"-walon{p.wal_path}" if p.wal_path else ""
     return name
-
-
-def _size(n: int) -> str:
-    return f"{n // MiB}MiB" if n % MiB == 0 else f"{n}B"

@@ -9,7 +9,7 @@ The log on a path of its own (logpath.py) and the settings map (settings.py) are
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from pydantic import Field
 
@@ -18,6 +18,8 @@ from strata.workloads.base import spec_file
 
 MAX_RATE = 10_000_000
 MAX_SECONDS = 86400
+MiB = 1 << 20
+T = TypeVar("T")
 
 
 def seconds(v: Any) -> int:
@@ -39,6 +41,19 @@ def seconds_or_none(v: Any) -> int | None:
 def whole(value: Any, default: int) -> int:
     """A raw spec's whole number (a `smoke` shrinking it), or `default` where it holds none (a sweep, a word)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def named(params: T, default_name: Callable[[T], str]) -> T:
+    """The parameters with the workload's default name (what ran, and what differs from the defaults) when the spec
+    gave them none (a model validator's, mode="after")."""
+    if not getattr(params, "name", None):
+        object.__setattr__(params, "name", default_name(params))
+    return params
+
+
+def size_word(n: int) -> str:
+    """A size in a default name: 128MiB, or bytes when it is no whole number of MiB."""
+    return f"{n // MiB}MiB" if n % MiB == 0 else f"{n}B"
 
 
 def resolve_script(

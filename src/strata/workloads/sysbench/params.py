@@ -128,9 +128,7 @@ class SysbenchParams(Strict):
     def _defaults(self) -> Self:
         if self.script.startswith("file:") and not self.file:
             raise ValueError("`script: file:PATH` names a Lua script that was not found")
-        if not self.name:
-            object.__setattr__(self, "name", default_name(self))
-        return self
+        return fields.named(self, default_name)
 
     @property
     def builtin(self) -> str | None:
@@ -161,20 +159,16 @@ class SysbenchParams(Strict):
         }
 
 
-def _size(n: int) -> str:
-    return f"{n // MiB}MiB" if n % MiB == 0 else f"{n}B"
-
-
 def default_name(p: SysbenchParams) -> str:
     script = p.builtin or "file-" + (p.file or "script").rsplit("/", 1)[-1].removesuffix(".lua")
     name = f"sysbench-{script}-{p.tables}x{p.table_size}-c{p.clients}"
     name += f"-r{p.rate}" if p.rate is not None else ""
     name += f"-w{p.warmup}" if p.warmup else ""
     differ = {
-        "bp": (_size(p.innodb_buffer_pool_size), "128MiB"),
+        "bp": (fields.size_word(p.innodb_buffer_pool_size), "128MiB"),
         "trx": (str(p.innodb_flush_log_at_trx_commit), "1"),
         "flush": (p.innodb_flush_method, "O_DIRECT"),
-        "log": (_size(p.innodb_log_file_size), "96MiB"),
+        "log": (fields.size_word(p.innodb_log_file_size), "96MiB"),
         "dblwr": ("on" if p.innodb_doublewrite else "off", "on"),
     }
     name += "".join(f"-{key}_{value}" for key, (value, default) in differ.items() if value != default)
