@@ -18,7 +18,6 @@ from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY
 from strata.workloads.pgbench import postgres
 from strata.workloads.pgbench.params import PgbenchParams
-from strata.workloads.pgbench.plugin import VM_REASON
 from strata.workloads.server import lifecycle, loopback
 
 PGBENCH = REGISTRY["pgbench"]
@@ -245,7 +244,7 @@ def test_more_servers_than_the_runs_ports_is_refused():
 def test_a_vm_is_impossible_with_the_reason(tmp_path):
     exp, wls = spec(tmp_path, runtimes=("vm",), paths=["bind"])
     trials, skipped = expand(exp, wls)
-    assert trials == [] and skipped[0].reason == VM_REASON
+    assert trials == [] and skipped[0].reason == PGBENCH.vm_reason
     assert PGBENCH.impossible(PgbenchParams(), RUNTIMES["docker"]) is None
 
 

@@ -22,7 +22,6 @@ from strata.workloads import REGISTRY
 from strata.workloads.server import lifecycle, logpath, loopback, settings
 from strata.workloads.sysbench import mariadb
 from strata.workloads.sysbench.params import SysbenchParams
-from strata.workloads.sysbench.plugin import VM_REASON
 
 SYSBENCH = REGISTRY["sysbench"]
 GiB, MiB = 1 << 30, 1 << 20
@@ -364,7 +363,7 @@ def test_more_servers_than_the_runs_ports_is_refused():
 def test_a_vm_is_impossible_with_the_reason(tmp_path):
     exp, wls = spec(tmp_path, runtimes=("vm",), paths=["bind"])
     trials, skipped = expand(exp, wls)
-    assert trials == [] and skipped[0].reason == VM_REASON
+    assert trials == [] and skipped[0].reason == SYSBENCH.vm_reason
     assert SYSBENCH.impossible(SysbenchParams(), RUNTIMES["docker"]) is None
 
 

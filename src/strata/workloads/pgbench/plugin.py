@@ -47,10 +47,6 @@ MiB = 1 << 20
 ROWS_BYTES_PER_SCALE = 16 * MiB  # 100,000 accounts and their index, measured: 15.6 MiB a unit
 SERVER_OVERHEAD_BYTES = 64 * MiB  # the catalog initdb writes, its first WAL segments
 MIN_MEMORY_OVER_BUFFERS = 64 * MiB  # a server under a memory limit needs its shared buffers and this
-VM_REASON = (
-    "a PostgreSQL server in a VM is not supported: the guest image holds no PostgreSQL, and QEMU runs under "
-    "TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
-)
 
 # PostgreSQL's lines that say what failed: a log line's level, initdb's and pgbench's own `error:`.
 ERROR_LINE = re.compile(r"\b(FATAL|PANIC|ERROR):|^\S+: error: |Permission denied|No space left")
@@ -93,7 +89,6 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     metrics = METRICS
     server_what = "PostgreSQL server"
     log_name = postgres.LOG_NAME
-    vm_reason = VM_REASON
     host_packages = postgres.PACKAGES
     log_key = "wal_path"
     log_what = "WAL"

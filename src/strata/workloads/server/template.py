@@ -73,7 +73,6 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     server_what: str  # "Cassandra node": a server in messages
     server_noun = "server"  # a server in the log tails of a failure ("--- server 0")
     log_name = LOG_NAME  # the server's log in its out dir
-    vm_reason: str
     host_packages: tuple[str, ...] = ()
     log_key: str | None = None  # the parameter that puts the server's log on a path of its own (logpath.py)
     log_what = "server's log"  # the log in messages ("WAL")
@@ -85,6 +84,15 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     def clients_dir(self) -> str:
         """The clients' outputs and clients.json, under the trial's artifacts: the workload's name."""
         return self.name
+
+    @property
+    def vm_reason(self) -> str:
+        """Why its servers do not run in strata's VM (the template refuses every VM)."""
+        server = self.server_what.removesuffix(" server")
+        return (
+            f"a {self.server_what} in a VM is not supported: the guest image holds no {server}, and QEMU runs under "
+            "TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
+        )
 
     @property
     def client_what(self) -> str:
@@ -227,7 +235,9 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         if user == "root":
             return None
         if not shutil.which("setpriv"):
-            return f"setpriv is missing (apt-get install util-linux): the native servers run as the {user} user"
+            return (
+                f"setpriv is missing (apt-get install util-linux): the native servers' scripts act as the {user} user"
+            )
         try:
             pwd.getpwnam(user)
         except KeyError:
