@@ -180,7 +180,6 @@ class PgbenchParams(Strict):
     _sizes = field_validator("shared_buffers", "max_wal_size", mode="before")(size_field)
     _settings = field_validator("settings", mode="before")(lambda v: settings.values(v))
     _wal_path = field_validator("wal_path", mode="before")(lambda v: logpath.name(v))
-
     _none = field_validator("rate", "latency_limit", "init_steps", mode="before")(fields.none_word)
 
     @field_validator("script")
