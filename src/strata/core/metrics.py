@@ -12,7 +12,7 @@ Where a field is stored follows from its kind (`Metric.path`):
     total          metrics.primary.<name>
     per_direction  metrics.read.<name>, metrics.write.<name>
     latency        metrics.read.<name>_ns.<stat>, metrics.write.<name>_ns.<stat> (a summary in ns:
-                   n, mean, min, max, p50, p90, p99, p99_9, as workloads/latency.py merges them)
+                   n, mean, min, max, p50, p90, p95, p99, p99_9: workloads/latency.py's percentiles)
 """
 
 from __future__ import annotations

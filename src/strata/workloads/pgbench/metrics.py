@@ -3,7 +3,7 @@
 - `primary`: the transactions per second of every server together: the sum of each pgbench's
   `tps` (without the initial connection time, pgbench's own figure), with the per-second series
   (`pgbench_tps`: the servers' `--progress 1` figures added second by second) for the steady check.
-- `read` or `write`: the same rate (`tps`) and the latency of a transaction (`lat_ns`: mean, p50, p95,
+- `read` or `write`: the same rate (`tps`) and the latency of a transaction (`lat_ns`: mean, p50, p90, p95,
   p99, p99.9 ... in ns) from every transaction in every server's logs, one HdrHistogram, never an average
   of percentiles; `write` when a script writes, `read` when they only read (so the report's latency
   figures read it as they read fio's).

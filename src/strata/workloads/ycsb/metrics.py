@@ -3,7 +3,7 @@
 - `primary`: the aggregate ops/s of the measured run over the seconds in which every client ran
   (the sum of their per-second series), with that series (`ycsb_ops`) for the steady check.
 - `databases`: each database's ops/s (its clients together): the per-instance throughput.
-- `latency`: per operation type, mean, p50, p95, p99, p99.9 (us) from the HdrHistogram logs of
+- `latency`: per operation type, mean, p50, p90, p95, p99, p99.9 (us) from the HdrHistogram logs of
   every client merged, never averaged percentiles; `read`/`write` carry the same in the shape
   every workload's results have (`iops`, `lat_ns`), so the analysis's latency findings apply.
 - `clients`: each phase's client wall and CPU time (the client runs outside the stack under test).
