@@ -9,9 +9,9 @@ A server workload derives from it and supplies:
   load first, then the measured `run`), each writing into its own directory under `out`;
 - `parse_trial(params, arts)` and `metrics`: its parser of a trial's artifacts, once every server stopped cleanly
   (`parse`, the Workload member, is the template's: `server_artifacts`), and its metric declaration;
-- the names its messages and files use: `clients_dir`, `client_what`, `server_what`, and
-  `vm_reason` (why it does not run in a VM), `host_packages` (what a host's agent needs to run its
-  clients and its native servers: its image across hosts);
+- the names its messages and files use: `server_what` (from which `vm_reason`, why it does not run in a VM,
+  follows; the workload's name gives `clients_dir` and `client_what`), and `host_packages` (what a host's agent
+  needs to run its clients and its native servers: its image across hosts);
 - `not_installed`: what of the server and its clients this host lacks (`available` adds the native servers'
   user and the run's loopback block).
 
@@ -241,7 +241,8 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         try:
             pwd.getpwnam(user)
         except KeyError:
-            return f"there is no {user} user (Debian's {self.host_packages[0]} package makes it)"
+            maker = f" (Debian's {self.host_packages[0]} package makes it)" if self.host_packages else ""
+            return f"there is no {user} user{maker}"
         return None
 
     def runtime_s(self, params: P) -> float:
