@@ -47,6 +47,7 @@ from strata.stack.hostprocs import cgroup_parents
 from strata.workloads.pgbench import postgres
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.plugin import init_options
+from strata.workloads.server import loopback
 
 PG = postgres.PG_BIN
 TARGET = 0.95
@@ -216,7 +217,7 @@ def main() -> int:
     dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
     mnt = work / "mnt"
     mnt.mkdir()
-    port = postgres.port(postgres.PORTS_PER_RUN - 1)  # the last of this run's block: never strata's server 0
+    port = loopback.port(loopback.PORTS_PER_RUN - 1)  # the last of this run's block: never strata's server 0
     results: dict[str, list[tuple[float, float]]] = {s: [] for s in scripts}
     n = 0
     try:

@@ -45,12 +45,13 @@ import yaml
 
 from strata.analysis.stats import summarize
 from strata.stack.hostprocs import cgroup_parents
+from strata.workloads.server import loopback
 from strata.workloads.sysbench import mariadb
 from strata.workloads.sysbench.params import SysbenchParams
 
 TARGET = 0.95
 MIN_PAIRS = 10
-HAND = mariadb.PORTS_PER_RUN - 1  # the by-hand server's place in this run's port block: never strata's server 0
+HAND = loopback.PORTS_PER_RUN - 1  # the by-hand server's place in this run's port block: never strata's server 0
 
 
 def sh(*argv: str | Path) -> str:
@@ -108,7 +109,7 @@ def by_hand(mnt: Path, args: argparse.Namespace, script: str) -> float:
         argv = [mariadb.MARIADBD, f"--defaults-file={cnf}"]
         server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=join)
         try:
-            _wait_port(mariadb.port(HAND), server)
+            _wait_port(loopback.port(HAND), server)
             base = ["sysbench", *mariadb.connection(HAND), f"--tables={args.tables}", f"--table-size={args.table_size}"]
             sh(*base, f"--threads={min(args.clients, args.tables)}", script, "prepare")
             flushed = mariadb.flush_dirty_pages(HAND, 600)

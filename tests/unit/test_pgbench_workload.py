@@ -18,7 +18,7 @@ from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY
 from strata.workloads.pgbench import postgres
 from strata.workloads.pgbench.params import PgbenchParams
-from strata.workloads.pgbench.plugin import VM_REASON
+from strata.workloads.server import lifecycle, loopback
 
 PGBENCH = REGISTRY["pgbench"]
 GiB, MiB = 1 << 30, 1 << 20
@@ -164,18 +164,18 @@ def test_the_servers_script_is_valid_shell():
 
 
 def test_each_run_has_a_block_of_ports_on_127_0_0_1(monkeypatch):
-    assert [postgres.port(k) for k in (0, 63)] == [16384, 16447]
+    assert [loopback.port(k) for k in (0, 63)] == [16384, 16447]
     monkeypatch.setenv("STRATA_LOOPBACK", "255")
-    assert postgres.port(63) == 32767  # below Linux's ephemeral ports
+    assert loopback.port(63) == 32767  # below Linux's ephemeral ports
     with pytest.raises(ValueError):
-        postgres.port(64)
+        loopback.port(64)
     monkeypatch.setenv("STRATA_LOOPBACK", "300")
     assert "STRATA_LOOPBACK" in (PGBENCH.available({}) or "")
 
 
 def test_ready_means_the_log_says_so_and_the_port_answers(monkeypatch):
     assert not postgres.answers("LOG:  starting PostgreSQL 15.18", 0)
-    monkeypatch.setattr(postgres.socket, "create_connection", lambda *a, **k: _Closing())
+    monkeypatch.setattr(lifecycle.socket, "create_connection", lambda *a, **k: _Closing())
     assert postgres.answers(f"LOG:  {postgres.READY_LINE}\n", 0)
 
 
@@ -244,7 +244,7 @@ def test_more_servers_than_the_runs_ports_is_refused():
 def test_a_vm_is_impossible_with_the_reason(tmp_path):
     exp, wls = spec(tmp_path, runtimes=("vm",), paths=["bind"])
     trials, skipped = expand(exp, wls)
-    assert trials == [] and skipped[0].reason == VM_REASON
+    assert trials == [] and skipped[0].reason == PGBENCH.vm_reason
     assert PGBENCH.impossible(PgbenchParams(), RUNTIMES["docker"]) is None
 
 

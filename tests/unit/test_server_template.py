@@ -229,3 +229,21 @@ def test_its_log_goes_on_a_path_of_its_own_and_the_record_holds_the_servers_memo
     rec = r["metrics"]["record"]
     assert rec["memory"]["bytes"] > 0 and rec["memory"]["of"].startswith("MemTotal") and rec["server"] == {}
     assert Echo().impossible(EchoParams(log="volume"), REGISTRY_RUNTIMES["native"]).endswith("(only bind)")
+
+
+def test_the_clients_cpu_share_is_read_where_the_workload_declares_it():
+    """records.phases puts each phase's clients' CPU share where `records.CLIENT_CPU` says, every server workload
+    declares that place (MetricSchema.client_cpu), and the analysis takes the share off the host's busy share only
+    through the declaration: a workload that runs no clients of its own (fio) has nothing taken off."""
+    from strata.analysis import usage
+    from strata.core.metrics import dig
+    from strata.workloads.server import records
+
+    run = {"wall_s": 5.0, "clients": ["c0"], "client_cpu_s": [1.0], "client_cpu_share": 0.25}
+    stored = {"metrics": {"clients": records.phases([{"phases": {"run": run}}])}}
+    assert dig(stored, records.CLIENT_CPU) == 0.25
+    assert {REGISTRY[w].metrics.client_cpu for w in ("ycsb", "pgbench", "sysbench")} == {records.CLIENT_CPU}
+    r = {**stored, "trial": {"workload": {"type": "pgbench"}}, "collectors": {"host": {"cpu_idle_percent": 40.0}}}
+    assert usage.server_cpu_percent(r) == 35.0
+    r["trial"] = {"workload": {"type": "fio"}}
+    assert REGISTRY["fio"].metrics.client_cpu == () and usage.server_cpu_percent(r) == 60.0

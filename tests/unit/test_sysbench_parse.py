@@ -16,7 +16,8 @@ import pytest
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
 from strata.workloads import REGISTRY
-from strata.workloads.sysbench import latency, parse
+from strata.workloads.server import latency
+from strata.workloads.sysbench import parse
 from strata.workloads.sysbench.mariadb import COUNTERS
 from strata.workloads.sysbench.params import SysbenchParams
 

@@ -19,10 +19,9 @@ from strata.experiment.plan import resolve
 from strata.experiment.scale import smoke
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY
-from strata.workloads.server import logpath
-from strata.workloads.sysbench import mariadb, settings
+from strata.workloads.server import lifecycle, logpath, loopback, settings
+from strata.workloads.sysbench import mariadb
 from strata.workloads.sysbench.params import SysbenchParams
-from strata.workloads.sysbench.plugin import VM_REASON
 
 SYSBENCH = REGISTRY["sysbench"]
 GiB, MiB = 1 << 30, 1 << 20
@@ -56,7 +55,7 @@ def state_dir(tmp_path, monkeypatch):
 def catalog(monkeypatch):
     """mariadbd's own list of its settings, as captured from MariaDB 10.11.19."""
     known = mariadb.parse_catalog((MARIADB_DATA / "verbose-help.txt").read_text())
-    cat = settings.Catalog("`mariadbd --verbose --help` (captured)", known, number=mariadb.NUMBER)
+    cat = settings.Catalog("`mariadbd --verbose --help` (captured)", known)
     monkeypatch.setattr(mariadb, "catalog", lambda: cat)
     return cat
 
@@ -267,18 +266,18 @@ def test_a_private_directory_is_named_with_the_fix_before_the_server_starts(tmp_
 
 
 def test_each_run_has_a_block_of_ports_on_127_0_0_2(monkeypatch):
-    assert [mariadb.port(k) for k in (0, 63)] == [16384, 16447] and mariadb.ADDRESS == "127.0.0.2"
+    assert [loopback.port(k) for k in (0, 63)] == [16384, 16447] and mariadb.ADDRESS == "127.0.0.2"
     monkeypatch.setenv("STRATA_LOOPBACK", "255")
-    assert mariadb.port(63) == 32767  # below Linux's ephemeral ports
+    assert loopback.port(63) == 32767  # below Linux's ephemeral ports
     with pytest.raises(ValueError):
-        mariadb.port(64)
+        loopback.port(64)
     monkeypatch.setenv("STRATA_LOOPBACK", "300")
     assert "STRATA_LOOPBACK" in (SYSBENCH.available({}) or "")
 
 
 def test_ready_means_the_log_says_so_and_the_port_answers(monkeypatch):
     assert not mariadb.answers("[Note] InnoDB: Completed initialization of buffer pool", 0)
-    monkeypatch.setattr(mariadb.socket, "create_connection", lambda *a, **k: _Closing())
+    monkeypatch.setattr(lifecycle.socket, "create_connection", lambda *a, **k: _Closing())
     assert mariadb.answers("[Note] mariadbd: ready for connections.\n", 0)
 
 
@@ -364,7 +363,7 @@ def test_more_servers_than_the_runs_ports_is_refused():
 def test_a_vm_is_impossible_with_the_reason(tmp_path):
     exp, wls = spec(tmp_path, runtimes=("vm",), paths=["bind"])
     trials, skipped = expand(exp, wls)
-    assert trials == [] and skipped[0].reason == VM_REASON
+    assert trials == [] and skipped[0].reason == SYSBENCH.vm_reason
     assert SYSBENCH.impossible(SysbenchParams(), RUNTIMES["docker"]) is None
 
 

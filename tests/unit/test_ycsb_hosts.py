@@ -23,8 +23,9 @@ from strata.hosts.agentimage import with_workloads, workload_types  # noqa: E402
 from strata.hosts.part import BarrierRunning, Part  # noqa: E402
 from strata.report import csv as report_csv  # noqa: E402
 from strata.workloads.base import rendezvous  # noqa: E402
-from strata.workloads.ycsb import jars, metrics  # noqa: E402
+from strata.workloads.ycsb import jars  # noqa: E402
 from strata.workloads.ycsb.params import YcsbParams  # noqa: E402
+from strata.workloads.ycsb.plugin import YCSB  # noqa: E402
 
 DATA = Path(__file__).parents[1] / "data" / "ycsb" / "0.17.0"
 
@@ -64,8 +65,8 @@ def test_two_hosts_parts_parse_as_one_trial(tmp_path):
     """The outputs of two hosts' parts: throughput summed, histograms merged, databases host after host."""
     a = _part_art(tmp_path / "hosts" / "a", ["db0-c0"], 11.0)
     b = _part_art(tmp_path / "hosts" / "b", ["db0-c0"], 22.0)
-    one = metrics.parse(YcsbParams(), _outputs(a)).metrics
-    both = metrics.parse(YcsbParams(), _outputs(a, b))
+    one = YCSB.parse(YcsbParams(), _outputs(a)).metrics
+    both = YCSB.parse(YcsbParams(), _outputs(a, b))
     m = both.metrics
     assert m["throughput_ops_s"] == pytest.approx(2 * one["throughput_ops_s"])
     assert m["databases"] == pytest.approx([one["databases"][0]] * 2)  # db0 of a, then db0 of b
@@ -83,7 +84,7 @@ def test_two_hosts_parts_parse_as_one_trial(tmp_path):
 
 def test_one_host_parse_is_unchanged(tmp_path):
     a = _part_art(tmp_path / "art", ["db0-c0", "db1-c0"], 5.0)
-    m = metrics.parse(YcsbParams(), _outputs(a)).metrics
+    m = YCSB.parse(YcsbParams(), _outputs(a)).metrics
     assert m["clients"]["run"]["clients"] == ["ycsb/run/db0-c0", "ycsb/run/db1-c0"]
     assert len(m["databases"]) == 2
 

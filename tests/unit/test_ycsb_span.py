@@ -28,7 +28,7 @@ from strata.hosts import barrier as bar  # noqa: E402
 from strata.hosts.part import BarrierRunning, Part  # noqa: E402
 from strata.workloads.base import part_of, rendezvous, span_of  # noqa: E402
 from strata.workloads.fio import FIO  # noqa: E402
-from strata.workloads.ycsb import cassandra, metrics, server  # noqa: E402
+from strata.workloads.ycsb import cassandra, server  # noqa: E402
 from strata.workloads.ycsb.params import YcsbParams  # noqa: E402
 from strata.workloads.ycsb.plugin import YCSB, node_config  # noqa: E402
 
@@ -194,7 +194,7 @@ def test_nodes_join_one_by_one_across_hosts(tmp_path, monkeypatch):
     monkeypatch.setattr(cassandra, "cql_port_open", port_open)
     monkeypatch.setattr(server, "POLL_S", 0.01)
     monkeypatch.setattr(server, "wait_node", lambda ctx, k, address, timeout_s, port: 4.5)
-    assert server.start_nodes(p, dbs, ctx) == [4.5]
+    assert server.start_nodes(YCSB, p, dbs, ctx) == [4.5]
     assert seen == [(ADDR["a"], 9042, False)] * 3  # node 0 polled on a, b's start file not yet written
     assert (tmp_path / "sync" / "start-0").exists() and ctx.checks == 2  # b's own nodes watched while it waited
 
@@ -206,7 +206,7 @@ def test_a_node_of_another_host_that_never_answers_is_not_ready(tmp_path, monkey
     clock = iter(range(0, 1000, 6))
     monkeypatch.setattr(server.time, "monotonic", lambda: next(clock))
     with pytest.raises(TrialFailure) as e:
-        server.wait_remote(_Ctx(tmp_path), server.layout(p, Load())[0], 0, p)
+        server.wait_remote(YCSB, _Ctx(tmp_path), server.layout(p, Load())[0], 0, p)
     assert e.value.category == "not_ready" and "host a" in str(e.value) and f"{ADDR['a']}:9042" in str(e.value)
 
 
@@ -296,7 +296,7 @@ def _serving_art(root: Path, ready_s: float) -> Path:
 
 
 def test_a_part_that_only_served_nodes_has_no_headline(tmp_path):
-    m = metrics.parse(_span(), _outputs(_serving_art(tmp_path / "a", 7.0))).metrics
+    m = YCSB.parse(_span(), _outputs(_serving_art(tmp_path / "a", 7.0))).metrics
     assert m["role"] == "nodes" and m["primary"]["value"] is None
     assert m["node_ready_s"] == [7.0] and m["served_s"] == 30.0
 
@@ -304,8 +304,8 @@ def test_a_part_that_only_served_nodes_has_no_headline(tmp_path):
 def test_the_merged_result_is_the_clients_host_with_every_hosts_nodes(tmp_path):
     a = _serving_art(tmp_path / "hosts" / "a", 7.0)
     b = _part_art(tmp_path / "hosts" / "b", ["db0-c0"], 9.0)
-    own = metrics.parse(_span(), _outputs(b)).metrics
-    m = metrics.parse(_span(), _outputs(a, b)).metrics
+    own = YCSB.parse(_span(), _outputs(b)).metrics
+    m = YCSB.parse(_span(), _outputs(a, b)).metrics
     assert m["throughput_ops_s"] == own["throughput_ops_s"] and m["databases"] == own["databases"]
     assert m["clients"]["run"]["clients"] == own["clients"]["run"]["clients"]
     assert m["node_ready_s"] == [7.0, 9.0]
@@ -332,7 +332,7 @@ def test_the_clients_windows_belong_to_the_host_whose_artifacts_hold_them(tmp_pa
 
     a = _serving_art(tmp_path / "hosts" / "a", 7.0)
     b = _part_art(tmp_path / "hosts" / "b", ["db0-c0"], 9.0)
-    parsed = metrics.parse(_span(), _outputs(a, b))
+    parsed = YCSB.parse(_span(), _outputs(a, b))
     parts = [
         PartOutcome(h, i, {}, [], art, Offset(off, 0.001, 5), {"running": 100.0 + off})
         for i, (h, art, off) in enumerate((("a", a, 0.5), ("b", b, -0.25)))
@@ -426,7 +426,7 @@ def test_the_clients_host_output_is_its_clients_and_merges_with_the_nodes_hosts(
     (c / "ycsb" / "clients.json").write_text(json.dumps({**record, "node_ready_s": []}))
     shutil.rmtree(c / "inst-0")
     clients = InstanceOutput(2, c / "ycsb", 0, "", None, None, {"role": "clients"})
-    m = metrics.parse(_span(clients_on="c"), [*_outputs(a, b), clients]).metrics
+    m = YCSB.parse(_span(clients_on="c"), [*_outputs(a, b), clients]).metrics
     assert m["primary"]["value"] > 0 and m["node_ready_s"] == [7.0, 8.0]
     assert m["cache"]["page_cache_bytes"] == 2 * (1 << 29)  # the nodes' hosts, not the clients'
 

@@ -2,8 +2,8 @@
 the CPU of a remote device's storage target, the device's bandwidth.
 
 - The servers' CPU: the host's busy share in the measured window (collectors/host.py: 100 - idle), less
-  the YCSB clients' share when they ran on the same host (their CPU time is stored per phase,
-  `metrics.clients.run.client_cpu_share`): study 001 measures its servers with sar, its clients on
+  the share a server workload's clients took when they ran on the same host (where a result stores it is its
+  workload's declaration, `MetricSchema.client_cpu`): study 001 measures its servers with sar, its clients on
   machines of their own.
 - The storage target's CPU: the target process of a remote device (collectors/process.py,
   `remote_procs.target.cpu_percent`, % of one CPU) as a share of the host's CPUs, as study 003 gives the
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from strata.analysis.cells import schema_of
 from strata.analysis.stats import Summary, summarize
 
 
@@ -30,10 +31,10 @@ def host_busy_percent(r: dict[str, Any]) -> float | None:
 
 
 def clients_percent(r: dict[str, Any]) -> float:
-    """The YCSB clients' share of the host's CPUs in the measured run, in percent (0 when none ran here)."""
-    run = (((r.get("metrics") or {}).get("clients") or {}).get("run")) or {}
-    share = run.get("client_cpu_share")
-    return 100.0 * float(share) if share is not None else 0.0
+    """A server workload's clients' share of the host's CPUs in the measured run, in percent (0 when none ran
+    here, or its workload runs no clients of its own)."""
+    share = schema_of(str(((r.get("trial") or {}).get("workload") or {}).get("type", ""))).clients_cpu_share(r)
+    return 100.0 * share if share is not None else 0.0
 
 
 def server_cpu_percent(r: dict[str, Any]) -> float | None:

@@ -12,7 +12,7 @@ Where a field is stored follows from its kind (`Metric.path`):
     total          metrics.primary.<name>
     per_direction  metrics.read.<name>, metrics.write.<name>
     latency        metrics.read.<name>_ns.<stat>, metrics.write.<name>_ns.<stat> (a summary in ns:
-                   n, mean, min, max, p50, p90, p99, p99_9, as workloads/latency.py merges them)
+                   n, mean, min, max, p50, p90, p95, p99, p99_9: workloads/latency.py's percentiles)
 """
 
 from __future__ import annotations
@@ -211,7 +211,10 @@ class MetricSchema:
     `submission_latency`: the part spent before the I/O is issued (fio's submission latency: the
     application's overhead, as study 003 reads it); None: not measured apart. `offered`: its clients offer
     a rate (OfferedRate); `mix`: how the mean over all its operation types is computed (OperationMix);
-    `events`: counts that compared trials must share (Events: PostgreSQL's checkpoints)."""
+    `events`: counts that compared trials must share (Events: PostgreSQL's checkpoints); `client_cpu`: where a
+    trial stores the share of the host's CPUs its own clients took in the measured run (a server workload's
+    clients run on the host beside the servers: analysis/usage.py takes it from the host's busy share); ():
+    it runs no clients of its own."""
 
     fields: tuple[Metric, ...] = ()
     breakdown: tuple[str, ...] = ()
@@ -222,6 +225,12 @@ class MetricSchema:
     offered: OfferedRate | None = None
     mix: OperationMix | None = None
     events: tuple[Events, ...] = ()
+    client_cpu: tuple[str, ...] = ()
+
+    def clients_cpu_share(self, result: dict[str, Any]) -> float | None:
+        """The share (0 to 1) of the host's CPUs the workload's own clients took in the measured run, or None."""
+        v = dig(result, self.client_cpu) if self.client_cpu else None
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
     def of(self, kind: Kind) -> list[Metric]:
         return [f for f in self.fields if f.kind == kind]

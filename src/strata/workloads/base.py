@@ -314,9 +314,17 @@ def resolve_file(raw: JSON, base_dir: Path, what: str) -> JSON:
     if raw.get("file"):
         if not isinstance(raw["file"], str):
             raise ValueError(f"`file` is the path of a {what}, not {type(raw['file']).__name__}")
-        p = Path(raw["file"])
-        p = p if p.is_absolute() else base_dir / p
-        if not p.is_file():
-            raise ValueError(f"no {what} at {p}")
-        raw["file"] = str(p.resolve())
+        raw["file"] = spec_file(raw["file"], base_dir, what)
     return raw
+
+
+def spec_file(path: str, base_dir: Path, what: str, max_bytes: int | None = None, said: str = "") -> str:
+    """A file a spec names, relative to the spec's folder: its resolved path, checked to be a file (of at most
+    `max_bytes`); `said`, the spec's words for it, in the message."""
+    p = Path(path)
+    p = p if p.is_absolute() else base_dir / p
+    if not p.is_file():
+        raise ValueError(f"no {what} at {p}" + (f" ({said})" if said else ""))
+    if max_bytes is not None and p.stat().st_size > max_bytes:
+        raise ValueError(f"the {what} {p} is above {max_bytes >> 20} MiB: is it a {what}?")
+    return str(p.resolve())

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
+# The percentiles of every latency summary: fio's and Filebench's from their bins, the server workloads' from their
+# histograms (workloads/server/latency.py).
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 
 
 def merge_bins(bin_maps: list[dict[str, Any] | None]) -> Counter[int]:

@@ -3,7 +3,7 @@
 - `primary`: the transactions per second of every server together: the sum of each pgbench's
   `tps` (without the initial connection time, pgbench's own figure), with the per-second series
   (`pgbench_tps`: the servers' `--progress 1` figures added second by second) for the steady check.
-- `read` or `write`: the same rate (`tps`) and the latency of a transaction (`lat_ns`: mean, p50, p95,
+- `read` or `write`: the same rate (`tps`) and the latency of a transaction (`lat_ns`: mean, p50, p90, p95,
   p99, p99.9 ... in ns) from every transaction in every server's logs, one HdrHistogram, never an average
   of percentiles; `write` when a script writes, `read` when they only read (so the report's latency
   figures read it as they read fio's).
@@ -29,49 +29,36 @@ flags it for its reads, with the scale that would not fit.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from strata.core.errors import TrialFailure
-from strata.core.instances import InstanceOutput
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, Syncs, headline
 from strata.workloads.pgbench import parse as pp
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.postgres import BLOCK_BYTES, COUNTERS
-from strata.workloads.server import memory
-from strata.workloads.server.template import server_artifacts
+from strata.workloads.server import latency, memory, records
 
 CLIENTS_DIR = "pgbench"
 SERIES = "pgbench_tps"
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
+US_NS = 1000.0
 
 
 def summary_ns(h: hdr.Histogram | None) -> dict[str, Any]:
-    """A latency summary in ns (the shape workloads/latency.py gives fio's) from a histogram in us."""
-    if h is None or h.total == 0:
-        return {"n": 0, "mean": None, "min": None, "max": None, **{k: None for k in PERCENTILES}}
-    out = {"n": h.total, "mean": h.mean() * 1000, "min": h.min() * 1000.0, "max": h.max() * 1000.0}
-    return out | {k: h.value_at_percentile(pct) * 1000.0 for k, pct in PERCENTILES.items()}
-
-
-def parse(params: PgbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-    arts = server_artifacts(outputs, "PostgreSQL server", "server")
-    return parse_trial(params, arts)
+    """A latency summary in ns from a histogram in us."""
+    return latency.of_hdr(h, US_NS)
 
 
 def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
-    records = [_record(a) for a in arts]
-    dirs = [a / c for a, r in zip(arts, records) for c in r["phases"]["run"]["clients"]]
+    recs, dirs = records.of_trial(arts, CLIENTS_DIR, "pgbench")
     runs = [pp.read_run(d, lag=params.rate is not None, retries=params.max_tries > 1) for d in dirs]
     tps = sum(r.summary.tps or 0.0 for r in runs)
     latency = summary_ns(hdr.merge(r.logs.latency for r in runs))
     done = {"tps": tps, "lat_ns": latency}
-    wal, blocks, checkpoints = _deltas(records)
-    server = next((r["server"] for r in records if r.get("server")), None)
+    wal, blocks, checkpoints = _deltas(recs)
+    server = next((r["server"] for r in recs if r.get("server")), None)
     block_bytes = _block_bytes(server)
-    cache = _cache(params, records)
+    cache = _cache(params, recs)
     metrics = {
         "kind": "pgbench",
         "primary": headline(tps, "tx/s", "tps", SERIES, series_unit="tx/s", tps=tps),
@@ -82,11 +69,11 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
         "write": done if params.writes else {"tps": 0.0},
         "wal": wal,
         "blocks": blocks,
-        "checkpoints": _checkpoints(checkpoints, params, records, _started(runs)),
+        "checkpoints": _checkpoints(checkpoints, params, recs, _started(runs)),
         "server": server,
         "cache": cache,
-        "clients": _phases(records),
-        "node_ready_s": [s for r in records for s in (r.get("node_ready_s") or [])],
+        "clients": records.phases(recs),
+        "node_ready_s": records.ready_s(recs),
         "pgbench": {
             "version": runs[0].summary.version if runs else None,
             "transaction_type": runs[0].summary.transaction_type if runs else None,
@@ -95,14 +82,14 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     }
     if params.rate is not None:
         metrics["lag_ns"] = summary_ns(hdr.merge(r.logs.lag for r in runs))
-        metrics["offered"] = {"rate_tx_s": params.rate, "servers": sum(r.get("servers") or 0 for r in records)}
+        metrics["offered"] = {"rate_tx_s": params.rate, "servers": records.servers(recs)}
     if blocks is not None:
         blocks["read_bytes"] = blocks["read"] * block_bytes
     moved = {"read": (blocks or {}).get("read_bytes") or 0, "write": (wal or {}).get("bytes") or 0}
     series = _series(runs)
     windows = [_window(r.logs) for r in runs]
     # WAL syncs (pg_stat_wal.wal_sync) wait one at a time on each server's WALWriteLock: one stream a server
-    servers = sum(r.get("servers") or 1 for r in records)
+    servers = sum(r.get("servers") or 1 for r in recs)
     syncs = Syncs(wal["syncs"], servers, "WAL syncs") if wal and wal.get("syncs") is not None else None
     return Parsed(
         metrics,
@@ -111,7 +98,7 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
         windows,
         dirs,
         moved_basis=BASIS,
-        memory=_memory(params, cache, records),
+        memory=_memory(params, cache, recs),
         syncs=syncs,
     )
 
@@ -127,46 +114,28 @@ def _window(logs: pp.Logs) -> tuple[float, float] | None:
     return logs.first_start_s, logs.last_end_s
 
 
-def _record(art: Path) -> dict[str, Any]:
-    try:
-        record: dict[str, Any] = json.loads((art / CLIENTS_DIR / "clients.json").read_text())
-        return record
-    except (OSError, ValueError) as e:
-        raise TrialFailure("parse", f"the pgbench trial's record in {art / CLIENTS_DIR} cannot be read: {e}")
-
-
 def _server(run: pp.Run) -> dict[str, Any]:
     s = run.summary
     return {"tps": s.tps, "processed": s.processed, "failed": s.failed, "retried": s.retried}
 
 
 def _transactions(runs: list[pp.Run]) -> dict[str, Any]:
-    processed = sum(r.summary.processed or 0 for r in runs)
-    failed = sum(r.summary.failed for r in runs)
-    return {
-        "processed": processed,
-        "failed": failed,
-        "retried": sum(r.summary.retried for r in runs),
-        "retries": sum(r.summary.retries for r in runs),
-        "skipped": sum(r.summary.skipped for r in runs),
-        "late": sum(r.summary.late for r in runs),
-        "failed_share": round(failed / (processed + failed), 6) if processed + failed else None,
-    }
+    counts = ("processed", "failed", "retried", "retries", "skipped", "late")
+    n = {k: sum(getattr(r.summary, k) or 0 for r in runs) for k in counts}
+    ended = n["processed"] + n["failed"]
+    return {**n, "failed_share": round(n["failed"] / ended, 6) if ended else None}
 
 
 def _series(runs: list[pp.Run]) -> list[list[float]]:
     """The servers' per-second tps added second by second, over the seconds every one of them reported."""
-    per = [[p.tps for p in r.progress] for r in runs]
-    seconds = min((len(x) for x in per), default=0)
-    return [[i, sum(x[i] for x in per)] for i in range(seconds)]
+    return [[i, v] for i, v in enumerate(records.added([[p.tps for p in r.progress] for r in runs]))]
 
 
 def _deltas(
-    records: list[dict[str, Any]],
+    recs: list[dict[str, Any]],
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
     """The WAL, the blocks and the checkpoints of the measured run: each server's counters after it less before."""
-    before = [c for r in records for c in (r.get("observed") or {}).get("before") or []]
-    after = [c for r in records for c in (r.get("observed") or {}).get("after") or []]
+    before, after = records.observed(recs, "before"), records.observed(recs, "after")
     if not before or len(before) != len(after) or any("error" in c for c in before + after):
         return None, None, None
     # counters a server of an older strata did not read (stored results before pg_stat_bgwriter) are absent
@@ -203,7 +172,7 @@ def _started(runs: list[pp.Run]) -> float | None:
 
 
 def _checkpoints(
-    cp: dict[str, Any] | None, params: PgbenchParams, records: list[dict[str, Any]], started: float | None
+    cp: dict[str, Any] | None, params: PgbenchParams, recs: list[dict[str, Any]], started: float | None
 ) -> dict[str, Any] | None:
     """The checkpoints inside the measured run (`count`: timed and requested, of every server), and when they
     fall: the run started `phase_s` seconds into a checkpoint_timeout counted from the clock's CHECKPOINT."""
@@ -211,7 +180,7 @@ def _checkpoints(
         return None
     out = {"count": cp["timed"] + cp["requested"], **cp, "timeout_s": params.checkpoint_timeout}
     out["max_wal_size_bytes"] = params.max_wal_size
-    clock = next((r.get("checkpoint_clock_s") for r in records if r.get("checkpoint_clock_s")), None)
+    clock = next((r.get("checkpoint_clock_s") for r in recs if r.get("checkpoint_clock_s")), None)
     if isinstance(clock, (int, float)) and isinstance(started, (int, float)):
         out["phase_s"] = round((started - clock) % params.checkpoint_timeout, 3)
     return out
@@ -222,32 +191,28 @@ def _block_bytes(server: dict[str, Any] | None) -> int:
     return block if isinstance(block, int) and block > 0 else BLOCK_BYTES
 
 
-def _cache(params: PgbenchParams, records: list[dict[str, Any]]) -> dict[str, Any]:
+def _cache(params: PgbenchParams, recs: list[dict[str, Any]]) -> dict[str, Any]:
     """The data set beside the memory the servers can use: it fits when it is no larger (the cache rule reads it)."""
-    after = [c for r in records for c in (r.get("observed") or {}).get("after") or []]
-    sizes = [c.get("database_bytes") for c in after]
-    data = sum(s for s in sizes if isinstance(s, int)) if sizes and None not in sizes else None
-    mems = [(r.get("memory") or {}).get("bytes") for r in records]
-    mem = sum(m for m in mems if isinstance(m, int)) if mems and all(isinstance(m, int) for m in mems) else None
-    servers = sum(r.get("servers") or 0 for r in records)
-    cached = [r["page_cache_bytes"] for r in records if isinstance(r.get("page_cache_bytes"), int)]
+    data = records.data_set_bytes(recs, "database_bytes")
+    mem, of = records.usable_memory(recs)
+    cached = [r["page_cache_bytes"] for r in recs if isinstance(r.get("page_cache_bytes"), int)]
     return {
         "data_set_bytes": data,
         "memory_bytes": mem,
-        "memory_of": "; ".join(dict.fromkeys((r.get("memory") or {}).get("of", "") for r in records)),
-        "shared_buffers_bytes": params.shared_buffers * servers,
-        "page_cache_bytes": sum(cached) if cached and len(cached) == len(records) else None,
+        "memory_of": of,
+        "shared_buffers_bytes": params.shared_buffers * records.servers(recs),
+        "page_cache_bytes": sum(cached) if cached and len(cached) == len(recs) else None,
         "fits_in_memory": (data <= mem) if data is not None and mem is not None else None,
         "note": "PostgreSQL reads through its shared buffers and the page cache, both in the memory it may use: a "
         "data set that fits in it is read from memory once warm",
     }
 
 
-def _memory(params: PgbenchParams, cache: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _memory(params: PgbenchParams, cache: dict[str, Any], recs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """What the cache rule judges: the data set and the memory (memory.data_set), with the scale that would
     not fit in it (twice the memory: then most reads must reach the device)."""
     data, mem = cache["data_set_bytes"], cache["memory_bytes"]
-    out = memory.data_set(data, {"memory": {"bytes": mem, "of": cache["memory_of"]}})
+    out = memory.data_set(data, mem, cache["memory_of"])
     if out is None or not data:
         return out
     per_scale = data / params.scale
@@ -257,18 +222,3 @@ def _memory(params: PgbenchParams, cache: dict[str, Any], records: list[dict[str
         "twice the memory), or in a container a memory limit (limits.memory) below half the data set"
     )
     return out
-
-
-def _phases(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each phase's client wall and CPU time (the clients run outside the stack under test), host after host."""
-    phases: dict[str, Any] = {}
-    for name in records[0]["phases"]:
-        ph = [r["phases"][name] for r in records if name in r["phases"]]
-        shares = [p.get("client_cpu_share") for p in ph]
-        phases[name] = {
-            "wall_s": max(p["wall_s"] for p in ph),
-            "clients": [c for p in ph for c in p["clients"]],
-            "client_cpu_s": [c for p in ph for c in p["client_cpu_s"]],
-            "client_cpu_share": max(shares) if None not in shares else None,
-        }
-    return phases

@@ -25,13 +25,12 @@ none}`. Every number is bounded; a list of any key is a sweep (experiment/load.p
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from strata.core.params import Strict, size_field
-from strata.core.units import parse_duration
-from strata.workloads.server import logpath, settings
+from strata.workloads.server import fields, logpath, settings
 
 MiB = 1 << 20
 BUILTIN = ("tpcb-like", "simple-update", "select-only")
@@ -45,10 +44,6 @@ INIT_STEPS = re.compile(r"[dtgGvpf]{1,20}")  # pgbench -I: drop, tables, generat
 WRITE_WORDS = re.compile(r"\b(insert|update|delete|merge|copy|create|drop|alter|truncate|vacuum|cluster)\b", re.I)
 COMMENT = re.compile(r"--[^\n]*")
 SCRIPT_ENTRY = re.compile(r"(?P<what>[^@]+?)(?:@(?P<weight>\d{1,4}))?")
-
-
-def _seconds(v: Any) -> int:
-    return int(parse_duration(v))
 
 
 def entries(script: str) -> list[tuple[str, int | None]]:
@@ -92,33 +87,21 @@ class PgbenchParams(Strict):
     scale: int = Field(
         default=10, ge=1, le=100_000, description="pgbench -i -s: 100,000 accounts (16 MiB) per unit; 1 to 100000"
     )
-    clients: int = Field(default=1, ge=1, le=1000, description="pgbench -c: database sessions per server, 1 to 1000")
+    clients: int = fields.clients_field("pgbench -c: database sessions per server, 1 to 1000")
     threads: int = Field(
         default=1,
         ge=1,
         le=1000,
         description="pgbench -j: client threads per server, 1 to 1000 (at most `clients` of them run)",
     )
-    runtime: int = Field(
-        default=60,
-        ge=1,
-        le=86400,
-        description="seconds of the measured run (pgbench -T), 1 to 86400; a multiple of checkpoint_timeout puts "
-        "the same checkpoints in every trial",
+    runtime: int = fields.runtime_field(
+        "seconds of the measured run (pgbench -T), 1 to 86400; a multiple of checkpoint_timeout puts the same "
+        "checkpoints in every trial"
     )
-    warmup: int = Field(
-        default=15,
-        ge=0,
-        le=86400,
-        description="seconds of unmeasured transactions before the run, 0 to 86400; half of checkpoint_timeout "
-        "keeps the run's checkpoints away from its ends",
-    )
-    rate: int | None = Field(
-        default=None,
-        ge=1,
-        le=10_000_000,
-        description="pgbench --rate: offered transactions per second of each server, 1 to 10000000 (a list "
-        "is a sweep); none: flat out. Under a rate the advice compares latency (the spec's `latency_stat`)",
+    warmup: int = fields.warmup_field(15, "; half of checkpoint_timeout keeps the run's checkpoints away from its ends")
+    rate: int | None = fields.rate_field(
+        "pgbench --rate: offered transactions per second of each server, 1 to 10000000 (a list is a sweep); none: "
+        "flat out. Under a rate the advice compares latency (the spec's `latency_stat`)"
     )
     latency_limit: float | None = Field(
         default=None,
@@ -189,21 +172,15 @@ class PgbenchParams(Strict):
         "huge_pages: off, wal_sync_method: ..., backend_flush_after: 0); checked against postgres --describe-config"
     )
     wal_path: str | None = logpath.log_field("WAL (initdb --waldir)")
-    start_timeout: int = Field(
-        default=300, ge=10, le=3600, description="seconds a server may take to come up, 10 to 3600"
-    )
+    start_timeout: int = fields.start_timeout_field()
     file: str | None = Field(default=None, description="(set from `script: file:PATH`: the first script file)")
     files: list[str] = Field(default_factory=list, description="(set from `script`: every script file, resolved)")
 
-    _times = field_validator("runtime", "warmup", "checkpoint_timeout", mode="before")(lambda v: _seconds(v))
+    _times = field_validator("runtime", "warmup", "checkpoint_timeout", mode="before")(fields.seconds)
     _sizes = field_validator("shared_buffers", "max_wal_size", mode="before")(size_field)
     _settings = field_validator("settings", mode="before")(lambda v: settings.values(v))
     _wal_path = field_validator("wal_path", mode="before")(lambda v: logpath.name(v))
-
-    @field_validator("rate", "latency_limit", "init_steps", mode="before")
-    @classmethod
-    def _none(cls, v: Any) -> Any:
-        return None if isinstance(v, str) and v.strip().lower() == "none" else v
+    _none = field_validator("rate", "latency_limit", "init_steps", mode="before")(fields.none_word)
 
     @field_validator("script")
     @classmethod
@@ -226,9 +203,7 @@ class PgbenchParams(Strict):
         wanted = sum(1 for what, _ in entries(self.script) if what.startswith("file:"))
         if wanted and len(self.files) != wanted:
             raise ValueError("`script: file:PATH` names a pgbench script that was not found")
-        if not self.name:
-            object.__setattr__(self, "name", default_name(self))
-        return self
+        return fields.named(self, default_name)
 
     @property
     def builtin(self) -> str | None:
@@ -298,17 +273,13 @@ def default_name(p: PgbenchParams) -> str:
     server = {
         "sc": (p.synchronous_commit, "on"),
         "fsync": ("on" if p.fsync else "off", "on"),
-        "sb": (_size(p.shared_buffers), "128MiB"),
+        "sb": (fields.size_word(p.shared_buffers), "128MiB"),
         "wal": (p.wal_level, "replica"),
         "fpw": ("on" if p.full_page_writes else "off", "on"),
         "cpt": (f"{p.checkpoint_timeout}s", "30s"),
-        "maxwal": (_size(p.max_wal_size), "1024MiB"),
+        "maxwal": (fields.size_word(p.max_wal_size), "1024MiB"),
     }
     name += "".join(f"-{key}_{value}" for key, (value, default) in server.items() if value != default)
     name += settings.words(p.settings)
     name += f"-walon{p.wal_path}" if p.wal_path else ""
     return name
-
-
-def _size(n: int) -> str:
-    return f"{n // MiB}MiB" if n % MiB == 0 else f"{n}B"

@@ -23,23 +23,23 @@ template starts the servers and waits until each answers; this module supplies t
 
 from __future__ import annotations
 
-import pwd
 import re
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from strata.core.errors import StrataError, TrialFailure
-from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.errors import TrialFailure
+from strata.core.instances import ImageSpec, Target
 from strata.core.metrics import Axis, Events, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
-from strata.workloads.base import MeasureContext, Parsed, Smoke
-from strata.workloads.pgbench import postgres
+from strata.workloads.base import MeasureContext, Parsed, Smoke, spec_file
+from strata.workloads.pgbench import metrics, postgres
 from strata.workloads.pgbench.params import MAX_SCRIPT_BYTES, PgbenchParams, entries
-from strata.workloads.server import lifecycle
+from strata.workloads.pgbench.parse import failure
+from strata.workloads.server import lifecycle, records, transactions
 from strata.workloads.server.clients import Client
-from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.server.loopback import PORTS_PER_RUN
+from strata.workloads.server.script import sync_of
 from strata.workloads.server.settings import Catalog
 from strata.workloads.server.template import ServerTemplate
 
@@ -47,10 +47,6 @@ MiB = 1 << 20
 ROWS_BYTES_PER_SCALE = 16 * MiB  # 100,000 accounts and their index, measured: 15.6 MiB a unit
 SERVER_OVERHEAD_BYTES = 64 * MiB  # the catalog initdb writes, its first WAL segments
 MIN_MEMORY_OVER_BUFFERS = 64 * MiB  # a server under a memory limit needs its shared buffers and this
-VM_REASON = (
-    "a PostgreSQL server in a VM is not supported: the guest image holds no PostgreSQL, and QEMU runs under "
-    "TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
-)
 
 # PostgreSQL's lines that say what failed: a log line's level, initdb's and pgbench's own `error:`.
 ERROR_LINE = re.compile(r"\b(FATAL|PANIC|ERROR):|^\S+: error: |Permission denied|No space left")
@@ -61,21 +57,17 @@ METRICS = MetricSchema(
         Metric("clients", "parameter", type="int", axis=Axis("clients", 2, detail=True)),
         Metric("threads", "parameter", type="int", export=False),
         Metric("scale", "parameter", type="int", context=True, text=lambda v: f"scale {v}"),
-        Metric("script", "parameter", type="str", context=True),
-        Metric("rate", "parameter", "tx/s", type="int", export=False, axis=Axis("offered rate (tx/s)", detail=True)),
-        Metric("tps", "total", "tx/s", "higher", headline=True, show=Show("TPS", digits=0)),
-        Metric("tps", "per_direction", "tx/s", "higher", export=False),
-        Metric(
-            "lat",
-            "latency",
-            "ns",
-            "lower",
-            label="transaction",
-            stats=("mean", "p50", "p95", "p99", "p99_9"),  # the report's latency table shows each
-            show=Show("lat {stat} us", 1000, stats=("mean", "p99")),  # strata show's columns, as fio's and ycsb's
+        transactions.SCRIPT,
+        transactions.RATE,
+        transactions.TPS,
+        transactions.TPS_BY_DIRECTION,
+        # the report's latency table shows each; strata show's columns, as fio's and ycsb's
+        transactions.latency(
+            ("mean", "p50", "p95", "p99", "p99_9"), Show("lat {stat} us", 1000, stats=("mean", "p99"))
         ),
     ),
     breakdown=("lat",),
+    client_cpu=records.CLIENT_CPU,
     # its clients offer each server a rate (`rate`, tx/s), stored with the trial as it offered it
     offered=OfferedRate("rate", offered=("metrics", "offered", "rate_tx_s")),
     # the checkpoints inside the measured run: compared trials must hold as many (analysis/compared.py)
@@ -91,22 +83,17 @@ METRICS = MetricSchema(
 )
 
 
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
 class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     name = "pgbench"
     params = PgbenchParams
     metrics = METRICS
-    clients_dir = "pgbench"
-    client_what = "the pgbench client"
     server_what = "PostgreSQL server"
     log_name = postgres.LOG_NAME
-    vm_reason = VM_REASON
     host_packages = postgres.PACKAGES
     log_key = "wal_path"
     log_what = "WAL"
+    server_user = postgres.USER
+    ports_per_run = PORTS_PER_RUN
 
     def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: scale 1, 5 s runs without warm-up; the sweeps of clients, threads and
@@ -121,70 +108,32 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
         raw = dict(raw)
         script = raw.get("script")
         if isinstance(script, str) and "file:" in script:
-            files = []
-            for what, _ in entries(script):
-                if not what.startswith("file:"):
-                    continue
-                p = Path(what[len("file:") :])
-                p = p if p.is_absolute() else base_dir / p
-                if not p.is_file():
-                    raise ValueError(f"no pgbench script at {p} (script: {script})")
-                if p.stat().st_size > MAX_SCRIPT_BYTES:
-                    raise ValueError(f"the pgbench script {p} is above {MAX_SCRIPT_BYTES >> 20} MiB: is it a script?")
-                files.append(str(p.resolve()))
+            said = f"script: {script}"
+            files = [
+                spec_file(what[len("file:") :], base_dir, "pgbench script", MAX_SCRIPT_BYTES, said)
+                for what, _ in entries(script)
+                if what.startswith("file:")
+            ]
             raw["files"], raw["file"] = files, files[0]
         return PgbenchParams.model_validate(raw)
 
-    def available(self, host: dict[str, Any], params: PgbenchParams | None = None) -> str | None:
+    def not_installed(self) -> str | None:
         for tool in ("postgres", "initdb", "pgbench", "psql"):
             if not Path(postgres.PG_BIN, tool).is_file():
                 return (
                     f"PostgreSQL 15 is not installed (apt-get install {' '.join(postgres.PACKAGES)}): {tool} is missing"
                 )
-        if not shutil.which("setpriv"):
-            return "setpriv is missing (apt-get install util-linux): the native servers run as the postgres user"
-        try:
-            pwd.getpwnam(postgres.USER)
-        except KeyError:
-            return f"there is no {postgres.USER} user (Debian's postgresql-15 package makes it)"
-        try:
-            loopback_octet()
-        except StrataError as e:
-            return e.message()
         return None
 
     def versions(self) -> dict[str, str | None]:
         return {"postgresql": postgres.version()}
 
-    def problems(self, params: PgbenchParams, load: Load) -> list[tuple[str, str, str]]:
-        out = []
-        mem, need = load.limits.memory, params.shared_buffers + MIN_MEMORY_OVER_BUFFERS
-        if mem is not None and mem < need:
-            out.append(
-                (
-                    "limits.memory",
-                    f"a PostgreSQL server with shared_buffers of {params.shared_buffers >> 20} MiB needs a memory "
-                    f"limit of at least {need >> 20} MiB, not {mem >> 20} MiB",
-                    f"raise limits.memory to at least {need >> 20} MiB, or lower shared_buffers",
-                )
-            )
-        if load.containers > postgres.PORTS_PER_RUN:
-            out.append(
-                (
-                    "containers",
-                    f"{load.containers} PostgreSQL servers on one host; each takes a port of the run's "
-                    f"{postgres.PORTS_PER_RUN}",
-                    f"run at most {postgres.PORTS_PER_RUN} containers",
-                )
-            )
-        return out
+    def memory_floor(self, params: PgbenchParams) -> tuple[int, str]:
+        return params.shared_buffers + MIN_MEMORY_OVER_BUFFERS, "shared_buffers"
 
     def direct_io(self, params: PgbenchParams) -> bool:
         """The cache rule applies: the workload states the bytes that must reach the device (metrics.py)."""
         return True
-
-    def runtime_s(self, params: PgbenchParams) -> float:
-        return float(params.runtime or 0)
 
     def estimate_s(self, params: PgbenchParams) -> float:
         return 15 + params.scale * 0.5 + params.warmup + params.runtime + 10
@@ -197,10 +146,9 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
         return postgres.image_spec()
 
     def command(self, params: PgbenchParams, load: Load, target: Target, instance: int) -> list[str]:
-        sync = target.sync_dir or f"{target.out_dir}/../sync"
         data = f"{target.path}/pg-{instance}"
         wal = f"{target.log_path}/pg-{instance}" if target.log_path else ""
-        script = postgres.server_script_of(params, data, target.out_dir, sync, instance, wal)
+        script = postgres.server_script_of(params, data, target.out_dir, sync_of(target), instance, wal)
         return ["sh", "-c", script, "strata-pg"]
 
     # ---- what PostgreSQL brings to the template ---------------------------------------------
@@ -210,9 +158,6 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
 
     def managed_settings(self, params: PgbenchParams) -> dict[str, str]:
         return postgres.MANAGED
-
-    def host_user(self, params: PgbenchParams) -> str:
-        return postgres.USER
 
     def error_line(self, text: str) -> str | None:
         return lifecycle.last_error(text, ERROR_LINE)
@@ -232,13 +177,8 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     def ready(self, params: PgbenchParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
         return postgres.answers(lifecycle.server_log(ctx.art, instance, self.log_name), instance)
 
-    def phases(self, params: PgbenchParams) -> tuple[str, ...]:
-        return ("load",) + (("warmup",) if params.warmup else ())
-
-    def phase_timeout_s(self, phase: str, params: PgbenchParams) -> float:
-        if phase == "load":
-            return 600 + params.scale * 3.0
-        return (params.warmup if phase == "warmup" else params.runtime) + 180.0
+    def load_timeout_s(self, params: PgbenchParams) -> float:
+        return 600 + params.scale * 3.0
 
     def clients(self, phase: str, params: PgbenchParams, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
         servers = range(self.instances(params, load))
@@ -277,27 +217,17 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
             for _ in range(2):
                 said = postgres.checkpoint(k)
                 if said is not None:
-                    lifecycle.check_servers(self, ctx)  # a server that died is the cause
-                    raise TrialFailure(
-                        "tool_error", f"the CHECKPOINT after the load failed on server {k}: {said}", said
-                    )
+                    raise self.fail_after(ctx, f"the CHECKPOINT after the load failed on server {k}: {said}", said)
         record["checkpoint_clock_s"] = round(time.time(), 3)
 
-    def observe(
-        self, point: str, params: PgbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
-    ) -> None:
-        seen = record.setdefault("observed", {})
-        seen[point] = [postgres.counters(k) for k in range(self.instances(params, load))]
+    def counters(self, instance: int) -> dict[str, Any]:
+        return postgres.counters(instance)
 
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
-        from strata.workloads.pgbench.parse import failure
-
         return failure(phase, returncode, stderr)
 
-    def parse(self, params: PgbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-        from strata.workloads.pgbench.metrics import parse
-
-        return parse(params, outputs)
+    def parse_trial(self, params: PgbenchParams, arts: list[Path]) -> Parsed:
+        return metrics.parse_trial(params, arts)
 
 
 def _read(path: Path) -> str | None:

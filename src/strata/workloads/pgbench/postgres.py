@@ -31,22 +31,20 @@ from __future__ import annotations
 
 import functools
 import shlex
-import socket
 import subprocess
 
 from strata.core.instances import ImageSpec
 from strata.workloads.pgbench.params import PgbenchParams
-from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.server import lifecycle
+from strata.workloads.server.loopback import port
 from strata.workloads.server.script import server_script
-from strata.workloads.server.settings import Catalog, Known
+from strata.workloads.server.settings import Catalog, Known, in_force
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PACKAGES = ("postgresql-15",)
 ADDRESS = "127.0.0.1"
 USER = "postgres"
 DATABASE = "postgres"
-PORT_BASE = 16384
-PORTS_PER_RUN = 64  # servers of one run on one host
 LOG_NAME = "postgres.log"
 READY_LINE = "database system is ready to accept connections"
 EXTRA_CONNECTIONS = 10  # besides the clients: the load, strata's psql, PostgreSQL's reserved ones
@@ -98,12 +96,6 @@ STORED = (
     "min_wal_size",
     "server_version",
 )
-
-
-def port(instance: int) -> int:
-    if not 0 <= instance < PORTS_PER_RUN:
-        raise ValueError(f"server {instance}: a run has {PORTS_PER_RUN} ports per host")
-    return PORT_BASE + PORTS_PER_RUN * loopback_octet() + instance
 
 
 def settings(params: PgbenchParams) -> dict[str, str]:
@@ -185,15 +177,9 @@ def server_script_of(
     )
 
 
-def answers(log_text: str, instance: int, timeout_s: float = 1.0) -> bool:
+def answers(log_text: str, instance: int) -> bool:
     """Ready: its log says so, and its port accepts a connection."""
-    if READY_LINE not in log_text:
-        return False
-    try:
-        with socket.create_connection((ADDRESS, port(instance)), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
+    return lifecycle.listening(log_text, READY_LINE, ADDRESS, port(instance))
 
 
 def connection(instance: int) -> list[str]:
@@ -309,13 +295,7 @@ def parse_facts(text: str) -> dict[str, object]:
         name, setting, unit, source = f
         settings_[name] = with_unit(setting, unit)
         sources[name] = source
-    block = settings_.get("block_size", "")
-    return {
-        "version": settings_.get("server_version"),
-        "block_bytes": int(block) if block.isdigit() else None,
-        "settings": settings_,
-        "sources": sources,
-    }
+    return in_force(settings_, sources, "server_version", ("block_bytes", "block_size"))
 
 
 def checkpoint(instance: int) -> str | None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -149,6 +150,17 @@ def wait_ready(
     return since_launch(ctx.art / f"inst-{instance}", time.monotonic() - t0)
 
 
+def listening(log_text: str, line: str, address: str, port: int, timeout_s: float = 1.0) -> bool:
+    """A server's ready probe: its log says `line`, and its port accepts a connection."""
+    if line not in log_text:
+        return False
+    try:
+        with socket.create_connection((address, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 # A line a server or its setup writes when it fails: PostgreSQL's `FATAL:`/`PANIC:`/`ERROR:` and initdb's
 # `initdb: error:`, Cassandra's `ERROR [main]`, a JVM's exception, a shell's "Permission denied".
 ERROR_LINE = re.compile(r"\b(FATAL|PANIC|ERROR)\b|\berror:|Exception\b|Permission denied|No space left", re.I)
@@ -238,10 +250,4 @@ def run_phase(
 
 
 def page_cache_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("Cached:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return memory.meminfo_bytes("Cached")

@@ -10,20 +10,22 @@ its data set and this memory with its parsed result (`Parsed.memory`), and the c
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from strata.collectors.host import read_meminfo
 from strata.core.params import Load
 
 
-def mem_total_bytes() -> int | None:
+def meminfo_bytes(key: str) -> int | None:
+    """A figure of /proc/meminfo in bytes (`MemTotal`, `Cached`: the page cache), or None when it cannot be read."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
+        return read_meminfo().get(key)
     except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return None
+
+
+def mem_total_bytes() -> int | None:
+    return meminfo_bytes("MemTotal")
 
 
 def usable(load: Load, servers: int) -> dict[str, Any]:
@@ -38,10 +40,9 @@ def usable(load: Load, servers: int) -> dict[str, Any]:
     return {"bytes": total, "of": "MemTotal, the host's memory"}
 
 
-def data_set(data_bytes: int | None, record: dict[str, Any]) -> dict[str, Any] | None:
-    """What the cache check judges (`Parsed.memory`): the data set on this host and the memory its servers can
-    use, or None when either is unknown."""
-    mem = record.get("memory") or {}
-    if data_bytes is None or not isinstance(mem.get("bytes"), int):
+def data_set(data_bytes: int | None, memory_bytes: int | None, memory_of: str) -> dict[str, Any] | None:
+    """What the cache check judges (`Parsed.memory`): the data set on this host and the memory that can cache it,
+    or None when either is unknown."""
+    if data_bytes is None or not isinstance(memory_bytes, int):
         return None
-    return {"data_set_bytes": data_bytes, "memory_bytes": mem["bytes"], "memory_of": mem.get("of", "")}
+    return {"data_set_bytes": data_bytes, "memory_bytes": memory_bytes, "memory_of": memory_of}

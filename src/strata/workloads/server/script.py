@@ -20,10 +20,17 @@ from __future__ import annotations
 
 import shlex
 
+from strata.core.instances import Target
+
 STOP_FILE = "stop"
 LOG_NAME = "node.log"
 LAUNCHED = "node.launched"
 EOF_MARK = "STRATA_EOF"
+
+
+def sync_of(target: Target) -> str:
+    """The directory of the lifecycle's start and stop files: the runtime's, else beside the instance's out dir."""
+    return target.sync_dir or f"{target.out_dir}/../sync"
 
 
 def start_file(instance: int) -> str:

@@ -1,16 +1,18 @@
 """A server's settings map: any setting the server knows, as the spec writes it, checked against the server.
 
 A server workload's parameters hold `settings: {NAME: VALUE}` (`settings_field`, validated by `values`):
-at most MAX_SETTINGS names, each a setting's word (or `prefix.name`, an extension's own), each value one
-short line of text (YAML's `on`/`off`/`true`/`false` come back as on/off, numbers as they were written).
-Before anything is built the workload's `validate` checks every name against the server's own list of
-its settings (`Catalog`: PostgreSQL's `postgres --describe-config`; a MariaDB would read `mariadbd --help
---verbose`), refuses those strata sets itself (its port, its log, what the spec's own keys set), and
-checks each value's shape where the server says its type (a boolean, a number with an optional unit);
-every problem names the setting and the fix (`problems`). What only the server can judge (an enum's
-words, a value's bounds in its unit) it judges at start: a value it rejects stops it, and its own error
-line is the trial's failure (lifecycle.wait_ready). The settings the server had in force are read back
-from it and stored with every trial (the workload's `server_facts`).
+at most MAX_SETTINGS names, each a setting's word (or `prefix.name`, an extension's own, where the server's
+notation allows it), each value one short line of text (YAML's `on`/`off`/`true`/`false` come back as the
+server's words for a boolean, numbers as they were written). How a server writes its settings is its
+`Notation`: PostgreSQL's is the default; MariaDB's takes no extension's names, writes its booleans ON and OFF,
+and its numbers 2000, 4k, 1G. Before anything is built the workload's `validate` checks every name against the
+server's own list of its settings (`Catalog`: PostgreSQL's `postgres --describe-config`, MariaDB's `mariadbd
+--verbose --help`), refuses those strata sets itself (its port, its log, what the spec's own keys set), and
+checks each value's shape where the server says its type (a boolean, a number in its notation); every
+problem names the setting and the fix (`problems`). What only the server can judge (an enum's words, a
+value's bounds in its unit) it judges at start: a value it rejects stops it, and its own error line is the
+trial's failure (lifecycle.wait_ready). The settings the server had in force are read back from it and
+stored with every trial (the workload's `server_facts`).
 """
 
 from __future__ import annotations
@@ -25,8 +27,27 @@ from pydantic import Field
 MAX_SETTINGS = 200
 MAX_VALUE_CHARS = 1000
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?")
-BOOLEAN_WORDS = {"on", "off", "true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"}
+BOOLEAN_WORDS = frozenset({"on", "off", "true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"})
 NUMBER = re.compile(r"\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*([A-Za-z]{1,3})?\s*")
+
+
+@dataclass(frozen=True)
+class Notation:
+    """How a server writes its settings: a name (`name`), a boolean (`on_off` as strata writes YAML's, any of
+    `booleans` read, `boolean_words` in a message), a number (`number`, `number_words` in a message), whether a
+    value may be empty; and a map to show in a message (`example`). The defaults are PostgreSQL's."""
+
+    example: str = "{max_wal_size: 4GB}"
+    name: re.Pattern[str] = NAME
+    on_off: tuple[str, str] = ("on", "off")
+    booleans: frozenset[str] = BOOLEAN_WORDS
+    boolean_words: str = "on or off"
+    number: re.Pattern[str] = NUMBER
+    number_words: str = " (with an optional unit: 30s, 4GB)"
+    empty: bool = True
+
+
+DEFAULT = Notation()
 
 
 def settings_field(description: str) -> Any:
@@ -34,31 +55,32 @@ def settings_field(description: str) -> Any:
     return Field(default_factory=dict, description=description)
 
 
-def values(v: Any) -> dict[str, str]:
+def values(v: Any, notation: Notation = DEFAULT) -> dict[str, str]:
     """A spec's settings map as text, bounded; a clear error naming the entry otherwise."""
     if v is None:
         return {}
     if not isinstance(v, dict):
-        raise ValueError("`settings` is a mapping of a setting's name to its value, e.g. {max_wal_size: 4GB}")
+        raise ValueError(f"`settings` is a mapping of a setting's name to its value, e.g. {notation.example}")
     if len(v) > MAX_SETTINGS:
         raise ValueError(f"`settings` holds {len(v)} settings: at most {MAX_SETTINGS}")
     out: dict[str, str] = {}
     for name, value in v.items():
-        if not isinstance(name, str) or not NAME.fullmatch(name):
+        if not isinstance(name, str) or not notation.name.fullmatch(name):
             raise ValueError(f"`settings`: {str(name)[:70]!r} is not a setting's name (letters, digits and _)")
-        out[name] = text(name, value)
+        out[name] = text(name, value, notation)
     return out
 
 
-def text(name: str, value: Any) -> str:
-    """One setting's value as the server reads it on its command line."""
+def text(name: str, value: Any, notation: Notation = DEFAULT) -> str:
+    """One setting's value as the server reads it."""
     if isinstance(value, bool):
-        return "on" if value else "off"
+        return notation.on_off[0] if value else notation.on_off[1]
     if isinstance(value, (int, float)):
         return repr(value) if isinstance(value, float) else str(value)
     if isinstance(value, str):
-        if len(value) > MAX_VALUE_CHARS or any(c in value for c in "\n\r\0"):
-            raise ValueError(f"`settings.{name}`: one line of at most {MAX_VALUE_CHARS} characters")
+        if (not value and not notation.empty) or len(value) > MAX_VALUE_CHARS or any(c in value for c in "\n\r\0"):
+            length = f"at most {MAX_VALUE_CHARS}" if notation.empty else f"1 to {MAX_VALUE_CHARS}"
+            raise ValueError(f"`settings.{name}`: one line of {length} characters")
         return value
     what = "a list" if isinstance(value, list) else type(value).__name__
     raise ValueError(
@@ -82,7 +104,13 @@ class Catalog:
     known: dict[str, Known] = field(default_factory=dict)
 
 
-def problems(settings: dict[str, str], catalog: Catalog | None, managed: dict[str, str], server: str) -> list[str]:
+def problems(
+    settings: dict[str, str],
+    catalog: Catalog | None,
+    managed: dict[str, str],
+    server: str,
+    notation: Notation = DEFAULT,
+) -> list[str]:
     """Each setting of the map the server does not know, that strata sets itself (`managed`: name -> how), or
     whose value is not of its type; each with the fix. `catalog` None: the server's list could not be read,
     so only `managed` is checked."""
@@ -102,13 +130,24 @@ def problems(settings: dict[str, str], catalog: Catalog | None, managed: dict[st
                 f"`settings.{name}`: {server} has no setting {name!r}: {hint}{catalog.source} lists every setting it "
                 "knows; remove it or correct its name"
             )
-        elif known.kind == "bool" and value.strip().lower() not in BOOLEAN_WORDS:
-            out.append(f"`settings.{name}` is a boolean of {server}: on or off, not {value[:40]!r}")
-        elif known.kind in ("int", "real") and not NUMBER.fullmatch(value):
-            out.append(
-                f"`settings.{name}` is a number of {server} (with an optional unit: 30s, 4GB), not {value[:40]!r}"
-            )
+        elif known.kind == "bool" and value.strip().lower() not in notation.booleans:
+            out.append(f"`settings.{name}` is a boolean of {server}: {notation.boolean_words}, not {value[:40]!r}")
+        elif known.kind in ("int", "real") and not notation.number.fullmatch(value.strip()):
+            out.append(f"`settings.{name}` is a number of {server}{notation.number_words}, not {value[:40]!r}")
     return out
+
+
+def in_force(settings: dict[str, str], sources: dict[str, str], version: str, size: tuple[str, str]) -> dict[str, Any]:
+    """What a started server says of itself, stored with the trial (the workload's `server_facts`): its version (its
+    setting `version`), the size of its page or block (`size`: the fact's key, the setting that says it), the
+    settings in force and where each value came from."""
+    unit = settings.get(size[1], "")
+    return {
+        "version": settings.get(version),
+        size[0]: int(unit) if unit.isdigit() else None,
+        "settings": settings,
+        "sources": sources,
+    }
 
 
 def words(settings: dict[str, str]) -> str:

@@ -1,4 +1,4 @@
-"""`ServerTemplate`: the base of every server workload (ycsb's Cassandra, pgbench's PostgreSQL).
+"""`ServerTemplate`: the base of every server workload (ycsb's Cassandra, pgbench's PostgreSQL, sysbench's MariaDB).
 
 A server workload derives from it and supplies:
 
@@ -7,10 +7,13 @@ A server workload derives from it and supplies:
 - `ready(params, load, ctx, instance)`: the probe that says a started server answers;
 - `clients(phase, params, load, out, record)`: the client processes of each phase (`phases()`, the
   load first, then the measured `run`), each writing into its own directory under `out`;
-- `parse` (the Workload member) and `metrics`: its output parser and its metric declaration;
-- the names its messages and files use: `clients_dir`, `client_what`, `server_what`, and
-  `vm_reason` (why it does not run in a VM), `host_packages` (what a host's agent needs to run its
-  clients and its native servers: its image across hosts).
+- `parse_trial(params, arts)` and `metrics`: its parser of a trial's artifacts, once every server stopped cleanly
+  (`parse`, the Workload member, is the template's: `server_artifacts`), and its metric declaration;
+- the names its messages and files use: `server_what` (from which `vm_reason`, why it does not run in a VM,
+  follows; the workload's name gives `clients_dir` and `client_what`), and `host_packages` (what a host's agent
+  needs to run its clients and its native servers: its image across hosts);
+- `not_installed`: what of the server and its clients this host lacks (`available` adds the native servers'
+  user and the run's loopback block).
 
 What servers share beyond the lifecycle, each a hook with a default:
 
@@ -18,10 +21,15 @@ What servers share beyond the lifecycle, each a hook with a default:
   own list (`settings_catalog`) and against those strata sets itself (`managed_settings`);
 - its log on a path of its own (logpath.py): the parameters' key `log_key` names a path of the runtime,
   which the runtime mounts beside the data (`Target.log_path`); a runtime without it is `impossible`;
-- the user its native servers run as (`host_user`: PostgreSQL refuses root), whose reach the plan checks;
+- the user its native servers run as (`server_user`: PostgreSQL refuses root), whose reach the plan checks;
 - the facts read from each started server (`server_facts`: its version, the settings in force), stored
-  with the trial; the memory its servers can use (memory.py), in the record;
-- the server's own last error line when it fails to start or dies (`error_line`), first in the failure.
+  with the trial; the memory its servers can use (memory.py), in the record; the servers' own counters
+  before and after the measured run (`counters`), in the record too (records.py reads it back);
+- the server's own last error line when it fails to start or dies (`error_line`), first in the failure;
+- the limits a load must respect (`problems`): the memory limit a server needs at the least (`memory_floor`),
+  and a port of the run's block each (`ports_per_run`, loopback.py);
+- the spec's keys every server shares (fields.py: `runtime`, `warmup`, `rate`, `start_timeout`, a script of the
+  user's `file:PATH`), which the defaults of `runtime_s`, `phases` and `phase_timeout_s` read.
 
 The lifecycle (lifecycle.py), the instances' network (`host`: servers on 127.0.0.0/8), the target
 (a directory), the refusal of VMs and the agent image are the template's; the hooks below have
@@ -32,6 +40,8 @@ the run).
 
 from __future__ import annotations
 
+import pwd
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +55,11 @@ from strata.workloads.base import (
     LogOnPath,
     MeasureContext,
     P,
+    Parsed,
     ServerWorkload,
     ToolWorkload,
 )
-from strata.workloads.server import lifecycle, logpath, settings
+from strata.workloads.server import lifecycle, logpath, loopback, settings
 from strata.workloads.server.clients import Client, tail_text
 from strata.workloads.server.script import LOG_NAME
 
@@ -59,15 +70,34 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     """A workload whose instances are servers and whose clients, on the host, measure them."""
 
     targets: tuple[str, ...] = ("dir",)  # a server's data directory
-    clients_dir: str  # the clients' outputs and clients.json, under the trial's artifacts
-    client_what: str  # "the YCSB client": a client in messages
     server_what: str  # "Cassandra node": a server in messages
     server_noun = "server"  # a server in the log tails of a failure ("--- server 0")
     log_name = LOG_NAME  # the server's log in its out dir
-    vm_reason: str
     host_packages: tuple[str, ...] = ()
     log_key: str | None = None  # the parameter that puts the server's log on a path of its own (logpath.py)
     log_what = "server's log"  # the log in messages ("WAL")
+    server_user = "root"  # the user its native servers run as (root: none of their own)
+    settings_notation = settings.DEFAULT  # how the server writes its settings (settings.py)
+    ports_per_run: int | None = None  # servers on a host each take a port of the run's block (loopback.py)
+
+    @property
+    def clients_dir(self) -> str:
+        """The clients' outputs and clients.json, under the trial's artifacts: the workload's name."""
+        return self.name
+
+    @property
+    def vm_reason(self) -> str:
+        """Why its servers do not run in strata's VM (the template refuses every VM)."""
+        server = self.server_what.removesuffix(" server")
+        return (
+            f"a {self.server_what} in a VM is not supported: the guest image holds no {server}, and QEMU runs under "
+            "TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
+        )
+
+    @property
+    def client_what(self) -> str:
+        """A client in messages: "the pgbench client"."""
+        return f"the {self.name} client"
 
     # ---- what each server workload supplies ----------------------------------------
 
@@ -79,18 +109,30 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         """The client processes of `phase`, each writing into a directory under `out`."""
         raise NotImplementedError
 
+    def parse_trial(self, params: P, arts: list[Path]) -> Parsed:
+        """The trial's result from its artifact directories (one per host across hosts, in order)."""
+        raise NotImplementedError
+
+    def parse(self, params: P, outputs: list[InstanceOutput]) -> Parsed:
+        return self.parse_trial(params, server_artifacts(outputs, self.server_what, self.server_noun))
+
     # ---- the lifecycle's hooks, with their defaults ------------------------------------
 
     def measure(self, params: P, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
         return lifecycle.measure(self, params, load, ctx)
 
     def phases(self, params: P) -> tuple[str, ...]:
-        """The unmeasured phases before the measured `run`, in order."""
-        return ("load",)
+        """The unmeasured phases before the measured `run`, in order: the load, and a warm-up when it has one."""
+        return ("load",) + (("warmup",) if getattr(params, "warmup", 0) else ())
+
+    def load_timeout_s(self, params: P) -> float:
+        return 600.0
 
     def phase_timeout_s(self, phase: str, params: P) -> float:
-        runtime = getattr(params, "runtime", None) or 60
-        return 600.0 if phase == "load" else float(runtime) + 180
+        """The load's own; a timed phase's seconds (`warmup`, `runtime`) and three minutes."""
+        if phase == "load":
+            return self.load_timeout_s(params)
+        return float(getattr(params, "warmup" if phase == "warmup" else "runtime", None) or 60) + 180.0
 
     def record(self, params: P, load: Load) -> dict[str, Any]:
         """clients.json as it starts: what the parser needs besides the phases."""
@@ -119,8 +161,22 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     def after_phase(self, phase: str, params: P, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> None:
         """Read what an unmeasured phase measured, for the phases after it."""
 
+    def counters(self, instance: int) -> dict[str, Any] | None:
+        """The server's own counters now (its WAL, its reads: {"error": words} when they cannot be read); None:
+        it has none."""
+        return None
+
     def observe(self, point: str, params: P, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> None:
-        """The servers' own counters `before` and `after` the measured run, into the record."""
+        """The servers' own counters `before` and `after` the measured run, into the record (`observed`)."""
+        seen = [self.counters(k) for k in range(self.instances(params, load))]
+        if any(c is not None for c in seen):
+            record.setdefault("observed", {})[point] = seen
+
+    def fail_after(self, ctx: MeasureContext, words: str, said: str = "") -> TrialFailure:
+        """The failure of a step strata asked of the servers (a CHECKPOINT, a flush): a server that died, if one
+        did, is the cause (check_servers raises it); else `words`."""
+        lifecycle.check_servers(self, ctx)
+        return TrialFailure("tool_error", words, said)
 
     def drives(self, params: P) -> bool:
         """Whether this host's part runs the clients (not a host that only serves a spanning cluster)."""
@@ -149,7 +205,16 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
 
     def host_user(self, params: P) -> str:
         """The user its servers run as when they are host processes (root: none of their own)."""
-        return "root"
+        return self.server_user
+
+    def memory_floor(self, params: P) -> tuple[int, str] | None:
+        """The least memory limit one server runs under, and the key of the parameters that sets most of it
+        ("": none); None: no such floor."""
+        return None
+
+    def not_installed(self) -> str | None:
+        """What of the server and its clients this host lacks, with the package that brings it; None: nothing."""
+        return None
 
     def log_path(self, params: P) -> str | None:
         """The path of its own the server's log goes on (`log_key` of the parameters), or None: with the data."""
@@ -161,12 +226,35 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     def network(self, params: P) -> str:
         return "host"  # the clients on the host reach the servers on 127.0.0.0/8
 
+    def available(self, host: dict[str, Any], params: P | None = None) -> str | None:
+        """The server and its clients installed, the native servers' user there, the run's loopback block usable."""
+        return self.not_installed() or self._no_user() or loopback.unusable()
+
+    def _no_user(self) -> str | None:
+        user = self.server_user
+        if user == "root":
+            return None
+        if not shutil.which("setpriv"):
+            return (
+                f"setpriv is missing (apt-get install util-linux): the native servers' scripts act as the {user} user"
+            )
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            maker = f" (Debian's {self.host_packages[0]} package makes it)" if self.host_packages else ""
+            return f"there is no {user} user{maker}"
+        return None
+
+    def runtime_s(self, params: P) -> float:
+        return float(getattr(params, "runtime", None) or 0)
+
     def validate(self, params: P) -> list[str]:
         """The settings map against the server's own list of settings, and those strata sets itself."""
         given = getattr(params, "settings", None) or {}
         if not given:
             return []
-        return settings.problems(given, self.settings_catalog(), self.managed_settings(params), self.server_what)
+        catalog, managed = self.settings_catalog(), self.managed_settings(params)
+        return settings.problems(given, catalog, managed, self.server_what, self.settings_notation)
 
     def impossible(self, params: P, runtime: Any) -> str | None:
         if runtime.isolation == "vm":
@@ -174,7 +262,29 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         return logpath.impossible(self.log_path(params), self.log_what, runtime)
 
     def problems(self, params: P, load: Load) -> list[tuple[str, str, str]]:
-        return []
+        """A memory limit below what a server needs (`memory_floor`), more servers than the run's ports."""
+        out = []
+        floor, mem = self.memory_floor(params), load.limits.memory
+        if floor is not None and mem is not None and mem < floor[0]:
+            need, key = floor[0] >> 20, floor[1]
+            given = f" with {key} of {getattr(params, key) >> 20} MiB" if key else ""
+            out.append(
+                (
+                    "limits.memory",
+                    f"a {self.server_what}{given} needs a memory limit of at least {need} MiB, not {mem >> 20} MiB",
+                    f"raise limits.memory to at least {need} MiB" + (f", or lower {key}" if key else ""),
+                )
+            )
+        most = self.ports_per_run
+        if most is not None and load.containers > most:
+            out.append(
+                (
+                    "containers",
+                    f"{load.containers} {self.server_what}s on one host; each takes a port of the run's {most}",
+                    f"run at most {most} containers",
+                )
+            )
+        return out
 
     def agent_image(self) -> ImageSpec:
         """What a host's agent needs: the clients run on the host, and so do native servers."""

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import re
 import shlex
-import socket
 import subprocess
 import time
 
 from strata.core.instances import ImageSpec
-from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.server import lifecycle
+from strata.workloads.server.loopback import port
 from strata.workloads.server.script import server_script, write_files
+from strata.workloads.server.settings import Catalog, Known, in_force
 from strata.workloads.sysbench.params import SysbenchParams
-from strata.workloads.sysbench.settings import Catalog, Known
 
 PACKAGES = ("mariadb-server",)
 HOST_PACKAGES = ("mariadb-server", "mariadb-client", "sysbench")
@@ -42,8 +42,6 @@ CLIENT = "/usr/bin/mariadb"
 ADDRESS = "127.0.0.2"
 USER = "mysql"
 DATABASE = "sbtest"
-PORT_BASE = 16384
-PORTS_PER_RUN = 64  # servers of one run on one host
 LOG_NAME = "mariadbd.log"
 CONFIG = "my.cnf"
 READY_LINE = "ready for connections"
@@ -69,12 +67,6 @@ MANAGED = {
     "max_connections": "strata sets it from `clients`",
     **{k: f"set it with the workload's own key `{k}`" for k in SysbenchParams().innodb()},
 }
-
-
-def port(instance: int) -> int:
-    if not 0 <= instance < PORTS_PER_RUN:
-        raise ValueError(f"server {instance}: a run has {PORTS_PER_RUN} ports per host")
-    return PORT_BASE + PORTS_PER_RUN * loopback_octet() + instance
 
 
 def config(params: SysbenchParams, data_dir: str, redo_dir: str, instance: int) -> str:
@@ -124,26 +116,15 @@ def server_script_of(
         "  exit 1",
         "fi",
     ]
+    command = shlex.join([MARIADBD, f"--defaults-file={cnf}"])
     return server_script(
-        setup=setup,
-        command=shlex.join([MARIADBD, f"--defaults-file={cnf}"]),
-        out_dir=out_dir,
-        sync_dir=sync_dir,
-        what="MariaDB server",
-        stop_signal="KILL",
-        log_name=LOG_NAME,
+        setup=setup, command=command, out_dir=out_dir, sync_dir=sync_dir, what="MariaDB server", log_name=LOG_NAME
     )
 
 
-def answers(log_text: str, instance: int, timeout_s: float = 1.0) -> bool:
+def answers(log_text: str, instance: int) -> bool:
     """Ready: its log says so, and its port accepts a connection."""
-    if READY_LINE not in log_text:
-        return False
-    try:
-        with socket.create_connection((ADDRESS, port(instance)), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
+    return lifecycle.listening(log_text, READY_LINE, ADDRESS, port(instance))
 
 
 def first_error(text: str) -> str | None:
@@ -261,13 +242,7 @@ def facts(instance: int) -> dict[str, object]:
     rows = sorted(r for r in table if len(r) == 3)
     values = {name: value for name, value, _ in rows}
     sources = {name: source for name, _, source in rows}
-    page = values.get("innodb_page_size", "")
-    return {
-        "version": values.get("version"),
-        "page_bytes": int(page) if page.isdigit() else None,
-        "settings": values,
-        "sources": sources,
-    }
+    return in_force(values, sources, "version", ("page_bytes", "innodb_page_size"))
 
 
 def flush_dirty_pages(instance: int, timeout_s: float) -> dict[str, object]:
@@ -322,10 +297,9 @@ def catalog() -> Catalog | None:
     known = parse_catalog(cp.stdout)
     if not known:
         return None
-    return Catalog(f"`mariadbd --verbose --help` (MariaDB {version() or '10.11'})", known, number=NUMBER)
+    return Catalog(f"`mariadbd --verbose --help` (MariaDB {version() or '10.11'})", known)
 
 
-NUMBER = re.compile(r"[-+]?\d+(\.\d+)?[KMGTPE]?", re.I)  # mariadbd's numbers: 2000, 4k, 1G, 90.5
 OPTION = re.compile(r"^  --([A-Za-z0-9_-]+)(\[=#\]|=#|\[=name\]|=name)?(\s|$)")
 KINDS = {"=#": "int", "[=#]": "int", "=name": "string", "[=name]": "enum", None: "bool"}
 

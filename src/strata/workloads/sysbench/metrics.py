@@ -26,10 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from strata.core.instances import InstanceOutput
 from strata.workloads.base import Parsed, headline
-from strata.workloads.server.template import server_artifacts
-from strata.workloads.sysbench import latency, memory, records
+from strata.workloads.server import latency, memory, records
 from strata.workloads.sysbench import parse as sp
 from strata.workloads.sysbench.mariadb import STATUS
 from strata.workloads.sysbench.params import SysbenchParams
@@ -40,14 +38,8 @@ MS_NS = 1e6
 DIRECT = ("O_DIRECT", "O_DIRECT_NO_FSYNC")  # InnoDB's data files bypass the page cache
 
 
-def parse(params: SysbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-    arts = server_artifacts(outputs, "MariaDB server", "server")
-    return parse_trial(params, arts)
-
-
 def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
-    recs = [records.read(a, CLIENTS_DIR, "sysbench") for a in arts]
-    dirs = records.client_dirs(arts, recs)
+    recs, dirs = records.of_trial(arts, CLIENTS_DIR, "sysbench")
     runs = [sp.read_run(d) for d in dirs]
     tps = sum(r.summary.tps or 0.0 for r in runs)
     qps = sum(r.summary.qps or 0.0 for r in runs)
@@ -98,7 +90,7 @@ def _latency(runs: list[sp.Run]) -> dict[str, Any]:
     total_ms = sum(r.summary.lat_ms.get("sum", 0.0) for r in runs)
     lows = [r.summary.lat_ms["min"] for r in runs if "min" in r.summary.lat_ms]
     highs = [r.summary.lat_ms["max"] for r in runs if "max" in r.summary.lat_ms]
-    return latency.summary_ns(
+    return latency.of_buckets(
         latency.merge(r.histogram for r in runs),
         sp.percentile_ms,
         MS_NS,
@@ -126,9 +118,7 @@ def _transactions(runs: list[sp.Run]) -> dict[str, Any]:
 
 def _series(runs: list[sp.Run]) -> list[list[float]]:
     """The servers' per-second tps added second by second, over the seconds every one of them reported."""
-    per = [[i.tps for i in r.intervals] for r in runs]
-    seconds = min((len(x) for x in per), default=0)
-    return [[i, sum(x[i] for x in per)] for i in range(seconds)]
+    return [[i, v] for i, v in enumerate(records.added([[i.tps for i in r.intervals] for r in runs]))]
 
 
 def _innodb(d: dict[str, int] | None, recs: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -155,19 +145,15 @@ def _innodb(d: dict[str, int] | None, recs: list[dict[str, Any]]) -> dict[str, A
 def _cache(params: SysbenchParams, recs: list[dict[str, Any]]) -> dict[str, Any]:
     """The data set beside the memory that can cache it: the servers' buffer pools when InnoDB bypasses the page
     cache (O_DIRECT), else the memory the servers can use (their buffer pools and the page cache live in it)."""
-    after = records.observed(recs, "after")
-    sizes = [c.get("data_set_bytes") for c in after]
-    data = sum(s for s in sizes if isinstance(s, int)) if sizes and None not in sizes else None
-    servers = sum(r.get("servers") or 0 for r in recs)
-    pools = params.innodb_buffer_pool_size * servers
+    data, servers = records.data_set_bytes(recs), records.servers(recs)
     if params.innodb_flush_method in DIRECT:
-        mem: int | None = pools
+        mem: int | None = params.innodb_buffer_pool_size * servers
         of = f"the buffer pools of {servers} server(s) (innodb_buffer_pool_size; O_DIRECT bypasses the page cache)"
     else:
-        usable = [r.get("memory") or {} for r in recs]
-        known = [u.get("bytes") for u in usable]
-        mem = sum(k for k in known if isinstance(k, int)) if known and None not in known else None
-        of = "; ".join(dict.fromkeys(str(u.get("of", "")) for u in usable))
+        mem, of = records.usable_memory(recs)
+    judged = memory.data_set(data, mem, of)
+    if judged is None or data is None or mem is None:
+        return {"data_set_bytes": data, "memory_bytes": mem, "memory_of": of}
     rows = params.tables * params.table_size
     fix = f"raise tables x table_size ({rows:,} rows a server) above what {of.split(' (')[0]} hold"
-    return memory.data_set(data, mem, of, fix) or {"data_set_bytes": data, "memory_bytes": mem, "memory_of": of}
+    return {**judged, "fits": data <= mem, "fix": fix}

@@ -17,9 +17,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from strata.core.params import Strict, size_field
-from strata.workloads.server import logpath
-from strata.workloads.sysbench import fields
-from strata.workloads.sysbench import settings as server_settings
+from strata.workloads.server import fields, logpath, settings
 
 MiB = 1 << 20
 # sysbench 1.0.20's OLTP scripts (/usr/share/sysbench): every one prepares its tables with oltp_common
@@ -39,6 +37,17 @@ FLUSH_METHODS = ("fsync", "O_DSYNC", "littlesync", "nosync", "O_DIRECT", "O_DIRE
 # names none reads only. Lua comments are left out first.
 WRITE_WORDS = re.compile(r"\b(insert|update|delete|replace|create|drop|alter|truncate)\b", re.I)
 COMMENT = re.compile(r"--[^\n]*")
+# How mariadbd writes its settings: no extension's names, ON and OFF, numbers such as 2000, 4k, 1G, 90.5.
+NOTATION = settings.Notation(
+    example="{innodb_io_capacity: 2000}",
+    name=re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}"),
+    on_off=("ON", "OFF"),
+    booleans=frozenset({"on", "off", "true", "false", "1", "0"}),
+    boolean_words="0/1/false/off/on/true",
+    number=re.compile(r"[-+]?\d+(\.\d+)?[KMGTPE]?", re.I),
+    number_words="",
+    empty=False,
+)
 
 
 class SysbenchParams(Strict):
@@ -62,23 +71,14 @@ class SysbenchParams(Strict):
         le=1_000_000_000,
         description="sysbench --table-size: rows per table (about 240 bytes each with its index), 1 to 1000000000",
     )
-    clients: int = Field(
-        default=1,
-        ge=1,
-        le=1000,
-        description="sysbench --threads: client threads per server, each its own database session (pgbench's "
-        "clients), 1 to 1000",
+    clients: int = fields.clients_field(
+        "sysbench --threads: client threads per server, each its own database session (pgbench's clients), 1 to 1000"
     )
-    runtime: int = Field(default=60, ge=1, le=86400, description="seconds of the measured run (sysbench --time)")
-    warmup: int = Field(
-        default=0, ge=0, le=86400, description="seconds of unmeasured transactions before the run, 0 to 86400"
-    )
-    rate: int | None = Field(
-        default=None,
-        ge=1,
-        le=10_000_000,
-        description="sysbench --rate: offered transactions per second of each server, 1 to 10000000 (a list is "
-        "a sweep); none: flat out",
+    runtime: int = fields.runtime_field("seconds of the measured run (sysbench --time)")
+    warmup: int = fields.warmup_field(0)
+    rate: int | None = fields.rate_field(
+        "sysbench --rate: offered transactions per second of each server, 1 to 10000000 (a list is a sweep); none: "
+        "flat out"
     )
     innodb_buffer_pool_size: int = Field(
         default=128 * MiB,
@@ -103,20 +103,18 @@ class SysbenchParams(Strict):
     innodb_doublewrite: bool = Field(
         default=True, description="whether InnoDB writes each page twice (the doublewrite buffer) against torn pages"
     )
-    settings: dict[str, str] = server_settings.settings_field(
+    settings: dict[str, str] = settings.settings_field(
         "any other MariaDB server setting, {name: value} as mariadbd takes it (innodb_io_capacity: 2000); each "
         "name checked against `mariadbd --verbose --help` before anything is built"
     )
     redo_log: str | None = logpath.log_field("redo log (innodb_log_group_home_dir)")
-    start_timeout: int = Field(
-        default=300, ge=10, le=3600, description="seconds a server may take to come up, 10 to 3600"
-    )
+    start_timeout: int = fields.start_timeout_field()
     file: str | None = Field(default=None, description="(set from `script: file:PATH`)")
 
     _times = field_validator("runtime", "warmup", mode="before")(fields.seconds)
     _sizes = field_validator("innodb_buffer_pool_size", "innodb_log_file_size", mode="before")(size_field)
     _none = field_validator("rate", mode="before")(fields.none_word)
-    _settings = field_validator("settings", mode="before")(server_settings.values)
+    _settings = field_validator("settings", mode="before")(lambda v: settings.values(v, NOTATION))
     _redo = field_validator("redo_log", mode="before")(logpath.name)
 
     @field_validator("script")
@@ -130,9 +128,7 @@ class SysbenchParams(Strict):
     def _defaults(self) -> Self:
         if self.script.startswith("file:") and not self.file:
             raise ValueError("`script: file:PATH` names a Lua script that was not found")
-        if not self.name:
-            object.__setattr__(self, "name", default_name(self))
-        return self
+        return fields.named(self, default_name)
 
     @property
     def builtin(self) -> str | None:
@@ -163,22 +159,18 @@ class SysbenchParams(Strict):
         }
 
 
-def _size(n: int) -> str:
-    return f"{n // MiB}MiB" if n % MiB == 0 else f"{n}B"
-
-
 def default_name(p: SysbenchParams) -> str:
     script = p.builtin or "file-" + (p.file or "script").rsplit("/", 1)[-1].removesuffix(".lua")
     name = f"sysbench-{script}-{p.tables}x{p.table_size}-c{p.clients}"
     name += f"-r{p.rate}" if p.rate is not None else ""
     name += f"-w{p.warmup}" if p.warmup else ""
     differ = {
-        "bp": (_size(p.innodb_buffer_pool_size), "128MiB"),
+        "bp": (fields.size_word(p.innodb_buffer_pool_size), "128MiB"),
         "trx": (str(p.innodb_flush_log_at_trx_commit), "1"),
         "flush": (p.innodb_flush_method, "O_DIRECT"),
-        "log": (_size(p.innodb_log_file_size), "96MiB"),
+        "log": (fields.size_word(p.innodb_log_file_size), "96MiB"),
         "dblwr": ("on" if p.innodb_doublewrite else "off", "on"),
     }
     name += "".join(f"-{key}_{value}" for key, (value, default) in differ.items() if value != default)
     name += f"-redo_{p.redo_log}" if p.redo_log else ""
-    return name + server_settings.words(p.settings)
+    return name + settings.words(p.settings)

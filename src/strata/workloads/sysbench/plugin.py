@@ -20,34 +20,31 @@ Each client's whole output is in its `stderr.txt` (`exec sysbench ... >&2`): sys
 
 from __future__ import annotations
 
-import pwd
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from strata.core.errors import StrataError, TrialFailure
-from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.errors import TrialFailure
+from strata.core.instances import ImageSpec, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke
-from strata.workloads.server import lifecycle, logpath
+from strata.workloads.server import fields, lifecycle, records, transactions
 from strata.workloads.server.clients import Client
-from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.server.loopback import PORTS_PER_RUN
+from strata.workloads.server.script import sync_of
+from strata.workloads.server.settings import Catalog
 from strata.workloads.server.template import ServerTemplate
-from strata.workloads.sysbench import fields, mariadb, memory, metrics, settings
+from strata.workloads.sysbench import mariadb, metrics
 from strata.workloads.sysbench import parse as sp
-from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, SysbenchParams
+from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, NOTATION, SysbenchParams
 
 MiB = 1 << 20
 ROW_BYTES = 240  # a row of oltp_common's tables with its index, measured: 242 bytes at 4 x 100,000 rows
 SERVER_OVERHEAD_BYTES = 256 * MiB  # the system tables, ibdata1, ibtmp1, the undo logs
 MIN_MEMORY_OVER_BUFFER_POOL = 128 * MiB  # a server under a memory limit needs its buffer pool and this
 FLUSH_TIMEOUT_S = 600
-VM_REASON = (
-    "a MariaDB server in a VM is not supported: the guest image holds no MariaDB, and QEMU runs under TCG "
-    "emulation on this kind of host (about 100x slower), which would measure the emulator"
-)
 # sysbench with its stdout on its stderr (the shell execs it: the template's kill, CPU time and exit code are its)
 CLIENT_SHELL = 'exec sysbench "$@" >&2'
 
@@ -57,22 +54,15 @@ METRICS = MetricSchema(
         Metric("clients", "parameter", type="int", axis=Axis("clients", 2)),
         Metric("tables", "parameter", type="int", context=True, text=lambda v: f"{v} tables"),
         Metric("table_size", "parameter", type="int", context=True, text=lambda v: f"{v} rows"),
-        Metric("script", "parameter", type="str", context=True),
-        Metric("rate", "parameter", "tx/s", type="int", export=False, axis=Axis("offered rate (tx/s)", detail=True)),
-        Metric("tps", "total", "tx/s", "higher", headline=True, show=Show("TPS", digits=0)),
+        transactions.SCRIPT,
+        transactions.RATE,
+        transactions.TPS,
         Metric("qps", "total", "queries/s", "higher"),
-        Metric("tps", "per_direction", "tx/s", "higher", export=False),
-        Metric(
-            "lat",
-            "latency",
-            "ns",
-            "lower",
-            label="transaction",
-            stats=("mean", "p99"),
-            show=Show("lat {stat} us", 1000),
-        ),
+        transactions.TPS_BY_DIRECTION,
+        transactions.latency(("mean", "p99"), Show("lat {stat} us", 1000)),
     ),
     breakdown=("lat",),
+    client_cpu=records.CLIENT_CPU,
 )
 
 
@@ -80,13 +70,14 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     name = "sysbench"
     params = SysbenchParams
     metrics = METRICS
-    clients_dir = "sysbench"
-    client_what = "the sysbench client"
     server_what = "MariaDB server"
     log_name = mariadb.LOG_NAME
-    vm_reason = VM_REASON
     host_packages = mariadb.HOST_PACKAGES
+    log_key = "redo_log"
     log_what = "redo log"
+    server_user = mariadb.USER
+    settings_notation = NOTATION
+    ports_per_run = PORTS_PER_RUN
 
     def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: 1,000 rows in each of 2 tables, 5 s runs without warm-up; the sweeps of clients
@@ -102,7 +93,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
             fields.resolve_script(raw, base_dir, "script", "Lua script", MAX_SCRIPT_BYTES)
         )
 
-    def available(self, host: dict[str, Any], params: SysbenchParams | None = None) -> str | None:
+    def not_installed(self) -> str | None:
         for tool in (mariadb.MARIADBD, mariadb.INSTALL_DB, mariadb.CLIENT):
             if not Path(tool).is_file():
                 return (
@@ -110,69 +101,23 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
                 )
         if not shutil.which("sysbench"):
             return "sysbench is not installed (apt-get install sysbench)"
-        if not shutil.which("setpriv"):
-            return "setpriv is missing (apt-get install util-linux): the native servers' reach is checked as mysql"
-        try:
-            pwd.getpwnam(mariadb.USER)
-        except KeyError:
-            return f"there is no {mariadb.USER} user (Debian's mariadb-server package makes it)"
-        try:
-            loopback_octet()
-        except StrataError as e:
-            return e.message()
         return None
 
     def versions(self) -> dict[str, str | None]:
         return {"mariadb": mariadb.version(), "sysbench": _sysbench_version()}
 
-    def validate(self, params: SysbenchParams) -> list[str]:
-        """The settings map against mariadbd's own list of settings, and those strata sets itself."""
-        if not params.settings:
-            return []
-        return settings.problems(params.settings, mariadb.catalog(), mariadb.MANAGED, "MariaDB")
+    def settings_catalog(self) -> Catalog | None:
+        return mariadb.catalog()
 
-    def problems(self, params: SysbenchParams, load: Load) -> list[tuple[str, str, str]]:
-        out = []
-        mem, need = load.limits.memory, params.innodb_buffer_pool_size + MIN_MEMORY_OVER_BUFFER_POOL
-        if mem is not None and mem < need:
-            out.append(
-                (
-                    "limits.memory",
-                    f"a MariaDB server with innodb_buffer_pool_size of {params.innodb_buffer_pool_size >> 20} MiB "
-                    f"needs a memory limit of at least {need >> 20} MiB, not {mem >> 20} MiB",
-                    f"raise limits.memory to at least {need >> 20} MiB, or lower innodb_buffer_pool_size",
-                )
-            )
-        if load.containers > mariadb.PORTS_PER_RUN:
-            out.append(
-                (
-                    "containers",
-                    f"{load.containers} MariaDB servers on one host; each takes a port of the run's "
-                    f"{mariadb.PORTS_PER_RUN}",
-                    f"run at most {mariadb.PORTS_PER_RUN} containers",
-                )
-            )
-        return out
+    def managed_settings(self, params: SysbenchParams) -> dict[str, str]:
+        return mariadb.MANAGED
 
-    def impossible(self, params: SysbenchParams, runtime: Any) -> str | None:
-        if runtime.isolation == "vm":
-            return self.vm_reason
-        return logpath.impossible(self.log_path(params), self.log_what, runtime)
-
-    def log_path(self, params: SysbenchParams) -> str | None:
-        """The path of its own the redo log goes on, or None: with the data."""
-        return params.redo_log
-
-    def host_user(self, params: SysbenchParams) -> str:
-        """The user its servers run as when they are host processes."""
-        return mariadb.USER
+    def memory_floor(self, params: SysbenchParams) -> tuple[int, str]:
+        return params.innodb_buffer_pool_size + MIN_MEMORY_OVER_BUFFER_POOL, "innodb_buffer_pool_size"
 
     def direct_io(self, params: SysbenchParams) -> bool:
         """The cache rule applies: the workload states the bytes that must reach the device (metrics.py)."""
         return True
-
-    def runtime_s(self, params: SysbenchParams) -> float:
-        return float(params.runtime)
 
     def estimate_s(self, params: SysbenchParams) -> float:
         rows = params.tables * params.table_size
@@ -187,11 +132,9 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
         return mariadb.image_spec()
 
     def command(self, params: SysbenchParams, load: Load, target: Target, instance: int) -> list[str]:
-        sync = target.sync_dir or f"{target.out_dir}/../sync"
         data = f"{target.path}/mariadb-{instance}"
-        log_path = getattr(target, "log_path", "")  # the redo log's path of its own, where the runtime gives one
-        redo = f"{log_path}/mariadb-{instance}" if log_path else data
-        script = mariadb.server_script_of(params, data, redo, target.out_dir, sync, instance)
+        redo = f"{target.log_path}/mariadb-{instance}" if target.log_path else data  # its path of its own
+        script = mariadb.server_script_of(params, data, redo, target.out_dir, sync_of(target), instance)
         return ["sh", "-c", script, "strata-mariadb"]
 
     # ---- the server template's hooks -------------------------------------------------------
@@ -209,17 +152,8 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
             said = mariadb.first_error(e.stderr) or mariadb.first_error(_setup_words(ctx.art))
             raise TrialFailure(e.category, f"{e}: {said}" if said else str(e), e.stderr, e.layer) from None
 
-    def record(self, params: SysbenchParams, load: Load) -> dict[str, Any]:
-        servers = self.instances(params, load)
-        return {"servers": servers, "phases": {}, "memory": memory.usable(load, servers)}
-
-    def phases(self, params: SysbenchParams) -> tuple[str, ...]:
-        return ("load",) + (("warmup",) if params.warmup else ())
-
-    def phase_timeout_s(self, phase: str, params: SysbenchParams) -> float:
-        if phase == "load":
-            return 600 + params.tables * params.table_size / 5_000
-        return (params.warmup if phase == "warmup" else params.runtime) + 180.0
+    def load_timeout_s(self, params: SysbenchParams) -> float:
+        return 600 + params.tables * params.table_size / 5_000
 
     def clients(
         self, phase: str, params: SysbenchParams, load: Load, out: Path, record: dict[str, Any]
@@ -255,23 +189,17 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
         flushed = [mariadb.flush_dirty_pages(k, FLUSH_TIMEOUT_S) for k in servers]
         for k, f in enumerate(flushed):
             if "error" in f:
-                lifecycle.check_servers(self, ctx)  # a server that died is the cause
-                raise TrialFailure(
-                    "tool_error", f"flushing server {k}'s dirty pages after the load failed: {f['error']}"
-                )
+                raise self.fail_after(ctx, f"flushing server {k}'s dirty pages after the load failed: {f['error']}")
         record["flushed"] = flushed
 
-    def observe(
-        self, point: str, params: SysbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
-    ) -> None:
-        seen = record.setdefault("observed", {})
-        seen[point] = [mariadb.counters(k) for k in range(self.instances(params, load))]
+    def counters(self, instance: int) -> dict[str, Any]:
+        return mariadb.counters(instance)
 
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
         return sp.failure(phase, returncode, stderr)
 
-    def parse(self, params: SysbenchParams, outputs: list[InstanceOutput]) -> Parsed:
-        return metrics.parse(params, outputs)
+    def parse_trial(self, params: SysbenchParams, arts: list[Path]) -> Parsed:
+        return metrics.parse_trial(params, arts)
 
 
 def _setup_words(art: Path) -> str:

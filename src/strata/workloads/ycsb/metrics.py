@@ -3,7 +3,7 @@
 - `primary`: the aggregate ops/s of the measured run over the seconds in which every client ran
   (the sum of their per-second series), with that series (`ycsb_ops`) for the steady check.
 - `databases`: each database's ops/s (its clients together): the per-instance throughput.
-- `latency`: per operation type, mean, p50, p95, p99, p99.9 (us) from the HdrHistogram logs of
+- `latency`: per operation type, mean, p50, p90, p95, p99, p99.9 (us) from the HdrHistogram logs of
   every client merged, never averaged percentiles; `read`/`write` carry the same in the shape
   every workload's results have (`iops`, `lat_ns`), so the analysis's latency findings apply.
 - `clients`: each phase's client wall and CPU time (the client runs outside the stack under test).
@@ -22,35 +22,25 @@ not the data's.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from strata.core.errors import TrialFailure
-from strata.core.instances import InstanceOutput
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, headline
-from strata.workloads.server.template import server_artifacts
+from strata.workloads.server import records as server_records
 from strata.workloads.ycsb import parse as yp
-from strata.workloads.ycsb.params import YcsbParams
-from strata.workloads.ycsb.plugin import CLIENTS_DIR, RECORD_BYTES
+from strata.workloads.ycsb.params import RECORD_BYTES, YcsbParams
+from strata.workloads.ycsb.server import CLIENTS_DIR
 
 SERIES = "ycsb_ops"
 READS = ("READ", "SCAN")
 WRITES = ("UPDATE", "INSERT", "READ-MODIFY-WRITE", "DELETE")
 
 
-def client_output(d: Path) -> yp.ClientOutput:
-    def text(name: str) -> str:
-        p = d / name
-        return p.read_text(errors="replace") if p.exists() else ""
-
-    return yp.ClientOutput(text("stdout.txt"), text("stderr.txt"), d / "hdr")
-
-
 def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     arts = art if isinstance(art, list) else [art]
-    every = [json.loads((a / CLIENTS_DIR / "clients.json").read_text()) for a in arts]
+    every = [server_records.read(a, CLIENTS_DIR, "ycsb") for a in arts]
     drove = [i for i, r in enumerate(every) if "run" in r.get("phases", {})]
     if not drove:
         return serving(params, every[0])
@@ -60,12 +50,12 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
         cached = [r.get("page_cache_bytes") for r in every if r.get("node_ready_s")]  # hosts with nodes
         record = {
             **record,
-            "node_ready_s": [s for r in every for s in (r.get("node_ready_s") or [])],
+            "node_ready_s": server_records.ready_s(every),
             "page_cache_bytes": sum(cached) if None not in cached else None,
         }
     run = record["phases"]["run"]
-    dirs = [a / c for a, r in zip(arts, records) for c in r["phases"]["run"]["clients"]]
-    outs = [client_output(d) for d in dirs]
+    dirs = server_records.client_dirs(arts, records)
+    outs = [yp.client_output(d) for d in dirs]
     agg = yp.aggregate(outs)
     if not agg["series_ops_s"] and not agg["throughput_ops_s"]:
         raise TrialFailure("parse", "the YCSB clients reported no operations", outs[0].stderr[-4000:] if outs else "")
@@ -115,25 +105,13 @@ def merged_record(records: list[dict[str, Any]], arts: list[Path]) -> dict[str, 
     """The clients.json of several hosts' parts as one: databases and ready times summed or listed,
     each phase's clients and CPU listed host after host (named by their host's directory), its wall
     time the longest (each host's own stays in its part's metrics: `metrics.hosts` of the merged result)."""
-    phases: dict[str, Any] = {}
-    for name in records[0]["phases"]:
-        ph = [r["phases"][name] for r in records if name in r["phases"]]
-        wall = max(p["wall_s"] for p in ph)
-        cpu = [c for p in ph for c in p["client_cpu_s"]]
-        shares = [p.get("client_cpu_share") for p in ph]
-        phases[name] = {
-            "wall_s": wall,
-            "clients": [f"{a.name}/{c}" for a, p in zip(arts, ph) for c in p["clients"]],
-            "client_cpu_s": cpu,
-            "client_cpu_share": max(shares) if None not in shares else None,  # each host's own cores
-        }
     cached = [r.get("page_cache_bytes") for r in records]
     return {
         **_offered([r["offered"] for r in records if r.get("offered")]),
         "databases": sum(r.get("databases", 1) for r in records),
         "nodes": records[0].get("nodes"),
-        "phases": phases,
-        "node_ready_s": [s for r in records for s in (r.get("node_ready_s") or [])],
+        "phases": server_records.phases(records, [a.name for a in arts]),
+        "node_ready_s": server_records.ready_s(records),
         "page_cache_bytes": sum(cached) if None not in cached else None,
     }
 
@@ -196,8 +174,3 @@ def _cache(params: YcsbParams, record: dict[str, Any]) -> dict[str, Any]:
         "page_cache_over_data_set": round(cached / data, 3) if cached and data else None,
         "note": "Cassandra does buffered I/O: the page cache is part of what is measured",
     }
-
-
-def parse(params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
-    arts = server_artifacts(outputs, "Cassandra node", "node")
-    return parse_trial(params, arts if len(arts) > 1 else arts[0])

@@ -17,7 +17,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from strata.core.params import Strict
-from strata.core.units import parse_duration
+from strata.workloads.server import fields
 
 CONSISTENCY = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE", "EACH_QUORUM")
 LETTERS = "abcdef"
@@ -29,10 +29,7 @@ PROFILES = {
 }
 MAX_NODES = 16
 PEAK_MAX_S = 30  # the flat-out run that measures the peak of a relative target: min(runtime, this)
-
-
-def _seconds(v: Any) -> int | None:
-    return None if v is None or (isinstance(v, str) and v.strip().lower() == "none") else int(parse_duration(v))
+RECORD_BYTES = 1100  # YCSB's default row: 10 fields of 100 bytes, and the key
 
 
 class ClusterParams(Strict):
@@ -98,12 +95,10 @@ class YcsbParams(Strict):
     threads: int = Field(default=16, ge=1, le=1024, description="client threads per database")
     clients: int = Field(default=1, ge=1, le=16, description="YCSB client processes per database")
     warmup: int = Field(default=30, ge=0, le=86400, description="seconds of unmeasured operations before the run")
-    target: int | None = Field(
-        default=None,
-        ge=1,
-        le=100_000_000,
-        description="offered ops/s of each database (a list is a sweep); N%: that share of the peak the same "
-        "cluster reaches flat out, measured just before the run; none: flat out",
+    target: int | None = fields.rate_field(
+        "offered ops/s of each database (a list is a sweep); N%: that share of the peak the same cluster reaches flat "
+        "out, measured just before the run; none: flat out",
+        100_000_000,
     )
     target_share: float | None = Field(default=None, gt=0, le=1, description="(set from `target: N%`)")
     clusters: int = Field(default=1, ge=1, le=64, description="databases per container count, run at once")
@@ -119,7 +114,8 @@ class YcsbParams(Strict):
     span: Span | None = Field(default=None, description="(set by strata for a host's part; never in a spec)")
     file: str | None = Field(default=None, description="(set from `workload: file:PATH`)")
 
-    _times = field_validator("runtime", "warmup", mode="before")(lambda v: _seconds(v))
+    _times = field_validator("runtime", "warmup", mode="before")(fields.seconds_or_none)
+    _none = field_validator("target", mode="before")(fields.none_word)
 
     @model_validator(mode="before")
     @classmethod
@@ -144,11 +140,6 @@ class YcsbParams(Strict):
         if isinstance(out, dict) and out.get("target_share") is None:
             out.pop("target_share", None)
         return out
-
-    @field_validator("target", mode="before")
-    @classmethod
-    def _none(cls, v: Any) -> Any:
-        return None if isinstance(v, str) and v.strip().lower() == "none" else v
 
     @field_validator("workload")
     @classmethod

@@ -6,7 +6,8 @@
 - stderr: `-s` status lines, `... 12 sec: 3400 operations; 283.3 current ops/sec; ...`, one a
   second: the throughput series (its last line is the partial second at the end).
 - `hdr/<OP>.hdr` of every client: merged with hdr.merge into one histogram per operation,
-  from which mean, p50, p95, p99, p99.9, min and max come (never averaged percentiles).
+  from which mean, min, max and the percentiles of every latency summary (workloads/latency.py) come (never
+  averaged percentiles).
 
 For N clients, `throughput_ops_s` is the sum of YCSB's overall figures (operations over each
 client's whole run, which includes connecting and closing), and `window_ops_s` the mean of the
@@ -23,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from strata.workloads import hdr
+from strata.workloads.server import latency as server_latency
+from strata.workloads.server import records as server_records
 
 SUMMARY = re.compile(r"^\[([A-Z0-9_\-]+)\], ([^,]+), (.+)$")
 STATUS = re.compile(r"^(\S+ \S+) (\d+) sec: (\d+) operations;(?: ([\d.]+) current ops/sec;)?")
 # not operations: YCSB's JVM GC figures and the per-thread cleanup (which holds the driver's shutdown)
 NOT_OPERATIONS = ("OVERALL", "CLEANUP")
-PERCENTILES = {"p50": 50.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 
 
 @dataclass
@@ -105,13 +107,8 @@ def throughput_series(points: list[StatusPoint]) -> list[float]:
 
 
 def latency(h: hdr.Histogram | None) -> dict[str, Any]:
-    """Mean, percentiles, min, max in microseconds (YCSB's unit), and the count."""
-    if h is None or h.total == 0:
-        return {"n": 0, "mean_us": None, "min_us": None, "max_us": None, **{f"{k}_us": None for k in PERCENTILES}}
-    out = {"n": h.total, "mean_us": h.mean(), "min_us": h.min(), "max_us": h.max()}
-    for key, pct in PERCENTILES.items():
-        out[f"{key}_us"] = h.value_at_percentile(pct)
-    return out
+    """Mean, min, max, percentiles in microseconds (YCSB's unit), and the count."""
+    return {k if k == "n" else f"{k}_us": v for k, v in server_latency.of_hdr(h, 1).items()}
 
 
 def merged_histograms(hdr_dirs: list[Path]) -> dict[str, hdr.Histogram]:
@@ -133,6 +130,16 @@ class ClientOutput:
     hdr_dir: Path
 
 
+def client_output(d: Path) -> ClientOutput:
+    """A client's directory as it left it (a file it did not write: empty)."""
+
+    def text(name: str) -> str:
+        p = d / name
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    return ClientOutput(text("stdout.txt"), text("stderr.txt"), d / "hdr")
+
+
 def aggregate(clients: list[ClientOutput]) -> dict[str, Any]:
     """Metrics of N clients of one trial: summed throughput, merged latencies, return codes."""
     summaries = [parse_summary(c.stdout) for c in clients]
@@ -148,8 +155,7 @@ def aggregate(clients: list[ClientOutput]) -> dict[str, Any]:
         for op, codes in s.returns.items():
             for code, n in codes.items():
                 returns.setdefault(op, {})[code] = returns.setdefault(op, {}).get(code, 0) + n
-    window = min((len(x) for x in series), default=0)
-    summed_series = [sum(x[i] for x in series) for i in range(window)]
+    summed_series = server_records.added(series)
     return {
         "throughput_ops_s": sum(s.throughput_ops_s or 0.0 for s in summaries),
         "per_client_ops_s": [s.throughput_ops_s for s in summaries],

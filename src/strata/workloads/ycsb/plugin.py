@@ -25,21 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import StrataError, TrialFailure
-from strata.core.instances import Build, ImageSpec, InstanceOutput, Prebuilds, Target
+from strata.core.instances import Build, ImageSpec, Prebuilds, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
 from strata.core.params import Load, Strict, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
+from strata.workloads.server import fields, records
 from strata.workloads.server.clients import Client
-from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.server.script import sync_of
 from strata.workloads.server.template import ServerTemplate
-from strata.workloads.ycsb import cassandra, jars
+from strata.workloads.ycsb import cassandra, jars, metrics, server
 from strata.workloads.ycsb import node as _node  # noqa: F401  (its undo actions: `strata cleanup`, the agent)
+from strata.workloads.ycsb.client import client_failure
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
-from strata.workloads.ycsb.params import Span, YcsbParams
+from strata.workloads.ycsb.params import RECORD_BYTES, Span, YcsbParams
 from strata.workloads.ycsb.script import node_script, start_file
+from strata.workloads.ycsb.server import databases, span_addresses
 
-CLIENTS_DIR = "ycsb"  # the clients' outputs and clients.json, under a trial's artifacts
-RECORD_BYTES = 1100  # YCSB's default row: 10 fields of 100 bytes, and the key
 NODE_OVERHEAD_BYTES = 256 << 20  # commit log segments, system keyspaces
 VM_REASON = (
     "a Cassandra node in a VM is not supported: the VM has no network (QEMU's -nic none) while the YCSB "
@@ -75,6 +76,7 @@ METRICS = MetricSchema(
         Metric("lat", "latency", "ns", "lower", label="total", stats=("mean", "p99"), show=Show("lat {stat} us", 1000)),
     ),
     breakdown=("lat",),
+    client_cpu=records.CLIENT_CPU,
     # its clients offer each database a rate (`target`, or `target_share` of the peak measured just before:
     # server.py stores both in `metrics.offered`), to `clusters` databases per container
     offered=OfferedRate(
@@ -87,10 +89,6 @@ METRICS = MetricSchema(
     # a mean over all its operations weighs each type's mean (us) by its count (metrics.py `latency`)
     mix=OperationMix(("metrics", "latency"), count="n", mean="mean_us", ns=1000.0),
 )
-
-
-def databases(params: YcsbParams, load: Load) -> int:
-    return load.containers * params.clusters
 
 
 def node_config(
@@ -117,21 +115,10 @@ def node_config(
     return cfgs[i]
 
 
-def span_addresses(params: YcsbParams) -> list[str]:
-    """Node i's address: the node address of hosts[i] (every database's, on its own ports)."""
-    addresses = params.span.addresses if params.span else {}
-    return [addresses[h] for h in params.cluster.hosts]
-
-
-def _int(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
 class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds):
     name = "ycsb"
     params = YcsbParams
     metrics = METRICS
-    clients_dir = CLIENTS_DIR
     client_what = "the YCSB client"
     server_what = "Cassandra node"
     server_noun = "node"
@@ -140,10 +127,10 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: 200 records, 5 s runs after 1 s of warm-up, 2 client threads, the offered
         rates and cluster counts cut to their ends (the nodes per cluster and the replication stay)."""
-        out = {**raw, "warmup": 1, "threads": min(_int(raw.get("threads"), 16), 2)}
-        out["records"] = min(_int(raw.get("records"), 10000), 200)
+        out = {**raw, "warmup": 1, "threads": min(fields.whole(raw.get("threads"), 16), 2)}
+        out["records"] = min(fields.whole(raw.get("records"), 10000), 200)
         if raw.get("operations") is not None:
-            out["operations"] = min(_int(raw["operations"], 1000), 1000)
+            out["operations"] = min(fields.whole(raw["operations"], 1000), 1000)
         else:
             out["runtime"] = 5
         if "clusters" in raw:
@@ -155,43 +142,26 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
         return out
 
     def parse_params(self, raw: dict[str, Any], base_dir: Path) -> YcsbParams:
-        raw = dict(raw)
-        wl = raw.get("workload")
-        if isinstance(wl, str) and wl.startswith("file:"):
-            p = Path(wl[len("file:") :])
-            p = p if p.is_absolute() else base_dir / p
-            if not p.is_file():
-                raise ValueError(f"no YCSB workload properties file at {p} (workload: {wl})")
-            raw["file"] = str(p.resolve())
-        return YcsbParams.model_validate(raw)
+        return YcsbParams.model_validate(
+            fields.resolve_script(raw, base_dir, "workload", "YCSB workload properties file")
+        )
 
-    def available(self, host: dict[str, Any], params: YcsbParams | None = None) -> str | None:
+    def not_installed(self) -> str | None:
         for tool, pkg in (("java", "openjdk-17-jre-headless"),):
             if not shutil.which(tool):
                 return f"{tool} is not installed (apt-get install {pkg}): the YCSB client runs on the host"
         if not jars.cassandra_home().joinpath(jars.MANIFEST).exists() and not shutil.which("mvn"):
             return "the Cassandra jars are not cached and Maven is not installed (apt-get install maven)"
-        try:
-            loopback_octet()
-        except StrataError as e:
-            return e.message()
         return None
 
     def versions(self) -> dict[str, str | None]:
         return {"cassandra": jars.CASSANDRA_VERSION, "ycsb": jars.YCSB_VERSION}
 
+    def memory_floor(self, params: YcsbParams) -> tuple[int, str]:
+        return cassandra.MIN_MEMORY_BYTES, ""
+
     def problems(self, params: YcsbParams, load: Load) -> list[tuple[str, str, str]]:
-        out = []
-        mem = load.limits.memory
-        if mem is not None and mem < cassandra.MIN_MEMORY_BYTES:
-            out.append(
-                (
-                    "limits.memory",
-                    f"a Cassandra node needs a memory limit of at least {cassandra.MIN_MEMORY_BYTES >> 20} MiB, "
-                    f"not {mem >> 20} MiB",
-                    f"raise limits.memory to at least {cassandra.MIN_MEMORY_BYTES >> 20} MiB",
-                )
-            )
+        out = super().problems(params, load)
         n, most = databases(params, load), cassandra.MAX_SPAN_DATABASES
         if params.cluster.hosts and n > most:
             out.append(
@@ -227,9 +197,6 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
         span = Span(host=host, addresses={h: addresses[h] for h in params.cluster.hosts})
         return params.model_copy(update={"span": span}), load
 
-    def runtime_s(self, params: YcsbParams) -> float:
-        return float(params.runtime or 0)
-
     def estimate_s(self, params: YcsbParams) -> float:
         start = 30 * params.cluster.nodes
         load_s = params.records / 2000
@@ -262,63 +229,45 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
         lib = str(home / "lib") if target.host_tools else LIB_IN_IMAGE
         cfg = node_config(params, load, instance, f"{target.path}/node-{instance}", f"{target.out_dir}/conf", lib)
         turn = start_file(instance) if cfg.index > 0 else None
-        sync = target.sync_dir or f"{target.out_dir}/../sync"
-        return ["sh", "-c", node_script(cfg, jars.jar_names(home), target.out_dir, sync, turn), "strata-node"]
+        script = node_script(cfg, jars.jar_names(home), target.out_dir, sync_of(target), turn)
+        return ["sh", "-c", script, "strata-node"]
 
     # ---- the server template's hooks: Cassandra's steps (server.py) ----
 
     def start_servers(self, params: YcsbParams, load: Load, ctx: MeasureContext) -> list[float]:
-        from strata.workloads.ycsb import server
-
-        return server.start_nodes(params, server.layout(params, load), ctx)
+        return server.start_nodes(self, params, server.layout(params, load), ctx)
 
     def ready(self, params: YcsbParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
         raise NotImplementedError("a node's readiness is waited for by start_servers (server.wait_node)")
 
     def record(self, params: YcsbParams, load: Load) -> dict[str, Any]:
-        from strata.workloads.ycsb import server
-
         return server.record(params, load)
 
     def drives(self, params: YcsbParams) -> bool:
         return params.drives
 
     def after_start(self, params: YcsbParams, load: Load, ctx: MeasureContext) -> None:
-        from strata.workloads.ycsb import server
-
         server.after_start(params, load, ctx)
 
     def phases(self, params: YcsbParams) -> tuple[str, ...]:
-        from strata.workloads.ycsb import server
-
         return server.phases(params)
 
     def after_phase(
         self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
     ) -> None:
-        from strata.workloads.ycsb import server
-
         server.after_phase(phase, params, load, ctx, record)
 
     def clients(self, phase: str, params: YcsbParams, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
-        from strata.workloads.ycsb import server
-
         return server.clients(phase, params, load, out, record)
 
     def phase_timeout_s(self, phase: str, params: YcsbParams) -> float:
-        from strata.workloads.ycsb import server
-
         return server.phase_timeout_s(phase, params)
 
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
-        from strata.workloads.ycsb.client import client_failure
-
         return client_failure(phase, returncode, stderr)
 
-    def parse(self, params: YcsbParams, outputs: list[InstanceOutput]) -> Parsed:
-        from strata.workloads.ycsb.metrics import parse
-
-        return parse(params, outputs)
+    def parse_trial(self, params: YcsbParams, arts: list[Path]) -> Parsed:
+        return metrics.parse_trial(params, arts)
 
 
 YCSB = Ycsb()

@@ -39,16 +39,15 @@ from strata.core.params import Load
 from strata.workloads.base import MeasureContext
 from strata.workloads.server import lifecycle
 from strata.workloads.server.clients import Client
+from strata.workloads.server.template import ServerTemplate
 from strata.workloads.ycsb import cassandra, client, jars
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import PROFILES, YcsbParams
-from strata.workloads.ycsb.plugin import CLIENTS_DIR, YCSB, databases, span_addresses
 from strata.workloads.ycsb.script import LOG_NAME, start_file
 
+CLIENTS_DIR = "ycsb"  # the clients' outputs and clients.json, under a trial's artifacts
 POLL_S = 0.5
 RING_TIMEOUT_S = 180
-
-__all__ = ["CLIENTS_DIR"]
 
 
 @dataclass
@@ -57,6 +56,16 @@ class Db:
     instances: list[int | None]  # node i's instance here; None: another host runs it
     hosts: list[str]  # node i's address
     port: int = cassandra.CQL_PORT
+
+
+def databases(params: YcsbParams, load: Load) -> int:
+    return load.containers * params.clusters
+
+
+def span_addresses(params: YcsbParams) -> list[str]:
+    """Node i's address: the node address of hosts[i] (every database's, on its own ports)."""
+    addresses = params.span.addresses if params.span else {}
+    return [addresses[h] for h in params.cluster.hosts]
 
 
 def layout(params: YcsbParams, load: Load) -> list[Db]:
@@ -74,7 +83,7 @@ def layout(params: YcsbParams, load: Load) -> list[Db]:
     ]
 
 
-def start_nodes(params: YcsbParams, dbs: list[Db], ctx: MeasureContext) -> list[float]:
+def start_nodes(wl: ServerTemplate[YcsbParams], params: YcsbParams, dbs: list[Db], ctx: MeasureContext) -> list[float]:
     """Seeds first (all at once), then node 1 of every cluster, and so on; seconds to ready of each node
     here (a node on another host is waited for until it answers, not timed: its host times it)."""
     ready: dict[int, float] = {}
@@ -87,18 +96,18 @@ def start_nodes(params: YcsbParams, dbs: list[Db], ctx: MeasureContext) -> list[
         for db in dbs:
             k = db.instances[i]
             if k is None:
-                wait_remote(ctx, db, i, params)
+                wait_remote(wl, ctx, db, i, params)
             else:
                 ready[k] = wait_node(ctx, k, db.hosts[i], params.start_timeout, db.port)
     return [round(ready[k], 2) for k in sorted(ready)]
 
 
-def wait_remote(ctx: MeasureContext, db: Db, i: int, params: YcsbParams) -> None:
+def wait_remote(wl: ServerTemplate[YcsbParams], ctx: MeasureContext, db: Db, i: int, params: YcsbParams) -> None:
     """Node i of `db`, on another host, answering at its address; this host's nodes watched meanwhile."""
     host, address = params.cluster.hosts[i], db.hosts[i]
     deadline = time.monotonic() + params.start_timeout
     while not cassandra.cql_port_open(address, db.port):
-        lifecycle.check_servers(YCSB, ctx)
+        lifecycle.check_servers(wl, ctx)
         if time.monotonic() > deadline:
             raise TrialFailure(
                 "not_ready",
@@ -139,7 +148,7 @@ def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
 def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> dict[str, Any]:
     """The rate a relative target offers each database: its share of the peak the clients reached flat out
     (their throughput over the seconds all of them ran, as the measured run's headline is taken)."""
-    agg = yp.aggregate([_client_output(d) for d in peak_dirs])
+    agg = yp.aggregate([yp.client_output(d) for d in peak_dirs])
     peak = agg["window_ops_s"] if agg["window_ops_s"] is not None else agg["throughput_ops_s"]
     if not peak:
         raise TrialFailure("parse", "the flat-out run that measures the peak reported no operations", "")
@@ -149,14 +158,6 @@ def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> dict[s
         "peak_ops_s": round(peak, 3),
         "target_ops_s": max(1, round(share * peak / databases)),
     }
-
-
-def _client_output(d: Path) -> yp.ClientOutput:
-    def text(name: str) -> str:
-        p = d / name
-        return p.read_text(errors="replace") if p.exists() else ""
-
-    return yp.ClientOutput(text("stdout.txt"), text("stderr.txt"), d / "hdr")
 
 
 def client_runs(phase: str, params: YcsbParams, db: Db, out: Path, rate: int | None = None) -> list[client.ClientRun]:

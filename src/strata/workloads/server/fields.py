@@ -1,0 +1,98 @@
+"""Parameter pieces every server workload's spec shares: durations, the word `none`, a script of the user's own
+(`file:PATH`), a whole number in a raw spec, and the keys whose meaning and bounds are the same for every server
+(the sessions of each server, the measured run's length, the warm-up, an offered rate, the seconds a server may
+take to come up); each workload words their descriptions in its tool's terms.
+
+The log on a path of its own (logpath.py) and the settings map (settings.py) are the template's too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from pydantic import Field
+
+from strata.core.units import parse_duration
+from strata.workloads.base import spec_file
+
+MAX_RATE = 10_000_000
+MAX_SECONDS = 86400
+MiB = 1 << 20
+T = TypeVar("T")
+
+
+def seconds(v: Any) -> int:
+    """A `mode="before"` validator for whole seconds: 60, '90s', '2m'."""
+    return int(parse_duration(v))
+
+
+def none_word(v: Any) -> Any:
+    """A `mode="before"` validator that reads the word `none` (any case) as None, for optional numbers."""
+    return None if isinstance(v, str) and v.strip().lower() == "none" else v
+
+
+def seconds_or_none(v: Any) -> int | None:
+    """A `mode="before"` validator for whole seconds that may be none."""
+    v = none_word(v)
+    return None if v is None else seconds(v)
+
+
+def whole(value: Any, default: int) -> int:
+    """A raw spec's whole number (a `smoke` shrinking it), or `default` where it holds none (a sweep, a word)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def named(params: T, default_name: Callable[[T], str]) -> T:
+    """The parameters with the workload's default name (what ran, and what differs from the defaults) when the spec
+    gave them none (a model validator's, mode="after")."""
+    if not getattr(params, "name", None):
+        object.__setattr__(params, "name", default_name(params))
+    return params
+
+
+def size_word(n: int) -> str:
+    """A size in a default name: 128MiB, or bytes when it is no whole number of MiB."""
+    return f"{n // MiB}MiB" if n % MiB == 0 else f"{n}B"
+
+
+def resolve_script(
+    raw: dict[str, Any], base_dir: Path, key: str, what: str, max_bytes: int | None = None
+) -> dict[str, Any]:
+    """A spec whose `key` says `file:PATH`: the path relative to the spec's folder, checked to be a file (of at
+    most `max_bytes`), as the parameters' `file`."""
+    raw = dict(raw)
+    value = raw.get(key)
+    if isinstance(value, str) and value.startswith("file:"):
+        raw["file"] = spec_file(value[len("file:") :], base_dir, what, max_bytes, f"{key}: {value}")
+    return raw
+
+
+def warmup_field(default: int, more: str = "") -> Any:
+    """The seconds of unmeasured transactions before the measured run (validate them with `seconds`)."""
+    return Field(
+        default=default,
+        ge=0,
+        le=MAX_SECONDS,
+        description=f"seconds of unmeasured transactions before the run, 0 to {MAX_SECONDS}{more}",
+    )
+
+
+def rate_field(description: str, most: int = MAX_RATE) -> Any:
+    """The rate the clients offer each server or database, 1 to `most` a second; none: flat out (validate it with
+    `none_word`)."""
+    return Field(default=None, ge=1, le=most, description=description)
+
+
+def runtime_field(description: str) -> Any:
+    """The seconds of the measured run (validate them with `seconds`)."""
+    return Field(default=60, ge=1, le=MAX_SECONDS, description=description)
+
+
+def clients_field(description: str) -> Any:
+    """The database sessions of each server, 1 to 1000."""
+    return Field(default=1, ge=1, le=1000, description=description)
+
+
+def start_timeout_field() -> Any:
+    return Field(default=300, ge=10, le=3600, description="seconds a server may take to come up, 10 to 3600")
