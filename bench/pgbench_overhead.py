@@ -24,9 +24,7 @@ Usage: sudo .venv/bin/python bench/pgbench_overhead.py [--pairs 10] [--runtime 3
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import math
 import os
 import re
 import signal
@@ -35,15 +33,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import tiny
 import yaml
+from abba import cold, own_cgroup, paired, sh
 
-from strata.analysis.stats import summarize
-from strata.stack.hostprocs import cgroup_parents
 from strata.workloads.pgbench import postgres
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.plugin import init_options
@@ -54,43 +50,8 @@ TARGET = 0.95
 MIN_PAIRS = 10
 
 
-def sh(*argv: str) -> str:
-    cp = subprocess.run(argv, capture_output=True, text=True)
-    if cp.returncode != 0:
-        raise SystemExit(f"{' '.join(map(str, argv))} exited {cp.returncode}:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
-    return cp.stdout.strip()
-
-
-def cold() -> None:
-    """`sync` and a drop of the page cache: each side starts from the same cold cache."""
-    os.sync()
-    Path("/proc/sys/vm/drop_caches").write_text("3")
-
-
 def as_postgres(*argv: str | Path) -> list[str]:
     return postgres.as_postgres([str(a) for a in argv])
-
-
-@contextlib.contextmanager
-def own_cgroup(tag: str) -> Iterator[list[Path]]:
-    """A cgroup of its own at the root of every hierarchy, as strata's native runtime makes for an instance."""
-    name = f"strata-bench-pg-{os.getpid()}-{tag}"
-    dirs = sorted({parent / name for parent in cgroup_parents().values()})
-    for d in dirs:
-        d.mkdir(exist_ok=True)
-    try:
-        yield dirs
-    finally:
-        for d in dirs:
-            for pid in (d / "cgroup.procs").read_text().split() if d.exists() else []:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-            for _ in range(50):
-                with contextlib.suppress(OSError):
-                    d.rmdir()
-                if not d.exists():
-                    break
-                time.sleep(0.1)
 
 
 def by_hand(mnt: Path, args: argparse.Namespace, script: str, port: int) -> float:
@@ -103,7 +64,7 @@ def by_hand(mnt: Path, args: argparse.Namespace, script: str, port: int) -> floa
     opts = [x for k, v in {"port": port, **postgres.settings(params)}.items() for x in ("-c", f"{k}={v}")]
     argv = as_postgres(f"{PG}/postgres", "-D", data, *opts)
     logged = mnt.parent / "by-hand.log"
-    with own_cgroup("hand") as dirs, open(logged, "w") as log:
+    with own_cgroup("pg", "hand") as dirs, open(logged, "w") as log:
 
         def join() -> None:
             for d in dirs:
@@ -184,14 +145,6 @@ def by_strata(dev: str, args: argparse.Namespace, script: str, work: Path, n: in
     assert r["status"] == "ok", r["flags"]["failed"]
     tps: float = r["metrics"]["tps"]
     return tps
-
-
-def paired(ratios: list[float]) -> tuple[float, float | None, float | None]:
-    """The geometric mean of paired ratios and its 95% interval (Student's t on their logs; None with one pair)."""
-    s = summarize([math.log(r) for r in ratios])
-    low = math.exp(s.ci_low) if s.ci_low is not None else None
-    high = math.exp(s.ci_high) if s.ci_high is not None else None
-    return math.exp(s.mean), low, high
 
 
 def main() -> int:

@@ -25,9 +25,7 @@ Usage: sudo .venv/bin/python bench/sysbench_overhead.py [--pairs 10] [--runtime 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import math
 import os
 import re
 import signal
@@ -36,15 +34,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import tiny
 import yaml
+from abba import cold, own_cgroup, paired, sh
 
-from strata.analysis.stats import summarize
-from strata.stack.hostprocs import cgroup_parents
 from strata.workloads.server import loopback
 from strata.workloads.sysbench import mariadb
 from strata.workloads.sysbench.params import SysbenchParams
@@ -52,41 +48,6 @@ from strata.workloads.sysbench.params import SysbenchParams
 TARGET = 0.95
 MIN_PAIRS = 10
 HAND = loopback.PORTS_PER_RUN - 1  # the by-hand server's place in this run's port block: never strata's server 0
-
-
-def sh(*argv: str | Path) -> str:
-    cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
-    if cp.returncode != 0:
-        raise SystemExit(f"{' '.join(map(str, argv))} exited {cp.returncode}:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
-    return cp.stdout.strip()
-
-
-def cold() -> None:
-    """`sync` and a drop of the page cache: each side starts from the same cold cache."""
-    os.sync()
-    Path("/proc/sys/vm/drop_caches").write_text("3")
-
-
-@contextlib.contextmanager
-def own_cgroup(tag: str) -> Iterator[list[Path]]:
-    """A cgroup of its own at the root of every hierarchy, as strata's native runtime makes for an instance."""
-    name = f"strata-bench-sb-{os.getpid()}-{tag}"
-    dirs = sorted({parent / name for parent in cgroup_parents().values()})
-    for d in dirs:
-        d.mkdir(exist_ok=True)
-    try:
-        yield dirs
-    finally:
-        for d in dirs:
-            for pid in (d / "cgroup.procs").read_text().split() if d.exists() else []:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-            for _ in range(50):
-                with contextlib.suppress(OSError):
-                    d.rmdir()
-                if not d.exists():
-                    break
-                time.sleep(0.1)
 
 
 def by_hand(mnt: Path, args: argparse.Namespace, script: str) -> float:
@@ -100,7 +61,7 @@ def by_hand(mnt: Path, args: argparse.Namespace, script: str) -> float:
     init.write_text(f"CREATE DATABASE {mariadb.DATABASE};\n")
     sh(mariadb.INSTALL_DB, f"--defaults-file={cnf}", "--auth-root-authentication-method=normal", "--skip-test-db",
        f"--extra-file={init}")  # fmt: skip
-    with own_cgroup("hand") as dirs, open(mnt.parent / "by-hand.log", "w") as log:
+    with own_cgroup("sb", "hand") as dirs, open(mnt.parent / "by-hand.log", "w") as log:
 
         def join() -> None:
             for d in dirs:
@@ -179,14 +140,6 @@ def by_strata(dev: str, args: argparse.Namespace, script: str, work: Path, n: in
         raise SystemExit(f"strata's trial failed: {r['flags']['failed']}")
     tps: float = r["metrics"]["tps"]
     return tps
-
-
-def paired(ratios: list[float]) -> tuple[float, float | None, float | None]:
-    """The geometric mean of paired ratios and its 95% interval (Student's t on their logs; None with one pair)."""
-    s = summarize([math.log(r) for r in ratios])
-    low = math.exp(s.ci_low) if s.ci_low is not None else None
-    high = math.exp(s.ci_high) if s.ci_high is not None else None
-    return math.exp(s.mean), low, high
 
 
 def main() -> int:

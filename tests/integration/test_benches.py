@@ -22,7 +22,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 # Modules the benches import, not benches themselves.
-HELPERS = {"benchbed.py", "cassandra_container.py", "old_rule.py", "synth_results.py", "tiny.py", "wml/compare.py"}
+HELPERS = {
+    "abba.py",
+    "benchbed.py",
+    "cassandra_container.py",
+    "old_rule.py",
+    "synth_results.py",
+    "tiny.py",
+    "wml/compare.py",
+}
 
 # bench: (extra arguments after --tiny, what its printed result says). Each pattern must match the output,
 # with its unit; each named number in it must lie in its range. A tiny run's figures are noise, so the ranges

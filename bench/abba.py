@@ -1,0 +1,61 @@
+"""What the overhead benches in ABBA pairs share (pgbench_overhead.py, sysbench_overhead.py): a command that
+must succeed, a cold page cache before each side, a cgroup of its own for a side's server, and the geometric
+mean of the paired ratios with its 95% interval."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from strata.analysis.stats import summarize
+from strata.stack.hostprocs import cgroup_parents
+
+
+def sh(*argv: str | Path) -> str:
+    """Run a command; its output, or exit with what it said."""
+    cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
+    if cp.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, argv))} exited {cp.returncode}:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
+    return cp.stdout.strip()
+
+
+def cold() -> None:
+    """`sync` and a drop of the page cache: each side starts from the same cold cache."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3")
+
+
+@contextlib.contextmanager
+def own_cgroup(bench: str, tag: str) -> Iterator[list[Path]]:
+    """A cgroup of its own at the root of every hierarchy, as strata's native runtime makes for an instance."""
+    name = f"strata-bench-{bench}-{os.getpid()}-{tag}"
+    dirs = sorted({parent / name for parent in cgroup_parents().values()})
+    for d in dirs:
+        d.mkdir(exist_ok=True)
+    try:
+        yield dirs
+    finally:
+        for d in dirs:
+            for pid in (d / "cgroup.procs").read_text().split() if d.exists() else []:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            for _ in range(50):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+                if not d.exists():
+                    break
+                time.sleep(0.1)
+
+
+def paired(ratios: list[float]) -> tuple[float, float | None, float | None]:
+    """The geometric mean of paired ratios and its 95% interval (Student's t on their logs; None with one pair)."""
+    s = summarize([math.log(r) for r in ratios])
+    low = math.exp(s.ci_low) if s.ci_low is not None else None
+    high = math.exp(s.ci_high) if s.ci_high is not None else None
+    return math.exp(s.mean), low, high
