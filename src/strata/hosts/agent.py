@@ -38,6 +38,7 @@ from strata.experiment.model import Device, Layer, Runtime
 from strata.hosts import clock
 from strata.results.store import ResultStore
 from strata.run.trial import base_result, failed_result, now_iso, run_trial
+from strata.run.undo import undo_actions
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.journal import Journal
 from strata.stack.journal import cleanup as journal_cleanup
@@ -50,16 +51,6 @@ from .part import BarrierStacks, Part
 
 GO_TIMEOUT_S = 3600.0  # a part waits this long at its barrier for the manager's go
 MAX_PARTS_KEPT = 64
-
-
-def _register_undo() -> None:
-    """Import every module that registers an undo action a stack on this host can journal (as
-    cli/cleanup.py does; hosts/ must not import cli/). A workload's own undo actions are registered by its
-    plugin, which the workloads' registry imports."""
-    import strata.stack.buildcache  # noqa: F401
-    import strata.stack.runtimes.docker.image  # noqa: F401
-
-    Registries()  # the registries are built on first use: each plugin's module registers its undo actions
 
 
 class AgentError(Exception):
@@ -361,17 +352,17 @@ class Agent:
     def cleanup(self) -> dict[str, Any]:
         """Undo what dead runs left on this host: agents' journals and local runs' journals (a live run's
         journal is left alone: its lock is held)."""
-        _register_undo()
         lines: list[str] = []
-        n = journal_cleanup(self.state_dir / "agent", log=lines.append)
-        n += journal_cleanup(self.state_dir, log=lines.append)
+        undo = undo_actions()
+        n = journal_cleanup(self.state_dir / "agent", log=lines.append, undo=undo)
+        n += journal_cleanup(self.state_dir, log=lines.append, undo=undo)
         return {"undone": n, "log": lines}
 
     def cleanup_previous(self) -> dict[str, Any]:
         """At start: undo what a previous agent on this host left (killed with its container)."""
-        _register_undo()
         lines: list[str] = []
-        return {"undone": journal_cleanup(self.state_dir / "agent", log=lines.append), "log": lines}
+        undone = journal_cleanup(self.state_dir / "agent", log=lines.append, undo=undo_actions())
+        return {"undone": undone, "log": lines}
 
     def shutdown(self, reason: str) -> None:
         """Stop what runs (its part fails as host_lost), then tear every run's stacks down."""

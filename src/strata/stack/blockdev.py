@@ -17,7 +17,7 @@ from typing import Any
 from strata.core.errors import StrataError
 from strata.core.instances import Watch
 from strata.core.proc import sh
-from strata.stack.journal import undo_action
+from strata.stack.journal import Undos
 
 
 @dataclass
@@ -40,7 +40,6 @@ class DeviceHandle:
         return self.diskstats[-1] if self.diskstats else None
 
 
-@undo_action("file")
 def _undo_file(data: dict[str, Any]) -> None:
     """A backing file strata filled (a loop image, a remote device's backing store)."""
     Path(data["path"]).unlink(missing_ok=True)
@@ -141,3 +140,9 @@ def write_problems(p: str, destroy: bool) -> list[str]:
                 f"{p} holds data ({what.strip()}); strata will not erase it without `destroy: true` for this device"
             )
     return problems
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "file": _undo_file,
+}

@@ -38,7 +38,7 @@ from typing import Any, Iterator
 from strata.collectors.netdev import read_counters
 from strata.core.errors import StrataError
 from strata.core.proc import sh
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 
 POOL = ipaddress.IPv4Network("192.0.2.0/24")
 NETNS_DIR = Path("/run/netns")
@@ -151,13 +151,11 @@ class NsHost:
         }
 
 
-@undo_action("netns")
 def _undo_netns(data: dict[str, Any]) -> None:
     if (NETNS_DIR / data["name"]).exists():
         sh(["ip", "netns", "delete", data["name"]], timeout=30)
 
 
-@undo_action("veth")
 def _undo_veth(data: dict[str, Any]) -> None:
     if iface_exists(data["host_if"]):
         sh(["ip", "link", "delete", data["host_if"]], timeout=30)
@@ -353,7 +351,6 @@ def qdisc_missing(kind: str) -> str | None:
     return _probed[kind]
 
 
-@undo_action("qdisc")
 def _undo_qdisc(data: dict[str, Any]) -> None:
     argv = ["tc", "qdisc", "del", "dev", data["dev"], "root"]
     if data.get("netns"):
@@ -389,3 +386,11 @@ def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[dict[str,
         for seq, end in reversed(seqs):
             _undo_qdisc(end)
             journal.release(seq)
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "netns": _undo_netns,
+    "veth": _undo_veth,
+    "qdisc": _undo_qdisc,
+}

@@ -8,18 +8,30 @@ from pathlib import Path
 from typing import Any, ContextManager
 
 from strata.core.params import shorthand
+from strata.stack import blockdev, marked, netns
 from strata.stack.blockdev import needs_root
-from strata.stack.journal import Journal
-from strata.stack.remote import caps
+from strata.stack.journal import Journal, Undoing, Undos
+from strata.stack.remote import caps, nbd, nvme
+from strata.stack.remote import device as remote_device
 from strata.stack.remote.device import RemoteHandle, backing_problems, provision_remote
 from strata.stack.remote.model import RemoteDevice
 
 RemoteParams = RemoteDevice
 
 
-class Remote:
+class Remote(Undoing):
     name = "remote"
     params = RemoteParams
+    # the storage host's namespace and link, its server and backing file, the client's device (served here or
+    # by a host of the experiment: remote/serve.py)
+    undo: Undos = {
+        **remote_device.UNDO,
+        **nbd.UNDO,
+        **nvme.UNDO,
+        **netns.UNDO,
+        **marked.UNDO,
+        **blockdev.UNDO,
+    }
 
     def shorthand(self, text: str) -> dict[str, Any] | None:
         return shorthand(self.name, text)

@@ -28,7 +28,7 @@ from strata.collectors.process import ProcessCollector
 from strata.core.errors import StrataError, Unsupported
 from strata.stack import netns
 from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, write_problems
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod
 from strata.stack.remote import nbd, nvme
@@ -79,7 +79,6 @@ def backing_chain(path: str) -> list[str]:
 # ---- run dir and backing store ------------------------------------------------------
 
 
-@undo_action("remote_dir")
 def _undo_remote_dir(data: dict[str, Any]) -> None:
     d = Path(data["path"])
     for name in RUN_FILES:
@@ -312,3 +311,9 @@ def _attached(
         watcher.start()
         es.callback(watcher.stop)
         yield handle
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "remote_dir": _undo_remote_dir,
+}

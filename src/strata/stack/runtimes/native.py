@@ -17,9 +17,10 @@ from pydantic import Field
 from strata.core.errors import Unsupported
 from strata.core.instances import InstanceRequest, Isolation, Target
 from strata.core.params import Load, Strict, shorthand
+from strata.stack import hostprocs
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.hostprocs import HostProcesses
-from strata.stack.journal import Journal
+from strata.stack.journal import Journal, Undoing, Undos
 from strata.stack.paths import PathHandle, path_target_kind
 
 
@@ -80,9 +81,10 @@ class NativeSession:
         return None
 
 
-class Native:
+class Native(Undoing):
     name = "native"
     params = NativeParams
+    undo: Undos = hostprocs.UNDO  # the instances' cgroups
     baseline = True
     isolation: Isolation = "process"
     paths = ("bind", "device")
@@ -90,7 +92,7 @@ class Native:
     concurrent = False
     limits = False
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: NativeParams | None = None) -> str | None:

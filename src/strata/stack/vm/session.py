@@ -21,22 +21,20 @@ import contextlib
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import InstanceRequest, Target
 from strata.core.params import Load
 from strata.core.proc import sh
 from strata.stack.filesystems.base import Mounted
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.paths import OUT_DIR, PathHandle
 from strata.stack.procfs import remove_tree
 from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
 from strata.stack.vm.guest import BARE, Guest, ensure_guest, guest_facts
 from strata.stack.vm.params import MIN_MEMORY_BYTES, VmRuntime
-
-if TYPE_CHECKING:
-    from strata.stack.vm.running import VmRunning
+from strata.stack.vm.running import VmRunning
 
 PATHS = ("device", "image", "bind")
 MIN_IMAGE_BYTES = 64 << 20
@@ -46,8 +44,7 @@ def _safe(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]
 
 
-@undo_action("vm_image")
-def _undo_vm_image(data: dict[str, Any]) -> None:
+def undo_vm_image(data: dict[str, Any]) -> None:
     """The image, and its trial's directory and `strata-vm` once they are empty."""
     path = Path(data["path"])
     path.unlink(missing_ok=True)
@@ -153,7 +150,7 @@ class VmSession:
             yield PathHandle("image", *self._target(), str(base), per)
         finally:
             for seq, path in made:
-                _undo_vm_image({"path": str(path)})
+                undo_vm_image({"path": str(path)})
                 self.journal.release(seq)
             for d in (base, base.parent):
                 with contextlib.suppress(OSError):
@@ -173,8 +170,6 @@ class VmSession:
                 base.parent.rmdir()
 
     def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> VmRunning:
-        from strata.stack.vm.running import VmRunning
-
         image = requests[0].image if requests and requests[0].image is not None else BARE
         guest = ensure_guest(image)  # the workload's image in a guest: built once per machine (strata prepare)
         self.facts["guest"] = guest_facts(guest)
@@ -186,3 +181,9 @@ class VmSession:
     def close(self) -> None:
         for r in list(self.running):
             r.stop()
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "vm_image": undo_vm_image,
+}

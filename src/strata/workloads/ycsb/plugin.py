@@ -28,15 +28,16 @@ from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import Build, ImageSpec, Prebuilds, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
 from strata.core.params import Load, Strict, sweep_ends
+from strata.stack.journal import Undoing, Undos
 from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
 from strata.workloads.server import fields, records
 from strata.workloads.server.clients import Client
 from strata.workloads.server.script import sync_of
 from strata.workloads.server.template import ServerTemplate
 from strata.workloads.ycsb import cassandra, jars, metrics, server
-from strata.workloads.ycsb import node as _node  # noqa: F401  (its undo actions: `strata cleanup`, the agent)
 from strata.workloads.ycsb.client import client_failure
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
+from strata.workloads.ycsb.node import UNDO as NODE_UNDO
 from strata.workloads.ycsb.params import RECORD_BYTES, Span, YcsbParams
 from strata.workloads.ycsb.script import node_script, start_file
 from strata.workloads.ycsb.server import databases, span_addresses
@@ -115,9 +116,10 @@ def node_config(
     return cfgs[i]
 
 
-class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds):
+class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds, Undoing):
     name = "ycsb"
     params = YcsbParams
+    undo: Undos = NODE_UNDO  # the Cassandra JVMs started by hand across hosts, and their directories
     metrics = METRICS
     client_what = "the YCSB client"
     server_what = "Cassandra node"

@@ -16,15 +16,13 @@ import secrets
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Self
-
-from pydantic import Field, model_validator
+from typing import Any, Iterator
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
-from strata.core.instances import Build, ImageBuilder, ImageSpec, InstanceRequest, Isolation, Target
-from strata.core.params import Load, Strict, shorthand
+from strata.core.instances import ImageSpec, InstanceRequest, Target
+from strata.core.params import Load
 from strata.core.proc import CommandError
-from strata.stack.filesystems.base import FilesystemParams, Mounted
+from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal
 from strata.stack.paths import (
     DATA_IN_CONTAINER,
@@ -33,40 +31,16 @@ from strata.stack.paths import (
     OUT_DIR,
     SYNC_DIR,
     PathHandle,
-    path_target_kind,
 )
 from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import create_argv, prepare_script, safe_name
-from strata.stack.runtimes.docker.containers import Container, DockerRunning, _undo_volume
-from strata.stack.runtimes.docker.daemon import Daemon, available, incompatible, private_daemon
-from strata.stack.runtimes.docker.image import _undo_image, ensure_image, image_build
+from strata.stack.runtimes.docker.containers import Container, DockerRunning, undo_volume
+from strata.stack.runtimes.docker.daemon import Daemon, available, private_daemon
+from strata.stack.runtimes.docker.image import ensure_image, undo_image
 
 CREATE_PARALLEL = 8
-DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system")
 LOG_PATHS = ("volume", "bind", "tmpfs", "layer")  # where a server's log may go, beside its data (LogPaths)
-
-if TYPE_CHECKING:
-    from strata.stack.runtimes.podman import PodmanParams
-
-
-class DockerParams(Strict):
-    """Containers of a private dockerd per (file system, storage driver), or of your own daemon."""
-
-    type: Literal["docker"] = "docker"
-    storage_driver: Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system"] = (
-        Field(
-            default="overlay2",
-            description="the storage driver of strata's private daemon; `system` = your running daemon, as it is",
-        )
-    )
-    name: str = Field(default="", description="default: docker:DRIVER")
-
-    @model_validator(mode="after")
-    def _name(self) -> Self:
-        if not self.name:
-            object.__setattr__(self, "name", f"docker:{self.storage_driver}")
-        return self
 
 
 class DockerSession:
@@ -76,7 +50,7 @@ class DockerSession:
 
     def __init__(
         self,
-        params: DockerParams | PodmanParams,
+        name: str,  # the runtime's name in the spec (docker:overlay2, podman:vfs)
         mounted: Mounted,
         journal: Journal,
         sock: str,
@@ -84,7 +58,7 @@ class DockerSession:
         daemon: Daemon | None,
         facts: dict[str, Any],
     ) -> None:
-        self.name = params.name
+        self.name = name
         self.mounted = mounted
         self.journal = journal
         self.sock = sock
@@ -98,13 +72,13 @@ class DockerSession:
         self._count = 0
 
     # the client, for this daemon
-    def docker(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-        return client.docker(self.sock, *args, **kw)
+    def docker(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return client.docker(self.sock, *args, check=check, timeout=timeout)
 
     def client_argv(self, *args: str) -> list[str]:
         return client.client_argv(self.sock, *args)
 
-    def client_env(self) -> dict[str, Any]:
+    def client_env(self) -> dict[str, str]:
         return client.client_env()
 
     def alive(self) -> bool:
@@ -191,7 +165,7 @@ class DockerSession:
             yield PathHandle("volume", "dir", dst, str(Path(self.data_root) / "volumes"), made)
         finally:
             for v in made:
-                _undo_volume({"socket": self.sock, "name": v["volume"]})
+                undo_volume({"socket": self.sock, "name": v["volume"]})
                 self.journal.release(v["seq"])
 
     @contextlib.contextmanager
@@ -291,18 +265,18 @@ class DockerSession:
         for r in list(self.running):
             r.stop()
         for tag, seq in self.loaded_images:
-            _undo_image({"socket": self.sock, "tag": tag})
+            undo_image({"socket": self.sock, "tag": tag})
             self.journal.release(seq)
         self.loaded_images.clear()
 
 
 @contextlib.contextmanager
-def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) -> Iterator[DockerSession]:
+def _system_session(name: str, mounted: Mounted, journal: Journal) -> Iterator[DockerSession]:
     if not client.answers(client.SYSTEM_SOCKET):
         raise Unsupported(f"no docker daemon answers at {client.SYSTEM_SOCKET}")
     prime_blkio(mounted.device.path, f"strata-prime-{secrets.token_hex(4)}", remove=True)
     session = DockerSession(
-        params,
+        name,
         mounted,
         journal,
         client.SYSTEM_SOCKET,
@@ -316,79 +290,33 @@ def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) ->
         session.close()
 
 
-class Docker(ImageBuilder):
-    name = "docker"
-    params = DockerParams
-    baseline = False
-    isolation: Isolation = "container"
-    paths = ("layer", "volume", "bind", "tmpfs", "device")
-    log_paths = LOG_PATHS
-    concurrent = True
-    limits = True
-
-    def image_build(self, name: str, image_of: Callable[[], ImageSpec]) -> Build:
-        """The workload's image as a `docker save` tarball, loaded into each daemon that runs it."""
-        return image_build(name, image_of)
-
-    def shorthand(self, text: str) -> dict[str, Any] | None:
-        return shorthand(self.name, text, "storage_driver")
-
-    def available(self, host: dict[str, Any], params: DockerParams | None = None) -> str | None:
-        return available(params.storage_driver if params else "overlay2", host)
-
-    def impossible(self, params: DockerParams, fs: FilesystemParams) -> str | None:
-        return incompatible(params.storage_driver, fs.type)
-
-    def target_kind(self, params: DockerParams, path: str) -> str:
-        return path_target_kind(path)
-
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
-        """Each storage driver: the cheap check, then (with `probe`) a real daemon's own answer."""
-        from strata.stack.runtimes.docker.probe import probe_driver
-
-        rows = []
-        for driver in DRIVERS:
-            reason = available(driver, host)
-            if reason is None and driver != "system":
-                reason = (
-                    probe_driver(driver, Path("/var/tmp/strata-doctor"))
-                    if probe
-                    else "not probed (--quick): only the daemon itself can tell"
-                )
-            rows.append((f"docker:{driver}", reason))
-        return rows
-
-    @contextlib.contextmanager
-    def provision(
-        self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
-    ) -> Iterator[DockerSession]:
-        driver = params.storage_driver
-        if driver == "system":
-            with _system_session(params, mounted, journal) as session:
-                yield session
-            return
-        reason = available(driver, host)
-        if reason:
-            raise Unsupported(reason)
-        raw = mounted.mountpoint is None
-        data_root = (
-            mounted.mountpoint / "docker"
-            if mounted.mountpoint is not None
-            else workdir / f"docker-{driver}-{secrets.token_hex(3)}"
-        )
-        with private_daemon(
-            driver, data_root, journal, remove_data_root=raw, prime_device=mounted.device.path
-        ) as daemon:
-            facts = {
-                **client.daemon_facts(daemon.sock, "private"),
-                "daemon_start_s": round(daemon.start_s, 3),
-                "cgroup_parent": daemon.paths.cgroup_parent,
-            }
-            session = DockerSession(params, mounted, journal, daemon.sock, daemon.paths.id, daemon, facts)
-            try:
-                yield session
-            finally:
-                session.close()
-
-
-DOCKER = Docker()
+@contextlib.contextmanager
+def docker_session(
+    name: str, driver: str, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+) -> Iterator[DockerSession]:
+    """A session of strata's private daemon with `driver` (its data-root on the mounted file system, or in the
+    workdir on a raw stack), or of the user's own daemon (`system`)."""
+    if driver == "system":
+        with _system_session(name, mounted, journal) as session:
+            yield session
+        return
+    reason = available(driver, host)
+    if reason:
+        raise Unsupported(reason)
+    raw = mounted.mountpoint is None
+    data_root = (
+        mounted.mountpoint / "docker"
+        if mounted.mountpoint is not None
+        else workdir / f"docker-{driver}-{secrets.token_hex(3)}"
+    )
+    with private_daemon(driver, data_root, journal, remove_data_root=raw, prime_device=mounted.device.path) as daemon:
+        facts = {
+            **client.daemon_facts(daemon.sock, "private"),
+            "daemon_start_s": round(daemon.start_s, 3),
+            "cgroup_parent": daemon.paths.cgroup_parent,
+        }
+        session = DockerSession(name, mounted, journal, daemon.sock, daemon.paths.id, daemon, facts)
+        try:
+            yield session
+        finally:
+            session.close()

@@ -12,7 +12,8 @@ from strata.core.errors import StrataError
 from strata.stack.kube.api import ApiError
 
 from .cluster import connect
-from .runtime import CONTAINERD_SOCK, _this_node
+from .params import CONTAINERD_SOCK
+from .runtime import _this_node
 
 LOCAL_SOURCES = {"kubernetes.io/no-provisioner", "rancher.io/local-path", "strata.local/hostpath"}
 

@@ -20,18 +20,21 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
 from strata.core.params import Load, path_kind
 from strata.stack.blockdev import disk_of
+from strata.stack.filesystems.base import Mounted
+from strata.stack.journal import Journal
 from strata.stack.kube.api import ApiError
 from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
 from strata.stack.runtimes.docker.cmdline import prepare_script, safe_name
 
 from . import pods
 from .cluster import Cluster, cluster_object, wait_phase
+from .params import KubernetesParams
 from .running import KubeRunning, Pod
 
 BIND_TIMEOUT_S = 180
@@ -51,12 +54,6 @@ def disks_holding(path: str) -> list[str]:
             below = disks_holding(backing.read_text().strip())
         return [k, *[d for d in below if d != k]]
     return []
-
-
-if TYPE_CHECKING:
-    from strata.stack.filesystems.base import Mounted
-    from strata.stack.journal import Journal
-    from strata.stack.runtimes.kubernetes.runtime import KubernetesParams
 
 
 class KubernetesSession:
