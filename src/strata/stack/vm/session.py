@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -29,19 +28,18 @@ from strata.core.params import Load
 from strata.core.proc import sh
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal, Undos
-from strata.stack.paths import OUT_DIR, PathHandle
-from strata.stack.procfs import remove_tree
+from strata.stack.paths import OUT_DIR, PathHandle, bind_dirs, need_fs, raw_device, safe_name
 from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
 from strata.stack.vm.guest import BARE, Guest, ensure_guest, guest_facts
 from strata.stack.vm.params import MIN_MEMORY_BYTES, VmRuntime
 from strata.stack.vm.running import VmRunning
 
 PATHS = ("device", "image", "bind")
+DEVICE_UNDER_FS = (
+    "the vm device path gives the guest the raw device, which holds the host's mounted {fs}: use filesystem raw "
+    "(the guest makes guest_filesystem on it)"
+)
 MIN_IMAGE_BYTES = 64 << 20
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]
 
 
 def undo_vm_image(data: dict[str, Any]) -> None:
@@ -81,11 +79,6 @@ class VmSession:
     def _target(self) -> tuple[str, str]:
         return ("device", DEVICE_IN_GUEST) if self.params.guest_filesystem == "none" else ("dir", DATA_DIR)
 
-    def _need_fs(self, name: str) -> Path:
-        if self.mounted.mountpoint is None:
-            raise Unsupported(f"the {name} path needs a file system on the device under test (this stack is raw)")
-        return self.mounted.mountpoint
-
     def _check_load(self, load: Load) -> None:
         memory = load.limits.memory
         if memory is not None and memory < MIN_MEMORY_BYTES:
@@ -99,24 +92,18 @@ class VmSession:
         n = load.containers
         self._check_load(load)
         if name == "device":
-            if self.mounted.mountpoint is not None:
-                raise Unsupported(
-                    f"the vm device path gives the guest the raw device, which holds the host's "
-                    f"mounted {self.mounted.fs.type}: use filesystem raw (the guest makes "
-                    f"guest_filesystem on it)"
-                )
+            dev = raw_device(self.mounted, DEVICE_UNDER_FS)
             if n > 1 and self.params.guest_filesystem != "none":
                 raise Unsupported(
                     f"{n} guests cannot each make a {self.params.guest_filesystem} on one device: "
                     f"use guest_filesystem none, or the image path"
                 )
-            dev = self.mounted.device.path
             yield PathHandle(name, *self._target(), dev, [{"disk": dev, "format": "raw"} for _ in range(n)])
         elif name == "image":
             with self._images(trial_dir, n) as handle:
                 yield handle
         elif name == "bind":
-            with self._binds(trial_dir, n) as handle:
+            with bind_dirs(self.mounted, "strata-bind", trial_dir, n, DATA_DIR) as handle:
                 yield handle
         else:
             raise Unsupported(f"the vm runtime has the paths {', '.join(PATHS)}, not {name}")
@@ -136,7 +123,7 @@ class VmSession:
     @contextlib.contextmanager
     def _images(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
         fmt = self.params.image_format
-        base = self._need_fs("image") / "strata-vm" / _safe(trial_dir.name)
+        base = need_fs(self.mounted, "image") / "strata-vm" / safe_name(trial_dir.name)
         made: list[tuple[int, Path]] = []
         try:
             base.mkdir(parents=True, exist_ok=True)
@@ -155,19 +142,6 @@ class VmSession:
             for d in (base, base.parent):
                 with contextlib.suppress(OSError):
                     d.rmdir()
-
-    @contextlib.contextmanager
-    def _binds(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
-        base = self._need_fs("bind") / "strata-bind" / _safe(trial_dir.name)
-        dirs = [base / str(i) for i in range(n)]
-        try:
-            for d in dirs:
-                d.mkdir(parents=True, exist_ok=True)
-            yield PathHandle("bind", "dir", DATA_DIR, str(base), [{"dir": str(d)} for d in dirs])
-        finally:
-            remove_tree(base)
-            with contextlib.suppress(OSError):
-                base.parent.rmdir()
 
     def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> VmRunning:
         image = requests[0].image if requests and requests[0].image is not None else BARE

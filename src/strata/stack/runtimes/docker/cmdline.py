@@ -11,7 +11,6 @@ under test during the measurement.
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
@@ -63,6 +62,19 @@ exit $rc
 def prepare_script(request: InstanceRequest) -> str | None:
     """The prepare step as the wrapper runs it (None: nothing to prepare)."""
     return f"exec {shlex.join(request.prepare)}\n" if request.prepare else None
+
+
+def stage(request: InstanceRequest) -> None:
+    """The instance's out dir as the wrapper expects it (a container's or a pod's): what an earlier attempt left
+    gone, the tool's own barrier marked, the prepare step written."""
+    request.out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh", "tool-barrier"):
+        (request.out_dir / stale).unlink(missing_ok=True)
+    if request.barrier == "tool":
+        (request.out_dir / "tool-barrier").touch()
+    script = prepare_script(request)
+    if script:
+        (request.out_dir / "prepare.sh").write_text(script)
 
 
 def path_args(handle: PathHandle, index: int, device_path: str) -> list[str]:
@@ -143,7 +155,3 @@ def create_argv(
         "strata-wrap",
         *request.argv,
     ]
-
-
-def safe_name(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]

@@ -31,16 +31,23 @@ from strata.stack.paths import (
     OUT_DIR,
     SYNC_DIR,
     PathHandle,
+    bind_dirs,
+    need_fs,
+    raw_device,
+    safe_name,
 )
-from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
+from strata.stack.procfs import host_cgroups, prime_blkio
 from strata.stack.runtimes.docker import client
-from strata.stack.runtimes.docker.cmdline import create_argv, prepare_script, safe_name
+from strata.stack.runtimes.docker.cmdline import create_argv, stage
 from strata.stack.runtimes.docker.containers import Container, DockerRunning, undo_volume
 from strata.stack.runtimes.docker.daemon import Daemon, available, private_daemon
 from strata.stack.runtimes.docker.image import ensure_image, undo_image
 
 CREATE_PARALLEL = 8
 LOG_PATHS = ("volume", "bind", "tmpfs", "layer")  # where a server's log may go, beside its data (LogPaths)
+DEVICE_UNDER_FS = (
+    "the device path writes the raw device, which holds the mounted {fs} of this stack: use filesystem raw"
+)
 
 
 class DockerSession:
@@ -101,32 +108,23 @@ class DockerSession:
     def target(self, handle: PathHandle, host_out: Path) -> Target:
         return Target(handle.target_kind, handle.target_path, OUT_DIR, host_tools=False, sync_dir=SYNC_DIR)
 
-    def _need_fs(self, name: str) -> Path:
-        if self.mounted.mountpoint is None:
-            raise Unsupported(f"the {name} path needs a file system on the device under test (this stack is raw)")
-        return self.mounted.mountpoint
-
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
         n = load.containers
         if name in ("layer", "tmpfs"):
             if name == "layer" and self.private:
-                self._need_fs(name)
+                need_fs(self.mounted, name)
             yield PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{} for _ in range(n)])
         elif name == "device":
-            if self.mounted.mountpoint is not None:
-                raise Unsupported(
-                    f"the device path writes the raw device, which holds the mounted "
-                    f"{self.mounted.fs.type} of this stack: use filesystem raw"
-                )
-            yield PathHandle(name, "device", DEVICE_IN_CONTAINER, self.mounted.device.path, [{} for _ in range(n)])
+            dev = raw_device(self.mounted, DEVICE_UNDER_FS)
+            yield PathHandle(name, "device", DEVICE_IN_CONTAINER, dev, [{} for _ in range(n)])
         elif name == "volume":
             if self.private:
-                self._need_fs(name)
+                need_fs(self.mounted, name)
             with self._volumes(trial_dir, n) as handle:
                 yield handle
         elif name == "bind":
-            with self._binds(trial_dir, n) as handle:
+            with bind_dirs(self.mounted, "strata-bind", trial_dir, n, DATA_IN_CONTAINER) as handle:
                 yield handle
         else:
             raise Unsupported(f"the {self.name} runtime has no {name} path")
@@ -142,15 +140,15 @@ class DockerSession:
             )
         if name in ("layer", "tmpfs"):
             if name == "layer" and self.private:
-                self._need_fs(name)
+                need_fs(self.mounted, name)
             yield PathHandle(name, "dir", LOG_IN_CONTAINER, None, [{} for _ in range(n)])
         elif name == "volume":
             if self.private:
-                self._need_fs(name)
+                need_fs(self.mounted, name)
             with self._volumes(trial_dir, n, "log", LOG_IN_CONTAINER) as handle:
                 yield handle
         else:
-            with self._binds(trial_dir, n, "strata-bind-log", LOG_IN_CONTAINER) as handle:
+            with bind_dirs(self.mounted, "strata-bind-log", trial_dir, n, LOG_IN_CONTAINER) as handle:
                 yield handle
 
     @contextlib.contextmanager
@@ -167,21 +165,6 @@ class DockerSession:
             for v in made:
                 undo_volume({"socket": self.sock, "name": v["volume"]})
                 self.journal.release(v["seq"])
-
-    @contextlib.contextmanager
-    def _binds(
-        self, trial_dir: Path, n: int, parent: str = "strata-bind", dst: str = DATA_IN_CONTAINER
-    ) -> Iterator[PathHandle]:
-        base = self._need_fs("bind") / parent / safe_name(trial_dir.name)
-        dirs = [base / str(i) for i in range(n)]
-        try:
-            for d in dirs:
-                d.mkdir(parents=True, exist_ok=True)
-            yield PathHandle("bind", "dir", dst, str(base), [{"dir": str(d)} for d in dirs])
-        finally:
-            remove_tree(base)
-            with contextlib.suppress(OSError):
-                base.parent.rmdir()
 
     def image_for(self, spec: ImageSpec | None) -> str:
         spec = spec or ImageSpec()
@@ -220,14 +203,7 @@ class DockerSession:
         self, running: DockerRunning, request: InstanceRequest, handle: PathHandle, image: str
     ) -> list[str]:
         """Name and journal one container before it exists; its `create` arguments."""
-        request.out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh", "tool-barrier"):
-            (request.out_dir / stale).unlink(missing_ok=True)
-        if request.barrier == "tool":
-            (request.out_dir / "tool-barrier").touch()
-        script = prepare_script(request)
-        if script:
-            (request.out_dir / "prepare.sh").write_text(script)
+        stage(request)
         self._count += 1
         name = f"strata-{self.id}-{self._count}"
         seq = self.journal.intent("container", socket=self.sock, name=name)

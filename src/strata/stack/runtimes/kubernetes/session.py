@@ -29,8 +29,8 @@ from strata.stack.blockdev import disk_of
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal
 from strata.stack.kube.api import ApiError
-from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
-from strata.stack.runtimes.docker.cmdline import prepare_script, safe_name
+from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle, safe_name
+from strata.stack.runtimes.docker.cmdline import stage
 
 from . import pods
 from .cluster import Cluster, cluster_object, wait_phase
@@ -147,7 +147,7 @@ class KubernetesSession:
             inst = handle.per_instance[r.index] if r.index < len(handle.per_instance) else {}
             log = handle.log
             at = log.per_instance[r.index] if log is not None and r.index < len(log.per_instance) else {}
-            self._stage(r)
+            stage(r)
             self._count += 1
             name = pods.pod_name(str(self._count), r.index)
             m = pods.pod_manifest(
@@ -302,16 +302,6 @@ class KubernetesSession:
         if key not in self.images:
             self.images[key] = self.load_image(spec)
         return self.images[key]
-
-    def _stage(self, r: InstanceRequest) -> None:
-        r.out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh", "tool-barrier"):
-            (r.out_dir / stale).unlink(missing_ok=True)
-        if r.barrier == "tool":
-            (r.out_dir / "tool-barrier").touch()
-        script = prepare_script(r)
-        if script:
-            (r.out_dir / "prepare.sh").write_text(script)
 
 
 def _on_node(node: str) -> dict[str, Any]:
