@@ -37,3 +37,23 @@ def test_bind_dirs_gives_each_instance_a_directory_and_removes_them(tmp_path):
         assert dirs == [str(tmp_path / "strata-bind" / "trial-1" / str(i)) for i in range(2)]
         (tmp_path / "strata-bind" / "trial-1" / "0" / "data").write_text("x")
     assert not (tmp_path / "strata-bind").exists()  # the trial's directory, and the parent once empty
+
+
+def test_the_io_limits_each_runtime_maps_onto_its_knobs():
+    from strata.core.params import Limits
+    from strata.stack.runtimes.docker.cmdline import limit_args
+    from strata.stack.runtimes.kubernetes.pods import unsupported_limits
+    from strata.stack.vm.qemu import throttle_options
+
+    limits = Limits(cpus=2, write_iops=500, read_bps="10MiB")
+    assert limits.io() == {"read_bps": 10 << 20, "write_iops": 500} and Limits().io() == {}
+    assert limit_args(limits, "/dev/x") == [
+        "--cpus",
+        "2",
+        "--device-read-bps",
+        f"/dev/x:{10 << 20}",
+        "--device-write-iops",
+        "/dev/x:500",
+    ]
+    assert throttle_options(limits) == {"throttling.bps-read": 10 << 20, "throttling.iops-write": 500}
+    assert "read_bps, write_iops cannot be applied to a pod" in unsupported_limits(limits)

@@ -114,6 +114,13 @@ class Limits(Strict):
     def _preset_name(cls, data: Any) -> Any:
         return {"preset": data} if isinstance(data, str) else data
 
+    def io(self) -> dict[str, int]:
+        """The limits on the device under test that are set, by name (read_bps, write_bps, read_iops, write_iops,
+        in that order): each runtime maps them onto its own knobs."""
+        given = {"read_bps": self.read_bps, "write_bps": self.write_bps}
+        given |= {"read_iops": self.read_iops, "write_iops": self.write_iops}
+        return {k: v for k, v in given.items() if v is not None}
+
     def is_empty(self) -> bool:
         values = self.model_dump(exclude={"preset", "share"})
         return all(v is None for v in values.values()) and self.preset in (None, "none")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import Field, field_validator, model_validator
 
 from strata.core.params import Strict
+from strata.stack.devices import served_at, served_by
 
 if TYPE_CHECKING:
     from strata.experiment.model import Layer
@@ -179,8 +180,8 @@ def check_device_hosts(hosts: dict[str, HostSpec], devices: Sequence[Layer]) -> 
     """(key path, problem, fix) of devices served from a host of the experiment (a remote device's `host`)."""
     problems = []
     for i, d in enumerate(devices):
-        host = getattr(d, "host", None)
-        if getattr(d, "served_at", None) is not None:
+        host = served_by(d)
+        if served_at(d) is not None:
             problems.append(
                 (f"devices[{i}].served_at", "`served_at` is set by strata, not in a spec", "remove it; give `host:`")
             )

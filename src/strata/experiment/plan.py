@@ -21,6 +21,7 @@ from strata.experiment import presets
 from strata.experiment.expand import Skipped, Trial, expand
 from strata.experiment.model import Experiment, Layer
 from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.devices import guarded_name, served_by
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
@@ -102,7 +103,7 @@ def _device_errors(exp: Experiment, plan: Plan) -> list[tuple[str, str, str]]:
                 (
                     f"devices[{i}]",
                     "; ".join(problems),
-                    f"set `destroy: true` on {getattr(dev, 'path', dev.name)} if its data may be erased "
+                    f"set `destroy: true` on {guarded_name(dev)} if its data may be erased "
                     "(and unmount it), or use a loop device",
                 )
             )
@@ -114,7 +115,7 @@ def _device_errors(exp: Experiment, plan: Plan) -> list[tuple[str, str, str]]:
                 for h, n in t.placement.instances
                 if n
             }
-            used |= {getattr(dev, "host", None)}  # a remote device's storage host
+            used |= {served_by(dev)}  # a remote device's storage host
             for name, h in exp.hosts.items():
                 if name in used:
                     plan.writes.append(f"host {name}: " + plugin.writes(dev, Path(h.workdir or exp.workdir)))

@@ -217,8 +217,7 @@ class BarrierSession:
     def watch(self) -> tuple[str, str] | None:
         if self.part.aborted:
             return ("host_lost", self.part.aborted)
-        inner = getattr(self.inner, "watch", None)
-        return inner() if inner else None
+        return self.inner.watch()
 
 
 class BarrierStacks:

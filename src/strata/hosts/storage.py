@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from strata.core.errors import TrialFailure, Unsupported
 from strata.experiment.model import Layer
+from strata.stack.devices import served_by
 
 from .client import AgentClient, AgentRefused, AgentUnreachable
 
@@ -37,7 +38,7 @@ SECTOR = 512  # diskstats sectors are always 512 bytes (collectors/diskstats.py)
 
 def storage_host(trial: Trial) -> str | None:
     """The host of the experiment serving the trial's device, if any."""
-    return getattr(trial.device, "host", None)
+    return served_by(trial.device)
 
 
 @dataclass

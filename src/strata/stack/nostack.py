@@ -34,7 +34,9 @@ class NoMount:
 
 class NoSession:
     facts = {"built": False, "reason": REASON}
-    watch = None
+
+    def watch(self) -> tuple[str, str] | None:
+        return None  # nothing built here to die
 
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[None]:

@@ -10,6 +10,7 @@ from typing import Any, ContextManager
 from strata.core.params import shorthand
 from strata.stack import blockdev, marked, netns
 from strata.stack.blockdev import needs_root
+from strata.stack.devices.base import Served
 from strata.stack.journal import Journal, Undoing, Undos
 from strata.stack.remote import caps, nbd, nvme
 from strata.stack.remote import device as remote_device
@@ -19,7 +20,7 @@ from strata.stack.remote.model import RemoteDevice
 RemoteParams = RemoteDevice
 
 
-class Remote(Undoing):
+class Remote(Served[RemoteParams], Undoing):
     name = "remote"
     params = RemoteParams
     # the storage host's namespace and link, its server and backing file, the client's device (served here or
@@ -33,8 +34,14 @@ class Remote(Undoing):
         **blockdev.UNDO,
     }
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
+
+    def served_by(self, params: RemoteParams) -> str | None:
+        return params.host
+
+    def served_at(self, params: RemoteParams) -> str | None:
+        return params.served_at
 
     def available(self, host: dict[str, Any], params: RemoteParams | None = None) -> str | None:
         return needs_root() or caps.available(params)

@@ -64,9 +64,9 @@ class VmCgroup:
         st = os.stat(device_path)
         dev = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
         done = {}
-        for key, knob in BLKIO_KNOBS.items():
-            value = getattr(limits, key)
-            if value is not None and blkio:
+        for key, value in limits.io().items():
+            knob = BLKIO_KNOBS[key]
+            if blkio:
                 (Path(blkio) / knob).write_text(f"{dev} {value}")
                 done[knob] = f"{dev} {value}"
         return done

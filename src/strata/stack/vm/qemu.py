@@ -98,7 +98,7 @@ def accel_args(accel: str) -> list[str]:
 
 def throttle_options(limits: Limits) -> dict[str, int]:
     """The load's per-instance bps/iops limits as QEMU block throttling of the data disk."""
-    return {opt: getattr(limits, key) for key, opt in THROTTLE_KEYS.items() if getattr(limits, key) is not None}
+    return {THROTTLE_KEYS[key]: value for key, value in limits.io().items()}
 
 
 def kernel_cmdline(append: str) -> str:

@@ -101,15 +101,8 @@ def limit_args(limits: Limits, device_path: str) -> list[str]:
         args += ["--cpus", f"{limits.cpus:g}"]
     if limits.memory is not None:
         args += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]  # no swap
-    for key, flag in (
-        ("read_bps", "--device-read-bps"),
-        ("write_bps", "--device-write-bps"),
-        ("read_iops", "--device-read-iops"),
-        ("write_iops", "--device-write-iops"),
-    ):
-        value = getattr(limits, key)
-        if value is not None:
-            args += [flag, f"{device_path}:{value}"]
+    for key, value in limits.io().items():
+        args += [f"--device-{key.replace('_', '-')}", f"{device_path}:{value}"]  # read_bps: --device-read-bps
     return args
 
 
