@@ -48,7 +48,7 @@ class Block(HostDevice[BlockParams]):
     def device_path(self, params: BlockParams) -> str:
         return params.path
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         """`/dev/sdb` or `block:/dev/sdb`."""
         return {"type": "block", "path": text} if text.startswith("/dev/") else shorthand(self.name, text, "path")
 

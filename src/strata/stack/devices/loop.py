@@ -71,7 +71,7 @@ class Loop(Undoing):
     params = LoopParams
     undo: Undos = {"loop": _undo_loop, **blockdev.UNDO}  # the device, and its backing file
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: LoopParams | None = None) -> str | None:

@@ -39,7 +39,7 @@ class Zram(Undoing):
     params = ZramParams
     undo: Undos = {"zram": _undo_zram}
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: ZramParams | None = None) -> str | None:

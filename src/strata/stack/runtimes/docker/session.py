@@ -153,18 +153,18 @@ class DockerSession:
 
     @contextlib.contextmanager
     def _volumes(self, trial_dir: Path, n: int, tag: str = "", dst: str = DATA_IN_CONTAINER) -> Iterator[PathHandle]:
-        made: list[dict[str, Any]] = []
+        made: list[tuple[str, int]] = []  # (volume, journal seq)
         try:
             for i in range(n):
                 vname = f"strata-{self.id}-{safe_name(trial_dir.name)}-{tag + '-' if tag else ''}{i}"
-                seq = self.journal.intent("volume", socket=self.sock, name=vname)
-                made.append({"volume": vname, "seq": seq})
+                made.append((vname, self.journal.intent("volume", socket=self.sock, name=vname)))
                 self.docker("volume", "create", "--label", f"strata.run={self.id}", vname)
-            yield PathHandle("volume", "dir", dst, str(Path(self.data_root) / "volumes"), made)
+            per = [{"volume": v, "seq": seq} for v, seq in made]
+            yield PathHandle("volume", "dir", dst, str(Path(self.data_root) / "volumes"), per)
         finally:
-            for v in made:
-                undo_volume({"socket": self.sock, "name": v["volume"]})
-                self.journal.release(v["seq"])
+            for vname, seq in made:
+                undo_volume({"socket": self.sock, "name": vname})
+                self.journal.release(seq)
 
     def image_for(self, spec: ImageSpec | None) -> str:
         spec = spec or ImageSpec()

@@ -78,7 +78,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
     concurrent = True
     limits = True
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: KubernetesParams | None = None) -> str | None:

@@ -192,7 +192,7 @@ class KubernetesSession:
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
-    def _emptydir(self) -> dict[str, Any]:
+    def _emptydir(self) -> dict[str, str]:
         facts = {"volume": "emptyDir", "where": "the kubelet's root directory on the node"}
         if self.facts.get("bed"):
             facts["where"] = "the kubelet's root, bound onto the file system under test"
@@ -242,7 +242,7 @@ class KubernetesSession:
             yield made
 
     @contextlib.contextmanager
-    def _class_claims(self, tag: str, n: int, storage_class: str) -> Iterator[tuple[list[str], dict[str, Any]]]:
+    def _class_claims(self, tag: str, n: int, storage_class: str) -> Iterator[tuple[list[str], dict[str, str]]]:
         """A claim of `storage_class` per instance; bound now (Immediate) or by the first pod."""
         api = self.cluster.api
         try:
