@@ -633,3 +633,20 @@ def test_a_servers_log_on_a_path_of_its_own_is_a_second_mount(tmp_path):
     data.log = PathHandle("layer", "dir", LOG_IN_CONTAINER, None, [{}, {}])  # a directory of the container's layer
     argv = cmdline.create_argv("n", "ab", req, data, Limits(), "/dev/loop7", "img", tmp_path / "sync")
     assert "/log" not in " ".join(argv[: argv.index("img")])
+
+
+def test_the_set_up_a_session_did_is_taken_once(monkeypatch, tmp_path):
+    """A container session declares the time it spent loading images (SetsUp): the trial takes it, and the next
+    trial starts from zero, also behind the agent's wrapper (hosts/part.py), which forwards to the session."""
+    from strata.hosts.part import BarrierSession
+    from strata.run.trial import _take_setup_s
+    from strata.stack.runtimes.base import SetsUp
+    from strata.stack.runtimes.native import NativeSession
+
+    s = fake_session(monkeypatch, tmp_path, {"codes": {}})
+    s.setup_s = 2.5
+    assert isinstance(s, SetsUp) and _take_setup_s(s) == 2.5 and _take_setup_s(s) == 0.0
+    s.setup_s = 1.5
+    wrapped = BarrierSession(s, part=None)
+    assert _take_setup_s(wrapped) == 1.5 and s.setup_s == 0.0 and _take_setup_s(wrapped) == 0.0
+    assert _take_setup_s(NativeSession(s.mounted)) == 0.0

@@ -42,7 +42,7 @@ from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import remove_tree
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker import daemon
-from strata.stack.runtimes.docker.daemon import DAEMON_ENV, DaemonPaths, _wait_ready, dockerd_argv, undo_daemon
+from strata.stack.runtimes.docker.daemon import DAEMON_ENV, DaemonPaths, dockerd_argv, undo_daemon, wait_ready
 
 BRIDGE_PREFIX = 28  # 14 addresses: the bridge and up to 13 hosts
 MAX_TEST_HOSTS = 13
@@ -156,9 +156,9 @@ def _network(journal: Journal, seqs: Seqs, names: list[str], token: str, root: P
         for i, name in enumerate(names):
             ns = f"{NETNS_PREFIX}{name}-{token}"[:40]
             host_if, ns_if = f"st{token}{i}h", f"st{token}{i}n"
-            _tracked(journal, seqs, "netns", netns._undo_netns, name=ns)
+            _tracked(journal, seqs, "netns", netns.undo_netns, name=ns)
             sh(["ip", "netns", "add", ns])
-            _tracked(journal, seqs, "veth", netns._undo_veth, host_if=host_if)
+            _tracked(journal, seqs, "veth", netns.undo_veth, host_if=host_if)
             sh(["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", ns])
             Path(f"/proc/sys/net/ipv6/conf/{host_if}/disable_ipv6").write_text("1")
             sh(["ip", "link", "set", host_if, "master", bridge, "up"])
@@ -196,7 +196,7 @@ def _daemon(journal: Journal, seqs: Seqs, h: BedHost) -> None:
         )
     journal.update(seqs[-1][0], pid=proc.pid)
     seqs[-1][1]["pid"] = proc.pid
-    _wait_ready(paths, proc)
+    wait_ready(paths, proc)
     h.sock = paths.sock
 
 

@@ -30,7 +30,7 @@ from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity, writes
 from strata.results.flags import Flag, Flags, record
-from strata.stack.runtimes.base import LogSession
+from strata.stack.runtimes.base import LogSession, SetsUp
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import LogOnPath, MeasureContext, Parsed, Workload, network_of
 
@@ -144,11 +144,7 @@ def run_trial(
 
 def _take_setup_s(session: Any) -> float:
     """Set-up a runtime session did during the trial (a container engine loading an image on first use), reset."""
-    spent = getattr(session, "setup_s", 0.0)
-    if isinstance(spent, float) and spent:
-        session.setup_s = 0.0
-        return spent
-    return 0.0
+    return session.take_setup_s() if isinstance(session, SetsUp) else 0.0
 
 
 def _watch(device: DeviceHandle | NoDevice, session: RuntimeSession) -> Watch:

@@ -151,12 +151,12 @@ class NsHost:
         }
 
 
-def _undo_netns(data: dict[str, Any]) -> None:
+def undo_netns(data: dict[str, Any]) -> None:
     if (NETNS_DIR / data["name"]).exists():
         sh(["ip", "netns", "delete", data["name"]], timeout=30)
 
 
-def _undo_veth(data: dict[str, Any]) -> None:
+def undo_veth(data: dict[str, Any]) -> None:
     if iface_exists(data["host_if"]):
         sh(["ip", "link", "delete", data["host_if"]], timeout=30)
 
@@ -176,11 +176,11 @@ def namespace_host(journal: Journal, tag: str = "", pool: ipaddress.IPv4Network 
                 )
             host_addr, ns_addr = (str(a) for a in list(block.hosts())[:2])
             data = {"name": ns_name}
-            seqs.append((journal.intent("netns", **data), data, _undo_netns))
+            seqs.append((journal.intent("netns", **data), data, undo_netns))
             sh(["ip", "netns", "add", ns_name])
             host = NsHost(ns_name, Link(host_if, ns_if, host_addr, ns_addr))
             data = {"host_if": host_if}
-            seqs.append((journal.intent("veth", **data, netns=ns_name), data, _undo_veth))
+            seqs.append((journal.intent("veth", **data, netns=ns_name), data, undo_veth))
             sh(["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", ns_name])
             _configure(host)
         yield host
@@ -390,7 +390,7 @@ def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[dict[str,
 
 # The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
 UNDO: Undos = {
-    "netns": _undo_netns,
-    "veth": _undo_veth,
+    "netns": undo_netns,
+    "veth": undo_veth,
     "qdisc": _undo_qdisc,
 }

@@ -179,7 +179,7 @@ class Daemon:
         return ""
 
 
-def _wait_ready(paths: DaemonPaths, proc: subprocess.Popen[bytes]) -> None:
+def wait_ready(paths: DaemonPaths, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -222,7 +222,7 @@ def private_daemon(
                 start_new_session=True,
             )
         journal.update(seq, pid=proc.pid)
-        _wait_ready(paths, proc)
+        wait_ready(paths, proc)
         started = True
         yield Daemon(paths, driver, proc, time.monotonic() - t0)
     finally:

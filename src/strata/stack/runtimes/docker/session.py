@@ -37,6 +37,7 @@ from strata.stack.paths import (
     safe_name,
 )
 from strata.stack.procfs import host_cgroups, prime_blkio
+from strata.stack.runtimes.base import SetsUp
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import create_argv, stage
 from strata.stack.runtimes.docker.containers import Container, DockerRunning, undo_volume
@@ -50,7 +51,7 @@ DEVICE_UNDER_FS = (
 )
 
 
-class DockerSession:
+class DockerSession(SetsUp):
     """A docker daemon (private or the user's) with the stack's mounted file system under it."""
 
     engine = "dockerd"
@@ -165,6 +166,11 @@ class DockerSession:
             for vname, seq in made:
                 undo_volume({"socket": self.sock, "name": vname})
                 self.journal.release(seq)
+
+    def take_setup_s(self) -> float:
+        """stack/runtimes/base.py SetsUp: the seconds spent loading images since the last trial took them."""
+        spent, self.setup_s = self.setup_s, 0.0
+        return spent
 
     def image_for(self, spec: ImageSpec | None) -> str:
         spec = spec or ImageSpec()

@@ -53,7 +53,7 @@ def _local_addresses() -> set[str]:
     return set()
 
 
-def _this_node(cluster: Cluster) -> str:
+def this_node(cluster: Cluster) -> str:
     """The cluster's node that is this machine: by host name, else by one of its addresses."""
     names = {socket.gethostname(), *_local_addresses()}  # no getfqdn: it may ask a DNS server (the network rule)
     for n in cluster.api.get("/api/v1/nodes").get("items", []):
@@ -139,7 +139,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
         cluster = connect(params.kubeconfig, params.context)
         if not cluster.api.answers():
             raise Unsupported(f"the cluster of {params.kubeconfig} does not answer at {cluster.api.server}")
-        node = params.node or _this_node(cluster)
+        node = params.node or this_node(cluster)
         facts = {"runtime": "kubernetes", "cluster": cluster.api.server, "node": node, "node_is_here": True}
         facts["version"] = cluster.api.get("/version").get("gitVersion", "")
         with namespace(cluster, ns, journal):
