@@ -31,6 +31,16 @@ class NativeParams(Strict):
     name: str = Field(default="native", description="the name used in results and stack labels")
 
 
+@contextlib.contextmanager
+def _own_dir(d: Path) -> Iterator[PathHandle]:
+    """A `bind` path natively: one directory on the mount point, the same for the host and the instance."""
+    d.mkdir(exist_ok=True)
+    try:
+        yield PathHandle("bind", "dir", str(d), str(d))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class NativeSession:
     name = "native"
 
@@ -45,24 +55,16 @@ class NativeSession:
             return
         if name != "bind" or self.mounted.mountpoint is None:
             raise Unsupported(f"the native runtime has no {name} path")
-        d = self.mounted.mountpoint / "strata-data"
-        d.mkdir(exist_ok=True)
-        try:
-            yield PathHandle(name, "dir", str(d), str(d))
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        with _own_dir(self.mounted.mountpoint / "strata-data") as handle:
+            yield handle
 
     @contextlib.contextmanager
     def log_path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
         """A server's log on a directory of its own on the mount point (stack/runtimes/base.py LogSession)."""
         if name != "bind" or self.mounted.mountpoint is None:
             raise Unsupported(f"the native runtime gives a server's log the bind path only, not {name}")
-        d = self.mounted.mountpoint / "strata-log"
-        d.mkdir(exist_ok=True)
-        try:
-            yield PathHandle(name, "dir", str(d), str(d))
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        with _own_dir(self.mounted.mountpoint / "strata-log") as handle:
+            yield handle
 
     def target(self, handle: PathHandle, host_out: Path) -> Target:
         # the trial's barrier directory sits beside the instances' out dirs (trial.py)
