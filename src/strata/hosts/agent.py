@@ -214,7 +214,7 @@ class Agent:
         """What the plan checks locally before a run: whether this host can build each layer."""
         r = self.registries
         facts = self.facts()
-        device: Any = trial.device  # a plugin's params: its registry key is its `type` (Trial holds a BaseModel)
+        device = trial.device  # a plugin's params: its registry key is its `type`
         workload: Any = trial.workload
         built = WORKLOADS[workload.type].instances(workload, trial.load) > 0  # else: only clients here
         problems = r.devices[device.type].problems(device) if built else []  # the destroy guard

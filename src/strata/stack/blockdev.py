@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strata.collectors.base import Collector
 from strata.core.errors import StrataError
 from strata.core.instances import Watch
 from strata.core.proc import sh
@@ -27,7 +28,7 @@ class DeviceHandle:
     size_bytes: int
     diskstats: list[str]  # kernel names to sample: [device under test, ..., the disk holding the bytes]
     facts: dict[str, Any] = field(default_factory=dict)
-    collectors: list[Any] = field(default_factory=list)  # extra collectors (collectors/base.py Collector)
+    collectors: list[Collector] = field(default_factory=list)  # extra collectors (a remote device's link, target)
     watch: Watch | None = None  # polled while a trial runs
 
     @property

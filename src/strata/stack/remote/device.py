@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from strata.collectors.base import Collector
 from strata.collectors.netdev import NetdevCollector
 from strata.collectors.process import ProcessCollector
 from strata.core.errors import StrataError, Unsupported
@@ -288,7 +289,7 @@ def _attached(
         if client_kind == "fuse":
             fuse = es.enter_context(nbd.fuse_client(addr, int(port), rdir, journal))
             device, version, conns = fuse.loop, nbd.version("nbdfuse"), nbd.FUSE_CONNECTIONS
-            cpu = [ProcessCollector("remote_procs", {"client": fuse.daemon.pid})]
+            cpu: list[Collector] = [ProcessCollector("remote_procs", {"client": fuse.daemon.pid})]
             client: nbd.FuseClient | nbd.KernelClient = fuse
         else:
             client = kernel = es.enter_context(nbd.kernel_client(addr, int(port), journal))
