@@ -3,8 +3,8 @@
 Each line is an intent `{"seq", "kind", "data"}` or a release `{"release": seq}`,
 fsynced, so after `kill -9` `strata cleanup` can undo exactly what is left.
 Each kind's undo action is declared by the plugins that journal it (`Undoing`)
-and handed to `cleanup`. Undo actions are idempotent: an intent whose resource never came into being
-is harmless to undo. An undo may return a note: what went with a layer
+and handed to `cleanup`. Undo actions are idempotent: an intent whose resource
+never came into being is harmless to undo. An undo may return a note: what went with a layer
 beneath it that was already gone or failing (a volume with its daemon's data
 root, a store's files with a file system that fails), so `strata cleanup`
 says what was lost instead of hiding it.
