@@ -3,7 +3,8 @@
 The type checker is the gate (scripts/lint: every registry is typed by its Protocol, so mypy names a
 plugin that lacks a member or whose method differs); the checks here repeat it at run time, so a unit
 test run fails too, and add what no type says: a registry key that is not the plugin's name or its
-params' `type`, the capabilities a workload declares, and no import cycle between folders.
+params' `type`, the capabilities a workload declares, and every module importable first (the import
+rules themselves are scripts/check-imports', tested in test_import_rules.py).
 """
 
 import inspect
@@ -124,89 +125,6 @@ def test_runtime_paths_are_in_the_vocabulary():
 
     for name, rt in RUNTIMES.items():
         assert set(rt.paths) <= set(PATHS), name
-
-
-def _folder(module: str) -> str:
-    """The folder a module belongs to: a package of strata with its subpackages (each layer of stack/
-    on its own, as stack/ only groups them), or a module on its own (stack.journal)."""
-    parts = module.split(".")[1:] or ["__init__"]
-    return ".".join(parts[:2]) if parts[0] == "stack" and len(parts) > 1 else parts[0]
-
-
-def _imports(source: str, module: str, package: str) -> list[tuple[int, str]]:
-    """(line, absolute name) of every import in a module's source, in functions too, relative ones resolved."""
-    import ast
-
-    out = []
-    for n in ast.walk(ast.parse(source)):
-        if isinstance(n, ast.Import):
-            out += [(n.lineno, a.name) for a in n.names]
-        elif isinstance(n, ast.ImportFrom):
-            base = ".".join(package.split(".")[: len(package.split(".")) - n.level + 1]) if n.level else ""
-            base = ".".join(x for x in (base, n.module) if x)
-            out += [(n.lineno, f"{base}.{a.name}") for a in n.names]
-    return out
-
-
-def _folder_graph() -> dict[str, dict[str, str]]:
-    """Which folder imports which, with one import that makes each edge (module:line -> name)."""
-    root = Path(__file__).resolve().parents[2] / "src"
-    graph: dict[str, dict[str, str]] = {}
-    for path in (root / "strata").rglob("*.py"):
-        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        node = graph.setdefault(_folder(module), {})
-        for line, name in _imports(path.read_text(), module, package):
-            if name.startswith("strata.") and _folder(name) != _folder(module):
-                node.setdefault(_folder(name), f"{module}:{line} -> {name}")
-    return graph
-
-
-def _cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
-    """One cycle of the graph, as the imports that make it, or None."""
-    done: set[str] = set()
-
-    def visit(node: str, path: list[str]) -> list[str] | None:
-        if node in path:
-            loop = path[path.index(node) :] + [node]
-            return [graph[a][b] for a, b in zip(loop, loop[1:])]
-        if node in done:
-            return None
-        for nxt in sorted(graph.get(node, ())):
-            found = visit(nxt, path + [node])
-            if found:
-                return found
-        done.add(node)
-        return None
-
-    return next((c for c in (visit(n, []) for n in sorted(graph)) if c), None)
-
-
-def test_no_import_cycle_between_folders():
-    """Packages and the layers of stack/ import each other one way only, without lazy imports to hide
-    a cycle (a layer's registry imports its plugins at once; what a plugin's machinery in a package of
-    its own shares with the layer lives below both: stack/paths.py, stack/blockdev.py)."""
-    graph = _folder_graph()
-    assert "stack.runtimes" in graph and "stack.vm" in graph["stack.runtimes"]
-    cycle = _cycle(graph)
-    assert cycle is None, "import cycle:\n" + "\n".join(cycle)
-    assert set(graph["core"]) <= {"__version__"}, graph["core"]  # the bottom stays the bottom (strata's version aside)
-
-
-def test_the_cycle_check_sees_in_function_and_relative_imports():
-    source = (
-        "from .merge import merge\nfrom ..results import validity\n\ndef f():\n    from strata.stack.vm import qemu\n"
-    )
-    assert _imports(source, "strata.hosts.executor", "strata.hosts") == [
-        (1, "strata.hosts.merge.merge"),
-        (2, "strata.results.validity"),
-        (5, "strata.stack.vm.qemu"),
-    ]
-    assert _folder("strata.stack.runtimes.docker.client") == "stack.runtimes"
-    assert _folder("strata.stack.journal") == "stack.journal" and _folder("strata.results.validity") == "results"
-    graph = {"a": {"b": "a.x:3 -> b"}, "b": {"a": "b.y:9 -> a"}}
-    assert _cycle(graph) == ["a.x:3 -> b", "b.y:9 -> a"]
-    assert _cycle({"a": {"b": ""}, "b": {}}) is None
 
 
 @pytest.mark.timeout(600)  # a hang guard: ~250 imports from a clean slate, 57 s beside a loaded machine's work

@@ -126,6 +126,9 @@ class Limits(Strict):
         return all(v is None for v in values.values()) and self.preset in (None, "none")
 
 
+# The load's axes a sweep, an export column and a raw baseline's key name: the one place, outside workloads/,
+# where the load's fio-born words are written (scripts/check-imports keeps it so).
+LOAD_AXES = ("numjobs", "iodepth", "containers")
 LOAD_PRESETS = {"low": {"numjobs": 1, "iodepth": 1}, "high": {"numjobs": 32, "iodepth": 32}}
 
 

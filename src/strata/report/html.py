@@ -73,7 +73,7 @@ def inline_svg(svg: bytes | str, prefix: str) -> str:
     return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)
 
 
-def _table(columns: Sequence[object], rows: Sequence[Sequence[object]], cls: str = "sortable") -> str:
+def html_table(columns: Sequence[object], rows: Sequence[Sequence[object]], cls: str = "sortable") -> str:
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     body = []
     for r in rows[:MAX_TABLE_ROWS]:
@@ -217,7 +217,7 @@ def _paper(a: Analysis) -> str:
                 ]
                 for p in b.pairs
             ]
-        out += f"<h3>{escape(b.shape())}</h3>{_table(cols, rows)}"
+        out += f"<h3>{escape(b.shape())}</h3>{html_table(cols, rows)}"
     return out
 
 
@@ -247,7 +247,7 @@ def _figure(i: int, f: Figure, svg: bytes | str | None, png: bool = False) -> st
     return (
         f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{inline_svg(svg, f"f{i}")}<figcaption>'
         f"<b>{escape(f.title)}</b>. {escape(f.caption)} {files}</figcaption><details><summary>table "
-        f"({len(f.table.rows)} rows)</summary>{_table(f.table.columns, f.table.rows)}</details></figure>"
+        f"({len(f.table.rows)} rows)</summary>{html_table(f.table.columns, f.table.rows)}</details></figure>"
     )
 
 
@@ -280,7 +280,7 @@ def render(report: Report, svgs: dict[str, bytes], png: bool = False) -> bytes:
             "(volume, bind, layer) or container counts for the same workload (seed study 004, Tables 2-5).</p>"
         )
     for t in report.tables:
-        parts.append(f'<h3 id="{escape(t.id)}">{escape(t.title)}</h3>{_table(t.columns, t.rows)}')
+        parts.append(f'<h3 id="{escape(t.id)}">{escape(t.title)}</h3>{html_table(t.columns, t.rows)}')
     parts.append(
         f"<footer class=meta><p>strata {escape(__version__)}: generated from stored results only.</p>"
         f"</footer><script>{SCRIPT}</script></body></html>\n"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strata.core.params import LOAD_AXES
 from strata.results.flags import AboveRaw, AboveRawEvidence, Flag, Flags, Judgement
 from strata.results.validity.disks import bytes_moved
 from strata.results.validity.evidence import headline
@@ -98,7 +99,7 @@ def raw_baseline_key(result: dict[str, Any]) -> tuple[object, ...]:
     wl = {k: v for k, v in t["workload"].items() if k != "name"}
     ld = t["load"]
     where = repr(sorted((t.get("placement") or {}).get("instances", {}).items()))
-    return (t["device"]["name"], repr(sorted(wl.items())), ld["numjobs"], ld["iodepth"], ld["containers"], where)
+    return (t["device"]["name"], repr(sorted(wl.items())), *(ld[axis] for axis in LOAD_AXES), where)
 
 
 def is_raw_baseline(result: dict[str, Any]) -> bool:
