@@ -1,4 +1,4 @@
-"""The studies' own numbers as a result set (analysis/published.py, issue 42): each finding judged on them by
+"""The studies' own numbers as a result set (analysis/studies/published.py, issue 42): each finding judged on them by
 its own check, as on a user's trials; every verdict held, or the finding marked as strata's own reading with
 the study's counter-examples named; `strata studies` prints it all on a fresh install."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from strata.analysis import paper, published, studies
-from strata.analysis.findings import FINDINGS, HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED
-from strata.analysis.query import summary_of
+from strata.analysis.studies import paper, published, studies
+from strata.analysis.findings.findings import FINDINGS, HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED
+from strata.analysis.cells.query import summary_of
 
 ROOT = Path(__file__).resolve().parents[2]
 # A finding its study's numbers leave undecided, and why: what the check reads that the study does not publish.

@@ -10,9 +10,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
-from strata.analysis import findings, paper, published  # noqa: E402
+from strata.analysis.findings import findings  # noqa: E402
+from strata.analysis.studies import paper, published  # noqa: E402
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.analysis.findings import FINDINGS, HELD, NOT_HELD, NOT_MEASURED  # noqa: E402
+from strata.analysis.findings.findings import FINDINGS, HELD, NOT_HELD, NOT_MEASURED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 VALUES = paper.load()
@@ -169,7 +170,7 @@ def test_the_vm_reason_is_what_the_code_does():
 def test_the_vm_reason_is_said_alike_everywhere():
     texts = {
         "paper.yaml": "\n".join(v.not_reproduced for v in VALUES if "strata's VM" in v.not_reproduced),
-        "studies.yaml": (ROOT / "src/strata/analysis/studies.yaml").read_text(),
+        "studies.yaml": (ROOT / "src/strata/analysis/studies/studies.yaml").read_text(),
         "docs/studies.md": (ROOT / "docs/studies.md").read_text(),
         "shirinbab-cassandra.yaml": (ROOT / "examples/shirinbab-cassandra.yaml").read_text(),
     }

@@ -1,6 +1,6 @@
 """From stored results to everything the report shows (docs/architecture.md "Flow of one experiment").
 
-`analyse(results)` groups trials into cells (analysis/cells.py), moves results
+`analyse(results)` groups trials into cells (analysis/cells/cells.py), moves results
 above the raw device apart as unconfirmed (baseline.py), finds sweeps and
 scaling (sweeps.py), 004-style tables (grid.py), hygiene warnings
 (hygiene.py), evaluates the seed studies' claims (findings.py) and gives
@@ -13,9 +13,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.analysis import advice, baseline, beside, findings, grid, hygiene, placement, sweeps
-from strata.analysis.cells import Cell, build_cells
-from strata.analysis.verdict import Outcome
+from strata.analysis.advice import advice, hygiene, placement
+from strata.analysis.cells import baseline
+from strata.analysis.findings import findings
+from strata.analysis.measured import grid, sweeps
+from strata.analysis.studies import side_by_side
+from strata.analysis.cells.cells import Cell, build_cells
+from strata.analysis.findings.verdict import Outcome
 
 
 @dataclass
@@ -30,7 +34,7 @@ class Analysis:
     best: list[advice.Best] = field(default_factory=list)
     containers: list[advice.ContainersAdvice] = field(default_factory=list)
     placements: list[placement.MeasuredPlacement] = field(default_factory=list)  # one host against several
-    beside: list[beside.Beside] = field(default_factory=list)  # the studies' published numbers beside these
+    beside: list[side_by_side.Beside] = field(default_factory=list)  # the studies' published numbers beside these
 
     @property
     def placement_advice(self) -> list[placement.MeasuredPlacement]:
@@ -91,5 +95,5 @@ def conclude(a: Analysis) -> Analysis:
     a.best = advice.best_stacks(a.cells)
     a.placements = placement.measured(a.cells)
     a.containers = advice.containers(a.sweeps, a.placements)
-    a.beside = beside.beside(a.cells)
+    a.beside = side_by_side.beside(a.cells)
     return a

@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def list_findings() -> str:
-    from strata.analysis.findings import FINDINGS
+    from strata.analysis.findings.findings import FINDINGS
 
     return "\n".join(
         f"{f.id}\n  claim: {f.claim}\n  source: {f.source}"

@@ -1,7 +1,7 @@
 """`strata compare A B` as a table, a figure, CSV, HTML and text (pure: Comparison -> bytes).
 
 One row per configuration measured in both sets, B relative to A with the
-interval and decision of analysis/decide.py (analysis/compare.py), like
+interval and decision of analysis/decisions/answer.py (analysis/compare.py), like
 pyperf's `compare_to` table.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from strata.analysis.compare import Comparison
-from strata.analysis.query import fmt, summary_of
+from strata.analysis.cells.query import fmt, summary_of
 from strata.report import figures
 from strata.report.csv import table_csv
 from strata.report.html import STYLE, _table, inline_svg

@@ -14,15 +14,15 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from strata import __version__
-from strata.analysis import studies
-from strata.analysis.beside import paper_ratio
-from strata.analysis.verdict import STATUSES, Outcome
+from strata.analysis.studies import studies
+from strata.analysis.studies.side_by_side import paper_ratio
+from strata.analysis.findings.verdict import STATUSES, Outcome
 from strata.report.csv import cell_text
 from strata.report.parts import SMOKE_BANNER
 
 if TYPE_CHECKING:
     from strata.analysis.analyse import Analysis
-    from strata.analysis.findings import Finding
+    from strata.analysis.findings.findings import Finding
     from strata.report.parts import Figure, Report
 
 MAX_TABLE_ROWS = 200  # inline; the CSV holds all
@@ -189,7 +189,7 @@ def _paper(a: Analysis) -> str:
     """The studies' published numbers beside the same quantities here, each side against its own baseline."""
     out = (
         '<h2 id="paper">The studies beside these results</h2><p class=meta>The numbers the studies print '
-        "(docs/studies.md; src/strata/analysis/paper.yaml) beside the same quantity here. Their hardware is "
+        "(docs/studies.md; src/strata/analysis/studies/paper.yaml) beside the same quantity here. Their hardware is "
         "not yours: compare the shape, each side read against its own best configuration (1.00) or against "
         "the configuration the value is relative to, each in its own unit, never a paper's number as if it "
         "were measured here.</p>"
@@ -222,7 +222,7 @@ def _paper(a: Analysis) -> str:
 
 
 def _differs(ids: list[str]) -> str:
-    """What differs here from each study's method, and why (analysis/studies.yaml, as docs/studies.md)."""
+    """What differs here from each study's method, and why (analysis/studies/studies.yaml, as docs/studies.md)."""
     out = ""
     for s in filter(None, (studies.by_study(i) for i in ids)):
         items = "".join(f"<li><b>{escape(what)}</b>: {escape(text)}</li>" for what, text in s.differs)
