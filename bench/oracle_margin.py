@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import old_rule  # noqa: E402
 
 from strata.analysis.analyse import describe  # noqa: E402
+from strata.analysis.cells.query import by_context  # noqa: E402
 from strata.analysis.decisions.answer import ALPHA, WORSE  # noqa: E402
 from strata.analysis.decisions.groups import Comparisons, Runs, compare  # noqa: E402
-from strata.analysis.cells.query import by_context  # noqa: E402
 from strata.analysis.decisions.stats import dunnett_one_sided  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
@@ -62,7 +62,7 @@ def old_margin(cmp: old_rule.Comparisons) -> float:
 
 
 def oracle_line(effects: dict[str, float], var: dict[str, float], n: dict[str, float], alpha: float) -> float:
-    """The blocked oracle's line margin: constrained multiple comparisons with the best (as analysis/decisions/groups.py)
+    """The blocked oracle's line margin: constrained multiple comparisons with the best (as decisions/groups.py)
     with each stack's per-trial variance known, the normal's one-sided critical values at `alpha`, each stack
     at n[k] repetitions."""
     keys = list(effects)

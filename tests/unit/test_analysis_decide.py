@@ -6,12 +6,21 @@ import random
 
 import pytest
 
-from strata.analysis.decisions.answer import BETTER, EQUIVALENT, UNDECIDED, WORSE, Design, answer, repetitions_for
-from strata.analysis.decisions.groups import BLOCKED, BLOCKED_PER_STACK, POOLED, WELCH, Runs, compare, repetitions_to_decide
+from strata.analysis.cells.variance import components, shorter_trials
+from strata.analysis.decisions.answer import BETTER, EQUIVALENT, UNDECIDED, WORSE, Design, answer
+from strata.analysis.decisions.criterion import repetitions_for
+from strata.analysis.decisions.groups import (
+    BLOCKED,
+    BLOCKED_PER_STACK,
+    POOLED,
+    WELCH,
+    Runs,
+    compare,
+    repetitions_to_decide,
+)
 from strata.analysis.decisions.racing import DECIDED, ELIMINATED, EQUIVALENT_STOP, UNDECIDABLE, chance_to_decide, race
 from strata.analysis.decisions.sequential import levels
 from strata.analysis.decisions.stats import summarize, t975, t_cdf, t_quantile
-from strata.analysis.cells.variance import components, shorter_trials
 from strata.experiment.looks import planned_looks
 
 

@@ -9,8 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.analysis.studies.side_by_side import beside, paper_ratio  # noqa: E402
 from strata.analysis.studies.paper import load  # noqa: E402
+from strata.analysis.studies.side_by_side import beside, paper_ratio  # noqa: E402
 from strata.report import csv, html, terminal  # noqa: E402
 from strata.report.model import build  # noqa: E402
 

@@ -12,8 +12,8 @@ from typing import Literal
 
 import pytest
 
-from strata.analysis.studies import paper
 from strata.analysis.findings.findings import HELD, NOT_HELD, NOT_MEASURED
+from strata.analysis.studies import paper
 from strata.analysis.studies.paper import latency_metric
 from strata.analysis.studies.paper_match import facts_of
 from strata.core.metrics import Metric, MetricSchema, OfferedRate, OperationMix

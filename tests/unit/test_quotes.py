@@ -14,6 +14,7 @@ import yaml
 
 from strata.analysis.findings import quotes
 from strata.analysis.findings.findings import FINDINGS
+from strata.analysis.studies import published
 from strata.analysis.studies.paper import PATH as PAPER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def test_every_finding_quotes_its_own_study():
             continue
         q = quotes.by_id(f.quote)
         assert f"study {q.study}" in f.source, f"{f.id}: quotes study {q.study}, its source is {f.source}"
-        assert f.said.startswith(f'"{q.quote}"')
+        assert published.said(f).startswith(f'"{q.quote}"')
 
 
 def test_every_quotation_in_paper_yaml_notes_is_a_quote_of_its_study():

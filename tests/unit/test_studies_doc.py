@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from strata.analysis.studies import studies
 from strata.analysis.findings.findings import FINDINGS
+from strata.analysis.studies import studies
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from strata.analysis.cells.baseline import apply_above_raw
 from strata.analysis.cells.cells import LABEL_KEYS, Cell, build_cells
-from strata.analysis.decisions.answer import BETTER, EQUIVALENT, WORSE, Answer, answer
 from strata.analysis.cells.query import summary_of
+from strata.analysis.decisions.answer import BETTER, EQUIVALENT, WORSE, Answer, answer
 
 STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from html import escape
 
-from strata.analysis.compare import Comparison
 from strata.analysis.cells.query import fmt, summary_of
+from strata.analysis.compare import Comparison
 from strata.report import figures
 from strata.report.csv import table_csv
 from strata.report.html import STYLE, _table, inline_svg

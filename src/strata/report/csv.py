@@ -30,6 +30,8 @@ def table_csv(columns: Sequence[str], rows: Iterable[Iterable[object]]) -> bytes
 
 def render(report: Report) -> dict[str, bytes]:
     """{file name: bytes} for every table of the report."""
+    from strata.analysis.studies.published import said
+
     a = report.analysis
     out = {f"{f.id}.csv": table_csv(f.table.columns, f.table.rows) for f in report.figures}
     out.update({f"{t.id}.csv": table_csv(t.columns, t.rows) for t in report.tables})
@@ -69,7 +71,7 @@ def render(report: Report) -> dict[str, bytes]:
     )
     out["findings.csv"] = table_csv(
         ["id", "status", "claim", "source", "criterion", "numbers", "the study says"],
-        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail, f.said] for f, o in a.findings],
+        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail, said(f)] for f, o in a.findings],
     )
     out["advice.csv"] = table_csv(
         [

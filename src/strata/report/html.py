@@ -14,9 +14,10 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from strata import __version__
-from strata.analysis.studies import studies
-from strata.analysis.studies.side_by_side import paper_ratio
 from strata.analysis.findings.verdict import STATUSES, Outcome
+from strata.analysis.studies import studies
+from strata.analysis.studies.published import said
+from strata.analysis.studies.side_by_side import paper_ratio
 from strata.report.csv import cell_text
 from strata.report.parts import SMOKE_BANNER
 
@@ -156,7 +157,7 @@ def _finding_rows(pairs: list[tuple[Finding, Outcome]]) -> str:
         rows.append(
             f'<tr><td><span class="st {cls}">{escape(o.status)}</span></td><td><b>{escape(f.id)}</b><br>'
             f"{escape(f.claim)}<br><small>source: {escape(f.source)}"
-            f"{'<br>the study: ' + escape(f.said) if f.said else ''}</small></td><td>{escape(f.criterion)}"
+            f"{'<br>the study: ' + escape(said(f)) if said(f) else ''}</small></td><td>{escape(f.criterion)}"
             f"</td><td>{escape(_numbers(o))}</td></tr>"
         )
     return (

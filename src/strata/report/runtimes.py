@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.query import summary_of
 from strata.analysis.compare import status
 from strata.analysis.decisions.answer import answer
-from strata.analysis.cells.query import summary_of
-from strata.analysis.measured.runtimes import native_pairs
 from strata.analysis.decisions.stats import Summary
+from strata.analysis.measured.runtimes import native_pairs
 from strata.report.names import figure_id, row_label, row_labels, titled
 from strata.report.parts import Figure, Table
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from strata.analysis.cells.baseline import apply_above_raw
 from strata.analysis.cells.cells import build_cells, config_key
-from strata.analysis.decisions.answer import Design
 from strata.analysis.cells.query import by_context, match_key
+from strata.analysis.decisions.answer import Design
 from strata.analysis.decisions.racing import DECIDED, race
 from strata.analysis.decisions.stats import summarize
 from strata.experiment.expand import BASELINE_ROUNDS, Trial, in_rounds
@@ -177,7 +177,7 @@ class Repetitions:
         for key, p in self.configs.items():
             if p.stopped:
                 continue
-            s = summarize(p.values, design.level(len(p.values), sides=2))  # as the report shows it (analysis/cells/cells.py)
+            s = summarize(p.values, design.level(len(p.values), sides=2))  # as the report shows it (analysis/cells/)
             p.half_width = (s.half_width / s.mean) if s.half_width is not None and s.mean else None
             if key in raced:
                 p.stopped = raced[key]

@@ -32,15 +32,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata.analysis.advice import amplification, compared
-from strata.analysis.cells.cells import Cell
-from strata.analysis.decisions.answer import EQUIVALENT, WORSE, Answer, answer, within_text
-from strata.analysis.decisions.groups import Comparisons, compare, repetitions_to_decide
 from strata.analysis.advice.placement import MeasuredPlacement, for_stack
+from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import by_context, fmt
+from strata.analysis.decisions.answer import EQUIVALENT, WORSE, Answer, answer, within_text
+from strata.analysis.decisions.criterion import MAX_USEFUL_REPETITIONS
+from strata.analysis.decisions.groups import Comparisons, compare, repetitions_to_decide
 from strata.analysis.measured.sweeps import Sweep, peak
 
 BEST, EQUIVALENT_GROUP, UNDECIDED_GROUP = "best", "equivalent", "undecided"
-MAX_USEFUL_REPETITIONS = 200  # beyond this, "add repetitions" is no advice
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Best:
     amplification: str = ""  # a line of its own when the stacks differ in write amplification beyond their noise
     own: Answer | None = None  # the leader's ratio to the best: what choosing it costs at most
     lead_high: float | None = None  # when it alone may be the best: its lead over the next is at most this
-    on: compared.Compared | None = None  # what the group compared, and which way is better (analysis/advice/compared.py)
+    on: compared.Compared | None = None  # what the group compared, and which way is better (compared.py)
 
     def answer_of(self, c: Cell) -> Answer:
         return self.by_cell.get(c.key) or self.answers[c.stack]

@@ -57,7 +57,7 @@ class Compared:
 
     def gap(self, a: Answer) -> float:
         """How far the leader is ahead of another, from the other's Answer against it. An interval's ratio is
-        already in the direction of better (analysis/decisions/groups.py: the other's value over the leader's where higher
+        already in the direction of better (decisions/groups.py: the other's value over the leader's where higher
         is better, the leader's over the other's where lower is), so its gap is Answer.ahead; a ratio without an
         interval is the plain ratio of means, B/A, whose gap is B/A - 1 where lower is better."""
         return a.ahead if self.higher_is_better or a.known else a.ratio - 1

@@ -21,9 +21,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from strata.analysis.cells.load import read_bytes
 from strata.analysis.decisions.answer import MARGIN, Design
 from strata.analysis.decisions.groups import Runs
-from strata.analysis.cells.load import read_bytes
 from strata.analysis.decisions.stats import Summary, summarize
 from strata.core.metrics import MetricSchema
 from strata.results import flags, validity

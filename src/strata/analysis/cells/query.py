@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from strata.analysis.cells.cells import Cell
 from strata.analysis.decisions.stats import Change, Summary, change
+from strata.core.params import PRESET_LIMITS
 
 
 def summary_of(c: Cell) -> Summary:
@@ -92,6 +94,23 @@ def pairs(a: list[Cell], b: list[Cell], also: tuple[str, ...] = ()) -> list[tupl
         if base is not None and base is not c:
             out.append((base, c, change(summary_of(base), summary_of(c))))
     return out
+
+
+def limits_of(c: Cell) -> dict[str, Any]:
+    """The limits a cell ran with; a preset (003 Table 2) counts as the limits it sets."""
+    lim = dict(c.load.get("limits") or {})
+    preset = lim.pop("preset", None)
+    lim.pop("share", None)
+    out = {k: v for k, v in lim.items() if v is not None}
+    for key in PRESET_LIMITS.get(preset or "none", ()):
+        out.setdefault(key, preset)
+    return out
+
+
+def same_but_limits(c: Cell) -> tuple[object, ...]:
+    """What a cell ran apart from its limits: the key of the run without them that it is compared with."""
+    ld = tuple(kv for kv in c.load_key if kv[0] != "limits")
+    return (c.trial["device"]["name"], c.labels["filesystem"], c.labels["runtime"], c.path, c.workload_key, ld)
 
 
 def by_context(cells: list[Cell], also: tuple[str, ...] = ()) -> dict[tuple[object, ...], list[Cell]]:

@@ -76,7 +76,7 @@ class Design:
 
     def level(self, n: int, sides: int = 1) -> float:
         """The nominal error rate of an interval at the look reached when the largest configuration has `n`
-        repetitions: one-sided (the comparisons with the best: analysis/decisions/groups.py, all of a group's at once) or
+        repetitions: one-sided (the comparisons with the best: groups.py, all of a group's at once) or
         two-sided (a configuration's own interval). A planned look spends what the spending function gives it;
         a look between planned ones (the budget ended the run) is the last and spends what is left; before the
         first planned look, the same."""
@@ -128,7 +128,7 @@ class Answer:
     df: float | None = None  # the degrees of freedom of its t quantile
     method: str = WELCH  # where the variance came from (analysis/decisions/groups.py)
     n_eff: float = 0.0  # the repetitions per side that would give this standard error with both sides alike
-    # a stack of an advice group (analysis/decisions/groups.py): whether it may be the best; its interval is then that of
+    # a stack of an advice group (groups.py): whether it may be the best; its interval is then that of
     # its ratio to the true best, [low, 1]. None: a pair on its own, B relative to A
     may_be_best: bool | None = None
 
@@ -242,32 +242,3 @@ def interval(
     h = t_two_sided(alpha, max(df, 1.0)) * s if s > 0 else 0.0
     n_eff = 2 / (1 / n_a + 1 / n_b)
     return Answer(r, r * math.exp(-h), r * math.exp(h), margin, n_a, n_b, alpha, higher_is_better, s, df, method, n_eff)
-
-
-def repetitions_for(ans: Answer, alpha: float | None = None, cap: int = 10_000) -> int | None:
-    """About how many repetitions of each side would decide the comparison at its estimate and spread, at
-    two-sided `alpha` (default: its own): the half-width shrinks as 1/sqrt(n), its degrees of freedom grow with
-    n. None when no number up to `cap` would (the estimate sits on the margin's edge and the spread is large)."""
-    if not ans.known or not ans.se or not ans.n_eff or not ans.ratio > 0:
-        return None
-    d = abs(math.log(ans.ratio))
-    # decided once the half-width is below either distance: to 1 (a difference) or, from inside, to the
-    # margin's edge (equivalence)
-    room = max(math.log(1 + ans.margin) - d, d)
-    a = ans.alpha if alpha is None else alpha
-    n0, df0, se = ans.n_eff, ans.df or ans.n_eff - 1, ans.se
-
-    def half(n: int) -> float:
-        df = df0 * (n - 1) / (n0 - 1) if n0 > 1 else n - 1
-        return t_two_sided(a, max(df, 1.0)) * se * math.sqrt(n0 / n)
-
-    lo, hi = math.floor(n0) + 1, cap
-    if half(hi) >= room:
-        return None
-    while lo < hi:  # the half-width falls with n: bisect for the first n that clears
-        mid = (lo + hi) // 2
-        if half(mid) < room:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo

@@ -10,28 +10,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from strata.analysis.cells.cells import Cell
-from strata.analysis.findings.checks_containers import _limits, _same_but_limits, _scaling
-from strata.analysis.cells.query import fmt, summary_of
+from strata.analysis.cells.query import fmt, limits_of, same_but_limits, summary_of
 from strata.analysis.decisions.stats import Change, change, ratio
 from strata.analysis.findings.verdict import Decision, Outcome, ratio_decision, verdict
+from strata.analysis.measured.sweeps import scaling
 
 if TYPE_CHECKING:
-    from strata.analysis.analyse import Analysis
+    from strata.analysis.measured.measurements import Measurements
 
 
 def _preset(c: Cell) -> str | None:
     return (c.load.get("limits") or {}).get("preset")
 
 
-def limit_hurts_most(ctx: Analysis, worst: str = "MEM", others: tuple[str, ...] = ("CPU", "BW")) -> Outcome:
+def limit_hurts_most(ctx: Measurements, worst: str = "MEM", others: tuple[str, ...] = ("CPU", "BW")) -> Outcome:
     """Among the single-resource presets at one container count, `worst` cuts throughput the most."""
-    free = {_same_but_limits(c): c for c in ctx.cells if c.values and not _limits(c)}
+    free = {same_but_limits(c): c for c in ctx.cells if c.values and not limits_of(c)}
     groups: dict[tuple[object, ...], dict[str | None, tuple[Cell, Change]]] = {}
     for c in ctx.cells:
         if c.values and _preset(c) in (worst, *others):
-            base = free.get(_same_but_limits(c))
+            base = free.get(same_but_limits(c))
             if base is not None:
-                groups.setdefault(_same_but_limits(c), {})[_preset(c)] = (c, change(summary_of(base), summary_of(c)))
+                groups.setdefault(same_but_limits(c), {})[_preset(c)] = (c, change(summary_of(base), summary_of(c)))
     out = []
     for presets in groups.values():
         if worst not in presets or len(presets) < 2:
@@ -52,10 +52,10 @@ def limit_hurts_most(ctx: Analysis, worst: str = "MEM", others: tuple[str, ...] 
     return verdict(out)
 
 
-def p99_grows_past_peak(ctx: Analysis) -> Outcome:
+def p99_grows_past_peak(ctx: Measurements) -> Outcome:
     """p99 latency at the largest count is above p99 at the peak count (the peak inside the range)."""
     out = []
-    for ln in _scaling(ctx, 3):
+    for ln in scaling(ctx.sweeps, 3):
         (xp, peak), (xl, last) = max(ln.measured, key=lambda p: summary_of(p[1]).mean), ln.measured[-1]
         if peak is last:
             continue
@@ -73,7 +73,7 @@ def _without_rf(c: Cell) -> tuple[object, ...]:
     return (c.stack, c.load_key, repr(sorted(wl.items())), repr(sorted(cluster.items())))
 
 
-def replication_cost(ctx: Analysis) -> Outcome:
+def replication_cost(ctx: Measurements) -> Outcome:
     """A higher replication factor raises the mean latency (more replicas answer each request)."""
     groups: dict[tuple[object, ...], dict[int, Cell]] = {}
     for c in ctx.cells:

@@ -8,28 +8,32 @@ For the registry in analysis/findings/findings.py.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strata.analysis.cells.cells import Cell
-from strata.analysis.cells.query import by_context, fmt, match_key, pairs, select, summary_of
-from strata.analysis.measured.remote import remote_pairs
+from strata.analysis.cells.query import (
+    by_context,
+    fmt,
+    limits_of,
+    match_key,
+    pairs,
+    same_but_limits,
+    select,
+    summary_of,
+)
 from strata.analysis.decisions.stats import Ratio, change, ratio, ratio_of_ratios
-from strata.analysis.measured.sweeps import Line
 from strata.analysis.findings.verdict import Decision, Outcome, Pairs, changes, factors, ratio_decision, verdict
-from strata.core.params import PRESET_LIMITS
+from strata.analysis.measured.remote import remote_pairs
+from strata.analysis.measured.sweeps import scaling
 
 if TYPE_CHECKING:
-    from strata.analysis.analyse import Analysis
+    from strata.analysis.measured.measurements import Measurements
 
 
-def _scaling(ctx: Analysis, min_points: int = 2) -> list[Line]:
-    return [ln for s in ctx.sweeps if s.dim == "containers" for ln in s.lines if len(ln.measured) >= min_points]
-
-
-def containers_peak(ctx: Analysis) -> Outcome:
+def containers_peak(ctx: Measurements) -> Outcome:
     """The peak inside the range and the largest count at least 10% below it."""
     out = []
-    for ln in _scaling(ctx, 3):
+    for ln in scaling(ctx.sweeps, 3):
         (x0, peak), (xl, last) = max(ln.measured, key=lambda p: summary_of(p[1]).mean), ln.measured[-1]
         name = f"{ln.stack} {ln.points[0][1].labels['workload']}: peak {fmt(summary_of(peak).mean)} at {x0} containers"
         if peak is last:  # still rising (or flat) at the last count: against the claim only if decidedly rising
@@ -43,9 +47,9 @@ def containers_peak(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def p99_grows_faster(ctx: Analysis) -> Outcome:
+def p99_grows_faster(ctx: Measurements) -> Outcome:
     out = []
-    for ln in _scaling(ctx, 2):
+    for ln in scaling(ctx.sweeps, 2):
         a, b = ln.measured[0][1], ln.measured[-1][1]
         mean = ratio(b.latency(None, "mean"), a.latency(None, "mean"))
         p99 = ratio(b.latency(None, "p99"), a.latency(None, "p99"))
@@ -61,7 +65,7 @@ def p99_grows_faster(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def _fs_rank(ctx: Analysis, workload_re: str, fs: str, best: bool = True) -> Outcome:
+def _fs_rank(ctx: Measurements, workload_re: str, fs: str, best: bool = True) -> Outcome:
     """`fs` within 5% of the best other file system (best=True), or of the worst (best=False)."""
     out = []
     for group in by_context(select(ctx.cells, workload_re=workload_re), also=("path", "containers")).values():
@@ -86,22 +90,22 @@ def _fs_rank(ctx: Analysis, workload_re: str, fs: str, best: bool = True) -> Out
     return verdict(out)
 
 
-def ext4_best_file_mail(ctx: Analysis) -> Outcome:
+def ext4_best_file_mail(ctx: Measurements) -> Outcome:
     return _fs_rank(ctx, r"file.?server|varmail|mail", "ext4")
 
 
-def xfs_worst_mail(ctx: Analysis) -> Outcome:
+def xfs_worst_mail(ctx: Measurements) -> Outcome:
     return _fs_rank(ctx, r"varmail|mail", "xfs", best=False)
 
 
-def btrfs_worst_fileserver(ctx: Analysis) -> Outcome:
+def btrfs_worst_fileserver(ctx: Measurements) -> Outcome:
     return _fs_rank(ctx, r"file.?server", "btrfs", best=False)
 
 
 BIND_BETTER_WORKLOADS = r"file.?server|random.?file"  # Tables 4 and 5: the sentence follows the one, leads the other
 
 
-def bind_slightly_better(ctx: Analysis) -> Outcome:
+def bind_slightly_better(ctx: Measurements) -> Outcome:
     """Bind mount above volume, per workload and count of containers, over the file systems measured (the
     geometric mean of bind / volume): study 004 says so of each count as a whole, not of each file system
     (its own Tables 4 and 5 have volume ahead for ext4 with one container)."""
@@ -135,9 +139,9 @@ def geomean(rs: list[Ratio]) -> Ratio:
     return Ratio(g, g * math.exp(-w), g * math.exp(w))
 
 
-def per_container_share(ctx: Analysis) -> Outcome:
+def per_container_share(ctx: Measurements) -> Outcome:
     out = []
-    for ln in _scaling(ctx, 2):
+    for ln in scaling(ctx.sweeps, 2):
         one = dict(ln.measured).get(1)
         if one is None:
             continue
@@ -157,7 +161,7 @@ def at_capacity(c: Cell) -> bool:
     return c.schema.offered is None or c.schema.offered.flat_out(c.workload)
 
 
-def container_near_native(ctx: Analysis) -> Outcome:
+def container_near_native(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, baseline=True, path="bind"),
         [c for c in select(ctx.cells, isolation="container") if c.path in ("volume", "bind") and c.containers == 1],
@@ -166,19 +170,14 @@ def container_near_native(ctx: Analysis) -> Outcome:
     return changes([p for p in prs if at_capacity(p[1])], lo=-0.05)
 
 
-def containers_beat_vms(ctx: Analysis) -> Outcome:
+def containers_beat_vms(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, isolation="vm"), select(ctx.cells, isolation="container"), also=("filesystem", "path")
     )
     return changes([p for p in prs if not p[0].emulated and at_capacity(p[1])], lo=0.10)
 
 
-def _same_but_limits(c: Cell) -> tuple[object, ...]:
-    ld = tuple(kv for kv in c.load_key if kv[0] != "limits")
-    return (c.trial["device"]["name"], c.labels["filesystem"], c.labels["runtime"], c.path, c.workload_key, ld)
-
-
-def remote_near_local(ctx: Analysis) -> Outcome:
+def remote_near_local(ctx: Measurements) -> Outcome:
     """At high load only, where study 003 says the match holds ("especially in high I/O request load
     situation", section 5.4; its 6% to 12% are Cassandra's, section 6.1): at low load its own numbers put
     remote storage 54% above local in latency (section 5.5), 0.65x the throughput of one I/O in flight."""
@@ -209,7 +208,7 @@ def high_load(prs: list[tuple[Cell, Cell]]) -> list[tuple[Cell, Cell]]:
     return out
 
 
-def remote_gap_closes(ctx: Analysis) -> Outcome:
+def remote_gap_closes(ctx: Measurements) -> Outcome:
     """Remote/local at the highest load against remote/local at the lowest, per stack and workload."""
     by: dict[tuple[object, ...], list[tuple[Cell, Cell]]] = {}
     for a, b in remote_pairs(ctx.cells):
@@ -230,32 +229,21 @@ def remote_gap_closes(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def _limited(ctx: Analysis, key: str) -> Pairs:
-    free = {_same_but_limits(c): c for c in ctx.cells if c.values and not _limits(c)}
+def _limited(ctx: Measurements, key: str) -> Pairs:
+    free = {same_but_limits(c): c for c in ctx.cells if c.values and not limits_of(c)}
     out = []
     for c in ctx.cells:
-        lim = _limits(c)
+        lim = limits_of(c)
         if c.values and set(lim) & ({key} if key == "memory" else {"read_bps", "write_bps"}):
-            base = free.get(_same_but_limits(c))
+            base = free.get(same_but_limits(c))
             if base is not None:
                 out.append((base, c, change(summary_of(base), summary_of(c))))
     return out
 
 
-def _limits(c: Cell) -> dict[str, Any]:
-    """The limits a cell ran with; a preset (003 Table 2) counts as the limits it sets."""
-    lim = dict(c.load.get("limits") or {})
-    preset = lim.pop("preset", None)
-    lim.pop("share", None)
-    out = {k: v for k, v in lim.items() if v is not None}
-    for key in PRESET_LIMITS.get(preset or "none", ()):
-        out.setdefault(key, preset)
-    return out
-
-
-def memory_limit_hurts(ctx: Analysis) -> Outcome:
+def memory_limit_hurts(ctx: Measurements) -> Outcome:
     return changes(_limited(ctx, "memory"), hi=-0.20)
 
 
-def bandwidth_limit_harmless(ctx: Analysis) -> Outcome:
+def bandwidth_limit_harmless(ctx: Measurements) -> Outcome:
     return changes(_limited(ctx, "bps"), lo=-0.10, hi=0.10)

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from strata.analysis.cells import usage
 from strata.analysis.cells.cells import Cell
-from strata.analysis.findings.checks_containers import _limits, _same_but_limits
-from strata.analysis.cells.query import fmt, pairs, select, summary_of
+from strata.analysis.cells.query import fmt, limits_of, pairs, same_but_limits, select, summary_of
+from strata.analysis.decisions.criterion import decides
 from strata.analysis.decisions.stats import Summary, change, ratio, t_two_sided
-from strata.analysis.findings.verdict import INCONCLUSIVE, NOT_HELD, Decision, Outcome, decide, ratio_decision, verdict
+from strata.analysis.findings.verdict import INCONCLUSIVE, NOT_HELD, Decision, Outcome, ratio_decision, verdict
 
 if TYPE_CHECKING:
-    from strata.analysis.analyse import Analysis
+    from strata.analysis.measured.measurements import Measurements
 
 
 TARGET_CPU_PER_CLIENT = 2.0  # percent of the target host's CPUs: 50 clients within its CPU (003 section 7)
@@ -50,7 +50,7 @@ def clusters(c: Cell) -> int | None:
     return offered.databases_of(c.workload) if offered is not None else None
 
 
-def _clusters_groups(ctx: Analysis) -> list[tuple[Cell, Cell]]:
+def _clusters_groups(ctx: Measurements) -> list[tuple[Cell, Cell]]:
     """(fewest, most) clusters of database cells equal in everything but the number of clusters."""
     groups: dict[tuple[object, ...], dict[int, Cell]] = {}
     for c in ctx.cells:
@@ -61,7 +61,7 @@ def _clusters_groups(ctx: Analysis) -> list[tuple[Cell, Cell]]:
     return [(by[min(by)], by[max(by)]) for by in groups.values() if len(by) >= 2]
 
 
-def _rises(ctx: Analysis, figure: Callable[[Cell], Summary], what: str) -> Outcome:
+def _rises(ctx: Measurements, figure: Callable[[Cell], Summary], what: str) -> Outcome:
     out = []
     for a, b in _clusters_groups(ctx):
         r = ratio(figure(b), figure(a))
@@ -73,15 +73,15 @@ def _rises(ctx: Analysis, figure: Callable[[Cell], Summary], what: str) -> Outco
     return verdict(out)
 
 
-def cpu_rises_with_clusters(ctx: Analysis) -> Outcome:
+def cpu_rises_with_clusters(ctx: Measurements) -> Outcome:
     return _rises(ctx, cpu_per_kops, "the servers' CPU per 1,000 ops/s")
 
 
-def latency_rises_with_clusters(ctx: Analysis) -> Outcome:
+def latency_rises_with_clusters(ctx: Measurements) -> Outcome:
     return _rises(ctx, Cell.mean_over_operations, "mean latency")
 
 
-def native_cpu_lowest(ctx: Analysis) -> Outcome:
+def native_cpu_lowest(ctx: Measurements) -> Outcome:
     """A container's servers' CPU per operation at least the nonvirtualized one's, same database and load."""
     prs = pairs(select(ctx.cells, baseline=True, offered=True), select(ctx.cells, isolation="container", offered=True))
     out = []
@@ -93,7 +93,7 @@ def native_cpu_lowest(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def vm_cpu_overhead(ctx: Analysis) -> Outcome:
+def vm_cpu_overhead(ctx: Measurements) -> Outcome:
     """A VM's host CPU above the native one's by 0 to 29 percentage points, for the same work: each VM
     trial's CPU scaled to the native cell's throughput (study 001 compares them at one offered rate), same
     workload, file system and load."""
@@ -107,7 +107,7 @@ def vm_cpu_overhead(ctx: Analysis) -> Outcome:
         if not (native.n and vm.n):
             continue
         d, low, high = difference(native, vm)
-        held, need = decide(d, low, high, min(native.n, vm.n), lo=0.0, hi=VM_CPU_MAX_POINTS)
+        held, need = decides(d, low, high, min(native.n, vm.n), lo=0.0, hi=VM_CPU_MAX_POINTS)
         ci = f" [{low:+.1f}, {high:+.1f}]" if low is not None and high is not None else " (no interval)"
         text = (
             f"{b.name}: host CPU {vm.mean:.1f}% at native's {fmt(rate, a.unit)}, native {native.mean:.1f}%: "
@@ -137,44 +137,44 @@ def difference(a: Summary, b: Summary) -> tuple[float, float | None, float | Non
     return d, d - h, d + h
 
 
-def target_cpu_low(ctx: Analysis) -> Outcome:
+def target_cpu_low(ctx: Measurements) -> Outcome:
     """A remote device's storage target uses at most 2% of its host's CPUs for the one client it serves."""
     out = []
     for c in ctx.cells:
         s = usage.of_cell(c.ok, usage.target_cpu_percent)
         if not s.n:
             continue
-        held, need = decide(s.mean, s.ci_low, s.ci_high, s.n, hi=TARGET_CPU_PER_CLIENT)
+        held, need = decides(s.mean, s.ci_low, s.ci_high, s.n, hi=TARGET_CPU_PER_CLIENT)
         ci = f" [{s.ci_low:.2f}, {s.ci_high:.2f}]" if s.ci_low is not None else ""
         out.append(Decision(held, f"{c.name}: target {s.mean:.2f}%{ci} of the host's CPUs", need))
     return verdict(out)
 
 
-def _against_no_limit(ctx: Analysis, preset: str) -> list[tuple[Cell, Cell]]:
+def _against_no_limit(ctx: Measurements, preset: str) -> list[tuple[Cell, Cell]]:
     """(no limit, the preset) cells equal in everything else."""
-    free = {_same_but_limits(c): c for c in ctx.cells if c.values and not _limits(c)}
+    free = {same_but_limits(c): c for c in ctx.cells if c.values and not limits_of(c)}
     out = []
     for c in ctx.cells:
         if c.values and (c.load.get("limits") or {}).get("preset") == preset:
-            base = free.get(_same_but_limits(c))
+            base = free.get(same_but_limits(c))
             if base is not None:
                 out.append((base, c))
     return out
 
 
-def cpu_limit_helps(ctx: Analysis) -> Outcome:
+def cpu_limit_helps(ctx: Measurements) -> Outcome:
     """With the CPU preset, aggregate throughput at 4 or more containers above the unlimited run's."""
     out = []
     for a, b in _against_no_limit(ctx, "CPU"):
         if b.containers < 4:
             continue
         ch = change(summary_of(a), summary_of(b))
-        held, need = decide(ch.rel, ch.rel_low, ch.rel_high, min(a.reps, b.reps), lo=0.0)
+        held, need = decides(ch.rel, ch.rel_low, ch.rel_high, min(a.reps, b.reps), lo=0.0)
         out.append(Decision(held, f"{b.name}: {ch.text()} against no limit", need))
     return verdict(out)
 
 
-def all_limits_tail(ctx: Analysis) -> Outcome:
+def all_limits_tail(ctx: Measurements) -> Outcome:
     """In the worst case (some container count), p99 with the ALL preset at least 2x no limit's."""
     out = []
     for a, b in _against_no_limit(ctx, "ALL"):
@@ -195,7 +195,7 @@ def _flat_out(c: Cell) -> bool:
     return c.schema.offered is not None and c.schema.offered.flat_out(c.workload)
 
 
-def writes_rise_reads_fall(ctx: Analysis) -> Outcome:
+def writes_rise_reads_fall(ctx: Measurements) -> Outcome:
     """Flat out: the write load's aggregate throughput above one cluster's with more clusters, the read
     load's below it."""
     out = []

@@ -15,7 +15,6 @@ from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import at_highest_load as high
 from strata.analysis.cells.query import by_context, fmt, pairs, select, summary_of
 from strata.analysis.decisions.stats import Change, Ratio, ratio
-from strata.analysis.measured.sweeps import Line, Point
 from strata.analysis.findings.verdict import (
     RANDOM,
     SMALL_BS,
@@ -27,29 +26,30 @@ from strata.analysis.findings.verdict import (
     ratios,
     verdict,
 )
+from strata.analysis.measured.sweeps import Line, Point
 from strata.results.flags import Flags
 from strata.results.validity import MIN_ABOVE, min_share, shows_cache
 
 if TYPE_CHECKING:
-    from strata.analysis.analyse import Analysis
+    from strata.analysis.measured.measurements import Measurements
 
 
 # the study's fio jobs, as workload parameters (analysis/cells/query.py `select`)
 RR, RW, RAND = {"rw": ("randread",)}, {"rw": ("randwrite",)}, {"rw": RANDOM}
 
 
-def xfs_near_raw(ctx: Analysis) -> Outcome:
+def xfs_near_raw(ctx: Measurements) -> Outcome:
     cells = high(select(ctx.cells, fs="xfs", plain=True, baseline=True, params={"rw": ("randread", "read", "write")}))
     return ratios(ctx, cells, lo=0.90)
 
 
-def ext4_rr_below_raw(ctx: Analysis) -> Outcome:
+def ext4_rr_below_raw(ctx: Measurements) -> Outcome:
     cells = select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RR)
     top = max((c.outstanding for c in cells), default=0)
     return ratios(ctx, [c for c in cells if c.outstanding == top and top > 1], hi=0.90)
 
 
-def dioread_nolock(ctx: Analysis) -> Outcome:
+def dioread_nolock(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, fs="ext4", plain=True, params=RR),
         high(select(ctx.cells, fs="ext4", option="dioread_nolock", params=RR)),
@@ -58,7 +58,7 @@ def dioread_nolock(ctx: Analysis) -> Outcome:
     return changes(prs, lo=0.10)
 
 
-def _jobs_lines(ctx: Analysis, fs: str, rw: str = "randwrite") -> list[Line]:
+def _jobs_lines(ctx: Measurements, fs: str, rw: str = "randwrite") -> list[Line]:
     return [
         ln
         for s in ctx.sweeps
@@ -72,7 +72,7 @@ def _best(points: list[Point]) -> Cell | None:
     return max(points, key=lambda p: summary_of(p[1]).mean)[1] if points else None
 
 
-def xfs_jobs_cliff(ctx: Analysis) -> Outcome:
+def xfs_jobs_cliff(ctx: Measurements) -> Outcome:
     out = []
     for ln in _jobs_lines(ctx, "xfs"):
         lo, hi = _best([p for p in ln.measured if p[0] <= 24]), _best([p for p in ln.measured if p[0] > 24])
@@ -86,7 +86,7 @@ def xfs_jobs_cliff(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def ext4_jobs_flat(ctx: Analysis) -> Outcome:
+def ext4_jobs_flat(ctx: Measurements) -> Outcome:
     out = []
     for ln in _jobs_lines(ctx, "ext4"):
         cells = [c for _, c in ln.measured]
@@ -99,7 +99,7 @@ def ext4_jobs_flat(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def btrfs_small_random(ctx: Analysis) -> Outcome:
+def btrfs_small_random(ctx: Measurements) -> Outcome:
     others = select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RAND) + select(
         ctx.cells, fs="xfs", plain=True, baseline=True, params=RAND
     )
@@ -115,7 +115,7 @@ def btrfs_small_random(ctx: Analysis) -> Outcome:
     return factors(list(best.values()), lambda o, b, r: f"{b.name}: {r.value:.2f}x {o.labels['filesystem']}", hi=0.80)
 
 
-def btrfs_rr_blocksize(ctx: Analysis) -> Outcome:
+def btrfs_rr_blocksize(ctx: Measurements) -> Outcome:
     out = []
     for s in ctx.sweeps:
         if s.dim != "bs":
@@ -150,7 +150,7 @@ def _above(a: Ratio, b: Ratio, text: str) -> Decision:
     return Decision(None, text, "the intervals overlap: needs more repetitions")
 
 
-def btrfs_nodatacow(ctx: Analysis) -> Outcome:
+def btrfs_nodatacow(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, fs="btrfs", plain=True, params=RW),
         high(select(ctx.cells, fs="btrfs", option="nodatacow", params=RW)),
@@ -159,14 +159,14 @@ def btrfs_nodatacow(ctx: Analysis) -> Outcome:
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x with copy-on-write", lo=2.0)
 
 
-def overlay_layer_near_raw(ctx: Analysis) -> Outcome:
+def overlay_layer_near_raw(ctx: Measurements) -> Outcome:
     """At the study's high load (Figures 3c and 3d, "Unless otherwise indicated"): a layer measured only
     at one I/O in flight is the setting of Figure 3i's anomaly, where aufs ran at 1/7 of loop-lvm's 1.4x."""
     cells = high(select(ctx.cells, isolation="container", drivers=("overlay2", "overlay", "aufs"), path="layer"))
     return ratios(ctx, [c for c in cells if c.outstanding > 1], lo=0.90)
 
 
-def btrfs_driver_slow(ctx: Analysis) -> Outcome:
+def btrfs_driver_slow(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, drivers=("overlay2",), path="layer", params=RAND),
         high(select(ctx.cells, drivers=("btrfs",), path="layer", params=RAND)),
@@ -174,7 +174,7 @@ def btrfs_driver_slow(ctx: Analysis) -> Outcome:
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2 ({a.labels['filesystem']})", hi=0.80)
 
 
-def volume_near_host(ctx: Analysis) -> Outcome:
+def volume_near_host(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, baseline=True, path="bind"),
         select(ctx.cells, isolation="container", path="volume"),
@@ -183,7 +183,7 @@ def volume_near_host(ctx: Analysis) -> Outcome:
     return changes(prs, lo=-0.05, hi=0.05)
 
 
-def volume_driver_independent(ctx: Analysis) -> Outcome:
+def volume_driver_independent(ctx: Measurements) -> Outcome:
     out = []
     for group in by_context(select(ctx.cells, isolation="container", path="volume"), also=("filesystem",)).values():
         drivers = {c.driver for c in group}
@@ -198,7 +198,7 @@ def volume_driver_independent(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def above_raw_is_cache(ctx: Analysis) -> Outcome:
+def above_raw_is_cache(ctx: Measurements) -> Outcome:
     """Decided by the byte evidence, not by an interval: did the disk move the bytes? Without it (a cache
     check that did not run) nothing is decided."""
     out = []
@@ -221,7 +221,7 @@ def above_raw_is_cache(ctx: Analysis) -> Outcome:
     return verdict(out)
 
 
-def xfs_beats_ext4_rr(ctx: Analysis) -> Outcome:
+def xfs_beats_ext4_rr(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RR),
         high(select(ctx.cells, fs="xfs", plain=True, baseline=True, params=RR)),
@@ -230,7 +230,7 @@ def xfs_beats_ext4_rr(ctx: Analysis) -> Outcome:
     return changes([p for p in prs if p[1].outstanding > 1], lo=-0.05)
 
 
-def ext4_beats_xfs_rw(ctx: Analysis) -> Outcome:
+def ext4_beats_xfs_rw(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, fs="xfs", plain=True, baseline=True, params=RW),
         select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RW),
@@ -240,12 +240,12 @@ def ext4_beats_xfs_rw(ctx: Analysis) -> Outcome:
     return changes([p for p in prs if p[1].outstanding == top and top > 1], lo=-0.05)
 
 
-def sequential_either_fs(ctx: Analysis) -> Outcome:
+def sequential_either_fs(ctx: Measurements) -> Outcome:
     cells = high(select(ctx.cells, plain=True, baseline=True, params={"rw": ("read", "write")}))
     return ratios(ctx, [c for c in cells if c.fs_type in ("ext4", "xfs")], lo=0.90)
 
 
-def _lat_pairs(ctx: Analysis) -> list[tuple[Cell, Cell]]:
+def _lat_pairs(ctx: Measurements) -> list[tuple[Cell, Cell]]:
     """(low, high) cells of the same stack and random-read workload, lowest and highest load."""
     out = []
     groups: dict[tuple[object, ...], list[Cell]] = {}
@@ -258,7 +258,7 @@ def _lat_pairs(ctx: Analysis) -> list[tuple[Cell, Cell]]:
     return out
 
 
-def latency_high_load(ctx: Analysis) -> Outcome:
+def latency_high_load(ctx: Measurements) -> Outcome:
     out = []
     for lo, hi in _lat_pairs(ctx):
         a, b = lo.latency(None, "mean"), hi.latency(None, "mean")
@@ -286,10 +286,10 @@ def _submission_share(cell: Cell, limit: float) -> Decision | None:
     return ratio_decision(r, min(s.n, t.n), f"{cell.name}: {part} {r.value:.2%} of the total", hi=limit, fmt="{:.2%}")
 
 
-def device_part_dominates(ctx: Analysis) -> Outcome:
+def device_part_dominates(ctx: Measurements) -> Outcome:
     """At low load, the device's part of the latency is most of it: the part before it is small."""
     return verdict([d for lo, _ in _lat_pairs(ctx) if (d := _submission_share(lo, 0.20)) is not None])
 
 
-def submission_small_high_load(ctx: Analysis) -> Outcome:
+def submission_small_high_load(ctx: Measurements) -> Outcome:
     return verdict([d for _, hi in _lat_pairs(ctx) if (d := _submission_share(hi, 0.01)) is not None])

@@ -22,9 +22,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from strata.analysis.findings import quotes
 from strata.analysis.findings.checks_apps import limit_hurts_most, p99_grows_past_peak, replication_cost
 from strata.analysis.findings.checks_containers import (
     bandwidth_limit_harmless,
@@ -75,7 +74,9 @@ from strata.analysis.findings.checks_fs import (
 from strata.analysis.findings.verdict import HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED, S001, S002, S003, S004, Outcome
 
 if TYPE_CHECKING:
-    from strata.analysis.analyse import Analysis
+    from strata.analysis.measured.measurements import Measurements
+
+M = TypeVar("M", bound="Measurements")
 
 __all__ = ["FINDINGS", "Finding", "Outcome", "evaluate", "HELD", "NOT_HELD", "INCONCLUSIVE", "NOT_MEASURED"]
 
@@ -86,7 +87,7 @@ class Finding:
     claim: str  # strata's words, never in quotes
     source: str
     criterion: str
-    check: Callable[[Analysis], Outcome]
+    check: Callable[[Measurements], Outcome]
     quote: str | None = None  # the study's own sentence: an id of quotes.yaml (None: strata's own reading)
     reading: str = ""  # strata's own reading: of what of the study, in words (study 004's Tables 2 to 5)
 
@@ -94,27 +95,6 @@ class Finding:
     def own_reading(self) -> bool:
         """No sentence of the study says it: strata reads it from the study's numbers."""
         return self.quote is None
-
-    @property
-    def said(self) -> str:
-        """The study's words, for the report: the quotation and its section; for strata's own reading, that
-        it is one, and its verdict on the study's own numbers with every counter-example they hold."""
-        if self.quote is not None:
-            q = quotes.by_id(self.quote)
-            return f'"{q.quote}" (study {q.study}, section {q.section})'
-        from strata.analysis.studies.published import judged
-
-        o = judged(self)
-        against = [n.removesuffix(" (against)") for n in o.numbers if n.endswith(" (against)")]
-        head = f"strata's own reading of {self.reading}: no sentence of the study says it"
-        if not o.numbers:
-            return f"{head}; the study's numbers hold nothing it compares"
-        if not against:
-            return f"{head}; on the study's own numbers: {o.status} ({len(o.numbers)} of {len(o.numbers)})"
-        return (
-            f"{head}; on the study's own numbers: {o.status}, {len(against)} of {len(o.numbers)} against: "
-            + "; ".join(against)
-        )
 
 
 F = Finding
@@ -479,13 +459,13 @@ FINDINGS: list[Finding] = [
 ]
 
 
-def view(a: Analysis) -> Analysis:
+def view(a: M) -> M:
     """What the findings read of an analysis: cells measured under emulation (a VM under TCG) never enter
     a claim about storage performance."""
     return dataclasses.replace(a, cells=[c for c in a.cells if not c.emulated])
 
 
-def evaluate(a: Analysis) -> list[tuple[Finding, Outcome]]:
+def evaluate(a: Measurements) -> list[tuple[Finding, Outcome]]:
     """Every claim on the analysis."""
     seen = view(a)
     return [(f, f.check(seen)) for f in FINDINGS]

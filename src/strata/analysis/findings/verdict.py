@@ -17,18 +17,18 @@ analysis/findings/findings.py holds the registry of claims.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from strata.analysis.cells.baseline import ratio_to_raw
 from strata.analysis.cells.query import summary_of
+from strata.analysis.decisions.criterion import decides
 from strata.analysis.decisions.stats import Change, Ratio, ratio
 
 if TYPE_CHECKING:
-    from strata.analysis.analyse import Analysis
     from strata.analysis.cells.cells import Cell
+    from strata.analysis.measured.measurements import Measurements
 
 Pairs = list[tuple["Cell", "Cell", Change]]  # matched (a, b, change of b relative to a): query.pairs
 
@@ -41,7 +41,6 @@ S002 = "study 002 (Xu et al., short version)"
 S001 = "study 001 (Shirinbab et al.)"
 SMALL_BS = 16 * 1024
 RANDOM = ("randread", "randwrite")
-MAX_USEFUL_REPETITIONS = 200  # beyond this, "add repetitions" is no advice
 
 
 @dataclass(frozen=True)
@@ -77,58 +76,20 @@ def verdict(decisions: list[Decision]) -> Outcome:
     return Outcome(status, numbers, [d.need for d in open_ if d.need] if status == INCONCLUSIVE else [])
 
 
-def need_repetitions(estimate: float, low: float, high: float, bound: float, n: int, log: bool) -> str:
-    """About how many repetitions would make the interval clear `bound`, at the observed spread."""
-    f = math.log if log else (lambda x: x)
-    if log and min(estimate, low, high, bound) <= 0:
-        return "needs more repetitions"
-    distance = abs(f(estimate) - f(bound))
-    half = max(f(estimate) - f(low), f(high) - f(estimate))
-    if distance == 0 or half == 0:
-        return "the estimate sits on the criterion: no number of repetitions decides it"
-    n_needed = math.ceil(n * (half / distance) ** 2)
-    if n_needed > MAX_USEFUL_REPETITIONS:
-        return f"too close to the criterion to decide with repetitions ({n_needed} would be needed)"
-    return f"needs about {max(n_needed, n + 1)} repetitions at the observed spread (now {n})"
-
-
-def decide(
-    estimate: float,
-    low: float | None,
-    high: float | None,
-    n: int,
-    lo: float | None = None,
-    hi: float | None = None,
-    log: bool = False,
-) -> tuple[bool | None, str]:
-    """Is the criterion `lo <= x <= hi` (either bound may be absent) held over the whole interval?"""
-    if low is None or high is None or n < 2:
-        return None, "no interval: needs 2 or more repetitions of each side (3 recommended)"
-    if (lo is None or low >= lo) and (hi is None or high <= hi):
-        return True, ""
-    if (lo is not None and high < lo) or (hi is not None and low > hi):
-        return False, ""
-    # undecided: the bound the interval straddles
-    bound = lo if lo is not None and low < lo <= high else hi
-    if bound is None:  # not reached: an interval that neither holds nor fails a criterion straddles a bound
-        return None, ""
-    return None, need_repetitions(estimate, low, high, bound, n, log)
-
-
 def ratio_decision(
     r: Ratio, n: int, text: str, lo: float | None = None, hi: float | None = None, fmt: str = "{:.2f}"
 ) -> Decision:
-    held, need = decide(r.value, r.low, r.high, n, lo, hi, log=True)
+    held, need = decides(r.value, r.low, r.high, n, lo, hi, log=True)
     ci = f" [{fmt.format(r.low)}, {fmt.format(r.high)}]" if r.low is not None else " (no interval)"
     return Decision(held, f"{text}{ci}", need)
 
 
 def change_decision(ch: Change, text: str, lo: float | None = None, hi: float | None = None) -> Decision:
-    held, need = decide(ch.rel, ch.rel_low, ch.rel_high, min(ch.base.n, ch.other.n), lo, hi)
+    held, need = decides(ch.rel, ch.rel_low, ch.rel_high, min(ch.base.n, ch.other.n), lo, hi)
     return Decision(held, text, need)
 
 
-def ratios(ctx: Analysis, cells: list[Cell], lo: float | None = None, hi: float | None = None) -> Outcome:
+def ratios(ctx: Measurements, cells: list[Cell], lo: float | None = None, hi: float | None = None) -> Outcome:
     """Each cell's throughput relative to its raw device, against `lo <= ratio <= hi`."""
     out = []
     for c in cells:

@@ -136,6 +136,11 @@ class Peak:
     significant: bool | None  # the fall beyond both 95% intervals (None: too few repetitions)
 
 
+def scaling(sweeps: list[Sweep], min_points: int = 2) -> list[Line]:
+    """The lines of the sweeps over the container count with at least `min_points` measured counts."""
+    return [ln for s in sweeps if s.dim == "containers" for ln in s.lines if len(ln.measured) >= min_points]
+
+
 def peak(line: Line) -> Peak:
     """The container count with the highest mean aggregate, and whether throughput falls after it."""
     best_x, best_cell = max(line.measured, key=lambda p: summary_of(p[1]).mean)

@@ -33,16 +33,17 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from strata.analysis.studies.side_by_side import paper_ratio
-from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
+from strata.analysis.findings import quotes
+from strata.analysis.findings.findings import Finding, view
 from strata.analysis.findings.verdict import HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED, Outcome
+from strata.analysis.measured.measurements import Measurements
+from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
+from strata.analysis.studies.side_by_side import paper_ratio
+from strata.analysis.studies.studies import load as load_studies
 from strata.results.schema import SCHEMA_VERSION
 from strata.workloads.base import headline
-
-if TYPE_CHECKING:
-    from strata.analysis.findings.findings import Finding
 
 REPETITIONS = 2  # identical: the interval of a published number is the number
 ANCHORS = {"throughput": 1000.0, "lat": 100_000.0, "cpu_util": 50.0, "target_cpu": 1.0}  # ns for a latency
@@ -228,8 +229,6 @@ class _Case:
 
 @functools.cache
 def _built() -> dict[str, tuple[tuple[Case, ...], tuple[LeftOut, ...]]]:
-    from strata.analysis.studies.studies import load as load_studies
-
     out: dict[str, tuple[tuple[Case, ...], tuple[LeftOut, ...]]] = {}
     values = load()
     for s in load_studies():
@@ -420,23 +419,19 @@ def studies_of(f: Finding) -> list[str]:
 
 
 @functools.cache
-def _analysis(study: str, case: str) -> Any:
-    from strata.analysis.analyse import describe
-
+def measured(study: str, case: str) -> Measurements:
     c = next(x for x in cases(study) if x.name == case)
-    return describe(list(c.results), judge_steady=False)
+    return Measurements.of(list(c.results), judge_steady=False)
 
 
 def judged(f: Finding, study: str | None = None) -> Outcome:
     """The finding's check on its studies' own numbers (or on `study`'s alone): held, not held,
     inconclusive, or not measured when they hold nothing it compares. Each case is judged apart; each
     number says which case it comes from, without the interval and significance of an exact number."""
-    from strata.analysis.findings.findings import view
-
     outcomes = []
     for st in [study] if study is not None else studies_of(f):
         for c in cases(st):
-            o = f.check(view(_analysis(st, c.name)))
+            o = f.check(view(measured(st, c.name)))
             if o.status != NOT_MEASURED:
                 outcomes.append((f"study {st} {c.name}", o))
     if not outcomes:
@@ -450,6 +445,24 @@ def judged(f: Finding, study: str | None = None) -> Outcome:
             mark = " (against)" if many and o.status == NOT_HELD and len(o.numbers) == 1 else ""
             numbers.append(f"{where}: {EXACT.sub('', n)}{mark}")
     return Outcome(status, numbers, [n for _, o in outcomes for n in o.needs])
+
+
+def said(f: Finding) -> str:
+    """The study's words on a finding, for the report: the quotation and its section; for strata's own
+    reading, that it is one, and its verdict on the study's own numbers with every counter-example they hold."""
+    if f.quote is not None:
+        q = quotes.by_id(f.quote)
+        return f'"{q.quote}" (study {q.study}, section {q.section})'
+    o = judged(f)
+    against = [n.removesuffix(" (against)") for n in o.numbers if n.endswith(" (against)")]
+    head = f"strata's own reading of {f.reading}: no sentence of the study says it"
+    if not o.numbers:
+        return f"{head}; the study's numbers hold nothing it compares"
+    if not against:
+        return f"{head}; on the study's own numbers: {o.status} ({len(o.numbers)} of {len(o.numbers)})"
+    return f"{head}; on the study's own numbers: {o.status}, {len(against)} of {len(o.numbers)} against: " + "; ".join(
+        against
+    )
 
 
 # the interval of an exact number is the number: "0.75x raw [0.75, 0.75]", "+25.0% [+25.0%, +25.0%] (significant)"

@@ -23,9 +23,9 @@ from typing import Any
 
 from strata.analysis.cells import usage
 from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.query import summary_of
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
 from strata.analysis.studies.paper_match import SWEPT, baseline_facts, facts_of, is_baseline, matches, sweep_points
-from strata.analysis.cells.query import summary_of
 from strata.core.metrics import dig
 
 # Units that measure throughput (higher is better) and time (lower is better).
