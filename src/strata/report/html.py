@@ -74,7 +74,7 @@ def inline_svg(svg: bytes | str, prefix: str) -> str:
     return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)
 
 
-def _table(columns: Sequence[object], rows: Sequence[Sequence[object]], cls: str = "sortable") -> str:
+def table_html(columns: Sequence[object], rows: Sequence[Sequence[object]], cls: str = "sortable") -> str:
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     body = []
     for r in rows[:MAX_TABLE_ROWS]:
@@ -218,7 +218,7 @@ def _paper(a: Analysis) -> str:
                 ]
                 for p in b.pairs
             ]
-        out += f"<h3>{escape(b.shape())}</h3>{_table(cols, rows)}"
+        out += f"<h3>{escape(b.shape())}</h3>{table_html(cols, rows)}"
     return out
 
 
@@ -248,7 +248,7 @@ def _figure(i: int, f: Figure, svg: bytes | str | None, png: bool = False) -> st
     return (
         f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{inline_svg(svg, f"f{i}")}<figcaption>'
         f"<b>{escape(f.title)}</b>. {escape(f.caption)} {files}</figcaption><details><summary>table "
-        f"({len(f.table.rows)} rows)</summary>{_table(f.table.columns, f.table.rows)}</details></figure>"
+        f"({len(f.table.rows)} rows)</summary>{table_html(f.table.columns, f.table.rows)}</details></figure>"
     )
 
 
@@ -281,7 +281,7 @@ def render(report: Report, svgs: dict[str, bytes], png: bool = False) -> bytes:
             "(volume, bind, layer) or container counts for the same workload (seed study 004, Tables 2-5).</p>"
         )
     for t in report.tables:
-        parts.append(f'<h3 id="{escape(t.id)}">{escape(t.title)}</h3>{_table(t.columns, t.rows)}')
+        parts.append(f'<h3 id="{escape(t.id)}">{escape(t.title)}</h3>{table_html(t.columns, t.rows)}')
     parts.append(
         f"<footer class=meta><p>strata {escape(__version__)}: generated from stored results only.</p>"
         f"</footer><script>{SCRIPT}</script></body></html>\n"
