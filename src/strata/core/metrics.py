@@ -131,6 +131,16 @@ class Events:
 
 
 @dataclass(frozen=True)
+class BlockIo:
+    """A block I/O workload's parameters that the studies name in their own words: the access pattern
+    (`pattern`: read, write, randread, randwrite, ...: random and sequential I/O) and the size of one I/O in
+    bytes (`size`: the block size). The analysis reads them here (analysis/cells/query.py), never by name."""
+
+    pattern: str
+    size: str
+
+
+@dataclass(frozen=True)
 class OperationMix:
     """A workload whose operations of several types are each summarized apart (YCSB's READ, UPDATE, ...):
     where the summaries are stored (a mapping from the type to its summary), each summary's count and mean
@@ -211,6 +221,7 @@ class MetricSchema:
     `submission_latency`: the part spent before the I/O is issued (fio's submission latency: the
     application's overhead, as study 003 reads it); None: not measured apart. `offered`: its clients offer
     a rate (OfferedRate); `mix`: how the mean over all its operation types is computed (OperationMix);
+    `io`: its parameters the studies name (BlockIo: the access pattern, the block size);
     `events`: counts that compared trials must share (Events: PostgreSQL's checkpoints); `client_cpu`: where a
     trial stores the share of the host's CPUs its own clients took in the measured run (a server workload's
     clients run on the host beside the servers: analysis/cells/usage.py takes it from the host's busy share); ():
@@ -226,6 +237,7 @@ class MetricSchema:
     mix: OperationMix | None = None
     events: tuple[Events, ...] = ()
     client_cpu: tuple[str, ...] = ()
+    io: BlockIo | None = None
 
     def clients_cpu_share(self, result: dict[str, Any]) -> float | None:
         """The share (0 to 1) of the host's CPUs the workload's own clients took in the measured run, or None."""

@@ -26,6 +26,7 @@ from strata.analysis.decisions.answer import MARGIN, Design
 from strata.analysis.decisions.groups import Runs
 from strata.analysis.decisions.stats import Summary, summarize
 from strata.core.metrics import MetricSchema
+from strata.core.params import LoadCounts
 from strata.results import flags, validity
 from strata.results.flags import AboveRaw, Declared, Flag, Flags, Steady
 from strata.stack.runtimes import REGISTRY as RUNTIMES
@@ -127,7 +128,7 @@ class Cell:
         self.load: dict[str, Any] = t["load"]
         self.containers: int = self.load.get("containers", 1)
         # I/Os in flight the load asks for: jobs x iodepth x containers
-        self.outstanding: int = self.load.get("numjobs", 1) * self.load.get("iodepth", 1) * self.containers
+        self.outstanding: int = LoadCounts.of(self.load).per_instance * self.containers
         self.is_raw = validity.is_raw_baseline({"trial": t})
         self.kind = self.workload.get("type", "")
         self.schema = schema_of(self.kind)

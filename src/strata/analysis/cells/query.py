@@ -32,12 +32,14 @@ def select(
     drivers: tuple[str, ...] | None = None,
     path: str | None = None,
     params: Mapping[str, tuple[object, ...]] | None = None,
+    patterns: tuple[str, ...] | None = None,
     offered: bool | None = None,
     isolation: str | None = None,
     workload_re: str | None = None,
 ) -> list[Cell]:
     """Cells with device numbers, filtered. `plain`: no mount options; `option`: this mount option present;
-    `params`: each named workload parameter one of the values given; `baseline`, `isolation`: what the
+    `params`: each named workload parameter one of the values given; `patterns`: the access pattern (the
+    workload's declared `MetricSchema.io`) one of these; `baseline`, `isolation`: what the
     runtime plugin says it is (the baseline: native; a container, a VM); `offered`: whether the workload's
     clients offer a rate to databases (its declaration's `MetricSchema.offered`)."""
     out = [c for c in cells if c.values]
@@ -49,6 +51,8 @@ def select(
         out = [c for c in out if c.path == path]
     for name, values in (params or {}).items():
         out = [c for c in out if c.param(name) in values]
+    if patterns is not None:
+        out = [c for c in out if access_pattern(c) in patterns]
     if drivers:
         out = [c for c in out if c.driver in drivers]
     if offered is not None:
@@ -63,6 +67,18 @@ def select(
         pattern = re.compile(workload_re, re.I)
         out = [c for c in out if pattern.search(_workload_text(c))]
     return out
+
+
+def access_pattern(c: Cell) -> str | None:
+    """The access pattern a cell ran (read, randread, ...), where its workload declares one (`MetricSchema.io`)."""
+    io = c.schema.io
+    return c.param(io.pattern) if io is not None else None
+
+
+def io_size(c: Cell) -> int | None:
+    """The size of one I/O in bytes (the block size), where its workload declares one (`MetricSchema.io`)."""
+    io = c.schema.io
+    return c.param(io.size) if io is not None else None
 
 
 def _workload_text(c: Cell) -> str:

@@ -25,6 +25,7 @@ from strata.analysis.decisions.stats import Ratio, change, ratio, ratio_of_ratio
 from strata.analysis.findings.verdict import Decision, Outcome, Pairs, changes, factors, ratio_decision, verdict
 from strata.analysis.measured.remote import remote_pairs
 from strata.analysis.measured.sweeps import scaling
+from strata.core.params import LoadCounts
 
 if TYPE_CHECKING:
     from strata.analysis.measured.measurements import Measurements
@@ -187,7 +188,7 @@ def remote_near_local(ctx: Measurements) -> Outcome:
 
 def _per_instance(c: Cell) -> int:
     """The I/Os one instance keeps in flight: its jobs x queue depth."""
-    return int(c.load.get("numjobs", 1)) * int(c.load.get("iodepth", 1))
+    return int(LoadCounts.of(c.load).per_instance)
 
 
 def high_load(prs: list[tuple[Cell, Cell]]) -> list[tuple[Cell, Cell]]:

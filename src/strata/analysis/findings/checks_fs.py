@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from strata.analysis.cells.baseline import ratio_to_raw, raw_of
 from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.query import access_pattern, by_context, fmt, io_size, pairs, select, summary_of
 from strata.analysis.cells.query import at_highest_load as high
-from strata.analysis.cells.query import by_context, fmt, pairs, select, summary_of
 from strata.analysis.decisions.stats import Change, Ratio, ratio
 from strata.analysis.findings.verdict import (
     RANDOM,
@@ -27,6 +27,7 @@ from strata.analysis.findings.verdict import (
     verdict,
 )
 from strata.analysis.measured.sweeps import Line, Point
+from strata.core.params import JOBS
 from strata.results.flags import Flags
 from strata.results.validity import MIN_ABOVE, min_share, shows_cache
 
@@ -35,24 +36,24 @@ if TYPE_CHECKING:
 
 
 # the study's fio jobs, as workload parameters (analysis/cells/query.py `select`)
-RR, RW, RAND = {"rw": ("randread",)}, {"rw": ("randwrite",)}, {"rw": RANDOM}
+RR, RW, RAND = ("randread",), ("randwrite",), RANDOM
 
 
 def xfs_near_raw(ctx: Measurements) -> Outcome:
-    cells = high(select(ctx.cells, fs="xfs", plain=True, baseline=True, params={"rw": ("randread", "read", "write")}))
+    cells = high(select(ctx.cells, fs="xfs", plain=True, baseline=True, patterns=("randread", "read", "write")))
     return ratios(ctx, cells, lo=0.90)
 
 
 def ext4_rr_below_raw(ctx: Measurements) -> Outcome:
-    cells = select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RR)
+    cells = select(ctx.cells, fs="ext4", plain=True, baseline=True, patterns=RR)
     top = max((c.outstanding for c in cells), default=0)
     return ratios(ctx, [c for c in cells if c.outstanding == top and top > 1], hi=0.90)
 
 
 def dioread_nolock(ctx: Measurements) -> Outcome:
     prs = pairs(
-        select(ctx.cells, fs="ext4", plain=True, params=RR),
-        high(select(ctx.cells, fs="ext4", option="dioread_nolock", params=RR)),
+        select(ctx.cells, fs="ext4", plain=True, patterns=RR),
+        high(select(ctx.cells, fs="ext4", option="dioread_nolock", patterns=RR)),
         also=("runtime", "path"),
     )
     return changes(prs, lo=0.10)
@@ -62,9 +63,9 @@ def _jobs_lines(ctx: Measurements, fs: str, rw: str = "randwrite") -> list[Line]
     return [
         ln
         for s in ctx.sweeps
-        if s.dim == "numjobs"
+        if s.dim == JOBS
         for ln in s.lines
-        if ln.points[0][1].fs_type == fs and not ln.points[0][1].mount_options and ln.points[0][1].param("rw") == rw
+        if ln.points[0][1].fs_type == fs and not ln.points[0][1].mount_options and access_pattern(ln.points[0][1]) == rw
     ]
 
 
@@ -100,13 +101,13 @@ def ext4_jobs_flat(ctx: Measurements) -> Outcome:
 
 
 def btrfs_small_random(ctx: Measurements) -> Outcome:
-    others = select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RAND) + select(
-        ctx.cells, fs="xfs", plain=True, baseline=True, params=RAND
+    others = select(ctx.cells, fs="ext4", plain=True, baseline=True, patterns=RAND) + select(
+        ctx.cells, fs="xfs", plain=True, baseline=True, patterns=RAND
     )
     btrfs = [
         c
-        for c in high(select(ctx.cells, fs="btrfs", plain=True, baseline=True, params=RAND))
-        if (c.param("bs") or 0) <= SMALL_BS
+        for c in high(select(ctx.cells, fs="btrfs", plain=True, baseline=True, patterns=RAND))
+        if (io_size(c) or 0) <= SMALL_BS
     ]
     best: dict[str, tuple[Cell, Cell, Change]] = {}
     for b, o, ch in pairs(btrfs, others):
@@ -118,11 +119,10 @@ def btrfs_small_random(ctx: Measurements) -> Outcome:
 def btrfs_rr_blocksize(ctx: Measurements) -> Outcome:
     out = []
     for s in ctx.sweeps:
-        if s.dim != "bs":
-            continue
         for ln in s.lines:
             c0 = ln.points[0][1]
-            if c0.fs_type != "btrfs" or c0.param("rw") != "randread":
+            io = c0.schema.io
+            if io is None or s.dim != io.size or c0.fs_type != "btrfs" or access_pattern(c0) != "randread":
                 continue
             rs = [(x, ratio_to_raw(c, ctx.raw)) for x, c in ln.measured]
             small = [r for x, r in rs if r is not None and x <= 4096]
@@ -152,8 +152,8 @@ def _above(a: Ratio, b: Ratio, text: str) -> Decision:
 
 def btrfs_nodatacow(ctx: Measurements) -> Outcome:
     prs = pairs(
-        select(ctx.cells, fs="btrfs", plain=True, params=RW),
-        high(select(ctx.cells, fs="btrfs", option="nodatacow", params=RW)),
+        select(ctx.cells, fs="btrfs", plain=True, patterns=RW),
+        high(select(ctx.cells, fs="btrfs", option="nodatacow", patterns=RW)),
         also=("runtime", "path"),
     )
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x with copy-on-write", lo=2.0)
@@ -168,8 +168,8 @@ def overlay_layer_near_raw(ctx: Measurements) -> Outcome:
 
 def btrfs_driver_slow(ctx: Measurements) -> Outcome:
     prs = pairs(
-        select(ctx.cells, drivers=("overlay2",), path="layer", params=RAND),
-        high(select(ctx.cells, drivers=("btrfs",), path="layer", params=RAND)),
+        select(ctx.cells, drivers=("overlay2",), path="layer", patterns=RAND),
+        high(select(ctx.cells, drivers=("btrfs",), path="layer", patterns=RAND)),
     )
     return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2 ({a.labels['filesystem']})", hi=0.80)
 
@@ -223,8 +223,8 @@ def above_raw_is_cache(ctx: Measurements) -> Outcome:
 
 def xfs_beats_ext4_rr(ctx: Measurements) -> Outcome:
     prs = pairs(
-        select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RR),
-        high(select(ctx.cells, fs="xfs", plain=True, baseline=True, params=RR)),
+        select(ctx.cells, fs="ext4", plain=True, baseline=True, patterns=RR),
+        high(select(ctx.cells, fs="xfs", plain=True, baseline=True, patterns=RR)),
         also=("path",),
     )
     return changes([p for p in prs if p[1].outstanding > 1], lo=-0.05)
@@ -232,8 +232,8 @@ def xfs_beats_ext4_rr(ctx: Measurements) -> Outcome:
 
 def ext4_beats_xfs_rw(ctx: Measurements) -> Outcome:
     prs = pairs(
-        select(ctx.cells, fs="xfs", plain=True, baseline=True, params=RW),
-        select(ctx.cells, fs="ext4", plain=True, baseline=True, params=RW),
+        select(ctx.cells, fs="xfs", plain=True, baseline=True, patterns=RW),
+        select(ctx.cells, fs="ext4", plain=True, baseline=True, patterns=RW),
         also=("path",),
     )
     top = max((b.outstanding for _, b, _ in prs), default=0)
@@ -241,7 +241,7 @@ def ext4_beats_xfs_rw(ctx: Measurements) -> Outcome:
 
 
 def sequential_either_fs(ctx: Measurements) -> Outcome:
-    cells = high(select(ctx.cells, plain=True, baseline=True, params={"rw": ("read", "write")}))
+    cells = high(select(ctx.cells, plain=True, baseline=True, patterns=("read", "write")))
     return ratios(ctx, [c for c in cells if c.fs_type in ("ext4", "xfs")], lo=0.90)
 
 
@@ -249,7 +249,7 @@ def _lat_pairs(ctx: Measurements) -> list[tuple[Cell, Cell]]:
     """(low, high) cells of the same stack and random-read workload, lowest and highest load."""
     out = []
     groups: dict[tuple[object, ...], list[Cell]] = {}
-    for c in select(ctx.cells, params=RR):
+    for c in select(ctx.cells, patterns=RR):
         groups.setdefault((c.stack, c.tag, c.workload_key), []).append(c)
     for k in sorted(groups, key=repr):
         g = sorted(groups[k], key=lambda c: c.outstanding)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import summary_of
 from strata.core.metrics import Axis, merged
+from strata.core.params import DEPTH, JOBS
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class Dim:
 
 
 LOAD_DIMS = (
-    Dim("numjobs", "load", Axis("jobs", 3)),
-    Dim("iodepth", "load", Axis("I/O depth", 3)),
+    Dim(JOBS, "load", Axis("jobs", 3)),
+    Dim(DEPTH, "load", Axis("I/O depth", 3)),
     Dim("containers", "load", Axis("containers", 2, detail=True)),
 )
 

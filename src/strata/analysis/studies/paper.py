@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from strata.core.params import DEPTH, JOBS
 from strata.workloads import declared
 
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a report reads this file every time
@@ -51,8 +52,8 @@ MATCH_KEYS = (
     "runtime",
     "path",
     "containers",
-    "numjobs",
-    "iodepth",
+    JOBS,
+    DEPTH,
     "limits",
     "attached",
     "profile",
@@ -64,7 +65,7 @@ MATCH_KEYS = (
     "disks",
     "metric",
 )
-INT_KEYS = ("containers", "numjobs", "iodepth", "replication_factor", "nodes", "clusters", "hosts", "disks")
+INT_KEYS = ("containers", JOBS, DEPTH, "replication_factor", "nodes", "clusters", "hosts", "disks")
 # The metrics that are not a latency; a latency's are `latency_metric`'s, from the workloads' declarations.
 METRICS = (
     "throughput",

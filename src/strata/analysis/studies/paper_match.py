@@ -6,7 +6,7 @@ section 5.5), an offered rate by its share of the peak of the same cluster (stud
 of up to 200K tps, the most its clusters reached; a user's cluster has another peak, so the share is
 what carries over), a database by its load profile, replication factor, nodes and clusters.
 
-The same facts are read from a stored result (a Cell: beside.py sets the values beside the user's) and
+The same facts are read from a stored result (a Cell: side_by_side.py sets the values beside the user's) and
 from a planned trial (the unit test that every value can meet a result of one example), so the two
 never disagree on what a value selects.
 """
@@ -18,6 +18,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from strata.analysis.cells.cells import schema_of
+from strata.core.params import INSTANCES, JOBS, LoadCounts
 
 if TYPE_CHECKING:
     from strata.analysis.studies.paper import PaperValue
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
 # meets a study's share within this factor; a relative target (`target: 40%`) meets it exactly.
 OFFERED_TOLERANCE = 1.25
 # Values that need a sweep over one dimension of otherwise equal configurations, and how many points.
-SWEPT = {"peak": "containers", "saturation": "containers", "cliff_jobs": "numjobs", "best_bs": "bs"}
+# A fact named for what it is: the access pattern and the I/O size of a block I/O workload (`MetricSchema.io`).
+PATTERN, IO_SIZE = "pattern", "io_size"
+SWEPT = {"peak": INSTANCES, "saturation": INSTANCES, "cliff_jobs": JOBS, "best_bs": IO_SIZE}
 MIN_SWEEP = 3
 # The facts a baseline configuration must share with the configuration (the labels aside).
 NOT_COMPARED = ("load",)
@@ -37,7 +40,8 @@ def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
     wl, ld = trial.get("workload") or {}, trial.get("load") or {}
     cluster = wl.get("cluster") or {}
     limits = ld.get("limits") or {}
-    offered = schema_of(str(wl.get("type", ""))).offered  # a database's clients offer it a rate
+    schema = schema_of(str(wl.get("type", "")))
+    offered, io = schema.offered, schema.io  # a database's clients offer it a rate; a block I/O's pattern and size
     return {
         "device": (trial.get("device") or {}).get("name"),
         "workload": labels.get("workload"),
@@ -45,9 +49,7 @@ def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
         "runtime": labels.get("runtime"),
         "path": trial.get("path"),
         "load": labels.get("load"),
-        "containers": ld.get("containers", 1),
-        "numjobs": ld.get("numjobs", 1),
-        "iodepth": ld.get("iodepth", 1),
+        **LoadCounts.of(ld).facts(),
         "limits": limits.get("preset") or ("none" if not any(v for k, v in limits.items() if k != "share") else None),
         "attached": "remote" if (trial.get("device") or {}).get("type") == "remote" else "local",
         "profile": wl.get("profile"),
@@ -58,8 +60,8 @@ def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
         "peak_measured": offered is not None and offered.peak_measured(wl),
         "hosts": _hosts(trial, cluster),
         "disks": 1,  # a trial's instances share its one device (study 003's section 6.3 adds a second disk)
-        "rw": wl.get("rw"),
-        "bs": wl.get("bs"),
+        PATTERN: wl.get(io.pattern) if io is not None else None,
+        IO_SIZE: wl.get(io.size) if io is not None else None,
     }
 
 

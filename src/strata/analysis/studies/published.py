@@ -42,6 +42,7 @@ from strata.analysis.measured.measurements import Measurements
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
 from strata.analysis.studies.side_by_side import paper_ratio
 from strata.analysis.studies.studies import load as load_studies
+from strata.core.params import LoadCounts
 from strata.results.schema import SCHEMA_VERSION
 from strata.workloads.base import headline
 
@@ -280,7 +281,7 @@ def spec_of(facts: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
     if isinstance(runtime, dict):  # by the file system (study 004: the btrfs driver on btrfs, else overlay)
         runtime = runtime.get(fs_type, runtime["*"])
     limits = facts.get("limits")
-    load: dict[str, Any] = {k: facts[k] for k in ("numjobs", "iodepth", "containers") if k in facts}
+    load: dict[str, Any] = {k: facts[k] for k in LoadCounts.names() if k in facts}
     if limits not in (None, "none"):
         load["limits"] = {"preset": limits}
     return {
@@ -355,8 +356,7 @@ def _results(study: str, case: str, cfg: Config, published: dict[str, Any]) -> t
         if offered is not None and rate is not None:  # the load generator held the database to it (study 001)
             m["throughput"] = float(rate) * int(offered.databases_of(trial["workload"]) or 1)
         elif schema.in_flight and "lat:mean" in m:  # Little's law: the I/Os in flight over the mean latency
-            ld = trial["load"]
-            flight = ld.get("numjobs", 1) * ld.get("iodepth", 1) * ld.get("containers", 1)
+            flight = LoadCounts.of(trial["load"]).in_flight
             m["throughput"] = _round(flight / (m["lat:mean"] / 1e9))
         else:
             said = ", ".join(WORDS.get(k, k) for k in sorted(m)) or "nothing"

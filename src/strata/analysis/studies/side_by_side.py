@@ -27,6 +27,7 @@ from strata.analysis.cells.query import summary_of
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
 from strata.analysis.studies.paper_match import SWEPT, baseline_facts, facts_of, is_baseline, matches, sweep_points
 from strata.core.metrics import dig
+from strata.core.params import DEPTH, JOBS
 
 # Units that measure throughput (higher is better) and time (lower is better).
 THROUGHPUT_UNITS = ("MB/s", "KB/s", "IOPS", "ops/s")
@@ -72,9 +73,9 @@ def _parts(m: dict[str, Any]) -> list[str]:
         out.append(str(m["runtime"]).split(":")[0] if "*" in str(m["runtime"]) else str(m["runtime"]))
     if "attached" in m:
         out.append("direct-attached" if m["attached"] == "local" else str(m["attached"]))
-    if "numjobs" in m or "iodepth" in m:
-        jobs = m.get("numjobs", "*")
-        out.append(f"{jobs} job{'' if jobs == 1 else 's'} x QD{m.get('iodepth', '*')}")
+    if JOBS in m or DEPTH in m:
+        jobs = m.get(JOBS, "*")
+        out.append(f"{jobs} job{'' if jobs == 1 else 's'} x QD{m.get(DEPTH, '*')}")
     if "limits" in m:
         out.append(str(m["limits"]))
     if "profile" in m:
