@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -132,7 +131,7 @@ class LoadCounts:
     containers: int = 1
 
     @classmethod
-    def of(cls, stored: Mapping[str, Any]) -> LoadCounts:
+    def of(cls, stored: dict[str, Any]) -> LoadCounts:
         return cls(*(stored.get(f.name, f.default) for f in dataclasses.fields(cls)))
 
     @classmethod
