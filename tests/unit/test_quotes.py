@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from strata.analysis.findings import quotes
 from strata.analysis.findings.findings import FINDINGS
-from strata.analysis.studies import published
+from strata.analysis.studies import published, quotes
 from strata.analysis.studies.paper import PATH as PAPER
 
 ROOT = Path(__file__).resolve().parents[2]

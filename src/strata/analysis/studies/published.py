@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata.analysis.findings import quotes
 from strata.analysis.findings.findings import Finding, view
 from strata.analysis.findings.verdict import HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED, Outcome
 from strata.analysis.measured.measurements import Measurements
+from strata.analysis.studies import quotes
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
 from strata.analysis.studies.side_by_side import paper_ratio
 from strata.analysis.studies.studies import load as load_studies

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from strata.analysis.findings import quotes
+from strata.analysis.studies import quotes
 
 PATH = Path(__file__).with_name("studies.yaml")
 BEGIN, END = "<!-- generated from src/strata/analysis/studies/studies.yaml: {} -->", "<!-- end of {} -->"
