@@ -424,7 +424,7 @@ def test_the_agent_listens_on_one_address_only():
 
 
 def test_report_cells_tell_placements_apart():
-    from strata.analysis.cells import build_cells
+    from strata.analysis.cells.cells import build_cells
 
     exp, wls = parse_spec(
         {

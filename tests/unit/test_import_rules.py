@@ -109,7 +109,7 @@ def test_a_workloads_parameter_name_outside_workloads_is_found(tmp_path):
         {
             "analysis/paper_match.py": 'def facts(t):\n    return t["workload"].get("rw")\n',
             "workloads/fio.py": 'RW = "rw"\n',
-            "core/params.py": 'LOAD_AXES = ("numjobs", "iodepth")\n',
+            "core/params.py": 'JOBS, DEPTH = "numjobs", "iodepth"\n',
         },
     )
     found = rules.check(root)

@@ -2,7 +2,7 @@
 
 import random
 
-from strata.analysis.cells import build_cells
+from strata.analysis.cells.cells import build_cells
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
 from strata.run.repeat import Repetitions

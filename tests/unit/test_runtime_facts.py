@@ -9,9 +9,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
-from strata.analysis.cells import build_cells  # noqa: E402
-from strata.analysis.query import select  # noqa: E402
-from strata.analysis.runtimes import native_pairs  # noqa: E402
+from strata.analysis.cells.cells import build_cells  # noqa: E402
+from strata.analysis.cells.query import select  # noqa: E402
+from strata.analysis.measured.runtimes import native_pairs  # noqa: E402
 from strata.core.params import shorthand  # noqa: E402
 from strata.experiment.load import _claimed, parse_spec  # noqa: E402
 from strata.results import validity  # noqa: E402

@@ -235,7 +235,7 @@ def test_the_clients_cpu_share_is_read_where_the_workload_declares_it():
     """records.phases puts each phase's clients' CPU share where `records.CLIENT_CPU` says, every server workload
     declares that place (MetricSchema.client_cpu), and the analysis takes the share off the host's busy share only
     through the declaration: a workload that runs no clients of its own (fio) has nothing taken off."""
-    from strata.analysis import usage
+    from strata.analysis.cells import usage
     from strata.core.metrics import dig
     from strata.workloads.server import records
 

@@ -12,7 +12,7 @@ random order among themselves, drawn from the experiment's seed, the device and
 the round, so that no stack always runs first or last, and position in the round
 (a warm or a busy machine, what ran before) is not confounded with the stack
 (the rounds are the blocks of a randomized complete block design:
-analysis/groups.py). The raw-device baselines of a device run first in its
+analysis/decisions/groups.py). The raw-device baselines of a device run first in its
 first round (the run-time check of a result above the raw device needs them)
 and take a random place after that. With `repetitions: auto` they run in the
 first BASELINE_ROUNDS rounds only: they are no candidate, and two trials give

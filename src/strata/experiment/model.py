@@ -212,10 +212,10 @@ class Experiment(Strict):
 
     def design(self, workload: str, looks: tuple[int, ...] | None = None) -> dict[str, Any]:
         """How repetitions are taken, stored with every result: the report's intervals depend on it
-        (analysis/decide.py: the looks `auto` planned, run/repeat.py), and the workload's margin."""
+        (analysis/decisions/answer.py: the looks `auto` planned, run/repeat.py), and the workload's margin."""
         margin = self.margin_for(workload)
         extra: dict[str, Any] = {"scale": "smoke"} if self.scale == "smoke" else {}
-        if self.latency_stat != "p99":  # what the advice compares under an offered rate (analysis/compared.py)
+        if self.latency_stat != "p99":  # what the advice compares under an offered rate (analysis/advice/compared.py)
             extra["latency_stat"] = self.latency_stat
         if self.auto:
             design = {

@@ -20,10 +20,11 @@ import copy
 import os
 from typing import Any
 
-from strata.core.params import LOAD_AXES, size_at_most, sweep_ends
+from strata.core.params import LoadCounts, size_at_most, sweep_ends
 
 SCALES = ("full", "smoke")
 SMOKE_DEVICE_BYTES = 4 << 30
+SWEEP_LOAD_KEYS = LoadCounts.names()
 
 
 def smoke(doc: Any) -> Any:
@@ -68,7 +69,7 @@ def _loads(loads: list[Any]) -> list[Any]:
 
 def _load(load: Any) -> Any:
     if isinstance(load, dict):
-        return {k: sweep_ends(v) if k in LOAD_AXES else v for k, v in load.items()}
+        return {k: sweep_ends(v) if k in SWEEP_LOAD_KEYS else v for k, v in load.items()}
     return load
 
 

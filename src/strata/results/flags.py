@@ -192,7 +192,7 @@ class Steady:
     mean: float | None = None
     range_pct: float | None = None
     slope_pct: float | None = None
-    series: dict[str, Any] | None = None  # the whole series' seconds, mean and sd (analysis/variance.py)
+    series: dict[str, Any] | None = None  # the whole series' seconds, mean and sd (analysis/cells/variance.py)
     tool: dict[str, Any] | None = None  # the tool's own verdict (fio's --steadystate)
     # What the verdict rests on: "snia" (range and slope over the last window: a single trial must be steady
     # to stand for the storage) or "drift" (a repeated design, whose intervals carry the trial-to-trial and
@@ -303,10 +303,10 @@ class Declared:
     mark: Callable[[Declared, Value], str | None] | None = None  # its mark in `strata show`'s flags column
     export: tuple[Column, ...] = ()
     # A result it warns of is drawn apart from the device numbers, in the cell's group of this name
-    # (analysis/cells.py): never device performance, never compared. The first such flag a result warns of
+    # (analysis/cells/cells.py): never device performance, never compared. The first such flag a result warns of
     # decides its group.
     apart: str = ""
-    # What to do when it warns, said in the report's warnings (analysis/hygiene.py); "" for a flag whose
+    # What to do when it warns, said in the report's warnings (analysis/advice/hygiene.py); "" for a flag whose
     # warning there is worded with its evidence by a check of its own (cache, above_raw, steady, sync, failed).
     fix: str = ""
     key: str = field(init=False, repr=False)  # the flag's JSON key, read once per stored result

@@ -5,10 +5,10 @@ Before the first trial, `auto` plans its looks for the rounds the budget pays fo
 and loading images are not counted, as the budget does not count them): at 3..6 with a budget for three
 rounds, one look at 3, which spends all the error there instead of saving some for a look at 6 that never
 comes. At each planned look each advice group (the stacks compared for one workload, load and device) is
-raced (analysis/racing.py): a configuration stops once it is within the margin of the best (`equivalent`),
+raced (analysis/decisions/racing.py): a configuration stops once it is within the margin of the best (`equivalent`),
 not the best (`eliminated`), or unlikely to be decided by the last look (`undecidable`); the leader once all
 its comparisons ended (`decided`). The intervals behind these decisions spend the error over the looks and
-hold for the whole group at once (analysis/decide.py, groups.py), so they stay valid however the run
+hold for the whole group at once (analysis/decisions/answer.py, groups.py), so they stay valid however the run
 stopped. A raw-device baseline runs in the first rounds only (experiment/expand.py BASELINE_ROUNDS: it is no
 candidate; two trials give its ratios and flags an interval), and on only while it has fewer successful
 trials than that and a configuration of its workload, load and device goes on (`baseline`); a configuration
@@ -29,12 +29,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from strata.analysis.baseline import apply_above_raw
-from strata.analysis.cells import build_cells, config_key
-from strata.analysis.decide import Design
-from strata.analysis.query import by_context, match_key
-from strata.analysis.racing import DECIDED, race
-from strata.analysis.stats import summarize
+from strata.analysis.cells.baseline import apply_above_raw
+from strata.analysis.cells.cells import build_cells, config_key
+from strata.analysis.cells.query import by_context, match_key
+from strata.analysis.decisions.answer import Design
+from strata.analysis.decisions.racing import DECIDED, race
+from strata.analysis.decisions.stats import summarize
 from strata.experiment.expand import BASELINE_ROUNDS, Trial, in_rounds
 from strata.experiment.looks import budget_looks
 from strata.results import validity
@@ -177,7 +177,7 @@ class Repetitions:
         for key, p in self.configs.items():
             if p.stopped:
                 continue
-            s = summarize(p.values, design.level(len(p.values), sides=2))  # as the report shows it (analysis/cells.py)
+            s = summarize(p.values, design.level(len(p.values), sides=2))  # as the report shows it (analysis/cells/)
             p.half_width = (s.half_width / s.mean) if s.half_width is not None and s.mean else None
             if key in raced:
                 p.stopped = raced[key]

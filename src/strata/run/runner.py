@@ -184,10 +184,10 @@ def run_experiment(
 
 
 def _variance(out: Path) -> dict[str, Any]:
-    """Where the noise lives, per configuration: within a trial and between trials (analysis/variance.py),
+    """Where the noise lives, per configuration: within a trial and between trials (analysis/cells/variance.py),
     from the per-second series stored with the trials."""
-    from strata.analysis.cells import build_cells
-    from strata.analysis.variance import of_cells
+    from strata.analysis.cells.cells import build_cells
+    from strata.analysis.cells.variance import of_cells
 
     try:
         return {name: c.to_json() for name, c in of_cells(build_cells(load_results(out), judge_steady=False)).items()}

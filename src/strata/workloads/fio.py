@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
-from strata.core.metrics import Axis, Metric, MetricSchema, Show
+from strata.core.metrics import Axis, BlockIo, Metric, MetricSchema, Show
 from strata.core.params import Load, Strict, size_at_most, size_field, sweep_ends
 from strata.core.units import parse_duration
 from strata.workloads.base import (
@@ -91,6 +91,7 @@ METRICS = MetricSchema(
     in_flight=True,
     device_latency="clat",
     submission_latency="slat",
+    io=BlockIo("rw", "bs"),
 )
 
 

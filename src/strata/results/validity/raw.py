@@ -6,14 +6,14 @@ compared with. A result above it cannot be device performance (study 003, sectio
 respect the O_DIRECT flag"). With byte evidence that the device moved the bytes,
 that is not proof of a cache: the result is *unconfirmed* (a suspect outlier, or
 a disturbed raw baseline) until repetitions of both decide, by the interval of
-their ratio (`above_raw_repeated`, which the report applies: analysis/baseline.py).
+their ratio (`above_raw_repeated`, which the report applies: analysis/cells/baseline.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from strata.core.params import LOAD_AXES
+from strata.core.params import LoadCounts
 from strata.results.flags import AboveRaw, AboveRawEvidence, Flag, Flags, Judgement
 from strata.results.validity.disks import bytes_moved
 from strata.results.validity.evidence import headline
@@ -99,7 +99,7 @@ def raw_baseline_key(result: dict[str, Any]) -> tuple[object, ...]:
     wl = {k: v for k, v in t["workload"].items() if k != "name"}
     ld = t["load"]
     where = repr(sorted((t.get("placement") or {}).get("instances", {}).items()))
-    return (t["device"]["name"], repr(sorted(wl.items())), *(ld[axis] for axis in LOAD_AXES), where)
+    return (t["device"]["name"], repr(sorted(wl.items())), *(ld[axis] for axis in LoadCounts.names()), where)
 
 
 def is_raw_baseline(result: dict[str, Any]) -> bool:

@@ -85,7 +85,7 @@ def judge_design(result: dict[str, Any]) -> None:
 
 def series_stats(values: list[float]) -> dict[str, Any]:
     """The whole series' count, mean and standard deviation: what the report's variance components
-    (analysis/variance.py) need of a trial, without reading its artifacts again."""
+    (analysis/cells/variance.py) need of a trial, without reading its artifacts again."""
     n = len(values)
     mean = sum(values) / n if n else 0.0
     sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0

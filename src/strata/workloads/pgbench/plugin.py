@@ -70,7 +70,7 @@ METRICS = MetricSchema(
     client_cpu=records.CLIENT_CPU,
     # its clients offer each server a rate (`rate`, tx/s), stored with the trial as it offered it
     offered=OfferedRate("rate", offered=("metrics", "offered", "rate_tx_s")),
-    # the checkpoints inside the measured run: compared trials must hold as many (analysis/compared.py)
+    # the checkpoints inside the measured run: compared trials must hold as many (analysis/advice/compared.py)
     events=(
         Events(
             ("metrics", "checkpoints", "count"),
