@@ -19,7 +19,8 @@ from strata.core.errors import StrataError
 from strata.core.instances import Build, ImageBuilder, Prebuilds
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec
-from strata.experiment.model import Experiment, Layer
+from strata.core.params import Layer
+from strata.experiment.model import Experiment
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
 

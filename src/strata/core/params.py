@@ -9,7 +9,8 @@ imports a plugin or the experiment loader.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Protocol, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -20,6 +21,19 @@ class Strict(BaseModel):
     """Unknown keys are errors (a typo must not be ignored), and parameters never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Layer(Protocol):
+    """What strata reads of any layer's parameters (a device's, a runtime's, a workload's): every plugin's
+    `params` model has its `type` (the registry key) and its `name` (in results and labels)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
+    def model_dump_json(self) -> str: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
 
 
 def sweep_ends(value: Any) -> Any:

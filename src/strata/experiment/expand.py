@@ -32,7 +32,8 @@ from typing import Any, cast
 
 from strata.core.params import Load, Strict, path_kind
 from strata.experiment.hosts import Placed, Placement, place, place_span
-from strata.experiment.model import Experiment, Layer
+from strata.core.params import Layer
+from strata.experiment.model import Experiment
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.stack.runtimes.base import RefusesLimits

@@ -22,14 +22,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.core.params import Strict
-
-if TYPE_CHECKING:
-    from strata.experiment.model import Layer
+from strata.core.params import Layer, Strict
 
 HOST_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 RESERVED = ("spread", "each", "on", "name", "instances")  # placement words, never host names

@@ -32,7 +32,8 @@ from strata.experiment.hosts import (
     normalize_hosts,
     normalize_placement,
 )
-from strata.experiment.model import Experiment, Layer
+from strata.core.params import Layer
+from strata.experiment.model import Experiment
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS

@@ -10,13 +10,12 @@ unknown keys: a typo is an error, not a silently ignored option.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Self, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.core.params import LOAD_PRESETS, Load, PathName, Strict
+from strata.core.params import LOAD_PRESETS, Layer, Load, PathName, Strict
 from strata.core.units import parse_duration
 from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec
 from strata.experiment.looks import planned_looks
@@ -25,19 +24,6 @@ from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 MAX_REPETITIONS = 1000
-
-
-class Layer(Protocol):
-    """What strata reads of any layer's parameters (a device's, a runtime's, a workload's): every plugin's
-    `params` model has its `type` (the registry key) and its `name` (in results and labels)."""
-
-    @property
-    def type(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
-    def model_dump_json(self) -> str: ...
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
 
 
 def _union(registry: dict[str, Any]) -> Any:

@@ -19,7 +19,8 @@ from strata.core.errors import SpecErrors
 from strata.core.params import Strict
 from strata.experiment import presets
 from strata.experiment.expand import Skipped, Trial, expand
-from strata.experiment.model import Experiment, Layer
+from strata.core.params import Layer
+from strata.experiment.model import Experiment
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES

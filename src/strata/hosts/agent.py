@@ -34,7 +34,8 @@ from strata.core.errors import StrataError, Unsupported
 from strata.core.host import host_facts
 from strata.core.params import Load
 from strata.experiment.expand import Trial
-from strata.experiment.model import Device, Layer, Runtime
+from strata.core.params import Layer
+from strata.experiment.model import Device, Runtime
 from strata.hosts import clock
 from strata.results.store import ResultStore
 from strata.run.trial import base_result, failed_result, now_iso, run_trial

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
-from strata.experiment.model import Layer
+from strata.core.params import Layer
 from strata.results import validity
 from strata.results.flags import Failure, Flags, record
 from strata.run.trial import TIMEOUT_SLACK_S, base_result, failed_result, now_iso

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from strata.experiment.expand import Skipped, Trial
-    from strata.experiment.model import Experiment, Layer
+    from strata.core.params import Layer
+    from strata.experiment.model import Experiment
 
 
 @dataclass
