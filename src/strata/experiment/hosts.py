@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -254,8 +254,7 @@ def check_workload_hosts(hosts: dict[str, HostSpec], workloads: Sequence[Layer])
         plugin = WORKLOADS.get(w.type)
         if getattr(w, "span", None) is not None:
             problems.append((f"workloads[{w.name}].span", "`span` is set by strata, not in a spec", "remove it"))
-        # every workload's parameters are its plugin's Strict model (Layer is what strata reads of them)
-        spans = span_of(plugin, cast(Strict, w), Load()) if plugin is not None else None
+        spans = span_of(plugin, w, Load()) if plugin is not None else None
         for h in spans or {}:
             if not hosts:
                 problems.append(

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from strata.core.instances import InstanceOutput
 from strata.results import validity, writes
-from strata.results.flags import Flags, Sync
-from strata.workloads import REGISTRY as WORKLOADS
+from strata.results.flags import Sync
+from strata.results.result import Result
 from strata.workloads.base import Parsed
 
 from .clock import Offset
@@ -46,7 +46,7 @@ class PartOutcome:
 
     host: str
     first_index: int
-    result: dict[str, Any]
+    result: Result
     outputs: list[dict[str, Any]]  # as the agent reports them (agent.py part_result)
     art: Path  # the part's artifacts on this machine
     offset: Offset
@@ -109,37 +109,34 @@ def sync_hosts(sync: Sync, shifted: list[Window], hosts: list[str], parts: list[
     sync.extra["release_skew_s"] = (max(released) - min(released)) if len(released) == len(parts) else None
 
 
-def merge(trial: Trial, parts: list[PartOutcome], art: Path, result: dict[str, Any]) -> None:
+def merge(trial: Trial, parts: list[PartOutcome], art: Path, result: Result) -> None:
     """Fill `result` (a trial's base result) from its parts; raises the workload's TrialFailure when the
     outputs together cannot be read."""
-    params: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
-    wl = WORKLOADS[params.type]
+    wl, params = trial.workload_plugin, trial.workload
     outputs, hosts = instance_outputs(parts)
     parsed = wl.parse(params, outputs)
     if parsed.series:
         (art / "workload-series.json").write_text(json.dumps(parsed.series))
     metrics = dict(parsed.metrics)
-    metrics["hosts"] = {p.host: p.result.get("metrics") or {} for p in parts}
-    result["metrics"] = metrics
-    result["collectors"] = {"hosts": {p.host: p.result.get("collectors") or {} for p in parts}}
-    result["stack_facts"] = {"hosts": {p.host: p.result.get("stack_facts") or {} for p in parts}}
-    result["writes"] = writes.across_hosts({p.host: p.result.get("writes") for p in parts})
-    primary = metrics.get("primary") or {}
+    metrics["hosts"] = {p.host: p.result.metrics for p in parts}
+    result.metrics = metrics
+    result.collectors = {"hosts": {p.host: p.result.collectors for p in parts}}
+    result.stack_facts = {"hosts": {p.host: p.result.stack_facts for p in parts}}
+    result.writes = writes.across_hosts({p.host: p.result.writes for p in parts})
     hosts_of = window_hosts(parsed, hosts, parts)
     shifted = shifted_windows(parsed.windows, hosts_of, parts)
-    evidence = validity.TrialEvidence(
+    evidence = validity.TrialEvidence.of(
+        parsed,
+        wl.runtime_s(params),
+        [o.start_time_s for o in outputs],
+        result.collectors,
         windows=shifted,
-        starts=[o.start_time_s for o in outputs],
-        runtime_s=wl.runtime_s(params),
-        series=parsed.series.get(primary.get("series") or ""),
-        tool_steady=metrics.get("steadystate"),
-        parts={p.host: Flags.of(p.result) for p in parts},
         metrics=metrics,
-        collectors=result["collectors"],
+        parts={p.host: p.result.flags for p in parts},
     )
     flags, warnings = validity.judge_trial(evidence)
     if (sync := flags.sync) is not None:
         sync_hosts(sync, shifted, hosts_of, parts)
-    flags.write(result)
-    result["warnings"] += [w.to_json() for w in warnings]
-    result["status"] = "ok"
+    result.flags.update(flags)
+    result.warnings += [w.to_json() for w in warnings]
+    result.status = "ok"

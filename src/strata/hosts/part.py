@@ -38,9 +38,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running
 from strata.core.params import Load
-from strata.results.flags import Flags
+from strata.results.result import Result
 from strata.stack.nostack import NoDevice, NoMount, NoSession, no_stack
-from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import ServerWorkload
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ class Part:
         self.start_at: float | None = None  # this host's clock
         self.released = False  # after "measured": every part measured, the servers may stop
         self.aborted: str | None = None
-        self.result: dict[str, Any] | None = None
+        self.result: Result | None = None
         self.outputs: list[InstanceOutput] = []
         self.times: dict[str, float] = {"created": time.time()}
         self._cond = threading.Condition()
@@ -144,8 +143,8 @@ class Part:
     def status(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"part": self.id, "state": self.state, "times": dict(self.times)}
         if self.result is not None:
-            doc["status"] = self.result.get("status")
-            failed = Flags.of(self.result).failed
+            doc["status"] = self.result.status
+            failed = self.result.flags.failed
             doc["failed"] = failed.to_json() if failed else None
         return doc
 
@@ -228,14 +227,12 @@ class BarrierStacks:
         self.stacks, self.part = stacks, part
 
     def get(self, trial: Trial) -> tuple[DeviceHandle | NoDevice, Mounted | NoMount, BarrierSession]:
-        spec: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
-        wl = WORKLOADS[spec.type]
+        wl = trial.workload_plugin
         built = wl.instances(trial.workload, trial.load) > 0  # a host that runs only clients builds nothing
         device, mounted, session = self.stacks.get(trial) if built else no_stack()
         at_measure = isinstance(wl, ServerWorkload)  # its parts meet in its measure, after its servers started
         return device, mounted, BarrierSession(session, self.part, at_measure)
 
     def died(self, trial: Trial, layer: str) -> None:
-        spec: Any = trial.workload
-        if WORKLOADS[spec.type].instances(trial.workload, trial.load) > 0:
+        if trial.workload_plugin.instances(trial.workload, trial.load) > 0:
             self.stacks.died(trial, layer)

@@ -100,10 +100,9 @@ def serve(trial: Trial, host: str, client: AgentClient, run_id: str) -> Storage:
     except AgentUnreachable as e:
         raise TrialFailure("host_lost", f"the storage host {host} is not reachable: {e}")
     except AgentRefused as e:
-        device: Any = trial.device  # a device plugin's params (Trial holds a BaseModel)
         if e.status == 422:
             raise Unsupported(str(e))
-        raise TrialFailure("provision", f"the storage host {host} could not serve {device.name}: {e}")
+        raise TrialFailure("provision", f"the storage host {host} could not serve {trial.device.name}: {e}")
     return Storage(host, client, run_id, doc["id"], doc["served_at"], doc.get("facts") or {}, doc.get("agent", ""))
 
 

@@ -470,8 +470,13 @@ class Flags:
         return {f.value: v.to_json() if (v := self.get(f)) is not None else None for f in list(self.values)}
 
     def write(self, result: dict[str, Any]) -> None:
-        """Store these flags in a result, beside (or over) those it holds."""
+        """Store these flags in a stored result's JSON, beside (or over) those it holds."""
         result.setdefault("flags", {}).update(self.to_json())
+
+    def update(self, other: Flags) -> None:
+        """`other`'s flags judged anew over these (a trial's result takes what its judges said)."""
+        for flag in other.values:
+            self.set(flag, other.get(flag))
 
     def warns(self, flag: Flag) -> bool:
         """The flag says the number is not the storage's: a suspicion not expected, a failure, no steady state."""

@@ -21,9 +21,10 @@ from typing import Any, Callable, Generic, Protocol, TypeVar, runtime_checkable
 
 from strata.core.instances import ImageSpec, InstanceOutput, Rendezvous, Running, Target, Watch
 from strata.core.metrics import EMPTY, MetricSchema
-from strata.core.params import Load, Strict
+from strata.core.params import Layer, Load, Strict
 
 P = TypeVar("P", bound=Strict)  # a workload's parameter model
+T = TypeVar("T")
 P_contra = TypeVar("P_contra", bound=Strict, contravariant=True)
 JSON = dict[str, Any]
 
@@ -84,6 +85,13 @@ class Parsed:
     # a database's data set beside the memory its servers can use (workloads/server/memory.py): {data_set_bytes,
     # memory_bytes, memory_of, fix}; the cache judgement flags a data set that fits (it is read from memory)
     memory: dict[str, Any] | None = None
+    # the tool's own steady-state verdict, when it judged one (fio's --steadystate: {criterion, attained,
+    # runtime_ms}); the steady flag keeps it beside strata's own (results/validity/series.py)
+    tool_steady: dict[str, Any] | None = None
+
+    def headline_series(self) -> list[Any] | None:
+        """The headline's per-second series (`metrics.primary.series` names it), or None: the tool logs none."""
+        return self.series.get((self.metrics.get("primary") or {}).get("series") or "")
 
 
 def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> JSON:
@@ -202,7 +210,7 @@ class SelfPlacing(Protocol[P_contra]):
     def span(self, params: P_contra, load: Load) -> dict[str, int] | None: ...  # instances per host, or None
     def part(
         self, params: P_contra, load: Load, host: str, instances: int, addresses: dict[str, str]
-    ) -> tuple[Strict, Load]: ...
+    ) -> tuple[Layer, Load]: ...
 
 
 @runtime_checkable
@@ -227,15 +235,15 @@ def network_of(wl: Workload[Any], params: Strict) -> str:
     return wl.network(params) if isinstance(wl, ServerWorkload) else "none"
 
 
-def span_of(wl: Workload[Any], params: Strict, load: Load) -> dict[str, int] | None:
+def span_of(wl: Workload[Any], params: Layer, load: Load) -> dict[str, int] | None:
     """Instances per host when the workload places its instances over the experiment's hosts itself;
     None: where the trial's `placement` says."""
     return wl.span(params, load) if isinstance(wl, SelfPlacing) else None
 
 
 def part_of(
-    wl: Workload[Any], params: Strict, load: Load, host: str, instances: int, addresses: dict[str, str]
-) -> tuple[Strict, Load]:
+    wl: Workload[Any], params: Layer, load: Load, host: str, instances: int, addresses: dict[str, str]
+) -> tuple[Layer, Load]:
     """(params, load) of the part of a trial that runs `instances` on `host` (`addresses`: every host's
     node address): the workload's own, or the same workload with the host's share as its container count."""
     if isinstance(wl, SelfPlacing):
@@ -243,7 +251,7 @@ def part_of(
     return host_share(params, load, instances)
 
 
-def host_share(params: Strict, load: Load, instances: int) -> tuple[Strict, Load]:
+def host_share(params: T, load: Load, instances: int) -> tuple[T, Load]:
     return params, load.model_copy(update={"containers": instances})
 
 

@@ -74,13 +74,11 @@ def with_basis(s: Steady, design: dict[str, Any] | None) -> Steady:
     return s
 
 
-def judge_design(result: dict[str, Any]) -> None:
+def judge_design(flags: Flags, design: dict[str, Any] | None) -> None:
     """Once a trial's design is stored with it (the runner), its steady flag's basis follows the design."""
-    flags = Flags.of(result)
     s = flags.steady
     if s is not None:
-        flags.set(Flag.STEADY, with_basis(s, result.get("design")))
-        flags.write(result)
+        flags.set(Flag.STEADY, with_basis(s, design))
 
 
 def series_stats(values: list[float]) -> dict[str, Any]:
