@@ -40,7 +40,7 @@ from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.stack.runtimes import Runtime
 from strata.stack.runtimes.base import RefusesLimits
 from strata.workloads import REGISTRY as WORKLOADS
-from strata.workloads import Workload
+from strata.workloads import Workload, plugin_of
 from strata.workloads.base import Constrained, span_of
 
 
@@ -72,7 +72,7 @@ class Trial:
     @property
     def workload_plugin(self) -> Workload[Any]:
         """The plugin of the trial's workload (the registry's entry of its params' `type`)."""
-        return WORKLOADS[self.workload.type]
+        return plugin_of(self.workload)
 
     @property
     def runtime_plugin(self) -> Runtime[Any]:

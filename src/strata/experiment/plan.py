@@ -24,6 +24,7 @@ from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads import plugin_of
 from strata.workloads.base import Constrained, HostUser, span_of
 
 # A plan larger than this, in trials or in estimated time, runs only when the user says so (--yes).
@@ -222,6 +223,6 @@ def _workload_errors(workloads: list[Layer]) -> list[tuple[str, str, str]]:
         if key in seen:
             continue
         seen.add(key)
-        for problem in WORKLOADS[w.type].validate(w):
+        for problem in plugin_of(w).validate(w):
             errors.append((f"workloads ({w.name})", problem, "fix the workload's parameters or file"))
     return errors

@@ -23,7 +23,7 @@ from strata.run.repeat import Repetitions
 from strata.run.trial import now_iso, run_trial
 from strata.stack.journal import Journal
 from strata.stack.provision import Registries, StackCache
-from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads import plugin_of
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -199,7 +199,7 @@ def run_host_facts(workloads: list[Layer]) -> dict[str, Any]:
 
     tools: dict[str, Any] = {}
     for w in workloads:
-        tools.update(WORKLOADS[w.type].versions())
+        tools.update(plugin_of(w).versions())
     return {**host_facts(), "tools": tools}
 
 

@@ -32,7 +32,6 @@ from strata.results import validity, writes
 from strata.results.flags import Flag, Flags
 from strata.results.result import Labels, Result
 from strata.stack.runtimes.base import LogSession
-from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import LogOnPath, MeasureContext, Parsed, Workload, network_of
 
 if TYPE_CHECKING:
@@ -154,8 +153,7 @@ def _measure(
     trial: Trial, device: DeviceHandle | NoDevice, session: RuntimeSession, store: ResultStore, result: Result
 ) -> None:
     """Provision the path, run the workload's measured phase under the collectors, parse, judge."""
-    params: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
-    wl = WORKLOADS[params.type]
+    wl, params = trial.workload_plugin, trial.workload
     load = _resolved_load(trial.load, device, result)
     art = store.artifacts_dir(trial.id)
     drop_caches()

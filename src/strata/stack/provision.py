@@ -52,7 +52,7 @@ class StackCache:
 
     @staticmethod
     def keys(trial: Trial) -> list[Key]:
-        device: Any = trial.device  # a device plugin's params (each has its name; Trial holds a BaseModel)
+        device = trial.device
         return [
             ("device", device.model_dump_json()),
             ("fs", device.name, trial.filesystem.model_dump_json()),
@@ -77,8 +77,7 @@ class StackCache:
 
     def _open(self, depth: int, trial: Trial) -> None:
         es = contextlib.ExitStack()
-        device: Any = trial.device  # a plugin's params: its registry key is its `type`
-        runtime: Any = trial.runtime
+        device, runtime = trial.device, trial.runtime
         try:
             if depth == 0:
                 cm = self.r.devices[device.type].provision(device, self.journal, self.workdir)
