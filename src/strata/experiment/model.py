@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypedDict, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -37,6 +37,19 @@ if TYPE_CHECKING:  # the checker sees what every plugin's model has; pydantic va
 else:
     Device = _union(DEVICES)
     Runtime = _union(RUNTIMES)
+
+
+class DesignDoc(TypedDict):
+    """How a result's repetitions were taken, as stored with it (`Experiment.design`); absent from a result:
+    fixed repetitions, margin 5% (results/schema.py)."""
+
+    repetitions: int | Literal["auto"]
+    margin: float
+    min: NotRequired[int]  # auto: the least and most repetitions, and the planned looks
+    max: NotRequired[int]
+    looks: NotRequired[list[int]]
+    scale: NotRequired[str]  # "smoke": never compared as measurements
+    latency_stat: NotRequired[str]  # what the advice compares under an offered rate, when not p99
 
 
 class Exclude(Strict):
@@ -196,23 +209,25 @@ class Experiment(Strict):
             return self.seed
         return int(hashlib.sha256(self.name.encode()).hexdigest()[:8], 16) & (2**31 - 1)
 
-    def design(self, workload: str, looks: tuple[int, ...] | None = None) -> dict[str, Any]:
+    def design(self, workload: str, looks: tuple[int, ...] | None = None) -> DesignDoc:
         """How repetitions are taken, stored with every result: the report's intervals depend on it
         (analysis/decide.py: the looks `auto` planned, run/repeat.py), and the workload's margin."""
-        margin = self.margin_for(workload)
-        extra: dict[str, Any] = {"scale": "smoke"} if self.scale == "smoke" else {}
-        if self.latency_stat != "p99":  # what the advice compares under an offered rate (analysis/compared.py)
-            extra["latency_stat"] = self.latency_stat
+        design: DesignDoc
         if self.auto:
             design = {
                 "repetitions": "auto",
                 "min": self.min_repetitions,
                 "max": self.max_repetitions,
                 "looks": list(looks or planned_looks(self.min_repetitions, self.max_repetitions)),
-                "margin": margin,
+                "margin": self.margin_for(workload),
             }
-            return {**design, **extra}
-        return {"repetitions": self.repetitions, "margin": margin, **extra}
+        else:
+            design = {"repetitions": self.repetitions, "margin": self.margin_for(workload)}
+        if self.scale == "smoke":
+            design["scale"] = "smoke"
+        if self.latency_stat != "p99":  # what the advice compares under an offered rate (analysis/compared.py)
+            design["latency_stat"] = self.latency_stat
+        return design
 
     @property
     def first_repetitions(self) -> int:

@@ -16,12 +16,16 @@ version does not know (a newer strata's addition, the loader's `_path`) is kept 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from strata.results.flags import Flags
 from strata.results.schema import migrate
 from strata.results.validity.evidence import headline_of
 from strata.results.validity.trial import WarningDoc
+from strata.results.writes import Writes
+
+if TYPE_CHECKING:
+    from strata.experiment.model import DesignDoc
 
 
 class Labels(TypedDict):
@@ -68,8 +72,8 @@ class Result:
     finished_at: str | None = None
     duration_s: float | None = None
     setup_s: float | None = None  # building the stack, apart from the trial's own time
-    writes: dict[str, Any] | None = None  # results/writes.py
-    design: dict[str, Any] | None = None  # how the repetitions were taken (run/repeat.py design_doc)
+    writes: Writes | None = None  # results/writes.py
+    design: DesignDoc | None = None  # how the repetitions were taken (run/repeat.py design_doc)
     hosts: dict[str, Any] | None = None  # across hosts: each host's node, clock, part (hosts/executor.py)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as read
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, TypedDict
 
 from strata.analysis.baseline import apply_above_raw
 from strata.analysis.cells import build_cells, config_key
@@ -41,7 +41,7 @@ from strata.results.result import Result
 from strata.run import scaling
 
 if TYPE_CHECKING:
-    from strata.experiment.model import Experiment
+    from strata.experiment.model import DesignDoc, Experiment
 
 PRECISE, MAX, BUDGET, FAILING, BASELINE = "precise", "max_repetitions", "budget", "failing", "baseline"
 
@@ -52,6 +52,16 @@ class Progress:
     failures: int = 0
     stopped: str | None = None
     half_width: float | None = None  # of its interval as the report shows it (Design.level), relative to the mean
+
+
+class ConfigReport(TypedDict):
+    """A configuration's repetitions as the run's record stores them (`Repetitions.report`)."""
+
+    repetitions: int
+    trials: int
+    failed: int
+    stopped: str  # why it has no more: "planned", or the racing's reason (analysis/racing.py)
+    half_width: float | None
 
 
 class Repetitions:
@@ -207,7 +217,7 @@ class Repetitions:
             Design.auto(self.exp.min_repetitions, self.exp.max_repetitions, self.looks) if self.exp.auto else Design()
         )
 
-    def design_doc(self, workload: str) -> dict[str, Any]:
+    def design_doc(self, workload: str) -> DesignDoc:
         """The design stored with a result of this workload: the spec's, with the looks this run planned."""
         return self.exp.design(workload, self.looks or None)
 
@@ -233,13 +243,13 @@ class Repetitions:
             raws[config_key(raw.trial)] = [config_key(c.trial) for c in candidates if match_key(c) == key]
         return out, compared, {k: v for k, v in raws.items() if v}
 
-    def scaling_report(self) -> dict[str, Any]:
+    def scaling_report(self) -> dict[str, scaling.Report]:
         """`containers: auto`: per series, the counts measured, their mean headline, the peak, why it stopped."""
         return {_trial(s.proto).label.rsplit(" #", 1)[0]: s.report() for s in self.scaling.values()}
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> dict[str, ConfigReport]:
         """Why each configuration has the repetitions it has (stored with the run)."""
-        out: dict[str, Any] = {}
+        out: dict[str, ConfigReport] = {}
         for key, p in self.configs.items():
             t = self.proto[key]
             out[t.label.rsplit(" #", 1)[0]] = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from strata.results.flags import Flags
@@ -29,6 +29,15 @@ def headline_of(metrics: dict[str, Any]) -> tuple[float | None, str]:
     p = metrics.get("primary") or {}
     v = p.get("value")
     return (float(v) if v is not None else None), p.get("unit") or ""
+
+
+class StackWords(TypedDict, total=False):
+    """The stack under test in the user's words, for a flag's fix (none across hosts: each host judged its own)."""
+
+    path: str
+    filesystem: str | None
+    mount_options: list[str]
+    runtime: dict[str, Any]  # the runtime's parameters, as the trial resolved them
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class TrialEvidence:
     # under test first; None: not known, and the flush and absorbed rules read the trial's totals (`moved.disks`).
     measured: dict[str, dict[str, Any]] | None = None
     # The stack in the user's words, for a flag's fix: path, filesystem, mount_options, runtime (its parameters).
-    stack: dict[str, Any] = field(default_factory=dict)
+    stack: StackWords = field(default_factory=lambda: StackWords())
 
     @classmethod
     def of(
@@ -86,7 +95,7 @@ class TrialEvidence:
         moved: MovedBytes | None = None,
         runtime_facts: dict[str, Any] | None = None,
         measured: dict[str, dict[str, Any]] | None = None,
-        stack: dict[str, Any] | None = None,
+        stack: StackWords | None = None,
     ) -> TrialEvidence:
         """The evidence of a trial the workload parsed (`parsed`): its windows (or `windows`, moved into
         another clock), its headline's series and the tool's steady-state verdict, its syncs and O_DIRECT
@@ -106,7 +115,7 @@ class TrialEvidence:
             syncs=parsed.syncs,
             direct_writes=parsed.direct_writes,
             measured=measured,
-            stack=stack or {},
+            stack=stack or StackWords(),
         )
 
     def layers(self) -> tuple[dict[str, dict[str, Any]], str]:

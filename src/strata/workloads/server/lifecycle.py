@@ -30,7 +30,7 @@ import re
 import socket
 import time
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, TypedDict
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
@@ -45,6 +45,15 @@ READY_POLL_S = 0.25
 GRACE_S = 3.0  # after a client failed, how long the servers get to show that one of them died
 STOP_TIMEOUT_S = 90
 LOG_TAIL_CHARS = 4000
+
+
+class Phase(TypedDict):
+    """One phase's clients as clients.json records them (records.py reads them back)."""
+
+    wall_s: float
+    clients: list[str]  # each client's directory, under the trial's artifacts
+    client_cpu_s: list[float]
+    client_cpu_share: float | None  # of the host's CPUs, over the phase's wall time
 
 
 class Servers(Protocol):
@@ -245,9 +254,7 @@ def _instances(ctx: MeasureContext) -> list[int]:
 # ---- the clients ----------------------------------------------------------------------
 
 
-def run_phase(
-    wl: Hooks[P], phase: str, params: P, load: Load, ctx: MeasureContext, record: dict[str, Any]
-) -> dict[str, Any]:
+def run_phase(wl: Hooks[P], phase: str, params: P, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> Phase:
     """Every client of one phase at once; their wall and CPU time. A server that dies fails the trial."""
     out = ctx.art / wl.clients_dir / phase
     runs = wl.clients(phase, params, load, out, record)
