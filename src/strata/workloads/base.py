@@ -26,7 +26,6 @@ from strata.core.params import Layer, Load, Strict
 P = TypeVar("P", bound=Strict)  # a workload's parameter model
 T = TypeVar("T")
 P_contra = TypeVar("P_contra", bound=Strict, contravariant=True)
-JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class Syncs:
     what: str  # in words, for the flag's reason: "fsync", "WAL syncs"
     by_writes: bool = False
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "streams": self.streams, "what": self.what, "by_writes": self.by_writes}
 
 
@@ -56,7 +55,7 @@ class DirectWrites:
     bytes: int
     random: bool
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "bytes": self.bytes, "random": self.random}
 
 
@@ -94,7 +93,7 @@ class Parsed:
         return self.series.get((self.metrics.get("primary") or {}).get("series") or "")
 
 
-def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> JSON:
+def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> dict[str, Any]:
     """The `primary` entry of a result's metrics: the one number the report compares."""
     return {"value": value, "unit": unit, "metric": metric, "series": series, **extra}
 
@@ -125,8 +124,8 @@ class Workload(Protocol[P]):
     @property
     def targets(self) -> tuple[str, ...]: ...  # the target kinds it runs on: "dir", "device" (a block device)
 
-    def parse_params(self, raw: JSON, base_dir: Path) -> P: ...
-    def available(self, host: JSON, params: P | None = None) -> str | None: ...
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> P: ...
+    def available(self, host: dict[str, Any], params: P | None = None) -> str | None: ...
     def validate(self, params: P) -> list[str]: ...  # deeper checks before anything is built
     def versions(self) -> dict[str, str | None]: ...  # tool versions, stored with the host facts
     def direct_io(self, params: P) -> bool: ...
@@ -146,21 +145,21 @@ class Workload(Protocol[P]):
 class Shorthand(Protocol):
     """A workload a spec may name in one word (`rr`)."""
 
-    def shorthand(self, text: str) -> JSON | None: ...  # the entry as its parameters, or None: not this one's
+    def shorthand(self, text: str) -> dict[str, Any] | None: ...  # the entry as its parameters, or None: not this one's
 
 
 @runtime_checkable
 class Smoke(Protocol):
     """A workload that shrinks its own parameters for `--scale smoke` (experiment/scale.py)."""
 
-    def smoke(self, raw: JSON) -> JSON: ...
+    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]: ...
 
 
 @runtime_checkable
 class Upgrading(Protocol):
     """A workload whose part of the stored result changed with the format (schema.py)."""
 
-    def upgrade(self, result: JSON, version: int) -> None: ...  # bring schema `version` to the next one
+    def upgrade(self, result: dict[str, Any], version: int) -> None: ...  # bring schema `version` to the next one
 
 
 @runtime_checkable
@@ -264,10 +263,10 @@ class ToolWorkload(Generic[P]):
     targets: tuple[str, ...] = ("dir", "device")
     metrics: MetricSchema = EMPTY
 
-    def parse_params(self, raw: JSON, base_dir: Path) -> P:
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> P:
         return self.params.model_validate(raw)
 
-    def available(self, host: JSON, params: P | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: P | None = None) -> str | None:
         return None
 
     def validate(self, params: P) -> list[str]:
@@ -316,7 +315,7 @@ def rendezvous(running: Running, point: str = "measure", check: Callable[[], Non
         running.rendezvous(point, check)
 
 
-def resolve_file(raw: JSON, base_dir: Path, what: str) -> JSON:
+def resolve_file(raw: dict[str, Any], base_dir: Path, what: str) -> dict[str, Any]:
     """A spec's `file:` relative to the spec's folder, checked to exist."""
     raw = dict(raw)
     if raw.get("file"):
