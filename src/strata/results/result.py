@@ -7,10 +7,11 @@ never rewritten). What a workload, a collector or a layer says of the trial (`me
 `stack_facts`, `host`, the resolved `trial`) is each plugin's own JSON, kept as it is; the flags are typed
 (`flags.Flags`, their one codec).
 
-The keys (store.py RESULT_FIELDS): every result has `trial_id` .. `artifacts`; `status` once the trial ended;
-`started_at`, `finished_at`, `duration_s` once it ran (or was refused); `setup_s` when it built a stack;
-`writes` when it was judged; `design` when the runner stored its design; `hosts` across hosts. A key this
-version does not know (a newer strata's addition, the loader's `_path`) is kept in `extra` and written back.
+The keys (store.py RESULT_FIELDS): every result has `trial_id` .. `collectors`, and `artifacts` (a trimmed
+copy may lack it: tests/data/results/quick-a); `status` once the trial ended; `started_at`, `finished_at`,
+`duration_s` once it ran (or was refused); `setup_s` when it built a stack; `writes` when it was judged;
+`design` when the runner stored its design; `hosts` across hosts. A key this version does not know (a newer
+strata's addition, the loader's `_path`) is kept in `extra` and written back.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def no_labels() -> Labels:
 
 
 # The optional keys, each stored only when set (None: absent from the stored form).
-OPTIONAL = ("status", "started_at", "finished_at", "duration_s", "setup_s", "writes", "design", "hosts")
+OPTIONAL = ("artifacts", "status", "started_at", "finished_at", "duration_s", "setup_s", "writes", "design", "hosts")
 
 
 @dataclass
@@ -66,7 +67,7 @@ class Result:
     warnings: list[WarningDoc] = field(default_factory=list)
     stack_facts: dict[str, Any] = field(default_factory=dict)  # what each layer said of itself
     collectors: dict[str, Any] = field(default_factory=dict)  # the collectors' totals (collectors/)
-    artifacts: str = ""  # the trial's artifact directory, relative to the results directory
+    artifacts: str | None = None  # the trial's artifact directory, relative to the results directory
     status: str | None = None  # "ok", "failed" or "unsupported" (store.py STATUSES); None: not ended
     started_at: str | None = None
     finished_at: str | None = None
@@ -110,7 +111,7 @@ class Result:
             warnings=list(doc.get("warnings") or []),
             stack_facts=doc.get("stack_facts") or {},
             collectors=doc.get("collectors") or {},
-            artifacts=doc.get("artifacts") or "",
+            artifacts=doc.get("artifacts"),
             status=doc.get("status"),
             started_at=doc.get("started_at"),
             finished_at=doc.get("finished_at"),
@@ -142,9 +143,9 @@ class Result:
             "warnings": self.warnings,
             "stack_facts": self.stack_facts,
             "collectors": self.collectors,
-            "artifacts": self.artifacts,
         }
         optional = {
+            "artifacts": self.artifacts,
             "status": self.status,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
