@@ -121,7 +121,7 @@ class Repetitions:
         elif result.status == "failed":
             p.failures += 1
 
-    def rounds(self) -> Iterator[list[Any]]:  # Trials; Any while runner.py reads a plugin's params off them
+    def rounds(self) -> Iterator[list[Trial]]:
         """The planned trials round by round; with `auto`, further rounds while configurations go on."""
         by_rep: dict[int, list[Trial]] = {}
         for t in self.trials:

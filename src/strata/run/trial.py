@@ -35,7 +35,7 @@ from strata.stack.runtimes.base import LogSession
 from strata.workloads.base import LogOnPath, MeasureContext, Parsed, Workload, network_of
 
 if TYPE_CHECKING:
-    from strata.core.params import Load
+    from strata.core.params import Layer, Load
     from strata.experiment.expand import Trial
     from strata.results.store import ResultStore
     from strata.stack.blockdev import DeviceHandle
@@ -257,7 +257,7 @@ def _collector(
 
 @contextlib.contextmanager
 def _log_path(
-    wl: Workload[Any], params: Any, session: RuntimeSession, art: Path, load: Load
+    wl: Workload[Any], params: Layer, session: RuntimeSession, art: Path, load: Load
 ) -> Iterator[PathHandle | None]:
     """A server's log on a path of its own, when the workload asks for one (workloads/base.py LogOnPath): the
     runtime prepares it beside the data's path (stack/runtimes/base.py LogSession)."""
@@ -272,7 +272,7 @@ def _log_path(
 
 
 def _requests(
-    wl: Workload[Any], params: Any, load: Load, session: RuntimeSession, handle: PathHandle, art: Path
+    wl: Workload[Any], params: Layer, load: Load, session: RuntimeSession, handle: PathHandle, art: Path
 ) -> list[InstanceRequest]:
     """One instance per container (or as many as the workload runs), each with its own out dir (the
     workload's files staged in it)."""

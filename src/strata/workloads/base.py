@@ -229,7 +229,7 @@ class HostUser(Protocol[P_contra]):
     def host_user(self, params: P_contra) -> str: ...
 
 
-def network_of(wl: Workload[Any], params: Strict) -> str:
+def network_of(wl: Workload[Any], params: Layer) -> str:
     """The instances' network: the host's for a server workload that asks for it, else none."""
     return wl.network(params) if isinstance(wl, ServerWorkload) else "none"
 
