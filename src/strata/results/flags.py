@@ -3,10 +3,11 @@
 validity/ makes every judgement; this module says what each judgement is,
 how it is stored and read back, and how strata shows it (`DECLARED`: the
 export, `strata show`, the cells and the report's terminal table render every
-flag from its declaration, none by its name). `Flags.of(result)` reads a stored
-result's flags (`.cache`, `.failed.category`, `.steady.judged`,
-`.warns(Flag.SYNC)`); `Flags.write(result)` and `record(result, value)`
-store them. Only the schema's migrations (schema.py, `Workload.upgrade`) touch the
+flag from its declaration, none by its name). A `Result`'s `flags` are a
+`Flags` (result.py: `.cache`, `.failed.category`, `.steady.judged`,
+`.warns(Flag.SYNC)`; `set` and `update` judge them anew); `Flags.of(doc)` reads
+those of a stored result's JSON, `Flags.write(doc)` and `record(doc, value)`
+store them in one. Only the schema's migrations (schema.py, `Workload.upgrade`) touch the
 stored dicts, to bring an older form up to the one read here.
 
 Each type's `to_json` is the stored format, key for key. Reading is lenient,
