@@ -47,7 +47,7 @@ from strata.stack.remote.model import RemoteDevice
 from strata.stack.remote.serve import ServedTarget, serve_target
 from strata.workloads import REGISTRY as WORKLOADS
 
-from .part import BarrierStacks, Part
+from .part import BarrierStacks, OutputDoc, Part
 
 GO_TIMEOUT_S = 3600.0  # a part waits this long at its barrier for the manager's go
 MAX_PARTS_KEPT = 64
@@ -258,7 +258,7 @@ class Agent:
         if part.result is None:
             raise AgentError(409, f"part {part_id} is {part.state}, not done")
         art = self._run(run_id).store.trials / part.result.trial_id
-        outputs = [
+        outputs: list[OutputDoc] = [
             {
                 "index": o.index,
                 "out_dir": str(o.out_dir.relative_to(art)) if o.out_dir.is_relative_to(art) else o.out_dir.name,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strata.core.instances import InstanceOutput
 from strata.results import validity, writes
@@ -33,6 +33,7 @@ from strata.results.result import Result
 from strata.workloads.base import Parsed
 
 from .clock import Offset
+from .part import OutputDoc
 
 if TYPE_CHECKING:
     from strata.experiment.expand import Trial
@@ -47,7 +48,7 @@ class PartOutcome:
     host: str
     first_index: int
     result: Result
-    outputs: list[dict[str, Any]]  # as the agent reports them (agent.py part_result)
+    outputs: list[OutputDoc]  # as the agent reports them (agent.py part_result)
     art: Path  # the part's artifacts on this machine
     offset: Offset
     times: dict[str, float] = field(default_factory=dict)
@@ -67,8 +68,8 @@ def instance_outputs(parts: list[PartOutcome]) -> tuple[list[InstanceOutput], li
                     p.art / o["out_dir"],
                     int(o["returncode"]),
                     o.get("stderr") or "",
-                    o["start_time_s"] - shift if o.get("start_time_s") is not None else None,
-                    o["end_time_s"] - shift if o.get("end_time_s") is not None else None,
+                    start - shift if (start := o.get("start_time_s")) is not None else None,
+                    end - shift if (end := o.get("end_time_s")) is not None else None,
                     {**(o.get("facts") or {}), "host": p.host},
                 )
             )

@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running
@@ -54,6 +54,18 @@ STATES = ("starting", "ready", "running", "measured", "done")
 CHECK_S = 0.5  # how often a part waiting to be released looks at its own instances
 # A go more than this far in the future is a manager's mistake, not a start time.
 MAX_GO_DELAY_S = 60.0
+
+
+class OutputDoc(TypedDict):
+    """One instance's output as an agent reports it with its part's result (agent.py part_result)."""
+
+    index: int
+    out_dir: str  # relative to the part's artifacts
+    returncode: int
+    stderr: str
+    start_time_s: float | None
+    end_time_s: float | None
+    facts: dict[str, Any]
 
 
 class Part:
