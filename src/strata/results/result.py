@@ -16,7 +16,7 @@ strata's addition, the loader's `_path`) is kept in `extra` and written back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from strata.results.flags import Flags
@@ -81,23 +81,6 @@ class Result:
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Result:
         """A result in this version's form (`to_json`'s, or a stored file's once migrated)."""
-        known = {
-            "trial_id",
-            "run_id",
-            "experiment",
-            "stack",
-            "labels",
-            "trial",
-            "host",
-            "metrics",
-            "flags",
-            "warnings",
-            "stack_facts",
-            "collectors",
-            "artifacts",
-            "schema_version",
-            *OPTIONAL,
-        }
         return cls(
             trial_id=doc.get("trial_id") or "",
             run_id=doc.get("run_id") or "",
@@ -120,7 +103,7 @@ class Result:
             writes=doc.get("writes"),
             design=doc.get("design"),
             hosts=doc.get("hosts"),
-            extra={k: v for k, v in doc.items() if k not in known},
+            extra={k: v for k, v in doc.items() if k not in KNOWN},
         )
 
     @classmethod
@@ -166,3 +149,7 @@ class Result:
     def workload_type(self) -> str:
         """The registry key of the trial's workload ("" when the trial was not read)."""
         return str((self.trial.get("workload") or {}).get("type") or "")
+
+
+# The keys a Result reads into its fields (the store's `schema_version` too: once read, it is this version's).
+KNOWN = frozenset(f.name for f in fields(Result) if f.name != "extra") | {"schema_version"}
