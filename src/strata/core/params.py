@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Protocol, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -21,6 +22,19 @@ class Strict(BaseModel):
     """Unknown keys are errors (a typo must not be ignored), and parameters never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Layer(Protocol):
+    """What strata reads of any layer's parameters (a device's, a runtime's, a workload's): every plugin's
+    `params` model has its `type` (the registry key) and its `name` (in results and labels)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
+    def model_dump_json(self) -> str: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
 
 
 def sweep_ends(value: Any) -> Any:
@@ -114,6 +128,13 @@ class Limits(Strict):
     @classmethod
     def _preset_name(cls, data: Any) -> Any:
         return {"preset": data} if isinstance(data, str) else data
+
+    def io(self) -> dict[str, int]:
+        """The limits on the device under test that are set, by name (read_bps, write_bps, read_iops, write_iops,
+        in that order): each runtime maps them onto its own knobs."""
+        given = {"read_bps": self.read_bps, "write_bps": self.write_bps}
+        given |= {"read_iops": self.read_iops, "write_iops": self.write_iops}
+        return {k: v for k, v in given.items() if v is not None}
 
     def is_empty(self) -> bool:
         values = self.model_dump(exclude={"preset", "share"})

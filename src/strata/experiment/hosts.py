@@ -22,15 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.core.params import Strict
+from strata.core.params import Layer, Strict
 from strata.stack.devices import served_at, served_by
-
-if TYPE_CHECKING:
-    from strata.experiment.model import Layer
 
 HOST_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 RESERVED = ("spread", "each", "on", "name", "instances")  # placement words, never host names
@@ -258,8 +255,7 @@ def check_workload_hosts(hosts: dict[str, HostSpec], workloads: Sequence[Layer])
         plugin = WORKLOADS.get(w.type)
         if getattr(w, "span", None) is not None:
             problems.append((f"workloads[{w.name}].span", "`span` is set by strata, not in a spec", "remove it"))
-        # every workload's parameters are its plugin's Strict model (Layer is what strata reads of them)
-        spans = span_of(plugin, cast(Strict, w), Load()) if plugin is not None else None
+        spans = span_of(plugin, w, Load()) if plugin is not None else None
         for h in spans or {}:
             if not hosts:
                 problems.append(

@@ -32,10 +32,11 @@ from pydantic import TypeAdapter
 from strata import __version__
 from strata.core.errors import StrataError, Unsupported
 from strata.core.host import host_facts
-from strata.core.params import Load
+from strata.core.params import Layer, Load
 from strata.experiment.expand import Trial
-from strata.experiment.model import Device, Layer, Runtime
+from strata.experiment.model import Device, Runtime
 from strata.hosts import clock
+from strata.results.result import Result
 from strata.results.store import ResultStore
 from strata.run.trial import base_result, failed_result, now_iso, run_trial
 from strata.run.undo import undo_actions
@@ -47,7 +48,7 @@ from strata.stack.remote.model import RemoteDevice
 from strata.stack.remote.serve import ServedTarget, serve_target
 from strata.workloads import REGISTRY as WORKLOADS
 
-from .part import BarrierStacks, Part
+from .part import BarrierStacks, OutputDoc, Part
 
 GO_TIMEOUT_S = 3600.0  # a part waits this long at its barrier for the manager's go
 MAX_PARTS_KEPT = 64
@@ -205,19 +206,17 @@ class Agent:
                 import traceback
 
                 result = failed_result(
-                    {}, "internal", f"host {self.host}: {type(e).__name__}: {e}", traceback.format_exc()
+                    Result(), "internal", f"host {self.host}: {type(e).__name__}: {e}", traceback.format_exc()
                 )
             part.result = result
             part.set_state("done")
 
-    def _unsupported(self, trial: Trial, doc: dict[str, Any]) -> dict[str, Any] | None:
+    def _unsupported(self, trial: Trial, doc: dict[str, Any]) -> Result | None:
         """What the plan checks locally before a run: whether this host can build each layer."""
         r = self.registries
         facts = self.facts()
-        device = trial.device  # a plugin's params: its registry key is its `type`
-        workload: Any = trial.workload
-        built = WORKLOADS[workload.type].instances(workload, trial.load) > 0  # else: only clients here
-        problems = r.devices[device.type].problems(device) if built else []  # the destroy guard
+        built = trial.workload_plugin.instances(trial.workload, trial.load) > 0  # else: only clients here
+        problems = r.devices[trial.device.type].problems(trial.device) if built else []  # the destroy guard
         if problems:
             return self._refused(trial, doc, facts, "provision", "; ".join(problems))
         layers = ((r.devices, trial.device), (r.filesystems, trial.filesystem), (r.runtimes, trial.runtime))
@@ -229,9 +228,9 @@ class Agent:
 
     def _refused(
         self, trial: Trial, doc: dict[str, Any], facts: dict[str, Any], category: str, why: str, status: str = "failed"
-    ) -> dict[str, Any]:
+    ) -> Result:
         result = base_result(trial, doc["run"], doc["experiment"], facts)
-        result["started_at"] = result["finished_at"] = now_iso()
+        result.started_at = result.finished_at = now_iso()
         return failed_result(result, category, f"host {self.host}: {why}", status=status)
 
     def part(self, part_id: str) -> tuple[Part, str, Path]:
@@ -249,8 +248,8 @@ class Agent:
         part, run_id, _ = self.part(part_id)
         if part.result is None:
             raise AgentError(409, f"part {part_id} is {part.state}, not done")
-        art = self._run(run_id).store.trials / str(part.result.get("trial_id"))
-        outputs = [
+        art = self._run(run_id).store.trials / part.result.trial_id
+        outputs: list[OutputDoc] = [
             {
                 "index": o.index,
                 "out_dir": str(o.out_dir.relative_to(art)) if o.out_dir.is_relative_to(art) else o.out_dir.name,
@@ -262,7 +261,7 @@ class Agent:
             }
             for o in part.outputs
         ]
-        return {"result": part.result, "outputs": outputs, "times": part.times, "agent": self.id}
+        return {"result": part.result.to_json(), "outputs": outputs, "times": part.times, "agent": self.id}
 
     def artifacts(self, part_id: str) -> Path:
         """A tar of the part's artifacts (its trial directory), made once."""
@@ -272,11 +271,11 @@ class Agent:
         tar = pdir / "artifacts.tar"
         if not tar.exists():
             run = self._run(run_id)
-            src = run.store.trials / part.result.get("trial_id", "")
+            src = run.store.trials / part.result.trial_id
             pdir.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=pdir, delete=False, suffix=".tmp") as f:
                 with tarfile.open(fileobj=f, mode="w") as t:
-                    if src.is_dir() and part.result.get("trial_id"):
+                    if src.is_dir() and part.result.trial_id:
                         t.add(src, arcname=".")
             os.replace(f.name, tar)
         return tar
@@ -288,8 +287,8 @@ class Agent:
         with self.lock:
             self.parts.pop(part_id, None)
         run = self.runs.get(run_id)
-        if run and part.result and part.result.get("trial_id"):
-            shutil.rmtree(run.store.trials / part.result["trial_id"], ignore_errors=True)
+        if run and part.result and part.result.trial_id:
+            shutil.rmtree(run.store.trials / part.result.trial_id, ignore_errors=True)
         shutil.rmtree(pdir, ignore_errors=True)
 
     def _run(self, run_id: str) -> AgentRun:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from strata.core.errors import TrialFailure, Unsupported
-from strata.experiment.model import Layer
+from strata.core.params import Layer
 from strata.stack.devices import served_by
 
 from .client import AgentClient, AgentRefused, AgentUnreachable

@@ -129,7 +129,7 @@ class Cell:
         self.containers: int = self.load.get("containers", 1)
         # I/Os in flight the load asks for: jobs x iodepth x containers
         self.outstanding: int = LoadCounts.of(self.load).per_instance * self.containers
-        self.is_raw = validity.is_raw_baseline({"trial": t})
+        self.is_raw = validity.is_raw_baseline(t)
         self.kind = self.workload.get("type", "")
         self.schema = schema_of(self.kind)
 

@@ -27,7 +27,7 @@ from typing import Any
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import Build, ImageSpec, Prebuilds, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
-from strata.core.params import Load, Strict, sweep_ends
+from strata.core.params import Load, sweep_ends
 from strata.stack.journal import Undoing, Undos
 from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
 from strata.workloads.server import fields, records
@@ -187,7 +187,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
 
     def part(
         self, params: YcsbParams, load: Load, host: str, instances: int, addresses: dict[str, str]
-    ) -> tuple[Strict, Load]:
+    ) -> tuple[YcsbParams, Load]:
         if not params.cluster.hosts:
             return host_share(params, load, instances)
         missing = [h for h in params.cluster.hosts if not addresses.get(h)]
