@@ -17,15 +17,25 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from strata.core.instances import ImageSpec, InstanceOutput, Rendezvous, Running, Target, Watch
 from strata.core.metrics import EMPTY, MetricSchema
-from strata.core.params import Layer, Load, Strict
+from strata.core.params import Layer, Load
 
-P = TypeVar("P", bound=Strict)  # a workload's parameter model
+
+class Params(Layer, Protocol):
+    """What strata asks of a workload's parameter model (a `Strict` model: frozen, unknown keys refused). A
+    Protocol, not the class, so that a family of workloads can bind its own type variable to a Protocol of the
+    keys its members share (workloads/server/template.py `ServerParams`)."""
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Self: ...
+
+
+P = TypeVar("P", bound=Params)  # a workload's parameter model
 T = TypeVar("T")
-P_contra = TypeVar("P_contra", bound=Strict, contravariant=True)
+P_contra = TypeVar("P_contra", bound=Params, contravariant=True)
 
 
 @dataclass(frozen=True)
