@@ -24,13 +24,16 @@ from strata.core.metrics import EMPTY, MetricSchema
 from strata.core.params import Layer, Load
 
 
-class Params(Layer, Protocol):
-    """What strata asks of a workload's parameter model (a `Strict` model: frozen, unknown keys refused). A
+class Params(Protocol):
+    """What the workload contract asks of a parameter model (a `Strict` model: frozen, unknown keys refused). A
     Protocol, not the class, so that a family of workloads can bind its own type variable to a Protocol of the
-    keys its members share (workloads/server/template.py `ServerParams`)."""
+    keys its members share (workloads/server/template.py `ServerParams`); the registry's plugins' models are
+    `Layer`s too (their `type` and `name`)."""
 
     @classmethod
     def model_validate(cls, obj: Any) -> Self: ...
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
+    def model_dump_json(self) -> str: ...
 
 
 P = TypeVar("P", bound=Params)  # a workload's parameter model
@@ -220,6 +223,7 @@ class SelfPlacing(Protocol[P_contra]):
     def part(
         self, params: P_contra, load: Load, host: str, instances: int, addresses: dict[str, str]
     ) -> tuple[Layer, Load]: ...
+    def part_host(self, params: P_contra) -> str | None: ...  # the host whose part `part` made these; None: whole
 
 
 @runtime_checkable
@@ -248,6 +252,12 @@ def span_of(wl: Workload[Any], params: Layer, load: Load) -> dict[str, int] | No
     """Instances per host when the workload places its instances over the experiment's hosts itself;
     None: where the trial's `placement` says."""
     return wl.span(params, load) if isinstance(wl, SelfPlacing) else None
+
+
+def part_host_of(wl: Workload[Any], params: Layer) -> str | None:
+    """The host whose part of a trial these parameters are, once `part` made them (never in a spec); None: a
+    whole trial's, or the workload does not place itself."""
+    return wl.part_host(params) if isinstance(wl, SelfPlacing) else None
 
 
 def part_of(
