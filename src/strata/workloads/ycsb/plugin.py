@@ -199,6 +199,9 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
         span = Span(host=host, addresses={h: addresses[h] for h in params.cluster.hosts})
         return params.model_copy(update={"span": span}), load
 
+    def part_host(self, params: YcsbParams) -> str | None:
+        return params.span.host if params.span is not None else None
+
     def estimate_s(self, params: YcsbParams) -> float:
         start = 30 * params.cluster.nodes
         load_s = params.records / 2000
