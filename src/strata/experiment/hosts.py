@@ -248,12 +248,12 @@ def check_workload_hosts(hosts: dict[str, HostSpec], workloads: Sequence[Layer])
     """(key path, problem, fix) of workloads that place themselves on hosts (a cluster's `cluster.hosts`)."""
     from strata.core.params import Load
     from strata.workloads import REGISTRY as WORKLOADS
-    from strata.workloads.base import span_of
+    from strata.workloads.base import part_host_of, span_of
 
     problems = []
     for w in workloads:
         plugin = WORKLOADS.get(w.type)
-        if getattr(w, "span", None) is not None:
+        if plugin is not None and part_host_of(plugin, w) is not None:
             problems.append((f"workloads[{w.name}].span", "`span` is set by strata, not in a spec", "remove it"))
         spans = span_of(plugin, w, Load()) if plugin is not None else None
         for h in spans or {}:

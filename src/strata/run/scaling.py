@@ -83,4 +83,4 @@ class Report(TypedDict):
 
 
 def is_auto(trial: Trial) -> bool:
-    return getattr(trial.load, "scale", "fixed") == "auto"
+    return trial.load.scale == "auto"

@@ -17,15 +17,26 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from strata.core.instances import ImageSpec, InstanceOutput, Rendezvous, Running, Target, Watch
 from strata.core.metrics import EMPTY, MetricSchema
-from strata.core.params import Layer, Load, Strict
+from strata.core.params import Layer, Load
 
-P = TypeVar("P", bound=Strict)  # a workload's parameter model
+
+class Params(Protocol):
+    """What the workload contract asks of a parameter model (a `Strict` model: frozen, unknown keys refused). A
+    Protocol, not the class, so that a family of workloads can bind its own type variable to a Protocol of the
+    keys its members share (workloads/server/template.py `ServerParams`); the registry's plugins' models are
+    `Layer`s too (their `type` and `name`)."""
+
+    @classmethod
+    def model_validate(cls, obj: object) -> Self: ...
+
+
+P = TypeVar("P", bound=Params)  # a workload's parameter model
 T = TypeVar("T")
-P_contra = TypeVar("P_contra", bound=Strict, contravariant=True)
+P_contra = TypeVar("P_contra", bound=Params, contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -210,6 +221,7 @@ class SelfPlacing(Protocol[P_contra]):
     def part(
         self, params: P_contra, load: Load, host: str, instances: int, addresses: dict[str, str]
     ) -> tuple[Layer, Load]: ...
+    def part_host(self, params: P_contra) -> str | None: ...  # the host whose part `part` made these; None: whole
 
 
 @runtime_checkable
@@ -238,6 +250,12 @@ def span_of(wl: Workload[Any], params: Layer, load: Load) -> dict[str, int] | No
     """Instances per host when the workload places its instances over the experiment's hosts itself;
     None: where the trial's `placement` says."""
     return wl.span(params, load) if isinstance(wl, SelfPlacing) else None
+
+
+def part_host_of(wl: Workload[Any], params: Layer) -> str | None:
+    """The host whose part of a trial these parameters are, once `part` made them (never in a spec); None: a
+    whole trial's, or the workload does not place itself."""
+    return wl.part_host(params) if isinstance(wl, SelfPlacing) else None
 
 
 def part_of(

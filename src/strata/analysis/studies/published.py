@@ -299,11 +299,12 @@ def _workload(facts: dict[str, Any], published: dict[str, Any]) -> Any:
     """The spec's workload entry: the study's label as a plugin's own one-word entry (a fio preset), else as
     studies.yaml maps it, with the database facts the label stands for (paper_match.facts_of reads them)."""
     from strata.workloads import REGISTRY
+    from strata.workloads.base import Shorthand
 
     label = facts.get("workload")
     mapped = (published.get("workloads") or {}).get(label)
     if mapped is None:
-        if any(getattr(w, "shorthand", lambda _: None)(label) for w in REGISTRY.values()):
+        if isinstance(label, str) and any(isinstance(w, Shorthand) and w.shorthand(label) for w in REGISTRY.values()):
             return label
         raise ValueError(f"studies.yaml published.workloads does not say what the study's {label!r} is")
     ((kind, params),) = dict(mapped).items()

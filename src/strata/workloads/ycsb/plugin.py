@@ -33,7 +33,7 @@ from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, ho
 from strata.workloads.server import fields, records
 from strata.workloads.server.clients import Client
 from strata.workloads.server.script import sync_of
-from strata.workloads.server.template import ServerTemplate
+from strata.workloads.server.template import MemoryFloor, ServerTemplate
 from strata.workloads.ycsb import cassandra, jars, metrics, server
 from strata.workloads.ycsb.client import client_failure
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
@@ -159,8 +159,8 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def versions(self) -> dict[str, str | None]:
         return {"cassandra": jars.CASSANDRA_VERSION, "ycsb": jars.YCSB_VERSION}
 
-    def memory_floor(self, params: YcsbParams) -> tuple[int, str]:
-        return cassandra.MIN_MEMORY_BYTES, ""
+    def memory_floor(self, params: YcsbParams) -> MemoryFloor:
+        return MemoryFloor(cassandra.MIN_MEMORY_BYTES)
 
     def problems(self, params: YcsbParams, load: Load) -> list[tuple[str, str, str]]:
         out = super().problems(params, load)
@@ -198,6 +198,9 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
             )
         span = Span(host=host, addresses={h: addresses[h] for h in params.cluster.hosts})
         return params.model_copy(update={"span": span}), load
+
+    def part_host(self, params: YcsbParams) -> str | None:
+        return params.span.host if params.span is not None else None
 
     def estimate_s(self, params: YcsbParams) -> float:
         start = 30 * params.cluster.nodes
