@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from strata.analysis.stats import summarize
+from strata.analysis.decisions.stats import summarize
 from strata.stack.hostprocs import cgroup_parents
 
 

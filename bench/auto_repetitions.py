@@ -1,4 +1,4 @@
-"""Time to a decided answer: `repetitions: auto` (racing, analysis/racing.py) against fixed repetitions.
+"""Time to a decided answer: `repetitions: auto` (racing, analysis/decisions/racing.py) against fixed repetitions.
 
 The same matrix (xfs, ext4 and btrfs natively through a bind mount, 4 KiB random reads and writes at
 one load, on one loop device: two advice groups of three stacks) runs through strata with a fixed
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import strata_run, workdir  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.analysis.decide import EQUIVALENT  # noqa: E402
+from strata.analysis.decisions.answer import EQUIVALENT  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 

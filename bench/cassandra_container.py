@@ -20,7 +20,6 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import strata.stack.runtimes.docker.containers  # noqa: E402,F401  registers the undo of the `container` kind
 from strata.stack.journal import Journal  # noqa: E402
 from strata.stack.runtimes.docker import image as dimage  # noqa: E402
 from strata.stack.runtimes.docker.client import docker  # noqa: E402

@@ -29,7 +29,7 @@ and 18%:
 - outliers: a trial is 35% slower with probability 5% (one ext4 trial at 56k IOPS against 87-89k);
 - real: jumps, time, 15%/s within and outliers at once.
 
-Designs, each on the same trials: the rule strata runs (`new`: analysis/groups.py `compare`, racing.py
+Designs, each on the same trials: the rule strata runs (`new`: analysis/decisions/groups.py `compare`, racing.py
 `race`), `auto` (3..10, looking at 3, 6, 10) and fixed 3, 5 and 10 repetitions; the rule before issue 41
 (`old`: bench/old_rule.py), auto and fixed 3. A blocked oracle reads every group: the same least-squares fit
 on the same trials, each stack's variance after the round effects known, the normal's critical values,
@@ -72,9 +72,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 import old_rule  # noqa: E402
 import tiny  # noqa: E402
 
-from strata.analysis.decide import EQUIVALENT, WORSE, Design  # noqa: E402
-from strata.analysis.groups import Comparisons, Runs, compare  # noqa: E402
-from strata.analysis.racing import race  # noqa: E402
+from strata.analysis.decisions.answer import EQUIVALENT, WORSE, Design  # noqa: E402
+from strata.analysis.decisions.groups import Comparisons, Runs, compare  # noqa: E402
+from strata.analysis.decisions.racing import race  # noqa: E402
 
 GAPS = (0.0, 0.02, 0.05, 0.10, 0.15, 0.30)
 CVS = (0.02, 0.05, 0.10, 0.18)

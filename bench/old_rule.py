@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as _st
 
-from strata.analysis.groups import Runs
-from strata.analysis.sequential import POCOCK, levels
+from strata.analysis.decisions.groups import Runs
+from strata.analysis.decisions.sequential import POCOCK, levels
 from strata.experiment.looks import planned_looks
 
 ALPHA = 0.05
@@ -113,7 +113,7 @@ class Answer:
     higher_is_better: bool = True
     se: float | None = None  # the standard error of log(ratio)
     df: float | None = None  # the degrees of freedom of its t quantile
-    method: str = WELCH  # where the variance came from (analysis/groups.py)
+    method: str = WELCH  # where the variance came from (analysis/decisions/groups.py)
     n_eff: float = 0.0  # the repetitions per side that would give this standard error with both sides alike
 
     @property

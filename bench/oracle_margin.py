@@ -5,7 +5,7 @@ For every advice group of one or more stored runs (the stacks compared for one w
 this prints the margin the line supports: every stack not decided worse, the leader included, lies within it
 of the best ("the best is one of A, B, each within +-X% of it"), by
 
-- `new`: the rule strata runs (analysis/groups.py: the rounds as blocks, one-sided comparisons with the best
+- `new`: the rule strata runs (analysis/decisions/groups.py: the rounds as blocks, one-sided comparisons with the best
   at the level of the looks the run planned);
 - `old`: the rule before issue 41 (bench/old_rule.py: two-sided intervals at alpha / (G - 1), a pretest on
   the rounds, the looks of min..max), its "equivalent within +-X%";
@@ -39,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import old_rule  # noqa: E402
 
 from strata.analysis.analyse import describe  # noqa: E402
-from strata.analysis.decide import ALPHA, WORSE  # noqa: E402
-from strata.analysis.groups import Comparisons, Runs, compare  # noqa: E402
-from strata.analysis.query import by_context  # noqa: E402
-from strata.analysis.stats import dunnett_one_sided  # noqa: E402
+from strata.analysis.cells.query import by_context  # noqa: E402
+from strata.analysis.decisions.answer import ALPHA, WORSE  # noqa: E402
+from strata.analysis.decisions.groups import Comparisons, Runs, compare  # noqa: E402
+from strata.analysis.decisions.stats import dunnett_one_sided  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 MAX_PROJECTED = 1000  # repetitions per stack; beyond this the projection says "over 1000"
@@ -62,7 +62,7 @@ def old_margin(cmp: old_rule.Comparisons) -> float:
 
 
 def oracle_line(effects: dict[str, float], var: dict[str, float], n: dict[str, float], alpha: float) -> float:
-    """The blocked oracle's line margin: constrained multiple comparisons with the best (as analysis/groups.py)
+    """The blocked oracle's line margin: constrained multiple comparisons with the best (as decisions/groups.py)
     with each stack's per-trial variance known, the normal's one-sided critical values at `alpha`, each stack
     at n[k] repetitions."""
     keys = list(effects)

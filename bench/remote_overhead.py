@@ -104,6 +104,7 @@ def main() -> int:
                 for name, (jobs, qd) in LOADS.items():
                     li, ll = fio(local.path, jobs, qd, args.runtime)
                     procs = remote.collectors[0]
+                    assert isinstance(procs, ProcessCollector), "the remote device's first collector: its processes"
                     procs.sample()
                     ri, rl = fio(remote.path, jobs, qd, args.runtime)
                     procs.sample()

@@ -53,7 +53,7 @@ def run_once(results_dir: Path, out: Path, png: bool) -> dict[str, Any]:
     import strata.analysis.analyse  # noqa: F401  (imported lazily by the report)
     import strata.report
     import strata.report.model  # noqa: F401
-    from strata.analysis.load import load as load_results
+    from strata.analysis.cells.load import load as load_results
 
     imports_s = time.perf_counter() - t
     shutil.rmtree(out, ignore_errors=True)

@@ -23,6 +23,7 @@ from strata.collectors.cgroup import final_sections
 from strata.core.errors import TrialFailure, Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest
 from strata.core.params import Limits, Load
+from strata.run.undo import undo_actions
 from strata.stack import journal as jn
 from strata.stack import procfs
 from strata.stack.devices.loop import LOOP, LoopParams
@@ -30,7 +31,8 @@ from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes.docker import client, image, probe
 from strata.stack.runtimes.docker.daemon import private_daemon
-from strata.stack.runtimes.docker.session import DOCKER, DockerParams, DockerSession
+from strata.stack.runtimes.docker.runtime import DOCKER, DockerParams
+from strata.stack.runtimes.docker.session import DockerSession
 from tests.coverage import covers
 
 from .helpers import kernel_has, tool_version
@@ -469,7 +471,7 @@ KILLED_SCRIPT = textwrap.dedent("""\
     from strata.stack.devices.loop import LOOP, LoopParams
     from strata.stack.filesystems.mkfs import EXT4
     from strata.stack.filesystems import FilesystemParams
-    from strata.stack.runtimes.docker.session import DOCKER, DockerParams
+    from strata.stack.runtimes.docker.runtime import DOCKER, DockerParams
     wd = Path(sys.argv[1])
     j = jn.Journal("killed")
     with LOOP.provision(LoopParams(name="k", size=1024 << 20), j, wd) as dev, \\
@@ -523,7 +525,7 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
         os.kill(int(Path(daemon["pidfile"]).read_text()), signal.SIGKILL)
     logs: list[str] = []
     t = time.monotonic()
-    undone = jn.cleanup(own_state, log=logs.append)
+    undone = jn.cleanup(own_state, log=logs.append, undo=undo_actions())
     print(f"cleanup took {time.monotonic() - t:.1f} s")
     assert not jpath.exists(), logs
     assert undone >= 6, logs  # file, loop, mount, daemon, volumes, containers

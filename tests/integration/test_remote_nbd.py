@@ -24,6 +24,7 @@ from strata.collectors.diskstats import DiskstatsCollector
 from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest
 from strata.core.params import Load
+from strata.run.undo import undo_actions
 from strata.stack import journal as jn
 from strata.stack import netns
 from strata.stack.blockdev import disk_of
@@ -281,7 +282,7 @@ def test_latency_needs_netem(tmp_path):
     stored=False,
 )
 def test_fio_in_a_container_on_the_remote_device(tmp_path):
-    from strata.stack.runtimes.docker.session import DOCKER, DockerParams
+    from strata.stack.runtimes.docker.runtime import DOCKER, DockerParams
 
     with remote(tmp_path, fs="ext4", size=1024 * MiB) as (dev, mounted, journal, wd):
         with DOCKER.provision(DockerParams(storage_driver="overlay2"), mounted, journal, wd, {}) as s:
@@ -474,7 +475,7 @@ def test_kill9_of_strata_then_cleanup_removes_everything(tmp_path, state):
     left = leftovers(wd, network)
     kinds = {item.split(" ")[0] for item in left}
     assert {"mount", "loop", "process", "netns", "veth", "file"} <= kinds, left  # all of it outlived strata
-    undone = jn.cleanup(directory=state, log=print)
+    undone = jn.cleanup(directory=state, log=print, undo=undo_actions())
     assert undone >= 8
     assert leftovers(wd, network) == []
     assert list((state / "journal").glob("*.jsonl")) == []

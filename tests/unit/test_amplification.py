@@ -1,5 +1,5 @@
 """Write amplification shown: `strata show`'s column, the report's tables, a figure per advice group, and the
-advice line when the stacks compared differ in it beyond their noise (analysis/amplification.py)."""
+advice line when the stacks compared differ in it beyond their noise (analysis/advice/amplification.py)."""
 
 import sys
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
-from strata.analysis.amplification import MIN_RATIO, advice, of_cell  # noqa: E402
+from strata.analysis.advice.amplification import MIN_RATIO, advice, of_cell  # noqa: E402
 from strata.analysis.analyse import analyse  # noqa: E402
 from strata.cli.show import WA_LEGEND, table_text  # noqa: E402
 from strata.report import build_report  # noqa: E402

@@ -1,4 +1,4 @@
-"""analysis/advice.py: best stack with margin and confidence, ties, containers per host."""
+"""analysis/advice/advice.py: best stack with margin and confidence, ties, containers per host."""
 
 import sys
 from pathlib import Path
@@ -7,9 +7,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import pytest  # noqa: E402
 from synth_results import make_result  # noqa: E402
 
-from strata.analysis.advice import Best  # noqa: E402
+from strata.analysis.advice.advice import Best  # noqa: E402
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.analysis.decide import Answer  # noqa: E402
+from strata.analysis.decisions.answer import Answer  # noqa: E402
 
 
 def reps(fs, values, **kw):
@@ -141,7 +141,7 @@ def test_containers_per_host():
 def test_a_supported_margin_of_100_percent_or_more_is_said_as_a_factor():
     """A margin m means an interval inside [1/(1+m), 1+m]: "+-718%" read as a ratio below -100% (the
     quickstart of 2026-11-27), so from 100% on the advice says the factor."""
-    from strata.analysis.decide import within_text
+    from strata.analysis.decisions.answer import within_text
 
     assert within_text(0.14) == "+-14%" and within_text(0.999) == "+-100%"
     assert within_text(7.18) == "a factor of 8.2" and within_text(1.0) == "a factor of 2.0"

@@ -1,4 +1,4 @@
-"""analysis/cells.py and baseline.py: grouping, headline metric, cache kept apart, above raw."""
+"""analysis/cells/cells.py and baseline.py: grouping, headline metric, cache kept apart, above raw."""
 
 import json
 import sys
@@ -9,8 +9,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
-from strata.analysis import baseline  # noqa: E402
-from strata.analysis.cells import build_cells, throughput, trial_steady  # noqa: E402
+from strata.analysis.cells import baseline  # noqa: E402
+from strata.analysis.cells.cells import build_cells, throughput, trial_steady  # noqa: E402
 
 
 def test_headline_metric_per_workload_kind():
@@ -68,7 +68,7 @@ def test_same_labels_different_parameters_are_told_apart():
 
 
 def test_real_results_load():
-    from strata.analysis.load import load
+    from strata.analysis.cells.load import load
 
     root = Path(__file__).resolve().parents[1] / "data" / "results"
     rs = load(root / "small")
@@ -78,7 +78,7 @@ def test_real_results_load():
 
 
 def test_load_skips_attempts_and_checks_the_schema(tmp_path):
-    from strata.analysis.load import load
+    from strata.analysis.cells.load import load
 
     r = make_result()
     (tmp_path / "trials").mkdir()

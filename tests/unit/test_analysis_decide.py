@@ -1,4 +1,4 @@
-"""analysis/decide.py, sequential.py, groups.py, racing.py, variance.py: decisions, looks, group comparisons,
+"""analysis/decisions/answer.py, sequential.py, groups.py, racing.py, variance.py: decisions, looks, group comparisons,
 racing, where the noise lives (issues 21 and 34)."""
 
 import math
@@ -6,12 +6,21 @@ import random
 
 import pytest
 
-from strata.analysis.decide import BETTER, EQUIVALENT, UNDECIDED, WORSE, Design, answer, repetitions_for
-from strata.analysis.groups import BLOCKED, BLOCKED_PER_STACK, POOLED, WELCH, Runs, compare, repetitions_to_decide
-from strata.analysis.racing import DECIDED, ELIMINATED, EQUIVALENT_STOP, UNDECIDABLE, chance_to_decide, race
-from strata.analysis.sequential import levels
-from strata.analysis.stats import summarize, t975, t_cdf, t_quantile
-from strata.analysis.variance import components, shorter_trials
+from strata.analysis.cells.variance import components, shorter_trials
+from strata.analysis.decisions.answer import BETTER, EQUIVALENT, UNDECIDED, WORSE, Design, answer
+from strata.analysis.decisions.criterion import repetitions_for
+from strata.analysis.decisions.groups import (
+    BLOCKED,
+    BLOCKED_PER_STACK,
+    POOLED,
+    WELCH,
+    Runs,
+    compare,
+    repetitions_to_decide,
+)
+from strata.analysis.decisions.racing import DECIDED, ELIMINATED, EQUIVALENT_STOP, UNDECIDABLE, chance_to_decide, race
+from strata.analysis.decisions.sequential import levels
+from strata.analysis.decisions.stats import summarize, t975, t_cdf, t_quantile
 from strata.experiment.looks import planned_looks
 
 
@@ -342,7 +351,7 @@ def test_longer_trials_are_advised_where_the_seconds_hold_the_noise():
     """Issue 41 (variance.py): `shorter_trials` could never advise longer trials. With 20%/s within a trial
     and 1% between trials, 5 s trials with 10 s of overhead each are too short: fewer, longer ones narrow the
     interval in the same machine time."""
-    from strata.analysis.variance import Components, better_trials
+    from strata.analysis.cells.variance import Components, better_trials
 
     c = Components(trials=6, seconds=5, mean=1000.0, within_cv=0.20, between_cv=0.01, overhead_s=10.0)
     n, seconds = better_trials(c, 6)

@@ -1,4 +1,4 @@
-"""analysis/findings.py: the registry, and each claim held / not held on small synthetic result sets
+"""analysis/findings/findings.py: the registry, and each claim held / not held on small synthetic result sets
 (numbers from the seed studies where they give them) and not measured on nothing."""
 
 import re
@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.analysis.findings import FINDINGS, HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED  # noqa: E402
-from strata.analysis.load import load  # noqa: E402
+from strata.analysis.cells.load import load  # noqa: E402
+from strata.analysis.findings.findings import FINDINGS, HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 JITTER = (1.0, 1.01, 0.99)

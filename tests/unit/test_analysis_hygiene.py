@@ -1,4 +1,4 @@
-"""analysis/hygiene.py: every warning says what is wrong and what to do (docs/style.md, item 10)."""
+"""analysis/advice/hygiene.py: every warning says what is wrong and what to do (docs/style.md, item 10)."""
 
 import sys
 from pathlib import Path

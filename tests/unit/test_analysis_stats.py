@@ -1,10 +1,10 @@
-"""analysis/stats.py: t intervals, Welch changes, ratios."""
+"""analysis/decisions/stats.py: t intervals, Welch changes, ratios."""
 
 import math
 
 import pytest
 
-from strata.analysis.stats import change, ratio, summarize, t975
+from strata.analysis.decisions.stats import change, ratio, summarize, t975
 
 
 def test_t_quantiles():
@@ -74,7 +74,7 @@ def test_dunnett_critical_values_are_the_published_ones_and_scipys_multivariate_
     import numpy as np
     from scipy import stats
 
-    from strata.analysis.stats import dunnett_one_sided
+    from strata.analysis.decisions.stats import dunnett_one_sided
 
     lam = (math.sqrt(0.5),)
     table = {(2, 6, 0.05): 2.34, (3, 6, 0.05): 2.56, (4, 6, 0.05): 2.71, (9, 6, 0.05): 3.12, (3, 20, 0.05): 2.19,

@@ -107,21 +107,20 @@ def test_a_drift_warns_in_a_repeated_design():
 
 
 def test_the_runner_sets_the_basis_once_the_design_is_stored():
-    r = {"flags": {}, "design": {"repetitions": "auto"}}
     from strata.results.flags import Flag, Flags
 
-    Flags({Flag.STEADY: validity.steady(_series([80, 120, 100, 120, 80]))}).write(r)
-    assert r["flags"]["steady"]["basis"] == "snia"
-    validity.judge_design(r)
-    assert r["flags"]["steady"]["basis"] == "drift" and not Flags.of(r).warns(Flag.STEADY)
+    flags = Flags({Flag.STEADY: validity.steady(_series([80, 120, 100, 120, 80]))})
+    assert flags.to_json()["steady"]["basis"] == "snia"
+    validity.judge_design(flags, {"repetitions": "auto"})
+    assert flags.to_json()["steady"]["basis"] == "drift" and not flags.warns(Flag.STEADY)
 
 
 def test_a_result_stored_before_the_basis_keeps_its_snia_verdict():
     old = {"steady": False, "judged": True, "reason": "not steady", "window_s": 5, "mean": 100.0,
            "range_pct": 40.0, "slope_pct": 0.0}  # fmt: skip
-    r = {"flags": {"steady": old}, "design": {"repetitions": 3}}
-    validity.judge_design(r)
-    assert "basis" not in r["flags"]["steady"]
     from strata.results.flags import Flag, Flags
 
-    assert Flags.of(r).warns(Flag.STEADY)
+    flags = Flags.from_json({"steady": old})
+    validity.judge_design(flags, {"repetitions": 3})
+    assert "basis" not in flags.to_json()["steady"]
+    assert flags.warns(Flag.STEADY)

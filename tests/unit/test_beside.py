@@ -9,8 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.analysis.beside import beside, paper_ratio  # noqa: E402
-from strata.analysis.paper import load  # noqa: E402
+from strata.analysis.studies.paper import load  # noqa: E402
+from strata.analysis.studies.side_by_side import beside, paper_ratio  # noqa: E402
 from strata.report import csv, html, terminal  # noqa: E402
 from strata.report.model import build  # noqa: E402
 
@@ -181,7 +181,7 @@ def test_the_report_shows_them_apart_from_its_measurements():
 
 
 def test_the_terminal_keeps_a_long_comparison_whole(monkeypatch):
-    from strata.analysis.beside import Beside
+    from strata.analysis.studies.side_by_side import Beside
 
     long = "study 004 Table 2 (webserver): " + "best: a long configuration name here; " * 8 + "agreement +0.92"
     monkeypatch.setattr(Beside, "shape", lambda self: long)

@@ -3,7 +3,8 @@
 The type checker is the gate (scripts/lint: every registry is typed by its Protocol, so mypy names a
 plugin that lacks a member or whose method differs); the checks here repeat it at run time, so a unit
 test run fails too, and add what no type says: a registry key that is not the plugin's name or its
-params' `type`, the capabilities a workload declares, and no import cycle between folders.
+params' `type`, the capabilities a workload declares, and every module importable first (the import
+rules themselves are scripts/check-imports', tested in test_import_rules.py).
 """
 
 import inspect
@@ -126,89 +127,6 @@ def test_runtime_paths_are_in_the_vocabulary():
         assert set(rt.paths) <= set(PATHS), name
 
 
-def _folder(module: str) -> str:
-    """The folder a module belongs to: a package of strata with its subpackages (each layer of stack/
-    on its own, as stack/ only groups them), or a module on its own (stack.journal)."""
-    parts = module.split(".")[1:] or ["__init__"]
-    return ".".join(parts[:2]) if parts[0] == "stack" and len(parts) > 1 else parts[0]
-
-
-def _imports(source: str, module: str, package: str) -> list[tuple[int, str]]:
-    """(line, absolute name) of every import in a module's source, in functions too, relative ones resolved."""
-    import ast
-
-    out = []
-    for n in ast.walk(ast.parse(source)):
-        if isinstance(n, ast.Import):
-            out += [(n.lineno, a.name) for a in n.names]
-        elif isinstance(n, ast.ImportFrom):
-            base = ".".join(package.split(".")[: len(package.split(".")) - n.level + 1]) if n.level else ""
-            base = ".".join(x for x in (base, n.module) if x)
-            out += [(n.lineno, f"{base}.{a.name}") for a in n.names]
-    return out
-
-
-def _folder_graph() -> dict[str, dict[str, str]]:
-    """Which folder imports which, with one import that makes each edge (module:line -> name)."""
-    root = Path(__file__).resolve().parents[2] / "src"
-    graph: dict[str, dict[str, str]] = {}
-    for path in (root / "strata").rglob("*.py"):
-        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        node = graph.setdefault(_folder(module), {})
-        for line, name in _imports(path.read_text(), module, package):
-            if name.startswith("strata.") and _folder(name) != _folder(module):
-                node.setdefault(_folder(name), f"{module}:{line} -> {name}")
-    return graph
-
-
-def _cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
-    """One cycle of the graph, as the imports that make it, or None."""
-    done: set[str] = set()
-
-    def visit(node: str, path: list[str]) -> list[str] | None:
-        if node in path:
-            loop = path[path.index(node) :] + [node]
-            return [graph[a][b] for a, b in zip(loop, loop[1:])]
-        if node in done:
-            return None
-        for nxt in sorted(graph.get(node, ())):
-            found = visit(nxt, path + [node])
-            if found:
-                return found
-        done.add(node)
-        return None
-
-    return next((c for c in (visit(n, []) for n in sorted(graph)) if c), None)
-
-
-def test_no_import_cycle_between_folders():
-    """Packages and the layers of stack/ import each other one way only, without lazy imports to hide
-    a cycle (a layer's registry imports its plugins at once; what a plugin's machinery in a package of
-    its own shares with the layer lives below both: stack/paths.py, stack/blockdev.py)."""
-    graph = _folder_graph()
-    assert "stack.runtimes" in graph and "stack.vm" in graph["stack.runtimes"]
-    cycle = _cycle(graph)
-    assert cycle is None, "import cycle:\n" + "\n".join(cycle)
-    assert set(graph["core"]) <= {"__version__"}, graph["core"]  # the bottom stays the bottom (strata's version aside)
-
-
-def test_the_cycle_check_sees_in_function_and_relative_imports():
-    source = (
-        "from .merge import merge\nfrom ..results import validity\n\ndef f():\n    from strata.stack.vm import qemu\n"
-    )
-    assert _imports(source, "strata.hosts.executor", "strata.hosts") == [
-        (1, "strata.hosts.merge.merge"),
-        (2, "strata.results.validity"),
-        (5, "strata.stack.vm.qemu"),
-    ]
-    assert _folder("strata.stack.runtimes.docker.client") == "stack.runtimes"
-    assert _folder("strata.stack.journal") == "stack.journal" and _folder("strata.results.validity") == "results"
-    graph = {"a": {"b": "a.x:3 -> b"}, "b": {"a": "b.y:9 -> a"}}
-    assert _cycle(graph) == ["a.x:3 -> b", "b.y:9 -> a"]
-    assert _cycle({"a": {"b": ""}, "b": {}}) is None
-
-
 @pytest.mark.timeout(600)  # a hang guard: ~250 imports from a clean slate, 57 s beside a loaded machine's work
 def test_every_module_imports_first():
     """A cycle inside a package only shows when its module is the first one imported (as a
@@ -236,44 +154,67 @@ def test_every_module_imports_first():
     assert out.stdout.strip() == "", out.stdout
 
 
-def test_cleanup_knows_every_undo_action():
-    """`strata cleanup` runs in a fresh process: every kind a module journals must be registered there."""
+def _recorded_kinds() -> dict[str, set[str]]:
+    """Each kind the code records in a journal (`journal.intent("KIND"`, or a `_tracked(journal, seqs, "KIND"`
+    that records it), with the modules that record it."""
     root = Path(__file__).resolve().parents[2] / "src"
-    kinds = set()
+    kinds: dict[str, set[str]] = {}
     for p in (root / "strata").rglob("*.py"):
-        kinds |= set(re.findall(r'undo_action\("([\w-]+)"\)', p.read_text()))
-    probe = "import strata.cli.cleanup\nfrom strata.stack.journal import UNDO\nprint(' '.join(sorted(UNDO)))"
+        text = p.read_text()
+        found = re.findall(r'\bintent\(\s*"([\w-]+)"', text)
+        found += re.findall(r'_tracked\(\s*journal,\s*seqs,\s*"([\w-]+)"', text)
+        for kind in found:
+            kinds.setdefault(kind, set()).add(str(p.relative_to(root)))
+    return kinds
+
+
+def test_every_kind_a_module_journals_is_declared_by_a_plugin():
+    """An undo action is declared by the plugins that journal its kind (stack/journal.py `Undoing`) and collected
+    from the registries (run/undo.py): a kind recorded anywhere that no plugin declares would only show when
+    `strata cleanup` meets it ("could not undo"). The Swarm's machinery (the manager's services, the test hosts)
+    declares its own beside them, which `strata cleanup` adds."""
+    from strata.cli.cleanup import undo
+    from strata.hosts import deploy, testbed
+    from strata.run.undo import undo_actions
+
+    recorded = _recorded_kinds()
+    assert {"loop", "mount", "container", "vm_process", "kube-process", "cassandra-jvm", "bridge"} <= set(recorded)
+    by_plugins = set(undo_actions())
+    swarm = set(deploy.UNDO) | set(testbed.UNDO)
+    missing = {k: sorted(m) for k, m in recorded.items() if k not in by_plugins | swarm}
+    assert not missing, f"journaled, but no plugin declares its undo action: {missing}"
+    assert set(recorded) <= set(undo()), "strata cleanup must know every kind"
+    # and nothing is declared that nothing records (a renamed kind leaves its old name behind)
+    assert set(undo()) <= set(recorded), sorted(set(undo()) - set(recorded))
+
+
+def test_a_kind_is_undone_by_one_action_whoever_declares_it():
+    from strata.run.undo import undo_actions
+    from strata.stack.journal import Undoing
+
+    class A(Undoing):
+        undo = {"x": print}
+
+    class B(Undoing):
+        undo = {"x": repr}
+
+    assert undo_actions(of=[A(), A(), object()]) == {"x": print}
+    with pytest.raises(AssertionError, match="two undo actions declared for x"):
+        undo_actions(of=[A(), B()])
+
+
+def test_no_module_registers_an_undo_action_by_being_imported():
+    """`strata cleanup` in a fresh process knows what it knows here, where every module is imported: the
+    declarations come from the registries, never from a module imported for its side effects."""
+    from strata.cli.cleanup import undo
+
+    root = Path(__file__).resolve().parents[2] / "src"
+    probe = "from strata.cli.cleanup import undo\nprint(' '.join(sorted(undo())))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert kinds and kinds <= set(out.stdout.split()), sorted(kinds - set(out.stdout.split()))
-
-
-def test_a_module_that_journals_a_kind_brings_its_undo_action():
-    """Imported first (a script, a helper process), a module must not journal a kind whose undo action
-    lives in a module it does not import: the journal refuses it mid-provisioning."""
-    root = Path(__file__).resolve().parents[2] / "src"
-    wanted = {}
+    assert out.stdout.split() == sorted(undo())
     for p in (root / "strata").rglob("*.py"):
-        kinds = set(re.findall(r'\.intent\(\s*"([\w-]+)"', p.read_text()))
-        if kinds:
-            wanted[".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")] = sorted(kinds)
-    probe = (
-        "import importlib, json, sys\n"
-        "bad = []\n"
-        "for m, kinds in json.loads(sys.argv[1]).items():\n"
-        "    for k in [k for k in sys.modules if k == 'strata' or k.startswith('strata.')]:\n"
-        "        del sys.modules[k]\n"
-        "    UNDO = importlib.import_module(m) and importlib.import_module('strata.stack.journal').UNDO\n"
-        "    bad += [f'{m}: {k}' for k in kinds if k not in UNDO]\n"
-        "print('\\n'.join(bad))\n"
-    )
-    import json
-
-    out = subprocess.run(
-        [sys.executable, "-c", probe, json.dumps(wanted)], capture_output=True, text=True, timeout=300, cwd=root
-    )
-    assert wanted and out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip() == "", out.stdout
+        assert "undo_action(" not in p.read_text(), p
 
 
 PLUGIN = """

@@ -14,8 +14,8 @@ import old_rule  # noqa: E402
 import oracle_margin  # noqa: E402
 
 from strata.analysis.analyse import analyse, describe  # noqa: E402
-from strata.analysis.groups import compare  # noqa: E402
-from strata.analysis.query import by_context  # noqa: E402
+from strata.analysis.cells.query import by_context  # noqa: E402
+from strata.analysis.decisions.groups import compare  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"

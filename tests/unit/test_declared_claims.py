@@ -12,10 +12,10 @@ from typing import Literal
 
 import pytest
 
-from strata.analysis import paper
-from strata.analysis.findings import HELD, NOT_HELD, NOT_MEASURED
-from strata.analysis.paper import latency_metric
-from strata.analysis.paper_match import facts_of
+from strata.analysis.findings.findings import HELD, NOT_HELD, NOT_MEASURED
+from strata.analysis.studies import paper
+from strata.analysis.studies.paper import latency_metric
+from strata.analysis.studies.paper_match import facts_of
 from strata.core.metrics import Metric, MetricSchema, OfferedRate, OperationMix
 from strata.core.params import Strict
 from strata.workloads import REGISTRY

@@ -293,7 +293,7 @@ def test_undo_daemon_order_when_the_daemon_answers(monkeypatch, tmp_path):
             4244: "sshd: unrelated",
         },
     )
-    dockerd._undo_daemon(data)
+    dockerd.undo_daemon(data)
     kinds = [c[0] for c in fake.calls]
     assert fake.calls[1] == ("docker", "rm", "-f", "-v", "c1", "c2")
     assert ("kill", [501, 502], 9) in fake.calls  # what ran in our cgroups
@@ -311,7 +311,7 @@ def test_undo_daemon_never_kills_a_reused_pid(monkeypatch, tmp_path):
     data = daemon_data(tmp_path)
     (tmp_path / "d.pid").write_text("4242")
     fake = FakeHost(monkeypatch, answers=False, cmdlines={4242: "/usr/bin/python3 something-else"})
-    dockerd._undo_daemon({**data, "remove_data_root": True})
+    dockerd.undo_daemon({**data, "remove_data_root": True})
     assert not any(c[0] == "kill" and 4242 in c[1] for c in fake.calls)
     assert not any(c[0] == "docker" for c in fake.calls)  # a dead daemon is not asked
     assert ("rm", data["data_root"]) in fake.calls
@@ -321,8 +321,8 @@ def test_undo_daemon_is_idempotent_with_nothing_left(monkeypatch, tmp_path):
     fake = FakeHost(monkeypatch, answers=False, cmdlines={})
     fake.cg_pids = set()
     data = daemon_data(tmp_path)
-    dockerd._undo_daemon(data)
-    dockerd._undo_daemon(data)
+    dockerd.undo_daemon(data)
+    dockerd.undo_daemon(data)
     assert not any(c[0] == "kill" and c[1] for c in fake.calls)
 
 
@@ -330,21 +330,23 @@ def test_undo_container_of_a_gone_private_daemon_is_done(monkeypatch):
     """Nothing to ask when the private daemon is gone: the undo of that daemon stops what ran in it."""
     monkeypatch.setattr(client, "answers", lambda sock, timeout=5: False)
     monkeypatch.setattr(client, "docker", lambda *a, **kw: pytest.fail(f"docker asked: {a}"))
-    said = containers._undo_container({"socket": "/run/strata/ab/d.sock", "name": "strata-ab-1"})
+    said = containers.undo_container({"socket": "/run/strata/ab/d.sock", "name": "strata-ab-1"})
     assert said is not None and "no engine answers at /run/strata/ab/d.sock" in said
 
 
 def test_undo_container_on_a_silent_system_daemon_keeps_the_entry(monkeypatch):
     monkeypatch.setattr(client, "answers", lambda sock, timeout=5: False)
     with pytest.raises(StrataError):
-        containers._undo_container({"socket": client.SYSTEM_SOCKET, "name": "strata-ab-1"})
+        containers.undo_container({"socket": client.SYSTEM_SOCKET, "name": "strata-ab-1"})
 
 
-def test_undo_actions_are_registered():
-    from strata.stack.journal import UNDO
+def test_undo_actions_are_declared():
+    from strata.stack.runtimes.docker.runtime import DOCKER
+    from strata.stack.runtimes.podman import PODMAN_RUNTIME
 
     for kind in ("daemon", "container", "volume", "docker-image", "build-dir"):
-        assert kind in UNDO
+        assert kind in DOCKER.undo and kind in PODMAN_RUNTIME.undo
+    assert "podman-store" in PODMAN_RUNTIME.undo and "podman-store" not in DOCKER.undo
 
 
 # ---- waiting for containers, with a fake docker CLI --------------------------------------
@@ -386,9 +388,7 @@ def fake_session(monkeypatch, tmp_path, state: dict) -> session.DockerSession:
     monkeypatch.setattr(client, "answers", lambda sock, timeout=5: True)
     dev = DeviceHandle("loop", "/dev/loop7", 1 << 30, ["loop7"])
     mounted = Mounted(Filesystem(type="ext4"), dev, tmp_path / "mnt")
-    return session.DockerSession(
-        session.DockerParams(), mounted, FakeJournal(), "/run/strata/ab/d.sock", "ab", None, {}
-    )
+    return session.DockerSession("docker:overlay2", mounted, FakeJournal(), "/run/strata/ab/d.sock", "ab", None, {})
 
 
 def running_with(session, tmp_path, n: int) -> containers.DockerRunning:
@@ -633,3 +633,20 @@ def test_a_servers_log_on_a_path_of_its_own_is_a_second_mount(tmp_path):
     data.log = PathHandle("layer", "dir", LOG_IN_CONTAINER, None, [{}, {}])  # a directory of the container's layer
     argv = cmdline.create_argv("n", "ab", req, data, Limits(), "/dev/loop7", "img", tmp_path / "sync")
     assert "/log" not in " ".join(argv[: argv.index("img")])
+
+
+def test_the_set_up_a_session_did_is_taken_once(monkeypatch, tmp_path):
+    """A container session declares the time it spent loading images (SetsUp): the trial takes it, and the next
+    trial starts from zero, also behind the agent's wrapper (hosts/part.py), which forwards to the session."""
+    from strata.hosts.part import BarrierSession
+    from strata.run.trial import _take_setup_s
+    from strata.stack.runtimes.base import SetsUp
+    from strata.stack.runtimes.native import NativeSession
+
+    s = fake_session(monkeypatch, tmp_path, {"codes": {}})
+    s.setup_s = 2.5
+    assert isinstance(s, SetsUp) and _take_setup_s(s) == 2.5 and _take_setup_s(s) == 0.0
+    s.setup_s = 1.5
+    wrapped = BarrierSession(s, part=None)
+    assert _take_setup_s(wrapped) == 1.5 and s.setup_s == 0.0 and _take_setup_s(wrapped) == 0.0
+    assert _take_setup_s(NativeSession(s.mounted)) == 0.0

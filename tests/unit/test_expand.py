@@ -2,7 +2,7 @@ from strata.core.params import Load
 from strata.experiment.expand import expand, impossible
 from strata.experiment.load import parse_spec
 from strata.stack.filesystems import FilesystemParams as Filesystem
-from strata.stack.runtimes.docker.session import DockerParams
+from strata.stack.runtimes.docker.runtime import DockerParams
 from strata.stack.runtimes.native import NativeParams
 
 BASE = {"name": "t", "devices": ["loop"], "workloads": ["rr"]}

@@ -21,6 +21,8 @@ from strata.hosts.deploy import Node, find_node
 from strata.hosts.executor import HostAgent, HostTrials
 from strata.hosts.merge import PartOutcome, instance_outputs, merge
 from strata.hosts.server import AgentServer
+from strata.results.flags import Flags
+from strata.results.result import Result
 from strata.results.store import load_results
 from strata.run.runner import run_experiment
 
@@ -265,7 +267,9 @@ def _outcome(tmp_path, host, first, offset_s, iops, start):
     (art / "inst-0").mkdir(parents=True)
     (art / "inst-0" / "null.json").write_text(json.dumps({"iops": iops, "index": 0}))
     out = {"index": 0, "out_dir": "inst-0", "returncode": 0, "start_time_s": start, "end_time_s": start + 1}
-    result = {"status": "ok", "metrics": {"primary": {"value": iops}}, "flags": {"cache": {"suspect": False}}}
+    result = Result.from_json(
+        {"status": "ok", "metrics": {"primary": {"value": iops}}, "flags": {"cache": {"suspect": False}}}
+    )
     times = {"running": start + offset_s - 0.01}
     return PartOutcome(host, first, result, [out], art, clock.Offset(offset_s, 0.001, 5), times)
 
@@ -282,8 +286,9 @@ def test_merge_sums_the_hosts_and_keeps_each(tmp_path):
     exp, wls = parse_spec({**BASE, "hosts": HOSTS, "placement": ["spread"], "loads": [{"containers": 2}]})
     (trial,) = expand(exp, wls)[0]
     parts = [_outcome(tmp_path, "a", 0, 0.0, 100, 50.0), _outcome(tmp_path, "b", 1, 0.0, 200, 50.0)]
-    result = {"flags": {}, "warnings": []}
-    merge(trial, parts, tmp_path, result)
+    merged = Result()
+    merge(trial, parts, tmp_path, merged)
+    result = merged.to_json()
     assert result["status"] == "ok"
     assert result["metrics"]["primary"]["value"] == pytest.approx(300)  # every instance of both hosts, summed
     assert set(result["metrics"]["hosts"]) == {"a", "b"}
@@ -297,12 +302,15 @@ def test_merge_flags_a_trial_whose_host_dropped_its_syncs_and_keeps_each_hosts_w
     exp, wls = parse_spec({**BASE, "hosts": HOSTS, "placement": ["spread"], "loads": [{"containers": 2}]})
     (trial,) = expand(exp, wls)[0]
     parts = [_outcome(tmp_path, "a", 0, 0.0, 100, 50.0), _outcome(tmp_path, "b", 1, 0.0, 200, 50.0)]
-    parts[0].result["flags"]["flush"] = {"suspect": False, "reason": "every layer saw at least 500 flushes"}
-    parts[1].result["flags"]["flush"] = {"suspect": True, "reason": "loop0 saw 0"}
-    parts[0].result["writes"] = {"workload_bytes": 10 << 20, "amplification": {"loop0": 1.0}}
-    parts[1].result["writes"] = {"workload_bytes": 30 << 20, "amplification": {"loop3": 2.0}}
-    result = {"flags": {}, "warnings": []}
-    merge(trial, parts, tmp_path, result)
+    cache = {"suspect": False}
+    flush_a = {"suspect": False, "reason": "every layer saw at least 500 flushes"}
+    parts[0].result.flags = Flags.from_json({"cache": cache, "flush": flush_a})
+    parts[1].result.flags = Flags.from_json({"cache": cache, "flush": {"suspect": True, "reason": "loop0 saw 0"}})
+    parts[0].result.writes = {"workload_bytes": 10 << 20, "amplification": {"loop0": 1.0}}
+    parts[1].result.writes = {"workload_bytes": 30 << 20, "amplification": {"loop3": 2.0}}
+    merged = Result()
+    merge(trial, parts, tmp_path, merged)
+    result = merged.to_json()
     flush = result["flags"]["flush"]
     assert (
         flush["suspect"] and flush["reason"] == "host b: loop0 saw 0" and set(flush["evidence"]["hosts"]) == {"a", "b"}
@@ -424,7 +432,7 @@ def test_the_agent_listens_on_one_address_only():
 
 
 def test_report_cells_tell_placements_apart():
-    from strata.analysis.cells import build_cells
+    from strata.analysis.cells.cells import build_cells
 
     exp, wls = parse_spec(
         {

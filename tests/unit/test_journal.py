@@ -9,9 +9,7 @@ from strata.stack import journal as jn
 HOLD = """
 import sys, time
 from pathlib import Path
-from strata.stack.journal import Journal, undo_action
-@undo_action("test-thing")
-def _undo(data): Path(data["path"]).unlink(missing_ok=True)
+from strata.stack.journal import Journal
 j = Journal("live", Path(sys.argv[1]))
 j.intent("test-thing", path=sys.argv[2])
 print("READY", flush=True)
@@ -23,11 +21,12 @@ def test_cleanup_leaves_a_live_run_alone_and_undoes_it_once_dead(tmp_path):
     thing = tmp_path / "thing"
     thing.write_text("x")
 
-    @jn.undo_action("test-thing")
     def _undo(data):
         from pathlib import Path
 
         Path(data["path"]).unlink(missing_ok=True)
+
+    undo = {"test-thing": _undo}
 
     # a process whose command line does not say "strata": only the lock can tell it lives
     p = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path), str(thing)], stdout=subprocess.PIPE, text=True)
@@ -35,14 +34,14 @@ def test_cleanup_leaves_a_live_run_alone_and_undoes_it_once_dead(tmp_path):
         assert p.stdout.readline().strip() == "READY"
         logs = []
         assert jn.live_runs(tmp_path) == [("live.jsonl", p.pid)]
-        assert jn.cleanup(tmp_path, log=logs.append) == 0
+        assert jn.cleanup(tmp_path, log=logs.append, undo=undo) == 0
         assert thing.exists() and any("live strata run" in line and str(p.pid) in line for line in logs)
     finally:
         p.kill()
         p.wait()
     time.sleep(0.1)
     assert jn.live_runs(tmp_path) == []
-    assert jn.cleanup(tmp_path, log=lambda _: None) == 1
+    assert jn.cleanup(tmp_path, log=lambda _: None, undo=undo) == 1
     assert not thing.exists()
     assert list((tmp_path / "journal").iterdir()) == []
 
@@ -54,7 +53,6 @@ def test_a_closed_journal_leaves_no_lock(tmp_path):
 
 
 def test_cleanup_of_one_kind_of_journal_leaves_the_others(tmp_path):
-    @jn.undo_action("test-mark")
     def _undo(data):
         from pathlib import Path
 
@@ -68,7 +66,7 @@ def test_cleanup_of_one_kind_of_journal_leaves_the_others(tmp_path):
         j.intent("test-mark", path=str(marks[run]))
         j._lock.close()  # its process "died": the lock is free
         j.lock_path.unlink()
-    assert jn.cleanup(tmp_path, log=lambda _: None, pattern="kubernetes-*.jsonl") == 1
+    assert jn.cleanup(tmp_path, log=lambda _: None, pattern="kubernetes-*.jsonl", undo={"test-mark": _undo}) == 1
     assert not marks["kubernetes-1"].exists() and marks["run-2"].exists()
     assert [p.name for p in (tmp_path / "journal").glob("*.jsonl")] == ["run-2.jsonl"]
 
@@ -82,13 +80,11 @@ def test_one_cleanup_undoes_what_failed_on_a_failing_layer_beneath(tmp_path):
     store, user = tmp_path / "store", tmp_path / "user"
     store.write_text("x")
 
-    @jn.undo_action("test-layer")
     def _undo_layer(data):
         from pathlib import Path
 
         Path(data["path"]).unlink()
 
-    @jn.undo_action("test-store")
     def _undo_store(data):
         from pathlib import Path
 
@@ -97,7 +93,6 @@ def test_one_cleanup_undoes_what_failed_on_a_failing_layer_beneath(tmp_path):
         Path(data["path"]).unlink(missing_ok=True)
         return "its files were lost with the layer beneath"
 
-    @jn.undo_action("test-user")
     def _undo_user(data):
         return None
 
@@ -108,7 +103,8 @@ def test_one_cleanup_undoes_what_failed_on_a_failing_layer_beneath(tmp_path):
     j._lock.close()  # its process "died"
     j.lock_path.unlink()
     logs = []
-    assert jn.cleanup(tmp_path, log=logs.append) == 3
+    undo = {"test-layer": _undo_layer, "test-store": _undo_store, "test-user": _undo_user}
+    assert jn.cleanup(tmp_path, log=logs.append, undo=undo) == 3
     assert not store.exists() and not layer.exists()
     assert list((tmp_path / "journal").iterdir()) == [], "one call must finish it"
     assert logs[0].startswith("undid test-user")  # the users of a resource before it
@@ -121,7 +117,6 @@ def test_one_cleanup_undoes_what_failed_on_a_failing_layer_beneath(tmp_path):
 
 
 def test_what_fails_twice_is_kept_for_the_next_cleanup(tmp_path):
-    @jn.undo_action("test-stuck")
     def _undo(data):
         raise RuntimeError("stuck in the kernel")
 
@@ -130,7 +125,17 @@ def test_what_fails_twice_is_kept_for_the_next_cleanup(tmp_path):
     j._lock.close()
     j.lock_path.unlink()
     logs = []
-    assert jn.cleanup(tmp_path, log=logs.append) == 0
+    assert jn.cleanup(tmp_path, log=logs.append, undo={"test-stuck": _undo}) == 0
     assert [p.name for p in (tmp_path / "journal").glob("*.jsonl")] == ["stuck.jsonl"]
     assert logs[0].startswith("waiting for the resources below test-stuck"), logs
     assert "could not undo test-stuck: stuck in the kernel" in logs[1] and "kept" in logs[2]
+
+
+def test_a_kind_no_plugin_declares_is_kept_and_named(tmp_path):
+    j = jn.Journal("unknown", tmp_path)
+    j.intent("test-nobody")
+    j._lock.close()
+    j.lock_path.unlink()
+    logs = []
+    assert jn.cleanup(tmp_path, log=logs.append, undo={}) == 0
+    assert "could not undo test-nobody: no plugin declares the undo action of test-nobody" in logs[1], logs

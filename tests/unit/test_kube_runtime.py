@@ -12,7 +12,8 @@ from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
 from strata.stack.kube import provisioner
 from strata.stack.runtimes.kubernetes import cluster, pods, running
-from strata.stack.runtimes.kubernetes.runtime import KUBERNETES, KubernetesParams
+from strata.stack.runtimes.kubernetes.params import KubernetesParams
+from strata.stack.runtimes.kubernetes.runtime import KUBERNETES
 
 
 def _spec(**over):

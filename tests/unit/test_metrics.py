@@ -9,8 +9,8 @@ from typing import Literal
 import pytest
 
 from strata.analysis.analyse import analyse
-from strata.analysis.cells import build_cells
-from strata.analysis.query import select
+from strata.analysis.cells.cells import build_cells
+from strata.analysis.cells.query import select
 from strata.cli.show import table_text
 from strata.core.metrics import KINDS, Axis, Metric, MetricSchema, Show, export_columns
 from strata.core.params import Strict

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from strata.analysis.analyse import analyse
-from strata.analysis.cells import build_cells
+from strata.analysis.cells.cells import build_cells
 from strata.cli.show import table_text
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec

@@ -1,4 +1,4 @@
-"""The studies' published numbers as data (src/strata/analysis/paper.yaml): the file loads, every study
+"""The studies' published numbers as data (src/strata/analysis/studies/paper.yaml): the file loads, every study
 has values, study 004's Tables 2 to 5 are complete, no value is given twice, and a malformed entry is
 refused with its name."""
 
@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import yaml
 
-from strata.analysis import paper
+from strata.analysis.studies import paper
 
 TABLES_004 = {"Table 2": "webserver", "Table 3": "varmail", "Table 4": "fileserver", "Table 5": "randomfileaccess"}
 
@@ -25,7 +25,7 @@ def test_loads_and_every_study_has_values(values):
 
 
 def test_the_yaml_ships_with_the_package():
-    assert paper.PATH.parent.name == "analysis" and paper.PATH.is_file()
+    assert paper.PATH.parent.name == "studies" and paper.PATH.is_file()
 
 
 def test_004_tables_have_every_cell(values):

@@ -1,15 +1,15 @@
 """Every number the studies publish can meet a result (issue 35): each paper.yaml entry's configuration is
 produced by one shipped example, as planned (no root, nothing run), or the entry says why none is
 (`not_reproduced`). The plan's facts are read by the code that reads them from stored results
-(analysis/paper_match.py), from the labels the runner stores (trial.base_result)."""
+(analysis/studies/paper_match.py), from the labels the runner stores (trial.base_result)."""
 
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from strata.analysis.paper import load
-from strata.analysis.paper_match import facts_of, produces
+from strata.analysis.studies.paper import load
+from strata.analysis.studies.paper_match import facts_of, produces
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec
 from strata.run.trial import base_result
@@ -25,7 +25,7 @@ def plan(example: Path, scale: str) -> list[dict]:
     for t in trials:
         if t.repetition == 0:
             r = base_result(t, "plan", exp.name, {})
-            out.append(facts_of(r["labels"], r["trial"]))
+            out.append(facts_of(dict(r.labels), r.trial))
     return out
 
 

@@ -1,4 +1,4 @@
-"""What an advice group compares (analysis/compared.py), on synthetic pgbench results: the headline in the
+"""What an advice group compares (analysis/advice/compared.py), on synthetic pgbench results: the headline in the
 direction its declaration gives; under an offered rate the latency the spec names (p99 by default), lower
 being better; and the report's warning when compared trials saw different numbers of checkpoints."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
-from strata.analysis import compared  # noqa: E402
+from strata.analysis.advice import compared  # noqa: E402
 from strata.analysis.analyse import analyse  # noqa: E402
-from strata.analysis.cells import build_cells  # noqa: E402
+from strata.analysis.cells.cells import build_cells  # noqa: E402
 from strata.workloads import REGISTRY  # noqa: E402
 from strata.workloads.base import headline  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The studies' own numbers as a result set (analysis/published.py, issue 42): each finding judged on them by
+"""The studies' own numbers as a result set (analysis/studies/published.py, issue 42): each finding judged on them by
 its own check, as on a user's trials; every verdict held, or the finding marked as strata's own reading with
 the study's counter-examples named; `strata studies` prints it all on a fresh install."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from strata.analysis import paper, published, studies
-from strata.analysis.findings import FINDINGS, HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED
-from strata.analysis.query import summary_of
+from strata.analysis.cells.query import summary_of
+from strata.analysis.findings.findings import FINDINGS, HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED
+from strata.analysis.studies import paper, published, studies
 
 ROOT = Path(__file__).resolve().parents[2]
 # A finding its study's numbers leave undecided, and why: what the check reads that the study does not publish.
@@ -34,7 +34,7 @@ def test_every_verdict_on_a_studys_own_numbers_is_held_or_marked():
                 continue
             if o.status == NOT_HELD and f.own_reading:
                 against = [n.removesuffix(" (against)") for n in o.numbers if n.endswith(" (against)")]
-                assert against and all(n in f.said for n in against), f.id
+                assert against and all(n in published.said(f) for n in against), f.id
                 continue
             if o.status == INCONCLUSIVE and f.id in UNDECIDED:
                 assert all(UNDECIDED[f.id] in n for n in o.needs), (f.id, o.needs)
@@ -60,7 +60,7 @@ def test_a_published_number_is_the_measurement_of_its_configuration():
     (case,) = [c for c in published.cases("004") if c.name == "Table 3"]
     assert len(case.results) == 36 and len(case.values) == 18
     v1 = _value("004", "Table 3", "varmail, ext4, Docker volume, 2 containers")
-    cells = published._analysis("004", "Table 3").cells
+    cells = published.measured("004", "Table 3").cells
     (c,) = [c for c in cells if c.fs_type == "ext4" and c.path == "volume" and c.containers == 2]
     assert c.values == [2 * v1.value] * 2 and summary_of(c).ci_low == summary_of(c).ci_high == 2 * v1.value
     assert c.trial["runtime"]["storage_driver"] == "overlay2" and c.trial["workload"]["personality"] == "varmail"
@@ -72,7 +72,7 @@ def test_a_change_sets_its_configuration_from_its_baseline():
     """Figure 3a: ext4 random reads 25% below the raw device and below xfs, at 32 jobs x QD32 (paper.yaml):
     the raw device at its anchor, ext4 from it, xfs from ext4."""
     below = _value("003", "Figure 3a", "throughput below the raw block device by")
-    cells = published._analysis("003", "Figure 3a").cells
+    cells = published.measured("003", "Figure 3a").cells
     by_fs = {c.fs_type: summary_of(c).mean for c in cells}
     assert by_fs["raw"] == published.ANCHORS["throughput"]
     assert by_fs["ext4"] == pytest.approx(by_fs["raw"] * (1 - below.value / 100))
@@ -82,7 +82,7 @@ def test_a_change_sets_its_configuration_from_its_baseline():
 
 def test_a_latency_at_a_known_load_gives_its_throughput():
     """Figure 4: a fio load's I/Os in flight over its mean latency (Little's law), each side of a change."""
-    cells = published._analysis("003", "Figure 4").cells
+    cells = published.measured("003", "Figure 4").cells
     for c in cells:
         lat_s = c.latency(None, "mean").mean / 1e9
         assert summary_of(c).mean == pytest.approx(c.outstanding / lat_s)
@@ -94,7 +94,7 @@ def test_a_latency_at_a_known_load_gives_its_throughput():
 
 def test_a_database_held_to_a_rate_ran_at_it():
     """001 Table 2: each load at its fixed rate (80K, 60K, 20K tps: the offered share of 200K)."""
-    cells = published._analysis("001", "Table 2").cells
+    cells = published.measured("001", "Table 2").cells
     rates = {c.workload["profile"]: summary_of(c).mean for c in cells}
     assert rates == {"mixed": 80000, "read": 60000, "write": 20000}
 

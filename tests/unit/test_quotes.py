@@ -12,15 +12,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from strata.analysis import quotes
-from strata.analysis.findings import FINDINGS
-from strata.analysis.paper import PATH as PAPER
+from strata.analysis.findings.findings import FINDINGS
+from strata.analysis.studies import published, quotes
+from strata.analysis.studies.paper import PATH as PAPER
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = re.compile(r'"([^"]{3,400}?)"')  # over lines too: a paragraph may break a quotation
 # a note's quotation: single quotes at word boundaries (an apostrophe inside a word is not one)
 SINGLE = re.compile(r"(?:^|(?<=[\s(:]))'(.+?)'(?=[;,.)\s]|$)")
-ANALYSIS = ["findings.py", "checks_apps.py", "checks_containers.py", "checks_cpu.py", "checks_fs.py", "placement.py"]
+ANALYSIS = [
+    "findings/findings.py",
+    "findings/checks_apps.py",
+    "findings/checks_containers.py",
+    "findings/checks_cpu.py",
+    "findings/checks_fs.py",
+    "advice/placement.py",
+]
 
 
 def _outside_code(text: str) -> str:
@@ -62,7 +69,7 @@ def test_every_finding_quotes_its_own_study():
             continue
         q = quotes.by_id(f.quote)
         assert f"study {q.study}" in f.source, f"{f.id}: quotes study {q.study}, its source is {f.source}"
-        assert f.said.startswith(f'"{q.quote}"')
+        assert published.said(f).startswith(f'"{q.quote}"')
 
 
 def test_every_quotation_in_paper_yaml_notes_is_a_quote_of_its_study():

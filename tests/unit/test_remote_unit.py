@@ -654,3 +654,20 @@ def test_link_counters_from_proc_net_dev_when_sysfs_shows_another_namespace():
     }
     assert proc_net_dev("st9z9zh", text) is None
     assert netns.link_state("strata-no-such-if0") == "absent" and not netns.iface_exists("strata-no-such-if0")
+
+
+def test_a_device_served_by_another_host_is_a_declared_capability():
+    """hosts/, the plan and the spec's checks ask the device's plugin (`Served`), never the parameters by name."""
+    from strata.stack.devices import REGISTRY, guarded_name, served_at, served_by
+    from strata.stack.devices.base import HostDevice, Served
+    from strata.stack.devices.block import BlockParams
+    from strata.stack.devices.loop import LoopParams
+
+    assert [name for name, d in REGISTRY.items() if isinstance(d, Served)] == ["remote"]
+    d = RemoteDevice(host="b", size="64MiB")
+    assert served_by(d) == "b" and served_at(d) is None
+    assert served_at(d.model_copy(update={"served_at": "192.0.2.9:10810/0a1b2c3d"})) == "192.0.2.9:10810/0a1b2c3d"
+    assert served_by(RemoteDevice(size="64MiB")) is None  # served from a namespace here
+    assert served_by(LoopParams()) is None and served_at(LoopParams()) is None
+    assert [name for name, d in REGISTRY.items() if isinstance(d, HostDevice)] == ["block"]
+    assert guarded_name(BlockParams(path="/dev/sdz")) == "/dev/sdz" and guarded_name(d) == "remote-nbd-on-b"

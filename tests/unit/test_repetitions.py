@@ -2,9 +2,10 @@
 
 import random
 
-from strata.analysis.cells import build_cells
+from strata.analysis.cells.cells import build_cells
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
+from strata.results.result import Result
 from strata.run.repeat import Repetitions
 from strata.workloads.base import headline
 
@@ -46,7 +47,7 @@ def _result(exp, t, value):
     }
     if value is not None:
         r["metrics"] = {"kind": "null", "primary": headline(value, "IOPS", "iops", iops=value)}
-    return r
+    return Result.from_json(r)
 
 
 def _drive(exp, trials, value_of):
@@ -122,7 +123,7 @@ def test_a_run_stops_at_its_last_planned_look_and_set_up_is_not_budget(tmp_path,
     for round_ in reps.rounds():
         for t in round_:
             r = _result(exp, t, 1000 * (1 + rng.gauss(0, 0.2)))
-            r.update(run_id="r", setup_s=3000.0)
+            r.run_id, r.setup_s = "r", 3000.0
             clock["t"] += 3001.0  # a minute of trial, 50 of set-up
             reps.record(r)
     stops = {v["stopped"] for v in reps.report().values()}

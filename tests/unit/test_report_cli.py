@@ -91,7 +91,7 @@ def test_summary_text_never_fails_a_run(tmp_path):
 
 
 def test_list_findings(capsys):
-    from strata.analysis.findings import FINDINGS
+    from strata.analysis.findings.findings import FINDINGS
 
     assert main(["report", "--list-findings"]) == 0
     out = capsys.readouterr().out

@@ -211,7 +211,7 @@ def test_series_with_containers(tmp_path):
 
 
 def test_grid_columns_are_unique_when_runtimes_share_a_file_system_and_path():
-    from strata.analysis.grid import Grid
+    from strata.analysis.measured.grid import Grid
 
     g = Grid(
         "w",

@@ -19,7 +19,7 @@ import matplotlib
 import matplotlib.ft2font
 import pytest
 
-from strata.analysis.load import load
+from strata.analysis.cells.load import load
 from strata.report import build_report, generate, report_files
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"

@@ -6,6 +6,7 @@ import pytest
 from strata.core.errors import StrataError
 from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
+from strata.results.result import Result
 from strata.results.store import ResultStore, load_results
 from strata.run.progress import Progress
 from strata.run.runner import run_experiment
@@ -103,9 +104,9 @@ def test_resume_skips_stored_and_reruns_failed(tmp_path):
 
 def test_ok_results_are_never_overwritten(tmp_path):
     store = ResultStore(tmp_path)
-    store.write({"trial_id": "a", "status": "ok"})
+    store.write(Result(trial_id="a", status="ok"))
     with pytest.raises(FileExistsError):
-        store.write({"trial_id": "a", "status": "ok"})
+        store.write(Result(trial_id="a", status="ok"))
 
 
 def test_unsupported_runtime_is_recorded_with_its_reason(tmp_path):
@@ -190,7 +191,7 @@ def test_auto_repetitions_stop_when_precise_or_at_the_maximum(tmp_path):
     assert stops["steady"]["stopped"] == "precise" and stops["noisy"]["stopped"] == "max_repetitions"
     assert s.ok == 9
     # rounds interleave the configurations: never two repetitions of one back to back while another runs
-    order = [(r["labels"]["workload"], r["labels"]["repetition"]) for r in s.results]
+    order = [(r.labels["workload"], r.labels["repetition"]) for r in s.results]
     assert [rep for _, rep in order[:6]] == [0, 0, 1, 1, 2, 2]  # in a random order within each round (issue 41)
     assert {w for w, _ in order[:2]} == {w for w, _ in order[2:4]} == {"steady", "noisy"}
 

@@ -9,9 +9,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synth_results import make_result  # noqa: E402
 
-from strata.analysis.cells import build_cells  # noqa: E402
-from strata.analysis.query import select  # noqa: E402
-from strata.analysis.runtimes import native_pairs  # noqa: E402
+from strata.analysis.cells.cells import build_cells  # noqa: E402
+from strata.analysis.cells.query import select  # noqa: E402
+from strata.analysis.measured.runtimes import native_pairs  # noqa: E402
 from strata.core.params import shorthand  # noqa: E402
 from strata.experiment.load import _claimed, parse_spec  # noqa: E402
 from strata.results import validity  # noqa: E402
@@ -51,10 +51,10 @@ def _as(runtime: str, result: dict) -> dict:
 
 def test_the_raw_baseline_is_the_baseline_plugins(chroot):
     raw = make_result(fs="raw")
-    assert validity.is_raw_baseline(raw)
-    assert validity.is_raw_baseline(_as("chroot", make_result(fs="raw")))
-    assert not validity.is_raw_baseline(_as("docker", make_result(fs="raw")))
-    assert not validity.is_raw_baseline(_as("gone", make_result(fs="raw")))  # a plugin no longer registered
+    assert validity.is_raw_baseline(raw["trial"])
+    assert validity.is_raw_baseline(_as("chroot", make_result(fs="raw"))["trial"])
+    assert not validity.is_raw_baseline(_as("docker", make_result(fs="raw"))["trial"])
+    assert not validity.is_raw_baseline(_as("gone", make_result(fs="raw"))["trial"])  # a plugin no longer registered
 
 
 def test_the_analysis_asks_the_plugin(chroot):

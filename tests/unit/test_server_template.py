@@ -40,6 +40,8 @@ class EchoParams(Strict):
     type: Literal["echo"] = "echo"
     name: str = "echo"
     runtime: int = Field(default=1, ge=1, le=60)
+    warmup: int = 0  # the template's ServerParams: no warm-up
+    start_timeout: int = 30
     die_after_s: float | None = None  # the server ends by itself (a crash)
     never_ready: bool = False
     client_exit: int = 0  # the measured run's clients exit with this
@@ -58,7 +60,6 @@ class Echo(ServerTemplate[EchoParams]):
     client_what = "the echo client"
     server_what = "echo server"
     vm_reason = "no echo server in a VM"
-    log_key = "log"
 
     def command(self, params: EchoParams, load: Load, target: Target, instance: int) -> list[str]:
         life = f"sleep {params.die_after_s}; exit 3" if params.die_after_s else "exec sleep 600"
@@ -80,6 +81,9 @@ class Echo(ServerTemplate[EchoParams]):
             what="echo server",
         )
         return ["sh", "-c", script, "echo-server"]
+
+    def log_path(self, params: EchoParams) -> str | None:
+        return params.log
 
     def estimate_s(self, params: EchoParams) -> float:
         return 5 + params.runtime
@@ -235,7 +239,7 @@ def test_the_clients_cpu_share_is_read_where_the_workload_declares_it():
     """records.phases puts each phase's clients' CPU share where `records.CLIENT_CPU` says, every server workload
     declares that place (MetricSchema.client_cpu), and the analysis takes the share off the host's busy share only
     through the declaration: a workload that runs no clients of its own (fio) has nothing taken off."""
-    from strata.analysis import usage
+    from strata.analysis.cells import usage
     from strata.core.metrics import dig
     from strata.workloads.server import records
 

@@ -1,14 +1,14 @@
 """The studies, said once (issue 35): docs/studies.md's tables of the studies (with what differs here and
 why) and of their headline claims (checked by which finding, or why not here) are generated from
-analysis/studies.yaml, and the report's section on the studies repeats the same differences."""
+analysis/studies/studies.yaml, and the report's section on the studies repeats the same differences."""
 
 import sys
 from pathlib import Path
 
 import pytest
 
-from strata.analysis import studies
-from strata.analysis.findings import FINDINGS
+from strata.analysis.findings.findings import FINDINGS
+from strata.analysis.studies import studies
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -19,7 +19,7 @@ ASPECTS = {"device", "sizes", "durations", "versions", "distributions", "precond
 
 def test_the_page_is_generated_from_the_data():
     page = PAGE.read_text()
-    assert studies.render(page) == page, "regenerate it: python3 -m strata.analysis.studies docs/studies.md"
+    assert studies.render(page) == page, "regenerate it: python3 -m strata.analysis.studies.studies docs/studies.md"
 
 
 def test_every_study_says_what_differs_and_every_claim_is_marked():

@@ -520,7 +520,7 @@ def test_spawned_process_is_journaled_and_undone_by_pid(tmp_path):
     entry = pending(journal.path)[0]
     assert entry["kind"] == "vm_process" and entry["data"]["pid"] == proc.popen.pid
     assert entry["data"]["marker"] == marker
-    from strata.stack.journal import UNDO
+    from strata.stack.vm.qemu import UNDO
 
     UNDO["vm_process"](entry["data"])
     assert proc.popen.wait(timeout=10) == -9
@@ -529,7 +529,7 @@ def test_spawned_process_is_journaled_and_undone_by_pid(tmp_path):
 
 
 def test_undo_spares_a_reused_pid(tmp_path):
-    from strata.stack.journal import UNDO
+    from strata.stack.vm.qemu import UNDO
 
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -542,7 +542,7 @@ def test_undo_spares_a_reused_pid(tmp_path):
 
 def test_undo_without_pid_finds_the_process_by_marker(tmp_path):
     """Killed between spawn and the journal's pid update: found by marker and executable name."""
-    from strata.stack.journal import UNDO
+    from strata.stack.vm.qemu import UNDO
 
     marker = str(tmp_path / "vm1.pid")
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])

@@ -400,7 +400,7 @@ def test_a_part_with_no_instance_builds_no_stack():
     from strata.stack.nostack import NoDevice
 
     p, load = _span(clients_on="c"), Load()
-    trial = SimpleNamespace(workload=YCSB.part(p, load, "c", 0, ADDR)[0], load=load)
+    trial = SimpleNamespace(workload=YCSB.part(p, load, "c", 0, ADDR)[0], load=load, workload_plugin=YCSB)
     stacks = _Stacks()
     device, mounted, session = BarrierStacks(stacks, Part("p", "c", 5)).get(trial)
     assert stacks.built == [] and isinstance(device, NoDevice) and mounted.mountpoint is None
@@ -410,7 +410,7 @@ def test_a_part_with_no_instance_builds_no_stack():
     assert running.wait(1) == [] and running.cgroups == []
     BarrierStacks(stacks, Part("p", "c", 5)).died(trial, "runtime")
     assert stacks.deaths == []
-    node = SimpleNamespace(workload=YCSB.part(p, load, "a", 1, ADDR)[0], load=load)
+    node = SimpleNamespace(workload=YCSB.part(p, load, "a", 1, ADDR)[0], load=load, workload_plugin=YCSB)
     assert BarrierStacks(stacks, Part("p", "a", 5)).get(node)[0] == "device" and stacks.built == [node]
 
 
@@ -448,9 +448,11 @@ def test_a_node_that_died_on_one_host_is_the_cause_not_the_clients_that_met_it(t
     from strata.hosts.clock import Offset
     from strata.hosts.executor import cause
     from strata.hosts.merge import PartOutcome
+    from strata.results.result import Result
 
     def failed(host, category, message):
-        result = {"status": "failed", "flags": {"failed": {"category": category, "message": message, "stderr": ""}}}
+        failure = {"category": category, "message": message, "stderr": ""}
+        result = Result.from_json({"status": "failed", "flags": {"failed": failure}})
         return PartOutcome(host, 0, result, [], tmp_path, Offset(0.0, 0.001, 5))
 
     clients = failed("a", "tool_error", "the YCSB clients (run) exited 1")

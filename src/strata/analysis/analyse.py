@@ -1,10 +1,10 @@
 """From stored results to everything the report shows (docs/architecture.md "Flow of one experiment").
 
-`analyse(results)` groups trials into cells (analysis/cells.py), moves results
-above the raw device apart as unconfirmed (baseline.py), finds sweeps and
-scaling (sweeps.py), 004-style tables (grid.py), hygiene warnings
-(hygiene.py), evaluates the seed studies' claims (findings.py) and gives
-advice (advice.py). It reads stored results only, never a live run.
+`analyse(results)` measures (measured/measurements.py: groups trials into cells, moves results above the
+raw device apart as unconfirmed, finds sweeps and scaling and 004-style tables), then concludes: hygiene
+warnings (advice/hygiene.py), the seed studies' claims (findings/findings.py), advice (advice/advice.py)
+and the studies' numbers beside these (studies/side_by_side.py). It reads stored results only, never a
+live run.
 """
 
 from __future__ import annotations
@@ -13,24 +13,24 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.analysis import advice, baseline, beside, findings, grid, hygiene, placement, sweeps
-from strata.analysis.cells import Cell, build_cells
-from strata.analysis.verdict import Outcome
+from strata.analysis.advice import advice, hygiene, placement
+from strata.analysis.cells.cells import Cell
+from strata.analysis.findings import findings
+from strata.analysis.findings.verdict import Outcome
+from strata.analysis.measured.measurements import Measurements
+from strata.analysis.studies import side_by_side
 
 
 @dataclass
-class Analysis:
-    results: list[dict[str, Any]]
-    cells: list[Cell]
-    raw: dict[tuple[object, ...], Cell]  # the raw-device cells, by baseline.baseline_key
-    sweeps: list[sweeps.Sweep] = field(default_factory=list)
-    grids: list[grid.Grid] = field(default_factory=list)
+class Analysis(Measurements):
+    """The measurements (measured/measurements.py) and what is concluded of them."""
+
     warnings: list[hygiene.HygieneWarning] = field(default_factory=list)
     findings: list[tuple[findings.Finding, Outcome]] = field(default_factory=list)
     best: list[advice.Best] = field(default_factory=list)
     containers: list[advice.ContainersAdvice] = field(default_factory=list)
     placements: list[placement.MeasuredPlacement] = field(default_factory=list)  # one host against several
-    beside: list[beside.Beside] = field(default_factory=list)  # the studies' published numbers beside these
+    beside: list[side_by_side.Beside] = field(default_factory=list)  # the studies' published numbers beside these
 
     @property
     def placement_advice(self) -> list[placement.MeasuredPlacement]:
@@ -59,9 +59,6 @@ class Analysis:
     def experiments(self) -> list[str]:
         return sorted({r.get("experiment", "") for r in self.results})
 
-    def raw_of(self, c: Cell) -> Cell | None:
-        return baseline.raw_of(c, self.raw)
-
     def workloads(self) -> list[str]:
         return sorted({c.labels["workload"] for c in self.cells})
 
@@ -76,12 +73,7 @@ def analyse(results: list[dict[str, Any]], judge_steady: bool = True) -> Analysi
 def describe(results: list[dict[str, Any]], judge_steady: bool = True) -> Analysis:
     """The measurements: cells, the raw baselines, sweeps and tables; all that the report's figures draw, so
     that they can be drawn while conclude() runs."""
-    cells = build_cells(results, judge_steady)
-    baseline.apply_above_raw(cells)
-    a = Analysis(results, cells, baseline.raw_index(cells))
-    a.sweeps = sweeps.find(cells)
-    a.grids = grid.grids(cells)
-    return a
+    return Analysis.of(results, judge_steady)
 
 
 def conclude(a: Analysis) -> Analysis:
@@ -91,5 +83,5 @@ def conclude(a: Analysis) -> Analysis:
     a.best = advice.best_stacks(a.cells)
     a.placements = placement.measured(a.cells)
     a.containers = advice.containers(a.sweeps, a.placements)
-    a.beside = beside.beside(a.cells)
+    a.beside = side_by_side.beside(a.cells)
     return a

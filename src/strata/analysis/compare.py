@@ -3,7 +3,7 @@
 Results of two hosts (or two runs) are matched on what was measured, the
 labels device/filesystem/runtime/path/workload/load, never on trial ids,
 which differ between hosts whose specs differ in any detail. Each match gives
-B relative to A, decided as analysis/decide.py decides every comparison:
+B relative to A, decided as analysis/decisions/answer.py decides every comparison:
 higher, lower, the same within +-margin (A's `margin`, 5% by default), or
 undecided, on the log-scale 95% interval of the ratio of means (as pyperf's
 `compare_to` tells a change from noise).
@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from strata.analysis.baseline import apply_above_raw
-from strata.analysis.cells import LABEL_KEYS, Cell, build_cells
-from strata.analysis.decide import BETTER, EQUIVALENT, WORSE, Answer, answer
-from strata.analysis.query import summary_of
+from strata.analysis.cells.baseline import apply_above_raw
+from strata.analysis.cells.cells import LABEL_KEYS, Cell, build_cells
+from strata.analysis.cells.query import summary_of
+from strata.analysis.decisions.answer import BETTER, EQUIVALENT, WORSE, Answer, answer
 
 STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
 

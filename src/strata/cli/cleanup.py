@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from strata.hosts import deploy, testbed  # noqa: F401  (each import below registers undo actions)
-from strata.stack import buildcache  # noqa: F401
-from strata.stack.devices import REGISTRY as _devices  # noqa: F401
-from strata.stack.journal import cleanup, live_runs
-from strata.stack.kube import bed as _kube_bed  # noqa: F401
-from strata.stack.runtimes import REGISTRY as _runtimes  # noqa: F401
-from strata.stack.runtimes.docker import image  # noqa: F401
-from strata.workloads import REGISTRY as _workloads  # noqa: F401  (each plugin registers its own)
+from strata.hosts import deploy, testbed
+from strata.run.undo import undo_actions
+from strata.stack.journal import UndoFn, cleanup, live_runs
 
 NAME = "cleanup"
 HELP = "undo what a killed run left behind, from the journal"
@@ -22,9 +17,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hosts", metavar="SPEC", help="also clean every agent's journal on this experiment's hosts")
 
 
+def undo() -> dict[str, UndoFn]:
+    """What this command undoes: the plugins' declared undo actions, and the Swarm machinery's (the manager's
+    services, the test hosts)."""
+    return undo_actions(deploy.UNDO, testbed.UNDO)
+
+
 def main(args: argparse.Namespace) -> int:
     live = [] if args.force else live_runs()
-    n = cleanup(force=args.force)
+    n = cleanup(force=args.force, undo=undo())
     if live:
         print(
             f"cleanup: {n} resource(s) undone; {len(live)} live run(s) left alone "

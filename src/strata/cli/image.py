@@ -21,12 +21,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from strata.experiment.load import load_spec
     from strata.stack.runtimes.docker.image import build_image_tarball
-    from strata.workloads import REGISTRY as WORKLOADS
+    from strata.workloads import plugin_of
 
     _, workloads = load_spec(args.spec)
     specs = {}
     for w in workloads:
-        spec = WORKLOADS[w.type].image(w)
+        spec = plugin_of(w).image(w)
         specs[spec.key()] = spec
     for spec in specs.values():
         print(f"image {spec.name}: {build_image_tarball(spec)}")

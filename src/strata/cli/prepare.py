@@ -17,11 +17,10 @@ from functools import partial
 
 from strata.core.errors import StrataError
 from strata.core.instances import Build, ImageBuilder, Prebuilds
+from strata.core.params import Layer
 from strata.experiment.expand import expand
 from strata.experiment.load import load_spec
-from strata.experiment.model import Experiment, Layer
-from strata.stack.runtimes import REGISTRY as RUNTIMES
-from strata.workloads import REGISTRY as WORKLOADS
+from strata.experiment.model import Experiment
 
 NAME = "prepare"
 HELP = "build the images, VM guest, Kubernetes binaries and jars these specs need, now instead of on first use"
@@ -99,7 +98,7 @@ def builds(exp: Experiment, workloads: list[Layer]) -> list[Build]:
     first: dict[str, Build] = {}
     images: dict[str, Build] = {}
     for t in trials:
-        wl, rt = WORKLOADS[t.workload.type], RUNTIMES[t.runtime.type]
+        wl, rt = t.workload_plugin, t.runtime_plugin
         for plugin, params in ((wl, t.workload), (rt, t.runtime)):
             if isinstance(plugin, Prebuilds):
                 for b in plugin.builds(params):

@@ -37,11 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def list_findings() -> str:
-    from strata.analysis.findings import FINDINGS
+    from strata.analysis.findings.findings import FINDINGS
+    from strata.analysis.studies.published import said
 
     return "\n".join(
         f"{f.id}\n  claim: {f.claim}\n  source: {f.source}"
-        + (f"\n  the study: {f.said}" if f.said else "")
+        + (f"\n  the study: {said(f)}" if said(f) else "")
         + f"\n  held when: {f.criterion}"
         for f in FINDINGS
     )

@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from strata.analysis.studies import overview
+    from strata.analysis.studies.overview import overview
 
     print(overview(args.study or None))
     return 0

@@ -19,8 +19,8 @@ def record_unsupported(out: Path, plan: Plan, run_id: str, experiment: str, host
             if store.status(t.id) == "ok":
                 continue
             r = failed_result(base_result(t, run_id, experiment, host), "unsupported", reason, status="unsupported")
-            r["started_at"] = r["finished_at"] = now_iso()
-            r["duration_s"] = 0.0
+            r.started_at = r.finished_at = now_iso()
+            r.duration_s = 0.0
             store.write(r)
             n += 1
     return n

@@ -27,7 +27,7 @@ DIRECTIONS = ("read", "write")
 
 @dataclass(frozen=True)
 class Axis:
-    """A parameter whose cells form a sweep when they differ only in it (analysis/sweeps.py)."""
+    """A parameter whose cells form a sweep when they differ only in it (analysis/measured/sweeps.py)."""
 
     label: str  # the axis in titles and table headings: "block size (KiB)"
     min_points: int = 2  # distinct values a line needs to be drawn
@@ -78,9 +78,9 @@ class OfferedRate:
     the peak its clients reached flat out just before (`share`; None: it has none), neither when it runs flat
     out; the parameter of the databases each instance runs (`databases`: clusters; None: one); and where a
     trial stores the peak it measured and the rate it then offered (`peak`, `offered`, in ops/s; `peak` ()
-    when it measures none). The studies' claims on databases select by it (analysis/checks_cpu.py,
-    analysis/paper_match.py: an offered rate compares as a share of the peak), and under an absolute rate the
-    advice compares latency, not the throughput the rate sets (analysis/compared.py)."""
+    when it measures none). The studies' claims on databases select by it (analysis/findings/checks_cpu.py,
+    analysis/studies/paper_match.py: an offered rate compares as a share of the peak), and under an absolute rate the
+    advice compares latency, not the throughput the rate sets (analysis/advice/compared.py)."""
 
     rate: str
     share: str | None = None
@@ -119,7 +119,7 @@ class Events:
     """A count of events inside a trial's measured run that weigh on its numbers and that every trial a comparison
     compares must hold as many of (PostgreSQL's checkpoints; a Cassandra's flushes): where a trial stores the count
     (`key`), what one is called (`word`), and what makes the counts equal (`fix`). The report warns when the
-    trials of an advice group hold different counts (analysis/compared.py)."""
+    trials of an advice group hold different counts (analysis/advice/compared.py)."""
 
     key: tuple[str, ...]
     word: str
@@ -128,6 +128,16 @@ class Events:
     def count(self, result: dict[str, Any]) -> int | None:
         v = dig(result, self.key)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+@dataclass(frozen=True)
+class BlockIo:
+    """A block I/O workload's parameters that the studies name in their own words: the access pattern
+    (`pattern`: read, write, randread, randwrite, ...: random and sequential I/O) and the size of one I/O in
+    bytes (`size`: the block size). The analysis reads them here (analysis/cells/query.py), never by name."""
+
+    pattern: str
+    size: str
 
 
 @dataclass(frozen=True)
@@ -211,9 +221,10 @@ class MetricSchema:
     `submission_latency`: the part spent before the I/O is issued (fio's submission latency: the
     application's overhead, as study 003 reads it); None: not measured apart. `offered`: its clients offer
     a rate (OfferedRate); `mix`: how the mean over all its operation types is computed (OperationMix);
+    `io`: its parameters the studies name (BlockIo: the access pattern, the block size);
     `events`: counts that compared trials must share (Events: PostgreSQL's checkpoints); `client_cpu`: where a
     trial stores the share of the host's CPUs its own clients took in the measured run (a server workload's
-    clients run on the host beside the servers: analysis/usage.py takes it from the host's busy share); ():
+    clients run on the host beside the servers: analysis/cells/usage.py takes it from the host's busy share); ():
     it runs no clients of its own."""
 
     fields: tuple[Metric, ...] = ()
@@ -226,6 +237,7 @@ class MetricSchema:
     mix: OperationMix | None = None
     events: tuple[Events, ...] = ()
     client_cpu: tuple[str, ...] = ()
+    io: BlockIo | None = None
 
     def clients_cpu_share(self, result: dict[str, Any]) -> float | None:
         """The share (0 to 1) of the host's CPUs the workload's own clients took in the measured run, or None."""

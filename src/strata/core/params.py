@@ -8,8 +8,10 @@ imports a plugin or the experiment loader.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Protocol, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -20,6 +22,19 @@ class Strict(BaseModel):
     """Unknown keys are errors (a typo must not be ignored), and parameters never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Layer(Protocol):
+    """What strata reads of any layer's parameters (a device's, a runtime's, a workload's): every plugin's
+    `params` model has its `type` (the registry key) and its `name` (in results and labels)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
+    def model_dump_json(self) -> str: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
 
 
 def sweep_ends(value: Any) -> Any:
@@ -114,12 +129,52 @@ class Limits(Strict):
     def _preset_name(cls, data: Any) -> Any:
         return {"preset": data} if isinstance(data, str) else data
 
+    def io(self) -> dict[str, int]:
+        """The limits on the device under test that are set, by name (read_bps, write_bps, read_iops, write_iops,
+        in that order): each runtime maps them onto its own knobs."""
+        given = {"read_bps": self.read_bps, "write_bps": self.write_bps}
+        given |= {"read_iops": self.read_iops, "write_iops": self.write_iops}
+        return {k: v for k, v in given.items() if v is not None}
+
     def is_empty(self) -> bool:
         values = self.model_dump(exclude={"preset", "share"})
         return all(v is None for v in values.values()) and self.preset in (None, "none")
 
 
-LOAD_PRESETS = {"low": {"numjobs": 1, "iodepth": 1}, "high": {"numjobs": 32, "iodepth": 32}}
+@dataclasses.dataclass(frozen=True)
+class LoadCounts:
+    """What the analysis reads of a stored load (a result keeps its Load dumped): jobs per instance, I/Os in
+    flight per job, instances, each Load's default where a result was stored without it. A study's value names
+    a load by them (analysis/studies/paper_match.py), so the analysis reaches them here, never by name."""
+
+    numjobs: int = 1
+    iodepth: int = 1
+    containers: int = 1
+
+    @classmethod
+    def of(cls, stored: dict[str, Any]) -> LoadCounts:
+        return cls(*(stored.get(f.name, f.default) for f in dataclasses.fields(cls)))
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def facts(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+    @property
+    def per_instance(self) -> int:
+        """The I/Os one instance keeps in flight: its jobs x queue depth."""
+        return self.numjobs * self.iodepth
+
+    @property
+    def in_flight(self) -> int:
+        """The I/Os the load keeps in flight over all its instances."""
+        return self.per_instance * self.containers
+
+
+JOBS, DEPTH, INSTANCES = LoadCounts.names()  # the counts' names in a stored load, a sweep's dimension
+LOAD_PRESETS = {"low": {JOBS: 1, DEPTH: 1}, "high": {JOBS: 32, DEPTH: 32}}
 
 
 class Load(Strict):

@@ -12,7 +12,7 @@ random order among themselves, drawn from the experiment's seed, the device and
 the round, so that no stack always runs first or last, and position in the round
 (a warm or a busy machine, what ran before) is not confounded with the stack
 (the rounds are the blocks of a randomized complete block design:
-analysis/groups.py). The raw-device baselines of a device run first in its
+analysis/decisions/groups.py). The raw-device baselines of a device run first in its
 first round (the run-time check of a result above the raw device needs them)
 and take a random place after that. With `repetitions: auto` they run in the
 first BASELINE_ROUNDS rounds only: they are no candidate, and two trials give
@@ -28,15 +28,19 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from strata.core.params import Load, Strict, path_kind
+from strata.core.params import Layer, Load, path_kind
 from strata.experiment.hosts import Placed, Placement, place, place_span
-from strata.experiment.model import Experiment, Layer
+from strata.experiment.model import Experiment
+from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.devices import Device
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.stack.runtimes import Runtime
 from strata.stack.runtimes.base import RefusesLimits
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads import Workload, plugin_of
 from strata.workloads.base import Constrained, span_of
 
 
@@ -64,6 +68,21 @@ class Trial:
         if self.placement is not None:  # absent otherwise: the ids of trials run here never change
             doc["placement"] = self.placement.resolved()
         return doc
+
+    @property
+    def workload_plugin(self) -> Workload[Any]:
+        """The plugin of the trial's workload (the registry's entry of its params' `type`)."""
+        return plugin_of(self.workload)
+
+    @property
+    def runtime_plugin(self) -> Runtime[Any]:
+        """The plugin of the trial's runtime."""
+        return RUNTIMES[self.runtime.type]
+
+    @property
+    def device_plugin(self) -> Device[Any]:
+        """The plugin of the trial's device."""
+        return DEVICES[self.device.type]
 
     @property
     def id(self) -> str:
@@ -156,8 +175,7 @@ def expand(exp: Experiment, workloads: list[Layer]) -> tuple[list[Trial], list[S
         exp.devices, exp.filesystems, exp.runtimes, exp.paths, workloads, exp.loads, wheres
     ):
         plugin = WORKLOADS.get(wl.type)
-        # every workload's parameters are its plugin's Strict model (Layer is what strata reads of them)
-        spans = span_of(plugin, cast(Strict, wl), load) if plugin is not None and exp.hosts else None
+        spans = span_of(plugin, wl, load) if plugin is not None and exp.hosts else None
         placed: Placed | str | None
         if spans is not None:  # the workload places its instances itself: one trial, whatever `placement` says
             if where is not exp.placement[0]:

@@ -22,14 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.core.params import Strict
-
-if TYPE_CHECKING:
-    from strata.experiment.model import Layer
+from strata.core.params import Layer, Strict
+from strata.stack.devices import served_at, served_by
 
 HOST_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 RESERVED = ("spread", "each", "on", "name", "instances")  # placement words, never host names
@@ -179,8 +177,8 @@ def check_device_hosts(hosts: dict[str, HostSpec], devices: Sequence[Layer]) -> 
     """(key path, problem, fix) of devices served from a host of the experiment (a remote device's `host`)."""
     problems = []
     for i, d in enumerate(devices):
-        host = getattr(d, "host", None)
-        if getattr(d, "served_at", None) is not None:
+        host = served_by(d)
+        if served_at(d) is not None:
             problems.append(
                 (f"devices[{i}].served_at", "`served_at` is set by strata, not in a spec", "remove it; give `host:`")
             )
@@ -250,15 +248,14 @@ def check_workload_hosts(hosts: dict[str, HostSpec], workloads: Sequence[Layer])
     """(key path, problem, fix) of workloads that place themselves on hosts (a cluster's `cluster.hosts`)."""
     from strata.core.params import Load
     from strata.workloads import REGISTRY as WORKLOADS
-    from strata.workloads.base import span_of
+    from strata.workloads.base import part_host_of, span_of
 
     problems = []
     for w in workloads:
         plugin = WORKLOADS.get(w.type)
-        if getattr(w, "span", None) is not None:
+        if plugin is not None and part_host_of(plugin, w) is not None:
             problems.append((f"workloads[{w.name}].span", "`span` is set by strata, not in a spec", "remove it"))
-        # every workload's parameters are its plugin's Strict model (Layer is what strata reads of them)
-        spans = span_of(plugin, cast(Strict, w), Load()) if plugin is not None else None
+        spans = span_of(plugin, w, Load()) if plugin is not None else None
         for h in spans or {}:
             if not hosts:
                 problems.append(

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from strata.core.errors import SpecErrors
-from strata.core.params import LOAD_PRESETS
+from strata.core.params import LOAD_PRESETS, Layer
 from strata.experiment.hosts import (
     check_device_hosts,
     check_names,
@@ -32,7 +32,7 @@ from strata.experiment.hosts import (
     normalize_hosts,
     normalize_placement,
 )
-from strata.experiment.model import Experiment, Layer
+from strata.experiment.model import Experiment
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS

@@ -1,6 +1,6 @@
 """When `repetitions: auto` looks at its results: planned before the first trial, from the repetitions the
 budget pays for at the trials' estimated time (`budget_looks`), and stored in every result's design (so that
-the analysis of stored results reads the looks the run took), judged by analysis/sequential.py."""
+the analysis of stored results reads the looks the run took), judged by analysis/decisions/sequential.py."""
 
 from __future__ import annotations
 

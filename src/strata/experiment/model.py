@@ -10,13 +10,12 @@ unknown keys: a typo is an error, not a silently ignored option.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Self, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypedDict, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.core.params import LOAD_PRESETS, Load, PathName, Strict
+from strata.core.params import LOAD_PRESETS, Layer, Load, PathName, Strict
 from strata.core.units import parse_duration
 from strata.experiment.hosts import MAX_HOSTS, HostSpec, Placement, SwarmSpec
 from strata.experiment.looks import planned_looks
@@ -25,19 +24,6 @@ from strata.stack.filesystems import FilesystemParams
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 
 MAX_REPETITIONS = 1000
-
-
-class Layer(Protocol):
-    """What strata reads of any layer's parameters (a device's, a runtime's, a workload's): every plugin's
-    `params` model has its `type` (the registry key) and its `name` (in results and labels)."""
-
-    @property
-    def type(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
-    def model_dump_json(self) -> str: ...
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
 
 
 def _union(registry: dict[str, Any]) -> Any:
@@ -51,6 +37,19 @@ if TYPE_CHECKING:  # the checker sees what every plugin's model has; pydantic va
 else:
     Device = _union(DEVICES)
     Runtime = _union(RUNTIMES)
+
+
+class DesignDoc(TypedDict):
+    """How a result's repetitions were taken, as stored with it (`Experiment.design`); absent from a result:
+    fixed repetitions, margin 5% (results/schema.py)."""
+
+    repetitions: int | Literal["auto"]
+    margin: float
+    min: NotRequired[int]  # auto: the least and most repetitions, and the planned looks
+    max: NotRequired[int]
+    looks: NotRequired[list[int]]
+    scale: NotRequired[str]  # "smoke": never compared as measurements
+    latency_stat: NotRequired[str]  # what the advice compares under an offered rate, when not p99
 
 
 class Exclude(Strict):
@@ -210,23 +209,25 @@ class Experiment(Strict):
             return self.seed
         return int(hashlib.sha256(self.name.encode()).hexdigest()[:8], 16) & (2**31 - 1)
 
-    def design(self, workload: str, looks: tuple[int, ...] | None = None) -> dict[str, Any]:
+    def design(self, workload: str, looks: tuple[int, ...] | None = None) -> DesignDoc:
         """How repetitions are taken, stored with every result: the report's intervals depend on it
-        (analysis/decide.py: the looks `auto` planned, run/repeat.py), and the workload's margin."""
-        margin = self.margin_for(workload)
-        extra: dict[str, Any] = {"scale": "smoke"} if self.scale == "smoke" else {}
-        if self.latency_stat != "p99":  # what the advice compares under an offered rate (analysis/compared.py)
-            extra["latency_stat"] = self.latency_stat
+        (analysis/decisions/answer.py: the looks `auto` planned, run/repeat.py), and the workload's margin."""
+        design: DesignDoc
         if self.auto:
             design = {
                 "repetitions": "auto",
                 "min": self.min_repetitions,
                 "max": self.max_repetitions,
                 "looks": list(looks or planned_looks(self.min_repetitions, self.max_repetitions)),
-                "margin": margin,
+                "margin": self.margin_for(workload),
             }
-            return {**design, **extra}
-        return {"repetitions": self.repetitions, "margin": margin, **extra}
+        else:
+            design = {"repetitions": self.repetitions, "margin": self.margin_for(workload)}
+        if self.scale == "smoke":
+            design["scale"] = "smoke"
+        if self.latency_stat != "p99":  # what the advice compares under an offered rate (analysis/advice/compared.py)
+            design["latency_stat"] = self.latency_stat
+        return design
 
     @property
     def first_repetitions(self) -> int:

@@ -12,18 +12,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from strata.core.access import blocking
 from strata.core.errors import SpecErrors
-from strata.core.params import Strict
+from strata.core.params import Layer
 from strata.experiment import presets
 from strata.experiment.expand import Skipped, Trial, expand
-from strata.experiment.model import Experiment, Layer
+from strata.experiment.model import Experiment
 from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.devices import guarded_name, served_by
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads import plugin_of
 from strata.workloads.base import Constrained, HostUser, span_of
 
 # A plan larger than this, in trials or in estimated time, runs only when the user says so (--yes).
@@ -46,9 +48,7 @@ class Plan:
     def estimate_s(self) -> float:
         """Each trial's own estimate (its workload's), plus building each stack once."""
         stacks = {t.stack_key for t in self.runnable}
-        return sum(WORKLOADS[t.workload.type].estimate_s(t.workload) for t in self.runnable) + STACK_OVERHEAD_S * len(
-            stacks
-        )
+        return sum(t.workload_plugin.estimate_s(t.workload) for t in self.runnable) + STACK_OVERHEAD_S * len(stacks)
 
     def too_large(self) -> str | None:
         """Why this plan needs the user's explicit go-ahead, or None."""
@@ -102,7 +102,7 @@ def _device_errors(exp: Experiment, plan: Plan) -> list[tuple[str, str, str]]:
                 (
                     f"devices[{i}]",
                     "; ".join(problems),
-                    f"set `destroy: true` on {getattr(dev, 'path', dev.name)} if its data may be erased "
+                    f"set `destroy: true` on {guarded_name(dev)} if its data may be erased "
                     "(and unmount it), or use a loop device",
                 )
             )
@@ -114,7 +114,7 @@ def _device_errors(exp: Experiment, plan: Plan) -> list[tuple[str, str, str]]:
                 for h, n in t.placement.instances
                 if n
             }
-            used |= {getattr(dev, "host", None)}  # a remote device's storage host
+            used |= {served_by(dev)}  # a remote device's storage host
             for name, h in exp.hosts.items():
                 if name in used:
                     plan.writes.append(f"host {name}: " + plugin.writes(dev, Path(h.workdir or exp.workdir)))
@@ -128,7 +128,7 @@ def _fit_errors(exp: Experiment, trials: list[Trial]) -> list[tuple[str, str, st
     errors: list[tuple[str, str, str]] = []
     seen: set[tuple[str, ...]] = set()
     for t in trials:
-        size = DEVICES[t.device.type].size_bytes(t.device)
+        size = t.device_plugin.size_bytes(t.device)
         if not size:
             continue
         fs = FILESYSTEMS[t.filesystem.type]
@@ -144,11 +144,10 @@ def _fit_errors(exp: Experiment, trials: list[Trial]) -> list[tuple[str, str, st
                 )
             )
             continue
-        wl = WORKLOADS[t.workload.type]
+        wl = t.workload_plugin
         need = wl.data_bytes(t.workload, t.load)
         room = size if t.path == "device" else fs.usable_bytes(size)
-        # every workload's parameters are its plugin's Strict model (Layer is what strata reads of them)
-        spread = t.placement is not None and span_of(wl, cast(Strict, t.workload), t.load) is None
+        spread = t.placement is not None and span_of(wl, t.workload, t.load) is None
         per_host = t.placement.max_instances if spread and t.placement else t.load.containers  # spanning: each host
         total = need if t.path == "device" else need * per_host
         key = ("fit", t.device.name, t.filesystem.name, t.workload.name, t.load.name, t.path)
@@ -172,7 +171,7 @@ def _load_errors(exp: Experiment, trials: list[Trial], host: dict[str, Any]) -> 
     seen: set[tuple[str, str]] = set()
     for t in trials:
         load = presets.on_host(t.load, host)
-        wl = WORKLOADS[t.workload.type]
+        wl = t.workload_plugin
         for key, problem, fix in wl.problems(t.workload, load) if isinstance(wl, Constrained) else []:
             if load is not t.load and key.startswith("limits."):
                 problem += f" (preset {t.load.limits.preset}: 1/{t.load.limits.share} of this host)"
@@ -192,7 +191,7 @@ def _reach_errors(exp: Experiment, trials: list[Trial]) -> list[tuple[str, str, 
     errors: list[tuple[str, str, str]] = []
     seen: set[str] = set()
     for t in trials:
-        wl, runtime = WORKLOADS[t.workload.type], RUNTIMES[t.runtime.type]
+        wl, runtime = t.workload_plugin, t.runtime_plugin
         if t.placement is not None or runtime.isolation != "process" or not isinstance(wl, HostUser):
             continue
         user = wl.host_user(t.workload)
@@ -225,6 +224,6 @@ def _workload_errors(workloads: list[Layer]) -> list[tuple[str, str, str]]:
         if key in seen:
             continue
         seen.add(key)
-        for problem in WORKLOADS[w.type].validate(w):
+        for problem in plugin_of(w).validate(w):
             errors.append((f"workloads ({w.name})", problem, "fix the workload's parameters or file"))
     return errors

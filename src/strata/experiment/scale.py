@@ -20,11 +20,11 @@ import copy
 import os
 from typing import Any
 
-from strata.core.params import size_at_most, sweep_ends
+from strata.core.params import LoadCounts, size_at_most, sweep_ends
 
 SCALES = ("full", "smoke")
 SMOKE_DEVICE_BYTES = 4 << 30
-SWEEP_LOAD_KEYS = ("numjobs", "iodepth", "containers")
+SWEEP_LOAD_KEYS = LoadCounts.names()
 
 
 def smoke(doc: Any) -> Any:

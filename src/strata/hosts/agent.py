@@ -32,12 +32,14 @@ from pydantic import TypeAdapter
 from strata import __version__
 from strata.core.errors import StrataError, Unsupported
 from strata.core.host import host_facts
-from strata.core.params import Load
+from strata.core.params import Layer, Load
 from strata.experiment.expand import Trial
-from strata.experiment.model import Device, Layer, Runtime
+from strata.experiment.model import Device, Runtime
 from strata.hosts import clock
+from strata.results.result import Result
 from strata.results.store import ResultStore
 from strata.run.trial import base_result, failed_result, now_iso, run_trial
+from strata.run.undo import undo_actions
 from strata.stack.filesystems import FilesystemParams
 from strata.stack.journal import Journal
 from strata.stack.journal import cleanup as journal_cleanup
@@ -46,20 +48,10 @@ from strata.stack.remote.model import RemoteDevice
 from strata.stack.remote.serve import ServedTarget, serve_target
 from strata.workloads import REGISTRY as WORKLOADS
 
-from .part import BarrierStacks, Part
+from .part import BarrierStacks, OutputDoc, Part
 
 GO_TIMEOUT_S = 3600.0  # a part waits this long at its barrier for the manager's go
 MAX_PARTS_KEPT = 64
-
-
-def _register_undo() -> None:
-    """Import every module that registers an undo action a stack on this host can journal (as
-    cli/cleanup.py does; hosts/ must not import cli/). A workload's own undo actions are registered by its
-    plugin, which the workloads' registry imports."""
-    import strata.stack.buildcache  # noqa: F401
-    import strata.stack.runtimes.docker.image  # noqa: F401
-
-    Registries()  # the registries are built on first use: each plugin's module registers its undo actions
 
 
 class AgentError(Exception):
@@ -214,19 +206,17 @@ class Agent:
                 import traceback
 
                 result = failed_result(
-                    {}, "internal", f"host {self.host}: {type(e).__name__}: {e}", traceback.format_exc()
+                    Result(), "internal", f"host {self.host}: {type(e).__name__}: {e}", traceback.format_exc()
                 )
             part.result = result
             part.set_state("done")
 
-    def _unsupported(self, trial: Trial, doc: dict[str, Any]) -> dict[str, Any] | None:
+    def _unsupported(self, trial: Trial, doc: dict[str, Any]) -> Result | None:
         """What the plan checks locally before a run: whether this host can build each layer."""
         r = self.registries
         facts = self.facts()
-        device: Any = trial.device  # a plugin's params: its registry key is its `type` (Trial holds a BaseModel)
-        workload: Any = trial.workload
-        built = WORKLOADS[workload.type].instances(workload, trial.load) > 0  # else: only clients here
-        problems = r.devices[device.type].problems(device) if built else []  # the destroy guard
+        built = trial.workload_plugin.instances(trial.workload, trial.load) > 0  # else: only clients here
+        problems = r.devices[trial.device.type].problems(trial.device) if built else []  # the destroy guard
         if problems:
             return self._refused(trial, doc, facts, "provision", "; ".join(problems))
         layers = ((r.devices, trial.device), (r.filesystems, trial.filesystem), (r.runtimes, trial.runtime))
@@ -238,9 +228,9 @@ class Agent:
 
     def _refused(
         self, trial: Trial, doc: dict[str, Any], facts: dict[str, Any], category: str, why: str, status: str = "failed"
-    ) -> dict[str, Any]:
+    ) -> Result:
         result = base_result(trial, doc["run"], doc["experiment"], facts)
-        result["started_at"] = result["finished_at"] = now_iso()
+        result.started_at = result.finished_at = now_iso()
         return failed_result(result, category, f"host {self.host}: {why}", status=status)
 
     def part(self, part_id: str) -> tuple[Part, str, Path]:
@@ -258,8 +248,8 @@ class Agent:
         part, run_id, _ = self.part(part_id)
         if part.result is None:
             raise AgentError(409, f"part {part_id} is {part.state}, not done")
-        art = self._run(run_id).store.trials / str(part.result.get("trial_id"))
-        outputs = [
+        art = self._run(run_id).store.trials / part.result.trial_id
+        outputs: list[OutputDoc] = [
             {
                 "index": o.index,
                 "out_dir": str(o.out_dir.relative_to(art)) if o.out_dir.is_relative_to(art) else o.out_dir.name,
@@ -271,7 +261,7 @@ class Agent:
             }
             for o in part.outputs
         ]
-        return {"result": part.result, "outputs": outputs, "times": part.times, "agent": self.id}
+        return {"result": part.result.to_json(), "outputs": outputs, "times": part.times, "agent": self.id}
 
     def artifacts(self, part_id: str) -> Path:
         """A tar of the part's artifacts (its trial directory), made once."""
@@ -281,11 +271,11 @@ class Agent:
         tar = pdir / "artifacts.tar"
         if not tar.exists():
             run = self._run(run_id)
-            src = run.store.trials / part.result.get("trial_id", "")
+            src = run.store.trials / part.result.trial_id
             pdir.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=pdir, delete=False, suffix=".tmp") as f:
                 with tarfile.open(fileobj=f, mode="w") as t:
-                    if src.is_dir() and part.result.get("trial_id"):
+                    if src.is_dir() and part.result.trial_id:
                         t.add(src, arcname=".")
             os.replace(f.name, tar)
         return tar
@@ -297,8 +287,8 @@ class Agent:
         with self.lock:
             self.parts.pop(part_id, None)
         run = self.runs.get(run_id)
-        if run and part.result and part.result.get("trial_id"):
-            shutil.rmtree(run.store.trials / part.result["trial_id"], ignore_errors=True)
+        if run and part.result and part.result.trial_id:
+            shutil.rmtree(run.store.trials / part.result.trial_id, ignore_errors=True)
         shutil.rmtree(pdir, ignore_errors=True)
 
     def _run(self, run_id: str) -> AgentRun:
@@ -361,17 +351,17 @@ class Agent:
     def cleanup(self) -> dict[str, Any]:
         """Undo what dead runs left on this host: agents' journals and local runs' journals (a live run's
         journal is left alone: its lock is held)."""
-        _register_undo()
         lines: list[str] = []
-        n = journal_cleanup(self.state_dir / "agent", log=lines.append)
-        n += journal_cleanup(self.state_dir, log=lines.append)
+        undo = undo_actions()
+        n = journal_cleanup(self.state_dir / "agent", log=lines.append, undo=undo)
+        n += journal_cleanup(self.state_dir, log=lines.append, undo=undo)
         return {"undone": n, "log": lines}
 
     def cleanup_previous(self) -> dict[str, Any]:
         """At start: undo what a previous agent on this host left (killed with its container)."""
-        _register_undo()
         lines: list[str] = []
-        return {"undone": journal_cleanup(self.state_dir / "agent", log=lines.append), "log": lines}
+        undone = journal_cleanup(self.state_dir / "agent", log=lines.append, undo=undo_actions())
+        return {"undone": undone, "log": lines}
 
     def shutdown(self, reason: str) -> None:
         """Stop what runs (its part fails as host_lost), then tear every run's stacks down."""

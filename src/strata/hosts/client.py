@@ -68,7 +68,7 @@ class AgentClient:
                 message = str(e.reason)
             raise AgentRefused(e.code, str(message))
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-            reason = getattr(e, "reason", e)
+            reason = e.reason if isinstance(e, urllib.error.URLError) else e
             raise AgentUnreachable(f"{self.url}: {reason}")
 
     def json(self, method: str, path: str, body: Body = None, timeout: float = TIMEOUT_S) -> dict[str, Any]:

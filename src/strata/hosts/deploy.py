@@ -39,7 +39,7 @@ import strata
 from strata.core.errors import StrataError
 from strata.core.instances import ImageSpec
 from strata.core.proc import CommandError, sh
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.runtimes.docker.client import client_env, docker_cli
 
 from .agentimage import for_experiment
@@ -225,7 +225,6 @@ def find_node(name: str, spec: HostSpec, all_nodes: list[Node]) -> Node:
 # ---- the services ------------------------------------------------------------------------
 
 
-@undo_action("swarm-service")
 def _undo_service(data: dict[str, Any]) -> None:
     """Remove the launcher service, then whatever agent container its launcher left on the node."""
     docker_at(data["manager"], "service", "rm", data["service"], check=False, timeout=60)
@@ -325,3 +324,7 @@ def _answering(name: str, node: Node, client: AgentClient, timeout_s: float = HE
         f"({last})",
         "read the service's log: docker service logs strata-agent-...; check that the node can reach this address",
     )
+
+
+# The undo action of each kind the manager journals (`strata cleanup` declares it beside the plugins').
+UNDO: Undos = {"swarm-service": _undo_service}

@@ -20,16 +20,14 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
-from strata.experiment.model import Layer
 from strata.results import validity
-from strata.results.flags import Failure, Flags, record
+from strata.results.flags import Failure
+from strata.results.result import Result
 from strata.run.trial import TIMEOUT_SLACK_S, base_result, failed_result, now_iso
-from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.stack.runtimes.docker.image import build_image_tarball
-from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import part_of
 
 from . import barrier as bar
@@ -74,19 +72,18 @@ class HostTrials:
     def facts(self) -> dict[str, Any]:
         return {h.name: {"node": h.node, "facts": h.facts, "restarts": h.restarts} for h in self.hosts.values()}
 
-    def run(
-        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
-    ) -> dict[str, Any]:
+    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]) -> Result:
         if trial.placement is None:
             raise StrataError(f"trial {trial.label} has no placement", "an experiment with hosts places every trial")
         self.runs.add(run_id)
         result = base_result(trial, run_id, experiment, host)
-        result["labels"]["placement"] = trial.placement.name
-        result["hosts"] = {h: {"node": self.hosts[h].node, "instances": n} for h, n in trial.placement.instances}
-        result["started_at"] = now_iso()
+        result.labels["placement"] = trial.placement.name
+        hosts = {h: {"node": self.hosts[h].node, "instances": n} for h, n in trial.placement.instances}
+        result.hosts = hosts
+        result.started_at = now_iso()
         t0 = time.time()
         try:
-            self._run(trial, store, run_id, experiment, result)
+            self._run(trial, store, run_id, experiment, result, hosts)
         except Unsupported as e:
             failed_result(result, "unsupported", str(e), status="unsupported")
         except TrialFailure as e:
@@ -95,33 +92,34 @@ class HostTrials:
             raise
         except Exception as e:  # a bug: kept in the result, the run goes on
             failed_result(result, "internal", f"{type(e).__name__}: {e}", traceback.format_exc())
-        result["finished_at"] = now_iso()
-        result["duration_s"] = time.time() - t0
+        result.finished_at = now_iso()
+        result.duration_s = time.time() - t0
         return result
 
-    def _run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, result: dict[str, Any]) -> None:
+    def _run(
+        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, result: Result, hosts: dict[str, Any]
+    ) -> None:
+        """The trial's parts on their hosts, merged into `result` (`hosts`: its record of each host)."""
         placement = trial.placement
         assert placement is not None, "run() turned a trial without a placement away"
         placed = placement.parts()
         agents = [self._alive(h) for h, _, _ in placed]
         offsets = {a.name: a.client.offset() for a in agents}
         for a in agents:
-            result["hosts"][a.name].update(
+            hosts[a.name].update(
                 agent=a.agent_id,
                 clock={**offsets[a.name].to_json(), **(a.facts.get("clock") or {})},
                 facts={k: v for k, v in a.facts.items() if k != "clock"},  # every node's host facts
             )
         self._ship_image(trial, [a for a, (_, n, _) in zip(agents, placed) if n > 0])  # a host without instances: none
-        served = self._serve(trial, run_id, result)
-        spec: Any = trial.workload  # a workload plugin's params (Trial holds a BaseModel)
-        wl = WORKLOADS[spec.type]
+        served = self._serve(trial, run_id, hosts)
+        wl = trial.workload_plugin
         addresses = {a.name: a.node.get("address") or "" for a in agents}
         parts, docs = [], {}
         for (h, n, first), a in zip(placed, agents):
             pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
-            params, load = part_of(wl, spec, trial.load, h, n, addresses)
-            # the workload's own params model: a Layer (its `type` and `name`), which Strict cannot say
-            part_trial = dataclasses.replace(trial, workload=cast(Layer, params), load=load, placement=None)
+            params, load = part_of(wl, trial.workload, trial.load, h, n, addresses)
+            part_trial = dataclasses.replace(trial, workload=params, load=load, placement=None)
             if served:
                 part_trial = dataclasses.replace(part_trial, device=storage.part_device(trial, served))
             docs[h] = {
@@ -137,30 +135,31 @@ class HostTrials:
         estimate_s = wl.estimate_s(trial.workload)
         margin_s = max(bar.GO_MARGIN_S, 8 * max(o.uncertainty_s for o in offsets.values()))  # 4 round trips
         try:
-            self._through_barrier(b, docs, estimate_s, margin_s, result, served)
+            self._through_barrier(b, docs, estimate_s, margin_s, hosts, served)
             art = store.artifacts_dir(trial.id)
-            outcomes = self._fetch(parts, placed, offsets, art, result)
-            failed = [o for o in outcomes if o.result.get("status") != "ok"]
+            outcomes = self._fetch(parts, placed, offsets, art, hosts)
+            failed = [o for o in outcomes if o.result.status != "ok"]
             if failed:
                 raise cause(failed)
         except TrialFailure as e:
             raise self._storage_lost(served, e)
         merge(trial, outcomes, art, result)
         if served:
-            result["hosts"].setdefault(served.host, {}).update(served.to_json())
-            cache = Flags.of(result).cache
+            hosts.setdefault(served.host, {}).update(served.to_json())
+            cache = result.flags.cache
             if cache is not None:
-                record(result, validity.cache_below(cache, served.moved(), served.host))
+                below = validity.cache_below(cache, served.moved(), served.host)
+                result.flags.set(below.flag, below)
         self._drop(parts)
 
-    def _serve(self, trial: Trial, run_id: str, result: dict[str, Any]) -> storage.Storage | None:
+    def _serve(self, trial: Trial, run_id: str, hosts: dict[str, Any]) -> storage.Storage | None:
         """The trial's store served from its storage host (another host of the experiment), if it has one."""
         host = storage.storage_host(trial)
         if host is None:
             return None
         a = self._alive(host)
         served = storage.serve(trial, host, a.client, run_id)
-        result["hosts"].setdefault(host, {"node": a.node, "instances": 0})["role"] = "storage"
+        hosts.setdefault(host, {"node": a.node, "instances": 0})["role"] = "storage"
         return served
 
     def _storage_lost(self, served: storage.Storage | None, failure: TrialFailure) -> TrialFailure:
@@ -195,11 +194,9 @@ class HostTrials:
     def _ship_image(self, trial: Trial, agents: list[HostAgent]) -> None:
         """The workload's image in every host's image cache, when the runtime runs containers (from the image
         every container runtime loads: stack/runtimes/docker/image.py)."""
-        runtime: Any = trial.runtime  # plugins' params (Trial holds BaseModels): each has its registry key
-        workload: Any = trial.workload
-        if RUNTIMES[runtime.type].isolation != "container":
+        if trial.runtime_plugin.isolation != "container":
             return
-        tarball = build_image_tarball(WORKLOADS[workload.type].image(workload))
+        tarball = build_image_tarball(trial.workload_plugin.image(trial.workload))
         for a in agents:
             try:
                 if not a.client.has_image(tarball.name):
@@ -213,7 +210,7 @@ class HostTrials:
         docs: dict[str, Any],
         estimate_s: float,
         margin_s: float,
-        result: dict[str, Any],
+        hosts: dict[str, Any],
         served: storage.Storage | None = None,
     ) -> None:
         try:
@@ -223,35 +220,35 @@ class HostTrials:
                 served.sample("ready")
             go_at = b.go(margin_s)
             for p in b.parts:  # what each host was told, in its own clock
-                result["hosts"][p.host]["go_at"] = go_at + p.offset_s
+                hosts[p.host]["go_at"] = go_at + p.offset_s
             b.wait("measured", 2 * estimate_s + TIMEOUT_SLACK_S + 60)
             b.release()
             b.wait("done", estimate_s + TIMEOUT_SLACK_S + 60)
             if served:
                 served.sample("done")
         except bar.HostLost as e:
-            self._stop(b, f"host {e.host} was lost: {e.reason}", {e.host}, result)
+            self._stop(b, f"host {e.host} was lost: {e.reason}", {e.host}, hosts)
             raise TrialFailure("host_lost", f"{self.hosts[e.host].describe()} was lost during the trial: {e.reason}")
         except bar.PartEnded as e:
-            self._stop(b, f"the part on host {e.host} failed", set(), result)
+            self._stop(b, f"the part on host {e.host} failed", set(), hosts)
             failed = Failure.from_json(e.status.get("failed") or {})
             message = f"host {e.host}: {failed.message or 'its part ended before the start'}"
             if e.status.get("status") == "unsupported":
                 raise Unsupported(message)
             raise TrialFailure(failed.category or "internal", message, failed.stderr)
         except bar.PartTimeout as e:
-            self._stop(b, str(e), set(), result)
+            self._stop(b, str(e), set(), hosts)
             raise TrialFailure("timeout", str(e))
         except TrialFailure as e:  # the storage host did not answer its sample
-            self._stop(b, str(e), set(), result)
+            self._stop(b, str(e), set(), hosts)
             raise
 
-    def _stop(self, b: bar.Barrier, reason: str, lost: set[str], result: dict[str, Any]) -> None:
+    def _stop(self, b: bar.Barrier, reason: str, lost: set[str], hosts: dict[str, Any]) -> None:
         """Abort every part, let the others stop, and keep what each said about itself."""
         b.abort(reason)
         b.settle(SETTLE_S, lost)
         for p in b.parts:
-            entry = result["hosts"][p.host]
+            entry = hosts[p.host]
             entry["part"] = {"state": "lost" if p.host in lost else p.state, **_brief(p.status)}
         self._drop([p for p in b.parts if p.host not in lost and p.state == "done"])
 
@@ -261,7 +258,7 @@ class HostTrials:
         placed: list[tuple[str, int, int]],
         offsets: dict[str, Offset],
         art: Path,
-        result: dict[str, Any],
+        hosts: dict[str, Any],
     ) -> list[PartOutcome]:
         first = {h: f for h, _, f in placed}
 
@@ -272,15 +269,15 @@ class HostTrials:
                 p.client.artifacts(p.part_id, into)
             except (AgentUnreachable, AgentRefused) as e:
                 raise TrialFailure("host_lost", f"{self.hosts[p.host].describe()}: its part's result was lost: {e}")
-            part = doc["result"]
-            result["hosts"][p.host]["part"] = {
-                "status": part.get("status"),
-                "started_at": part.get("started_at"),
-                "finished_at": part.get("finished_at"),
-                "duration_s": part.get("duration_s"),
+            part = Result.from_json(doc["result"])
+            hosts[p.host]["part"] = {
+                "status": part.status,
+                "started_at": part.started_at,
+                "finished_at": part.finished_at,
+                "duration_s": part.duration_s,
                 "times": doc.get("times"),
-                "warnings": part.get("warnings"),
-                **({"failed": failed.to_json()} if (failed := Flags.of(part).failed) else {}),
+                "warnings": part.warnings,
+                **({"failed": failed.to_json()} if (failed := part.flags.failed) else {}),
             }
             times = doc.get("times") or {}
             return PartOutcome(p.host, first[p.host], part, doc["outputs"], into, offsets[p.host], times)
@@ -317,13 +314,13 @@ def cause(failed: list[PartOutcome]) -> Exception:
 
 
 def _category(o: PartOutcome) -> str | None:
-    failed = Flags.of(o.result).failed
+    failed = o.result.flags.failed
     return failed.category if failed else None
 
 
 def _part_failure(o: PartOutcome) -> Exception:
-    failed = Flags.of(o.result).failed or Failure()
-    message = f"host {o.host}: {failed.message or o.result.get('status')}"
-    if o.result.get("status") == "unsupported":
+    failed = o.result.flags.failed or Failure()
+    message = f"host {o.host}: {failed.message or o.result.status}"
+    if o.result.status == "unsupported":
         return Unsupported(message)
     return TrialFailure(failed.category or "internal", message, failed.stderr)

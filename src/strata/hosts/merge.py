@@ -24,15 +24,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strata.core.instances import InstanceOutput
 from strata.results import validity, writes
-from strata.results.flags import Flags, Sync
-from strata.workloads import REGISTRY as WORKLOADS
+from strata.results.flags import Sync
+from strata.results.result import Result
 from strata.workloads.base import Parsed
 
 from .clock import Offset
+from .part import OutputDoc
 
 if TYPE_CHECKING:
     from strata.experiment.expand import Trial
@@ -46,8 +47,8 @@ class PartOutcome:
 
     host: str
     first_index: int
-    result: dict[str, Any]
-    outputs: list[dict[str, Any]]  # as the agent reports them (agent.py part_result)
+    result: Result
+    outputs: list[OutputDoc]  # as the agent reports them (agent.py part_result)
     art: Path  # the part's artifacts on this machine
     offset: Offset
     times: dict[str, float] = field(default_factory=dict)
@@ -67,8 +68,8 @@ def instance_outputs(parts: list[PartOutcome]) -> tuple[list[InstanceOutput], li
                     p.art / o["out_dir"],
                     int(o["returncode"]),
                     o.get("stderr") or "",
-                    o["start_time_s"] - shift if o.get("start_time_s") is not None else None,
-                    o["end_time_s"] - shift if o.get("end_time_s") is not None else None,
+                    start - shift if (start := o.get("start_time_s")) is not None else None,
+                    end - shift if (end := o.get("end_time_s")) is not None else None,
                     {**(o.get("facts") or {}), "host": p.host},
                 )
             )
@@ -109,37 +110,34 @@ def sync_hosts(sync: Sync, shifted: list[Window], hosts: list[str], parts: list[
     sync.extra["release_skew_s"] = (max(released) - min(released)) if len(released) == len(parts) else None
 
 
-def merge(trial: Trial, parts: list[PartOutcome], art: Path, result: dict[str, Any]) -> None:
+def merge(trial: Trial, parts: list[PartOutcome], art: Path, result: Result) -> None:
     """Fill `result` (a trial's base result) from its parts; raises the workload's TrialFailure when the
     outputs together cannot be read."""
-    params: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
-    wl = WORKLOADS[params.type]
+    wl, params = trial.workload_plugin, trial.workload
     outputs, hosts = instance_outputs(parts)
     parsed = wl.parse(params, outputs)
     if parsed.series:
         (art / "workload-series.json").write_text(json.dumps(parsed.series))
     metrics = dict(parsed.metrics)
-    metrics["hosts"] = {p.host: p.result.get("metrics") or {} for p in parts}
-    result["metrics"] = metrics
-    result["collectors"] = {"hosts": {p.host: p.result.get("collectors") or {} for p in parts}}
-    result["stack_facts"] = {"hosts": {p.host: p.result.get("stack_facts") or {} for p in parts}}
-    result["writes"] = writes.across_hosts({p.host: p.result.get("writes") for p in parts})
-    primary = metrics.get("primary") or {}
+    metrics["hosts"] = {p.host: p.result.metrics for p in parts}
+    result.metrics = metrics
+    result.collectors = {"hosts": {p.host: p.result.collectors for p in parts}}
+    result.stack_facts = {"hosts": {p.host: p.result.stack_facts for p in parts}}
+    result.writes = writes.across_hosts({p.host: p.result.writes for p in parts})
     hosts_of = window_hosts(parsed, hosts, parts)
     shifted = shifted_windows(parsed.windows, hosts_of, parts)
-    evidence = validity.TrialEvidence(
+    evidence = validity.TrialEvidence.of(
+        parsed,
+        wl.runtime_s(params),
+        [o.start_time_s for o in outputs],
+        result.collectors,
         windows=shifted,
-        starts=[o.start_time_s for o in outputs],
-        runtime_s=wl.runtime_s(params),
-        series=parsed.series.get(primary.get("series") or ""),
-        tool_steady=metrics.get("steadystate"),
-        parts={p.host: Flags.of(p.result) for p in parts},
         metrics=metrics,
-        collectors=result["collectors"],
+        parts={p.host: p.result.flags for p in parts},
     )
     flags, warnings = validity.judge_trial(evidence)
     if (sync := flags.sync) is not None:
         sync_hosts(sync, shifted, hosts_of, parts)
-    flags.write(result)
-    result["warnings"] += [w.to_json() for w in warnings]
-    result["status"] = "ok"
+    result.flags.update(flags)
+    result.warnings += [w.to_json() for w in warnings]
+    result.status = "ok"

@@ -33,14 +33,13 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running
 from strata.core.params import Load
-from strata.results.flags import Flags
+from strata.results.result import Result
 from strata.stack.nostack import NoDevice, NoMount, NoSession, no_stack
-from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import ServerWorkload
 
 if TYPE_CHECKING:
@@ -57,6 +56,18 @@ CHECK_S = 0.5  # how often a part waiting to be released looks at its own instan
 MAX_GO_DELAY_S = 60.0
 
 
+class OutputDoc(TypedDict):
+    """One instance's output as an agent reports it with its part's result (agent.py part_result)."""
+
+    index: int
+    out_dir: str  # relative to the part's artifacts
+    returncode: int
+    stderr: str
+    start_time_s: float | None
+    end_time_s: float | None
+    facts: dict[str, Any]
+
+
 class Part:
     """A part's state, shared by the thread that runs it and the requests that follow it."""
 
@@ -66,7 +77,7 @@ class Part:
         self.start_at: float | None = None  # this host's clock
         self.released = False  # after "measured": every part measured, the servers may stop
         self.aborted: str | None = None
-        self.result: dict[str, Any] | None = None
+        self.result: Result | None = None
         self.outputs: list[InstanceOutput] = []
         self.times: dict[str, float] = {"created": time.time()}
         self._cond = threading.Condition()
@@ -144,8 +155,8 @@ class Part:
     def status(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"part": self.id, "state": self.state, "times": dict(self.times)}
         if self.result is not None:
-            doc["status"] = self.result.get("status")
-            failed = Flags.of(self.result).failed
+            doc["status"] = self.result.status
+            failed = self.result.flags.failed
             doc["failed"] = failed.to_json() if failed else None
         return doc
 
@@ -217,8 +228,7 @@ class BarrierSession:
     def watch(self) -> tuple[str, str] | None:
         if self.part.aborted:
             return ("host_lost", self.part.aborted)
-        inner = getattr(self.inner, "watch", None)
-        return inner() if inner else None
+        return self.inner.watch()
 
 
 class BarrierStacks:
@@ -228,14 +238,12 @@ class BarrierStacks:
         self.stacks, self.part = stacks, part
 
     def get(self, trial: Trial) -> tuple[DeviceHandle | NoDevice, Mounted | NoMount, BarrierSession]:
-        spec: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
-        wl = WORKLOADS[spec.type]
+        wl = trial.workload_plugin
         built = wl.instances(trial.workload, trial.load) > 0  # a host that runs only clients builds nothing
         device, mounted, session = self.stacks.get(trial) if built else no_stack()
         at_measure = isinstance(wl, ServerWorkload)  # its parts meet in its measure, after its servers started
         return device, mounted, BarrierSession(session, self.part, at_measure)
 
     def died(self, trial: Trial, layer: str) -> None:
-        spec: Any = trial.workload
-        if WORKLOADS[spec.type].instances(trial.workload, trial.load) > 0:
+        if trial.workload_plugin.instances(trial.workload, trial.load) > 0:
             self.stacks.died(trial, layer)

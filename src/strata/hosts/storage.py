@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from strata.core.errors import TrialFailure, Unsupported
-from strata.experiment.model import Layer
+from strata.core.params import Layer
+from strata.stack.devices import served_by
 
 from .client import AgentClient, AgentRefused, AgentUnreachable
 
@@ -37,7 +38,7 @@ SECTOR = 512  # diskstats sectors are always 512 bytes (collectors/diskstats.py)
 
 def storage_host(trial: Trial) -> str | None:
     """The host of the experiment serving the trial's device, if any."""
-    return getattr(trial.device, "host", None)
+    return served_by(trial.device)
 
 
 @dataclass
@@ -100,10 +101,9 @@ def serve(trial: Trial, host: str, client: AgentClient, run_id: str) -> Storage:
     except AgentUnreachable as e:
         raise TrialFailure("host_lost", f"the storage host {host} is not reachable: {e}")
     except AgentRefused as e:
-        device: Any = trial.device  # a device plugin's params (Trial holds a BaseModel)
         if e.status == 422:
             raise Unsupported(str(e))
-        raise TrialFailure("provision", f"the storage host {host} could not serve {device.name}: {e}")
+        raise TrialFailure("provision", f"the storage host {host} could not serve {trial.device.name}: {e}")
     return Storage(host, client, run_id, doc["id"], doc["served_at"], doc.get("facts") or {}, doc.get("agent", ""))
 
 

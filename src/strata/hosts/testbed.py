@@ -38,10 +38,11 @@ from typing import Any, Callable, Iterator
 from strata.core.errors import StrataError
 from strata.core.proc import sh
 from strata.stack import netns
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import remove_tree
 from strata.stack.runtimes.docker import client as dk
-from strata.stack.runtimes.docker.daemon import DAEMON_ENV, DaemonPaths, _undo_daemon, _wait_ready, dockerd_argv
+from strata.stack.runtimes.docker import daemon
+from strata.stack.runtimes.docker.daemon import DAEMON_ENV, DaemonPaths, dockerd_argv, undo_daemon, wait_ready
 
 BRIDGE_PREFIX = 28  # 14 addresses: the bridge and up to 13 hosts
 MAX_TEST_HOSTS = 13
@@ -96,13 +97,11 @@ class Bed:
         return {h.name: h.spec() for h in self.hosts}
 
 
-@undo_action("bridge")
 def _undo_bridge(data: dict[str, Any]) -> None:
     if Path(f"/sys/class/net/{data['name']}").exists():
         sh(["ip", "link", "delete", data["name"]], timeout=30)
 
 
-@undo_action("testbed-root")
 def _undo_root(data: dict[str, Any]) -> None:
     remove_tree(Path(data["path"]))
 
@@ -157,9 +156,9 @@ def _network(journal: Journal, seqs: Seqs, names: list[str], token: str, root: P
         for i, name in enumerate(names):
             ns = f"{NETNS_PREFIX}{name}-{token}"[:40]
             host_if, ns_if = f"st{token}{i}h", f"st{token}{i}n"
-            _tracked(journal, seqs, "netns", netns._undo_netns, name=ns)
+            _tracked(journal, seqs, "netns", netns.undo_netns, name=ns)
             sh(["ip", "netns", "add", ns])
-            _tracked(journal, seqs, "veth", netns._undo_veth, host_if=host_if)
+            _tracked(journal, seqs, "veth", netns.undo_veth, host_if=host_if)
             sh(["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", ns])
             Path(f"/proc/sys/net/ipv6/conf/{host_if}/disable_ipv6").write_text("1")
             sh(["ip", "link", "set", host_if, "master", bridge, "up"])
@@ -176,7 +175,7 @@ def _daemon(journal: Journal, seqs: Seqs, h: BedHost) -> None:
     """The host's dockerd, in its namespace, with a hostname of its own."""
     paths = DaemonPaths(secrets.token_hex(4), h.root / "docker")
     data = {**paths.journal_data(DRIVER, True), "netns": h.netns}
-    _tracked(journal, seqs, "daemon", _undo_daemon, **data)
+    _tracked(journal, seqs, "daemon", undo_daemon, **data)
     for d in (paths.run_dir, paths.data_root, h.state_dir, h.workdir):
         d.mkdir(parents=True, exist_ok=True)
     paths.config.write_text("{}\n")
@@ -197,7 +196,7 @@ def _daemon(journal: Journal, seqs: Seqs, h: BedHost) -> None:
         )
     journal.update(seqs[-1][0], pid=proc.pid)
     seqs[-1][1]["pid"] = proc.pid
-    _wait_ready(paths, proc)
+    wait_ready(paths, proc)
     h.sock = paths.sock
 
 
@@ -245,3 +244,8 @@ def _wait_nodes_ready(manager: BedHost, n: int, timeout_s: float = 60) -> None:
     raise StrataError(
         f"the test Swarm's {n} nodes were not all Ready within {timeout_s:.0f} s", "read the dockerd logs"
     )
+
+
+# The undo action of each kind a test bed journals: its root and bridge, each host's namespace, link and daemon
+# (`strata cleanup` declares them beside the plugins').
+UNDO: Undos = {"bridge": _undo_bridge, "testbed-root": _undo_root, **netns.UNDO, **daemon.UNDO}

@@ -1,7 +1,7 @@
 """Write amplification in the report: a figure per advice group (a workload at a load on a device), each
 stack's bytes written per workload byte at each layer below it, with the table behind it.
 
-The numbers are analysis/amplification.py's (every measured repetition, its 95% interval); the raw
+The numbers are analysis/advice/amplification.py's (every measured repetition, its 95% interval); the raw
 device is drawn too, as the reference (a device that writes what it is given: 1.0).
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from strata.analysis.amplification import of_cell
+from strata.analysis.advice.amplification import of_cell
 from strata.analysis.analyse import Analysis
-from strata.analysis.query import by_context
+from strata.analysis.cells.query import by_context
 from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import Figure, Table
 

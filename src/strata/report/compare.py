@@ -1,7 +1,7 @@
 """`strata compare A B` as a table, a figure, CSV, HTML and text (pure: Comparison -> bytes).
 
 One row per configuration measured in both sets, B relative to A with the
-interval and decision of analysis/decide.py (analysis/compare.py), like
+interval and decision of analysis/decisions/answer.py (analysis/compare.py), like
 pyperf's `compare_to` table.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from html import escape
 
+from strata.analysis.cells.query import fmt, summary_of
 from strata.analysis.compare import Comparison
-from strata.analysis.query import fmt, summary_of
 from strata.report import figures
 from strata.report.csv import table_csv
-from strata.report.html import STYLE, _table, inline_svg
+from strata.report.html import STYLE, inline_svg, table_html
 from strata.report.parts import Figure, Table
 
 COLUMNS = [
@@ -117,7 +117,7 @@ def generate(cmp: Comparison, name_a: str, name_b: str, png: bool = False) -> di
     page = (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>strata compare</title>"
         f"<style>{STYLE}</style></head><body><h1>strata compare</h1><p class=meta>A = {escape(name_a)}<br>"
-        f"B = {escape(name_b)}</p><figure>{body}</figure>{_table(COLUMNS, rows(cmp))}"
+        f"B = {escape(name_b)}</p><figure>{body}</figure>{table_html(COLUMNS, rows(cmp))}"
         f"<pre>{escape(text(cmp, name_a, name_b))}</pre></body></html>\n"
     )
     out["compare.html"] = page.encode()

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from strata.results.export import csv_bytes
 
 if TYPE_CHECKING:
-    from strata.analysis.advice import Best
-    from strata.analysis.placement import MeasuredPlacement
+    from strata.analysis.advice.advice import Best
+    from strata.analysis.advice.placement import MeasuredPlacement
     from strata.report.parts import Report
 
 
@@ -30,6 +30,8 @@ def table_csv(columns: Sequence[str], rows: Iterable[Iterable[object]]) -> bytes
 
 def render(report: Report) -> dict[str, bytes]:
     """{file name: bytes} for every table of the report."""
+    from strata.analysis.studies.published import said
+
     a = report.analysis
     out = {f"{f.id}.csv": table_csv(f.table.columns, f.table.rows) for f in report.figures}
     out.update({f"{t.id}.csv": table_csv(t.columns, t.rows) for t in report.tables})
@@ -69,7 +71,7 @@ def render(report: Report) -> dict[str, bytes]:
     )
     out["findings.csv"] = table_csv(
         ["id", "status", "claim", "source", "criterion", "numbers", "the study says"],
-        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail, f.said] for f, o in a.findings],
+        [[f.id, o.status, f.claim, f.source, f.criterion, o.detail, said(f)] for f, o in a.findings],
     )
     out["advice.csv"] = table_csv(
         [
@@ -100,7 +102,7 @@ def render(report: Report) -> dict[str, bytes]:
             for c in a.containers
         ],
     )
-    if a.placements:  # the same load measured on one host and across hosts (analysis/placement.py)
+    if a.placements:  # the same load measured on one host and across hosts (analysis/advice/placement.py)
         out["placements.csv"] = table_csv(PLACEMENT_COLUMNS, [row for m in a.placements for row in placement_rows(m)])
     out["warnings.csv"] = table_csv(
         ["kind", "message", "what to do", "items"], [[w.kind, w.message, w.fix, "; ".join(w.items)] for w in a.warnings]
@@ -139,7 +141,7 @@ PLACEMENT_COLUMNS = [
 
 
 def placement_rows(m: MeasuredPlacement) -> list[list[object]]:
-    """One row per placement of a measured placement advice (analysis/placement.py)."""
+    """One row per placement of a measured placement advice (analysis/advice/placement.py)."""
     rows = []
     for p in m.placements:
         ch, agg, lat = p.vs_one_host, p.aggregate, p.p99_ns

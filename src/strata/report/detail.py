@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from strata.analysis.analyse import Analysis
-from strata.analysis.cells import Cell
+from strata.analysis.cells.cells import Cell
 from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import MAX_LINES, Figure, Table
 from strata.report.parts import mean as mean_of

@@ -14,15 +14,16 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from strata import __version__
-from strata.analysis import studies
-from strata.analysis.beside import paper_ratio
-from strata.analysis.verdict import STATUSES, Outcome
+from strata.analysis.findings.verdict import STATUSES, Outcome
+from strata.analysis.studies import studies
+from strata.analysis.studies.published import said
+from strata.analysis.studies.side_by_side import paper_ratio
 from strata.report.csv import cell_text
 from strata.report.parts import SMOKE_BANNER
 
 if TYPE_CHECKING:
     from strata.analysis.analyse import Analysis
-    from strata.analysis.findings import Finding
+    from strata.analysis.findings.findings import Finding
     from strata.report.parts import Figure, Report
 
 MAX_TABLE_ROWS = 200  # inline; the CSV holds all
@@ -73,7 +74,7 @@ def inline_svg(svg: bytes | str, prefix: str) -> str:
     return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)
 
 
-def _table(columns: Sequence[object], rows: Sequence[Sequence[object]], cls: str = "sortable") -> str:
+def table_html(columns: Sequence[object], rows: Sequence[Sequence[object]], cls: str = "sortable") -> str:
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     body = []
     for r in rows[:MAX_TABLE_ROWS]:
@@ -156,7 +157,7 @@ def _finding_rows(pairs: list[tuple[Finding, Outcome]]) -> str:
         rows.append(
             f'<tr><td><span class="st {cls}">{escape(o.status)}</span></td><td><b>{escape(f.id)}</b><br>'
             f"{escape(f.claim)}<br><small>source: {escape(f.source)}"
-            f"{'<br>the study: ' + escape(f.said) if f.said else ''}</small></td><td>{escape(f.criterion)}"
+            f"{'<br>the study: ' + escape(said(f)) if said(f) else ''}</small></td><td>{escape(f.criterion)}"
             f"</td><td>{escape(_numbers(o))}</td></tr>"
         )
     return (
@@ -189,7 +190,7 @@ def _paper(a: Analysis) -> str:
     """The studies' published numbers beside the same quantities here, each side against its own baseline."""
     out = (
         '<h2 id="paper">The studies beside these results</h2><p class=meta>The numbers the studies print '
-        "(docs/studies.md; src/strata/analysis/paper.yaml) beside the same quantity here. Their hardware is "
+        "(docs/studies.md; src/strata/analysis/studies/paper.yaml) beside the same quantity here. Their hardware is "
         "not yours: compare the shape, each side read against its own best configuration (1.00) or against "
         "the configuration the value is relative to, each in its own unit, never a paper's number as if it "
         "were measured here.</p>"
@@ -217,12 +218,12 @@ def _paper(a: Analysis) -> str:
                 ]
                 for p in b.pairs
             ]
-        out += f"<h3>{escape(b.shape())}</h3>{_table(cols, rows)}"
+        out += f"<h3>{escape(b.shape())}</h3>{table_html(cols, rows)}"
     return out
 
 
 def _differs(ids: list[str]) -> str:
-    """What differs here from each study's method, and why (analysis/studies.yaml, as docs/studies.md)."""
+    """What differs here from each study's method, and why (analysis/studies/studies.yaml, as docs/studies.md)."""
     out = ""
     for s in filter(None, (studies.by_study(i) for i in ids)):
         items = "".join(f"<li><b>{escape(what)}</b>: {escape(text)}</li>" for what, text in s.differs)
@@ -247,7 +248,7 @@ def _figure(i: int, f: Figure, svg: bytes | str | None, png: bool = False) -> st
     return (
         f'<figure id="{escape(f.id)}" data-kind="{f.kind}">{inline_svg(svg, f"f{i}")}<figcaption>'
         f"<b>{escape(f.title)}</b>. {escape(f.caption)} {files}</figcaption><details><summary>table "
-        f"({len(f.table.rows)} rows)</summary>{_table(f.table.columns, f.table.rows)}</details></figure>"
+        f"({len(f.table.rows)} rows)</summary>{table_html(f.table.columns, f.table.rows)}</details></figure>"
     )
 
 
@@ -280,7 +281,7 @@ def render(report: Report, svgs: dict[str, bytes], png: bool = False) -> bytes:
             "(volume, bind, layer) or container counts for the same workload (seed study 004, Tables 2-5).</p>"
         )
     for t in report.tables:
-        parts.append(f'<h3 id="{escape(t.id)}">{escape(t.title)}</h3>{_table(t.columns, t.rows)}')
+        parts.append(f'<h3 id="{escape(t.id)}">{escape(t.title)}</h3>{table_html(t.columns, t.rows)}')
     parts.append(
         f"<footer class=meta><p>strata {escape(__version__)}: generated from stored results only.</p>"
         f"</footer><script>{SCRIPT}</script></body></html>\n"

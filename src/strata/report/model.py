@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from strata.analysis import amplification
+from strata.analysis.advice import amplification
 from strata.analysis.analyse import Analysis
-from strata.analysis.baseline import apart_ratio, baseline_key, ratio_to_raw
-from strata.analysis.cells import Cell, Result, artifact
-from strata.analysis.sweeps import peak
+from strata.analysis.cells.baseline import apart_ratio, baseline_key, ratio_to_raw
+from strata.analysis.cells.cells import Cell, Result, artifact
+from strata.analysis.measured.sweeps import peak
 from strata.report.amplification import amplification_figures
 from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels, with_shared

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata.analysis.analyse import Analysis
-from strata.analysis.cells import Cell
+from strata.analysis.cells.cells import Cell
 from strata.core.metrics import MetricSchema
 
 MAX_LINES = 8  # lines per sweep or scaling figure

@@ -2,7 +2,7 @@
 
 Two figures per workload that ran on a remote device and on a local one:
 - for each stack and load, the remote throughput's change relative to the local twin
-  (analysis/remote.py pairs them), with Welch's 95% interval, drawn like `strata compare`;
+  (analysis/measured/remote.py pairs them), with Welch's 95% interval, drawn like `strata compare`;
 - the latency breakdown the workload declares (fio's slat/clat/lat) of each stack locally and remotely,
   at the lowest and the highest load, with the latency the fabric adds (remote minus local, mean of the
   device's part: `MetricSchema.below_latency`).
@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from strata.analysis.analyse import Analysis
-from strata.analysis.cells import Cell
+from strata.analysis.cells.cells import Cell
 from strata.analysis.compare import status
-from strata.analysis.decide import answer
-from strata.analysis.remote import remote_pairs
+from strata.analysis.decisions.answer import answer
+from strata.analysis.measured.remote import remote_pairs
 from strata.report.names import figure_id, row_label, row_labels, short_labels, titled, with_shared
 from strata.report.parts import MAX_STACKS, Figure, Table, breakdown_entry, latencies
 
@@ -24,7 +24,7 @@ XLABEL = "remote relative to direct-attached (%), 95% interval"
 COLUMNS = ["stack", "load", "local device", "local", "remote", "unit", "change", "ci_low", "ci_high", "status", "n"]
 
 
-Pair = tuple[Cell, Cell]  # (local, remote): analysis/remote.py remote_pairs
+Pair = tuple[Cell, Cell]  # (local, remote): analysis/measured/remote.py remote_pairs
 
 
 def remote_figures(a: Analysis) -> list[Figure]:

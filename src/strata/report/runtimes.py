@@ -1,7 +1,7 @@
 """Native against containers against VMs in the report (seed study 001).
 
 Per workload and device: each container and VM stack's throughput, and its mean latency,
-relative to the same work run natively on the same file system (analysis/runtimes.py pairs
+relative to the same work run natively on the same file system (analysis/measured/runtimes.py pairs
 them), with Welch's 95% interval, drawn like `strata compare`. VMs under emulation are left out
 and the caption says how many.
 """
@@ -9,12 +9,12 @@ and the caption says how many.
 from __future__ import annotations
 
 from strata.analysis.analyse import Analysis
-from strata.analysis.cells import Cell
+from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.query import summary_of
 from strata.analysis.compare import status
-from strata.analysis.decide import answer
-from strata.analysis.query import summary_of
-from strata.analysis.runtimes import native_pairs
-from strata.analysis.stats import Summary
+from strata.analysis.decisions.answer import answer
+from strata.analysis.decisions.stats import Summary
+from strata.analysis.measured.runtimes import native_pairs
 from strata.report.names import figure_id, row_label, row_labels, titled
 from strata.report.parts import Figure, Table
 

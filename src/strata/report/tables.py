@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from strata.analysis.analyse import Analysis
-from strata.analysis.cells import Cell
-from strata.analysis.grid import Grid
+from strata.analysis.cells.cells import Cell
+from strata.analysis.measured.grid import Grid
 from strata.report.names import figure_id
 from strata.report.parts import Table
 from strata.report.parts import mean as _mean

@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strata.analysis.baseline import ratio_to_raw
-from strata.analysis.query import fmt
+from strata.analysis.cells.baseline import ratio_to_raw
+from strata.analysis.cells.query import fmt
 from strata.report.parts import SMOKE_BANNER
 from strata.results.flags import DECLARED, Flag, apart
 
@@ -131,7 +131,7 @@ def summary_text(results_dir: str | os.PathLike[str]) -> str:
     The run's trials are stored before this runs: a failure here must not turn a good run into a failed
     one, so it is reported in the text (with the command that shows its traceback) instead of raised."""
     from strata.analysis.analyse import analyse
-    from strata.analysis.load import load
+    from strata.analysis.cells.load import load
 
     try:
         text = analysis_text(analyse(load(Path(results_dir))))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strata.core.metrics import Metric, export_columns
+from strata.core.params import LoadCounts
 from strata.results import writes
 from strata.results.flags import DECLARED, Flags
 
@@ -37,9 +38,7 @@ HEAD = (
     ("workload", "str"),
     ("load", "str"),
     ("repetition", "int"),
-    ("numjobs", "int"),
-    ("iodepth", "int"),
-    ("containers", "int"),
+    *((name, "int") for name in LoadCounts.names()),  # the load's counts: jobs, queue depth, instances
 )
 TAIL = (
     ("duration_s", "float"),
@@ -78,9 +77,7 @@ def flatten(r: dict[str, Any], cols: list[Column] | None = None) -> dict[str, An
         "status": r.get("status"),
         "stack": r.get("stack"),
         **{k: lab.get(k) for k in ("device", "filesystem", "runtime", "path", "workload", "load", "repetition")},
-        "numjobs": load.get("numjobs"),
-        "iodepth": load.get("iodepth"),
-        "containers": load.get("containers"),
+        **{k: load.get(k) for k in LoadCounts.names()},
         **{c.name: c.cell(f.get(d.flag)) for d in DECLARED.values() for c in d.export},
         "duration_s": r.get("duration_s"),
         "started_at": r.get("started_at"),

@@ -3,10 +3,11 @@
 validity/ makes every judgement; this module says what each judgement is,
 how it is stored and read back, and how strata shows it (`DECLARED`: the
 export, `strata show`, the cells and the report's terminal table render every
-flag from its declaration, none by its name). `Flags.of(result)` reads a stored
-result's flags (`.cache`, `.failed.category`, `.steady.judged`,
-`.warns(Flag.SYNC)`); `Flags.write(result)` and `record(result, value)`
-store them. Only the schema's migrations (schema.py, `Workload.upgrade`) touch the
+flag from its declaration, none by its name). A `Result`'s `flags` are a
+`Flags` (result.py: `.cache`, `.failed.category`, `.steady.judged`,
+`.warns(Flag.SYNC)`; `set` and `update` judge them anew); `Flags.of(doc)` reads
+those of a stored result's JSON, `Flags.write(doc)` and `record(doc, value)`
+store them in one. Only the schema's migrations (schema.py, `Workload.upgrade`) touch the
 stored dicts, to bring an older form up to the one read here.
 
 Each type's `to_json` is the stored format, key for key. Reading is lenient,
@@ -192,7 +193,7 @@ class Steady:
     mean: float | None = None
     range_pct: float | None = None
     slope_pct: float | None = None
-    series: dict[str, Any] | None = None  # the whole series' seconds, mean and sd (analysis/variance.py)
+    series: dict[str, Any] | None = None  # the whole series' seconds, mean and sd (analysis/cells/variance.py)
     tool: dict[str, Any] | None = None  # the tool's own verdict (fio's --steadystate)
     # What the verdict rests on: "snia" (range and slope over the last window: a single trial must be steady
     # to stand for the storage) or "drift" (a repeated design, whose intervals carry the trial-to-trial and
@@ -303,10 +304,10 @@ class Declared:
     mark: Callable[[Declared, Value], str | None] | None = None  # its mark in `strata show`'s flags column
     export: tuple[Column, ...] = ()
     # A result it warns of is drawn apart from the device numbers, in the cell's group of this name
-    # (analysis/cells.py): never device performance, never compared. The first such flag a result warns of
+    # (analysis/cells/cells.py): never device performance, never compared. The first such flag a result warns of
     # decides its group.
     apart: str = ""
-    # What to do when it warns, said in the report's warnings (analysis/hygiene.py); "" for a flag whose
+    # What to do when it warns, said in the report's warnings (analysis/advice/hygiene.py); "" for a flag whose
     # warning there is worded with its evidence by a check of its own (cache, above_raw, steady, sync, failed).
     fix: str = ""
     key: str = field(init=False, repr=False)  # the flag's JSON key, read once per stored result
@@ -470,8 +471,13 @@ class Flags:
         return {f.value: v.to_json() if (v := self.get(f)) is not None else None for f in list(self.values)}
 
     def write(self, result: dict[str, Any]) -> None:
-        """Store these flags in a result, beside (or over) those it holds."""
+        """Store these flags in a stored result's JSON, beside (or over) those it holds."""
         result.setdefault("flags", {}).update(self.to_json())
+
+    def update(self, other: Flags) -> None:
+        """`other`'s flags judged anew over these (a trial's result takes what its judges said)."""
+        for flag in other.values:
+            self.set(flag, other.get(flag))
 
     def warns(self, flag: Flag) -> bool:
         """The flag says the number is not the storage's: a suspicion not expected, a failure, no steady state."""

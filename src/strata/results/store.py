@@ -2,7 +2,7 @@
 
 Layout of a results directory:
     runs/<run_id>.json          resolved spec, host facts, skipped combinations, per run
-    trials/<trial_id>.json      one result (see RESULT_FIELDS)
+    trials/<trial_id>.json      one result (results/result.py Result; its keys RESULT_FIELDS)
     trials/<trial_id>/          raw artifacts: inst-N/fio.json, series.json, logs
     trials/<trial_id>.attempt-K.json   an earlier failed attempt, kept when resumed
 
@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from strata.results.result import Result
 from strata.results.schema import SCHEMA_VERSION, migrate
 
 STATUSES = ("ok", "failed", "unsupported")
@@ -84,19 +85,19 @@ class ResultStore:
         except json.JSONDecodeError:
             return None
 
-    def write(self, result: dict[str, Any]) -> Path:
+    def write(self, result: Result) -> Path:
         """Store a result; an earlier failed attempt is kept beside it, never overwritten."""
-        assert result["status"] in STATUSES, result["status"]
-        path = self.result_path(result["trial_id"])
+        assert result.status in STATUSES, result.status
+        path = self.result_path(result.trial_id)
         if path.exists():
             previous = json.loads(path.read_text())
             if previous.get("status") == "ok":
                 raise FileExistsError(f"{path} already holds a finished trial; results are never overwritten")
             k = 1
-            while (keep := path.with_name(f"{result['trial_id']}.attempt-{k}.json")).exists():
+            while (keep := path.with_name(f"{result.trial_id}.attempt-{k}.json")).exists():
                 k += 1
             os.replace(path, keep)
-        atomic_write_json(path, {"schema_version": SCHEMA_VERSION, **result})
+        atomic_write_json(path, {"schema_version": SCHEMA_VERSION, **result.to_json()})
         return path
 
     def write_run(self, run_id: str, doc: dict[str, Any]) -> None:

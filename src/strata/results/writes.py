@@ -21,7 +21,7 @@ a journal commit or a file system's background work would decide it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from strata.workloads.base import Parsed
 
@@ -29,7 +29,20 @@ from strata.workloads.base import Parsed
 MIN_AMPLIFIED_BYTES = 4 << 20
 
 
-def record(parsed: Parsed, layers: dict[str, dict[str, Any]], window: str) -> dict[str, Any]:
+class Writes(TypedDict, total=False):
+    """A result's `writes` (the form above); across hosts `hosts` (each host's), `workload_bytes` summed and
+    `amplification` by `host:disk`."""
+
+    syncs: dict[str, Any] | None
+    direct: dict[str, Any] | None
+    workload_bytes: int
+    basis: str
+    window: str
+    amplification: dict[str, float] | None
+    hosts: dict[str, Writes]
+
+
+def record(parsed: Parsed, layers: dict[str, dict[str, Any]], window: str) -> Writes:
     """The `writes` of a trial: the workload's declarations, and each layer's bytes written (`layers`: the
     disks' counters, the device under test first) per byte the workload wrote."""
     wrote = int(parsed.moved_bytes.get("write", 0) or 0)
@@ -59,7 +72,7 @@ def of_result(result: dict[str, Any]) -> dict[str, float] | None:
     return amp if isinstance(amp, dict) and amp else None
 
 
-def across_hosts(per_host: dict[str, Any]) -> dict[str, Any]:
+def across_hosts(per_host: dict[str, Writes | None]) -> Writes:
     """A trial's `writes` from its parts' (each host's instances against its own disks, judged there): each
     host's kept, the workload's bytes summed, each host's layers as `host:disk`."""
     parts = {h: w for h, w in per_host.items() if isinstance(w, dict)}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
-from strata.results.flags import Failure, Flags
+from strata.results.flags import Failure
+from strata.results.result import Result
 
 
 def fmt_s(s: float) -> str:
@@ -50,19 +51,17 @@ class Progress:
             self.stream.write(line + "\n")
         self.stream.flush()
 
-    def done(self, result: dict[str, Any]) -> None:
+    def done(self, result: Result) -> None:
         self.spent_est += self.estimates[self.done_n] if self.done_n < len(self.estimates) else 0
         self.done_n += 1
         if self.quiet:
             return
-        if result["status"] != "ok":
-            f = Flags.of(result).failed or Failure()
-            self.note(
-                f"{result['status']}: {result['stack']} {result['labels']['workload']} "
-                f"{result['labels']['load']}: [{f.category or None}] {f.message[:300]}"
-            )
-        for w in result.get("warnings", []):
-            self.note(f"warning: {result['stack']} {result['labels']['workload']}: {w['flag']}: {w['message'][:300]}")
+        workload, load = result.labels["workload"], result.labels["load"]
+        if result.status != "ok":
+            f = result.flags.failed or Failure()
+            self.note(f"{result.status}: {result.stack} {workload} {load}: [{f.category or None}] {f.message[:300]}")
+        for w in result.warnings:
+            self.note(f"warning: {result.stack} {workload}: {w['flag']}: {w['message'][:300]}")
 
     def note(self, text: str) -> None:
         if self.quiet:

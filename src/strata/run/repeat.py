@@ -5,10 +5,10 @@ Before the first trial, `auto` plans its looks for the rounds the budget pays fo
 and loading images are not counted, as the budget does not count them): at 3..6 with a budget for three
 rounds, one look at 3, which spends all the error there instead of saving some for a look at 6 that never
 comes. At each planned look each advice group (the stacks compared for one workload, load and device) is
-raced (analysis/racing.py): a configuration stops once it is within the margin of the best (`equivalent`),
+raced (analysis/decisions/racing.py): a configuration stops once it is within the margin of the best (`equivalent`),
 not the best (`eliminated`), or unlikely to be decided by the last look (`undecidable`); the leader once all
 its comparisons ended (`decided`). The intervals behind these decisions spend the error over the looks and
-hold for the whole group at once (analysis/decide.py, groups.py), so they stay valid however the run
+hold for the whole group at once (analysis/decisions/answer.py, groups.py), so they stay valid however the run
 stopped. A raw-device baseline runs in the first rounds only (experiment/expand.py BASELINE_ROUNDS: it is no
 candidate; two trials give its ratios and flags an interval), and on only while it has fewer successful
 trials than that and a configuration of its workload, load and device goes on (`baseline`); a configuration
@@ -27,22 +27,21 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, TypedDict
 
-from strata.analysis.baseline import apply_above_raw
-from strata.analysis.cells import build_cells, config_key
-from strata.analysis.decide import Design
-from strata.analysis.query import by_context, match_key
-from strata.analysis.racing import DECIDED, race
-from strata.analysis.stats import summarize
+from strata.analysis.cells.baseline import apply_above_raw
+from strata.analysis.cells.cells import build_cells, config_key
+from strata.analysis.cells.query import by_context, match_key
+from strata.analysis.decisions.answer import Design
+from strata.analysis.decisions.racing import DECIDED, race
+from strata.analysis.decisions.stats import summarize
 from strata.experiment.expand import BASELINE_ROUNDS, Trial, in_rounds
 from strata.experiment.looks import budget_looks
-from strata.results import validity
+from strata.results.result import Result
 from strata.run import scaling
-from strata.workloads import REGISTRY as WORKLOADS
 
 if TYPE_CHECKING:
-    from strata.experiment.model import Experiment
+    from strata.experiment.model import DesignDoc, Experiment
 
 PRECISE, MAX, BUDGET, FAILING, BASELINE = "precise", "max_repetitions", "budget", "failing", "baseline"
 
@@ -55,10 +54,18 @@ class Progress:
     half_width: float | None = None  # of its interval as the report shows it (Design.level), relative to the mean
 
 
+class ConfigReport(TypedDict):
+    """A configuration's repetitions as the run's record stores them (`Repetitions.report`)."""
+
+    repetitions: int
+    trials: int
+    failed: int
+    stopped: str  # why it has no more: "planned", or the racing's reason (analysis/racing.py)
+    half_width: float | None
+
+
 class Repetitions:
-    def __init__(
-        self, exp: Experiment, trials: list[Trial], stored: list[dict[str, Any]] | None = None, run_id: str = ""
-    ):
+    def __init__(self, exp: Experiment, trials: list[Trial], stored: list[Result] | None = None, run_id: str = ""):
         self.exp = exp
         self.run_id = run_id
         self.trials = trials
@@ -72,7 +79,8 @@ class Repetitions:
             if scaling.is_auto(t):
                 self.scaling.setdefault(scaling.series_key(t.resolved()), scaling.Series(t))
         self.seen: set[str | None] = set()
-        self.results: list[dict[str, Any]] = []  # every finished trial of the run, for the racing
+        # every finished trial of the run, for the racing (the analysis reads results in their stored form)
+        self.results: list[dict[str, Any]] = []
         self.setup_s = 0.0  # building stacks (and loading images) in this run: not counted against the budget
         self.looks = self._plan_looks()
         for r in stored or []:
@@ -87,7 +95,7 @@ class Repetitions:
 
         def round_s(r: int) -> float:
             return sum(
-                WORKLOADS[t.workload.type].estimate_s(t.workload)
+                t.workload_plugin.estimate_s(t.workload)
                 for t in protos
                 if not (t.raw_baseline and r >= BASELINE_ROUNDS)
             )
@@ -95,27 +103,25 @@ class Repetitions:
         rounds = [round_s(r) for r in range(self.exp.max_repetitions)]
         return budget_looks(self.exp.min_repetitions, self.exp.max_repetitions, rounds, self.exp.budget)
 
-    def record(self, result: dict[str, Any]) -> None:
+    def record(self, result: Result) -> None:
         """A finished trial of this run (or one stored before it, on resume)."""
-        trial_id = result.get("trial_id")
-        if trial_id in self.seen:
+        if result.trial_id in self.seen:
             return
-        self.seen.add(trial_id)
-        self.results.append(result)
-        if isinstance(result.get("setup_s"), (int, float)) and result.get("run_id") == self.run_id:
-            self.setup_s += float(result["setup_s"])
+        self.seen.add(result.trial_id)
+        self.results.append(result.to_json())
+        if result.setup_s is not None and result.run_id == self.run_id:
+            self.setup_s += float(result.setup_s)
         self._record_scaling(result)
-        key = _config_of(result)
-        p = self.configs.get(key)
+        p = self.configs.get(config_key(result.trial))
         if p is None:
             return
-        value, _ = validity.headline(result)
-        if result.get("status") == "ok" and value is not None:
+        value, _ = result.headline
+        if result.status == "ok" and value is not None:
             p.values.append(value)
-        elif result.get("status") == "failed":
+        elif result.status == "failed":
             p.failures += 1
 
-    def rounds(self) -> Iterator[list[Any]]:  # Trials; Any while runner.py reads a plugin's params off them
+    def rounds(self) -> Iterator[list[Trial]]:
         """The planned trials round by round; with `auto`, further rounds while configurations go on."""
         by_rep: dict[int, list[Trial]] = {}
         for t in self.trials:
@@ -133,18 +139,18 @@ class Repetitions:
             yield in_rounds(self.exp, [self.proto[k].again(rep) for k in going])
             rep += 1
 
-    def _record_scaling(self, result: dict[str, Any]) -> None:
-        t = result.get("trial") or {}
+    def _record_scaling(self, result: Result) -> None:
+        t = result.trial
         if not isinstance(t.get("load"), dict) or t["load"].get("scale") != "auto":
             return
         series = self.scaling.get(scaling.series_key(t))
         if series is None:
             return
         n = t["load"].get("containers", 1)
-        value, _ = validity.headline(result)
-        if result.get("status") == "ok" and value is not None:
+        value, _ = result.headline
+        if result.status == "ok" and value is not None:
             series.values.setdefault(n, []).append(value)
-        elif result.get("status") == "failed":
+        elif result.status == "failed":
             series.failures[n] = series.failures.get(n, 0) + 1
 
     def _scale(self) -> Iterator[list[Trial]]:
@@ -177,7 +183,7 @@ class Repetitions:
         for key, p in self.configs.items():
             if p.stopped:
                 continue
-            s = summarize(p.values, design.level(len(p.values), sides=2))  # as the report shows it (analysis/cells.py)
+            s = summarize(p.values, design.level(len(p.values), sides=2))  # as the report shows it (analysis/cells/)
             p.half_width = (s.half_width / s.mean) if s.half_width is not None and s.mean else None
             if key in raced:
                 p.stopped = raced[key]
@@ -211,7 +217,7 @@ class Repetitions:
             Design.auto(self.exp.min_repetitions, self.exp.max_repetitions, self.looks) if self.exp.auto else Design()
         )
 
-    def design_doc(self, workload: str) -> dict[str, Any]:
+    def design_doc(self, workload: str) -> DesignDoc:
         """The design stored with a result of this workload: the spec's, with the looks this run planned."""
         return self.exp.design(workload, self.looks or None)
 
@@ -237,13 +243,13 @@ class Repetitions:
             raws[config_key(raw.trial)] = [config_key(c.trial) for c in candidates if match_key(c) == key]
         return out, compared, {k: v for k, v in raws.items() if v}
 
-    def scaling_report(self) -> dict[str, Any]:
+    def scaling_report(self) -> dict[str, scaling.Report]:
         """`containers: auto`: per series, the counts measured, their mean headline, the peak, why it stopped."""
         return {_trial(s.proto).label.rsplit(" #", 1)[0]: s.report() for s in self.scaling.values()}
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> dict[str, ConfigReport]:
         """Why each configuration has the repetitions it has (stored with the run)."""
-        out: dict[str, Any] = {}
+        out: dict[str, ConfigReport] = {}
         for key, p in self.configs.items():
             t = self.proto[key]
             out[t.label.rsplit(" #", 1)[0]] = {
@@ -254,10 +260,6 @@ class Repetitions:
                 "half_width": p.half_width,
             }
         return out
-
-
-def _config_of(result: dict[str, Any]) -> str:
-    return config_key(result.get("trial") or {})
 
 
 def _trial(proto: object) -> Trial:

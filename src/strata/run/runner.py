@@ -15,20 +15,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from strata.core.errors import StrataError
 from strata.results import validity
-from strata.results.flags import Flags, record
+from strata.results.flags import Flags
+from strata.results.result import Result
 from strata.results.store import ResultStore, load_results
 from strata.run.progress import Progress
 from strata.run.repeat import Repetitions
 from strata.run.trial import now_iso, run_trial
 from strata.stack.journal import Journal
 from strata.stack.provision import Registries, StackCache
-from strata.workloads import REGISTRY as WORKLOADS
+from strata.workloads import plugin_of
 
 if TYPE_CHECKING:
     from types import FrameType
 
+    from strata.core.params import Layer
     from strata.experiment.expand import Skipped, Trial
-    from strata.experiment.model import Experiment, Layer
+    from strata.experiment.model import Experiment
 
 
 @dataclass
@@ -39,7 +41,7 @@ class RunSummary:
     unsupported: int = 0
     skipped_stored: int = 0
     interrupted: bool = False
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -62,9 +64,7 @@ class Trials(Protocol):
     @property
     def facts(self) -> dict[str, Any]: ...  # stored in the run's record
 
-    def run(
-        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
-    ) -> dict[str, Any]: ...
+    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]) -> Result: ...
 
     def close(self) -> None: ...
 
@@ -81,9 +81,7 @@ class LocalTrials:
     def __init__(self, stacks: StackCache):
         self.stacks = stacks
 
-    def run(
-        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
-    ) -> dict[str, Any]:
+    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]) -> Result:
         return run_trial(trial, self.stacks, store, run_id, experiment, host)
 
     def close(self) -> None:
@@ -111,9 +109,9 @@ def run_experiment(
         )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     summary = RunSummary(run_id)
-    stored = load_results(out) if resume else []
+    stored = [Result.from_json(r) for r in load_results(out)] if resume else []  # load_results migrated them
     reps = Repetitions(exp, trials, stored, run_id)
-    done_ids = {r["trial_id"] for r in stored if r.get("status") in ("ok", "unsupported")}
+    done_ids = {r.trial_id for r in stored if r.status in ("ok", "unsupported")}
     run_doc = {
         "run_id": run_id,
         "experiment": exp.name,
@@ -133,7 +131,7 @@ def run_experiment(
     journal = Journal(run_id)
     trials_on: Trials = executor or LocalTrials(StackCache(journal, Path(exp.workdir), host, registries))
     todo = [t for t in trials if t.id not in done_ids]
-    progress = progress or Progress(len(todo), [WORKLOADS[t.workload.type].estimate_s(t.workload) for t in todo])
+    progress = progress or Progress(len(todo), [t.workload_plugin.estimate_s(t.workload) for t in todo])
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     baselines = _baselines(stored)
     try:
@@ -143,17 +141,17 @@ def run_experiment(
                     summary.skipped_stored += 1
                     continue
                 if t not in todo:  # a round `auto` added
-                    progress.add(WORKLOADS[t.workload.type].estimate_s(t.workload))
+                    progress.add(t.workload_plugin.estimate_s(t.workload))
                 progress.start(t.label)
                 order.setdefault(t.repetition, []).append(t.label)
                 result = trials_on.run(t, store, run_id, exp.name, host)
-                result["design"] = reps.design_doc(t.workload.name)
-                validity.judge_design(result)
+                result.design = reps.design_doc(t.workload.name)
+                validity.judge_design(result.flags, result.design)
                 _check_above_raw(result, baselines)
                 store.write(result)
                 reps.record(result)
                 summary.results.append(result)
-                setattr(summary, result["status"], getattr(summary, result["status"]) + 1)
+                setattr(summary, str(result.status), getattr(summary, str(result.status)) + 1)  # store.write checked it
                 progress.done(result)
     except KeyboardInterrupt:
         summary.interrupted = True
@@ -184,10 +182,10 @@ def run_experiment(
 
 
 def _variance(out: Path) -> dict[str, Any]:
-    """Where the noise lives, per configuration: within a trial and between trials (analysis/variance.py),
+    """Where the noise lives, per configuration: within a trial and between trials (analysis/cells/variance.py),
     from the per-second series stored with the trials."""
-    from strata.analysis.cells import build_cells
-    from strata.analysis.variance import of_cells
+    from strata.analysis.cells.cells import build_cells
+    from strata.analysis.cells.variance import of_cells
 
     try:
         return {name: c.to_json() for name, c in of_cells(build_cells(load_results(out), judge_steady=False)).items()}
@@ -201,24 +199,24 @@ def run_host_facts(workloads: list[Layer]) -> dict[str, Any]:
 
     tools: dict[str, Any] = {}
     for w in workloads:
-        tools.update(WORKLOADS[w.type].versions())
+        tools.update(plugin_of(w).versions())
     return {**host_facts(), "tools": tools}
 
 
-def _baselines(results: list[dict[str, Any]]) -> dict[tuple[object, ...], dict[str, Any]]:
+def _baselines(results: list[Result]) -> dict[tuple[object, ...], Result]:
     out = {}
     for r in results:
-        if r.get("status") == "ok" and validity.is_raw_baseline(r):
-            out[validity.raw_baseline_key(r)] = r
+        if r.status == "ok" and validity.is_raw_baseline(r.trial):
+            out[validity.raw_baseline_key(r.trial)] = r
     return out
 
 
-def _check_above_raw(result: dict[str, Any], baselines: dict[tuple[object, ...], dict[str, Any]]) -> None:
+def _check_above_raw(result: Result, baselines: dict[tuple[object, ...], Result]) -> None:
     """Flag a result above the raw device of the same workload (raw trials run first)."""
-    if result.get("status") != "ok":
+    if result.status != "ok":
         return
-    key = validity.raw_baseline_key(result)
-    if validity.is_raw_baseline(result):
+    key = validity.raw_baseline_key(result.trial)
+    if validity.is_raw_baseline(result.trial):
         baselines[key] = result
         return
     raw = baselines.get(key)
@@ -226,5 +224,5 @@ def _check_above_raw(result: dict[str, Any], baselines: dict[tuple[object, ...],
         return
     judged = validity.above_raw_of(result, raw)
     if judged:
-        record(result, judged)
-        result["warnings"] += [w.to_json() for w in validity.warnings_of(Flags({judged.flag: judged}))]
+        result.flags.set(judged.flag, judged)
+        result.warnings += [w.to_json() for w in validity.warnings_of(Flags({judged.flag: judged}))]

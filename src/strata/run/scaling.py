@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from strata.experiment.expand import Trial
@@ -63,7 +63,7 @@ class Series:
             return None
         return last + 1
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> Report:
         m = self.means()
         return {
             "counts": list(m),
@@ -73,5 +73,14 @@ class Series:
         }
 
 
+class Report(TypedDict):
+    """A series of `containers: auto` as the run's record stores it."""
+
+    counts: list[int]
+    throughput: list[float]
+    peak: int | None
+    stopped: str
+
+
 def is_auto(trial: Trial) -> bool:
-    return getattr(trial.load, "scale", "fixed") == "auto"
+    return trial.load.scale == "auto"

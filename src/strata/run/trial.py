@@ -29,13 +29,13 @@ from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, R
 from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity, writes
-from strata.results.flags import Flag, Flags, record
-from strata.stack.runtimes.base import LogSession
-from strata.workloads import REGISTRY as WORKLOADS
+from strata.results.flags import Flag, Flags
+from strata.results.result import Labels, Result
+from strata.stack.runtimes.base import LogSession, SetsUp
 from strata.workloads.base import LogOnPath, MeasureContext, Parsed, Workload, network_of
 
 if TYPE_CHECKING:
-    from strata.core.params import Load
+    from strata.core.params import Layer, Load
     from strata.experiment.expand import Trial
     from strata.results.store import ResultStore
     from strata.stack.blockdev import DeviceHandle
@@ -62,40 +62,32 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def base_result(trial: Trial, run_id: str, experiment: str, host: dict[str, Any]) -> dict[str, Any]:
-    device: Any = trial.device  # a plugin's params: each has its name (Trial holds a BaseModel)
-    runtime: Any = trial.runtime
-    workload: Any = trial.workload
-    return {
-        "trial_id": trial.id,
-        "run_id": run_id,
-        "experiment": experiment,
-        "stack": trial.stack,
-        "labels": {
-            "device": device.name,
-            "filesystem": trial.filesystem.name,
-            "runtime": runtime.name,
-            "path": trial.path,
-            "workload": workload.name,
-            "load": trial.load.name,
-            "repetition": trial.repetition,
-        },
-        "trial": trial.resolved(),
-        "host": host,
-        "metrics": {},
-        "flags": Flags({Flag.FAILED: None}).to_json(),  # null: not failed (yet)
-        "warnings": [],
-        "stack_facts": {},
-        "collectors": {},
-        "artifacts": f"trials/{trial.id}",
+def base_result(trial: Trial, run_id: str, experiment: str, host: dict[str, Any]) -> Result:
+    labels: Labels = {
+        "device": trial.device.name,
+        "filesystem": trial.filesystem.name,
+        "runtime": trial.runtime.name,
+        "path": trial.path,
+        "workload": trial.workload.name,
+        "load": trial.load.name,
+        "repetition": trial.repetition,
     }
+    return Result(
+        trial_id=trial.id,
+        run_id=run_id,
+        experiment=experiment,
+        stack=trial.stack,
+        labels=labels,
+        trial=trial.resolved(),
+        host=host,
+        flags=Flags({Flag.FAILED: None}),  # null: not failed (yet)
+        artifacts=f"trials/{trial.id}",
+    )
 
 
-def failed_result(
-    result: dict[str, Any], category: str, message: str, stderr: str = "", status: str = "failed"
-) -> dict[str, Any]:
-    result.update(status=status)
-    record(result, validity.failed(category, message, stderr))
+def failed_result(result: Result, category: str, message: str, stderr: str = "", status: str = "failed") -> Result:
+    result.status = status
+    result.flags.set(Flag.FAILED, validity.failed(category, message, stderr))
     return result
 
 
@@ -108,21 +100,21 @@ def drop_caches() -> None:
 
 def run_trial(
     trial: Trial, stacks: Stacks, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
-) -> dict[str, Any]:
+) -> Result:
     result = base_result(trial, run_id, experiment, host)
-    result["started_at"] = now_iso()
+    result.started_at = now_iso()
     t0 = time.time()
     try:
         device, mounted, session = stacks.get(trial)
-        result["setup_s"] = round(time.time() - t0, 3)  # building the stack (or none: it stood): not the budget's
-        result["stack_facts"] = {
+        setup_s = result.setup_s = round(time.time() - t0, 3)  # building the stack (or none: it stood)
+        result.stack_facts = {
             "device": device.facts,
             "filesystem": {"mount_options": mounted.mount_options, "mountpoint": str(mounted.mountpoint or "")},
             "runtime": session.facts,
         }
         _measure(trial, device, session, store, result)
-        result["setup_s"] = round(result["setup_s"] + _take_setup_s(session), 3)
-        result["status"] = "ok"
+        result.setup_s = round(setup_s + _take_setup_s(session), 3)
+        result.status = "ok"
     except Unsupported as e:
         failed_result(result, "unsupported", str(e), status="unsupported")
     except TrialFailure as e:
@@ -137,18 +129,14 @@ def run_trial(
         raise
     except Exception as e:  # a bug: keep its traceback in the result and go on with the run
         failed_result(result, "internal", f"{type(e).__name__}: {e}", traceback.format_exc())
-    result["finished_at"] = now_iso()
-    result["duration_s"] = time.time() - t0
+    result.finished_at = now_iso()
+    result.duration_s = time.time() - t0
     return result
 
 
 def _take_setup_s(session: Any) -> float:
     """Set-up a runtime session did during the trial (a container engine loading an image on first use), reset."""
-    spent = getattr(session, "setup_s", 0.0)
-    if isinstance(spent, float) and spent:
-        session.setup_s = 0.0
-        return spent
-    return 0.0
+    return session.take_setup_s() if isinstance(session, SetsUp) else 0.0
 
 
 def _watch(device: DeviceHandle | NoDevice, session: RuntimeSession) -> Watch:
@@ -158,11 +146,10 @@ def _watch(device: DeviceHandle | NoDevice, session: RuntimeSession) -> Watch:
 
 
 def _measure(
-    trial: Trial, device: DeviceHandle | NoDevice, session: RuntimeSession, store: ResultStore, result: dict[str, Any]
+    trial: Trial, device: DeviceHandle | NoDevice, session: RuntimeSession, store: ResultStore, result: Result
 ) -> None:
     """Provision the path, run the workload's measured phase under the collectors, parse, judge."""
-    params: Any = trial.workload  # a workload plugin's params: its registry key is its `type`
-    wl = WORKLOADS[params.type]
+    wl, params = trial.workload_plugin, trial.workload
     load = _resolved_load(trial.load, device, result)
     art = store.artifacts_dir(trial.id)
     drop_caches()
@@ -187,10 +174,10 @@ def _measure(
             running.stop()
         _layers_alive(watch, outputs)
         if handle is not None and handle.facts:
-            result["stack_facts"]["path"] = handle.facts
+            result.stack_facts["path"] = handle.facts
         if log is not None:  # a server's log on a path of its own: which, and where each instance saw it
             where = {"path": log.name, "in_instance": log.target_path, "on_host": log.host_path}
-            result["stack_facts"]["log_path"] = where | ({"facts": log.facts} if log.facts else {})
+            result.stack_facts["log_path"] = where | ({"facts": log.facts} if log.facts else {})
         disks = _disks(device, handle)
     sampler = samplers[-1] if samplers else None
     series = sampler.series() if sampler else {}
@@ -208,24 +195,24 @@ def _measure(
     }
     if finals:
         summary["cgroups_final"] = finals
-    result["metrics"], result["collectors"] = parsed.metrics, summary
+    result.metrics, result.collectors = parsed.metrics, summary
     _judge(trial, wl, disks, session, parsed, outputs, summary, result, _measured(series, parsed, disks))
 
 
-def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: dict[str, Any]) -> Load:
+def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: Result) -> Load:
     """A limits preset (presets.py) as numbers for this host and device, recorded with the result."""
     if not load.limits.preset or device.path is None:  # no device: a part without instances (stack/nostack.py)
         return load
     from strata.core.host import host_facts
 
-    facts = result.get("host") or {}
+    facts = result.host
     cores = facts.get("cpus") or os.cpu_count() or 1
     memory = facts.get("memory_bytes") or host_facts()["memory_bytes"]
     bps = presets.device_read_bps(device.path) if presets.needs_bandwidth(load.limits) else None
     load, record = presets.resolve(load, cores, memory, bps)
     if record:
         record["basis"]["measured_by"] = presets.measured_by(device.path)
-        result["stack_facts"]["limits"] = record
+        result.stack_facts["limits"] = record
     return load
 
 
@@ -266,7 +253,7 @@ def _collector(
 
 @contextlib.contextmanager
 def _log_path(
-    wl: Workload[Any], params: Any, session: RuntimeSession, art: Path, load: Load
+    wl: Workload[Any], params: Layer, session: RuntimeSession, art: Path, load: Load
 ) -> Iterator[PathHandle | None]:
     """A server's log on a path of its own, when the workload asks for one (workloads/base.py LogOnPath): the
     runtime prepares it beside the data's path (stack/runtimes/base.py LogSession)."""
@@ -281,7 +268,7 @@ def _log_path(
 
 
 def _requests(
-    wl: Workload[Any], params: Any, load: Load, session: RuntimeSession, handle: PathHandle, art: Path
+    wl: Workload[Any], params: Layer, load: Load, session: RuntimeSession, handle: PathHandle, art: Path
 ) -> list[InstanceRequest]:
     """One instance per container (or as many as the workload runs), each with its own out dir (the
     workload's files staged in it)."""
@@ -327,22 +314,19 @@ def _judge(
     parsed: Parsed,
     outputs: list[InstanceOutput],
     summary: dict[str, Any],
-    result: dict[str, Any],
+    result: Result,
     measured: dict[str, dict[str, float]] | None = None,
 ) -> None:
     """The validity flags, each with its evidence (validity/); suspicions become warnings; and what the
     workload wrote and synced beside what each layer wrote (`writes`)."""
     stats = summary.get("diskstats", {})
-    primary = parsed.metrics.get("primary") or {}
-    resolved = result.get("trial") or {}
-    fs = resolved.get("filesystem") or {}
-    mounted = str(((result.get("stack_facts") or {}).get("filesystem") or {}).get("mount_options") or "").split(",")
-    evidence = validity.TrialEvidence(
-        windows=parsed.windows,
-        starts=[o.start_time_s for o in outputs],
-        runtime_s=wl.runtime_s(trial.workload),
-        series=parsed.series.get(primary.get("series") or ""),
-        tool_steady=parsed.metrics.get("steadystate"),
+    fs = result.trial.get("filesystem") or {}
+    mounted = str((result.stack_facts.get("filesystem") or {}).get("mount_options") or "").split(",")
+    evidence = validity.TrialEvidence.of(
+        parsed,
+        wl.runtime_s(trial.workload),
+        [o.start_time_s for o in outputs],
+        summary,
         moved=validity.MovedBytes(
             parsed.moved_bytes,
             {name: stats[name] for name in disk_names if name in stats},
@@ -352,20 +336,16 @@ def _judge(
             parsed.memory,
         ),
         runtime_facts=session.facts,
-        metrics=parsed.metrics,
-        collectors=summary,
-        syncs=parsed.syncs,
-        direct_writes=parsed.direct_writes,
         measured=measured,
         stack={
             "path": trial.path,
             "filesystem": fs.get("type"),
             "mount_options": [o for o in dict.fromkeys([*fs.get("mount_options", []), *mounted]) if o],
-            "runtime": resolved.get("runtime") or {},
+            "runtime": result.trial.get("runtime") or {},
         },
     )
     layers, window = evidence.layers()
-    result["writes"] = writes.record(parsed, layers, window)
+    result.writes = writes.record(parsed, layers, window)
     flags, warnings = validity.judge_trial(evidence)
-    flags.write(result)
-    result["warnings"] += [w.to_json() for w in warnings]
+    result.flags.update(flags)
+    result.warnings += [w.to_json() for w in warnings]

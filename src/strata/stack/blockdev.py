@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strata.collectors.base import Collector
 from strata.core.errors import StrataError
 from strata.core.instances import Watch
 from strata.core.proc import sh
-from strata.stack.journal import undo_action
+from strata.stack.journal import Undos
 
 
 @dataclass
@@ -27,7 +28,7 @@ class DeviceHandle:
     size_bytes: int
     diskstats: list[str]  # kernel names to sample: [device under test, ..., the disk holding the bytes]
     facts: dict[str, Any] = field(default_factory=dict)
-    collectors: list[Any] = field(default_factory=list)  # extra collectors (collectors/base.py Collector)
+    collectors: list[Collector] = field(default_factory=list)  # extra collectors (a remote device's link, target)
     watch: Watch | None = None  # polled while a trial runs
 
     @property
@@ -40,7 +41,6 @@ class DeviceHandle:
         return self.diskstats[-1] if self.diskstats else None
 
 
-@undo_action("file")
 def _undo_file(data: dict[str, Any]) -> None:
     """A backing file strata filled (a loop image, a remote device's backing store)."""
     Path(data["path"]).unlink(missing_ok=True)
@@ -141,3 +141,9 @@ def write_problems(p: str, destroy: bool) -> list[str]:
                 f"{p} holds data ({what.strip()}); strata will not erase it without `destroy: true` for this device"
             )
     return problems
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "file": _undo_file,
+}

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from strata.core.errors import StrataError
 from strata.core.proc import CommandError, sh
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import remove_tree
 
 SUITE = "bookworm"
@@ -64,7 +64,6 @@ def build_lock() -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-@undo_action("build-dir")
 def _undo_build_dir(data: dict[str, Any]) -> None:
     """A debootstrap target or a build context: unmount what debootstrap left (proc, maybe a
     bind of /dev), then delete without crossing file systems."""
@@ -96,3 +95,9 @@ def debootstrap(root: Path, what: str, include: tuple[str, ...] = ()) -> None:
             f"debootstrap of {what} (Debian {SUITE} from {mirror}) failed: {e.stderr[-1500:]}",
             "check that the Debian mirror in /etc/apt/sources.list is reachable",
         )
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "build-dir": _undo_build_dir,
+}

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from strata.collectors.cgroup import oom_kills
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import cgroup_hierarchies
 
 POLL_S = 0.1
@@ -42,7 +42,6 @@ def cgroup_parents() -> dict[str, Path]:
     return out
 
 
-@undo_action("native_cgroup")
 def _undo_cgroup(data: dict[str, Any]) -> None:
     """Kill every process in the cgroups, then remove them (works from the journal entry alone)."""
     paths = [Path(p) for p in data.get("paths") or [data["path"]]]
@@ -224,3 +223,9 @@ class HostProcesses:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "native_cgroup": _undo_cgroup,
+}

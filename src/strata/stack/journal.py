@@ -2,8 +2,9 @@
 
 Each line is an intent `{"seq", "kind", "data"}` or a release `{"release": seq}`,
 fsynced, so after `kill -9` `strata cleanup` can undo exactly what is left.
-Undo actions are idempotent: an intent whose resource never came into being
-is harmless to undo. An undo may return a note: what went with a layer
+Each kind's undo action is declared by the plugins that journal it (`Undoing`)
+and handed to `cleanup`. Undo actions are idempotent: an intent whose resource
+never came into being is harmless to undo. An undo may return a note: what went with a layer
 beneath it that was already gone or failing (a volume with its daemon's data
 root, a store's files with a file system that fails), so `strata cleanup`
 says what was lost instead of hiding it.
@@ -24,22 +25,19 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
-UNDO: dict[str, Callable[[dict[str, Any]], str | None]] = {}
-
-
-Undo = TypeVar("Undo", bound=Callable[[dict[str, Any]], Any])
+UndoFn = Callable[[dict[str, Any]], str | None]  # removes one resource from its journal entry alone; a note
+Undos = Mapping[str, UndoFn]  # kind -> its undo action
 
 
-def undo_action(kind: str) -> Callable[[Undo], Undo]:
-    """Register the function that removes a resource of `kind` (explicit registry)."""
+@runtime_checkable
+class Undoing(Protocol):
+    """A plugin whose resources are journaled: the undo action of every kind it (and the machinery it uses)
+    journals. `strata cleanup` and an agent collect them from the registries (run/undo.py); no module
+    registers one by being imported."""
 
-    def deco(fn: Undo) -> Undo:
-        UNDO[kind] = fn
-        return fn
-
-    return deco
+    undo: Undos
 
 
 def state_dir() -> Path:
@@ -69,7 +67,6 @@ class Journal:
             os.fsync(f.fileno())
 
     def intent(self, kind: str, **data: Any) -> int:
-        assert kind in UNDO, f"no undo action registered for {kind}"
         self._seq += 1
         self._write({"seq": self._seq, "kind": kind, "data": data})
         return self._seq
@@ -137,10 +134,15 @@ def live_runs(directory: Path | None = None) -> list[tuple[str, int]]:
 
 
 def cleanup(
-    directory: Path | None = None, force: bool = False, log: Callable[[str], None] = print, pattern: str = "*.jsonl"
+    directory: Path | None = None,
+    force: bool = False,
+    log: Callable[[str], None] = print,
+    pattern: str = "*.jsonl",
+    *,
+    undo: Undos,
 ) -> int:
-    """Undo every unreleased resource of runs that are no longer alive (of the journals named `pattern`);
-    returns the count."""
+    """Undo every unreleased resource of runs that are no longer alive (of the journals named `pattern`) with
+    the undo actions `undo` declares; returns the count."""
     jdir = (directory or state_dir()) / "journal"
     if not jdir.is_dir():
         return 0
@@ -154,9 +156,9 @@ def cleanup(
             )
             continue
         entries = list(reversed(pending(path)))
-        failed = _undo_all(entries, log)
+        failed = _undo_all(entries, undo, log)
         if failed:  # the layers below are undone now: what failed on them may go
-            failed = _undo_all(failed, log, again=True)
+            failed = _undo_all(failed, undo, log, again=True)
         undone += len(entries) - len(failed)
         if failed:
             log(f"kept {path} ({len(failed)} resource(s) left); run `strata cleanup` again once fixed")
@@ -170,13 +172,17 @@ def cleanup(
     return undone
 
 
-def _undo_all(entries: list[dict[str, Any]], log: Callable[[str], None], again: bool = False) -> list[dict[str, Any]]:
+def _undo_all(
+    entries: list[dict[str, Any]], undo: Undos, log: Callable[[str], None], again: bool = False
+) -> list[dict[str, Any]]:
     """Undo each entry in the given order, going on past failures; the entries that failed."""
     failed = []
     for entry in entries:
         what = " ".join(filter(None, (entry["kind"], _describe(entry["data"]))))
         try:
-            note = UNDO[entry["kind"]](entry["data"])
+            if entry["kind"] not in undo:
+                raise LookupError(f"no plugin declares the undo action of {entry['kind']}")
+            note = undo[entry["kind"]](entry["data"])
         except Exception as e:  # keep going: one stuck resource must not block the others
             failed.append(entry)
             if again:  # what stays: the only "could not undo" a user reads

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import StrataError
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import cmdline, is_running, signal_and_wait
 
 
@@ -48,7 +48,6 @@ def stop_marked(marker: str, programs: list[str], term_s: float = 3.0) -> list[i
     return signal_and_wait(left, signal.SIGKILL, 3.0) if left else []
 
 
-@undo_action("marked_process")
 def _undo_marked(data: dict[str, Any]) -> None:
     left = stop_marked(data["marker"], data["programs"])
     if left:
@@ -146,3 +145,9 @@ def start_daemon(
         f"`{' '.join(argv[:3])} ...` {state}: {tail.strip()[-800:]}",
         "see the daemon's message above; `strata doctor` checks the remote tools",
     )
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "marked_process": _undo_marked,
+}

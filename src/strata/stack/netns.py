@@ -38,7 +38,7 @@ from typing import Any, Iterator
 from strata.collectors.netdev import read_counters
 from strata.core.errors import StrataError
 from strata.core.proc import sh
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 
 POOL = ipaddress.IPv4Network("192.0.2.0/24")
 NETNS_DIR = Path("/run/netns")
@@ -151,14 +151,12 @@ class NsHost:
         }
 
 
-@undo_action("netns")
-def _undo_netns(data: dict[str, Any]) -> None:
+def undo_netns(data: dict[str, Any]) -> None:
     if (NETNS_DIR / data["name"]).exists():
         sh(["ip", "netns", "delete", data["name"]], timeout=30)
 
 
-@undo_action("veth")
-def _undo_veth(data: dict[str, Any]) -> None:
+def undo_veth(data: dict[str, Any]) -> None:
     if iface_exists(data["host_if"]):
         sh(["ip", "link", "delete", data["host_if"]], timeout=30)
 
@@ -178,11 +176,11 @@ def namespace_host(journal: Journal, tag: str = "", pool: ipaddress.IPv4Network 
                 )
             host_addr, ns_addr = (str(a) for a in list(block.hosts())[:2])
             data = {"name": ns_name}
-            seqs.append((journal.intent("netns", **data), data, _undo_netns))
+            seqs.append((journal.intent("netns", **data), data, undo_netns))
             sh(["ip", "netns", "add", ns_name])
             host = NsHost(ns_name, Link(host_if, ns_if, host_addr, ns_addr))
             data = {"host_if": host_if}
-            seqs.append((journal.intent("veth", **data, netns=ns_name), data, _undo_veth))
+            seqs.append((journal.intent("veth", **data, netns=ns_name), data, undo_veth))
             sh(["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", ns_name])
             _configure(host)
         yield host
@@ -353,7 +351,6 @@ def qdisc_missing(kind: str) -> str | None:
     return _probed[kind]
 
 
-@undo_action("qdisc")
 def _undo_qdisc(data: dict[str, Any]) -> None:
     argv = ["tc", "qdisc", "del", "dev", data["dev"], "root"]
     if data.get("netns"):
@@ -389,3 +386,11 @@ def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[dict[str,
         for seq, end in reversed(seqs):
             _undo_qdisc(end)
             journal.release(seq)
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "netns": undo_netns,
+    "veth": undo_veth,
+    "qdisc": _undo_qdisc,
+}

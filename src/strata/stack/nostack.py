@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Iterator, NoReturn
+from typing import Iterator, NoReturn
 
+from strata.collectors.base import Collector
 from strata.core.instances import InstanceRequest
 from strata.core.params import Load
 from strata.stack.hostprocs import HostProcesses
@@ -23,7 +24,7 @@ class NoDevice:
     path = None
     facts = {"built": False, "reason": REASON}
     diskstats: list[str] = []
-    collectors: list[Any] = []
+    collectors: list[Collector] = []
     watch = None
 
 
@@ -34,7 +35,9 @@ class NoMount:
 
 class NoSession:
     facts = {"built": False, "reason": REASON}
-    watch = None
+
+    def watch(self) -> tuple[str, str] | None:
+        return None  # nothing built here to die
 
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[None]:

@@ -2,13 +2,24 @@
 
 Below every runtime plugin: a runtime's session yields a `PathHandle` per trial, and a container, a
 pod or a guest mounts its out dir, barrier dir, data and device at the same places, so the runtimes
-(stack/runtimes) and the VM machinery (stack/vm) share them without importing each other.
+(stack/runtimes) and the VM machinery (stack/vm) share them without importing each other. What every
+runtime's path layer does alike is here too: a name fit for a file, a volume or a pod (`safe_name`),
+the file system a path needs (`need_fs`), the refusal to hand an instance the raw device under a
+mounted file system (`raw_device`), and a directory per instance on the file system under test
+(`bind_dirs`: docker's and podman's bind mounts, the VM's shared directories).
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
+
+from strata.core.errors import Unsupported
+from strata.stack.filesystems.base import Mounted
+from strata.stack.procfs import remove_tree
 
 # Inside a container, a pod or a guest, the out dir, the barrier dir, the data and the device are always here.
 OUT_DIR = "/strata-out"
@@ -39,3 +50,39 @@ class PathHandle:
 def path_target_kind(path: str) -> str:
     """What an instance gets on a path: the block device itself, or a directory."""
     return "device" if path == "device" else "dir"
+
+
+def safe_name(text: str) -> str:
+    """`text` as a name for a directory, a volume or a pod: letters, digits, `_.-`, at most 60 characters."""
+    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]
+
+
+def need_fs(mounted: Mounted, name: str) -> Path:
+    """The mount point a path of that name lives on; Unsupported on a raw stack."""
+    if mounted.mountpoint is None:
+        raise Unsupported(f"the {name} path needs a file system on the device under test (this stack is raw)")
+    return mounted.mountpoint
+
+
+def raw_device(mounted: Mounted, refusal: str) -> str:
+    """The device under test, for a path that hands it to an instance as it is; Unsupported when the host has
+    a file system mounted on it (both would write it): `refusal`, with the file system's type as `{fs}`."""
+    if mounted.mountpoint is not None:
+        raise Unsupported(refusal.format(fs=mounted.fs.type))
+    return mounted.device.path
+
+
+@contextlib.contextmanager
+def bind_dirs(mounted: Mounted, parent: str, trial_dir: Path, n: int, target_path: str) -> Iterator[PathHandle]:
+    """A `bind` path: a directory per instance on the file system under test (under `parent`, named after the
+    trial), each mounted or shared at `target_path`; removed with whatever the trial left in them."""
+    base = need_fs(mounted, "bind") / parent / safe_name(trial_dir.name)
+    dirs = [base / str(i) for i in range(n)]
+    try:
+        for d in dirs:
+            d.mkdir(parents=True, exist_ok=True)
+        yield PathHandle("bind", "dir", target_path, str(base), [{"dir": str(d)} for d in dirs])
+    finally:
+        remove_tree(base)
+        with contextlib.suppress(OSError):
+            base.parent.rmdir()

@@ -5,7 +5,8 @@ different layer, that layer and every layer above it are torn down and built
 anew. A layer that died during a trial (a daemon, a remote target: the
 failure names the layer) is built again once for the next trial; a second
 death ends that stack with a clear message. The plugins come from the
-registries, which unit tests replace with fakes.
+registries, which unit tests replace with fakes. What it reads of a trial is `StackSpec`: the experiment's
+trial (experiment/expand.py) is one, without stack/ importing the experiment above it.
 """
 
 from __future__ import annotations
@@ -13,30 +14,52 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ContextManager, Protocol
 
 from strata.core.errors import StrataError
+from strata.stack.blockdev import DeviceHandle
 from strata.stack.devices import REGISTRY as DEVICES
+from strata.stack.devices.base import Device
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+from strata.stack.filesystems.base import Filesystem, FilesystemParams, Mounted
+from strata.stack.journal import Journal
 from strata.stack.runtimes import REGISTRY as RUNTIMES
-
-if TYPE_CHECKING:
-    from strata.experiment.expand import Trial
-    from strata.stack.blockdev import DeviceHandle
-    from strata.stack.filesystems.base import Mounted
-    from strata.stack.journal import Journal
-    from strata.stack.runtimes.base import RuntimeSession
+from strata.stack.runtimes.base import Runtime, RuntimeSession
 
 Key = tuple[str, ...]  # a level of the stack: its layer and the specs it is built from
 
 LEVELS = ("device", "filesystem", "runtime")
 
 
+class LayerSpec(Protocol):
+    """A layer's parameters as provisioning reads them: its plugin (`type`), its name, its identity (the JSON)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def model_dump_json(self) -> str: ...
+
+
+class StackSpec(Protocol):
+    """What provisioning reads of a trial: the parameters of its device, file system and runtime, and its
+    stack's label (for a message)."""
+
+    @property
+    def device(self) -> LayerSpec: ...
+    @property
+    def filesystem(self) -> FilesystemParams: ...
+    @property
+    def runtime(self) -> LayerSpec: ...
+    @property
+    def stack(self) -> str: ...
+
+
 @dataclass
 class Registries:
-    devices: dict[str, Any] = field(default_factory=lambda: dict(DEVICES))
-    filesystems: dict[str, Any] = field(default_factory=lambda: dict(FILESYSTEMS))
-    runtimes: dict[str, Any] = field(default_factory=lambda: dict(RUNTIMES))
+    devices: dict[str, Device[Any]] = field(default_factory=lambda: dict(DEVICES))
+    filesystems: dict[str, Filesystem] = field(default_factory=lambda: dict(FILESYSTEMS))
+    runtimes: dict[str, Runtime[Any]] = field(default_factory=lambda: dict(RUNTIMES))
 
 
 class StackCache:
@@ -51,15 +74,15 @@ class StackCache:
         self.deaths: dict[Key, int] = {}
 
     @staticmethod
-    def keys(trial: Trial) -> list[Key]:
-        device: Any = trial.device  # a device plugin's params (each has its name; Trial holds a BaseModel)
+    def keys(trial: StackSpec) -> list[Key]:
+        device = trial.device
         return [
             ("device", device.model_dump_json()),
             ("fs", device.name, trial.filesystem.model_dump_json()),
             ("rt", device.name, trial.filesystem.name, trial.runtime.model_dump_json()),
         ]
 
-    def get(self, trial: Trial) -> tuple[DeviceHandle, Mounted, RuntimeSession]:
+    def get(self, trial: StackSpec) -> tuple[DeviceHandle, Mounted, RuntimeSession]:
         """(device handle, mounted fs, runtime session) for the trial; raises what provisioning raised."""
         for depth, key in enumerate(self.keys(trial)):
             if key in self.failed:
@@ -75,10 +98,10 @@ class StackCache:
             self.levels[-1] = (key, *self.levels[-1][1:])
         return tuple(v for _, _, v in self.levels)
 
-    def _open(self, depth: int, trial: Trial) -> None:
+    def _open(self, depth: int, trial: StackSpec) -> None:
         es = contextlib.ExitStack()
-        device: Any = trial.device  # a plugin's params: its registry key is its `type`
-        runtime: Any = trial.runtime
+        device, runtime = trial.device, trial.runtime  # a plugin's params: its registry key is its `type`
+        cm: ContextManager[DeviceHandle | Mounted | RuntimeSession]
         try:
             if depth == 0:
                 cm = self.r.devices[device.type].provision(device, self.journal, self.workdir)
@@ -96,7 +119,7 @@ class StackCache:
             raise
         self.levels.append((None, es, value))
 
-    def died(self, trial: Trial, layer: str) -> None:
+    def died(self, trial: StackSpec, layer: str) -> None:
         """A layer of the trial's stack died: tear it (and those above) down; build it again once."""
         depth = LEVELS.index(layer)
         key = self.keys(trial)[depth]

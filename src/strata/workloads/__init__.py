@@ -7,6 +7,7 @@ does not satisfy it, naming the plugin and the member.
 from typing import Any
 
 from strata.core.metrics import EMPTY, MetricSchema
+from strata.core.params import Layer
 from strata.workloads.base import Workload
 from strata.workloads.filebench import FILEBENCH
 from strata.workloads.fio import FIO
@@ -17,6 +18,11 @@ from strata.workloads.ycsb.plugin import YCSB
 
 PLUGINS: list[Workload[Any]] = [FIO, FILEBENCH, NULL, YCSB, PGBENCH, SYSBENCH]
 REGISTRY: dict[str, Workload[Any]] = {w.name: w for w in PLUGINS}
+
+
+def plugin_of(params: Layer) -> Workload[Any]:
+    """The plugin whose parameters `params` are (the registry's entry of their `type`)."""
+    return REGISTRY[params.type]
 
 
 def metrics_of(workload_type: str) -> MetricSchema:
@@ -30,4 +36,4 @@ def declared() -> list[MetricSchema]:
     return [w.metrics for w in REGISTRY.values()]
 
 
-__all__ = ["REGISTRY", "Workload", "declared", "metrics_of"]
+__all__ = ["REGISTRY", "Workload", "declared", "metrics_of", "plugin_of"]

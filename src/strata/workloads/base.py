@@ -17,15 +17,26 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from strata.core.instances import ImageSpec, InstanceOutput, Rendezvous, Running, Target, Watch
 from strata.core.metrics import EMPTY, MetricSchema
-from strata.core.params import Load, Strict
+from strata.core.params import Layer, Load
 
-P = TypeVar("P", bound=Strict)  # a workload's parameter model
-P_contra = TypeVar("P_contra", bound=Strict, contravariant=True)
-JSON = dict[str, Any]
+
+class Params(Protocol):
+    """What the workload contract asks of a parameter model (a `Strict` model: frozen, unknown keys refused). A
+    Protocol, not the class, so that a family of workloads can bind its own type variable to a Protocol of the
+    keys its members share (workloads/server/template.py `ServerParams`); the registry's plugins' models are
+    `Layer`s too (their `type` and `name`)."""
+
+    @classmethod
+    def model_validate(cls, obj: object) -> Self: ...
+
+
+P = TypeVar("P", bound=Params)  # a workload's parameter model
+T = TypeVar("T")
+P_contra = TypeVar("P_contra", bound=Params, contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -41,7 +52,7 @@ class Syncs:
     what: str  # in words, for the flag's reason: "fsync", "WAL syncs"
     by_writes: bool = False
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "streams": self.streams, "what": self.what, "by_writes": self.by_writes}
 
 
@@ -55,7 +66,7 @@ class DirectWrites:
     bytes: int
     random: bool
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "bytes": self.bytes, "random": self.random}
 
 
@@ -84,9 +95,16 @@ class Parsed:
     # a database's data set beside the memory its servers can use (workloads/server/memory.py): {data_set_bytes,
     # memory_bytes, memory_of, fix}; the cache judgement flags a data set that fits (it is read from memory)
     memory: dict[str, Any] | None = None
+    # the tool's own steady-state verdict, when it judged one (fio's --steadystate: {criterion, attained,
+    # runtime_ms}); the steady flag keeps it beside strata's own (results/validity/series.py)
+    tool_steady: dict[str, Any] | None = None
+
+    def headline_series(self) -> list[Any] | None:
+        """The headline's per-second series (`metrics.primary.series` names it), or None: the tool logs none."""
+        return self.series.get((self.metrics.get("primary") or {}).get("series") or "")
 
 
-def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> JSON:
+def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> dict[str, Any]:
     """The `primary` entry of a result's metrics: the one number the report compares."""
     return {"value": value, "unit": unit, "metric": metric, "series": series, **extra}
 
@@ -117,8 +135,8 @@ class Workload(Protocol[P]):
     @property
     def targets(self) -> tuple[str, ...]: ...  # the target kinds it runs on: "dir", "device" (a block device)
 
-    def parse_params(self, raw: JSON, base_dir: Path) -> P: ...
-    def available(self, host: JSON, params: P | None = None) -> str | None: ...
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> P: ...
+    def available(self, host: dict[str, Any], params: P | None = None) -> str | None: ...
     def validate(self, params: P) -> list[str]: ...  # deeper checks before anything is built
     def versions(self) -> dict[str, str | None]: ...  # tool versions, stored with the host facts
     def direct_io(self, params: P) -> bool: ...
@@ -138,21 +156,21 @@ class Workload(Protocol[P]):
 class Shorthand(Protocol):
     """A workload a spec may name in one word (`rr`)."""
 
-    def shorthand(self, text: str) -> JSON | None: ...  # the entry as its parameters, or None: not this one's
+    def shorthand(self, text: str) -> dict[str, Any] | None: ...  # the entry as its parameters, or None: not this one's
 
 
 @runtime_checkable
 class Smoke(Protocol):
     """A workload that shrinks its own parameters for `--scale smoke` (experiment/scale.py)."""
 
-    def smoke(self, raw: JSON) -> JSON: ...
+    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]: ...
 
 
 @runtime_checkable
 class Upgrading(Protocol):
     """A workload whose part of the stored result changed with the format (schema.py)."""
 
-    def upgrade(self, result: JSON, version: int) -> None: ...  # bring schema `version` to the next one
+    def upgrade(self, result: dict[str, Any], version: int) -> None: ...  # bring schema `version` to the next one
 
 
 @runtime_checkable
@@ -202,7 +220,8 @@ class SelfPlacing(Protocol[P_contra]):
     def span(self, params: P_contra, load: Load) -> dict[str, int] | None: ...  # instances per host, or None
     def part(
         self, params: P_contra, load: Load, host: str, instances: int, addresses: dict[str, str]
-    ) -> tuple[Strict, Load]: ...
+    ) -> tuple[Layer, Load]: ...
+    def part_host(self, params: P_contra) -> str | None: ...  # the host whose part `part` made these; None: whole
 
 
 @runtime_checkable
@@ -222,20 +241,26 @@ class HostUser(Protocol[P_contra]):
     def host_user(self, params: P_contra) -> str: ...
 
 
-def network_of(wl: Workload[Any], params: Strict) -> str:
+def network_of(wl: Workload[Any], params: Layer) -> str:
     """The instances' network: the host's for a server workload that asks for it, else none."""
     return wl.network(params) if isinstance(wl, ServerWorkload) else "none"
 
 
-def span_of(wl: Workload[Any], params: Strict, load: Load) -> dict[str, int] | None:
+def span_of(wl: Workload[Any], params: Layer, load: Load) -> dict[str, int] | None:
     """Instances per host when the workload places its instances over the experiment's hosts itself;
     None: where the trial's `placement` says."""
     return wl.span(params, load) if isinstance(wl, SelfPlacing) else None
 
 
+def part_host_of(wl: Workload[Any], params: Layer) -> str | None:
+    """The host whose part of a trial these parameters are, once `part` made them (never in a spec); None: a
+    whole trial's, or the workload does not place itself."""
+    return wl.part_host(params) if isinstance(wl, SelfPlacing) else None
+
+
 def part_of(
-    wl: Workload[Any], params: Strict, load: Load, host: str, instances: int, addresses: dict[str, str]
-) -> tuple[Strict, Load]:
+    wl: Workload[Any], params: Layer, load: Load, host: str, instances: int, addresses: dict[str, str]
+) -> tuple[Layer, Load]:
     """(params, load) of the part of a trial that runs `instances` on `host` (`addresses`: every host's
     node address): the workload's own, or the same workload with the host's share as its container count."""
     if isinstance(wl, SelfPlacing):
@@ -243,7 +268,7 @@ def part_of(
     return host_share(params, load, instances)
 
 
-def host_share(params: Strict, load: Load, instances: int) -> tuple[Strict, Load]:
+def host_share(params: T, load: Load, instances: int) -> tuple[T, Load]:
     return params, load.model_copy(update={"containers": instances})
 
 
@@ -256,10 +281,10 @@ class ToolWorkload(Generic[P]):
     targets: tuple[str, ...] = ("dir", "device")
     metrics: MetricSchema = EMPTY
 
-    def parse_params(self, raw: JSON, base_dir: Path) -> P:
+    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> P:
         return self.params.model_validate(raw)
 
-    def available(self, host: JSON, params: P | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: P | None = None) -> str | None:
         return None
 
     def validate(self, params: P) -> list[str]:
@@ -308,7 +333,7 @@ def rendezvous(running: Running, point: str = "measure", check: Callable[[], Non
         running.rendezvous(point, check)
 
 
-def resolve_file(raw: JSON, base_dir: Path, what: str) -> JSON:
+def resolve_file(raw: dict[str, Any], base_dir: Path, what: str) -> dict[str, Any]:
     """A spec's `file:` relative to the spec's folder, checked to exist."""
     raw = dict(raw)
     if raw.get("file"):

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
-from strata.core.metrics import Axis, Metric, MetricSchema, Show
+from strata.core.metrics import Axis, BlockIo, Metric, MetricSchema, Show
 from strata.core.params import Load, Strict, size_at_most, size_field, sweep_ends
 from strata.core.units import parse_duration
 from strata.workloads.base import (
@@ -91,6 +91,7 @@ METRICS = MetricSchema(
     in_flight=True,
     device_latency="clat",
     submission_latency="slat",
+    io=BlockIo("rw", "bs"),
 )
 
 
@@ -365,12 +366,14 @@ def aggregate(docs: list[dict[str, Any]], series: list[dict[int, float]] | None 
         metrics["instances"].append(inst)
     metrics["fio_version"] = docs[0].get("fio version") if docs else None
     ss = [j["steadystate"] for d in docs for j in d["jobs"] if "steadystate" in j]
+    tool_steady: dict[str, Any] | None = None
     if ss:
-        metrics["steadystate"] = {
+        tool_steady = {
             "criterion": ss[0]["ss"],
             "attained": all(bool(s["attained"]) for s in ss),
             "runtime_ms": max(i["job_runtime_ms"] for i in metrics["instances"]),
         }
+        metrics["steadystate"] = tool_steady  # stored with the metrics, as before
     metrics["primary"] = fio_headline(metrics, docs)
     merged = _sum_series(series or [])
     return Parsed(
@@ -380,6 +383,7 @@ def aggregate(docs: list[dict[str, Any]], series: list[dict[int, float]] | None 
         windows=[io_window(d) for d in docs],
         syncs=syncs(docs),
         direct_writes=direct_writes(docs),
+        tool_steady=tool_steady,
     )
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from strata.results.flags import Absorbed, AbsorbedEvidence, Flag, Judgement
+from strata.results.validity.evidence import StackWords
 from strata.workloads.base import DirectWrites
 
 # Fewer writes than this are not judged: the file system's own writes would decide.
@@ -39,7 +40,7 @@ JOURNAL_MERGES_PER_SYNC = 4
 def absorbed(
     writes: DirectWrites | None,
     disks: dict[str, dict[str, Any]],
-    stack: dict[str, Any],
+    stack: StackWords,
     window: str = "trial",
     syncs: int = 0,
 ) -> Absorbed | None:
@@ -86,7 +87,7 @@ def absorbed(
     return Judgement(Flag.ABSORBED, False, f"{issued}; {took}: each reached it as a write", evidence=evidence)
 
 
-def fix_words(stack: dict[str, Any]) -> str:
+def fix_words(stack: StackWords) -> str:
     """What to do, in the words of the stack the user asked for."""
     options = [str(o) for o in stack.get("mount_options") or []]
     if "data=journal" in options:

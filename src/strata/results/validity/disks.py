@@ -224,6 +224,6 @@ def bytes_moved(cache_flag: Cache | None) -> bool | None:
 
 def shows_cache(shares: Iterable[float]) -> bool:
     """Do these shares (`min_share` of trials) show that a cache answered? (a study's claim that a result
-    above the raw device is a cache: analysis/checks_fs.py)."""
+    above the raw device is a cache: analysis/findings/checks_fs.py)."""
     found = list(shares)
     return bool(found) and min(found) < MIN_DEVICE_SHARE

@@ -1,28 +1,43 @@
 """What a trial's flags are judged from: the evidence the trial stores, as one typed record.
 
-The trial (run/trial.py) and the merge of a trial's parts across hosts
-(hosts/merge.py) each build a `TrialEvidence`; `judge_trial` (trial.py) turns
-it into flags. `headline` is the number every judgement of a result is about.
+`TrialEvidence.of` builds it from what the workload's parse declared (its windows, its headline's
+series, the tool's own steady-state verdict, its syncs and writes), for one host's trial (run/trial.py)
+and for the merge of a trial's parts across hosts (hosts/merge.py), each adding what it alone knows;
+`judge_trial` (trial.py) turns it into flags. `headline` is the number every judgement of a result is about.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from strata.results.flags import Flags
-    from strata.workloads.base import DirectWrites, Syncs
+    from strata.workloads.base import DirectWrites, Parsed, Syncs
 
 Window = tuple[float, float]
 
 
 def headline(result: dict[str, Any]) -> tuple[float | None, str]:
-    """(value, unit) of a result's headline: what the workload named in `metrics.primary`."""
-    p = (result.get("metrics") or {}).get("primary") or {}
+    """(value, unit) of a stored result's headline: what the workload named in `metrics.primary`."""
+    return headline_of(result.get("metrics") or {})
+
+
+def headline_of(metrics: dict[str, Any]) -> tuple[float | None, str]:
+    """(value, unit) of the headline a workload's metrics name (`primary`)."""
+    p = metrics.get("primary") or {}
     v = p.get("value")
     return (float(v) if v is not None else None), p.get("unit") or ""
+
+
+class StackWords(TypedDict, total=False):
+    """The stack under test in the user's words, for a flag's fix (none across hosts: each host judged its own)."""
+
+    path: str
+    filesystem: str | None
+    mount_options: list[str]
+    runtime: dict[str, Any]  # the runtime's parameters, as the trial resolved them
 
 
 @dataclass(frozen=True)
@@ -64,7 +79,44 @@ class TrialEvidence:
     # under test first; None: not known, and the flush and absorbed rules read the trial's totals (`moved.disks`).
     measured: dict[str, dict[str, Any]] | None = None
     # The stack in the user's words, for a flag's fix: path, filesystem, mount_options, runtime (its parameters).
-    stack: dict[str, Any] = field(default_factory=dict)
+    stack: StackWords = field(default_factory=lambda: StackWords())
+
+    @classmethod
+    def of(
+        cls,
+        parsed: Parsed,
+        runtime_s: float,
+        starts: list[float | None],
+        collectors: dict[str, Any],
+        *,
+        windows: list[Window | None] | None = None,
+        metrics: dict[str, Any] | None = None,
+        parts: dict[str, Flags] | None = None,
+        moved: MovedBytes | None = None,
+        runtime_facts: dict[str, Any] | None = None,
+        measured: dict[str, dict[str, Any]] | None = None,
+        stack: StackWords | None = None,
+    ) -> TrialEvidence:
+        """The evidence of a trial the workload parsed (`parsed`): its windows (or `windows`, moved into
+        another clock), its headline's series and the tool's steady-state verdict, its syncs and O_DIRECT
+        writes, its metrics (or `metrics`, with more beside); and what the caller alone knows: one host's
+        bytes, runtime, measured counters and stack, or across hosts each part's flags."""
+        return cls(
+            windows=parsed.windows if windows is None else windows,
+            starts=starts,
+            runtime_s=runtime_s,
+            series=parsed.headline_series(),
+            tool_steady=parsed.tool_steady,
+            moved=moved,
+            runtime_facts=runtime_facts or {},
+            metrics=parsed.metrics if metrics is None else metrics,
+            collectors=collectors,
+            parts=parts,
+            syncs=parsed.syncs,
+            direct_writes=parsed.direct_writes,
+            measured=measured,
+            stack=stack or StackWords(),
+        )
 
     def layers(self) -> tuple[dict[str, dict[str, Any]], str]:
         """Each layer's counters (the device under test first) and what they were counted over: the measured

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from strata.results.flags import Flag, Flush, FlushEvidence, Judgement
+from strata.results.validity.evidence import StackWords
 from strata.workloads.base import Syncs
 
 # Fewer syncs than this are not judged: a journal commit or a daemon's own fsync could make up the count.
@@ -33,7 +34,7 @@ WRITE_THROUGH = "write through"
 
 
 def flush(
-    syncs: Syncs | None, disks: dict[str, dict[str, Any]], stack: dict[str, Any], window: str = "trial"
+    syncs: Syncs | None, disks: dict[str, dict[str, Any]], stack: StackWords, window: str = "trial"
 ) -> Flush | None:
     """`disks`: each layer's flush count and cache (the device under test first); `stack`: the words a fix
     is said in (`path`, `filesystem`, `mount_options`, `runtime`). None: the workload asked for no syncs
@@ -88,7 +89,7 @@ def _rounded(v: Any) -> Any:
     return round(v, 1) if isinstance(v, float) else v
 
 
-def fix_words(stack: dict[str, Any]) -> str:
+def fix_words(stack: StackWords) -> str:
     """What to do, in the words of the stack the user asked for."""
     options = [str(o) for o in stack.get("mount_options") or []]
     fs = stack.get("filesystem") or "the file system"

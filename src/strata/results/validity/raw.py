@@ -6,17 +6,20 @@ compared with. A result above it cannot be device performance (study 003, sectio
 respect the O_DIRECT flag"). With byte evidence that the device moved the bytes,
 that is not proof of a cache: the result is *unconfirmed* (a suspect outlier, or
 a disturbed raw baseline) until repetitions of both decide, by the interval of
-their ratio (`above_raw_repeated`, which the report applies: analysis/baseline.py).
+their ratio (`above_raw_repeated`, which the report applies: analysis/cells/baseline.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from strata.results.flags import AboveRaw, AboveRawEvidence, Flag, Flags, Judgement
+from strata.core.params import LoadCounts
+from strata.results.flags import AboveRaw, AboveRawEvidence, Flag, Judgement
 from strata.results.validity.disks import bytes_moved
-from strata.results.validity.evidence import headline
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+
+if TYPE_CHECKING:
+    from strata.results.result import Result
 
 # Above the raw device by more than this is suspicious. Single short trials on a
 # shared VM varied 4x back to back on the same loop device (9864 vs 2414 IOPS, seen
@@ -60,10 +63,10 @@ def above_raw(
     )
 
 
-def above_raw_of(result: dict[str, Any], raw: dict[str, Any]) -> AboveRaw | None:
-    """A stored result against a stored result of its raw device (`raw_baseline_key` alike; the runner
-    judges each trial as it ends, the raw trials having run first)."""
-    return above_raw(headline(result)[0], headline(raw)[0], raw["trial_id"], bytes_moved(Flags.of(result).cache))
+def above_raw_of(result: Result, raw: Result) -> AboveRaw | None:
+    """A result against a result of its raw device (`raw_baseline_key` alike; the runner judges each trial
+    as it ends, the raw trials having run first)."""
+    return above_raw(result.headline[0], raw.headline[0], raw.trial_id, bytes_moved(result.flags.cache))
 
 
 def above_raw_repeated(
@@ -91,20 +94,18 @@ def above_raw_repeated(
     return Judgement(Flag.ABOVE_RAW, True, reason, evidence=evidence)
 
 
-def raw_baseline_key(result: dict[str, Any]) -> tuple[object, ...]:
-    """What a raw-device baseline must share with a result: device, workload parameters, load, and where the
-    instances ran (the raw device of one machine is no baseline for another's)."""
-    t = result["trial"]
+def raw_baseline_key(t: dict[str, Any]) -> tuple[object, ...]:
+    """What a raw-device baseline must share with a result (`t`: its resolved trial): device, workload
+    parameters, load, and where the instances ran (the raw device of one machine is no baseline for another's)."""
     wl = {k: v for k, v in t["workload"].items() if k != "name"}
     ld = t["load"]
     where = repr(sorted((t.get("placement") or {}).get("instances", {}).items()))
-    return (t["device"]["name"], repr(sorted(wl.items())), ld["numjobs"], ld["iodepth"], ld["containers"], where)
+    return (t["device"]["name"], repr(sorted(wl.items())), *(ld[axis] for axis in LoadCounts.names()), where)
 
 
-def is_raw_baseline(result: dict[str, Any]) -> bool:
-    """The raw device under the baseline runtime (natively): what every ratio to raw and every cache bound is
-    taken against."""
-    t = result["trial"]
+def is_raw_baseline(t: dict[str, Any]) -> bool:
+    """The raw device under the baseline runtime (natively), `t` a result's resolved trial: what every ratio
+    to raw and every cache bound is taken against."""
     return t["filesystem"]["type"] == "raw" and is_baseline_runtime(t["runtime"]["type"]) and t["path"] == "device"
 
 

@@ -1,6 +1,6 @@
 """The spread flag: how much the repetitions of one configuration vary (their coefficient of variation).
 
-Judged by the report, once repetitions exist (analysis/hygiene.py asks it of every configuration).
+Judged by the report, once repetitions exist (analysis/advice/hygiene.py asks it of every configuration).
 """
 
 from __future__ import annotations

@@ -10,10 +10,13 @@ noise (a drift over the whole window) biases a trial (`with_basis`, issue 32).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strata.results.flags import Flag, Flags, Steady
 from strata.results.validity import snia
+
+if TYPE_CHECKING:
+    from strata.experiment.model import DesignDoc
 
 # The SNIA window: the last this many whole seconds of a trial.
 STEADY_WINDOW_S = 5
@@ -41,7 +44,7 @@ def full_seconds(series: Sequence[Sequence[float]]) -> list[float]:
 def steady(
     series: Sequence[Sequence[float]] | None,
     tool_criterion: dict[str, Any] | None = None,
-    design: dict[str, Any] | None = None,
+    design: DesignDoc | None = None,
 ) -> Steady | None:
     """SNIA PTS steady state of a headline's per-second series, with the tool's own verdict when it has one,
     and the trend over the whole window; judged on the basis the design calls for (`with_basis`)."""
@@ -58,13 +61,13 @@ def steady(
     return with_basis(s, design) if design is not None else s
 
 
-def repeated(design: dict[str, Any] | None) -> bool:
+def repeated(design: DesignDoc | None) -> bool:
     """The design measures trial-to-trial variation itself: `repetitions: auto`, or 2 and more."""
-    reps = (design or {}).get("repetitions")
+    reps = design.get("repetitions") if design else None
     return reps == "auto" or (isinstance(reps, int) and reps >= 2)
 
 
-def with_basis(s: Steady, design: dict[str, Any] | None) -> Steady:
+def with_basis(s: Steady, design: DesignDoc | None) -> Steady:
     """The verdict a trial of this design gets (issue 32: the steady check fits the design). A single trial
     must be steady (SNIA) to stand for the storage. In a repeated design the intervals already carry the
     per-second and trial-to-trial variation, and the spec may make trials short on purpose (`auto`, the
@@ -74,18 +77,16 @@ def with_basis(s: Steady, design: dict[str, Any] | None) -> Steady:
     return s
 
 
-def judge_design(result: dict[str, Any]) -> None:
+def judge_design(flags: Flags, design: DesignDoc | None) -> None:
     """Once a trial's design is stored with it (the runner), its steady flag's basis follows the design."""
-    flags = Flags.of(result)
     s = flags.steady
     if s is not None:
-        flags.set(Flag.STEADY, with_basis(s, result.get("design")))
-        flags.write(result)
+        flags.set(Flag.STEADY, with_basis(s, design))
 
 
 def series_stats(values: list[float]) -> dict[str, Any]:
     """The whole series' count, mean and standard deviation: what the report's variance components
-    (analysis/variance.py) need of a trial, without reading its artifacts again."""
+    (analysis/cells/variance.py) need of a trial, without reading its artifacts again."""
     n = len(values)
     mean = sum(values) / n if n else 0.0
     sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from strata.results.flags import DECLARED, Flag, Flags, Judgement, Value
 from strata.results.validity.absorbed import absorbed
@@ -25,12 +25,19 @@ from strata.results.validity.series import steady
 from strata.results.validity.windows import sync
 
 
+class WarningDoc(TypedDict):
+    """A warning as a result stores it."""
+
+    flag: str
+    message: str
+
+
 @dataclass(frozen=True)
 class Warning:
     flag: Flag
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> WarningDoc:
         return {"flag": self.flag.value, "message": self.message}
 
 

@@ -3,7 +3,7 @@
 from typing import Any
 
 from strata.stack.blockdev import DeviceHandle
-from strata.stack.devices.base import Device
+from strata.stack.devices.base import Device, DeviceSpec, HostDevice, Served
 from strata.stack.devices.block import BLOCK
 from strata.stack.devices.loop import LOOP
 from strata.stack.devices.remote import REMOTE
@@ -12,4 +12,24 @@ from strata.stack.devices.zram import ZRAM
 PLUGINS: list[Device[Any]] = [LOOP, ZRAM, BLOCK, REMOTE]  # each checked against the Protocol (scripts/lint)
 REGISTRY: dict[str, Device[Any]] = {d.name: d for d in PLUGINS}
 
-__all__ = ["REGISTRY", "Device", "DeviceHandle"]
+
+def served_by(params: DeviceSpec) -> str | None:
+    """The host of the experiment that serves the device (`Served`: a remote device's `host`); None: it is
+    provisioned on the host that runs the trial."""
+    plugin = REGISTRY.get(params.type)
+    return plugin.served_by(params) if isinstance(plugin, Served) else None
+
+
+def served_at(params: DeviceSpec) -> str | None:
+    """Where another host serves the device, once the manager set it (`Served`); None for every other device."""
+    plugin = REGISTRY.get(params.type)
+    return plugin.served_at(params) if isinstance(plugin, Served) else None
+
+
+def guarded_name(params: DeviceSpec) -> str:
+    """The device as the destroy guard's fix names it: a host's block device by its path, any other by its name."""
+    plugin = REGISTRY.get(params.type)
+    return plugin.device_path(params) if isinstance(plugin, HostDevice) else params.name
+
+
+__all__ = ["REGISTRY", "Device", "DeviceHandle", "DeviceSpec", "guarded_name", "served_at", "served_by"]

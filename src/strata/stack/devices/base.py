@@ -12,13 +12,23 @@ device's target CPU, its link; "the target is gone").
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ContextManager, Protocol, TypeVar
+from typing import Any, ContextManager, Protocol, TypeVar, runtime_checkable
 
 from strata.core.params import Strict
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.journal import Journal
 
 P = TypeVar("P", bound=Strict)  # a device's parameter model
+P_contra = TypeVar("P_contra", bound=Strict, contravariant=True)
+
+
+class DeviceSpec(Protocol):
+    """What strata reads of any device's parameters: its plugin (`type`, the registry key) and its `name`."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
 
 
 class Device(Protocol[P]):
@@ -33,3 +43,20 @@ class Device(Protocol[P]):
     def writes(self, params: P, workdir: Path) -> str: ...  # what a run writes, in words (the plan)
     def size_bytes(self, params: P) -> int | None: ...  # known before provisioning, for fit checks
     def provision(self, params: P, journal: Journal, workdir: Path) -> ContextManager[DeviceHandle]: ...
+
+
+@runtime_checkable
+class Served(Protocol[P_contra]):
+    """A device another host of the experiment may serve (a remote device's storage host, `host:`): that host's
+    agent serves it (hosts/storage.py) and tells where (`served_at`, which the manager sets on the trial's device,
+    never a spec), and the client hosts attach to it there."""
+
+    def served_by(self, params: P_contra) -> str | None: ...  # the host of `hosts:` that serves it; None: here
+    def served_at(self, params: P_contra) -> str | None: ...  # ADDR:PORT/TOKEN once the manager set it
+
+
+@runtime_checkable
+class HostDevice(Protocol[P_contra]):
+    """A device that is one of the host's own block devices (`block`): the destroy guard's fix names its path."""
+
+    def device_path(self, params: P_contra) -> str: ...

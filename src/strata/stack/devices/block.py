@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 from strata.core.errors import StrataError
 from strata.core.params import Strict, shorthand
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root, write_problems
+from strata.stack.devices.base import HostDevice
 from strata.stack.journal import Journal
 
 
@@ -40,11 +41,14 @@ class BlockParams(Strict):
         return self
 
 
-class Block:
+class Block(HostDevice[BlockParams]):
     name = "block"
     params = BlockParams
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def device_path(self, params: BlockParams) -> str:
+        return params.path
+
+    def shorthand(self, text: str) -> dict[str, str] | None:
         """`/dev/sdb` or `block:/dev/sdb`."""
         return {"type": "block", "path": text} if text.startswith("/dev/") else shorthand(self.name, text, "path")
 

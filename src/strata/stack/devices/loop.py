@@ -16,8 +16,9 @@ from pydantic import Field, field_validator
 from strata.core.errors import StrataError
 from strata.core.params import Strict, shorthand, size_field
 from strata.core.proc import sh
+from strata.stack import blockdev
 from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, needs_root
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undoing, Undos
 
 MAX_SIZE_BYTES = 1 << 50  # 1 PiB: a bound on what a typo can ask for
 
@@ -40,7 +41,6 @@ class LoopParams(Strict):
         return v
 
 
-@undo_action("loop")
 def _undo_loop(data: dict[str, Any]) -> None:
     out = sh(["losetup", "-j", data["backing_file"]], check=False).stdout
     for line in out.splitlines():
@@ -66,11 +66,12 @@ def attach(backing: Path, direct_io: bool, journal: Journal) -> Iterator[str]:
         journal.release(seq)
 
 
-class Loop:
+class Loop(Undoing):
     name = "loop"
     params = LoopParams
+    undo: Undos = {"loop": _undo_loop, **blockdev.UNDO}  # the device, and its backing file
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: LoopParams | None = None) -> str | None:

@@ -8,21 +8,40 @@ from pathlib import Path
 from typing import Any, ContextManager
 
 from strata.core.params import shorthand
+from strata.stack import blockdev, marked, netns
 from strata.stack.blockdev import needs_root
-from strata.stack.journal import Journal
-from strata.stack.remote import caps
+from strata.stack.devices.base import Served
+from strata.stack.journal import Journal, Undoing, Undos
+from strata.stack.remote import caps, nbd, nvme
+from strata.stack.remote import device as remote_device
 from strata.stack.remote.device import RemoteHandle, backing_problems, provision_remote
 from strata.stack.remote.model import RemoteDevice
 
 RemoteParams = RemoteDevice
 
 
-class Remote:
+class Remote(Served[RemoteParams], Undoing):
     name = "remote"
     params = RemoteParams
+    # the storage host's namespace and link, its server and backing file, the client's device (served here or
+    # by a host of the experiment: remote/serve.py)
+    undo: Undos = {
+        **remote_device.UNDO,
+        **nbd.UNDO,
+        **nvme.UNDO,
+        **netns.UNDO,
+        **marked.UNDO,
+        **blockdev.UNDO,
+    }
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
+
+    def served_by(self, params: RemoteParams) -> str | None:
+        return params.host
+
+    def served_at(self, params: RemoteParams) -> str | None:
+        return params.served_at
 
     def available(self, host: dict[str, Any], params: RemoteParams | None = None) -> str | None:
         return needs_root() or caps.available(params)

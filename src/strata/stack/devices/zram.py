@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 from strata.core.params import Strict, shorthand, size_field
 from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undoing, Undos
 
 CONTROL = Path("/sys/class/zram-control")
 
@@ -26,7 +26,6 @@ class ZramParams(Strict):
     _v = field_validator("size", mode="before")(size_field)
 
 
-@undo_action("zram")
 def _undo_zram(data: dict[str, Any]) -> None:
     num = data.get("num")
     if num is None or not Path(f"/sys/block/zram{num}").exists():
@@ -35,11 +34,12 @@ def _undo_zram(data: dict[str, Any]) -> None:
     (CONTROL / "hot_remove").write_text(str(num))
 
 
-class Zram:
+class Zram(Undoing):
     name = "zram"
     params = ZramParams
+    undo: Undos = {"zram": _undo_zram}
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: ZramParams | None = None) -> str | None:

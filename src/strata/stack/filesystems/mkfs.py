@@ -18,11 +18,10 @@ from typing import Any, Iterator
 from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.filesystems.base import FilesystemParams, Mounted
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undoing, Undos
 from strata.stack.procfs import is_mounted
 
 
-@undo_action("mount")
 def _undo_mount(data: dict[str, Any]) -> None:
     mp = data["mountpoint"]
     for _ in range(20):  # busy for a moment while killed processes release their files
@@ -45,10 +44,11 @@ def mount_options_of(mountpoint: str) -> str:
     return ""
 
 
-class Mkfs:
+class Mkfs(Undoing):
     """A file system made by `mkfs.<type>` and mounted under WORKDIR/mnt."""
 
     params = FilesystemParams
+    undo: Undos = {"mount": _undo_mount}
 
     def __init__(self, name: str, argv: list[str], package: str, min_size_bytes: int, metadata_share: float):
         self.name, self.argv, self.package = name, argv, package

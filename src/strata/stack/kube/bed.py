@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterator
 from strata.core.errors import StrataError
 from strata.core.proc import sh
 from strata.stack import netns
-from strata.stack.journal import Journal, cleanup, state_dir, undo_action
+from strata.stack.journal import Journal, Undos, cleanup, state_dir
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_hierarchies,
@@ -102,23 +102,19 @@ class Bed:
 # ---- undo actions -------------------------------------------------------------------
 
 
-@undo_action("kube-root")
 def _undo_root(data: dict[str, Any]) -> None:
     remove_tree(Path(data["path"]))
 
 
-@undo_action("kube-bridge")
 def _undo_bridge(data: dict[str, Any]) -> None:
     if Path(f"/sys/class/net/{data['name']}").exists():
         sh(["ip", "link", "delete", data["name"]], timeout=30)
 
 
-@undo_action("kube-route")
 def _undo_route(data: dict[str, Any]) -> None:
     sh(["ip", "route", "del", "blackhole", data["block"]], check=False, timeout=30)
 
 
-@undo_action("kube-process")
 def _undo_process(data: dict[str, Any]) -> None:
     """Stop one of the bed's processes, only if that pid still is it (its command line names the bed's root)."""
     pid = int(data.get("pid") or 0)
@@ -127,7 +123,6 @@ def _undo_process(data: dict[str, Any]) -> None:
             signal_and_wait([pid], signal.SIGKILL, 5)
 
 
-@undo_action("kube-node")
 def _undo_node(data: dict[str, Any]) -> None:
     """The pods: their processes (in the kubelet's cgroup root), containerd's shims, every mount below
     the root (pod network namespaces, root file systems, volumes), then the cgroups themselves."""
@@ -458,4 +453,14 @@ def hold(log: Callable[[str], None] = print) -> None:
 
 def undo_orphans(log: Callable[[str], None] = print) -> int:
     """Undo the beds whose holder died (kill -9) from their journals; returns the resources undone."""
-    return cleanup(log=log, pattern=f"{JOURNAL_PREFIX}*.jsonl")
+    return cleanup(log=log, pattern=f"{JOURNAL_PREFIX}*.jsonl", undo=UNDO)
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "kube-root": _undo_root,
+    "kube-bridge": _undo_bridge,
+    "kube-route": _undo_route,
+    "kube-process": _undo_process,
+    "kube-node": _undo_node,
+}

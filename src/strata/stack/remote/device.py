@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from strata.collectors.base import Collector
 from strata.collectors.netdev import NetdevCollector
 from strata.collectors.process import ProcessCollector
 from strata.core.errors import StrataError, Unsupported
 from strata.stack import netns
 from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, write_problems
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod
 from strata.stack.remote import nbd, nvme
@@ -79,7 +80,6 @@ def backing_chain(path: str) -> list[str]:
 # ---- run dir and backing store ------------------------------------------------------
 
 
-@undo_action("remote_dir")
 def _undo_remote_dir(data: dict[str, Any]) -> None:
     d = Path(data["path"])
     for name in RUN_FILES:
@@ -289,7 +289,7 @@ def _attached(
         if client_kind == "fuse":
             fuse = es.enter_context(nbd.fuse_client(addr, int(port), rdir, journal))
             device, version, conns = fuse.loop, nbd.version("nbdfuse"), nbd.FUSE_CONNECTIONS
-            cpu = [ProcessCollector("remote_procs", {"client": fuse.daemon.pid})]
+            cpu: list[Collector] = [ProcessCollector("remote_procs", {"client": fuse.daemon.pid})]
             client: nbd.FuseClient | nbd.KernelClient = fuse
         else:
             client = kernel = es.enter_context(nbd.kernel_client(addr, int(port), journal))
@@ -312,3 +312,9 @@ def _attached(
         watcher.start()
         es.callback(watcher.stop)
         yield handle
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "remote_dir": _undo_remote_dir,
+}

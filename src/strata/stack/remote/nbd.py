@@ -37,7 +37,7 @@ from typing import Any, Iterator
 from strata.core.errors import StrataError
 from strata.core.proc import sh
 from strata.stack.bounded import run_bounded
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.marked import Daemon, start_daemon, stop_marked
 from strata.stack.netns import NsHost
 from strata.stack.procfs import is_mounted
@@ -148,7 +148,6 @@ def loops_on(backing_file: str, sys_block: Path = Path("/sys/block")) -> list[st
     return found
 
 
-@undo_action("remote_loop")
 def _undo_remote_loop(data: dict[str, Any]) -> None:
     """Detach; if that hangs (the remote stopped answering), abort the FUSE connection and retry."""
     for dev in loops_on(data["backing_file"]):
@@ -160,7 +159,6 @@ def _undo_remote_loop(data: dict[str, Any]) -> None:
             raise RuntimeError(r.describe())
 
 
-@undo_action("fuse_mount")
 def _undo_fuse_mount(data: dict[str, Any]) -> None:
     """Unmount; if that fails or hangs, kill the FUSE daemon (aborts the connection) and detach lazily."""
     mp = data["mountpoint"]
@@ -292,7 +290,6 @@ def nbd_client_argv(addr: str, port: int, dev: str) -> list[str]:
     ]
 
 
-@undo_action("nbd_device")
 def _undo_nbd_device(data: dict[str, Any]) -> None:
     dev = data.get("device")
     if dev and Path(f"/sys/block/{Path(dev).name}/pid").exists():
@@ -331,3 +328,11 @@ def kernel_client(addr: str, port: int, journal: Journal) -> Iterator[KernelClie
     finally:
         _undo_nbd_device(data)
         journal.release(seq)
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "remote_loop": _undo_remote_loop,
+    "fuse_mount": _undo_fuse_mount,
+    "nbd_device": _undo_nbd_device,
+}

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 from strata.core.errors import StrataError
 from strata.core.proc import sh
 from strata.stack.bounded import run_bounded
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.netns import NsHost
 
 CONFIGFS = Path("/sys/kernel/config")
@@ -132,7 +132,6 @@ def ensure_configfs() -> Path:
     return CONFIGFS / "nvmet"
 
 
-@undo_action("nvmet")
 def _undo_nvmet(data: dict[str, Any]) -> None:
     t = NvmetTarget(Path(data["root"]), data["nqn"], data["port_id"], data.get("addr", ""), data.get("backing", ""))
     run_ops(t.remove_ops(), symlink=lambda link, target: None, missing_ok=True)
@@ -187,7 +186,6 @@ def find_namespace(nqn: str, sysfs: Path = Path("/sys/class/nvme-subsystem")) ->
     return None
 
 
-@undo_action("nvme_connect")
 def _undo_nvme_connect(data: dict[str, Any]) -> None:
     if find_namespace(data["nqn"]) is not None:
         r = run_bounded(["nvme", "disconnect", f"--nqn={data['nqn']}"], timeout_s=CTRL_LOSS_TMO_S + 15)
@@ -233,3 +231,10 @@ def nvme_client(target: NvmetTarget, journal: Journal) -> Iterator[NvmeClient]:
     finally:
         _undo_nvme_connect(data)
         journal.release(seq)
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "nvmet": _undo_nvmet,
+    "nvme_connect": _undo_nvme_connect,
+}

@@ -5,7 +5,7 @@ from typing import Any
 from strata.core.errors import Unsupported
 from strata.stack.paths import PathHandle
 from strata.stack.runtimes.base import Runtime, RuntimeSession
-from strata.stack.runtimes.docker.session import DOCKER
+from strata.stack.runtimes.docker.runtime import DOCKER
 from strata.stack.runtimes.kubernetes.runtime import KUBERNETES
 from strata.stack.runtimes.native import NATIVE
 from strata.stack.runtimes.podman import PODMAN_RUNTIME

@@ -80,3 +80,12 @@ class LogSession(Protocol):
     volume, bind mount or tmpfs), or a directory of its own for host processes."""
 
     def log_path(self, name: str, trial_dir: Path, load: Load) -> ContextManager[PathHandle]: ...
+
+
+@runtime_checkable
+class SetsUp(Protocol):
+    """A session that does set-up work while a trial runs which is not the trial's own (a container engine loading
+    a workload's image on first use): the seconds it spent since the last trial took them, reset as they are taken
+    (run/trial.py: not counted against a `repetitions: auto` budget)."""
+
+    def take_setup_s(self) -> float: ...

@@ -17,9 +17,10 @@ from pydantic import Field
 from strata.core.errors import Unsupported
 from strata.core.instances import InstanceRequest, Isolation, Target
 from strata.core.params import Load, Strict, shorthand
+from strata.stack import hostprocs
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.hostprocs import HostProcesses
-from strata.stack.journal import Journal
+from strata.stack.journal import Journal, Undoing, Undos
 from strata.stack.paths import PathHandle, path_target_kind
 
 
@@ -28,6 +29,16 @@ class NativeParams(Strict):
 
     type: Literal["native"] = "native"
     name: str = Field(default="native", description="the name used in results and stack labels")
+
+
+@contextlib.contextmanager
+def _own_dir(d: Path) -> Iterator[PathHandle]:
+    """A `bind` path natively: one directory on the mount point, the same for the host and the instance."""
+    d.mkdir(exist_ok=True)
+    try:
+        yield PathHandle("bind", "dir", str(d), str(d))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 class NativeSession:
@@ -44,24 +55,16 @@ class NativeSession:
             return
         if name != "bind" or self.mounted.mountpoint is None:
             raise Unsupported(f"the native runtime has no {name} path")
-        d = self.mounted.mountpoint / "strata-data"
-        d.mkdir(exist_ok=True)
-        try:
-            yield PathHandle(name, "dir", str(d), str(d))
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        with _own_dir(self.mounted.mountpoint / "strata-data") as handle:
+            yield handle
 
     @contextlib.contextmanager
     def log_path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
         """A server's log on a directory of its own on the mount point (stack/runtimes/base.py LogSession)."""
         if name != "bind" or self.mounted.mountpoint is None:
             raise Unsupported(f"the native runtime gives a server's log the bind path only, not {name}")
-        d = self.mounted.mountpoint / "strata-log"
-        d.mkdir(exist_ok=True)
-        try:
-            yield PathHandle(name, "dir", str(d), str(d))
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        with _own_dir(self.mounted.mountpoint / "strata-log") as handle:
+            yield handle
 
     def target(self, handle: PathHandle, host_out: Path) -> Target:
         # the trial's barrier directory sits beside the instances' out dirs (trial.py)
@@ -80,9 +83,10 @@ class NativeSession:
         return None
 
 
-class Native:
+class Native(Undoing):
     name = "native"
     params = NativeParams
+    undo: Undos = hostprocs.UNDO  # the instances' cgroups
     baseline = True
     isolation: Isolation = "process"
     paths = ("bind", "device")
@@ -90,7 +94,7 @@ class Native:
     concurrent = False
     limits = False
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: NativeParams | None = None) -> str | None:

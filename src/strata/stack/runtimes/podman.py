@@ -21,17 +21,15 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Self
+from typing import Any, Iterator, Literal, Self
 
 from pydantic import Field, model_validator
 
 from strata.core.errors import StrataError, Unsupported
-from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation
-from strata.core.params import Strict, shorthand
+from strata.core.params import Strict
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
-from strata.stack.journal import Journal, undo_action
-from strata.stack.paths import path_target_kind
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_pids,
@@ -45,8 +43,8 @@ from strata.stack.procfs import (
     unmount_under,
 )
 from strata.stack.runtimes.docker.client import STDERR_TAIL_CHARS
-from strata.stack.runtimes.docker.image import image_build
-from strata.stack.runtimes.docker.session import LOG_PATHS, DockerSession
+from strata.stack.runtimes.docker.runtime import ContainerEngine
+from strata.stack.runtimes.docker.session import DockerSession
 
 PODMAN = "podman"
 CONF_NAME = "containers.conf"
@@ -79,7 +77,7 @@ class PodmanParams(Strict):
         return self
 
 
-def global_args(data: dict[str, Any]) -> list[str]:
+def global_args(data: dict[str, str]) -> list[str]:
     """The options of every podman call on one private store."""
     return [
         "--root",
@@ -97,13 +95,13 @@ def global_args(data: dict[str, Any]) -> list[str]:
     ]
 
 
-def client_env(data: dict[str, Any]) -> dict[str, Any]:
+def client_env(data: dict[str, str]) -> dict[str, str]:
     """CLIENT_ENV, and the store's own containers.conf once it is written (see `write_conf`)."""
     conf = Path(data["runroot"]) / CONF_NAME
     return {**CLIENT_ENV, "CONTAINERS_CONF": str(conf)} if conf.exists() else dict(CLIENT_ENV)
 
 
-def write_conf(data: dict[str, Any]) -> None:
+def write_conf(data: dict[str, str]) -> None:
     """File locks in the store's run root instead of Podman's one shared-memory lock table
     (/dev/shm/libpod_lock, shared by every store on the host and the user's own podman): a
     client killed while it holds a lock, or a `podman wait` left blocked on the lock of a container
@@ -112,7 +110,7 @@ def write_conf(data: dict[str, Any]) -> None:
 
 
 def podman(
-    data: dict[str, Any], *args: str, check: bool = True, timeout: float = 300
+    data: dict[str, str], *args: str, check: bool = True, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     argv = [PODMAN, *global_args(data), *args]
     try:
@@ -132,7 +130,6 @@ def needs_ulimits() -> bool:
     return True
 
 
-@undo_action("podman-store")
 def _undo_store(data: dict[str, Any]) -> str | None:
     """Remove every container, mount, process, cgroup and file of a private store, from the journal entry.
     When the file system that holds the store fails, everything but the store's files still goes."""
@@ -163,9 +160,9 @@ class PodmanSession(DockerSession):
     engine = "podman"
 
     def __init__(
-        self, params: PodmanParams, mounted: Mounted, journal: Journal, data: dict[str, Any], facts: dict[str, Any]
+        self, params: PodmanParams, mounted: Mounted, journal: Journal, data: dict[str, str], facts: dict[str, Any]
     ):
-        super().__init__(params, mounted, journal, data["runroot"], data["id"], None, facts)
+        super().__init__(params.name, mounted, journal, data["runroot"], data["id"], None, facts)
         self.data = data
         self.ulimits = needs_ulimits()
 
@@ -173,15 +170,13 @@ class PodmanSession(DockerSession):
     def private(self) -> bool:
         return True
 
-    def docker(
-        self, *args: str, check: bool = True, timeout: float = 300, **_: Any
-    ) -> subprocess.CompletedProcess[str]:
+    def docker(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         return podman(self.data, *args, check=check, timeout=timeout)
 
     def client_argv(self, *args: str) -> list[str]:
         return [PODMAN, *global_args(self.data), *args]
 
-    def client_env(self) -> dict[str, Any]:
+    def client_env(self) -> dict[str, str]:
         return client_env(self.data)
 
     def alive(self) -> bool:
@@ -194,22 +189,12 @@ class PodmanSession(DockerSession):
         return ULIMITS if self.ulimits else ()
 
 
-class Podman(ImageBuilder):
+class Podman(ContainerEngine[PodmanParams]):
+    """Docker's plugin (ContainerEngine) over a private Podman store: its own checks, doctor and store."""
+
     name = "podman"
     params = PodmanParams
-    baseline = False
-    isolation: Isolation = "container"
-    paths = ("layer", "volume", "bind", "tmpfs", "device")
-    log_paths = LOG_PATHS
-    concurrent = True
-    limits = True
-
-    def image_build(self, name: str, image_of: Callable[[], ImageSpec]) -> Build:
-        """The workload's image as a `docker save` tarball, loaded into each store that runs it."""
-        return image_build(name, image_of)
-
-    def shorthand(self, text: str) -> dict[str, Any] | None:
-        return shorthand(self.name, text, "storage_driver")
+    undo: Undos = {**ContainerEngine.undo, "podman-store": _undo_store}
 
     def available(self, host: dict[str, Any], params: PodmanParams | None = None) -> str | None:
         if os.geteuid() != 0:
@@ -228,9 +213,6 @@ class Podman(ImageBuilder):
         if params.storage_driver == "btrfs" and fs.type != "btrfs":
             return f"the btrfs storage driver needs its store on a btrfs file system, not {fs.type}"
         return None
-
-    def target_kind(self, params: PodmanParams, path: str) -> str:
-        return path_target_kind(path)
 
     def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
         """Each driver: Podman's own answer on a scratch store (cheap: no daemon to start)."""
@@ -262,7 +244,7 @@ class Podman(ImageBuilder):
 @contextlib.contextmanager
 def store(
     driver: str, mounted: Mounted | None, journal: Journal, workdir: Path
-) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
     """A private Podman store (journaled first); yields (data, facts) once Podman accepts it."""
     sid = secrets.token_hex(4)
     base = mounted.mountpoint if mounted is not None and mounted.mountpoint is not None else workdir / f"podman-{sid}"
@@ -287,7 +269,7 @@ def store(
         journal.release(seq)
 
 
-def _facts(data: dict[str, Any]) -> dict[str, Any]:
+def _facts(data: dict[str, str]) -> dict[str, Any]:
     """Podman's own view of the store; its error text when it refuses the driver (stored as unsupported)."""
     fmt = (
         "{{.Version.Version}}|{{.Store.GraphDriverName}}|{{.Store.GraphRoot}}|{{.Host.CgroupManager}}|"

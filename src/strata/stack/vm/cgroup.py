@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.params import Limits
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import proc_cgroups
 
 CONTROLLERS = ("blkio",)
@@ -64,9 +64,9 @@ class VmCgroup:
         st = os.stat(device_path)
         dev = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
         done = {}
-        for key, knob in BLKIO_KNOBS.items():
-            value = getattr(limits, key)
-            if value is not None and blkio:
+        for key, value in limits.io().items():
+            knob = BLKIO_KNOBS[key]
+            if blkio:
                 (Path(blkio) / knob).write_text(f"{dev} {value}")
                 done[knob] = f"{dev} {value}"
         return done
@@ -84,7 +84,6 @@ class VmCgroup:
         self.journal.release(self.seq)
 
 
-@undo_action("vm_cgroup")
 def _undo_vm_cgroup(data: dict[str, Any]) -> None:
     """Kill what is left in the VM's cgroup (only QEMU and virtiofsd ever join it), then rmdir."""
     for d in map(Path, data["dirs"]):
@@ -107,3 +106,9 @@ def _undo_vm_cgroup(data: dict[str, Any]) -> None:
                 break
             except OSError:
                 time.sleep(0.1)  # a killed process leaves the cgroup a moment later
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "vm_cgroup": _undo_vm_cgroup,
+}

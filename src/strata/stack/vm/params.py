@@ -92,9 +92,9 @@ class VmRuntime(Strict):
 def default_name(p: VmRuntime) -> str:
     """`vm`, `vm:xfs` (the guest file system), then every disk parameter off its default: `vm-writeback-threads`."""
     name = "vm" if p.guest_filesystem == "none" else f"vm:{p.guest_filesystem}"
-    defaults = VmRuntime.model_fields
+    defaults, values = VmRuntime.model_fields, p.model_dump()
     for key in ("accel", "disk_cache", "disk_aio", "image_format", "share"):
-        value = getattr(p, key)
+        value = values[key]
         if value != defaults[key].default:
             name += f"-{value}"
     if p.iothread:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from strata.core.params import Limits
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import cmdline, is_running
 from strata.stack.vm.agent import AGENT_PATH, DATA_SERIAL
 
@@ -98,7 +98,7 @@ def accel_args(accel: str) -> list[str]:
 
 def throttle_options(limits: Limits) -> dict[str, int]:
     """The load's per-instance bps/iops limits as QEMU block throttling of the data disk."""
-    return {opt: getattr(limits, key) for key, opt in THROTTLE_KEYS.items() if getattr(limits, key) is not None}
+    return {THROTTLE_KEYS[key]: value for key, value in limits.io().items()}
 
 
 def kernel_cmdline(append: str) -> str:
@@ -294,7 +294,6 @@ def marked_pids(marker: str, exe: str) -> list[int]:
     return found
 
 
-@undo_action("vm_process")
 def _undo_vm_process(data: dict[str, Any]) -> None:
     """Kill QEMU or virtiofsd by pid while its command line still holds the marker (pids are
     reused); without a pid (killed between spawn and update), find it by the marker."""
@@ -306,3 +305,9 @@ def _undo_vm_process(data: dict[str, Any]) -> None:
     deadline = time.monotonic() + 10
     while any(is_running(p) and data["marker"] in cmdline(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "vm_process": _undo_vm_process,
+}

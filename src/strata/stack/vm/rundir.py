@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 
 
 def run_base() -> Path:
@@ -43,7 +43,6 @@ class RunDir:
             self.seq = None
 
 
-@undo_action("vm_rundir")
 def _undo_vm_rundir(data: dict[str, Any]) -> None:
     shutil.rmtree(data["path"], ignore_errors=True)
 
@@ -58,3 +57,9 @@ def wait_for_socket(path: str, proc: subprocess.Popen[bytes], timeout_s: float) 
             return False
         time.sleep(0.01)
     return False
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "vm_rundir": _undo_vm_rundir,
+}

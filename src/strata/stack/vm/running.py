@@ -21,17 +21,20 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
 from strata.core.params import Load
 from strata.core.proc import CommandError
+from strata.stack.filesystems.base import Mounted
+from strata.stack.journal import Journal
 from strata.stack.paths import PathHandle
 from strata.stack.vm.agent import TAGS, write_instance_files
 from strata.stack.vm.cgroup import VmCgroup
+from strata.stack.vm.guest import Guest
 from strata.stack.vm.guest_stats import summarize_dir
-from strata.stack.vm.params import memory_for, vcpus_for
+from strata.stack.vm.params import VmRuntime, memory_for, vcpus_for
 from strata.stack.vm.procstat import CpuSampler, reap
 from strata.stack.vm.qemu import (
     Disk,
@@ -51,9 +54,17 @@ BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 240.0}
 TAIL_CHARS = 3000
 HOST_FILES = ("console.log", "qemu.log", "virtiofsd.log", "vm.json", "cgroup-final.txt", "vm-cpu.json")
 
-if TYPE_CHECKING:
-    from strata.stack.vm.guest import Guest
-    from strata.stack.vm.session import VmSession
+
+class VmHost(Protocol):
+    """What the VMs of a trial need of their session (session.py): the runtime's parameters, the stack's
+    mounted file system (its device), the accelerator and share kind chosen, the journal, the trials it runs."""
+
+    params: VmRuntime
+    mounted: Mounted
+    journal: Journal
+    accel: str
+    share: str
+    running: list[VmRunning]
 
 
 def default_boot_timeout_s(accel: str, vms: int, vcpus: int) -> float:
@@ -122,7 +133,7 @@ class Vm:
 
 
 class VmRunning:
-    def __init__(self, session: VmSession, handle: PathHandle, load: Load, sync_dir: Path, guest: Guest) -> None:
+    def __init__(self, session: VmHost, handle: PathHandle, load: Load, sync_dir: Path, guest: Guest) -> None:
         self.session, self.handle, self.load, self.sync_dir = session, handle, load, sync_dir
         self.guest = guest  # what the workload's image asks for (guest.py), one for every VM of the trial
         self.journal = session.journal

@@ -21,12 +21,12 @@ from typing import Any, Callable, ContextManager, Iterator
 from strata.core.errors import Unsupported
 from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
 from strata.core.params import shorthand
+from strata.stack import buildcache
 from strata.stack.filesystems.base import FilesystemParams, Mounted
-from strata.stack.journal import Journal
+from strata.stack.journal import Journal, Undoing, Undos
 from strata.stack.vm import accel as accel_probe
-
-# Importing these registers their undo actions (strata cleanup).
-from strata.stack.vm import cgroup, qemu, rundir  # noqa: F401
+from strata.stack.vm import cgroup, qemu, rundir
+from strata.stack.vm import session as vm_session
 from strata.stack.vm.guest import Guest, cached_guest, ensure_guest, guest_build, guest_facts, guest_key
 from strata.stack.vm.params import VmRuntime
 from strata.stack.vm.qemu import NINEP_OPTIONS, QEMU, VIRTIOFSD_OPTIONS, qemu_version, virtiofsd_binary
@@ -138,7 +138,7 @@ def provision_vm(
         session.close()
 
 
-class VmRuntimePlugin(Prebuilds, ImageBuilder):
+class VmRuntimePlugin(Prebuilds, ImageBuilder, Undoing):
     """`vm`: a QEMU virtual machine per instance (issue 10; study 001: VMs against containers and native)."""
 
     name = "vm"
@@ -148,8 +148,10 @@ class VmRuntimePlugin(Prebuilds, ImageBuilder):
     paths = ("device", "image", "bind")
     concurrent = True
     limits = True
+    # its guests' processes, cgroups, run directories and images, and the scratch directories of a guest build
+    undo: Undos = {**qemu.UNDO, **cgroup.UNDO, **rundir.UNDO, **vm_session.UNDO, **buildcache.UNDO}
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: VmRuntime | None = None) -> str | None:

@@ -19,35 +19,30 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import InstanceRequest, Target
 from strata.core.params import Load
 from strata.core.proc import sh
 from strata.stack.filesystems.base import Mounted
-from strata.stack.journal import Journal, undo_action
-from strata.stack.paths import OUT_DIR, PathHandle
-from strata.stack.procfs import remove_tree
+from strata.stack.journal import Journal, Undos
+from strata.stack.paths import OUT_DIR, PathHandle, bind_dirs, need_fs, raw_device, safe_name
 from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
 from strata.stack.vm.guest import BARE, Guest, ensure_guest, guest_facts
 from strata.stack.vm.params import MIN_MEMORY_BYTES, VmRuntime
-
-if TYPE_CHECKING:
-    from strata.stack.vm.running import VmRunning
+from strata.stack.vm.running import VmRunning
 
 PATHS = ("device", "image", "bind")
+DEVICE_UNDER_FS = (
+    "the vm device path gives the guest the raw device, which holds the host's mounted {fs}: use filesystem raw "
+    "(the guest makes guest_filesystem on it)"
+)
 MIN_IMAGE_BYTES = 64 << 20
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]
-
-
-@undo_action("vm_image")
-def _undo_vm_image(data: dict[str, Any]) -> None:
+def undo_vm_image(data: dict[str, Any]) -> None:
     """The image, and its trial's directory and `strata-vm` once they are empty."""
     path = Path(data["path"])
     path.unlink(missing_ok=True)
@@ -84,11 +79,6 @@ class VmSession:
     def _target(self) -> tuple[str, str]:
         return ("device", DEVICE_IN_GUEST) if self.params.guest_filesystem == "none" else ("dir", DATA_DIR)
 
-    def _need_fs(self, name: str) -> Path:
-        if self.mounted.mountpoint is None:
-            raise Unsupported(f"the {name} path needs a file system on the device under test (this stack is raw)")
-        return self.mounted.mountpoint
-
     def _check_load(self, load: Load) -> None:
         memory = load.limits.memory
         if memory is not None and memory < MIN_MEMORY_BYTES:
@@ -102,24 +92,18 @@ class VmSession:
         n = load.containers
         self._check_load(load)
         if name == "device":
-            if self.mounted.mountpoint is not None:
-                raise Unsupported(
-                    f"the vm device path gives the guest the raw device, which holds the host's "
-                    f"mounted {self.mounted.fs.type}: use filesystem raw (the guest makes "
-                    f"guest_filesystem on it)"
-                )
+            dev = raw_device(self.mounted, DEVICE_UNDER_FS)
             if n > 1 and self.params.guest_filesystem != "none":
                 raise Unsupported(
                     f"{n} guests cannot each make a {self.params.guest_filesystem} on one device: "
                     f"use guest_filesystem none, or the image path"
                 )
-            dev = self.mounted.device.path
             yield PathHandle(name, *self._target(), dev, [{"disk": dev, "format": "raw"} for _ in range(n)])
         elif name == "image":
             with self._images(trial_dir, n) as handle:
                 yield handle
         elif name == "bind":
-            with self._binds(trial_dir, n) as handle:
+            with bind_dirs(self.mounted, "strata-bind", trial_dir, n, DATA_DIR) as handle:
                 yield handle
         else:
             raise Unsupported(f"the vm runtime has the paths {', '.join(PATHS)}, not {name}")
@@ -139,7 +123,7 @@ class VmSession:
     @contextlib.contextmanager
     def _images(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
         fmt = self.params.image_format
-        base = self._need_fs("image") / "strata-vm" / _safe(trial_dir.name)
+        base = need_fs(self.mounted, "image") / "strata-vm" / safe_name(trial_dir.name)
         made: list[tuple[int, Path]] = []
         try:
             base.mkdir(parents=True, exist_ok=True)
@@ -153,28 +137,13 @@ class VmSession:
             yield PathHandle("image", *self._target(), str(base), per)
         finally:
             for seq, path in made:
-                _undo_vm_image({"path": str(path)})
+                undo_vm_image({"path": str(path)})
                 self.journal.release(seq)
             for d in (base, base.parent):
                 with contextlib.suppress(OSError):
                     d.rmdir()
 
-    @contextlib.contextmanager
-    def _binds(self, trial_dir: Path, n: int) -> Iterator[PathHandle]:
-        base = self._need_fs("bind") / "strata-bind" / _safe(trial_dir.name)
-        dirs = [base / str(i) for i in range(n)]
-        try:
-            for d in dirs:
-                d.mkdir(parents=True, exist_ok=True)
-            yield PathHandle("bind", "dir", DATA_DIR, str(base), [{"dir": str(d)} for d in dirs])
-        finally:
-            remove_tree(base)
-            with contextlib.suppress(OSError):
-                base.parent.rmdir()
-
     def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> VmRunning:
-        from strata.stack.vm.running import VmRunning
-
         image = requests[0].image if requests and requests[0].image is not None else BARE
         guest = ensure_guest(image)  # the workload's image in a guest: built once per machine (strata prepare)
         self.facts["guest"] = guest_facts(guest)
@@ -186,3 +155,9 @@ class VmSession:
     def close(self) -> None:
         for r in list(self.running):
             r.stop()
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "vm_image": undo_vm_image,
+}

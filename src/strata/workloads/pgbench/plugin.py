@@ -41,7 +41,7 @@ from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import PORTS_PER_RUN
 from strata.workloads.server.script import sync_of
 from strata.workloads.server.settings import Catalog
-from strata.workloads.server.template import ServerTemplate
+from strata.workloads.server.template import MemoryFloor, ServerTemplate
 
 MiB = 1 << 20
 ROWS_BYTES_PER_SCALE = 16 * MiB  # 100,000 accounts and their index, measured: 15.6 MiB a unit
@@ -70,7 +70,7 @@ METRICS = MetricSchema(
     client_cpu=records.CLIENT_CPU,
     # its clients offer each server a rate (`rate`, tx/s), stored with the trial as it offered it
     offered=OfferedRate("rate", offered=("metrics", "offered", "rate_tx_s")),
-    # the checkpoints inside the measured run: compared trials must hold as many (analysis/compared.py)
+    # the checkpoints inside the measured run: compared trials must hold as many (analysis/advice/compared.py)
     events=(
         Events(
             ("metrics", "checkpoints", "count"),
@@ -90,7 +90,6 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     server_what = "PostgreSQL server"
     log_name = postgres.LOG_NAME
     host_packages = postgres.PACKAGES
-    log_key = "wal_path"
     log_what = "WAL"
     server_user = postgres.USER
     ports_per_run = PORTS_PER_RUN
@@ -128,8 +127,8 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     def versions(self) -> dict[str, str | None]:
         return {"postgresql": postgres.version()}
 
-    def memory_floor(self, params: PgbenchParams) -> tuple[int, str]:
-        return params.shared_buffers + MIN_MEMORY_OVER_BUFFERS, "shared_buffers"
+    def memory_floor(self, params: PgbenchParams) -> MemoryFloor:
+        return MemoryFloor(params.shared_buffers + MIN_MEMORY_OVER_BUFFERS, "shared_buffers", params.shared_buffers)
 
     def direct_io(self, params: PgbenchParams) -> bool:
         """The cache rule applies: the workload states the bytes that must reach the device (metrics.py)."""
@@ -155,6 +154,12 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
 
     def settings_catalog(self) -> Catalog | None:
         return postgres.catalog()
+
+    def settings_map(self, params: PgbenchParams) -> dict[str, str]:
+        return params.settings
+
+    def log_path(self, params: PgbenchParams) -> str | None:
+        return params.wal_path
 
     def managed_settings(self, params: PgbenchParams) -> dict[str, str]:
         return postgres.MANAGED

@@ -13,13 +13,14 @@ from typing import Any, Callable, TypeVar
 
 from pydantic import Field
 
+from strata.core.params import Layer
 from strata.core.units import parse_duration
 from strata.workloads.base import spec_file
 
 MAX_RATE = 10_000_000
 MAX_SECONDS = 86400
 MiB = 1 << 20
-T = TypeVar("T")
+T = TypeVar("T", bound=Layer)
 
 
 def seconds(v: Any) -> int:
@@ -46,7 +47,7 @@ def whole(value: Any, default: int) -> int:
 def named(params: T, default_name: Callable[[T], str]) -> T:
     """The parameters with the workload's default name (what ran, and what differs from the defaults) when the spec
     gave them none (a model validator's, mode="after")."""
-    if not getattr(params, "name", None):
+    if not params.name:
         object.__setattr__(params, "name", default_name(params))
     return params
 

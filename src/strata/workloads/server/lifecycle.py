@@ -30,17 +30,15 @@ import re
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol, TypedDict
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
-from strata.core.params import Load, Strict
-from strata.workloads.base import MeasureContext, rendezvous
+from strata.core.params import Load
+from strata.workloads.base import MeasureContext, P, P_contra, rendezvous
 from strata.workloads.server import clients, memory
+from strata.workloads.server.clients import Client
 from strata.workloads.server.script import LAUNCHED, STOP_FILE
-
-if TYPE_CHECKING:
-    from strata.workloads.server.template import ServerTemplate
 
 POLL_S = 0.5
 READY_POLL_S = 0.25
@@ -49,7 +47,51 @@ STOP_TIMEOUT_S = 90
 LOG_TAIL_CHARS = 4000
 
 
-def measure(wl: ServerTemplate[Any], params: Strict, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
+class Phase(TypedDict):
+    """One phase's clients as clients.json records them (records.py reads them back)."""
+
+    wall_s: float
+    clients: list[str]  # each client's directory, under the trial's artifacts
+    client_cpu_s: list[float]
+    client_cpu_share: float | None  # of the host's CPUs, over the phase's wall time
+
+
+class Servers(Protocol):
+    """What the lifecycle reads of a workload to tell why its servers failed (template.py's members)."""
+
+    @property
+    def log_name(self) -> str: ...
+    @property
+    def server_noun(self) -> str: ...
+    def error_line(self, text: str) -> str | None: ...
+
+
+class Hooks(Servers, Protocol[P_contra]):
+    """The hooks of a server workload the lifecycle calls, in its order (template.py's ServerTemplate has
+    each, with its default)."""
+
+    @property
+    def clients_dir(self) -> str: ...
+    @property
+    def client_what(self) -> str: ...
+    def record(self, params: P_contra, load: Load) -> dict[str, Any]: ...
+    def start_servers(self, params: P_contra, load: Load, ctx: MeasureContext) -> list[float]: ...
+    def drives(self, params: P_contra) -> bool: ...
+    def after_start(self, params: P_contra, load: Load, ctx: MeasureContext) -> None: ...
+    def server_facts(self, params: P_contra, load: Load, ctx: MeasureContext) -> dict[str, Any]: ...
+    def phases(self, params: P_contra) -> tuple[str, ...]: ...
+    def after_phase(
+        self, phase: str, params: P_contra, load: Load, ctx: MeasureContext, record: dict[str, Any]
+    ) -> None: ...
+    def observe(
+        self, point: str, params: P_contra, load: Load, ctx: MeasureContext, record: dict[str, Any]
+    ) -> None: ...
+    def clients(self, phase: str, params: P_contra, load: Load, out: Path, record: dict[str, Any]) -> list[Client]: ...
+    def phase_timeout_s(self, phase: str, params: P_contra) -> float: ...
+    def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure: ...
+
+
+def measure(wl: Hooks[P], params: P, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
     running, art = ctx.running, ctx.art
     record = wl.record(params, load)
     record["memory"] = memory.usable(load, record.get("servers") or 0)
@@ -69,7 +111,7 @@ def measure(wl: ServerTemplate[Any], params: Strict, load: Load, ctx: MeasureCon
         record["phases"]["run"] = run_phase(wl, "run", params, load, ctx, record)
         record["page_cache_bytes"] = page_cache_bytes()
     wl.observe("after", params, load, ctx, record)
-    write_record(wl, art, record)
+    write_record(art / wl.clients_dir, record)
     rendezvous(running, "measured", lambda: check_servers(wl, ctx))  # the other hosts' servers may stop
     (art / "sync" / STOP_FILE).touch()
     outputs = running.wait(STOP_TIMEOUT_S, ctx.watch)
@@ -79,7 +121,7 @@ def measure(wl: ServerTemplate[Any], params: Strict, load: Load, ctx: MeasureCon
     return outputs
 
 
-def serve(wl: ServerTemplate[Any], ctx: MeasureContext, record: dict[str, Any]) -> list[InstanceOutput]:
+def serve(wl: Hooks[P], ctx: MeasureContext, record: dict[str, Any]) -> list[InstanceOutput]:
     """A host's part whose servers another host's clients use: its servers serve, and its collectors
     run, from the barrier until every part measured."""
     rendezvous(ctx.running)
@@ -88,14 +130,15 @@ def serve(wl: ServerTemplate[Any], ctx: MeasureContext, record: dict[str, Any]) 
         rendezvous(ctx.running, "measured", lambda: check_servers(wl, ctx))
         record["page_cache_bytes"] = page_cache_bytes()
     record["served_s"] = round(time.monotonic() - t0, 3)
-    write_record(wl, ctx.art, record)
+    write_record(ctx.art / wl.clients_dir, record)
     (ctx.art / "sync" / STOP_FILE).touch()
     return ctx.running.wait(STOP_TIMEOUT_S, ctx.watch)
 
 
-def write_record(wl: ServerTemplate[Any], art: Path, record: dict[str, Any]) -> None:
-    (art / wl.clients_dir).mkdir(exist_ok=True)
-    (art / wl.clients_dir / "clients.json").write_text(json.dumps(record, indent=1))
+def write_record(out: Path, record: dict[str, Any]) -> None:
+    """clients.json in the clients' directory (`out`)."""
+    out.mkdir(exist_ok=True)
+    (out / "clients.json").write_text(json.dumps(record, indent=1))
 
 
 # ---- the servers ----------------------------------------------------------------------
@@ -181,7 +224,7 @@ def since_launch(out_dir: Path, waited_s: float) -> float:
         return waited_s
 
 
-def check_servers(wl: ServerTemplate[Any], ctx: MeasureContext) -> None:
+def check_servers(wl: Servers, ctx: MeasureContext) -> None:
     """Every server still runs (and the layers live); else the trial fails with the servers' own last error
     line in its message and every server's log tail beside it."""
     try:
@@ -197,7 +240,7 @@ def check_servers(wl: ServerTemplate[Any], ctx: MeasureContext) -> None:
         raise
 
 
-def settle(wl: ServerTemplate[Any], ctx: MeasureContext) -> None:
+def settle(wl: Servers, ctx: MeasureContext) -> None:
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline:
         check_servers(wl, ctx)
@@ -211,9 +254,7 @@ def _instances(ctx: MeasureContext) -> list[int]:
 # ---- the clients ----------------------------------------------------------------------
 
 
-def run_phase(
-    wl: ServerTemplate[Any], phase: str, params: Strict, load: Load, ctx: MeasureContext, record: dict[str, Any]
-) -> dict[str, Any]:
+def run_phase(wl: Hooks[P], phase: str, params: P, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> Phase:
     """Every client of one phase at once; their wall and CPU time. A server that dies fails the trial."""
     out = ctx.art / wl.clients_dir / phase
     runs = wl.clients(phase, params, load, out, record)

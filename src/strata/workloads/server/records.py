@@ -3,7 +3,8 @@ back for the parser: the clients of each phase, their wall and CPU time host aft
 to ready, the memory they could use, and their counters before and after the measured run.
 
 Where a result stores its clients' share of the host's CPUs in the measured run is declared with the workload's
-metrics (`MetricSchema.client_cpu`, `CLIENT_CPU`): the analysis takes it from the servers' CPU (analysis/usage.py).
+metrics (`MetricSchema.client_cpu`, `CLIENT_CPU`): the analysis takes it from the servers' CPU
+(analysis/cells/usage.py).
 """
 
 from __future__ import annotations

@@ -17,10 +17,11 @@ A server workload derives from it and supplies:
 
 What servers share beyond the lifecycle, each a hook with a default:
 
-- a settings map (settings.py): the parameters' `settings`, checked in `validate` against the server's
-  own list (`settings_catalog`) and against those strata sets itself (`managed_settings`);
-- its log on a path of its own (logpath.py): the parameters' key `log_key` names a path of the runtime,
-  which the runtime mounts beside the data (`Target.log_path`); a runtime without it is `impossible`;
+- a settings map (settings.py): the parameters' `settings` (`settings_map`), checked in `validate` against the
+  server's own list (`settings_catalog`) and against those strata sets itself (`managed_settings`);
+- its log on a path of its own (logpath.py): the parameters' key for it (`log_path`: pgbench's `wal_path`) names
+  a path of the runtime, which the runtime mounts beside the data (`Target.log_path`); a runtime without it is
+  `impossible`;
 - the user its native servers run as (`server_user`: PostgreSQL refuses root), whose reach the plan checks;
 - the facts read from each started server (`server_facts`: its version, the settings in force), stored
   with the trial; the memory its servers can use (memory.py), in the record; the servers' own counters
@@ -29,7 +30,8 @@ What servers share beyond the lifecycle, each a hook with a default:
 - the limits a load must respect (`problems`): the memory limit a server needs at the least (`memory_floor`),
   and a port of the run's block each (`ports_per_run`, loopback.py);
 - the spec's keys every server shares (fields.py: `runtime`, `warmup`, `rate`, `start_timeout`, a script of the
-  user's `file:PATH`), which the defaults of `runtime_s`, `phases` and `phase_timeout_s` read.
+  user's `file:PATH`); those the defaults of `runtime_s`, `phases`, `phase_timeout_s` and `start_timeout_s` read
+  are `ServerParams`, the Protocol the template's parameters satisfy.
 
 The lifecycle (lifecycle.py), the instances' network (`host`: servers on 127.0.0.0/8), the target
 (a directory), the refusal of VMs and the agent image are the template's; the hooks below have
@@ -42,8 +44,9 @@ from __future__ import annotations
 
 import pwd
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput
@@ -54,7 +57,7 @@ from strata.workloads.base import (
     HostUser,
     LogOnPath,
     MeasureContext,
-    P,
+    Params,
     Parsed,
     ServerWorkload,
     ToolWorkload,
@@ -63,10 +66,34 @@ from strata.workloads.server import lifecycle, logpath, loopback, settings
 from strata.workloads.server.clients import Client, tail_text
 from strata.workloads.server.script import LOG_NAME
 
-DEFAULT_START_TIMEOUT_S = 300
+
+class ServerParams(Params, Protocol):
+    """The keys every server workload's parameters have (fields.py's), which the template's defaults read;
+    ycsb's, pgbench's and sysbench's models satisfy it as they are. What only some have is a hook of the
+    template's instead (`settings_map`, `log_path`, `memory_floor`)."""
+
+    @property
+    def runtime(self) -> int | None: ...  # seconds of the measured run; None: ycsb's `operations` instead
+    @property
+    def warmup(self) -> int: ...  # seconds of the unmeasured warm-up before it, 0: none
+    @property
+    def start_timeout(self) -> int: ...  # seconds a server may take to come up
 
 
-class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostTools, LogOnPath[P], HostUser[P]):
+S = TypeVar("S", bound=ServerParams)
+
+
+@dataclass(frozen=True)
+class MemoryFloor:
+    """The least memory limit one server runs under (`need`, bytes), and the parameter that sets most of it
+    (`key`, "": none) with its value (`given`, bytes), for the message and its fix."""
+
+    need: int
+    key: str = ""
+    given: int = 0
+
+
+class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostTools, LogOnPath[S], HostUser[S]):
     """A workload whose instances are servers and whose clients, on the host, measure them."""
 
     targets: tuple[str, ...] = ("dir",)  # a server's data directory
@@ -74,7 +101,6 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
     server_noun = "server"  # a server in the log tails of a failure ("--- server 0")
     log_name = LOG_NAME  # the server's log in its out dir
     host_packages: tuple[str, ...] = ()
-    log_key: str | None = None  # the parameter that puts the server's log on a path of its own (logpath.py)
     log_what = "server's log"  # the log in messages ("WAL")
     server_user = "root"  # the user its native servers run as (root: none of their own)
     settings_notation = settings.DEFAULT  # how the server writes its settings (settings.py)
@@ -101,47 +127,47 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
 
     # ---- what each server workload supplies ----------------------------------------
 
-    def ready(self, params: P, load: Load, ctx: MeasureContext, instance: int) -> bool:
+    def ready(self, params: S, load: Load, ctx: MeasureContext, instance: int) -> bool:
         """Does the server of `instance` answer? (Polled while it starts; its log is in `ctx.art`.)"""
         raise NotImplementedError
 
-    def clients(self, phase: str, params: P, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
+    def clients(self, phase: str, params: S, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
         """The client processes of `phase`, each writing into a directory under `out`."""
         raise NotImplementedError
 
-    def parse_trial(self, params: P, arts: list[Path]) -> Parsed:
+    def parse_trial(self, params: S, arts: list[Path]) -> Parsed:
         """The trial's result from its artifact directories (one per host across hosts, in order)."""
         raise NotImplementedError
 
-    def parse(self, params: P, outputs: list[InstanceOutput]) -> Parsed:
+    def parse(self, params: S, outputs: list[InstanceOutput]) -> Parsed:
         return self.parse_trial(params, server_artifacts(outputs, self.server_what, self.server_noun))
 
     # ---- the lifecycle's hooks, with their defaults ------------------------------------
 
-    def measure(self, params: P, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
+    def measure(self, params: S, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
         return lifecycle.measure(self, params, load, ctx)
 
-    def phases(self, params: P) -> tuple[str, ...]:
+    def phases(self, params: S) -> tuple[str, ...]:
         """The unmeasured phases before the measured `run`, in order: the load, and a warm-up when it has one."""
-        return ("load",) + (("warmup",) if getattr(params, "warmup", 0) else ())
+        return ("load",) + (("warmup",) if params.warmup else ())
 
-    def load_timeout_s(self, params: P) -> float:
+    def load_timeout_s(self, params: S) -> float:
         return 600.0
 
-    def phase_timeout_s(self, phase: str, params: P) -> float:
+    def phase_timeout_s(self, phase: str, params: S) -> float:
         """The load's own; a timed phase's seconds (`warmup`, `runtime`) and three minutes."""
         if phase == "load":
             return self.load_timeout_s(params)
-        return float(getattr(params, "warmup" if phase == "warmup" else "runtime", None) or 60) + 180.0
+        return float((params.warmup if phase == "warmup" else params.runtime) or 60) + 180.0
 
-    def record(self, params: P, load: Load) -> dict[str, Any]:
+    def record(self, params: S, load: Load) -> dict[str, Any]:
         """clients.json as it starts: what the parser needs besides the phases."""
         return {"servers": self.instances(params, load), "phases": {}}
 
-    def start_timeout_s(self, params: P) -> float:
-        return float(getattr(params, "start_timeout", DEFAULT_START_TIMEOUT_S))
+    def start_timeout_s(self, params: S) -> float:
+        return float(params.start_timeout)
 
-    def start_servers(self, params: P, load: Load, ctx: MeasureContext) -> list[float]:
+    def start_servers(self, params: S, load: Load, ctx: MeasureContext) -> list[float]:
         """Wait until each server answers, in order; seconds from its launch to ready, each."""
         timeout = self.start_timeout_s(params)
         ready = []
@@ -155,10 +181,10 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
             ready.append(round(waited, 2))
         return ready
 
-    def after_start(self, params: P, load: Load, ctx: MeasureContext) -> None:
+    def after_start(self, params: S, load: Load, ctx: MeasureContext) -> None:
         """What must hold once every server answers, before any client runs."""
 
-    def after_phase(self, phase: str, params: P, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> None:
+    def after_phase(self, phase: str, params: S, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> None:
         """Read what an unmeasured phase measured, for the phases after it."""
 
     def counters(self, instance: int) -> dict[str, Any] | None:
@@ -166,7 +192,7 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         it has none."""
         return None
 
-    def observe(self, point: str, params: P, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> None:
+    def observe(self, point: str, params: S, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> None:
         """The servers' own counters `before` and `after` the measured run, into the record (`observed`)."""
         seen = [self.counters(k) for k in range(self.instances(params, load))]
         if any(c is not None for c in seen):
@@ -178,7 +204,7 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         lifecycle.check_servers(self, ctx)
         return TrialFailure("tool_error", words, said)
 
-    def drives(self, params: P) -> bool:
+    def drives(self, params: S) -> bool:
         """Whether this host's part runs the clients (not a host that only serves a spanning cluster)."""
         return True
 
@@ -190,7 +216,7 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         """The server's own last error line in its stderr and log (lifecycle.last_error's by default)."""
         return lifecycle.last_error(text)
 
-    def server_facts(self, params: P, load: Load, ctx: MeasureContext) -> dict[str, Any]:
+    def server_facts(self, params: S, load: Load, ctx: MeasureContext) -> dict[str, Any]:
         """What the started servers say of themselves (their version, the settings in force), stored with the
         trial; read once every server answers."""
         return {}
@@ -199,34 +225,38 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
         """Every setting the server knows (None: the list cannot be read here; the server judges at start)."""
         return None
 
-    def managed_settings(self, params: P) -> dict[str, str]:
+    def settings_map(self, params: S) -> dict[str, str]:
+        """The spec's map of any other server setting, {name: value} (its `settings`); {}: it has none."""
+        return {}
+
+    def managed_settings(self, params: S) -> dict[str, str]:
         """The settings strata sets itself, each with how (lower-case name -> words), refused in the map."""
         return {}
 
-    def host_user(self, params: P) -> str:
+    def host_user(self, params: S) -> str:
         """The user its servers run as when they are host processes (root: none of their own)."""
         return self.server_user
 
-    def memory_floor(self, params: P) -> tuple[int, str] | None:
-        """The least memory limit one server runs under, and the key of the parameters that sets most of it
-        ("": none); None: no such floor."""
+    def memory_floor(self, params: S) -> MemoryFloor | None:
+        """The least memory limit one server runs under, with the parameter that sets most of it; None: no such
+        floor."""
         return None
 
     def not_installed(self) -> str | None:
         """What of the server and its clients this host lacks, with the package that brings it; None: nothing."""
         return None
 
-    def log_path(self, params: P) -> str | None:
-        """The path of its own the server's log goes on (`log_key` of the parameters), or None: with the data."""
-        value = getattr(params, self.log_key, None) if self.log_key else None
-        return value if isinstance(value, str) else None
+    def log_path(self, params: S) -> str | None:
+        """The path of its own the server's log goes on (the parameters' key for it: pgbench's `wal_path`), or None:
+        with the data, or the server has no such key."""
+        return None
 
     # ---- the Workload members every server workload shares -----------------------------
 
-    def network(self, params: P) -> str:
+    def network(self, params: S) -> str:
         return "host"  # the clients on the host reach the servers on 127.0.0.0/8
 
-    def available(self, host: dict[str, Any], params: P | None = None) -> str | None:
+    def available(self, host: dict[str, Any], params: S | None = None) -> str | None:
         """The server and its clients installed, the native servers' user there, the run's loopback block usable."""
         return self.not_installed() or self._no_user() or loopback.unusable()
 
@@ -245,29 +275,29 @@ class ServerTemplate(ToolWorkload[P], Constrained[P], ServerWorkload[P], HostToo
             return f"there is no {user} user{maker}"
         return None
 
-    def runtime_s(self, params: P) -> float:
-        return float(getattr(params, "runtime", None) or 0)
+    def runtime_s(self, params: S) -> float:
+        return float(params.runtime or 0)
 
-    def validate(self, params: P) -> list[str]:
+    def validate(self, params: S) -> list[str]:
         """The settings map against the server's own list of settings, and those strata sets itself."""
-        given = getattr(params, "settings", None) or {}
+        given = self.settings_map(params)
         if not given:
             return []
         catalog, managed = self.settings_catalog(), self.managed_settings(params)
         return settings.problems(given, catalog, managed, self.server_what, self.settings_notation)
 
-    def impossible(self, params: P, runtime: Any) -> str | None:
+    def impossible(self, params: S, runtime: Any) -> str | None:
         if runtime.isolation == "vm":
             return self.vm_reason
         return logpath.impossible(self.log_path(params), self.log_what, runtime)
 
-    def problems(self, params: P, load: Load) -> list[tuple[str, str, str]]:
+    def problems(self, params: S, load: Load) -> list[tuple[str, str, str]]:
         """A memory limit below what a server needs (`memory_floor`), more servers than the run's ports."""
         out = []
         floor, mem = self.memory_floor(params), load.limits.memory
-        if floor is not None and mem is not None and mem < floor[0]:
-            need, key = floor[0] >> 20, floor[1]
-            given = f" with {key} of {getattr(params, key) >> 20} MiB" if key else ""
+        if floor is not None and mem is not None and mem < floor.need:
+            need, key = floor.need >> 20, floor.key
+            given = f" with {key} of {floor.given >> 20} MiB" if key else ""
             out.append(
                 (
                     "limits.memory",

@@ -35,7 +35,7 @@ from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import PORTS_PER_RUN
 from strata.workloads.server.script import sync_of
 from strata.workloads.server.settings import Catalog
-from strata.workloads.server.template import ServerTemplate
+from strata.workloads.server.template import MemoryFloor, ServerTemplate
 from strata.workloads.sysbench import mariadb, metrics
 from strata.workloads.sysbench import parse as sp
 from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, NOTATION, SysbenchParams
@@ -73,7 +73,6 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     server_what = "MariaDB server"
     log_name = mariadb.LOG_NAME
     host_packages = mariadb.HOST_PACKAGES
-    log_key = "redo_log"
     log_what = "redo log"
     server_user = mariadb.USER
     settings_notation = NOTATION
@@ -109,11 +108,18 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     def settings_catalog(self) -> Catalog | None:
         return mariadb.catalog()
 
+    def settings_map(self, params: SysbenchParams) -> dict[str, str]:
+        return params.settings
+
+    def log_path(self, params: SysbenchParams) -> str | None:
+        return params.redo_log
+
     def managed_settings(self, params: SysbenchParams) -> dict[str, str]:
         return mariadb.MANAGED
 
-    def memory_floor(self, params: SysbenchParams) -> tuple[int, str]:
-        return params.innodb_buffer_pool_size + MIN_MEMORY_OVER_BUFFER_POOL, "innodb_buffer_pool_size"
+    def memory_floor(self, params: SysbenchParams) -> MemoryFloor:
+        need = params.innodb_buffer_pool_size + MIN_MEMORY_OVER_BUFFER_POOL
+        return MemoryFloor(need, "innodb_buffer_pool_size", params.innodb_buffer_pool_size)
 
     def direct_io(self, params: SysbenchParams) -> bool:
         """The cache rule applies: the workload states the bytes that must reach the device (metrics.py)."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import cmdline, is_running, remove_tree, signal_and_wait
 from strata.workloads.ycsb import cassandra
 from strata.workloads.ycsb.cassandra import NodeConfig
@@ -81,7 +81,6 @@ def node_dir(journal: Journal, path: Path) -> Iterator[Path]:
         journal.release(seq)
 
 
-@undo_action("ycsb-dir")
 def _undo_dir(data: dict[str, Any]) -> None:
     remove_tree(Path(data["path"]))
 
@@ -123,7 +122,6 @@ def native_node(
         journal.release(seq)
 
 
-@undo_action("cassandra-jvm")
 def _undo_jvm(data: dict[str, Any]) -> None:
     """Stop our JVM: SIGTERM (Cassandra's shutdown hook), then SIGKILL. Found by its command
     line (main class and our conf dir), never by name, so a reused pid is left alone."""
@@ -144,3 +142,10 @@ def wait_all_ready(nodes: list[Node], timeout_s: float = cassandra.START_TIMEOUT
     """Seconds to ready of each node, checked in order (they were started in order)."""
     t0 = time.monotonic()
     return [n.wait_ready(max(1.0, timeout_s - (time.monotonic() - t0))) for n in nodes]
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "ycsb-dir": _undo_dir,
+    "cassandra-jvm": _undo_jvm,
+}

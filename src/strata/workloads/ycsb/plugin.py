@@ -27,20 +27,22 @@ from typing import Any
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import Build, ImageSpec, Prebuilds, Target
 from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
-from strata.core.params import Load, Strict, sweep_ends
+from strata.core.params import Load, sweep_ends
+from strata.stack.journal import Undoing, Undos
 from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
 from strata.workloads.server import fields, records
 from strata.workloads.server.clients import Client
 from strata.workloads.server.script import sync_of
-from strata.workloads.server.template import ServerTemplate
+from strata.workloads.server.template import MemoryFloor, ServerTemplate
 from strata.workloads.ycsb import cassandra, jars, metrics, server
-from strata.workloads.ycsb import node as _node  # noqa: F401  (its undo actions: `strata cleanup`, the agent)
 from strata.workloads.ycsb.client import client_failure
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
+from strata.workloads.ycsb.node import UNDO as NODE_UNDO
 from strata.workloads.ycsb.params import RECORD_BYTES, Span, YcsbParams
 from strata.workloads.ycsb.script import node_script, start_file
 from strata.workloads.ycsb.server import databases, span_addresses
 
+SMOKE_RUNTIME_S = 15  # a smoke run's seconds, the client's connection to the cluster among them (smoke)
 NODE_OVERHEAD_BYTES = 256 << 20  # commit log segments, system keyspaces
 VM_REASON = (
     "a Cassandra node in a VM is not supported: the VM has no network (QEMU's -nic none) while the YCSB "
@@ -115,9 +117,10 @@ def node_config(
     return cfgs[i]
 
 
-class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds):
+class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds, Undoing):
     name = "ycsb"
     params = YcsbParams
+    undo: Undos = NODE_UNDO  # the Cassandra JVMs started by hand across hosts, and their directories
     metrics = METRICS
     client_what = "the YCSB client"
     server_what = "Cassandra node"
@@ -125,14 +128,17 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     vm_reason = VM_REASON
 
     def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """experiment/scale.py: 200 records, 5 s runs after 1 s of warm-up, 2 client threads, the offered
-        rates and cluster counts cut to their ends (the nodes per cluster and the replication stay)."""
+        """experiment/scale.py: 200 records, 15 s runs after 1 s of warm-up, 2 client threads, the offered
+        rates and cluster counts cut to their ends (the nodes per cluster and the replication stay). A run's
+        seconds include the client's connection to the cluster (YCSB's threads open it once the clock runs):
+        5 s runs of study 001's three-node clusters saw no operation on a busy machine (the full tier,
+        2026-11-28), so a smoke run keeps 15."""
         out = {**raw, "warmup": 1, "threads": min(fields.whole(raw.get("threads"), 16), 2)}
         out["records"] = min(fields.whole(raw.get("records"), 10000), 200)
         if raw.get("operations") is not None:
             out["operations"] = min(fields.whole(raw["operations"], 1000), 1000)
         else:
-            out["runtime"] = 5
+            out["runtime"] = SMOKE_RUNTIME_S
         if "clusters" in raw:
             out["clusters"] = sweep_ends(raw["clusters"])
         target = raw.get("target")
@@ -157,8 +163,8 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def versions(self) -> dict[str, str | None]:
         return {"cassandra": jars.CASSANDRA_VERSION, "ycsb": jars.YCSB_VERSION}
 
-    def memory_floor(self, params: YcsbParams) -> tuple[int, str]:
-        return cassandra.MIN_MEMORY_BYTES, ""
+    def memory_floor(self, params: YcsbParams) -> MemoryFloor:
+        return MemoryFloor(cassandra.MIN_MEMORY_BYTES)
 
     def problems(self, params: YcsbParams, load: Load) -> list[tuple[str, str, str]]:
         out = super().problems(params, load)
@@ -185,7 +191,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
 
     def part(
         self, params: YcsbParams, load: Load, host: str, instances: int, addresses: dict[str, str]
-    ) -> tuple[Strict, Load]:
+    ) -> tuple[YcsbParams, Load]:
         if not params.cluster.hosts:
             return host_share(params, load, instances)
         missing = [h for h in params.cluster.hosts if not addresses.get(h)]
@@ -196,6 +202,9 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
             )
         span = Span(host=host, addresses={h: addresses[h] for h in params.cluster.hosts})
         return params.model_copy(update={"span": span}), load
+
+    def part_host(self, params: YcsbParams) -> str | None:
+        return params.span.host if params.span is not None else None
 
     def estimate_s(self, params: YcsbParams) -> float:
         start = 30 * params.cluster.nodes

@@ -39,7 +39,7 @@ def docker_cli() -> str:
     return cli
 
 
-def client_env(**extra: str) -> dict[str, Any]:
+def client_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_DROP}
     env.update(extra)
     return env
@@ -50,7 +50,7 @@ def client_argv(sock: str, *args: str) -> list[str]:
 
 
 def docker(
-    sock: str, *args: str, check: bool = True, timeout: float = 300, env: dict[str, Any] | None = None
+    sock: str, *args: str, check: bool = True, timeout: float = 300, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     argv = client_argv(sock, *args)
     try:

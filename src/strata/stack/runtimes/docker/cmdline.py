@@ -11,7 +11,6 @@ under test during the measurement.
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
@@ -65,6 +64,19 @@ def prepare_script(request: InstanceRequest) -> str | None:
     return f"exec {shlex.join(request.prepare)}\n" if request.prepare else None
 
 
+def stage(request: InstanceRequest) -> None:
+    """The instance's out dir as the wrapper expects it (a container's or a pod's): what an earlier attempt left
+    gone, the tool's own barrier marked, the prepare step written."""
+    request.out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh", "tool-barrier"):
+        (request.out_dir / stale).unlink(missing_ok=True)
+    if request.barrier == "tool":
+        (request.out_dir / "tool-barrier").touch()
+    script = prepare_script(request)
+    if script:
+        (request.out_dir / "prepare.sh").write_text(script)
+
+
 def path_args(handle: PathHandle, index: int, device_path: str) -> list[str]:
     """The `create` options that give the container its path, at the handle's place in it (the data's at
     DATA_IN_CONTAINER, a server's log of its own at LOG_IN_CONTAINER)."""
@@ -89,15 +101,8 @@ def limit_args(limits: Limits, device_path: str) -> list[str]:
         args += ["--cpus", f"{limits.cpus:g}"]
     if limits.memory is not None:
         args += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]  # no swap
-    for key, flag in (
-        ("read_bps", "--device-read-bps"),
-        ("write_bps", "--device-write-bps"),
-        ("read_iops", "--device-read-iops"),
-        ("write_iops", "--device-write-iops"),
-    ):
-        value = getattr(limits, key)
-        if value is not None:
-            args += [flag, f"{device_path}:{value}"]
+    for key, value in limits.io().items():
+        args += [f"--device-{key.replace('_', '-')}", f"{device_path}:{value}"]  # read_bps: --device-read-bps
     return args
 
 
@@ -143,7 +148,3 @@ def create_argv(
         "strata-wrap",
         *request.argv,
     ]
-
-
-def safe_name(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]

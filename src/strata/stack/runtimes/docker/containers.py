@@ -15,25 +15,42 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from strata.collectors.cgroup import final_counters, oom_kills
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
 from strata.core.params import Limits
 from strata.core.proc import CommandError
-from strata.stack.journal import undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
-
-if TYPE_CHECKING:
-    from strata.stack.runtimes.docker.session import DockerSession
+from strata.stack.runtimes.docker.daemon import Daemon
 
 POLL_S = 0.5
 
 
-@undo_action("container")
-def _undo_container(data: dict[str, Any]) -> str | None:
+class Engine(Protocol):
+    """What the containers of a trial need of their session (docker's or podman's, session.py): its client,
+    its daemon (none for podman or the user's own), its journal and the trials it runs."""
+
+    engine: str  # the engine's name in messages: dockerd, podman
+    name: str
+    sock: str
+    journal: Journal
+    daemon: Daemon | None
+    running: list[DockerRunning]
+
+    @property
+    def private(self) -> bool: ...  # strata's own store (a daemon's data-root, a podman store)
+
+    def docker(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]: ...
+    def client_argv(self, *args: str) -> list[str]: ...
+    def client_env(self) -> dict[str, str]: ...
+    def alive(self) -> bool: ...
+
+
+def undo_container(data: dict[str, Any]) -> str | None:
     sock = data["socket"]
     if not client.answers(sock):
         if sock == client.SYSTEM_SOCKET:
@@ -49,8 +66,7 @@ def _undo_container(data: dict[str, Any]) -> str | None:
     return None
 
 
-@undo_action("volume")
-def _undo_volume(data: dict[str, Any]) -> str | None:
+def undo_volume(data: dict[str, Any]) -> str | None:
     sock = data["socket"]
     if sock != client.SYSTEM_SOCKET and not client.answers(sock):
         return f"no engine answers at {sock}: the volume is lost with that engine's data root"
@@ -58,6 +74,9 @@ def _undo_volume(data: dict[str, Any]) -> str | None:
     if r.returncode != 0 and "no such volume" not in r.stderr.lower():
         raise CommandError(["docker", "volume", "rm", data["name"]], r.returncode, r.stderr)
     return None
+
+
+UNDO: Undos = {"container": undo_container, "volume": undo_volume}
 
 
 def _final(out_dir: Path) -> dict[str, Any]:
@@ -90,7 +109,7 @@ class Container:
 class DockerRunning:
     """instances.Running over the containers of one trial."""
 
-    def __init__(self, session: DockerSession, sync_dir: Path, limits: Limits) -> None:
+    def __init__(self, session: Engine, sync_dir: Path, limits: Limits) -> None:
         self.session = session
         self.sync_dir = sync_dir
         self.limits = limits

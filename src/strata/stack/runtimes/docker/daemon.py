@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.proc import CommandError
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_pids,
@@ -179,7 +179,7 @@ class Daemon:
         return ""
 
 
-def _wait_ready(paths: DaemonPaths, proc: subprocess.Popen[bytes]) -> None:
+def wait_ready(paths: DaemonPaths, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -222,19 +222,18 @@ def private_daemon(
                 start_new_session=True,
             )
         journal.update(seq, pid=proc.pid)
-        _wait_ready(paths, proc)
+        wait_ready(paths, proc)
         started = True
         yield Daemon(paths, driver, proc, time.monotonic() - t0)
     finally:
-        _undo_daemon({**data, "pid": proc.pid if proc else None, "remove_data_root": remove_data_root or not started})
+        undo_daemon({**data, "pid": proc.pid if proc else None, "remove_data_root": remove_data_root or not started})
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         journal.release(seq)
 
 
-@undo_action("daemon")
-def _undo_daemon(data: dict[str, Any]) -> str | None:
+def undo_daemon(data: dict[str, Any]) -> str | None:
     """Stop a private dockerd and remove everything it made, from the journal entry alone."""
     sock, run_dir = data["sock"], data["run_dir"]
     if answers(sock):
@@ -307,3 +306,9 @@ def incompatible(driver: str, fs_type: str) -> str | None:
     if driver == "zfs":
         return "the zfs storage driver needs its data-root on a zfs dataset; strata does not create zfs pools"
     return None
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "daemon": undo_daemon,
+}

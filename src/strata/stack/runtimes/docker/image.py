@@ -20,26 +20,23 @@ import hashlib
 import os
 import secrets
 import shutil
+import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import Build, ImageSpec
 from strata.core.proc import CommandError, sh
 from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
-from strata.stack.journal import Journal, undo_action
+from strata.stack.journal import Journal, Undos
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker.daemon import private_daemon
-
-if TYPE_CHECKING:
-    from strata.stack.runtimes.docker.session import DockerSession
 
 BASE_TAG = f"strata-base:{SUITE}"
 BUILD_TIMEOUT_S = 1800
 
 
-@undo_action("docker-image")
-def _undo_image(data: dict[str, Any]) -> None:
+def undo_image(data: dict[str, Any]) -> None:
     """An image strata loaded into the user's own daemon (a private daemon's go with its data-root)."""
     if dk.answers(data["socket"]):
         dk.docker(data["socket"], "rmi", data["tag"], check=False, timeout=120)
@@ -171,7 +168,20 @@ def _build_in_private_daemon(journal: Journal, base: Path, ctx: Path, tag: str, 
     )
 
 
-def ensure_image(session: DockerSession, spec: ImageSpec) -> str:
+class ImageStore(Protocol):
+    """Where `ensure_image` loads an image: a container session (docker's or podman's, session.py)."""
+
+    sock: str
+    journal: Journal
+    loaded_images: list[tuple[str, int]]  # (tag, journal seq) loaded into the user's own daemon
+
+    @property
+    def private(self) -> bool: ...
+
+    def docker(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]: ...
+
+
+def ensure_image(session: ImageStore, spec: ImageSpec) -> str:
     """Make the image of `spec` present in the session's daemon (loading it at most once); its tag.
 
     The session is a container session (docker, podman): `docker(...)` runs its client; `private` is False
@@ -184,3 +194,9 @@ def ensure_image(session: DockerSession, spec: ImageSpec) -> str:
             session.loaded_images.append((tag, seq))
         session.docker("load", "-q", "-i", str(tarball), timeout=BUILD_TIMEOUT_S)
     return tag
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "docker-image": undo_image,
+}

@@ -14,7 +14,7 @@ from strata.stack.filesystems.base import FilesystemParams
 from strata.stack.journal import Journal
 from strata.stack.runtimes.docker.client import SYSTEM_SOCKET, answers
 from strata.stack.runtimes.docker.daemon import available
-from strata.stack.runtimes.docker.session import DOCKER, DockerParams
+from strata.stack.runtimes.docker.session import docker_session
 
 
 def probe_driver(driver: str, workdir: Path) -> str | None:
@@ -30,7 +30,7 @@ def probe_driver(driver: str, workdir: Path) -> str | None:
         with (
             LOOP.provision(LoopParams(name=f"probe-{tag}", size=256 << 20), journal, workdir) as dev,
             FILESYSTEMS[fs_type].provision(fs, dev, journal, workdir) as mounted,
-            DOCKER.provision(DockerParams.model_validate({"storage_driver": driver}), mounted, journal, workdir, {}),
+            docker_session(f"docker:{driver}", driver, mounted, journal, workdir, {}),
         ):
             return None
     except Unsupported as e:

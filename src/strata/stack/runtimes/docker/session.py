@@ -16,15 +16,13 @@ import secrets
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Self
-
-from pydantic import Field, model_validator
+from typing import Any, Iterator
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
-from strata.core.instances import Build, ImageBuilder, ImageSpec, InstanceRequest, Isolation, Target
-from strata.core.params import Load, Strict, shorthand
+from strata.core.instances import ImageSpec, InstanceRequest, Target
+from strata.core.params import Load
 from strata.core.proc import CommandError
-from strata.stack.filesystems.base import FilesystemParams, Mounted
+from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal
 from strata.stack.paths import (
     DATA_IN_CONTAINER,
@@ -33,50 +31,34 @@ from strata.stack.paths import (
     OUT_DIR,
     SYNC_DIR,
     PathHandle,
-    path_target_kind,
+    bind_dirs,
+    need_fs,
+    raw_device,
+    safe_name,
 )
-from strata.stack.procfs import host_cgroups, prime_blkio, remove_tree
+from strata.stack.procfs import host_cgroups, prime_blkio
+from strata.stack.runtimes.base import SetsUp
 from strata.stack.runtimes.docker import client
-from strata.stack.runtimes.docker.cmdline import create_argv, prepare_script, safe_name
-from strata.stack.runtimes.docker.containers import Container, DockerRunning, _undo_volume
-from strata.stack.runtimes.docker.daemon import Daemon, available, incompatible, private_daemon
-from strata.stack.runtimes.docker.image import _undo_image, ensure_image, image_build
+from strata.stack.runtimes.docker.cmdline import create_argv, stage
+from strata.stack.runtimes.docker.containers import Container, DockerRunning, undo_volume
+from strata.stack.runtimes.docker.daemon import Daemon, available, private_daemon
+from strata.stack.runtimes.docker.image import ensure_image, undo_image
 
 CREATE_PARALLEL = 8
-DRIVERS = ("overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system")
 LOG_PATHS = ("volume", "bind", "tmpfs", "layer")  # where a server's log may go, beside its data (LogPaths)
-
-if TYPE_CHECKING:
-    from strata.stack.runtimes.podman import PodmanParams
-
-
-class DockerParams(Strict):
-    """Containers of a private dockerd per (file system, storage driver), or of your own daemon."""
-
-    type: Literal["docker"] = "docker"
-    storage_driver: Literal["overlay2", "btrfs", "vfs", "fuse-overlayfs", "devicemapper", "zfs", "aufs", "system"] = (
-        Field(
-            default="overlay2",
-            description="the storage driver of strata's private daemon; `system` = your running daemon, as it is",
-        )
-    )
-    name: str = Field(default="", description="default: docker:DRIVER")
-
-    @model_validator(mode="after")
-    def _name(self) -> Self:
-        if not self.name:
-            object.__setattr__(self, "name", f"docker:{self.storage_driver}")
-        return self
+DEVICE_UNDER_FS = (
+    "the device path writes the raw device, which holds the mounted {fs} of this stack: use filesystem raw"
+)
 
 
-class DockerSession:
+class DockerSession(SetsUp):
     """A docker daemon (private or the user's) with the stack's mounted file system under it."""
 
     engine = "dockerd"
 
     def __init__(
         self,
-        params: DockerParams | PodmanParams,
+        name: str,  # the runtime's name in the spec (docker:overlay2, podman:vfs)
         mounted: Mounted,
         journal: Journal,
         sock: str,
@@ -84,7 +66,7 @@ class DockerSession:
         daemon: Daemon | None,
         facts: dict[str, Any],
     ) -> None:
-        self.name = params.name
+        self.name = name
         self.mounted = mounted
         self.journal = journal
         self.sock = sock
@@ -98,13 +80,13 @@ class DockerSession:
         self._count = 0
 
     # the client, for this daemon
-    def docker(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-        return client.docker(self.sock, *args, **kw)
+    def docker(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return client.docker(self.sock, *args, check=check, timeout=timeout)
 
     def client_argv(self, *args: str) -> list[str]:
         return client.client_argv(self.sock, *args)
 
-    def client_env(self) -> dict[str, Any]:
+    def client_env(self) -> dict[str, str]:
         return client.client_env()
 
     def alive(self) -> bool:
@@ -127,32 +109,23 @@ class DockerSession:
     def target(self, handle: PathHandle, host_out: Path) -> Target:
         return Target(handle.target_kind, handle.target_path, OUT_DIR, host_tools=False, sync_dir=SYNC_DIR)
 
-    def _need_fs(self, name: str) -> Path:
-        if self.mounted.mountpoint is None:
-            raise Unsupported(f"the {name} path needs a file system on the device under test (this stack is raw)")
-        return self.mounted.mountpoint
-
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
         n = load.containers
         if name in ("layer", "tmpfs"):
             if name == "layer" and self.private:
-                self._need_fs(name)
+                need_fs(self.mounted, name)
             yield PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{} for _ in range(n)])
         elif name == "device":
-            if self.mounted.mountpoint is not None:
-                raise Unsupported(
-                    f"the device path writes the raw device, which holds the mounted "
-                    f"{self.mounted.fs.type} of this stack: use filesystem raw"
-                )
-            yield PathHandle(name, "device", DEVICE_IN_CONTAINER, self.mounted.device.path, [{} for _ in range(n)])
+            dev = raw_device(self.mounted, DEVICE_UNDER_FS)
+            yield PathHandle(name, "device", DEVICE_IN_CONTAINER, dev, [{} for _ in range(n)])
         elif name == "volume":
             if self.private:
-                self._need_fs(name)
+                need_fs(self.mounted, name)
             with self._volumes(trial_dir, n) as handle:
                 yield handle
         elif name == "bind":
-            with self._binds(trial_dir, n) as handle:
+            with bind_dirs(self.mounted, "strata-bind", trial_dir, n, DATA_IN_CONTAINER) as handle:
                 yield handle
         else:
             raise Unsupported(f"the {self.name} runtime has no {name} path")
@@ -168,46 +141,36 @@ class DockerSession:
             )
         if name in ("layer", "tmpfs"):
             if name == "layer" and self.private:
-                self._need_fs(name)
+                need_fs(self.mounted, name)
             yield PathHandle(name, "dir", LOG_IN_CONTAINER, None, [{} for _ in range(n)])
         elif name == "volume":
             if self.private:
-                self._need_fs(name)
+                need_fs(self.mounted, name)
             with self._volumes(trial_dir, n, "log", LOG_IN_CONTAINER) as handle:
                 yield handle
         else:
-            with self._binds(trial_dir, n, "strata-bind-log", LOG_IN_CONTAINER) as handle:
+            with bind_dirs(self.mounted, "strata-bind-log", trial_dir, n, LOG_IN_CONTAINER) as handle:
                 yield handle
 
     @contextlib.contextmanager
     def _volumes(self, trial_dir: Path, n: int, tag: str = "", dst: str = DATA_IN_CONTAINER) -> Iterator[PathHandle]:
-        made: list[dict[str, Any]] = []
+        made: list[tuple[str, int]] = []  # (volume, journal seq)
         try:
             for i in range(n):
                 vname = f"strata-{self.id}-{safe_name(trial_dir.name)}-{tag + '-' if tag else ''}{i}"
-                seq = self.journal.intent("volume", socket=self.sock, name=vname)
-                made.append({"volume": vname, "seq": seq})
+                made.append((vname, self.journal.intent("volume", socket=self.sock, name=vname)))
                 self.docker("volume", "create", "--label", f"strata.run={self.id}", vname)
-            yield PathHandle("volume", "dir", dst, str(Path(self.data_root) / "volumes"), made)
+            per = [{"volume": v, "seq": seq} for v, seq in made]
+            yield PathHandle("volume", "dir", dst, str(Path(self.data_root) / "volumes"), per)
         finally:
-            for v in made:
-                _undo_volume({"socket": self.sock, "name": v["volume"]})
-                self.journal.release(v["seq"])
+            for vname, seq in made:
+                undo_volume({"socket": self.sock, "name": vname})
+                self.journal.release(seq)
 
-    @contextlib.contextmanager
-    def _binds(
-        self, trial_dir: Path, n: int, parent: str = "strata-bind", dst: str = DATA_IN_CONTAINER
-    ) -> Iterator[PathHandle]:
-        base = self._need_fs("bind") / parent / safe_name(trial_dir.name)
-        dirs = [base / str(i) for i in range(n)]
-        try:
-            for d in dirs:
-                d.mkdir(parents=True, exist_ok=True)
-            yield PathHandle("bind", "dir", dst, str(base), [{"dir": str(d)} for d in dirs])
-        finally:
-            remove_tree(base)
-            with contextlib.suppress(OSError):
-                base.parent.rmdir()
+    def take_setup_s(self) -> float:
+        """stack/runtimes/base.py SetsUp: the seconds spent loading images since the last trial took them."""
+        spent, self.setup_s = self.setup_s, 0.0
+        return spent
 
     def image_for(self, spec: ImageSpec | None) -> str:
         spec = spec or ImageSpec()
@@ -246,14 +209,7 @@ class DockerSession:
         self, running: DockerRunning, request: InstanceRequest, handle: PathHandle, image: str
     ) -> list[str]:
         """Name and journal one container before it exists; its `create` arguments."""
-        request.out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh", "tool-barrier"):
-            (request.out_dir / stale).unlink(missing_ok=True)
-        if request.barrier == "tool":
-            (request.out_dir / "tool-barrier").touch()
-        script = prepare_script(request)
-        if script:
-            (request.out_dir / "prepare.sh").write_text(script)
+        stage(request)
         self._count += 1
         name = f"strata-{self.id}-{self._count}"
         seq = self.journal.intent("container", socket=self.sock, name=name)
@@ -291,18 +247,18 @@ class DockerSession:
         for r in list(self.running):
             r.stop()
         for tag, seq in self.loaded_images:
-            _undo_image({"socket": self.sock, "tag": tag})
+            undo_image({"socket": self.sock, "tag": tag})
             self.journal.release(seq)
         self.loaded_images.clear()
 
 
 @contextlib.contextmanager
-def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) -> Iterator[DockerSession]:
+def _system_session(name: str, mounted: Mounted, journal: Journal) -> Iterator[DockerSession]:
     if not client.answers(client.SYSTEM_SOCKET):
         raise Unsupported(f"no docker daemon answers at {client.SYSTEM_SOCKET}")
     prime_blkio(mounted.device.path, f"strata-prime-{secrets.token_hex(4)}", remove=True)
     session = DockerSession(
-        params,
+        name,
         mounted,
         journal,
         client.SYSTEM_SOCKET,
@@ -316,79 +272,33 @@ def _system_session(params: DockerParams, mounted: Mounted, journal: Journal) ->
         session.close()
 
 
-class Docker(ImageBuilder):
-    name = "docker"
-    params = DockerParams
-    baseline = False
-    isolation: Isolation = "container"
-    paths = ("layer", "volume", "bind", "tmpfs", "device")
-    log_paths = LOG_PATHS
-    concurrent = True
-    limits = True
-
-    def image_build(self, name: str, image_of: Callable[[], ImageSpec]) -> Build:
-        """The workload's image as a `docker save` tarball, loaded into each daemon that runs it."""
-        return image_build(name, image_of)
-
-    def shorthand(self, text: str) -> dict[str, Any] | None:
-        return shorthand(self.name, text, "storage_driver")
-
-    def available(self, host: dict[str, Any], params: DockerParams | None = None) -> str | None:
-        return available(params.storage_driver if params else "overlay2", host)
-
-    def impossible(self, params: DockerParams, fs: FilesystemParams) -> str | None:
-        return incompatible(params.storage_driver, fs.type)
-
-    def target_kind(self, params: DockerParams, path: str) -> str:
-        return path_target_kind(path)
-
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
-        """Each storage driver: the cheap check, then (with `probe`) a real daemon's own answer."""
-        from strata.stack.runtimes.docker.probe import probe_driver
-
-        rows = []
-        for driver in DRIVERS:
-            reason = available(driver, host)
-            if reason is None and driver != "system":
-                reason = (
-                    probe_driver(driver, Path("/var/tmp/strata-doctor"))
-                    if probe
-                    else "not probed (--quick): only the daemon itself can tell"
-                )
-            rows.append((f"docker:{driver}", reason))
-        return rows
-
-    @contextlib.contextmanager
-    def provision(
-        self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
-    ) -> Iterator[DockerSession]:
-        driver = params.storage_driver
-        if driver == "system":
-            with _system_session(params, mounted, journal) as session:
-                yield session
-            return
-        reason = available(driver, host)
-        if reason:
-            raise Unsupported(reason)
-        raw = mounted.mountpoint is None
-        data_root = (
-            mounted.mountpoint / "docker"
-            if mounted.mountpoint is not None
-            else workdir / f"docker-{driver}-{secrets.token_hex(3)}"
-        )
-        with private_daemon(
-            driver, data_root, journal, remove_data_root=raw, prime_device=mounted.device.path
-        ) as daemon:
-            facts = {
-                **client.daemon_facts(daemon.sock, "private"),
-                "daemon_start_s": round(daemon.start_s, 3),
-                "cgroup_parent": daemon.paths.cgroup_parent,
-            }
-            session = DockerSession(params, mounted, journal, daemon.sock, daemon.paths.id, daemon, facts)
-            try:
-                yield session
-            finally:
-                session.close()
-
-
-DOCKER = Docker()
+@contextlib.contextmanager
+def docker_session(
+    name: str, driver: str, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+) -> Iterator[DockerSession]:
+    """A session of strata's private daemon with `driver` (its data-root on the mounted file system, or in the
+    workdir on a raw stack), or of the user's own daemon (`system`)."""
+    if driver == "system":
+        with _system_session(name, mounted, journal) as session:
+            yield session
+        return
+    reason = available(driver, host)
+    if reason:
+        raise Unsupported(reason)
+    raw = mounted.mountpoint is None
+    data_root = (
+        mounted.mountpoint / "docker"
+        if mounted.mountpoint is not None
+        else workdir / f"docker-{driver}-{secrets.token_hex(3)}"
+    )
+    with private_daemon(driver, data_root, journal, remove_data_root=raw, prime_device=mounted.device.path) as daemon:
+        facts = {
+            **client.daemon_facts(daemon.sock, "private"),
+            "daemon_start_s": round(daemon.start_s, 3),
+            "cgroup_parent": daemon.paths.cgroup_parent,
+        }
+        session = DockerSession(name, mounted, journal, daemon.sock, daemon.paths.id, daemon, facts)
+        try:
+            yield session
+        finally:
+            session.close()

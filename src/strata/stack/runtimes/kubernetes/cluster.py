@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import yaml
 
 from strata.core.errors import StrataError
-from strata.stack.journal import Journal, state_dir, undo_action
+from strata.stack.journal import Journal, Undos, state_dir
 from strata.stack.kube.api import Api, ApiError
 
 DELETE_TIMEOUT_S = 180
@@ -126,7 +126,6 @@ def _gone_with(data: dict[str, Any], what: str) -> str:
     )
 
 
-@undo_action("kube-namespace")
 def _undo_namespace(data: dict[str, Any]) -> str | None:
     c = _reach(data)
     if c is None:
@@ -135,7 +134,6 @@ def _undo_namespace(data: dict[str, Any]) -> str | None:
     return None
 
 
-@undo_action("kube-object")
 def _undo_object(data: dict[str, Any]) -> str | None:
     c = _reach(data)
     if c is None:
@@ -208,3 +206,10 @@ def wait_phase(api: Api, path: str, phases: tuple[str, ...], timeout_s: float, w
         f"{what}: still {obj.get('status', {}).get('phase', 'unknown')} after {timeout_s:.0f} s",
         "look at the cluster's events (kubectl get events)",
     )
+
+
+# The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
+UNDO: Undos = {
+    "kube-namespace": _undo_namespace,
+    "kube-object": _undo_object,
+}

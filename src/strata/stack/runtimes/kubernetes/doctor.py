@@ -12,7 +12,8 @@ from strata.core.errors import StrataError
 from strata.stack.kube.api import ApiError
 
 from .cluster import connect
-from .runtime import CONTAINERD_SOCK, _this_node
+from .params import CONTAINERD_SOCK
+from .runtime import this_node
 
 LOCAL_SOURCES = {"kubernetes.io/no-provisioner", "rancher.io/local-path", "strata.local/hostpath"}
 
@@ -31,7 +32,7 @@ def report(kubeconfig: str, context: str | None = None) -> list[tuple[str, str, 
         nodes = [n["metadata"]["name"] for n in c.api.get("/api/v1/nodes")["items"]]
         rows.append(("nodes", ", ".join(nodes) or "none", None if nodes else "no node"))
         try:
-            here = _this_node(c)
+            here = this_node(c)
             rows.append(("this machine", f"node {here}", None))
         except StrataError as e:
             rows.append(("this machine", "not a node", e.message() + " (pods can only run where strata runs)"))

@@ -23,7 +23,6 @@ from strata.core.params import Limits
 from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR
 from strata.stack.runtimes.docker.cmdline import WRAPPER
 
-IO_LIMITS = ("read_bps", "write_bps", "read_iops", "write_iops")
 PATHS = ("local", "hostpath", "emptydir", "pvc")
 # A server's log on a path of its own: those on the stack's device only (the cache check must see its writes).
 LOG_PATHS = ("hostpath", "local")
@@ -34,7 +33,7 @@ CGROUP_NOTE = f"cat /proc/self/cgroup >{OUT_DIR}/proc-cgroup 2>/dev/null; "
 
 def unsupported_limits(limits: Limits) -> str | None:
     """Why these limits cannot hold in a pod (None: they can)."""
-    given = [k for k in IO_LIMITS if getattr(limits, k) is not None]
+    given = list(limits.io())
     if limits.preset in ("BW", "ALL"):  # presets that limit the device's bandwidth (presets.py)
         given.append(f"preset {limits.preset}")
     if given:

@@ -14,18 +14,19 @@ import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
 from strata.core.params import Limits
+from strata.stack.journal import Journal
 from strata.stack.kube.api import Api, ApiError
 from strata.stack.procfs import cgroups_of
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
 from strata.stack.runtimes.docker.containers import read_time, tail
 
 from . import pods
-from .cluster import intent
+from .cluster import Cluster, intent
 
 POLL_S = 0.5
 GONE_TIMEOUT_S = 120
@@ -39,12 +40,20 @@ class Pod:
     seq: int | None = None  # its journal entry
 
 
-if TYPE_CHECKING:
-    from strata.stack.runtimes.kubernetes.session import KubernetesSession
+class PodSession(Protocol):
+    """What the pods of a trial need of their session (session.py): the cluster and namespace they run in, the
+    journal, its watch of the test bed, and the trials it runs."""
+
+    cluster: Cluster
+    namespace: str
+    journal: Journal
+    running: list[KubeRunning]
+
+    def watch(self) -> tuple[str, str] | None: ...
 
 
 class KubeRunning:
-    def __init__(self, session: KubernetesSession, sync_dir: Path, limits: Limits) -> None:
+    def __init__(self, session: PodSession, sync_dir: Path, limits: Limits) -> None:
         self.session = session
         self.sync_dir = sync_dir
         self.limits = limits

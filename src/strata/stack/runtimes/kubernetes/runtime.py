@@ -20,52 +20,23 @@ import secrets
 import shutil
 import socket
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Self
-
-from pydantic import Field, field_validator, model_validator
+from typing import Any, Callable, Iterator
 
 from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
-from strata.core.params import Limits, Strict, shorthand, size_field
+from strata.core.params import Limits, shorthand
 from strata.core.proc import CommandError, sh
+from strata.stack import buildcache
 from strata.stack.filesystems.base import FilesystemParams, Mounted
-from strata.stack.journal import Journal
+from strata.stack.journal import Journal, Undoing, Undos
+from strata.stack.kube import bed as kube_bed
 from strata.stack.runtimes.base import RefusesLimits
+from strata.stack.runtimes.docker import daemon
 
-from . import pods
+from . import cluster, pods
 from .cluster import Cluster, connect, namespace
+from .params import KubernetesParams
 from .session import KubernetesSession
-
-CONTAINERD_SOCK = "/run/containerd/containerd.sock"
-
-
-class KubernetesParams(Strict):
-    """Pods on Kubernetes: strata's own single-node test bed on the stack's file system, or your cluster."""
-
-    type: Literal["kubernetes"] = "kubernetes"
-    kubeconfig: str | None = Field(
-        default=None, description="your cluster (its current context, or `context`); without it: strata's test bed"
-    )
-    context: str | None = Field(default=None, description="the kubeconfig's context to use")
-    node: str | None = Field(
-        default=None, description="the node the pods are pinned to; with a kubeconfig: this machine's node (default)"
-    )
-    claim_size: int = Field(default=4 << 30, description="the storage each claim (local, pvc:CLASS) requests")
-    containerd_socket: str = Field(
-        default=CONTAINERD_SOCK, description="with a kubeconfig: the node's containerd, where strata imports its image"
-    )
-    name: str = Field(default="", description="default: kubernetes, or kubernetes:CONTEXT with a kubeconfig")
-
-    _size = field_validator("claim_size", mode="before")(size_field)
-
-    @model_validator(mode="after")
-    def _name(self) -> Self:
-        if not self.name:
-            name = "kubernetes" if self.kubeconfig is None else f"kubernetes:{self.context or 'cluster'}"
-            object.__setattr__(self, "name", name)
-        if self.claim_size < 1 << 20 or self.claim_size > 1 << 50:
-            raise ValueError("claim_size must be between 1 MiB and 1 PiB")
-        return self
 
 
 def _load_into(sock: str, spec: ImageSpec, importer: Callable[[Path, Path], object]) -> str:
@@ -82,7 +53,7 @@ def _local_addresses() -> set[str]:
     return set()
 
 
-def _this_node(cluster: Cluster) -> str:
+def this_node(cluster: Cluster) -> str:
     """The cluster's node that is this machine: by host name, else by one of its addresses."""
     names = {socket.gethostname(), *_local_addresses()}  # no getfqdn: it may ask a DNS server (the network rule)
     for n in cluster.api.get("/api/v1/nodes").get("items", []):
@@ -95,9 +66,11 @@ def _this_node(cluster: Cluster) -> str:
     )
 
 
-class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
+class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
     name = "kubernetes"
     params = KubernetesParams
+    # the run's namespace and objects in it, the test bed, and what building its image uses
+    undo: Undos = {**cluster.UNDO, **kube_bed.UNDO, **daemon.UNDO, **buildcache.UNDO}
     baseline = False
     isolation: Isolation = "container"
     paths = pods.PATHS
@@ -105,16 +78,15 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
     concurrent = True
     limits = True
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
     def available(self, host: dict[str, Any], params: KubernetesParams | None = None) -> str | None:
         if params is not None and params.kubeconfig is not None:
             return None if Path(params.kubeconfig).expanduser().exists() else f"no kubeconfig at {params.kubeconfig}"
-        from strata.stack.kube.bed import missing_parts
         from strata.stack.kube.build import binaries_built, go_binary
 
-        missing = missing_parts()
+        missing = kube_bed.missing_parts()
         if missing:
             return f"the Kubernetes test bed needs {', '.join(missing)} (scripts/install)"
         if not binaries_built():
@@ -167,7 +139,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
         cluster = connect(params.kubeconfig, params.context)
         if not cluster.api.answers():
             raise Unsupported(f"the cluster of {params.kubeconfig} does not answer at {cluster.api.server}")
-        node = params.node or _this_node(cluster)
+        node = params.node or this_node(cluster)
         facts = {"runtime": "kubernetes", "cluster": cluster.api.server, "node": node, "node_is_here": True}
         facts["version"] = cluster.api.get("/version").get("gitVersion", "")
         with namespace(cluster, ns, journal):
@@ -182,10 +154,9 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder):
     def _bed(
         self, params: KubernetesParams, mounted: Mounted, data_dir: Path, journal: Journal, ns: str
     ) -> Iterator[KubernetesSession]:
-        from strata.stack.kube.bed import kubernetes_bed
         from strata.stack.kube.images import import_tarball
 
-        with kubernetes_bed(journal, log=lambda _: None, data_dir=data_dir) as bed:
+        with kube_bed.kubernetes_bed(journal, log=lambda _: None, data_dir=data_dir) as bed:
             cluster = Cluster(bed.api, str(bed.kubeconfig), None, own=True)
             facts = {
                 "runtime": "kubernetes",

@@ -20,18 +20,21 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
 from strata.core.params import Load, path_kind
 from strata.stack.blockdev import disk_of
+from strata.stack.filesystems.base import Mounted
+from strata.stack.journal import Journal
 from strata.stack.kube.api import ApiError
-from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle
-from strata.stack.runtimes.docker.cmdline import prepare_script, safe_name
+from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle, safe_name
+from strata.stack.runtimes.docker.cmdline import stage
 
 from . import pods
 from .cluster import Cluster, cluster_object, wait_phase
+from .params import KubernetesParams
 from .running import KubeRunning, Pod
 
 BIND_TIMEOUT_S = 180
@@ -51,12 +54,6 @@ def disks_holding(path: str) -> list[str]:
             below = disks_holding(backing.read_text().strip())
         return [k, *[d for d in below if d != k]]
     return []
-
-
-if TYPE_CHECKING:
-    from strata.stack.filesystems.base import Mounted
-    from strata.stack.journal import Journal
-    from strata.stack.runtimes.kubernetes.runtime import KubernetesParams
 
 
 class KubernetesSession:
@@ -150,7 +147,7 @@ class KubernetesSession:
             inst = handle.per_instance[r.index] if r.index < len(handle.per_instance) else {}
             log = handle.log
             at = log.per_instance[r.index] if log is not None and r.index < len(log.per_instance) else {}
-            self._stage(r)
+            stage(r)
             self._count += 1
             name = pods.pod_name(str(self._count), r.index)
             m = pods.pod_manifest(
@@ -195,7 +192,7 @@ class KubernetesSession:
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
-    def _emptydir(self) -> dict[str, Any]:
+    def _emptydir(self) -> dict[str, str]:
         facts = {"volume": "emptyDir", "where": "the kubelet's root directory on the node"}
         if self.facts.get("bed"):
             facts["where"] = "the kubelet's root, bound onto the file system under test"
@@ -245,7 +242,7 @@ class KubernetesSession:
             yield made
 
     @contextlib.contextmanager
-    def _class_claims(self, tag: str, n: int, storage_class: str) -> Iterator[tuple[list[str], dict[str, Any]]]:
+    def _class_claims(self, tag: str, n: int, storage_class: str) -> Iterator[tuple[list[str], dict[str, str]]]:
         """A claim of `storage_class` per instance; bound now (Immediate) or by the first pod."""
         api = self.cluster.api
         try:
@@ -305,16 +302,6 @@ class KubernetesSession:
         if key not in self.images:
             self.images[key] = self.load_image(spec)
         return self.images[key]
-
-    def _stage(self, r: InstanceRequest) -> None:
-        r.out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("ready", "start", "end", "stdout", "stderr", "cgroup-final.txt", "prepare.sh", "tool-barrier"):
-            (r.out_dir / stale).unlink(missing_ok=True)
-        if r.barrier == "tool":
-            (r.out_dir / "tool-barrier").touch()
-        script = prepare_script(r)
-        if script:
-            (r.out_dir / "prepare.sh").write_text(script)
 
 
 def _on_node(node: str) -> dict[str, Any]:

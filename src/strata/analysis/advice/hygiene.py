@@ -1,0 +1,332 @@
+"""Measurement hygiene: warnings that say what to do (docs/style.md, item 10).
+
+Modelled on pyperf's `format_checks` (pyperf/_cli.py) and hyperfine's
+`output/warnings.rs`: each check looks at stored evidence and, when it fails,
+says what is wrong with the number and what to change to get a good one.
+Checks: cache suspected (flags.cache, and results above the raw device),
+too few repetitions, high spread, trials longer than the noise rewards (analysis/cells/variance.py), not
+steady (SNIA PTS), start skew between containers (flags.sync), failed trials, pooled hosts. Each flag
+is judged by validity/, whose thresholds the warnings quote; nothing here judges a flag again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.query import by_context
+from strata.results import flags, validity
+from strata.results.flags import DECLARED, Flags
+from strata.results.validity import disks, raw, repetitions, series
+
+MIN_REPETITIONS = 3  # fewer leave a configuration's interval too wide to call a difference
+SHOW = 4
+
+
+@dataclass
+class HygieneWarning:
+    kind: str
+    message: str
+    fix: str
+    items: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        shown = ", ".join(self.items[:SHOW])
+        more = f" and {len(self.items) - SHOW} more" if len(self.items) > SHOW else ""
+        where = f" ({shown}{more})" if self.items else ""
+        return f"{self.message}{where}." + (f" What to do: {self.fix}" if self.fix else "")
+
+    @property
+    def note(self) -> bool:
+        """Said once, nothing to do: what a check did not judge, by the spec's own design."""
+        return not self.fix
+
+
+def check(cells: list[Cell], results: list[dict[str, Any]]) -> list[HygieneWarning]:
+    out: list[HygieneWarning] = []
+    out.extend(_cache(cells))
+    for fn in (_unconfirmed, _repetitions, _spread, _trial_length):
+        w = fn(cells)
+        if w:
+            out.append(w)
+    out.extend(_steady(cells))
+    out.extend(_events(cells))
+    for fn in (_sync, _failed):
+        w = fn(cells)
+        if w:
+            out.append(w)
+    out.extend(_declared(cells))
+    out.extend(_hosts(results))
+    return out
+
+
+def _declared(cells: list[Cell]) -> list[HygieneWarning]:
+    """A flag without a check of its own here is said as its declaration words it: its meaning and its fix
+    (`Declared.fix`, strata/results/flags.py)."""
+    out = []
+    for d in DECLARED.values():
+        if not d.fix:
+            continue
+        items = [
+            f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.measured if flags.warns(r, d.flag)
+        ]
+        if items:
+            out.append(HygieneWarning(d.key, f"{len(items)} trial(s) flagged {d.word}: {d.meaning}", d.fix, items))
+    return out
+
+
+def _cache(cells: list[Cell]) -> list[HygieneWarning]:
+    cached = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.cached]
+    if not cached:
+        return []
+    fix = (
+        "measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`); "
+        "see flags.cache.evidence in the trial's JSON"
+    )
+    judged = [Flags.of(r).cache for c in cells for r in c.cached]
+    if any(j is not None and j.evidence.get("basis") for j in judged):  # a database's bytes, not O_DIRECT I/O
+        fix += (
+            "; a workload whose bytes are not O_DIRECT I/O (evidence.basis) needs a data set larger than the "
+            "memory, or its writes forced to the device"
+        )
+    # a database whose data set fits in its servers' memory says what would not (the scale to use)
+    fits = [m.get("fix") for j in judged if j is not None and (m := j.evidence.get("memory") or {}).get("fits")]
+    for said in list(dict.fromkeys(f for f in fits if f))[:2]:
+        fix += f"; {said}"
+    return [
+        HygieneWarning(
+            "cache",
+            f"a cache answered in {len(cached)} trial(s) ({disks.rule('their')}): they are drawn apart, labeled "
+            "cache, never as device performance",
+            fix,
+            cached,
+        )
+    ]
+
+
+def _events(cells: list[Cell]) -> list[HygieneWarning]:
+    """Trials an advice group compares that hold different counts of what a workload declares must be equal
+    among them (core/metrics.py Events: PostgreSQL's checkpoints inside the measured run): a checkpoint forced
+    by WAL volume comes after a fixed amount of work, so within a fixed duration the faster stack pays for
+    more of them, and the comparison is not like for like."""
+    out = []
+    for group in by_context([c for c in cells if c.values and not c.is_raw]).values():
+        for ev in group[0].schema.events:
+            seen = {c.name: sorted({n for r in c.ok if (n := ev.count(r)) is not None}) for c in group}
+            if len({n for counts in seen.values() for n in counts}) > 1:
+                items = [f"{name}: {', '.join(map(str, counts))}" for name, counts in seen.items() if counts]
+                out.append(
+                    HygieneWarning(
+                        "events",
+                        f"compared trials of {group[0].labels['workload']} saw different numbers of {ev.word}s "
+                        "in their measured run: the comparison is not like for like",
+                        ev.fix,
+                        items,
+                    )
+                )
+    return out
+
+
+def _unconfirmed(cells: list[Cell]) -> HygieneWarning | None:
+    trials = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells if not c.above_raw for r in c.unconfirmed]
+    decided = [f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" for c in cells if c.above_raw]
+    if not trials and not decided:
+        return None
+    what = []
+    if decided:
+        what.append(f"{len(decided)} configuration(s) beat the raw device they sit on beyond the intervals")
+    if trials:
+        what.append(f"{len(trials)} trial(s) beat a single raw-device trial {raw.tolerance_words()}")
+    return HygieneWarning(
+        "unconfirmed",
+        "; ".join(what) + ", although the device moved the workload's bytes: a cache below the device (the "
+        "hypervisor's) or a disturbed raw baseline; drawn apart as unconfirmed, not as device performance",
+        "rerun the raw device and these stacks with repetitions (`repetitions: 3` or `auto`, "
+        "`strata run SPEC --resume`): the intervals then decide",
+        decided + trials,
+    )
+
+
+def _repetitions(cells: list[Cell]) -> HygieneWarning | None:
+    items = [f"{c.name} (n={c.reps})" for c in cells if 0 < c.reps < MIN_REPETITIONS]
+    if not items:
+        return None
+    return HygieneWarning(
+        "repetitions",
+        f"{len(items)} configuration(s) have fewer than {MIN_REPETITIONS} repetitions: "
+        "their confidence intervals are wide or missing, and differences cannot be called significant",
+        f"set `repetitions: {MIN_REPETITIONS}` (or more) in the spec and rerun it with "
+        "`strata run SPEC --resume -o RESULTS` (stored trials are kept)",
+        items,
+    )
+
+
+def _spread(cells: list[Cell]) -> HygieneWarning | None:
+    items = [f"{c.name} (CV {c.summary.cv:.0%})" for c in cells if c.summary and validity.spread(c.summary.cv).warns]
+    if not items:
+        return None
+    return HygieneWarning(
+        "spread",
+        f"{len(items)} configuration(s) vary by more than {repetitions.MAX_CV:.0%} (coefficient of variation) "
+        "between repetitions",
+        "add repetitions (more, shorter trials where the trial-to-trial spread dominates), and keep other work off "
+        "the host and the device while measuring",
+        items,
+    )
+
+
+def _trial_length(cells: list[Cell]) -> HygieneWarning | None:
+    """Kalibera & Jones: spend repetitions where the variance is. When trial means vary far more than
+    the seconds within a trial, shorter trials in greater number give a tighter interval in the same time;
+    when the seconds vary far more, fewer and longer ones do."""
+    from strata.analysis.cells.variance import better_trials, of_cells
+
+    items, best, shorter = [], None, 0
+
+    for name, comp in of_cells([c for c in cells if c.reps >= 2]).items():
+        n = max(2, round(comp.trials))
+        better = better_trials(comp, n)
+        if better:
+            items.append(
+                f"{name}: between {comp.between_cv:.1%}, within {comp.within_cv:.1%}/s: {better[0]} repetitions of "
+                f"{better[1]} s decide sooner than {n} of {comp.seconds:.0f} s"
+            )
+            shorter += better[1] < comp.seconds
+            best = best or better
+    if not items or best is None:  # an item is a better design
+        return None
+    if shorter == len(items):
+        return HygieneWarning(
+            "trial_length",
+            f"trial-to-trial spread dominates in {len(items)} configuration(s): the trial, not the second, is the "
+            "unit of noise here, so longer trials do not narrow the intervals",
+            f"run shorter trials (`runtime`, e.g. {best[1]} s) with more repetitions, or `repetitions: auto`",
+            items,
+        )
+    return HygieneWarning(
+        "trial_length",
+        f"the trials' length does not suit their noise in {len(items)} configuration(s): the seconds within a trial "
+        "vary far more (or far less) than trials do, so other trial lengths narrow the intervals in the same time",
+        "run trials of the length each item gives (`runtime`), with the repetitions it gives",
+        items,
+    )
+
+
+def _steady(cells: list[Cell]) -> list[HygieneWarning]:
+    """By the trial's basis (validity.with_basis): a single trial must be steady (SNIA) to stand for the
+    storage; in a repeated design, whose intervals carry the noise and whose trials the spec may make short
+    on purpose, only a drift counts, and what is too short to judge is said once, with nothing to do."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for c in cells:
+        for r, s in c.steady:
+            if s is None:
+                continue
+            item = f"{c.name} #{r['labels'].get('repetition', 0)}"
+            verdict = "warns" if s.warns else "short" if not s.judged else ""
+            if verdict:
+                found.setdefault((s.basis or "snia", verdict), []).append(item)
+    out = []
+    if drifted := found.get(("drift", "warns")):
+        out.append(
+            HygieneWarning(
+                "steady",
+                f"{len(drifted)} trial(s) drifted during their measured window ({series.drift_words()}): a warm-up "
+                "or a filling cache biases their means",
+                "raise `ramp_time` so that the measurement starts after the warm-up, and precondition the device "
+                "first; the trials may stay short",
+                drifted,
+            )
+        )
+    unsteady, short = found.get(("snia", "warns"), []), found.get(("snia", "short"), [])
+    if unsteady:
+        out.append(
+            HygieneWarning(
+                "steady",
+                f"{len(unsteady)} trial(s) did not reach steady state ({series.criterion_words()})",
+                "run longer or set `until: steady` where the workload has it; precondition the device first"
+                + (f"; {len(short)} more trial(s) were too short to judge" if short else ""),
+                unsteady,
+            )
+        )
+    elif short:
+        out.append(
+            HygieneWarning(
+                "steady",
+                f"{len(short)} trial(s) were too short to judge steady state (fewer than {series.STEADY_WINDOW_S} "
+                "per-second samples)",
+                f"set `runtime` to {2 * series.STEADY_WINDOW_S} s or more, or `until: steady`",
+                short,
+            )
+        )
+    if repeated_short := found.get(("drift", "short")):
+        out.append(
+            HygieneWarning(
+                "steady",
+                f"steady state was not judged in {len(repeated_short)} trial(s) shorter than {series.STEADY_WINDOW_S} "
+                "whole seconds: the spec made them short, and their repetitions' intervals carry their variation",
+                "",
+            )
+        )
+    return out
+
+
+def _sync(cells: list[Cell]) -> HygieneWarning | None:
+    items = []
+    for c in cells:
+        for r in c.measured:
+            s = Flags.of(r).sync
+            if s is not None and s.suspect:
+                items.append(f"{c.name} #{r['labels'].get('repetition', 0)} (skew {s.extra.get('skew_s', 0):.1f} s)")
+    if not items:
+        return None
+    return HygieneWarning(
+        "sync",
+        f"the containers of {len(items)} trial(s) did not start together: the aggregate mixes periods when not all ran",
+        "rerun with fewer containers or a longer runtime",
+        items,
+    )
+
+
+def _failed(cells: list[Cell]) -> HygieneWarning | None:
+    cats: Counter[str] = Counter()
+    items = []
+    for c in cells:
+        for r in c.failed:
+            f = Flags.of(r).failed
+            category = f.category if f else None
+            cats[str(category or r.get("status"))] += 1  # a str: sorted below
+            items.append(f"{c.name} #{r['labels'].get('repetition', 0)}: {category}")
+    if not items:
+        return None
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(cats.items()))
+    return HygieneWarning(
+        "failed",
+        f"{len(items)} trial(s) failed ({summary}) and are not in the figures",
+        "read flags.failed (message, stderr) in each trial's JSON, fix the cause, then "
+        "`strata run SPEC --resume -o RESULTS` reruns only them",
+        items,
+    )
+
+
+def _hosts(results: list[dict[str, Any]]) -> list[HygieneWarning]:
+    out = []
+    hosts = sorted({(r.get("host") or {}).get("hostname", "?") for r in results if r.get("host")})
+    if len(hosts) > 1:
+        out.append(
+            HygieneWarning(
+                "hosts",
+                f"results of {len(hosts)} hosts are pooled in one report",
+                "report each host on its own, or compare them with `strata compare A B`",
+                hosts,
+            )
+        )
+    notes = sorted({str(n) for r in results if (n := (r.get("host") or {}).get("note"))})
+    for n in notes:
+        out.append(
+            HygieneWarning(
+                "host", n, "read absolute numbers with care; ratios between stacks on the same host still hold"
+            )
+        )
+    return out

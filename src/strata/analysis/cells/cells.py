@@ -1,0 +1,296 @@
+"""Cells: the repetitions of one trial configuration, with their statistics.
+
+A cell is everything in the resolved trial but the repetition number (the
+trial id hashes the same thing plus the repetition, see experiment/expand.py).
+Its throughput is the headline the workload named in `metrics.primary`
+(validity.headline); its parameters and latencies are read as its workload
+declares them (`Workload.metrics`, strata/core/metrics.py).
+
+Trials a flag draws apart (its declaration's `apart`, strata/results/flags.py: a
+cache the bytes show, a result above the raw device) are kept apart in the cell,
+in that flag's group: they are never part of the device numbers
+(docs/architecture.md "Validity").
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from strata.analysis.cells.load import read_bytes
+from strata.analysis.decisions.answer import MARGIN, Design
+from strata.analysis.decisions.groups import Runs
+from strata.analysis.decisions.stats import Summary, summarize
+from strata.core.metrics import MetricSchema
+from strata.core.params import LoadCounts
+from strata.results import flags, validity
+from strata.results.flags import AboveRaw, Declared, Flag, Flags, Steady
+from strata.stack.runtimes import REGISTRY as RUNTIMES
+
+LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")
+
+Result = dict[str, Any]  # a stored trial result (results/schema.py)
+Frozen = tuple[tuple[str, Any], ...]  # a JSON object as a hashable key (`freeze`)
+
+
+def artifact(result: Result, name: str) -> Any:
+    """A JSON artifact of a stored trial (series.json, workload-series.json), or None."""
+    if "_path" not in result:
+        return None
+    path = os.path.join(os.path.dirname(result["_path"]), result["trial_id"], name)
+    try:
+        return json.loads(read_bytes(path))
+    except (OSError, ValueError):
+        return None
+
+
+def freeze(d: dict[str, Any], drop: str = "name") -> Frozen:
+    """A hashable copy of a flat-ish JSON object (sorted keys; nested values by repr, which is canonical
+    for stored results: they are written with sorted keys)."""
+    return tuple(
+        sorted((k, v if v is None or isinstance(v, (str, int, float)) else repr(v)) for k, v in d.items() if k != drop)
+    )
+
+
+def schema_of(workload_type: str) -> MetricSchema:
+    """The result fields the workload declares (none for a workload not registered)."""
+    from strata.workloads import metrics_of
+
+    return metrics_of(workload_type)
+
+
+def throughput(result: Result) -> tuple[float | None, str]:
+    """(value, unit) of a result's headline throughput."""
+    return validity.headline(result)
+
+
+def direction(result: Result) -> str:
+    """The data direction whose latency represents the trial (read unless it writes more)."""
+    return schema_of(((result.get("trial") or {}).get("workload") or {}).get("type", "")).direction(result)
+
+
+def trial_steady(result: Result) -> Steady | None:
+    """flags.steady when the runner stored it, otherwise judged from the headline's per-second series."""
+    f = Flags.of(result).steady
+    if f is not None:
+        return f
+    name = ((result.get("metrics") or {}).get("primary") or {}).get("series")
+    series = (artifact(result, "workload-series.json") or {}).get(name) if name else None
+    return validity.steady(series, design=result.get("design"))
+
+
+@dataclass
+class Apart:
+    """The repetitions of a cell that one flag draws apart from its device numbers, with their values."""
+
+    results: list[Result] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+
+
+def _apart_groups() -> dict[Flag, Apart]:
+    return {d.flag: Apart() for d in flags.apart()}
+
+
+@dataclass
+class Cell:
+    key: str
+    labels: dict[str, str]
+    trial: dict[str, Any]
+    experiment: str
+    ok: list[Result] = field(default_factory=list)
+    failed: list[Result] = field(default_factory=list)
+    unit: str = ""
+    values: list[float] = field(default_factory=list)
+    # by flag, the results it draws apart (cache; above the raw device although the bytes say no cache)
+    apart: dict[Flag, Apart] = field(default_factory=_apart_groups)
+    steady: list[tuple[Result, Steady | None]] = field(default_factory=list)
+    summary: Summary = field(default_factory=lambda: summarize([]))  # of its values: build_cells sets it
+    above_raw: AboveRaw | None = None  # the cell above its raw device, as the report judged it (baseline.py)
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        lab, t = self.labels, self.trial
+        self.stack: str = f"{lab['device']}/{lab['filesystem']}/{lab['runtime']}/{lab['path']}"
+        self.fs_type = t["filesystem"]["type"]
+        self.mount_options = list(t["filesystem"].get("mount_options") or [])
+        self.runtime_type = t["runtime"]["type"]
+        # what the runtime plugin says it is: the baseline (native), and what isolates an instance
+        runtime = RUNTIMES.get(self.runtime_type)
+        self.baseline = validity.is_baseline_runtime(self.runtime_type)
+        self.isolation = runtime.isolation if runtime is not None else ""
+        self.driver = t["runtime"].get("storage_driver")
+        self.path = t["path"]
+        self.workload: dict[str, Any] = t["workload"]
+        self.load: dict[str, Any] = t["load"]
+        self.containers: int = self.load.get("containers", 1)
+        # I/Os in flight the load asks for: jobs x iodepth x containers
+        self.outstanding: int = LoadCounts.of(self.load).per_instance * self.containers
+        self.is_raw = validity.is_raw_baseline(t)
+        self.kind = self.workload.get("type", "")
+        self.schema = schema_of(self.kind)
+
+    @property
+    def name(self) -> str:
+        where = (self.trial.get("placement") or {}).get("name")  # on the experiment's hosts (hosts/)
+        return (
+            f"{self.stack} {self.labels['workload']} {self.labels['load']}"
+            + (f" @{where}" if where else "")
+            + (f" [{self.tag}]" if self.tag else "")
+        )
+
+    @functools.cached_property
+    def workload_key(self) -> Frozen:
+        """The workload's parameters without its name, hashable."""
+        return freeze(self.workload)
+
+    @functools.cached_property
+    def load_key(self) -> Frozen:
+        return freeze(self.load)
+
+    @functools.cached_property
+    def design(self) -> Design:
+        """How its repetitions were taken (the intervals of `repetitions: auto` are corrected for looking
+        after every round: analysis/decisions/answer.py)."""
+        return Design.of(next((r.get("design") for r in self.ok + self.failed if r.get("design")), None))
+
+    @functools.cached_property
+    def margin(self) -> float:
+        """The spec's margin of equivalence, as stored with its results."""
+        d = next((r.get("design") for r in self.ok + self.failed if r.get("design")), None) or {}
+        return float(d.get("margin", MARGIN))
+
+    @property
+    def reps(self) -> int:
+        return len(self.values)
+
+    @property
+    def runs(self) -> Runs:
+        """Its values with the round (repetition) of each: what the group comparisons pair by round."""
+        return Runs.of(self.values, [(r.get("trial") or {}).get("repetition", -1) for r in self.ok])
+
+    def groups(self) -> list[tuple[Declared, Apart]]:
+        """Each flag's group of results drawn apart, in the flags' order (empty ones too)."""
+        return [(flags.DECLARED[f], g) for f, g in self.apart.items()]
+
+    @property
+    def apart_values(self) -> list[float]:
+        """Everything drawn apart from the device numbers, by every flag that draws results apart."""
+        return [v for g in self.apart.values() for v in g.values]
+
+    @property
+    def measured(self) -> list[Result]:
+        """Every result with a measurement: the device numbers', then those drawn apart."""
+        return self.ok + [r for g in self.apart.values() for r in g.results]
+
+    @property
+    def cached(self) -> list[Result]:
+        """The results a cache answered (the bytes show it)."""
+        return self.apart[Flag.CACHE].results
+
+    @property
+    def cached_values(self) -> list[float]:
+        return self.apart[Flag.CACHE].values
+
+    @property
+    def unconfirmed(self) -> list[Result]:
+        """The results above the raw device although the device moved the bytes."""
+        return self.apart[Flag.ABOVE_RAW].results
+
+    @property
+    def unconfirmed_values(self) -> list[float]:
+        return self.apart[Flag.ABOVE_RAW].values
+
+    @property
+    def emulated(self) -> bool:
+        """Measured under emulation (a VM under TCG): never storage performance to compare."""
+        return any(flags.warns(r, Flag.EMULATED) for r in self.measured)
+
+    def param(self, name: str) -> Any:
+        """A parameter of the workload (as resolved and stored), or None."""
+        return self.workload.get(name)
+
+    def latency(self, kind: str | None, stat: str) -> Summary:
+        """Mean over repetitions of a latency statistic (ns) of the cell's direction: of the latency `kind`
+        the workload declares, or None: of the whole of an operation's."""
+        m = self.schema.field("latency", kind or self.schema.total_latency or "")
+        vals = [] if m is None else [m.value(r, self.schema.direction(r), stat) for r in self.ok]
+        return summarize([float(v) for v in vals if v is not None])
+
+    def mean_over_operations(self) -> Summary:
+        """Mean over repetitions of the mean latency (ns) over all of a trial's operations: where the workload
+        declares a mix of operation types (`MetricSchema.mix`), each type's mean weighted by its count; else
+        the whole latency's mean."""
+        mix = self.schema.mix
+        if mix is None:
+            return self.latency(None, "mean")
+        return summarize([v for v in (mix.mean_ns(r) for r in self.ok) if v is not None])
+
+
+def fingerprint(trial: dict[str, Any]) -> str:
+    blob = json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def config_key(trial: dict[str, Any]) -> str:
+    """A configuration: the resolved trial without its repetition (Trial.config says the same)."""
+    return json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
+
+
+def build_cells(results: list[Result], judge_steady: bool = True) -> list[Cell]:
+    """Group results into cells, in a stable order (by stack, workload, load)."""
+    cells: dict[str, Cell] = {}
+    for r in results:
+        if r.get("status") == "unsupported" or "trial" not in r:
+            continue
+        key = config_key(r["trial"])
+        c = cells.get(key)
+        if c is None:
+            labels = {k: str((r.get("labels") or {}).get(k, "")) for k in LABEL_KEYS}
+            c = cells[key] = Cell(
+                hashlib.sha1(key.encode()).hexdigest()[:12], labels, r["trial"], r.get("experiment", "")
+            )
+        _add(c, r, judge_steady)
+    for c in cells.values():
+        c.summary = summarize(c.values, c.design.level(len(c.values), sides=2))
+    _tag_duplicates(list(cells.values()))
+    return sorted(cells.values(), key=lambda c: (c.stack, c.labels["workload"], c.outstanding, c.labels["load"], c.key))
+
+
+def _add(c: Cell, r: Result, judge_steady: bool) -> None:
+    if r.get("status") != "ok":
+        c.failed.append(r)
+        return
+    value, unit = throughput(r)
+    if value is None:
+        c.failed.append(r)
+        return
+    c.unit = unit
+    for flag, group in c.apart.items():  # the first flag that draws it apart (a cache before above_raw)
+        if flags.warns(r, flag):
+            group.results.append(r)
+            group.values.append(value)
+            return
+    add_ok(c, r, value, judge_steady)
+
+
+def add_ok(c: Cell, r: Result, value: float, judge_steady: bool = True) -> None:
+    c.ok.append(r)
+    c.values.append(value)
+    if judge_steady:
+        c.steady.append((r, trial_steady(r)))
+
+
+def _tag_duplicates(cells: list[Cell]) -> None:
+    """Cells with the same labels but different parameters (two experiments) get a tag to tell them apart."""
+    by_name: dict[str, list[Cell]] = {}
+    for c in cells:
+        by_name.setdefault(c.name, []).append(c)
+    for same in by_name.values():
+        if len(same) > 1:
+            exps = {c.experiment for c in same}
+            for c in same:
+                c.tag = c.experiment if len(exps) == len(same) else f"{c.experiment} {c.key[:6]}"

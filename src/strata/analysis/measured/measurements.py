@@ -1,0 +1,38 @@
+"""The measurements of a result set: its cells, their raw baselines, sweeps and tables; all that the report's
+figures draw and the findings' checks read, before anything is concluded (analyse.py `conclude`).
+
+The findings read these alone, so that a check never depends on the analysis that runs it: the studies'
+own numbers (studies/published.py) are measured here and judged by the same checks as a user's results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from strata.analysis.cells import baseline
+from strata.analysis.cells.cells import Cell, build_cells
+from strata.analysis.measured import grid, sweeps
+
+
+@dataclass
+class Measurements:
+    results: list[dict[str, Any]]
+    cells: list[Cell]
+    raw: dict[tuple[object, ...], Cell]  # the raw-device cells, by baseline.baseline_key
+    sweeps: list[sweeps.Sweep] = field(default_factory=list)
+    grids: list[grid.Grid] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, results: list[dict[str, Any]], judge_steady: bool = True) -> Self:
+        """Cells, with results above the raw device moved apart as unconfirmed, the raw baselines, sweeps and
+        tables."""
+        cells = build_cells(results, judge_steady)
+        baseline.apply_above_raw(cells)
+        m = cls(results, cells, baseline.raw_index(cells))
+        m.sweeps = sweeps.find(cells)
+        m.grids = grid.grids(cells)
+        return m
+
+    def raw_of(self, c: Cell) -> Cell | None:
+        return baseline.raw_of(c, self.raw)

@@ -1,0 +1,155 @@
+"""One trial's result, typed: what run/trial.py builds, the store writes and the readers read by attribute.
+
+The stored form is the JSON `to_json` gives (store.py writes it with `schema_version`); `from_json` reads
+that form back (a part's result sent by a host's agent, a result stored by this version), and `from_stored`
+reads every stored format, an older one upgraded in memory first (schema.py's migrations: stored files are
+never rewritten). What a workload, a collector or a layer says of the trial (`metrics`, `collectors`,
+`stack_facts`, `host`, the resolved `trial`) is each plugin's own JSON, kept as it is; the flags are typed
+(`flags.Flags`, their one codec).
+
+The keys (store.py RESULT_FIELDS): every result has `trial_id` .. `collectors`, and `artifacts` (a trimmed
+copy may lack it: tests/data/results/quick-a); `status` once the trial ended; `started_at`, `finished_at`,
+`duration_s` once it ran (or was refused); `setup_s` when it built a stack; `writes` when it was judged;
+`design` when the runner stored its design; `hosts` across hosts. A key this version does not know (a newer
+strata's addition, the loader's `_path`) is kept in `extra` and written back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+from strata.results.flags import Flags
+from strata.results.schema import migrate
+from strata.results.validity.evidence import headline_of
+from strata.results.validity.trial import WarningDoc
+from strata.results.writes import Writes
+
+if TYPE_CHECKING:
+    from strata.experiment.model import DesignDoc
+
+
+class Labels(TypedDict):
+    """The trial's names, layer by layer, as the tables and filters show them."""
+
+    device: str
+    filesystem: str
+    runtime: str
+    path: str
+    workload: str
+    load: str
+    repetition: int
+    placement: NotRequired[str]  # across hosts: the placement's name
+
+
+def no_labels() -> Labels:
+    """The labels of a result whose trial was not read (a host's part that failed before: hosts/agent.py)."""
+    return {"device": "", "filesystem": "", "runtime": "", "path": "", "workload": "", "load": "", "repetition": 0}
+
+
+# The optional keys, each stored only when set (None: absent from the stored form).
+OPTIONAL = ("artifacts", "status", "started_at", "finished_at", "duration_s", "setup_s", "writes", "design", "hosts")
+
+
+@dataclass
+class Result:
+    """A trial's result (docs/architecture.md "Results"; the format's history in schema.py)."""
+
+    trial_id: str = ""
+    run_id: str = ""
+    experiment: str = ""
+    stack: str = ""
+    labels: Labels = field(default_factory=lambda: no_labels())
+    trial: dict[str, Any] = field(default_factory=dict)  # the resolved trial (experiment/expand.py Trial.resolved)
+    host: dict[str, Any] = field(default_factory=dict)  # the host's facts (core/host.py), the tools' versions
+    metrics: dict[str, Any] = field(default_factory=dict)  # the workload's (workloads/base.py Parsed.metrics)
+    flags: Flags = field(default_factory=Flags)
+    warnings: list[WarningDoc] = field(default_factory=list)
+    stack_facts: dict[str, Any] = field(default_factory=dict)  # what each layer said of itself
+    collectors: dict[str, Any] = field(default_factory=dict)  # the collectors' totals (collectors/)
+    artifacts: str | None = None  # the trial's artifact directory, relative to the results directory
+    status: str | None = None  # "ok", "failed" or "unsupported" (store.py STATUSES); None: not ended
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    setup_s: float | None = None  # building the stack, apart from the trial's own time
+    writes: Writes | None = None  # results/writes.py
+    design: DesignDoc | None = None  # how the repetitions were taken (run/repeat.py design_doc)
+    hosts: dict[str, Any] | None = None  # across hosts: each host's node, clock, part (hosts/executor.py)
+    extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as read
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Result:
+        """A result in this version's form (`to_json`'s, or a stored file's once migrated)."""
+        return cls(
+            trial_id=doc.get("trial_id") or "",
+            run_id=doc.get("run_id") or "",
+            experiment=doc.get("experiment") or "",
+            stack=doc.get("stack") or "",
+            labels=doc.get("labels") or no_labels(),
+            trial=doc.get("trial") or {},
+            host=doc.get("host") or {},
+            metrics=doc.get("metrics") or {},
+            flags=Flags.of(doc),
+            warnings=list(doc.get("warnings") or []),
+            stack_facts=doc.get("stack_facts") or {},
+            collectors=doc.get("collectors") or {},
+            artifacts=doc.get("artifacts"),
+            status=doc.get("status"),
+            started_at=doc.get("started_at"),
+            finished_at=doc.get("finished_at"),
+            duration_s=doc.get("duration_s"),
+            setup_s=doc.get("setup_s"),
+            writes=doc.get("writes"),
+            design=doc.get("design"),
+            hosts=doc.get("hosts"),
+            extra={k: v for k, v in doc.items() if k not in KNOWN},
+        )
+
+    @classmethod
+    def from_stored(cls, doc: dict[str, Any]) -> Result:
+        """A stored result of any version (schema.py upgrades an older one, in place, first)."""
+        return cls.from_json(migrate(doc))
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form, without `schema_version` (the store adds it)."""
+        doc: dict[str, Any] = {
+            "trial_id": self.trial_id,
+            "run_id": self.run_id,
+            "experiment": self.experiment,
+            "stack": self.stack,
+            "labels": self.labels,
+            "trial": self.trial,
+            "host": self.host,
+            "metrics": self.metrics,
+            "flags": self.flags.to_json(),
+            "warnings": self.warnings,
+            "stack_facts": self.stack_facts,
+            "collectors": self.collectors,
+        }
+        optional = {
+            "artifacts": self.artifacts,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "duration_s": self.duration_s,
+            "setup_s": self.setup_s,
+            "writes": self.writes,
+            "design": self.design,
+            "hosts": self.hosts,
+        }
+        return doc | {k: v for k, v in optional.items() if v is not None} | self.extra
+
+    @property
+    def headline(self) -> tuple[float | None, str]:
+        """(value, unit) of the headline: what the workload named in `metrics.primary`."""
+        return headline_of(self.metrics)
+
+    @property
+    def workload_type(self) -> str:
+        """The registry key of the trial's workload ("" when the trial was not read)."""
+        return str((self.trial.get("workload") or {}).get("type") or "")
+
+
+# The keys a Result reads into its fields (the store's `schema_version` too: once read, it is this version's).
+KNOWN = frozenset(f.name for f in fields(Result) if f.name != "extra") | {"schema_version"}
