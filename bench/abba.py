@@ -1,17 +1,23 @@
 """What the overhead benches in ABBA pairs share (pgbench_overhead.py, sysbench_overhead.py): a command that
-must succeed, a cold page cache before each side, a cgroup of its own for a side's server, and the geometric
-mean of the paired ratios with its 95% interval."""
+must succeed, a cold page cache before each side, a cgroup of its own for a side's server, strata's side (one
+trial natively on xfs through a bind mount, its transactions a second), and the geometric mean of the paired
+ratios with its 95% interval."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from strata.analysis.decisions.stats import summarize
 from strata.stack.hostprocs import cgroup_parents
@@ -59,3 +65,31 @@ def paired(ratios: list[float]) -> tuple[float, float | None, float | None]:
     low = math.exp(s.ci_low) if s.ci_low is not None else None
     high = math.exp(s.ci_high) if s.ci_high is not None else None
     return math.exp(s.mean), low, high
+
+
+def by_strata(dev: str, workload: str, params: dict[str, Any], work: Path, n: int) -> float:
+    """strata's side: one trial of `workload` natively on a fresh xfs on `dev` through a bind mount; its tx/s."""
+    spec = {
+        "name": f"{workload}-overhead-{n}",
+        "workdir": str(work / "wd"),
+        "devices": [{"type": "block", "path": dev, "destroy": True}],
+        "filesystems": ["xfs"],
+        "runtimes": ["native"],
+        "paths": ["bind"],
+        "workloads": [{workload: params}],
+    }
+    (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
+    out = work / f"r{n}"
+    cp = subprocess.run(
+        [sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    if cp.returncode != 0:
+        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
+    (p,) = (out / "trials").glob("*.json")
+    r = json.loads(p.read_text())
+    if r["status"] != "ok":
+        raise SystemExit(f"strata's trial failed: {r['flags']['failed']}")
+    tps: float = r["metrics"]["tps"]
+    return tps

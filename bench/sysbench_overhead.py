@@ -25,7 +25,6 @@ Usage: sudo .venv/bin/python bench/sysbench_overhead.py [--pairs 10] [--runtime 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import signal
@@ -38,8 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import tiny
-import yaml
-from abba import cold, own_cgroup, paired, sh
+from abba import by_strata, cold, own_cgroup, paired, sh
 
 from strata.workloads.server import loopback
 from strata.workloads.sysbench import mariadb
@@ -115,33 +113,6 @@ def _workload(args: argparse.Namespace, script: str) -> dict[str, Any]:
             "runtime": args.runtime, "warmup": args.warmup}  # fmt: skip
 
 
-def by_strata(dev: str, args: argparse.Namespace, script: str, work: Path, n: int) -> float:
-    spec = {
-        "name": f"sysbench-overhead-{n}",
-        "workdir": str(work / "wd"),
-        "devices": [{"type": "block", "path": dev, "destroy": True}],
-        "filesystems": ["xfs"],
-        "runtimes": ["native"],
-        "paths": ["bind"],
-        "workloads": [{"sysbench": _workload(args, script)}],
-    }
-    (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
-    out = work / f"r{n}"
-    cp = subprocess.run(
-        [sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    if cp.returncode != 0:
-        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
-    (p,) = (out / "trials").glob("*.json")
-    r = json.loads(p.read_text())
-    if r["status"] != "ok":
-        raise SystemExit(f"strata's trial failed: {r['flags']['failed']}")
-    tps: float = r["metrics"]["tps"]
-    return tps
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=MIN_PAIRS, help=f"ABBA pairs of each script, at least {MIN_PAIRS}")
@@ -183,7 +154,7 @@ def main() -> int:
                             sh("umount", mnt)
                     else:
                         n += 1
-                        got[side] = by_strata(dev, args, script, work, n)
+                        got[side] = by_strata(dev, "sysbench", _workload(args, script), work, n)
                 results[script].append((got["hand"], got["strata"]))
                 print(
                     f"pair {i + 1} {script} ({'by hand' if i % 2 == 0 else 'strata'} first): by hand "
