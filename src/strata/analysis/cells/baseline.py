@@ -18,10 +18,7 @@ from strata.results.flags import AboveRaw, Flag
 
 
 def baseline_key(c: Cell) -> tuple[object, ...]:
-    key: tuple[object, ...] | None = c.__dict__.get("_baseline_key")
-    if key is None:
-        key = c.__dict__["_baseline_key"] = validity.raw_baseline_key(c.trial)
-    return key
+    return c.raw_key
 
 
 def raw_index(cells: list[Cell]) -> dict[tuple[object, ...], Cell]:

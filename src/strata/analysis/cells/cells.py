@@ -133,6 +133,12 @@ class Cell:
         self.kind = self.workload.get("type", "")
         self.schema = schema_of(self.kind)
 
+    @functools.cached_property
+    def raw_key(self) -> tuple[object, ...]:
+        """What a raw-device baseline shares with this cell (results/validity/raw.py), worked out once, when
+        first asked (analysis/cells/baseline.py)."""
+        return validity.raw_baseline_key(self.trial)
+
     @property
     def name(self) -> str:
         where = (self.trial.get("placement") or {}).get("name")  # on the experiment's hosts (hosts/)
