@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +93,53 @@ def by_strata(dev: str, workload: str, params: dict[str, Any], work: Path, n: in
         raise SystemExit(f"strata's trial failed: {r['flags']['failed']}")
     tps: float = r["metrics"]["tps"]
     return tps
+
+
+def run_pairs(
+    pairs: int,
+    scripts: list[str],
+    dev: str,
+    mnt: Path,
+    hand: Callable[[str], float],
+    strata: Callable[[str, int], float],
+) -> dict[str, list[tuple[float, float]]]:
+    """Each script's (by hand, strata) pairs in ABBA order (by hand first in even pairs): a cold cache before each
+    side, a fresh xfs on `dev` mounted at `mnt` for the side by hand (`hand(script)`), strata's trial n otherwise
+    (`strata(script, n)`); each pair printed as it ends."""
+    results: dict[str, list[tuple[float, float]]] = {s: [] for s in scripts}
+    n = 0
+    for i in range(pairs):
+        for script in scripts:
+            got: dict[str, float] = {}
+            for side in ("hand", "strata") if i % 2 == 0 else ("strata", "hand"):
+                cold()
+                if side == "hand":
+                    sh("mkfs.xfs", "-f", "-q", "-K", dev)
+                    sh("mount", dev, mnt)
+                    try:
+                        got[side] = hand(script)
+                    finally:
+                        sh("umount", mnt)
+                else:
+                    n += 1
+                    got[side] = strata(script, n)
+            results[script].append((got["hand"], got["strata"]))
+            print(
+                f"pair {i + 1} {script} ({'by hand' if i % 2 == 0 else 'strata'} first): by hand "
+                f"{got['hand']:,.0f} tx/s, strata native {got['strata']:,.0f} tx/s, "
+                f"ratio {got['strata'] / got['hand']:.3f}",
+                flush=True,
+            )
+    return results
+
+
+def report(results: dict[str, list[tuple[float, float]]], target: float) -> None:
+    """Per script: the geometric mean of strata / by hand with its 95% interval, against the target."""
+    for script, pairs in results.items():
+        mean, low, high = paired([s / h for h, s in pairs])
+        interval = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else "[no interval: one pair]"
+        verdict = "above" if low is not None and low > target else "not above"
+        print(
+            f"{script}: strata / by hand {mean:.3f} {interval}, geometric mean of {len(pairs)} paired ratios with its "
+            f"95% interval ({verdict} the target {target})"
+        )

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import tiny
-from abba import by_strata, cold, own_cgroup, paired, sh
+from abba import by_strata, own_cgroup, report, run_pairs, sh
 
 from strata.workloads.server import loopback
 from strata.workloads.sysbench import mariadb
@@ -137,43 +137,21 @@ def main() -> int:
     dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
     mnt = work / "mnt"
     mnt.mkdir()
-    results: dict[str, list[tuple[float, float]]] = {s: [] for s in scripts}
-    n = 0
+    results: dict[str, list[tuple[float, float]]] = {}
     try:
-        for i in range(args.pairs):
-            for script in scripts:
-                got: dict[str, float] = {}
-                for side in ("hand", "strata") if i % 2 == 0 else ("strata", "hand"):  # ABBA
-                    cold()
-                    if side == "hand":
-                        sh("mkfs.xfs", "-f", "-q", "-K", dev)
-                        sh("mount", dev, mnt)
-                        try:
-                            got[side] = by_hand(mnt, args, script)
-                        finally:
-                            sh("umount", mnt)
-                    else:
-                        n += 1
-                        got[side] = by_strata(dev, "sysbench", _workload(args, script), work, n)
-                results[script].append((got["hand"], got["strata"]))
-                print(
-                    f"pair {i + 1} {script} ({'by hand' if i % 2 == 0 else 'strata'} first): by hand "
-                    f"{got['hand']:,.0f} tx/s, strata native {got['strata']:,.0f} tx/s, "
-                    f"ratio {got['strata'] / got['hand']:.3f}",
-                    flush=True,
-                )
+        results = run_pairs(
+            args.pairs,
+            scripts,
+            dev,
+            mnt,
+            lambda script: by_hand(mnt, args, script),
+            lambda script, n: by_strata(dev, "sysbench", _workload(args, script), work, n),
+        )
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
         subprocess.run(["losetup", "-d", dev])
         subprocess.run(["rm", "-rf", str(work)])
-    for script, pairs in results.items():
-        mean, low, high = paired([s / h for h, s in pairs])
-        interval = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else "[no interval: one pair]"
-        verdict = "above" if low is not None and low > TARGET else "not above"
-        print(
-            f"{script}: strata / by hand {mean:.3f} {interval}, geometric mean of {len(pairs)} paired ratios with its "
-            f"95% interval ({verdict} the target {TARGET})"
-        )
+    report(results, TARGET)
     print(
         f"sysbench {args.tables} tables x {args.table_size:,} rows, {args.clients} clients, {args.warmup} s warm-up, "
         f"{args.runtime} s runs, {args.pairs} ABBA pairs per script, xfs on a loop device with direct I/O"
