@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import pgbench_overhead  # noqa: E402
+from abba import paired  # noqa: E402  (the ABBA benches' paired ratio, bench/abba.py)
 
 OUTPUT = """pgbench (15.5)
 transaction type: <builtin: TPC-B (sort of)>
@@ -31,7 +32,7 @@ def test_output_without_tps_is_a_clear_error():
 
 
 def test_the_paired_ratio_is_a_geometric_mean_with_its_95_percent_interval():
-    mean, low, high = pgbench_overhead.paired([1.0, 0.98, 1.02, 0.99, 1.01, 1.0, 0.97, 1.03, 1.0, 1.0])
+    mean, low, high = paired([1.0, 0.98, 1.02, 0.99, 1.01, 1.0, 0.97, 1.03, 1.0, 1.0])
     assert mean == pytest.approx(1.0, abs=1e-3) and 0.98 < low < 1.0 < high < 1.02
-    assert pgbench_overhead.paired([2.0, 0.5])[0] == pytest.approx(1.0)  # logs: a halving offsets a doubling
-    assert pgbench_overhead.paired([1.1])[1:] == (None, None)  # one pair: no interval
+    assert paired([2.0, 0.5])[0] == pytest.approx(1.0)  # logs: a halving offsets a doubling
+    assert paired([1.1])[1:] == (None, None)  # one pair: no interval
