@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from strata.analysis.decisions.answer import Answer
-from strata.analysis.decisions.stats import t_two_sided
+from strata.analysis.decisions.stats import fewest_repetitions, t_two_sided
 
 MAX_USEFUL_REPETITIONS = 200  # beyond this, "add repetitions" is no advice
 
@@ -72,13 +72,4 @@ def repetitions_for(ans: Answer, alpha: float | None = None, cap: int = 10_000) 
         df = df0 * (n - 1) / (n0 - 1) if n0 > 1 else n - 1
         return t_two_sided(a, max(df, 1.0)) * se * math.sqrt(n0 / n)
 
-    lo, hi = math.floor(n0) + 1, cap
-    if half(hi) >= room:
-        return None
-    while lo < hi:  # the half-width falls with n: bisect for the first n that clears
-        mid = (lo + hi) // 2
-        if half(mid) < room:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return fewest_repetitions(half, room, n0, cap)

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from strata.analysis.decisions.answer import FIXED, MARGIN, Answer, Design
-from strata.analysis.decisions.stats import dunnett_one_sided, norm_cdf, t_quantile
+from strata.analysis.decisions.stats import dunnett_one_sided, fewest_repetitions, norm_cdf, t_quantile
 
 BLOCKED, BLOCKED_PER_STACK = "blocked", "blocked, per stack"  # three or more stacks: stacks x rounds
 POOLED, WELCH = "pooled", "welch"  # two stacks (or no rounds): one variance, or each its own
@@ -456,16 +456,7 @@ def _to_decide(c: Contrast, n0: float, edge: float, crit0: float, cap: int) -> i
         df = c.df * (n - 1) / max(n0 - 1, 1e-9)
         return crit0 * _t_ratio(c.df, df) * c.se * math.sqrt(n0 / n)
 
-    lo, hi = math.floor(n0) + 1, cap
-    if half(hi) >= room:
-        return None
-    while lo < hi:  # the half-width falls with n: bisect for the first n that clears
-        mid = (lo + hi) // 2
-        if half(mid) < room:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return fewest_repetitions(half, room, n0, cap)
 
 
 def _t_ratio(df0: float, df: float) -> float:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -261,3 +262,18 @@ def _dunnett(lam: tuple[float, ...], df: float, alpha: float) -> float:
         if hi > 1e4:
             return math.inf
     return float(optimize.brentq(below, 0.0, hi, xtol=1e-5))
+
+
+def fewest_repetitions(half: Callable[[int], float], room: float, n0: float, cap: int) -> int | None:
+    """The fewest repetitions above `n0`, at most `cap`, at which an interval's half-width `half(n)` (falling
+    with n) clears `room`; None when even `cap` does not."""
+    lo, hi = math.floor(n0) + 1, cap
+    if half(hi) >= room:
+        return None
+    while lo < hi:  # the half-width falls with n: bisect for the first n that clears
+        mid = (lo + hi) // 2
+        if half(mid) < room:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
