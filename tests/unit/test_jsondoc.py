@@ -1,0 +1,56 @@
+"""core/jsondoc.py: each reader returns the member in its type, its default when missing or null, and a
+ShapeError naming the member when the document holds another type."""
+
+import random
+
+import pytest
+
+from strata.core.jsondoc import ShapeError, arr, as_obj, flag, num, obj, text, whole
+
+DOC = {"o": {"a": 1}, "l": [1, "x"], "s": "hi", "n": 2.5, "i": 3, "f": 4.0, "b": True, "z": None}
+
+
+def test_readers_return_members_in_their_type():
+    assert obj(DOC, "o") == {"a": 1}
+    assert arr(DOC, "l") == [1, "x"]
+    assert text(DOC, "s") == "hi"
+    assert num(DOC, "n") == 2.5 and num(DOC, "i") == 3.0
+    assert whole(DOC, "i") == 3 and whole(DOC, "f") == 4
+    assert flag(DOC, "b") is True
+    assert as_obj(DOC) is DOC
+
+
+def test_missing_or_null_members_are_their_defaults():
+    for key in ("z", "absent"):
+        assert obj(DOC, key) == {} and obj(DOC, key, {"d": 1}) == {"d": 1}
+        assert arr(DOC, key) == []
+        assert text(DOC, key) == "" and text(DOC, key, "d") == "d"
+        assert num(DOC, key) is None and num(DOC, key, 1.0) == 1.0
+        assert whole(DOC, key) is None and whole(DOC, key, 7) == 7
+        assert flag(DOC, key) is False and flag(DOC, key, True) is True
+
+
+@pytest.mark.parametrize(
+    "reader,key",
+    [(obj, "s"), (arr, "o"), (text, "n"), (num, "b"), (num, "s"), (whole, "n"), (whole, "b"), (flag, "i")],
+)
+def test_a_member_of_another_type_is_a_shape_error_naming_it(reader, key):
+    with pytest.raises(ShapeError, match=repr(key)):
+        reader(DOC, key)
+
+
+def test_as_obj_refuses_a_non_object():
+    with pytest.raises(ShapeError, match="the document"):
+        as_obj([1])
+
+
+def test_fuzz_readers_never_raise_anything_but_shape_errors():
+    rng = random.Random(20261128)
+    values = [None, True, 0, -1, 2.5, float("nan"), "", "x", [], [1], {}, {"k": 1}]
+    for _ in range(2000):
+        doc = {"k": rng.choice(values)}
+        for reader in (obj, arr, text, num, whole, flag):
+            try:
+                reader(doc, "k")
+            except ShapeError:
+                pass
