@@ -9,12 +9,15 @@ of the best ("the best is one of A, B, each within +-X% of it"), by
   at the level of the looks the run planned);
 - `old`: the rule before issue 41 (bench/old_rule.py: two-sided intervals at alpha / (G - 1), a pretest on
   the rounds, the looks of min..max), its "equivalent within +-X%";
+- `pooled`: the rule strata runs with one residual variance for every stack, whatever Cochran's test says:
+  the narrowest line a blocked rule that estimates its variances from the group's own trials gives (it is
+  valid only where the stacks' spreads agree), so the floor of any such rule on these trials;
 - `oracle`: a blocked oracle on the same fit and the same trials: each stack's residual variance after the
   round effects taken as known (its own residual sum of squares over its share of the degrees of freedom: a
   plug-in, so a yardstick, not a lower bound), the normal's critical values at the same one-sided level,
   read the same way (the stacks that may be the best, each stack's bound).
 
-Then new / old and new / oracle per group, their medians over the groups, and the repetitions per stack at
+Then new / old, pooled / old and new / oracle per group, their medians over the groups (and oracle / old's), and the repetitions per stack at
 which the oracle's line would reach --target (the estimates and spreads held at today's, the stacks it then
 decides worse left out, at the level of a fixed design).
 
@@ -161,9 +164,9 @@ def report(args: argparse.Namespace) -> int:
         return 2
     print(
         f"{'run':<10} {'group':<24} {'n':>3} {'method':<19} {'level':>6} {'old':>7} {'new':>7} {'new/old':>7} "
-        f"{'oracle':>7} {'new/oracle':>10}  oracle n for {target:.0%}"
+        f"{'pooled/old':>10} {'oracle':>7} {'new/oracle':>10}  oracle n for {target:.0%}"
     )
-    vs_old, vs_oracle = [], []
+    vs_old, pooled_old, oracle_old, vs_oracle = [], [], [], []
     for path in args.results:
         try:
             results = load_results(path)
@@ -184,21 +187,27 @@ def report(args: argparse.Namespace) -> int:
                 continue
             old = old_rule.compare_old(runs, top.margin, old_rule.Design.of(top.ok[0].get("design")))
             new_m, old_m = line_margin(cmp), old_margin(old)
+            pooled_m = line_margin(compare(runs, top.margin, top.design, one_variance=True))
             effects, var, n = oracle_of(runs, cmp)
             orc = oracle_line(effects, var, n, cmp.level)
             need = needed(effects, var, target)
             name = f"{top.labels['workload']} {top.labels['load']} on {top.labels['device']}"
             ratio_old = new_m / old_m if old_m > 0 else math.nan
             ratio_orc = new_m / orc if orc > 0 else math.nan
+            ratio_pooled = pooled_m / old_m if old_m > 0 else math.nan
             vs_old.append(ratio_old)
+            pooled_old.append(ratio_pooled)
+            oracle_old.append(orc / old_m if old_m > 0 else math.nan)
             vs_oracle.append(ratio_orc)
             print(
                 f"{path.name[:10]:<10} {name:<24} {max(n.values()):>3.0f} {cmp.method:<19} {cmp.level:>6.4f} "
-                f"{old_m:>7.0%} {new_m:>7.0%} {ratio_old:>7.2f} {orc:>7.0%} {ratio_orc:>10.2f}  "
+                f"{old_m:>7.0%} {new_m:>7.0%} {ratio_old:>7.2f} {ratio_pooled:>10.2f} {orc:>7.0%} {ratio_orc:>10.2f}  "
                 + (f"{need}" if need else f"over {MAX_PROJECTED} (a gap near or beyond the target)")
             )
     print(
-        f"groups: {len(vs_old)}; median new / old: {_median(vs_old):.2f}; median new / oracle: {_median(vs_oracle):.2f}"
+        f"groups: {len(vs_old)}; median new / old: {_median(vs_old):.2f}; median pooled / old: "
+        f"{_median(pooled_old):.2f}; median oracle / old: {_median(oracle_old):.2f}; median new / oracle: "
+        f"{_median(vs_oracle):.2f}"
     )
     return 0
 

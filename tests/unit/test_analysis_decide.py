@@ -291,6 +291,9 @@ def test_a_stack_four_times_noisier_gets_its_own_variance():
     assert cmp.pair("a", "d").se > 5 * cmp.pair("a", "b").se
     pooled = compare({k: r for k, r in g.items() if k != "d"}, 0.05)
     assert cmp.pair("a", "b").se < 2 * pooled.pair("a", "b").se
+    one = compare(g, 0.05, one_variance=True)  # bench/oracle_margin.py's floor: one variance whatever the test
+    assert one.method == BLOCKED and one.pair("a", "b").se == pytest.approx(one.pair("a", "d").se, rel=0.5)
+    assert one.pair("a", "d").se < cmp.pair("a", "d").se
 
 
 def test_the_undecided_group_names_the_set_that_may_be_best_and_what_choosing_the_leader_costs():

@@ -126,6 +126,7 @@ def compare(
     design: Design = FIXED,
     higher_is_better: bool = True,
     known: dict[str, float] | None = None,
+    one_variance: bool = False,
 ) -> Comparisons:
     """The leader of `group` and every other stack relative to the best, valid at once for the whole group.
 
@@ -137,7 +138,8 @@ def compare(
     the best when L_k >= -log(1 + m); and choosing the leader costs at most 1 / exp(L_leader) - 1.
 
     `known`: each stack's variance of log(value) per trial, known (an oracle, for bench/ only): the same fit
-    and reading, with the normal's critical values."""
+    and reading, with the normal's critical values. `one_variance` (bench/ only): one residual variance for
+    every stack whatever Cochran's test says, the narrowest a blocked rule with estimated variances gives."""
     present = {k: r for k, r in group.items() if r.n >= 1}
     ready = {k: r for k, r in present.items() if r.n >= 2 and all(v > 0 for v in r.values)}
     pool = ready or {k: r for k, r in present.items() if r.mean > 0}
@@ -146,7 +148,7 @@ def compare(
     sign = 1.0 if higher_is_better else -1.0
     pairs = max(len(present) - 1, 1)
     alpha = design.level(max(r.n for r in present.values()))
-    fit = _Fit(ready, sign, known) if len(ready) >= 2 else None
+    fit = _Fit(ready, sign, known, one_variance) if len(ready) >= 2 else None
     if fit is not None and not fit.usable:
         fit = None
     if fit is not None:
@@ -227,7 +229,13 @@ class _Fit:
     """Least squares of a group's log values on stack effects, and on round effects (three or more stacks
     with known rounds, two rounds at least): the estimates, each contrast's variance, its degrees of freedom."""
 
-    def __init__(self, ready: dict[str, Runs], sign: float = 1.0, known: dict[str, float] | None = None):
+    def __init__(
+        self,
+        ready: dict[str, Runs],
+        sign: float = 1.0,
+        known: dict[str, float] | None = None,
+        one_variance: bool = False,
+    ):
         self.runs = ready
         self.keys = list(ready)
         g = len(self.keys)
@@ -249,7 +257,9 @@ class _Fit:
         self.round_share = self._round_share(s2) if self.blocked else None
         a = ind.T @ (m**2) @ ind  # E[SS_k] = sum_l A_kl sigma_l^2 (the test reads the unbiased estimates)
         pattern = (tuple(self.owner.tolist()), tuple(-1 if r is None else r for r in rounds))
-        self.alike = self.df < 2 or _agree(self.stack_ss, _null_of(pattern, m, ind, a)) >= VARIANCES_PRETEST
+        self.alike = (
+            one_variance or self.df < 2 or _agree(self.stack_ss, _null_of(pattern, m, ind, a)) >= VARIANCES_PRETEST
+        )
         self.method = (
             (BLOCKED if self.alike else BLOCKED_PER_STACK) if self.blocked else (POOLED if self.alike else WELCH)
         )
