@@ -198,3 +198,40 @@ def test_hosts_that_sampled_at_different_rates_merge_weighted():
     assert weighted and merged is not None and merged.total == 100 and merged.value_at_percentile(50) == 100
     same, weighted = sampling.merge([(a, 0.1), (a, 0.1)])
     assert not weighted and same is not None and same.total == 20
+
+
+def test_seeded_values_of_log_sampling_are_a_rate_auto_or_a_spec_error_never_a_traceback(tmp_path):
+    """The key's fuzz: numbers around its bounds and words; each answer is a rate in bounds, auto, or an error
+    that names the key."""
+    rng = random.Random(20261128)
+    answers = {"rate": 0, "error": 0}
+    for _ in range(60):
+        value = rng.choice(
+            [rng.uniform(-1, 2), rng.uniform(0, 0.001), rng.randint(-3, 3), str(rng.uniform(0, 1.5)), "Auto ", "1e-9"]
+        )
+        try:
+            _, (w,) = spec(tmp_path, {"log_sampling": value})
+            assert w.log_sampling == "auto" or sampling.MIN_RATE <= w.log_sampling <= 1, value
+            answers["rate"] += 1
+        except SpecErrors as e:
+            assert any("log_sampling" in path for path, _, _ in e.errors), (value, e.errors)
+            answers["error"] += 1
+    assert answers["rate"] > 5 and answers["error"] > 5, answers
+
+
+def test_seeded_mutants_of_a_sampled_run_are_a_run_or_a_trial_failure(tmp_path):
+    rng = random.Random(20261129)
+    for i in range(40):
+        run = tmp_path / f"m{i}"
+        shutil.copytree(DATA / "sampled", run)
+        f = rng.choice(sorted(p for p in run.iterdir() if p.name != "rc.txt"))
+        data = bytearray(f.read_bytes())
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(data))
+            data[at : at + rng.randint(1, 40)] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 3)))
+        f.write_bytes(bytes(data))
+        try:
+            parse.read_run(run, lag=False, retries=False, sampling_rate=0.1)
+        except TrialFailure as e:
+            assert e.category in ("parse", "tool_error") and str(e)
+        shutil.rmtree(run)
