@@ -166,9 +166,8 @@ def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
     assert tpcb["metrics"]["server"]["wal_dirs"] == [f"{data}/strata-data/pg-0/pg_wal"]  # with its data
     tps, sel_tps, wal_mib = tpcb["metrics"]["tps"], sel["metrics"]["tps"], wal["bytes"] / 2**20
     logged = sel["metrics"]["log"]["sampling_rate"]
-    print(
-        f"\nnative xfs: tpcb-like {tps:.0f} tx/s ({wal_mib:.0f} MiB of WAL), select-only {sel_tps:.0f} tx/s (log {logged})"
-    )
+    print(f"\nnative xfs: tpcb-like {tps:.0f} tx/s ({wal_mib:.0f} MiB of WAL), select-only {sel_tps:.0f} tx/s", end="")
+    print(f" (its log at a sampling rate of {logged})")
 
 
 @covers(
