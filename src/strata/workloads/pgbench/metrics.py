@@ -4,9 +4,13 @@
   `tps` (without the initial connection time, pgbench's own figure), with the per-second series
   (`pgbench_tps`: the servers' `--progress 1` figures added second by second) for the steady check.
 - `read` or `write`: the same rate (`tps`) and the latency of a transaction (`lat_ns`: mean, p50, p90, p95,
-  p99, p99.9 ... in ns) from every transaction in every server's logs, one HdrHistogram, never an average
+  p99, p99.9 ... in ns; `n` the transactions logged) from every transaction in every server's logs (or the
+  share `log_sampling` logs), one HdrHistogram, never an average
   of percentiles; `write` when a script writes, `read` when they only read (so the report's latency
   figures read it as they read fio's).
+- `log`: what the latency figures rest on (sampling.py): the share of the transactions the logs hold
+  (`sampling_rate`, `log_sampling`'s choice), the transactions logged, the samples beyond each percentile,
+  and the percentiles of a sample withheld (None in `lat_ns`) for fewer than 20 samples beyond them.
 - `transactions`: processed, failed, retried, the retries, and those above `latency_limit` (late) or
   skipped under it (pgbench's summaries, checked against the logs); `lag_ns` the schedule lag under an
   offered rate, and `offered` the rate each server was offered (the advice then compares latency).
@@ -35,6 +39,7 @@ from typing import Any
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, Syncs, headline
 from strata.workloads.pgbench import parse as pp
+from strata.workloads.pgbench import sampling
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.postgres import BLOCK_BYTES, COUNTERS
 from strata.workloads.server import latency, memory, records
@@ -51,9 +56,13 @@ def summary_ns(h: hdr.Histogram | None) -> dict[str, Any]:
 
 def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     recs, dirs = records.of_trial(arts, CLIENTS_DIR, "pgbench")
-    runs = [pp.read_run(d, lag=params.rate is not None, retries=params.max_tries > 1) for d in dirs]
+    rates = [_sampling_rate(r) for a, r in zip(arts, recs) for _ in records.client_dirs([a], [r])]
+    lag, retries = params.rate is not None, params.max_tries > 1
+    runs = [pp.read_run(d, lag=lag, retries=retries, sampling_rate=k) for d, k in zip(dirs, rates)]
     tps = sum(r.summary.tps or 0.0 for r in runs)
-    latency = summary_ns(hdr.merge(r.logs.latency for r in runs))
+    merged, weighted = sampling.merge((r.logs.latency, r.sampling_rate) for r in runs)
+    latency = summary_ns(merged)
+    log = _log(runs, recs, merged, latency, weighted)
     done = {"tps": tps, "lat_ns": latency}
     wal, blocks, checkpoints = _deltas(recs)
     server = next((r["server"] for r in recs if r.get("server")), None)
@@ -65,6 +74,7 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
         "tps": tps,
         "servers": [_server(r) for r in runs],
         "transactions": _transactions(runs),
+        "log": log,
         "read": {"tps": 0.0} if params.writes else done,
         "write": done if params.writes else {"tps": 0.0},
         "wal": wal,
@@ -81,7 +91,10 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
         },
     }
     if params.rate is not None:
-        metrics["lag_ns"] = summary_ns(hdr.merge(r.logs.lag for r in runs))
+        lags = sampling.merge((r.logs.lag, r.sampling_rate) for r in runs)[0]
+        lag_ns = summary_ns(lags)
+        log["lag_withheld"] = sampling.withhold(lag_ns, sampling.beyond(lags), log["sampled"])
+        metrics["lag_ns"] = lag_ns
         metrics["offered"] = {"rate_tx_s": params.rate, "servers": records.servers(recs)}
     if blocks is not None:
         blocks["read_bytes"] = blocks["read"] * block_bytes
@@ -115,8 +128,43 @@ def _window(logs: pp.Logs) -> tuple[float, float] | None:
 
 
 def _server(run: pp.Run) -> dict[str, Any]:
-    s = run.summary
-    return {"tps": s.tps, "processed": s.processed, "failed": s.failed, "retried": s.retried}
+    s, logs = run.summary, run.logs
+    logged = logs.completed + logs.failed + logs.skipped
+    return {
+        "tps": s.tps,
+        "processed": s.processed,
+        "failed": s.failed,
+        "retried": s.retried,
+        "logged": logged,
+        "sampling_rate": run.sampling_rate,
+    }
+
+
+def _sampling_rate(record: dict[str, Any]) -> float:
+    """The share of the transactions a host's logs hold: its record's (1.0 in an older strata's: no `log`)."""
+    rate = (record.get("log") or {}).get("sampling_rate")
+    return float(rate) if isinstance(rate, (int, float)) and 0 < rate <= 1 else 1.0
+
+
+def _log(
+    runs: list[pp.Run], recs: list[dict[str, Any]], merged: hdr.Histogram | None, lat: dict[str, Any], weighted: bool
+) -> dict[str, Any]:
+    """What the latency figures rest on: the logs' sampling rate (one, or each host's), the transactions they
+    hold, the samples beyond each percentile, and the percentiles withheld from `lat` for too few of them."""
+    rates = sorted({r.sampling_rate for r in runs})
+    sampled = any(k < 1.0 for k in rates)
+    beyond = sampling.beyond(merged)
+    chosen = [r["log"] for r in recs if isinstance(r.get("log"), dict)]
+    return {
+        "sampling_rate": rates[0] if len(rates) == 1 else rates,
+        "sampled": sampled,
+        "logged": sum(s["logged"] for s in map(_server, runs)),
+        "samples_beyond": beyond,
+        "min_beyond": sampling.MIN_BEYOND,
+        "withheld": sampling.withhold(lat, beyond, sampled),
+        "weighted": weighted,  # hosts that sampled at different rates, merged weighted (sampling.merge)
+        "chosen": chosen[0] if len(chosen) == 1 else chosen or None,
+    }
 
 
 def _transactions(runs: list[pp.Run]) -> dict[str, Any]:

@@ -11,6 +11,9 @@ none}`. Every number is bounded; a list of any key is a sweep (experiment/load.p
 - The load: `scale`, and pgbench's init options (`init_steps` -I, `foreign_keys`, `fillfactor` -F,
   `partitions`, `partition_method`, `unlogged_tables`). The run: `protocol` (-M), `rate`, `latency_limit`,
   `max_tries`, and `vacuum` (pgbench's VACUUM of its tables before the first transactions; -n when off).
+- `log_sampling`: the share of the transactions the per-transaction log holds (pgbench --sampling-rate), from
+  which the latency percentiles come: `auto` (about 2,000 a second, from the warm-up's throughput: sampling.py)
+  or a rate.
 - Checkpoints inside the measurement: a timed checkpoint every `checkpoint_timeout` (30 s, PostgreSQL's
   least), one started as the warm-up starts; with the defaults (a 15 s warm-up, a 60 s run) every trial
   holds the same two checkpoints, whatever its speed, as long as its WAL between two of them stays below
@@ -25,11 +28,12 @@ none}`. Every number is bounded; a list of any key is a sweep (experiment/load.p
 from __future__ import annotations
 
 import re
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from strata.core.params import Strict, size_field
+from strata.workloads.pgbench.sampling import MIN_RATE as MIN_SAMPLING
 from strata.workloads.server import fields, logpath, settings
 
 MiB = 1 << 20
@@ -119,6 +123,13 @@ class PgbenchParams(Strict):
         le=1000,
         description="pgbench --max-tries: tries of a transaction that fails to serialize, 1 to 1000",
     )
+    log_sampling: float | Literal["auto"] = Field(
+        default="auto",
+        description="pgbench --sampling-rate: the share of the transactions its per-transaction log holds (the "
+        "latency percentiles are theirs; throughput and counts are pgbench's summary's), 0.0001 to 1; auto: about "
+        "2000 a second of a host's servers together, from the warm-up's throughput (else the offered rate), and "
+        "the whole log below that or with neither",
+    )
     vacuum: bool = Field(
         default=True,
         description="pgbench's VACUUM of its tables before the first transactions after the load (false: -n)",
@@ -187,6 +198,22 @@ class PgbenchParams(Strict):
     def _script(cls, v: str) -> str:
         entries(v)
         return v
+
+    @field_validator("log_sampling", mode="before")
+    @classmethod
+    def _log_sampling(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lower() == "auto":
+            return "auto"
+        try:
+            v = float(v) if isinstance(v, str) else v
+        except ValueError:
+            pass
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not MIN_SAMPLING <= v <= 1:
+            raise ValueError(
+                f"log_sampling {str(v)[:30]!r}: auto, or the share of the transactions pgbench logs, "
+                f"{MIN_SAMPLING:g} to 1 (0.1: one in ten)"
+            )
+        return float(v)
 
     @field_validator("init_steps")
     @classmethod
@@ -262,6 +289,7 @@ def default_name(p: PgbenchParams) -> str:
     name += f"-M{p.protocol}" if p.protocol != "simple" else ""
     name += f"-ll{p.latency_limit:g}" if p.latency_limit else ""
     name += "-novacuum" if not p.vacuum else ""
+    name += f"-ls{p.log_sampling:g}" if p.log_sampling != "auto" else ""
     init = {
         "I": (p.init_steps or "", ""),
         "fk": ("on" if p.foreign_keys else "", ""),

@@ -16,6 +16,9 @@
   offered rate a latency counts from the transaction's scheduled start (pgbench's own rule, which
   keeps a slow server's queueing in the figure).
 
+With `--sampling-rate` the logs hold pgbench's random draw of the transactions (sampling.py): their
+number is checked against the summary's times the rate, within the draw's spread.
+
 Anything that is not what pgbench 15 writes (a cut summary, a cut log line, logs that hold another
 number of transactions than the summary) is a `parse` failure naming the file and what was wrong,
 with pgbench's own words beside it: never a traceback.
@@ -30,6 +33,7 @@ from pathlib import Path
 
 from strata.core.errors import TrialFailure
 from strata.workloads import hdr
+from strata.workloads.pgbench import sampling
 
 LOG_PREFIX = "tx"
 SUMMARY = {
@@ -205,10 +209,12 @@ class Run:
     summary: Summary
     progress: list[Progress]
     logs: Logs
+    sampling_rate: float = 1.0  # the share of its transactions its logs hold (--sampling-rate)
 
 
-def read_run(out_dir: Path, lag: bool, retries: bool) -> Run:
-    """A measured run's client directory, checked whole: its summary complete, its logs every transaction."""
+def read_run(out_dir: Path, lag: bool, retries: bool, sampling_rate: float = 1.0) -> Run:
+    """A measured run's client directory, checked whole: its summary complete, its logs every transaction (or,
+    logged at `sampling_rate` below 1, as many as pgbench's draw gives: sampling.whole)."""
     stdout = _text(out_dir / "stdout.txt")
     stderr = _text(out_dir / "stderr.txt")
     said = words(stderr)
@@ -225,13 +231,15 @@ def read_run(out_dir: Path, lag: bool, retries: bool) -> Run:
         )
     logs = read_logs(out_dir, lag, retries)
     logged, summed = logs.completed + logs.failed + logs.skipped, s.processed + s.failed + s.skipped
-    if logged != summed:
+    if not sampling.whole(logged, summed, sampling_rate):
+        of = f"{summed}" if sampling_rate >= 1.0 else f"{summed} (about {summed * sampling_rate:.0f} at its "
+        of += "" if sampling_rate >= 1.0 else f"sampling rate {sampling.word(sampling_rate)})"
         raise TrialFailure(
             "parse",
-            f"pgbench's logs in {out_dir} hold {logged} transactions, its summary {summed}: its output was cut short",
+            f"pgbench's logs in {out_dir} hold {logged} transactions, its summary {of}: its output was cut short",
             stdout[-WORDS_CHARS:],
         )
-    return Run(s, parse_progress(stderr), logs)
+    return Run(s, parse_progress(stderr), logs, sampling_rate)
 
 
 def _text(path: Path) -> str:

@@ -11,7 +11,9 @@ template starts the servers and waits until each answers; this module supplies t
 - its clients: `pgbench -i -s SCALE` per server with the spec's init options (the load, then a
   CHECKPOINT so that the data set is on the device before any measurement, and a second that starts the
   timed checkpoints' clock as the warm-up starts), the warm-up, and the measured run, one pgbench per
-  server with `--progress 1 --log`; pgbench's VACUUM before the first of them unless `vacuum: false`;
+  server with `--progress 1 --log` (and `--sampling-rate` when `log_sampling` logs a share of the
+  transactions: sampling.py, its rate chosen after the warm-up); pgbench's VACUUM before the first of them
+  unless `vacuum: false`;
 - its counters around the measured run (the WAL, the blocks, the checkpoints and the buffers they and the
   backends wrote: pg_stat_wal, pg_stat_database, pg_stat_bgwriter), and what the started server says of
   itself (its version, the settings in force);
@@ -33,9 +35,9 @@ from strata.core.instances import ImageSpec, Target
 from strata.core.metrics import Axis, Events, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke, spec_file
-from strata.workloads.pgbench import metrics, postgres
+from strata.workloads.pgbench import metrics, postgres, sampling
 from strata.workloads.pgbench.params import MAX_SCRIPT_BYTES, PgbenchParams, entries
-from strata.workloads.pgbench.parse import failure
+from strata.workloads.pgbench.parse import failure, parse_progress, parse_summary
 from strata.workloads.server import lifecycle, records, transactions
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import PORTS_PER_RUN
@@ -187,9 +189,13 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
 
     def clients(self, phase: str, params: PgbenchParams, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
         servers = range(self.instances(params, load))
-        return [Client(self._argv(phase, params, k), out / f"server-{k}") for k in servers]
+        rate = 1.0
+        if phase == "run":  # without a warm-up, `auto` chooses here (after_phase chose after one)
+            offered = params.rate * len(servers) if params.rate else None
+            rate = record.setdefault("log", sampling.choose(params.log_sampling, None, offered))["sampling_rate"]
+        return [Client(self._argv(phase, params, k, rate), out / f"server-{k}") for k in servers]
 
-    def _argv(self, phase: str, params: PgbenchParams, instance: int) -> list[str]:
+    def _argv(self, phase: str, params: PgbenchParams, instance: int, sampling_rate: float = 1.0) -> list[str]:
         base = [f"{postgres.PG_BIN}/pgbench", *postgres.connection(instance)]
         if phase == "load":
             return [*base, *init_options(params), postgres.DATABASE]
@@ -206,16 +212,27 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
             argv += ["--latency-limit", f"{params.latency_limit:g}"]
         if params.max_tries > 1:
             argv += ["--max-tries", str(params.max_tries)]
-        if phase == "warmup":
-            return [*argv, "-T", str(params.warmup), postgres.DATABASE]
-        return [*argv, "-T", str(params.runtime), "--progress", "1", "--log", "--log-prefix", "tx", postgres.DATABASE]
+        if phase == "warmup":  # its progress lines: the throughput `log_sampling: auto` reads
+            return [*argv, "-T", str(params.warmup), "--progress", "1", postgres.DATABASE]
+        argv += ["-T", str(params.runtime), "--progress", "1", "--log", "--log-prefix", "tx"]
+        if sampling_rate < 1.0:
+            argv += ["--sampling-rate", sampling.word(sampling_rate)]
+        return [*argv, postgres.DATABASE]
 
     def after_phase(
         self, phase: str, params: PgbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
     ) -> None:
         """After the load, every server writes its data set to the device (CHECKPOINT), outside the run; a second
         CHECKPOINT, which finds nothing to write, starts the clock of the timed checkpoints as the warm-up starts,
-        so that they fall at the same seconds of every trial's run (the first `checkpoint_timeout` after it)."""
+        so that they fall at the same seconds of every trial's run (the first `checkpoint_timeout` after it).
+        After the warm-up, the rate of the measured run's log (sampling.py) from the warm-up's throughput."""
+        if phase == "warmup":
+            dirs = [ctx.art / c for c in record["phases"]["warmup"]["clients"]]
+            progress = [[p.tps for p in parse_progress(_read(d / "stderr.txt") or "")] for d in dirs]
+            summaries = [parse_summary(_read(d / "stdout.txt") or "").tps for d in dirs]
+            offered = params.rate * len(dirs) if params.rate else None
+            tps = sampling.warmup_tps(progress, summaries)
+            record["log"] = sampling.choose(params.log_sampling, tps, offered)
         if phase != "load":
             return
         for k in range(self.instances(params, load)):
