@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import pwd
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -256,7 +257,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
     def network(self, params: S) -> str:
         return "host"  # the clients on the host reach the servers on 127.0.0.0/8
 
-    def available(self, host: dict[str, Any], params: S | None = None) -> str | None:
+    def available(self, host: Mapping[str, object], params: S | None = None) -> str | None:
         """The server and its clients installed, the native servers' user there, the run's loopback block usable."""
         return self.not_installed() or self._no_user() or loopback.unusable()
 
