@@ -60,6 +60,7 @@ from strata.workloads.base import (
     MeasureContext,
     Params,
     Parsed,
+    RuntimeTraits,
     ServerWorkload,
     ToolWorkload,
 )
@@ -287,7 +288,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         catalog, managed = self.settings_catalog(), self.managed_settings(params)
         return settings.problems(given, catalog, managed, self.server_what, self.settings_notation)
 
-    def impossible(self, params: S, runtime: Any) -> str | None:
+    def impossible(self, params: S, runtime: RuntimeTraits) -> str | None:
         if runtime.isolation == "vm":
             return self.vm_reason
         return logpath.impossible(self.log_path(params), self.log_what, runtime)

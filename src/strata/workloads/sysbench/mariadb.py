@@ -28,6 +28,7 @@ import subprocess
 import time
 
 from strata.core.instances import ImageSpec
+from strata.core.jsondoc import JsonObject
 from strata.workloads.server import lifecycle
 from strata.workloads.server.loopback import port
 from strata.workloads.server.script import server_script, write_files
@@ -233,7 +234,7 @@ FACTS_SQL = (
 )
 
 
-def facts(instance: int) -> dict[str, object]:
+def facts(instance: int) -> JsonObject:
     """What the running server says of itself: its version and its settings in force, each with where its
     value came from (COMMAND-LINE: strata's option file; COMPILE-TIME: its default; AUTO: sized by itself)."""
     table = _table(instance, FACTS_SQL)

@@ -27,6 +27,7 @@ from typing import Any
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke
@@ -78,16 +79,16 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     settings_notation = NOTATION
     ports_per_run = PORTS_PER_RUN
 
-    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
+    def smoke(self, raw: JsonObject) -> JsonObject:
         """experiment/scale.py: 1,000 rows in each of 2 tables, 5 s runs without warm-up; the sweeps of clients
         and rates cut to their ends."""
-        out = {**raw, "tables": 2, "table_size": 1000, "runtime": 5, "warmup": 0}
+        out: JsonObject = {**raw, "tables": 2, "table_size": 1000, "runtime": 5, "warmup": 0}
         for key in ("clients", "rate"):
             if key in raw:
                 out[key] = sweep_ends(raw[key])
         return out
 
-    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> SysbenchParams:
+    def parse_params(self, raw: JsonObject, base_dir: Path) -> SysbenchParams:
         return SysbenchParams.model_validate(
             fields.resolve_script(raw, base_dir, "script", "Lua script", MAX_SCRIPT_BYTES)
         )
