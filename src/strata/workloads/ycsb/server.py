@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import TrialFailure
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Load
 from strata.workloads.base import MeasureContext
 from strata.workloads.server import lifecycle
@@ -145,7 +146,7 @@ def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
         time.sleep(2)
 
 
-def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> dict[str, Any]:
+def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> JsonObject:
     """The rate a relative target offers each database: its share of the peak the clients reached flat out
     (their throughput over the seconds all of them ran, as the measured run's headline is taken)."""
     agg = yp.aggregate([yp.client_output(d) for d in peak_dirs])
