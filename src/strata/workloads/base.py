@@ -258,18 +258,18 @@ class HostUser(Protocol[P_contra]):
     def host_user(self, params: P_contra) -> str: ...
 
 
-def network_of(wl: Workload[Any], params: Layer) -> str:
+def network_of(wl: Workload[P], params: P) -> str:
     """The instances' network: the host's for a server workload that asks for it, else none."""
     return wl.network(params) if isinstance(wl, ServerWorkload) else "none"
 
 
-def span_of(wl: Workload[Any], params: Layer, load: Load) -> dict[str, int] | None:
+def span_of(wl: Workload[P], params: P, load: Load) -> dict[str, int] | None:
     """Instances per host when the workload places its instances over the experiment's hosts itself;
     None: where the trial's `placement` says."""
     return wl.span(params, load) if isinstance(wl, SelfPlacing) else None
 
 
-def part_host_of(wl: Workload[Any], params: Layer) -> str | None:
+def part_host_of(wl: Workload[P], params: P) -> str | None:
     """The host whose part of a trial these parameters are, once `part` made them (never in a spec); None: a
     whole trial's, or the workload does not place itself."""
     return wl.part_host(params) if isinstance(wl, SelfPlacing) else None

@@ -17,13 +17,16 @@ from strata.core.jsondoc import JsonObject, JsonValue, ShapeError, as_obj
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 
 
-def figure(d: JsonObject, key: str) -> float:
-    """d[key] as the number the tool wrote (an integer stays one, as stored before); missing or another type is a
-    ShapeError: a tool's own figure, always there."""
-    v = d.get(key)
+def number(v: JsonValue, what: str) -> float:
+    """A tool's figure as it wrote it (an integer stays one, as stored before); another type is a ShapeError."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ShapeError(f"{key!r} should be a number, not {type(v).__name__}")
+        raise ShapeError(f"{what} should be a number, not {type(v).__name__}")
     return v
+
+
+def figure(d: JsonObject, key: str) -> float:
+    """d[key] as the number the tool wrote; missing is a ShapeError: a tool's own figure, always there."""
+    return number(d.get(key), repr(key))
 
 
 def merge_bins(bin_maps: list[JsonValue]) -> Counter[int]:

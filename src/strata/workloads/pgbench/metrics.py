@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.core.jsondoc import JsonObject, JsonValue, ShapeError, as_obj
+from strata.core.jsondoc import JsonObject, as_obj
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, Syncs, headline
+from strata.workloads.latency import figure
 from strata.workloads.pgbench import parse as pp
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.postgres import BLOCK_BYTES, COUNTERS
@@ -142,7 +143,7 @@ def _deltas(
         return None, None, None
     # counters a server of an older strata did not read (stored results before pg_stat_bgwriter) are absent
     names = [k for k in COUNTERS if k != "database_bytes" and all(k in c for c in before + after)]
-    d = {k: sum(_counter(a, k) - _counter(b, k) for a, b in zip(after, before)) for k in names}
+    d = {k: sum(figure(a, k) - figure(b, k) for a, b in zip(after, before)) for k in names}
     wal = {
         "bytes": int(d["wal_bytes"]),
         "records": int(d["wal_records"]),
@@ -165,14 +166,6 @@ def _deltas(
         "buffers_alloc": d["buffers_alloc"],
     }
     return wal, blocks, cp
-
-
-def _counter(c: JsonObject, key: str) -> float:
-    """A server's counter as it read it (an integer stays one; the checkpoints' times are in ms)."""
-    v: JsonValue = c[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ShapeError(f"the counter {key!r} should be a number, not {type(v).__name__}")
-    return v
 
 
 def _started(runs: list[pp.Run]) -> float | None:

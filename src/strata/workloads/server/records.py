@@ -14,6 +14,7 @@ from pathlib import Path
 
 from strata.core.errors import TrialFailure
 from strata.core.jsondoc import JsonObject, JsonValue, ShapeError, arr, as_obj, obj
+from strata.workloads.latency import number
 
 # metrics.clients (`phases`): each phase's client wall and CPU time; the run's CPU share is what the analysis reads
 CLIENT_CPU = ("metrics", "clients", "run", "client_cpu_share")
@@ -43,13 +44,6 @@ def _str(v: JsonValue, what: str) -> str:
     return v
 
 
-def _number(v: JsonValue, what: str) -> float:
-    """A figure as recorded (an integer stays one)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ShapeError(f"{what} should be a number, not {type(v).__name__}")
-    return v
-
-
 def _phases(record: JsonObject) -> JsonObject:
     return obj(record, "phases")
 
@@ -73,10 +67,10 @@ def phases(records: list[JsonObject], hosts: list[str] | None = None) -> JsonObj
         shares = [p.get("client_cpu_share") for p in ph]
         named = zip(hosts, ph) if hosts else (("", p) for p in ph)
         out[name] = {
-            "wall_s": max(_number(p.get("wall_s"), "wall_s") for p in ph),
+            "wall_s": max(number(p.get("wall_s"), "wall_s") for p in ph),
             "clients": [f"{h}/{_str(c, 'a client')}" if h else c for h, p in named for c in arr(p, "clients")],
             "client_cpu_s": [c for p in ph for c in arr(p, "client_cpu_s")],
-            "client_cpu_share": max(_number(s, "client_cpu_share") for s in shares) if None not in shares else None,
+            "client_cpu_share": max(number(s, "client_cpu_share") for s in shares) if None not in shares else None,
         }
     return out
 
@@ -107,7 +101,7 @@ def _counter(v: JsonValue) -> float | str:
 
 def ready_s(records: list[JsonObject]) -> list[float]:
     """Every server's seconds from its launch to ready, host after host."""
-    return [_number(s, "node_ready_s") for r in records for s in as_list(r.get("node_ready_s") or [])]
+    return [number(s, "node_ready_s") for r in records for s in as_list(r.get("node_ready_s") or [])]
 
 
 def as_list(v: JsonValue) -> list[JsonValue]:
@@ -117,7 +111,7 @@ def as_list(v: JsonValue) -> list[JsonValue]:
 
 
 def servers(records: list[JsonObject]) -> int:
-    return sum(int(_number(r.get("servers") or 0, "servers")) for r in records)
+    return sum(int(number(r.get("servers") or 0, "servers")) for r in records)
 
 
 def data_set_bytes(records: list[JsonObject], key: str = "data_set_bytes") -> int | None:
