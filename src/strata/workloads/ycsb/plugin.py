@@ -250,7 +250,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def ready(self, params: YcsbParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
         raise NotImplementedError("a node's readiness is waited for by start_servers (server.wait_node)")
 
-    def record(self, params: YcsbParams, load: Load) -> dict[str, Any]:
+    def record(self, params: YcsbParams, load: Load) -> JsonObject:
         return server.record(params, load)
 
     def drives(self, params: YcsbParams) -> bool:
@@ -262,12 +262,10 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def phases(self, params: YcsbParams) -> tuple[str, ...]:
         return server.phases(params)
 
-    def after_phase(
-        self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
-    ) -> None:
+    def after_phase(self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: JsonObject) -> None:
         server.after_phase(phase, params, load, ctx, record)
 
-    def clients(self, phase: str, params: YcsbParams, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
+    def clients(self, phase: str, params: YcsbParams, load: Load, out: Path, record: JsonObject) -> list[Client]:
         return server.clients(phase, params, load, out, record)
 
     def phase_timeout_s(self, phase: str, params: YcsbParams) -> float:
