@@ -42,6 +42,7 @@ from strata.collectors.cgroup import CgroupCollector
 from strata.collectors.diskstats import DiskstatsCollector
 from strata.collectors.host import HostCollector
 from strata.collectors.sampler import Sampler
+from strata.core.jsondoc import obj
 from strata.core.params import Load
 from strata.run.trial import _requests
 from strata.stack.devices.loop import LOOP
@@ -108,7 +109,7 @@ def strata_run(
                     typed.join()
         finally:
             running.stop()
-    return {"iops": wl.parse(spec, outputs).metrics["read"]["iops"], "cpu_s": cpu.get("end", 0) - cpu["go"]}
+    return {"iops": obj(wl.parse(spec, outputs).metrics, "read")["iops"], "cpu_s": cpu.get("end", 0) - cpu["go"]}
 
 
 def _cpu_until(pid: int, end_file: Path, cpu: dict[str, float]) -> None:

@@ -50,7 +50,7 @@ def memory_mib(n: node.Node) -> float:
     return float("nan")
 
 
-def run_once(n: node.Node, w: str, args: argparse.Namespace, lib: Path, out: Path, runtime_s: int) -> dict[str, Any]:
+def run_once(n: node.Node, w: str, args: argparse.Namespace, lib: Path, out: Path, runtime_s: int) -> parse.Aggregate:
     run = client.ClientRun(
         "run",
         client.workload_file(w),

@@ -14,12 +14,14 @@ workload starts its servers, loads them, then measures its clients).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, Protocol, Self, TypeVar, runtime_checkable
 
-from strata.core.instances import ImageSpec, InstanceOutput, Rendezvous, Running, Target, Watch
+from strata.core.instances import ImageSpec, InstanceOutput, Isolation, Rendezvous, Running, Target, Watch
+from strata.core.jsondoc import JsonObject, JsonValue
 from strata.core.metrics import EMPTY, MetricSchema
 from strata.core.params import Layer, Load
 
@@ -52,7 +54,7 @@ class Syncs:
     what: str  # in words, for the flag's reason: "fsync", "WAL syncs"
     by_writes: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"count": self.count, "streams": self.streams, "what": self.what, "by_writes": self.by_writes}
 
 
@@ -66,7 +68,7 @@ class DirectWrites:
     bytes: int
     random: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"count": self.count, "bytes": self.bytes, "random": self.random}
 
 
@@ -78,9 +80,11 @@ class Parsed:
     `windows`: per instance, the wall-clock (start, end) of its measured I/O as the tool itself
     reports it, or None where the tool does not say: the sync check judges their overlap."""
 
-    metrics: dict[str, Any]
+    metrics: JsonObject  # the result's `metrics`, as stored
     moved_bytes: dict[str, int]  # {"read": n, "write": n}: bytes the workload says it moved
-    series: dict[str, list[Any]] = field(default_factory=dict)  # per-second [[t_s, value], ...] from the tool's logs
+    series: dict[str, list[list[float]]] = field(
+        default_factory=dict
+    )  # per-second [[t_s, value], ...] from the tool's logs
     windows: list[tuple[float, float] | None] = field(default_factory=list)
     # where each window's output lives, when the windows are not the instances' (a server workload's
     # clients): across hosts, a window's host is the host whose artifacts hold it
@@ -94,17 +98,19 @@ class Parsed:
     direct_writes: DirectWrites | None = None
     # a database's data set beside the memory its servers can use (workloads/server/memory.py): {data_set_bytes,
     # memory_bytes, memory_of, fix}; the cache judgement flags a data set that fits (it is read from memory)
-    memory: dict[str, Any] | None = None
+    memory: JsonObject | None = None
     # the tool's own steady-state verdict, when it judged one (fio's --steadystate: {criterion, attained,
     # runtime_ms}); the steady flag keeps it beside strata's own (results/validity/series.py)
-    tool_steady: dict[str, Any] | None = None
+    tool_steady: JsonObject | None = None
 
-    def headline_series(self) -> list[Any] | None:
+    def headline_series(self) -> list[list[float]] | None:
         """The headline's per-second series (`metrics.primary.series` names it), or None: the tool logs none."""
-        return self.series.get((self.metrics.get("primary") or {}).get("series") or "")
+        primary = self.metrics.get("primary")
+        name = primary.get("series") if isinstance(primary, dict) else None
+        return self.series.get(name) if isinstance(name, str) else None
 
 
-def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: Any) -> dict[str, Any]:
+def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: JsonValue) -> JsonObject:
     """The `primary` entry of a result's metrics: the one number the report compares."""
     return {"value": value, "unit": unit, "metric": metric, "series": series, **extra}
 
@@ -114,7 +120,7 @@ class MeasureContext:
     """What `Workload.measure` gets: the instances (created, not yet released) and the trial's hooks."""
 
     running: Running
-    collect: Callable[[], AbstractContextManager[Any]]  # the measured window: collectors run inside it
+    collect: Callable[[], AbstractContextManager[object]]  # the measured window: collectors run inside it
     timeout_s: float  # the instances' deadline, from the workload's own estimate
     watch: Watch | None  # the layers' health, polled while instances run
     art: Path  # the trial's artifact directory
@@ -135,8 +141,8 @@ class Workload(Protocol[P]):
     @property
     def targets(self) -> tuple[str, ...]: ...  # the target kinds it runs on: "dir", "device" (a block device)
 
-    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> P: ...
-    def available(self, host: dict[str, Any], params: P | None = None) -> str | None: ...
+    def parse_params(self, raw: JsonObject, base_dir: Path) -> P: ...  # the spec's entry
+    def available(self, host: Mapping[str, object], params: P | None = None) -> str | None: ...  # host facts
     def validate(self, params: P) -> list[str]: ...  # deeper checks before anything is built
     def versions(self) -> dict[str, str | None]: ...  # tool versions, stored with the host facts
     def direct_io(self, params: P) -> bool: ...
@@ -156,21 +162,21 @@ class Workload(Protocol[P]):
 class Shorthand(Protocol):
     """A workload a spec may name in one word (`rr`)."""
 
-    def shorthand(self, text: str) -> dict[str, Any] | None: ...  # the entry as its parameters, or None: not this one's
+    def shorthand(self, text: str) -> JsonObject | None: ...  # the entry as its parameters, or None: not this one's
 
 
 @runtime_checkable
 class Smoke(Protocol):
     """A workload that shrinks its own parameters for `--scale smoke` (experiment/scale.py)."""
 
-    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]: ...
+    def smoke(self, raw: JsonObject) -> JsonObject: ...
 
 
 @runtime_checkable
 class Upgrading(Protocol):
     """A workload whose part of the stored result changed with the format (schema.py)."""
 
-    def upgrade(self, result: dict[str, Any], version: int) -> None: ...  # bring schema `version` to the next one
+    def upgrade(self, result: JsonObject, version: int) -> None: ...  # bring schema `version` to the next one
 
 
 @runtime_checkable
@@ -194,12 +200,23 @@ class HostTools(Protocol):
     def agent_image(self) -> ImageSpec: ...  # Debian packages and trees the host's agent must hold
 
 
+class RuntimeTraits(Protocol):
+    """What a workload may ask of a runtime (the plugin, stack/runtimes/base.py) it might run on."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def isolation(self) -> Isolation: ...
+
+
 @runtime_checkable
 class Constrained(Protocol[P_contra]):
     """A workload that rules out runtimes or loads, whatever the host: skipped or refused with the reason
     before anything is built."""
 
-    def impossible(self, params: P_contra, runtime: Any) -> str | None: ...  # a runtime (the plugin) it cannot run on
+    def impossible(
+        self, params: P_contra, runtime: RuntimeTraits
+    ) -> str | None: ...  # a runtime (the plugin) it cannot run on
     def problems(self, params: P_contra, load: Load) -> list[tuple[str, str, str]]: ...  # (key, problem, fix) of a load
 
 
@@ -241,18 +258,18 @@ class HostUser(Protocol[P_contra]):
     def host_user(self, params: P_contra) -> str: ...
 
 
-def network_of(wl: Workload[Any], params: Layer) -> str:
+def network_of(wl: Workload[P], params: P) -> str:
     """The instances' network: the host's for a server workload that asks for it, else none."""
     return wl.network(params) if isinstance(wl, ServerWorkload) else "none"
 
 
-def span_of(wl: Workload[Any], params: Layer, load: Load) -> dict[str, int] | None:
+def span_of(wl: Workload[P], params: P, load: Load) -> dict[str, int] | None:
     """Instances per host when the workload places its instances over the experiment's hosts itself;
     None: where the trial's `placement` says."""
     return wl.span(params, load) if isinstance(wl, SelfPlacing) else None
 
 
-def part_host_of(wl: Workload[Any], params: Layer) -> str | None:
+def part_host_of(wl: Workload[P], params: P) -> str | None:
     """The host whose part of a trial these parameters are, once `part` made them (never in a spec); None: a
     whole trial's, or the workload does not place itself."""
     return wl.part_host(params) if isinstance(wl, SelfPlacing) else None
@@ -281,10 +298,10 @@ class ToolWorkload(Generic[P]):
     targets: tuple[str, ...] = ("dir", "device")
     metrics: MetricSchema = EMPTY
 
-    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> P:
+    def parse_params(self, raw: JsonObject, base_dir: Path) -> P:
         return self.params.model_validate(raw)
 
-    def available(self, host: dict[str, Any], params: P | None = None) -> str | None:
+    def available(self, host: Mapping[str, object], params: P | None = None) -> str | None:
         return None
 
     def validate(self, params: P) -> list[str]:
@@ -333,13 +350,14 @@ def rendezvous(running: Running, point: str = "measure", check: Callable[[], Non
         running.rendezvous(point, check)
 
 
-def resolve_file(raw: dict[str, Any], base_dir: Path, what: str) -> dict[str, Any]:
+def resolve_file(raw: JsonObject, base_dir: Path, what: str) -> JsonObject:
     """A spec's `file:` relative to the spec's folder, checked to exist."""
     raw = dict(raw)
-    if raw.get("file"):
-        if not isinstance(raw["file"], str):
-            raise ValueError(f"`file` is the path of a {what}, not {type(raw['file']).__name__}")
-        raw["file"] = spec_file(raw["file"], base_dir, what)
+    given = raw.get("file")
+    if given:
+        if not isinstance(given, str):
+            raise ValueError(f"`file` is the path of a {what}, not {type(given).__name__}")
+        raw["file"] = spec_file(given, base_dir, what)
     return raw
 
 

@@ -15,18 +15,20 @@ import json
 import shlex
 import subprocess
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.jsondoc import JsonArray, JsonObject, JsonValue, ShapeError, arr, as_obj, obj, text
 from strata.core.metrics import Metric, MetricSchema, Operations, Show
 from strata.core.params import Load, Strict
 from strata.workloads.base import Parsed, Smoke, Syncs, ToolWorkload, Upgrading, headline, resolve_file
 from strata.workloads.engine import engine_binary
-from strata.workloads.latency import PERCENTILES, percentile
+from strata.workloads.latency import PERCENTILES, figure, percentile
 
 PERSONALITIES_DIR = Path(__file__).parent / "personalities"
 SMOKE_NFILES = 1000  # files per fileset at smoke scale
@@ -102,11 +104,11 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
     barrier = "tool"  # the engine makes its filesets, says it is ready and waits for the start itself
     targets = ("dir",)  # filesets are directory trees
 
-    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
+    def smoke(self, raw: JsonObject) -> JsonObject:
         """experiment/scale.py: 1 s runs, and the shipped personalities' filesets at most SMOKE_NFILES files
         (fileserver and randomfileaccess make 10,000 before their first second: fileserver's about 1.2 GiB
         per instance). A file of the user's keeps its filesets: strata cannot know that it has an $nfiles."""
-        out = {**raw, "runtime": 1}
+        out: JsonObject = {**raw, "runtime": 1}
         sets = raw.get("set")
         if raw.get("file") is None and (sets is None or isinstance(sets, dict)):
             sets = dict(sets or {})
@@ -119,19 +121,20 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
                 out["set"] = sets
         return out
 
-    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> FilebenchParams:
+    def parse_params(self, raw: JsonObject, base_dir: Path) -> FilebenchParams:
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))
 
-    def upgrade(self, result: dict[str, Any], version: int) -> None:
+    def upgrade(self, result: JsonObject, version: int) -> None:
         """v1 -> v2: the headline is MB/s (study 004's unit), as the v1 report showed it."""
-        p = (result.get("metrics") or {}).get("primary")
+        p = as_obj(result.get("metrics") or {}, "metrics").get("primary")
         if version == 1 and isinstance(p, dict) and "value" not in p:
             if p.get("mb_per_s") is not None:
-                p.update(headline(p["mb_per_s"], "MB/s", "mb_per_s"))
+                p.update(headline(figure(p, "mb_per_s"), "MB/s", "mb_per_s"))
             else:
-                p.update(headline(p.get("ops_per_s"), "ops/s", "ops_per_s"))
+                ops = figure(p, "ops_per_s") if p.get("ops_per_s") is not None else None
+                p.update(headline(ops, "ops/s", "ops_per_s"))
 
-    def available(self, host: dict[str, Any], params: FilebenchParams | None = None) -> str | None:
+    def available(self, host: Mapping[str, object], params: FilebenchParams | None = None) -> str | None:
         return (
             None
             if engine_binary()
@@ -198,37 +201,51 @@ def engine_version(binary: Path) -> str | None:
         return None
 
 
-def _window(end: dict[str, Any]) -> tuple[float, float] | None:
+def _window(end: JsonObject) -> tuple[float, float] | None:
     """The engine's measured run on the wall clock: it starts after the filesets and the barrier."""
-    start = end.get("started_unix_s")
-    return (start, start + float(end["runtime_s"])) if start else None
+    if not end.get("started_unix_s"):
+        return None
+    start = figure(end, "started_unix_s")
+    return (start, start + float(figure(end, "runtime_s")))
 
 
 def _value(v: object) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def read_end(o: InstanceOutput) -> dict[str, Any]:
+def _record(line: str, o: InstanceOutput) -> JsonObject:
+    """One line of the engine's output: a JSON object, else a failed trial naming the line."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        raise TrialFailure("parse", f"engine instance {o.index} wrote a line that is not JSON: {line[:200]}", o.stderr)
+    if not isinstance(record, dict):
+        raise TrialFailure(
+            "parse", f"engine instance {o.index} wrote a line that is not a record: {line[:200]}", o.stderr
+        )
+    return record
+
+
+def _int(v: JsonValue, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ShapeError(f"{what} should be an integer, not {type(v).__name__}")
+    return v
+
+
+def read_end(o: InstanceOutput) -> JsonObject:
     """The `end` record of one instance; an `error` record or a missing end is a failed trial."""
     path = o.out_dir / OUTPUT
     lines = path.read_text().splitlines() if path.exists() else []
-    records: list[dict[str, Any]] = []
-    for line in lines:
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise TrialFailure(
-                "parse", f"engine instance {o.index} wrote a line that is not JSON: {line[:200]}", o.stderr
-            )
-    begin = next((r["data"] for r in records if r["type"] == "begin"), None)
+    records = [_record(line, o) for line in lines]
+    begin = next((obj(r, "data") for r in records if r["type"] == "begin"), None)
     if begin and begin.get("protocol") != PROTOCOL:
         raise TrialFailure(
             "bad_input", f"engine protocol {begin.get('protocol')}, strata reads {PROTOCOL}: rebuild the engine"
         )
-    err = next((r["data"] for r in records if r["type"] == "error"), None)
-    end: dict[str, Any] | None = next((r["data"] for r in records if r["type"] == "end"), None)
+    err = next((obj(r, "data") for r in records if r["type"] == "error"), None)
+    end = next((obj(r, "data") for r in records if r["type"] == "end"), None)
     if err and not end:
-        category = ENGINE_ERRORS.get(err.get("kind"), "tool_error")
+        category = ENGINE_ERRORS.get(text(err, "kind"), "tool_error")
         raise TrialFailure(category, f"engine ({err.get('kind')} error): {err['message']}", o.stderr)
     if end is None:
         raise TrialFailure("tool_error", f"engine instance {o.index} exited {o.returncode} without results", o.stderr)
@@ -251,21 +268,29 @@ def read_end(o: InstanceOutput) -> dict[str, Any]:
     return end
 
 
-def aggregate(ends: list[dict[str, Any]]) -> Parsed:
+def _flowops(end: JsonObject) -> list[JsonObject]:
+    return [as_obj(f, "a flowop") for f in arr(end, "flowops")]
+
+
+def aggregate(ends: list[JsonObject]) -> Parsed:
     """Sum rates over instances; per-flowop latency from merged histograms."""
     summary_keys = ("ops", "ops_per_s", "reads_per_s", "writes_per_s", "mb_per_s", "read_bytes", "write_bytes")
-    total = {k: sum(e["summary"][k] for e in ends) for k in summary_keys}
-    flowops = []
-    for i, f0 in enumerate(ends[0]["flowops"]):
-        parts = [e["flowops"][i] for e in ends]
+    summaries = [obj(e, "summary") for e in ends]
+    total = {k: sum(figure(s, k) for s in summaries) for k in summary_keys}
+    flowops: JsonArray = []
+    for i, f0 in enumerate(_flowops(ends[0])):
+        parts = [_flowops(e)[i] for e in ends]
         bins: Counter[int] = Counter()
         for p in parts:
-            for upper, count in zip(p["histogram"]["bucket_ns_upper"], p["histogram"]["counts"]):
-                bins[upper] += count
-        ops = sum(p["ops"] for p in parts)
-        lat = {
-            "mean": (sum(p["latency_us"]["mean"] * p["ops"] for p in parts) / ops) if ops else None,
-            "max": max(p["latency_us"]["max"] for p in parts),
+            h = obj(p, "histogram")
+            for upper, count in zip(arr(h, "bucket_ns_upper"), arr(h, "counts")):
+                bins[_int(upper, "a bucket")] += _int(count, "a count")
+        ops = sum(figure(p, "ops") for p in parts)
+        lat: JsonObject = {
+            "mean": (sum(figure(obj(p, "latency_us"), "mean") * figure(p, "ops") for p in parts) / ops)
+            if ops
+            else None,
+            "max": max(figure(obj(p, "latency_us"), "max") for p in parts),
         }
         for key, pct in PERCENTILES.items():
             v = percentile(bins, pct)
@@ -275,21 +300,21 @@ def aggregate(ends: list[dict[str, Any]]) -> Parsed:
                 "name": f0["name"],
                 "type": f0["type"],
                 "ops": ops,
-                "ops_per_s": sum(p["ops_per_s"] for p in parts),
-                "mb_per_s": sum(p["mb_per_s"] for p in parts),
+                "ops_per_s": sum(figure(p, "ops_per_s") for p in parts),
+                "mb_per_s": sum(figure(p, "mb_per_s") for p in parts),
                 "latency_us": lat,
             }
         )
-    metrics = {
+    metrics: JsonObject = {
         "kind": "filebench",
-        "summary": total,
-        "ms_per_op": (sum(e["summary"]["ms_per_op"] * e["summary"]["ops"] for e in ends) / total["ops"])
+        "summary": dict(total),
+        "ms_per_op": (sum(figure(s, "ms_per_op") * figure(s, "ops") for s in summaries) / total["ops"])
         if total["ops"]
         else None,
         "flowops": flowops,
         "instances": [
-            {"ops_per_s": e["summary"]["ops_per_s"], "mb_per_s": e["summary"]["mb_per_s"], "runtime_s": e["runtime_s"]}
-            for e in ends
+            {"ops_per_s": s["ops_per_s"], "mb_per_s": s["mb_per_s"], "runtime_s": e["runtime_s"]}
+            for e, s in zip(ends, summaries)
         ],
         "primary": headline(
             total["mb_per_s"],
@@ -304,20 +329,20 @@ def aggregate(ends: list[dict[str, Any]]) -> Parsed:
     }
     return Parsed(
         metrics=metrics,
-        moved_bytes={"read": total["read_bytes"], "write": total["write_bytes"]},
+        moved_bytes={"read": int(total["read_bytes"]), "write": int(total["write_bytes"])},
         syncs=syncs(ends),
     )
 
 
-def syncs(ends: list[dict[str, Any]]) -> Syncs:
+def syncs(ends: list[JsonObject]) -> Syncs:
     """The fsync flowops of every instance: their operations, and the threads that run them (the engine's
     `threads`; an output older than it does not say, and then as many streams as syncs: only a device that
     saw no flush at all is flagged)."""
-    ops = [f for e in ends for f in e["flowops"] if f["type"] in SYNC_FLOWOPS and f["ops"]]
-    count = sum(f["ops"] for f in ops)
+    ops = [f for e in ends for f in _flowops(e) if f["type"] in SYNC_FLOWOPS and f["ops"]]
+    count = sum(_int(f["ops"], "ops") for f in ops)
     known = all(f.get("threads") for f in ops)
-    streams = sum(f["threads"] for f in ops) if known else count
-    return Syncs(count, streams, " and ".join(dict.fromkeys(f["type"] for f in ops)) or "fsync")
+    streams = sum(_int(f["threads"], "threads") for f in ops) if known else count
+    return Syncs(count, streams, " and ".join(dict.fromkeys(text(f, "type") for f in ops)) or "fsync")
 
 
 FILEBENCH = Filebench()

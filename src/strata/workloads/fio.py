@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
+from strata.core.jsondoc import JsonArray, JsonObject, as_obj, num, obj, text
 from strata.core.metrics import Axis, BlockIo, Metric, MetricSchema, Show
 from strata.core.params import Load, Strict, size_at_most, size_field, sweep_ends
 from strata.core.units import parse_duration
@@ -31,8 +33,8 @@ from strata.workloads.base import (
     headline,
     resolve_file,
 )
-from strata.workloads.fio_writes import direct_writes, jobs_of, syncs
-from strata.workloads.latency import summarize
+from strata.workloads.fio_writes import direct_writes, jobs, jobs_of, syncs
+from strata.workloads.latency import figure, summarize
 
 PRESETS = {
     "rr": {"rw": "randread", "bs": 4096},
@@ -55,8 +57,12 @@ SERIES = "fio_iops"  # the per-second series of the headline, from fio's own IOP
 SEQUENTIAL = ("read", "write", "rw", "readwrite")
 
 
-def _seconds(v: Any) -> int | None:
-    return v if v is None else int(parse_duration(v))
+def _seconds(v: object) -> int | None:
+    if v is None:
+        return None
+    if not isinstance(v, (int, float, str)):
+        raise ValueError(f"a duration is a number of seconds or a string like 2m, not {type(v).__name__}")
+    return int(parse_duration(v))
 
 
 def block_size_text(bs: int) -> str:
@@ -160,39 +166,45 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
     params = FioParams
     metrics = METRICS
 
-    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> FioParams:
+    def parse_params(self, raw: JsonObject, base_dir: Path) -> FioParams:
         return FioParams.model_validate(resolve_file(raw, base_dir, "fio job file"))
 
-    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
+    def smoke(self, raw: JsonObject) -> JsonObject:
         """experiment/scale.py: 1 s, no ramp, at most 32 MiB, a block size sweep cut to its ends."""
-        out = {**raw, "runtime": 1, "ramp_time": 0, "size": size_at_most(raw.get("size", 1 << 30), 32 << 20)}
+        out: JsonObject = {
+            **raw,
+            "runtime": 1,
+            "ramp_time": 0,
+            "size": size_at_most(raw.get("size", 1 << 30), 32 << 20),
+        }
         if "bs" in raw:
             out["bs"] = sweep_ends(raw["bs"])
         return out
 
-    def shorthand(self, text: str) -> dict[str, Any] | None:
+    def shorthand(self, text: str) -> JsonObject | None:
         return {"preset": text} if text in PRESETS else None
 
-    def upgrade(self, result: dict[str, Any], version: int) -> None:
+    def upgrade(self, result: JsonObject, version: int) -> None:
         """v1 -> v2: the headline as the v1 report computed it (MB/s for sequential I/O, else IOPS),
         and fio's steady-state verdict under the name every tool's has."""
         if version != 1:
             return
-        p = (result.get("metrics") or {}).get("primary")
-        rw = ((result.get("trial") or {}).get("workload") or {}).get("rw")
+        p = _part(result, "metrics").get("primary")
+        rw = _part(_part(result, "trial"), "workload").get("rw")
         if isinstance(p, dict) and "value" not in p:
-            if rw in SEQUENTIAL and p.get("bw_bytes") is not None:
-                p.update(headline(p["bw_bytes"] / 1e6, "MB/s", "bw_bytes", SERIES, series_unit="IOPS"))
-            elif p.get("iops") is not None:
-                p.update(headline(float(p["iops"]), "IOPS", "iops", SERIES, series_unit="IOPS"))
-        steady = (result.get("flags") or {}).get("steady")
+            bw, iops = num(p, "bw_bytes"), num(p, "iops")
+            if rw in SEQUENTIAL and bw is not None:
+                p.update(headline(bw / 1e6, "MB/s", "bw_bytes", SERIES, series_unit="IOPS"))
+            elif iops is not None:
+                p.update(headline(iops, "IOPS", "iops", SERIES, series_unit="IOPS"))
+        steady = _part(result, "flags").get("steady")
         if isinstance(steady, dict) and "fio" in steady:
             steady["tool"] = steady.pop("fio")
-        host = result.get("host") or {}
+        host = _part(result, "host")
         if "fio_version" in host:
-            host.setdefault("tools", {})["fio"] = host.pop("fio_version")
+            as_obj(host.setdefault("tools", {}), "tools")["fio"] = host.pop("fio_version")
 
-    def available(self, host: dict[str, Any], params: FioParams | None = None) -> str | None:
+    def available(self, host: Mapping[str, object], params: FioParams | None = None) -> str | None:
         return None if shutil.which("fio") else "fio is not installed (apt-get install fio)"
 
     def versions(self) -> dict[str, str | None]:
@@ -313,7 +325,12 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
         return aggregate(docs, [iops_series(o.out_dir) for o in outputs])
 
 
-def load_fio_json(o: InstanceOutput) -> dict[str, Any]:
+def _part(doc: JsonObject, key: str) -> JsonObject:
+    """A stored result's member as an object, an empty or missing one as {} (what v1 results may lack)."""
+    return as_obj(doc.get(key) or {}, key)
+
+
+def load_fio_json(o: InstanceOutput) -> JsonObject:
     """The JSON of one instance; a missing or bad one is a failed trial with the tool's words."""
     path = o.out_dir / "fio.json"
     text = path.read_text(errors="replace") if path.exists() else ""
@@ -323,9 +340,8 @@ def load_fio_json(o: InstanceOutput) -> dict[str, Any]:
             _category(o.stderr + text), f"fio instance {o.index} exited {o.returncode}", (o.stderr or text)[-4000:]
         )
     try:
-        doc: dict[str, Any] = json.loads(text[start:])
-        return doc
-    except json.JSONDecodeError as e:
+        return as_obj(json.loads(text[start:]), "fio's JSON")
+    except (json.JSONDecodeError, ValueError) as e:
         raise TrialFailure("parse", f"fio instance {o.index} wrote unreadable JSON: {e}", text[-4000:])
 
 
@@ -340,41 +356,43 @@ def _category(text: str) -> str:
     return "tool_error"
 
 
-def aggregate(docs: list[dict[str, Any]], series: list[dict[int, float]] | None = None) -> Parsed:
+def aggregate(docs: list[JsonObject], series: list[dict[int, float]] | None = None) -> Parsed:
     """Sum throughput over jobs and instances; merge latency histograms."""
-    metrics: dict[str, Any] = {"kind": "fio", "instances": []}
-    moved = {}
+    metrics: JsonObject = {"kind": "fio", "instances": []}  # the stored key order
+    moved: dict[str, int] = {}
+    totals: dict[str, float] = {}  # iops and bw_bytes of both directions, for the headline
     for ddir in ("read", "write"):
-        parts = [j[ddir] for d in docs for j in d["jobs"]]
-        agg = {
-            "iops": sum(p["iops"] for p in parts),
-            "bw_bytes": sum(p["bw_bytes"] for p in parts),
-            "io_bytes": sum(p["io_bytes"] for p in parts),
-            "total_ios": sum(p["total_ios"] for p in parts),
-        }
+        parts = [obj(j, ddir) for d in docs for j in _jobs(d)]
+        agg: JsonObject = {k: sum(figure(p, k) for p in parts) for k in ("iops", "bw_bytes", "io_bytes", "total_ios")}
         for key in LAT_KEYS:
             agg[key] = summarize([p.get(key) for p in parts])
         metrics[ddir] = agg
-        moved[ddir] = agg["io_bytes"]
+        moved[ddir] = int(sum(figure(p, "io_bytes") for p in parts))
+        for k in ("iops", "bw_bytes"):
+            totals[k] = totals.get(k, 0) + sum(figure(p, k) for p in parts)
+    instances: JsonArray = []
+    runtimes: list[int] = []
     for d in docs:
-        inst: dict[str, Any] = {
-            ddir: {k: sum(j[ddir][k] for j in d["jobs"]) for k in ("iops", "bw_bytes", "io_bytes")}
+        inst: JsonObject = {
+            ddir: {k: sum(figure(obj(j, ddir), k) for j in _jobs(d)) for k in ("iops", "bw_bytes", "io_bytes")}
             for ddir in ("read", "write")
         }
-        inst["job_runtime_ms"] = job_runtime_ms(d)
+        runtimes.append(job_runtime_ms(d))
+        inst["job_runtime_ms"] = runtimes[-1]
         inst["end_ms"] = d.get("timestamp_ms")
-        metrics["instances"].append(inst)
+        instances.append(inst)
+    metrics["instances"] = instances
     metrics["fio_version"] = docs[0].get("fio version") if docs else None
-    ss = [j["steadystate"] for d in docs for j in d["jobs"] if "steadystate" in j]
-    tool_steady: dict[str, Any] | None = None
+    ss = [obj(j, "steadystate") for d in docs for j in _jobs(d) if "steadystate" in j]
+    tool_steady: JsonObject | None = None
     if ss:
         tool_steady = {
             "criterion": ss[0]["ss"],
             "attained": all(bool(s["attained"]) for s in ss),
-            "runtime_ms": max(i["job_runtime_ms"] for i in metrics["instances"]),
+            "runtime_ms": max(runtimes),
         }
         metrics["steadystate"] = tool_steady  # stored with the metrics, as before
-    metrics["primary"] = fio_headline(metrics, docs)
+    metrics["primary"] = fio_headline(totals["iops"], totals["bw_bytes"], docs)
     merged = _sum_series(series or [])
     return Parsed(
         metrics=metrics,
@@ -387,31 +405,37 @@ def aggregate(docs: list[dict[str, Any]], series: list[dict[int, float]] | None 
     )
 
 
-def fio_headline(metrics: dict[str, Any], docs: list[dict[str, Any]]) -> dict[str, Any]:
-    """IOPS for random I/O, MB/s for sequential I/O, as study 003 reports them (section 5)."""
-    iops = metrics["read"]["iops"] + metrics["write"]["iops"]
-    bw = metrics["read"]["bw_bytes"] + metrics["write"]["bw_bytes"]
-    sequential = bool(docs) and all(d["jobs"][0]["job options"].get("rw", "") in SEQUENTIAL for d in docs)
+def _jobs(doc: JsonObject) -> list[JsonObject]:
+    """An instance's job entries (fio always writes `jobs`: a document without is unreadable, as before)."""
+    if "jobs" not in doc:
+        raise ValueError("fio's JSON has no jobs")
+    return jobs(doc)
+
+
+def fio_headline(iops: float, bw: float, docs: list[JsonObject]) -> JsonObject:
+    """IOPS for random I/O, MB/s for sequential I/O (`iops`, `bw`: both directions'), as study 003 reports them
+    (section 5)."""
+    sequential = bool(docs) and all(text(obj(_jobs(d)[0], "job options"), "rw") in SEQUENTIAL for d in docs)
     if sequential:
         return headline(bw / 1e6, "MB/s", "bw_bytes", SERIES, series_unit="IOPS", iops=iops, bw_bytes=bw)
     return headline(float(iops), "IOPS", "iops", SERIES, series_unit="IOPS", iops=iops, bw_bytes=bw)
 
 
-def job_runtime_ms(doc: dict[str, Any]) -> int:
+def job_runtime_ms(doc: JsonObject) -> int:
     """The longest measured runtime of an instance's jobs. Under group_reporting fio sums `job_runtime`
     over the jobs an entry stands for (32 jobs of 6 s: 192,106 ms), so each entry's is divided by its jobs,
     and it is never longer than the job existed (`elapsed`, whole seconds, its ramp included)."""
     out = 0
-    for j in doc.get("jobs", []):
-        ms = int(j.get("job_runtime", 0)) // jobs_of(doc, j)
-        out = max(out, min(ms, int(j["elapsed"]) * 1000) if j.get("elapsed") else ms)
+    for j in jobs(doc):
+        ms = int(num(j, "job_runtime", 0) or 0) // jobs_of(doc, j)
+        out = max(out, min(ms, int(figure(j, "elapsed")) * 1000) if j.get("elapsed") else ms)
     return out
 
 
-def io_window(doc: dict[str, Any]) -> tuple[float, float] | None:
+def io_window(doc: JsonObject) -> tuple[float, float] | None:
     """(start, end) wall clock of an instance's measured I/O: fio 3.33's JSON has no start time,
     so it is the end (`timestamp_ms`, written when the jobs finish) minus the longest job's runtime."""
-    end_ms = doc.get("timestamp_ms")
+    end_ms = num(doc, "timestamp_ms")
     runtime_ms = job_runtime_ms(doc)
     if not end_ms or not runtime_ms:
         return None

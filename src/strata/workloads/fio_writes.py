@@ -14,9 +14,9 @@ device flushes per fsync on ext4) and the synchronous ones; `iodepth` per job fo
 
 from __future__ import annotations
 
-from typing import Any
-
+from strata.core.jsondoc import JsonObject, arr, as_obj, obj, whole
 from strata.workloads.base import DirectWrites, Syncs
+from strata.workloads.latency import figure
 
 # Engines with at most one sync of a job at a time (fio's engines/libaio.c syncs once its queue is empty).
 SERIAL_SYNC_ENGINES = ("libaio", "psync", "sync", "vsync", "pvsync", "pvsync2", "mmap")
@@ -24,18 +24,23 @@ SYNC_OPTIONS = ("fsync", "fdatasync", "sync_file_range", "end_fsync", "fsync_on_
 SYNCED_WRITES = ("1", "sync", "dsync", "true")  # `sync=`: each write is O_SYNC or O_DSYNC
 
 
-def option(doc: dict[str, Any], job: dict[str, Any], key: str, default: str = "") -> str:
+def jobs(doc: JsonObject) -> list[JsonObject]:
+    """The job entries of an instance's fio JSON."""
+    return [as_obj(j, "a job") for j in arr(doc, "jobs")]
+
+
+def option(doc: JsonObject, job: JsonObject, key: str, default: str = "") -> str:
     """A job's option as fio ran it: its own, else the global section's, else `default`."""
-    v = (job.get("job options") or {}).get(key)
+    v = obj(job, "job options").get(key)
     if v is None:
-        v = (doc.get("global options") or {}).get(key)
+        v = obj(doc, "global options").get(key)
     return str(v) if v is not None else default
 
 
-def jobs_of(doc: dict[str, Any], job: dict[str, Any]) -> int:
+def jobs_of(doc: JsonObject, job: JsonObject) -> int:
     """The jobs one JSON entry stands for: numjobs under group_reporting (one entry), else 1 (each clone)."""
     numjobs = _int(option(doc, job, "numjobs", "1"), 1)
-    same = sum(1 for j in doc.get("jobs", []) if j.get("jobname") == job.get("jobname"))
+    same = sum(1 for j in jobs(doc) if j.get("jobname") == job.get("jobname"))
     return max(1, numjobs // max(1, same))
 
 
@@ -46,24 +51,24 @@ def _int(text: str, default: int) -> int:
         return default
 
 
-def _streams(doc: dict[str, Any], job: dict[str, Any]) -> int:
+def _streams(doc: JsonObject, job: JsonObject) -> int:
     engine = option(doc, job, "ioengine", "psync").split(":")[0]
     depth = 1 if engine in SERIAL_SYNC_ENGINES else max(1, _int(option(doc, job, "iodepth", "1"), 1))
     return jobs_of(doc, job) * depth
 
 
-def _synced_writes(doc: dict[str, Any], job: dict[str, Any]) -> bool:
+def _synced_writes(doc: JsonObject, job: JsonObject) -> bool:
     return option(doc, job, "sync", "0").lower() in SYNCED_WRITES
 
 
-def syncs(docs: list[dict[str, Any]]) -> Syncs:
+def syncs(docs: list[JsonObject]) -> Syncs:
     """The syncs of every job of every instance, by fio's count (0: it asked for none)."""
     count = streams = calls = 0
     kinds: list[str] = []
     for doc in docs:
-        for job in doc.get("jobs", []):
-            called = int((job.get("sync") or {}).get("total_ios") or 0)
-            writes = int(job["write"]["total_ios"]) if _synced_writes(doc, job) else 0
+        for job in jobs(doc):
+            called = whole(obj(job, "sync"), "total_ios") or 0
+            writes = int(figure(obj(job, "write"), "total_ios")) if _synced_writes(doc, job) else 0
             if not called and not writes:
                 continue
             count += called + writes
@@ -76,14 +81,14 @@ def syncs(docs: list[dict[str, Any]]) -> Syncs:
     return Syncs(count, max(1, streams) if count else 0, what, by_writes=count > 0 and calls == 0)
 
 
-def direct_writes(docs: list[dict[str, Any]]) -> DirectWrites | None:
+def direct_writes(docs: list[JsonObject]) -> DirectWrites | None:
     """The writes of every job, when every job that wrote did so with O_DIRECT (None: none did, or some
     wrote through the page cache, whose writes the device takes later and merged)."""
-    writing = [(doc, job) for doc in docs for job in doc.get("jobs", []) if job["write"]["total_ios"]]
+    writing = [(doc, job) for doc in docs for job in jobs(doc) if figure(obj(job, "write"), "total_ios")]
     if not writing or any(option(doc, job, "direct", "0") not in ("1", "true") for doc, job in writing):
         return None
     return DirectWrites(
-        sum(int(job["write"]["total_ios"]) for _, job in writing),
-        sum(int(job["write"]["io_bytes"]) for _, job in writing),
+        sum(int(figure(obj(job, "write"), "total_ios")) for _, job in writing),
+        sum(int(figure(obj(job, "write"), "io_bytes")) for _, job in writing),
         all(option(doc, job, "rw", "read").split(":")[0].startswith("rand") for doc, job in writing),
     )

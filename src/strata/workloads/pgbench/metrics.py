@@ -34,10 +34,11 @@ flags it for its reads, with the scale that would not fit.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, obj
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, Syncs, headline
+from strata.workloads.latency import figure
 from strata.workloads.pgbench import parse as pp
 from strata.workloads.pgbench import sampling
 from strata.workloads.pgbench.params import PgbenchParams
@@ -49,7 +50,7 @@ SERIES = "pgbench_tps"
 US_NS = 1000.0
 
 
-def summary_ns(h: hdr.Histogram | None) -> dict[str, Any]:
+def summary_ns(h: hdr.Histogram | None) -> JsonObject:
     """A latency summary in ns from a histogram in us."""
     return latency.of_hdr(h, US_NS)
 
@@ -62,13 +63,18 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     tps = sum(r.summary.tps or 0.0 for r in runs)
     merged, weighted = sampling.merge((r.logs.latency, r.sampling_rate) for r in runs)
     latency = summary_ns(merged)
-    log = _log(runs, recs, merged, latency, weighted)
-    done = {"tps": tps, "lat_ns": latency}
+    sampled = any(r.sampling_rate < 1.0 for r in runs)
+    log = _log(runs, recs, merged, latency, weighted, sampled)
+    done: JsonObject = {"tps": tps, "lat_ns": latency}
     wal, blocks, checkpoints = _deltas(recs)
-    server = next((r["server"] for r in recs if r.get("server")), None)
+    server = next((as_obj(r["server"], "server") for r in recs if r.get("server")), None)
     block_bytes = _block_bytes(server)
-    cache = _cache(params, recs)
-    metrics = {
+    if blocks is not None:
+        blocks["read_bytes"] = blocks["read"] * block_bytes
+    data = records.data_set_bytes(recs, "database_bytes")
+    mem, of = records.usable_memory(recs)
+    cache = _cache(params, recs, data, mem, of)
+    metrics: JsonObject = {
         "kind": "pgbench",
         "primary": headline(tps, "tx/s", "tps", SERIES, series_unit="tx/s", tps=tps),
         "tps": tps,
@@ -77,13 +83,13 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
         "log": log,
         "read": {"tps": 0.0} if params.writes else done,
         "write": done if params.writes else {"tps": 0.0},
-        "wal": wal,
-        "blocks": blocks,
+        "wal": dict(wal) if wal is not None else None,
+        "blocks": dict(blocks) if blocks is not None else None,
         "checkpoints": _checkpoints(checkpoints, params, recs, _started(runs)),
         "server": server,
         "cache": cache,
         "clients": records.phases(recs),
-        "node_ready_s": records.ready_s(recs),
+        "node_ready_s": list(records.ready_s(recs)),
         "pgbench": {
             "version": runs[0].summary.version if runs else None,
             "transaction_type": runs[0].summary.transaction_type if runs else None,
@@ -93,16 +99,14 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     if params.rate is not None:
         lags = sampling.merge((r.logs.lag, r.sampling_rate) for r in runs)[0]
         lag_ns = summary_ns(lags)
-        log["lag_withheld"] = sampling.withhold(lag_ns, sampling.beyond(lags), log["sampled"])
+        log["lag_withheld"] = list(sampling.withhold(lag_ns, sampling.beyond(lags), sampled))
         metrics["lag_ns"] = lag_ns
         metrics["offered"] = {"rate_tx_s": params.rate, "servers": records.servers(recs)}
-    if blocks is not None:
-        blocks["read_bytes"] = blocks["read"] * block_bytes
     moved = {"read": (blocks or {}).get("read_bytes") or 0, "write": (wal or {}).get("bytes") or 0}
     series = _series(runs)
     windows = [_window(r.logs) for r in runs]
     # WAL syncs (pg_stat_wal.wal_sync) wait one at a time on each server's WALWriteLock: one stream a server
-    servers = sum(r.get("servers") or 1 for r in recs)
+    servers = sum(max(1, records.servers([r])) for r in recs)
     syncs = Syncs(wal["syncs"], servers, "WAL syncs") if wal and wal.get("syncs") is not None else None
     return Parsed(
         metrics,
@@ -111,7 +115,7 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
         windows,
         dirs,
         moved_basis=BASIS,
-        memory=_memory(params, cache, recs),
+        memory=_memory(params, data, mem, of),
         syncs=syncs,
     )
 
@@ -127,7 +131,7 @@ def _window(logs: pp.Logs) -> tuple[float, float] | None:
     return logs.first_start_s, logs.last_end_s
 
 
-def _server(run: pp.Run) -> dict[str, Any]:
+def _server(run: pp.Run) -> JsonObject:
     s, logs = run.summary, run.logs
     logged = logs.completed + logs.failed + logs.skipped
     return {
@@ -140,34 +144,38 @@ def _server(run: pp.Run) -> dict[str, Any]:
     }
 
 
-def _sampling_rate(record: dict[str, Any]) -> float:
+def _sampling_rate(record: JsonObject) -> float:
     """The share of the transactions a host's logs hold: its record's (1.0 in an older strata's: no `log`)."""
-    rate = (record.get("log") or {}).get("sampling_rate")
+    rate = obj(record, "log").get("sampling_rate")
     return float(rate) if isinstance(rate, (int, float)) and 0 < rate <= 1 else 1.0
 
 
 def _log(
-    runs: list[pp.Run], recs: list[dict[str, Any]], merged: hdr.Histogram | None, lat: dict[str, Any], weighted: bool
-) -> dict[str, Any]:
+    runs: list[pp.Run],
+    recs: list[JsonObject],
+    merged: hdr.Histogram | None,
+    lat: JsonObject,
+    weighted: bool,
+    sampled: bool,
+) -> JsonObject:
     """What the latency figures rest on: the logs' sampling rate (one, or each host's), the transactions they
     hold, the samples beyond each percentile, and the percentiles withheld from `lat` for too few of them."""
-    rates = sorted({r.sampling_rate for r in runs})
-    sampled = any(k < 1.0 for k in rates)
+    rates: list[JsonValue] = [*sorted({r.sampling_rate for r in runs})]
     beyond = sampling.beyond(merged)
-    chosen = [r["log"] for r in recs if isinstance(r.get("log"), dict)]
+    chosen: list[JsonValue] = [r["log"] for r in recs if isinstance(r.get("log"), dict)]
     return {
         "sampling_rate": rates[0] if len(rates) == 1 else rates,
         "sampled": sampled,
-        "logged": sum(s["logged"] for s in map(_server, runs)),
-        "samples_beyond": beyond,
+        "logged": sum(r.logs.completed + r.logs.failed + r.logs.skipped for r in runs),
+        "samples_beyond": dict(beyond),
         "min_beyond": sampling.MIN_BEYOND,
-        "withheld": sampling.withhold(lat, beyond, sampled),
+        "withheld": list(sampling.withhold(lat, beyond, sampled)),
         "weighted": weighted,  # hosts that sampled at different rates, merged weighted (sampling.merge)
         "chosen": chosen[0] if len(chosen) == 1 else chosen or None,
     }
 
 
-def _transactions(runs: list[pp.Run]) -> dict[str, Any]:
+def _transactions(runs: list[pp.Run]) -> JsonObject:
     counts = ("processed", "failed", "retried", "retries", "skipped", "late")
     n = {k: sum(getattr(r.summary, k) or 0 for r in runs) for k in counts}
     ended = n["processed"] + n["failed"]
@@ -180,26 +188,26 @@ def _series(runs: list[pp.Run]) -> list[list[float]]:
 
 
 def _deltas(
-    recs: list[dict[str, Any]],
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+    recs: list[JsonObject],
+) -> tuple[dict[str, int] | None, dict[str, int] | None, dict[str, float] | None]:
     """The WAL, the blocks and the checkpoints of the measured run: each server's counters after it less before."""
     before, after = records.observed(recs, "before"), records.observed(recs, "after")
     if not before or len(before) != len(after) or any("error" in c for c in before + after):
         return None, None, None
     # counters a server of an older strata did not read (stored results before pg_stat_bgwriter) are absent
     names = [k for k in COUNTERS if k != "database_bytes" and all(k in c for c in before + after)]
-    d = {k: sum(a[k] - b[k] for a, b in zip(after, before)) for k in names}
+    d = {k: sum(figure(a, k) - figure(b, k) for a, b in zip(after, before)) for k in names}
     wal = {
-        "bytes": d["wal_bytes"],
-        "records": d["wal_records"],
-        "fpi": d["wal_fpi"],
-        "writes": d["wal_write"],
-        "syncs": d["wal_sync"],
+        "bytes": int(d["wal_bytes"]),
+        "records": int(d["wal_records"]),
+        "fpi": int(d["wal_fpi"]),
+        "writes": int(d["wal_write"]),
+        "syncs": int(d["wal_sync"]),
     }
-    blocks = {"read": d["blks_read"], "hit": d["blks_hit"]}
+    blocks = {"read": int(d["blks_read"]), "hit": int(d["blks_hit"])}
     if "checkpoints_timed" not in d:
         return wal, blocks, None
-    cp = {
+    cp: dict[str, float] = {
         "timed": d["checkpoints_timed"],
         "requested": d["checkpoints_req"],
         "write_ms": round(d["checkpoint_write_time"], 3),
@@ -220,13 +228,13 @@ def _started(runs: list[pp.Run]) -> float | None:
 
 
 def _checkpoints(
-    cp: dict[str, Any] | None, params: PgbenchParams, recs: list[dict[str, Any]], started: float | None
-) -> dict[str, Any] | None:
+    cp: dict[str, float] | None, params: PgbenchParams, recs: list[JsonObject], started: float | None
+) -> JsonObject | None:
     """The checkpoints inside the measured run (`count`: timed and requested, of every server), and when they
     fall: the run started `phase_s` seconds into a checkpoint_timeout counted from the clock's CHECKPOINT."""
     if cp is None:
         return None
-    out = {"count": cp["timed"] + cp["requested"], **cp, "timeout_s": params.checkpoint_timeout}
+    out: JsonObject = {"count": cp["timed"] + cp["requested"], **cp, "timeout_s": params.checkpoint_timeout}
     out["max_wal_size_bytes"] = params.max_wal_size
     clock = next((r.get("checkpoint_clock_s") for r in recs if r.get("checkpoint_clock_s")), None)
     if isinstance(clock, (int, float)) and isinstance(started, (int, float)):
@@ -234,16 +242,15 @@ def _checkpoints(
     return out
 
 
-def _block_bytes(server: dict[str, Any] | None) -> int:
+def _block_bytes(server: JsonObject | None) -> int:
     block = (server or {}).get("block_bytes")
     return block if isinstance(block, int) and block > 0 else BLOCK_BYTES
 
 
-def _cache(params: PgbenchParams, recs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The data set beside the memory the servers can use: it fits when it is no larger (the cache rule reads it)."""
-    data = records.data_set_bytes(recs, "database_bytes")
-    mem, of = records.usable_memory(recs)
-    cached = [r["page_cache_bytes"] for r in recs if isinstance(r.get("page_cache_bytes"), int)]
+def _cache(params: PgbenchParams, recs: list[JsonObject], data: int | None, mem: int | None, of: str) -> JsonObject:
+    """The data set (`data`) beside the memory the servers can use (`mem`, bounded by `of`): it fits when it is no
+    larger (the cache rule reads it)."""
+    cached = [c for c in (r.get("page_cache_bytes") for r in recs) if isinstance(c, int)]
     return {
         "data_set_bytes": data,
         "memory_bytes": mem,
@@ -256,12 +263,11 @@ def _cache(params: PgbenchParams, recs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _memory(params: PgbenchParams, cache: dict[str, Any], recs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _memory(params: PgbenchParams, data: int | None, mem: int | None, of: str) -> JsonObject | None:
     """What the cache rule judges: the data set and the memory (memory.data_set), with the scale that would
     not fit in it (twice the memory: then most reads must reach the device)."""
-    data, mem = cache["data_set_bytes"], cache["memory_bytes"]
-    out = memory.data_set(data, mem, cache["memory_of"])
-    if out is None or not data:
+    out = memory.data_set(data, mem, of)
+    if out is None or not data or mem is None:
         return out
     per_scale = data / params.scale
     need = int(2 * mem // per_scale) + 1

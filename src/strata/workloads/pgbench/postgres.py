@@ -34,6 +34,7 @@ import shlex
 import subprocess
 
 from strata.core.instances import ImageSpec
+from strata.core.jsondoc import JsonObject
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.server import lifecycle
 from strata.workloads.server.loopback import port
@@ -264,7 +265,7 @@ def _is_float(text: str) -> bool:
         return False
 
 
-def facts(instance: int) -> dict[str, object]:
+def facts(instance: int) -> JsonObject:
     """What the running server says of itself: its version, its block size, and the settings in force (those
     not at their built-in default, and STORED), each as `setting` with its unit (`8kB`, `30s`) and its
     source; {"error": psql's words} when they cannot be read."""
@@ -285,7 +286,7 @@ def with_unit(setting: str, unit: str) -> str:
     return setting + unit
 
 
-def parse_facts(text: str) -> dict[str, object]:
+def parse_facts(text: str) -> JsonObject:
     settings_: dict[str, str] = {}
     sources: dict[str, str] = {}
     for line in text.splitlines():

@@ -20,8 +20,9 @@ percentile of a sample says little of the run's); with the whole log they are th
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Iterable
 
+from strata.core.jsondoc import JsonObject
 from strata.workloads import hdr
 from strata.workloads.latency import PERCENTILES
 
@@ -40,12 +41,12 @@ def rounded(rate: float) -> float:
     return max(MIN_RATE, min(1.0, float(word(rate))))
 
 
-def choose(asked: float | str, warmup_tps: float | None, offered_tps: float | None) -> dict[str, Any]:
+def choose(asked: float | str, warmup_tps: float | None, offered_tps: float | None) -> JsonObject:
     """The rate of a host's measured run: the spec's number as it is, or `auto`'s from the warm-up's throughput
     of every server of the host (else the offered rate), with what it was chosen from."""
     if not isinstance(asked, str):
         return {"sampling_rate": rounded(asked), "chosen": "spec"}
-    out: dict[str, Any] = {"chosen": "auto", "logged_per_s": LOGGED_PER_S}
+    out: JsonObject = {"chosen": "auto", "logged_per_s": LOGGED_PER_S}
     if warmup_tps:
         tps, out["from"] = warmup_tps, "warm-up"
     elif offered_tps:
@@ -103,7 +104,7 @@ def beyond(h: hdr.Histogram | None) -> dict[str, int]:
     return out
 
 
-def withhold(summary: dict[str, Any], counts: dict[str, int], sampled: bool) -> list[str]:
+def withhold(summary: JsonObject, counts: dict[str, int], sampled: bool) -> list[str]:
     """A sample's percentiles with fewer than MIN_BEYOND samples beyond them, set to None in `summary`; their
     names. The whole log's percentiles are the run's own: all kept."""
     if not sampled:

@@ -13,6 +13,7 @@ from typing import Any, Callable, TypeVar
 
 from pydantic import Field
 
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Layer
 from strata.core.units import parse_duration
 from strata.workloads.base import spec_file
@@ -23,23 +24,25 @@ MiB = 1 << 20
 T = TypeVar("T", bound=Layer)
 
 
-def seconds(v: Any) -> int:
+def seconds(v: object) -> int:
     """A `mode="before"` validator for whole seconds: 60, '90s', '2m'."""
+    if not isinstance(v, (int, float, str)):
+        raise ValueError(f"a duration is a number of seconds or a string like 2m, not {type(v).__name__}")
     return int(parse_duration(v))
 
 
-def none_word(v: Any) -> Any:
+def none_word(v: object) -> object:
     """A `mode="before"` validator that reads the word `none` (any case) as None, for optional numbers."""
     return None if isinstance(v, str) and v.strip().lower() == "none" else v
 
 
-def seconds_or_none(v: Any) -> int | None:
+def seconds_or_none(v: object) -> int | None:
     """A `mode="before"` validator for whole seconds that may be none."""
     v = none_word(v)
     return None if v is None else seconds(v)
 
 
-def whole(value: Any, default: int) -> int:
+def whole(value: object, default: int) -> int:
     """A raw spec's whole number (a `smoke` shrinking it), or `default` where it holds none (a sweep, a word)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
@@ -57,9 +60,7 @@ def size_word(n: int) -> str:
     return f"{n // MiB}MiB" if n % MiB == 0 else f"{n}B"
 
 
-def resolve_script(
-    raw: dict[str, Any], base_dir: Path, key: str, what: str, max_bytes: int | None = None
-) -> dict[str, Any]:
+def resolve_script(raw: JsonObject, base_dir: Path, key: str, what: str, max_bytes: int | None = None) -> JsonObject:
     """A spec whose `key` says `file:PATH`: the path relative to the spec's folder, checked to be a file (of at
     most `max_bytes`), as the parameters' `file`."""
     raw = dict(raw)
@@ -67,6 +68,10 @@ def resolve_script(
     if isinstance(value, str) and value.startswith("file:"):
         raw["file"] = spec_file(value[len("file:") :], base_dir, what, max_bytes, f"{key}: {value}")
     return raw
+
+
+# The `*_field` helpers return what pydantic's `Field` does (Any, so that a field's default is typed by its
+# annotation).
 
 
 def warmup_field(default: int, more: str = "") -> Any:

@@ -7,21 +7,22 @@ histogram on one bucket grid, added bucket by bucket (sysbench's).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
+from strata.core.jsondoc import JsonObject
 from strata.workloads import hdr
 from strata.workloads.latency import PERCENTILES
 
 
-def empty() -> dict[str, Any]:
+def empty() -> JsonObject:
     return {"n": 0, "mean": None, "min": None, "max": None, **{k: None for k in PERCENTILES}}
 
 
-def of_hdr(h: hdr.Histogram | None, unit: float) -> dict[str, Any]:
+def of_hdr(h: hdr.Histogram | None, unit: float) -> JsonObject:
     """The summary of an HdrHistogram, each value times `unit` (1000.0: from us to ns; 1: as recorded)."""
     if h is None or h.total == 0:
         return empty()
-    out = {"n": h.total, "mean": h.mean() * unit, "min": h.min() * unit, "max": h.max() * unit}
+    out: JsonObject = {"n": h.total, "mean": h.mean() * unit, "min": h.min() * unit, "max": h.max() * unit}
     return out | {k: h.value_at_percentile(pct) * unit for k, pct in PERCENTILES.items()}
 
 
@@ -40,7 +41,7 @@ def of_buckets(
     mean: float | None,
     low: float | None,
     high: float | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The summary of a merged histogram whose values are in units of `unit_ns` (1e6: ms), with the tool's own
     mean, min and max (exact where the histogram's buckets are not) and each percentile by the tool's rule."""
     if sum(counts.values()) == 0:
@@ -49,5 +50,5 @@ def of_buckets(
     def ns(v: float | None) -> float | None:
         return None if v is None else v * unit_ns
 
-    out: dict[str, Any] = {"n": sum(counts.values()), "mean": ns(mean), "min": ns(low), "max": ns(high)}
+    out: JsonObject = {"n": sum(counts.values()), "mean": ns(mean), "min": ns(low), "max": ns(high)}
     return out | {k: ns(percentile(counts, pct)) for k, pct in PERCENTILES.items()}

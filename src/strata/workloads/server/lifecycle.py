@@ -30,10 +30,11 @@ import re
 import socket
 import time
 from pathlib import Path
-from typing import Any, Callable, Protocol, TypedDict
+from typing import Callable, Protocol, TypedDict
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput
+from strata.core.jsondoc import JsonObject, as_obj, whole
 from strata.core.params import Load
 from strata.workloads.base import MeasureContext, P, P_contra, rendezvous
 from strata.workloads.server import clients, memory
@@ -74,19 +75,17 @@ class Hooks(Servers, Protocol[P_contra]):
     def clients_dir(self) -> str: ...
     @property
     def client_what(self) -> str: ...
-    def record(self, params: P_contra, load: Load) -> dict[str, Any]: ...
+    def record(self, params: P_contra, load: Load) -> JsonObject: ...
     def start_servers(self, params: P_contra, load: Load, ctx: MeasureContext) -> list[float]: ...
     def drives(self, params: P_contra) -> bool: ...
     def after_start(self, params: P_contra, load: Load, ctx: MeasureContext) -> None: ...
-    def server_facts(self, params: P_contra, load: Load, ctx: MeasureContext) -> dict[str, Any]: ...
+    def server_facts(self, params: P_contra, load: Load, ctx: MeasureContext) -> JsonObject: ...
     def phases(self, params: P_contra) -> tuple[str, ...]: ...
     def after_phase(
-        self, phase: str, params: P_contra, load: Load, ctx: MeasureContext, record: dict[str, Any]
+        self, phase: str, params: P_contra, load: Load, ctx: MeasureContext, record: JsonObject
     ) -> None: ...
-    def observe(
-        self, point: str, params: P_contra, load: Load, ctx: MeasureContext, record: dict[str, Any]
-    ) -> None: ...
-    def clients(self, phase: str, params: P_contra, load: Load, out: Path, record: dict[str, Any]) -> list[Client]: ...
+    def observe(self, point: str, params: P_contra, load: Load, ctx: MeasureContext, record: JsonObject) -> None: ...
+    def clients(self, phase: str, params: P_contra, load: Load, out: Path, record: JsonObject) -> list[Client]: ...
     def phase_timeout_s(self, phase: str, params: P_contra) -> float: ...
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure: ...
 
@@ -94,21 +93,23 @@ class Hooks(Servers, Protocol[P_contra]):
 def measure(wl: Hooks[P], params: P, load: Load, ctx: MeasureContext) -> list[InstanceOutput]:
     running, art = ctx.running, ctx.art
     record = wl.record(params, load)
-    record["memory"] = memory.usable(load, record.get("servers") or 0)
+    phases = as_obj(record["phases"], "phases")  # the record's own, filled below in order
+    record["memory"] = memory.usable(load, whole(record, "servers") or 0)
     running.ready(ctx.prepare_timeout_s)
     running.go()
-    record["node_ready_s"] = wl.start_servers(params, load, ctx)
+    record["node_ready_s"] = list(wl.start_servers(params, load, ctx))
     if not wl.drives(params):
         return serve(wl, ctx, record)
     wl.after_start(params, load, ctx)
     record["server"] = wl.server_facts(params, load, ctx)
     for phase in wl.phases(params):
-        record["phases"][phase] = run_phase(wl, phase, params, load, ctx, record)
+        phases[phase] = phase_doc(run_phase(wl, phase, params, load, ctx, record))
         wl.after_phase(phase, params, load, ctx, record)
     rendezvous(running)  # across hosts: every host's measured run starts together
     wl.observe("before", params, load, ctx, record)
     with ctx.collect():
-        record["phases"]["run"] = run_phase(wl, "run", params, load, ctx, record)
+        run = run_phase(wl, "run", params, load, ctx, record)
+        phases["run"] = phase_doc(run)
         record["page_cache_bytes"] = page_cache_bytes()
     wl.observe("after", params, load, ctx, record)
     write_record(art / wl.clients_dir, record)
@@ -116,12 +117,13 @@ def measure(wl: Hooks[P], params: P, load: Load, ctx: MeasureContext) -> list[In
     (art / "sync" / STOP_FILE).touch()
     outputs = running.wait(STOP_TIMEOUT_S, ctx.watch)
     if not outputs:  # a host that runs only the clients: they are its output
-        wall = record["phases"]["run"]["wall_s"]
-        return [InstanceOutput(0, art / wl.clients_dir, 0, "", None, None, {"role": "clients", "run_wall_s": wall})]
+        return [
+            InstanceOutput(0, art / wl.clients_dir, 0, "", None, None, {"role": "clients", "run_wall_s": run["wall_s"]})
+        ]
     return outputs
 
 
-def serve(wl: Hooks[P], ctx: MeasureContext, record: dict[str, Any]) -> list[InstanceOutput]:
+def serve(wl: Hooks[P], ctx: MeasureContext, record: JsonObject) -> list[InstanceOutput]:
     """A host's part whose servers another host's clients use: its servers serve, and its collectors
     run, from the barrier until every part measured."""
     rendezvous(ctx.running)
@@ -135,7 +137,7 @@ def serve(wl: Hooks[P], ctx: MeasureContext, record: dict[str, Any]) -> list[Ins
     return ctx.running.wait(STOP_TIMEOUT_S, ctx.watch)
 
 
-def write_record(out: Path, record: dict[str, Any]) -> None:
+def write_record(out: Path, record: JsonObject) -> None:
     """clients.json in the clients' directory (`out`)."""
     out.mkdir(exist_ok=True)
     (out / "clients.json").write_text(json.dumps(record, indent=1))
@@ -254,7 +256,7 @@ def _instances(ctx: MeasureContext) -> list[int]:
 # ---- the clients ----------------------------------------------------------------------
 
 
-def run_phase(wl: Hooks[P], phase: str, params: P, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> Phase:
+def run_phase(wl: Hooks[P], phase: str, params: P, load: Load, ctx: MeasureContext, record: JsonObject) -> Phase:
     """Every client of one phase at once; their wall and CPU time. A server that dies fails the trial."""
     out = ctx.art / wl.clients_dir / phase
     runs = wl.clients(phase, params, load, out, record)
@@ -287,6 +289,16 @@ def run_phase(wl: Hooks[P], phase: str, params: P, load: Load, ctx: MeasureConte
         "clients": [str(c.out_dir.relative_to(ctx.art)) for c in runs],
         "client_cpu_s": [round(c, 3) for c in cpu],
         "client_cpu_share": round(sum(cpu) / wall / (os.cpu_count() or 1), 4) if wall > 0 else None,
+    }
+
+
+def phase_doc(phase: Phase) -> JsonObject:
+    """A phase as clients.json stores it."""
+    return {
+        "wall_s": phase["wall_s"],
+        "clients": list(phase["clients"]),
+        "client_cpu_s": list(phase["client_cpu_s"]),
+        "client_cpu_share": phase["client_cpu_share"],
     }
 
 

@@ -18,11 +18,12 @@ from pydantic import Field
 
 from strata.core.params import PATHS, path_kind
 from strata.stack.runtimes.base import LogPaths
+from strata.workloads.base import RuntimeTraits
 
 DIR_PATHS = tuple(p for p in PATHS if p != "device")  # a log is a directory
 
 
-def log_field(what: str) -> Any:
+def log_field(what: str) -> Any:  # what pydantic's Field returns
     """The log path key of a server workload's parameters (validate it with `name`, mode="before")."""
     return Field(
         default=None,
@@ -32,7 +33,7 @@ def log_field(what: str) -> Any:
     )
 
 
-def name(v: Any) -> str | None:
+def name(v: object) -> str | None:
     """The log path as the spec writes it: a path of the vocabulary, or none."""
     if v is None or (isinstance(v, str) and v.strip().lower() == "none"):
         return None
@@ -41,7 +42,7 @@ def name(v: Any) -> str | None:
     return v
 
 
-def impossible(path: str | None, what: str, runtime: Any) -> str | None:
+def impossible(path: str | None, what: str, runtime: RuntimeTraits) -> str | None:
     """Why `runtime` (the plugin) cannot give the log `path` of its own, or None."""
     if path is None:
         return None

@@ -10,9 +10,8 @@ its data set and this memory with its parsed result (`Parsed.memory`), and the c
 
 from __future__ import annotations
 
-from typing import Any
-
 from strata.collectors.host import read_meminfo
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Load
 
 
@@ -28,7 +27,7 @@ def mem_total_bytes() -> int | None:
     return meminfo_bytes("MemTotal")
 
 
-def usable(load: Load, servers: int) -> dict[str, Any]:
+def usable(load: Load, servers: int) -> JsonObject:
     """The memory this host's `servers` can use together, and what bounds it (stored in clients.json)."""
     total = mem_total_bytes()
     limit = load.limits.memory
@@ -40,7 +39,7 @@ def usable(load: Load, servers: int) -> dict[str, Any]:
     return {"bytes": total, "of": "MemTotal, the host's memory"}
 
 
-def data_set(data_bytes: int | None, memory_bytes: int | None, memory_of: str) -> dict[str, Any] | None:
+def data_set(data_bytes: int | None, memory_bytes: int | None, memory_of: str) -> JsonObject | None:
     """What the cache check judges (`Parsed.memory`): the data set on this host and the memory that can cache it,
     or None when either is unknown."""
     if data_bytes is None or not isinstance(memory_bytes, int):

@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import Field
 
+from strata.core.jsondoc import JsonObject
+
 MAX_SETTINGS = 200
 MAX_VALUE_CHARS = 1000
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?")
@@ -50,12 +52,12 @@ class Notation:
 DEFAULT = Notation()
 
 
-def settings_field(description: str) -> Any:
+def settings_field(description: str) -> Any:  # what pydantic's Field returns
     """The `settings` key of a server workload's parameters (validate it with `values`, mode="before")."""
     return Field(default_factory=dict, description=description)
 
 
-def values(v: Any, notation: Notation = DEFAULT) -> dict[str, str]:
+def values(v: object, notation: Notation = DEFAULT) -> dict[str, str]:
     """A spec's settings map as text, bounded; a clear error naming the entry otherwise."""
     if v is None:
         return {}
@@ -71,7 +73,7 @@ def values(v: Any, notation: Notation = DEFAULT) -> dict[str, str]:
     return out
 
 
-def text(name: str, value: Any, notation: Notation = DEFAULT) -> str:
+def text(name: str, value: object, notation: Notation = DEFAULT) -> str:
     """One setting's value as the server reads it."""
     if isinstance(value, bool):
         return notation.on_off[0] if value else notation.on_off[1]
@@ -137,7 +139,7 @@ def problems(
     return out
 
 
-def in_force(settings: dict[str, str], sources: dict[str, str], version: str, size: tuple[str, str]) -> dict[str, Any]:
+def in_force(settings: dict[str, str], sources: dict[str, str], version: str, size: tuple[str, str]) -> JsonObject:
     """What a started server says of itself, stored with the trial (the workload's `server_facts`): its version (its
     setting `version`), the size of its page or block (`size`: the fact's key, the setting that says it), the
     settings in force and where each value came from."""
@@ -145,8 +147,8 @@ def in_force(settings: dict[str, str], sources: dict[str, str], version: str, si
     return {
         "version": settings.get(version),
         size[0]: int(unit) if unit.isdigit() else None,
-        "settings": settings,
-        "sources": sources,
+        "settings": dict(settings),
+        "sources": dict(sources),
     }
 
 

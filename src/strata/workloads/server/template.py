@@ -44,12 +44,14 @@ from __future__ import annotations
 
 import pwd
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput
+from strata.core.jsondoc import JsonObject, as_obj
 from strata.core.params import Load
 from strata.workloads.base import (
     Constrained,
@@ -59,6 +61,7 @@ from strata.workloads.base import (
     MeasureContext,
     Params,
     Parsed,
+    RuntimeTraits,
     ServerWorkload,
     ToolWorkload,
 )
@@ -131,7 +134,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         """Does the server of `instance` answer? (Polled while it starts; its log is in `ctx.art`.)"""
         raise NotImplementedError
 
-    def clients(self, phase: str, params: S, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
+    def clients(self, phase: str, params: S, load: Load, out: Path, record: JsonObject) -> list[Client]:
         """The client processes of `phase`, each writing into a directory under `out`."""
         raise NotImplementedError
 
@@ -160,7 +163,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
             return self.load_timeout_s(params)
         return float((params.warmup if phase == "warmup" else params.runtime) or 60) + 180.0
 
-    def record(self, params: S, load: Load) -> dict[str, Any]:
+    def record(self, params: S, load: Load) -> JsonObject:
         """clients.json as it starts: what the parser needs besides the phases."""
         return {"servers": self.instances(params, load), "phases": {}}
 
@@ -184,19 +187,19 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
     def after_start(self, params: S, load: Load, ctx: MeasureContext) -> None:
         """What must hold once every server answers, before any client runs."""
 
-    def after_phase(self, phase: str, params: S, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> None:
+    def after_phase(self, phase: str, params: S, load: Load, ctx: MeasureContext, record: JsonObject) -> None:
         """Read what an unmeasured phase measured, for the phases after it."""
 
-    def counters(self, instance: int) -> dict[str, Any] | None:
+    def counters(self, instance: int) -> JsonObject | None:
         """The server's own counters now (its WAL, its reads: {"error": words} when they cannot be read); None:
         it has none."""
         return None
 
-    def observe(self, point: str, params: S, load: Load, ctx: MeasureContext, record: dict[str, Any]) -> None:
+    def observe(self, point: str, params: S, load: Load, ctx: MeasureContext, record: JsonObject) -> None:
         """The servers' own counters `before` and `after` the measured run, into the record (`observed`)."""
         seen = [self.counters(k) for k in range(self.instances(params, load))]
         if any(c is not None for c in seen):
-            record.setdefault("observed", {})[point] = seen
+            as_obj(record.setdefault("observed", {}), "observed")[point] = list(seen)
 
     def fail_after(self, ctx: MeasureContext, words: str, said: str = "") -> TrialFailure:
         """The failure of a step strata asked of the servers (a CHECKPOINT, a flush): a server that died, if one
@@ -216,7 +219,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         """The server's own last error line in its stderr and log (lifecycle.last_error's by default)."""
         return lifecycle.last_error(text)
 
-    def server_facts(self, params: S, load: Load, ctx: MeasureContext) -> dict[str, Any]:
+    def server_facts(self, params: S, load: Load, ctx: MeasureContext) -> JsonObject:
         """What the started servers say of themselves (their version, the settings in force), stored with the
         trial; read once every server answers."""
         return {}
@@ -256,7 +259,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
     def network(self, params: S) -> str:
         return "host"  # the clients on the host reach the servers on 127.0.0.0/8
 
-    def available(self, host: dict[str, Any], params: S | None = None) -> str | None:
+    def available(self, host: Mapping[str, object], params: S | None = None) -> str | None:
         """The server and its clients installed, the native servers' user there, the run's loopback block usable."""
         return self.not_installed() or self._no_user() or loopback.unusable()
 
@@ -286,7 +289,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         catalog, managed = self.settings_catalog(), self.managed_settings(params)
         return settings.problems(given, catalog, managed, self.server_what, self.settings_notation)
 
-    def impossible(self, params: S, runtime: Any) -> str | None:
+    def impossible(self, params: S, runtime: RuntimeTraits) -> str | None:
         if runtime.isolation == "vm":
             return self.vm_reason
         return logpath.impossible(self.log_path(params), self.log_what, runtime)

@@ -28,6 +28,7 @@ import subprocess
 import time
 
 from strata.core.instances import ImageSpec
+from strata.core.jsondoc import JsonObject
 from strata.workloads.server import lifecycle
 from strata.workloads.server.loopback import port
 from strata.workloads.server.script import server_script, write_files
@@ -233,7 +234,7 @@ FACTS_SQL = (
 )
 
 
-def facts(instance: int) -> dict[str, object]:
+def facts(instance: int) -> JsonObject:
     """What the running server says of itself: its version and its settings in force, each with where its
     value came from (COMMAND-LINE: strata's option file; COMPILE-TIME: its default; AUTO: sized by itself)."""
     table = _table(instance, FACTS_SQL)
@@ -245,7 +246,7 @@ def facts(instance: int) -> dict[str, object]:
     return in_force(values, sources, "version", ("page_bytes", "innodb_page_size"))
 
 
-def flush_dirty_pages(instance: int, timeout_s: float) -> dict[str, object]:
+def flush_dirty_pages(instance: int, timeout_s: float) -> JsonObject:
     """Write every dirty page of the buffer pool to the data files (after the load, outside the measured run):
     InnoDB flushes until none is dirty once its share of dirty pages may be 0, at an I/O capacity raised for
     it; its own settings are restored after. How many were dirty, how long it took, or the client's words."""
@@ -280,8 +281,9 @@ def flush_dirty_pages(instance: int, timeout_s: float) -> dict[str, object]:
             f"SET GLOBAL innodb_io_capacity = {before.get('cap', '200')}; "
             f"SET GLOBAL innodb_io_capacity_max = {before.get('max', '2000')}",
         )
-    if isinstance(said, str) or isinstance(restored, str):
-        return {"error": said if isinstance(said, str) else restored}
+    for failed in (said, restored):
+        if isinstance(failed, str):
+            return {"error": failed}
     return {"dirty_pages": first, "left": dirty, "seconds": round(time.monotonic() - t0, 2)}
 
 

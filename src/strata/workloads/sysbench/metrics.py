@@ -24,8 +24,8 @@ holds reads nothing from its files: its reads measure memory, which `cache.fits`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from strata.core.jsondoc import JsonObject, arr
 from strata.workloads.base import Parsed, headline
 from strata.workloads.server import latency, memory, records
 from strata.workloads.sysbench import parse as sp
@@ -43,9 +43,9 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
     runs = [sp.read_run(d) for d in dirs]
     tps = sum(r.summary.tps or 0.0 for r in runs)
     qps = sum(r.summary.qps or 0.0 for r in runs)
-    done = {"tps": tps, "lat_ns": _latency(runs)}
+    done: JsonObject = {"tps": tps, "lat_ns": _latency(runs)}
     innodb = records.deltas(recs, tuple(s.lower() for s in STATUS))
-    metrics = {
+    metrics: JsonObject = {
         "kind": "sysbench",
         "primary": headline(tps, "tx/s", "tps", SERIES, series_unit="tx/s", tps=tps, qps=qps),
         "tps": tps,
@@ -58,9 +58,9 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
         "innodb": _innodb(innodb, recs),
         "cache": _cache(params, recs),
         "server": recs[0].get("server") or {},
-        "flushed": [f for r in recs for f in r.get("flushed") or []],
+        "flushed": [f for r in recs for f in arr(r, "flushed")],
         "clients": records.phases(recs),
-        "node_ready_s": records.ready_s(recs),
+        "node_ready_s": list(records.ready_s(recs)),
         "sysbench": {
             "version": runs[0].summary.version if runs else None,
             "script": params.script,
@@ -84,7 +84,7 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
     )
 
 
-def _latency(runs: list[sp.Run]) -> dict[str, Any]:
+def _latency(runs: list[sp.Run]) -> JsonObject:
     """Every server's transactions in one summary: the histograms added, the mean from sysbench's exact sums."""
     events = sum(r.summary.events or 0 for r in runs)
     total_ms = sum(r.summary.lat_ms.get("sum", 0.0) for r in runs)
@@ -100,12 +100,12 @@ def _latency(runs: list[sp.Run]) -> dict[str, Any]:
     )
 
 
-def _server(run: sp.Run) -> dict[str, Any]:
+def _server(run: sp.Run) -> JsonObject:
     s = run.summary
     return {"tps": s.tps, "qps": s.qps, "transactions": s.transactions, "errors": s.errors, "reconnects": s.reconnects}
 
 
-def _transactions(runs: list[sp.Run]) -> dict[str, Any]:
+def _transactions(runs: list[sp.Run]) -> JsonObject:
     processed = sum(r.summary.transactions or 0 for r in runs)
     errors = sum(r.summary.errors for r in runs)
     return {
@@ -121,7 +121,7 @@ def _series(runs: list[sp.Run]) -> list[list[float]]:
     return [[i, v] for i, v in enumerate(records.added([[i.tps for i in r.intervals] for r in runs]))]
 
 
-def _innodb(d: dict[str, int] | None, recs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _innodb(d: dict[str, int] | None, recs: list[JsonObject]) -> JsonObject | None:
     if d is None:
         return None
     after = records.observed(recs, "after")
@@ -142,7 +142,7 @@ def _innodb(d: dict[str, int] | None, recs: list[dict[str, Any]]) -> dict[str, A
     }
 
 
-def _cache(params: SysbenchParams, recs: list[dict[str, Any]]) -> dict[str, Any]:
+def _cache(params: SysbenchParams, recs: list[JsonObject]) -> JsonObject:
     """The data set beside the memory that can cache it: the servers' buffer pools when InnoDB bypasses the page
     cache (O_DIRECT), else the memory the servers can use (their buffer pools and the page cache live in it)."""
     data, servers = records.data_set_bytes(recs), records.servers(recs)

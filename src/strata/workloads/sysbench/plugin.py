@@ -23,10 +23,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke
@@ -78,16 +78,16 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     settings_notation = NOTATION
     ports_per_run = PORTS_PER_RUN
 
-    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
+    def smoke(self, raw: JsonObject) -> JsonObject:
         """experiment/scale.py: 1,000 rows in each of 2 tables, 5 s runs without warm-up; the sweeps of clients
         and rates cut to their ends."""
-        out = {**raw, "tables": 2, "table_size": 1000, "runtime": 5, "warmup": 0}
+        out: JsonObject = {**raw, "tables": 2, "table_size": 1000, "runtime": 5, "warmup": 0}
         for key in ("clients", "rate"):
             if key in raw:
                 out[key] = sweep_ends(raw[key])
         return out
 
-    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> SysbenchParams:
+    def parse_params(self, raw: JsonObject, base_dir: Path) -> SysbenchParams:
         return SysbenchParams.model_validate(
             fields.resolve_script(raw, base_dir, "script", "Lua script", MAX_SCRIPT_BYTES)
         )
@@ -161,9 +161,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     def load_timeout_s(self, params: SysbenchParams) -> float:
         return 600 + params.tables * params.table_size / 5_000
 
-    def clients(
-        self, phase: str, params: SysbenchParams, load: Load, out: Path, record: dict[str, Any]
-    ) -> list[Client]:
+    def clients(self, phase: str, params: SysbenchParams, load: Load, out: Path, record: JsonObject) -> list[Client]:
         servers = range(self.instances(params, load))
         return [
             Client(["sh", "-c", CLIENT_SHELL, "sysbench", *self._args(phase, params, k)], out / f"server-{k}")
@@ -183,7 +181,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
         return [*argv, f"--time={params.runtime}", "--report-interval=1", "--histogram=on", script, "run"]
 
     def after_phase(
-        self, phase: str, params: SysbenchParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
+        self, phase: str, params: SysbenchParams, load: Load, ctx: MeasureContext, record: JsonObject
     ) -> None:
         """After the load, every server writes its dirty pages to the data files, outside the run; its version
         and the settings in force are read then."""
@@ -196,10 +194,10 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
         for k, f in enumerate(flushed):
             if "error" in f:
                 raise self.fail_after(ctx, f"flushing server {k}'s dirty pages after the load failed: {f['error']}")
-        record["flushed"] = flushed
+        record["flushed"] = list(flushed)
 
-    def counters(self, instance: int) -> dict[str, Any]:
-        return mariadb.counters(instance)
+    def counters(self, instance: int) -> JsonObject:
+        return dict(mariadb.counters(instance))
 
     def client_failure(self, phase: str, returncode: int, stderr: str) -> TrialFailure:
         return sp.failure(phase, returncode, stderr)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from strata.core.errors import StrataError, TrialFailure
+from strata.core.jsondoc import JsonObject
 from strata.workloads.server.loopback import loopback_octet
 
 GiB = 1 << 30
@@ -176,7 +177,7 @@ class NodeConfig:
     cql_port: int = CQL_PORT
     num_tokens: int = 16
     ring_delay_ms: int = 1000
-    extra_yaml: dict[str, Any] = field(default_factory=dict)  # more cassandra.yaml keys (tests, tuning)
+    extra_yaml: JsonObject = field(default_factory=dict)  # more cassandra.yaml keys (tests, tuning)
 
     def __post_init__(self) -> None:
         if not 0 <= self.index < self.nodes:
@@ -221,10 +222,10 @@ def cluster_configs(
 # ---- the files a node reads ----------------------------------------------------
 
 
-def cassandra_yaml(cfg: NodeConfig) -> dict[str, Any]:
+def cassandra_yaml(cfg: NodeConfig) -> JsonObject:
     """cassandra.yaml as a dict: Cassandra's defaults except where said (2 cores, 24 GiB here)."""
     d = cfg.data_dir
-    conf = {
+    conf: JsonObject = {
         "cluster_name": cfg.cluster_name,
         "num_tokens": cfg.num_tokens,
         "allocate_tokens_for_local_replication_factor": 3,  # as Cassandra's shipped cassandra.yaml

@@ -23,11 +23,12 @@ not the data's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from strata.core.errors import TrialFailure
+from strata.core.jsondoc import JsonObject, JsonValue, obj, whole
 from strata.workloads import hdr
 from strata.workloads.base import Parsed, headline
+from strata.workloads.latency import figure
 from strata.workloads.server import records as server_records
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import RECORD_BYTES, YcsbParams
@@ -41,7 +42,7 @@ WRITES = ("UPDATE", "INSERT", "READ-MODIFY-WRITE", "DELETE")
 def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     arts = art if isinstance(art, list) else [art]
     every = [server_records.read(a, CLIENTS_DIR, "ycsb") for a in arts]
-    drove = [i for i, r in enumerate(every) if "run" in r.get("phases", {})]
+    drove = [i for i, r in enumerate(every) if "run" in obj(r, "phases")]
     if not drove:
         return serving(params, every[0])
     arts, records = [arts[i] for i in drove], [every[i] for i in drove]
@@ -50,10 +51,9 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
         cached = [r.get("page_cache_bytes") for r in every if r.get("node_ready_s")]  # hosts with nodes
         record = {
             **record,
-            "node_ready_s": server_records.ready_s(every),
-            "page_cache_bytes": sum(cached) if None not in cached else None,
+            "node_ready_s": list(server_records.ready_s(every)),
+            "page_cache_bytes": _total(cached),
         }
-    run = record["phases"]["run"]
     dirs = server_records.client_dirs(arts, records)
     outs = [yp.client_output(d) for d in dirs]
     agg = yp.aggregate(outs)
@@ -64,21 +64,21 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     unexpected = sum(codes.get("UNEXPECTED_STATE", 0) for codes in agg["returns"].values())
     if params.data_integrity and unexpected:
         raise TrialFailure("tool_error", f"YCSB's data-integrity check failed on {unexpected} reads", "")
-    metrics = {
+    metrics: JsonObject = {
         "kind": "ycsb",
         "primary": headline(value, "ops/s", "throughput_ops_s", SERIES, series_unit="ops/s"),
         "throughput_ops_s": value,
         "overall_ops_s": agg["throughput_ops_s"],
-        "databases": per_db,
+        "databases": list(per_db),
         "instances": [{"throughput_ops_s": v} for v in per_db],
-        "operations": agg["operations"],
-        "returns": agg["returns"],
+        "operations": dict(agg["operations"]),
+        "returns": {op: dict(codes) for op, codes in agg["returns"].items()},
         "errors": agg["errors"],
-        "latency": agg["latency"],
+        "latency": dict(agg["latency"]),
         "start_skew_s": agg["start_skew_s"],
-        "read": _direction(agg, dirs, READS, run["wall_s"]),
-        "write": _direction(agg, dirs, WRITES, run["wall_s"]),
-        "clients": {k: v for k, v in record["phases"].items()},
+        "read": _direction(agg, dirs, READS),
+        "write": _direction(agg, dirs, WRITES),
+        "clients": dict(obj(record, "phases")),
         "node_ready_s": record.get("node_ready_s"),
         "cache": _cache(params, record),
     }
@@ -88,9 +88,9 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs), dirs)
 
 
-def serving(params: YcsbParams, record: dict[str, Any]) -> Parsed:
+def serving(params: YcsbParams, record: JsonObject) -> Parsed:
     """A part that only served nodes (clusters spanning hosts, clients elsewhere): no headline of its own."""
-    metrics = {
+    metrics: JsonObject = {
         "kind": "ycsb",
         "role": "nodes",
         "primary": headline(None, "ops/s", "throughput_ops_s", SERIES, series_unit="ops/s"),
@@ -101,36 +101,48 @@ def serving(params: YcsbParams, record: dict[str, Any]) -> Parsed:
     return Parsed(metrics, {"read": 0, "write": 0})
 
 
-def merged_record(records: list[dict[str, Any]], arts: list[Path]) -> dict[str, Any]:
+def merged_record(records: list[JsonObject], arts: list[Path]) -> JsonObject:
     """The clients.json of several hosts' parts as one: databases and ready times summed or listed,
     each phase's clients and CPU listed host after host (named by their host's directory), its wall
     time the longest (each host's own stays in its part's metrics: `metrics.hosts` of the merged result)."""
     cached = [r.get("page_cache_bytes") for r in records]
     return {
-        **_offered([r["offered"] for r in records if r.get("offered")]),
-        "databases": sum(r.get("databases", 1) for r in records),
+        **_offered([obj(r, "offered") for r in records if r.get("offered")]),
+        "databases": sum(_databases(r) for r in records),
         "nodes": records[0].get("nodes"),
         "phases": server_records.phases(records, [a.name for a in arts]),
-        "node_ready_s": server_records.ready_s(records),
-        "page_cache_bytes": sum(cached) if None not in cached else None,
+        "node_ready_s": list(server_records.ready_s(records)),
+        "page_cache_bytes": _total(cached),
     }
 
 
-def _offered(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _databases(record: JsonObject) -> int:
+    """The databases a host's part ran (1 in a record that does not say)."""
+    n = whole(record, "databases", 1)
+    return 1 if n is None else n
+
+
+def _total(sizes: list[JsonValue]) -> int | None:
+    """Every host's byte count added up; None when one is unknown."""
+    known = [s for s in sizes if isinstance(s, int)]
+    return sum(known) if len(known) == len(sizes) else None
+
+
+def _offered(parts: list[JsonObject]) -> JsonObject:
     """Each host's relative target as one: the peaks summed (every host measured its own databases),
     the rate offered to a database as their mean."""
     if not parts:
         return {}
-    rates = [p["target_ops_s"] for p in parts]
-    merged = {"share": parts[0]["share"], "peak_ops_s": sum(p["peak_ops_s"] for p in parts)}
+    rates = [figure(p, "target_ops_s") for p in parts]
+    merged: JsonObject = {"share": parts[0]["share"], "peak_ops_s": sum(figure(p, "peak_ops_s") for p in parts)}
     return {"offered": {**merged, "target_ops_s": round(sum(rates) / len(rates))}}
 
 
 def _clients_of(
-    art: Path, record: dict[str, Any], dirs: list[Path], outs: list[yp.ClientOutput]
+    art: Path, record: JsonObject, dirs: list[Path], outs: list[yp.ClientOutput]
 ) -> tuple[list[Path], list[yp.ClientOutput]]:
     """The client directories and outputs of one host's part (all of them on one host)."""
-    mine = {art / c for c in record["phases"]["run"]["clients"]}
+    mine = set(server_records.client_dirs([art], [record]))
     pairs = [(d, o) for d, o in zip(dirs, outs) if d in mine]
     return [d for d, _ in pairs], [o for _, o in pairs]
 
@@ -139,21 +151,23 @@ def _per_database(dirs: list[Path], outs: list[yp.ClientOutput]) -> list[float |
     by_db: dict[str, list[yp.ClientOutput]] = {}
     for d, o in zip(dirs, outs):
         by_db.setdefault(d.name.split("-")[0], []).append(o)
-    res = []
+    res: list[float | None] = []
     for key in sorted(by_db, key=lambda k: int(k[2:]) if k[2:].isdigit() else 0):
         a = yp.aggregate(by_db[key])
         res.append(a["window_ops_s"] if a["window_ops_s"] is not None else a["throughput_ops_s"])
     return res
 
 
-def _direction(agg: dict[str, Any], dirs: list[Path], ops: tuple[str, ...], wall_s: float) -> dict[str, Any]:
+def _direction(agg: yp.Aggregate, dirs: list[Path], ops: tuple[str, ...]) -> JsonObject:
     """ops/s and merged latency (ns) of the reads or the writes, in the shape fio's results have."""
     n = sum(agg["operations"].get(op, 0) for op in ops)
     hists = [h for op, h in yp.merged_histograms([d / "hdr" for d in dirs]).items() if op in ops]
     lat = yp.latency(hdr.merge(hists))
     total_ops = sum(n for op, n in agg["operations"].items() if op != "VERIFY") or 1
     iops = (agg["throughput_ops_s"] or 0) * n / total_ops
-    ns = {k.removesuffix("_us"): (v * 1000 if v is not None else None) for k, v in lat.items() if k != "n"}
+    ns: JsonObject = {
+        k.removesuffix("_us"): (figure(lat, k) * 1000 if v is not None else None) for k, v in lat.items() if k != "n"
+    }
     return {"iops": iops, "ops": n, "lat_ns": {"n": lat["n"], **ns}}
 
 
@@ -165,9 +179,9 @@ def _windows(outs: list[yp.ClientOutput]) -> list[tuple[float, float] | None]:
     return wins
 
 
-def _cache(params: YcsbParams, record: dict[str, Any]) -> dict[str, Any]:
-    data = params.records * RECORD_BYTES * params.cluster.replication_factor * record.get("databases", 1)
-    cached = record.get("page_cache_bytes")
+def _cache(params: YcsbParams, record: JsonObject) -> JsonObject:
+    data = params.records * RECORD_BYTES * params.cluster.replication_factor * _databases(record)
+    cached = whole(record, "page_cache_bytes")
     return {
         "data_set_bytes": data,
         "page_cache_bytes": cached,

@@ -19,8 +19,9 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
+from strata.core.jsondoc import JsonObject, ShapeError
 from strata.stack.journal import Journal, Undos
 from strata.stack.procfs import cmdline, is_running, remove_tree, signal_and_wait
 from strata.workloads.ycsb import cassandra
@@ -81,8 +82,16 @@ def node_dir(journal: Journal, path: Path) -> Iterator[Path]:
         journal.release(seq)
 
 
-def _undo_dir(data: dict[str, Any]) -> None:
-    remove_tree(Path(data["path"]))
+def _entry(data: JsonObject, key: str) -> str:
+    """A journal entry's member its action needs (missing: a KeyError, as before; another type: a ShapeError)."""
+    v = data[key]
+    if not isinstance(v, str):
+        raise ShapeError(f"the journal entry's {key!r} should be a string, not {type(v).__name__}")
+    return v
+
+
+def _undo_dir(data: JsonObject) -> None:
+    remove_tree(Path(_entry(data, "path")))
 
 
 # ---- the JVM ---------------------------------------------------------------------
@@ -122,10 +131,10 @@ def native_node(
         journal.release(seq)
 
 
-def _undo_jvm(data: dict[str, Any]) -> None:
+def _undo_jvm(data: JsonObject) -> None:
     """Stop our JVM: SIGTERM (Cassandra's shutdown hook), then SIGKILL. Found by its command
     line (main class and our conf dir), never by name, so a reused pid is left alone."""
-    pids = [pid for pid in _pids_with(data["marker"]) if cassandra.DAEMON_CLASS in cmdline(pid)]
+    pids = [pid for pid in _pids_with(_entry(data, "marker")) if cassandra.DAEMON_CLASS in cmdline(pid)]
     left = signal_and_wait(pids, signal.SIGTERM, STOP_TIMEOUT_S)
     signal_and_wait(left, signal.SIGKILL, 10)
 

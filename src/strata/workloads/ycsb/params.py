@@ -119,7 +119,7 @@ class YcsbParams(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _share(cls, data: Any) -> Any:
+    def _share(cls, data: object) -> object:
         """`target: 40%` -> target_share 0.4 (and no absolute target)."""
         if isinstance(data, dict) and isinstance(data.get("target"), str) and data["target"].strip().endswith("%"):
             text = data["target"].strip()

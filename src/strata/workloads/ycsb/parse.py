@@ -21,8 +21,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
+from strata.core.jsondoc import JsonObject
 from strata.workloads import hdr
 from strata.workloads.server import latency as server_latency
 from strata.workloads.server import records as server_records
@@ -106,7 +107,7 @@ def throughput_series(points: list[StatusPoint]) -> list[float]:
     return [p.ops_per_s or 0.0 for p in measured_points(points)]
 
 
-def latency(h: hdr.Histogram | None) -> dict[str, Any]:
+def latency(h: hdr.Histogram | None) -> JsonObject:
     """Mean, min, max, percentiles in microseconds (YCSB's unit), and the count."""
     return {k if k == "n" else f"{k}_us": v for k, v in server_latency.of_hdr(h, 1).items()}
 
@@ -140,7 +141,21 @@ def client_output(d: Path) -> ClientOutput:
     return ClientOutput(text("stdout.txt"), text("stderr.txt"), d / "hdr")
 
 
-def aggregate(clients: list[ClientOutput]) -> dict[str, Any]:
+class Aggregate(TypedDict):
+    """The clients of one trial (or of one database) together (`aggregate`)."""
+
+    throughput_ops_s: float  # their own summaries' throughput, summed
+    per_client_ops_s: list[float | None]
+    operations: dict[str, int]  # by operation
+    returns: dict[str, dict[str, int]]  # by operation, by return code
+    errors: int  # operations that did not return OK
+    latency: dict[str, JsonObject]  # by operation: `latency`
+    window_ops_s: float | None  # the mean of `series_ops_s`
+    series_ops_s: list[float]  # per second, over the seconds every client ran
+    start_skew_s: float | None
+
+
+def aggregate(clients: list[ClientOutput]) -> Aggregate:
     """Metrics of N clients of one trial: summed throughput, merged latencies, return codes."""
     summaries = [parse_summary(c.stdout) for c in clients]
     measured = [measured_points(parse_status(c.stderr)) for c in clients]

@@ -26,6 +26,7 @@ from typing import Any
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import Build, ImageSpec, Prebuilds, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
 from strata.core.params import Load, sweep_ends
 from strata.stack.journal import Undoing, Undos
@@ -127,13 +128,13 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     server_noun = "node"
     vm_reason = VM_REASON
 
-    def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
+    def smoke(self, raw: JsonObject) -> JsonObject:
         """experiment/scale.py: 200 records, 15 s runs after 1 s of warm-up, 2 client threads, the offered
         rates and cluster counts cut to their ends (the nodes per cluster and the replication stay). A run's
         seconds include the client's connection to the cluster (YCSB's threads open it once the clock runs):
         5 s runs of study 001's three-node clusters saw no operation on a busy machine (the full tier,
         2026-11-28), so a smoke run keeps 15."""
-        out = {**raw, "warmup": 1, "threads": min(fields.whole(raw.get("threads"), 16), 2)}
+        out: JsonObject = {**raw, "warmup": 1, "threads": min(fields.whole(raw.get("threads"), 16), 2)}
         out["records"] = min(fields.whole(raw.get("records"), 10000), 200)
         if raw.get("operations") is not None:
             out["operations"] = min(fields.whole(raw["operations"], 1000), 1000)
@@ -147,7 +148,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
             out["target"] = sweep_ends(rates) + [t for t in target if t is None or str(t).lower() == "none"][:1]
         return out
 
-    def parse_params(self, raw: dict[str, Any], base_dir: Path) -> YcsbParams:
+    def parse_params(self, raw: JsonObject, base_dir: Path) -> YcsbParams:
         return YcsbParams.model_validate(
             fields.resolve_script(raw, base_dir, "workload", "YCSB workload properties file")
         )
@@ -249,7 +250,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def ready(self, params: YcsbParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
         raise NotImplementedError("a node's readiness is waited for by start_servers (server.wait_node)")
 
-    def record(self, params: YcsbParams, load: Load) -> dict[str, Any]:
+    def record(self, params: YcsbParams, load: Load) -> JsonObject:
         return server.record(params, load)
 
     def drives(self, params: YcsbParams) -> bool:
@@ -261,12 +262,10 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     def phases(self, params: YcsbParams) -> tuple[str, ...]:
         return server.phases(params)
 
-    def after_phase(
-        self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: dict[str, Any]
-    ) -> None:
+    def after_phase(self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: JsonObject) -> None:
         server.after_phase(phase, params, load, ctx, record)
 
-    def clients(self, phase: str, params: YcsbParams, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
+    def clients(self, phase: str, params: YcsbParams, load: Load, out: Path, record: JsonObject) -> list[Client]:
         return server.clients(phase, params, load, out, record)
 
     def phase_timeout_s(self, phase: str, params: YcsbParams) -> float:

@@ -35,10 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import TrialFailure
+from strata.core.jsondoc import JsonObject, obj, whole
 from strata.core.params import Load
 from strata.workloads.base import MeasureContext
+from strata.workloads.latency import figure
 from strata.workloads.server import lifecycle
 from strata.workloads.server.clients import Client
+from strata.workloads.server.records import client_dirs
 from strata.workloads.server.template import ServerTemplate
 from strata.workloads.ycsb import cassandra, client, jars
 from strata.workloads.ycsb import parse as yp
@@ -145,7 +148,7 @@ def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
         time.sleep(2)
 
 
-def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> dict[str, Any]:
+def offered(params: YcsbParams, databases: int, peak_dirs: list[Path]) -> JsonObject:
     """The rate a relative target offers each database: its share of the peak the clients reached flat out
     (their throughput over the seconds all of them ran, as the measured run's headline is taken)."""
     agg = yp.aggregate([yp.client_output(d) for d in peak_dirs])
@@ -218,7 +221,7 @@ def phase_timeout_s(phase: str, params: YcsbParams) -> float:
 # ---- the template's hooks (plugin.py's methods call these) ----------------------------------------
 
 
-def record(params: YcsbParams, load: Load) -> dict[str, Any]:
+def record(params: YcsbParams, load: Load) -> JsonObject:
     return {"databases": databases(params, load), "nodes": params.cluster.nodes, "phases": {}}
 
 
@@ -234,14 +237,15 @@ def after_start(params: YcsbParams, load: Load, ctx: MeasureContext) -> None:
             ring_check(db, lib, ctx)
 
 
-def after_phase(phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, rec: dict[str, Any]) -> None:
+def after_phase(phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, rec: JsonObject) -> None:
     if phase == "peak":
-        rec["offered"] = offered(params, rec["databases"], [ctx.art / c for c in rec["phases"]["peak"]["clients"]])
+        peak = client_dirs([ctx.art], [rec], "peak")
+        rec["offered"] = offered(params, int(figure(rec, "databases")), peak)
 
 
-def clients(phase: str, params: YcsbParams, load: Load, out: Path, rec: dict[str, Any]) -> list[Client]:
+def clients(phase: str, params: YcsbParams, load: Load, out: Path, rec: JsonObject) -> list[Client]:
     """Every database's clients of one phase; the run at the rate a relative target offers, when one does."""
     lib = jars.ensure_ycsb() / "lib"
-    rate = rec["offered"]["target_ops_s"] if phase == "run" and rec.get("offered") else None
+    rate = whole(obj(rec, "offered"), "target_ops_s") if phase == "run" and rec.get("offered") else None
     runs = [r for db in layout(params, load) for r in client_runs(phase, params, db, out, rate)]
     return [client.as_client(r, lib) for r in runs]
