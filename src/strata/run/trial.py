@@ -26,6 +26,7 @@ from strata.collectors.diskstats import within
 from strata.collectors.sampler import Sampler
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running, Watch
+from strata.core.jsondoc import JsonObject, JsonValue, whole
 from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity, writes
@@ -62,7 +63,7 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def base_result(trial: Trial, run_id: str, experiment: str, host: dict[str, Any]) -> Result:
+def base_result(trial: Trial, run_id: str, experiment: str, host: JsonObject) -> Result:
     labels: Labels = {
         "device": trial.device.name,
         "filesystem": trial.filesystem.name,
@@ -99,7 +100,7 @@ def drop_caches() -> None:
 
 
 def run_trial(
-    trial: Trial, stacks: Stacks, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
+    trial: Trial, stacks: Stacks, store: ResultStore, run_id: str, experiment: str, host: JsonObject
 ) -> Result:
     result = base_result(trial, run_id, experiment, host)
     result.started_at = now_iso()
@@ -188,8 +189,8 @@ def _measure(
     if parsed.series:
         (art / "workload-series.json").write_text(json.dumps(parsed.series))
     summary = sampler.summary() if sampler else {}
-    finals = {
-        str(o.index): final_counters((o.out_dir / "cgroup-final.txt").read_text())
+    finals: JsonObject = {
+        str(o.index): dict[str, JsonValue](final_counters((o.out_dir / "cgroup-final.txt").read_text()))
         for o in outputs
         if (o.out_dir / "cgroup-final.txt").exists()
     }
@@ -207,7 +208,7 @@ def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: Result) 
 
     facts = result.host
     cores = facts.get("cpus") or os.cpu_count() or 1
-    memory = facts.get("memory_bytes") or host_facts()["memory_bytes"]
+    memory = facts.get("memory_bytes") or whole(host_facts(), "memory_bytes") or 0
     bps = presets.device_read_bps(device.path) if presets.needs_bandwidth(load.limits) else None
     load, record = presets.resolve(load, cores, memory, bps)
     if record:
