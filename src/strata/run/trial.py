@@ -26,7 +26,7 @@ from strata.collectors.diskstats import within
 from strata.collectors.sampler import Sampler
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running, Watch
-from strata.core.jsondoc import JsonObject, JsonValue, whole
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, obj, whole
 from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity, writes
@@ -135,7 +135,7 @@ def run_trial(
     return result
 
 
-def _take_setup_s(session: Any) -> float:
+def _take_setup_s(session: object) -> float:
     """Set-up a runtime session did during the trial (a container engine loading an image on first use), reset."""
     return session.take_setup_s() if isinstance(session, SetsUp) else 0.0
 
@@ -212,7 +212,7 @@ def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: Result) 
     bps = presets.device_read_bps(device.path) if presets.needs_bandwidth(load.limits) else None
     load, record = presets.resolve(load, cores, memory, bps)
     if record:
-        record["basis"]["measured_by"] = presets.measured_by(device.path)
+        obj(record, "basis")["measured_by"] = presets.measured_by(device.path)
         result.stack_facts["limits"] = record
     return load
 
@@ -297,7 +297,7 @@ def _requests(
     return requests
 
 
-def _measured(series: dict[str, Any], parsed: Parsed, disks: list[str]) -> dict[str, dict[str, float]] | None:
+def _measured(series: JsonObject, parsed: Parsed, disks: list[str]) -> dict[str, dict[str, float]] | None:
     """Each disk's counters over the instances' measured I/O (their windows' span, from the tools' own
     output), or None where the tools do not say or the samples do not cover it."""
     known = [w for w in parsed.windows if w is not None]
@@ -314,13 +314,13 @@ def _judge(
     session: RuntimeSession,
     parsed: Parsed,
     outputs: list[InstanceOutput],
-    summary: dict[str, Any],
+    summary: JsonObject,
     result: Result,
     measured: dict[str, dict[str, float]] | None = None,
 ) -> None:
     """The validity flags, each with its evidence (validity/); suspicions become warnings; and what the
     workload wrote and synced beside what each layer wrote (`writes`)."""
-    stats = summary.get("diskstats", {})
+    stats = obj(summary, "diskstats")  # the diskstats collector's totals, per disk
     fs = result.trial.get("filesystem") or {}
     mounted = str((result.stack_facts.get("filesystem") or {}).get("mount_options") or "").split(",")
     evidence = validity.TrialEvidence.of(
@@ -330,7 +330,7 @@ def _judge(
         summary,
         moved=validity.MovedBytes(
             parsed.moved_bytes,
-            {name: stats[name] for name in disk_names if name in stats},
+            {name: as_obj(stats[name], name) for name in disk_names if name in stats},
             wl.direct_io(trial.workload),
             trial.path,
             parsed.moved_basis,
