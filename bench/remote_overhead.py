@@ -65,7 +65,9 @@ def fio(dev: str, numjobs: int, iodepth: int, runtime_s: int) -> tuple[float, fl
 
 def cpu_us_per_io(procs: ProcessCollector, iops: float, seconds: float) -> float:
     """Target + FUSE client CPU per I/O over the last run (the ramp's I/Os estimated at the same rate)."""
-    cpu_s: float = sum(v["cpu_s"] for v in procs.summary().values())
+    from strata.core.jsondoc import as_obj, num
+
+    cpu_s = sum(num(as_obj(v), "cpu_s") or 0.0 for v in procs.summary().values())
     procs.samples, procs.times = [], []
     return 1e6 * cpu_s / max(1.0, iops * seconds)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from strata.core.host import host_facts
+from strata.core.jsondoc import whole
 from strata.run.doctor import NOT_PROBED, checks
 
 NAME = "doctor"
@@ -43,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
         return 1 if doctor(load_spec(args.hosts)[0], probe=not args.quick) else 0
     host = host_facts()
     print(
-        f"{host['os']}, kernel {host['kernel']}, {host['cpus']} CPUs, {host['memory_bytes'] >> 30} GiB, "
+        f"{host['os']}, kernel {host['kernel']}, {host['cpus']} CPUs, {(whole(host, 'memory_bytes') or 0) >> 30} GiB, "
         f"cgroup v{host['cgroup_version']}"
         + (f", virtualized ({host['virtualization']})" if host["virtualization"] else "")
     )

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from strata.core.jsondoc import JsonObject
 from strata.experiment.plan import Plan
 from strata.results.store import ResultStore
 from strata.run.trial import base_result, failed_result, now_iso
 
 
-def record_unsupported(out: Path, plan: Plan, run_id: str, experiment: str, host: dict[str, Any]) -> int:
+def record_unsupported(out: Path, plan: Plan, run_id: str, experiment: str, host: JsonObject) -> int:
     store = ResultStore(out)
     n = 0
     for t in plan.trials:

@@ -9,7 +9,9 @@ process): DeviceHandle.collectors, added by the trial to the registered ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
+
+from strata.core.jsondoc import JsonObject
 
 
 @dataclass
@@ -22,5 +24,5 @@ class Collector(Protocol):
     name: str  # the key of its series and summary in the stored result
 
     def sample(self) -> object: ...  # one reading (cumulative counters or levels)
-    def series(self) -> dict[str, Any]: ...  # everything sampled, per second
-    def summary(self) -> dict[str, Any]: ...  # totals over the trial window
+    def series(self) -> JsonObject: ...  # everything sampled, per second (stored with the result)
+    def summary(self) -> JsonObject: ...  # totals over the trial window

@@ -11,9 +11,10 @@ series here ends at the last sample taken while it ran.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from strata.collectors.sampler import deltas
+from strata.collectors.sampler import column, deltas
+from strata.core.jsondoc import JsonObject
 
 if TYPE_CHECKING:
     from strata.collectors.base import CollectContext
@@ -51,10 +52,10 @@ class CgroupCollector:
 
     def __init__(self, ctx: CollectContext | None) -> None:
         self.dirs: list[dict[str, str]] = list(ctx.cgroups) if ctx else []
-        self.samples: list[list[dict[str, Any]]] = []
+        self.samples: list[list[dict[str, int | None]]] = []  # per reading, per instance: counter -> value
 
-    def sample(self) -> list[dict[str, Any]]:
-        row = []
+    def sample(self) -> list[dict[str, int | None]]:
+        row: list[dict[str, int | None]] = []
         for d in self.dirs:
             blk = read_blkio(Path(d.get("blkio", "/nonexistent")) / "blkio.throttle.io_service_bytes")
             row.append(
@@ -67,34 +68,47 @@ class CgroupCollector:
         self.samples.append(row)
         return row
 
-    def series(self) -> dict[str, Any]:
-        out = {}
+    def _rows(self, i: int) -> list[dict[str, int | None]]:
+        """Instance i's readings that have its CPU counter (its cgroup existed then)."""
+        return [s[i] for s in self.samples if i < len(s) and s[i]["cpu_usage_ns"] is not None]
+
+    def series(self) -> JsonObject:
+        out: JsonObject = {}
         for i in range(len(self.dirs)):
-            rows = [s[i] for s in self.samples if i < len(s) and s[i]["cpu_usage_ns"] is not None]
+            rows = self._rows(i)
             if len(rows) < 2:
                 continue
-            out[str(i)] = {
-                "cpu_percent": [d / 1e7 for d in deltas([r["cpu_usage_ns"] for r in rows])],
+            per: JsonObject = {
+                "cpu_percent": column(d / 1e7 for d in deltas([_n(r, "cpu_usage_ns") for r in rows])),
                 "memory_bytes": [r["memory_bytes"] for r in rows[1:]],
-                "read_bytes": deltas([r["read_bytes"] for r in rows]),
-                "write_bytes": deltas([r["write_bytes"] for r in rows]),
-                "discard_bytes": deltas([r["discard_bytes"] for r in rows]),
+                "read_bytes": column(deltas([_n(r, "read_bytes") for r in rows])),
+                "write_bytes": column(deltas([_n(r, "write_bytes") for r in rows])),
+                "discard_bytes": column(deltas([_n(r, "discard_bytes") for r in rows])),
             }
+            out[str(i)] = per
         return out
 
-    def summary(self) -> dict[str, Any]:
-        out = {}
+    def summary(self) -> JsonObject:
+        out: JsonObject = {}
         for i in range(len(self.dirs)):
-            rows = [s[i] for s in self.samples if i < len(s) and s[i]["cpu_usage_ns"] is not None]
+            rows = self._rows(i)
             if rows:
-                out[str(i)] = {
-                    "cpu_ns": rows[-1]["cpu_usage_ns"] - rows[0]["cpu_usage_ns"],
+                totals: JsonObject = {
+                    "cpu_ns": _n(rows[-1], "cpu_usage_ns") - _n(rows[0], "cpu_usage_ns"),
                     "memory_max_bytes": max(r["memory_bytes"] or 0 for r in rows),
                     "read_bytes": rows[-1]["read_bytes"],
                     "write_bytes": rows[-1]["write_bytes"],
                     "discard_bytes": rows[-1]["discard_bytes"],
                 }
+                out[str(i)] = totals
         return out
+
+
+def _n(row: dict[str, int | None], key: str) -> int:
+    """A counter of a reading that has it: the CPU counter (_rows keeps only those) and blkio's bytes (always)."""
+    v = row[key]
+    assert v is not None, f"{key} of a kept reading"
+    return v
 
 
 def oom_kills(cgroup: dict[str, str]) -> int:
@@ -127,7 +141,7 @@ def final_sections(text: str) -> dict[str, str]:
     return {k: "\n".join(v) for k, v in sections.items()}
 
 
-def final_counters(text: str) -> dict[str, Any]:
+def final_counters(text: str) -> dict[str, int | None]:
     """A container's last cgroup counters, read inside it just before it exited."""
     sections = {k: v.splitlines() for k, v in final_sections(text).items()}
 
@@ -135,7 +149,7 @@ def final_counters(text: str) -> dict[str, Any]:
         words = " ".join(sections.get(key, [])).split()
         return int(words[0]) if words and words[0].isdigit() else None
 
-    out = {
+    out: dict[str, int | None] = {
         "cpu_ns": num("cpuacct/cpuacct.usage"),
         "memory_bytes": num("memory/memory.usage_in_bytes"),
         "memory_max_bytes": num("memory/memory.max_usage_in_bytes"),

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from strata.collectors.sampler import deltas
+from strata.collectors.sampler import column, deltas
+from strata.core.jsondoc import JsonObject, JsonValue, arr, as_obj, obj
 
 if TYPE_CHECKING:
     from strata.collectors.base import CollectContext
@@ -77,13 +78,13 @@ def read_diskstats(names: list[str], text: str | None = None) -> dict[str, dict[
     return out
 
 
-def queue_facts(name: str, sysfs: Path = SYSFS_BLOCK) -> dict[str, Any]:
+def queue_facts(name: str, sysfs: Path = SYSFS_BLOCK) -> dict[str, str | bool | None]:
     """A disk's `write_cache` ("write back", "write through") and `fua` (whether it takes writes with Force
     Unit Access) from sysfs; a partition's are its disk's. None where sysfs does not say."""
     queue = sysfs / name / "queue"
     if not queue.is_dir():
         queue = sysfs / name / ".." / "queue"  # a partition: /sys/class/block/vda1 -> .../vda/vda1
-    out: dict[str, Any] = {"write_cache": None, "fua": None}
+    out: dict[str, str | bool | None] = {"write_cache": None, "fua": None}
     try:
         out["write_cache"] = (queue / "write_cache").read_text().strip() or None
     except OSError:
@@ -95,25 +96,34 @@ def queue_facts(name: str, sysfs: Path = SYSFS_BLOCK) -> dict[str, Any]:
     return out
 
 
-def within(series: dict[str, Any], start_s: float, end_s: float) -> dict[str, dict[str, float]] | None:
+def within(series: JsonObject, start_s: float, end_s: float) -> dict[str, dict[str, float]] | None:
     """Each disk's counters over [start_s, end_s] (wall clock) from the sampler's per-second series
     (`{"t": [...], "diskstats": {disk: {counter: [per interval]}}}`), each interval's count prorated by
     its overlap with the window: what the disks did while the workload measured, without its ramp or
     start-up. None when the samples cover less than half of the window (a clock the samples do not share)."""
-    t = series.get("t") or []
+    t = _numbers(arr(series, "t")) or []
     spans = [(max(a, start_s), min(b, end_s), b - a) for a, b in zip(t, t[1:])]
     covered = sum(max(0.0, hi - lo) for lo, hi, _ in spans)
     if end_s <= start_s or covered < 0.5 * (end_s - start_s):
         return None
     weights = [max(0.0, hi - lo) / dt if dt > 0 else 0.0 for lo, hi, dt in spans]
     out: dict[str, dict[str, float]] = {}
-    for disk, per in (series.get("diskstats") or {}).items():
+    for disk, per in obj(series, "diskstats").items():
+        columns = {key: _numbers(as_obj(per, disk).get(key)) for key, _, _ in COUNTERS}
         out[disk] = {
-            key: sum(w * v for w, v in zip(weights, per[key]))
-            for key, _, _ in COUNTERS
-            if isinstance(per.get(key), list) and len(per[key]) == len(weights)
+            key: sum(w * v for w, v in zip(weights, col))
+            for key, col in columns.items()
+            if col is not None and len(col) == len(weights)
         }
     return out
+
+
+def _numbers(v: JsonValue) -> list[float] | None:
+    """A stored column of numbers, or None when `v` is not one."""
+    if not isinstance(v, list):
+        return None
+    nums = [float(x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    return nums if len(nums) == len(v) else None
 
 
 class DiskstatsCollector:
@@ -122,17 +132,17 @@ class DiskstatsCollector:
     def __init__(self, ctx: CollectContext | None, sysfs: Path = SYSFS_BLOCK) -> None:
         self.names: list[str] = list(dict.fromkeys(ctx.diskstats)) if ctx else []
         self.queues = {n: queue_facts(n, sysfs) for n in self.names}
-        self.samples: list[dict[str, Any]] = []
+        self.samples: list[dict[str, dict[str, int]]] = []  # per reading: disk -> its diskstats fields
         self.times: list[float] = []
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> dict[str, dict[str, int]]:
         s = read_diskstats(self.names)
         self.samples.append(s)
         self.times.append(time.time())
         return s
 
-    def series(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def series(self) -> JsonObject:
+        out: JsonObject = {}
         for name in self.names:
             rows = [s.get(name, {}) for s in self.samples]
             if not all(rows):
@@ -143,16 +153,20 @@ class DiskstatsCollector:
 
             dt = deltas(self.times) or [1.0]
             io_ms = deltas(col("io_ms"))
-            per = {key: [x * scale for x in deltas(col(f))] for key, f, scale in COUNTERS if all(f in r for r in rows)}
+            per: JsonObject = {
+                key: column(x * scale for x in deltas(col(f)))
+                for key, f, scale in COUNTERS
+                if all(f in r for r in rows)
+            }
             out[name] = {
                 **per,
-                "util_percent": [min(100.0, 100.0 * ms / (1000 * t)) if t else 0.0 for ms, t in zip(io_ms, dt)],
-                "in_flight": col("in_flight")[1:],
+                "util_percent": column(min(100.0, 100.0 * ms / (1000 * t)) if t else 0.0 for ms, t in zip(io_ms, dt)),
+                "in_flight": column(col("in_flight")[1:]),
             }
         return out
 
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def summary(self) -> JsonObject:
+        out: JsonObject = {}
         if len(self.samples) < 2:
             return out
         a, b = self.samples[0], self.samples[-1]

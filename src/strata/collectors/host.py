@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from strata.collectors.sampler import deltas
+from strata.collectors.sampler import column, deltas
+from strata.core.jsondoc import JsonObject
 
 if TYPE_CHECKING:
     from strata.collectors.base import CollectContext
@@ -30,11 +31,11 @@ class HostCollector:
     name = "host"
 
     def __init__(self, ctx: CollectContext | None = None) -> None:
-        self.cpu: list[dict[str, Any]] = []
+        self.cpu: list[dict[str, int]] = []
         self.cache: list[int] = []
         self.dirty: list[int] = []
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> dict[str, int]:
         c, m = read_cpu(), read_meminfo()
         self.cpu.append(c)
         self.cache.append(m.get("Cached", 0))
@@ -52,10 +53,11 @@ class HostCollector:
             out["idle"].append(100.0 * d["idle"] / total)
         return out
 
-    def series(self) -> dict[str, Any]:
-        return {"cpu_percent": self._percent(), "page_cache_bytes": self.cache[1:], "dirty_bytes": self.dirty[1:]}
+    def series(self) -> JsonObject:
+        cpu: JsonObject = {k: column(v) for k, v in self._percent().items()}
+        return {"cpu_percent": cpu, "page_cache_bytes": column(self.cache[1:]), "dirty_bytes": column(self.dirty[1:])}
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonObject:
         if len(self.cpu) < 2:
             return {}
         a, b = self.cpu[0], self.cpu[-1]

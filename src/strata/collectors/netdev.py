@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
-from strata.collectors.sampler import deltas
+from strata.collectors.sampler import column, deltas
+from strata.core.jsondoc import JsonObject
 
 COUNTERS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
 
@@ -43,29 +43,31 @@ class NetdevCollector:
     def __init__(self, name: str, ifnames: list[str], sysfs: Path = Path("/sys/class/net")):
         self.name, self.ifnames, self.sysfs = name, list(ifnames), sysfs
         self.times: list[float] = []
-        self.samples: list[dict[str, dict[str, Any] | None]] = []
+        self.samples: list[dict[str, dict[str, int] | None]] = []
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> dict[str, dict[str, int] | None]:
         row = {i: read_counters(i, self.sysfs) for i in self.ifnames}
         self.samples.append(row)
         self.times.append(time.time())
         return row
 
-    def _rows(self, ifname: str) -> tuple[list[float], list[dict[str, Any]]]:
+    def _rows(self, ifname: str) -> tuple[list[float], list[dict[str, int]]]:
         pairs = [(t, r) for t, s in zip(self.times, self.samples) if (r := s.get(ifname))]
         return [t for t, _ in pairs], [r for _, r in pairs]
 
-    def series(self) -> dict[str, Any]:
-        out = {}
+    def series(self) -> JsonObject:
+        out: JsonObject = {}
         for i in self.ifnames:
             t, rows = self._rows(i)
-            out[i] = {k: deltas([r[k] for r in rows]) for k in COUNTERS}
+            per: JsonObject = {k: column(deltas([r[k] for r in rows])) for k in COUNTERS}
+            out[i] = per
         return out
 
-    def summary(self) -> dict[str, Any]:
-        out = {}
+    def summary(self) -> JsonObject:
+        out: JsonObject = {}
         for i in self.ifnames:
             t, rows = self._rows(i)
             if len(rows) >= 2:
-                out[i] = {k: rows[-1][k] - rows[0][k] for k in COUNTERS}
+                moved: JsonObject = {k: rows[-1][k] - rows[0][k] for k in COUNTERS}
+                out[i] = moved
         return out

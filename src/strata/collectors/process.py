@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
-from strata.collectors.sampler import deltas
+from strata.collectors.sampler import column, deltas
+from strata.core.jsondoc import JsonObject
 
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes")
@@ -46,41 +46,43 @@ class ProcessCollector:
     def __init__(self, name: str, pids: dict[str, int], proc: Path = Path("/proc")):
         self.name, self.pids, self.proc = name, dict(pids), proc
         self.times: list[float] = []
-        self.samples: list[dict[str, dict[str, Any] | None]] = []
+        self.samples: list[dict[str, dict[str, int] | None]] = []
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> dict[str, dict[str, int] | None]:
         row = {label: read_process(pid, self.proc) for label, pid in self.pids.items()}
         self.samples.append(row)
         self.times.append(time.time())
         return row
 
-    def _rows(self, label: str) -> tuple[list[float], list[dict[str, Any]]]:
+    def _rows(self, label: str) -> tuple[list[float], list[dict[str, int]]]:
         pairs = [(t, r) for t, s in zip(self.times, self.samples) if (r := s.get(label))]
         return [t for t, _ in pairs], [r for _, r in pairs]
 
-    def series(self) -> dict[str, Any]:
-        out = {}
+    def series(self) -> JsonObject:
+        out: JsonObject = {}
         for label in self.pids:
             t, rows = self._rows(label)
             dt = deltas(t)
             cpu = deltas([r["cpu_ticks"] for r in rows])
-            out[label] = {
-                "cpu_percent": [100.0 * d / TICKS_PER_S / (s or 1.0) for d, s in zip(cpu, dt)],
-                **{k: deltas([r[k] for r in rows]) for k in IO_FIELDS if rows and k in rows[0]},
+            per: JsonObject = {
+                "cpu_percent": column(100.0 * d / TICKS_PER_S / (s or 1.0) for d, s in zip(cpu, dt)),
+                **{k: column(deltas([r[k] for r in rows])) for k in IO_FIELDS if rows and k in rows[0]},
             }
+            out[label] = per
         return out
 
-    def summary(self) -> dict[str, Any]:
-        out = {}
+    def summary(self) -> JsonObject:
+        out: JsonObject = {}
         for label, pid in self.pids.items():
             t, rows = self._rows(label)
             if len(rows) < 2:
                 continue
             cpu_s = (rows[-1]["cpu_ticks"] - rows[0]["cpu_ticks"]) / TICKS_PER_S
-            out[label] = {
+            totals: JsonObject = {
                 "pid": pid,
                 "cpu_s": cpu_s,
                 "cpu_percent": 100.0 * cpu_s / ((t[-1] - t[0]) or 1.0),
                 **{k: rows[-1][k] - rows[0][k] for k in IO_FIELDS if k in rows[0] and k in rows[-1]},
             }
+            out[label] = totals
         return out

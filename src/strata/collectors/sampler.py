@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Literal, Sequence
+from typing import Iterable, Literal, Sequence
 
 from strata.collectors.base import Collector
+from strata.core.jsondoc import JsonArray, JsonObject, JsonValue
 
 
 class Sampler:
@@ -41,11 +42,16 @@ class Sampler:
             self._tick()
             next_t += self.period_s
 
-    def series(self) -> dict[str, Any]:
-        return {"t": self.t, **{c.name: c.series() for c in self.collectors}}
+    def series(self) -> JsonObject:
+        return {"t": column(self.t), **{c.name: c.series() for c in self.collectors}}
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonObject:
         return {c.name: c.summary() for c in self.collectors}
+
+
+def column(values: Iterable[float]) -> JsonArray:
+    """A per-second column of a collector's series, as the stored result holds it."""
+    return list[JsonValue](values)
 
 
 def deltas(values: Sequence[float]) -> list[float]:

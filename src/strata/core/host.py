@@ -7,9 +7,9 @@ import platform
 import shutil
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from strata import __version__
+from strata.core.jsondoc import JsonObject
 from strata.core.proc import sh
 
 
@@ -45,10 +45,10 @@ def virtualization() -> str | None:
 
 
 @lru_cache(maxsize=1)
-def host_facts() -> dict[str, Any]:
+def host_facts() -> JsonObject:
     mem = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
     virt = virtualization()
-    facts = {
+    facts: JsonObject = {
         "hostname": platform.node(),
         "kernel": platform.release(),
         "os": _os_release(),

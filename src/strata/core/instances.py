@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Protocol, runtime_checkable
 
+from strata.core.jsondoc import JsonObject
+
 # A check polled while instances run: (failure category, message) when something the
 # trial depends on is gone (a daemon, a remote target), else None.
 Watch = Callable[[], "tuple[str, str] | None"]
@@ -140,7 +142,7 @@ class InstanceOutput:
     stderr: str
     start_time_s: float | None = None  # wall clock when the tool was exec'd (after the barrier)
     end_time_s: float | None = None
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: JsonObject = field(default_factory=dict)  # what the runtime says of the instance (stored with the result)
 
 
 class Running(Protocol):

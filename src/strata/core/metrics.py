@@ -20,6 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal
 
+from strata.core import jsondoc
+from strata.core.jsondoc import JsonObject
+
 Kind = Literal["parameter", "total", "per_direction", "latency"]
 KINDS: tuple[Kind, ...] = ("parameter", "total", "per_direction", "latency")
 DIRECTIONS = ("read", "write")
@@ -54,18 +57,19 @@ class Operations:
     word: str  # what one is called in a table's heading ("flowop")
     columns: tuple[tuple[str, tuple[str, ...]], ...]
 
-    def of(self, result: dict[str, Any]) -> list[dict[str, Any]]:
+    def of(self, result: JsonObject) -> list[JsonObject]:
         v = dig(result, self.key)
         return [e for e in v if isinstance(e, dict)] if isinstance(v, list) else []
 
     @staticmethod
-    def value(entry: dict[str, Any], path: tuple[str, ...]) -> Any:
+    def value(entry: JsonObject, path: tuple[str, ...]) -> Any:
         return dig(entry, path)
 
 
-def dig(result: Any, path: tuple[str, ...]) -> Any:
-    """The value at `path` in a stored result, or None where a key is missing."""
-    v: Any = result
+def dig(result: object, path: tuple[str, ...]) -> Any:
+    """The value at `path` in a stored result, or None where a key is missing (Any: the callers, in analysis
+    and report, read numbers and strings of stored results through it)."""
+    v = result
     for k in path:
         v = v.get(k) if isinstance(v, dict) else None
     return v
@@ -88,29 +92,29 @@ class OfferedRate:
     peak: tuple[str, ...] = ()
     offered: tuple[str, ...] = ()
 
-    def relative(self, workload: dict[str, Any]) -> Any:
+    def relative(self, workload: JsonObject) -> Any:
         """The share of the peak a relative target offers (`target: 40%`), or None."""
         return workload.get(self.share) if self.share else None
 
-    def absolute(self, workload: dict[str, Any]) -> Any:
+    def absolute(self, workload: JsonObject) -> Any:
         """The absolute rate offered to each database, or None."""
         return workload.get(self.rate)
 
-    def flat_out(self, workload: dict[str, Any]) -> bool:
+    def flat_out(self, workload: JsonObject) -> bool:
         return self.absolute(workload) is None and self.relative(workload) is None
 
-    def peak_measured(self, workload: dict[str, Any]) -> bool:
+    def peak_measured(self, workload: JsonObject) -> bool:
         """Whether a trial measured the peak: flat out, or a relative target's run just before."""
         return self.relative(workload) is not None or self.absolute(workload) is None
 
-    def share_of_peak(self, workload: dict[str, Any]) -> float | None:
+    def share_of_peak(self, workload: JsonObject) -> float | None:
         """The share of the peak offered: a relative target's, 1.0 flat out, None for an absolute rate
         (the analysis derives that from the flat-out run of the same configuration when there is one)."""
         if self.relative(workload) is not None:
             return float(self.relative(workload))
         return 1.0 if self.absolute(workload) is None else None
 
-    def databases_of(self, workload: dict[str, Any]) -> Any:
+    def databases_of(self, workload: JsonObject) -> Any:
         return workload.get(self.databases) if self.databases else None
 
 
@@ -125,7 +129,7 @@ class Events:
     word: str
     fix: str
 
-    def count(self, result: dict[str, Any]) -> int | None:
+    def count(self, result: JsonObject) -> int | None:
         v = dig(result, self.key)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -152,7 +156,7 @@ class OperationMix:
     mean: str = "mean"
     ns: float = 1.0  # ns per unit of `mean`
 
-    def mean_ns(self, result: dict[str, Any]) -> float | None:
+    def mean_ns(self, result: JsonObject) -> float | None:
         """The mean latency (ns) over every operation of one stored result, or None when it holds none."""
         by_type = dig(result, self.key)
         summaries = by_type.values() if isinstance(by_type, dict) else []
@@ -191,7 +195,7 @@ class Metric:
             "latency": ("metrics", direction, f"{self.name}_ns"),
         }[self.kind]
 
-    def value(self, result: dict[str, Any], direction: str = "read", stat: str | None = None) -> Any:
+    def value(self, result: JsonObject, direction: str = "read", stat: str | None = None) -> Any:
         """The stored value, or None where the result has none."""
         return dig(result, self.path(direction) + ((stat,) if stat else ()))
 
@@ -239,7 +243,7 @@ class MetricSchema:
     client_cpu: tuple[str, ...] = ()
     io: BlockIo | None = None
 
-    def clients_cpu_share(self, result: dict[str, Any]) -> float | None:
+    def clients_cpu_share(self, result: JsonObject) -> float | None:
         """The share (0 to 1) of the host's CPUs the workload's own clients took in the measured run, or None."""
         v = dig(result, self.client_cpu) if self.client_cpu else None
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -265,7 +269,7 @@ class MetricSchema:
         text = ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
         return text[:1].upper() + text[1:]
 
-    def direction(self, result: dict[str, Any]) -> str:
+    def direction(self, result: JsonObject) -> str:
         """The data direction whose latency represents a trial: read, unless the first per-direction rate
         (operations per second) is higher for writes."""
         rates = self.of("per_direction")
@@ -274,14 +278,14 @@ class MetricSchema:
         read, write = (rates[0].value(result, d) or 0 for d in DIRECTIONS)
         return "write" if write > read else "read"
 
-    def context(self, workload: dict[str, Any], without: str = "") -> str:
+    def context(self, workload: JsonObject, without: str = "") -> str:
         """What ran, in words ("randread 4 KiB"): the context parameters but `without`, or the name."""
         words = [
             f.text(workload[f.name])
             for f in self.of("parameter")
             if f.context and f.name != without and workload.get(f.name)
         ]
-        return " ".join(words) or workload.get("name", "")
+        return " ".join(words) or jsondoc.text(workload, "name")
 
 
 EMPTY = MetricSchema()

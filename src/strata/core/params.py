@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Protocol, Self
+from typing import Annotated, Any, Literal, Protocol, Self, TypeVar, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from strata.core.units import parse_size
+
+T = TypeVar("T")
 
 
 class Strict(BaseModel):
@@ -37,14 +39,18 @@ class Layer(Protocol):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
 
 
-def sweep_ends(value: Any) -> Any:
+@overload
+def sweep_ends(value: list[T]) -> list[T]: ...
+@overload
+def sweep_ends(value: object) -> object: ...
+def sweep_ends(value: object) -> object:
     """A sweep cut to its first and last values, for the smoke scale (a list of one or two is kept)."""
     if isinstance(value, list) and len(value) > 2:
         return [value[0], value[-1]]
     return value
 
 
-def size_at_most(value: Any, limit: int) -> Any:
+def size_at_most(value: object, limit: int) -> object:
     """A size as written (bytes or `4GiB`) capped at `limit` bytes; anything unparsable is left as it is,
     for the validator to name."""
     try:
@@ -53,7 +59,7 @@ def size_at_most(value: Any, limit: int) -> Any:
         return value
 
 
-def size_field(v: Any) -> int | None:
+def size_field(v: object) -> int | None:
     """A `mode="before"` validator for sizes: 4096, '128k', '4GiB' -> bytes."""
     return None if v is None else parse_size(v)
 
@@ -126,7 +132,7 @@ class Limits(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _preset_name(cls, data: Any) -> Any:
+    def _preset_name(cls, data: object) -> object:
         return {"preset": data} if isinstance(data, str) else data
 
     def io(self) -> dict[str, int]:
@@ -198,7 +204,7 @@ class Load(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _auto(cls, data: Any) -> Any:
+    def _auto(cls, data: object) -> object:
         if isinstance(data, dict) and isinstance(data.get("containers"), str) and data["containers"] == "auto":
             data = {**data, "containers": 1, "scale": "auto"}
         return data

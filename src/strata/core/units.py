@@ -12,8 +12,9 @@ _SECONDS = {"ms": 0.001, "s": 1, "": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_DURATION_S = 7 * 86400  # a week: longer is a typo, or a job for several runs
 
 
-def parse_size(value: int | float | str) -> int:
-    """'4GiB', '512M', '128k', 4096 -> bytes. Suffixes are binary, as in fio. Bounded."""
+def parse_size(value: object) -> int:
+    """'4GiB', '512M', '128k', 4096 -> bytes. Suffixes are binary, as in fio. Bounded; a ValueError names
+    anything else (a validator's input is whatever the spec held)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"a size is a number or a string like 512MiB, not {type(value).__name__}")
     if isinstance(value, (int, float)):

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Layer, Load, path_kind
 from strata.experiment.hosts import Placed, Placement, place, place_span
 from strata.experiment.model import Experiment
@@ -55,8 +56,8 @@ class Trial:
     repetition: int
     placement: Placed | None = None  # on the experiment's hosts (hosts/); None: on this host
 
-    def resolved(self) -> dict[str, Any]:
-        doc = {
+    def resolved(self) -> JsonObject:
+        doc: JsonObject = {
             "device": self.device.model_dump(),
             "filesystem": self.filesystem.model_dump(),
             "runtime": self.runtime.model_dump(),
@@ -117,7 +118,7 @@ class Trial:
         return f"{self.stack} {self.workload.name} {self.load.name}{where} #{self.repetition}"
 
 
-def load_dump(load: Load) -> dict[str, Any]:
+def load_dump(load: Load) -> JsonObject:
     """The load as stored and hashed; a fixed count leaves out the keys of `containers: auto`, and limits
     without a preset the preset's keys, so the ids (and stored results) of every load without them stay
     what they were before they existed."""

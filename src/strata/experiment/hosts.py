@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from strata.core.jsondoc import JsonObject, JsonValue
 from strata.core.params import Layer, Strict
 from strata.stack.devices import served_at, served_by
 
@@ -207,8 +207,12 @@ class Placed:
     instances: tuple[tuple[str, int], ...]
     nodes: tuple[tuple[str, str], ...]
 
-    def resolved(self) -> dict[str, Any]:
-        return {"name": self.name, "instances": dict(self.instances), "nodes": dict(self.nodes)}
+    def resolved(self) -> JsonObject:
+        return {
+            "name": self.name,
+            "instances": dict[str, JsonValue](self.instances),
+            "nodes": dict[str, JsonValue](self.nodes),
+        }
 
     @property
     def hosts(self) -> list[str]:

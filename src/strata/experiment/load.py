@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import yaml
 from pydantic import ValidationError
@@ -65,7 +65,7 @@ def _fail(source: str, problem: str, fix: str) -> SpecErrors:
     return SpecErrors([("", problem, fix)], source)
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: Path) -> object:
     src = str(path)
     try:
         if path.is_dir():
@@ -117,11 +117,11 @@ def _check_size(node: yaml.Node, src: str) -> None:
             stack += [(x, depth + 1) for x in n.value]
 
 
-def _check_shape(raw: Any, source: str) -> None:
+def _check_shape(raw: object, source: str) -> None:
     """The same bounds as for a file, for a document given in memory."""
     count, stack = 0, [(raw, 0)]
     while stack:
-        v, depth = stack.pop()
+        v, depth = stack.pop()  # (a value of the document, its depth)
         count += 1
         if depth > MAX_DEPTH:
             raise _fail(source, f"the document nests deeper than {MAX_DEPTH} levels", "flatten it")
@@ -133,14 +133,14 @@ def _check_shape(raw: Any, source: str) -> None:
             stack += [(x, depth + 1) for x in v]
 
 
-def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tuple[Experiment, list[Layer]]:
+def parse_spec(raw: object, base_dir: Path = Path("."), source: str = "spec") -> tuple[Experiment, list[Layer]]:
     if not isinstance(raw, dict):
         raise _fail(
             source, "an experiment file is a YAML mapping (name:, devices:, ...)", "start from examples/quick.yaml"
         )
     _check_shape(raw, source)
     errors: list[Error] = []
-    doc = {str(k): v for k, v in raw.items()}
+    doc: dict[str, object] = {str(k): v for k, v in raw.items()}
     for key, norm in (("devices", _claimed(DEVICES)), ("filesystems", _filesystem), ("runtimes", _claimed(RUNTIMES))):
         if key in doc:
             doc[key] = [norm(x) for x in _as_list(doc[key])]
@@ -159,7 +159,7 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
     if "loads" in doc:
         doc["loads"] = [e for x in loads for e in _sweep(x)]
     if "devices" in doc:  # a device's parameters sweep too (a remote device's latency: [0, 50us])
-        doc["devices"] = [e for x in doc["devices"] for e in _sweep(x)]
+        doc["devices"] = [e for x in _listed(doc["devices"]) for e in _sweep(x)]
     workloads_raw = [(where, e) for where, x in workloads for e in _sweep(x)]
     doc["workloads"] = [e for _, e in workloads_raw]
     exp: Experiment | None = None
@@ -179,15 +179,26 @@ def parse_spec(raw: Any, base_dir: Path = Path("."), source: str = "spec") -> tu
     return exp, parsed
 
 
-def _as_list(v: object) -> list[Any]:
+def _as_list(v: object) -> list[object]:
     return v if isinstance(v, list) else [v]
 
 
-def _claimed(registry: dict[str, Any]) -> Callable[[Any], Any]:
+def _listed(v: object) -> list[object]:
+    """A member `parse_spec` made a list already (or left out: empty)."""
+    return v if isinstance(v, list) else []
+
+
+class _Claims(Protocol):
+    """A device or runtime plugin, as far as a spec's one-word entry goes."""
+
+    def shorthand(self, text: str) -> dict[str, str] | None: ...
+
+
+def _claimed(registry: Mapping[str, _Claims]) -> Callable[[object], object]:
     """A one-word entry of a layer as the parameters of the plugin that claims it (`docker:btrfs`,
     `/dev/sdb`); one no plugin claims stays its own type, which validation names."""
 
-    def norm(x: Any) -> Any:
+    def norm(x: object) -> object:
         if not isinstance(x, str):
             return x
         return next((p for p in (plugin.shorthand(x) for plugin in registry.values()) if p is not None), {"type": x})
@@ -195,11 +206,11 @@ def _claimed(registry: dict[str, Any]) -> Callable[[Any], Any]:
     return norm
 
 
-def _filesystem(x: Any) -> Any:
+def _filesystem(x: object) -> object:
     return {"type": x} if isinstance(x, str) else x
 
 
-def _load(x: Any, where: str, errors: list[Error]) -> Any:
+def _load(x: object, where: str, errors: list[Error]) -> object:
     """`high` or `{preset: high, containers: 3}` -> the preset's values, overridden by the entry's."""
     preset = x if isinstance(x, str) else (x.get("preset") if isinstance(x, dict) else None)
     if preset is None:
@@ -215,11 +226,11 @@ def _load(x: Any, where: str, errors: list[Error]) -> Any:
         return {}
     if isinstance(x, str):
         return {"name": x, **LOAD_PRESETS[x]}
-    rest = {k: v for k, v in x.items() if k != "preset"}
+    rest = {k: v for k, v in x.items() if k != "preset"} if isinstance(x, dict) else {}
     return {"name": preset, **LOAD_PRESETS[preset], **rest}
 
 
-def _workload(x: Any, where: str, errors: list[Error]) -> tuple[str, Any]:
+def _workload(x: object, where: str, errors: list[Error]) -> tuple[str, object]:
     """A one-word entry (`rr`) as the workload that claims it; `{NAME: {...}}` -> `{type: NAME, ...}`.
     Returns (key path, entry)."""
     if isinstance(x, str):
@@ -252,23 +263,24 @@ def _workload(x: Any, where: str, errors: list[Error]) -> tuple[str, Any]:
     return where, x
 
 
-def _sweep_keys(entry: Any) -> list[str]:
+def _sweep_keys(entry: object) -> list[str]:
     if not isinstance(entry, dict):
         return []
     return [k for k, v in entry.items() if isinstance(v, list) and k not in _LIST_KEYS]
 
 
-def _sweep_size(entry: Any) -> int:
+def _sweep_size(entry: object) -> int:
     return math.prod(len(entry[k]) for k in _sweep_keys(entry)) if isinstance(entry, dict) else 1
 
 
-def _count(doc: dict[str, Any], loads: list[Any], workloads: list[tuple[str, Any]]) -> list[Error]:
+def _count(doc: dict[str, object], loads: list[object], workloads: list[tuple[str, object]]) -> list[Error]:
     """The number of trials, counted before anything is expanded."""
-    n = max(1, sum(_sweep_size(x) for x in doc.get("devices") or []))
+    n = max(1, sum(_sweep_size(x) for x in _listed(doc.get("devices"))))
     for key in ("filesystems", "runtimes", "paths", "placement"):
-        n *= max(1, len(doc.get(key) or []))
-    if not doc.get("placement") and isinstance(doc.get("hosts"), dict):
-        n *= max(1, len(doc["hosts"]))  # the default placement: each host
+        n *= max(1, len(_listed(doc.get(key))))
+    hosts = doc.get("hosts")
+    if not doc.get("placement") and isinstance(hosts, dict):
+        n *= max(1, len(hosts))  # the default placement: each host
     n *= max(1, sum(_sweep_size(x) for x in loads)) if loads else 1
     n *= max(1, sum(_sweep_size(x) for _, x in workloads))
     reps = doc.get("repetitions")
@@ -286,12 +298,12 @@ def _count(doc: dict[str, Any], loads: list[Any], workloads: list[tuple[str, Any
     return []
 
 
-def _sweep(entry: Any) -> list[Any]:
+def _sweep(entry: object) -> list[object]:
     """{bs: [4k, 64k], rw: randread} -> two entries; the swept keys go into the name."""
     keys = _sweep_keys(entry)
-    if not keys:
+    if not keys or not isinstance(entry, dict):  # _sweep_keys finds none in what is not a mapping
         return [entry]
-    out = []
+    out: list[object] = []
     for values in itertools.product(*(entry[k] for k in keys)):
         e = dict(entry)
         e.update(zip(keys, values))
@@ -301,10 +313,10 @@ def _sweep(entry: Any) -> list[Any]:
     return out
 
 
-def _workload_params(w: Any, where: str, base_dir: Path, errors: list[Error]) -> list[Layer]:
+def _workload_params(w: object, where: str, base_dir: Path, errors: list[Error]) -> list[Layer]:
     kind = w.get("type") if isinstance(w, dict) else None
     plugin = WORKLOADS.get(kind) if isinstance(kind, str) else None
-    if plugin is None:
+    if plugin is None or not isinstance(w, dict):  # a workload type is found only in a mapping
         what = "a mapping" if not isinstance(w, dict) else f"workload type {_short(kind)}"
         errors.append((where, f"unknown {what}", f"write `{{NAME: {{...}}}}` with NAME one of: {', '.join(WORKLOADS)}"))
         return []

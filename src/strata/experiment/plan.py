@@ -16,6 +16,7 @@ from typing import Any
 
 from strata.core.access import blocking
 from strata.core.errors import SpecErrors
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Layer
 from strata.experiment import presets
 from strata.experiment.expand import Skipped, Trial, expand
@@ -58,7 +59,7 @@ class Plan:
         return None
 
 
-def resolve(exp: Experiment, workloads: list[Layer], host: dict[str, Any]) -> Plan:
+def resolve(exp: Experiment, workloads: list[Layer], host: JsonObject) -> Plan:
     trials, skipped = expand(exp, workloads)
     plan = Plan(trials, skipped)
     errors = (
@@ -164,7 +165,7 @@ def _fit_errors(exp: Experiment, trials: list[Trial]) -> list[tuple[str, str, st
     return errors
 
 
-def _load_errors(exp: Experiment, trials: list[Trial], host: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _load_errors(exp: Experiment, trials: list[Trial], host: JsonObject) -> list[tuple[str, str, str]]:
     """Each workload's check of the loads it runs under (a memory limit below what a database node needs),
     with a limit preset's cores and memory as this host gives them (its bandwidth is measured later)."""
     errors: list[tuple[str, str, str]] = []

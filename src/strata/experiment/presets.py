@@ -12,9 +12,8 @@ the trial (`stack_facts.limits`). Explicit values given beside a preset override
 
 from __future__ import annotations
 
-from typing import Any
-
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, whole
 from strata.core.params import PRESET_LIMITS, Limits, Load
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import DeviceProbe
@@ -26,13 +25,13 @@ def needs_bandwidth(limits: Limits) -> bool:
     return limits.preset is not None and "read_bps" in PRESET_LIMITS[limits.preset]
 
 
-def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -> tuple[Load, dict[str, Any]]:
+def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -> tuple[Load, JsonObject]:
     """The load with the preset's numbers in its limits, and the record of how they were derived."""
     lim = load.limits
     if not lim.preset:
         return load, {}
     share = lim.share
-    derived: dict[str, Any] = {}
+    derived: dict[str, float | int] = {}
     for part in PRESET_LIMITS[lim.preset]:
         if part == "cpus":
             derived["cpus"] = round(max(0.01, cores / share), 3)
@@ -45,7 +44,7 @@ def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -
     explicit = {k: v for k, v in lim.model_dump().items() if v is not None and k not in ("preset", "share")}
     values = {**derived, **explicit}
     resolved = Limits.model_validate(values)
-    record = {
+    record: JsonObject = {
         "preset": lim.preset,
         "share": share,
         "resolved": resolved.model_dump(exclude_none=True),
@@ -54,17 +53,18 @@ def resolve(load: Load, cores: int, memory_bytes: int, device_bps: int | None) -
     return load.model_copy(update={"limits": resolved}), record
 
 
-def on_host(load: Load, host: dict[str, Any]) -> Load:
+def on_host(load: Load, host: JsonObject) -> Load:
     """The preset's cores and memory on this host (for the checks before a run; bandwidth left out)."""
     lim = load.limits
-    if not lim.preset or not host.get("cpus") or not host.get("memory_bytes"):
+    cpus, memory_bytes = whole(host, "cpus"), whole(host, "memory_bytes")
+    if not lim.preset or not cpus or not memory_bytes:
         return load
     keep = {k: v for k, v in lim.model_dump().items() if v is not None and k not in ("preset", "share")}
     bw = 1 if "read_bps" in PRESET_LIMITS[lim.preset] else None
     resolved, _ = resolve(
         load.model_copy(update={"limits": Limits(preset=lim.preset, share=lim.share, **keep)}),
-        host["cpus"],
-        host["memory_bytes"],
+        cpus,
+        memory_bytes,
         bw,
     )
     return resolved

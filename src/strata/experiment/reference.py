@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 import typing
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -50,7 +49,7 @@ reason (`strata validate` lists them).
 """
 
 
-def _type_name(ann: Any) -> str:
+def _type_name(ann: object) -> str:
     origin = typing.get_origin(ann)
     if origin is typing.Literal:
         return " \\| ".join(f"`{a}`" for a in typing.get_args(ann))

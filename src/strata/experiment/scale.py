@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any
 
 from strata.core.params import LoadCounts, size_at_most, sweep_ends
 
@@ -27,7 +26,7 @@ SMOKE_DEVICE_BYTES = 4 << 30
 SWEEP_LOAD_KEYS = LoadCounts.names()
 
 
-def smoke(doc: Any) -> Any:
+def smoke(doc: object) -> object:
     """The experiment file at smoke scale (a new document; `doc` is not changed)."""
     if not isinstance(doc, dict):
         return doc
@@ -55,7 +54,7 @@ def smoke(doc: Any) -> Any:
     return out
 
 
-def _loads(loads: list[Any]) -> list[Any]:
+def _loads(loads: list[object]) -> list[object]:
     """A container sweep written as several loads (`{containers: 1}`, `{containers: 2}`, ...) cut to its
     first and last loads, like a list."""
     groups: dict[str, list[int]] = {}
@@ -67,7 +66,7 @@ def _loads(loads: list[Any]) -> list[Any]:
     return [load for i, load in enumerate(loads) if i not in dropped]
 
 
-def _load(load: Any) -> Any:
+def _load(load: object) -> object:
     if isinstance(load, dict):
         return {k: sweep_ends(v) if k in SWEEP_LOAD_KEYS else v for k, v in load.items()}
     return load

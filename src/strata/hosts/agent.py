@@ -25,13 +25,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from pydantic import TypeAdapter
 
 from strata import __version__
 from strata.core.errors import StrataError, Unsupported
 from strata.core.host import host_facts
+from strata.core.jsondoc import JsonArray, JsonObject, JsonValue, obj, text, whole
 from strata.core.params import Layer, Load
 from strata.experiment.expand import Trial
 from strata.experiment.model import Device, Runtime
@@ -48,7 +48,7 @@ from strata.stack.remote.model import RemoteDevice
 from strata.stack.remote.serve import ServedTarget, serve_target
 from strata.workloads import REGISTRY as WORKLOADS
 
-from .part import BarrierStacks, OutputDoc, Part
+from .part import BarrierStacks, Part, PartRequest
 
 GO_TIMEOUT_S = 3600.0  # a part waits this long at its barrier for the manager's go
 MAX_PARTS_KEPT = 64
@@ -62,17 +62,17 @@ class AgentError(Exception):
         super().__init__(message)
 
 
-def trial_from_resolved(doc: dict[str, Any]) -> Trial:
+def trial_from_resolved(doc: JsonObject) -> Trial:
     """The Trial a resolved dict describes (Trial.resolved() in reverse), without a placement."""
-    wl = doc["workload"]
+    wl = obj(doc, "workload")
     return Trial(
         TypeAdapter(Device).validate_python(doc["device"]),
         FilesystemParams.model_validate(doc["filesystem"]),
         TypeAdapter(Runtime).validate_python(doc["runtime"]),
-        doc["path"],
-        WORKLOADS[wl["type"]].params.model_validate(wl),
+        text(doc, "path"),
+        WORKLOADS[text(wl, "type")].params.model_validate(wl),
         Load.model_validate(doc["load"]),
-        int(doc["repetition"]),
+        whole(doc, "repetition") or 0,
     )
 
 
@@ -86,16 +86,16 @@ def shipped_files(params: Layer) -> dict[str, str]:
     return out
 
 
-def unship(resolved: dict[str, Any], files: dict[str, str], where: Path) -> dict[str, Any]:
+def unship(resolved: JsonObject, files: JsonObject, where: Path) -> JsonObject:
     """The part's resolved trial with each shipped file written under `where` and named there."""
-    wl = dict(resolved["workload"])
+    wl = dict(obj(resolved, "workload"))
 
-    def here(value: Any) -> Any:
+    def here(value: JsonValue) -> JsonValue:
         if not (isinstance(value, str) and value in files):
             return value
         d = where / hashlib.sha256(value.encode()).hexdigest()[:12]
         d.mkdir(parents=True, exist_ok=True)
-        (d / Path(value).name).write_bytes(base64.b64decode(files[value]))
+        (d / Path(value).name).write_bytes(base64.b64decode(text(files, value)))
         return str(d / Path(value).name)
 
     for key, value in wl.items():
@@ -117,7 +117,7 @@ class AgentRun:
         self.serving = contextlib.ExitStack()
         self.serving_lock = threading.Lock()
 
-    def serve(self, device: dict[str, Any], workdir: Path, address: str) -> tuple[str, ServedTarget]:
+    def serve(self, device: JsonObject, workdir: Path, address: str) -> tuple[str, ServedTarget]:
         """(id, target) of the remote device's store served from here, started on first use."""
         spec = RemoteDevice.model_validate({**device, "served_at": None})
         key = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:12]
@@ -141,7 +141,7 @@ class Agent:
         host: str,
         workdir: Path,
         state_dir: Path,
-        node: dict[str, Any] | None = None,
+        node: JsonObject | None = None,
         registries: Registries | None = None,
         address: str = "127.0.0.1",
     ):
@@ -155,16 +155,16 @@ class Agent:
         self.lock = threading.Lock()
         self.busy = threading.Lock()  # one part at a time
         self.last_request = time.monotonic()
-        self._facts: dict[str, Any] | None = None
+        self._facts: JsonObject | None = None
 
     # ---- what the manager asks about the host ----
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> JsonObject:
         return {"agent": self.id, "host": self.host, "version": __version__, "time": time.time(), **self.node}
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> JsonObject:
         if self._facts is None:
-            tools: dict[str, Any] = {}
+            tools: JsonObject = {}
             for w in WORKLOADS.values():  # every workload's tools: a part may run any of them
                 tools.update(w.versions())
             self._facts = {**host_facts(), "tools": tools, **self.node}
@@ -182,25 +182,28 @@ class Agent:
 
     # ---- parts ----
 
-    def start_part(self, doc: dict[str, Any]) -> dict[str, Any]:
+    def start_part(self, doc: JsonObject) -> JsonObject:
+        req = PartRequest.from_json(doc)
+        if not req.part or not req.run:
+            raise AgentError(400, "a part needs its 'part' and 'run' ids")
         with self.lock:
-            if doc["part"] in self.parts:
-                raise AgentError(409, f"part {doc['part']} exists")
-            run = self.runs.get(doc["run"]) or self.runs.setdefault(doc["run"], AgentRun(doc["run"], self))
-            part = Part(doc["part"], self.host, float(doc.get("go_timeout_s", GO_TIMEOUT_S)))
-            pdir = run.root / "parts" / doc["part"]
+            if req.part in self.parts:
+                raise AgentError(409, f"part {req.part} exists")
+            run = self.runs.get(req.run) or self.runs.setdefault(req.run, AgentRun(req.run, self))
+            part = Part(req.part, self.host, GO_TIMEOUT_S if req.go_timeout_s is None else req.go_timeout_s)
+            pdir = run.root / "parts" / req.part
             self.parts[part.id] = (part, run.run_id, pdir)
             self._forget_old_parts()
-        threading.Thread(target=self._run_part, args=(part, run, pdir, doc), daemon=True, name=part.id).start()
+        threading.Thread(target=self._run_part, args=(part, run, pdir, req), daemon=True, name=part.id).start()
         return part.status()
 
-    def _run_part(self, part: Part, run: AgentRun, pdir: Path, doc: dict[str, Any]) -> None:
+    def _run_part(self, part: Part, run: AgentRun, pdir: Path, req: PartRequest) -> None:
         with self.busy:
             result = None
             try:
-                trial = trial_from_resolved(unship(doc["trial"], doc.get("files") or {}, pdir / "files"))
-                result = self._unsupported(trial, doc) or run_trial(
-                    trial, BarrierStacks(run.stacks, part), run.store, doc["run"], doc["experiment"], self.facts()
+                trial = trial_from_resolved(unship(req.trial, req.files, pdir / "files"))
+                result = self._unsupported(trial, req) or run_trial(
+                    trial, BarrierStacks(run.stacks, part), run.store, req.run, req.experiment, self.facts()
                 )
             except Exception as e:  # noqa: BLE001 - a bug or a bad part: the manager gets it as the part's failure
                 import traceback
@@ -211,25 +214,25 @@ class Agent:
             part.result = result
             part.set_state("done")
 
-    def _unsupported(self, trial: Trial, doc: dict[str, Any]) -> Result | None:
+    def _unsupported(self, trial: Trial, req: PartRequest) -> Result | None:
         """What the plan checks locally before a run: whether this host can build each layer."""
         r = self.registries
         facts = self.facts()
         built = trial.workload_plugin.instances(trial.workload, trial.load) > 0  # else: only clients here
         problems = r.devices[trial.device.type].problems(trial.device) if built else []  # the destroy guard
         if problems:
-            return self._refused(trial, doc, facts, "provision", "; ".join(problems))
+            return self._refused(trial, req, facts, "provision", "; ".join(problems))
         layers = ((r.devices, trial.device), (r.filesystems, trial.filesystem), (r.runtimes, trial.runtime))
         for registry, params in (*(layers if built else ()), (WORKLOADS, trial.workload)):
             reason = registry[params.type].available(facts, params)
             if reason:
-                return self._refused(trial, doc, facts, "unsupported", reason, status="unsupported")
+                return self._refused(trial, req, facts, "unsupported", reason, status="unsupported")
         return None
 
     def _refused(
-        self, trial: Trial, doc: dict[str, Any], facts: dict[str, Any], category: str, why: str, status: str = "failed"
+        self, trial: Trial, req: PartRequest, facts: JsonObject, category: str, why: str, status: str = "failed"
     ) -> Result:
-        result = base_result(trial, doc["run"], doc["experiment"], facts)
+        result = base_result(trial, req.run, req.experiment, facts)
         result.started_at = result.finished_at = now_iso()
         return failed_result(result, category, f"host {self.host}: {why}", status=status)
 
@@ -239,17 +242,17 @@ class Agent:
                 raise AgentError(404, f"no part {part_id} on this agent (agent {self.id})")
             return self.parts[part_id]
 
-    def part_state(self, part_id: str, want: str, timeout_s: float) -> dict[str, Any]:
+    def part_state(self, part_id: str, want: str, timeout_s: float) -> JsonObject:
         part = self.part(part_id)[0]
         part.wait_state(want, min(timeout_s, 30.0))
         return {**part.status(), "agent": self.id}
 
-    def part_result(self, part_id: str) -> dict[str, Any]:
+    def part_result(self, part_id: str) -> JsonObject:
         part, run_id, _ = self.part(part_id)
         if part.result is None:
             raise AgentError(409, f"part {part_id} is {part.state}, not done")
         art = self._run(run_id).store.trials / part.result.trial_id
-        outputs: list[OutputDoc] = [
+        outputs: JsonArray = [  # an OutputDoc each (part.output_doc reads them back)
             {
                 "index": o.index,
                 "out_dir": str(o.out_dir.relative_to(art)) if o.out_dir.is_relative_to(art) else o.out_dir.name,
@@ -261,7 +264,8 @@ class Agent:
             }
             for o in part.outputs
         ]
-        return {"result": part.result.to_json(), "outputs": outputs, "times": part.times, "agent": self.id}
+        times: JsonObject = dict(part.times)
+        return {"result": part.result.to_json(), "outputs": outputs, "times": times, "agent": self.id}
 
     def artifacts(self, part_id: str) -> Path:
         """A tar of the part's artifacts (its trial directory), made once."""
@@ -302,24 +306,24 @@ class Agent:
         for pid in done[: max(0, len(self.parts) - MAX_PARTS_KEPT)]:
             self.parts.pop(pid, None)
 
-    def go(self, part_id: str, start_at: float) -> dict[str, Any]:
+    def go(self, part_id: str, start_at: float) -> JsonObject:
         part = self.part(part_id)[0]
         part.go(start_at)
         return part.status()
 
-    def release(self, part_id: str) -> dict[str, Any]:
+    def release(self, part_id: str) -> JsonObject:
         part = self.part(part_id)[0]
         part.release()
         return part.status()
 
-    def abort(self, part_id: str, reason: str) -> dict[str, Any]:
+    def abort(self, part_id: str, reason: str) -> JsonObject:
         part = self.part(part_id)[0]
         part.abort(reason)
         return part.status()
 
     # ---- stores served to other hosts ----
 
-    def serve_target(self, run_id: str, device: dict[str, Any]) -> dict[str, Any]:
+    def serve_target(self, run_id: str, device: JsonObject) -> JsonObject:
         run = self.runs.get(run_id) or self.runs.setdefault(run_id, AgentRun(run_id, self))
         try:
             key, target = run.serve(device, self.workdir, self.address)
@@ -330,7 +334,7 @@ class Agent:
             raise AgentError(500, f"host {self.host}: serving {device.get('name')}: {what}")
         return {"id": key, **target.to_json(), "agent": self.id}
 
-    def target_stats(self, run_id: str, target_id: str) -> dict[str, Any]:
+    def target_stats(self, run_id: str, target_id: str) -> JsonObject:
         target = self._run(run_id).targets.get(target_id)
         if target is None:
             raise AgentError(404, f"no target {target_id} in run {run_id} on this agent (agent {self.id})")
@@ -338,7 +342,7 @@ class Agent:
 
     # ---- runs, cleanup, shutdown ----
 
-    def close_run(self, run_id: str) -> dict[str, Any]:
+    def close_run(self, run_id: str) -> JsonObject:
         with self.busy:  # after the part that still runs
             with self.lock:
                 run = self.runs.pop(run_id, None)
@@ -348,18 +352,18 @@ class Agent:
                 run.close()
         return {"closed": run_id, "existed": run is not None}
 
-    def cleanup(self) -> dict[str, Any]:
+    def cleanup(self) -> JsonObject:
         """Undo what dead runs left on this host: agents' journals and local runs' journals (a live run's
         journal is left alone: its lock is held)."""
-        lines: list[str] = []
+        lines: JsonArray = []
         undo = undo_actions()
         n = journal_cleanup(self.state_dir / "agent", log=lines.append, undo=undo)
         n += journal_cleanup(self.state_dir, log=lines.append, undo=undo)
         return {"undone": n, "log": lines}
 
-    def cleanup_previous(self) -> dict[str, Any]:
+    def cleanup_previous(self) -> JsonObject:
         """At start: undo what a previous agent on this host left (killed with its container)."""
-        lines: list[str] = []
+        lines: JsonArray = []
         undone = journal_cleanup(self.state_dir / "agent", log=lines.append, undo=undo_actions())
         return {"undone": undone, "log": lines}
 

@@ -23,7 +23,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
+
+from strata.core.jsondoc import JsonObject, text
 
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .part import STATES
@@ -43,7 +45,7 @@ class HostLost(Exception):
 class PartEnded(Exception):
     """A part ended (failed, or unsupported) before the barrier let it start."""
 
-    def __init__(self, host: str, status: dict[str, Any]):
+    def __init__(self, host: str, status: JsonObject):
         self.host, self.status = host, status
         super().__init__(f"the part on host {host} ended {status.get('status')} before the start")
 
@@ -62,7 +64,7 @@ class RemotePart:
     agent_id: str
     offset_s: float = 0.0  # the host's clock minus the manager's
     state: str = "new"
-    status: dict[str, Any] = field(default_factory=dict)
+    status: JsonObject = field(default_factory=dict)  # the part's last answer (part.Part.status)
 
 
 def _reached(state: str, want: str) -> bool:
@@ -73,13 +75,13 @@ class Barrier:
     def __init__(self, parts: list[RemotePart], lost_after_s: float = LOST_AFTER_S, poll_s: float = POLL_S):
         self.parts, self.lost_after_s, self.poll_s = parts, lost_after_s, poll_s
 
-    def start(self, docs: dict[str, dict[str, Any]]) -> None:
-        """Start every part (docs by host); a host that cannot take its part is lost."""
+    def start(self, docs: dict[str, JsonObject]) -> None:
+        """Start every part (docs by host: a part.PartRequest's JSON each); a host that cannot take its part is lost."""
 
         def one(p: RemotePart) -> None:
             try:
                 p.status = p.client.start_part(docs[p.host])
-                p.state = p.status.get("state", "starting")
+                p.state = text(p.status, "state", "starting")
             except AgentUnreachable as e:
                 raise HostLost(p.host, f"its agent did not take the part: {e}")
 
@@ -123,10 +125,10 @@ class Barrier:
             last_ok = time.monotonic()
             if st.get("agent") != p.agent_id:
                 raise HostLost(p.host, f"its agent was restarted (agent {p.agent_id}, now {st.get('agent')})")
-            p.state, p.status = st["state"], st
-            if st["state"] == "done" and want == "ready" and st.get("status") != "ok":
+            p.state, p.status = text(st, "state"), st
+            if p.state == "done" and want == "ready" and st.get("status") != "ok":
                 raise PartEnded(p.host, st)
-            if _reached(st["state"], want):
+            if _reached(p.state, want):
                 return
 
     def go(self, margin_s: float = GO_MARGIN_S) -> float:

@@ -17,8 +17,9 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
+from strata.core.jsondoc import JsonArray, JsonObject, ShapeError, arr, as_obj, num
 from strata.hosts import clock
 
 TIMEOUT_S = 10.0
@@ -36,7 +37,7 @@ class AgentRefused(Exception):
 
 
 # what a request sends: JSON (a dict or a list), or a file it streams (an image)
-Body = dict[str, Any] | list[Any] | BinaryIO | None
+Body = JsonObject | JsonArray | BinaryIO | None
 
 
 class AgentClient:
@@ -49,7 +50,7 @@ class AgentClient:
         path: str,
         body: Body = None,
         timeout: float = TIMEOUT_S,
-        headers: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> http.client.HTTPResponse:
         data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
         req = urllib.request.Request(self.url + path, data=data, method=method)
@@ -63,58 +64,59 @@ class AgentClient:
             return resp
         except urllib.error.HTTPError as e:
             try:
-                message = json.loads(e.read() or b"{}").get("error", e.reason)
-            except ValueError:
+                message = as_obj(json.loads(e.read() or b"{}")).get("error", e.reason)
+            except ValueError:  # not JSON, or not an object (ShapeError is a ValueError)
                 message = str(e.reason)
             raise AgentRefused(e.code, str(message))
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             reason = e.reason if isinstance(e, urllib.error.URLError) else e
             raise AgentUnreachable(f"{self.url}: {reason}")
 
-    def json(self, method: str, path: str, body: Body = None, timeout: float = TIMEOUT_S) -> dict[str, Any]:
+    def json(self, method: str, path: str, body: Body = None, timeout: float = TIMEOUT_S) -> JsonObject:
         with self._request(method, path, body, timeout) as r:
             try:
-                doc: dict[str, Any] = json.loads(r.read())
-                return doc
+                return as_obj(json.loads(r.read()), f"{self.url}{path}'s answer")
             except (OSError, http.client.HTTPException, socket.timeout) as e:
                 raise AgentUnreachable(f"{self.url}: {e}")
 
     # ---- the API ----
 
-    def health(self, timeout: float = 3.0) -> dict[str, Any]:
+    def health(self, timeout: float = 3.0) -> JsonObject:
         return self.json("GET", "/v1/health", timeout=timeout)
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> JsonObject:
         return self.json("GET", "/v1/facts", timeout=120)
 
-    def doctor(self, probe: bool) -> list[list[str | None]]:  # (layer, plugin, reason or None) per plugin
-        rows: list[list[str | None]] = self.json("GET", f"/v1/doctor?probe={int(probe)}", timeout=600)["rows"]
-        return rows
+    def doctor(self, probe: bool) -> list[tuple[str, str, str | None]]:
+        """(layer, plugin, reason or None) per plugin, as the agent's host checks them."""
+        return [doctor_row(r) for r in arr(self.json("GET", f"/v1/doctor?probe={int(probe)}", timeout=600), "rows")]
 
     def offset(self, rounds: int = 5) -> clock.Offset:
         samples = []
         for _ in range(rounds):
             t0 = time.time()
-            ta = self.json("GET", "/v1/time", timeout=5)["time"]
+            ta = num(self.json("GET", "/v1/time", timeout=5), "time")
+            if ta is None:
+                raise ShapeError("the agent's time answer has no 'time'")
             samples.append((t0, ta, time.time()))
         return clock.estimate(samples)
 
-    def start_part(self, doc: dict[str, Any]) -> dict[str, Any]:
+    def start_part(self, doc: JsonObject) -> JsonObject:
         return self.json("POST", "/v1/parts", doc, timeout=60)
 
-    def part(self, part_id: str, wait: str, timeout_s: float) -> dict[str, Any]:
+    def part(self, part_id: str, wait: str, timeout_s: float) -> JsonObject:
         return self.json("GET", f"/v1/parts/{part_id}?wait={wait}&timeout={timeout_s}", timeout=timeout_s + TIMEOUT_S)
 
-    def go(self, part_id: str, start_at: float) -> dict[str, Any]:
+    def go(self, part_id: str, start_at: float) -> JsonObject:
         return self.json("POST", f"/v1/parts/{part_id}/go", {"start_at": start_at})
 
-    def release(self, part_id: str) -> dict[str, Any]:
+    def release(self, part_id: str) -> JsonObject:
         return self.json("POST", f"/v1/parts/{part_id}/release")
 
-    def abort(self, part_id: str, reason: str) -> dict[str, Any]:
+    def abort(self, part_id: str, reason: str) -> JsonObject:
         return self.json("POST", f"/v1/parts/{part_id}/abort", {"reason": reason})
 
-    def result(self, part_id: str) -> dict[str, Any]:
+    def result(self, part_id: str) -> JsonObject:
         return self.json("GET", f"/v1/parts/{part_id}/result", timeout=60)
 
     def artifacts(self, part_id: str, into: Path) -> None:
@@ -137,17 +139,17 @@ class AgentClient:
     def drop(self, part_id: str) -> None:
         self.json("DELETE", f"/v1/parts/{part_id}")
 
-    def close_run(self, run_id: str) -> dict[str, Any]:
+    def close_run(self, run_id: str) -> JsonObject:
         return self.json("POST", f"/v1/runs/{run_id}/close", {}, timeout=900)
 
-    def serve_target(self, run_id: str, device: dict[str, Any]) -> dict[str, Any]:
+    def serve_target(self, run_id: str, device: JsonObject) -> JsonObject:
         """Serve a remote device's store from this host (filling its backing file takes a while)."""
         return self.json("POST", f"/v1/runs/{run_id}/targets", {"device": device}, timeout=1800)
 
-    def target_stats(self, run_id: str, target_id: str) -> dict[str, Any]:
+    def target_stats(self, run_id: str, target_id: str) -> JsonObject:
         return self.json("GET", f"/v1/runs/{run_id}/targets/{target_id}")
 
-    def cleanup(self) -> dict[str, Any]:
+    def cleanup(self) -> JsonObject:
         return self.json("POST", "/v1/cleanup", {}, timeout=900)
 
     def has_image(self, name: str) -> bool:
@@ -172,6 +174,16 @@ class AgentClient:
 
     def __repr__(self) -> str:
         return f"AgentClient({self.host or self.url})"
+
+
+def doctor_row(v: object) -> tuple[str, str, str | None]:
+    """One row of an agent's doctor answer: [layer, plugin, reason or null]."""
+    if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, str) for x in v[:2])):
+        raise ShapeError(f"a doctor row should be [layer, plugin, reason], not {v!r}")
+    layer, plugin, reason = v
+    if reason is not None and not isinstance(reason, str):
+        raise ShapeError(f"a doctor row's reason should be a string or null, not {reason!r}")
+    return str(layer), str(plugin), reason
 
 
 def env_timeout(name: str, default: float) -> float:

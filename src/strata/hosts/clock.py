@@ -23,7 +23,8 @@ import ctypes.util
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Any
+
+from strata.core.jsondoc import JsonObject
 
 STA_UNSYNC = 0x0040
 TIME_ERROR = 5  # adjtimex's return value when the clock is not synchronized
@@ -49,7 +50,7 @@ class _Timex(ctypes.Structure):
     ]
 
 
-def kernel_state() -> dict[str, Any]:
+def kernel_state() -> JsonObject:
     """The kernel's NTP discipline state (read only: modes = 0)."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -66,7 +67,7 @@ def kernel_state() -> dict[str, Any]:
     }
 
 
-def chrony_tracking() -> dict[str, Any] | None:
+def chrony_tracking() -> JsonObject | None:
     """chronyc's tracking report (offset of the system clock from its source), when chrony runs here."""
     if not shutil.which("chronyc"):
         return None
@@ -87,8 +88,9 @@ def chrony_tracking() -> dict[str, Any] | None:
     }
 
 
-def state() -> dict[str, Any]:
-    doc = {"kernel": kernel_state()}
+def state() -> JsonObject:
+    """This host's clock as facts and results store it: the kernel's view, and chrony's when it runs."""
+    doc: JsonObject = {"kernel": kernel_state()}
     chrony = chrony_tracking()
     if chrony is not None:
         doc["chrony"] = chrony
@@ -103,7 +105,7 @@ class Offset:
     uncertainty_s: float
     samples: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"offset_s": self.offset_s, "uncertainty_s": self.uncertainty_s, "samples": self.samples}
 
 

@@ -33,11 +33,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import strata
 from strata.core.errors import StrataError
 from strata.core.instances import ImageSpec
+from strata.core.jsondoc import JsonObject, as_obj, obj, text
 from strata.core.proc import CommandError, sh
 from strata.stack.journal import Journal, Undos
 from strata.stack.runtimes.docker.client import client_env, docker_cli
@@ -164,11 +165,11 @@ class Node:
     id: str
     hostname: str
     addr: str
-    labels: dict[str, Any]
+    labels: dict[str, str]
     state: str
     availability: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"id": self.id, "hostname": self.hostname, "address": self.addr, "state": self.state}
 
 
@@ -183,18 +184,21 @@ def nodes(manager: str) -> list[Node]:
             "run strata on a Swarm manager (`docker swarm init`), or set `swarm.manager` to its daemon",
         )
     out = []
-    for d in docs:
-        addr = d.get("Status", {}).get("Addr", "")
+    for v in docs:
+        d = as_obj(v, "a node of `docker node inspect`")
+        status, spec = obj(d, "Status"), obj(d, "Spec")
+        addr = text(status, "Addr")
         if addr in ("", "0.0.0.0"):  # a manager may report no address of its own: its manager address
-            addr = (d.get("ManagerStatus") or {}).get("Addr", ":").rsplit(":", 1)[0]
+            addr = text(obj(d, "ManagerStatus"), "Addr", ":").rsplit(":", 1)[0]
+        labels = {k: label for k, label in obj(spec, "Labels").items() if isinstance(label, str)}
         out.append(
             Node(
-                d["ID"],
-                d["Description"]["Hostname"],
+                text(d, "ID"),
+                text(obj(d, "Description"), "Hostname"),
                 addr,
-                d.get("Spec", {}).get("Labels") or {},
-                d.get("Status", {}).get("State", ""),
-                d.get("Spec", {}).get("Availability", ""),
+                labels,
+                text(status, "State"),
+                text(spec, "Availability"),
             )
         )
     return out
@@ -225,17 +229,18 @@ def find_node(name: str, spec: HostSpec, all_nodes: list[Node]) -> Node:
 # ---- the services ------------------------------------------------------------------------
 
 
-def _undo_service(data: dict[str, Any]) -> None:
+def _undo_service(data: JsonObject) -> None:
     """Remove the launcher service, then whatever agent container its launcher left on the node."""
-    docker_at(data["manager"], "service", "rm", data["service"], check=False, timeout=60)
-    if data.get("node_docker"):
+    docker_at(str(data["manager"]), "service", "rm", str(data["service"]), check=False, timeout=60)
+    node_docker = str(data.get("node_docker") or "")
+    if node_docker:
         deadline = time.monotonic() + 30  # the launcher stops its agent on the way out
         while time.monotonic() < deadline:
-            cp = docker_at(data["node_docker"], "ps", "-aq", "--filter", f"name=^{data['container']}$", check=False)
+            cp = docker_at(node_docker, "ps", "-aq", "--filter", f"name=^{data['container']}$", check=False)
             if cp.returncode != 0 or not cp.stdout.strip():
                 return
             time.sleep(1)
-        docker_at(data["node_docker"], "rm", "-f", data["container"], check=False, timeout=60)
+        docker_at(node_docker, "rm", "-f", str(data["container"]), check=False, timeout=60)
 
 
 def service_argv(
@@ -272,22 +277,23 @@ def agents(exp: Experiment, journal: Journal, log: Callable[[str], None] = print
     log(f"swarm: agent image {tag} (on {tools_tag})")
     token = secrets.token_hex(16)
     run = secrets.token_hex(3)
-    seqs: list[tuple[int, dict[str, Any]]] = []
+    seqs: list[tuple[int, JsonObject]] = []
     try:
         for name, spec in exp.hosts.items():
             if spec.docker:
                 install_agent(spec.docker, tarball, tools_tag, tag)
-            data = {
+            service, container = f"strata-agent-{name}-{run}", f"strata-agent-{name}-{run}-a"
+            data: JsonObject = {
                 "manager": manager,
-                "service": f"strata-agent-{name}-{run}",
-                "container": f"strata-agent-{name}-{run}-a",
+                "service": service,
+                "container": container,
                 "node_docker": spec.docker or "",
             }
             seqs.append((journal.intent("swarm-service", **data), data))
             workdir = spec.workdir or exp.workdir
             docker_at(
                 manager,
-                *service_argv(data["service"], data["container"], name, spec, placed[name], tag, token, workdir),
+                *service_argv(service, container, name, spec, placed[name], tag, token, workdir),
             )
         found = {}
         for name, spec in exp.hosts.items():
@@ -315,7 +321,7 @@ def _answering(name: str, node: Node, client: AgentClient, timeout_s: float = HE
         try:
             health = client.health()
             facts = client.facts()
-            return HostAgent(name, node.to_json(), client, health["agent"], facts)
+            return HostAgent(name, node.to_json(), client, text(health, "agent"), facts)
         except (AgentUnreachable, AgentRefused) as e:
             last = str(e)
             time.sleep(1)

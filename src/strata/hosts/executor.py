@@ -20,9 +20,10 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
+from strata.core.jsondoc import JsonObject, arr, obj, text
 from strata.results import validity
 from strata.results.flags import Failure
 from strata.results.result import Result
@@ -36,10 +37,14 @@ from .agent import shipped_files
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .clock import Offset
 from .merge import PartOutcome, merge
+from .part import PartRequest, output_doc
 
 if TYPE_CHECKING:
     from strata.experiment.expand import Trial
     from strata.results.store import ResultStore
+
+# A trial's record of each host it ran on (Result.hosts): node, instances, agent, clock, facts, part, go_at, role.
+Hosts = dict[str, JsonObject]
 
 # What a part's failure may be the effect of another's: a client that met a dead node on another host
 # (tool_error, timeout) is not the cause when that host's part says its node died.
@@ -53,10 +58,10 @@ class HostAgent:
     """A host of the experiment and its agent, as deployed."""
 
     name: str
-    node: dict[str, Any]  # id, hostname, address (swarm.Node.to_json)
+    node: JsonObject  # id, hostname, address (swarm.Node.to_json)
     client: AgentClient
     agent_id: str
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: JsonObject = field(default_factory=dict)  # the agent's answer to GET facts
     restarts: int = 0
 
     def describe(self) -> str:
@@ -69,16 +74,16 @@ class HostTrials:
         self.runs: set[str] = set()
 
     @property
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> JsonObject:
         return {h.name: {"node": h.node, "facts": h.facts, "restarts": h.restarts} for h in self.hosts.values()}
 
-    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]) -> Result:
+    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: JsonObject) -> Result:
         if trial.placement is None:
             raise StrataError(f"trial {trial.label} has no placement", "an experiment with hosts places every trial")
         self.runs.add(run_id)
         result = base_result(trial, run_id, experiment, host)
         result.labels["placement"] = trial.placement.name
-        hosts = {h: {"node": self.hosts[h].node, "instances": n} for h, n in trial.placement.instances}
+        hosts: Hosts = {h: {"node": self.hosts[h].node, "instances": n} for h, n in trial.placement.instances}
         result.hosts = hosts
         result.started_at = now_iso()
         t0 = time.time()
@@ -97,7 +102,7 @@ class HostTrials:
         return result
 
     def _run(
-        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, result: Result, hosts: dict[str, Any]
+        self, trial: Trial, store: ResultStore, run_id: str, experiment: str, result: Result, hosts: Hosts
     ) -> None:
         """The trial's parts on their hosts, merged into `result` (`hosts`: its record of each host)."""
         placement = trial.placement
@@ -108,28 +113,23 @@ class HostTrials:
         for a in agents:
             hosts[a.name].update(
                 agent=a.agent_id,
-                clock={**offsets[a.name].to_json(), **(a.facts.get("clock") or {})},
+                clock={**offsets[a.name].to_json(), **obj(a.facts, "clock")},
                 facts={k: v for k, v in a.facts.items() if k != "clock"},  # every node's host facts
             )
         self._ship_image(trial, [a for a, (_, n, _) in zip(agents, placed) if n > 0])  # a host without instances: none
         served = self._serve(trial, run_id, hosts)
         wl = trial.workload_plugin
-        addresses = {a.name: a.node.get("address") or "" for a in agents}
-        parts, docs = [], {}
+        addresses = {a.name: text(a.node, "address") for a in agents}
+        parts: list[bar.RemotePart] = []
+        docs: dict[str, JsonObject] = {}
         for (h, n, first), a in zip(placed, agents):
             pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
             params, load = part_of(wl, trial.workload, trial.load, h, n, addresses)
             part_trial = dataclasses.replace(trial, workload=params, load=load, placement=None)
             if served:
                 part_trial = dataclasses.replace(part_trial, device=storage.part_device(trial, served))
-            docs[h] = {
-                "part": pid,
-                "run": run_id,
-                "experiment": experiment,
-                "trial": part_trial.resolved(),
-                "files": shipped_files(trial.workload),
-                "first_index": first,
-            }
+            files: JsonObject = dict(shipped_files(trial.workload))
+            docs[h] = PartRequest(pid, run_id, experiment, part_trial.resolved(), files, first).to_json()
             parts.append(bar.RemotePart(h, a.client, pid, a.agent_id, offsets[h].offset_s))
         b = bar.Barrier(parts, self.lost_after_s, self.poll_s)
         estimate_s = wl.estimate_s(trial.workload)
@@ -152,7 +152,7 @@ class HostTrials:
                 result.flags.set(below.flag, below)
         self._drop(parts)
 
-    def _serve(self, trial: Trial, run_id: str, hosts: dict[str, Any]) -> storage.Storage | None:
+    def _serve(self, trial: Trial, run_id: str, hosts: Hosts) -> storage.Storage | None:
         """The trial's store served from its storage host (another host of the experiment), if it has one."""
         host = storage.storage_host(trial)
         if host is None:
@@ -207,10 +207,10 @@ class HostTrials:
     def _through_barrier(
         self,
         b: bar.Barrier,
-        docs: dict[str, Any],
+        docs: dict[str, JsonObject],
         estimate_s: float,
         margin_s: float,
-        hosts: dict[str, Any],
+        hosts: Hosts,
         served: storage.Storage | None = None,
     ) -> None:
         try:
@@ -231,7 +231,7 @@ class HostTrials:
             raise TrialFailure("host_lost", f"{self.hosts[e.host].describe()} was lost during the trial: {e.reason}")
         except bar.PartEnded as e:
             self._stop(b, f"the part on host {e.host} failed", set(), hosts)
-            failed = Failure.from_json(e.status.get("failed") or {})
+            failed = Failure.from_json(obj(e.status, "failed"))
             message = f"host {e.host}: {failed.message or 'its part ended before the start'}"
             if e.status.get("status") == "unsupported":
                 raise Unsupported(message)
@@ -243,7 +243,7 @@ class HostTrials:
             self._stop(b, str(e), set(), hosts)
             raise
 
-    def _stop(self, b: bar.Barrier, reason: str, lost: set[str], hosts: dict[str, Any]) -> None:
+    def _stop(self, b: bar.Barrier, reason: str, lost: set[str], hosts: Hosts) -> None:
         """Abort every part, let the others stop, and keep what each said about itself."""
         b.abort(reason)
         b.settle(SETTLE_S, lost)
@@ -258,7 +258,7 @@ class HostTrials:
         placed: list[tuple[str, int, int]],
         offsets: dict[str, Offset],
         art: Path,
-        hosts: dict[str, Any],
+        hosts: Hosts,
     ) -> list[PartOutcome]:
         first = {h: f for h, _, f in placed}
 
@@ -269,18 +269,19 @@ class HostTrials:
                 p.client.artifacts(p.part_id, into)
             except (AgentUnreachable, AgentRefused) as e:
                 raise TrialFailure("host_lost", f"{self.hosts[p.host].describe()}: its part's result was lost: {e}")
-            part = Result.from_json(doc["result"])
+            part = Result.from_json(obj(doc, "result"))
+            times = {k: float(v) for k, v in obj(doc, "times").items() if isinstance(v, (int, float))}
             hosts[p.host]["part"] = {
                 "status": part.status,
                 "started_at": part.started_at,
                 "finished_at": part.finished_at,
                 "duration_s": part.duration_s,
-                "times": doc.get("times"),
-                "warnings": part.warnings,
+                "times": doc.get("times"),  # as the agent sent them
+                "warnings": [{"flag": w["flag"], "message": w["message"]} for w in part.warnings],
                 **({"failed": failed.to_json()} if (failed := part.flags.failed) else {}),
             }
-            times = doc.get("times") or {}
-            return PartOutcome(p.host, first[p.host], part, doc["outputs"], into, offsets[p.host], times)
+            outputs = [output_doc(o) for o in arr(doc, "outputs")]
+            return PartOutcome(p.host, first[p.host], part, outputs, into, offsets[p.host], times)
 
         with ThreadPoolExecutor(max_workers=len(parts)) as pool:
             return list(pool.map(one, parts))
@@ -303,7 +304,7 @@ class HostTrials:
                     pass
 
 
-def _brief(status: dict[str, Any]) -> dict[str, Any]:
+def _brief(status: JsonObject) -> JsonObject:
     return {k: status[k] for k in ("status", "failed", "times") if k in status}
 
 

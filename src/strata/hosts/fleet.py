@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Callable
 
+from strata.core.jsondoc import arr, num, obj
 from strata.stack.journal import Journal
 
 from .client import AgentRefused, AgentUnreachable
@@ -44,20 +45,17 @@ def doctor(exp: Experiment, probe: bool, log: Callable[[str], None] = print) -> 
     def one(name: str, a: HostAgent) -> bool:
         f = a.facts
         off = a.client.offset()
-        kernel = (f.get("clock") or {}).get("kernel") or {}
+        clock = obj(f, "clock")
+        kernel = obj(clock, "kernel")
         log(
             f"host {name}: node {a.node.get('hostname')} ({a.node.get('address')}), agent {a.agent_id}: "
             f"{f.get('os')}, kernel {f.get('kernel')}, {f.get('cpus')} CPUs, "
-            f"{int(f.get('memory_bytes') or 0) >> 30} GiB"
+            f"{int(num(f, 'memory_bytes') or 0) >> 30} GiB"
         )
         log(
             f"  {'clock':<10} {'offset':<22} {off.offset_s * 1e3:+.3f} ms (+/- {off.uncertainty_s * 1e3:.3f} ms); "
             f"kernel synchronized: {kernel.get('synchronized')}"
-            + (
-                f", chrony offset {f['clock']['chrony'].get('system_offset_s')} s"
-                if "chrony" in f.get("clock", {})
-                else ""
-            )
+            + (f", chrony offset {obj(clock, 'chrony').get('system_offset_s')} s" if "chrony" in clock else "")
         )
         rows = a.client.doctor(probe)
         for layer, plugin, reason in rows:
@@ -70,7 +68,7 @@ def doctor(exp: Experiment, probe: bool, log: Callable[[str], None] = print) -> 
 def cleanup(exp: Experiment, log: Callable[[str], None] = print) -> int:
     def one(name: str, a: HostAgent) -> bool:
         doc = a.client.cleanup()
-        for line in doc.get("log", []):
+        for line in arr(doc, "log"):
             log(f"host {name}: {line}")
         log(f"host {name}: {doc.get('undone', 0)} resource(s) undone")
         return True

@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, num, obj, text, whole
 from strata.core.params import Load
 from strata.results.result import Result
 from strata.stack.nostack import NoDevice, NoMount, NoSession, no_stack
@@ -65,7 +67,59 @@ class OutputDoc(TypedDict):
     stderr: str
     start_time_s: float | None
     end_time_s: float | None
-    facts: dict[str, Any]
+    facts: JsonObject
+
+
+def output_doc(v: JsonValue) -> OutputDoc:
+    """One member of a part result's `outputs`, read back on the manager (a missing stderr or facts is empty)."""
+    o = as_obj(v, "an instance's output")
+    return {
+        "index": whole(o, "index") or 0,
+        "out_dir": text(o, "out_dir"),
+        "returncode": whole(o, "returncode") or 0,
+        "stderr": text(o, "stderr"),
+        "start_time_s": num(o, "start_time_s"),
+        "end_time_s": num(o, "end_time_s"),
+        "facts": obj(o, "facts"),
+    }
+
+
+@dataclass(frozen=True)
+class PartRequest:
+    """What the manager sends an agent to start a part (executor.py -> agent.py start_part)."""
+
+    part: str
+    run: str
+    experiment: str
+    trial: JsonObject  # the part's Trial.resolved()
+    files: JsonObject  # the files its workload's parameters name on the manager: {path: base64}
+    first_index: int = 0
+    go_timeout_s: float | None = None  # the agent's default unless given (tests shorten it)
+
+    def to_json(self) -> JsonObject:
+        doc: JsonObject = {
+            "part": self.part,
+            "run": self.run,
+            "experiment": self.experiment,
+            "trial": self.trial,
+            "files": self.files,
+            "first_index": self.first_index,
+        }
+        if self.go_timeout_s is not None:
+            doc["go_timeout_s"] = self.go_timeout_s
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: JsonObject) -> PartRequest:
+        return cls(
+            text(doc, "part"),
+            text(doc, "run"),
+            text(doc, "experiment"),
+            obj(doc, "trial"),
+            obj(doc, "files"),
+            whole(doc, "first_index") or 0,
+            num(doc, "go_timeout_s"),
+        )
 
 
 class Part:
@@ -152,8 +206,8 @@ class Part:
             assert self.start_at is not None  # the loop ended on a go or an abort
             return self.start_at
 
-    def status(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"part": self.id, "state": self.state, "times": dict(self.times)}
+    def status(self) -> JsonObject:
+        doc: JsonObject = {"part": self.id, "state": self.state, "times": dict[str, JsonValue](self.times)}
         if self.result is not None:
             doc["status"] = self.result.status
             failed = self.result.flags.failed

@@ -39,10 +39,11 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 from urllib.parse import parse_qs, urlparse
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, ShapeError, as_obj, num, obj, text
 
 from .agent import Agent, AgentError
 
@@ -68,7 +69,7 @@ class Handler(BaseHTTPRequestHandler):
     server: AgentServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, fmt: str, *args: Any) -> None:  # quiet: the manager logs what matters
+    def log_message(self, fmt: str, *args: object) -> None:  # quiet: the manager logs what matters
         pass
 
     # ---- plumbing ----
@@ -81,12 +82,11 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _body(self) -> dict[str, Any]:
+    def _body(self) -> JsonObject:
         n = int(self.headers.get("Content-Length") or 0)
         if n > MAX_JSON_BYTES:
             raise AgentError(413, f"request of {n} bytes (at most {MAX_JSON_BYTES})")
-        doc: dict[str, Any] = json.loads(self.rfile.read(n) or b"{}")
-        return doc
+        return as_obj(json.loads(self.rfile.read(n) or b"{}"), "the request")
 
     def _authorized(self) -> bool:
         given = self.headers.get("Authorization", "")
@@ -152,13 +152,13 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, self.server.agent.part_state(part, q.get("wait", "starting"), float(q.get("timeout", 0))))
 
     def r_go(self, q: dict[str, str], part: str) -> None:
-        self._send(200, self.server.agent.go(part, float(self._body()["start_at"])))
+        self._send(200, self.server.agent.go(part, _start_at(self._body())))
 
     def r_release(self, q: dict[str, str], part: str) -> None:
         self._send(200, self.server.agent.release(part))
 
     def r_abort(self, q: dict[str, str], part: str) -> None:
-        self._send(200, self.server.agent.abort(part, str(self._body().get("reason", "aborted by the manager"))))
+        self._send(200, self.server.agent.abort(part, text(self._body(), "reason", "aborted by the manager")))
 
     def r_result(self, q: dict[str, str], part: str) -> None:
         self._send(200, self.server.agent.part_result(part))
@@ -180,7 +180,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, self.server.agent.close_run(run))
 
     def r_serve(self, q: dict[str, str], run: str) -> None:
-        self._send(201, self.server.agent.serve_target(run, self._body()["device"]))
+        self._send(201, self.server.agent.serve_target(run, obj(self._body(), "device")))
 
     def r_target(self, q: dict[str, str], run: str, target: str) -> None:
         self._send(200, self.server.agent.target_stats(run, target))
@@ -214,6 +214,13 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             Path(tmp).unlink(missing_ok=True)
         self._send(201, {"stored": name, "bytes": n})
+
+
+def _start_at(body: JsonObject) -> float:
+    start_at = num(body, "start_at")
+    if start_at is None:
+        raise ShapeError("'start_at' should be a number, not missing")
+    return start_at
 
 
 PART = r"/v1/parts/([A-Za-z0-9_.-]+)"

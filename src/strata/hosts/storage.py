@@ -22,9 +22,10 @@ storage host: `host_lost`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strata.core.errors import TrialFailure, Unsupported
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, obj, text, whole
 from strata.core.params import Layer
 from strata.stack.devices import served_by
 
@@ -48,9 +49,9 @@ class Storage:
     run_id: str
     target_id: str
     served_at: str
-    facts: dict[str, Any]
+    facts: JsonObject  # the served target's (ServedTarget.to_json)
     agent_id: str = ""  # the storage host's agent that serves it: another one (restarted) lost the target
-    samples: dict[str, Any] = field(default_factory=dict)  # "ready"/"done" -> the target's stats then
+    samples: dict[str, JsonObject] = field(default_factory=dict)  # "ready"/"done" -> the target's stats then
 
     def sample(self, when: str) -> None:
         try:
@@ -60,7 +61,7 @@ class Storage:
         if not self.samples[when].get("alive"):
             raise TrialFailure("remote_lost", f"the storage host {self.host}: {self.target_state()}")
 
-    def target_state(self, stats: dict[str, Any] | None = None) -> str:
+    def target_state(self, stats: JsonObject | None = None) -> str:
         """What the storage host says of its target, for a failure's message."""
         try:
             stats = stats or self.client.target_stats(self.run_id, self.target_id)
@@ -68,30 +69,37 @@ class Storage:
             return f"its agent did not answer ({e})"
         if stats.get("alive"):
             return f"the target nbdkit at {self.served_at} runs"
-        ex = stats.get("exit") or {}
+        ex = obj(stats, "exit")
         return f"the target nbdkit exited ({ex.get('returncode')}): {ex.get('log') or 'no message'}"
 
-    def moved(self) -> dict[str, Any] | None:
+    def moved(self) -> dict[str, dict[str, int]] | None:
         """Bytes the target and each backing disk moved between the two samples, or None if not sampled."""
         a, b = self.samples.get("ready"), self.samples.get("done")
         if not a or not b:
             return None
-        out = {
-            "nbdkit": {
-                f"{d}_bytes": (b["target_io"].get(f"{d}_bytes", 0) - a["target_io"].get(f"{d}_bytes", 0))
-                for d in ("read", "write")
-            }
-        }
-        for disk, after in (b.get("disks") or {}).items():
-            before = (a.get("disks") or {}).get(disk)
+        io_a, io_b = obj(a, "target_io"), obj(b, "target_io")
+        out = {"nbdkit": {f"{d}_bytes": _int(io_b, f"{d}_bytes") - _int(io_a, f"{d}_bytes") for d in ("read", "write")}}
+        for disk, after in obj(b, "disks").items():
+            before = obj(a, "disks").get(disk)
             if before:
+                was, now = as_obj(before, disk), as_obj(after, disk)
                 out[disk] = {
-                    f"{d}_bytes": (after[f"{d}_sectors"] - before[f"{d}_sectors"]) * SECTOR for d in ("read", "write")
+                    f"{d}_bytes": (_int(now, f"{d}_sectors") - _int(was, f"{d}_sectors")) * SECTOR
+                    for d in ("read", "write")
                 }
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        return {"role": "storage", "served_at": self.served_at, "target": self.facts, "moved": self.moved()}
+    def to_json(self) -> JsonObject:
+        moved = self.moved()
+        doc: JsonObject = {"role": "storage", "served_at": self.served_at, "target": self.facts, "moved": None}
+        if moved is not None:
+            doc["moved"] = {layer: dict[str, JsonValue](counts) for layer, counts in moved.items()}
+        return doc
+
+
+def _int(d: JsonObject, key: str) -> int:
+    """A counter of a target's stats; a missing one is 0."""
+    return whole(d, key) or 0
 
 
 def serve(trial: Trial, host: str, client: AgentClient, run_id: str) -> Storage:
@@ -104,7 +112,7 @@ def serve(trial: Trial, host: str, client: AgentClient, run_id: str) -> Storage:
         if e.status == 422:
             raise Unsupported(str(e))
         raise TrialFailure("provision", f"the storage host {host} could not serve {trial.device.name}: {e}")
-    return Storage(host, client, run_id, doc["id"], doc["served_at"], doc.get("facts") or {}, doc.get("agent", ""))
+    return Storage(host, client, run_id, text(doc, "id"), text(doc, "served_at"), obj(doc, "facts"), text(doc, "agent"))
 
 
 def part_device(trial: Trial, storage: Storage) -> Layer:

@@ -33,9 +33,10 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, JsonValue
 from strata.core.proc import sh
 from strata.stack import netns
 from strata.stack.journal import Journal, Undos
@@ -70,7 +71,7 @@ class BedHost:
     def docker(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return dk.docker(self.sock, *args, check=check, timeout=timeout)
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> dict[str, str]:
         """This host as an experiment's `hosts:` entry names it."""
         return {
             "label": f"strata.core.host={self.name}",
@@ -93,24 +94,24 @@ class Bed:
     def manager(self) -> BedHost:
         return self.hosts[0]
 
-    def spec_hosts(self) -> dict[str, Any]:
+    def spec_hosts(self) -> dict[str, dict[str, str]]:
         return {h.name: h.spec() for h in self.hosts}
 
 
-def _undo_bridge(data: dict[str, Any]) -> None:
+def _undo_bridge(data: JsonObject) -> None:
     if Path(f"/sys/class/net/{data['name']}").exists():
-        sh(["ip", "link", "delete", data["name"]], timeout=30)
+        sh(["ip", "link", "delete", str(data["name"])], timeout=30)
 
 
-def _undo_root(data: dict[str, Any]) -> None:
-    remove_tree(Path(data["path"]))
+def _undo_root(data: JsonObject) -> None:
+    remove_tree(Path(str(data["path"])))
 
 
-Undo = Callable[[dict[str, Any]], object]
-Seqs = list[tuple[int, dict[str, Any], Undo]]  # what was made, undone in reverse on the way out
+Undo = Callable[[JsonObject], object]
+Seqs = list[tuple[int, JsonObject, Undo]]  # what was made, undone in reverse on the way out
 
 
-def _tracked(journal: Journal, seqs: Seqs, kind: str, undo: Undo, **data: Any) -> None:
+def _tracked(journal: Journal, seqs: Seqs, kind: str, undo: Undo, **data: JsonValue) -> None:
     seqs.append((journal.intent(kind, **data), data, undo))
 
 

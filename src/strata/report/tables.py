@@ -54,7 +54,9 @@ def _operations_tables(a: Analysis) -> list[Table]:
             ops: dict[str, list[list[Any]]] = {}
             for r in c.ok:
                 for e in ops_of.of(r):
-                    ops.setdefault(e.get("name", "?"), []).append([ops_of.value(e, path) for _, path in ops_of.columns])
+                    ops.setdefault(str(e.get("name", "?")), []).append(
+                        [ops_of.value(e, path) for _, path in ops_of.columns]
+                    )
             for op, vals in ops.items():
                 width = len(ops_of.columns)
                 rows.append(

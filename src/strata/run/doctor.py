@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from strata.core.host import host_facts
+from strata.core.jsondoc import JsonObject
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
@@ -29,7 +30,7 @@ class Doctor(Protocol):
     """A plugin with variants (docker's storage drivers, the remote device's transports) that answers for
     each: (variant, None or why not); `probe`: ask the real thing (a daemon), not only the cheap checks."""
 
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]: ...
+    def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]: ...
 
 
 def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:

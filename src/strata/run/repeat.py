@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, TypedDict
+from typing import TYPE_CHECKING, Iterator, TypedDict
 
 from strata.analysis.cells.baseline import apply_above_raw
 from strata.analysis.cells.cells import build_cells, config_key
@@ -35,6 +35,7 @@ from strata.analysis.cells.query import by_context, match_key
 from strata.analysis.decisions.answer import Design
 from strata.analysis.decisions.racing import DECIDED, race
 from strata.analysis.decisions.stats import summarize
+from strata.core.jsondoc import JsonObject
 from strata.experiment.expand import BASELINE_ROUNDS, Trial, in_rounds
 from strata.experiment.looks import budget_looks
 from strata.results.result import Result
@@ -80,7 +81,7 @@ class Repetitions:
                 self.scaling.setdefault(scaling.series_key(t.resolved()), scaling.Series(t))
         self.seen: set[str | None] = set()
         # every finished trial of the run, for the racing (the analysis reads results in their stored form)
-        self.results: list[dict[str, Any]] = []
+        self.results: list[JsonObject] = []  # the stored results so far (Result.to_json)
         self.setup_s = 0.0  # building stacks (and loading images) in this run: not counted against the budget
         self.looks = self._plan_looks()
         for r in stored or []:

@@ -11,9 +11,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject
 from strata.results import validity
 from strata.results.flags import Flags
 from strata.results.result import Result
@@ -62,9 +63,9 @@ class Trials(Protocol):
     """Where a run's trials run (LocalTrials, hosts.executor.HostTrials)."""
 
     @property
-    def facts(self) -> dict[str, Any]: ...  # stored in the run's record
+    def facts(self) -> JsonObject: ...  # stored in the run's record
 
-    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]) -> Result: ...
+    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: JsonObject) -> Result: ...
 
     def close(self) -> None: ...
 
@@ -76,12 +77,12 @@ class LocalTrials:
     experiment, host) -> result`, `close()` and `facts` (stored in the run's record), such as
     hosts.executor.HostTrials, which runs each trial's parts on the experiment's hosts."""
 
-    facts: dict[str, Any] = {}
+    facts: JsonObject = {}
 
     def __init__(self, stacks: StackCache):
         self.stacks = stacks
 
-    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]) -> Result:
+    def run(self, trial: Trial, store: ResultStore, run_id: str, experiment: str, host: JsonObject) -> Result:
         return run_trial(trial, self.stacks, store, run_id, experiment, host)
 
     def close(self) -> None:
@@ -96,7 +97,7 @@ def run_experiment(
     out: Path,
     resume: bool = False,
     registries: Registries | None = None,
-    host: dict[str, Any] | None = None,
+    host: JsonObject | None = None,
     progress: Progress | None = None,
     executor: Trials | None = None,
 ) -> RunSummary:
@@ -181,7 +182,7 @@ def run_experiment(
     return summary
 
 
-def _variance(out: Path) -> dict[str, Any]:
+def _variance(out: Path) -> JsonObject:
     """Where the noise lives, per configuration: within a trial and between trials (analysis/cells/variance.py),
     from the per-second series stored with the trials."""
     from strata.analysis.cells.cells import build_cells
@@ -193,11 +194,11 @@ def _variance(out: Path) -> dict[str, Any]:
         return {"error": str(e)}
 
 
-def run_host_facts(workloads: list[Layer]) -> dict[str, Any]:
+def run_host_facts(workloads: list[Layer]) -> JsonObject:
     """The host's facts, with the versions of the tools of the workloads this run uses."""
     from strata.core.host import host_facts
 
-    tools: dict[str, Any] = {}
+    tools: JsonObject = {}
     for w in workloads:
         tools.update(plugin_of(w).versions())
     return {**host_facts(), "tools": tools}

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
+
+from strata.core.jsondoc import JsonObject, obj
 
 if TYPE_CHECKING:
     from strata.experiment.expand import Trial
@@ -20,11 +22,11 @@ if TYPE_CHECKING:
 PEAK, MAX, FAILING = "peak", "max_containers", "failing"
 
 
-def series_key(resolved: dict[str, Any]) -> str:
+def series_key(resolved: JsonObject) -> str:
     """The configuration (a resolved trial) without its count: trials of one series share it."""
     t = dict(resolved)
     t.pop("repetition", None)
-    load = dict(t["load"])
+    load = dict(obj(t, "load"))
     for k in ("containers", "name"):
         load.pop(k, None)
     t["load"] = load

@@ -26,6 +26,7 @@ from strata.collectors.diskstats import within
 from strata.collectors.sampler import Sampler
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running, Watch
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, obj, whole
 from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity, writes
@@ -62,7 +63,7 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def base_result(trial: Trial, run_id: str, experiment: str, host: dict[str, Any]) -> Result:
+def base_result(trial: Trial, run_id: str, experiment: str, host: JsonObject) -> Result:
     labels: Labels = {
         "device": trial.device.name,
         "filesystem": trial.filesystem.name,
@@ -99,7 +100,7 @@ def drop_caches() -> None:
 
 
 def run_trial(
-    trial: Trial, stacks: Stacks, store: ResultStore, run_id: str, experiment: str, host: dict[str, Any]
+    trial: Trial, stacks: Stacks, store: ResultStore, run_id: str, experiment: str, host: JsonObject
 ) -> Result:
     result = base_result(trial, run_id, experiment, host)
     result.started_at = now_iso()
@@ -134,7 +135,7 @@ def run_trial(
     return result
 
 
-def _take_setup_s(session: Any) -> float:
+def _take_setup_s(session: object) -> float:
     """Set-up a runtime session did during the trial (a container engine loading an image on first use), reset."""
     return session.take_setup_s() if isinstance(session, SetsUp) else 0.0
 
@@ -188,8 +189,8 @@ def _measure(
     if parsed.series:
         (art / "workload-series.json").write_text(json.dumps(parsed.series))
     summary = sampler.summary() if sampler else {}
-    finals = {
-        str(o.index): final_counters((o.out_dir / "cgroup-final.txt").read_text())
+    finals: JsonObject = {
+        str(o.index): dict[str, JsonValue](final_counters((o.out_dir / "cgroup-final.txt").read_text()))
         for o in outputs
         if (o.out_dir / "cgroup-final.txt").exists()
     }
@@ -207,11 +208,11 @@ def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: Result) 
 
     facts = result.host
     cores = facts.get("cpus") or os.cpu_count() or 1
-    memory = facts.get("memory_bytes") or host_facts()["memory_bytes"]
+    memory = facts.get("memory_bytes") or whole(host_facts(), "memory_bytes") or 0
     bps = presets.device_read_bps(device.path) if presets.needs_bandwidth(load.limits) else None
     load, record = presets.resolve(load, cores, memory, bps)
     if record:
-        record["basis"]["measured_by"] = presets.measured_by(device.path)
+        obj(record, "basis")["measured_by"] = presets.measured_by(device.path)
         result.stack_facts["limits"] = record
     return load
 
@@ -296,7 +297,7 @@ def _requests(
     return requests
 
 
-def _measured(series: dict[str, Any], parsed: Parsed, disks: list[str]) -> dict[str, dict[str, float]] | None:
+def _measured(series: JsonObject, parsed: Parsed, disks: list[str]) -> dict[str, dict[str, float]] | None:
     """Each disk's counters over the instances' measured I/O (their windows' span, from the tools' own
     output), or None where the tools do not say or the samples do not cover it."""
     known = [w for w in parsed.windows if w is not None]
@@ -313,13 +314,13 @@ def _judge(
     session: RuntimeSession,
     parsed: Parsed,
     outputs: list[InstanceOutput],
-    summary: dict[str, Any],
+    summary: JsonObject,
     result: Result,
     measured: dict[str, dict[str, float]] | None = None,
 ) -> None:
     """The validity flags, each with its evidence (validity/); suspicions become warnings; and what the
     workload wrote and synced beside what each layer wrote (`writes`)."""
-    stats = summary.get("diskstats", {})
+    stats = obj(summary, "diskstats")  # the diskstats collector's totals, per disk
     fs = result.trial.get("filesystem") or {}
     mounted = str((result.stack_facts.get("filesystem") or {}).get("mount_options") or "").split(",")
     evidence = validity.TrialEvidence.of(
@@ -329,7 +330,7 @@ def _judge(
         summary,
         moved=validity.MovedBytes(
             parsed.moved_bytes,
-            {name: stats[name] for name in disk_names if name in stats},
+            {name: as_obj(stats[name], name) for name in disk_names if name in stats},
             wl.direct_io(trial.workload),
             trial.path,
             parsed.moved_basis,

@@ -260,7 +260,7 @@ class DockerRunning:
         out_dir = c.request.out_dir
         final_file = out_dir / "cgroup-final.txt"
         counters = final_counters(final_file.read_text()) if final_file.exists() else {}
-        if state.get("OOMKilled") or counters.get("oom_kills", 0) > 0:
+        if state.get("OOMKilled") or (counters.get("oom_kills") or 0) > 0:
             return None
         return InstanceOutput(
             c.request.index,
