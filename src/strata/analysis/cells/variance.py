@@ -129,8 +129,9 @@ def of_cells(cells: list[Cell]) -> dict[str, Components]:
             if st is None:
                 continue
             stats.append(st)
-            if isinstance(r.get("duration_s"), (int, float)):
-                overheads.append(max(float(r["duration_s"]) - st[0], 0.0))
+            duration_s = r.get("duration_s")
+            if isinstance(duration_s, (int, float)):
+                overheads.append(max(float(duration_s) - st[0], 0.0))
         comp = from_stats(stats, sum(overheads) / len(overheads) if overheads else None)
         if comp is not None:
             out[c.name] = comp

@@ -27,6 +27,7 @@ from strata.analysis.cells.query import fmt, limits_of, pairs, same_but_limits, 
 from strata.analysis.decisions.criterion import decides
 from strata.analysis.decisions.stats import Summary, change, ratio, t_two_sided
 from strata.analysis.findings.verdict import INCONCLUSIVE, NOT_HELD, Decision, Outcome, ratio_decision, verdict
+from strata.core.jsondoc import obj
 
 if TYPE_CHECKING:
     from strata.analysis.measured.measurements import Measurements
@@ -155,7 +156,7 @@ def _against_no_limit(ctx: Measurements, preset: str) -> list[tuple[Cell, Cell]]
     free = {same_but_limits(c): c for c in ctx.cells if c.values and not limits_of(c)}
     out = []
     for c in ctx.cells:
-        if c.values and (c.load.get("limits") or {}).get("preset") == preset:
+        if c.values and obj(c.load, "limits").get("preset") == preset:
             base = free.get(same_but_limits(c))
             if base is not None:
                 out.append((base, c))
