@@ -36,7 +36,7 @@ def amplification_figures(a: Analysis) -> list[Figure]:
         c0 = per[0][0]
         name = f"{c0.labels['workload']} at load {c0.labels['load']} on {c0.labels['device']}"
         labels = short_labels([c.stack for c, _ in per])
-        rows: list[list[Any]] = []
+        rows: list[list[object]] = []
         bars: list[dict[str, Any]] = []
         for c, layers in per:
             for ly in layers:

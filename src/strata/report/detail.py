@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.cells import Cell
 from strata.core.jsondoc import num, obj, text
@@ -57,7 +55,7 @@ def detail_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def detail(c: Cell) -> dict[str, Any]:
+def detail(c: Cell) -> dict[str, float | None]:
     """A cell's p99 and mean latency (ms), host CPU busy (%) and device MB/s, means over its repetitions."""
     p99, mean = c.latency(None, "p99").mean, c.latency(None, "mean").mean
     cpu: list[float | None] = []

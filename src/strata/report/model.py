@@ -52,7 +52,7 @@ MAX_FIGURES_PER_KIND = {
 MAX_SERIES = 3
 
 # a point of a sweep or scaling line: (x, mean, ci_low, ci_high, the group it is drawn apart in)
-Point = tuple[Any, float, float | None, float | None, str | None]
+Point = tuple[float, float, float | None, float | None, str | None]
 
 
 def build(a: Analysis, title: str = "strata report", series_ids: tuple[str, ...] = ()) -> Report:
@@ -338,7 +338,7 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def _point(x: Any, c: Cell) -> Point:
+def _point(x: float, c: Cell) -> Point:
     """(x, mean, ci_low, ci_high, apart): device numbers, or the mean drawn apart ("cache", "unconfirmed")."""
     if c.values:
         s = c.summary

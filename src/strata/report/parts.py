@@ -74,7 +74,7 @@ def latencies(c: Cell, kinds: Iterable[str | None]) -> list[LatencyRow]:
     return out
 
 
-def breakdown_entry(rows: list[LatencyRow]) -> dict[str, Any]:
+def breakdown_entry(rows: list[LatencyRow]) -> dict[str, float | None]:
     """A stack's bars in a latency breakdown figure (report/figures.py `_latency`), from `latencies`."""
     return {f"{kind}_{stat}_us": us for kind, stat, us, _ in rows}
 

@@ -28,7 +28,7 @@ Pair = tuple[Cell, Cell]  # (local, remote): analysis/measured/remote.py remote_
 
 
 def remote_figures(a: Analysis) -> list[Figure]:
-    groups: dict[tuple[str, str, tuple[Any, ...]], list[Pair]] = {}
+    groups: dict[tuple[str, str, tuple[object, ...]], list[Pair]] = {}
     for local, remote in remote_pairs([c for c in a.cells if not c.emulated]):  # emulation: not storage
         groups.setdefault((remote.labels["workload"], remote.labels["device"], remote.workload_key), []).append(
             (local, remote)
@@ -46,7 +46,7 @@ def remote_figures(a: Analysis) -> list[Figure]:
 def _relative(name: str, prs: list[Pair]) -> Figure:
     labels, common = row_labels([r.stack for _, r in prs])
     margin = prs[0][1].margin
-    rows: list[list[Any]] = []
+    rows: list[list[object]] = []
     data: list[dict[str, Any]] = []
     for local, remote in prs:
         ch = answer(local.summary, remote.summary, remote.margin)
@@ -88,7 +88,7 @@ def _latency(name: str, prs: list[Pair]) -> Figure | None:
     loads = sorted({(r.outstanding, r.labels["load"]) for _, r in prs})
     panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
     labels = short_labels(sorted({r.stack for _, r in prs}))
-    rows: list[list[Any]] = []
+    rows: list[list[object]] = []
     data: list[dict[str, Any]] = []
     added: list[tuple[str, float]] = []
     for outstanding, load in panels:

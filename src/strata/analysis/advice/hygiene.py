@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from strata.analysis.cells.cells import Cell, repetition
+from strata.analysis.cells.cells import Cell, Result, repetition
 from strata.analysis.cells.query import by_context
+from strata.core.jsondoc import obj, text
 from strata.results import flags, validity
 from strata.results.flags import DECLARED, Flags
 from strata.results.validity import disks, raw, repetitions, series
@@ -44,7 +44,7 @@ class HygieneWarning:
         return not self.fix
 
 
-def check(cells: list[Cell], results: list[dict[str, Any]]) -> list[HygieneWarning]:
+def check(cells: list[Cell], results: list[Result]) -> list[HygieneWarning]:
     out: list[HygieneWarning] = []
     out.extend(_cache(cells))
     for fn in (_unconfirmed, _repetitions, _spread, _trial_length):
@@ -308,9 +308,9 @@ def _failed(cells: list[Cell]) -> HygieneWarning | None:
     )
 
 
-def _hosts(results: list[dict[str, Any]]) -> list[HygieneWarning]:
+def _hosts(results: list[Result]) -> list[HygieneWarning]:
     out = []
-    hosts = sorted({(r.get("host") or {}).get("hostname", "?") for r in results if r.get("host")})
+    hosts = sorted({text(obj(r, "host"), "hostname", "?") for r in results if r.get("host")})
     if len(hosts) > 1:
         out.append(
             HygieneWarning(
@@ -320,7 +320,7 @@ def _hosts(results: list[dict[str, Any]]) -> list[HygieneWarning]:
                 hosts,
             )
         )
-    notes = sorted({str(n) for r in results if (n := (r.get("host") or {}).get("note"))})
+    notes = sorted({str(n) for r in results if (n := obj(r, "host").get("note"))})
     for n in notes:
         out.append(
             HygieneWarning(
