@@ -7,7 +7,7 @@ device is drawn too, as the reference (a device that writes what it is given: 1.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from strata.analysis.advice.amplification import of_cell
 from strata.analysis.analyse import Analysis
@@ -21,6 +21,16 @@ CAPTION = (
     "window; mean over repetitions with 95% intervals. What a journal, a copy-on-write tree or a layer's metadata "
     "adds; a layer below the device under test also carries what other tenants of its disk wrote."
 )
+
+
+class LayerBar(TypedDict):
+    """One layer's bar of a write amplification figure (report/figures.py): its mean and 95% interval."""
+
+    label: str  # the stack, as short_labels names it
+    layer: str
+    value: float
+    low: float | None
+    high: float | None
 
 
 def layer_name(position: int) -> str:
@@ -37,7 +47,7 @@ def amplification_figures(a: Analysis) -> list[Figure]:
         name = f"{c0.labels['workload']} at load {c0.labels['load']} on {c0.labels['device']}"
         labels = short_labels([c.stack for c, _ in per])
         rows: list[list[object]] = []
-        bars: list[dict[str, Any]] = []
+        bars: list[LayerBar] = []
         for c, layers in per:
             for ly in layers:
                 s = ly.summary

@@ -11,7 +11,7 @@ peak (Figure 6a), collector time series of chosen trials. The exporters
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from strata.analysis.advice import amplification
 from strata.analysis.analyse import Analysis
@@ -27,7 +27,9 @@ from strata.report.parts import (
     MAX_STACKS,
     SMOKE_MARK,
     Figure,
+    LatencyPanel,
     Report,
+    StackBars,
     Table,
     breakdown_caption,
     breakdown_entry,
@@ -104,7 +106,8 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
         if not others:
             continue
         labels = short_labels([c.stack for c in others])
-        rows, bars = [], []
+        rows: list[list[object]] = []
+        bars: list[Bar] = []
         per_cell = [(c, _bars_of(c, a, labels[c.stack], has_raw)) for c in others]
         shown = _low_high([c for c, bs in per_cell if bs])
         for c, bs in per_cell:
@@ -192,9 +195,24 @@ def _ratio_caption(has_raw: bool) -> str:
     )
 
 
-def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict[str, Any]]:
+class Bar(TypedDict):
+    """One bar of a throughput or ratio figure (report/figures.py `_bars`), and its table row."""
+
+    label: str  # the stack, as short_labels names it
+    load: str
+    value: float  # the ratio to the raw device, or the throughput without one
+    low: float | None  # its 95% interval, where it has one
+    high: float | None
+    apart: str | None  # the group its results are drawn apart in (cache, unconfirmed, emulated), or None
+    note: str
+    raw: float | None  # the raw device's mean, where the bar is a ratio to it
+    n: int
+    mean: float  # the throughput's mean
+
+
+def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[Bar]:
     """The device bar of a cell and, apart, the bars of its repetitions each flag draws apart (cache, unconfirmed)."""
-    out: list[dict[str, Any]] = []
+    out: list[Bar] = []
     raw = a.raw.get(baseline_key(c))
     base = raw.summary.mean if raw is not None and has_raw else None
     if not (base or not has_raw):
@@ -251,7 +269,7 @@ def _bar(
     raw: float | None,
     n: int,
     mean: float,
-) -> dict[str, Any]:
+) -> Bar:
     return {
         "label": label,
         "load": c.labels["load"],
@@ -276,9 +294,10 @@ def _latency_figures(a: Analysis) -> list[Figure]:
             continue
         panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
         labels = short_labels(sorted({c.stack for c in cells}))
-        rows, data = [], []
+        rows: list[list[object]] = []
+        data: list[LatencyPanel] = []
         for outstanding, load in panels:
-            stacks = []
+            stacks: list[StackBars] = []
             for i, c in enumerate(c for c in cells if c.labels["load"] == load and c.outstanding == outstanding):
                 lat = latencies(c, kinds)
                 stacks.append({"label": labels[c.stack], "drawn": i < MAX_STACKS, **breakdown_entry(lat)})

@@ -10,15 +10,22 @@ Two figures per workload that ran on a remote device and on a local one:
 
 from __future__ import annotations
 
-from typing import Any
-
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.cells import Cell
 from strata.analysis.compare import status
 from strata.analysis.decisions.answer import answer
 from strata.analysis.measured.remote import remote_pairs
 from strata.report.names import figure_id, row_label, row_labels, short_labels, titled, with_shared
-from strata.report.parts import MAX_STACKS, Figure, Table, breakdown_entry, latencies
+from strata.report.parts import (
+    MAX_STACKS,
+    ChangeRow,
+    Figure,
+    LatencyPanel,
+    StackBars,
+    Table,
+    breakdown_entry,
+    latencies,
+)
 
 XLABEL = "remote relative to direct-attached (%), 95% interval"
 COLUMNS = ["stack", "load", "local device", "local", "remote", "unit", "change", "ci_low", "ci_high", "status", "n"]
@@ -47,7 +54,7 @@ def _relative(name: str, prs: list[Pair]) -> Figure:
     labels, common = row_labels([r.stack for _, r in prs])
     margin = prs[0][1].margin
     rows: list[list[object]] = []
-    data: list[dict[str, Any]] = []
+    data: list[ChangeRow] = []
     for local, remote in prs:
         ch = answer(local.summary, remote.summary, remote.margin)
         st = status(ch)
@@ -89,13 +96,13 @@ def _latency(name: str, prs: list[Pair]) -> Figure | None:
     panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
     labels = short_labels(sorted({r.stack for _, r in prs}))
     rows: list[list[object]] = []
-    data: list[dict[str, Any]] = []
+    data: list[LatencyPanel] = []
     added: list[tuple[str, float]] = []
     for outstanding, load in panels:
-        stacks: list[dict[str, Any]] = []
+        stacks: list[StackBars] = []
         for local, remote in (p for p in prs if (p[1].outstanding, p[1].labels["load"]) == (outstanding, load)):
             for side, c in (("local", local), ("remote", remote)):
-                entry = {"label": f"{labels[remote.stack]} {side}", "drawn": len(stacks) < 2 * MAX_STACKS}
+                entry: StackBars = {"label": f"{labels[remote.stack]} {side}", "drawn": len(stacks) < 2 * MAX_STACKS}
                 stacks.append({**entry, **breakdown_entry(latencies(c, kinds))})
             plus = (remote.latency(below, "mean").mean - local.latency(below, "mean").mean) / 1000
             added.append((load, plus))
