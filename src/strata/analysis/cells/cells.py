@@ -57,7 +57,7 @@ def artifact(result: Result, name: str) -> JsonObject | None:
 
 
 def series_of(v: JsonValue) -> list[list[float]] | None:
-    """A stored per-second series ([[t, value], ...], the artifacts' and `metrics`'), or None when absent;
+    """A stored per-second series ([[t, value], ...]: workload-series.json's), or None when absent;
     its numbers kept as stored (an int stays an int)."""
     if v is None:
         return None
