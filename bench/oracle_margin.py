@@ -46,6 +46,7 @@ from strata.analysis.cells.query import by_context  # noqa: E402
 from strata.analysis.decisions.answer import ALPHA, WORSE  # noqa: E402
 from strata.analysis.decisions.groups import Comparisons, Runs, compare  # noqa: E402
 from strata.analysis.decisions.stats import dunnett_one_sided  # noqa: E402
+from strata.core.jsondoc import obj  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 MAX_PROJECTED = 1000  # repetitions per stack; beyond this the projection says "over 1000"
@@ -185,7 +186,7 @@ def report(args: argparse.Namespace) -> int:
             cmp = compare(runs, top.margin, top.design)
             if cmp.fit is None:
                 continue
-            old = old_rule.compare_old(runs, top.margin, old_rule.Design.of(top.ok[0].get("design")))
+            old = old_rule.compare_old(runs, top.margin, old_rule.Design.of(obj(top.ok[0], "design")))
             new_m, old_m = line_margin(cmp), old_margin(old)
             pooled_m = line_margin(compare(runs, top.margin, top.design, one_variance=True))
             effects, var, n = oracle_of(runs, cmp)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from strata.analysis.advice import advice, hygiene, placement
-from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.cells import Cell, Result
 from strata.analysis.findings import findings
 from strata.analysis.findings.verdict import Outcome
 from strata.analysis.measured.measurements import Measurements
 from strata.analysis.studies import side_by_side
+from strata.core.jsondoc import JsonObject, obj, text
 
 
 @dataclass
@@ -41,23 +41,24 @@ class Analysis(Measurements):
     @property
     def smoke(self) -> int:
         """How many results were taken at the smoke scale (experiment/scale.py): none is a measurement."""
-        return sum(1 for r in self.results if (r.get("design") or {}).get("scale") == "smoke")
+        return sum(1 for r in self.results if obj(r, "design").get("scale") == "smoke")
 
     @property
     def counts(self) -> Counter[str]:
-        return Counter(r.get("status", "?") for r in self.results)
+        return Counter(text(r, "status", "?") for r in self.results)
 
     @property
-    def hosts(self) -> list[dict[str, Any]]:
-        seen: dict[str, dict[str, Any]] = {}
+    def hosts(self) -> list[JsonObject]:
+        """The facts of each host the results ran on (core/host.py), by host name."""
+        seen: dict[str, JsonObject] = {}
         for r in self.results:
-            h = r.get("host") or {}
-            seen.setdefault(h.get("hostname", "?"), h)
+            h = obj(r, "host")
+            seen.setdefault(text(h, "hostname", "?"), h)
         return [seen[k] for k in sorted(seen)]
 
     @property
     def experiments(self) -> list[str]:
-        return sorted({r.get("experiment", "") for r in self.results})
+        return sorted({text(r, "experiment") for r in self.results})
 
     def workloads(self) -> list[str]:
         return sorted({c.labels["workload"] for c in self.cells})
@@ -66,11 +67,11 @@ class Analysis(Measurements):
         return [c for c in self.cells if c.labels["workload"] == workload]
 
 
-def analyse(results: list[dict[str, Any]], judge_steady: bool = True) -> Analysis:
+def analyse(results: list[Result], judge_steady: bool = True) -> Analysis:
     return conclude(describe(results, judge_steady))
 
 
-def describe(results: list[dict[str, Any]], judge_steady: bool = True) -> Analysis:
+def describe(results: list[Result], judge_steady: bool = True) -> Analysis:
     """The measurements: cells, the raw baselines, sweeps and tables; all that the report's figures draw, so
     that they can be drawn while conclude() runs."""
     return Analysis.of(results, judge_steady)

@@ -12,12 +12,12 @@ undecided, on the log-scale 95% interval of the ratio of means (as pyperf's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from strata.analysis.cells.baseline import apply_above_raw
-from strata.analysis.cells.cells import LABEL_KEYS, Cell, build_cells
+from strata.analysis.cells.cells import LABEL_KEYS, Cell, Result, build_cells
 from strata.analysis.cells.query import summary_of
 from strata.analysis.decisions.answer import BETTER, EQUIVALENT, WORSE, Answer, answer
+from strata.core.jsondoc import obj
 
 STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
 
@@ -29,7 +29,7 @@ def status(a: Answer) -> str:
 
 @dataclass
 class Match:
-    labels: dict[str, Any]
+    labels: dict[str, str]  # the cell's (cells.LABEL_KEYS)
     unit: str
     a: Cell
     b: Cell
@@ -66,7 +66,7 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     """Parameters that differ under the same labels (a 1 GiB file on one host, 4 GiB on the other)."""
     out = []
     for section in ("device", "filesystem", "runtime", "workload", "load"):
-        x, y = a.trial.get(section) or {}, b.trial.get(section) or {}
+        x, y = obj(a.trial, section), obj(b.trial, section)
         out += [
             f"{section}.{k}: {x.get(k)} vs {y.get(k)}"
             for k in sorted(set(x) | set(y))
@@ -75,7 +75,7 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     return out
 
 
-def compare(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]]) -> Comparison:
+def compare(results_a: list[Result], results_b: list[Result]) -> Comparison:
     ca, cb = build_cells(results_a, judge_steady=False), build_cells(results_b, judge_steady=False)
     apply_above_raw(ca)
     apply_above_raw(cb)

@@ -18,13 +18,14 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strata.report import csv, figures, html, terminal
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
+    from strata.analysis.cells.cells import Result
     from strata.report.parts import Figure, Report
 
 Rendered = tuple[bytes, bytes | None]  # a figure's SVG, and its PNG when asked for
@@ -32,9 +33,7 @@ Rendered = tuple[bytes, bytes | None]  # a figure's SVG, and its PNG when asked 
 PARALLEL_FROM = 6  # figures; below this a process pool costs more than it saves
 
 
-def build_report(
-    results: list[dict[str, Any]], title: str = "strata report", series_ids: tuple[str, ...] = ()
-) -> Report:
+def build_report(results: list[Result], title: str = "strata report", series_ids: tuple[str, ...] = ()) -> Report:
     from strata.analysis.analyse import analyse
     from strata.report.model import build
 
@@ -58,7 +57,7 @@ def generate(report: Report, jobs: int | None = None, png: bool = False) -> dict
 
 
 def report_files(
-    results: list[dict[str, Any]],
+    results: list[Result],
     title: str = "strata report",
     series_ids: tuple[str, ...] = (),
     jobs: int | None = None,

@@ -7,7 +7,7 @@ device is drawn too, as the reference (a device that writes what it is given: 1.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from strata.analysis.advice.amplification import of_cell
 from strata.analysis.analyse import Analysis
@@ -23,6 +23,16 @@ CAPTION = (
 )
 
 
+class LayerBar(TypedDict):
+    """One layer's bar of a write amplification figure (report/figures.py): its mean and 95% interval."""
+
+    label: str  # the stack, as short_labels names it
+    layer: str
+    value: float
+    low: float | None
+    high: float | None
+
+
 def layer_name(position: int) -> str:
     return "device under test" if position == 0 else "the disk below" if position == 1 else f"disk {position} below"
 
@@ -36,8 +46,8 @@ def amplification_figures(a: Analysis) -> list[Figure]:
         c0 = per[0][0]
         name = f"{c0.labels['workload']} at load {c0.labels['load']} on {c0.labels['device']}"
         labels = short_labels([c.stack for c, _ in per])
-        rows: list[list[Any]] = []
-        bars: list[dict[str, Any]] = []
+        rows: list[list[object]] = []
+        bars: list[LayerBar] = []
         for c, layers in per:
             for ly in layers:
                 s = ly.summary

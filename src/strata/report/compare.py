@@ -14,7 +14,7 @@ from strata.analysis.compare import Comparison
 from strata.report import figures
 from strata.report.csv import table_csv
 from strata.report.html import STYLE, inline_svg, table_html
-from strata.report.parts import Figure, Table
+from strata.report.parts import ChangeRow, Figure, Table
 
 COLUMNS = [
     "configuration",
@@ -52,7 +52,7 @@ def rows(cmp: Comparison) -> list[list[object]]:
 
 def figure(cmp: Comparison, name_a: str, name_b: str) -> Figure:
     title = f"B ({name_b}) relative to A ({name_a})"
-    data = [
+    data: list[ChangeRow] = [
         {
             "label": m.name,
             "rel": m.change.rel,

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.cells import Cell
+from strata.core.jsondoc import num, obj, text
 from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import MAX_LINES, Figure, Table
 from strata.report.parts import mean as mean_of
@@ -56,19 +55,21 @@ def detail_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def detail(c: Cell) -> dict[str, Any]:
+def detail(c: Cell) -> dict[str, float | None]:
     """A cell's p99 and mean latency (ms), host CPU busy (%) and device MB/s, means over its repetitions."""
     p99, mean = c.latency(None, "p99").mean, c.latency(None, "mean").mean
-    cpu, disk = [], []
+    cpu: list[float | None] = []
+    disk: list[float | None] = []
     for r in c.ok:
-        col = r.get("collectors") or {}
-        idle = (col.get("host") or {}).get("cpu_idle_percent")
+        col = obj(r, "collectors")
+        idle = num(obj(col, "host"), "cpu_idle_percent")
         if idle is not None:
             cpu.append(100.0 - idle)
-        name = ((r.get("stack_facts") or {}).get("device") or {}).get("kernel_name")
-        d = (col.get("diskstats") or {}).get(name) or {}
-        if d.get("span_s"):
-            disk.append((d.get("read_bytes", 0) + d.get("write_bytes", 0)) / d["span_s"] / 1e6)
+        name = text(obj(obj(r, "stack_facts"), "device"), "kernel_name")
+        d = obj(obj(col, "diskstats"), name)
+        span_s = num(d, "span_s")
+        if span_s:
+            disk.append(((num(d, "read_bytes") or 0) + (num(d, "write_bytes") or 0)) / span_s / 1e6)
     return {
         "p99_ms": p99 / 1e6 if p99 is not None else None,
         "mean_ms": mean / 1e6 if mean is not None else None,

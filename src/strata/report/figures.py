@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from strata.report.parts import Figure
 
-RC: dict[RcKeyType, Any] = {
+RC: dict[RcKeyType, str | float | bool] = {  # matplotlib rcParams, each as matplotlib reads it
     "svg.hashsalt": "strata",
     "svg.fonttype": "none",
     "font.family": "DejaVu Sans",
@@ -172,7 +172,7 @@ def _bars(fig: Figure) -> MplFigure:
         xs = [stacks.index(b["label"]) + slot * width for b in sel]
         vals = [b["value"] for b in sel]
         color = PALETTE[loads.index(load) % len(PALETTE)]
-        style: dict[str, Any] = (
+        style: dict[str, Any] = (  # matplotlib's keyword arguments of a bar
             dict(APART_STYLE.get(apart, OTHER_APART_STYLE), edgecolor=color) if apart else {"color": color}
         )
         ax.bar(xs, vals, width * 0.95, **style)

@@ -11,13 +11,14 @@ peak (Figure 6a), collector time series of chosen trials. The exporters
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from strata.analysis.advice import amplification
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.baseline import apart_ratio, baseline_key, ratio_to_raw
-from strata.analysis.cells.cells import Cell, Result, artifact
+from strata.analysis.cells.cells import Cell, Result, artifact, repetition, series_of
 from strata.analysis.measured.sweeps import peak
+from strata.core.jsondoc import JsonObject, ShapeError, arr, as_obj, obj, text
 from strata.report.amplification import amplification_figures
 from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels, with_shared
@@ -26,7 +27,9 @@ from strata.report.parts import (
     MAX_STACKS,
     SMOKE_MARK,
     Figure,
+    LatencyPanel,
     Report,
+    StackBars,
     Table,
     breakdown_caption,
     breakdown_entry,
@@ -51,7 +54,7 @@ MAX_FIGURES_PER_KIND = {
 MAX_SERIES = 3
 
 # a point of a sweep or scaling line: (x, mean, ci_low, ci_high, the group it is drawn apart in)
-Point = tuple[Any, float, float | None, float | None, str | None]
+Point = tuple[float, float, float | None, float | None, str | None]
 
 
 def build(a: Analysis, title: str = "strata report", series_ids: tuple[str, ...] = ()) -> Report:
@@ -103,7 +106,8 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
         if not others:
             continue
         labels = short_labels([c.stack for c in others])
-        rows, bars = [], []
+        rows: list[list[object]] = []
+        bars: list[Bar] = []
         per_cell = [(c, _bars_of(c, a, labels[c.stack], has_raw)) for c in others]
         shown = _low_high([c for c, bs in per_cell if bs])
         for c, bs in per_cell:
@@ -191,9 +195,24 @@ def _ratio_caption(has_raw: bool) -> str:
     )
 
 
-def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[dict[str, Any]]:
+class Bar(TypedDict):
+    """One bar of a throughput or ratio figure (report/figures.py `_bars`), and its table row."""
+
+    label: str  # the stack, as short_labels names it
+    load: str
+    value: float  # the ratio to the raw device, or the throughput without one
+    low: float | None  # its 95% interval, where it has one
+    high: float | None
+    apart: str | None  # the group its results are drawn apart in (cache, unconfirmed, emulated), or None
+    note: str
+    raw: float | None  # the raw device's mean, where the bar is a ratio to it
+    n: int
+    mean: float  # the throughput's mean
+
+
+def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[Bar]:
     """The device bar of a cell and, apart, the bars of its repetitions each flag draws apart (cache, unconfirmed)."""
-    out: list[dict[str, Any]] = []
+    out: list[Bar] = []
     raw = a.raw.get(baseline_key(c))
     base = raw.summary.mean if raw is not None and has_raw else None
     if not (base or not has_raw):
@@ -250,7 +269,7 @@ def _bar(
     raw: float | None,
     n: int,
     mean: float,
-) -> dict[str, Any]:
+) -> Bar:
     return {
         "label": label,
         "load": c.labels["load"],
@@ -275,9 +294,10 @@ def _latency_figures(a: Analysis) -> list[Figure]:
             continue
         panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
         labels = short_labels(sorted({c.stack for c in cells}))
-        rows, data = [], []
+        rows: list[list[object]] = []
+        data: list[LatencyPanel] = []
         for outstanding, load in panels:
-            stacks = []
+            stacks: list[StackBars] = []
             for i, c in enumerate(c for c in cells if c.labels["load"] == load and c.outstanding == outstanding):
                 lat = latencies(c, kinds)
                 stacks.append({"label": labels[c.stack], "drawn": i < MAX_STACKS, **breakdown_entry(lat)})
@@ -337,7 +357,7 @@ def _sweep_figures(a: Analysis) -> list[Figure]:
     return out
 
 
-def _point(x: Any, c: Cell) -> Point:
+def _point(x: float, c: Cell) -> Point:
     """(x, mean, ci_low, ci_high, apart): device numbers, or the mean drawn apart ("cache", "unconfirmed")."""
     if c.values:
         s = c.summary
@@ -415,8 +435,8 @@ def _series_figures(a: Analysis, wanted: tuple[str, ...]) -> list[Figure]:
         ]
         group = next((d for d, g in cell.groups() if any(r is x for x in g.results)), None)
         cached = f" ({SERIES_NOTE.get(group.apart, group.apart)}: not device performance)" if group else ""
-        title = f"time series: {cell.name} #{r['labels'].get('repetition', 0)} (trial {r['trial_id']}){cached}"
-        fid = figure_id("series", r["trial_id"])
+        title = f"time series: {cell.name} #{repetition(r)} (trial {r['trial_id']}){cached}"
+        fid = figure_id("series", text(r, "trial_id"))
         out.append(
             Figure(
                 fid,
@@ -445,38 +465,52 @@ def _pick_series(a: Analysis, wanted: tuple[str, ...]) -> list[tuple[Result, Cel
     return picked
 
 
-def series_data(r: Result) -> dict[str, Any]:
-    """{series name: [(t_s, value), ...]} from a trial's workload-series.json and series.json."""
-    out: dict[str, Any] = {}
+SeriesPoints = list[tuple[float, float]]  # (t_s, value)
+
+
+def series_data(r: Result) -> dict[str, SeriesPoints | dict[str, SeriesPoints]]:
+    """{series name: [(t_s, value), ...]} from a trial's workload-series.json and series.json (a group's
+    series, the containers' I/O: {series name: {member: [(t_s, value), ...]}})."""
+    out: dict[str, SeriesPoints | dict[str, SeriesPoints]] = {}
     ws = artifact(r, "workload-series.json") or {}
-    primary = (r.get("metrics") or {}).get("primary") or {}
-    if ws.get(primary.get("series")):
-        tool = ((r.get("trial") or {}).get("workload") or {}).get("type")
+    primary = obj(obj(r, "metrics"), "primary")
+    name = primary.get("series")
+    if isinstance(name, str) and ws.get(name):
+        tool = obj(obj(r, "trial"), "workload").get("type")
         label = f"{primary.get('series_unit') or primary.get('unit')} ({tool})"
-        out[label] = [(float(t), float(v)) for t, v in ws[primary["series"]]]
+        out[label] = [(float(t), float(v)) for t, v in series_of(ws[name]) or []]
     s = artifact(r, "series.json") or {}
-    t = s.get("t") or []
+    t = _numbers(s, "t")
     if not t:
         return out
     t0 = t[0]
     ts = [x - t0 for x in t[1:]]
-    disk = (r.get("stack_facts") or {}).get("device", {}).get("kernel_name")
-    dev: dict[str, Any] = (s.get("diskstats") or {}).get(disk) or next(iter((s.get("diskstats") or {}).values()), {})
+    disk = obj(obj(r, "stack_facts"), "device").get("kernel_name")
+    stats = obj(s, "diskstats")
+    dev = as_obj((stats.get(disk) if isinstance(disk, str) else None) or next(iter(stats.values()), {}), "diskstats")
     if dev.get("util_percent"):
-        out["device utilization %"] = list(zip(ts, dev["util_percent"]))
-    host = s.get("host") or {}
-    if (host.get("cpu_percent") or {}).get("iowait"):
-        out["iowait %"] = list(zip(ts, host["cpu_percent"]["iowait"]))
+        out["device utilization %"] = list(zip(ts, _numbers(dev, "util_percent")))
+    host = obj(s, "host")
+    if obj(host, "cpu_percent").get("iowait"):
+        out["iowait %"] = list(zip(ts, _numbers(obj(host, "cpu_percent"), "iowait")))
     if host.get("page_cache_bytes"):
-        out["page cache MiB"] = [(x, v / 2**20) for x, v in zip(ts, host["page_cache_bytes"])]
-    groups = s.get("cgroups") or {}
+        out["page cache MiB"] = [(x, v / 2**20) for x, v in zip(ts, _numbers(host, "page_cache_bytes"))]
+    groups = {k: as_obj(g, "cgroups") for k, g in obj(s, "cgroups").items()}
     if groups:
         io = {
             f"container {i}": [
-                (x, (a + b) / 1e6) for x, a, b in zip(ts, g.get("read_bytes") or [], g.get("write_bytes") or [])
+                (x, (a + b) / 1e6) for x, a, b in zip(ts, _numbers(g, "read_bytes"), _numbers(g, "write_bytes"))
             ]
             for i, g in sorted(groups.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else kv[0])
         }
         if any(io.values()):
             out["container I/O MB/s"] = io
     return out
+
+
+def _numbers(d: JsonObject, key: str) -> list[float]:
+    """d[key] as an array of numbers, kept as stored (a missing or null member is empty)."""
+    xs = [x for x in arr(d, key) if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    if len(xs) != len(arr(d, key)):
+        raise ShapeError(f"{key!r} should hold numbers only")
+    return xs

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.cells import Cell
@@ -33,6 +33,28 @@ class Table:
     title: str
     columns: list[str]
     rows: Sequence[Sequence[object]]  # the cells as stored values: numbers, text, None
+
+
+class ChangeRow(TypedDict):
+    """One row of a compare figure (report/figures.py `_compare`): B relative to A, with its 95% interval."""
+
+    label: str
+    rel: float
+    low: float | None
+    high: float | None
+    status: str  # higher, lower, same, undecided (analysis/compare.py status)
+
+
+# A stack's bars in a latency breakdown panel: its label, whether it is drawn, and breakdown_entry's values.
+StackBars = dict[str, str | bool | float | None]
+
+
+class LatencyPanel(TypedDict):
+    """One panel of a latency breakdown figure (report/figures.py `_latency`): a load and its stacks' bars."""
+
+    load: str
+    outstanding: int | None  # the I/Os in flight, where the workload counts them
+    stacks: list[StackBars]
 
 
 @dataclass
@@ -74,7 +96,7 @@ def latencies(c: Cell, kinds: Iterable[str | None]) -> list[LatencyRow]:
     return out
 
 
-def breakdown_entry(rows: list[LatencyRow]) -> dict[str, Any]:
+def breakdown_entry(rows: list[LatencyRow]) -> dict[str, float | None]:
     """A stack's bars in a latency breakdown figure (report/figures.py `_latency`), from `latencies`."""
     return {f"{kind}_{stat}_us": us for kind, stat, us, _ in rows}
 

@@ -10,15 +10,22 @@ Two figures per workload that ran on a remote device and on a local one:
 
 from __future__ import annotations
 
-from typing import Any
-
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.cells import Cell
 from strata.analysis.compare import status
 from strata.analysis.decisions.answer import answer
 from strata.analysis.measured.remote import remote_pairs
 from strata.report.names import figure_id, row_label, row_labels, short_labels, titled, with_shared
-from strata.report.parts import MAX_STACKS, Figure, Table, breakdown_entry, latencies
+from strata.report.parts import (
+    MAX_STACKS,
+    ChangeRow,
+    Figure,
+    LatencyPanel,
+    StackBars,
+    Table,
+    breakdown_entry,
+    latencies,
+)
 
 XLABEL = "remote relative to direct-attached (%), 95% interval"
 COLUMNS = ["stack", "load", "local device", "local", "remote", "unit", "change", "ci_low", "ci_high", "status", "n"]
@@ -28,7 +35,7 @@ Pair = tuple[Cell, Cell]  # (local, remote): analysis/measured/remote.py remote_
 
 
 def remote_figures(a: Analysis) -> list[Figure]:
-    groups: dict[tuple[str, str, tuple[Any, ...]], list[Pair]] = {}
+    groups: dict[tuple[str, str, tuple[object, ...]], list[Pair]] = {}
     for local, remote in remote_pairs([c for c in a.cells if not c.emulated]):  # emulation: not storage
         groups.setdefault((remote.labels["workload"], remote.labels["device"], remote.workload_key), []).append(
             (local, remote)
@@ -46,8 +53,8 @@ def remote_figures(a: Analysis) -> list[Figure]:
 def _relative(name: str, prs: list[Pair]) -> Figure:
     labels, common = row_labels([r.stack for _, r in prs])
     margin = prs[0][1].margin
-    rows: list[list[Any]] = []
-    data: list[dict[str, Any]] = []
+    rows: list[list[object]] = []
+    data: list[ChangeRow] = []
     for local, remote in prs:
         ch = answer(local.summary, remote.summary, remote.margin)
         st = status(ch)
@@ -88,14 +95,14 @@ def _latency(name: str, prs: list[Pair]) -> Figure | None:
     loads = sorted({(r.outstanding, r.labels["load"]) for _, r in prs})
     panels = [loads[0], loads[-1]] if len(loads) > 1 else loads[:1]
     labels = short_labels(sorted({r.stack for _, r in prs}))
-    rows: list[list[Any]] = []
-    data: list[dict[str, Any]] = []
+    rows: list[list[object]] = []
+    data: list[LatencyPanel] = []
     added: list[tuple[str, float]] = []
     for outstanding, load in panels:
-        stacks: list[dict[str, Any]] = []
+        stacks: list[StackBars] = []
         for local, remote in (p for p in prs if (p[1].outstanding, p[1].labels["load"]) == (outstanding, load)):
             for side, c in (("local", local), ("remote", remote)):
-                entry = {"label": f"{labels[remote.stack]} {side}", "drawn": len(stacks) < 2 * MAX_STACKS}
+                entry: StackBars = {"label": f"{labels[remote.stack]} {side}", "drawn": len(stacks) < 2 * MAX_STACKS}
                 stacks.append({**entry, **breakdown_entry(latencies(c, kinds))})
             plus = (remote.latency(below, "mean").mean - local.latency(below, "mean").mean) / 1000
             added.append((load, plus))

@@ -16,7 +16,7 @@ from strata.analysis.decisions.answer import answer
 from strata.analysis.decisions.stats import Summary
 from strata.analysis.measured.runtimes import native_pairs
 from strata.report.names import figure_id, row_label, row_labels, titled
-from strata.report.parts import Figure, Table
+from strata.report.parts import ChangeRow, Figure, Table
 
 COLUMNS = ["stack", "load", "native", "value", "unit", "change", "ci_low", "ci_high", "status", "n"]
 
@@ -41,7 +41,8 @@ def runtime_figures(a: Analysis) -> list[Figure]:
 def _figure(name: str, prs: list[tuple[Cell, Cell]], what: str, emulated: int) -> Figure:
     labels, common = row_labels([o.stack for _, o in prs])
     margin = prs[0][1].margin
-    rows, data = [], []
+    rows: list[list[object]] = []
+    data: list[ChangeRow] = []
     for native, other in prs:
         a, b = (summary_of(native), summary_of(other)) if what == "throughput" else _lat(native, other)
         ch = answer(a, b, other.margin)

@@ -3,10 +3,8 @@ cells by workload on a device, as the report's figures and tables group them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from strata.analysis.analyse import Analysis
-from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.cells import Cell, Frozen
 from strata.analysis.measured.grid import Grid
 from strata.report.names import figure_id
 from strata.report.parts import Table
@@ -19,7 +17,7 @@ def report_tables(a: Analysis) -> list[Table]:
 
 def workload_groups(a: Analysis) -> list[tuple[str, list[Cell]]]:
     """Cells by device and workload parameters, named "<workload> on <device>" (+ experiment if ambiguous)."""
-    groups: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Cell]] = {}
+    groups: dict[tuple[str, Frozen], list[Cell]] = {}
     for c in a.cells:
         groups.setdefault((c.labels["device"], c.workload_key), []).append(c)
     named: dict[str, list[list[Cell]]] = {}
@@ -49,9 +47,9 @@ def _operations_tables(a: Analysis) -> list[Table]:
         ops_of = cells[0].schema.operations if cells else None
         if ops_of is None:
             continue
-        rows = []
+        rows: list[list[object]] = []
         for c in cells:
-            ops: dict[str, list[list[Any]]] = {}
+            ops: dict[str, list[list[float | None]]] = {}  # each operation's columns, by repetition
             for r in c.ok:
                 for e in ops_of.of(r):
                     ops.setdefault(str(e.get("name", "?")), []).append(
@@ -60,7 +58,7 @@ def _operations_tables(a: Analysis) -> list[Table]:
             for op, vals in ops.items():
                 width = len(ops_of.columns)
                 rows.append(
-                    [c.stack, c.labels["load"], op] + [_mean([v[i] for v in vals]) for i in range(width)] + [len(vals)]
+                    [c.stack, c.labels["load"], op, *(_mean([v[i] for v in vals]) for i in range(width)), len(vals)]
                 )
         if rows:
             out.append(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from strata.analysis.advice import amplification, compared
 from strata.analysis.advice.placement import MeasuredPlacement, for_stack
@@ -186,6 +186,15 @@ def _need(top: Cell, b: Best, cmp: Comparisons) -> str:
     return f"about {n} repetitions of each would decide it at +-{top.margin:.0%} (now {top.reps})"
 
 
+class Spread(TypedDict):
+    """The largest measured count spread evenly over some hosts, predicted from the curve (`placement`)."""
+
+    hosts: int
+    per_host: list[int]  # instances on each host
+    aggregate: float  # the hosts' throughput together
+    vs_one_host: float  # relative to all the instances on one host
+
+
 @dataclass
 class ContainersAdvice:
     stack: str
@@ -196,9 +205,7 @@ class ContainersAdvice:
     falls_after: bool
     counts: list[int]
     undecided: list[int] = field(default_factory=list)  # counts the intervals do not tell from the peak
-    placement: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # [{"hosts", "per_host", "aggregate", "vs_one_host"}] (003 6.3)
+    placement: list[Spread] = field(default_factory=list)  # (003 6.3)
     measured: MeasuredPlacement | None = None  # the same load measured on one host and across hosts
 
     @property
@@ -275,7 +282,7 @@ def containers(sweeps: list[Sweep], measured: Sequence[MeasuredPlacement] = ()) 
     return out
 
 
-def placement(curve: dict[int, float], hosts: tuple[int, ...] = (1, 2, 3, 4)) -> list[dict[str, Any]]:
+def placement(curve: dict[int, float], hosts: tuple[int, ...] = (1, 2, 3, 4)) -> list[Spread]:
     """003 section 6.3: the largest measured count N spread evenly over H hosts, each host's throughput read
     from the measured throughput-versus-instances curve (linear between measured counts), beside N on one
     host. Predicted, not measured: it assumes the hosts are alike and do not share a bottleneck."""
@@ -293,7 +300,7 @@ def placement(curve: dict[int, float], hosts: tuple[int, ...] = (1, 2, 3, 4)) ->
             return curve[lo] * k / lo
         return curve[lo] + (curve[hi] - curve[lo]) * (k - lo) / (hi - lo)
 
-    out: list[dict[str, Any]] = []
+    out: list[Spread] = []
     for h in hosts:
         if h > n:
             break

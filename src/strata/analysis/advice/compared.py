@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from strata.analysis.cells.cells import Cell
 from strata.analysis.decisions.answer import Answer
 from strata.analysis.decisions.groups import Runs
+from strata.core.jsondoc import obj, whole
 
 DEFAULT_LATENCY_STAT = "p99"
 LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99", "p99_9")
@@ -77,7 +78,7 @@ def latency_stat(group: list[Cell]) -> str:
     """The latency statistic the spec names for comparisons under an offered rate (its design's `latency_stat`)."""
     for c in group:
         for r in c.ok:
-            stat = (r.get("design") or {}).get("latency_stat")
+            stat = obj(r, "design").get("latency_stat")
             if stat in LATENCY_STATS:
                 return str(stat)
     return DEFAULT_LATENCY_STAT
@@ -91,13 +92,13 @@ def _latency_runs(c: Cell, stat: str) -> Runs:
         v = m.value(r, c.schema.direction(r), stat) if m is not None else None
         if isinstance(v, (int, float)) and v > 0:
             vals.append(float(v) / NS_PER_MS)
-            rounds.append((r.get("trial") or {}).get("repetition", -1))
+            rounds.append(whole(obj(r, "trial"), "repetition", -1) or 0)
     return Runs.of(vals, rounds)
 
 
 def _higher_is_better(c: Cell) -> bool:
     """The direction the workload declares for its headline (`Metric.better`); higher when it declares none."""
-    name = next((str((r.get("metrics") or {}).get("primary", {}).get("metric", "")) for r in c.ok), "")
+    name = next((str(obj(obj(r, "metrics"), "primary").get("metric", "")) for r in c.ok), "")
     fields = [f for f in c.schema.fields if f.headline and f.kind == "total"]
     m = next((f for f in fields if f.name == name), None)
     return m is None or m.better != "lower"

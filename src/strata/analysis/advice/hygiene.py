@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.cells import Cell, Result, repetition
 from strata.analysis.cells.query import by_context
+from strata.core.jsondoc import obj, text
 from strata.results import flags, validity
 from strata.results.flags import DECLARED, Flags
 from strata.results.validity import disks, raw, repetitions, series
@@ -44,7 +44,7 @@ class HygieneWarning:
         return not self.fix
 
 
-def check(cells: list[Cell], results: list[dict[str, Any]]) -> list[HygieneWarning]:
+def check(cells: list[Cell], results: list[Result]) -> list[HygieneWarning]:
     out: list[HygieneWarning] = []
     out.extend(_cache(cells))
     for fn in (_unconfirmed, _repetitions, _spread, _trial_length):
@@ -69,16 +69,14 @@ def _declared(cells: list[Cell]) -> list[HygieneWarning]:
     for d in DECLARED.values():
         if not d.fix:
             continue
-        items = [
-            f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.measured if flags.warns(r, d.flag)
-        ]
+        items = [f"{c.name} #{repetition(r)}" for c in cells for r in c.measured if flags.warns(r, d.flag)]
         if items:
             out.append(HygieneWarning(d.key, f"{len(items)} trial(s) flagged {d.word}: {d.meaning}", d.fix, items))
     return out
 
 
 def _cache(cells: list[Cell]) -> list[HygieneWarning]:
-    cached = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells for r in c.cached]
+    cached = [f"{c.name} #{repetition(r)}" for c in cells for r in c.cached]
     if not cached:
         return []
     fix = (
@@ -130,7 +128,7 @@ def _events(cells: list[Cell]) -> list[HygieneWarning]:
 
 
 def _unconfirmed(cells: list[Cell]) -> HygieneWarning | None:
-    trials = [f"{c.name} #{r['labels'].get('repetition', 0)}" for c in cells if not c.above_raw for r in c.unconfirmed]
+    trials = [f"{c.name} #{repetition(r)}" for c in cells if not c.above_raw for r in c.unconfirmed]
     decided = [f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" for c in cells if c.above_raw]
     if not trials and not decided:
         return None
@@ -223,7 +221,7 @@ def _steady(cells: list[Cell]) -> list[HygieneWarning]:
         for r, s in c.steady:
             if s is None:
                 continue
-            item = f"{c.name} #{r['labels'].get('repetition', 0)}"
+            item = f"{c.name} #{repetition(r)}"
             verdict = "warns" if s.warns else "short" if not s.judged else ""
             if verdict:
                 found.setdefault((s.basis or "snia", verdict), []).append(item)
@@ -278,7 +276,7 @@ def _sync(cells: list[Cell]) -> HygieneWarning | None:
         for r in c.measured:
             s = Flags.of(r).sync
             if s is not None and s.suspect:
-                items.append(f"{c.name} #{r['labels'].get('repetition', 0)} (skew {s.extra.get('skew_s', 0):.1f} s)")
+                items.append(f"{c.name} #{repetition(r)} (skew {s.extra.get('skew_s', 0):.1f} s)")
     if not items:
         return None
     return HygieneWarning(
@@ -297,7 +295,7 @@ def _failed(cells: list[Cell]) -> HygieneWarning | None:
             f = Flags.of(r).failed
             category = f.category if f else None
             cats[str(category or r.get("status"))] += 1  # a str: sorted below
-            items.append(f"{c.name} #{r['labels'].get('repetition', 0)}: {category}")
+            items.append(f"{c.name} #{repetition(r)}: {category}")
     if not items:
         return None
     summary = ", ".join(f"{n} {k}" for k, n in sorted(cats.items()))
@@ -310,9 +308,9 @@ def _failed(cells: list[Cell]) -> HygieneWarning | None:
     )
 
 
-def _hosts(results: list[dict[str, Any]]) -> list[HygieneWarning]:
+def _hosts(results: list[Result]) -> list[HygieneWarning]:
     out = []
-    hosts = sorted({(r.get("host") or {}).get("hostname", "?") for r in results if r.get("host")})
+    hosts = sorted({text(obj(r, "host"), "hostname", "?") for r in results if r.get("host")})
     if len(hosts) > 1:
         out.append(
             HygieneWarning(
@@ -322,7 +320,7 @@ def _hosts(results: list[dict[str, Any]]) -> list[HygieneWarning]:
                 hosts,
             )
         )
-    notes = sorted({str(n) for r in results if (n := (r.get("host") or {}).get("note"))})
+    notes = sorted({str(n) for r in results if (n := obj(r, "host").get("note"))})
     for n in notes:
         out.append(
             HygieneWarning(

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from strata.analysis.cells.cells import Cell, direction
 from strata.analysis.cells.query import fmt, summary_of
 from strata.analysis.decisions.stats import Change, Summary, change
+from strata.core.jsondoc import obj, text, whole
 
 TIE = 0.05
 MEASURED = "measured"
@@ -31,7 +31,7 @@ class Placed:
 
     cell: Cell
     name: str
-    per_host: dict[str, Any]  # host -> instances
+    per_host: dict[str, int]  # host -> instances
     aggregate: Summary
     p99_ns: Summary
     vs_one_host: Change | None = None  # aggregate throughput relative to the one-host placement
@@ -139,7 +139,7 @@ def measured(cells: list[Cell]) -> list[MeasuredPlacement]:
     """Every group of cells that differ only in placement and hold a one-host and a spread placement."""
     groups: dict[str, list[Cell]] = {}
     for c in cells:
-        if c.values and not c.emulated and (c.trial.get("placement") or {}).get("instances"):
+        if c.values and not c.emulated and obj(c.trial, "placement").get("instances"):
             groups.setdefault(_without_placement(c), []).append(c)
     out = []
     for group in groups.values():
@@ -167,9 +167,11 @@ def measured(cells: list[Cell]) -> list[MeasuredPlacement]:
 
 
 def _placed(c: Cell) -> Placed:
-    pl = c.trial["placement"]
+    pl = obj(c.trial, "placement")
     way = direction(c.ok[0]) if c.ok else "read"
-    return Placed(c, pl.get("name", ""), dict(pl["instances"]), summary_of(c), _p99(c), direction=way)
+    instances = obj(pl, "instances")
+    per_host = {h: whole(instances, h) or 0 for h in instances}
+    return Placed(c, text(pl, "name"), per_host, summary_of(c), _p99(c), direction=way)
 
 
 def for_stack(found: list[MeasuredPlacement], stack: str, workload: str) -> MeasuredPlacement | None:

@@ -19,36 +19,66 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from strata.analysis.cells.load import read_bytes
 from strata.analysis.decisions.answer import MARGIN, Design
 from strata.analysis.decisions.groups import Runs
 from strata.analysis.decisions.stats import Summary, summarize
+from strata.core.jsondoc import JsonObject, JsonValue, ShapeError, arr, as_obj, num, obj, text, whole
 from strata.core.metrics import MetricSchema
 from strata.core.params import LoadCounts
 from strata.results import flags, validity
 from strata.results.flags import AboveRaw, Declared, Flag, Flags, Steady
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 
+if TYPE_CHECKING:
+    from strata.experiment.model import DesignDoc
+
 LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")
 
-Result = dict[str, Any]  # a stored trial result (results/schema.py)
-Frozen = tuple[tuple[str, Any], ...]  # a JSON object as a hashable key (`freeze`)
+# A stored trial result as the loader hands it (results/store.py load_results: the stored JSON, migrated,
+# with the loader's `_path`): read member by member (strata.core.jsondoc), as a boundary.
+Result = JsonObject
+Frozen = tuple[tuple[str, str | int | float | None], ...]  # a JSON object as a hashable key (`freeze`)
 
 
-def artifact(result: Result, name: str) -> Any:
-    """A JSON artifact of a stored trial (series.json, workload-series.json), or None."""
+def artifact(result: Result, name: str) -> JsonObject | None:
+    """A JSON artifact of a stored trial (series.json, workload-series.json), or None (absent, unreadable,
+    or not an object)."""
     if "_path" not in result:
         return None
-    path = os.path.join(os.path.dirname(result["_path"]), result["trial_id"], name)
+    path = os.path.join(os.path.dirname(text(result, "_path")), text(result, "trial_id"), name)
     try:
-        return json.loads(read_bytes(path))
+        doc: JsonValue = json.loads(read_bytes(path))
     except (OSError, ValueError):
         return None
+    return doc if isinstance(doc, dict) else None
 
 
-def freeze(d: dict[str, Any], drop: str = "name") -> Frozen:
+def series_of(v: JsonValue) -> list[list[float]] | None:
+    """A stored per-second series ([[t, value], ...]: workload-series.json's), or None when absent;
+    its numbers kept as stored (an int stays an int)."""
+    if v is None:
+        return None
+    if not isinstance(v, list):
+        raise ShapeError(f"a per-second series should be an array, not {type(v).__name__}")
+    points: list[list[float]] = []
+    for p in v:
+        xs = p if isinstance(p, list) else [p]
+        nums = [x for x in xs if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        if len(nums) != len(xs):
+            raise ShapeError(f"a per-second series should hold [t, value] pairs of numbers, not {p!r}")
+        points.append(nums)
+    return points
+
+
+def repetition(result: Result) -> JsonValue:
+    """A result's repetition as labelled (0 when it has none), to name the trial in a message."""
+    return obj(result, "labels").get("repetition", 0)
+
+
+def freeze(d: JsonObject, drop: str = "name") -> Frozen:
     """A hashable copy of a flat-ish JSON object (sorted keys; nested values by repr, which is canonical
     for stored results: they are written with sorted keys)."""
     return tuple(
@@ -70,7 +100,26 @@ def throughput(result: Result) -> tuple[float | None, str]:
 
 def direction(result: Result) -> str:
     """The data direction whose latency represents the trial (read unless it writes more)."""
-    return schema_of(((result.get("trial") or {}).get("workload") or {}).get("type", "")).direction(result)
+    return schema_of(workload_type(result)).direction(result)
+
+
+def workload_type(result: Result) -> str:
+    """The registry key of a stored result's workload ("" when it has none)."""
+    return text(obj(obj(result, "trial"), "workload"), "type")
+
+
+def design_of(result: Result) -> DesignDoc | None:
+    """A stored result's `design` as the steady judgement reads it (results/validity/series.py: how many
+    repetitions, and the margin), or None when it has none (fixed repetitions: results/schema.py)."""
+    d = result.get("design")
+    if d is None:
+        return None
+    d = as_obj(d, "design")
+    margin = num(d, "margin")
+    if d.get("repetitions") == "auto":
+        return {"repetitions": "auto", "margin": MARGIN if margin is None else margin}
+    n = whole(d, "repetitions")  # absent: read as one repetition, as the judgement did (not repeated)
+    return {"repetitions": 1 if n is None else n, "margin": MARGIN if margin is None else margin}
 
 
 def trial_steady(result: Result) -> Steady | None:
@@ -78,9 +127,9 @@ def trial_steady(result: Result) -> Steady | None:
     f = Flags.of(result).steady
     if f is not None:
         return f
-    name = ((result.get("metrics") or {}).get("primary") or {}).get("series")
+    name = text(obj(obj(result, "metrics"), "primary"), "series")
     series = (artifact(result, "workload-series.json") or {}).get(name) if name else None
-    return validity.steady(series, design=result.get("design"))
+    return validity.steady(series_of(series), design=design_of(result))
 
 
 @dataclass
@@ -99,7 +148,7 @@ def _apart_groups() -> dict[Flag, Apart]:
 class Cell:
     key: str
     labels: dict[str, str]
-    trial: dict[str, Any]
+    trial: JsonObject  # the resolved trial, as stored
     experiment: str
     ok: list[Result] = field(default_factory=list)
     failed: list[Result] = field(default_factory=list)
@@ -115,22 +164,24 @@ class Cell:
     def __post_init__(self) -> None:
         lab, t = self.labels, self.trial
         self.stack: str = f"{lab['device']}/{lab['filesystem']}/{lab['runtime']}/{lab['path']}"
-        self.fs_type = t["filesystem"]["type"]
-        self.mount_options = list(t["filesystem"].get("mount_options") or [])
-        self.runtime_type = t["runtime"]["type"]
+        fs, rt = obj(t, "filesystem"), obj(t, "runtime")
+        self.fs_type = text(fs, "type")
+        self.mount_options = [str(o) for o in arr(fs, "mount_options")]
+        self.runtime_type = text(rt, "type")
         # what the runtime plugin says it is: the baseline (native), and what isolates an instance
         runtime = RUNTIMES.get(self.runtime_type)
         self.baseline = validity.is_baseline_runtime(self.runtime_type)
         self.isolation = runtime.isolation if runtime is not None else ""
-        self.driver = t["runtime"].get("storage_driver")
-        self.path = t["path"]
-        self.workload: dict[str, Any] = t["workload"]
-        self.load: dict[str, Any] = t["load"]
-        self.containers: int = self.load.get("containers", 1)
+        self.driver = None if rt.get("storage_driver") is None else text(rt, "storage_driver")
+        self.path = text(t, "path")
+        self.workload = obj(t, "workload")
+        self.load = obj(t, "load")
+        n = whole(self.load, "containers")
+        self.containers = 1 if n is None else n
         # I/Os in flight the load asks for: jobs x iodepth x containers
         self.outstanding: int = LoadCounts.of(self.load).per_instance * self.containers
         self.is_raw = validity.is_raw_baseline(t)
-        self.kind = self.workload.get("type", "")
+        self.kind = text(self.workload, "type")
         self.schema = schema_of(self.kind)
 
     @functools.cached_property
@@ -141,7 +192,7 @@ class Cell:
 
     @property
     def name(self) -> str:
-        where = (self.trial.get("placement") or {}).get("name")  # on the experiment's hosts (hosts/)
+        where = text(obj(self.trial, "placement"), "name")  # on the experiment's hosts (hosts/)
         return (
             f"{self.stack} {self.labels['workload']} {self.labels['load']}"
             + (f" @{where}" if where else "")
@@ -161,13 +212,17 @@ class Cell:
     def design(self) -> Design:
         """How its repetitions were taken (the intervals of `repetitions: auto` are corrected for looking
         after every round: analysis/decisions/answer.py)."""
-        return Design.of(next((r.get("design") for r in self.ok + self.failed if r.get("design")), None))
+        return Design.of(self._design_doc)
 
     @functools.cached_property
     def margin(self) -> float:
         """The spec's margin of equivalence, as stored with its results."""
-        d = next((r.get("design") for r in self.ok + self.failed if r.get("design")), None) or {}
-        return float(d.get("margin", MARGIN))
+        return num(self._design_doc, "margin", MARGIN) or 0.0
+
+    @functools.cached_property
+    def _design_doc(self) -> JsonObject:
+        """The first `design` stored with its results (empty: fixed repetitions)."""
+        return next((obj(r, "design") for r in self.ok + self.failed if r.get("design")), {})
 
     @property
     def reps(self) -> int:
@@ -176,7 +231,7 @@ class Cell:
     @property
     def runs(self) -> Runs:
         """Its values with the round (repetition) of each: what the group comparisons pair by round."""
-        return Runs.of(self.values, [(r.get("trial") or {}).get("repetition", -1) for r in self.ok])
+        return Runs.of(self.values, [whole(obj(r, "trial"), "repetition", -1) or 0 for r in self.ok])
 
     def groups(self) -> list[tuple[Declared, Apart]]:
         """Each flag's group of results drawn apart, in the flags' order (empty ones too)."""
@@ -215,7 +270,7 @@ class Cell:
         """Measured under emulation (a VM under TCG): never storage performance to compare."""
         return any(flags.warns(r, Flag.EMULATED) for r in self.measured)
 
-    def param(self, name: str) -> Any:
+    def param(self, name: str) -> JsonValue:
         """A parameter of the workload (as resolved and stored), or None."""
         return self.workload.get(name)
 
@@ -236,12 +291,12 @@ class Cell:
         return summarize([v for v in (mix.mean_ns(r) for r in self.ok) if v is not None])
 
 
-def fingerprint(trial: dict[str, Any]) -> str:
+def fingerprint(trial: JsonObject) -> str:
     blob = json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
-def config_key(trial: dict[str, Any]) -> str:
+def config_key(trial: JsonObject) -> str:
     """A configuration: the resolved trial without its repetition (Trial.config says the same)."""
     return json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
 
@@ -252,13 +307,12 @@ def build_cells(results: list[Result], judge_steady: bool = True) -> list[Cell]:
     for r in results:
         if r.get("status") == "unsupported" or "trial" not in r:
             continue
-        key = config_key(r["trial"])
+        trial = obj(r, "trial")
+        key = config_key(trial)
         c = cells.get(key)
         if c is None:
-            labels = {k: str((r.get("labels") or {}).get(k, "")) for k in LABEL_KEYS}
-            c = cells[key] = Cell(
-                hashlib.sha1(key.encode()).hexdigest()[:12], labels, r["trial"], r.get("experiment", "")
-            )
+            labels = {k: str(obj(r, "labels").get(k, "")) for k in LABEL_KEYS}
+            c = cells[key] = Cell(hashlib.sha1(key.encode()).hexdigest()[:12], labels, trial, text(r, "experiment"))
         _add(c, r, judge_steady)
     for c in cells.values():
         c.summary = summarize(c.values, c.design.level(len(c.values), sides=2))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from strata.analysis.cells.cells import Cell
 from strata.analysis.decisions.stats import Change, Summary, change
+from strata.core.jsondoc import JsonObject, obj, text, whole
 from strata.core.params import PRESET_LIMITS
 
 
@@ -72,13 +72,13 @@ def select(
 def access_pattern(c: Cell) -> str | None:
     """The access pattern a cell ran (read, randread, ...), where its workload declares one (`MetricSchema.io`)."""
     io = c.schema.io
-    return c.param(io.pattern) if io is not None else None
+    return None if io is None or c.param(io.pattern) is None else text(c.workload, io.pattern)
 
 
 def io_size(c: Cell) -> int | None:
     """The size of one I/O in bytes (the block size), where its workload declares one (`MetricSchema.io`)."""
     io = c.schema.io
-    return c.param(io.size) if io is not None else None
+    return None if io is None else whole(c.workload, io.size)
 
 
 def _workload_text(c: Cell) -> str:
@@ -86,12 +86,12 @@ def _workload_text(c: Cell) -> str:
 
 
 def match_key(c: Cell, also: tuple[str, ...] = ()) -> tuple[object, ...]:
-    return (c.trial["device"]["name"], c.workload_key, c.load_key) + tuple(_layer(c, a) for a in also)
+    return (device_name(c), c.workload_key, c.load_key) + tuple(_layer(c, a) for a in also)
 
 
 def _layer(c: Cell, name: str) -> object:
     return {
-        "filesystem": c.trial["filesystem"]["name"],
+        "filesystem": text(obj(c.trial, "filesystem"), "name"),
         "fs_type": c.fs_type,
         "runtime": c.labels["runtime"],
         "path": c.path,
@@ -112,21 +112,26 @@ def pairs(a: list[Cell], b: list[Cell], also: tuple[str, ...] = ()) -> list[tupl
     return out
 
 
-def limits_of(c: Cell) -> dict[str, Any]:
+def limits_of(c: Cell) -> JsonObject:
     """The limits a cell ran with; a preset (003 Table 2) counts as the limits it sets."""
-    lim = dict(c.load.get("limits") or {})
+    lim = dict(obj(c.load, "limits"))
     preset = lim.pop("preset", None)
     lim.pop("share", None)
-    out = {k: v for k, v in lim.items() if v is not None}
-    for key in PRESET_LIMITS.get(preset or "none", ()):
+    out: JsonObject = {k: v for k, v in lim.items() if v is not None}
+    for key in PRESET_LIMITS.get(str(preset or "none"), ()):
         out.setdefault(key, preset)
     return out
+
+
+def device_name(c: Cell) -> str:
+    """The name of the device a cell ran on (the spec's, as resolved)."""
+    return text(obj(c.trial, "device"), "name")
 
 
 def same_but_limits(c: Cell) -> tuple[object, ...]:
     """What a cell ran apart from its limits: the key of the run without them that it is compared with."""
     ld = tuple(kv for kv in c.load_key if kv[0] != "limits")
-    return (c.trial["device"]["name"], c.labels["filesystem"], c.labels["runtime"], c.path, c.workload_key, ld)
+    return (device_name(c), c.labels["filesystem"], c.labels["runtime"], c.path, c.workload_key, ld)
 
 
 def by_context(cells: list[Cell], also: tuple[str, ...] = ()) -> dict[tuple[object, ...], list[Cell]]:

@@ -19,53 +19,54 @@ Each function reads one stored result and returns None when the result does not 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from strata.analysis.cells.cells import schema_of
+from strata.analysis.cells.cells import Result, schema_of, workload_type
 from strata.analysis.decisions.stats import Summary, summarize
+from strata.core.jsondoc import num, obj, text
 
 
-def host_busy_percent(r: dict[str, Any]) -> float | None:
-    idle = ((r.get("collectors") or {}).get("host") or {}).get("cpu_idle_percent")
-    return None if idle is None else 100.0 - float(idle)
+def host_busy_percent(r: Result) -> float | None:
+    idle = num(obj(obj(r, "collectors"), "host"), "cpu_idle_percent")
+    return None if idle is None else 100.0 - idle
 
 
-def clients_percent(r: dict[str, Any]) -> float:
+def clients_percent(r: Result) -> float:
     """A server workload's clients' share of the host's CPUs in the measured run, in percent (0 when none ran
     here, or its workload runs no clients of its own)."""
-    share = schema_of(str(((r.get("trial") or {}).get("workload") or {}).get("type", ""))).clients_cpu_share(r)
+    share = schema_of(workload_type(r)).clients_cpu_share(r)
     return 100.0 * share if share is not None else 0.0
 
 
-def server_cpu_percent(r: dict[str, Any]) -> float | None:
+def server_cpu_percent(r: Result) -> float | None:
     """The host's busy share less what the load generator took: the CPU of the stack under test."""
     busy = host_busy_percent(r)
     return None if busy is None else max(0.0, busy - clients_percent(r))
 
 
-def target_cpu_percent(r: dict[str, Any]) -> float | None:
+def target_cpu_percent(r: Result) -> float | None:
     """A remote device's storage target process, as a share of the host's CPUs (percent)."""
-    target = ((r.get("collectors") or {}).get("remote_procs") or {}).get("target") or {}
-    cpus = (r.get("host") or {}).get("cpus")
-    if target.get("cpu_percent") is None or not cpus:
+    target = obj(obj(obj(r, "collectors"), "remote_procs"), "target")
+    cpu_percent, cpus = num(target, "cpu_percent"), num(obj(r, "host"), "cpus")
+    if cpu_percent is None or not cpus:
         return None
-    return float(target["cpu_percent"]) / float(cpus)
+    return cpu_percent / cpus
 
 
-def disk_mb_s(r: dict[str, Any]) -> float | None:
-    name = ((r.get("stack_facts") or {}).get("device") or {}).get("kernel_name")
-    d = ((r.get("collectors") or {}).get("diskstats") or {}).get(name) or {}
-    if not d.get("span_s"):
+def disk_mb_s(r: Result) -> float | None:
+    name = text(obj(obj(r, "stack_facts"), "device"), "kernel_name")
+    d = obj(obj(obj(r, "collectors"), "diskstats"), name)
+    span_s = num(d, "span_s")
+    if not span_s:
         return None
-    return float((d.get("read_bytes", 0) + d.get("write_bytes", 0)) / d["span_s"] / 1e6)
+    return ((num(d, "read_bytes") or 0) + (num(d, "write_bytes") or 0)) / span_s / 1e6
 
 
-def per_kops(value: float | None, r: dict[str, Any]) -> float | None:
+def per_kops(value: float | None, r: Result) -> float | None:
     """A per-trial figure per 1,000 operations per second of the trial's headline (CPU per unit of work)."""
-    ops = ((r.get("metrics") or {}).get("primary") or {}).get("value")
-    return None if value is None or not ops else value / (float(ops) / 1000.0)
+    ops = num(obj(obj(r, "metrics"), "primary"), "value")
+    return None if value is None or not ops else value / (ops / 1000.0)
 
 
-def of_cell(results: list[dict[str, Any]], figure: Callable[[dict[str, Any]], float | None]) -> Summary:
+def of_cell(results: list[Result], figure: Callable[[Result], float | None]) -> Summary:
     """A figure over a cell's repetitions (those that hold it), with its 95% interval."""
     return summarize([v for v in (figure(r) for r in results) if v is not None])

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from strata.core.jsondoc import JsonObject, obj, text
 from strata.results.flags import Flags
 from strata.results.validity import STEADY_WINDOW_S
 
 if TYPE_CHECKING:
-    from strata.analysis.cells.cells import Cell
+    from strata.analysis.cells.cells import Cell, Result
 
 MIN_TRIAL_S = float(STEADY_WINDOW_S)  # the shortest trial the steady-state check can judge
 
@@ -56,7 +57,7 @@ class Components:
             return max(self.seconds, MIN_TRIAL_S)
         return max(math.sqrt(c) * self.within_cv / self.between_cv, MIN_TRIAL_S)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "trials": self.trials,
             "seconds": round(self.seconds, 1),
@@ -129,22 +130,23 @@ def of_cells(cells: list[Cell]) -> dict[str, Components]:
             if st is None:
                 continue
             stats.append(st)
-            if isinstance(r.get("duration_s"), (int, float)):
-                overheads.append(max(float(r["duration_s"]) - st[0], 0.0))
+            duration_s = r.get("duration_s")
+            if isinstance(duration_s, (int, float)):
+                overheads.append(max(float(duration_s) - st[0], 0.0))
         comp = from_stats(stats, sum(overheads) / len(overheads) if overheads else None)
         if comp is not None:
             out[c.name] = comp
     return out
 
 
-def _stats(r: dict[str, Any]) -> tuple[int, float, float] | None:
+def _stats(r: Result) -> tuple[int, float, float] | None:
     steady = Flags.of(r).steady
     st = steady.series if steady else None
     if isinstance(st, dict) and {"seconds", "mean", "sd"} <= set(st):
         return int(st["seconds"]), float(st["mean"]), float(st["sd"])
     from strata.analysis.cells.cells import artifact
 
-    name = ((r.get("metrics") or {}).get("primary") or {}).get("series")
+    name = text(obj(obj(r, "metrics"), "primary"), "series")
     s = (artifact(r, "workload-series.json") or {}).get(name) if name else None
     values = [v for v in (_value(p) for p in s) if v is not None] if isinstance(s, list) else []
     if len(values) < 2:

@@ -14,13 +14,15 @@ from strata.analysis.cells.query import fmt, limits_of, same_but_limits, summary
 from strata.analysis.decisions.stats import Change, change, ratio
 from strata.analysis.findings.verdict import Decision, Outcome, ratio_decision, verdict
 from strata.analysis.measured.sweeps import scaling
+from strata.core.jsondoc import obj, whole
 
 if TYPE_CHECKING:
     from strata.analysis.measured.measurements import Measurements
 
 
 def _preset(c: Cell) -> str | None:
-    return (c.load.get("limits") or {}).get("preset")
+    preset = obj(c.load, "limits").get("preset")
+    return None if preset is None else str(preset)
 
 
 def limit_hurts_most(ctx: Measurements, worst: str = "MEM", others: tuple[str, ...] = ("CPU", "BW")) -> Outcome:
@@ -69,7 +71,7 @@ def p99_grows_past_peak(ctx: Measurements) -> Outcome:
 
 def _without_rf(c: Cell) -> tuple[object, ...]:
     wl = {k: v for k, v in c.workload.items() if k not in ("name", "cluster")}
-    cluster = {k: v for k, v in (c.workload.get("cluster") or {}).items() if k != "replication_factor"}
+    cluster = {k: v for k, v in obj(c.workload, "cluster").items() if k != "replication_factor"}
     return (c.stack, c.load_key, repr(sorted(wl.items())), repr(sorted(cluster.items())))
 
 
@@ -77,7 +79,7 @@ def replication_cost(ctx: Measurements) -> Outcome:
     """A higher replication factor raises the mean latency (more replicas answer each request)."""
     groups: dict[tuple[object, ...], dict[int, Cell]] = {}
     for c in ctx.cells:
-        rf = (c.workload.get("cluster") or {}).get("replication_factor")
+        rf = whole(obj(c.workload, "cluster"), "replication_factor")
         if c.values and rf:
             groups.setdefault(_without_rf(c), {})[rf] = c
     out = []

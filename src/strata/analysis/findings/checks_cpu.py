@@ -19,14 +19,15 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strata.analysis.cells import usage
-from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.cells import Cell, Result
 from strata.analysis.cells.query import fmt, limits_of, pairs, same_but_limits, select, summary_of
 from strata.analysis.decisions.criterion import decides
 from strata.analysis.decisions.stats import Summary, change, ratio, t_two_sided
 from strata.analysis.findings.verdict import INCONCLUSIVE, NOT_HELD, Decision, Outcome, ratio_decision, verdict
+from strata.core.jsondoc import num, obj
 
 if TYPE_CHECKING:
     from strata.analysis.measured.measurements import Measurements
@@ -117,10 +118,10 @@ def vm_cpu_overhead(ctx: Measurements) -> Outcome:
     return verdict(out)
 
 
-def _busy_at_rate(r: dict[str, Any], rate: float) -> float | None:
+def _busy_at_rate(r: Result, rate: float) -> float | None:
     """A trial's host CPU share scaled to another throughput (the same work per operation)."""
-    cpu, ops = usage.host_busy_percent(r), ((r.get("metrics") or {}).get("primary") or {}).get("value")
-    return None if cpu is None or not ops else cpu * rate / float(ops)
+    cpu, ops = usage.host_busy_percent(r), num(obj(obj(r, "metrics"), "primary"), "value")
+    return None if cpu is None or not ops else cpu * rate / ops
 
 
 def difference(a: Summary, b: Summary) -> tuple[float, float | None, float | None]:
@@ -155,7 +156,7 @@ def _against_no_limit(ctx: Measurements, preset: str) -> list[tuple[Cell, Cell]]
     free = {same_but_limits(c): c for c in ctx.cells if c.values and not limits_of(c)}
     out = []
     for c in ctx.cells:
-        if c.values and (c.load.get("limits") or {}).get("preset") == preset:
+        if c.values and obj(c.load, "limits").get("preset") == preset:
             base = free.get(same_but_limits(c))
             if base is not None:
                 out.append((base, c))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.analysis.cells.cells import Cell
-from strata.analysis.cells.query import summary_of
+from strata.analysis.cells.query import device_name, summary_of
 from strata.core.params import LoadCounts
 
 GRID_PATHS = ("volume", "bind", "layer", "tmpfs")
@@ -42,7 +42,7 @@ class Grid:
 
 def _key(c: Cell) -> tuple[object, ...]:
     ld = tuple(kv for kv in c.load_key if kv[0] != "containers")
-    return (c.trial["device"]["name"], c.labels["workload"], c.workload_key, ld)
+    return (device_name(c), c.labels["workload"], c.workload_key, ld)
 
 
 def grids(cells: list[Cell]) -> list[Grid]:

@@ -8,23 +8,23 @@ own numbers (studies/published.py) are measured here and judged by the same chec
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Self
 
 from strata.analysis.cells import baseline
-from strata.analysis.cells.cells import Cell, build_cells
+from strata.analysis.cells.cells import Cell, Result, build_cells
 from strata.analysis.measured import grid, sweeps
 
 
 @dataclass
 class Measurements:
-    results: list[dict[str, Any]]
+    results: list[Result]
     cells: list[Cell]
     raw: dict[tuple[object, ...], Cell]  # the raw-device cells, by baseline.baseline_key
     sweeps: list[sweeps.Sweep] = field(default_factory=list)
     grids: list[grid.Grid] = field(default_factory=list)
 
     @classmethod
-    def of(cls, results: list[dict[str, Any]], judge_steady: bool = True) -> Self:
+    def of(cls, results: list[Result], judge_steady: bool = True) -> Self:
         """Cells, with results above the raw device moved apart as unconfirmed, the raw baselines, sweeps and
         tables."""
         cells = build_cells(results, judge_steady)

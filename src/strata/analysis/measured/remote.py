@@ -9,10 +9,11 @@ same type as the remote's backing store (a file, like a loop image) is preferred
 from __future__ import annotations
 
 from strata.analysis.cells.cells import Cell
+from strata.core.jsondoc import obj
 
 
 def is_remote(c: Cell) -> bool:
-    dev = c.trial["device"]
+    dev = obj(c.trial, "device")
     return dev.get("type") == "remote" or bool(dev.get("remote"))
 
 
@@ -29,4 +30,4 @@ def remote_pairs(cells: list[Cell]) -> list[tuple[Cell, Cell]]:
 
 
 def _preference(c: Cell) -> tuple[object, ...]:
-    return (c.trial["device"].get("type") not in ("loop", "block"), c.labels["device"])
+    return (obj(c.trial, "device").get("type") not in ("loop", "block"), c.labels["device"])

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import summary_of
+from strata.core.jsondoc import ShapeError, obj
 from strata.core.metrics import Axis, merged
 from strata.core.params import DEPTH, JOBS
 
@@ -104,9 +105,11 @@ def find(cells: list[Cell]) -> list[Sweep]:
         for c in cells:
             if not (c.values or c.apart_values):
                 continue
-            x = c.trial[dim.section].get(dim.name)
+            x = obj(c.trial, dim.section).get(dim.name)
             if x is None:  # not swept in this cell (a flat-out run has no offered rate)
                 continue
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                raise ShapeError(f"{dim.section}.{dim.name} should be a number, not {x!r}")
             line_key, fig_key = _without(c, dim)
             figures.setdefault(fig_key, {}).setdefault(line_key, []).append((x, c))
         need = dim.axis.min_points

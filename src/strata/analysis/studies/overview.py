@@ -10,6 +10,7 @@ from strata.analysis.studies import paper, published
 from strata.analysis.studies.paper import PaperValue
 from strata.analysis.studies.studies import Experiment, Study, load
 from strata.core.errors import StrataError
+from strata.core.jsondoc import obj
 
 SHOWN = 4  # numbers shown of a finding's verdict beside every one against it
 
@@ -76,7 +77,7 @@ def _result_set(s: Study) -> list[str]:
     cases = published.cases(s.study)
     held = sum(len(c.values) for c in cases)
     left = published.left_out(s.study)
-    defaults = ", ".join(f"{k} {v}" for k, v in (s.published.get("defaults") or {}).items())
+    defaults = ", ".join(f"{k} {v}" for k, v in obj(s.published, "defaults").items())
     lines = [
         f"  its numbers as results: {held} values in {len(cases)} cases ({'; '.join(c.name for c in cases)}), "
         "each number exact (two identical repetitions)"

@@ -14,10 +14,12 @@ never disagree on what a value selects.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strata.analysis.cells.cells import schema_of
+from strata.core.jsondoc import JsonObject, JsonValue, arr, obj
 from strata.core.params import INSTANCES, JOBS, LoadCounts
 
 if TYPE_CHECKING:
@@ -34,16 +36,20 @@ MIN_SWEEP = 3
 # The facts a baseline configuration must share with the configuration (the labels aside).
 NOT_COMPARED = ("load",)
 
+# What a study's value may name of a configuration (`facts_of`: read from its labels and its stored trial),
+# and what a value asks of it (PaperValue.match, .versus: studies.yaml's).
+Facts = dict[str, JsonValue]
 
-def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
+
+def facts_of(labels: Mapping[str, JsonValue], trial: JsonObject) -> Facts:
     """What a study's value may name of a configuration, from its labels and its resolved trial."""
-    wl, ld = trial.get("workload") or {}, trial.get("load") or {}
-    cluster = wl.get("cluster") or {}
-    limits = ld.get("limits") or {}
+    wl, ld = obj(trial, "workload"), obj(trial, "load")
+    cluster = obj(wl, "cluster")
+    limits = obj(ld, "limits")
     schema = schema_of(str(wl.get("type", "")))
     offered, io = schema.offered, schema.io  # a database's clients offer it a rate; a block I/O's pattern and size
     return {
-        "device": (trial.get("device") or {}).get("name"),
+        "device": obj(trial, "device").get("name"),
         "workload": labels.get("workload"),
         "filesystem": labels.get("filesystem"),
         "runtime": labels.get("runtime"),
@@ -51,7 +57,7 @@ def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
         "load": labels.get("load"),
         **LoadCounts.of(ld).facts(),
         "limits": limits.get("preset") or ("none" if not any(v for k, v in limits.items() if k != "share") else None),
-        "attached": "remote" if (trial.get("device") or {}).get("type") == "remote" else "local",
+        "attached": "remote" if obj(trial, "device").get("type") == "remote" else "local",
         "profile": wl.get("profile"),
         "replication_factor": cluster.get("replication_factor"),
         "nodes": cluster.get("nodes"),
@@ -65,14 +71,14 @@ def facts_of(labels: dict[str, Any], trial: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _hosts(trial: dict[str, Any], cluster: dict[str, Any]) -> int:
+def _hosts(trial: JsonObject, cluster: JsonObject) -> int:
     """The hosts the trial's instances run on: its placement's, a database spanning hosts', else this one."""
-    placed = ((trial.get("placement") or {}).get("instances")) or {}
-    spans = cluster.get("hosts") or []
+    placed = obj(obj(trial, "placement"), "instances")
+    spans = arr(cluster, "hosts")
     return max(1, sum(1 for n in placed.values() if n), len(spans))
 
 
-def matches(have: dict[str, Any], match: dict[str, Any]) -> bool:
+def matches(have: Facts, match: Mapping[str, JsonValue]) -> bool:
     """Every key of `match` (but the metric) holds for the facts `have`: an integer exactly, a string as a
     glob, an offered share within OFFERED_TOLERANCE (exactly for a relative target)."""
     for k, want in match.items():
@@ -80,7 +86,7 @@ def matches(have: dict[str, Any], match: dict[str, Any]) -> bool:
             continue
         v = have.get(k)
         if k == "offered":
-            if not isinstance(v, (int, float)) or not _near(float(v), float(want)):
+            if not isinstance(v, (int, float)) or not _near(float(v), as_number(want)):
                 return False
         elif isinstance(want, int) and not isinstance(want, bool):
             if v != want:
@@ -90,11 +96,16 @@ def matches(have: dict[str, Any], match: dict[str, Any]) -> bool:
     return True
 
 
+def as_number(want: JsonValue) -> float:
+    """A value's number as studies.yaml writes it (a number, or a string of one)."""
+    return float(want) if isinstance(want, (int, float)) else float(str(want))
+
+
 def _near(have: float, want: float) -> bool:
     return have > 0 and want > 0 and abs(math.log(have / want)) <= math.log(OFFERED_TOLERANCE) + 1e-9
 
 
-def baseline_facts(have: dict[str, Any], versus: dict[str, Any]) -> dict[str, Any]:
+def baseline_facts(have: Facts, versus: Mapping[str, JsonValue]) -> Facts:
     """The facts of the configuration a value is relative to: the same, with `versus` in place (another
     device when the attachment changes: a remote device is a device of its own)."""
     out = {k: v for k, v in have.items() if k not in NOT_COMPARED}
@@ -104,7 +115,7 @@ def baseline_facts(have: dict[str, Any], versus: dict[str, Any]) -> dict[str, An
     return out
 
 
-def is_baseline(candidate: dict[str, Any], wanted: dict[str, Any]) -> bool:
+def is_baseline(candidate: Facts, wanted: Facts) -> bool:
     """`candidate` is the configuration `wanted` describes (baseline_facts): every fact equal, the
     overridden ones as globs."""
     for k, want in wanted.items():
@@ -117,7 +128,7 @@ def is_baseline(candidate: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return True
 
 
-def sweep_points(facts: list[dict[str, Any]], dim: str) -> int:
+def sweep_points(facts: list[Facts], dim: str) -> int:
     """The most distinct values of `dim` among configurations equal in everything else."""
     groups: dict[str, set[object]] = {}
     for f in facts:
@@ -126,7 +137,7 @@ def sweep_points(facts: list[dict[str, Any]], dim: str) -> int:
     return max((len(s) for s in groups.values()), default=0)
 
 
-def produces(value: PaperValue, plan: list[dict[str, Any]], min_sweep: int = MIN_SWEEP) -> bool:
+def produces(value: PaperValue, plan: list[Facts], min_sweep: int = MIN_SWEEP) -> bool:
     """Whether the configurations `plan` (facts of planned trials) can meet `value`: one matches it, its
     baseline configuration is planned too, a sweep value has its sweep (`min_sweep` points: a smoke plan
     keeps a sweep's ends), a maximum its flat-out run."""

@@ -31,20 +31,26 @@ import functools
 import hashlib
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from strata.analysis.findings.findings import Finding, view
 from strata.analysis.findings.verdict import HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED, Outcome
 from strata.analysis.measured.measurements import Measurements
 from strata.analysis.studies import quotes
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
+from strata.analysis.studies.paper_match import Facts
 from strata.analysis.studies.side_by_side import paper_ratio
 from strata.analysis.studies.studies import load as load_studies
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, num, obj, text
 from strata.core.params import LoadCounts
 from strata.results.schema import SCHEMA_VERSION
 from strata.workloads.base import headline
+
+if TYPE_CHECKING:
+    from strata.analysis.cells.cells import Result
 
 REPETITIONS = 2  # identical: the interval of a published number is the number
 ANCHORS = {"throughput": 1000.0, "lat": 100_000.0, "cpu_util": 50.0, "target_cpu": 1.0}  # ns for a latency
@@ -79,7 +85,7 @@ class LeftOut:
 class Config:
     """One configuration of a case: the study's facts and what the study's numbers set of it."""
 
-    facts: dict[str, Any]
+    facts: Facts
     metrics: dict[str, float] = field(default_factory=dict)  # throughput, lat:<stat> (ns), share:<part>, ...
     values: list[PaperValue] = field(default_factory=list)
     unit: str = ""  # of the throughput, as the study gives it (or the workload's headline)
@@ -89,7 +95,7 @@ class Config:
 class Case:
     study: str
     name: str
-    results: tuple[dict[str, Any], ...]
+    results: tuple[Result, ...]
     values: tuple[PaperValue, ...]  # the published values its results hold
 
 
@@ -103,7 +109,7 @@ class Relation:
     offset: float | None  # config = base + offset
 
 
-def _key(facts: dict[str, Any]) -> str:
+def _key(facts: Facts) -> str:
     return repr(sorted((k, repr(v)) for k, v in facts.items()))
 
 
@@ -165,13 +171,13 @@ def _relation(v: PaperValue, metric: str, config: str, base: str) -> Relation:
 class _Case:
     study: str
     name: str
-    defaults: dict[str, Any]
+    defaults: Facts
     configs: dict[str, Config] = field(default_factory=dict)
     relations: list[Relation] = field(default_factory=list)
     shares: list[tuple[str, str, float, PaperValue]] = field(default_factory=list)
 
-    def config(self, facts: dict[str, Any]) -> str:
-        full = {**self.defaults, **{k: v for k, v in facts.items() if k != "metric"}}
+    def config(self, facts: Mapping[str, JsonValue]) -> str:
+        full: Facts = {**self.defaults, **{k: v for k, v in facts.items() if k != "metric"}}
         k = _key(full)
         self.configs.setdefault(k, Config(full))
         return k
@@ -238,7 +244,7 @@ def _built() -> dict[str, tuple[tuple[Case, ...], tuple[LeftOut, ...]]]:
     return out
 
 
-def build(study: str, published: dict[str, Any], values: list[PaperValue]) -> tuple[list[Case], list[LeftOut]]:
+def build(study: str, published: JsonObject, values: list[PaperValue]) -> tuple[list[Case], list[LeftOut]]:
     """The study's cases (each with its stored results) and the values left out, with why."""
     cases: dict[str, _Case] = {}
     left: list[LeftOut] = []
@@ -249,11 +255,11 @@ def build(study: str, published: dict[str, Any], values: list[PaperValue]) -> tu
             left.append(LeftOut(v, why))
             continue
         name = v.case or v.where
-        cases.setdefault(name, _Case(study, name, dict(published.get("defaults") or {}))).add(v, metric)
+        cases.setdefault(name, _Case(study, name, dict(obj(published, "defaults")))).add(v, metric)
     made = []
     for c in cases.values():
         c.solve()
-        results: list[dict[str, Any]] = []
+        results: list[Result] = []
         why_not: dict[int, str] = {}  # a value whose configuration (or its baseline's) cannot be a result
         for cfg in c.configs.values():
             rs, why = _results(study, c.name, cfg, published)
@@ -268,20 +274,20 @@ def build(study: str, published: dict[str, Any], values: list[PaperValue]) -> tu
     return made, left
 
 
-def spec_of(facts: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
+def spec_of(facts: Facts, published: JsonObject) -> JsonObject:
     """The one-trial experiment file of a configuration the study describes by its facts."""
-    devices = published.get("devices") or {}
+    devices = obj(published, "devices")
     attached = facts.get("attached", "local")
-    if attached not in devices:
+    if not isinstance(attached, str) or attached not in devices:
         raise ValueError(f"studies.yaml published.devices has no {attached!r} device")
     fs = str(facts.get("filesystem", "xfs"))
     fs_type, _, option = fs.partition("-")
     said = str(facts.get("runtime", "native"))
-    runtime: Any = (published.get("runtimes") or {}).get(said, said)
+    runtime = obj(published, "runtimes").get(said, said)
     if isinstance(runtime, dict):  # by the file system (study 004: the btrfs driver on btrfs, else overlay)
         runtime = runtime.get(fs_type, runtime["*"])
     limits = facts.get("limits")
-    load: dict[str, Any] = {k: facts[k] for k in LoadCounts.names() if k in facts}
+    load: JsonObject = {k: facts[k] for k in LoadCounts.names() if k in facts}
     if limits not in (None, "none"):
         load["limits"] = {"preset": limits}
     return {
@@ -295,34 +301,42 @@ def spec_of(facts: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _workload(facts: dict[str, Any], published: dict[str, Any]) -> Any:
+def _workload(facts: Facts, published: JsonObject) -> JsonValue:
     """The spec's workload entry: the study's label as a plugin's own one-word entry (a fio preset), else as
     studies.yaml maps it, with the database facts the label stands for (paper_match.facts_of reads them)."""
     from strata.workloads import REGISTRY
     from strata.workloads.base import Shorthand
 
     label = facts.get("workload")
-    mapped = (published.get("workloads") or {}).get(label)
+    mapped = obj(published, "workloads").get(label) if isinstance(label, str) else None
     if mapped is None:
         if isinstance(label, str) and any(isinstance(w, Shorthand) and w.shorthand(label) for w in REGISTRY.values()):
             return label
         raise ValueError(f"studies.yaml published.workloads does not say what the study's {label!r} is")
-    ((kind, params),) = dict(mapped).items()
-    params = dict(params)
+    ((kind, said),) = as_obj(mapped, f"published.workloads.{label}").items()
+    params = dict(as_obj(said, f"published.workloads.{label}.{kind}"))
     offered = REGISTRY[kind].metrics.offered
     if facts.get("profile") is not None:
         params["profile"] = facts["profile"]
     cluster = {k: facts[k] for k in ("nodes", "replication_factor") if facts.get(k) is not None}
     if cluster:
-        params["cluster"] = {**(params.get("cluster") or {}), **cluster}
-    if offered is not None and facts.get("clusters") is not None:
+        params["cluster"] = {**obj(params, "cluster"), **cluster}
+    if offered is not None and offered.databases and facts.get("clusters") is not None:
         params[offered.databases] = facts["clusters"]
     if offered is not None and facts.get("offered") is not None:
-        params[offered.rate] = round(float(facts["offered"]) * float(published["peak"]))
+        params[offered.rate] = round((num(facts, "offered") or 0.0) * _peak(published))
     return {kind: params}
 
 
-def _trial(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def _peak(published: JsonObject) -> float:
+    """The study's peak rate, that an offered share is of (studies.yaml published.peak)."""
+    peak = num(published, "peak")
+    if peak is None:
+        raise ValueError("studies.yaml published has no peak, that an offered share is of")
+    return peak
+
+
+def _trial(spec: JsonObject) -> tuple[JsonObject, dict[str, str]]:
     """The resolved trial of a one-trial spec (as the runner stores it) and its labels."""
     from strata.experiment.expand import Trial
     from strata.experiment.load import parse_spec
@@ -341,37 +355,38 @@ def _trial(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     return t.resolved(), {**labels, "load": ld.name}
 
 
-def _results(study: str, case: str, cfg: Config, published: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+def _results(study: str, case: str, cfg: Config, published: JsonObject) -> tuple[list[Result], str]:
     """The configuration's stored results (two identical repetitions), or why it cannot have any."""
     from strata.analysis.cells.cells import schema_of
 
     if cfg.facts.get("workload") is None:
         return [], "the study names no workload for it"
     trial, labels = _trial(spec_of(cfg.facts, published))
-    schema = schema_of(trial["workload"]["type"])
+    workload = obj(trial, "workload")
+    schema = schema_of(text(workload, "type"))
     m = dict(cfg.metrics)
     unit = cfg.unit  # the study's unit of a throughput it gives; else the workload's headline's
     if "throughput" not in m:
         offered = schema.offered
-        rate = offered.absolute(trial["workload"]) if offered is not None else None
+        rate = offered.absolute(workload) if offered is not None else None
         if offered is not None and rate is not None:  # the load generator held the database to it (study 001)
-            m["throughput"] = float(rate) * int(offered.databases_of(trial["workload"]) or 1)
+            m["throughput"] = float(rate) * int(offered.databases_of(workload) or 1)
         elif schema.in_flight and "lat:mean" in m:  # Little's law: the I/Os in flight over the mean latency
-            flight = LoadCounts.of(trial["load"]).in_flight
+            flight = LoadCounts.of(obj(trial, "load")).in_flight
             m["throughput"] = _round(flight / (m["lat:mean"] / 1e9))
         else:
             said = ", ".join(WORDS.get(k, k) for k in sorted(m)) or "nothing"
             return [], f"the study gives no throughput of its configuration (every result has one), only {said}"
     heads = [f for f in schema.fields if f.headline]
     head = next((f for f in heads if f.unit == unit), heads[0] if heads else None)
-    result: dict[str, Any] = {
+    result: JsonObject = {
         "schema_version": SCHEMA_VERSION,
         "run_id": f"study {study}",
         "experiment": f"study {study} {case}",
         "status": "ok",
         "stack": f"{labels['device']}/{labels['filesystem']}/{labels['runtime']}/{labels['path']}",
         "metrics": {
-            "kind": trial["workload"]["type"],
+            "kind": workload.get("type"),
             "primary": headline(m["throughput"], unit or (head.unit if head else ""), head.name if head else "value"),
         },
         "flags": {},
@@ -386,7 +401,8 @@ def _results(study: str, case: str, cfg: Config, published: dict[str, Any]) -> t
         if declared is not None:
             _put(result, declared.path("read") + (name if kind == "lat" else "mean",), x)
         if key == "lat:mean" and schema.mix is not None:  # a database's mean over its operations
-            _put(result, schema.mix.key + ("ALL",), {schema.mix.count: 1, schema.mix.mean: x / schema.mix.ns})
+            mix: JsonObject = {schema.mix.count: 1, schema.mix.mean: x / schema.mix.ns}
+            _put(result, schema.mix.key + ("ALL",), mix)
     if "cpu_util" in m:  # the servers' CPU: sar on the servers, no load generator's share to take off
         _put(result, ("collectors", "host", "cpu_idle_percent"), 100.0 - m["cpu_util"])
     if "target_cpu" in m:  # of the host's one CPU (`cpus`)
@@ -395,14 +411,15 @@ def _results(study: str, case: str, cfg: Config, published: dict[str, Any]) -> t
     for rep in range(REPETITIONS):
         r = copy.deepcopy(result)
         r["trial_id"] = hashlib.sha256(f"{study} {case} {_key(cfg.facts)} {rep}".encode()).hexdigest()[:16]
-        r["labels"], r["trial"] = {**labels, "repetition": rep}, {**trial, "repetition": rep}
+        lab: JsonObject = {**labels, "repetition": rep}
+        r["labels"], r["trial"] = lab, {**trial, "repetition": rep}
         out.append(r)
     return out, ""
 
 
-def _put(d: dict[str, Any], path: tuple[str, ...], x: Any) -> None:
+def _put(d: JsonObject, path: tuple[str, ...], x: JsonValue) -> None:
     for k in path[:-1]:
-        d = d.setdefault(k, {})
+        d = as_obj(d.setdefault(k, {}), k)
     d[path[-1]] = x
 
 

@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from strata.analysis.cells import usage
-from strata.analysis.cells.cells import Cell
+from strata.analysis.cells.cells import Cell, Result
 from strata.analysis.cells.query import summary_of
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
-from strata.analysis.studies.paper_match import SWEPT, baseline_facts, facts_of, is_baseline, matches, sweep_points
+from strata.analysis.studies.paper_match import (
+    SWEPT,
+    Facts,
+    as_number,
+    baseline_facts,
+    facts_of,
+    is_baseline,
+    matches,
+    sweep_points,
+)
+from strata.core.jsondoc import JsonValue
 from strata.core.metrics import dig
 from strata.core.params import DEPTH, JOBS
 
@@ -66,7 +75,7 @@ class Pair:
         return self.yours
 
 
-def _parts(m: dict[str, Any]) -> list[str]:
+def _parts(m: Mapping[str, JsonValue]) -> list[str]:
     """The configuration a value names, in words, from its match keys."""
     out = [str(m[k]) for k in ("filesystem", "path") if k in m and "*" not in str(m[k])]
     if "runtime" in m:
@@ -81,7 +90,7 @@ def _parts(m: dict[str, Any]) -> list[str]:
     if "profile" in m:
         out.append(str(m["profile"]))
     if "offered" in m:
-        out.append(f"at {float(m['offered']):.0%} of the peak")
+        out.append(f"at {as_number(m['offered']):.0%} of the peak")
     if "replication_factor" in m:
         out.append(f"RF {m['replication_factor']}")
     if "containers" in m:
@@ -227,7 +236,7 @@ class _Facts:
             for k, v in have.items():
                 self.index.setdefault(k, {}).setdefault(str(v), set()).add(i)
 
-    def _pool(self, wanted: dict[str, Any], exact_only: bool) -> list[int]:
+    def _pool(self, wanted: Mapping[str, JsonValue], exact_only: bool) -> list[int]:
         candidates: set[int] | None = None
         for k, want in wanted.items():
             if k in ("metric", "offered") or k not in self.index:
@@ -240,11 +249,11 @@ class _Facts:
             candidates = found if candidates is None else candidates & found
         return list(range(len(self.facts))) if candidates is None else sorted(candidates)
 
-    def matching(self, match: dict[str, Any]) -> list[int]:
+    def matching(self, match: Mapping[str, JsonValue]) -> list[int]:
         """The cells `match` names, in the cells' order (paper_match.matches decides; the index narrows)."""
         return [i for i in self._pool(match, False) if matches(self.facts[i], match)]
 
-    def baseline(self, i: int, versus: dict[str, Any]) -> Cell | None:
+    def baseline(self, i: int, versus: Mapping[str, JsonValue]) -> Cell | None:
         """The cell of the configuration cell i is relative to (`versus` in place of its own facts)."""
         wanted = baseline_facts(self.facts[i], versus)
         found = [j for j in self._pool(wanted, True) if j != i and is_baseline(self.facts[j], wanted)]
@@ -277,12 +286,12 @@ def _derive_offered(f: _Facts) -> None:
                 f.here[i] = _offered_text(offered.absolute(wl), share, summary_of(base).mean, "of the flat-out run")
 
 
-def _at(path: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
+def _at(path: tuple[str, ...]) -> Callable[[Result], float | None]:
     """The value a stored result holds at `path` (where a workload's declaration says it keeps it)."""
     return lambda r: dig(r, path)
 
 
-def _without_rate(have: dict[str, Any]) -> str:
+def _without_rate(have: Facts) -> str:
     return repr(
         sorted((k, repr(v)) for k, v in have.items() if k not in ("offered", "peak_measured", "workload", "load"))
     )

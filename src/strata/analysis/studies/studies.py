@@ -17,11 +17,11 @@ import argparse
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from strata.analysis.studies import quotes
+from strata.core.jsondoc import JsonObject, text
 
 PATH = Path(__file__).with_name("studies.yaml")
 BEGIN, END = "<!-- generated from src/strata/analysis/studies/studies.yaml: {} -->", "<!-- end of {} -->"
@@ -56,7 +56,7 @@ class Study:
     measures: str
     differs: tuple[tuple[str, str], ...]  # (aspect, what differs here and why)
     claims: tuple[Claim, ...] = field(default_factory=tuple)
-    published: dict[str, Any] = field(default_factory=dict)  # its configurations as specs (published.py)
+    published: JsonObject = field(default_factory=dict)  # its configurations as specs (published.py)
     experiments: tuple[Experiment, ...] = field(default_factory=tuple)
 
 
@@ -88,7 +88,7 @@ def load(path: Path = PATH) -> tuple[Study, ...]:
     return tuple(out)
 
 
-def _experiment(e: dict[str, Any], study: str, path: Path) -> Experiment:
+def _experiment(e: JsonObject, study: str, path: Path) -> Experiment:
     """One figure or table, checked: reproduced (an example or the report's section) or why not."""
     name = f"{path.name}: study {study} {e.get('where')}"
     unknown = set(e) - EXPERIMENT_KEYS
@@ -97,12 +97,12 @@ def _experiment(e: dict[str, Any], study: str, path: Path) -> Experiment:
     if not e.get("section") and not e.get("not_reproduced"):
         raise ValueError(f"{name}: names the report's section that reproduces it, or why it is not reproduced")
     return Experiment(
-        e["where"],
-        e["shows"],
-        e.get("example"),
-        e.get("section"),
-        e.get("differs") or "",
-        e.get("not_reproduced") or "",
+        text(e, "where"),
+        text(e, "shows"),
+        None if e.get("example") is None else text(e, "example"),
+        None if e.get("section") is None else text(e, "section"),
+        text(e, "differs"),
+        text(e, "not_reproduced"),
     )
 
 
