@@ -17,9 +17,9 @@ of the best ("the best is one of A, B, each within +-X% of it"), by
   plug-in, so a yardstick, not a lower bound), the normal's critical values at the same one-sided level,
   read the same way (the stacks that may be the best, each stack's bound).
 
-Then new / old, pooled / old and new / oracle per group, their medians over the groups (and oracle / old's), and the repetitions per stack at
-which the oracle's line would reach --target (the estimates and spreads held at today's, the stacks it then
-decides worse left out, at the level of a fixed design).
+Then new / old, pooled / old and new / oracle per group, their medians over the groups (and oracle / old's),
+and the repetitions per stack at which the oracle's line would reach --target (the estimates and spreads held
+at today's, the stacks it then decides worse left out, at the level of a fixed design).
 
     python3 bench/oracle_margin.py RESULTS [RESULTS ...] [--target 20%]
     python3 bench/oracle_margin.py --tiny   (on a few synthetic trials: checks that it runs)

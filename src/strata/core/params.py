@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from strata.core.units import parse_size
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 class Strict(BaseModel):
@@ -42,7 +43,7 @@ class Layer(Protocol):
 @overload
 def sweep_ends(value: list[T]) -> list[T]: ...
 @overload
-def sweep_ends(value: object) -> object: ...
+def sweep_ends(value: V) -> V: ...
 def sweep_ends(value: object) -> object:
     """A sweep cut to its first and last values, for the smoke scale (a list of one or two is kept)."""
     if isinstance(value, list) and len(value) > 2:
@@ -50,7 +51,7 @@ def sweep_ends(value: object) -> object:
     return value
 
 
-def size_at_most(value: object, limit: int) -> object:
+def size_at_most(value: V, limit: int) -> V | int:
     """A size as written (bytes or `4GiB`) capped at `limit` bytes; anything unparsable is left as it is,
     for the validator to name."""
     try:

@@ -26,7 +26,7 @@ from typing import Any
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import Build, ImageSpec, Prebuilds, Target
-from strata.core.jsondoc import JsonObject
+from strata.core.jsondoc import JsonObject, JsonValue
 from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
 from strata.core.params import Load, sweep_ends
 from strata.stack.journal import Undoing, Undos
@@ -144,7 +144,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
             out["clusters"] = sweep_ends(raw["clusters"])
         target = raw.get("target")
         if isinstance(target, list):  # the rates' ends, and the unthrottled run (`none`) beside them if any
-            rates = [t for t in target if t is not None and str(t).lower() != "none"]
+            rates: list[JsonValue] = [t for t in target if t is not None and str(t).lower() != "none"]
             out["target"] = sweep_ends(rates) + [t for t in target if t is None or str(t).lower() == "none"][:1]
         return out
 
