@@ -20,15 +20,16 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
+from strata.core.jsondoc import JsonObject, obj, text
 from strata.core.params import Load, path_kind
 from strata.stack.blockdev import disk_of
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal
-from strata.stack.kube.api import ApiError
+from strata.stack.kube.api import ApiError, items, name_of
 from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle, safe_name
 from strata.stack.runtimes.docker.cmdline import stage
 
@@ -65,7 +66,7 @@ class KubernetesSession:
         cluster: Cluster,
         node: str,
         namespace: str,
-        facts: dict[str, Any],
+        facts: JsonObject,
         loader: Callable[[ImageSpec], str],
     ) -> None:
         self.name = params.name
@@ -198,8 +199,8 @@ class KubernetesSession:
             facts["where"] = "the kubelet's root, bound onto the file system under test"
         return facts
 
-    def _claim(self, name: str, storage_class: str, volume: str | None = None) -> dict[str, Any]:
-        spec: dict[str, Any] = {
+    def _claim(self, name: str, storage_class: str, volume: str | None = None) -> JsonObject:
+        spec: JsonObject = {
             "accessModes": ["ReadWriteOnce"],
             "storageClassName": storage_class,
             "resources": {"requests": {"storage": str(self.params.claim_size)}},
@@ -218,7 +219,7 @@ class KubernetesSession:
         with contextlib.ExitStack() as stack:
             for i, d in enumerate(dirs):
                 pv = f"{self.namespace}-{tag}-{i}"[:63].strip("-")
-                body = {
+                body: JsonObject = {
                     "apiVersion": "v1",
                     "kind": "PersistentVolume",
                     "metadata": {"name": pv, "labels": {"app.kubernetes.io/managed-by": "strata"}},
@@ -249,12 +250,12 @@ class KubernetesSession:
             sc = api.get(f"/apis/storage.k8s.io/v1/storageclasses/{storage_class}")
         except ApiError as e:
             if e.status == 404:
-                have = [i["metadata"]["name"] for i in api.get("/apis/storage.k8s.io/v1/storageclasses")["items"]]
+                have = [name_of(i) for i in items(api.get("/apis/storage.k8s.io/v1/storageclasses"))]
                 raise Unsupported(
                     f"the cluster has no StorageClass {storage_class} (it has: {', '.join(have) or 'none'})"
                 )
             raise
-        facts = {"volume": "claim", "storage_class": storage_class, "provisioner": sc.get("provisioner", "")}
+        facts = {"volume": "claim", "storage_class": storage_class, "provisioner": text(sc, "provisioner")}
         claims = [f"data-{i}" for i in range(n)]
         with contextlib.ExitStack() as stack:
             for c in claims:
@@ -271,15 +272,15 @@ class KubernetesSession:
         api, disks, volumes = self.cluster.api, [], []
         for inst in handle.per_instance:
             claim = api.get(self._claims_path(inst["claim"]))
-            pv_name = claim.get("spec", {}).get("volumeName")
+            pv_name = text(obj(claim, "spec"), "volumeName")
             if not pv_name:
                 continue
-            spec = api.get(f"/api/v1/persistentvolumes/{pv_name}").get("spec", {})
+            spec = obj(api.get(f"/api/v1/persistentvolumes/{pv_name}"), "spec")
             source = next((k for k in ("hostPath", "local", "csi", "nfs", "iscsi", "rbd") if k in spec), "other")
-            where = (spec.get(source) or {}).get("path") if source in ("hostPath", "local") else None
-            vol = {"name": pv_name, "source": source, "capacity": spec.get("capacity", {}).get("storage", "")}
+            where = text(obj(spec, source), "path") or None if source in ("hostPath", "local") else None
+            vol: JsonObject = {"name": pv_name, "source": source, "capacity": obj(spec, "capacity").get("storage", "")}
             if source == "csi":
-                vol["driver"] = spec["csi"].get("driver", "")
+                vol["driver"] = text(obj(spec, "csi"), "driver")
             if where and self.node_is_here() and os.path.exists(where):
                 vol["path"] = where
                 disks += [d for d in disks_holding(where) if d not in disks]
@@ -304,7 +305,7 @@ class KubernetesSession:
         return self.images[key]
 
 
-def _on_node(node: str) -> dict[str, Any]:
+def _on_node(node: str) -> JsonObject:
     return {
         "required": {
             "nodeSelectorTerms": [
