@@ -17,8 +17,9 @@ from typing import Any
 from strata.collectors.base import Collector
 from strata.core.errors import StrataError
 from strata.core.instances import Watch
+from strata.core.jsondoc import JsonObject
 from strata.core.proc import sh
-from strata.stack.journal import Undos
+from strata.stack.journal import Undos, need
 
 
 @dataclass
@@ -41,9 +42,9 @@ class DeviceHandle:
         return self.diskstats[-1] if self.diskstats else None
 
 
-def _undo_file(data: dict[str, Any]) -> None:
+def _undo_file(data: JsonObject) -> None:
     """A backing file strata filled (a loop image, a remote device's backing store)."""
-    Path(data["path"]).unlink(missing_ok=True)
+    Path(need(data, "path")).unlink(missing_ok=True)
 
 
 def block_facts(kernel_name: str) -> dict[str, Any]:

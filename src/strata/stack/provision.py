@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ContextManager, Protocol
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.devices.base import Device
@@ -63,9 +64,7 @@ class Registries:
 
 
 class StackCache:
-    def __init__(
-        self, journal: Journal, workdir: Path, host: dict[str, Any], registries: Registries | None = None
-    ) -> None:
+    def __init__(self, journal: Journal, workdir: Path, host: JsonObject, registries: Registries | None = None) -> None:
         self.journal, self.workdir, self.host = journal, workdir, host
         self.workdir_was_there = workdir.exists()
         self.r = registries or Registries()

@@ -20,6 +20,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
+from strata.core.jsondoc import JsonObject
 from strata.core.params import shorthand
 from strata.stack import buildcache
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -33,7 +34,7 @@ from strata.stack.vm.qemu import NINEP_OPTIONS, QEMU, VIRTIOFSD_OPTIONS, qemu_ve
 from strata.stack.vm.session import VmSession
 
 
-def available(params: VmRuntime | None = None, host: dict[str, Any] | None = None) -> str | None:
+def available(params: VmRuntime | None = None, host: JsonObject | None = None) -> str | None:
     """Why this host cannot run the vm runtime, checked without booting anything."""
     params = params or VmRuntime()
     if os.geteuid() != 0:
@@ -119,7 +120,7 @@ def session_facts(
 
 @contextlib.contextmanager
 def provision_vm(
-    params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+    params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
 ) -> Iterator[VmSession]:
     reason = available(params, host)
     if reason:
@@ -154,7 +155,7 @@ class VmRuntimePlugin(Prebuilds, ImageBuilder, Undoing):
     def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict[str, Any], params: VmRuntime | None = None) -> str | None:
+    def available(self, host: JsonObject, params: VmRuntime | None = None) -> str | None:
         return available(params, host)
 
     def builds(self, params: VmRuntime) -> list[Build]:
@@ -174,11 +175,11 @@ class VmRuntimePlugin(Prebuilds, ImageBuilder, Undoing):
         return "dir" if path == "bind" or params.guest_filesystem != "none" else "device"
 
     def provision(
-        self, params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+        self, params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
     ) -> ContextManager[VmSession]:
         return provision_vm(params, mounted, journal, workdir, host)
 
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]:
         """The runtime, and what the probe boots of this host found for each accelerator."""
         rows = [("vm", available(None, host))]
         for accel, found in sorted(accelerator_facts().items()):

@@ -24,10 +24,11 @@ from typing import Any, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import InstanceRequest, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Load
 from strata.core.proc import sh
 from strata.stack.filesystems.base import Mounted
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.paths import OUT_DIR, PathHandle, bind_dirs, need_fs, raw_device, safe_name
 from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
 from strata.stack.vm.guest import BARE, Guest, ensure_guest, guest_facts
@@ -42,9 +43,9 @@ DEVICE_UNDER_FS = (
 MIN_IMAGE_BYTES = 64 << 20
 
 
-def undo_vm_image(data: dict[str, Any]) -> None:
+def undo_vm_image(data: JsonObject) -> None:
     """The image, and its trial's directory and `strata-vm` once they are empty."""
-    path = Path(data["path"])
+    path = Path(need(data, "path"))
     path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         path.parent.rmdir()

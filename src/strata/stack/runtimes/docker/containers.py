@@ -20,9 +20,10 @@ from typing import Any, Protocol
 from strata.collectors.cgroup import final_counters, oom_kills
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Limits
 from strata.core.proc import CommandError
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
 from strata.stack.runtimes.docker.daemon import Daemon
@@ -50,29 +51,29 @@ class Engine(Protocol):
     def alive(self) -> bool: ...
 
 
-def undo_container(data: dict[str, Any]) -> str | None:
-    sock = data["socket"]
+def undo_container(data: JsonObject) -> str | None:
+    sock, name = need(data, "socket"), need(data, "name")
     if not client.answers(sock):
         if sock == client.SYSTEM_SOCKET:
             raise StrataError(
-                f"the docker daemon at {sock} does not answer; container {data['name']} may remain",
+                f"the docker daemon at {sock} does not answer; container {name} may remain",
                 "start the daemon and run `strata cleanup` again",
             )
         return f"no engine answers at {sock}: the undo of that engine (its daemon or store) stops what ran in it"
-    r = client.docker(sock, "rm", "-f", "-v", data["name"], check=False, timeout=120)
+    r = client.docker(sock, "rm", "-f", "-v", name, check=False, timeout=120)
     # a container that stays (its layer on a file system that fails) would keep its volume in use
     if r.returncode != 0 and "no such container" not in r.stderr.lower():
-        raise CommandError(["docker", "rm", "-f", "-v", data["name"]], r.returncode, r.stderr)
+        raise CommandError(["docker", "rm", "-f", "-v", name], r.returncode, r.stderr)
     return None
 
 
-def undo_volume(data: dict[str, Any]) -> str | None:
-    sock = data["socket"]
+def undo_volume(data: JsonObject) -> str | None:
+    sock, name = need(data, "socket"), need(data, "name")
     if sock != client.SYSTEM_SOCKET and not client.answers(sock):
         return f"no engine answers at {sock}: the volume is lost with that engine's data root"
-    r = client.docker(sock, "volume", "rm", "-f", data["name"], check=False, timeout=120)
+    r = client.docker(sock, "volume", "rm", "-f", name, check=False, timeout=120)
     if r.returncode != 0 and "no such volume" not in r.stderr.lower():
-        raise CommandError(["docker", "volume", "rm", data["name"]], r.returncode, r.stderr)
+        raise CommandError(["docker", "volume", "rm", name], r.returncode, r.stderr)
     return None
 
 

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Load
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import Mounted
@@ -274,7 +275,7 @@ def _system_session(name: str, mounted: Mounted, journal: Journal) -> Iterator[D
 
 @contextlib.contextmanager
 def docker_session(
-    name: str, driver: str, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+    name: str, driver: str, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
 ) -> Iterator[DockerSession]:
     """A session of strata's private daemon with `driver` (its data-root on the mounted file system, or in the
     workdir on a raw stack), or of the user's own daemon (`system`)."""

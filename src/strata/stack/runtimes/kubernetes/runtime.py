@@ -20,7 +20,7 @@ import secrets
 import shutil
 import socket
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
@@ -83,7 +83,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
     def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict[str, Any], params: KubernetesParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: KubernetesParams | None = None) -> str | None:
         if params is not None and params.kubeconfig is not None:
             return None if Path(params.kubeconfig).expanduser().exists() else f"no kubeconfig at {params.kubeconfig}"
         from strata.stack.kube.build import binaries_built, go_binary
@@ -124,12 +124,12 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
     def refused_limits(self, limits: Limits) -> str | None:
         return pods.unsupported_limits(limits)
 
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]:
         return [("kubernetes (test bed)", self.available(host))]
 
     @contextlib.contextmanager
     def provision(
-        self, params: KubernetesParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+        self, params: KubernetesParams, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
     ) -> Iterator[KubernetesSession]:
         if mounted.mountpoint is None:
             raise Unsupported("the kubernetes runtime needs a file system on the device (this stack is raw)")
