@@ -33,7 +33,7 @@ import secrets
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from strata.collectors.netdev import read_counters
 from strata.core.errors import StrataError
@@ -205,7 +205,7 @@ def _configure(host: NsHost) -> None:
     host.run(["ip", "link", "set", "lo", "up"])
 
 
-def _ip_link(ifname: str) -> dict[str, Any] | None:
+def _ip_link(ifname: str) -> JsonObject | None:
     """The interface as netlink shows it in this process's network namespace, or None. /sys/class/net shows
     the namespace sysfs was mounted in, which for an agent on a test host (a network namespace that binds
     the machine's /sys) is another one: the fallback wherever /sys does not show an interface."""

@@ -16,7 +16,7 @@ instance from the host (`isolation`); a stored result names its runtime
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ContextManager, Protocol, TypeVar, runtime_checkable
+from typing import ContextManager, Protocol, TypeVar, runtime_checkable
 
 from strata.core.instances import InstanceRequest, Isolation, Running, Target
 from strata.core.jsondoc import JsonObject
@@ -30,7 +30,7 @@ P = TypeVar("P", bound=Strict)  # a runtime's parameter model
 
 class RuntimeSession(Protocol):
     name: str
-    facts: dict[str, Any]  # stored with every result of the session
+    facts: JsonObject  # stored with every result of the session
 
     def path(self, name: str, trial_dir: Path, load: Load) -> ContextManager[PathHandle]: ...
     def target(self, handle: PathHandle, host_out: Path) -> Target: ...

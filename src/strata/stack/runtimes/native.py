@@ -47,7 +47,7 @@ class NativeSession:
 
     def __init__(self, mounted: Mounted, journal: Journal | None = None) -> None:
         self.mounted, self.journal = mounted, journal
-        self.facts = {"runtime": "native"}
+        self.facts: JsonObject = {"runtime": "native"}
 
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:

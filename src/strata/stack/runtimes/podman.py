@@ -21,7 +21,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any, Iterator, Literal, Self
+from typing import Iterator, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -166,7 +166,7 @@ class PodmanSession(DockerSession):
     engine = "podman"
 
     def __init__(
-        self, params: PodmanParams, mounted: Mounted, journal: Journal, data: dict[str, str], facts: dict[str, Any]
+        self, params: PodmanParams, mounted: Mounted, journal: Journal, data: dict[str, str], facts: JsonObject
     ):
         super().__init__(params.name, mounted, journal, data["runroot"], data["id"], None, facts)
         self.data = data

@@ -29,7 +29,7 @@ from strata.core.params import Load
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal
-from strata.stack.paths import PathHandle
+from strata.stack.paths import PathHandle, PerInstance
 from strata.stack.vm.agent import TAGS, write_instance_files
 from strata.stack.vm.cgroup import VmCgroup
 from strata.stack.vm.guest import Guest
@@ -233,7 +233,7 @@ class VmRunning:
         vm.qemu = spawn("qemu", argv, spec.pidfile, self.journal, r.out_dir / "qemu.log", vm.cgroup_procs)
         vm.procs.append(vm.qemu)
 
-    def _shares(self, vm: Vm, per: dict[str, Any]) -> tuple[Share, ...]:
+    def _shares(self, vm: Vm, per: PerInstance) -> tuple[Share, ...]:
         dirs = [("out", vm.out), ("sync", self.sync_dir)] + ([("data", Path(per["dir"]))] if "dir" in per else [])
         if self.session.share == "9p":
             return tuple(Share(TAGS[k], str(d), "9p") for k, d in dirs)

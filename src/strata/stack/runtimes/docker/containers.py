@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from strata.collectors.cgroup import final_counters, oom_kills
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
-from strata.core.jsondoc import JsonObject
+from strata.core.jsondoc import JsonObject, as_obj
 from strata.core.params import Limits
 from strata.core.proc import CommandError
 from strata.stack.journal import Journal, Undos, need
@@ -80,7 +80,7 @@ def undo_volume(data: JsonObject) -> str | None:
 UNDO: Undos = {"container": undo_container, "volume": undo_volume}
 
 
-def _final(out_dir: Path) -> dict[str, Any]:
+def _final(out_dir: Path) -> dict[str, Any]:  # collectors/cgroup.py's counters
     f = out_dir / "cgroup-final.txt"
     return final_counters(f.read_text()) if f.exists() else {}
 
@@ -185,12 +185,10 @@ class DockerRunning:
                     err,
                 )
 
-    def _state(self, c: Container, check: bool = True) -> dict[str, Any]:
+    def _state(self, c: Container, check: bool = True) -> JsonObject:
         """docker's State of the container (OOMKilled: the OOM killer struck any process of its cgroup)."""
-        state: dict[str, Any] = json.loads(
-            self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=check).stdout or "{}"
-        )
-        return state
+        out = self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=check).stdout
+        return as_obj(json.loads(out or "{}"), "docker's State")
 
     def _oom(self, indexes: list[int], stderr: str = "") -> TrialFailure:
         return TrialFailure(
