@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Iterator, Literal
 
 from pydantic import Field, field_validator
 
@@ -36,7 +36,7 @@ class LoopParams(Strict):
 
     @field_validator("size")
     @classmethod
-    def _whole_mib(cls, v: Any) -> Any:
+    def _whole_mib(cls, v: int) -> int:
         if v < 64 << 20 or v % (1 << 20) or v > MAX_SIZE_BYTES:
             raise ValueError("a loop device size is a whole number of MiB, from 64MiB to 1PiB")
         return v

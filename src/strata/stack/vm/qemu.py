@@ -24,7 +24,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from strata.core.jsondoc import JsonObject, text, whole
 from strata.core.params import Limits
@@ -57,7 +57,7 @@ class Disk:
     aio: str = "native"
     iothread: bool = False
     queues: int = 1
-    throttle: dict[str, Any] = field(default_factory=dict)  # QEMU throttling.* option -> value
+    throttle: dict[str, int] = field(default_factory=dict)  # QEMU throttling.* option -> value
     share_rw: bool = False  # several VMs on one device
 
 

@@ -21,7 +21,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
@@ -86,7 +86,7 @@ def read_time(path: Path) -> float | None:
         return None
 
 
-def _add_to_vm_json(out: Path, **facts: Any) -> None:
+def _add_to_vm_json(out: Path, **facts: object) -> None:
     path = out / "vm.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), **facts}, indent=1))
 
