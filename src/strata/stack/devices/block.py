@@ -15,7 +15,7 @@ from typing import Iterator, Literal, Self
 from pydantic import Field, model_validator
 
 from strata.core.errors import StrataError
-from strata.core.jsondoc import JsonObject
+from strata.core.jsondoc import JsonObject, whole
 from strata.core.params import Strict, shorthand
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root, write_problems
 from strata.stack.devices.base import HostDevice
@@ -81,7 +81,7 @@ class Block(HostDevice[BlockParams]):
         facts = {**block_facts(kname), "type": "block"}
         if params.remote:
             facts["remote"] = params.remote
-        yield DeviceHandle(params.name, params.path, facts.get("size_bytes", 0), [kname], facts)
+        yield DeviceHandle(params.name, params.path, whole(facts, "size_bytes") or 0, [kname], facts)
 
 
 BLOCK = Block()

@@ -21,7 +21,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from strata.collectors.base import Collector
 from strata.collectors.netdev import NetdevCollector
@@ -172,10 +172,10 @@ def _facts(
     spec: RemoteDevice,
     client_kind: str,
     host: netns.NsHost,
-    fabric: dict[str, Any],
+    fabric: JsonObject,
     backing: str,
     backing_disks: list[str],
-) -> dict[str, Any]:
+) -> JsonObject:
     return {
         "type": "remote",
         "transport": spec.transport,
@@ -187,12 +187,12 @@ def _facts(
     }
 
 
-def backing_facts(backing: str, disks: list[str]) -> dict[str, Any]:
+def backing_facts(backing: str, disks: list[str]) -> JsonObject:
     """What the target serves from, and the disk that holds its bytes."""
     return {
         "path": backing,
         "kind": "block" if Path(backing).is_block_device() else "file",
-        "disks": disks,
+        "disks": [*disks],
         "disk_facts": block_facts(disks[-1]) if disks else {},
     }
 
@@ -225,10 +225,10 @@ def _nbd(
     try:
         if DROP_CACHE_S:
             dropper.start()
-        facts = {
+        facts: JsonObject = {
             "target": "nbdkit",
             "target_version": nbd.version("nbdkit"),
-            "target_options": nbd.NBDKIT_OPTIONS,
+            "target_options": [*nbd.NBDKIT_OPTIONS],
             "port": nbd.PORT,
             "target_cache_drop_s": DROP_CACHE_S,
         }

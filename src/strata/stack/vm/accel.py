@@ -81,7 +81,7 @@ def probe(guest: Guest, accel: str, journal: Journal) -> Probe:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent runs probe once
         cached = _read_cache(path)
         if key in cached:
-            return _probe_of(as_obj(cached[key], key))
+            return probe_of(as_obj(cached[key], key))
         result = _probe_boot(guest, accel, journal)
         cached[key] = asdict(result)
         tmp = path.with_suffix(f".tmp-{os.getpid()}")
@@ -97,7 +97,7 @@ def _read_cache(path: Path) -> JsonObject:
         return {}
 
 
-def _probe_of(d: JsonObject) -> Probe:
+def probe_of(d: JsonObject) -> Probe:
     """A probe as the cache stored it (`asdict`)."""
     error = d.get("error")
     return Probe(
