@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from strata.collectors.cgroup import final_counters, oom_kills
 from strata.core.errors import StrataError, TrialFailure
@@ -80,7 +80,7 @@ def undo_volume(data: JsonObject) -> str | None:
 UNDO: Undos = {"container": undo_container, "volume": undo_volume}
 
 
-def _final(out_dir: Path) -> dict[str, Any]:  # collectors/cgroup.py's counters
+def _final(out_dir: Path) -> dict[str, int | None]:  # collectors/cgroup.py final_counters
     f = out_dir / "cgroup-final.txt"
     return final_counters(f.read_text()) if f.exists() else {}
 
@@ -176,7 +176,7 @@ class DockerRunning:
                 state = self._state(c, check=False)
                 counters = _final(c.request.out_dir)
                 err = tail(c.request.out_dir / "stderr")
-                if state.get("OOMKilled") or counters.get("oom_kills", 0) > 0:
+                if state.get("OOMKilled") or (counters.get("oom_kills") or 0) > 0:
                     raise self._oom([c.request.index], err)
                 raise TrialFailure(
                     "instance_died",
