@@ -87,6 +87,7 @@ def main() -> int:
     from strata.stack.devices.loop import LoopParams as LoopDevice
 
     provision_loop = LOOP.provision
+    from strata.core.jsondoc import obj
     from strata.stack.journal import Journal
     from strata.stack.remote import RemoteDevice, provision_remote
 
@@ -100,7 +101,7 @@ def main() -> int:
             print(
                 f"local {local.path} (loop over {local.facts['backing_file']}); remote {remote.path} "
                 f"({remote.facts['client_path']}, {remote.facts['target_version']}, "
-                f"target {remote.facts['network']['ns_addr']} in {remote.facts['network']['netns']})"
+                f"target {obj(remote.facts, 'network')['ns_addr']} in {obj(remote.facts, 'network')['netns']})"
             )
             for r in range(args.rounds):
                 for name, (jobs, qd) in LOADS.items():

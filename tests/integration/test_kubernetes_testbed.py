@@ -154,7 +154,7 @@ def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
         path = f"/api/v1/namespaces/default/pods/{name}"
         wait_for(lambda: api.get(path)["status"].get("phase") in ("Succeeded", "Failed"), 180, "the fio pod's end")
         pod = api.get(path)
-        log = api.get(f"{path}/log", raw=True)
+        log = api.text(f"{path}/log")
         assert pod["status"]["phase"] == "Succeeded", f"{pod['status']}\n{log[-2000:]}"
         assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(addrs["node_block"])
         assert log.split()[:2] == [str(256 << 20), "100000"]  # resources.limits reached the cgroups (v1)

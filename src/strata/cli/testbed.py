@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import num, text
 
 NAME = "testbed"
 HELP = "a test bed on this machine: `kubernetes up|down|status|load`"
@@ -54,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         raise StrataError(f"{args.tarball} is not a file", "give a tarball made by `docker save`")
     from strata.stack.kube import images
 
-    print(images.import_tarball(Path(facts["containerd"]), args.tarball).strip())
+    print(images.import_tarball(Path(text(facts, "containerd")), args.tarball).strip())
     return 0
 
 
@@ -102,7 +103,7 @@ def _down() -> int:
         n = bed.undo_orphans()  # a bed whose holder was killed keeps running: its journal says what to stop
         print(f"no Kubernetes test bed runs here{f'; {n} resource(s) of a killed one undone' if n else ''}")
         return 0
-    pid = int(facts["holder"])
+    pid = int(num(facts, "holder") or 0)
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + DOWN_TIMEOUT_S
     while time.monotonic() < deadline:

@@ -12,13 +12,13 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from strata.collectors.base import Collector
 from strata.core.errors import StrataError
 from strata.core.instances import Watch
+from strata.core.jsondoc import JsonObject
 from strata.core.proc import sh
-from strata.stack.journal import Undos
+from strata.stack.journal import Undos, need
 
 
 @dataclass
@@ -27,7 +27,7 @@ class DeviceHandle:
     path: str  # /dev/loop3
     size_bytes: int
     diskstats: list[str]  # kernel names to sample: [device under test, ..., the disk holding the bytes]
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: JsonObject = field(default_factory=dict)
     collectors: list[Collector] = field(default_factory=list)  # extra collectors (a remote device's link, target)
     watch: Watch | None = None  # polled while a trial runs
 
@@ -41,14 +41,14 @@ class DeviceHandle:
         return self.diskstats[-1] if self.diskstats else None
 
 
-def _undo_file(data: dict[str, Any]) -> None:
+def _undo_file(data: JsonObject) -> None:
     """A backing file strata filled (a loop image, a remote device's backing store)."""
-    Path(data["path"]).unlink(missing_ok=True)
+    Path(need(data, "path")).unlink(missing_ok=True)
 
 
-def block_facts(kernel_name: str) -> dict[str, Any]:
+def block_facts(kernel_name: str) -> JsonObject:
     sysfs = Path("/sys/class/block") / kernel_name
-    facts: dict[str, Any] = {"kernel_name": kernel_name}
+    facts: JsonObject = {"kernel_name": kernel_name}
     for key, rel in (
         ("model", "device/model"),
         ("vendor", "device/vendor"),

@@ -14,11 +14,12 @@ import re
 import secrets
 import shutil
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject
 from strata.core.proc import CommandError, sh
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.procfs import remove_tree
 
 SUITE = "bookworm"
@@ -64,10 +65,10 @@ def build_lock() -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _undo_build_dir(data: dict[str, Any]) -> None:
+def _undo_build_dir(data: JsonObject) -> None:
     """A debootstrap target or a build context: unmount what debootstrap left (proc, maybe a
     bind of /dev), then delete without crossing file systems."""
-    remove_tree(Path(data["path"]))
+    remove_tree(Path(need(data, "path")))
 
 
 @contextlib.contextmanager

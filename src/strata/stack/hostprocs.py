@@ -18,12 +18,13 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from strata.collectors.cgroup import oom_kills
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
-from strata.stack.journal import Journal, Undos
+from strata.core.jsondoc import JsonObject
+from strata.stack.journal import Journal, Undos, need, strings
 from strata.stack.procfs import cgroup_hierarchies
 
 POLL_S = 0.1
@@ -42,9 +43,9 @@ def cgroup_parents() -> dict[str, Path]:
     return out
 
 
-def _undo_cgroup(data: dict[str, Any]) -> None:
+def _undo_cgroup(data: JsonObject) -> None:
     """Kill every process in the cgroups, then remove them (works from the journal entry alone)."""
-    paths = [Path(p) for p in data.get("paths") or [data["path"]]]
+    paths = [Path(p) for p in strings(data, "paths", []) or [need(data, "path")]]
     for _ in range(100):
         pids: set[int] = set()
         for path in paths:

@@ -25,10 +25,20 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Callable, Mapping, Protocol, TypedDict, runtime_checkable
 
-UndoFn = Callable[[dict[str, Any]], str | None]  # removes one resource from its journal entry alone; a note
+from strata.core.jsondoc import JsonObject, ShapeError, as_obj, obj, text, whole
+
+UndoFn = Callable[[JsonObject], str | None]  # removes one resource from its journal entry alone; a note
 Undos = Mapping[str, UndoFn]  # kind -> its undo action
+
+
+class Entry(TypedDict):
+    """An intent not yet released, as `pending` reads it back: its kind, its data with every update merged."""
+
+    kind: str
+    data: JsonObject
+    seq: int
 
 
 @runtime_checkable
@@ -60,18 +70,18 @@ class Journal:
         self._seq = 0
         self._write({"owner_pid": os.getpid(), "started": time.time()})
 
-    def _write(self, entry: dict[str, Any]) -> None:
+    def _write(self, entry: dict[str, object]) -> None:
         with open(self.path, "a") as f:
             f.write(json.dumps(entry) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
-    def intent(self, kind: str, **data: Any) -> int:
+    def intent(self, kind: str, **data: object) -> int:
         self._seq += 1
         self._write({"seq": self._seq, "kind": kind, "data": data})
         return self._seq
 
-    def update(self, seq: int, **data: Any) -> None:
+    def update(self, seq: int, **data: object) -> None:
         """Add what became known once the resource exists (e.g. the loop device name)."""
         self._write({"update": seq, "data": data})
 
@@ -86,21 +96,50 @@ class Journal:
         self._lock.close()
 
 
-def pending(path: Path) -> list[dict[str, Any]]:
+def pending(path: Path) -> list[Entry]:
     """Intents of a journal file not yet released, in creation order."""
-    entries: dict[int, dict[str, Any]] = {}
+    entries: dict[int, Entry] = {}
     for line in path.read_text().splitlines():
         try:
-            e = json.loads(line)
+            e = as_obj(json.loads(line), "a journal line")
         except json.JSONDecodeError:
             continue  # a torn last line from a kill -9: the intent before it still counts
         if "seq" in e:
-            entries[e["seq"]] = {"kind": e["kind"], "data": dict(e["data"]), "seq": e["seq"]}
-        elif "update" in e and e["update"] in entries:
-            entries[e["update"]]["data"].update(e["data"])
+            seq = _seq(e, "seq")
+            entries[seq] = {"kind": text(e, "kind"), "data": dict(obj(e, "data")), "seq": seq}
+        elif "update" in e and _seq(e, "update") in entries:
+            entries[_seq(e, "update")]["data"].update(obj(e, "data"))
         elif "release" in e:
-            entries.pop(e["release"], None)
+            entries.pop(_seq(e, "release"), None)
     return [entries[k] for k in sorted(entries)]
+
+
+def _seq(e: JsonObject, key: str) -> int:
+    seq = whole(e, key)
+    if seq is None:
+        raise ShapeError(f"{key!r} should be an integer, not null")
+    return seq
+
+
+def need(data: JsonObject, key: str) -> str:
+    """A string member of an entry's data that its undo cannot do without: a KeyError naming it when the entry
+    lacks it (an undo never guesses a path), a ShapeError when it holds another type."""
+    if data.get(key) is None:
+        raise KeyError(key)
+    return text(data, key)
+
+
+def strings(data: JsonObject, key: str, default: list[str] | None = None) -> list[str]:
+    """A list of strings of an entry's data (paths, program names); a missing one is `default`, or a KeyError
+    naming it when there is none."""
+    v = data.get(key)
+    if v is None:
+        if default is None:
+            raise KeyError(key)
+        return default
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ShapeError(f"{key!r} should be a list of strings")
+    return [x for x in v if isinstance(x, str)]
 
 
 def live_owner(path: Path) -> int | None:
@@ -172,9 +211,7 @@ def cleanup(
     return undone
 
 
-def _undo_all(
-    entries: list[dict[str, Any]], undo: Undos, log: Callable[[str], None], again: bool = False
-) -> list[dict[str, Any]]:
+def _undo_all(entries: list[Entry], undo: Undos, log: Callable[[str], None], again: bool = False) -> list[Entry]:
     """Undo each entry in the given order, going on past failures; the entries that failed."""
     failed = []
     for entry in entries:
@@ -195,5 +232,5 @@ def _undo_all(
     return failed
 
 
-def _describe(data: dict[str, Any]) -> str:
+def _describe(data: JsonObject) -> str:
     return " ".join(f"{k}={v}" for k, v in data.items() if isinstance(v, (str, int)))[:200]

@@ -18,10 +18,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from strata.core.errors import StrataError
-from strata.stack.journal import Journal, Undos
+from strata.core.jsondoc import JsonObject
+from strata.stack.journal import Journal, Undos, need, strings
 from strata.stack.procfs import cmdline, is_running, signal_and_wait
 
 
@@ -48,10 +48,14 @@ def stop_marked(marker: str, programs: list[str], term_s: float = 3.0) -> list[i
     return signal_and_wait(left, signal.SIGKILL, 3.0) if left else []
 
 
-def _undo_marked(data: dict[str, Any]) -> None:
-    left = stop_marked(data["marker"], data["programs"])
+def _undo_marked(data: JsonObject) -> None:
+    _stop(need(data, "marker"), strings(data, "programs"))
+
+
+def _stop(marker: str, programs: list[str]) -> None:
+    left = stop_marked(marker, programs)
     if left:
-        raise RuntimeError(f"processes {left} ({', '.join(data['programs'])}) did not die (stuck in the kernel?)")
+        raise RuntimeError(f"processes {left} ({', '.join(programs)}) did not die (stuck in the kernel?)")
 
 
 @dataclass
@@ -92,7 +96,7 @@ class Daemon:
                 self.proc.wait(timeout=term_s)
             except subprocess.TimeoutExpired:
                 self.kill()
-        _undo_marked({"marker": self.marker, "programs": self.programs})
+        _stop(self.marker, self.programs)
         journal.release(self.seq)
 
 

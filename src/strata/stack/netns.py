@@ -33,12 +33,13 @@ import secrets
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Callable, Iterator
 
 from strata.collectors.netdev import read_counters
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, text
 from strata.core.proc import sh
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 
 POOL = ipaddress.IPv4Network("192.0.2.0/24")
 NETNS_DIR = Path("/run/netns")
@@ -140,7 +141,7 @@ class NsHost:
     def exists(self) -> bool:
         return Path(self.path).exists()
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> JsonObject:
         return {
             "netns": self.name,
             "host_if": self.link.host_if,
@@ -151,21 +152,23 @@ class NsHost:
         }
 
 
-def undo_netns(data: dict[str, Any]) -> None:
-    if (NETNS_DIR / data["name"]).exists():
-        sh(["ip", "netns", "delete", data["name"]], timeout=30)
+def undo_netns(data: JsonObject) -> None:
+    name = need(data, "name")
+    if (NETNS_DIR / name).exists():
+        sh(["ip", "netns", "delete", name], timeout=30)
 
 
-def undo_veth(data: dict[str, Any]) -> None:
-    if iface_exists(data["host_if"]):
-        sh(["ip", "link", "delete", data["host_if"]], timeout=30)
+def undo_veth(data: JsonObject) -> None:
+    host_if = need(data, "host_if")
+    if iface_exists(host_if):
+        sh(["ip", "link", "delete", host_if], timeout=30)
 
 
 @contextlib.contextmanager
 def namespace_host(journal: Journal, tag: str = "", pool: ipaddress.IPv4Network = POOL) -> Iterator[NsHost]:
     """Make a namespace and its veth link (each journaled first); remove both on exit."""
     ns_name, host_if, ns_if = names(tag)
-    seqs: list[tuple[int, dict[str, Any], object]] = []
+    seqs: list[tuple[int, JsonObject, Callable[[JsonObject], None]]] = []
     try:
         with allocation_lock():
             block = pick_block(pool, *host_usage())
@@ -175,7 +178,7 @@ def namespace_host(journal: Journal, tag: str = "", pool: ipaddress.IPv4Network 
                     "remove stale namespaces (`strata cleanup`, `ip netns list`)",
                 )
             host_addr, ns_addr = (str(a) for a in list(block.hosts())[:2])
-            data = {"name": ns_name}
+            data: JsonObject = {"name": ns_name}
             seqs.append((journal.intent("netns", **data), data, undo_netns))
             sh(["ip", "netns", "add", ns_name])
             host = NsHost(ns_name, Link(host_if, ns_if, host_addr, ns_addr))
@@ -202,7 +205,7 @@ def _configure(host: NsHost) -> None:
     host.run(["ip", "link", "set", "lo", "up"])
 
 
-def _ip_link(ifname: str) -> dict[str, Any] | None:
+def _ip_link(ifname: str) -> JsonObject | None:
     """The interface as netlink shows it in this process's network namespace, or None. /sys/class/net shows
     the namespace sysfs was mounted in, which for an agent on a test host (a network namespace that binds
     the machine's /sys) is another one: the fallback wherever /sys does not show an interface."""
@@ -351,35 +354,36 @@ def qdisc_missing(kind: str) -> str | None:
     return _probed[kind]
 
 
-def _undo_qdisc(data: dict[str, Any]) -> None:
-    argv = ["tc", "qdisc", "del", "dev", data["dev"], "root"]
-    if data.get("netns"):
-        if not (NETNS_DIR / data["netns"]).exists():
+def _undo_qdisc(data: JsonObject) -> None:
+    dev, netns = need(data, "dev"), text(data, "netns")
+    argv = ["tc", "qdisc", "del", "dev", dev, "root"]
+    if netns:
+        if not (NETNS_DIR / netns).exists():
             return  # the qdisc went with its namespace
-        argv = ["nsenter", f"--net={NETNS_DIR / data['netns']}", *argv]
-    elif not iface_exists(data["dev"]):
+        argv = ["nsenter", f"--net={NETNS_DIR / netns}", *argv]
+    elif not iface_exists(dev):
         return
     sh(argv, check=False, timeout=30)
 
 
 @contextlib.contextmanager
-def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[dict[str, Any]]:
+def shaped(host: NsHost, fabric: Fabric, journal: Journal) -> Iterator[JsonObject]:
     """Both veth ends shaped by the fabric for the duration; yields its facts."""
     kind, reason = qdisc_kind(fabric, {k: qdisc_missing(k) for k in ("netem", "tbf")} if not fabric.is_null() else {})
     if reason:
         raise StrataError(reason, "use latency 0 on this host, or a kernel with sch_netem")
-    facts = {
+    facts: JsonObject = {
         "latency_us": fabric.latency_us,
         "rate_bit": fabric.rate_bit,
         "qdisc": kind,
         "added_rtt_us": 2 * fabric.latency_us,
     }
-    ends = [{"dev": host.link.host_if}, {"dev": host.link.ns_if, "netns": host.name}]
-    seqs: list[tuple[int, dict[str, Any]]] = []
+    ends: list[JsonObject] = [{"dev": host.link.host_if}, {"dev": host.link.ns_if, "netns": host.name}]
+    seqs: list[tuple[int, JsonObject]] = []
     try:
         for end in ends if kind else []:
             seqs.append((journal.intent("qdisc", **end), end))
-            argv = qdisc_argv(end["dev"], fabric, kind or "")
+            argv = qdisc_argv(text(end, "dev"), fabric, kind or "")
             sh(host.argv(argv) if end.get("netns") else argv)
         yield facts
     finally:

@@ -15,9 +15,10 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator, TypedDict
 
 from strata.core.errors import Unsupported
+from strata.core.jsondoc import JsonObject
 from strata.stack.filesystems.base import Mounted
 from strata.stack.procfs import remove_tree
 
@@ -29,19 +30,34 @@ DATA_IN_CONTAINER = "/data"
 LOG_IN_CONTAINER = "/log"  # a server's log on a path of its own (PostgreSQL's WAL), beside the data's
 
 
+class PerInstance(TypedDict, total=False):
+    """One instance's part of a path: the members its runtime sets (a bind directory, a volume and its journal
+    entry, a claim, a VM's disk image)."""
+
+    dir: str
+    volume: str
+    seq: int
+    claim: str
+    disk: str
+    format: str
+    size_bytes: int
+
+
 @dataclass
 class PathHandle:
     name: str  # layer, volume, bind, tmpfs, device, image
     target_kind: str  # "dir" or "device"
     target_path: str  # as the instance sees it
     host_path: str | None = None  # where the data lives on the host, when known
-    per_instance: list[dict[str, Any]] = field(default_factory=list)  # runtime-specific (volume names, bind dirs)
+    per_instance: list[PerInstance] = field(
+        default_factory=list
+    )  # what each instance gets of the path (runtime-specific)
     # When the path's storage is not the stack's device (a Kubernetes claim of the cluster's own storage):
     # the kernel names of the disks that hold it, for the collectors and the cache check ([] = not
     # visible from this host: the check cannot be made), and what is known of it (stored with the result).
     # A runtime may fill them once the instances run (a claim bound when its first pod starts).
     disks: list[str] | None = None
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: JsonObject = field(default_factory=dict)
     # A server's log (PostgreSQL's WAL) on a path of its own, beside this one: the runtime mounts it in each
     # instance at its `target_path` (LOG_IN_CONTAINER), or gives native instances a directory of its own.
     log: PathHandle | None = None

@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ContextManager, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.devices.base import Device
@@ -55,6 +56,9 @@ class StackSpec(Protocol):
     def stack(self) -> str: ...
 
 
+Handle: TypeAlias = DeviceHandle | Mounted | RuntimeSession  # what a level of the stack yields
+
+
 @dataclass
 class Registries:
     devices: dict[str, Device[Any]] = field(default_factory=lambda: dict(DEVICES))
@@ -63,13 +67,11 @@ class Registries:
 
 
 class StackCache:
-    def __init__(
-        self, journal: Journal, workdir: Path, host: dict[str, Any], registries: Registries | None = None
-    ) -> None:
+    def __init__(self, journal: Journal, workdir: Path, host: JsonObject, registries: Registries | None = None) -> None:
         self.journal, self.workdir, self.host = journal, workdir, host
         self.workdir_was_there = workdir.exists()
         self.r = registries or Registries()
-        self.levels: list[tuple[object, contextlib.ExitStack, Any]] = []  # (key, stack, the layer's handle)
+        self.levels: list[tuple[object, contextlib.ExitStack, Handle]] = []  # (key, stack, the layer's handle)
         self.failed: dict[Key, Exception] = {}
         self.deaths: dict[Key, int] = {}
 
@@ -96,24 +98,40 @@ class StackCache:
                 self.failed[key] = e
                 raise
             self.levels[-1] = (key, *self.levels[-1][1:])
-        return tuple(v for _, _, v in self.levels)
+        return self._device(), self._mounted(), self._session()
+
+    # Each level holds its layer's handle: a device's, a mounted file system, a runtime's session.
+    def _device(self) -> DeviceHandle:
+        v = self.levels[0][2]
+        if not isinstance(v, DeviceHandle):
+            raise TypeError(f"the device level holds {type(v).__name__}")
+        return v
+
+    def _mounted(self) -> Mounted:
+        v = self.levels[1][2]
+        if not isinstance(v, Mounted):
+            raise TypeError(f"the file system level holds {type(v).__name__}")
+        return v
+
+    def _session(self) -> RuntimeSession:
+        v = self.levels[2][2]
+        if isinstance(v, (DeviceHandle, Mounted)):
+            raise TypeError(f"the runtime level holds {type(v).__name__}")
+        return v
 
     def _open(self, depth: int, trial: StackSpec) -> None:
         es = contextlib.ExitStack()
         device, runtime = trial.device, trial.runtime  # a plugin's params: its registry key is its `type`
-        cm: ContextManager[DeviceHandle | Mounted | RuntimeSession]
+        value: Handle
         try:
             if depth == 0:
-                cm = self.r.devices[device.type].provision(device, self.journal, self.workdir)
+                value = es.enter_context(self.r.devices[device.type].provision(device, self.journal, self.workdir))
             elif depth == 1:
-                cm = self.r.filesystems[trial.filesystem.type].provision(
-                    trial.filesystem, self.levels[0][2], self.journal, self.workdir
-                )
+                fs = self.r.filesystems[trial.filesystem.type]
+                value = es.enter_context(fs.provision(trial.filesystem, self._device(), self.journal, self.workdir))
             else:
-                cm = self.r.runtimes[runtime.type].provision(
-                    runtime, self.levels[1][2], self.journal, self.workdir, self.host
-                )
-            value = es.enter_context(cm)
+                rt = self.r.runtimes[runtime.type]
+                value = es.enter_context(rt.provision(runtime, self._mounted(), self.journal, self.workdir, self.host))
         except BaseException:
             es.close()
             raise

@@ -12,8 +12,9 @@ device's target CPU, its link; "the target is gone").
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ContextManager, Protocol, TypeVar, runtime_checkable
+from typing import ContextManager, Protocol, TypeVar, runtime_checkable
 
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Strict
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.journal import Journal
@@ -38,7 +39,7 @@ class Device(Protocol[P]):
     def shorthand(
         self, text: str
     ) -> dict[str, str] | None: ...  # a spec's one-word entry (`loop`, `/dev/sdb`), or None
-    def available(self, host: dict[str, Any], params: P | None = None) -> str | None: ...
+    def available(self, host: JsonObject, params: P | None = None) -> str | None: ...
     def problems(self, params: P) -> list[str]: ...  # why it must not be written (empty: safe)
     def writes(self, params: P, workdir: Path) -> str: ...  # what a run writes, in words (the plan)
     def size_bytes(self, params: P) -> int | None: ...  # known before provisioning, for fit checks

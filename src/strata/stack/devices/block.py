@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Iterator, Literal, Self
+from typing import Iterator, Literal, Self
 
 from pydantic import Field, model_validator
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, whole
 from strata.core.params import Strict, shorthand
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root, write_problems
 from strata.stack.devices.base import HostDevice
@@ -52,7 +53,7 @@ class Block(HostDevice[BlockParams]):
         """`/dev/sdb` or `block:/dev/sdb`."""
         return {"type": "block", "path": text} if text.startswith("/dev/") else shorthand(self.name, text, "path")
 
-    def available(self, host: dict[str, Any], params: BlockParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: BlockParams | None = None) -> str | None:
         return needs_root()
 
     def problems(self, params: BlockParams) -> list[str]:
@@ -80,7 +81,7 @@ class Block(HostDevice[BlockParams]):
         facts = {**block_facts(kname), "type": "block"}
         if params.remote:
             facts["remote"] = params.remote
-        yield DeviceHandle(params.name, params.path, facts.get("size_bytes", 0), [kname], facts)
+        yield DeviceHandle(params.name, params.path, whole(facts, "size_bytes") or 0, [kname], facts)
 
 
 BLOCK = Block()

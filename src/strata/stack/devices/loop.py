@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Iterator, Literal
 
 from pydantic import Field, field_validator
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Strict, shorthand, size_field
 from strata.core.proc import sh
 from strata.stack import blockdev
 from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, needs_root
-from strata.stack.journal import Journal, Undoing, Undos
+from strata.stack.journal import Journal, Undoing, Undos, need
 
 MAX_SIZE_BYTES = 1 << 50  # 1 PiB: a bound on what a typo can ask for
 
@@ -35,14 +36,14 @@ class LoopParams(Strict):
 
     @field_validator("size")
     @classmethod
-    def _whole_mib(cls, v: Any) -> Any:
+    def _whole_mib(cls, v: int) -> int:
         if v < 64 << 20 or v % (1 << 20) or v > MAX_SIZE_BYTES:
             raise ValueError("a loop device size is a whole number of MiB, from 64MiB to 1PiB")
         return v
 
 
-def _undo_loop(data: dict[str, Any]) -> None:
-    out = sh(["losetup", "-j", data["backing_file"]], check=False).stdout
+def _undo_loop(data: JsonObject) -> None:
+    out = sh(["losetup", "-j", need(data, "backing_file")], check=False).stdout
     for line in out.splitlines():
         sh(["losetup", "-d", line.split(":", 1)[0]], check=False)
 
@@ -74,7 +75,7 @@ class Loop(Undoing):
     def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict[str, Any], params: LoopParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: LoopParams | None = None) -> str | None:
         if not Path("/dev/loop-control").exists():
             return "no /dev/loop-control (loop module not loaded: modprobe loop)"
         return needs_root()

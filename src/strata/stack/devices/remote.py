@@ -5,8 +5,9 @@ stack/remote package; this is its plugin of the device layer. docs/remote.md say
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ContextManager
+from typing import ContextManager
 
+from strata.core.jsondoc import JsonObject
 from strata.core.params import shorthand
 from strata.stack import blockdev, marked, netns
 from strata.stack.blockdev import needs_root
@@ -43,7 +44,7 @@ class Remote(Served[RemoteParams], Undoing):
     def served_at(self, params: RemoteParams) -> str | None:
         return params.served_at
 
-    def available(self, host: dict[str, Any], params: RemoteParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: RemoteParams | None = None) -> str | None:
         return needs_root() or caps.available(params)
 
     def problems(self, params: RemoteParams) -> list[str]:
@@ -69,7 +70,7 @@ class Remote(Served[RemoteParams], Undoing):
     def provision(self, params: RemoteParams, journal: Journal, workdir: Path) -> ContextManager[RemoteHandle]:
         return provision_remote(params, journal, workdir)
 
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]:
         return [(name, reason) for _, name, reason in caps.doctor_rows()]
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Iterator, Literal
 
 from pydantic import Field, field_validator
 
+from strata.core.jsondoc import JsonObject, whole
 from strata.core.params import Strict, shorthand, size_field
 from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root
@@ -26,8 +27,8 @@ class ZramParams(Strict):
     _v = field_validator("size", mode="before")(size_field)
 
 
-def _undo_zram(data: dict[str, Any]) -> None:
-    num = data.get("num")
+def _undo_zram(data: JsonObject) -> None:
+    num = whole(data, "num")
     if num is None or not Path(f"/sys/block/zram{num}").exists():
         return
     Path(f"/sys/block/zram{num}/reset").write_text("1")
@@ -42,7 +43,7 @@ class Zram(Undoing):
     def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict[str, Any], params: ZramParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: ZramParams | None = None) -> str | None:
         if needs_root():
             return needs_root()
         if not CONTROL.exists():

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager, Literal, Protocol
+from typing import ContextManager, Literal, Protocol
 
 from pydantic import Field, model_validator
 
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Strict
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.journal import Journal
@@ -56,7 +57,7 @@ class Filesystem(Protocol):
     params: type[FilesystemParams]
     min_size_bytes: int  # the smallest device its mkfs accepts
 
-    def available(self, host: dict[str, Any], params: FilesystemParams | None = None) -> str | None: ...
+    def available(self, host: JsonObject, params: FilesystemParams | None = None) -> str | None: ...
     def usable_bytes(self, device_bytes: int) -> int: ...  # what is left for data after metadata
     def provision(
         self, params: FilesystemParams, device: DeviceHandle, journal: Journal, workdir: Path

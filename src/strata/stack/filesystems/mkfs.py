@@ -13,17 +13,18 @@ import contextlib
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
+from strata.core.jsondoc import JsonObject
 from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.filesystems.base import FilesystemParams, Mounted
-from strata.stack.journal import Journal, Undoing, Undos
+from strata.stack.journal import Journal, Undoing, Undos, need
 from strata.stack.procfs import is_mounted
 
 
-def _undo_mount(data: dict[str, Any]) -> None:
-    mp = data["mountpoint"]
+def _undo_mount(data: JsonObject) -> None:
+    mp = need(data, "mountpoint")
     for _ in range(20):  # busy for a moment while killed processes release their files
         if not is_mounted(mp) or sh(["umount", mp], check=False).returncode == 0:
             break
@@ -54,7 +55,7 @@ class Mkfs(Undoing):
         self.name, self.argv, self.package = name, argv, package
         self.min_size_bytes, self.metadata_share = min_size_bytes, metadata_share
 
-    def available(self, host: dict[str, Any], params: FilesystemParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: FilesystemParams | None = None) -> str | None:
         if not shutil.which(self.argv[0]):
             return f"{self.argv[0]} not found (apt-get install {self.package})"
         if self.name not in Path("/proc/filesystems").read_text().split():
@@ -90,7 +91,7 @@ class Raw:
     params = FilesystemParams
     min_size_bytes = 0
 
-    def available(self, host: dict[str, Any], params: FilesystemParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: FilesystemParams | None = None) -> str | None:
         return None
 
     def usable_bytes(self, device_bytes: int) -> int:

@@ -12,9 +12,10 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Callable, Mapping, TypeVar
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text
 
 T = TypeVar("T")
 
@@ -39,9 +40,8 @@ class Api:
             ctx.load_cert_chain(self.cert, self.key)
         return ctx
 
-    def request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30, raw: bool = False
-    ) -> Any:  # the JSON the API answered (a str when raw)
+    def request(self, method: str, path: str, body: Mapping[str, object] | None = None, timeout: float = 30) -> str:
+        """The API's answer as text (a pod's log, /readyz); `body` is sent as JSON."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.server + path, data=data, method=method)
         if data is not None:
@@ -50,19 +50,28 @@ class Api:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, context=self._context(), timeout=timeout) as resp:
-                text = resp.read().decode(errors="replace")
+                answer: str = resp.read().decode(errors="replace")
+                return answer
         except urllib.error.HTTPError as e:
             raise ApiError(e.code, e.read().decode(errors="replace"))
-        return text if raw else (json.loads(text) if text else {})
 
-    def get(self, path: str, **kw: Any) -> Any:
-        return self.request("GET", path, **kw)
+    def call(self, method: str, path: str, body: Mapping[str, object] | None = None, timeout: float = 30) -> JsonObject:
+        """The object the API answered (an empty answer is an empty object)."""
+        text = self.request(method, path, body, timeout)
+        return as_obj(json.loads(text), f"the answer to {method} {path}") if text else {}
 
-    def post(self, path: str, body: dict[str, Any], **kw: Any) -> Any:
-        return self.request("POST", path, body, **kw)
+    def get(self, path: str, timeout: float = 30) -> JsonObject:
+        return self.call("GET", path, timeout=timeout)
 
-    def delete(self, path: str, **kw: Any) -> Any:
-        return self.request("DELETE", path, **kw)
+    def text(self, path: str, timeout: float = 30) -> str:
+        """GET `path` as text (a pod's log, /readyz)."""
+        return self.request("GET", path, timeout=timeout)
+
+    def post(self, path: str, body: Mapping[str, object], timeout: float = 30) -> JsonObject:
+        return self.call("POST", path, body, timeout)
+
+    def delete(self, path: str, timeout: float = 30) -> JsonObject:
+        return self.call("DELETE", path, timeout=timeout)
 
     def gone(self, path: str) -> bool:
         """True once GET `path` answers 404."""
@@ -76,7 +85,7 @@ class Api:
 
     def answers(self) -> bool:
         try:
-            return bool(self.get("/readyz", raw=True, timeout=5).strip() == "ok")
+            return self.text("/readyz", timeout=5).strip() == "ok"
         except (OSError, ApiError, ssl.SSLError):
             return False
 
@@ -93,3 +102,13 @@ class Api:
                 last = str(e)
             time.sleep(poll_s)
         raise StrataError(f"{what} within {timeout_s:.0f} s{f' (last: {last[:300]})' if last else ''}", fix)
+
+
+def items(answer: JsonObject) -> list[JsonObject]:
+    """The objects of a list the API answered (`items`)."""
+    return [as_obj(i, "an item") for i in arr(answer, "items")]
+
+
+def name_of(o: JsonObject) -> str:
+    """An object's metadata.name."""
+    return text(obj(o, "metadata"), "name")

@@ -34,12 +34,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator, TypedDict
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, JsonValue, arr, as_obj, num, obj, text
 from strata.core.proc import sh
 from strata.stack import netns
-from strata.stack.journal import Journal, Undos, cleanup, state_dir
+from strata.stack.journal import Journal, Undos, cleanup, need, state_dir, strings
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_hierarchies,
@@ -55,7 +56,7 @@ from strata.stack.procfs import (
 )
 
 from . import build, config, images, pki, provisioner
-from .api import Api, ApiError
+from .api import Api, ApiError, items, name_of
 
 STOP_TIMEOUT_S = 15
 JOURNAL_PREFIX = "kubernetes-"
@@ -64,6 +65,22 @@ READY_TIMEOUT_S = 180
 
 def beds_dir() -> Path:
     return state_dir() / "kubernetes"
+
+
+class BedFacts(TypedDict):
+    """What a running bed is: stored with its session's facts and in `current.json` for `strata testbed`."""
+
+    version: str
+    token: str
+    root: str
+    run_dir: str
+    kubelet_dir: str
+    node: str
+    kubeconfig: str
+    server: str
+    containerd: str
+    addresses: dict[str, str]
+    pids: dict[str, int]
 
 
 @dataclass
@@ -77,7 +94,7 @@ class Bed:
     def kubeconfig(self) -> Path:
         return self.plan.path("admin.kubeconfig")
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> BedFacts:
         return {
             "version": config.KUBERNETES_VERSION,
             "token": self.plan.token,
@@ -89,7 +106,7 @@ class Bed:
             "server": self.plan.server,
             "containerd": str(self.plan.containerd_sock),
             "addresses": config.addresses(self.plan),
-            "pids": self.pids,
+            "pids": dict(self.pids),
         }
 
     def load_image(self, tarball: Path) -> str:
@@ -102,42 +119,43 @@ class Bed:
 # ---- undo actions -------------------------------------------------------------------
 
 
-def _undo_root(data: dict[str, Any]) -> None:
-    remove_tree(Path(data["path"]))
+def _undo_root(data: JsonObject) -> None:
+    remove_tree(Path(need(data, "path")))
 
 
-def _undo_bridge(data: dict[str, Any]) -> None:
-    if Path(f"/sys/class/net/{data['name']}").exists():
-        sh(["ip", "link", "delete", data["name"]], timeout=30)
+def _undo_bridge(data: JsonObject) -> None:
+    name = need(data, "name")
+    if Path(f"/sys/class/net/{name}").exists():
+        sh(["ip", "link", "delete", name], timeout=30)
 
 
-def _undo_route(data: dict[str, Any]) -> None:
-    sh(["ip", "route", "del", "blackhole", data["block"]], check=False, timeout=30)
+def _undo_route(data: JsonObject) -> None:
+    sh(["ip", "route", "del", "blackhole", need(data, "block")], check=False, timeout=30)
 
 
-def _undo_process(data: dict[str, Any]) -> None:
+def _undo_process(data: JsonObject) -> None:
     """Stop one of the bed's processes, only if that pid still is it (its command line names the bed's root)."""
-    pid = int(data.get("pid") or 0)
-    if pid and data["marker"] in cmdline(pid) and is_running(pid):
+    pid = int(num(data, "pid") or 0)
+    if pid and need(data, "marker") in cmdline(pid) and is_running(pid):
         if signal_and_wait([pid], signal.SIGTERM, STOP_TIMEOUT_S):
             signal_and_wait([pid], signal.SIGKILL, 5)
 
 
-def _undo_node(data: dict[str, Any]) -> None:
+def _undo_node(data: JsonObject) -> None:
     """The pods: their processes (in the kubelet's cgroup root), containerd's shims, every mount below
     the root (pod network namespaces, root file systems, volumes), then the cgroups themselves."""
-    parent = data["cgroup_root"].strip("/")
+    parent = need(data, "cgroup_root").strip("/")
     for _ in range(5):
         pids = cgroup_pids(cgroup_dirs(parent))
         if not pids:
             break
         signal_and_wait(sorted(pids), signal.SIGKILL, 5)
-    left = signal_and_wait(procs_mentioning(data["containerd_sock"]), signal.SIGTERM, 5)
+    left = signal_and_wait(procs_mentioning(need(data, "containerd_sock")), signal.SIGTERM, 5)
     signal_and_wait(left, signal.SIGKILL, 5)
-    for root in (data["root"], *data.get("short_dirs", [])):
+    for root in (need(data, "root"), *strings(data, "short_dirs", [])):
         unmount_under(root)
     remove_cgroups(cgroup_dirs(parent))
-    _undo_fixed_dirs(data["root"], data.get("made_fixed_dirs", []))
+    _undo_fixed_dirs(need(data, "root"), strings(data, "made_fixed_dirs", []))
 
 
 def _undo_fixed_dirs(root: str, made: list[str]) -> None:
@@ -158,11 +176,11 @@ def _undo_fixed_dirs(root: str, made: list[str]) -> None:
 # ---- bring-up ----------------------------------------------------------------------------
 
 
-Undo = Callable[[dict[str, Any]], object]
-Seqs = list[tuple[int, dict[str, Any], Undo]]  # what was made, undone in reverse on the way out
+Undo = Callable[[JsonObject], object]
+Seqs = list[tuple[int, JsonObject, Undo]]  # what was made, undone in reverse on the way out
 
 
-def _tracked(journal: Journal, seqs: Seqs, kind: str, undo: Undo, **data: Any) -> int:
+def _tracked(journal: Journal, seqs: Seqs, kind: str, undo: Undo, **data: JsonValue) -> int:
     seq = journal.intent(kind, **data)
     seqs.append((seq, data, undo))
     return seq
@@ -371,7 +389,8 @@ def _wait_node(bed: Bed) -> None:
             node = bed.api.get(f"/api/v1/nodes/{name}")
         except (ApiError, OSError):
             return False
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
+        conditions = map(as_obj, arr(obj(node, "status"), "conditions"))
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
     _wait_until(f"node {name} was not Ready", ready, bed, "kubelet")
 
@@ -388,10 +407,10 @@ def _drain(bed: Bed, timeout_s: float = 60) -> None:
     """Delete every pod through the API and let the kubelet stop them (CNI teardown included)."""
     if not bed.api.answers():
         return
-    for pod in bed.api.get("/api/v1/pods")["items"]:
-        meta = pod["metadata"]
+    for pod in items(bed.api.get("/api/v1/pods")):
+        namespace = text(obj(pod, "metadata"), "namespace")
         with contextlib.suppress(ApiError):
-            bed.api.delete(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}?gracePeriodSeconds=0")
+            bed.api.delete(f"/api/v1/namespaces/{namespace}/pods/{name_of(pod)}?gracePeriodSeconds=0")
     sock = str(bed.plan.containerd_sock)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and "kubelet" not in bed.dead():
@@ -408,13 +427,14 @@ def current_file() -> Path:
     return beds_dir() / "current.json"
 
 
-def current() -> dict[str, Any] | None:
+def current() -> JsonObject | None:
     """The running bed's facts (holder pid, kubeconfig, addresses), or None when none runs."""
     try:
-        facts = json.loads(current_file().read_text())
+        facts = as_obj(json.loads(current_file().read_text()), str(current_file()))
+        holder = int(num(facts, "holder") or 0)
     except (OSError, ValueError):
         return None
-    return facts if facts.get("holder") and is_running(int(facts["holder"])) else None
+    return facts if holder and is_running(holder) else None
 
 
 class Stop(Exception):

@@ -19,7 +19,8 @@ import ipaddress
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from strata.core.jsondoc import JsonObject
 
 KUBERNETES_VERSION = "v1.34.4"  # the last minor whose kubelet runs on cgroup v1 by default (see docs)
 BLOCK_PREFIX = 28
@@ -242,7 +243,7 @@ def kubelet_argv(kube: Path, plan: Plan) -> list[str]:
     ]
 
 
-def kubelet_config(plan: Plan) -> dict[str, Any]:
+def kubelet_config(plan: Plan) -> JsonObject:
     """KubeletConfiguration: cgroup v1 allowed explicitly (failCgroupV1), cgroupfs driver, listening on
     the node address only, no DNS handed to pods, eviction thresholds that a shared machine does not
     trip."""
@@ -326,7 +327,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 """
 
 
-def cni_config(plan: Plan) -> dict[str, Any]:
+def cni_config(plan: Plan) -> JsonObject:
     """The pods' network: a veth each on the bed's bridge (which strata made and addressed), addresses
     from the node's /28, no default route (a pod reaches the node and its neighbours, nothing else)."""
     first, last = plan.pod_range

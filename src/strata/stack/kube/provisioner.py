@@ -16,7 +16,9 @@ import shutil
 import ssl
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
+
+from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text
 
 from .api import Api, ApiError
 
@@ -25,7 +27,7 @@ PROVISIONER = "strata.local/hostpath"
 POLL_S = 0.5
 
 
-def storage_class() -> dict[str, Any]:
+def storage_class() -> JsonObject:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
@@ -36,16 +38,16 @@ def storage_class() -> dict[str, Any]:
     }
 
 
-def volume_for(claim: dict[str, Any], node: str, base: Path) -> dict[str, Any]:
+def volume_for(claim: JsonObject, node: str, base: Path) -> JsonObject:
     """The PersistentVolume that serves `claim` (pure)."""
-    meta, spec = claim["metadata"], claim["spec"]
+    meta, spec = obj(claim, "metadata"), obj(claim, "spec")
     name = f"pvc-{meta['uid']}"
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
         "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
         "spec": {
-            "capacity": {"storage": spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")},
+            "capacity": {"storage": obj(obj(spec, "resources"), "requests").get("storage", "1Gi")},
             "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
             "persistentVolumeReclaimPolicy": "Delete",
             "storageClassName": CLASS,
@@ -83,35 +85,42 @@ class Provisioner(threading.Thread):
                 self.errors = (self.errors + [str(e)[:300]])[-5:]
 
     def once(self) -> None:
-        for claim in self.api.get("/api/v1/persistentvolumeclaims").get("items", []):
-            spec = claim.get("spec", {})
+        for claim in map(as_obj, arr(self.api.get("/api/v1/persistentvolumeclaims"), "items")):
+            spec = obj(claim, "spec")
             if spec.get("storageClassName") == CLASS and not spec.get("volumeName"):
-                if claim.get("status", {}).get("phase") == "Pending":
+                if obj(claim, "status").get("phase") == "Pending":
                     self.provision(claim)
-        for pv in self.api.get("/api/v1/persistentvolumes").get("items", []):
-            mine = pv["metadata"].get("annotations", {}).get("pv.kubernetes.io/provisioned-by") == PROVISIONER
-            if mine and pv.get("status", {}).get("phase") in ("Released", "Failed"):
+        for pv in map(as_obj, arr(self.api.get("/api/v1/persistentvolumes"), "items")):
+            mine = obj(obj(pv, "metadata"), "annotations").get("pv.kubernetes.io/provisioned-by") == PROVISIONER
+            if mine and obj(pv, "status").get("phase") in ("Released", "Failed"):
                 self.reclaim(pv)
 
-    def provision(self, claim: dict[str, Any]) -> None:
+    def provision(self, claim: JsonObject) -> None:
         pv = volume_for(claim, self.node, self.base)
-        Path(pv["spec"]["hostPath"]["path"]).mkdir(parents=True, exist_ok=True)
+        Path(_host_path(pv)).mkdir(parents=True, exist_ok=True)
         try:
             self.api.post("/api/v1/persistentvolumes", pv)
         except ApiError as e:
             if e.status != 409:  # made already (the claim was seen twice before it bound)
                 raise
 
-    def reclaim(self, pv: dict[str, Any]) -> None:
-        path = Path(pv["spec"]["hostPath"]["path"])
+    def reclaim(self, pv: JsonObject) -> None:
+        path = Path(_host_path(pv))
         if path.parent == self.base:  # only directories this provisioner made
             shutil.rmtree(path, ignore_errors=True)
         with contextlib.suppress(ApiError):
-            self.api.delete(f"/api/v1/persistentvolumes/{pv['metadata']['name']}")
+            self.api.delete(f"/api/v1/persistentvolumes/{text(obj(pv, 'metadata'), 'name')}")
 
     def stop(self) -> None:
         self.stopped.set()
         self.join(timeout=5)
+
+
+def _host_path(pv: JsonObject) -> str:
+    path = text(obj(obj(pv, "spec"), "hostPath"), "path")
+    if not path:  # a volume of another kind: never a directory to make or remove
+        raise ValueError(f"the volume {obj(pv, 'metadata').get('name')} has no hostPath")
+    return path
 
 
 @contextlib.contextmanager

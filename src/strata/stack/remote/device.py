@@ -21,15 +21,16 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from strata.collectors.base import Collector
 from strata.collectors.netdev import NetdevCollector
 from strata.collectors.process import ProcessCollector
 from strata.core.errors import StrataError, Unsupported
+from strata.core.jsondoc import JsonObject
 from strata.stack import netns
 from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, write_problems
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod
 from strata.stack.remote import nbd, nvme
@@ -80,8 +81,11 @@ def backing_chain(path: str) -> list[str]:
 # ---- run dir and backing store ------------------------------------------------------
 
 
-def _undo_remote_dir(data: dict[str, Any]) -> None:
-    d = Path(data["path"])
+def _undo_remote_dir(data: JsonObject) -> None:
+    _remove_run_dir(Path(need(data, "path")))
+
+
+def _remove_run_dir(d: Path) -> None:
     for name in RUN_FILES:
         (d / name).unlink(missing_ok=True)
     for sub in (d / "mnt", d):
@@ -92,13 +96,12 @@ def _undo_remote_dir(data: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def run_dir(workdir: Path, name: str, journal: Journal) -> Iterator[Path]:
     d = workdir / f"remote-{name}-{secrets.token_hex(3)}"
-    data = {"path": str(d)}
-    seq = journal.intent("remote_dir", **data)
+    seq = journal.intent("remote_dir", path=str(d))
     try:
         d.mkdir(parents=True)
         yield d
     finally:
-        _undo_remote_dir(data)
+        _remove_run_dir(d)
         journal.release(seq)
 
 
@@ -169,10 +172,10 @@ def _facts(
     spec: RemoteDevice,
     client_kind: str,
     host: netns.NsHost,
-    fabric: dict[str, Any],
+    fabric: JsonObject,
     backing: str,
     backing_disks: list[str],
-) -> dict[str, Any]:
+) -> JsonObject:
     return {
         "type": "remote",
         "transport": spec.transport,
@@ -184,12 +187,12 @@ def _facts(
     }
 
 
-def backing_facts(backing: str, disks: list[str]) -> dict[str, Any]:
+def backing_facts(backing: str, disks: list[str]) -> JsonObject:
     """What the target serves from, and the disk that holds its bytes."""
     return {
         "path": backing,
         "kind": "block" if Path(backing).is_block_device() else "file",
-        "disks": disks,
+        "disks": [*disks],
         "disk_facts": block_facts(disks[-1]) if disks else {},
     }
 
@@ -222,10 +225,10 @@ def _nbd(
     try:
         if DROP_CACHE_S:
             dropper.start()
-        facts = {
+        facts: JsonObject = {
             "target": "nbdkit",
             "target_version": nbd.version("nbdkit"),
-            "target_options": nbd.NBDKIT_OPTIONS,
+            "target_options": [*nbd.NBDKIT_OPTIONS],
             "port": nbd.PORT,
             "target_cache_drop_s": DROP_CACHE_S,
         }

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.core.params import Strict
-from strata.core.units import parse_size
+from strata.core.params import Strict, size_field
 from strata.stack.netns import Fabric, format_rate, format_us, parse_rate_bit, parse_time_us
 
 DEFAULT_SIZE_BYTES = 4 * 2**30
@@ -48,19 +47,16 @@ class RemoteDevice(Strict):
         "(a new target, a new token: the client hosts attach again)",
     )
 
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size(cls, v: Any) -> Any:
-        return None if v is None else parse_size(v)
+    _size = field_validator("size", mode="before")(size_field)
 
     @field_validator("latency", mode="before")
     @classmethod
-    def _latency(cls, v: Any) -> Any:
+    def _latency(cls, v: object) -> object:
         return parse_time_us(v) if isinstance(v, str) else v  # a number: microseconds, as stored
 
     @field_validator("rate", mode="before")
     @classmethod
-    def _rate(cls, v: Any) -> Any:
+    def _rate(cls, v: object) -> object:
         return parse_rate_bit(v) if isinstance(v, str) else v  # a number: bits per second, as stored
 
     @model_validator(mode="after")

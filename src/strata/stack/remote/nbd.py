@@ -32,12 +32,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, text
 from strata.core.proc import sh
 from strata.stack.bounded import run_bounded
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need, strings
 from strata.stack.marked import Daemon, start_daemon, stop_marked
 from strata.stack.netns import NsHost
 from strata.stack.procfs import is_mounted
@@ -148,22 +149,23 @@ def loops_on(backing_file: str, sys_block: Path = Path("/sys/block")) -> list[st
     return found
 
 
-def _undo_remote_loop(data: dict[str, Any]) -> None:
+def _undo_remote_loop(data: JsonObject) -> None:
     """Detach; if that hangs (the remote stopped answering), abort the FUSE connection and retry."""
-    for dev in loops_on(data["backing_file"]):
+    backing = need(data, "backing_file")
+    for dev in loops_on(backing):
         if run_bounded(["losetup", "-d", dev], timeout_s=10).ok:
             continue
-        stop_marked(data["fuse_marker"], ["nbdfuse"], term_s=0)
+        stop_marked(need(data, "fuse_marker"), ["nbdfuse"], term_s=0)
         r = run_bounded(["losetup", "-d", dev], timeout_s=10)
-        if not r.ok and dev in loops_on(data["backing_file"]):
+        if not r.ok and dev in loops_on(backing):
             raise RuntimeError(r.describe())
 
 
-def _undo_fuse_mount(data: dict[str, Any]) -> None:
+def _undo_fuse_mount(data: JsonObject) -> None:
     """Unmount; if that fails or hangs, kill the FUSE daemon (aborts the connection) and detach lazily."""
-    mp = data["mountpoint"]
+    mp = need(data, "mountpoint")
     if is_mounted(mp) and not run_bounded(["umount", mp], timeout_s=10).ok:
-        stop_marked(data["marker"], data["programs"], term_s=0)
+        stop_marked(need(data, "marker"), strings(data, "programs"), term_s=0)
         if is_mounted(mp) and not run_bounded(["umount", mp], timeout_s=5).ok:
             abort_fuse(mp)
             r = run_bounded(["umount", "-l", mp], timeout_s=10)
@@ -223,7 +225,7 @@ class FuseClient:
 def fuse_client(addr: str, port: int, run_dir: Path, journal: Journal) -> Iterator[FuseClient]:
     mountdir, pidfile = run_dir / "mnt", run_dir / "nbdfuse.pid"
     mountdir.mkdir()
-    mount = {"mountpoint": str(mountdir), "marker": str(pidfile), "programs": ["nbdfuse"]}
+    mount: JsonObject = {"mountpoint": str(mountdir), "marker": str(pidfile), "programs": ["nbdfuse"]}
     seq_mount = journal.intent("fuse_mount", **mount)
     daemon = None
     try:
@@ -236,7 +238,7 @@ def fuse_client(addr: str, port: int, run_dir: Path, journal: Journal) -> Iterat
             ready=pidfile,
         )
         export = str(mountdir / "nbd")
-        loop = {"backing_file": export, "fuse_marker": str(pidfile)}
+        loop: JsonObject = {"backing_file": export, "fuse_marker": str(pidfile)}
         seq_loop = journal.intent("remote_loop", **loop)
         try:
             dev = sh(["losetup", "--find", "--show", "--direct-io=on", export], timeout=60).stdout.strip()
@@ -290,8 +292,8 @@ def nbd_client_argv(addr: str, port: int, dev: str) -> list[str]:
     ]
 
 
-def _undo_nbd_device(data: dict[str, Any]) -> None:
-    dev = data.get("device")
+def _undo_nbd_device(data: JsonObject) -> None:
+    dev = text(data, "device")
     if dev and Path(f"/sys/block/{Path(dev).name}/pid").exists():
         r = run_bounded(["nbd-client", "-d", dev], timeout_s=KERNEL_TIMEOUT_S + 5)
         if not r.ok:
@@ -316,7 +318,7 @@ def kernel_client(addr: str, port: int, journal: Journal) -> Iterator[KernelClie
     dev = free_nbd_device()
     if dev is None:
         raise StrataError("no free /dev/nbdN", "load the module with more devices: modprobe nbd nbds_max=16")
-    data = {"device": dev}
+    data: JsonObject = {"device": dev}
     seq = journal.intent("nbd_device", **data)
     try:
         sh(nbd_client_argv(addr, port, dev), timeout=60)

@@ -23,12 +23,13 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, text, whole
 from strata.core.proc import sh
 from strata.stack.bounded import run_bounded
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.netns import NsHost
 
 CONFIGFS = Path("/sys/kernel/config")
@@ -132,8 +133,11 @@ def ensure_configfs() -> Path:
     return CONFIGFS / "nvmet"
 
 
-def _undo_nvmet(data: dict[str, Any]) -> None:
-    t = NvmetTarget(Path(data["root"]), data["nqn"], data["port_id"], data.get("addr", ""), data.get("backing", ""))
+def _undo_nvmet(data: JsonObject) -> None:
+    port_id = whole(data, "port_id")
+    if port_id is None:
+        raise KeyError("port_id")
+    t = NvmetTarget(Path(need(data, "root")), need(data, "nqn"), port_id, text(data, "addr"), text(data, "backing"))
     run_ops(t.remove_ops(), symlink=lambda link, target: None, missing_ok=True)
 
 
@@ -147,7 +151,7 @@ def nvmet_target(host: NsHost, backing: str, journal: Journal, root: Path | None
         host.link.ns_addr,
         backing,
     )
-    data = {"root": str(root), "nqn": target.nqn, "port_id": target.port_id}
+    data: JsonObject = {"root": str(root), "nqn": target.nqn, "port_id": target.port_id}
     seq = journal.intent("nvmet", **data)
     try:
         run_ops(target.create_ops(), symlink_in(host))
@@ -186,9 +190,10 @@ def find_namespace(nqn: str, sysfs: Path = Path("/sys/class/nvme-subsystem")) ->
     return None
 
 
-def _undo_nvme_connect(data: dict[str, Any]) -> None:
-    if find_namespace(data["nqn"]) is not None:
-        r = run_bounded(["nvme", "disconnect", f"--nqn={data['nqn']}"], timeout_s=CTRL_LOSS_TMO_S + 15)
+def _undo_nvme_connect(data: JsonObject) -> None:
+    nqn = need(data, "nqn")
+    if find_namespace(nqn) is not None:
+        r = run_bounded(["nvme", "disconnect", f"--nqn={nqn}"], timeout_s=CTRL_LOSS_TMO_S + 15)
         if not r.ok:
             raise RuntimeError(r.describe())
 
@@ -212,7 +217,7 @@ class NvmeClient:
 
 @contextlib.contextmanager
 def nvme_client(target: NvmetTarget, journal: Journal) -> Iterator[NvmeClient]:
-    data = {"nqn": target.nqn}
+    data: JsonObject = {"nqn": target.nqn}
     seq = journal.intent("nvme_connect", **data)
     try:
         sh(connect_argv(target.addr, target.svc, target.nqn), timeout=60)

@@ -20,10 +20,11 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from strata.collectors.diskstats import read_diskstats
 from strata.core.errors import StrataError, Unsupported
+from strata.core.jsondoc import JsonObject
 from strata.stack.journal import Journal
 from strata.stack.marked import Daemon
 from strata.stack.remote import caps as caps_mod
@@ -55,27 +56,29 @@ class ServedTarget:
     daemon: Daemon
     backing: str
     disks: list[str]
-    facts: dict[str, Any]
+    facts: JsonObject
     token: str = field(default_factory=lambda: secrets.token_hex(4))
 
     @property
     def served_at(self) -> str:
         return f"{self.address}:{self.port}/{self.token}"
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         """nbdkit's I/O counters and the backing disks' diskstats, now."""
-        io: dict[str, int] = {}
+        io: JsonObject = {}
         with contextlib.suppress(OSError, ValueError):
             for line in Path(f"/proc/{self.daemon.pid}/io").read_text().splitlines():
                 key, _, value = line.partition(":")
                 if key in ("read_bytes", "write_bytes"):
                     io[key] = int(value)
-        doc = {"alive": self.daemon.alive(), "target_io": io, "disks": read_diskstats(self.disks)}
-        if not doc["alive"]:
+        disks: JsonObject = {name: {**counters} for name, counters in read_diskstats(self.disks).items()}
+        alive = self.daemon.alive()
+        doc: JsonObject = {"alive": alive, "target_io": io, "disks": disks}
+        if not alive:
             doc["exit"] = {"returncode": self.daemon.proc.poll(), "log": self.daemon.log_tail(400).strip()}
         return doc
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"served_at": self.served_at, "facts": self.facts}
 
 
@@ -114,10 +117,10 @@ def serve_target(spec: RemoteDevice, journal: Journal, workdir: Path, address: s
         dropper.start()
         es.callback(dropper.stop)
         disks = backing_chain(backing)
-        facts = {
+        facts: JsonObject = {
             "target": "nbdkit",
             "target_version": nbd.version("nbdkit"),
-            "target_options": nbd.NBDKIT_OPTIONS,
+            "target_options": [*nbd.NBDKIT_OPTIONS],
             "target_cache_drop_s": DROP_CACHE_S,
             "address": address,
             "port": port,

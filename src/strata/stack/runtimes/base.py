@@ -16,9 +16,10 @@ instance from the host (`isolation`); a stored result names its runtime
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ContextManager, Protocol, TypeVar, runtime_checkable
+from typing import ContextManager, Protocol, TypeVar, runtime_checkable
 
 from strata.core.instances import InstanceRequest, Isolation, Running, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Limits, Load, Strict
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal
@@ -29,7 +30,7 @@ P = TypeVar("P", bound=Strict)  # a runtime's parameter model
 
 class RuntimeSession(Protocol):
     name: str
-    facts: dict[str, Any]  # stored with every result of the session
+    facts: JsonObject  # stored with every result of the session
 
     def path(self, name: str, trial_dir: Path, load: Load) -> ContextManager[PathHandle]: ...
     def target(self, handle: PathHandle, host_out: Path) -> Target: ...
@@ -49,11 +50,11 @@ class Runtime(Protocol[P]):
     def paths(self) -> tuple[str, ...]: ...  # the paths it provides (read-only: a tuple of any length)
 
     def shorthand(self, text: str) -> dict[str, str] | None: ...  # a spec's one-word entry (`docker:btrfs`), or None
-    def available(self, host: dict[str, Any], params: P | None = None) -> str | None: ...
+    def available(self, host: JsonObject, params: P | None = None) -> str | None: ...
     def impossible(self, params: P, fs: FilesystemParams) -> str | None: ...  # whatever the host
     def target_kind(self, params: P, path: str) -> str: ...  # "dir" or "device": what the workload gets
     def provision(
-        self, params: P, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+        self, params: P, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
     ) -> ContextManager[RuntimeSession]: ...
 
 

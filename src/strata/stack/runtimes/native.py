@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import shutil
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Iterator, Literal
 
 from pydantic import Field
 
 from strata.core.errors import Unsupported
 from strata.core.instances import InstanceRequest, Isolation, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Load, Strict, shorthand
 from strata.stack import hostprocs
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -46,7 +47,7 @@ class NativeSession:
 
     def __init__(self, mounted: Mounted, journal: Journal | None = None) -> None:
         self.mounted, self.journal = mounted, journal
-        self.facts = {"runtime": "native"}
+        self.facts: JsonObject = {"runtime": "native"}
 
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
@@ -97,7 +98,7 @@ class Native(Undoing):
     def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict[str, Any], params: NativeParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: NativeParams | None = None) -> str | None:
         return None
 
     def impossible(self, params: NativeParams, fs: FilesystemParams) -> str | None:
@@ -108,7 +109,7 @@ class Native(Undoing):
 
     @contextlib.contextmanager
     def provision(
-        self, params: NativeParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+        self, params: NativeParams, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
     ) -> Iterator[NativeSession]:
         yield NativeSession(mounted, journal)
 

@@ -21,15 +21,16 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any, Iterator, Literal, Self
+from typing import Iterator, Literal, Self
 
 from pydantic import Field, model_validator
 
 from strata.core.errors import StrataError, Unsupported
+from strata.core.jsondoc import JsonObject, text
 from strata.core.params import Strict
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import FilesystemParams, Mounted
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_pids,
@@ -130,7 +131,12 @@ def needs_ulimits() -> bool:
     return True
 
 
-def _undo_store(data: dict[str, Any]) -> str | None:
+def _undo_store(data: JsonObject) -> str | None:
+    store = {k: need(data, k) for k in ("root", "runroot", "cgroup_parent")}
+    return _remove_store(store | {"driver": text(data, "driver")})  # the driver: only to ask podman itself
+
+
+def _remove_store(data: dict[str, str]) -> str | None:
     """Remove every container, mount, process, cgroup and file of a private store, from the journal entry.
     When the file system that holds the store fails, everything but the store's files still goes."""
     broken = fs_failure(Path(data["root"]))
@@ -160,7 +166,7 @@ class PodmanSession(DockerSession):
     engine = "podman"
 
     def __init__(
-        self, params: PodmanParams, mounted: Mounted, journal: Journal, data: dict[str, str], facts: dict[str, Any]
+        self, params: PodmanParams, mounted: Mounted, journal: Journal, data: dict[str, str], facts: JsonObject
     ):
         super().__init__(params.name, mounted, journal, data["runroot"], data["id"], None, facts)
         self.data = data
@@ -196,7 +202,7 @@ class Podman(ContainerEngine[PodmanParams]):
     params = PodmanParams
     undo: Undos = {**ContainerEngine.undo, "podman-store": _undo_store}
 
-    def available(self, host: dict[str, Any], params: PodmanParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: PodmanParams | None = None) -> str | None:
         if os.geteuid() != 0:
             return "needs root (strata runs rootful Podman)"
         if not shutil.which(PODMAN):
@@ -214,7 +220,7 @@ class Podman(ContainerEngine[PodmanParams]):
             return f"the btrfs storage driver needs its store on a btrfs file system, not {fs.type}"
         return None
 
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]:
         """Each driver: Podman's own answer on a scratch store (cheap: no daemon to start)."""
         rows = []
         for driver in DRIVERS:
@@ -226,7 +232,7 @@ class Podman(ContainerEngine[PodmanParams]):
 
     @contextlib.contextmanager
     def provision(
-        self, params: PodmanParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+        self, params: PodmanParams, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
     ) -> Iterator[PodmanSession]:
         reason = self.available(host, params)
         if reason:
@@ -244,11 +250,11 @@ class Podman(ContainerEngine[PodmanParams]):
 @contextlib.contextmanager
 def store(
     driver: str, mounted: Mounted | None, journal: Journal, workdir: Path
-) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
+) -> Iterator[tuple[dict[str, str], JsonObject]]:
     """A private Podman store (journaled first); yields (data, facts) once Podman accepts it."""
     sid = secrets.token_hex(4)
     base = mounted.mountpoint if mounted is not None and mounted.mountpoint is not None else workdir / f"podman-{sid}"
-    data = {
+    data: dict[str, str] = {
         "id": sid,
         "driver": driver,
         "root": str(base / "podman"),
@@ -262,14 +268,14 @@ def store(
         write_conf(data)
         yield data, _facts(data)
     finally:
-        _undo_store(data)
+        _remove_store(data)
         if mounted is None or mounted.mountpoint is None:
             with contextlib.suppress(OSError):
                 base.rmdir()
         journal.release(seq)
 
 
-def _facts(data: dict[str, str]) -> dict[str, Any]:
+def _facts(data: dict[str, str]) -> JsonObject:
     """Podman's own view of the store; its error text when it refuses the driver (stored as unsupported)."""
     fmt = (
         "{{.Version.Version}}|{{.Store.GraphDriverName}}|{{.Store.GraphRoot}}|{{.Host.CgroupManager}}|"

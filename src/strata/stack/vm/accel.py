@@ -19,8 +19,8 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
+from strata.core.jsondoc import JsonObject, as_obj, flag, num, text
 from strata.stack.buildcache import images_dir
 from strata.stack.journal import Journal
 from strata.stack.vm.agent import PROBE_MARK, TAGS
@@ -81,7 +81,7 @@ def probe(guest: Guest, accel: str, journal: Journal) -> Probe:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent runs probe once
         cached = _read_cache(path)
         if key in cached:
-            return Probe(**cached[key])
+            return probe_of(as_obj(cached[key], key))
         result = _probe_boot(guest, accel, journal)
         cached[key] = asdict(result)
         tmp = path.with_suffix(f".tmp-{os.getpid()}")
@@ -90,12 +90,24 @@ def probe(guest: Guest, accel: str, journal: Journal) -> Probe:
     return result
 
 
-def _read_cache(path: Path) -> dict[str, Any]:
+def _read_cache(path: Path) -> JsonObject:
     try:
-        probe: dict[str, Any] = json.loads(path.read_text())
-        return probe
+        return as_obj(json.loads(path.read_text()), str(path))
     except (OSError, ValueError):
         return {}
+
+
+def probe_of(d: JsonObject) -> Probe:
+    """A probe as the cache stored it (`asdict`)."""
+    error = d.get("error")
+    return Probe(
+        text(d, "accel"),
+        flag(d, "boots"),
+        num(d, "boot_s"),
+        error if isinstance(error, str) else None,
+        flag(d, "virtiofs"),
+        flag(d, "ninep"),
+    )
 
 
 def _probe_boot(guest: Guest, accel: str, journal: Journal) -> Probe:

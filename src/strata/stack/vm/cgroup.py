@@ -16,10 +16,10 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Limits
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, strings
 from strata.stack.procfs import proc_cgroups
 
 CONTROLLERS = ("blkio",)
@@ -80,13 +80,17 @@ class VmCgroup:
         return "".join(out)
 
     def remove(self) -> None:
-        _undo_vm_cgroup({"dirs": sorted(set(self.dirs.values()))})
+        _remove(sorted(set(self.dirs.values())))
         self.journal.release(self.seq)
 
 
-def _undo_vm_cgroup(data: dict[str, Any]) -> None:
+def _undo_vm_cgroup(data: JsonObject) -> None:
+    _remove(strings(data, "dirs"))
+
+
+def _remove(dirs: list[str]) -> None:
     """Kill what is left in the VM's cgroup (only QEMU and virtiofsd ever join it), then rmdir."""
-    for d in map(Path, data["dirs"]):
+    for d in map(Path, dirs):
         for _ in range(100):
             try:
                 pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]

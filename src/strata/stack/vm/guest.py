@@ -37,10 +37,11 @@ import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from strata.core.errors import StrataError
 from strata.core.instances import Build, ImageSpec
+from strata.core.jsondoc import JsonObject
 from strata.core.proc import sh
 from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
 from strata.stack.journal import Journal
@@ -119,7 +120,7 @@ class Guest:
     kernel: Path
     initrd: Path
     rootfs: Path
-    manifest: dict[str, Any]
+    manifest: JsonObject
 
 
 def _hash(*parts: bytes) -> str:
@@ -151,7 +152,7 @@ def guest_key(image: ImageSpec = BARE) -> str:
     return _hash(base_key(extra_packages(image)).encode(), agent_script().encode(), image.key().encode())
 
 
-def guest_facts(guest: Guest) -> dict[str, Any]:
+def guest_facts(guest: Guest) -> JsonObject:
     """What a result says of the guest its VMs booted."""
     m = guest.manifest
     return {"key": guest.key, "suite": m.get("suite"), "kernel": m.get("kernel"), "packages": m.get("packages", {}),

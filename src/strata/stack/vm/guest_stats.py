@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 SECTOR_BYTES = 512
 # A disk's counters in a sample, by their index among the fields after its name (collectors/diskstats.py
@@ -29,10 +29,19 @@ DISK_COUNTERS = (
 )
 
 
-def parse(text: str) -> list[dict[str, Any]]:
+class Sample(TypedDict):
+    """One sample of the guest: its uptime, each disk's DISK_COUNTERS (as many as its line has), its CPU ticks
+    (busy, total)."""
+
+    uptime_s: float
+    disks: dict[str, tuple[int, ...]]
+    cpu: tuple[int, int] | None
+
+
+def parse(text: str) -> list[Sample]:
     """-> [{"uptime_s", "disks": {name: (reads, read_bytes, writes, write_bytes[, discard_ios, discard_bytes
     [, flush_ios]])}, "cpu": [busy, total]}]: a disk's DISK_COUNTERS, as many as its line has."""
-    samples: list[dict[str, Any]] = []
+    samples: list[Sample] = []
     for line in text.splitlines():
         f = line.split()
         if not f:
@@ -60,8 +69,8 @@ def wall_offset(clock_text: str) -> float | None:
 
 
 def summarize(
-    samples: list[dict[str, Any]], offset_s: float | None, start_s: float | None, end_s: float | None
-) -> dict[str, Any]:
+    samples: list[Sample], offset_s: float | None, start_s: float | None, end_s: float | None
+) -> dict[str, object]:  # guest-stats.json
     """Totals between the samples bracketing the command's run, and the per-second series."""
     if offset_s is not None and start_s is not None and end_s is not None:
         inside = [s for s in samples if start_s - 1.0 <= s["uptime_s"] + offset_s <= end_s + 1.0]
@@ -69,11 +78,11 @@ def summarize(
     if len(samples) < 2:
         return {"samples": len(samples)}
     first, last = samples[0], samples[-1]
-    disks = {}
+    disks: dict[str, dict[str, int]] = {}
     for name, end in last["disks"].items():
         begin = first["disks"].get(name, (0,) * len(end))
         disks[name] = dict(zip((n for n, _, _ in DISK_COUNTERS), (e - b for e, b in zip(end, begin))))
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "samples": len(samples),
         "window_s": round(last["uptime_s"] - first["uptime_s"], 3),
         "disks": disks,
@@ -85,10 +94,10 @@ def summarize(
     return out
 
 
-def _series(samples: list[dict[str, Any]], offset_s: float | None) -> dict[str, Any]:
+def _series(samples: list[Sample], offset_s: float | None) -> dict[str, object]:
     t: list[float] = []
     cpu: list[float | None] = []
-    per_disk: dict[str, Any] = {}
+    per_disk: dict[str, dict[str, list[float]]] = {}
     for a, b in zip(samples, samples[1:]):
         dt = b["uptime_s"] - a["uptime_s"]
         if dt <= 0:
@@ -108,7 +117,7 @@ def _series(samples: list[dict[str, Any]], offset_s: float | None) -> dict[str, 
     return {"t": t, "cpu_busy_percent": cpu, "disks": per_disk}
 
 
-def summarize_dir(out_dir: Path, start_s: float | None, end_s: float | None) -> dict[str, Any] | None:
+def summarize_dir(out_dir: Path, start_s: float | None, end_s: float | None) -> dict[str, object] | None:
     """guest-stats.json from what the agent left in one instance's out dir (None without samples)."""
     try:
         samples = parse((out_dir / "guest-stats.txt").read_text())

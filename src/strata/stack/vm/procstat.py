@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import AnyStr
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -29,7 +29,7 @@ def cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def reap(popen: subprocess.Popen[Any]) -> float | None:
+def reap(popen: subprocess.Popen[AnyStr]) -> float | None:
     """Reap an exited child with its rusage: its total CPU seconds (None while it runs).
     Sets popen.returncode as Popen.poll would."""
     if popen.returncode is not None:
@@ -74,9 +74,9 @@ class CpuSampler:
         if self._thread.is_alive():
             self._thread.join(timeout=5)
 
-    def series(self) -> dict[str, Any]:
+    def series(self) -> dict[str, list[float | None]]:
         """Per-second CPU percent of each process (100 = one host CPU)."""
-        out: dict[str, Any] = {"t": self.t[1:]}
+        out: dict[str, list[float | None]] = {"t": [*self.t[1:]]}
         for key, values in self.cpu.items():
             out[key] = [
                 round(100.0 * (b - a) / (t1 - t0), 1) if a is not None and b is not None and t1 > t0 else None

@@ -24,10 +24,11 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
+from strata.core.jsondoc import JsonObject, text, whole
 from strata.core.params import Limits
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.procfs import cmdline, is_running
 from strata.stack.vm.agent import AGENT_PATH, DATA_SERIAL
 
@@ -56,7 +57,7 @@ class Disk:
     aio: str = "native"
     iothread: bool = False
     queues: int = 1
-    throttle: dict[str, Any] = field(default_factory=dict)  # QEMU throttling.* option -> value
+    throttle: dict[str, int] = field(default_factory=dict)  # QEMU throttling.* option -> value
     share_rw: bool = False  # several VMs on one device
 
 
@@ -294,16 +295,17 @@ def marked_pids(marker: str, exe: str) -> list[int]:
     return found
 
 
-def _undo_vm_process(data: dict[str, Any]) -> None:
+def _undo_vm_process(data: JsonObject) -> None:
     """Kill QEMU or virtiofsd by pid while its command line still holds the marker (pids are
     reused); without a pid (killed between spawn and update), find it by the marker."""
-    pids = [data["pid"]] if data.get("pid") else marked_pids(data["marker"], data.get("exe", ""))
+    marker, pid = need(data, "marker"), whole(data, "pid")
+    pids = [pid] if pid else marked_pids(marker, text(data, "exe"))
     for pid in pids:
-        if data["marker"] in cmdline(pid):
+        if marker in cmdline(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while any(is_running(p) and data["marker"] in cmdline(p) for p in pids) and time.monotonic() < deadline:
+    while any(is_running(p) and marker in cmdline(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

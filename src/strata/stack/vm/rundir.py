@@ -13,9 +13,9 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
-from strata.stack.journal import Journal, Undos
+from strata.core.jsondoc import JsonObject
+from strata.stack.journal import Journal, Undos, need
 
 
 def run_base() -> Path:
@@ -43,8 +43,8 @@ class RunDir:
             self.seq = None
 
 
-def _undo_vm_rundir(data: dict[str, Any]) -> None:
-    shutil.rmtree(data["path"], ignore_errors=True)
+def _undo_vm_rundir(data: JsonObject) -> None:
+    shutil.rmtree(need(data, "path"), ignore_errors=True)
 
 
 def wait_for_socket(path: str, proc: subprocess.Popen[bytes], timeout_s: float) -> bool:

@@ -21,7 +21,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
@@ -29,7 +29,7 @@ from strata.core.params import Load
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal
-from strata.stack.paths import PathHandle
+from strata.stack.paths import PathHandle, PerInstance
 from strata.stack.vm.agent import TAGS, write_instance_files
 from strata.stack.vm.cgroup import VmCgroup
 from strata.stack.vm.guest import Guest
@@ -86,7 +86,7 @@ def read_time(path: Path) -> float | None:
         return None
 
 
-def _add_to_vm_json(out: Path, **facts: Any) -> None:
+def _add_to_vm_json(out: Path, **facts: object) -> None:
     path = out / "vm.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), **facts}, indent=1))
 
@@ -233,7 +233,7 @@ class VmRunning:
         vm.qemu = spawn("qemu", argv, spec.pidfile, self.journal, r.out_dir / "qemu.log", vm.cgroup_procs)
         vm.procs.append(vm.qemu)
 
-    def _shares(self, vm: Vm, per: dict[str, Any]) -> tuple[Share, ...]:
+    def _shares(self, vm: Vm, per: PerInstance) -> tuple[Share, ...]:
         dirs = [("out", vm.out), ("sync", self.sync_dir)] + ([("data", Path(per["dir"]))] if "dir" in per else [])
         if self.session.share == "9p":
             return tuple(Share(TAGS[k], str(d), "9p") for k, d in dirs)

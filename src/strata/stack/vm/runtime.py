@@ -16,10 +16,11 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Callable, ContextManager, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
+from strata.core.jsondoc import JsonObject, as_obj
 from strata.core.params import shorthand
 from strata.stack import buildcache
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -33,7 +34,7 @@ from strata.stack.vm.qemu import NINEP_OPTIONS, QEMU, VIRTIOFSD_OPTIONS, qemu_ve
 from strata.stack.vm.session import VmSession
 
 
-def available(params: VmRuntime | None = None, host: dict[str, Any] | None = None) -> str | None:
+def available(params: VmRuntime | None = None, host: JsonObject | None = None) -> str | None:
     """Why this host cannot run the vm runtime, checked without booting anything."""
     params = params or VmRuntime()
     if os.geteuid() != 0:
@@ -51,19 +52,20 @@ def available(params: VmRuntime | None = None, host: dict[str, Any] | None = Non
         return "virtiofsd not found (it comes with qemu-system-x86 on Debian 12, later in package virtiofsd)"
     if params.accel == "kvm":
         reason = accel_probe.kvm_unusable()
-        known = accelerator_facts().get("kvm") or {}
-        if reason or (known and not known["boots"]):
-            return f"KVM does not boot a guest here: {reason or known['error']}"
+        known = accelerator_facts().get("kvm")
+        if reason or (known and not known.boots):
+            return f"KVM does not boot a guest here: {reason or (known.error if known else None)}"
     return None
 
 
-def accelerator_facts() -> dict[str, Any]:
+def accelerator_facts() -> dict[str, accel_probe.Probe]:
     """What the probes of this host boot found (for `strata doctor`): {accel: probe}; {} before any."""
     try:
-        cached = json.loads(accel_probe.cache_path().read_text())
+        cached = as_obj(json.loads(accel_probe.cache_path().read_text()), "the probe cache")
     except (OSError, ValueError):
         return {}
-    return {v["accel"]: v for k, v in cached.items() if k.split("|")[1] == qemu_version()}
+    probes = [accel_probe.probe_of(as_obj(v, k)) for k, v in cached.items() if k.split("|")[1] == qemu_version()]
+    return {p.accel: p for p in probes}
 
 
 def choose_share(params: VmRuntime, probe: accel_probe.Probe) -> str:
@@ -86,8 +88,8 @@ def emulated_reason(used: accel_probe.Probe, kvm_failed: accel_probe.Probe | Non
 
 def session_facts(
     params: VmRuntime, guest: Guest, used: accel_probe.Probe, kvm_failed: accel_probe.Probe | None, share: str
-) -> dict[str, Any]:
-    facts = {
+) -> JsonObject:
+    facts: JsonObject = {
         "runtime": params.name,
         "type": "vm",
         "accel": used.accel,
@@ -106,7 +108,7 @@ def session_facts(
         "image_format": params.image_format,
         "guest_filesystem": params.guest_filesystem,
         "share": share,
-        "share_options": list(VIRTIOFSD_OPTIONS) if share == "virtiofs" else NINEP_OPTIONS.split(","),
+        "share_options": [*(VIRTIOFSD_OPTIONS if share == "virtiofs" else NINEP_OPTIONS.split(","))],
         "guest": guest_facts(guest),
         "limits_map": "cpus -> vCPUs (rounded up), memory -> guest RAM, bps/iops -> QEMU block throttling "
         "(bind: blkio rules on the device for QEMU and virtiofsd)",
@@ -119,7 +121,7 @@ def session_facts(
 
 @contextlib.contextmanager
 def provision_vm(
-    params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+    params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
 ) -> Iterator[VmSession]:
     reason = available(params, host)
     if reason:
@@ -154,7 +156,7 @@ class VmRuntimePlugin(Prebuilds, ImageBuilder, Undoing):
     def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict[str, Any], params: VmRuntime | None = None) -> str | None:
+    def available(self, host: JsonObject, params: VmRuntime | None = None) -> str | None:
         return available(params, host)
 
     def builds(self, params: VmRuntime) -> list[Build]:
@@ -174,15 +176,15 @@ class VmRuntimePlugin(Prebuilds, ImageBuilder, Undoing):
         return "dir" if path == "bind" or params.guest_filesystem != "none" else "device"
 
     def provision(
-        self, params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+        self, params: VmRuntime, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
     ) -> ContextManager[VmSession]:
         return provision_vm(params, mounted, journal, workdir, host)
 
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]:
         """The runtime, and what the probe boots of this host found for each accelerator."""
         rows = [("vm", available(None, host))]
         for accel, found in sorted(accelerator_facts().items()):
-            rows.append((f"vm accel {accel}", None if found.get("boots") else found.get("error") or "does not boot"))
+            rows.append((f"vm accel {accel}", None if found.boots else found.error or "does not boot"))
         return rows
 
 

@@ -20,15 +20,16 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import InstanceRequest, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Load
 from strata.core.proc import sh
 from strata.stack.filesystems.base import Mounted
-from strata.stack.journal import Journal, Undos
-from strata.stack.paths import OUT_DIR, PathHandle, bind_dirs, need_fs, raw_device, safe_name
+from strata.stack.journal import Journal, Undos, need
+from strata.stack.paths import OUT_DIR, PathHandle, PerInstance, bind_dirs, need_fs, raw_device, safe_name
 from strata.stack.vm.agent import DATA_DIR, DEVICE_IN_GUEST
 from strata.stack.vm.guest import BARE, Guest, ensure_guest, guest_facts
 from strata.stack.vm.params import MIN_MEMORY_BYTES, VmRuntime
@@ -42,9 +43,9 @@ DEVICE_UNDER_FS = (
 MIN_IMAGE_BYTES = 64 << 20
 
 
-def undo_vm_image(data: dict[str, Any]) -> None:
+def undo_vm_image(data: JsonObject) -> None:
     """The image, and its trial's directory and `strata-vm` once they are empty."""
-    path = Path(data["path"])
+    path = Path(need(data, "path"))
     path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         path.parent.rmdir()
@@ -62,7 +63,7 @@ class VmSession:
         guest: Guest,
         accel: str,
         share: str,
-        facts: dict[str, Any],
+        facts: JsonObject,
     ):
         self.name = params.name
         self.params, self.mounted, self.journal = params, mounted, journal
@@ -128,12 +129,12 @@ class VmSession:
         try:
             base.mkdir(parents=True, exist_ok=True)
             size = self.image_size(base, n)
-            per = []
+            per: list[PerInstance] = []
             for i in range(n):
                 path = base / f"{i}.{fmt}"
                 made.append((self.journal.intent("vm_image", path=str(path)), path))
                 sh(["qemu-img", "create", "-q", "-f", fmt, str(path), str(size)])
-                per.append({"disk": str(path), "format": fmt, "size_bytes": size})
+                per.append(PerInstance(disk=str(path), format=fmt, size_bytes=size))
             yield PathHandle("image", *self._target(), str(base), per)
         finally:
             for seq, path in made:

@@ -11,9 +11,9 @@ import json
 import os
 import shutil
 import subprocess
-from typing import Any
 
 from strata.core.errors import StrataError
+from strata.core.jsondoc import JsonObject, JsonValue, ShapeError, as_obj, text
 from strata.core.proc import CommandError, sh
 
 DEBIAN_CLI = "/usr/bin/docker"  # Debian's client, the daemon's own version
@@ -71,21 +71,20 @@ def answers(sock: str, timeout: float = 5) -> bool:
         return False
 
 
-def info(sock: str) -> dict[str, Any]:
-    facts: dict[str, Any] = json.loads(docker(sock, "info", "--format", "{{json .}}", timeout=30).stdout)
-    return facts
+def info(sock: str) -> JsonObject:
+    return as_obj(json.loads(docker(sock, "info", "--format", "{{json .}}", timeout=30).stdout), "docker info")
 
 
-def daemon_facts(sock: str, kind: str) -> dict[str, Any]:
+def daemon_facts(sock: str, kind: str) -> JsonObject:
     """What a result records about the daemon it ran on (`kind`: private or system)."""
     i = info(sock)
-    status = {k: v for k, v in (i.get("DriverStatus") or [])}
-    root = i.get("DockerRootDir", "")
+    status: JsonObject = {str(p[0]): p[1] for p in _pairs(i.get("DriverStatus"))}
+    root = text(i, "DockerRootDir")
     backing = (
-        status.get("Backing Filesystem")
+        text(status, "Backing Filesystem")
         or sh(["findmnt", "-n", "-o", "FSTYPE", "--target", root], check=False).stdout.strip()
     )
-    facts = {
+    facts: JsonObject = {
         "runtime": "docker",
         "daemon": kind,
         "socket": sock,
@@ -99,6 +98,16 @@ def daemon_facts(sock: str, kind: str) -> dict[str, Any]:
         "kernel": i.get("KernelVersion"),
         "warnings": i.get("Warnings") or [],
     }
-    if i.get("Driver") in CAVEATS:
-        facts["caveats"] = [CAVEATS[i["Driver"]]]
+    driver = i.get("Driver")
+    if isinstance(driver, str) and driver in CAVEATS:
+        facts["caveats"] = [CAVEATS[driver]]
     return facts
+
+
+def _pairs(v: JsonValue) -> list[list[JsonValue]]:
+    """docker's DriverStatus: [[name, value], ...] (null on some drivers)."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(p, list) and len(p) == 2 for p in v):
+        raise ShapeError(f"docker info's DriverStatus should be pairs, not {v!r:.80}")
+    return [p for p in v if isinstance(p, list)]

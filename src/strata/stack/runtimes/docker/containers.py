@@ -15,14 +15,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from strata.collectors.cgroup import final_counters, oom_kills
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
+from strata.core.jsondoc import JsonObject, as_obj
 from strata.core.params import Limits
 from strata.core.proc import CommandError
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.runtimes.docker import client
 from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
 from strata.stack.runtimes.docker.daemon import Daemon
@@ -50,36 +51,36 @@ class Engine(Protocol):
     def alive(self) -> bool: ...
 
 
-def undo_container(data: dict[str, Any]) -> str | None:
-    sock = data["socket"]
+def undo_container(data: JsonObject) -> str | None:
+    sock, name = need(data, "socket"), need(data, "name")
     if not client.answers(sock):
         if sock == client.SYSTEM_SOCKET:
             raise StrataError(
-                f"the docker daemon at {sock} does not answer; container {data['name']} may remain",
+                f"the docker daemon at {sock} does not answer; container {name} may remain",
                 "start the daemon and run `strata cleanup` again",
             )
         return f"no engine answers at {sock}: the undo of that engine (its daemon or store) stops what ran in it"
-    r = client.docker(sock, "rm", "-f", "-v", data["name"], check=False, timeout=120)
+    r = client.docker(sock, "rm", "-f", "-v", name, check=False, timeout=120)
     # a container that stays (its layer on a file system that fails) would keep its volume in use
     if r.returncode != 0 and "no such container" not in r.stderr.lower():
-        raise CommandError(["docker", "rm", "-f", "-v", data["name"]], r.returncode, r.stderr)
+        raise CommandError(["docker", "rm", "-f", "-v", name], r.returncode, r.stderr)
     return None
 
 
-def undo_volume(data: dict[str, Any]) -> str | None:
-    sock = data["socket"]
+def undo_volume(data: JsonObject) -> str | None:
+    sock, name = need(data, "socket"), need(data, "name")
     if sock != client.SYSTEM_SOCKET and not client.answers(sock):
         return f"no engine answers at {sock}: the volume is lost with that engine's data root"
-    r = client.docker(sock, "volume", "rm", "-f", data["name"], check=False, timeout=120)
+    r = client.docker(sock, "volume", "rm", "-f", name, check=False, timeout=120)
     if r.returncode != 0 and "no such volume" not in r.stderr.lower():
-        raise CommandError(["docker", "volume", "rm", data["name"]], r.returncode, r.stderr)
+        raise CommandError(["docker", "volume", "rm", name], r.returncode, r.stderr)
     return None
 
 
 UNDO: Undos = {"container": undo_container, "volume": undo_volume}
 
 
-def _final(out_dir: Path) -> dict[str, Any]:
+def _final(out_dir: Path) -> dict[str, int | None]:  # collectors/cgroup.py final_counters
     f = out_dir / "cgroup-final.txt"
     return final_counters(f.read_text()) if f.exists() else {}
 
@@ -175,7 +176,7 @@ class DockerRunning:
                 state = self._state(c, check=False)
                 counters = _final(c.request.out_dir)
                 err = tail(c.request.out_dir / "stderr")
-                if state.get("OOMKilled") or counters.get("oom_kills", 0) > 0:
+                if state.get("OOMKilled") or (counters.get("oom_kills") or 0) > 0:
                     raise self._oom([c.request.index], err)
                 raise TrialFailure(
                     "instance_died",
@@ -184,12 +185,10 @@ class DockerRunning:
                     err,
                 )
 
-    def _state(self, c: Container, check: bool = True) -> dict[str, Any]:
+    def _state(self, c: Container, check: bool = True) -> JsonObject:
         """docker's State of the container (OOMKilled: the OOM killer struck any process of its cgroup)."""
-        state: dict[str, Any] = json.loads(
-            self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=check).stdout or "{}"
-        )
-        return state
+        out = self.session.docker("inspect", "--format", "{{json .State}}", c.name, check=check).stdout
+        return as_obj(json.loads(out or "{}"), "docker's State")
 
     def _oom(self, indexes: list[int], stderr: str = "") -> TrialFailure:
         return TrialFailure(

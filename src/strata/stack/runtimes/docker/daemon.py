@@ -27,11 +27,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from strata.core.errors import Unsupported
+from strata.core.jsondoc import JsonObject, whole
 from strata.core.proc import CommandError
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need, strings
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_pids,
@@ -99,7 +100,7 @@ class DaemonPaths:
     def cgroup_parent(self) -> str:
         return f"strata-{self.id}"
 
-    def journal_data(self, driver: str, remove_data_root: bool) -> dict[str, Any]:
+    def journal_data(self, driver: str, remove_data_root: bool) -> JsonObject:
         return {
             "id": self.id,
             "driver": driver,
@@ -109,7 +110,7 @@ class DaemonPaths:
             "pidfile": str(self.pidfile),
             "data_root": str(self.data_root),
             "cgroup_parent": self.cgroup_parent,
-            "cgroup_dirs": own_cgroup_dirs(self.cgroup_parent),
+            "cgroup_dirs": [*own_cgroup_dirs(self.cgroup_parent)],
             "remove_data_root": remove_data_root,
         }
 
@@ -233,16 +234,16 @@ def private_daemon(
         journal.release(seq)
 
 
-def undo_daemon(data: dict[str, Any]) -> str | None:
+def undo_daemon(data: JsonObject) -> str | None:
     """Stop a private dockerd and remove everything it made, from the journal entry alone."""
-    sock, run_dir = data["sock"], data["run_dir"]
+    sock, run_dir = need(data, "sock"), need(data, "run_dir")
     if answers(sock):
         with contextlib.suppress(CommandError):  # a hung daemon: the cgroups below still get killed
             ids = docker(sock, "ps", "-aq", check=False, timeout=30).stdout.split()
             if ids:
                 docker(sock, "rm", "-f", "-v", *ids, check=False, timeout=120)
     # containers outlive a killed dockerd under containerd-shim: kill what is in our cgroups
-    cgroups = cgroup_dirs(data["cgroup_parent"], data.get("cgroup_dirs"))
+    cgroups = cgroup_dirs(need(data, "cgroup_parent"), strings(data, "cgroup_dirs", []))
     for _ in range(5):
         pids = cgroup_pids(cgroups)
         if not pids:
@@ -254,24 +255,25 @@ def undo_daemon(data: dict[str, Any]) -> str | None:
     # containerd and its shims carry our run dir in their command lines
     left = signal_and_wait(procs_mentioning(run_dir.rstrip("/") + "/"), signal.SIGTERM, 5)
     signal_and_wait(left, signal.SIGKILL, 5)
-    for root in (data["data_root"], data["exec_root"], run_dir):
+    for root in (need(data, "data_root"), need(data, "exec_root"), run_dir):
         unmount_under(root)
-    remove_cgroups(cgroup_dirs(data["cgroup_parent"], data.get("cgroup_dirs")))
+    remove_cgroups(cgroup_dirs(need(data, "cgroup_parent"), strings(data, "cgroup_dirs", [])))
     remove_tree(Path(run_dir))
     if data.get("remove_data_root"):
-        return remove_tree_unless_failing(Path(data["data_root"]))
+        return remove_tree_unless_failing(Path(need(data, "data_root")))
     return None
 
 
-def _daemon_pid(data: dict[str, Any]) -> int | None:
+def _daemon_pid(data: JsonObject) -> int | None:
     """The dockerd pid, only if that process really is our daemon (pids are reused)."""
     candidates = []
     with contextlib.suppress(OSError, ValueError):
-        candidates.append(int(Path(data["pidfile"]).read_text().strip()))
-    if data.get("pid"):
-        candidates.append(int(data["pid"]))
+        candidates.append(int(Path(need(data, "pidfile")).read_text().strip()))
+    pid = whole(data, "pid")
+    if pid:
+        candidates.append(pid)
     for pid in candidates:
-        if f"unix://{data['sock']}" in cmdline(pid) and is_running(pid):
+        if f"unix://{need(data, 'sock')}" in cmdline(pid) and is_running(pid):
             return pid
     return None
 
@@ -279,7 +281,7 @@ def _daemon_pid(data: dict[str, Any]) -> int | None:
 # ---- what this host can run ----------------------------------------------------
 
 
-def available(driver: str, host: dict[str, Any]) -> str | None:
+def available(driver: str, host: JsonObject) -> str | None:
     """A cheap check, without starting a daemon (docs/style.md, item 3); the daemon has the last word."""
     if os.geteuid() != 0:
         return "needs root"

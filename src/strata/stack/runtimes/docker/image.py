@@ -22,13 +22,14 @@ import secrets
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import Build, ImageSpec
+from strata.core.jsondoc import JsonObject
 from strata.core.proc import CommandError, sh
 from strata.stack.buildcache import SUITE, build_lock, debootstrap, images_dir, scratch
-from strata.stack.journal import Journal, Undos
+from strata.stack.journal import Journal, Undos, need
 from strata.stack.runtimes.docker import client as dk
 from strata.stack.runtimes.docker.daemon import private_daemon
 
@@ -36,10 +37,11 @@ BASE_TAG = f"strata-base:{SUITE}"
 BUILD_TIMEOUT_S = 1800
 
 
-def undo_image(data: dict[str, Any]) -> None:
+def undo_image(data: JsonObject) -> None:
     """An image strata loaded into the user's own daemon (a private daemon's go with its data-root)."""
-    if dk.answers(data["socket"]):
-        dk.docker(data["socket"], "rmi", data["tag"], check=False, timeout=120)
+    sock = need(data, "socket")
+    if dk.answers(sock):
+        dk.docker(sock, "rmi", need(data, "tag"), check=False, timeout=120)
 
 
 def dockerfile(spec: ImageSpec) -> str:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterator, Literal, Self, TypeVar
+from typing import Callable, Generic, Iterator, Literal, Self, TypeVar
 
 from pydantic import Field, model_validator
 
 from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Strict, shorthand
 from strata.stack import buildcache
 from strata.stack.filesystems.base import FilesystemParams, Mounted
@@ -78,13 +79,13 @@ class Docker(ContainerEngine[DockerParams]):
     name = "docker"
     params = DockerParams
 
-    def available(self, host: dict[str, Any], params: DockerParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: DockerParams | None = None) -> str | None:
         return available(params.storage_driver if params else "overlay2", host)
 
     def impossible(self, params: DockerParams, fs: FilesystemParams) -> str | None:
         return incompatible(params.storage_driver, fs.type)
 
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]:
         """Each storage driver: the cheap check, then (with `probe`) a real daemon's own answer."""
         rows = []
         for driver in DRIVERS:
@@ -100,7 +101,7 @@ class Docker(ContainerEngine[DockerParams]):
 
     @contextlib.contextmanager
     def provision(
-        self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+        self, params: DockerParams, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
     ) -> Iterator[DockerSession]:
         with docker_session(params.name, params.storage_driver, mounted, journal, workdir, host) as session:
             yield session

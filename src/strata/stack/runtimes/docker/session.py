@@ -16,10 +16,11 @@ import secrets
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Load
 from strata.core.proc import CommandError
 from strata.stack.filesystems.base import Mounted
@@ -31,6 +32,7 @@ from strata.stack.paths import (
     OUT_DIR,
     SYNC_DIR,
     PathHandle,
+    PerInstance,
     bind_dirs,
     need_fs,
     raw_device,
@@ -64,7 +66,7 @@ class DockerSession(SetsUp):
         sock: str,
         run_id: str,
         daemon: Daemon | None,
-        facts: dict[str, Any],
+        facts: JsonObject,
     ) -> None:
         self.name = name
         self.mounted = mounted
@@ -160,7 +162,7 @@ class DockerSession(SetsUp):
                 vname = f"strata-{self.id}-{safe_name(trial_dir.name)}-{tag + '-' if tag else ''}{i}"
                 made.append((vname, self.journal.intent("volume", socket=self.sock, name=vname)))
                 self.docker("volume", "create", "--label", f"strata.run={self.id}", vname)
-            per = [{"volume": v, "seq": seq} for v, seq in made]
+            per = [PerInstance(volume=v, seq=seq) for v, seq in made]
             yield PathHandle("volume", "dir", dst, str(Path(self.data_root) / "volumes"), per)
         finally:
             for vname, seq in made:
@@ -274,7 +276,7 @@ def _system_session(name: str, mounted: Mounted, journal: Journal) -> Iterator[D
 
 @contextlib.contextmanager
 def docker_session(
-    name: str, driver: str, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+    name: str, driver: str, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
 ) -> Iterator[DockerSession]:
     """A session of strata's private daemon with `driver` (its data-root on the mounted file system, or in the
     workdir on a raw stack), or of the user's own daemon (`system`)."""

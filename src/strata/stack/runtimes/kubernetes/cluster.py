@@ -16,12 +16,13 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import yaml
 
 from strata.core.errors import StrataError
-from strata.stack.journal import Journal, Undos, state_dir
+from strata.core.jsondoc import JsonArray, JsonObject, ShapeError, arr, as_obj, flag, obj, text
+from strata.stack.journal import Journal, Undos, need, state_dir
 from strata.stack.kube.api import Api, ApiError
 
 DELETE_TIMEOUT_S = 180
@@ -34,22 +35,22 @@ class Cluster:
     context: str | None
     own: bool  # strata's own test bed (it goes with the run) or the user's cluster (left as it was)
 
-    def where(self) -> dict[str, Any]:
+    def where(self) -> dict[str, str | bool]:
         return {"kubeconfig": self.kubeconfig, "context": self.context or "", "own": self.own}
 
 
-def _select(items: list[dict[str, Any]], name: str | None, what: str, path: str) -> dict[str, Any]:
-    by = {i.get("name"): i.get(what.rstrip("s"), {}) for i in items or []}
+def _select(items: JsonArray, name: str | None, what: str, path: str) -> JsonObject:
+    kind = what.rstrip("s")
+    by = {i.get("name"): obj(i, kind) for i in map(as_obj, items)}
     if name not in by:
-        raise StrataError(f"{path}: no {what.rstrip('s')} named {name!r} (it has: {', '.join(map(str, by))})")
-    entry: dict[str, Any] = by[name]
-    return entry
+        raise StrataError(f"{path}: no {kind} named {name!r} (it has: {', '.join(map(str, by))})")
+    return by[name]
 
 
-def _material(entry: dict[str, Any], key: str, base: Path, kubeconfig: Path) -> str | None:
+def _material(entry: JsonObject, key: str, base: Path, kubeconfig: Path) -> str | None:
     """A credential as a file path: `key` (a file, relative to the kubeconfig) or `key-data` (inline)."""
     if entry.get(f"{key}-data"):
-        data = base64.b64decode(entry[f"{key}-data"])
+        data = base64.b64decode(text(entry, f"{key}-data"))
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
         f = base / f"{key}-{hashlib.sha256(data).hexdigest()[:12]}"
         if not f.exists():
@@ -58,7 +59,7 @@ def _material(entry: dict[str, Any], key: str, base: Path, kubeconfig: Path) -> 
                 out.write(data)
         return str(f)
     if entry.get(key):
-        p = Path(entry[key]).expanduser()
+        p = Path(text(entry, key)).expanduser()
         return str(p if p.is_absolute() else kubeconfig.parent / p)
     return None
 
@@ -67,13 +68,20 @@ def connect(kubeconfig: str, context: str | None = None, own: bool = False) -> C
     """The API of a kubeconfig's context (its current one by default)."""
     path = Path(kubeconfig).expanduser()
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
+        doc = as_obj(yaml.safe_load(path.read_text()) or {}, "the kubeconfig")
+    except (OSError, yaml.YAMLError, ShapeError) as e:
         raise StrataError(f"cannot read the kubeconfig {path}: {e}", "give `kubeconfig:` a readable file")
-    ctx_name = context or doc.get("current-context")
-    ctx = _select(doc.get("contexts", []), ctx_name, "contexts", str(path))
-    cluster = _select(doc.get("clusters", []), ctx.get("cluster"), "clusters", str(path))
-    user = _select(doc.get("users", []), ctx.get("user"), "users", str(path)) if ctx.get("user") else {}
+    try:
+        return _connect(doc, path, context, own)
+    except ShapeError as e:  # a member of another type than kubectl's (a list where an object goes)
+        raise StrataError(f"cannot read the kubeconfig {path}: {e}", "give `kubeconfig:` a kubeconfig kubectl reads")
+
+
+def _connect(doc: JsonObject, path: Path, context: str | None, own: bool) -> Cluster:
+    ctx_name = context or text(doc, "current-context") or None
+    ctx = _select(arr(doc, "contexts"), ctx_name, "contexts", str(path))
+    cluster = _select(arr(doc, "clusters"), text(ctx, "cluster") or None, "clusters", str(path))
+    user = _select(arr(doc, "users"), text(ctx, "user"), "users", str(path)) if ctx.get("user") else {}
     base = state_dir() / "kube-credentials"
     if cluster.get("insecure-skip-tls-verify"):
         raise StrataError(
@@ -85,11 +93,11 @@ def connect(kubeconfig: str, context: str | None = None, own: bool = False) -> C
             f"{path}: the user {ctx.get('user')} authenticates through a plugin (exec/auth-provider)",
             "give strata a kubeconfig with a client certificate or a token (docs/kubernetes.md: RBAC)",
         )
-    token = user.get("token")
+    token = text(user, "token") or None
     if not token and user.get("tokenFile"):
-        token = Path(user["tokenFile"]).read_text().strip()
+        token = Path(text(user, "tokenFile")).read_text().strip()
     api = Api(
-        cluster.get("server", ""),
+        text(cluster, "server"),
         _material(cluster, "certificate-authority", base, path),
         _material(user, "client-certificate", base, path),
         _material(user, "client-key", base, path),
@@ -98,10 +106,10 @@ def connect(kubeconfig: str, context: str | None = None, own: bool = False) -> C
     return Cluster(api, str(path), ctx_name, own)
 
 
-def _reach(data: dict[str, Any]) -> Cluster | None:
+def _reach(data: JsonObject) -> Cluster | None:
     """The cluster a journal entry names, or None when it no longer answers."""
     with contextlib.suppress(StrataError, OSError):
-        c = connect(data["kubeconfig"], data.get("context") or None, bool(data.get("own")))
+        c = connect(need(data, "kubeconfig"), text(data, "context") or None, flag(data, "own"))
         if c.api.answers():
             return c
     return None
@@ -117,7 +125,7 @@ def delete_and_wait(api: Api, path: str, timeout_s: float = DELETE_TIMEOUT_S) ->
     api.wait(f"{path} was not deleted", lambda: api.gone(path), timeout_s, "look at the cluster's events")
 
 
-def _gone_with(data: dict[str, Any], what: str) -> str:
+def _gone_with(data: JsonObject, what: str) -> str:
     if data.get("own"):
         return f"the test bed does not answer: {what} went with it"
     raise StrataError(
@@ -126,19 +134,21 @@ def _gone_with(data: dict[str, Any], what: str) -> str:
     )
 
 
-def _undo_namespace(data: dict[str, Any]) -> str | None:
+def _undo_namespace(data: JsonObject) -> str | None:
+    name = need(data, "name")
     c = _reach(data)
     if c is None:
-        return _gone_with(data, f"namespace {data['name']}")
-    delete_and_wait(c.api, f"/api/v1/namespaces/{data['name']}")
+        return _gone_with(data, f"namespace {name}")
+    delete_and_wait(c.api, f"/api/v1/namespaces/{name}")
     return None
 
 
-def _undo_object(data: dict[str, Any]) -> str | None:
+def _undo_object(data: JsonObject) -> str | None:
+    path = need(data, "path")
     c = _reach(data)
     if c is None:
-        return _gone_with(data, data["path"])
-    delete_and_wait(c.api, data["path"])
+        return _gone_with(data, path)
+    delete_and_wait(c.api, path)
     return None
 
 
@@ -180,9 +190,9 @@ def intent(cluster: Cluster, journal: Journal, path: str) -> int:
 
 
 @contextlib.contextmanager
-def cluster_object(cluster: Cluster, journal: Journal, collection: str, body: dict[str, Any]) -> Iterator[str]:
+def cluster_object(cluster: Cluster, journal: Journal, collection: str, body: JsonObject) -> Iterator[str]:
     """An object (a PersistentVolume, a claim), journaled first, deleted at the end."""
-    path = f"{collection}/{body['metadata']['name']}"
+    path = f"{collection}/{text(obj(body, 'metadata'), 'name')}"
     seq = intent(cluster, journal, path)
     try:
         cluster.api.post(collection, body)
@@ -193,17 +203,17 @@ def cluster_object(cluster: Cluster, journal: Journal, collection: str, body: di
             journal.release(seq)
 
 
-def wait_phase(api: Api, path: str, phases: tuple[str, ...], timeout_s: float, what: str) -> dict[str, Any]:
+def wait_phase(api: Api, path: str, phases: tuple[str, ...], timeout_s: float, what: str) -> JsonObject:
     """GET `path` until its status.phase is one of `phases`; the object."""
     deadline = time.monotonic() + timeout_s
-    obj: dict[str, Any] = {}
+    got: JsonObject = {}
     while time.monotonic() < deadline:
-        obj = api.get(path)
-        if obj.get("status", {}).get("phase") in phases:
-            return obj
+        got = api.get(path)
+        if obj(got, "status").get("phase") in phases:
+            return got
         time.sleep(0.25)
     raise StrataError(
-        f"{what}: still {obj.get('status', {}).get('phase', 'unknown')} after {timeout_s:.0f} s",
+        f"{what}: still {text(obj(got, 'status'), 'phase', 'unknown')} after {timeout_s:.0f} s",
         "look at the cluster's events (kubectl get events)",
     )
 

@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 from strata.core.errors import StrataError
-from strata.stack.kube.api import ApiError
+from strata.core.jsondoc import text
+from strata.stack.kube.api import ApiError, items, name_of
 
 from .cluster import connect
 from .params import CONTAINERD_SOCK
@@ -28,19 +29,19 @@ def report(kubeconfig: str, context: str | None = None) -> list[tuple[str, str, 
         return [("api", c.api.server, "does not answer /readyz with these credentials")]
     rows: list[tuple[str, str, str | None]] = [("api", c.api.server, None)]
     try:
-        rows.append(("version", c.api.get("/version").get("gitVersion", "?"), None))
-        nodes = [n["metadata"]["name"] for n in c.api.get("/api/v1/nodes")["items"]]
+        rows.append(("version", text(c.api.get("/version"), "gitVersion", "?"), None))
+        nodes = [name_of(n) for n in items(c.api.get("/api/v1/nodes"))]
         rows.append(("nodes", ", ".join(nodes) or "none", None if nodes else "no node"))
         try:
             here = this_node(c)
             rows.append(("this machine", f"node {here}", None))
         except StrataError as e:
             rows.append(("this machine", "not a node", e.message() + " (pods can only run where strata runs)"))
-        classes = c.api.get("/apis/storage.k8s.io/v1/storageclasses")["items"]
+        classes = items(c.api.get("/apis/storage.k8s.io/v1/storageclasses"))
         for sc in classes:
-            prov = sc.get("provisioner", "")
+            prov = text(sc, "provisioner")
             seen = None if prov in LOCAL_SOURCES else "a claim's volume may not be visible here: cache check not made"
-            rows.append((f"pvc:{sc['metadata']['name']}", f"provisioner {prov}", seen))
+            rows.append((f"pvc:{name_of(sc)}", f"provisioner {prov}", seen))
         if not classes:
             rows.append(("storage classes", "none", "no StorageClass: only local, hostpath and emptydir"))
     except ApiError as e:

@@ -16,9 +16,9 @@ talk to servers on the loopback.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from strata.core.instances import InstanceRequest
+from strata.core.jsondoc import JsonArray, JsonObject, arr, as_obj, obj, text
 from strata.core.params import Limits
 from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR
 from strata.stack.runtimes.docker.cmdline import WRAPPER
@@ -41,9 +41,9 @@ def unsupported_limits(limits: Limits) -> str | None:
     return None
 
 
-def resources(limits: Limits) -> dict[str, Any]:
+def resources(limits: Limits) -> JsonObject:
     """resources for the container: limits from the trial, requests equal to them (Guaranteed QoS)."""
-    lim: dict[str, str] = {}
+    lim: JsonObject = {}
     if limits.cpus is not None:
         lim["cpu"] = f"{round(limits.cpus * 1000)}m"
     if limits.memory is not None:
@@ -56,7 +56,7 @@ def pod_name(run_id: str, index: int) -> str:
     return re.sub(r"[^a-z0-9-]", "-", f"strata-{run_id}-{index}".lower())[:63].strip("-")
 
 
-def data_volume(path: str, host_dir: str | None, claim: str | None = None) -> dict[str, Any]:
+def data_volume(path: str, host_dir: str | None, claim: str | None = None) -> JsonObject:
     """The pod's `data` volume: a hostPath directory, an emptyDir, or a claim (`local`, `pvc:CLASS`)."""
     kind = path.split(":", 1)[0]
     if kind == "hostpath":
@@ -81,32 +81,33 @@ def pod_manifest(
     sync_dir: str,
     claim: str | None = None,
     log: tuple[str, str | None, str | None] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """`log`: a server's log on a path of its own (its path, host directory and claim), mounted at
     LOG_IN_CONTAINER beside the data."""
-    container: dict[str, Any] = {
+    mounts: JsonArray = [
+        {"name": "out", "mountPath": OUT_DIR},
+        {"name": "sync", "mountPath": SYNC_DIR},
+        {"name": "data", "mountPath": DATA_IN_CONTAINER},
+    ]
+    container: JsonObject = {
         "name": "instance",
         "image": image,
         "imagePullPolicy": "Never",
         "command": ["/bin/sh", "-c", CGROUP_NOTE + WRAPPER, "strata-wrap", *request.argv],
-        "volumeMounts": [
-            {"name": "out", "mountPath": OUT_DIR},
-            {"name": "sync", "mountPath": SYNC_DIR},
-            {"name": "data", "mountPath": DATA_IN_CONTAINER},
-        ],
+        "volumeMounts": mounts,
     }
-    volumes = [
+    volumes: JsonArray = [
         {"name": "out", "hostPath": {"path": str(request.out_dir), "type": "Directory"}},
         {"name": "sync", "hostPath": {"path": sync_dir, "type": "Directory"}},
         data_volume(path, host_dir, claim),
     ]
     if log is not None:
-        container["volumeMounts"].append({"name": "log", "mountPath": LOG_IN_CONTAINER})
+        mounts.append({"name": "log", "mountPath": LOG_IN_CONTAINER})
         volumes.append(data_volume(*log) | {"name": "log"})
     res = resources(limits)
     if res:
         container["resources"] = res
-    spec = {
+    spec: JsonObject = {
         "nodeName": node,
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
@@ -129,23 +130,23 @@ def pod_manifest(
     }
 
 
-def pod_end(pod: dict[str, Any] | None) -> tuple[str, str] | None:
+def pod_end(pod: JsonObject | None) -> tuple[str, str] | None:
     """(failure category, message) when a pod ended the trial's way it must not: OOM-killed (`oom`),
     evicted, deleted or failed to start (`instance_died`); None while it runs or when it ended on its own
     (its exit code is the instance's, read like a container's)."""
     if pod is None:
         return "instance_died", "the pod was deleted"
-    status = pod.get("status", {})
-    name = pod.get("metadata", {}).get("name", "?")
+    status = obj(pod, "status")
+    name = text(obj(pod, "metadata"), "name", "?")
     if status.get("reason") == "Evicted":
-        return "instance_died", f"pod {name} was evicted: {status.get('message', '')}".strip()
-    for cs in status.get("containerStatuses", []):
-        ended = cs.get("state", {}).get("terminated")
+        return "instance_died", f"pod {name} was evicted: {text(status, 'message')}".strip()
+    for cs in map(as_obj, arr(status, "containerStatuses")):
+        ended = obj(obj(cs, "state"), "terminated")
         if ended and ended.get("reason") == "OOMKilled":
             return "oom", f"pod {name}: the OOM killer ended it (exit {ended.get('exitCode')})"
-        waiting = cs.get("state", {}).get("waiting")
+        waiting = obj(obj(cs, "state"), "waiting")
         if waiting and waiting.get("reason") in ("ErrImageNeverPull", "CreateContainerError", "RunContainerError"):
-            return "instance_died", f"pod {name} cannot start: {waiting['reason']}: {waiting.get('message', '')}"
-    if pod.get("metadata", {}).get("deletionTimestamp"):
+            return "instance_died", f"pod {name} cannot start: {waiting['reason']}: {text(waiting, 'message')}"
+    if obj(pod, "metadata").get("deletionTimestamp"):
         return "instance_died", f"pod {name} is being deleted"
     return None

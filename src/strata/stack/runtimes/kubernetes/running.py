@@ -14,10 +14,11 @@ import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
+from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text, whole
 from strata.core.params import Limits
 from strata.stack.journal import Journal
 from strata.stack.kube.api import Api, ApiError
@@ -69,16 +70,15 @@ class KubeRunning:
     def _path(self, p: Pod) -> str:
         return f"/api/v1/namespaces/{self.session.namespace}/pods/{p.name}"
 
-    def _get(self, p: Pod) -> dict[str, Any] | None:
+    def _get(self, p: Pod) -> JsonObject | None:
         try:
-            pod: dict[str, Any] = self.api.get(self._path(p))
-            return pod
+            return self.api.get(self._path(p))
         except ApiError as e:
             if e.status == 404:
                 return None
             raise
 
-    def create(self, manifests: list[tuple[Pod, dict[str, Any]]]) -> None:
+    def create(self, manifests: list[tuple[Pod, JsonObject]]) -> None:
         for p, m in manifests:
             p.seq = intent(self.session.cluster, self.session.journal, self._path(p))
             self.pods.append(p)
@@ -211,24 +211,25 @@ class KubeRunning:
         )
 
 
-def _exit_code(pod: dict[str, Any] | None) -> int | None:
+def _exit_code(pod: JsonObject | None) -> int | None:
     """The instance container's exit code once it ended on its own; None while it runs."""
-    for cs in (pod or {}).get("status", {}).get("containerStatuses", []):
-        ended = cs.get("state", {}).get("terminated")
+    for cs in map(as_obj, arr(obj(pod or {}, "status"), "containerStatuses")):
+        ended = obj(cs, "state").get("terminated")
         if ended is not None:
-            return int(ended.get("exitCode", 0))
+            return whole(as_obj(ended, "terminated"), "exitCode", 0)
     return None
 
 
-def _describe(pod: dict[str, Any] | None) -> str:
+def _describe(pod: JsonObject | None) -> str:
     if pod is None:
         return "the pod is gone"
-    st = pod.get("status", {})
+    st = obj(pod, "status")
     conds = "; ".join(
-        f"{c.get('type')}={c.get('status')} {c.get('message', '')}".strip() for c in st.get("conditions", [])
+        f"{c.get('type')}={c.get('status')} {c.get('message', '')}".strip() for c in map(as_obj, arr(st, "conditions"))
     )
-    states = "; ".join(str(cs.get("state")) for cs in st.get("containerStatuses", []))
-    return f"pod {pod['metadata']['name']}: phase {st.get('phase')} {st.get('reason', '')} {conds} {states}"[:1500]
+    states = "; ".join(str(cs.get("state")) for cs in map(as_obj, arr(st, "containerStatuses")))
+    name = text(obj(pod, "metadata"), "name")
+    return f"pod {name}: phase {st.get('phase')} {st.get('reason', '')} {conds} {states}"[:1500]
 
 
 def _cgroups(out_dir: Path) -> dict[str, str]:

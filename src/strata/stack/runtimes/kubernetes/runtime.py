@@ -20,16 +20,18 @@ import secrets
 import shutil
 import socket
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import Build, ImageBuilder, ImageSpec, Isolation, Prebuilds
+from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text
 from strata.core.params import Limits, shorthand
 from strata.core.proc import CommandError, sh
 from strata.stack import buildcache
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal, Undoing, Undos
 from strata.stack.kube import bed as kube_bed
+from strata.stack.kube.api import items, name_of
 from strata.stack.runtimes.base import RefusesLimits
 from strata.stack.runtimes.docker import daemon
 
@@ -56,10 +58,10 @@ def _local_addresses() -> set[str]:
 def this_node(cluster: Cluster) -> str:
     """The cluster's node that is this machine: by host name, else by one of its addresses."""
     names = {socket.gethostname(), *_local_addresses()}  # no getfqdn: it may ask a DNS server (the network rule)
-    for n in cluster.api.get("/api/v1/nodes").get("items", []):
-        meta, addrs = n["metadata"], n.get("status", {}).get("addresses", [])
-        if meta["name"] in names or any(a.get("address") in names for a in addrs):
-            return str(meta["name"])
+    for n in items(cluster.api.get("/api/v1/nodes")):
+        addrs = map(as_obj, arr(obj(n, "status"), "addresses"))
+        if name_of(n) in names or any(a.get("address") in names for a in addrs):
+            return name_of(n)
     raise StrataError(
         "no node of the cluster is this machine (by host name or address)",
         "run strata on a node of the cluster, or name it with `node:`",
@@ -81,7 +83,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
     def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
 
-    def available(self, host: dict[str, Any], params: KubernetesParams | None = None) -> str | None:
+    def available(self, host: JsonObject, params: KubernetesParams | None = None) -> str | None:
         if params is not None and params.kubeconfig is not None:
             return None if Path(params.kubeconfig).expanduser().exists() else f"no kubeconfig at {params.kubeconfig}"
         from strata.stack.kube.build import binaries_built, go_binary
@@ -122,12 +124,12 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
     def refused_limits(self, limits: Limits) -> str | None:
         return pods.unsupported_limits(limits)
 
-    def doctor(self, host: dict[str, Any], probe: bool) -> list[tuple[str, str | None]]:
+    def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]:
         return [("kubernetes (test bed)", self.available(host))]
 
     @contextlib.contextmanager
     def provision(
-        self, params: KubernetesParams, mounted: Mounted, journal: Journal, workdir: Path, host: dict[str, Any]
+        self, params: KubernetesParams, mounted: Mounted, journal: Journal, workdir: Path, host: JsonObject
     ) -> Iterator[KubernetesSession]:
         if mounted.mountpoint is None:
             raise Unsupported("the kubernetes runtime needs a file system on the device (this stack is raw)")
@@ -140,8 +142,8 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
         if not cluster.api.answers():
             raise Unsupported(f"the cluster of {params.kubeconfig} does not answer at {cluster.api.server}")
         node = params.node or this_node(cluster)
-        facts = {"runtime": "kubernetes", "cluster": cluster.api.server, "node": node, "node_is_here": True}
-        facts["version"] = cluster.api.get("/version").get("gitVersion", "")
+        facts: JsonObject = {"runtime": "kubernetes", "cluster": cluster.api.server, "node": node, "node_is_here": True}
+        facts["version"] = text(cluster.api.get("/version"), "gitVersion")
         with namespace(cluster, ns, journal):
             loader = self._user_loader(node, params.containerd_socket)
             session = KubernetesSession(params, mounted, journal, cluster, node, ns, facts, loader)
@@ -158,7 +160,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
 
         with kube_bed.kubernetes_bed(journal, log=lambda _: None, data_dir=data_dir) as bed:
             cluster = Cluster(bed.api, str(bed.kubeconfig), None, own=True)
-            facts = {
+            facts: JsonObject = {
                 "runtime": "kubernetes",
                 "bed": True,
                 "node": bed.plan.node_name,

@@ -20,16 +20,25 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
+from strata.core.jsondoc import JsonArray, JsonObject, obj, text
 from strata.core.params import Load, path_kind
 from strata.stack.blockdev import disk_of
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal
-from strata.stack.kube.api import ApiError
-from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR, PathHandle, safe_name
+from strata.stack.kube.api import ApiError, items, name_of
+from strata.stack.paths import (
+    DATA_IN_CONTAINER,
+    LOG_IN_CONTAINER,
+    OUT_DIR,
+    SYNC_DIR,
+    PathHandle,
+    PerInstance,
+    safe_name,
+)
 from strata.stack.runtimes.docker.cmdline import stage
 
 from . import pods
@@ -65,7 +74,7 @@ class KubernetesSession:
         cluster: Cluster,
         node: str,
         namespace: str,
-        facts: dict[str, Any],
+        facts: JsonObject,
         loader: Callable[[ImageSpec], str],
     ) -> None:
         self.name = params.name
@@ -99,21 +108,27 @@ class KubernetesSession:
         kind, n = path_kind(name), load.containers
         tag = safe_name(trial_dir.name).lower().replace("_", "-").replace(".", "-")[:40].strip("-")
         if kind == "emptydir":
-            handle = PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{} for _ in range(n)], facts=self._emptydir())
+            handle = PathHandle(
+                name, "dir", DATA_IN_CONTAINER, None, [PerInstance() for _ in range(n)], facts=self._emptydir()
+            )
             if not self.facts.get("bed"):  # the node's kubelet directory, not the file system strata built
                 handle.disks = disks_holding(KUBELET_ROOT)
             yield handle
         elif kind == "hostpath":
             with self._dirs(tag, n) as dirs:
-                yield PathHandle(name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), [{"dir": str(d)} for d in dirs])
+                yield PathHandle(
+                    name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), [PerInstance(dir=str(d)) for d in dirs]
+                )
         elif kind == "local":
             with self._dirs(tag, n) as dirs, self._local_claims(tag, dirs) as claims:
-                per = [{"dir": str(d), "claim": c} for d, c in zip(dirs, claims)]
+                per = [PerInstance(dir=str(d), claim=c) for d, c in zip(dirs, claims)]
                 yield PathHandle(name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), per, facts={"volume": "local"})
         elif kind == "pvc":
             storage_class = name.split(":", 1)[1]
             with self._class_claims(tag, n, storage_class) as (claims, facts):
-                yield PathHandle(name, "dir", DATA_IN_CONTAINER, None, [{"claim": c} for c in claims], facts=facts)
+                yield PathHandle(
+                    name, "dir", DATA_IN_CONTAINER, None, [PerInstance(claim=c) for c in claims], facts=facts
+                )
         else:
             raise Unsupported(f"the kubernetes runtime has the paths {', '.join(pods.PATHS)}, not {name}")
 
@@ -125,10 +140,12 @@ class KubernetesSession:
         tag = safe_name(trial_dir.name).lower().replace("_", "-").replace(".", "-")[:36].strip("-") + "-log"
         if kind == "hostpath":
             with self._dirs(tag, n) as dirs:
-                yield PathHandle(name, "dir", LOG_IN_CONTAINER, str(dirs[0].parent), [{"dir": str(d)} for d in dirs])
+                yield PathHandle(
+                    name, "dir", LOG_IN_CONTAINER, str(dirs[0].parent), [PerInstance(dir=str(d)) for d in dirs]
+                )
         elif kind == "local":
             with self._dirs(tag, n) as dirs, self._local_claims(tag, dirs, "log") as claims:
-                per = [{"dir": str(d), "claim": c} for d, c in zip(dirs, claims)]
+                per = [PerInstance(dir=str(d), claim=c) for d, c in zip(dirs, claims)]
                 yield PathHandle(name, "dir", LOG_IN_CONTAINER, str(dirs[0].parent), per, facts={"volume": "local"})
         else:
             raise Unsupported(
@@ -192,14 +209,14 @@ class KubernetesSession:
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
-    def _emptydir(self) -> dict[str, str]:
-        facts = {"volume": "emptyDir", "where": "the kubelet's root directory on the node"}
+    def _emptydir(self) -> JsonObject:
+        facts: JsonObject = {"volume": "emptyDir", "where": "the kubelet's root directory on the node"}
         if self.facts.get("bed"):
             facts["where"] = "the kubelet's root, bound onto the file system under test"
         return facts
 
-    def _claim(self, name: str, storage_class: str, volume: str | None = None) -> dict[str, Any]:
-        spec: dict[str, Any] = {
+    def _claim(self, name: str, storage_class: str, volume: str | None = None) -> JsonObject:
+        spec: JsonObject = {
             "accessModes": ["ReadWriteOnce"],
             "storageClassName": storage_class,
             "resources": {"requests": {"storage": str(self.params.claim_size)}},
@@ -218,7 +235,7 @@ class KubernetesSession:
         with contextlib.ExitStack() as stack:
             for i, d in enumerate(dirs):
                 pv = f"{self.namespace}-{tag}-{i}"[:63].strip("-")
-                body = {
+                body: JsonObject = {
                     "apiVersion": "v1",
                     "kind": "PersistentVolume",
                     "metadata": {"name": pv, "labels": {"app.kubernetes.io/managed-by": "strata"}},
@@ -242,19 +259,19 @@ class KubernetesSession:
             yield made
 
     @contextlib.contextmanager
-    def _class_claims(self, tag: str, n: int, storage_class: str) -> Iterator[tuple[list[str], dict[str, str]]]:
+    def _class_claims(self, tag: str, n: int, storage_class: str) -> Iterator[tuple[list[str], JsonObject]]:
         """A claim of `storage_class` per instance; bound now (Immediate) or by the first pod."""
         api = self.cluster.api
         try:
             sc = api.get(f"/apis/storage.k8s.io/v1/storageclasses/{storage_class}")
         except ApiError as e:
             if e.status == 404:
-                have = [i["metadata"]["name"] for i in api.get("/apis/storage.k8s.io/v1/storageclasses")["items"]]
+                have = [name_of(i) for i in items(api.get("/apis/storage.k8s.io/v1/storageclasses"))]
                 raise Unsupported(
                     f"the cluster has no StorageClass {storage_class} (it has: {', '.join(have) or 'none'})"
                 )
             raise
-        facts = {"volume": "claim", "storage_class": storage_class, "provisioner": sc.get("provisioner", "")}
+        facts: JsonObject = {"volume": "claim", "storage_class": storage_class, "provisioner": text(sc, "provisioner")}
         claims = [f"data-{i}" for i in range(n)]
         with contextlib.ExitStack() as stack:
             for c in claims:
@@ -268,18 +285,18 @@ class KubernetesSession:
 
     def _claim_facts(self, handle: PathHandle) -> None:
         """The bound volume of each claim: its source, and the disks that hold it when this host sees them."""
-        api, disks, volumes = self.cluster.api, [], []
+        api, disks, volumes = self.cluster.api, list[str](), JsonArray()
         for inst in handle.per_instance:
             claim = api.get(self._claims_path(inst["claim"]))
-            pv_name = claim.get("spec", {}).get("volumeName")
+            pv_name = text(obj(claim, "spec"), "volumeName")
             if not pv_name:
                 continue
-            spec = api.get(f"/api/v1/persistentvolumes/{pv_name}").get("spec", {})
+            spec = obj(api.get(f"/api/v1/persistentvolumes/{pv_name}"), "spec")
             source = next((k for k in ("hostPath", "local", "csi", "nfs", "iscsi", "rbd") if k in spec), "other")
-            where = (spec.get(source) or {}).get("path") if source in ("hostPath", "local") else None
-            vol = {"name": pv_name, "source": source, "capacity": spec.get("capacity", {}).get("storage", "")}
+            where = text(obj(spec, source), "path") or None if source in ("hostPath", "local") else None
+            vol: JsonObject = {"name": pv_name, "source": source, "capacity": obj(spec, "capacity").get("storage", "")}
             if source == "csi":
-                vol["driver"] = spec["csi"].get("driver", "")
+                vol["driver"] = text(obj(spec, "csi"), "driver")
             if where and self.node_is_here() and os.path.exists(where):
                 vol["path"] = where
                 disks += [d for d in disks_holding(where) if d not in disks]
@@ -289,7 +306,7 @@ class KubernetesSession:
         if not disks:
             handle.facts["cache_check"] = "not made: the claim's storage is not visible from this host"
         else:
-            handle.facts["disks"] = disks
+            handle.facts["disks"] = [*disks]
 
     def node_is_here(self) -> bool:
         return bool(self.facts.get("node_is_here"))
@@ -304,7 +321,7 @@ class KubernetesSession:
         return self.images[key]
 
 
-def _on_node(node: str) -> dict[str, Any]:
+def _on_node(node: str) -> JsonObject:
     return {
         "required": {
             "nodeSelectorTerms": [
