@@ -2,8 +2,8 @@
 
 The columns every result has (its labels, load and flags) frame the registered workloads' fields, as
 each declares them (`Workload.metrics`, strata/core/metrics.py): a new workload's fields become columns
-without a change here, and so do a new flag's (`Declared.export`, strata/results/flags.py). A value is
-read from any result by where its field is stored, whatever the result's workload, so a result of a
+without a change here, and so do a new flag's (`Declared.export`, strata/results/flags/declared.py). A value
+is read from any result by where its field is stored, whatever the result's workload, so a result of a
 workload no longer registered still fills the columns it shares.
 
 `csv_bytes` is strata's one CSV writer: the report's tables (report/csv.py) format their cells
