@@ -15,7 +15,7 @@ import gc
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,7 +47,7 @@ RESULT_FIELDS = (
 )
 
 
-def atomic_write_json(path: Path, doc: dict[str, Any]) -> None:
+def atomic_write_json(path: Path, doc: Mapping[str, object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -100,7 +100,7 @@ class ResultStore:
         atomic_write_json(path, {"schema_version": SCHEMA_VERSION, **result.to_json()})
         return path
 
-    def write_run(self, run_id: str, doc: dict[str, Any]) -> None:
+    def write_run(self, run_id: str, doc: Mapping[str, object]) -> None:
         atomic_write_json(self.root / "runs" / f"{run_id}.json", {"schema_version": SCHEMA_VERSION, **doc})
 
     def count(self) -> int:

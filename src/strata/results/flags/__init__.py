@@ -41,12 +41,20 @@ from strata.results.flags.comparisons import (
     SyncExtra,
 )
 from strata.results.flags.declared import DECLARED, Column, Declared, Value, apart, suspected, warned
-from strata.results.flags.disks import Absorbed, AbsorbedEvidence, Cache, CacheEvidence, Flush, FlushEvidence
+from strata.results.flags.disks import (
+    Absorbed,
+    AbsorbedEvidence,
+    Cache,
+    CacheEvidence,
+    DiskFlushes,
+    Flush,
+    FlushEvidence,
+)
 from strata.results.flags.emulated import Emulated
 from strata.results.flags.failure import Failure
-from strata.results.flags.flag import Flag
+from strata.results.flags.flag import Flag, number
 from strata.results.flags.judgement import Judgement, NoEvidence
-from strata.results.flags.steady import Steady
+from strata.results.flags.steady import SeriesStats, Steady
 
 __all__ = [
     "DECLARED",
@@ -59,6 +67,7 @@ __all__ = [
     "CacheEvidence",
     "Column",
     "Declared",
+    "DiskFlushes",
     "Emulated",
     "Failure",
     "Flag",
@@ -67,6 +76,7 @@ __all__ = [
     "FlushEvidence",
     "Judgement",
     "NoEvidence",
+    "SeriesStats",
     "Spread",
     "SpreadExtra",
     "Steady",
@@ -75,6 +85,7 @@ __all__ = [
     "SyncExtra",
     "Value",
     "apart",
+    "number",
     "record",
     "suspected",
     "warned",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj
 from strata.results.flags.comparisons import AboveRaw, Spread, Sync
 from strata.results.flags.declared import DECLARED, Value
 from strata.results.flags.disks import Absorbed, Cache, Flush
@@ -26,12 +27,12 @@ class Flags:
     until then `values` holds it as PENDING and `stored` its JSON."""
 
     values: dict[Flag, Value | None] = field(default_factory=dict)
-    stored: dict[Flag, dict[str, Any]] = field(default_factory=dict, repr=False)
+    stored: dict[Flag, JsonValue] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any] | None) -> Flags:
+    def from_json(cls, doc: JsonObject | None) -> Flags:
         values: dict[Flag, Value | None] = {}
-        stored: dict[Flag, dict[str, Any]] = {}
+        stored: dict[Flag, JsonValue] = {}
         if doc:
             for flag, d in DECLARED.items():  # in their order, without an Enum attribute lookup per flag and result
                 key = d.key
@@ -43,14 +44,15 @@ class Flags:
         return cls(values, stored)
 
     @classmethod
-    def of(cls, result: dict[str, Any]) -> Flags:
+    def of(cls, result: JsonObject) -> Flags:
         """A stored result's flags."""
-        return cls.from_json(result.get("flags"))
+        doc = result.get("flags")
+        return cls.from_json(doc if isinstance(doc, dict) else None)
 
     def get(self, flag: Flag) -> Value | None:
         """The flag's value, or None: absent, or stored as null."""
         if flag in self.stored:
-            self.values[flag] = DECLARED[flag].read(self.stored.pop(flag))
+            self.values[flag] = DECLARED[flag].read(as_obj(self.stored.pop(flag), flag.value))
         return self.values.get(flag)
 
     def set(self, flag: Flag, value: Value | None) -> None:
@@ -62,12 +64,13 @@ class Flags:
         """Every flag it holds (None: stored as null), decoded, in its order."""
         return [(f, self.get(f)) for f in list(self.values)]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {f.value: v.to_json() if (v := self.get(f)) is not None else None for f in list(self.values)}
 
-    def write(self, result: dict[str, Any]) -> None:
+    def write(self, result: dict[str, object]) -> None:
         """Store these flags in a stored result's JSON, beside (or over) those it holds."""
-        result.setdefault("flags", {}).update(self.to_json())
+        held = result.get("flags")
+        result["flags"] = {**(held if isinstance(held, dict) else {}), **self.to_json()}
 
     def update(self, other: Flags) -> None:
         """`other`'s flags judged anew over these (a trial's result takes what its judges said)."""
@@ -123,12 +126,13 @@ class Flags:
         return v if isinstance(v, Failure) else None
 
 
-def warns(result: dict[str, Any], flag: Flag) -> bool:
+def warns(result: JsonObject, flag: Flag) -> bool:
     """Flags.of(result).warns(flag), decoding that flag only (the analysis asks it of every result)."""
-    doc = (result.get("flags") or {}).get(flag.value)
-    return doc is not None and DECLARED[flag].read(doc).warns
+    flags = result.get("flags")
+    doc = flags.get(flag.value) if isinstance(flags, dict) else None
+    return doc is not None and DECLARED[flag].read(as_obj(doc, flag.value)).warns
 
 
-def record(result: dict[str, Any], value: Value) -> None:
+def record(result: dict[str, object], value: Value) -> None:
     """Store one judged flag in a result (replacing what it held)."""
     Flags({value.flag: value}).write(result)

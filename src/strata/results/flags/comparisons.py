@@ -4,7 +4,7 @@ validity/windows.py, repetitions.py and raw.py."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from strata.results.flags.judgement import Judgement, NoEvidence
 
@@ -35,7 +35,7 @@ class SyncExtra(TypedDict, total=False):
     overlap: float
     basis: str  # "workload" (the tools' own windows) or "wrapper" (the instances' start times)
     allowed_s: float
-    hosts: dict[str, dict[str, Any]]  # across hosts: each host's clock offset and first I/O (hosts/merge.py)
+    hosts: dict[str, dict[str, object]]  # across hosts: each host's clock offset and first I/O (hosts/merge.py)
     host_skew_s: float | None
     release_skew_s: float | None
 

@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from strata.core.jsondoc import JsonObject
 from strata.results.flags.emulated import Emulated
 from strata.results.flags.failure import Failure
 from strata.results.flags.flag import Flag
 from strata.results.flags.judgement import Judgement
 from strata.results.flags.steady import Steady
 
+# A flag's typed value. A stored suspicion's evidence is typed by its flag's accessor (judgement.py).
 Value = Judgement[Any, Any] | Steady | Emulated | Failure
 
 
@@ -35,7 +37,7 @@ class Declared:
     the report's terminal table, bar figures and warnings render every flag from this, none by its name."""
 
     flag: Flag
-    read: Callable[[dict[str, Any]], Value]  # its stored JSON to its typed value
+    read: Callable[[JsonObject], Value]  # its stored JSON to its typed value
     null: bool = False  # judged absent, it is stored as null (failed, steady); else left out
     word: str = ""  # its word in the tables (CACHE)
     meaning: str = ""  # what the word means, in the tables' legends
@@ -81,7 +83,7 @@ def _failed_message(v: Value | None) -> str | None:
     return v.message if isinstance(v, Failure) else None
 
 
-def _judgement(flag: Flag) -> Callable[[dict[str, Any]], Value]:
+def _judgement(flag: Flag) -> Callable[[JsonObject], Value]:
     return partial(Judgement.from_json, flag)
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from strata.core.jsondoc import JsonObject, text
 from strata.results.flags.flag import Flag, split
 
 
@@ -15,15 +16,15 @@ class Emulated:
     flag: ClassVar[Flag] = Flag.EMULATED
     reason: str = ""
     suspect: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)  # stored keys this version does not know, kept
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"suspect": self.suspect, "reason": self.reason, **self.extra}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Emulated:
+    def from_json(cls, doc: JsonObject) -> Emulated:
         core, extra = split(doc, ("suspect", "reason"))
-        return cls(core.get("reason") or "", bool(core.get("suspect")), extra)
+        return cls(text(core, "reason") if core.get("reason") else "", bool(core.get("suspect")), extra)
 
     @property
     def warns(self) -> bool:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from strata.core.jsondoc import JsonObject, text
 from strata.results.flags.flag import Flag, split
 
 
@@ -16,15 +17,16 @@ class Failure:
     category: str = ""
     message: str = ""
     stderr: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)  # stored keys this version does not know, kept
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"category": self.category, "message": self.message, "stderr": self.stderr, **self.extra}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Failure:
+    def from_json(cls, doc: JsonObject) -> Failure:
         core, extra = split(doc, ("category", "message", "stderr"))
-        return cls(core.get("category") or "", core.get("message") or "", core.get("stderr") or "", extra)
+        category, message, stderr = (text(core, k) if core.get(k) else "" for k in ("category", "message", "stderr"))
+        return cls(category, message, stderr, extra)
 
     @property
     def warns(self) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypedDict, TypeVar
 
+from strata.core.jsondoc import JsonObject, obj, text
 from strata.results.flags.flag import Flag, split
 
 
@@ -15,8 +16,8 @@ class NoEvidence(TypedDict, total=False):
     """A suspicion without fields of its own."""
 
 
-E = TypeVar("E", bound=Mapping[str, Any])
-X = TypeVar("X", bound=Mapping[str, Any])
+E = TypeVar("E", bound=Mapping[str, object])
+X = TypeVar("X", bound=Mapping[str, object])
 
 
 @dataclass
@@ -30,20 +31,26 @@ class Judgement(Generic[E, X]):
     evidence: E = field(default_factory=dict)  # type: ignore[assignment]
     extra: X = field(default_factory=dict)  # type: ignore[assignment]  # flag-specific top-level fields
 
-    def to_json(self) -> dict[str, Any]:
-        doc = {"suspect": self.suspect, "reason": self.reason, "evidence": self.evidence, **self.extra}
+    def to_json(self) -> dict[str, object]:
+        doc: dict[str, object] = {
+            "suspect": self.suspect,
+            "reason": self.reason,
+            "evidence": self.evidence,
+            **self.extra,
+        }
         if self.expected:
             doc["expected"] = True
         return doc
 
-    @classmethod
-    def from_json(cls, flag: Flag, doc: dict[str, Any]) -> Judgement[Any, Any]:
+    @staticmethod
+    def from_json(flag: Flag, doc: JsonObject) -> Judgement[Any, Any]:
+        """A stored suspicion. Its evidence and extra fields are read as the JSON objects they are stored as; the
+        flag's accessor (`Flags.cache`: a `Cache`) gives them its `E` and `X`, the one place the codec takes a
+        stored flag's fields for its declared type (each is lenient: any key may be absent)."""
         core, extra = split(doc, ("suspect", "reason", "expected", "evidence"))
-        evidence: Any = core.get("evidence") or {}  # as stored: the reader types it by the flag's E
-        rest: Any = extra
-        return cls(
-            flag, bool(core.get("suspect")), core.get("reason") or "", bool(core.get("expected")), evidence, rest
-        )
+        evidence: JsonObject = obj(core, "evidence") if core.get("evidence") else {}
+        reason = text(core, "reason") if core.get("reason") else ""
+        return Judgement(flag, bool(core.get("suspect")), reason, bool(core.get("expected")), evidence, extra)
 
     @property
     def warns(self) -> bool:
