@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from strata.core.jsondoc import JsonObject
 from strata.results.result import Result
 from strata.results.schema import SCHEMA_VERSION, migrate
 
@@ -166,7 +167,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parse(path: str, data: bytes) -> dict[str, Any]:
+def _parse(path: str, data: bytes) -> JsonObject:
     try:
         doc = json.loads(data)
         if not isinstance(doc, dict):
