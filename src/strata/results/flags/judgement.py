@@ -22,7 +22,8 @@ X = TypeVar("X", bound=Mapping[str, object])
 
 @dataclass
 class Judgement(Generic[E, X]):
-    """A suspicion with its evidence: cache, above_raw, sync, spread (each with its own `E` and `X`)."""
+    """A suspicion with its evidence: cache, above_raw, sync, spread, flush, absorbed (each with its own `E`
+    and `X`)."""
 
     flag: Flag
     suspect: bool
