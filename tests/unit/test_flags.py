@@ -1,5 +1,5 @@
-"""The flags' one codec (strata/results/flags.py): every stored form reads into typed values and writes back as it
-was stored, and nothing else in strata reads or writes a result's flags."""
+"""The flags' one codec (strata/results/flags/codec.py): every stored form reads into typed values and writes
+back as it was stored, and nothing else in strata reads or writes a result's flags."""
 
 import contextlib
 import json
@@ -172,7 +172,7 @@ PCTS = ("mean", "range_pct", "slope_pct")
 
 def test_every_flag_has_a_reader_and_round_trips():
     """The codec iterates the flags' declarations: a new flag is its line in `DECLARED` (and a type in
-    flags.py if none fits), its judgement in validity/, and this test."""
+    results/flags/ if none fits), its judgement in validity/, and this test."""
     assert list(DECLARED) == list(Flag) and all(d.flag == f and d.key == f.value for f, d in DECLARED.items())
     assert set(validity.JUDGES) <= set(DECLARED)  # a flag judged when a trial ends is declared
     judgement = {"suspect": True, "reason": "r", "evidence": {"e": 1}, "skew_s": 2.0}
@@ -214,7 +214,7 @@ def test_record_replaces_one_flag():
 # Where a result's flags may be read or written as dicts: the codec, and the migrations that bring an older
 # stored form up to the one the codec reads.
 FLAG_DICTS = re.compile(r"""\[\s*["']flags["']\s*\]|\.get\(\s*["']flags["']""")
-MAY_TOUCH = {"results/flags.py", "results/schema.py", "workloads/fio.py"}
+MAY_TOUCH = {"results/flags/codec.py", "results/schema.py", "workloads/fio.py"}
 
 
 def test_flags_are_read_and_written_only_through_the_codec():

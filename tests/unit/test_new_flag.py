@@ -1,7 +1,8 @@
-"""A new flag is its declaration (strata/results/flags.py: `DECLARED`), its judgement (strata/results/validity/:
-`JUDGES` for a flag judged when a trial ends) and its test. This test adds a toy flag in those two places
-only, runs trials through the fakes, and sees the codec, the stored warnings, the export, `strata show`, the
-cells, the report's terminal table, its warnings and its bar figure take it, with no other change.
+"""A new flag is its declaration (strata/results/flags/declared.py: `DECLARED`), its judgement
+(strata/results/validity/: `JUDGES` for a flag judged when a trial ends) and its test. This test adds a toy
+flag in those two places only, runs trials through the fakes, and sees the codec, the stored warnings, the
+export, `strata show`, the cells, the report's terminal table, its warnings and its bar figure take it, with
+no other change.
 
 (A real flag is also a member of the `Flag` enum, whose name the declaration holds; here a one-member enum
 of the test's own stands for it.)"""

@@ -2,7 +2,7 @@
 
 Its measurement columns are those the registered workloads declare for it (`Show` in strata/core/metrics.py),
 then the device under test's write amplification (WA, strata/results/writes.py), its flags' marks and legend
-those each flag declares (`Declared.mark`, strata/results/flags.py).
+those each flag declares (`Declared.mark`, strata/results/flags/declared.py).
 """
 
 from __future__ import annotations

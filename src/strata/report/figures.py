@@ -62,7 +62,7 @@ APART_LABEL = {
     "unconfirmed": "unconfirmed (above raw, bytes moved)",
     "emulated": "emulated VM (TCG): not storage",
 }
-# A group another flag draws apart (its declaration's `apart`, strata/results/flags.py), after those above.
+# A group another flag draws apart (its declaration's `apart`, strata/results/flags/declared.py), after those above.
 OTHER_APART_STYLE = {"color": "#f0f0f0", "edgecolor": "#636363", "hatch": "\\\\"}
 
 

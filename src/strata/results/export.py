@@ -2,8 +2,8 @@
 
 The columns every result has (its labels, load and flags) frame the registered workloads' fields, as
 each declares them (`Workload.metrics`, strata/core/metrics.py): a new workload's fields become columns
-without a change here, and so do a new flag's (`Declared.export`, strata/results/flags.py). A value is
-read from any result by where its field is stored, whatever the result's workload, so a result of a
+without a change here, and so do a new flag's (`Declared.export`, strata/results/flags/declared.py). A value
+is read from any result by where its field is stored, whatever the result's workload, so a result of a
 workload no longer registered still fills the columns it shares.
 
 `csv_bytes` is strata's one CSV writer: the report's tables (report/csv.py) format their cells
@@ -16,8 +16,8 @@ import csv
 import io
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from strata.core.jsondoc import JsonObject, obj
 from strata.core.metrics import Metric, export_columns
 from strata.core.params import LoadCounts
 from strata.results import writes
@@ -67,10 +67,11 @@ def columns() -> list[Column]:
     return [Column(n, t) for n, t in HEAD] + workload + flags + [Column(n, t) for n, t in TAIL]
 
 
-def flatten(r: dict[str, Any], cols: list[Column] | None = None) -> dict[str, Any]:
-    t, lab = r.get("trial", {}), r.get("labels", {})
+def flatten(r: JsonObject, cols: list[Column] | None = None) -> dict[str, object]:
+    """A stored result's row, column by column."""
+    t, lab, host = obj(r, "trial"), obj(r, "labels"), obj(r, "host")
     f = Flags.of(r)
-    load = t.get("load", {})
+    load = obj(t, "load")
     row = {
         "trial_id": r.get("trial_id"),
         "experiment": r.get("experiment"),
@@ -81,8 +82,8 @@ def flatten(r: dict[str, Any], cols: list[Column] | None = None) -> dict[str, An
         **{c.name: c.cell(f.get(d.flag)) for d in DECLARED.values() for c in d.export},
         "duration_s": r.get("duration_s"),
         "started_at": r.get("started_at"),
-        "kernel": r.get("host", {}).get("kernel"),
-        "hostname": r.get("host", {}).get("hostname"),
+        "kernel": host.get("kernel"),
+        "hostname": host.get("hostname"),
         "write_amplification": writes.device(r),
     }
     cols = columns() if cols is None else cols
@@ -106,12 +107,12 @@ def csv_bytes(
     return buf.getvalue().encode()
 
 
-def to_csv(results: list[dict[str, Any]]) -> bytes:
+def to_csv(results: Sequence[JsonObject]) -> bytes:
     cols = columns()
     return csv_bytes([c.name for c in cols], (list(flatten(r, cols).values()) for r in results))
 
 
-def to_parquet(results: list[dict[str, Any]]) -> bytes:
+def to_parquet(results: Sequence[JsonObject]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 

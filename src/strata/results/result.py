@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
+from strata.core.jsondoc import JsonObject
 from strata.results.flags import Flags
 from strata.results.schema import migrate
 from strata.results.validity.evidence import headline_of
@@ -107,13 +108,13 @@ class Result:
         )
 
     @classmethod
-    def from_stored(cls, doc: dict[str, Any]) -> Result:
+    def from_stored(cls, doc: JsonObject) -> Result:
         """A stored result of any version (schema.py upgrades an older one, in place, first)."""
         return cls.from_json(migrate(doc))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The stored form, without `schema_version` (the store adds it)."""
-        doc: dict[str, Any] = {
+        doc: dict[str, object] = {
             "trial_id": self.trial_id,
             "run_id": self.run_id,
             "experiment": self.experiment,

@@ -22,8 +22,7 @@ History (SCHEMA_VERSION):
 
 from __future__ import annotations
 
-from typing import Any
-
+from strata.core.jsondoc import JsonObject, JsonValue, arr, as_obj, obj, text
 from strata.results import validity
 from strata.results.flags import Flag, Judgement
 from strata.stack.runtimes import REGISTRY as RUNTIMES
@@ -33,9 +32,11 @@ from strata.workloads.base import Upgrading
 SCHEMA_VERSION = 2
 
 
-def migrate(doc: dict[str, Any]) -> dict[str, Any]:
+def migrate(doc: JsonObject) -> JsonObject:
     """Upgrade a stored result (in place) to SCHEMA_VERSION; raises ValueError for a newer one."""
     version = doc.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError(f"schema_version {version!r} is not a version number")
     if version > SCHEMA_VERSION:
         raise ValueError(f"schema_version {version}; this strata reads up to {SCHEMA_VERSION}: upgrade strata")
     for step in MIGRATIONS[version - 1 :]:
@@ -44,40 +45,44 @@ def migrate(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def update_to_2(doc: dict[str, Any]) -> None:
-    flags = doc.get("flags") or {}
-    cache = flags.get("cache") or {}
+def update_to_2(doc: JsonObject) -> None:
+    flags = obj(doc, "flags")
+    cache = obj(flags, "cache")
     if cache.get("above_raw"):
-        ev = cache.pop("above_raw")
+        ev = as_obj(cache.pop("above_raw"), "flags.cache.above_raw")
+        said = text(ev, "reason")
         flags["above_raw"] = {
             "suspect": True,
-            "reason": ev.get("reason", ""),
+            "reason": said,
             "evidence": {k: v for k, v in ev.items() if k != "reason"},
         }
         cache["reason"] = (
-            cache.get("reason", "").replace(ev.get("reason", ""), "").strip("; ")
-            or "every layer moved the workload's bytes"
+            text(cache, "reason").replace(said, "").strip("; ") or "every layer moved the workload's bytes"
         )
         cache["suspect"] = validity.bytes_moved(Judgement.from_json(Flag.CACHE, cache)) is False
-    if isinstance(flags.get("sync"), dict):  # v1 wrote no reason or evidence when not suspect
-        for key, default in (("basis", "wrapper"), ("reason", ""), ("evidence", {})):
-            flags["sync"].setdefault(key, default)
-    doc["warnings"] = [_warning_v2(w) for w in doc.get("warnings") or []]
-    runtime = (doc.get("trial") or {}).get("runtime") or {}
-    plugin = RUNTIMES.get(runtime.get("type", ""))
+    sync = flags.get("sync")
+    if isinstance(sync, dict):  # v1 wrote no reason or evidence when not suspect
+        defaults: tuple[tuple[str, JsonValue], ...] = (("basis", "wrapper"), ("reason", ""), ("evidence", {}))
+        for key, default in defaults:
+            sync.setdefault(key, default)
+    doc["warnings"] = [_warning_v2(w) for w in arr(doc, "warnings")]
+    runtime = obj(obj(doc, "trial"), "runtime")
+    kind = runtime.get("type")
+    plugin = RUNTIMES.get(kind) if isinstance(kind, str) else None
     if plugin is not None and "storage_driver" not in plugin.params.model_fields:  # v1 stored docker's with native
         runtime.pop("storage_driver", None)
     _upgrade_workload(doc, 1)
 
 
-def _upgrade_workload(doc: dict[str, Any], version: int) -> None:
+def _upgrade_workload(doc: JsonObject, version: int) -> None:
     """The plugin of the result's workload upgrades its own part of the format, where it changed."""
-    wl = WORKLOADS.get(((doc.get("trial") or {}).get("workload") or {}).get("type", ""))
+    kind = obj(obj(doc, "trial"), "workload").get("type")
+    wl = WORKLOADS.get(kind) if isinstance(kind, str) else None
     if isinstance(wl, Upgrading):
         wl.upgrade(doc, version)
 
 
-def _warning_v2(w: object) -> dict[str, Any]:
+def _warning_v2(w: JsonValue) -> JsonValue:
     if isinstance(w, dict):
         return w
     flag, _, message = str(w).partition(": ")

@@ -15,12 +15,13 @@ import gc
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from strata.core.jsondoc import JsonObject
 from strata.results.result import Result
 from strata.results.schema import SCHEMA_VERSION, migrate
 
@@ -47,7 +48,7 @@ RESULT_FIELDS = (
 )
 
 
-def atomic_write_json(path: Path, doc: dict[str, Any]) -> None:
+def atomic_write_json(path: Path, doc: Mapping[str, object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -100,7 +101,7 @@ class ResultStore:
         atomic_write_json(path, {"schema_version": SCHEMA_VERSION, **result.to_json()})
         return path
 
-    def write_run(self, run_id: str, doc: dict[str, Any]) -> None:
+    def write_run(self, run_id: str, doc: Mapping[str, object]) -> None:
         atomic_write_json(self.root / "runs" / f"{run_id}.json", {"schema_version": SCHEMA_VERSION, **doc})
 
     def count(self) -> int:
@@ -166,7 +167,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parse(path: str, data: bytes) -> dict[str, Any]:
+def _parse(path: str, data: bytes) -> JsonObject:
     try:
         doc = json.loads(data)
         if not isinstance(doc, dict):

@@ -21,8 +21,11 @@ a journal commit or a file system's background work would decide it.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from strata.core.jsondoc import JsonObject
+from strata.results.flags import number
+from strata.results.validity.evidence import LayerCounters
 from strata.workloads.base import Parsed
 
 # The workload must have written this much for its write amplification to be given.
@@ -33,8 +36,8 @@ class Writes(TypedDict, total=False):
     """A result's `writes` (the form above); across hosts `hosts` (each host's), `workload_bytes` summed and
     `amplification` by `host:disk`."""
 
-    syncs: dict[str, Any] | None
-    direct: dict[str, Any] | None
+    syncs: dict[str, object] | None  # the workload's `Syncs`, as it stores them
+    direct: dict[str, object] | None  # its `DirectWrites`
     workload_bytes: int
     basis: str
     window: str
@@ -42,7 +45,7 @@ class Writes(TypedDict, total=False):
     hosts: dict[str, Writes]
 
 
-def record(parsed: Parsed, layers: dict[str, dict[str, Any]], window: str) -> Writes:
+def record(parsed: Parsed, layers: dict[str, LayerCounters], window: str) -> Writes:
     """The `writes` of a trial: the workload's declarations, and each layer's bytes written (`layers`: the
     disks' counters, the device under test first) per byte the workload wrote."""
     wrote = int(parsed.moved_bytes.get("write", 0) or 0)
@@ -56,20 +59,22 @@ def record(parsed: Parsed, layers: dict[str, dict[str, Any]], window: str) -> Wr
     }
 
 
-def amplification(workload_bytes: int, layers: dict[str, dict[str, Any]]) -> dict[str, float] | None:
+def amplification(workload_bytes: int, layers: dict[str, LayerCounters]) -> dict[str, float] | None:
     """Each layer's bytes written per byte the workload wrote (None: it wrote too little to say)."""
     if workload_bytes < MIN_AMPLIFIED_BYTES:
         return None
-    return {name: round(float(d.get("write_bytes") or 0) / workload_bytes, 4) for name, d in layers.items()}
+    return {name: round(float(number(d, "write_bytes") or 0) / workload_bytes, 4) for name, d in layers.items()}
 
 
-def of_result(result: dict[str, Any]) -> dict[str, float] | None:
+def of_result(result: JsonObject) -> dict[str, float] | None:
     """A stored result's write amplification per layer (the device under test first), or None: not given,
     or stored before it was. (An older result's disks were counted over the whole trial, ramp included,
     which the workload's bytes leave out: no amplification is derived from them.)"""
     stored = result.get("writes")
     amp = stored.get("amplification") if isinstance(stored, dict) else None
-    return amp if isinstance(amp, dict) and amp else None
+    if not isinstance(amp, dict) or not amp:
+        return None
+    return {k: v for k, v in amp.items() if isinstance(v, (int, float))}  # numbers, as record() stores them
 
 
 def across_hosts(per_host: dict[str, Writes | None]) -> Writes:
@@ -84,7 +89,7 @@ def across_hosts(per_host: dict[str, Writes | None]) -> Writes:
     }
 
 
-def device(result: dict[str, Any]) -> float | None:
+def device(result: JsonObject) -> float | None:
     """The write amplification of the device under test (the first layer), or None."""
     amp = of_result(result)
     return next(iter(amp.values()), None) if amp else None

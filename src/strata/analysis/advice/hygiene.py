@@ -64,7 +64,7 @@ def check(cells: list[Cell], results: list[Result]) -> list[HygieneWarning]:
 
 def _declared(cells: list[Cell]) -> list[HygieneWarning]:
     """A flag without a check of its own here is said as its declaration words it: its meaning and its fix
-    (`Declared.fix`, strata/results/flags.py)."""
+    (`Declared.fix`, strata/results/flags/declared.py)."""
     out = []
     for d in DECLARED.values():
         if not d.fix:

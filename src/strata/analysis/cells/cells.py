@@ -6,8 +6,8 @@ Its throughput is the headline the workload named in `metrics.primary`
 (validity.headline); its parameters and latencies are read as its workload
 declares them (`Workload.metrics`, strata/core/metrics.py).
 
-Trials a flag draws apart (its declaration's `apart`, strata/results/flags.py: a
-cache the bytes show, a result above the raw device) are kept apart in the cell,
+Trials a flag draws apart (its declaration's `apart`, strata/results/flags/declared.py:
+a cache the bytes show, a result above the raw device) are kept apart in the cell,
 in that flag's group: they are never part of the device numbers
 (docs/architecture.md "Validity").
 """

@@ -31,7 +31,7 @@ beside its judgement, and so do the words the report uses for it:
 
 `judge_trial` (trial.py) judges a trial's flags from its `TrialEvidence`
 (evidence.py). Each judgement is a typed value (`Judgement`, `Steady`,
-`Emulated`, `Failure`: strata/results/flags.py, which declares each flag and
+`Emulated`, `Failure`: strata/results/flags/, which declares each flag and
 reads them back from stored results); warnings are `Warning(flag, message)`.
 The headline value of a result is `headline()`.
 """

@@ -19,10 +19,8 @@ loop device's own direct I/O on its backing file, which that disk's scheduler me
 
 from __future__ import annotations
 
-from typing import Any
-
-from strata.results.flags import Absorbed, AbsorbedEvidence, Flag, Judgement
-from strata.results.validity.evidence import StackWords
+from strata.results.flags import Absorbed, AbsorbedEvidence, Flag, Judgement, number
+from strata.results.validity.evidence import LayerCounters, StackWords
 from strata.workloads.base import DirectWrites
 
 # Fewer writes than this are not judged: the file system's own writes would decide.
@@ -39,7 +37,7 @@ JOURNAL_MERGES_PER_SYNC = 4
 
 def absorbed(
     writes: DirectWrites | None,
-    disks: dict[str, dict[str, Any]],
+    disks: dict[str, LayerCounters],
     stack: StackWords,
     window: str = "trial",
     syncs: int = 0,
@@ -52,10 +50,11 @@ def absorbed(
     if stack.get("path") == "tmpfs":
         return Judgement(Flag.ABSORBED, True, "the tmpfs path measures memory, not the device", expected=True)
     name = next(iter(disks), None)
-    d = disks[name] if name is not None else {}
-    if name is None or d.get("write_ios") is None or d.get("write_merges") is None:
+    d: LayerCounters = disks[name] if name is not None else {}
+    write_ios, write_merges = number(d, "write_ios"), number(d, "write_merges")
+    if name is None or write_ios is None or write_merges is None:
         return Judgement(Flag.ABSORBED, False, "no write counts of the device: not checked")
-    ios, merges, dev_bytes = float(d["write_ios"]), float(d["write_merges"]), float(d.get("write_bytes") or 0)
+    ios, merges, dev_bytes = float(write_ios), float(write_merges), float(number(d, "write_bytes") or 0)
     evidence: AbsorbedEvidence = {
         "writes": writes.count,
         "workload_bytes": writes.bytes,

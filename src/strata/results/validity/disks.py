@@ -9,11 +9,11 @@ storage host (`layer_share`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from strata.core.metrics import DIRECTIONS
 from strata.results.flags import Cache, CacheEvidence, Flag, Judgement
+from strata.results.validity.evidence import LayerCounters
 
 # A direction is checked only when the workload moved at least this much:
 # below it, the noise of other activity on the disk decides.
@@ -36,11 +36,11 @@ def rule(whose: str) -> str:
 
 def cache(
     moved: dict[str, int],
-    disks: dict[str, dict[str, Any]],
+    disks: dict[str, LayerCounters],
     direct_io: bool,
     path: str,
     basis: str = "",
-    memory: dict[str, Any] | None = None,
+    memory: dict[str, object] | None = None,
 ) -> Cache:
     """`disks`: diskstats totals of each layer below the workload (the device under test first,
     then what lies below it). The device under test sees only our file system, so it is not
@@ -65,11 +65,11 @@ def cache(
             return Judgement(Flag.CACHE, True, fits, evidence={"memory": _memory_evidence(memory)})
         return Judgement(Flag.CACHE, False, "no diskstats for the device: not checked")
     under_test = next(iter(disks.values()))
-    per_disk: dict[str, dict[str, Any]] = {name: {} for name in disks}
+    per_disk: dict[str, dict[str, float]] = {name: {} for name in disks}
     reasons = []
     for ddir in DIRECTIONS:
         for name, disk in disks.items():
-            dev = disk.get(f"{ddir}_bytes", 0)
+            dev = byte_count(disk, f"{ddir}_bytes")
             per_disk[name][f"{ddir}_bytes"] = dev
             share, short = layer_share(ddir, moved.get(ddir, 0), dev, name, basis)
             if share is not None:
@@ -80,9 +80,9 @@ def cache(
         "disks": list(disks),
         "per_disk": per_disk,
         "read_workload_bytes": moved.get("read", 0),
-        "read_disk_bytes": under_test.get("read_bytes", 0),
+        "read_disk_bytes": byte_count(under_test, "read_bytes"),
         "write_workload_bytes": moved.get("write", 0),
-        "write_disk_bytes": under_test.get("write_bytes", 0),
+        "write_disk_bytes": byte_count(under_test, "write_bytes"),
     }
     if basis:
         evidence["basis"] = basis
@@ -100,7 +100,13 @@ def cache(
     )
 
 
-def memory_rule(memory: dict[str, Any] | None) -> str | None:
+def byte_count(disk: Mapping[str, object], key: str) -> int:
+    """A layer's bytes (0 when not counted): whole numbers, as diskstats counts them."""
+    v = disk.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else int(v) if isinstance(v, float) else 0
+
+
+def memory_rule(memory: dict[str, object] | None) -> str | None:
     """Why a database's reads come from memory: its data set is no larger than the memory its servers can use
     (their own cache and the page cache live in it), so once warm no read needs the device; None when it is
     larger, or unknown. Whatever the bytes of one trial show, such a result measures memory (a short run may
@@ -118,7 +124,7 @@ def memory_rule(memory: dict[str, Any] | None) -> str | None:
     )
 
 
-def _memory_evidence(memory: dict[str, Any] | None) -> dict[str, Any]:
+def _memory_evidence(memory: dict[str, object] | None) -> dict[str, object]:
     m = dict(memory or {})
     data, mem = m.get("data_set_bytes"), m.get("memory_bytes")
     m["fits"] = isinstance(data, int) and isinstance(mem, int) and data <= mem * MAX_DATA_IN_MEMORY
@@ -146,7 +152,7 @@ def layer_share(
     )
 
 
-def cache_below(judged: Cache, moved: dict[str, dict[str, Any]] | None, host: str) -> Cache:
+def cache_below(judged: Cache, moved: dict[str, dict[str, int]] | None, host: str) -> Cache:
     """A cache judgement with the layers of a storage host below it (`moved`: the bytes each layer moved,
     None when not sampled): a store answered from the storage host's page cache is a cache like any."""
     if moved is None or judged.expected:
@@ -155,7 +161,8 @@ def cache_below(judged: Cache, moved: dict[str, dict[str, Any]] | None, host: st
     per_disk = dict(ev.get("per_disk") or {})
     reasons = [judged.reason] if judged.suspect and judged.reason else []
     for name, m in moved.items():
-        entry = per_disk[f"{host}:{name}"] = dict(m)
+        entry: dict[str, float] = {**m}
+        per_disk[f"{host}:{name}"] = entry
         for ddir in DIRECTIONS:
             share, short = layer_share(
                 ddir,
@@ -179,7 +186,7 @@ def cache_across_hosts(per_host: dict[str, Cache | None]) -> Cache:
     per = {h: j.to_json() if j is not None else {} for h, j in per_host.items()}
     judged = {h: j for h, j in per_host.items() if j is not None}
     warns = [h for h, j in judged.items() if j.warns]
-    per_disk: dict[str, dict[str, Any]] = {}
+    per_disk: dict[str, dict[str, float]] = {}
     evidence: CacheEvidence = {"hosts": per, "per_disk": per_disk}
     for h, j in judged.items():
         ev = j.evidence

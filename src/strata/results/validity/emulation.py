@@ -3,16 +3,15 @@ are the emulation's speed, not the storage's."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from strata.core.jsondoc import JsonObject, text
 from strata.results.flags import Emulated
 
 
-def emulated(runtime_facts: dict[str, Any]) -> Emulated | None:
+def emulated(runtime_facts: JsonObject) -> Emulated | None:
     """The runtime says it emulated the CPU (stack/vm: TCG without KVM); None when it did not."""
     if not runtime_facts.get("emulated"):
         return None
-    return Emulated(runtime_facts.get("emulated_reason", ""))
+    return Emulated(text(runtime_facts, "emulated_reason"))
 
 
 def emulated_across_hosts(per_host: dict[str, Emulated | None]) -> Emulated | None:

@@ -10,25 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
+
+from strata.core.jsondoc import JsonObject, num, obj, text
 
 if TYPE_CHECKING:
     from strata.results.flags import Flags
     from strata.workloads.base import DirectWrites, Parsed, Syncs
 
 Window = tuple[float, float]
+# One layer's counters (collectors/diskstats.py: bytes, requests, merges, flushes as numbers; its write cache
+# and FUA as sysfs says them), over the trial or over the workload's measured window.
+LayerCounters = dict[str, float | str | bool | None]
 
 
-def headline(result: dict[str, Any]) -> tuple[float | None, str]:
+def headline(result: JsonObject) -> tuple[float | None, str]:
     """(value, unit) of a stored result's headline: what the workload named in `metrics.primary`."""
-    return headline_of(result.get("metrics") or {})
+    return headline_of(obj(result, "metrics"))
 
 
-def headline_of(metrics: dict[str, Any]) -> tuple[float | None, str]:
+def headline_of(metrics: JsonObject) -> tuple[float | None, str]:
     """(value, unit) of the headline a workload's metrics name (`primary`)."""
-    p = metrics.get("primary") or {}
-    v = p.get("value")
-    return (float(v) if v is not None else None), p.get("unit") or ""
+    p = obj(metrics, "primary")
+    return num(p, "value"), text(p, "unit")
 
 
 class StackWords(TypedDict, total=False):
@@ -37,7 +41,7 @@ class StackWords(TypedDict, total=False):
     path: str
     filesystem: str | None
     mount_options: list[str]
-    runtime: dict[str, Any]  # the runtime's parameters, as the trial resolved them
+    runtime: dict[str, object]  # the runtime's parameters, as the trial resolved them
 
 
 @dataclass(frozen=True)
@@ -46,12 +50,12 @@ class MovedBytes:
     the diskstats totals of each layer below it (the device under test first)."""
 
     moved: dict[str, int]
-    disks: dict[str, dict[str, Any]]
+    disks: dict[str, LayerCounters]
     direct_io: bool  # the workload asked for O_DIRECT: a cache is not part of what it measures
     path: str  # the path under test (tmpfs measures memory)
     basis: str = ""  # what the workload's bytes are when not O_DIRECT I/O ("as WAL": bytes a database must write)
     # a database's data set and the memory its servers can use ({data_set_bytes, memory_bytes, memory_of, fix})
-    memory: dict[str, Any] | None = None
+    memory: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,13 +66,13 @@ class TrialEvidence:
     starts: list[float | None]  # when each instance's wrapper started it
     runtime_s: float  # the workload's runtime, 0 when it has none (the allowed start skew scales with it)
     series: Sequence[Sequence[float]] | None = None  # the headline's per-second series [[t, value], ...]
-    tool_steady: dict[str, Any] | None = None  # the tool's own steady-state verdict (fio's --steadystate)
+    tool_steady: JsonObject | None = None  # the tool's own steady-state verdict (fio's --steadystate)
     moved: MovedBytes | None = None  # one host's bytes (None across hosts: `parts`)
-    runtime_facts: dict[str, Any] = field(default_factory=dict)  # what the runtime says of the trial (emulated)
+    runtime_facts: JsonObject = field(default_factory=dict)  # what the runtime says of the trial (emulated)
     # The trial's metrics and its collectors' totals, as the result stores them: what a new flag judged from
     # stored numbers (the host's CPU, an instance's cgroup counters) reads, with no new field here.
-    metrics: dict[str, Any] = field(default_factory=dict)
-    collectors: dict[str, Any] = field(default_factory=dict)
+    metrics: JsonObject = field(default_factory=dict)
+    collectors: JsonObject = field(default_factory=dict)
     # Across hosts: each host's part's flags, judged on its host (its disks against its instances' bytes,
     # its runtime); the trial's cache, emulated, flush and absorbed flags combine them.
     parts: dict[str, Flags] | None = None
@@ -77,7 +81,7 @@ class TrialEvidence:
     direct_writes: DirectWrites | None = None
     # Each layer's counters over the workload's measured window (collectors/diskstats.py `within`), the device
     # under test first; None: not known, and the flush and absorbed rules read the trial's totals (`moved.disks`).
-    measured: dict[str, dict[str, Any]] | None = None
+    measured: dict[str, dict[str, float]] | None = None
     # The stack in the user's words, for a flag's fix: path, filesystem, mount_options, runtime (its parameters).
     stack: StackWords = field(default_factory=lambda: StackWords())
 
@@ -87,14 +91,14 @@ class TrialEvidence:
         parsed: Parsed,
         runtime_s: float,
         starts: list[float | None],
-        collectors: dict[str, Any],
+        collectors: JsonObject,
         *,
         windows: list[Window | None] | None = None,
-        metrics: dict[str, Any] | None = None,
+        metrics: JsonObject | None = None,
         parts: dict[str, Flags] | None = None,
         moved: MovedBytes | None = None,
-        runtime_facts: dict[str, Any] | None = None,
-        measured: dict[str, dict[str, Any]] | None = None,
+        runtime_facts: JsonObject | None = None,
+        measured: dict[str, dict[str, float]] | None = None,
         stack: StackWords | None = None,
     ) -> TrialEvidence:
         """The evidence of a trial the workload parsed (`parsed`): its windows (or `windows`, moved into
@@ -118,13 +122,13 @@ class TrialEvidence:
             stack=stack or StackWords(),
         )
 
-    def layers(self) -> tuple[dict[str, dict[str, Any]], str]:
+    def layers(self) -> tuple[dict[str, LayerCounters], str]:
         """Each layer's counters (the device under test first) and what they were counted over: the measured
         window where known ("measured", with each disk's cache facts), else the whole trial ("trial")."""
         totals = self.moved.disks if self.moved is not None else {}
         if self.measured is None:
             return totals, "trial"
-        out = {
+        out: dict[str, LayerCounters] = {
             n: {**self.measured[n], "write_cache": d.get("write_cache"), "fua": d.get("fua")}
             for n, d in totals.items()
             if n in self.measured

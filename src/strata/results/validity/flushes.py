@@ -20,10 +20,19 @@ lies about its own cache): docs/validity.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
-from strata.results.flags import Flag, Flush, FlushEvidence, Judgement
-from strata.results.validity.evidence import StackWords
+from strata.results.flags import (
+    AbsorbedEvidence,
+    DiskFlushes,
+    Flag,
+    Flush,
+    FlushEvidence,
+    Judgement,
+    NoEvidence,
+    number,
+)
+from strata.results.validity.evidence import LayerCounters, StackWords
 from strata.workloads.base import Syncs
 
 # Fewer syncs than this are not judged: a journal commit or a daemon's own fsync could make up the count.
@@ -34,7 +43,7 @@ WRITE_THROUGH = "write through"
 
 
 def flush(
-    syncs: Syncs | None, disks: dict[str, dict[str, Any]], stack: StackWords, window: str = "trial"
+    syncs: Syncs | None, disks: dict[str, LayerCounters], stack: StackWords, window: str = "trial"
 ) -> Flush | None:
     """`disks`: each layer's flush count and cache (the device under test first); `stack`: the words a fix
     is said in (`path`, `filesystem`, `mount_options`, `runtime`). None: the workload asked for no syncs
@@ -42,7 +51,10 @@ def flush(
     if syncs is None or syncs.count <= 0:
         return None
     owed = syncs.count / max(1, syncs.streams)
-    per_disk = {n: {k: _rounded(d.get(k)) for k in ("flush_ios", "write_cache", "fua")} for n, d in disks.items()}
+    per_disk: dict[str, DiskFlushes] = {
+        n: {"flush_ios": _rounded(number(d, "flush_ios")), "write_cache": _said(d, "write_cache"), "fua": _fua(d)}
+        for n, d in disks.items()
+    }
     evidence: FlushEvidence = {
         "syncs": syncs.count,
         "streams": syncs.streams,
@@ -66,7 +78,7 @@ def flush(
         return Judgement(Flag.FLUSH, False, reason + ", and no flush is owed", evidence=evidence)
     short, judged = [], []
     for name, d in disks.items():
-        seen = d.get("flush_ios")
+        seen = number(d, "flush_ios")
         if seen is None or d.get("write_cache") == WRITE_THROUGH or (syncs.by_writes and d.get("fua")):
             continue
         judged.append(seen)
@@ -85,8 +97,18 @@ def flush(
     return Judgement(Flag.FLUSH, True, reason, evidence=evidence)
 
 
-def _rounded(v: Any) -> Any:
+def _rounded(v: float | None) -> float | None:
     return round(v, 1) if isinstance(v, float) else v
+
+
+def _said(d: LayerCounters, key: str) -> str | None:
+    v = d.get(key)
+    return None if v is None else str(v)
+
+
+def _fua(d: LayerCounters) -> bool | None:
+    v = d.get("fua")
+    return None if v is None else bool(v)
 
 
 def fix_words(stack: StackWords) -> str:
@@ -107,7 +129,11 @@ def fix_words(stack: StackWords) -> str:
     )
 
 
-def across_hosts(per_host: dict[str, Judgement[Any, Any] | None], flag: Flag) -> Judgement[Any, Any] | None:
+# The suspicions judged on each host's part and combined across hosts by the same rule.
+Ev = TypeVar("Ev", FlushEvidence, AbsorbedEvidence)
+
+
+def across_hosts(per_host: dict[str, Judgement[Ev, NoEvidence] | None], flag: Flag) -> Judgement[Ev, NoEvidence] | None:
     """One trial's judgement from each host's part (each judged on its host, its disks against its own
     instances' syncs or writes): suspect when any host is, with every host's; None when no host judged it."""
     judged = {h: j for h, j in per_host.items() if j is not None}
@@ -117,7 +143,7 @@ def across_hosts(per_host: dict[str, Judgement[Any, Any] | None], flag: Flag) ->
     said = warns or judged
     reason = "; ".join(f"host {h}: {j.reason}" for h, j in said.items() if j.reason)
     expected = not warns and all(j.expected for j in judged.values())
-    evidence = {"hosts": {h: j.to_json() for h, j in judged.items()}}
+    evidence: Ev = {"hosts": {h: j.to_json() for h, j in judged.items()}}
     return Judgement(
         flag, bool(warns) or (expected and any(j.suspect for j in judged.values())), reason, expected, evidence
     )

@@ -11,8 +11,9 @@ their ratio (`above_raw_repeated`, which the report applies: analysis/cells/base
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from strata.core.jsondoc import JsonObject, obj, text
 from strata.core.params import LoadCounts
 from strata.results.flags import AboveRaw, AboveRawEvidence, Flag, Judgement
 from strata.results.validity.disks import bytes_moved
@@ -94,19 +95,23 @@ def above_raw_repeated(
     return Judgement(Flag.ABOVE_RAW, True, reason, evidence=evidence)
 
 
-def raw_baseline_key(t: dict[str, Any]) -> tuple[object, ...]:
+def raw_baseline_key(t: JsonObject) -> tuple[object, ...]:
     """What a raw-device baseline must share with a result (`t`: its resolved trial): device, workload
     parameters, load, and where the instances ran (the raw device of one machine is no baseline for another's)."""
-    wl = {k: v for k, v in t["workload"].items() if k != "name"}
-    ld = t["load"]
-    where = repr(sorted((t.get("placement") or {}).get("instances", {}).items()))
-    return (t["device"]["name"], repr(sorted(wl.items())), *(ld[axis] for axis in LoadCounts.names()), where)
+    wl = sorted((k, v) for k, v in obj(t, "workload").items() if k != "name")
+    ld = obj(t, "load")
+    where = repr(sorted(obj(obj(t, "placement"), "instances").items()))
+    return (obj(t, "device")["name"], repr(wl), *(ld[axis] for axis in LoadCounts.names()), where)
 
 
-def is_raw_baseline(t: dict[str, Any]) -> bool:
+def is_raw_baseline(t: JsonObject) -> bool:
     """The raw device under the baseline runtime (natively), `t` a result's resolved trial: what every ratio
     to raw and every cache bound is taken against."""
-    return t["filesystem"]["type"] == "raw" and is_baseline_runtime(t["runtime"]["type"]) and t["path"] == "device"
+    return (
+        obj(t, "filesystem").get("type") == "raw"
+        and is_baseline_runtime(text(obj(t, "runtime"), "type"))
+        and t.get("path") == "device"
+    )
 
 
 def is_baseline_runtime(runtime_type: str) -> bool:

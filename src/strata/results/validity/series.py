@@ -10,9 +10,10 @@ noise (a drift over the whole window) biases a trial (`with_basis`, issue 32).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from strata.results.flags import Flag, Flags, Steady
+from strata.core.jsondoc import JsonObject
+from strata.results.flags import Flag, Flags, SeriesStats, Steady
 from strata.results.validity import snia
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def full_seconds(series: Sequence[Sequence[float]]) -> list[float]:
 
 def steady(
     series: Sequence[Sequence[float]] | None,
-    tool_criterion: dict[str, Any] | None = None,
+    tool_criterion: JsonObject | None = None,
     design: DesignDoc | None = None,
 ) -> Steady | None:
     """SNIA PTS steady state of a headline's per-second series, with the tool's own verdict when it has one,
@@ -54,9 +55,10 @@ def steady(
     verdict = snia.detect(values, STEADY_WINDOW_S)
     d = snia.drift(values)
     drifts = None
-    if d["drift_pct"] is not None and verdict["judged"]:
-        beyond = abs(d["drift_t"]) >= snia.drift_t_critical(len(values) - 2)
-        drifts = d["drift_pct"] > snia.MAX_SLOPE_PCT and beyond
+    pct, t = d["drift_pct"], d["drift_t"]
+    if pct is not None and t is not None and verdict["judged"]:  # both or neither (snia.drift)
+        beyond = abs(t) >= snia.drift_t_critical(len(values) - 2)
+        drifts = pct > snia.MAX_SLOPE_PCT and beyond
     s = Steady(**verdict, series=series_stats(values), tool=tool_criterion or None, basis="snia", drift=drifts, **d)
     return with_basis(s, design) if design is not None else s
 
@@ -84,7 +86,7 @@ def judge_design(flags: Flags, design: DesignDoc | None) -> None:
         flags.set(Flag.STEADY, with_basis(s, design))
 
 
-def series_stats(values: list[float]) -> dict[str, Any]:
+def series_stats(values: list[float]) -> SeriesStats:
     """The whole series' count, mean and standard deviation: what the report's variance components
     (analysis/cells/variance.py) need of a trial, without reading its artifacts again."""
     n = len(values)

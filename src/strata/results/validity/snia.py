@@ -15,7 +15,27 @@ count (the partial last second does not).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
+
+
+class Verdict(TypedDict):
+    """SNIA's verdict over the last window (the steady flag's fields of the same names)."""
+
+    steady: bool
+    window_s: int
+    mean: float | None
+    range_pct: float | None
+    slope_pct: float | None
+    judged: bool  # False: too few samples to judge
+    reason: str
+
+
+class Drift(TypedDict):
+    """The trend over the whole window: its excursion as a share of the mean, and its slope's t statistic."""
+
+    drift_pct: float | None
+    drift_t: float | None
+
 
 MAX_RANGE_PCT = 20.0
 MAX_SLOPE_PCT = 10.0
@@ -35,7 +55,7 @@ def drift_t_critical(df: int) -> float:
     return T995[max(k for k in T995 if k <= df)]
 
 
-def detect(values: list[float], window: int = 5) -> dict[str, Any]:
+def detect(values: list[float], window: int = 5) -> Verdict:
     """Is the tail of `values` steady? Returns steady, window_s, mean, range_pct, slope_pct, reason."""
     if window < 2:
         raise ValueError("a steady-state window needs at least 2 samples")
@@ -88,7 +108,7 @@ def detect(values: list[float], window: int = 5) -> dict[str, Any]:
     }
 
 
-def drift(values: list[float]) -> dict[str, Any]:
+def drift(values: list[float]) -> Drift:
     """The trend over the whole measured window: the least-squares line's excursion (slope x (n - 1)) as a
     share of the mean, and the slope's t statistic against the scatter around the line. What a short trial
     can show: a warm-up or a filling cache moves the line beyond its noise; per-second noise alone does not.
