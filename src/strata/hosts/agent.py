@@ -265,7 +265,7 @@ class Agent:
             for o in part.outputs
         ]
         times: JsonObject = dict(part.times)
-        return {"result": part.result.to_json(), "outputs": outputs, "times": times, "agent": self.id}
+        return {"result": part.result.stored(), "outputs": outputs, "times": times, "agent": self.id}
 
     def artifacts(self, part_id: str) -> Path:
         """A tar of the part's artifacts (its trial directory), made once."""

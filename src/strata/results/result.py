@@ -16,10 +16,11 @@ strata's addition, the loader's `_path`) is kept in `extra` and written back.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
-from strata.core.jsondoc import JsonObject
+from strata.core.jsondoc import JsonObject, as_obj
 from strata.results.flags import Flags
 from strata.results.schema import migrate
 from strata.results.validity.evidence import headline_of
@@ -140,6 +141,10 @@ class Result:
             "hosts": self.hosts,
         }
         return doc | {k: v for k, v in optional.items() if v is not None} | self.extra
+
+    def stored(self) -> JsonObject:
+        """The stored form as the JSON document `load_results` gives back (what the analysis reads)."""
+        return as_obj(json.loads(json.dumps(self.to_json())))
 
     @property
     def headline(self) -> tuple[float | None, str]:

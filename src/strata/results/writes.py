@@ -36,8 +36,8 @@ class Writes(TypedDict, total=False):
     """A result's `writes` (the form above); across hosts `hosts` (each host's), `workload_bytes` summed and
     `amplification` by `host:disk`."""
 
-    syncs: dict[str, object] | None  # the workload's `Syncs`, as it stores them
-    direct: dict[str, object] | None  # its `DirectWrites`
+    syncs: JsonObject | None  # the workload's `Syncs`, as it stores them
+    direct: JsonObject | None  # its `DirectWrites`
     workload_bytes: int
     basis: str
     window: str

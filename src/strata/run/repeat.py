@@ -109,7 +109,7 @@ class Repetitions:
         if result.trial_id in self.seen:
             return
         self.seen.add(result.trial_id)
-        self.results.append(result.to_json())
+        self.results.append(result.stored())
         if result.setup_s is not None and result.run_id == self.run_id:
             self.setup_s += float(result.setup_s)
         self._record_scaling(result)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from strata.core.jsondoc import JsonObject
 from strata.core.metrics import DIRECTIONS
 from strata.results.flags import Cache, CacheEvidence, Flag, Judgement
 from strata.results.validity.evidence import LayerCounters
@@ -40,7 +41,7 @@ def cache(
     direct_io: bool,
     path: str,
     basis: str = "",
-    memory: dict[str, object] | None = None,
+    memory: JsonObject | None = None,
 ) -> Cache:
     """`disks`: diskstats totals of each layer below the workload (the device under test first,
     then what lies below it). The device under test sees only our file system, so it is not
@@ -106,7 +107,7 @@ def byte_count(disk: Mapping[str, object], key: str) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else int(v) if isinstance(v, float) else 0
 
 
-def memory_rule(memory: dict[str, object] | None) -> str | None:
+def memory_rule(memory: Mapping[str, object] | None) -> str | None:
     """Why a database's reads come from memory: its data set is no larger than the memory its servers can use
     (their own cache and the page cache live in it), so once warm no read needs the device; None when it is
     larger, or unknown. Whatever the bytes of one trial show, such a result measures memory (a short run may
@@ -124,7 +125,7 @@ def memory_rule(memory: dict[str, object] | None) -> str | None:
     )
 
 
-def _memory_evidence(memory: dict[str, object] | None) -> dict[str, object]:
+def _memory_evidence(memory: Mapping[str, object] | None) -> dict[str, object]:
     m = dict(memory or {})
     data, mem = m.get("data_set_bytes"), m.get("memory_bytes")
     m["fits"] = isinstance(data, int) and isinstance(mem, int) and data <= mem * MAX_DATA_IN_MEMORY

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 Window = tuple[float, float]
 # One layer's counters (collectors/diskstats.py: bytes, requests, merges, flushes as numbers; its write cache
 # and FUA as sysfs says them), over the trial or over the workload's measured window.
-LayerCounters = dict[str, float | str | bool | None]
+LayerCounters = JsonObject
 
 
 def headline(result: JsonObject) -> tuple[float | None, str]:
@@ -55,7 +55,7 @@ class MovedBytes:
     path: str  # the path under test (tmpfs measures memory)
     basis: str = ""  # what the workload's bytes are when not O_DIRECT I/O ("as WAL": bytes a database must write)
     # a database's data set and the memory its servers can use ({data_set_bytes, memory_bytes, memory_of, fix})
-    memory: dict[str, object] | None = None
+    memory: JsonObject | None = None
 
 
 @dataclass(frozen=True)
