@@ -87,6 +87,7 @@ def main() -> int:
     from strata.stack.devices.loop import LoopParams as LoopDevice
 
     provision_loop = LOOP.provision
+    from strata.collectors.process import ProcessCollector  # at run time: the isinstance below needs it
     from strata.core.jsondoc import obj
     from strata.stack.journal import Journal
     from strata.stack.remote import RemoteDevice, provision_remote
