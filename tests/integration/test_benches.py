@@ -79,11 +79,13 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
     "oracle_margin.py": (
         [],
         [
-            (r"run +group +n +method +level +old +new +new/old +oracle +new/oracle +oracle n for 20%", {}),
+            (r"run +group +n +method +level +old +new +new/old +pooled/old +oracle +new/oracle +oracle n for 20%", {}),
             (r"on loop +(?P<n>\d+) +(?:blocked, per stack|\S+) +(?P<level>[\d.]+) +(?P<old>\d+)% +(?P<new>\d+)% +\S+ +"
-             r"(?P<oracle>\d+)% ",
-             {"n": (3, 3), "level": (0.001, 0.05), "old": (0, 10000), "new": (0, 10000), "oracle": (0, 10000)}),
-            (r"groups: 1; median new / old: \S+; median new / oracle: \S+", {}),
+             r"(?P<pooled>[\d.]+) +(?P<oracle>\d+)% ",
+             {"n": (3, 3), "level": (0.001, 0.05), "old": (0, 10000), "new": (0, 10000), "pooled": (0, 100),
+              "oracle": (0, 10000)}),
+            (r"groups: 1; median new / old: \S+; median pooled / old: \S+; median oracle / old: \S+; "
+             r"median new / oracle: \S+", {}),
         ],
     ),
     "order_cost.py": (
