@@ -67,6 +67,21 @@ def paired(ratios: list[float]) -> tuple[float, float | None, float | None]:
     return math.exp(s.mean), low, high
 
 
+def strata_run(spec: dict[str, Any], work: Path, n: int) -> Path:
+    """`strata run` of `spec` (written to work/s{n}.yaml, results in work/r{n}); its trials' directory, or exit
+    with what strata said."""
+    (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
+    out = work / f"r{n}"
+    cp = subprocess.run(
+        [sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    if cp.returncode != 0:
+        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
+    return out / "trials"
+
+
 def by_strata(dev: str, workload: str, params: dict[str, Any], work: Path, n: int) -> float:
     """strata's side: one trial of `workload` natively on a fresh xfs on `dev` through a bind mount; its tx/s."""
     spec = {
@@ -78,16 +93,7 @@ def by_strata(dev: str, workload: str, params: dict[str, Any], work: Path, n: in
         "paths": ["bind"],
         "workloads": [{workload: params}],
     }
-    (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
-    out = work / f"r{n}"
-    cp = subprocess.run(
-        [sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    if cp.returncode != 0:
-        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
-    (p,) = (out / "trials").glob("*.json")
+    (p,) = strata_run(spec, work, n).glob("*.json")
     r = json.loads(p.read_text())
     if r["status"] != "ok":
         raise SystemExit(f"strata's trial failed: {r['flags']['failed']}")

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 import tiny
-import yaml
+from abba import strata_run
 
 JOB = {"rw": "randread", "bs": "4k", "numjobs": 2, "iodepth": 16, "size": "512MiB"}
 
@@ -73,17 +73,8 @@ def by_strata(dev: str, runtime: int, runtimes: list[str], paths: list[str], wor
         "loads": [{"numjobs": JOB["numjobs"], "iodepth": JOB["iodepth"]}],
         "exclude": [{"runtime": "native", "path": "volume"}, {"runtime": "docker:*", "path": "bind"}],
     }
-    (work / f"s{n}.yaml").write_text(yaml.safe_dump(spec))
-    out = work / f"r{n}"
-    cp = subprocess.run(
-        [sys.executable, "-m", "strata.cli.main", "run", str(work / f"s{n}.yaml"), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    if cp.returncode != 0:
-        raise SystemExit(f"strata run failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
     res = {}
-    for p in (out / "trials").glob("*.json"):
+    for p in strata_run(spec, work, n).glob("*.json"):
         r = json.loads(p.read_text())
         assert r["status"] == "ok", r["flags"]["failed"]
         res[r["labels"]["runtime"]] = r["metrics"]["read"]["iops"]
