@@ -11,8 +11,6 @@ peak (Figure 6a), collector time series of chosen trials. The exporters
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 from strata.analysis.advice import amplification
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.baseline import apart_ratio, baseline_key, ratio_to_raw
@@ -26,9 +24,12 @@ from strata.report.parts import (
     MAX_LINES,
     MAX_STACKS,
     SMOKE_MARK,
+    Bar,
     Figure,
     LatencyPanel,
+    Point,
     Report,
+    SeriesPoints,
     StackBars,
     Table,
     breakdown_caption,
@@ -52,9 +53,6 @@ MAX_FIGURES_PER_KIND = {
     "amplification": 8,
 }
 MAX_SERIES = 3
-
-# a point of a sweep or scaling line: (x, mean, ci_low, ci_high, the group it is drawn apart in)
-Point = tuple[float, float, float | None, float | None, str | None]
 
 
 def build(a: Analysis, title: str = "strata report", series_ids: tuple[str, ...] = ()) -> Report:
@@ -193,21 +191,6 @@ def _ratio_caption(has_raw: bool) -> str:
         what + " Hatched grey bars: a cache answered (flags.cache or above the raw device); they are not "
         "device performance."
     )
-
-
-class Bar(TypedDict):
-    """One bar of a throughput or ratio figure (report/figures.py `_bars`), and its table row."""
-
-    label: str  # the stack, as short_labels names it
-    load: str
-    value: float  # the ratio to the raw device, or the throughput without one
-    low: float | None  # its 95% interval, where it has one
-    high: float | None
-    apart: str | None  # the group its results are drawn apart in (cache, unconfirmed, emulated), or None
-    note: str
-    raw: float | None  # the raw device's mean, where the bar is a ratio to it
-    n: int
-    mean: float  # the throughput's mean
 
 
 def _bars_of(c: Cell, a: Analysis, label: str, has_raw: bool) -> list[Bar]:
@@ -463,9 +446,6 @@ def _pick_series(a: Analysis, wanted: tuple[str, ...]) -> list[tuple[Result, Cel
         if all(r is not p[0] for p in picked):
             picked.append((r, c))
     return picked
-
-
-SeriesPoints = list[tuple[float, float]]  # (t_s, value)
 
 
 def series_data(r: Result) -> dict[str, SeriesPoints | dict[str, SeriesPoints]]:

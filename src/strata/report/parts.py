@@ -109,3 +109,24 @@ def breakdown_caption(schema: MetricSchema) -> str:
         parts.append(f"{m.label} ({kind})" if m is not None and m.label else kind)
     words = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return f"{words[:1].upper()}{words[1:]} latency"
+
+
+# a point of a sweep or scaling line: (x, mean, ci_low, ci_high, the group it is drawn apart in)
+Point = tuple[float, float, float | None, float | None, str | None]
+
+SeriesPoints = list[tuple[float, float]]  # a per-second series: (t_s, value)
+
+
+class Bar(TypedDict):
+    """One bar of a throughput or ratio figure (report/figures.py `_bars`), and its table row."""
+
+    label: str  # the stack, as short_labels names it
+    load: str
+    value: float  # the ratio to the raw device, or the throughput without one
+    low: float | None  # its 95% interval, where it has one
+    high: float | None
+    apart: str | None  # the group its results are drawn apart in (cache, unconfirmed, emulated), or None
+    note: str
+    raw: float | None  # the raw device's mean, where the bar is a ratio to it
+    n: int
+    mean: float  # the throughput's mean
