@@ -199,6 +199,30 @@ def test_nodes_join_one_by_one_across_hosts(tmp_path, monkeypatch):
     assert (tmp_path / "sync" / "start-0").exists() and ctx.checks == 2  # b's own nodes watched while it waited
 
 
+def test_a_node_starts_only_once_the_nodes_before_it_are_normal_from_each_other(tmp_path, monkeypatch):
+    """One host, two clusters of 3 nodes: node 2 of each starts after the ring check of its nodes 0 and 1
+    (a node listening for CQL may still be bootstrapping in the seed's gossip: token collision)."""
+    p = YcsbParams(clusters=2, cluster={"nodes": 3, "replication_factor": 2})
+    dbs, ctx, events = server.layout(p, Load()), _Ctx(tmp_path), []
+
+    def ring_check(db, lib, ctx, hosts=None):
+        started = sorted(f.name for f in (tmp_path / "sync").iterdir())
+        events.append(("ring", db.index, tuple(hosts or db.hosts), tuple(started)))
+
+    def wait_node(ctx, k, address, timeout_s, port):
+        events.append(("ready", k))
+        return 1.0
+
+    monkeypatch.setattr(server, "ring_check", ring_check)
+    monkeypatch.setattr(server, "wait_node", wait_node)
+    monkeypatch.setattr(server.jars, "ensure_ycsb", lambda: tmp_path)
+    assert server.start_nodes(YCSB, p, dbs, ctx) == [1.0] * 6
+    rings = [e for e in events if e[0] == "ring"]
+    first_two = ("start-1", "start-4")  # node 1 of each cluster started, node 2 not yet
+    assert rings == [("ring", 0, tuple(dbs[0].hosts[:2]), first_two), ("ring", 1, tuple(dbs[1].hosts[:2]), first_two)]
+    assert events.index(rings[-1]) < events.index(("ready", 2)) and events.index(("ready", 4)) < events.index(rings[0])
+
+
 def test_a_node_of_another_host_that_never_answers_is_not_ready(tmp_path, monkeypatch):
     p = YCSB.part(_span(), Load(), "b", 1, ADDR)[0].model_copy(update={"start_timeout": 10})
     monkeypatch.setattr(cassandra, "cql_port_open", lambda *a, **k: False)

@@ -23,7 +23,9 @@ natively or in a container (`--network host`); only the paths as the node sees t
   joining node can still see the node before it as bootstrapping in the seed's gossip and exit
   ("Other bootstrapping/leaving/moving nodes detected", a known race of quick successive joins);
   `-Dcassandra.consistent.rangemovement=false` lifts that check, which guards only the streaming
-  of existing data: a strata cluster is empty until every node has joined.
+  of existing data: a strata cluster is empty until every node has joined. That leaves the tokens:
+  a node allocating against a ring where the node before it is not yet Normal picks its tokens, so
+  server.start_nodes waits for the ring of the nodes before (RingCheck) until it starts the next.
 - Ready means: the log says "Starting listening for CQL clients" AND the CQL port accepts a
   connection. A node that exits or is not ready in time fails with the tail of its log.
 - JMX stays off (nodetool would need one JMX port per node); cluster health is checked over CQL

@@ -88,9 +88,19 @@ def layout(params: YcsbParams, load: Load) -> list[Db]:
 
 def start_nodes(wl: ServerTemplate[YcsbParams], params: YcsbParams, dbs: list[Db], ctx: MeasureContext) -> list[float]:
     """Seeds first (all at once), then node 1 of every cluster, and so on; seconds to ready of each node
-    here (a node on another host is waited for until it answers, not timed: its host times it)."""
+    here (a node on another host is waited for until it answers, not timed: its host times it).
+
+    Node i > 1 starts only once nodes 0..i-1 are Up and Normal from each other (the ring check on them):
+    a node that listens for CQL may still be bootstrapping in the seed's gossip, and the next node,
+    allocating its tokens against a ring without it, picks the same ones and exits ("Bootstrap Token
+    collision", seen on this VM under load). Checked where this host runs every node before i; across
+    hosts the next node waits only for the previous one to answer (a limit, docs/ycsb-mechanics.md)."""
     ready: dict[int, float] = {}
     for i in range(params.cluster.nodes):
+        if i > 1:
+            for db in dbs:
+                if all(k is not None for k in db.instances[:i]):
+                    ring_check(db, jars.ensure_ycsb() / "lib", ctx, db.hosts[:i])
         if i > 0:
             for db in dbs:
                 k = db.instances[i]
@@ -132,10 +142,11 @@ def wait_node(
     return lifecycle.wait_ready(ctx, instance, answers, f"Cassandra node {instance} at {address}", timeout_s, LOG_NAME)
 
 
-def ring_check(db: Db, lib: Path, ctx: MeasureContext) -> None:
-    """Every node of the cluster Up and Normal from every node (RingCheck over CQL), retried briefly."""
+def ring_check(db: Db, lib: Path, ctx: MeasureContext, hosts: list[str] | None = None) -> None:
+    """Every node of the cluster (or of `hosts`, its first nodes) Up and Normal from every one of them
+    (RingCheck over CQL), retried briefly."""
     deadline = time.monotonic() + RING_TIMEOUT_S
-    argv = client.ring_check_argv(db.hosts, lib, port=db.port)
+    argv = client.ring_check_argv(db.hosts if hosts is None else hosts, lib, port=db.port)
     while True:
         ctx.running.check(ctx.watch)
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=RING_TIMEOUT_S)
