@@ -68,6 +68,19 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
              r"(?P<journal>[\d.]+) \(flagged above 0.5\)", {"plain": (-100.0, 100.0), "journal": (0.0, 100.0)}),
         ],
     ),
+    "hdr_decoder.py": (
+        [],
+        [
+            (r"READ +15 +2,547 +(yes|NO)", {}),
+            (r"synthetic, recorded by strata +- +(?P<values>[\d,]+) +yes", {"values": (3000, 3000)}),
+            (r"READ +yes +(yes|NO) +(?P<diff>[\d.e-]+)", {"diff": (0.0, 1.0)}),
+            (r"decode \+ merge alone, every bucket's count the same on every input: yes", {}),
+            (r"decode \+ merge \+ read of 6 lines \(3,000 values\), median of 2 alternated rounds: strata "
+             r"(?P<ours>[\d.]+) ms, package (?P<theirs>[\d.]+) ms, package / strata (?P<ratio>[\d.]+)",
+             {"ours": (0.01, 60000), "theirs": (0.01, 60000), "ratio": (0.001, 1000)}),
+            (r"verdict: the hdrhistogram package (serves|does not serve) as well", {}),
+        ],
+    ),
     "kubernetes_overhead.py": (
         [],
         [
