@@ -52,16 +52,29 @@ SLOWER_AT_MOST = 1.2
 Figures = tuple[int, int, int, float, tuple[int, ...]]  # count, min, max, mean, values at PERCENTILES
 
 
-def by_strata(lines: list[str]) -> Figures:
+def merged_by_strata(lines: list[str]) -> hdr.Histogram:
     h = hdr.merge(hdr.decode(line) for line in lines)
     assert h is not None
-    return h.total, h.min(), h.max(), h.mean(), tuple(h.value_at_percentile(p) for p in PERCENTILES)
+    return h
 
 
-def by_package(lines: list[str]) -> Figures:
+def merged_by_package(lines: list[str]) -> HdrHistogram:
     total = HdrHistogram(1, HIGHEST_US, 3)
     for line in lines:
         total.decode_and_add(line)
+    return total
+
+
+def strata_figures(h: hdr.Histogram) -> Figures:
+    return h.total, h.min(), h.max(), h.mean(), tuple(h.value_at_percentile(p) for p in PERCENTILES)
+
+
+def by_strata(lines: list[str]) -> Figures:
+    return strata_figures(merged_by_strata(lines))
+
+
+def by_package(lines: list[str]) -> Figures:
+    total = merged_by_package(lines)
     return (
         total.get_total_count(),
         total.get_min_value(),
@@ -73,25 +86,12 @@ def by_package(lines: list[str]) -> Figures:
 
 def same_counts(lines: list[str]) -> bool:
     """Both decoders' merged histograms hold the same count in every bucket (checked at each bucket's value)."""
-    ours, theirs = hdr.merge(hdr.decode(line) for line in lines), HdrHistogram(1, HIGHEST_US, 3)
-    assert ours is not None
-    for line in lines:
-        theirs.decode_and_add(line)
+    ours, theirs = merged_by_strata(lines), merged_by_package(lines)
     nonzero = {i: c for i, c in ours.counts.items() if c}
     return (
         all(theirs.get_count_at_value(ours.value_from_index(i)) == c for i, c in nonzero.items())
         and sum(nonzero.values()) == theirs.get_total_count()
     )
-
-
-def merged_by_strata(lines: list[str]) -> None:
-    hdr.merge(hdr.decode(line) for line in lines)
-
-
-def merged_by_package(lines: list[str]) -> None:
-    total = HdrHistogram(1, HIGHEST_US, 3)
-    for line in lines:
-        total.decode_and_add(line)
 
 
 def ycsb_printed(op: str) -> Figures:
@@ -146,7 +146,7 @@ def recorded_by_strata(values: list[int]) -> Figures:
     h = hdr.Histogram()
     for v in values:
         h.record(v)
-    return h.total, h.min(), h.max(), h.mean(), tuple(h.value_at_percentile(p) for p in PERCENTILES)
+    return strata_figures(h)
 
 
 def agree(a: Figures, b: Figures) -> tuple[bool, float]:
