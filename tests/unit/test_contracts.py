@@ -38,6 +38,7 @@ from strata.workloads.base import (
     Upgrading,
     Workload,
 )
+from strata.workloads.server.template import ServerTemplate, WithSettings
 
 LAYERS = [
     ("device", DEVICES, Device),
@@ -103,6 +104,35 @@ def test_registry_key_is_the_plugins_name_and_its_params_type(layer, name, plugi
     assert type_field is not None, f"{name}: params without a `type` key"
     allowed = typing.get_args(type_field.annotation)
     assert name in allowed, f"{name}: params.type allows {allowed}"
+
+
+SERVERS = {n: w for n, w in WORKLOADS.items() if isinstance(w, ServerTemplate)}
+
+
+@pytest.mark.parametrize("name,wl", SERVERS.items())
+def test_the_keys_a_server_template_names_are_keys_of_its_params(name, wl):
+    """`log_key` and the settings map are read from the parameters by name (template.py): a key the model lacks
+    would leave the log with the data, or the map unchecked, without a word."""
+    fields = wl.params.model_fields
+    if wl.log_key is not None:
+        assert wl.log_key in fields, f"{name}: log_key {wl.log_key!r} is no key of {wl.params.__name__}"
+        assert wl.log_path(wl.params(**{wl.log_key: "volume"})) == "volume" and wl.log_path(wl.params()) is None
+    assert (wl.settings_rules is not None) == ("settings" in fields), name
+    assert isinstance(wl.params(), WithSettings) == ("settings" in fields), name
+
+
+def test_the_registry_lists_every_workload_module_that_declares_a_plugin():
+    """A workload's module declares `PLUGIN` and the registry's `MODULES` names it: one without the other is a
+    workload that no spec can name, or an import error."""
+    from strata import workloads
+
+    root = Path(workloads.__file__).parent
+    declaring = sorted(
+        str(p.relative_to(root).with_suffix("")).replace("/", ".")
+        for p in root.rglob("*.py")
+        if re.search(r"^PLUGIN: Workload\[", p.read_text(), re.M)
+    )
+    assert declaring == sorted(workloads.MODULES)
 
 
 @pytest.mark.parametrize("name,cls", COLLECTORS.items())
@@ -241,7 +271,7 @@ class Tool(ToolWorkload[P]):
         return []
 {extra}
 
-PLUGINS: list[Workload[Any]] = [Tool()]
+PLUGIN: Workload[P] = Tool()  # as a workload's module declares its registry entry
 """
 PARSE = """
     def parse(self, params: P, outputs: list[InstanceOutput]) -> Parsed:
@@ -282,9 +312,9 @@ def test_the_type_checker_rejects_a_plugin_that_does_not_satisfy_its_protocol(tm
         "class Tool(ToolWorkload[P]):", "class Tool(ToolWorkload[P], Constrained[P]):"
     )
     wrong = wrong.replace(
-        "\nPLUGINS",
+        "\nPLUGIN:",
         "    def impossible(self, params: P) -> str | None:\n        return None\n\n"
-        "    def problems(self, params: P, load: Load) -> list[tuple[str, str, str]]:\n        return []\n\nPLUGINS",
+        "    def problems(self, params: P, load: Load) -> list[tuple[str, str, str]]:\n        return []\n\nPLUGIN:",
     )
     bad_capability = _mypy(tmp_path, wrong)
     assert bad_capability.returncode == 1 and "impossible" in bad_capability.stdout, bad_capability.stdout

@@ -60,6 +60,7 @@ class Echo(ServerTemplate[EchoParams]):
     client_what = "the echo client"
     server_what = "echo server"
     vm_reason = "no echo server in a VM"
+    log_key = "log"
 
     def command(self, params: EchoParams, load: Load, target: Target, instance: int) -> list[str]:
         life = f"sleep {params.die_after_s}; exit 3" if params.die_after_s else "exec sleep 600"
@@ -81,9 +82,6 @@ class Echo(ServerTemplate[EchoParams]):
             what="echo server",
         )
         return ["sh", "-c", script, "echo-server"]
-
-    def log_path(self, params: EchoParams) -> str | None:
-        return params.log
 
     def estimate_s(self, params: EchoParams) -> float:
         return 5 + params.runtime

@@ -26,7 +26,7 @@ from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.jsondoc import JsonArray, JsonObject, JsonValue, ShapeError, arr, as_obj, obj, text
 from strata.core.metrics import Metric, MetricSchema, Operations, Show
 from strata.core.params import Load, Strict
-from strata.workloads.base import Parsed, Smoke, Syncs, ToolWorkload, Upgrading, headline, resolve_file
+from strata.workloads.base import Parsed, Smoke, Syncs, ToolWorkload, Upgrading, Workload, headline, resolve_file
 from strata.workloads.engine import engine_binary
 from strata.workloads.latency import PERCENTILES, figure, percentile
 
@@ -346,3 +346,4 @@ def syncs(ends: list[JsonObject]) -> Syncs:
 
 
 FILEBENCH = Filebench()
+PLUGIN: Workload[FilebenchParams] = FILEBENCH  # the registry's entry (workloads/__init__.py), checked against the core

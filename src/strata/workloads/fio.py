@@ -30,6 +30,7 @@ from strata.workloads.base import (
     Smoke,
     ToolWorkload,
     Upgrading,
+    Workload,
     headline,
     resolve_file,
 )
@@ -473,3 +474,4 @@ def fio_version() -> str | None:
 
 
 FIO = Fio()
+PLUGIN: Workload[FioParams] = FIO  # the registry's entry (workloads/__init__.py), checked against the core

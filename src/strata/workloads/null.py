@@ -16,7 +16,7 @@ from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, Target
 from strata.core.metrics import Metric, MetricSchema, Show
 from strata.core.params import Load, Strict
-from strata.workloads.base import Parsed, ToolWorkload, headline
+from strata.workloads.base import Parsed, ToolWorkload, Workload, headline
 
 
 class NullParams(Strict):
@@ -68,3 +68,4 @@ class Null(ToolWorkload[NullParams]):
 
 
 NULL = Null()
+PLUGIN: Workload[NullParams] = NULL  # the registry's entry (workloads/__init__.py), checked against the core

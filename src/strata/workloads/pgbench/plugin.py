@@ -34,7 +34,7 @@ from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, Target
 from strata.core.metrics import Axis, Events, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
-from strata.workloads.base import MeasureContext, Parsed, Smoke, spec_file
+from strata.workloads.base import MeasureContext, Parsed, Smoke, Workload, spec_file
 from strata.workloads.pgbench import metrics, postgres, sampling
 from strata.workloads.pgbench.params import MAX_SCRIPT_BYTES, PgbenchParams, entries
 from strata.workloads.pgbench.parse import failure, parse_progress, parse_summary
@@ -42,7 +42,6 @@ from strata.workloads.server import lifecycle, records, transactions
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import PORTS_PER_RUN
 from strata.workloads.server.script import sync_of
-from strata.workloads.server.settings import Catalog
 from strata.workloads.server.template import MemoryFloor, ServerTemplate
 
 MiB = 1 << 20
@@ -93,6 +92,8 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     log_name = postgres.LOG_NAME
     host_packages = postgres.PACKAGES
     log_what = "WAL"
+    log_key = "wal_path"
+    settings_rules = postgres.RULES
     server_user = postgres.USER
     ports_per_run = PORTS_PER_RUN
 
@@ -153,18 +154,6 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
         return ["sh", "-c", script, "strata-pg"]
 
     # ---- what PostgreSQL brings to the template ---------------------------------------------
-
-    def settings_catalog(self) -> Catalog | None:
-        return postgres.catalog()
-
-    def settings_map(self, params: PgbenchParams) -> dict[str, str]:
-        return params.settings
-
-    def log_path(self, params: PgbenchParams) -> str | None:
-        return params.wal_path
-
-    def managed_settings(self, params: PgbenchParams) -> dict[str, str]:
-        return postgres.MANAGED
 
     def error_line(self, text: str) -> str | None:
         return lifecycle.last_error(text, ERROR_LINE)
@@ -276,3 +265,4 @@ def init_options(params: PgbenchParams) -> list[str]:
 
 
 PGBENCH = Pgbench()
+PLUGIN: Workload[PgbenchParams] = PGBENCH  # the registry's entry (workloads/__init__.py), checked against the core

@@ -39,7 +39,7 @@ from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.server import lifecycle
 from strata.workloads.server.loopback import port
 from strata.workloads.server.script import server_script
-from strata.workloads.server.settings import Catalog, Known, in_force
+from strata.workloads.server.settings import Catalog, Known, Rules, in_force
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PACKAGES = ("postgresql-15",)
@@ -135,6 +135,10 @@ def catalog() -> Catalog | None:
     if cp.returncode != 0 or not known:
         return None
     return Catalog(f"`postgres --describe-config` (PostgreSQL {version() or '15'})", known)
+
+
+# The settings map's rules (the catalog read when it is called, so that a test's stand-in for it holds).
+RULES = Rules(lambda: catalog(), MANAGED)
 
 
 def server_command(params: PgbenchParams, data_dir: str, instance: int) -> list[str]:

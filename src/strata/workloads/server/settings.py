@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from pydantic import Field
 
@@ -106,10 +106,21 @@ class Catalog:
     known: dict[str, Known] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Rules:
+    """What a server brings to its settings map: its own list of settings (`catalog`, read only when a map is
+    checked; None: it cannot be read here, and the server judges at start), those strata sets itself (`managed`:
+    lower-case name -> how, refused in the map) and how it writes them (`notation`)."""
+
+    catalog: Callable[[], Catalog | None]
+    managed: Mapping[str, str]
+    notation: Notation = DEFAULT
+
+
 def problems(
     settings: dict[str, str],
     catalog: Catalog | None,
-    managed: dict[str, str],
+    managed: Mapping[str, str],
     server: str,
     notation: Notation = DEFAULT,
 ) -> list[str]:

@@ -17,11 +17,11 @@ A server workload derives from it and supplies:
 
 What servers share beyond the lifecycle, each a hook with a default:
 
-- a settings map (settings.py): the parameters' `settings` (`settings_map`), checked in `validate` against the
-  server's own list (`settings_catalog`) and against those strata sets itself (`managed_settings`);
-- its log on a path of its own (logpath.py): the parameters' key for it (`log_path`: pgbench's `wal_path`) names
-  a path of the runtime, which the runtime mounts beside the data (`Target.log_path`); a runtime without it is
-  `impossible`;
+- a settings map (settings.py): the parameters' `settings`, checked in `validate` against the server's own list
+  and those strata sets itself, in the server's notation (`settings_rules`);
+- its log on a path of its own (logpath.py): the parameters' key for it (`log_key`: pgbench's `wal_path`) names
+  a path of the runtime, which the runtime mounts beside the data (`Target.log_path`, from `log_path`); a runtime
+  without it is `impossible`;
 - the user its native servers run as (`server_user`: PostgreSQL refuses root), whose reach the plan checks;
 - the facts read from each started server (`server_facts`: its version, the settings in force), stored
   with the trial; the memory its servers can use (memory.py), in the record; the servers' own counters
@@ -47,7 +47,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput
@@ -73,7 +73,7 @@ from strata.workloads.server.script import LOG_NAME
 class ServerParams(Params, Protocol):
     """The keys every server workload's parameters have (fields.py's), which the template's defaults read;
     ycsb's, pgbench's and sysbench's models satisfy it as they are. What only some have is a hook of the
-    template's instead (`settings_map`, `log_path`, `memory_floor`)."""
+    template's instead (`memory_floor`), or a key the template names (`WithSettings`, `log_key`)."""
 
     @property
     def runtime(self) -> int | None: ...  # seconds of the measured run; None: ycsb's `operations` instead
@@ -84,6 +84,14 @@ class ServerParams(Params, Protocol):
 
 
 S = TypeVar("S", bound=ServerParams)
+
+
+@runtime_checkable
+class WithSettings(Protocol):
+    """Parameters with a settings map (`settings.settings_field`): any server setting, {name: value}."""
+
+    @property
+    def settings(self) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,8 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
     host_packages: tuple[str, ...] = ()
     log_what = "server's log"  # the log in messages ("WAL")
     server_user = "root"  # the user its native servers run as (root: none of their own)
-    settings_notation = settings.DEFAULT  # how the server writes its settings (settings.py)
+    settings_rules: settings.Rules | None = None  # the server's rules for the `settings` map; None: it has none
+    log_key: str | None = None  # the parameters' key of the log's own path (pgbench's `wal_path`); None: none
     ports_per_run: int | None = None  # servers on a host each take a port of the run's block (loopback.py)
 
     @property
@@ -224,18 +233,6 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         trial; read once every server answers."""
         return {}
 
-    def settings_catalog(self) -> settings.Catalog | None:
-        """Every setting the server knows (None: the list cannot be read here; the server judges at start)."""
-        return None
-
-    def settings_map(self, params: S) -> dict[str, str]:
-        """The spec's map of any other server setting, {name: value} (its `settings`); {}: it has none."""
-        return {}
-
-    def managed_settings(self, params: S) -> dict[str, str]:
-        """The settings strata sets itself, each with how (lower-case name -> words), refused in the map."""
-        return {}
-
     def host_user(self, params: S) -> str:
         """The user its servers run as when they are host processes (root: none of their own)."""
         return self.server_user
@@ -250,9 +247,10 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         return None
 
     def log_path(self, params: S) -> str | None:
-        """The path of its own the server's log goes on (the parameters' key for it: pgbench's `wal_path`), or None:
-        with the data, or the server has no such key."""
-        return None
+        """The path of its own the server's log goes on (the parameters' `log_key`), or None: with the data, or the
+        server has no such key."""
+        name: str | None = getattr(params, self.log_key) if self.log_key else None
+        return name
 
     # ---- the Workload members every server workload shares -----------------------------
 
@@ -283,11 +281,10 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
 
     def validate(self, params: S) -> list[str]:
         """The settings map against the server's own list of settings, and those strata sets itself."""
-        given = self.settings_map(params)
-        if not given:
+        rules = self.settings_rules
+        if rules is None or not isinstance(params, WithSettings) or not params.settings:
             return []
-        catalog, managed = self.settings_catalog(), self.managed_settings(params)
-        return settings.problems(given, catalog, managed, self.server_what, self.settings_notation)
+        return settings.problems(params.settings, rules.catalog(), rules.managed, self.server_what, rules.notation)
 
     def impossible(self, params: S, runtime: RuntimeTraits) -> str | None:
         if runtime.isolation == "vm":

@@ -32,8 +32,8 @@ from strata.core.jsondoc import JsonObject
 from strata.workloads.server import lifecycle
 from strata.workloads.server.loopback import port
 from strata.workloads.server.script import server_script, write_files
-from strata.workloads.server.settings import Catalog, Known, in_force
-from strata.workloads.sysbench.params import SysbenchParams
+from strata.workloads.server.settings import Catalog, Known, Rules, in_force
+from strata.workloads.sysbench.params import NOTATION, SysbenchParams
 
 PACKAGES = ("mariadb-server",)
 HOST_PACKAGES = ("mariadb-server", "mariadb-client", "sysbench")
@@ -304,6 +304,10 @@ def catalog() -> Catalog | None:
 
 OPTION = re.compile(r"^  --([A-Za-z0-9_-]+)(\[=#\]|=#|\[=name\]|=name)?(\s|$)")
 KINDS = {"=#": "int", "[=#]": "int", "=name": "string", "[=name]": "enum", None: "bool"}
+
+
+# The settings map's rules (the catalog read when it is called, so that a test's stand-in for it holds).
+RULES = Rules(lambda: catalog(), MANAGED, NOTATION)
 
 
 def parse_catalog(text: str) -> dict[str, Known]:

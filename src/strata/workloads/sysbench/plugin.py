@@ -29,16 +29,15 @@ from strata.core.instances import ImageSpec, Target
 from strata.core.jsondoc import JsonObject
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, sweep_ends
-from strata.workloads.base import MeasureContext, Parsed, Smoke
+from strata.workloads.base import MeasureContext, Parsed, Smoke, Workload
 from strata.workloads.server import fields, lifecycle, records, transactions
 from strata.workloads.server.clients import Client
 from strata.workloads.server.loopback import PORTS_PER_RUN
 from strata.workloads.server.script import sync_of
-from strata.workloads.server.settings import Catalog
 from strata.workloads.server.template import MemoryFloor, ServerTemplate
 from strata.workloads.sysbench import mariadb, metrics
 from strata.workloads.sysbench import parse as sp
-from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, NOTATION, SysbenchParams
+from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, SysbenchParams
 
 MiB = 1 << 20
 ROW_BYTES = 240  # a row of oltp_common's tables with its index, measured: 242 bytes at 4 x 100,000 rows
@@ -74,8 +73,9 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     log_name = mariadb.LOG_NAME
     host_packages = mariadb.HOST_PACKAGES
     log_what = "redo log"
+    log_key = "redo_log"
+    settings_rules = mariadb.RULES
     server_user = mariadb.USER
-    settings_notation = NOTATION
     ports_per_run = PORTS_PER_RUN
 
     def smoke(self, raw: JsonObject) -> JsonObject:
@@ -104,18 +104,6 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
 
     def versions(self) -> dict[str, str | None]:
         return {"mariadb": mariadb.version(), "sysbench": _sysbench_version()}
-
-    def settings_catalog(self) -> Catalog | None:
-        return mariadb.catalog()
-
-    def settings_map(self, params: SysbenchParams) -> dict[str, str]:
-        return params.settings
-
-    def log_path(self, params: SysbenchParams) -> str | None:
-        return params.redo_log
-
-    def managed_settings(self, params: SysbenchParams) -> dict[str, str]:
-        return mariadb.MANAGED
 
     def memory_floor(self, params: SysbenchParams) -> MemoryFloor:
         need = params.innodb_buffer_pool_size + MIN_MEMORY_OVER_BUFFER_POOL
@@ -228,3 +216,4 @@ def _sysbench_version() -> str | None:
 
 
 SYSBENCH = Sysbench()
+PLUGIN: Workload[SysbenchParams] = SYSBENCH  # the registry's entry (workloads/__init__.py), checked against the core

@@ -30,7 +30,7 @@ from strata.core.jsondoc import JsonObject, JsonValue
 from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, OperationMix, Show
 from strata.core.params import Load, sweep_ends
 from strata.stack.journal import Undoing, Undos
-from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, host_share
+from strata.workloads.base import MeasureContext, Parsed, SelfPlacing, Smoke, Workload, host_share
 from strata.workloads.server import fields, records
 from strata.workloads.server.clients import Client
 from strata.workloads.server.script import sync_of
@@ -279,3 +279,4 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
 
 
 YCSB = Ycsb()
+PLUGIN: Workload[YcsbParams] = YCSB  # the registry's entry (workloads/__init__.py), checked against the core
