@@ -1,10 +1,11 @@
 """What the overhead benches in ABBA pairs share (pgbench_overhead.py, sysbench_overhead.py): a command that
 must succeed, a cold page cache before each side, a cgroup of its own for a side's server, strata's side (one
 trial natively on xfs through a bind mount, its transactions a second), and the geometric mean of the paired
-ratios with its 95% interval."""
+ratios with its 95% interval; the command line they share, and the loop device they run on."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
@@ -12,15 +13,19 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import tiny
 import yaml
 
 from strata.analysis.decisions.stats import summarize
 from strata.stack.hostprocs import cgroup_parents
+
+MIN_PAIRS = 10
 
 
 def sh(*argv: str | Path) -> str:
@@ -149,3 +154,68 @@ def report(results: dict[str, list[tuple[float, float]]], target: float) -> None
             f"{script}: strata / by hand {mean:.3f} {interval}, geometric mean of {len(pairs)} paired ratios with its "
             f"95% interval ({verdict} the target {target})"
         )
+
+
+def arguments(warmup: int, scripts: str) -> argparse.ArgumentParser:
+    """The command line every overhead bench takes (each adds its tool's own sizes)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=MIN_PAIRS, help=f"ABBA pairs of each script, at least {MIN_PAIRS}")
+    ap.add_argument("--runtime", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=warmup)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--scripts", default=scripts)
+    ap.add_argument("--size", default="3G", help="the loop device's backing file (G or M)")
+    tiny.add(ap)
+    return ap
+
+
+def scripts_of(args: argparse.Namespace, **small: object) -> list[str]:
+    """The scripts to run, once the tiny mode's `small` values are applied and the pairs checked."""
+    if not tiny.apply(args, **small) and args.pairs < MIN_PAIRS:
+        raise SystemExit(f"--pairs {args.pairs}: at least {MIN_PAIRS} pairs give the interval this bench reports")
+    return [s.strip() for s in args.scripts.split(",") if s.strip()]
+
+
+@contextlib.contextmanager
+def loop_device(bench: str, size: str) -> Iterator[tuple[Path, str, Path]]:
+    """A work directory under /var/tmp that a server's user can walk through, a loop device with direct I/O over a
+    file of `size` (G or M) in it, and a mount point: (work, device, mount point), all removed after."""
+    size_mib = int(size[:-1]) * (1024 if size.endswith("G") else 1)
+    work = Path(tempfile.mkdtemp(prefix=f"strata-{bench}-overhead-", dir="/var/tmp"))
+    work.chmod(0o755)  # the server's user walks through it to its data directory
+    img = work / "dev.img"
+    sh("dd", "if=/dev/zero", f"of={img}", "bs=1M", f"count={size_mib}", "oflag=direct", "status=none")
+    dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
+    mnt = work / "mnt"
+    mnt.mkdir()
+    try:
+        yield work, dev, mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+        subprocess.run(["losetup", "-d", dev])
+        subprocess.run(["rm", "-rf", str(work)])
+
+
+def compare(
+    bench: str,
+    args: argparse.Namespace,
+    scripts: list[str],
+    hand: Callable[[Path, str], float],
+    workload: Callable[[str], dict[str, Any]],
+    target: float,
+    design: str,
+) -> int:
+    """The bench: its pairs on a loop device of its own (`hand(mount point, script)` by hand, strata's trial of
+    `workload(script)` natively), each script's interval against `target`, then the `design` in words."""
+    with loop_device(bench, args.size) as (work, dev, mnt):
+        results = run_pairs(
+            args.pairs,
+            scripts,
+            dev,
+            mnt,
+            lambda script: hand(mnt, script),
+            lambda script, n: by_strata(dev, bench, workload(script), work, n),
+        )
+    report(results, target)
+    print(design)
+    return 0

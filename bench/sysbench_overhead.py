@@ -31,20 +31,17 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import tiny
-from abba import by_strata, own_cgroup, report, run_pairs, sh
+from abba import arguments, compare, own_cgroup, scripts_of, sh
 
 from strata.workloads.server import loopback
 from strata.workloads.sysbench import mariadb
 from strata.workloads.sysbench.params import SysbenchParams
 
 TARGET = 0.95
-MIN_PAIRS = 10
 HAND = loopback.PORTS_PER_RUN - 1  # the by-hand server's place in this run's port block: never strata's server 0
 
 
@@ -114,49 +111,25 @@ def _workload(args: argparse.Namespace, script: str) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pairs", type=int, default=MIN_PAIRS, help=f"ABBA pairs of each script, at least {MIN_PAIRS}")
-    ap.add_argument("--runtime", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--clients", type=int, default=8)
+    ap = arguments(warmup=10, scripts="oltp_read_write,oltp_point_select")
     ap.add_argument("--tables", type=int, default=4)
     ap.add_argument("--table-size", type=int, default=25_000)
-    ap.add_argument("--scripts", default="oltp_read_write,oltp_point_select")
-    ap.add_argument("--size", default="3G", help="the loop device's backing file (G or M)")
-    tiny.add(ap)
     args = ap.parse_args()
     small = {"pairs": 2, "runtime": 3, "warmup": 0, "table_size": 1000, "scripts": "oltp_point_select", "size": "2G"}
-    if not tiny.apply(args, **small) and args.pairs < MIN_PAIRS:
-        raise SystemExit(f"--pairs {args.pairs}: at least {MIN_PAIRS} pairs give the interval this bench reports")
-    scripts = [s.strip() for s in args.scripts.split(",") if s.strip()]
-    size_mib = int(args.size[:-1]) * (1024 if args.size.endswith("G") else 1)
-    work = Path(tempfile.mkdtemp(prefix="strata-sysbench-overhead-", dir="/var/tmp"))
-    work.chmod(0o755)  # the mysql user walks through it to its data directory
-    img = work / "dev.img"
-    sh("dd", "if=/dev/zero", f"of={img}", "bs=1M", f"count={size_mib}", "oflag=direct", "status=none")
-    dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
-    mnt = work / "mnt"
-    mnt.mkdir()
-    results: dict[str, list[tuple[float, float]]] = {}
-    try:
-        results = run_pairs(
-            args.pairs,
-            scripts,
-            dev,
-            mnt,
-            lambda script: by_hand(mnt, args, script),
-            lambda script, n: by_strata(dev, "sysbench", _workload(args, script), work, n),
-        )
-    finally:
-        subprocess.run(["umount", str(mnt)], capture_output=True)
-        subprocess.run(["losetup", "-d", dev])
-        subprocess.run(["rm", "-rf", str(work)])
-    report(results, TARGET)
-    print(
+    scripts = scripts_of(args, **small)
+    design = (
         f"sysbench {args.tables} tables x {args.table_size:,} rows, {args.clients} clients, {args.warmup} s warm-up, "
         f"{args.runtime} s runs, {args.pairs} ABBA pairs per script, xfs on a loop device with direct I/O"
     )
-    return 0
+    return compare(
+        "sysbench",
+        args,
+        scripts,
+        lambda mnt, script: by_hand(mnt, args, script),
+        lambda script: _workload(args, script),
+        TARGET,
+        design,
+    )
 
 
 if __name__ == "__main__":

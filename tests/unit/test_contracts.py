@@ -110,14 +110,15 @@ SERVERS = {n: w for n, w in WORKLOADS.items() if isinstance(w, ServerTemplate)}
 
 
 @pytest.mark.parametrize("name,wl", SERVERS.items())
-def test_the_keys_a_server_template_names_are_keys_of_its_params(name, wl):
-    """`log_key` and the settings map are read from the parameters by name (template.py): a key the model lacks
-    would leave the log with the data, or the map unchecked, without a word."""
+def test_the_keys_a_server_names_are_keys_of_its_params(name, wl):
+    """The log's key (`server.log`) and the settings map are read from the parameters by name (template.py): a
+    key the model lacks would leave the log with the data, or the map unchecked, without a word."""
     fields = wl.params.model_fields
-    if wl.log_key is not None:
-        assert wl.log_key in fields, f"{name}: log_key {wl.log_key!r} is no key of {wl.params.__name__}"
-        assert wl.log_path(wl.params(**{wl.log_key: "volume"})) == "volume" and wl.log_path(wl.params()) is None
-    assert (wl.settings_rules is not None) == ("settings" in fields), name
+    log = wl.server.log
+    if log is not None:
+        assert log.key in fields, f"{name}: the log's key {log.key!r} is no key of {wl.params.__name__}"
+        assert wl.log_path(wl.params(**{log.key: "volume"})) == "volume" and wl.log_path(wl.params()) is None
+    assert (wl.server.settings is not None) == ("settings" in fields), name
     assert isinstance(wl.params(), WithSettings) == ("settings" in fields), name
 
 

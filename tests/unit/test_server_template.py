@@ -30,6 +30,7 @@ from strata.workloads import REGISTRY
 from strata.workloads.base import MeasureContext, Parsed, ServerWorkload, headline
 from strata.workloads.server import lifecycle
 from strata.workloads.server.clients import Client
+from strata.workloads.server.facts import Log, Server
 from strata.workloads.server.script import server_script, write_files
 from strata.workloads.server.template import ServerTemplate
 
@@ -58,9 +59,8 @@ class Echo(ServerTemplate[EchoParams]):
     metrics = MetricSchema((Metric("ops", "total", "ops/s", "higher", headline=True),))
     clients_dir = "echo"
     client_what = "the echo client"
-    server_what = "echo server"
+    server = Server("echo server", log=Log("log", "server's log"))
     vm_reason = "no echo server in a VM"
-    log_key = "log"
 
     def command(self, params: EchoParams, load: Load, target: Target, instance: int) -> list[str]:
         life = f"sleep {params.die_after_s}; exit 3" if params.die_after_s else "exec sleep 600"
@@ -87,7 +87,7 @@ class Echo(ServerTemplate[EchoParams]):
         return 5 + params.runtime
 
     def ready(self, params: EchoParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
-        return "listening" in lifecycle.server_log(ctx.art, instance, self.log_name)
+        return "listening" in lifecycle.server_log(ctx.art, instance, self.server.log_name)
 
     def start_timeout_s(self, params: EchoParams) -> float:
         return 2.0 if params.never_ready else 30.0

@@ -39,14 +39,11 @@ from strata.workloads.server import fields, logpath, settings
 MiB = 1 << 20
 BUILTIN = ("tpcb-like", "simple-update", "select-only")
 WRITING_BUILTINS = ("tpcb-like", "simple-update")
-MAX_SCRIPT_BYTES = 1 << 20
 MAX_SCRIPTS = 16
 MAX_WEIGHT = 1000
 INIT_STEPS = re.compile(r"[dtgGvpf]{1,20}")  # pgbench -I: drop, tables, generate (client/server), vacuum, keys
-# A script that names one of these writes (its transactions' WAL must reach the device); one that names
-# none reads only. Comments are left out first.
+# A script that names one of these writes (its transactions' WAL must reach the device): fields.writes.
 WRITE_WORDS = re.compile(r"\b(insert|update|delete|merge|copy|create|drop|alter|truncate|vacuum|cluster)\b", re.I)
-COMMENT = re.compile(r"--[^\n]*")
 SCRIPT_ENTRY = re.compile(r"(?P<what>[^@]+?)(?:@(?P<weight>\d{1,4}))?")
 
 
@@ -253,24 +250,9 @@ class PgbenchParams(Strict):
     def writes(self) -> bool:
         """Do its transactions write? The built-in scripts' answer; a user's script by its SQL's words."""
         for flag, what, _ in self.runs():
-            if (flag == "-b" and what in WRITING_BUILTINS) or (flag == "-f" and _writes(what)):
+            if (flag == "-b" and what in WRITING_BUILTINS) or (flag == "-f" and fields.writes(what, WRITE_WORDS)):
                 return True
         return False
-
-    def script_text(self) -> str:
-        return "\n".join(_text(f) for f in self.files)
-
-
-def _text(path: str) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return f.read(MAX_SCRIPT_BYTES)
-    except OSError:
-        return ""
-
-
-def _writes(path: str) -> bool:
-    return bool(WRITE_WORDS.search(COMMENT.sub("", _text(path))))
 
 
 def _script_words(p: PgbenchParams) -> str:

@@ -36,11 +36,10 @@ from strata.core.metrics import Axis, Events, Metric, MetricSchema, OfferedRate,
 from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke, Workload, spec_file
 from strata.workloads.pgbench import metrics, postgres, sampling
-from strata.workloads.pgbench.params import MAX_SCRIPT_BYTES, PgbenchParams, entries
+from strata.workloads.pgbench.params import PgbenchParams, entries
 from strata.workloads.pgbench.parse import failure, parse_progress, parse_summary
-from strata.workloads.server import lifecycle, records, transactions
+from strata.workloads.server import fields, lifecycle, records, transactions
 from strata.workloads.server.clients import Client
-from strata.workloads.server.loopback import PORTS_PER_RUN
 from strata.workloads.server.script import sync_of
 from strata.workloads.server.template import MemoryFloor, ServerTemplate
 
@@ -88,14 +87,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     name = "pgbench"
     params = PgbenchParams
     metrics = METRICS
-    server_what = "PostgreSQL server"
-    log_name = postgres.LOG_NAME
-    host_packages = postgres.PACKAGES
-    log_what = "WAL"
-    log_key = "wal_path"
-    settings_rules = postgres.RULES
-    server_user = postgres.USER
-    ports_per_run = PORTS_PER_RUN
+    server = postgres.SERVER
 
     def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: scale 1, 5 s runs without warm-up; the sweeps of clients, threads and
@@ -112,7 +104,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
         if isinstance(script, str) and "file:" in script:
             said = f"script: {script}"
             files = [
-                spec_file(what[len("file:") :], base_dir, "pgbench script", MAX_SCRIPT_BYTES, said)
+                spec_file(what[len("file:") :], base_dir, "pgbench script", fields.MAX_SCRIPT_BYTES, said)
                 for what, _ in entries(script)
                 if what.startswith("file:")
             ]
@@ -171,7 +163,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
     # ---- the server template's hooks -------------------------------------------------------
 
     def ready(self, params: PgbenchParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
-        return postgres.answers(lifecycle.server_log(ctx.art, instance, self.log_name), instance)
+        return postgres.answers(lifecycle.server_log(ctx.art, instance, self.server.log_name), instance)
 
     def load_timeout_s(self, params: PgbenchParams) -> float:
         return 600 + params.scale * 3.0

@@ -37,7 +37,8 @@ from strata.core.instances import ImageSpec
 from strata.core.jsondoc import JsonObject
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.server import lifecycle
-from strata.workloads.server.loopback import port
+from strata.workloads.server.facts import Log, Server
+from strata.workloads.server.loopback import PORTS_PER_RUN, port
 from strata.workloads.server.script import server_script
 from strata.workloads.server.settings import Catalog, Known, Rules, in_force
 
@@ -137,8 +138,10 @@ def catalog() -> Catalog | None:
     return Catalog(f"`postgres --describe-config` (PostgreSQL {version() or '15'})", known)
 
 
-# The settings map's rules (the catalog read when it is called, so that a test's stand-in for it holds).
+# What the template reads of the server (facts.py); the settings' catalog is read when it is called, so that a
+# test's stand-in for it holds.
 RULES = Rules(lambda: catalog(), MANAGED)
+SERVER = Server("PostgreSQL server", PACKAGES, USER, Log("wal_path", "WAL"), RULES, PORTS_PER_RUN, LOG_NAME)
 
 
 def server_command(params: PgbenchParams, data_dir: str, instance: int) -> list[str]:

@@ -8,6 +8,7 @@ The log on a path of its own (logpath.py) and the settings map (settings.py) are
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -19,6 +20,8 @@ from strata.core.units import parse_duration
 from strata.workloads.base import spec_file
 
 MAX_RATE = 10_000_000
+MAX_SCRIPT_BYTES = 1 << 20  # a script of the user's own: the most strata accepts, and reads, of it
+LINE_COMMENT = re.compile(r"--[^\n]*")  # SQL's, and Lua's
 MAX_SECONDS = 86400
 MiB = 1 << 20
 T = TypeVar("T", bound=Layer)
@@ -68,6 +71,18 @@ def resolve_script(raw: JsonObject, base_dir: Path, key: str, what: str, max_byt
     if isinstance(value, str) and value.startswith("file:"):
         raw["file"] = spec_file(value[len("file:") :], base_dir, what, max_bytes, f"{key}: {value}")
     return raw
+
+
+def writes(path: str | None, words: re.Pattern[str]) -> bool:
+    """Does a script of the user's own write? Whether its text, its line comments left out, names one of the
+    server's writing SQL `words` (its transactions' log must then reach the device); a file that cannot be read
+    does not."""
+    try:
+        with open(path or "", errors="replace") as f:
+            text = f.read(MAX_SCRIPT_BYTES)
+    except OSError:
+        return False
+    return bool(words.search(LINE_COMMENT.sub("", text)))
 
 
 # The `*_field` helpers return what pydantic's `Field` does (Any, so that a field's default is typed by its

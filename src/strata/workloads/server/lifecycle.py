@@ -39,6 +39,7 @@ from strata.core.params import Load
 from strata.workloads.base import MeasureContext, P, P_contra, rendezvous
 from strata.workloads.server import clients, memory
 from strata.workloads.server.clients import Client
+from strata.workloads.server.facts import Server
 from strata.workloads.server.script import LAUNCHED, STOP_FILE
 
 POLL_S = 0.5
@@ -61,9 +62,7 @@ class Servers(Protocol):
     """What the lifecycle reads of a workload to tell why its servers failed (template.py's members)."""
 
     @property
-    def log_name(self) -> str: ...
-    @property
-    def server_noun(self) -> str: ...
+    def server(self) -> Server: ...
     def error_line(self, text: str) -> str | None: ...
 
 
@@ -233,8 +232,8 @@ def check_servers(wl: Servers, ctx: MeasureContext) -> None:
         ctx.running.check(ctx.watch)
     except TrialFailure as e:
         if e.category in ("instance_died", "oom"):
-            tails = {k: log_tail(server_log(ctx.art, k, wl.log_name), 1500) for k in _instances(ctx)}
-            logs = "\n".join(f"--- {wl.server_noun} {k}\n{t}" for k, t in tails.items())
+            tails = {k: log_tail(server_log(ctx.art, k, wl.server.log_name), 1500) for k in _instances(ctx)}
+            logs = "\n".join(f"--- {wl.server.noun} {k}\n{t}" for k, t in tails.items())
             said = wl.error_line(e.stderr + "\n" + "\n".join(tails.values()))
             raise TrialFailure(
                 e.category, f"{e}: {said}" if said else str(e), (e.stderr + "\n" + logs)[-8000:], e.layer

@@ -1,8 +1,8 @@
 """A server's log on a path of its own: PostgreSQL's WAL, InnoDB's redo log, Cassandra's commit log.
 
 Where the log lives beside the data is the most common storage layout question for a database. A server
-workload reads the key of its parameters that says it (its `log_path` hook: pgbench's `wal_path`), whose value is
-a path of the stack's runtime (`log_field`): `volume`, `bind`, `tmpfs`, the container's `layer`, natively
+workload reads the key of its parameters that says it (its server's `log`, facts.py: pgbench's `wal_path`),
+whose value is a path of the stack's runtime (`log_field`): `volume`, `bind`, `tmpfs`, the container's `layer`, natively
 `bind` (a directory of its own on the file system under test), in a pod `hostpath` or `local`; none keeps
 the log with the data. The runtime prepares that path beside the data's (stack/runtimes/base.py LogPaths,
 LogSession: a second named volume, a second bind mount...) and the instance finds it at `Target.log_path`;

@@ -9,26 +9,27 @@ A server workload derives from it and supplies:
   load first, then the measured `run`), each writing into its own directory under `out`;
 - `parse_trial(params, arts)` and `metrics`: its parser of a trial's artifacts, once every server stopped cleanly
   (`parse`, the Workload member, is the template's: `server_artifacts`), and its metric declaration;
-- the names its messages and files use: `server_what` (from which `vm_reason`, why it does not run in a VM,
-  follows; the workload's name gives `clients_dir` and `client_what`), and `host_packages` (what a host's agent
-  needs to run its clients and its native servers: its image across hosts);
+- `server`: what its server is (facts.py's `Server`, declared in its server module): the name its messages use
+  (from which `vm_reason`, why it does not run in a VM, follows; the workload's name gives `clients_dir` and
+  `client_what`), its log's file, the packages a host's agent needs to run its clients and its native servers
+  (its image across hosts), and the facts below;
 - `not_installed`: what of the server and its clients this host lacks (`available` adds the native servers'
   user and the run's loopback block).
 
-What servers share beyond the lifecycle, each a hook with a default:
+What servers share beyond the lifecycle, each a hook with a default or a fact of `server`:
 
 - a settings map (settings.py): the parameters' `settings`, checked in `validate` against the server's own list
-  and those strata sets itself, in the server's notation (`settings_rules`);
-- its log on a path of its own (logpath.py): the parameters' key for it (`log_key`: pgbench's `wal_path`) names
+  and those strata sets itself, in the server's notation (`server.settings`);
+- its log on a path of its own (logpath.py): the parameters' key for it (`server.log`: pgbench's `wal_path`) names
   a path of the runtime, which the runtime mounts beside the data (`Target.log_path`, from `log_path`); a runtime
   without it is `impossible`;
-- the user its native servers run as (`server_user`: PostgreSQL refuses root), whose reach the plan checks;
+- the user its native servers run as (`server.user`: PostgreSQL refuses root), whose reach the plan checks;
 - the facts read from each started server (`server_facts`: its version, the settings in force), stored
   with the trial; the memory its servers can use (memory.py), in the record; the servers' own counters
   before and after the measured run (`counters`), in the record too (records.py reads it back);
 - the server's own last error line when it fails to start or dies (`error_line`), first in the failure;
 - the limits a load must respect (`problems`): the memory limit a server needs at the least (`memory_floor`),
-  and a port of the run's block each (`ports_per_run`, loopback.py);
+  and a port of the run's block each (`server.ports_per_run`, loopback.py);
 - the spec's keys every server shares (fields.py: `runtime`, `warmup`, `rate`, `start_timeout`, a script of the
   user's `file:PATH`); those the defaults of `runtime_s`, `phases`, `phase_timeout_s` and `start_timeout_s` read
   are `ServerParams`, the Protocol the template's parameters satisfy.
@@ -67,13 +68,13 @@ from strata.workloads.base import (
 )
 from strata.workloads.server import lifecycle, logpath, loopback, settings
 from strata.workloads.server.clients import Client, tail_text
-from strata.workloads.server.script import LOG_NAME
+from strata.workloads.server.facts import Server
 
 
 class ServerParams(Params, Protocol):
     """The keys every server workload's parameters have (fields.py's), which the template's defaults read;
     ycsb's, pgbench's and sysbench's models satisfy it as they are. What only some have is a hook of the
-    template's instead (`memory_floor`), or a key the template names (`WithSettings`, `log_key`)."""
+    template's instead (`memory_floor`), or a key the server names (`WithSettings`, `server.log`)."""
 
     @property
     def runtime(self) -> int | None: ...  # seconds of the measured run; None: ycsb's `operations` instead
@@ -108,15 +109,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
     """A workload whose instances are servers and whose clients, on the host, measure them."""
 
     targets: tuple[str, ...] = ("dir",)  # a server's data directory
-    server_what: str  # "Cassandra node": a server in messages
-    server_noun = "server"  # a server in the log tails of a failure ("--- server 0")
-    log_name = LOG_NAME  # the server's log in its out dir
-    host_packages: tuple[str, ...] = ()
-    log_what = "server's log"  # the log in messages ("WAL")
-    server_user = "root"  # the user its native servers run as (root: none of their own)
-    settings_rules: settings.Rules | None = None  # the server's rules for the `settings` map; None: it has none
-    log_key: str | None = None  # the parameters' key of the log's own path (pgbench's `wal_path`); None: none
-    ports_per_run: int | None = None  # servers on a host each take a port of the run's block (loopback.py)
+    server: Server  # what its server is (facts.py), declared in its server module
 
     @property
     def clients_dir(self) -> str:
@@ -126,9 +119,9 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
     @property
     def vm_reason(self) -> str:
         """Why its servers do not run in strata's VM (the template refuses every VM)."""
-        server = self.server_what.removesuffix(" server")
+        server = self.server.what.removesuffix(" server")
         return (
-            f"a {self.server_what} in a VM is not supported: the guest image holds no {server}, and QEMU runs under "
+            f"a {self.server.what} in a VM is not supported: the guest image holds no {server}, and QEMU runs under "
             "TCG emulation on this kind of host (about 100x slower), which would measure the emulator"
         )
 
@@ -152,7 +145,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         raise NotImplementedError
 
     def parse(self, params: S, outputs: list[InstanceOutput]) -> Parsed:
-        return self.parse_trial(params, server_artifacts(outputs, self.server_what, self.server_noun))
+        return self.parse_trial(params, server_artifacts(outputs, self.server.what, self.server.noun))
 
     # ---- the lifecycle's hooks, with their defaults ------------------------------------
 
@@ -188,8 +181,8 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
             def probe(k: int = k) -> bool:
                 return self.ready(params, load, ctx, k)
 
-            what = f"{self.server_what} {k}"
-            waited = lifecycle.wait_ready(ctx, k, probe, what, timeout, self.log_name, self.error_line)
+            what = f"{self.server.what} {k}"
+            waited = lifecycle.wait_ready(ctx, k, probe, what, timeout, self.server.log_name, self.error_line)
             ready.append(round(waited, 2))
         return ready
 
@@ -235,7 +228,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
 
     def host_user(self, params: S) -> str:
         """The user its servers run as when they are host processes (root: none of their own)."""
-        return self.server_user
+        return self.server.user
 
     def memory_floor(self, params: S) -> MemoryFloor | None:
         """The least memory limit one server runs under, with the parameter that sets most of it; None: no such
@@ -247,9 +240,10 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         return None
 
     def log_path(self, params: S) -> str | None:
-        """The path of its own the server's log goes on (the parameters' `log_key`), or None: with the data, or the
-        server has no such key."""
-        name: str | None = getattr(params, self.log_key) if self.log_key else None
+        """The path of its own the server's log goes on (the parameters' key `server.log.key`), or None: with the
+        data, or the server's log has no such key."""
+        log = self.server.log
+        name: str | None = getattr(params, log.key) if log else None
         return name
 
     # ---- the Workload members every server workload shares -----------------------------
@@ -262,7 +256,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         return self.not_installed() or self._no_user() or loopback.unusable()
 
     def _no_user(self) -> str | None:
-        user = self.server_user
+        user = self.server.user
         if user == "root":
             return None
         if not shutil.which("setpriv"):
@@ -272,7 +266,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
         try:
             pwd.getpwnam(user)
         except KeyError:
-            maker = f" (Debian's {self.host_packages[0]} package makes it)" if self.host_packages else ""
+            maker = f" (Debian's {self.server.packages[0]} package makes it)" if self.server.packages else ""
             return f"there is no {user} user{maker}"
         return None
 
@@ -281,15 +275,16 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
 
     def validate(self, params: S) -> list[str]:
         """The settings map against the server's own list of settings, and those strata sets itself."""
-        rules = self.settings_rules
+        rules = self.server.settings
         if rules is None or not isinstance(params, WithSettings) or not params.settings:
             return []
-        return settings.problems(params.settings, rules.catalog(), rules.managed, self.server_what, rules.notation)
+        return settings.problems(params.settings, rules.catalog(), rules.managed, self.server.what, rules.notation)
 
     def impossible(self, params: S, runtime: RuntimeTraits) -> str | None:
         if runtime.isolation == "vm":
             return self.vm_reason
-        return logpath.impossible(self.log_path(params), self.log_what, runtime)
+        log = self.server.log
+        return logpath.impossible(self.log_path(params), log.what, runtime) if log else None
 
     def problems(self, params: S, load: Load) -> list[tuple[str, str, str]]:
         """A memory limit below what a server needs (`memory_floor`), more servers than the run's ports."""
@@ -301,16 +296,16 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
             out.append(
                 (
                     "limits.memory",
-                    f"a {self.server_what}{given} needs a memory limit of at least {need} MiB, not {mem >> 20} MiB",
+                    f"a {self.server.what}{given} needs a memory limit of at least {need} MiB, not {mem >> 20} MiB",
                     f"raise limits.memory to at least {need} MiB" + (f", or lower {key}" if key else ""),
                 )
             )
-        most = self.ports_per_run
+        most = self.server.ports_per_run
         if most is not None and load.containers > most:
             out.append(
                 (
                     "containers",
-                    f"{load.containers} {self.server_what}s on one host; each takes a port of the run's {most}",
+                    f"{load.containers} {self.server.what}s on one host; each takes a port of the run's {most}",
                     f"run at most {most} containers",
                 )
             )
@@ -318,7 +313,7 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
 
     def agent_image(self) -> ImageSpec:
         """What a host's agent needs: the clients run on the host, and so do native servers."""
-        return ImageSpec(f"{self.name}-host", packages=self.host_packages)
+        return ImageSpec(f"{self.name}-host", packages=self.server.packages)
 
 
 def server_artifacts(outputs: list[InstanceOutput], server: str, one: str) -> list[Path]:

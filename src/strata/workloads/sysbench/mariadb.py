@@ -30,7 +30,8 @@ import time
 from strata.core.instances import ImageSpec
 from strata.core.jsondoc import JsonObject
 from strata.workloads.server import lifecycle
-from strata.workloads.server.loopback import port
+from strata.workloads.server.facts import Log, Server
+from strata.workloads.server.loopback import PORTS_PER_RUN, port
 from strata.workloads.server.script import server_script, write_files
 from strata.workloads.server.settings import Catalog, Known, Rules, in_force
 from strata.workloads.sysbench.params import NOTATION, SysbenchParams
@@ -306,8 +307,10 @@ OPTION = re.compile(r"^  --([A-Za-z0-9_-]+)(\[=#\]|=#|\[=name\]|=name)?(\s|$)")
 KINDS = {"=#": "int", "[=#]": "int", "=name": "string", "[=name]": "enum", None: "bool"}
 
 
-# The settings map's rules (the catalog read when it is called, so that a test's stand-in for it holds).
+# What the template reads of the server (facts.py); the settings' catalog is read when it is called, so that a
+# test's stand-in for it holds.
 RULES = Rules(lambda: catalog(), MANAGED, NOTATION)
+SERVER = Server("MariaDB server", HOST_PACKAGES, USER, Log("redo_log", "redo log"), RULES, PORTS_PER_RUN, LOG_NAME)
 
 
 def parse_catalog(text: str) -> dict[str, Known]:

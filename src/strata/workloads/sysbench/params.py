@@ -31,12 +31,9 @@ WRITING_BUILTINS = (
     "oltp_update_non_index",
 )
 BUILTIN = (*WRITING_BUILTINS[:2], *READING_BUILTINS[:2], *WRITING_BUILTINS[2:], *READING_BUILTINS[2:])
-MAX_SCRIPT_BYTES = 1 << 20
 FLUSH_METHODS = ("fsync", "O_DSYNC", "littlesync", "nosync", "O_DIRECT", "O_DIRECT_NO_FSYNC")
-# A script whose SQL names one of these writes (its transactions' redo log must reach the device); one that
-# names none reads only. Lua comments are left out first.
+# A script whose SQL names one of these writes (its transactions' redo log must reach the device): fields.writes.
 WRITE_WORDS = re.compile(r"\b(insert|update|delete|replace|create|drop|alter|truncate)\b", re.I)
-COMMENT = re.compile(r"--[^\n]*")
 # How mariadbd writes its settings: no extension's names, ON and OFF, numbers such as 2000, 4k, 1G, 90.5.
 NOTATION = settings.Notation(
     example="{innodb_io_capacity: 2000}",
@@ -139,14 +136,7 @@ class SysbenchParams(Strict):
         """Do its transactions write? The OLTP scripts' answer; a user's script by its SQL's words."""
         if self.builtin is not None:
             return self.builtin in WRITING_BUILTINS
-        return bool(WRITE_WORDS.search(COMMENT.sub("", self.script_text())))
-
-    def script_text(self) -> str:
-        try:
-            with open(self.file or "", errors="replace") as f:
-                return f.read(MAX_SCRIPT_BYTES)
-        except OSError:
-            return ""
+        return fields.writes(self.file, WRITE_WORDS)
 
     def innodb(self) -> dict[str, str]:
         """The spec's own InnoDB settings, as mariadbd takes them."""

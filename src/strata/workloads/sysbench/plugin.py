@@ -32,12 +32,11 @@ from strata.core.params import Load, sweep_ends
 from strata.workloads.base import MeasureContext, Parsed, Smoke, Workload
 from strata.workloads.server import fields, lifecycle, records, transactions
 from strata.workloads.server.clients import Client
-from strata.workloads.server.loopback import PORTS_PER_RUN
 from strata.workloads.server.script import sync_of
 from strata.workloads.server.template import MemoryFloor, ServerTemplate
 from strata.workloads.sysbench import mariadb, metrics
 from strata.workloads.sysbench import parse as sp
-from strata.workloads.sysbench.params import MAX_SCRIPT_BYTES, SysbenchParams
+from strata.workloads.sysbench.params import SysbenchParams
 
 MiB = 1 << 20
 ROW_BYTES = 240  # a row of oltp_common's tables with its index, measured: 242 bytes at 4 x 100,000 rows
@@ -69,14 +68,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     name = "sysbench"
     params = SysbenchParams
     metrics = METRICS
-    server_what = "MariaDB server"
-    log_name = mariadb.LOG_NAME
-    host_packages = mariadb.HOST_PACKAGES
-    log_what = "redo log"
-    log_key = "redo_log"
-    settings_rules = mariadb.RULES
-    server_user = mariadb.USER
-    ports_per_run = PORTS_PER_RUN
+    server = mariadb.SERVER
 
     def smoke(self, raw: JsonObject) -> JsonObject:
         """experiment/scale.py: 1,000 rows in each of 2 tables, 5 s runs without warm-up; the sweeps of clients
@@ -89,7 +81,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
 
     def parse_params(self, raw: JsonObject, base_dir: Path) -> SysbenchParams:
         return SysbenchParams.model_validate(
-            fields.resolve_script(raw, base_dir, "script", "Lua script", MAX_SCRIPT_BYTES)
+            fields.resolve_script(raw, base_dir, "script", "Lua script", fields.MAX_SCRIPT_BYTES)
         )
 
     def not_installed(self) -> str | None:
@@ -134,7 +126,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
     # ---- the server template's hooks -------------------------------------------------------
 
     def ready(self, params: SysbenchParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
-        return mariadb.answers(lifecycle.server_log(ctx.art, instance, self.log_name), instance)
+        return mariadb.answers(lifecycle.server_log(ctx.art, instance, self.server.log_name), instance)
 
     def start_servers(self, params: SysbenchParams, load: Load, ctx: MeasureContext) -> list[float]:
         """The template's, with the server's own first error line in a failure to start: from its log, or from

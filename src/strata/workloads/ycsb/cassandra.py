@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.jsondoc import JsonObject
+from strata.workloads.server.facts import Server
 from strata.workloads.server.loopback import loopback_octet
 
 GiB = 1 << 30
@@ -51,6 +52,7 @@ MAX_SPAN_DATABASES = 64  # storage ports 7000..7126 stay below JMX's 7199
 DEFAULT_HEAP_BYTES = 1 * GiB
 MIN_MEMORY_BYTES = 1 * GiB  # a node under a smaller memory limit is a spec error
 READY_LINE = "Starting listening for CQL clients on"
+SERVER = Server("Cassandra node", noun="node")  # what the template reads of it (facts.py)
 START_TIMEOUT_S = 180.0
 LOG_TAIL_CHARS = 4000
 MAIN_CLASS = "org.apache.cassandra.service.CassandraDaemon"

@@ -124,8 +124,7 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
     undo: Undos = NODE_UNDO  # the Cassandra JVMs started by hand across hosts, and their directories
     metrics = METRICS
     client_what = "the YCSB client"
-    server_what = "Cassandra node"
-    server_noun = "node"
+    server = cassandra.SERVER
     vm_reason = VM_REASON
 
     def smoke(self, raw: JsonObject) -> JsonObject:
