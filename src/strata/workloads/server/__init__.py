@@ -14,10 +14,11 @@ application does, as PerfKitBenchmarker's Prepare/Run/Cleanup does:
    (clients.py: host processes with their CPU time);
 5. stop the servers, and return each instance's output for the parser.
 
-A workload derives from `ServerTemplate` (template.py) and supplies its commands (the server's start
-command, its ready probe, the clients of each phase), its parser of a trial (`parse_trial`) and its metric
-declaration. What servers share beyond the lifecycle is here too: the spec's common keys (fields.py), the
-settings map (settings.py), the log on a path of its own (logpath.py), the run's loopback block and ports
-(loopback.py), the trial's record read back (records.py), the memory the servers can use (memory.py), one
-latency summary (latency.py) and the result fields of a transaction workload (transactions.py).
+A workload derives from `ServerTemplate` (template.py), declares what its server is (facts.py) and supplies
+its commands (the server's start command, its ready probe, the clients of each phase), its parser of a trial
+(`parse_trial`) and its metric declaration. What servers share beyond the lifecycle is here too: the spec's
+common keys (fields.py), the settings map (settings.py), the log on a path of its own (logpath.py), the run's
+loopback block and ports (loopback.py), the trial's record read back (records.py), the memory the servers can
+use (memory.py), one latency summary (latency.py) and the result fields of a transaction workload
+(transactions.py).
 """
