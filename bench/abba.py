@@ -1,7 +1,8 @@
-"""What the overhead benches in ABBA pairs share (pgbench_overhead.py, sysbench_overhead.py): a command that
-must succeed, a cold page cache before each side, a cgroup of its own for a side's server, strata's side (one
-trial natively on xfs through a bind mount, its transactions a second), and the geometric mean of the paired
-ratios with its 95% interval; the command line they share, and the loop device they run on."""
+"""What the overhead benches in ABBA pairs share (pgbench_overhead.py, sysbench_overhead.py; overhead.py takes
+the loop device and strata's side): a command that must succeed, a cold page cache before each side, a cgroup of
+its own for a side's server, strata's side (one trial natively on xfs through a bind mount, its transactions a
+second), the geometric mean of the paired ratios with its 95% interval, the command line they share, and the
+loop device they run on."""
 
 from __future__ import annotations
 

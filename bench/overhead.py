@@ -21,11 +21,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import tiny
-from abba import strata_run
+from abba import loop_device, strata_run
 
 JOB = {"rw": "randread", "bs": "4k", "numjobs": 2, "iodepth": 16, "size": "512MiB"}
 
@@ -90,23 +89,8 @@ def main() -> int:
     args = ap.parse_args()
     if tiny.apply(args, rounds=1, runtime=2, size="1G"):  # the image in docker's data root needs ~300 MB
         JOB["size"] = "64MiB"
-    size_mib = int(args.size[:-1]) * (1024 if args.size.endswith("G") else 1)
-    work = Path(tempfile.mkdtemp(prefix="strata-overhead-", dir="/var/tmp"))
-    img = work / "dev.img"
-    sh(
-        "dd",
-        "if=/dev/zero",
-        f"of={img}",
-        "bs=1M",
-        f"count={size_mib}",
-        "oflag=direct",
-        "status=none",
-    )
-    dev = sh("losetup", "--find", "--show", "--direct-io=on", str(img))
-    mnt = work / "mnt"
-    mnt.mkdir()
     hand, native, container = [], [], []
-    try:
+    with loop_device("fio", args.size) as (work, dev, mnt):
         for i in range(args.rounds):
             sh("mkfs.xfs", "-f", "-q", "-K", dev)
             sh("mount", dev, str(mnt))
@@ -122,10 +106,6 @@ def main() -> int:
                 f"container volume {container[-1]:.0f} IOPS",
                 flush=True,
             )
-    finally:
-        subprocess.run(["umount", str(mnt)], capture_output=True)
-        subprocess.run(["losetup", "-d", dev])
-        subprocess.run(["rm", "-rf", str(work)])
     m = statistics.median
     p1 = m([a / b for a, b in zip(native, hand)])
     p2 = m([a / b for a, b in zip(container, native)])
