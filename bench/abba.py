@@ -1,17 +1,21 @@
 """What the overhead benches in ABBA pairs share (pgbench_overhead.py, sysbench_overhead.py; overhead.py takes
 the loop device and strata's side): a command that must succeed, a cold page cache before each side, a cgroup of
 its own for a side's server, strata's side (one trial natively on xfs through a bind mount, its transactions a
-second), the geometric mean of the paired ratios with its 95% interval, the command line they share, and the
-loop device they run on."""
+second), the geometric mean of the paired ratios with its 95% interval, the command line they share, the loop
+device they run on, and the spread alone (`--hand-only`: the by-hand side only, at several client counts, what a
+design's client count and number of pairs rest on)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import os
+import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,6 +31,13 @@ from strata.analysis.decisions.stats import summarize
 from strata.stack.hostprocs import cgroup_parents
 
 MIN_PAIRS = 10
+MIN_SPREAD = 3  # fresh servers at each client count, the fewest whose spread `--hand-only` reports
+MAX_PAIRS = 1000
+MAX_SECONDS = 86400
+MAX_CLIENTS = 1000
+MAX_COUNTS = 8  # client counts `--hand-only` alternates
+MIN_DEVICE_MIB, MAX_DEVICE_MIB = 512, 64 * 1024  # --size: room for a server's data, and a bound on a typo
+XFS = "xfs on a loop device with direct I/O"  # where every side runs, in the design's words
 
 
 def sh(*argv: str | Path) -> str:
@@ -124,15 +135,10 @@ def run_pairs(
         for script in scripts:
             got: dict[str, float] = {}
             for side in ("hand", "strata") if i % 2 == 0 else ("strata", "hand"):
-                cold()
                 if side == "hand":
-                    sh("mkfs.xfs", "-f", "-q", "-K", dev)
-                    sh("mount", dev, mnt)
-                    try:
-                        got[side] = hand(script)
-                    finally:
-                        sh("umount", mnt)
+                    got[side] = on_fresh_xfs(dev, mnt, functools.partial(hand, script))
                 else:
+                    cold()
                     n += 1
                     got[side] = strata(script, n)
             results[script].append((got["hand"], got["strata"]))
@@ -143,6 +149,44 @@ def run_pairs(
                 flush=True,
             )
     return results
+
+
+def on_fresh_xfs(dev: str, mnt: Path, run: Callable[[], float]) -> float:
+    """`run()` from a cold cache on a fresh xfs on `dev` mounted at `mnt`, unmounted after."""
+    cold()
+    sh("mkfs.xfs", "-f", "-q", "-K", dev)
+    sh("mount", dev, mnt)
+    try:
+        return run()
+    finally:
+        sh("umount", mnt)
+
+
+def spread(
+    rounds: int, scripts: list[str], counts: list[int], hand: Callable[[str, int], float]
+) -> dict[tuple[str, int], list[float]]:
+    """The by-hand side alone: `rounds` rounds of each script at each client count, the counts alternated within
+    a round (the VM's drift over minutes falls on each); each run's `hand(script, clients)` printed as it ends."""
+    runs: dict[tuple[str, int], list[float]] = {(s, c): [] for s in scripts for c in counts}
+    for i in range(rounds):
+        for script in scripts:
+            for c in counts:
+                tps = hand(script, c)
+                runs[(script, c)].append(tps)
+                print(f"round {i + 1} {script} at {c} clients: by hand {tps:,.0f} tx/s", flush=True)
+    return runs
+
+
+def spread_report(runs: dict[tuple[str, int], list[float]]) -> None:
+    """Per script and client count: the geometric mean of the transactions a second and the sd of their logs
+    (a pair's log ratio spreads about sqrt(2) times as much when both sides spread so)."""
+    for (script, clients), tps in runs.items():
+        logs = [math.log(t) for t in tps]
+        sd = f"{statistics.stdev(logs):.3f}" if len(logs) > 1 else "none (one run)"
+        print(
+            f"{script} at {clients} clients by hand: {math.exp(statistics.mean(logs)):,.0f} tx/s, geometric mean "
+            f"of {len(tps)} fresh servers; sd of log tps {sd}"
+        )
 
 
 def report(results: dict[str, list[tuple[float, float]]], target: float) -> None:
@@ -160,20 +204,74 @@ def report(results: dict[str, list[tuple[float, float]]], target: float) -> None
 def arguments(warmup: int, scripts: str) -> argparse.ArgumentParser:
     """The command line every overhead bench takes (each adds its tool's own sizes)."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pairs", type=int, default=MIN_PAIRS, help=f"ABBA pairs of each script, at least {MIN_PAIRS}")
-    ap.add_argument("--runtime", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=warmup)
-    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument(
+        "--pairs",
+        type=bounded(1, MAX_PAIRS),
+        default=MIN_PAIRS,
+        help=f"ABBA pairs of each script, {MIN_PAIRS} to {MAX_PAIRS} (with --hand-only: fresh servers at each count, "
+        f"at least {MIN_SPREAD})",
+    )
+    ap.add_argument("--runtime", type=bounded(1, MAX_SECONDS), default=30, help=f"1 to {MAX_SECONDS} seconds")
+    ap.add_argument("--warmup", type=bounded(0, MAX_SECONDS), default=warmup, help=f"0 to {MAX_SECONDS} seconds")
+    ap.add_argument("--clients", type=bounded(1, MAX_CLIENTS), default=8, help=f"1 to {MAX_CLIENTS}")
+    ap.add_argument(
+        "--hand-only",
+        type=client_counts,
+        default=None,
+        metavar="C1,C2",
+        help="the spread alone: only the side by hand, --pairs fresh servers at each of these client counts, "
+        "alternated; prints the sd of log tps of each",
+    )
     ap.add_argument("--scripts", default=scripts)
-    ap.add_argument("--size", default="3G", help="the loop device's backing file (G or M)")
+    ap.add_argument(
+        "--size", type=device_size, default="3G", help="the loop device's backing file, 512M to 64G (G or M)"
+    )
     tiny.add(ap)
     return ap
 
 
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high` (argparse names the option and the value when not)."""
+
+    def whole(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number: give {low} to {high}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"{n} is out of range: give {low} to {high}")
+        return n
+
+    return whole
+
+
+def device_size(text: str) -> str:
+    """`--size`: a whole number of G or M, 512M to 64G (the backing file is written whole before the pairs)."""
+    m = re.fullmatch(r"(\d{1,6})([GM])", text.strip())
+    mib = int(m.group(1)) * (1024 if m.group(2) == "G" else 1) if m else 0
+    if not MIN_DEVICE_MIB <= mib <= MAX_DEVICE_MIB:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give 512M to 64G, a whole number of G or M (3G)")
+    return text.strip()
+
+
+def client_counts(text: str) -> list[int]:
+    """`--hand-only`'s value: distinct client counts, comma-separated, 1 to MAX_CLIENTS each, at most MAX_COUNTS."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if not 1 <= len(words) <= MAX_COUNTS:
+        raise argparse.ArgumentTypeError(f"give 1 to {MAX_COUNTS} client counts, comma-separated: 8,2")
+    counts = [bounded(1, MAX_CLIENTS)(w) for w in words]
+    if len(set(counts)) < len(counts):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} names a client count twice: give each once")
+    return counts
+
+
 def scripts_of(args: argparse.Namespace, **small: object) -> list[str]:
     """The scripts to run, once the tiny mode's `small` values are applied and the pairs checked."""
-    if not tiny.apply(args, **small) and args.pairs < MIN_PAIRS:
-        raise SystemExit(f"--pairs {args.pairs}: at least {MIN_PAIRS} pairs give the interval this bench reports")
+    least, what = (MIN_PAIRS, "pairs give the interval")
+    if args.hand_only:
+        least, what = (MIN_SPREAD, "fresh servers give the spread")
+    if not tiny.apply(args, **small) and args.pairs < least:
+        raise SystemExit(f"--pairs {args.pairs}: at least {least} {what} this bench reports")
     return [s.strip() for s in args.scripts.split(",") if s.strip()]
 
 
@@ -204,10 +302,24 @@ def compare(
     hand: Callable[[Path, str], float],
     workload: Callable[[str], dict[str, Any]],
     target: float,
-    design: str,
+    design: Callable[[str], str],
 ) -> int:
     """The bench: its pairs on a loop device of its own (`hand(mount point, script)` by hand, strata's trial of
-    `workload(script)` natively), each script's interval against `target`, then the `design` in words."""
+    `workload(script)` natively), each script's interval against `target`, then the design in words (`design`
+    says the workload's at a number of clients); with --hand-only, the spread of the side by hand alone at each
+    client count instead."""
+    if args.hand_only:
+        with loop_device(bench, args.size) as (_, dev, mnt):
+
+            def at(script: str, clients: int) -> float:
+                args.clients = clients
+                return on_fresh_xfs(dev, mnt, lambda: hand(mnt, script))
+
+            runs = spread(args.pairs, scripts, args.hand_only, at)
+        spread_report(runs)
+        clients = " or ".join(map(str, args.hand_only))
+        print(f"{design(clients)}, by hand only: {args.pairs} fresh servers at each client count, alternated, {XFS}")
+        return 0
     with loop_device(bench, args.size) as (work, dev, mnt):
         results = run_pairs(
             args.pairs,
@@ -218,5 +330,5 @@ def compare(
             lambda script, n: by_strata(dev, bench, workload(script), work, n),
         )
     report(results, target)
-    print(design)
+    print(f"{design(str(args.clients))}, {args.pairs} ABBA pairs per script, {XFS}")
     return 0

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 import tiny
-from abba import loop_device, strata_run
+from abba import MAX_PAIRS, MAX_SECONDS, bounded, device_size, loop_device, strata_run
 
 JOB = {"rw": "randread", "bs": "4k", "numjobs": 2, "iodepth": 16, "size": "512MiB"}
 
@@ -82,9 +82,9 @@ def by_strata(dev: str, runtime: int, runtimes: list[str], paths: list[str], wor
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--runtime", type=int, default=10)
-    ap.add_argument("--size", default="2G", help="the loop device's backing file (G or M)")
+    ap.add_argument("--rounds", type=bounded(1, MAX_PAIRS), default=5, help=f"1 to {MAX_PAIRS}")
+    ap.add_argument("--runtime", type=bounded(1, MAX_SECONDS), default=10, help=f"1 to {MAX_SECONDS} seconds")
+    ap.add_argument("--size", type=device_size, default="2G", help="the loop device's backing file, 512M to 64G")
     tiny.add(ap)
     args = ap.parse_args()
     if tiny.apply(args, rounds=1, runtime=2, size="1G"):  # the image in docker's data root needs ~300 MB

@@ -18,7 +18,9 @@ Fair by construction (issue 43), the baseline chosen before any figure:
 The headline, per script: the geometric mean of the paired ratios strata / by hand with its 95% interval
 (Student's t on the log ratios); target: the interval lies above 0.95. Prints each pair; exits 0 either way.
 Usage: sudo .venv/bin/python bench/pgbench_overhead.py [--pairs 10] [--runtime 30] [--warmup 15] [--scale 10]
-       [--scripts tpcb-like,select-only] [--tiny]
+       [--scripts tpcb-like,select-only] [--hand-only 8,2] [--tiny]
+(--hand-only 8,2: the spread alone, only the side by hand at 8 and 2 clients alternated, --pairs fresh servers
+each: the sd of log tps that a design's client count and number of pairs rest on)
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from abba import arguments, compare, own_cgroup, scripts_of, sh
+from abba import arguments, bounded, compare, own_cgroup, scripts_of, sh
 
 from strata.workloads.pgbench import postgres
 from strata.workloads.pgbench.params import PgbenchParams
@@ -118,15 +120,11 @@ def _workload(args: argparse.Namespace, script: str) -> dict[str, Any]:
 
 def main() -> int:
     ap = arguments(warmup=15, scripts="tpcb-like,select-only")
-    ap.add_argument("--scale", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--scale", type=bounded(1, 100_000), default=10, help="1 to 100000")
+    ap.add_argument("--threads", type=bounded(1, 1000), default=2, help="1 to 1000")
     args = ap.parse_args()
     scripts = scripts_of(args, pairs=1, runtime=3, warmup=0, scale=1, size="2G")
     port = loopback.port(loopback.PORTS_PER_RUN - 1)  # the last of this run's block: never strata's server 0
-    design = (
-        f"pgbench scale {args.scale}, {args.clients} clients x {args.threads} threads, {args.warmup} s warm-up, "
-        f"{args.runtime} s runs, {args.pairs} ABBA pairs per script, xfs on a loop device with direct I/O"
-    )
     return compare(
         "pgbench",
         args,
@@ -134,7 +132,10 @@ def main() -> int:
         lambda mnt, script: by_hand(mnt, args, script, port),
         lambda script: _workload(args, script),
         TARGET,
-        design,
+        lambda clients: (
+            f"pgbench scale {args.scale}, {clients} clients x {args.threads} threads, {args.warmup} s "
+            f"warm-up, {args.runtime} s runs"
+        ),
     )
 
 

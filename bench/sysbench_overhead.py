@@ -19,7 +19,9 @@ Fair by construction, the baseline chosen before any figure:
 The headline, per script: the geometric mean of the paired ratios strata / by hand with its 95% interval
 (Student's t on the log ratios); target: the interval lies above 0.95. Prints each pair; exits 0 either way.
 Usage: sudo .venv/bin/python bench/sysbench_overhead.py [--pairs 10] [--runtime 30] [--warmup 10] [--clients 8]
-       [--tables 4] [--table-size 25000] [--scripts oltp_read_write,oltp_point_select] [--tiny]
+       [--tables 4] [--table-size 25000] [--scripts oltp_read_write,oltp_point_select] [--hand-only 8,2] [--tiny]
+(--hand-only 8,2: the spread alone, only the side by hand at 8 and 2 clients alternated, --pairs fresh servers
+each: the sd of log tps that a design's client count and number of pairs rest on)
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from abba import arguments, compare, own_cgroup, scripts_of, sh
+from abba import arguments, bounded, compare, own_cgroup, scripts_of, sh
 
 from strata.workloads.server import loopback
 from strata.workloads.sysbench import mariadb
@@ -112,15 +114,11 @@ def _workload(args: argparse.Namespace, script: str) -> dict[str, Any]:
 
 def main() -> int:
     ap = arguments(warmup=10, scripts="oltp_read_write,oltp_point_select")
-    ap.add_argument("--tables", type=int, default=4)
-    ap.add_argument("--table-size", type=int, default=25_000)
+    ap.add_argument("--tables", type=bounded(1, 10_000), default=4, help="1 to 10000")
+    ap.add_argument("--table-size", type=bounded(1, 1_000_000_000), default=25_000, help="1 to 1000000000")
     args = ap.parse_args()
     small = {"pairs": 2, "runtime": 3, "warmup": 0, "table_size": 1000, "scripts": "oltp_point_select", "size": "2G"}
     scripts = scripts_of(args, **small)
-    design = (
-        f"sysbench {args.tables} tables x {args.table_size:,} rows, {args.clients} clients, {args.warmup} s warm-up, "
-        f"{args.runtime} s runs, {args.pairs} ABBA pairs per script, xfs on a loop device with direct I/O"
-    )
     return compare(
         "sysbench",
         args,
@@ -128,7 +126,10 @@ def main() -> int:
         lambda mnt, script: by_hand(mnt, args, script),
         lambda script: _workload(args, script),
         TARGET,
-        design,
+        lambda clients: (
+            f"sysbench {args.tables} tables x {args.table_size:,} rows, {clients} clients, "
+            f"{args.warmup} s warm-up, {args.runtime} s runs"
+        ),
     )
 
 

@@ -133,6 +133,9 @@ FULL_ONLY: dict[str, Why] = {
     STUDY + "xu2017-placement.yaml]": alone("the smoke plan of Cassandra containers placed on two Swarm hosts"),
     # ---- the benches' tiny runs: each checks that its bench still runs to its figures (what a bench adds is its
     # figure, taken by hand: docs/overhead.md); oracle_margin's tiny run (synthetic trials, seconds) is default
+    IT + "test_benches.py::test_an_abba_bench_measures_the_spread_by_hand_alone_in_tiny_mode": alone(
+        "bench/sysbench_overhead.py --hand-only in its tiny mode"
+    ),
     **{
         BENCH + f"{bench}]": alone(f"bench/{bench} in its tiny mode")
         for bench in (

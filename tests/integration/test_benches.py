@@ -235,6 +235,29 @@ def test_every_bench_has_a_tiny_run_here():
 @pytest.mark.parametrize("bench", [pytest.param(b, marks=covers(f"bench:{b}", stored=False)) for b in sorted(BENCHES)])
 def test_bench_runs_to_its_result_in_tiny_mode(bench, tmp_path):
     extra, checks = BENCHES[bench]
+    _runs_to_its_result(bench, extra, checks, tmp_path)
+
+
+@covers("bench:sysbench_overhead.py", stored=False)
+def test_an_abba_bench_measures_the_spread_by_hand_alone_in_tiny_mode(tmp_path):
+    """`--hand-only`, the spread a design rests on (bench/abba.py): the side by hand only, the client counts
+    alternated within each round, no strata trial."""
+    checks = [
+        (r"round 1 oltp_point_select at 2 clients: by hand (?P<tps>[\d,]+) tx/s", {"tps": (1.0, 1e7)}),
+        (r"round 2 oltp_point_select at 1 clients: by hand (?P<tps>[\d,]+) tx/s", {"tps": (1.0, 1e7)}),
+        (
+            r"oltp_point_select at 2 clients by hand: (?P<tps>[\d,]+) tx/s, geometric mean of 2 fresh servers; sd "
+            r"of log tps (?P<sd>[\d.]+)",
+            {"tps": (1.0, 1e7), "sd": (0.0, 3.0)},
+        ),
+        (r"by hand only: 2 fresh servers at each client count, alternated", {}),
+    ]
+    out = _runs_to_its_result("sysbench_overhead.py", ["--hand-only", "2,1"], checks, tmp_path)
+    assert "strata native" not in out and "pair 1" not in out, f"a strata trial ran:\n{out[-2000:]}"
+
+
+def _runs_to_its_result(bench: str, extra: list[str], checks: Checks, tmp_path: Path) -> str:
+    """Run `bench --tiny` with `extra` arguments; its output, once each of `checks` matched within its ranges."""
     script = BENCH / bench
     argv = ["bash", str(script), "--tiny"] if bench.endswith(".sh") else [sys.executable, str(script), "--tiny"]
     if bench == "report_bench.py":
@@ -250,3 +273,4 @@ def test_bench_runs_to_its_result_in_tiny_mode(bench, tmp_path):
         for name, (low, high) in ranges.items():
             value = float(m.group(name).replace(",", ""))
             assert low <= value <= high, f"{bench}: {name} = {value}, outside [{low}, {high}]: {m.group(0)}"
+    return out

@@ -75,15 +75,13 @@ class PgbenchParams(Strict):
     """PostgreSQL 15 servers (one per container) on the path under test, each driven by pgbench on the host."""
 
     type: Literal["pgbench"] = "pgbench"
-    name: str = Field(
-        default="",
-        description="default: pgbench-<script>-s<scale>-c<clients>[-j<threads>][-r<rate>] and what differs from "
-        "the defaults below",
+    name: str = fields.name_field(
+        "pgbench-<script>-s<scale>-c<clients>[-j<threads>][-r<rate>] and what differs from the defaults below"
     )
-    script: str = Field(
-        default="tpcb-like",
-        description="tpcb-like, simple-update, select-only (pgbench's built-in scripts), or file:PATH (a pgbench "
-        "script of your own, run as it is); several weighted as pgbench weighs them: tpcb-like@9, select-only@1",
+    script: str = fields.script_field(
+        "tpcb-like",
+        "tpcb-like, simple-update, select-only (pgbench's built-in scripts), or file:PATH (a pgbench script of your "
+        "own, run as it is); several weighted as pgbench weighs them: tpcb-like@9, select-only@1",
     )
     scale: int = Field(
         default=10, ge=1, le=100_000, description="pgbench -i -s: 100,000 accounts (16 MiB) per unit; 1 to 100000"

@@ -89,6 +89,16 @@ def writes(path: str | None, words: re.Pattern[str]) -> bool:
 # annotation).
 
 
+def name_field(default_name: str) -> Any:
+    """The trial's name; empty: `named` builds it as `default_name` says."""
+    return Field(default="", description=f"default: {default_name}")
+
+
+def script_field(default: str, description: str) -> Any:
+    """The client's script: one of the tool's own or file:PATH (read with `resolve_script`)."""
+    return Field(default=default, description=description)
+
+
 def warmup_field(default: int, more: str = "") -> Any:
     """The seconds of unmeasured transactions before the measured run (validate them with `seconds`)."""
     return Field(

@@ -51,15 +51,14 @@ class SysbenchParams(Strict):
     """MariaDB 10.11 servers (one per container) on the path under test, each driven by sysbench on the host."""
 
     type: Literal["sysbench"] = "sysbench"
-    name: str = Field(
-        default="",
-        description="default: sysbench-<script>-<tables>x<table_size>-c<clients>[-r<rate>] and the InnoDB "
-        "settings that differ from MariaDB's defaults",
+    name: str = fields.name_field(
+        "sysbench-<script>-<tables>x<table_size>-c<clients>[-r<rate>] and the InnoDB settings that differ from "
+        "MariaDB's defaults"
     )
-    script: str = Field(
-        default="oltp_read_write",
-        description=f"{', '.join(BUILTIN)} (sysbench's OLTP scripts), or file:PATH (a Lua script of your own, "
-        "run as it is against the tables of oltp_common's prepare)",
+    script: str = fields.script_field(
+        "oltp_read_write",
+        f"{', '.join(BUILTIN)} (sysbench's OLTP scripts), or file:PATH (a Lua script of your own, run as it is "
+        "against the tables of oltp_common's prepare)",
     )
     tables: int = Field(default=4, ge=1, le=10_000, description="sysbench --tables: tables per server, 1 to 10000")
     table_size: int = Field(

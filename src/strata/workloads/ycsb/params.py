@@ -78,7 +78,7 @@ class YcsbParams(Strict):
     """A database on the path under test, driven by the YCSB client on the host."""
 
     type: Literal["ycsb"] = "ycsb"
-    name: str = Field(default="", description="default: ycsb-<workload>[-<profile>][-t<target>][-<clusters>x<nodes>]")
+    name: str = fields.name_field("ycsb-<workload>[-<profile>][-t<target>][-<clusters>x<nodes>]")
     db: Literal["cassandra"] = Field(default="cassandra", description="the database (Apache Cassandra 5.0)")
     workload: str = Field(default="a", description="a YCSB standard workload a-f, or file:PATH (a properties file)")
     profile: Literal["mixed", "read", "write"] | None = Field(
