@@ -13,7 +13,6 @@ import functools
 import json
 import math
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -28,11 +27,13 @@ import tiny
 import yaml
 
 from strata.analysis.decisions.stats import summarize
+from strata.core.units import parse_size
 from strata.stack.hostprocs import cgroup_parents
 
 MIN_PAIRS = 10
 MIN_SPREAD = 3  # fresh servers at each client count, the fewest whose spread `--hand-only` reports
 MAX_PAIRS = 1000
+MiB = 1 << 20
 MAX_SECONDS = 86400
 MAX_CLIENTS = 1000
 MAX_COUNTS = 8  # client counts `--hand-only` alternates
@@ -135,10 +136,10 @@ def run_pairs(
         for script in scripts:
             got: dict[str, float] = {}
             for side in ("hand", "strata") if i % 2 == 0 else ("strata", "hand"):
+                cold()
                 if side == "hand":
                     got[side] = on_fresh_xfs(dev, mnt, functools.partial(hand, script))
                 else:
-                    cold()
                     n += 1
                     got[side] = strata(script, n)
             results[script].append((got["hand"], got["strata"]))
@@ -152,8 +153,7 @@ def run_pairs(
 
 
 def on_fresh_xfs(dev: str, mnt: Path, run: Callable[[], float]) -> float:
-    """`run()` from a cold cache on a fresh xfs on `dev` mounted at `mnt`, unmounted after."""
-    cold()
+    """`run()` on a fresh xfs on `dev` mounted at `mnt`, unmounted after (the caller drops the cache if it should)."""
     sh("mkfs.xfs", "-f", "-q", "-K", dev)
     sh("mount", dev, mnt)
     try:
@@ -246,10 +246,12 @@ def bounded(low: int, high: int) -> Callable[[str], int]:
 
 
 def device_size(text: str) -> str:
-    """`--size`: a whole number of G or M, 512M to 64G (the backing file is written whole before the pairs)."""
-    m = re.fullmatch(r"(\d{1,6})([GM])", text.strip())
-    mib = int(m.group(1)) * (1024 if m.group(2) == "G" else 1) if m else 0
-    if not MIN_DEVICE_MIB <= mib <= MAX_DEVICE_MIB:
+    """`--size`: a whole number of MiB, 512M to 64G (the backing file is written whole before the pairs)."""
+    try:
+        size = parse_size(text.strip())
+    except ValueError:
+        size = 0
+    if size % MiB or not MIN_DEVICE_MIB <= size // MiB <= MAX_DEVICE_MIB:
         raise argparse.ArgumentTypeError(f"{text[:40]!r}: give 512M to 64G, a whole number of G or M (3G)")
     return text.strip()
 
@@ -279,7 +281,7 @@ def scripts_of(args: argparse.Namespace, **small: object) -> list[str]:
 def loop_device(bench: str, size: str) -> Iterator[tuple[Path, str, Path]]:
     """A work directory under /var/tmp that a server's user can walk through, a loop device with direct I/O over a
     file of `size` (G or M) in it, and a mount point: (work, device, mount point), all removed after."""
-    size_mib = int(size[:-1]) * (1024 if size.endswith("G") else 1)
+    size_mib = parse_size(size) // MiB
     work = Path(tempfile.mkdtemp(prefix=f"strata-{bench}-overhead-", dir="/var/tmp"))
     work.chmod(0o755)  # the server's user walks through it to its data directory
     img = work / "dev.img"
@@ -313,6 +315,7 @@ def compare(
 
             def at(script: str, clients: int) -> float:
                 args.clients = clients
+                cold()
                 return on_fresh_xfs(dev, mnt, lambda: hand(mnt, script))
 
             runs = spread(args.pairs, scripts, args.hand_only, at)

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 import tiny
-from abba import MAX_PAIRS, MAX_SECONDS, bounded, device_size, loop_device, strata_run
+from abba import MAX_PAIRS, MAX_SECONDS, bounded, device_size, loop_device, on_fresh_xfs, strata_run
 
 JOB = {"rw": "randread", "bs": "4k", "numjobs": 2, "iodepth": 16, "size": "512MiB"}
 
@@ -92,12 +92,7 @@ def main() -> int:
     hand, native, container = [], [], []
     with loop_device("fio", args.size) as (work, dev, mnt):
         for i in range(args.rounds):
-            sh("mkfs.xfs", "-f", "-q", "-K", dev)
-            sh("mount", dev, str(mnt))
-            try:
-                hand.append(by_hand(mnt, args.runtime))
-            finally:
-                sh("umount", str(mnt))
+            hand.append(on_fresh_xfs(dev, mnt, lambda: by_hand(mnt, args.runtime)))
             r = by_strata(dev, args.runtime, ["native", "docker:overlay2"], ["bind", "volume"], work, i)
             native.append(r["native"])
             container.append(r["docker:overlay2"])
