@@ -8,6 +8,8 @@ from synth_results import make_result  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def kinds(results):
     return {w.kind: w for w in analyse(results, judge_steady=True).warnings}
@@ -100,3 +102,54 @@ def test_a_failed_result_without_status_or_category_is_counted_beside_the_others
     del rs[1]["status"]
     w = kinds(rs)["failed"]
     assert "1 disk_full" in w.message and "1 None" in w.message
+
+
+AUTO = {"repetitions": "auto", "min": 3, "max": 6, "looks": [3], "margin": 0.05}
+
+
+def test_a_raw_baseline_auto_ran_twice_on_purpose_is_not_warned_about():
+    """Issue 54: `strata report` of the quickstart's results said the raw baseline had too few repetitions and
+    told a spec of `repetitions: auto` to set `repetitions: 3`, while auto runs the raw baseline in two rounds
+    on purpose (experiment/expand.py BASELINE_ROUNDS). No warning may contradict the stored design."""
+    from strata.analysis.cells.load import load
+
+    warnings = analyse(load(ROOT / "tests" / "data" / "results" / "quick-a"), judge_steady=True).warnings
+    assert not [w for w in warnings if w.kind == "repetitions"]
+    assert not [w for w in warnings if "`repetitions: 3`" in w.fix]
+    rs = [make_result(fs="raw", rep=i, value=100, design=AUTO) for i in range(2)]
+    rs += [make_result(fs="xfs", rep=i, value=90 + i, design=AUTO) for i in range(3)]
+    assert "repetitions" not in kinds(rs)
+
+
+def test_a_real_shortfall_still_warns_with_a_fix_that_fits_its_design():
+    """A fixed design of one repetition is told to repeat; an auto raw baseline whose second trial failed, or a
+    configuration the budget stopped below `min_repetitions`, has fewer than its own design plans, and is told
+    to rerun what is missing, never to set `repetitions: 3`."""
+    one = {"repetitions": 1, "margin": 0.05}
+    w = kinds([make_result(fs="raw", value=100, design=one), make_result(fs="xfs", value=90, design=one)])
+    assert "fewer than 3 repetitions" in w["repetitions"].message and "repetitions: 3" in w["repetitions"].fix
+    rs = [make_result(fs="raw", rep=0, value=100, design=AUTO), make_result(fs="raw", rep=1, status="failed")]
+    rs[-1]["design"] = AUTO
+    rs += [make_result(fs="xfs", rep=i, value=90 + i, design=AUTO) for i in range(3)]
+    rs += [make_result(fs="ext4", rep=i, value=80 + i, design=AUTO) for i in range(2)]  # the budget ended it
+    (w,) = [x for x in analyse(rs, judge_steady=True).warnings if x.kind == "repetitions"]
+    assert "loop/raw/native/device randread-4k j1xqd1 (n=1 of 2)" in w.items
+    assert "loop/ext4/native/bind randread-4k j1xqd1 (n=2 of 3)" in w.items and len(w.items) == 2
+    assert "--resume" in w.fix and "budget" in w.fix and "repetitions: 3" not in w.fix
+
+
+def test_an_unconfirmed_trial_under_auto_is_not_told_to_set_repetitions():
+    """The unconfirmed warning's fix fits the design too: a repeated design whose raw device kept one successful
+    trial is told to rerun what failed; a single-trial design, to repeat."""
+    raw = [make_result(fs="raw", rep=0, value=100, design=AUTO), make_result(fs="raw", rep=1, status="failed")]
+    raw[-1]["design"] = AUTO
+    xs = [make_result(fs="xfs", rep=i, value=v, design=AUTO) for i, v in enumerate((90, 95, 160))]
+    xs[-1]["flags"]["above_raw"] = {"suspect": True, "reason": "1.60x a single raw trial", "evidence": {}}
+    w = kinds(raw + xs)["unconfirmed"]
+    assert w.items == ["loop/xfs/native/bind randread-4k j1xqd1 #2"]
+    assert "repetitions: 3" not in w.fix and "fix what failed" in w.fix and "--resume" in w.fix
+    one = {"repetitions": 1, "margin": 0.05}
+    w = kinds([make_result(fs="raw", value=100, design=one), make_result(fs="xfs", value=300, design=one)])
+    assert "beat a single raw-device trial" in w["unconfirmed"].message
+    assert "beyond the intervals" not in w["unconfirmed"].message
+    assert "`repetitions: 3` or `auto`" in w["unconfirmed"].fix

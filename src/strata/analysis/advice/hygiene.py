@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from strata.analysis.cells.cells import Cell, Result, repetition
 from strata.analysis.cells.query import by_context
-from strata.core.jsondoc import obj, text
+from strata.core.jsondoc import obj, text, whole
+from strata.experiment.expand import BASELINE_ROUNDS
 from strata.results import flags, validity
 from strata.results.flags import DECLARED, Flags
 from strata.results.validity import disks, raw, repetitions, series
@@ -47,7 +48,11 @@ class HygieneWarning:
 def check(cells: list[Cell], results: list[Result]) -> list[HygieneWarning]:
     out: list[HygieneWarning] = []
     out.extend(_cache(cells))
-    for fn in (_unconfirmed, _repetitions, _spread, _trial_length):
+    w = _unconfirmed(cells)
+    if w:
+        out.append(w)
+    out.extend(_repetitions(cells))
+    for fn in (_spread, _trial_length):
         w = fn(cells)
         if w:
             out.append(w)
@@ -128,50 +133,117 @@ def _events(cells: list[Cell]) -> list[HygieneWarning]:
 
 
 def _unconfirmed(cells: list[Cell]) -> HygieneWarning | None:
-    trials = [f"{c.name} #{repetition(r)}" for c in cells if not c.above_raw for r in c.unconfirmed]
-    decided = [f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" for c in cells if c.above_raw]
-    if not trials and not decided:
+    """Above the raw device although the device moved the bytes: decided by the intervals where both sides
+    have repetitions, else by a single comparison, whose fix depends on why there is no interval: the spec's
+    design (one repetition), or trials of a repeated design that failed."""
+    by_interval = [c for c in cells if c.above_raw and c.above_raw.evidence.get("low") is not None]
+    singly = [c for c in cells if c not in by_interval and (c.above_raw or c.unconfirmed)]
+    decided = [f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" for c in by_interval if c.above_raw]
+    single = [
+        f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" if c.above_raw else f"{c.name} #{repetition(r)}"
+        for c in singly
+        for r in (c.unconfirmed[:1] if c.above_raw else c.unconfirmed)
+    ]
+    if not decided and not single:
         return None
-    what = []
+    what, fixes = [], []
     if decided:
         what.append(f"{len(decided)} configuration(s) beat the raw device they sit on beyond the intervals")
-    if trials:
-        what.append(f"{len(trials)} trial(s) beat a single raw-device trial {raw.tolerance_words()}")
+        fixes.append(
+            "the intervals decided those: measure where no cache sits below the device (in a VM, a disk the "
+            "hypervisor does not cache), and rerun the raw device if its run was disturbed"
+        )
+    if single:
+        what.append(f"{len(single)} result(s) beat a single raw-device trial {raw.tolerance_words()}")
+        if any(_planned(c) < 2 for c in singly):
+            fixes.append(
+                "rerun the raw device and these stacks with repetitions (`repetitions: 3` or `auto`, "
+                "`strata run SPEC --resume -o RESULTS`): the intervals then decide"
+            )
+        else:  # a repeated design: the raw device or the stack kept fewer than 2 successful trials
+            fixes.append(
+                "their design repeats them, but they or their raw device kept fewer than 2 successful trials: fix "
+                "what failed and rerun with `strata run SPEC --resume -o RESULTS`: the intervals then decide"
+            )
     return HygieneWarning(
         "unconfirmed",
         "; ".join(what) + ", although the device moved the workload's bytes: a cache below the device (the "
         "hypervisor's) or a disturbed raw baseline; drawn apart as unconfirmed, not as device performance",
-        "rerun the raw device and these stacks with repetitions (`repetitions: 3` or `auto`, "
-        "`strata run SPEC --resume`): the intervals then decide",
-        decided + trials,
+        "; ".join(fixes),
+        decided + single,
     )
 
 
-def _repetitions(cells: list[Cell]) -> HygieneWarning | None:
-    items = [f"{c.name} (n={c.reps})" for c in cells if 0 < c.reps < MIN_REPETITIONS]
-    if not items:
-        return None
-    return HygieneWarning(
-        "repetitions",
-        f"{len(items)} configuration(s) have fewer than {MIN_REPETITIONS} repetitions: "
-        "their confidence intervals are wide or missing, and differences cannot be called significant",
-        f"set `repetitions: {MIN_REPETITIONS}` (or more) in the spec and rerun it with "
-        "`strata run SPEC --resume -o RESULTS` (stored trials are kept)",
-        items,
-    )
+def _planned(c: Cell) -> int:
+    """The repetitions a configuration's design plans: `auto`'s least (`_auto_plan`), a fixed design's
+    `repetitions` (its trials, stored before the design was)."""
+    if c.design.first:
+        return _auto_plan(c)
+    stored = [n for r in c.ok + c.failed + c.unconfirmed if (n := whole(obj(r, "design"), "repetitions"))]
+    return max(stored, default=len(c.ok) + len(c.failed) + len(c.unconfirmed))
+
+
+def _repetitions(cells: list[Cell]) -> list[HygieneWarning]:
+    """Too few repetitions for the design the results were taken under (the `design` stored with each trial).
+    A fixed design is held to MIN_REPETITIONS; under `repetitions: auto` every configuration runs at least
+    `min_repetitions` and the raw baseline BASELINE_ROUNDS on purpose (experiment/expand.py: it is no
+    candidate, and two trials give its ratios an interval), so only what has fewer than that plan says so:
+    trials that failed, or a run the budget or an interruption ended."""
+    fixed = [f"{c.name} (n={c.reps})" for c in cells if not c.design.first and 0 < c.reps < MIN_REPETITIONS]
+    auto = [f"{c.name} (n={c.reps} of {n})" for c in cells if c.design.first and 0 < c.reps < (n := _auto_plan(c))]
+    why = "their confidence intervals are wide or missing, and differences cannot be called significant"
+    out = []
+    if fixed:
+        out.append(
+            HygieneWarning(
+                "repetitions",
+                f"{len(fixed)} configuration(s) have fewer than {MIN_REPETITIONS} repetitions: {why}",
+                f"set `repetitions: {MIN_REPETITIONS}` (or more) in the spec and rerun it with "
+                "`strata run SPEC --resume -o RESULTS` (stored trials are kept)",
+                fixed,
+            )
+        )
+    if auto:
+        out.append(
+            HygieneWarning(
+                "repetitions",
+                f"{len(auto)} configuration(s) have fewer repetitions than `repetitions: auto` plans for them "
+                f"({BASELINE_ROUNDS} for a raw baseline, `min_repetitions` for any other configuration): {why}",
+                "their other trials failed or were drawn apart (the warnings above say which), or the run ended "
+                "early (its `budget`, an interruption): fix what failed (flags.failed in each trial's JSON) and "
+                "rerun with `strata run SPEC --resume -o RESULTS`, which keeps the stored trials and runs the "
+                "missing ones; raise `budget` if it ended the run",
+                auto,
+            )
+        )
+    return out
+
+
+def _auto_plan(c: Cell) -> int:
+    """The repetitions `repetitions: auto` runs a configuration at the least: a raw baseline in its first
+    BASELINE_ROUNDS rounds only, any other `min_repetitions` (the design's first look)."""
+    return BASELINE_ROUNDS if c.is_raw else c.design.first
 
 
 def _spread(cells: list[Cell]) -> HygieneWarning | None:
-    items = [f"{c.name} (CV {c.summary.cv:.0%})" for c in cells if c.summary and validity.spread(c.summary.cv).warns]
-    if not items:
+    spread = [c for c in cells if c.summary and validity.spread(c.summary.cv).warns]
+    if not spread:
         return None
+    quiet = "keep other work off the host and the device while measuring"
+    # `repetitions: auto` already adds rounds where they decide something (a raw baseline runs its 2 rounds
+    # by design): what a user can change there is how far it may go
+    fix = (
+        f"{quiet}; `repetitions: auto` adds rounds only where they decide something: raise `max_repetitions` "
+        "or `budget` to let it run more"
+        if all(c.design.first for c in spread)
+        else f"add repetitions (more, shorter trials where the trial-to-trial spread dominates), and {quiet}"
+    )
     return HygieneWarning(
         "spread",
-        f"{len(items)} configuration(s) vary by more than {repetitions.MAX_CV:.0%} (coefficient of variation) "
+        f"{len(spread)} configuration(s) vary by more than {repetitions.MAX_CV:.0%} (coefficient of variation) "
         "between repetitions",
-        "add repetitions (more, shorter trials where the trial-to-trial spread dominates), and keep other work off "
-        "the host and the device while measuring",
-        items,
+        fix,
+        [f"{c.name} (CV {c.summary.cv:.0%})" for c in spread],
     )
 
 
