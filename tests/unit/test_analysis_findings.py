@@ -352,3 +352,21 @@ def test_a_database_held_to_a_rate_is_not_compared_for_capacity():
     assert by_id(held)["container-near-native"].status == NOT_MEASURED
     flat = ycsb(1000, 45, runtime="native") + ycsb(990, 55)
     assert by_id(held + flat)["container-near-native"].status == HELD
+
+
+@pytest.mark.parametrize(
+    "fid, alone, also, other",
+    [("bandwidth-limit-harmless", "BW", "ALL", 600), ("memory-limit-hurts", "MEM", "CPU+MEM", 950)],
+)
+def test_a_single_resource_claim_takes_only_that_resource_limited(fid, alone, also, other):
+    """Issue 54: bandwidth-limit-harmless took every cell with a bandwidth limit, ALL among them, which study 003
+    section 6.2 says lowers throughput (its bandwidth limit controls it): an ALL cell at -40% made the claim on BW
+    "not held". Each single-resource claim reads its preset alone (Table 2: BW is bandwidth only, MEM memory only),
+    or the same limits given as values, never a preset or values that also limit another resource."""
+    value, said = (1000, "+0.0%") if alone == "BW" else (530, "-47.0%")  # BW keeps the same; MEM -47%
+    o = by_id(limited(1000, None) + limited(value, alone) + limited(other, also))[fid]
+    assert o.status == HELD and len(o.numbers) == 1 and said in o.numbers[0], o.detail
+    given = {"read_bps": 4e8, "write_bps": 4e8} if alone == "BW" else {"memory": 6 << 30}
+    beside = docker(other, containers=4, limits={**given, "cpus": 1.0})  # another resource too, as values
+    o = by_id(limited(1000, None) + docker(value, containers=4, limits=given) + beside)[fid]
+    assert o.status == HELD and len(o.numbers) == 1 and said in o.numbers[0], o.detail

@@ -352,7 +352,8 @@ FINDINGS: list[Finding] = [
         "memory-limit-hurts",
         "A per-container memory limit cuts aggregate throughput (MEM: -47% at 4 containers).",
         f"{S003} section 6.2, Figure 7a, Table 2",
-        "with a memory limit, throughput >= 20% below the unlimited run",
+        "with a memory limit alone (MEM, or memory given as a value; no cpu or bandwidth limit), throughput "
+        ">= 20% below the unlimited run",
         memory_limit_hurts,
         quote="003-mem-47",
     ),
@@ -384,7 +385,8 @@ FINDINGS: list[Finding] = [
         "bandwidth-limit-harmless",
         "A per-container disk bandwidth limit barely changes aggregate throughput.",
         f"{S003} section 6.2, Figure 7a",
-        "with a bps limit, within 10% of the unlimited run",
+        "with a bandwidth limit alone (BW, or read_bps/write_bps given as values; no cpu or memory limit), "
+        "within 10% of the unlimited run",
         bandwidth_limit_harmless,
         quote="003-bw-harmless",
     ),
