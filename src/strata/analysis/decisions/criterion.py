@@ -9,6 +9,8 @@ would decide is read from the observed spread, the half-width shrinking as 1/sqr
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Literal
 
 from strata.analysis.decisions.answer import Answer
 from strata.analysis.decisions.stats import fewest_repetitions, t_two_sided
@@ -31,28 +33,60 @@ def need_repetitions(estimate: float, low: float, high: float, bound: float, n: 
     return f"needs about {max(n_needed, n + 1)} repetitions at the observed spread (now {n})"
 
 
+@dataclass(frozen=True)
+class Bound:
+    """One side of a criterion, as its text prints it: `op` is ">", ">=", "<" or "<=". A strict bound ("<",
+    ">", "above", "below") is not met by an interval that touches it; an inclusive one (">=", "<=", "within",
+    "N to M") is."""
+
+    op: Literal[">", ">=", "<", "<="]
+    value: float
+
+    def holds(self, x: float) -> bool:
+        return {">": x > self.value, ">=": x >= self.value, "<": x < self.value, "<=": x <= self.value}[self.op]
+
+
+def above(x: float) -> Bound:
+    return Bound(">", x)
+
+
+def at_least(x: float) -> Bound:
+    return Bound(">=", x)
+
+
+def below(x: float) -> Bound:
+    return Bound("<", x)
+
+
+def at_most(x: float) -> Bound:
+    return Bound("<=", x)
+
+
 def decides(
     estimate: float,
     low: float | None,
     high: float | None,
     n: int,
-    lo: float | None = None,
-    hi: float | None = None,
+    lo: Bound | None = None,
+    hi: Bound | None = None,
     log: bool = False,
 ) -> tuple[bool | None, str]:
-    """Is the criterion `lo <= x <= hi` (either bound may be absent) held over the whole interval? True, False,
-    or None with what would decide it."""
+    """Is the criterion (`lo`: a lower bound, ">" or ">="; `hi`: an upper one, "<" or "<="; either may be
+    absent) held over the whole interval? True, False, or None with what would decide it. A bound says whether
+    it is strict, as the criterion's text does, so that "< 1%" is not held by an interval reaching 1.00%."""
+    if lo is not None and lo.op not in (">", ">=") or hi is not None and hi.op not in ("<", "<="):
+        raise ValueError(f"a lower bound is > or >=, an upper one < or <=: {lo}, {hi}")
     if low is None or high is None or n < 2:
         return None, "no interval: needs 2 or more repetitions of each side (3 recommended)"
-    if (lo is None or low >= lo) and (hi is None or high <= hi):
+    if (lo is None or lo.holds(low)) and (hi is None or hi.holds(high)):
         return True, ""
-    if (lo is not None and high < lo) or (hi is not None and low > hi):
+    if (lo is not None and not lo.holds(high)) or (hi is not None and not hi.holds(low)):
         return False, ""
     # undecided: the bound the interval straddles
-    bound = lo if lo is not None and low < lo <= high else hi
+    bound = lo if lo is not None and not lo.holds(low) else hi
     if bound is None:  # not reached: an interval that neither holds nor fails a criterion straddles a bound
         return None, ""
-    return None, need_repetitions(estimate, low, high, bound, n, log)
+    return None, need_repetitions(estimate, low, high, bound.value, n, log)
 
 
 def repetitions_for(ans: Answer, alpha: float | None = None, cap: int = 10_000) -> int | None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import fmt, limits_of, same_but_limits, summary_of
+from strata.analysis.decisions.criterion import above
 from strata.analysis.decisions.stats import Change, change, ratio
 from strata.analysis.findings.verdict import Decision, Outcome, ratio_decision, verdict
 from strata.analysis.measured.sweeps import scaling
@@ -65,7 +66,7 @@ def p99_grows_past_peak(ctx: Measurements) -> Outcome:
         if r.value != r.value:
             continue
         text = f"{ln.stack} {last.labels['workload']}: p99 x{r.value:.2f} from the peak ({xp}) to {xl} containers"
-        out.append(ratio_decision(r, min(last.reps, peak.reps), text, lo=1.0))
+        out.append(ratio_decision(r, min(last.reps, peak.reps), text, lo=above(1.0)))
     return verdict(out)
 
 
@@ -95,5 +96,5 @@ def replication_cost(ctx: Measurements) -> Outcome:
             f"{a.stack} {a.labels['workload']}: mean latency x{r.value:.2f} from RF {lo_rf} to RF {hi_rf} "
             f"(throughput {fmt(summary_of(a).mean, a.unit)} -> {fmt(summary_of(b).mean, b.unit)})"
         )
-        out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=1.0))
+        out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=above(1.0)))
     return verdict(out)

@@ -21,6 +21,7 @@ from strata.analysis.cells.query import (
     select,
     summary_of,
 )
+from strata.analysis.decisions.criterion import Bound, above, at_least, at_most
 from strata.analysis.decisions.stats import Ratio, change, ratio, ratio_of_ratios
 from strata.analysis.findings.verdict import Decision, Outcome, Pairs, changes, factors, ratio_decision, verdict
 from strata.analysis.measured.remote import remote_pairs
@@ -40,11 +41,11 @@ def containers_peak(ctx: Measurements) -> Outcome:
         if peak is last:  # still rising (or flat) at the last count: against the claim only if decidedly rising
             xp, prev = ln.measured[-2]
             r = ratio(summary_of(last), summary_of(prev))
-            d = ratio_decision(r, min(last.reps, prev.reps), f"{name}, not falling by {xl}", hi=1.0)
+            d = ratio_decision(r, min(last.reps, prev.reps), f"{name}, not falling by {xl}", hi=at_most(1.0))
             out.append(Decision(False if d.held is False else None, d.text, d.need or "measure more containers"))
             continue
         r = ratio(summary_of(last), summary_of(peak))
-        out.append(ratio_decision(r, min(last.reps, peak.reps), f"{name}, {r.value:.2f}x at {xl}", hi=0.90))
+        out.append(ratio_decision(r, min(last.reps, peak.reps), f"{name}, {r.value:.2f}x at {xl}", hi=at_most(0.90)))
     return verdict(out)
 
 
@@ -66,8 +67,10 @@ def p99_grows_faster(ctx: Measurements) -> Outcome:
     return verdict(out)
 
 
-def _fs_rank(ctx: Measurements, workload_re: str, fs: str, best: bool = True) -> Outcome:
-    """`fs` within 5% of the best other file system (best=True), or of the worst (best=False)."""
+def _fs_rank(ctx: Measurements, workload_re: str, fs: str, bound: Bound) -> Outcome:
+    """`fs` against the best other file system (a lower bound: at least some share of the best), or the
+    worst (an upper bound: at most some factor of the worst)."""
+    best = bound.op in (">", ">=")
     out = []
     for group in by_context(select(ctx.cells, workload_re=workload_re), also=("path", "containers")).values():
         by_fs: dict[str, Cell] = {}
@@ -86,21 +89,21 @@ def _fs_rank(ctx: Measurements, workload_re: str, fs: str, best: bool = True) ->
         )
         r = ratio(summary_of(mine), summary_of(ref))
         text = f"{mine.labels['workload']} {mine.path} x{mine.containers}: {order}"
-        lo, hi = (0.95, None) if best else (None, 1.05)
+        lo, hi = (bound, None) if best else (None, bound)
         out.append(ratio_decision(r, min(mine.reps, ref.reps), text, lo, hi))
     return verdict(out)
 
 
 def ext4_best_file_mail(ctx: Measurements) -> Outcome:
-    return _fs_rank(ctx, r"file.?server|varmail|mail", "ext4")
+    return _fs_rank(ctx, r"file.?server|varmail|mail", "ext4", at_least(0.95))
 
 
 def xfs_worst_mail(ctx: Measurements) -> Outcome:
-    return _fs_rank(ctx, r"varmail|mail", "xfs", best=False)
+    return _fs_rank(ctx, r"varmail|mail", "xfs", at_most(1.05))
 
 
 def btrfs_worst_fileserver(ctx: Measurements) -> Outcome:
-    return _fs_rank(ctx, r"file.?server", "btrfs", best=False)
+    return _fs_rank(ctx, r"file.?server", "btrfs", at_most(1.05))
 
 
 BIND_BETTER_WORKLOADS = r"file.?server|random.?file"  # Tables 4 and 5: the sentence follows the one, leads the other
@@ -126,7 +129,7 @@ def bind_slightly_better(ctx: Measurements) -> Outcome:
         g, b0 = geomean(rs), group[0][1]
         each = ", ".join(f"{b.labels['filesystem']} {r.value:.2f}x" for (_, b), r in zip(group, rs))
         text = f"{b0.labels['workload']} x{b0.containers}: bind mount / volume {g.value:.2f}x ({each})"
-        out.append(ratio_decision(g, min(min(a.reps, b.reps) for a, b in group), text, lo=1.0))
+        out.append(ratio_decision(g, min(min(a.reps, b.reps) for a, b in group), text, lo=above(1.0)))
     return verdict(out)
 
 
@@ -152,7 +155,7 @@ def per_container_share(ctx: Measurements) -> Outcome:
                 f"{ln.stack} {c.labels['workload']}: {x} containers move {r.value:.2f}x one container's total "
                 f"({fmt(summary_of(c).mean / x, c.unit)} each)"
             )
-            out.append(ratio_decision(r, min(c.reps, one.reps), text, lo=0.8, hi=1.2))
+            out.append(ratio_decision(r, min(c.reps, one.reps), text, lo=at_least(0.8), hi=at_most(1.2)))
     return verdict(out)
 
 
@@ -168,14 +171,14 @@ def container_near_native(ctx: Measurements) -> Outcome:
         [c for c in select(ctx.cells, isolation="container") if c.path in ("volume", "bind") and c.containers == 1],
         also=("filesystem",),
     )
-    return changes([p for p in prs if at_capacity(p[1])], lo=-0.05)
+    return changes([p for p in prs if at_capacity(p[1])], lo=at_least(-0.05))
 
 
 def containers_beat_vms(ctx: Measurements) -> Outcome:
     prs = pairs(
         select(ctx.cells, isolation="vm"), select(ctx.cells, isolation="container"), also=("filesystem", "path")
     )
-    return changes([p for p in prs if not p[0].emulated and at_capacity(p[1])], lo=0.10)
+    return changes([p for p in prs if not p[0].emulated and at_capacity(p[1])], lo=at_least(0.10))
 
 
 def remote_near_local(ctx: Measurements) -> Outcome:
@@ -183,7 +186,9 @@ def remote_near_local(ctx: Measurements) -> Outcome:
     situation", section 5.4; its 6% to 12% are Cassandra's, section 6.1): at low load its own numbers put
     remote storage 54% above local in latency (section 5.5), 0.65x the throughput of one I/O in flight."""
     prs = [(a, b, None) for a, b in high_load(remote_pairs(ctx.cells))]
-    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x {a.labels['device']} (direct-attached)", lo=0.88)
+    return factors(
+        prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x {a.labels['device']} (direct-attached)", lo=at_least(0.88)
+    )
 
 
 def _per_instance(c: Cell) -> int:
@@ -226,7 +231,7 @@ def remote_gap_closes(ctx: Measurements) -> Outcome:
             f"{high.value:.2f}x at {hb.labels['load']}"
         )
         r = ratio_of_ratios(high, low)
-        out.append(ratio_decision(r, n, f"{text}; high/low {r.value:.2f}", lo=1.0))
+        out.append(ratio_decision(r, n, f"{text}; high/low {r.value:.2f}", lo=at_least(1.0)))
     return verdict(out)
 
 
@@ -253,8 +258,8 @@ def _limited(ctx: Measurements, only: frozenset[str]) -> Pairs:
 
 
 def memory_limit_hurts(ctx: Measurements) -> Outcome:
-    return changes(_limited(ctx, MEMORY_ONLY), hi=-0.20)
+    return changes(_limited(ctx, MEMORY_ONLY), hi=at_most(-0.20))
 
 
 def bandwidth_limit_harmless(ctx: Measurements) -> Outcome:
-    return changes(_limited(ctx, BANDWIDTH_ONLY), lo=-0.10, hi=0.10)
+    return changes(_limited(ctx, BANDWIDTH_ONLY), lo=at_least(-0.10), hi=at_most(0.10))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from strata.analysis.cells import usage
 from strata.analysis.cells.cells import Cell, Result
 from strata.analysis.cells.query import fmt, limits_of, pairs, same_but_limits, select, summary_of
-from strata.analysis.decisions.criterion import decides
+from strata.analysis.decisions.criterion import Bound, above, at_least, at_most, below, decides
 from strata.analysis.decisions.stats import Summary, change, ratio, t_two_sided
 from strata.analysis.findings.verdict import INCONCLUSIVE, NOT_HELD, Decision, Outcome, ratio_decision, verdict
 from strata.core.jsondoc import num, obj
@@ -62,7 +62,7 @@ def _clusters_groups(ctx: Measurements) -> list[tuple[Cell, Cell]]:
     return [(by[min(by)], by[max(by)]) for by in groups.values() if len(by) >= 2]
 
 
-def _rises(ctx: Measurements, figure: Callable[[Cell], Summary], what: str) -> Outcome:
+def _rises(ctx: Measurements, figure: Callable[[Cell], Summary], what: str, bound: Bound) -> Outcome:
     out = []
     for a, b in _clusters_groups(ctx):
         r = ratio(figure(b), figure(a))
@@ -70,16 +70,16 @@ def _rises(ctx: Measurements, figure: Callable[[Cell], Summary], what: str) -> O
             continue
         na, nb = clusters(a), clusters(b)
         text = f"{b.stack} {a.labels['workload']}: {what} x{r.value:.2f} from {na} to {nb} clusters"
-        out.append(ratio_decision(r, min(figure(a).n, figure(b).n), text, lo=1.0))
+        out.append(ratio_decision(r, min(figure(a).n, figure(b).n), text, lo=bound))
     return verdict(out)
 
 
 def cpu_rises_with_clusters(ctx: Measurements) -> Outcome:
-    return _rises(ctx, cpu_per_kops, "the servers' CPU per 1,000 ops/s")
+    return _rises(ctx, cpu_per_kops, "the servers' CPU per 1,000 ops/s", above(1.0))
 
 
 def latency_rises_with_clusters(ctx: Measurements) -> Outcome:
-    return _rises(ctx, Cell.mean_over_operations, "mean latency")
+    return _rises(ctx, Cell.mean_over_operations, "mean latency", above(1.0))
 
 
 def native_cpu_lowest(ctx: Measurements) -> Outcome:
@@ -90,7 +90,7 @@ def native_cpu_lowest(ctx: Measurements) -> Outcome:
         r = ratio(cpu_per_kops(b), cpu_per_kops(a))
         if r.value == r.value:
             text = f"{b.name}: CPU per 1,000 ops/s x{r.value:.2f} native"
-            out.append(ratio_decision(r, min(cpu_per_kops(a).n, cpu_per_kops(b).n), text, lo=1.0))
+            out.append(ratio_decision(r, min(cpu_per_kops(a).n, cpu_per_kops(b).n), text, lo=at_least(1.0)))
     return verdict(out)
 
 
@@ -108,7 +108,7 @@ def vm_cpu_overhead(ctx: Measurements) -> Outcome:
         if not (native.n and vm.n):
             continue
         d, low, high = difference(native, vm)
-        held, need = decides(d, low, high, min(native.n, vm.n), lo=0.0, hi=VM_CPU_MAX_POINTS)
+        held, need = decides(d, low, high, min(native.n, vm.n), lo=at_least(0.0), hi=at_most(VM_CPU_MAX_POINTS))
         ci = f" [{low:+.1f}, {high:+.1f}]" if low is not None and high is not None else " (no interval)"
         text = (
             f"{b.name}: host CPU {vm.mean:.1f}% at native's {fmt(rate, a.unit)}, native {native.mean:.1f}%: "
@@ -145,7 +145,7 @@ def target_cpu_low(ctx: Measurements) -> Outcome:
         s = usage.of_cell(c.ok, usage.target_cpu_percent)
         if not s.n:
             continue
-        held, need = decides(s.mean, s.ci_low, s.ci_high, s.n, hi=TARGET_CPU_PER_CLIENT)
+        held, need = decides(s.mean, s.ci_low, s.ci_high, s.n, hi=at_most(TARGET_CPU_PER_CLIENT))
         ci = f" [{s.ci_low:.2f}, {s.ci_high:.2f}]" if s.ci_low is not None else ""
         out.append(Decision(held, f"{c.name}: target {s.mean:.2f}%{ci} of the host's CPUs", need))
     return verdict(out)
@@ -170,7 +170,7 @@ def cpu_limit_helps(ctx: Measurements) -> Outcome:
         if b.containers < 4:
             continue
         ch = change(summary_of(a), summary_of(b))
-        held, need = decides(ch.rel, ch.rel_low, ch.rel_high, min(a.reps, b.reps), lo=0.0)
+        held, need = decides(ch.rel, ch.rel_low, ch.rel_high, min(a.reps, b.reps), lo=above(0.0))
         out.append(Decision(held, f"{b.name}: {ch.text()} against no limit", need))
     return verdict(out)
 
@@ -183,7 +183,7 @@ def all_limits_tail(ctx: Measurements) -> Outcome:
         r = ratio(pb, pa)
         if r.value == r.value:
             text = f"{b.name}: p99 x{r.value:.2f} no limit ({fmt(pa.mean / 1e6)} -> {fmt(pb.mean / 1e6)} ms)"
-            out.append(ratio_decision(r, min(pa.n, pb.n), text, lo=TAIL_MIN))
+            out.append(ratio_decision(r, min(pa.n, pb.n), text, lo=at_least(TAIL_MIN)))
     o = verdict(out)
     if any(d.held for d in out):  # the worst case held: the others are the claim's better cases
         return verdict([d for d in out if d.held])
@@ -207,6 +207,6 @@ def writes_rise_reads_fall(ctx: Measurements) -> Outcome:
         r = ratio(summary_of(b), summary_of(a))
         na, nb = clusters(a), clusters(b)
         text = f"{b.stack} {profile}: throughput x{r.value:.2f} from {na} to {nb} clusters"
-        lo, hi = (1.0, None) if profile == "write" else (None, 1.0)
+        lo, hi = (above(1.0), None) if profile == "write" else (None, below(1.0))
         out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=lo, hi=hi))
     return verdict(out)

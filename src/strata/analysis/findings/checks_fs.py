@@ -14,6 +14,7 @@ from strata.analysis.cells.baseline import ratio_to_raw, raw_of
 from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import access_pattern, by_context, fmt, io_size, pairs, select, summary_of
 from strata.analysis.cells.query import at_highest_load as high
+from strata.analysis.decisions.criterion import Bound, at_least, at_most, below
 from strata.analysis.decisions.stats import Change, Ratio, ratio
 from strata.analysis.findings.verdict import (
     RANDOM,
@@ -41,13 +42,13 @@ RR, RW, RAND = ("randread",), ("randwrite",), RANDOM
 
 def xfs_near_raw(ctx: Measurements) -> Outcome:
     cells = high(select(ctx.cells, fs="xfs", plain=True, baseline=True, patterns=("randread", "read", "write")))
-    return ratios(ctx, cells, lo=0.90)
+    return ratios(ctx, cells, lo=at_least(0.90))
 
 
 def ext4_rr_below_raw(ctx: Measurements) -> Outcome:
     cells = select(ctx.cells, fs="ext4", plain=True, baseline=True, patterns=RR)
     top = max((c.outstanding for c in cells), default=0)
-    return ratios(ctx, [c for c in cells if c.outstanding == top and top > 1], hi=0.90)
+    return ratios(ctx, [c for c in cells if c.outstanding == top and top > 1], hi=at_most(0.90))
 
 
 def dioread_nolock(ctx: Measurements) -> Outcome:
@@ -56,7 +57,7 @@ def dioread_nolock(ctx: Measurements) -> Outcome:
         high(select(ctx.cells, fs="ext4", option="dioread_nolock", patterns=RR)),
         also=("runtime", "path"),
     )
-    return changes(prs, lo=0.10)
+    return changes(prs, lo=at_least(0.10))
 
 
 def _jobs_lines(ctx: Measurements, fs: str, rw: str = "randwrite") -> list[Line]:
@@ -83,7 +84,7 @@ def xfs_jobs_cliff(ctx: Measurements) -> Outcome:
                 f"{ln.stack}: best {fmt(summary_of(lo).mean)} up to 24 jobs, best {fmt(summary_of(hi).mean)} past 24 "
                 f"({r.value:.2f}x)"
             )
-            out.append(ratio_decision(r, min(lo.reps, hi.reps), text, hi=0.80))
+            out.append(ratio_decision(r, min(lo.reps, hi.reps), text, hi=below(0.80)))
     return verdict(out)
 
 
@@ -96,7 +97,7 @@ def ext4_jobs_flat(ctx: Measurements) -> Outcome:
         top, bottom = max(cells, key=lambda c: summary_of(c).mean), min(cells, key=lambda c: summary_of(c).mean)
         r = ratio(summary_of(bottom), summary_of(top))
         text = f"{ln.stack} over {ln.xs[0]}..{ln.xs[-1]} jobs: the lowest is {r.value:.2f}x the best"
-        out.append(ratio_decision(r, min(top.reps, bottom.reps), text, lo=0.80))
+        out.append(ratio_decision(r, min(top.reps, bottom.reps), text, lo=at_least(0.80)))
     return verdict(out)
 
 
@@ -113,7 +114,9 @@ def btrfs_small_random(ctx: Measurements) -> Outcome:
     for b, o, ch in pairs(btrfs, others):
         if b.key not in best or summary_of(o).mean > summary_of(best[b.key][1]).mean:
             best[b.key] = (o, b, ch)
-    return factors(list(best.values()), lambda o, b, r: f"{b.name}: {r.value:.2f}x {o.labels['filesystem']}", hi=0.80)
+    return factors(
+        list(best.values()), lambda o, b, r: f"{b.name}: {r.value:.2f}x {o.labels['filesystem']}", hi=below(0.80)
+    )
 
 
 def btrfs_rr_blocksize(ctx: Measurements) -> Outcome:
@@ -156,14 +159,14 @@ def btrfs_nodatacow(ctx: Measurements) -> Outcome:
         high(select(ctx.cells, fs="btrfs", option="nodatacow", patterns=RW)),
         also=("runtime", "path"),
     )
-    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x with copy-on-write", lo=2.0)
+    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x with copy-on-write", lo=at_least(2.0))
 
 
 def overlay_layer_near_raw(ctx: Measurements) -> Outcome:
     """At the study's high load (Figures 3c and 3d, "Unless otherwise indicated"): a layer measured only
     at one I/O in flight is the setting of Figure 3i's anomaly, where aufs ran at 1/7 of loop-lvm's 1.4x."""
     cells = high(select(ctx.cells, isolation="container", drivers=("overlay2", "overlay", "aufs"), path="layer"))
-    return ratios(ctx, [c for c in cells if c.outstanding > 1], lo=0.90)
+    return ratios(ctx, [c for c in cells if c.outstanding > 1], lo=at_least(0.90))
 
 
 def btrfs_driver_slow(ctx: Measurements) -> Outcome:
@@ -171,7 +174,7 @@ def btrfs_driver_slow(ctx: Measurements) -> Outcome:
         select(ctx.cells, drivers=("overlay2",), path="layer", patterns=RAND),
         high(select(ctx.cells, drivers=("btrfs",), path="layer", patterns=RAND)),
     )
-    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2 ({a.labels['filesystem']})", hi=0.80)
+    return factors(prs, lambda a, b, r: f"{b.name}: {r.value:.2f}x overlay2 ({a.labels['filesystem']})", hi=below(0.80))
 
 
 def volume_near_host(ctx: Measurements) -> Outcome:
@@ -180,7 +183,7 @@ def volume_near_host(ctx: Measurements) -> Outcome:
         select(ctx.cells, isolation="container", path="volume"),
         also=("filesystem",),
     )
-    return changes(prs, lo=-0.05, hi=0.05)
+    return changes(prs, lo=at_least(-0.05), hi=at_most(0.05))
 
 
 def volume_driver_independent(ctx: Measurements) -> Outcome:
@@ -194,7 +197,7 @@ def volume_driver_independent(ctx: Measurements) -> Outcome:
                 f"{group[0].labels['workload']} {group[0].labels['load']} on {group[0].labels['filesystem']}: "
                 f"{len(drivers)} drivers within {r.value - 1:.1%}"
             )
-            out.append(ratio_decision(r, min(top.reps, bottom.reps), text, hi=1.05))
+            out.append(ratio_decision(r, min(top.reps, bottom.reps), text, hi=at_most(1.05)))
     return verdict(out)
 
 
@@ -227,7 +230,7 @@ def xfs_beats_ext4_rr(ctx: Measurements) -> Outcome:
         high(select(ctx.cells, fs="xfs", plain=True, baseline=True, patterns=RR)),
         also=("path",),
     )
-    return changes([p for p in prs if p[1].outstanding > 1], lo=-0.05)
+    return changes([p for p in prs if p[1].outstanding > 1], lo=at_least(-0.05))
 
 
 def ext4_beats_xfs_rw(ctx: Measurements) -> Outcome:
@@ -237,12 +240,12 @@ def ext4_beats_xfs_rw(ctx: Measurements) -> Outcome:
         also=("path",),
     )
     top = max((b.outstanding for _, b, _ in prs), default=0)
-    return changes([p for p in prs if p[1].outstanding == top and top > 1], lo=-0.05)
+    return changes([p for p in prs if p[1].outstanding == top and top > 1], lo=at_least(-0.05))
 
 
 def sequential_either_fs(ctx: Measurements) -> Outcome:
     cells = high(select(ctx.cells, plain=True, baseline=True, patterns=("read", "write")))
-    return ratios(ctx, [c for c in cells if c.fs_type in ("ext4", "xfs")], lo=0.90)
+    return ratios(ctx, [c for c in cells if c.fs_type in ("ext4", "xfs")], lo=at_least(0.90))
 
 
 def _lat_pairs(ctx: Measurements) -> list[tuple[Cell, Cell]]:
@@ -267,13 +270,13 @@ def latency_high_load(ctx: Measurements) -> Outcome:
             text = (
                 f"{hi.stack}: {r.value:.1f}x the low-load latency ({hi.outstanding} vs {lo.outstanding} I/Os in flight)"
             )
-            out.append(ratio_decision(r, min(a.n, b.n), text, lo=5.0))
+            out.append(ratio_decision(r, min(a.n, b.n), text, lo=at_least(5.0)))
     return verdict(out)
 
 
-def _submission_share(cell: Cell, limit: float) -> Decision | None:
+def _submission_share(cell: Cell, limit: Bound) -> Decision | None:
     """The part of the latency before the I/O is issued (the workload's `submission_latency`: the study's
-    slat) as a share of the whole, at most `limit`; None where the workload does not measure it apart."""
+    slat) as a share of the whole, against `limit`; None where the workload does not measure it apart."""
     part = cell.schema.submission_latency
     if part is None:
         return None
@@ -288,8 +291,8 @@ def _submission_share(cell: Cell, limit: float) -> Decision | None:
 
 def device_part_dominates(ctx: Measurements) -> Outcome:
     """At low load, the device's part of the latency is most of it: the part before it is small."""
-    return verdict([d for lo, _ in _lat_pairs(ctx) if (d := _submission_share(lo, 0.20)) is not None])
+    return verdict([d for lo, _ in _lat_pairs(ctx) if (d := _submission_share(lo, below(0.20))) is not None])
 
 
 def submission_small_high_load(ctx: Measurements) -> Outcome:
-    return verdict([d for _, hi in _lat_pairs(ctx) if (d := _submission_share(hi, 0.01)) is not None])
+    return verdict([d for _, hi in _lat_pairs(ctx) if (d := _submission_share(hi, below(0.01))) is not None])

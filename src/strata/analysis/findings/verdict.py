@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from strata.analysis.cells.baseline import ratio_to_raw
 from strata.analysis.cells.query import summary_of
-from strata.analysis.decisions.criterion import decides
+from strata.analysis.decisions.criterion import Bound, decides
 from strata.analysis.decisions.stats import Change, Ratio, ratio
 
 if TYPE_CHECKING:
@@ -77,20 +77,20 @@ def verdict(decisions: list[Decision]) -> Outcome:
 
 
 def ratio_decision(
-    r: Ratio, n: int, text: str, lo: float | None = None, hi: float | None = None, fmt: str = "{:.2f}"
+    r: Ratio, n: int, text: str, lo: Bound | None = None, hi: Bound | None = None, fmt: str = "{:.2f}"
 ) -> Decision:
     held, need = decides(r.value, r.low, r.high, n, lo, hi, log=True)
     ci = f" [{fmt.format(r.low)}, {fmt.format(r.high)}]" if r.low is not None else " (no interval)"
     return Decision(held, f"{text}{ci}", need)
 
 
-def change_decision(ch: Change, text: str, lo: float | None = None, hi: float | None = None) -> Decision:
+def change_decision(ch: Change, text: str, lo: Bound | None = None, hi: Bound | None = None) -> Decision:
     held, need = decides(ch.rel, ch.rel_low, ch.rel_high, min(ch.base.n, ch.other.n), lo, hi)
     return Decision(held, text, need)
 
 
-def ratios(ctx: Measurements, cells: list[Cell], lo: float | None = None, hi: float | None = None) -> Outcome:
-    """Each cell's throughput relative to its raw device, against `lo <= ratio <= hi`."""
+def ratios(ctx: Measurements, cells: list[Cell], lo: Bound | None = None, hi: Bound | None = None) -> Outcome:
+    """Each cell's throughput relative to its raw device, against its bounds `lo` and `hi`."""
     out = []
     for c in cells:
         r, raw = ratio_to_raw(c, ctx.raw), ctx.raw_of(c)
@@ -99,8 +99,8 @@ def ratios(ctx: Measurements, cells: list[Cell], lo: float | None = None, hi: fl
     return verdict(out)
 
 
-def changes(prs: Pairs, lo: float | None = None, hi: float | None = None, what: str = "") -> Outcome:
-    """B relative to A for matched pairs, against `lo <= change <= hi` (Welch's interval)."""
+def changes(prs: Pairs, lo: Bound | None = None, hi: Bound | None = None, what: str = "") -> Outcome:
+    """B relative to A for matched pairs, against the bounds `lo` and `hi` of the change (Welch's interval)."""
     return verdict(
         [
             change_decision(
@@ -117,10 +117,10 @@ def changes(prs: Pairs, lo: float | None = None, hi: float | None = None, what: 
 def factors(
     prs: Sequence[tuple[Cell, Cell, Change | None]],
     text: Callable[[Cell, Cell, Ratio], str],
-    lo: float | None = None,
-    hi: float | None = None,
+    lo: Bound | None = None,
+    hi: Bound | None = None,
 ) -> Outcome:
-    """B / A for matched pairs with its interval, against `lo <= factor <= hi`; `text(a, b, r)` names it."""
+    """B / A for matched pairs with its interval, against the bounds `lo` and `hi`; `text(a, b, r)` names it."""
     out = []
     for a, b, _ in prs:
         r = ratio(summary_of(b), summary_of(a))

@@ -6,7 +6,9 @@ configuration (`versus`), becomes the stored results of its configuration: the t
 for it (the study's configuration as a spec, resolved by strata's own loader: studies.yaml `published`
 says how the study's words read as spec entries, and which layers it takes where the study names none),
 with the study's number as its measurement. A study publishes no spread, so its number is taken as
-exact: each configuration is stored as two identical repetitions, whose interval is the number itself.
+exact: each configuration is stored as two identical repetitions, whose interval is the number itself. A
+number the study gives only as a strict bound ("less than 1%") is taken just inside it (`inside`), since
+the study says it lies beyond, not at it; a criterion is as strict as its text ("< 1%": criterion.py).
 `judged(finding)` then runs the finding's own check on them (the same code a user's trials go
 through), on the results of the studies its source names.
 
@@ -27,6 +29,7 @@ throughput (every stored result has one).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import hashlib
 import math
@@ -57,6 +60,9 @@ ANCHORS = {"throughput": 1000.0, "lat": 100_000.0, "cpu_util": 50.0, "target_cpu
 NS = {"ms": 1e6, "us": 1e3}
 KB_PER_MB = 1000.0
 DIGITS = 10  # significant digits a derived number keeps (0.88 stays 0.88, never 0.8799999999999999)
+BOUND = re.compile(r"\((less than|more than|up to)\)")
+STRICT = {"less than": -1, "more than": 1}  # the side of a strict bound its number lies on
+INSIDE = 1e-6  # how far inside a strict bound its number is taken, relatively: beyond DIGITS, within any print
 # Quantities found over a sweep, or not measured: never a result of one configuration.
 NOT_A_RESULT = {
     "peak": "the container count of the highest throughput, found over a sweep",
@@ -158,6 +164,23 @@ def _absolute(v: PaperValue, metric: str) -> tuple[float, str]:
     return x, ""
 
 
+def bound(v: PaperValue) -> str:
+    """The bound a value states instead of a number (paper.yaml: "(less than)", "(more than)", "(up to)" in its
+    `what`), or ""."""
+    m = BOUND.search(v.what)
+    return m.group(1) if m else ""
+
+
+def inside(v: PaperValue) -> PaperValue:
+    """The value as its configurations are set from it: a strict bound ("less than 1%") is a number just
+    inside it, as the study says the number is below it, not at it, so that a criterion as strict as the
+    study's ("< 1%") is held by it; an inclusive one ("up to") and any number are themselves."""
+    said = bound(v)
+    if said not in STRICT:
+        return v
+    return dataclasses.replace(v, value=v.value * (1 + STRICT[said] * INSIDE))
+
+
 def _relation(v: PaperValue, metric: str, config: str, base: str) -> Relation:
     if v.unit == "points" or v.unit in NS:
         return Relation(v, config, base, metric, None, v.value * NS.get(v.unit, 1.0))
@@ -185,14 +208,15 @@ class _Case:
     def add(self, v: PaperValue, metric: str) -> None:
         k = self.config(v.match)
         self.configs[k].values.append(v)
+        n = inside(v)  # the number its configurations are set from
         if v.versus:
             base = self.config({**v.match, **v.versus})
             self.configs[base].values.append(v)
-            self.relations.append(_relation(v, metric, k, base))
+            self.relations.append(dataclasses.replace(_relation(n, metric, k, base), value=v))
         elif metric.startswith("share:"):
-            self.shares.append((k, metric, v.value / 100.0, v))
+            self.shares.append((k, metric, n.value / 100.0, v))
         else:
-            x, unit = _absolute(v, metric)
+            x, unit = _absolute(n, metric)
             self._set(k, metric, x, v)
             if unit:
                 self.configs[k].unit = unit
