@@ -142,3 +142,39 @@ def test_every_experiment_names_a_real_example():
         for e in s.experiments:
             assert e.example is None or (ROOT / "examples" / e.example).is_file(), (s.study, e.where)
             assert bool(e.section) != bool(e.not_reproduced) or e.example, (s.study, e.where)
+
+
+def test_a_relation_the_study_does_not_state_is_marked_derived():
+    """Issue 54: `strata studies` printed "nvmf/xfs/native/bind: 13.2x the low-load latency" for Figure 4, a
+    factor the study never states (section 5.5: 12x for NVMf, 20x direct-attached): the case sets NVMf's high
+    load from direct-attached's 20x and the network's "less than 2%", its low load from the +54%, so 20 x 1.02 /
+    1.54. A number relating a pair the study states no relation for says it is derived; the study's own 20x
+    and 12x do not; a number resting on a bound the study gives says so."""
+    from strata.analysis.studies.stated import DERIVED
+
+    lines = published.judged(BY_ID["latency-high-load"], "003").numbers
+    (nvmf,) = [n for n in lines if n.startswith("study 003 Figure 4: nvmf/")]
+    assert "13.2x the low-load latency" in nvmf and nvmf.endswith(f"({DERIVED})")
+    stated = [n for n in lines if n != nvmf]
+    assert [n.split(": ", 1)[1].split(" the ")[0] for n in stated] == [
+        "das/xfs/native/bind: 20.0x",
+        "nvmf/xfs/native/bind: 12.0x",
+    ]
+    assert not any(DERIVED in n for n in stated)
+    (slat,) = published.judged(BY_ID["slat-negligible-high-load"], "003").numbers
+    assert slat.endswith("(the study gives a bound, not a number: less than 1%)") and DERIVED not in slat
+    gap = published.judged(BY_ID["remote-gap-closes"], "003")  # two stated relations, compared: not derived
+    assert gap.status == HELD and not any(DERIVED in n for n in gap.numbers)
+
+
+def test_every_number_on_the_studies_numbers_names_the_cells_it_relates():
+    """The derived mark rests on each decision naming its cells (findings/verdict.py `Decision.of`): on every
+    case of every study, every number of every finding does, each a cell of the case."""
+    for s in studies.load():
+        for c in published.cases(s.study):
+            keys = {cell.key for cell in published.measured(s.study, c.name).cells}
+            for f in FINDINGS:
+                o = f.check(published.view(published.measured(s.study, c.name)))
+                assert len(o.compared) == len(o.numbers), (f.id, c.name)
+                for of in o.compared:
+                    assert of and all(a in keys and b in keys for a, b in of), (f.id, c.name, of)

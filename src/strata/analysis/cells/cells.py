@@ -301,6 +301,11 @@ def config_key(trial: JsonObject) -> str:
     return json.dumps({k: v for k, v in trial.items() if k != "repetition"}, sort_keys=True, default=str)
 
 
+def cell_key(trial: JsonObject) -> str:
+    """The key of the cell a resolved trial's results fall in (`Cell.key`): its configuration, hashed."""
+    return hashlib.sha1(config_key(trial).encode()).hexdigest()[:12]
+
+
 def build_cells(results: list[Result], judge_steady: bool = True) -> list[Cell]:
     """Group results into cells, in a stable order (by stack, workload, load)."""
     cells: dict[str, Cell] = {}
@@ -312,7 +317,7 @@ def build_cells(results: list[Result], judge_steady: bool = True) -> list[Cell]:
         c = cells.get(key)
         if c is None:
             labels = {k: str(obj(r, "labels").get(k, "")) for k in LABEL_KEYS}
-            c = cells[key] = Cell(hashlib.sha1(key.encode()).hexdigest()[:12], labels, trial, text(r, "experiment"))
+            c = cells[key] = Cell(cell_key(trial), labels, trial, text(r, "experiment"))
         _add(c, r, judge_steady)
     for c in cells.values():
         c.summary = summarize(c.values, c.design.level(len(c.values), sides=2))

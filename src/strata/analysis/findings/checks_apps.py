@@ -13,7 +13,7 @@ from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import fmt, limits_of, same_but_limits, summary_of
 from strata.analysis.decisions.criterion import above
 from strata.analysis.decisions.stats import Change, change, ratio
-from strata.analysis.findings.verdict import Decision, Outcome, ratio_decision, verdict
+from strata.analysis.findings.verdict import Decision, Outcome, between, ratio_decision, verdict
 from strata.analysis.measured.sweeps import scaling
 from strata.core.jsondoc import obj, whole
 
@@ -40,18 +40,20 @@ def limit_hurts_most(ctx: Measurements, worst: str = "MEM", others: tuple[str, .
         if worst not in presets or len(presets) < 2:
             continue
         cw, chw = presets[worst]
-        for name, (_, ch) in presets.items():
+        base = free[same_but_limits(cw)]
+        for name, (c, ch) in presets.items():
             if name == worst:
                 continue
             text = f"{cw.name}: {worst} {chw.text()} vs {name} {ch.text()} against no limit"
+            of = between((base, cw), (base, c))
             if chw.rel_high is None or chw.rel_low is None or ch.rel_low is None or ch.rel_high is None:
-                out.append(Decision(None, text, "needs 2 or more repetitions of each (3 recommended)"))
+                out.append(Decision(None, text, "needs 2 or more repetitions of each (3 recommended)", of))
             elif chw.rel_high < ch.rel_low:
-                out.append(Decision(True, text))
+                out.append(Decision(True, text, of=of))
             elif ch.rel_high < chw.rel_low:
-                out.append(Decision(False, text))
+                out.append(Decision(False, text, of=of))
             else:
-                out.append(Decision(None, text, "the intervals overlap: needs more repetitions"))
+                out.append(Decision(None, text, "the intervals overlap: needs more repetitions", of))
     return verdict(out)
 
 
@@ -66,7 +68,7 @@ def p99_grows_past_peak(ctx: Measurements) -> Outcome:
         if r.value != r.value:
             continue
         text = f"{ln.stack} {last.labels['workload']}: p99 x{r.value:.2f} from the peak ({xp}) to {xl} containers"
-        out.append(ratio_decision(r, min(last.reps, peak.reps), text, lo=above(1.0)))
+        out.append(ratio_decision(r, min(last.reps, peak.reps), text, lo=above(1.0), of=between((peak, last))))
     return verdict(out)
 
 
@@ -96,5 +98,5 @@ def replication_cost(ctx: Measurements) -> Outcome:
             f"{a.stack} {a.labels['workload']}: mean latency x{r.value:.2f} from RF {lo_rf} to RF {hi_rf} "
             f"(throughput {fmt(summary_of(a).mean, a.unit)} -> {fmt(summary_of(b).mean, b.unit)})"
         )
-        out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=above(1.0)))
+        out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=above(1.0), of=between((a, b))))
     return verdict(out)

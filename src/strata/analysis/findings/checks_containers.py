@@ -23,7 +23,16 @@ from strata.analysis.cells.query import (
 )
 from strata.analysis.decisions.criterion import Bound, above, at_least, at_most
 from strata.analysis.decisions.stats import Ratio, change, ratio, ratio_of_ratios
-from strata.analysis.findings.verdict import Decision, Outcome, Pairs, changes, factors, ratio_decision, verdict
+from strata.analysis.findings.verdict import (
+    Decision,
+    Outcome,
+    Pairs,
+    between,
+    changes,
+    factors,
+    ratio_decision,
+    verdict,
+)
 from strata.analysis.measured.remote import remote_pairs
 from strata.analysis.measured.sweeps import scaling
 from strata.core.params import LoadCounts
@@ -42,10 +51,12 @@ def containers_peak(ctx: Measurements) -> Outcome:
             xp, prev = ln.measured[-2]
             r = ratio(summary_of(last), summary_of(prev))
             d = ratio_decision(r, min(last.reps, prev.reps), f"{name}, not falling by {xl}", hi=at_most(1.0))
-            out.append(Decision(False if d.held is False else None, d.text, d.need or "measure more containers"))
+            held = False if d.held is False else None
+            out.append(Decision(held, d.text, d.need or "measure more containers", between((prev, last))))
             continue
         r = ratio(summary_of(last), summary_of(peak))
-        out.append(ratio_decision(r, min(last.reps, peak.reps), f"{name}, {r.value:.2f}x at {xl}", hi=at_most(0.90)))
+        text = f"{name}, {r.value:.2f}x at {xl}"
+        out.append(ratio_decision(r, min(last.reps, peak.reps), text, hi=at_most(0.90), of=between((peak, last))))
     return verdict(out)
 
 
@@ -58,12 +69,12 @@ def p99_grows_faster(ctx: Measurements) -> Outcome:
         if mean.value == mean.value and p99.value == p99.value:
             text = f"{ln.stack}: {ln.xs[0]}->{ln.xs[-1]} containers, p99 x{p99.value:.2f}, mean x{mean.value:.2f}"
             if p99.low is None or mean.low is None or p99.high is None or mean.high is None:
-                out.append(Decision(None, text, "no interval: needs 2 or more repetitions (3 recommended)"))
+                need = "no interval: needs 2 or more repetitions (3 recommended)"
+                out.append(Decision(None, text, need, between((a, b))))
             else:
                 held = True if p99.low > mean.high else False if p99.high < mean.low else None
-                out.append(
-                    Decision(held, text, "" if held is not None else "the intervals overlap: needs more repetitions")
-                )
+                need = "" if held is not None else "the intervals overlap: needs more repetitions"
+                out.append(Decision(held, text, need, between((a, b))))
     return verdict(out)
 
 
@@ -90,7 +101,7 @@ def _fs_rank(ctx: Measurements, workload_re: str, fs: str, bound: Bound) -> Outc
         r = ratio(summary_of(mine), summary_of(ref))
         text = f"{mine.labels['workload']} {mine.path} x{mine.containers}: {order}"
         lo, hi = (bound, None) if best else (None, bound)
-        out.append(ratio_decision(r, min(mine.reps, ref.reps), text, lo, hi))
+        out.append(ratio_decision(r, min(mine.reps, ref.reps), text, lo, hi, of=between((ref, mine))))
     return verdict(out)
 
 
@@ -129,7 +140,8 @@ def bind_slightly_better(ctx: Measurements) -> Outcome:
         g, b0 = geomean(rs), group[0][1]
         each = ", ".join(f"{b.labels['filesystem']} {r.value:.2f}x" for (_, b), r in zip(group, rs))
         text = f"{b0.labels['workload']} x{b0.containers}: bind mount / volume {g.value:.2f}x ({each})"
-        out.append(ratio_decision(g, min(min(a.reps, b.reps) for a, b in group), text, lo=above(1.0)))
+        n = min(min(a.reps, b.reps) for a, b in group)
+        out.append(ratio_decision(g, n, text, lo=above(1.0), of=between(*group)))
     return verdict(out)
 
 
@@ -155,7 +167,8 @@ def per_container_share(ctx: Measurements) -> Outcome:
                 f"{ln.stack} {c.labels['workload']}: {x} containers move {r.value:.2f}x one container's total "
                 f"({fmt(summary_of(c).mean / x, c.unit)} each)"
             )
-            out.append(ratio_decision(r, min(c.reps, one.reps), text, lo=at_least(0.8), hi=at_most(1.2)))
+            of = between((one, c))
+            out.append(ratio_decision(r, min(c.reps, one.reps), text, lo=at_least(0.8), hi=at_most(1.2), of=of))
     return verdict(out)
 
 
@@ -231,7 +244,8 @@ def remote_gap_closes(ctx: Measurements) -> Outcome:
             f"{high.value:.2f}x at {hb.labels['load']}"
         )
         r = ratio_of_ratios(high, low)
-        out.append(ratio_decision(r, n, f"{text}; high/low {r.value:.2f}", lo=at_least(1.0)))
+        of = between((la, lb), (ha, hb))
+        out.append(ratio_decision(r, n, f"{text}; high/low {r.value:.2f}", lo=at_least(1.0), of=of))
     return verdict(out)
 
 

@@ -26,7 +26,15 @@ from strata.analysis.cells.cells import Cell, Result
 from strata.analysis.cells.query import fmt, limits_of, pairs, same_but_limits, select, summary_of
 from strata.analysis.decisions.criterion import Bound, above, at_least, at_most, below, decides
 from strata.analysis.decisions.stats import Summary, change, ratio, t_two_sided
-from strata.analysis.findings.verdict import INCONCLUSIVE, NOT_HELD, Decision, Outcome, ratio_decision, verdict
+from strata.analysis.findings.verdict import (
+    INCONCLUSIVE,
+    NOT_HELD,
+    Decision,
+    Outcome,
+    between,
+    ratio_decision,
+    verdict,
+)
 from strata.core.jsondoc import num, obj
 
 if TYPE_CHECKING:
@@ -70,7 +78,7 @@ def _rises(ctx: Measurements, figure: Callable[[Cell], Summary], what: str, boun
             continue
         na, nb = clusters(a), clusters(b)
         text = f"{b.stack} {a.labels['workload']}: {what} x{r.value:.2f} from {na} to {nb} clusters"
-        out.append(ratio_decision(r, min(figure(a).n, figure(b).n), text, lo=bound))
+        out.append(ratio_decision(r, min(figure(a).n, figure(b).n), text, lo=bound, of=between((a, b))))
     return verdict(out)
 
 
@@ -90,7 +98,8 @@ def native_cpu_lowest(ctx: Measurements) -> Outcome:
         r = ratio(cpu_per_kops(b), cpu_per_kops(a))
         if r.value == r.value:
             text = f"{b.name}: CPU per 1,000 ops/s x{r.value:.2f} native"
-            out.append(ratio_decision(r, min(cpu_per_kops(a).n, cpu_per_kops(b).n), text, lo=at_least(1.0)))
+            n = min(cpu_per_kops(a).n, cpu_per_kops(b).n)
+            out.append(ratio_decision(r, n, text, lo=at_least(1.0), of=between((a, b))))
     return verdict(out)
 
 
@@ -114,7 +123,7 @@ def vm_cpu_overhead(ctx: Measurements) -> Outcome:
             f"{b.name}: host CPU {vm.mean:.1f}% at native's {fmt(rate, a.unit)}, native {native.mean:.1f}%: "
             f"{d:+.1f} points{ci}"
         )
-        out.append(Decision(held, text, need))
+        out.append(Decision(held, text, need, between((a, b))))
     return verdict(out)
 
 
@@ -147,7 +156,7 @@ def target_cpu_low(ctx: Measurements) -> Outcome:
             continue
         held, need = decides(s.mean, s.ci_low, s.ci_high, s.n, hi=at_most(TARGET_CPU_PER_CLIENT))
         ci = f" [{s.ci_low:.2f}, {s.ci_high:.2f}]" if s.ci_low is not None else ""
-        out.append(Decision(held, f"{c.name}: target {s.mean:.2f}%{ci} of the host's CPUs", need))
+        out.append(Decision(held, f"{c.name}: target {s.mean:.2f}%{ci} of the host's CPUs", need, between((c, c))))
     return verdict(out)
 
 
@@ -171,7 +180,7 @@ def cpu_limit_helps(ctx: Measurements) -> Outcome:
             continue
         ch = change(summary_of(a), summary_of(b))
         held, need = decides(ch.rel, ch.rel_low, ch.rel_high, min(a.reps, b.reps), lo=above(0.0))
-        out.append(Decision(held, f"{b.name}: {ch.text()} against no limit", need))
+        out.append(Decision(held, f"{b.name}: {ch.text()} against no limit", need, between((a, b))))
     return verdict(out)
 
 
@@ -183,12 +192,12 @@ def all_limits_tail(ctx: Measurements) -> Outcome:
         r = ratio(pb, pa)
         if r.value == r.value:
             text = f"{b.name}: p99 x{r.value:.2f} no limit ({fmt(pa.mean / 1e6)} -> {fmt(pb.mean / 1e6)} ms)"
-            out.append(ratio_decision(r, min(pa.n, pb.n), text, lo=at_least(TAIL_MIN)))
+            out.append(ratio_decision(r, min(pa.n, pb.n), text, lo=at_least(TAIL_MIN), of=between((a, b))))
     o = verdict(out)
     if any(d.held for d in out):  # the worst case held: the others are the claim's better cases
         return verdict([d for d in out if d.held])
     if o.status == NOT_HELD and any(d.held is None for d in out):
-        return Outcome(INCONCLUSIVE, o.numbers, [d.need for d in out if d.held is None and d.need])
+        return Outcome(INCONCLUSIVE, o.numbers, [d.need for d in out if d.held is None and d.need], o.compared)
     return o
 
 
@@ -208,5 +217,5 @@ def writes_rise_reads_fall(ctx: Measurements) -> Outcome:
         na, nb = clusters(a), clusters(b)
         text = f"{b.stack} {profile}: throughput x{r.value:.2f} from {na} to {nb} clusters"
         lo, hi = (above(1.0), None) if profile == "write" else (None, below(1.0))
-        out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=lo, hi=hi))
+        out.append(ratio_decision(r, min(a.reps, b.reps), text, lo=lo, hi=hi, of=between((a, b))))
     return verdict(out)

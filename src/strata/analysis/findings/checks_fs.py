@@ -19,8 +19,10 @@ from strata.analysis.decisions.stats import Change, Ratio, ratio
 from strata.analysis.findings.verdict import (
     RANDOM,
     SMALL_BS,
+    Compared,
     Decision,
     Outcome,
+    between,
     changes,
     factors,
     ratio_decision,
@@ -84,7 +86,7 @@ def xfs_jobs_cliff(ctx: Measurements) -> Outcome:
                 f"{ln.stack}: best {fmt(summary_of(lo).mean)} up to 24 jobs, best {fmt(summary_of(hi).mean)} past 24 "
                 f"({r.value:.2f}x)"
             )
-            out.append(ratio_decision(r, min(lo.reps, hi.reps), text, hi=below(0.80)))
+            out.append(ratio_decision(r, min(lo.reps, hi.reps), text, hi=below(0.80), of=between((lo, hi))))
     return verdict(out)
 
 
@@ -97,7 +99,8 @@ def ext4_jobs_flat(ctx: Measurements) -> Outcome:
         top, bottom = max(cells, key=lambda c: summary_of(c).mean), min(cells, key=lambda c: summary_of(c).mean)
         r = ratio(summary_of(bottom), summary_of(top))
         text = f"{ln.stack} over {ln.xs[0]}..{ln.xs[-1]} jobs: the lowest is {r.value:.2f}x the best"
-        out.append(ratio_decision(r, min(top.reps, bottom.reps), text, lo=at_least(0.80)))
+        of = between((top, bottom))
+        out.append(ratio_decision(r, min(top.reps, bottom.reps), text, lo=at_least(0.80), of=of))
     return verdict(out)
 
 
@@ -127,30 +130,29 @@ def btrfs_rr_blocksize(ctx: Measurements) -> Outcome:
             io = c0.schema.io
             if io is None or s.dim != io.size or c0.fs_type != "btrfs" or access_pattern(c0) != "randread":
                 continue
-            rs = [(x, ratio_to_raw(c, ctx.raw)) for x, c in ln.measured]
-            small = [r for x, r in rs if r is not None and x <= 4096]
-            big = [r for x, r in rs if r is not None and x >= 32768]
+            rs = [
+                (x, c, r, raw)
+                for x, c in ln.measured
+                if (r := ratio_to_raw(c, ctx.raw)) and (raw := raw_of(c, ctx.raw))
+            ]
+            small = [(c, r, raw) for x, c, r, raw in rs if x <= 4096]
+            big = [(c, r, raw) for x, c, r, raw in rs if x >= 32768]
             if small and big:
-                out.append(
-                    _above(
-                        max(big, key=lambda r: r.value),
-                        small[0],
-                        f"{ln.stack}: {small[0].value:.2f}x raw at 4 KiB, "
-                        f"{max(r.value for r in big):.2f}x raw at 32 KiB or more",
-                    )
-                )
+                (c4, r4, raw4), (cb, rb, rawb) = small[0], max(big, key=lambda t: t[1].value)
+                text = f"{ln.stack}: {r4.value:.2f}x raw at 4 KiB, {rb.value:.2f}x raw at 32 KiB or more"
+                out.append(_above(rb, r4, text, between((rawb, cb), (raw4, c4))))
     return verdict(out)
 
 
-def _above(a: Ratio, b: Ratio, text: str) -> Decision:
+def _above(a: Ratio, b: Ratio, text: str, of: Compared) -> Decision:
     """a above b: decided when their intervals do not overlap."""
     if a.low is None or b.low is None or a.high is None or b.high is None:
-        return Decision(None, text, "no interval: needs 2 or more repetitions of each side (3 recommended)")
+        return Decision(None, text, "no interval: needs 2 or more repetitions of each side (3 recommended)", of)
     if a.low > b.high:
-        return Decision(True, text)
+        return Decision(True, text, of=of)
     if a.high < b.low:
-        return Decision(False, text)
-    return Decision(None, text, "the intervals overlap: needs more repetitions")
+        return Decision(False, text, of=of)
+    return Decision(None, text, "the intervals overlap: needs more repetitions", of)
 
 
 def btrfs_nodatacow(ctx: Measurements) -> Outcome:
@@ -197,7 +199,8 @@ def volume_driver_independent(ctx: Measurements) -> Outcome:
                 f"{group[0].labels['workload']} {group[0].labels['load']} on {group[0].labels['filesystem']}: "
                 f"{len(drivers)} drivers within {r.value - 1:.1%}"
             )
-            out.append(ratio_decision(r, min(top.reps, bottom.reps), text, hi=at_most(1.05)))
+            of = between((bottom, top))
+            out.append(ratio_decision(r, min(top.reps, bottom.reps), text, hi=at_most(1.05), of=of))
     return verdict(out)
 
 
@@ -214,11 +217,14 @@ def above_raw_is_cache(ctx: Measurements) -> Outcome:
         shares = [s for r in c.measured if (s := min_share(Flags.of(r).cache)) is not None]
         if not shares:
             need = "no byte evidence: the cache check needs the diskstats of the layers below (direct I/O)"
-            out.append(Decision(None, f"{c.name}: {f:.2f}x raw, the disk moved an unknown share of the bytes", need))
+            text = f"{c.name}: {f:.2f}x raw, the disk moved an unknown share of the bytes"
+            out.append(Decision(None, text, need, between((raw, c))))
             continue
         out.append(
             Decision(
-                shows_cache(shares), f"{c.name}: {f:.2f}x raw, the disk moved {min(shares):.0%} of the workload's bytes"
+                shows_cache(shares),
+                f"{c.name}: {f:.2f}x raw, the disk moved {min(shares):.0%} of the workload's bytes",
+                of=between((raw, c)),
             )
         )
     return verdict(out)
@@ -270,7 +276,7 @@ def latency_high_load(ctx: Measurements) -> Outcome:
             text = (
                 f"{hi.stack}: {r.value:.1f}x the low-load latency ({hi.outstanding} vs {lo.outstanding} I/Os in flight)"
             )
-            out.append(ratio_decision(r, min(a.n, b.n), text, lo=at_least(5.0)))
+            out.append(ratio_decision(r, min(a.n, b.n), text, lo=at_least(5.0), of=between((lo, hi))))
     return verdict(out)
 
 
@@ -285,8 +291,15 @@ def _submission_share(cell: Cell, limit: Bound) -> Decision | None:
         return None
     r = ratio(s, t) if s.mean > 0 else None
     if r is None:
-        return Decision(True, f"{cell.name}: {part} 0% of the total")
-    return ratio_decision(r, min(s.n, t.n), f"{cell.name}: {part} {r.value:.2%} of the total", hi=limit, fmt="{:.2%}")
+        return Decision(True, f"{cell.name}: {part} 0% of the total", of=between((cell, cell)))
+    return ratio_decision(
+        r,
+        min(s.n, t.n),
+        f"{cell.name}: {part} {r.value:.2%} of the total",
+        hi=limit,
+        fmt="{:.2%}",
+        of=between((cell, cell)),
+    )
 
 
 def device_part_dominates(ctx: Measurements) -> Outcome:

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from strata.analysis.measured.measurements import Measurements
 
 Pairs = list[tuple["Cell", "Cell", Change]]  # matched (a, b, change of b relative to a): query.pairs
+# The pairs of cells (Cell.key) a decision's number relates, a cell with itself for a figure of its own (a
+# share of its latency, its CPU): what analysis/studies/published.py asks whether the study states.
+Compared = tuple[tuple[str, str], ...]
 
 HELD, NOT_HELD, INCONCLUSIVE, NOT_MEASURED = "held", "not held", "inconclusive", "not measured"
 STATUSES = (HELD, NOT_HELD, INCONCLUSIVE, NOT_MEASURED)
@@ -48,6 +51,12 @@ class Decision:
     held: bool | None  # None: the interval does not decide
     text: str  # the numbers behind it
     need: str = ""  # what would decide it, when undecided
+    of: Compared = ()  # the cells its number relates
+
+
+def between(*pairs: tuple[Cell, Cell]) -> Compared:
+    """A decision's `of`: each pair (a, b) of cells its number relates."""
+    return tuple((a.key, b.key) for a, b in pairs)
 
 
 @dataclass
@@ -55,6 +64,7 @@ class Outcome:
     status: str
     numbers: list[str] = field(default_factory=list)
     needs: list[str] = field(default_factory=list)
+    compared: list[Compared] = field(default_factory=list)  # of each number, the cells it relates
 
     @property
     def detail(self) -> str:
@@ -73,20 +83,29 @@ def verdict(decisions: list[Decision]) -> Outcome:
     many = len(decisions) > 1
     marks = {True: "", False: " (against)", None: " (undecided)"}
     numbers = [d.text + (marks[d.held] if many else "") for d in decisions]
-    return Outcome(status, numbers, [d.need for d in open_ if d.need] if status == INCONCLUSIVE else [])
+    needs = [d.need for d in open_ if d.need] if status == INCONCLUSIVE else []
+    return Outcome(status, numbers, needs, [d.of for d in decisions])
 
 
 def ratio_decision(
-    r: Ratio, n: int, text: str, lo: Bound | None = None, hi: Bound | None = None, fmt: str = "{:.2f}"
+    r: Ratio,
+    n: int,
+    text: str,
+    lo: Bound | None = None,
+    hi: Bound | None = None,
+    fmt: str = "{:.2f}",
+    of: Compared = (),
 ) -> Decision:
     held, need = decides(r.value, r.low, r.high, n, lo, hi, log=True)
     ci = f" [{fmt.format(r.low)}, {fmt.format(r.high)}]" if r.low is not None else " (no interval)"
-    return Decision(held, f"{text}{ci}", need)
+    return Decision(held, f"{text}{ci}", need, of)
 
 
-def change_decision(ch: Change, text: str, lo: Bound | None = None, hi: Bound | None = None) -> Decision:
+def change_decision(
+    ch: Change, text: str, lo: Bound | None = None, hi: Bound | None = None, of: Compared = ()
+) -> Decision:
     held, need = decides(ch.rel, ch.rel_low, ch.rel_high, min(ch.base.n, ch.other.n), lo, hi)
-    return Decision(held, text, need)
+    return Decision(held, text, need, of)
 
 
 def ratios(ctx: Measurements, cells: list[Cell], lo: Bound | None = None, hi: Bound | None = None) -> Outcome:
@@ -95,7 +114,9 @@ def ratios(ctx: Measurements, cells: list[Cell], lo: Bound | None = None, hi: Bo
     for c in cells:
         r, raw = ratio_to_raw(c, ctx.raw), ctx.raw_of(c)
         if r is not None and raw is not None:  # a ratio has its raw cell
-            out.append(ratio_decision(r, min(c.reps, raw.reps), f"{c.name}: {r.value:.2f}x raw", lo, hi))
+            out.append(
+                ratio_decision(r, min(c.reps, raw.reps), f"{c.name}: {r.value:.2f}x raw", lo, hi, of=between((raw, c)))
+            )
     return verdict(out)
 
 
@@ -108,6 +129,7 @@ def changes(prs: Pairs, lo: Bound | None = None, hi: Bound | None = None, what: 
                 f"{b.name} vs {a.labels['filesystem']}/{a.labels['runtime']}/{a.labels['path']}{what}: {ch.text()}",
                 lo,
                 hi,
+                between((a, b)),
             )
             for a, b, ch in prs
         ]
@@ -125,7 +147,7 @@ def factors(
     for a, b, _ in prs:
         r = ratio(summary_of(b), summary_of(a))
         if r.value == r.value:
-            out.append(ratio_decision(r, min(a.reps, b.reps), text(a, b, r), lo, hi))
+            out.append(ratio_decision(r, min(a.reps, b.reps), text(a, b, r), lo, hi, of=between((a, b))))
     return verdict(out)
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from strata.analysis.cells.cells import cell_key
 from strata.analysis.findings.findings import Finding, view
 from strata.analysis.findings.verdict import HELD, INCONCLUSIVE, NOT_HELD, NOT_MEASURED, Outcome
 from strata.analysis.measured.measurements import Measurements
@@ -46,6 +47,7 @@ from strata.analysis.studies import quotes
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
 from strata.analysis.studies.paper_match import Facts
 from strata.analysis.studies.side_by_side import paper_ratio
+from strata.analysis.studies.stated import Stated, Statements, bound, marks
 from strata.analysis.studies.studies import load as load_studies
 from strata.core.jsondoc import JsonObject, JsonValue, as_obj, num, obj, text
 from strata.core.params import LoadCounts
@@ -60,7 +62,6 @@ ANCHORS = {"throughput": 1000.0, "lat": 100_000.0, "cpu_util": 50.0, "target_cpu
 NS = {"ms": 1e6, "us": 1e3}
 KB_PER_MB = 1000.0
 DIGITS = 10  # significant digits a derived number keeps (0.88 stays 0.88, never 0.8799999999999999)
-BOUND = re.compile(r"\((less than|more than|up to)\)")
 STRICT = {"less than": -1, "more than": 1}  # the side of a strict bound its number lies on
 INSIDE = 1e-6  # how far inside a strict bound its number is taken, relatively: beyond DIGITS, within any print
 # Quantities found over a sweep, or not measured: never a result of one configuration.
@@ -103,6 +104,7 @@ class Case:
     name: str
     results: tuple[Result, ...]
     values: tuple[PaperValue, ...]  # the published values its results hold
+    stated: Stated = field(default_factory=dict)  # the pairs of its cells the study states (stated.py)
 
 
 @dataclass(frozen=True)
@@ -164,13 +166,6 @@ def _absolute(v: PaperValue, metric: str) -> tuple[float, str]:
     return x, ""
 
 
-def bound(v: PaperValue) -> str:
-    """The bound a value states instead of a number (paper.yaml: "(less than)", "(more than)", "(up to)" in its
-    `what`), or ""."""
-    m = BOUND.search(v.what)
-    return m.group(1) if m else ""
-
-
 def inside(v: PaperValue) -> PaperValue:
     """The value as its configurations are set from it: a strict bound ("less than 1%") is a number just
     inside it, as the study says the number is below it, not at it, so that a criterion as strict as the
@@ -198,6 +193,7 @@ class _Case:
     configs: dict[str, Config] = field(default_factory=dict)
     relations: list[Relation] = field(default_factory=list)
     shares: list[tuple[str, str, float, PaperValue]] = field(default_factory=list)
+    statements: Statements = field(default_factory=Statements)
 
     def config(self, facts: Mapping[str, JsonValue]) -> str:
         full: Facts = {**self.defaults, **{k: v for k, v in facts.items() if k != "metric"}}
@@ -213,9 +209,12 @@ class _Case:
             base = self.config({**v.match, **v.versus})
             self.configs[base].values.append(v)
             self.relations.append(dataclasses.replace(_relation(n, metric, k, base), value=v))
+            self.statements.relations.append((k, base, v))
         elif metric.startswith("share:"):
             self.shares.append((k, metric, n.value / 100.0, v))
+            self.statements.own.setdefault(k, []).append(v)
         else:
+            self.statements.absolute.setdefault(k, []).append(v)
             x, unit = _absolute(n, metric)
             self._set(k, metric, x, v)
             if unit:
@@ -285,16 +284,19 @@ def build(study: str, published: JsonObject, values: list[PaperValue]) -> tuple[
         c.solve()
         results: list[Result] = []
         why_not: dict[int, str] = {}  # a value whose configuration (or its baseline's) cannot be a result
-        for cfg in c.configs.values():
+        cells: dict[str, str] = {}  # configuration -> the key of its results' cell
+        for k, cfg in c.configs.items():
             rs, why = _results(study, c.name, cfg, published)
             results += rs
+            if rs:
+                cells[k] = cell_key(obj(rs[0], "trial"))
             for v in cfg.values if why else ():
                 why_not.setdefault(id(v), why)
         ordered = list({id(v): v for cfg in c.configs.values() for v in cfg.values}.values())
         left += [LeftOut(v, why_not[id(v)]) for v in ordered if id(v) in why_not]
         held = tuple(v for v in ordered if id(v) not in why_not)
         if held:
-            made.append(Case(study, c.name, tuple(results), held))
+            made.append(Case(study, c.name, tuple(results), held, c.statements.of_cells(cells)))
     return made, left
 
 
@@ -469,13 +471,15 @@ def measured(study: str, case: str) -> Measurements:
 def judged(f: Finding, study: str | None = None) -> Outcome:
     """The finding's check on its studies' own numbers (or on `study`'s alone): held, not held,
     inconclusive, or not measured when they hold nothing it compares. Each case is judged apart; each
-    number says which case it comes from, without the interval and significance of an exact number."""
+    number says which case it comes from, without the interval and significance of an exact number, and
+    whether it is derived, not stated by the study, or rests on a bound it gives (stated.py `marks`)."""
     outcomes = []
     for st in [study] if study is not None else studies_of(f):
         for c in cases(st):
             o = f.check(view(measured(st, c.name)))
             if o.status != NOT_MEASURED:
-                outcomes.append((f"study {st} {c.name}", o))
+                said = [marks(c.stated, of) for of in o.compared]
+                outcomes.append((f"study {st} {c.name}", dataclasses.replace(o, numbers=_marked(o.numbers, said))))
     if not outcomes:
         return Outcome(NOT_MEASURED)
     statuses = {o.status for _, o in outcomes}
@@ -505,6 +509,18 @@ def said(f: Finding) -> str:
     return f"{head}; on the study's own numbers: {o.status}, {len(against)} of {len(o.numbers)} against: " + "; ".join(
         against
     )
+
+
+def _marked(numbers: list[str], said: list[str]) -> list[str]:
+    """Each number with what it must say, before its verdict's mark (" (against)", " (undecided)")."""
+    out = []
+    for n, m in zip(numbers, said):
+        head, verdict_mark = n, ""
+        for end in (" (against)", " (undecided)"):
+            if n.endswith(end):
+                head, verdict_mark = n.removesuffix(end), end
+        out.append(f"{EXACT.sub('', head)}{m}{verdict_mark}")
+    return out
 
 
 # the interval of an exact number is the number: "0.75x raw [0.75, 0.75]", "+25.0% [+25.0%, +25.0%] (significant)"
