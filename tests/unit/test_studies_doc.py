@@ -101,3 +101,22 @@ def test_the_figures_table_says_what_each_example_does_otherwise():
     assert "which takes 200K as the peak of every load and replication factor" in table
     assert "volume-near-host-fs compares each volume with the host file system" in table
     assert "| 003 | Figure 8c |" in table and "xu2017-placement.yaml" in table
+
+
+def test_where_the_images_are_is_a_deviation_of_the_volume_runs():
+    """Issue 54: study 003 ran its data volumes with the images on the boot drive (section 5.3), strata's
+    daemons keep their data-root on the file system under test, and no deviation said so. It is one of the
+    study's differences (docs/studies.md, `strata studies`, the report), quoting the study's own sentence, and
+    the figures of the volume runs say it."""
+    from strata.analysis.studies import quotes
+    from strata.analysis.studies.overview import overview
+
+    text = dict(studies.by_study("003").differs)["images"]
+    said = text.split('"')[1]
+    assert quotes.source_of(said, "003") == quotes.by_id("003-images-boot-drive")
+    assert "boot drive" in said and "data-root" in text and "file system under test" in text
+    assert text in PAGE.read_text() and text in overview(["003"])
+    table = studies.experiments()
+    for fig in ("3k", "3l"):
+        (row,) = [r for r in table.splitlines() if r.startswith(f"| 003 | Figure {fig} |")]
+        assert "where the study keeps the images on the boot drive" in row
