@@ -29,6 +29,13 @@ and 18%:
 - outliers: a trial is 35% slower with probability 5% (one ext4 trial at 56k IOPS against 87-89k);
 - real: jumps, time, 15%/s within and outliers at once.
 
+And the issue-54 ones: Hsu's least favourable configuration for the comparisons with the best ("lfc": one
+stack 50% ahead of G-1 equal ones, G = 4 and 5, CVs of 10 and 18%), with equal variances, variances that
+differ 4x between stacks (from half to twice the CV's, geometric, shuffled: `unequal 4x`), and one stack with
+16 times the variance of the others (its standard deviation 4 times theirs), the best or another; and
+quick.yaml's shape with independent stacks at CV 10% (`G=4 iid`), where the margin targets are read. These
+run --lfc-groups groups each (5,000 by default), the others --groups.
+
 Designs, each on the same trials: the rule strata runs (`new`: analysis/decisions/groups.py `compare`, racing.py
 `race`), `auto` (3..10, looking at 3, 6, 10) and fixed 3, 5 and 10 repetitions; the rule before issue 41
 (`old`: bench/old_rule.py), auto and fixed 3. A blocked oracle reads every group: the same least-squares fit
@@ -52,13 +59,24 @@ The targets (issue 41), checked per scenario for the rule strata runs, declared 
   5% or not above it by a one-sided binomial test at 1%);
 - auto's margin at most 1.3 times the blocked oracle's in the median group.
 
-Usage: python bench/decisions_sim.py [--groups 400] [--seed 1] [--only NAME] [--tiny]
+And issue 54's, declared in the issue:
+
+- at the least favourable configuration of 4 stacks (equal variances, and one stack 16 times noisier), every
+  design of the rule strata runs errs in at most 5% plus two standard errors of the simulation (5.6% at 5,000
+  groups);
+- at quick.yaml's shape with independent stacks at CV 10%, both rules at one look (fixed 3): the new line's
+  margin at most 0.70 of the old rule's and at most 1.2 of the blocked oracle's, each the median over the
+  groups of the per-group ratio, printed with a bootstrap 95% interval.
+
+Usage: python bench/decisions_sim.py [--groups 200] [--lfc-groups 5000] [--jobs 2] [--seed 1] [--only NAME]
+[--tiny]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import os
 import random
 import sys
@@ -89,6 +107,11 @@ ROUND_SHARE = 0.6  # the share of the variance a round effect holds, for `rounds
 JUMP = math.log(1.2)
 AR_PHI, AR_SHARE = 0.9, 0.45  # time: lag-1 correlation AR_PHI * AR_SHARE = 0.4
 OUTLIER_P, OUTLIER = 0.05, 0.65
+LFC_AHEAD = 1.5  # the least favourable configuration: one stack 50% ahead of the others, all equal
+LFC_NOISE = ("equal", "unequal 4x", "noisy best", "noisy other")
+NOISIER = 4.0  # a noisy stack's standard deviation over the others' (16 times their variance)
+LOOK = "new fixed 3", "old fixed 3"  # both rules at one look, for the margin targets
+BOOTSTRAP = 1000  # resamples of the groups for a median's interval
 
 
 @dataclass(frozen=True)
@@ -98,6 +121,13 @@ class Scenario:
     cv: float
     noise: frozenset[str] = field(default_factory=frozenset)
     within_s: float = WITHIN_S
+    lfc: bool = False  # issue 54's: run at --lfc-groups, judged by its targets
+
+    @property
+    def least_favourable(self) -> bool:
+        """The 4-stack LFC scenarios whose error the issue bounds at 5% plus two standard errors."""
+        kinds = {"iid", "noisy best", "noisy other"}
+        return self.lfc and len(self.gaps) == 4 and self.gaps[1] > 0 and bool(self.noise & kinds)
 
 
 def scenarios() -> list[Scenario]:
@@ -110,6 +140,13 @@ def scenarios() -> list[Scenario]:
             kinds = {"real": {"jumps", "time", "outliers"}}.get(n, {n})
             within = {"within 8%": 0.08, "within 23%": 0.23, "real": 0.15}.get(n, WITHIN_S)
             out.append(Scenario(f"G=4 {n} cv {cv:.0%}", QUICK_GAPS, cv, frozenset(kinds), within))
+    for g in (4, 5):
+        gaps = (0.0,) + (1 - 1 / LFC_AHEAD,) * (g - 1)
+        for cv in (0.10, 0.18):
+            for n in LFC_NOISE:
+                noise = frozenset({"iid" if n == "equal" else n})
+                out.append(Scenario(f"G={g} lfc {n} cv {cv:.0%}", gaps, cv, noise, lfc=True))
+    out.append(Scenario("G=4 iid cv 10%", QUICK_GAPS, 0.10, frozenset({"iid"}), lfc=True))
     return out
 
 
@@ -124,10 +161,13 @@ def trials(sc: Scenario, rng: random.Random) -> tuple[list[list[float]], list[fl
     if "unequal" in noise:  # CV/2 .. 2 CV, geometric, shuffled over the stacks
         spread = [between * 2 ** (-1 + 2 * i / max(g - 1, 1)) for i in range(g)]
         rng.shuffle(spread)
+    if "unequal 4x" in noise:  # variances from half to twice, geometric, shuffled over the stacks
+        spread = [between * 2 ** ((-1 + 2 * i / max(g - 1, 1)) / 2) for i in range(g)]
+        rng.shuffle(spread)
     if "noisy best" in noise:
-        spread[0] *= 4
+        spread[0] *= NOISIER
     if "noisy other" in noise:
-        spread[2] *= 4
+        spread[2] *= NOISIER
     shared = math.sqrt(ROUND_SHARE) * between if "rounds" in noise else 0.0
     own = [math.sqrt(max(s**2 - shared**2, 1e-12)) for s in spread]
     ar_sd = math.sqrt(AR_SHARE) * between if "time" in noise else 0.0
@@ -261,25 +301,45 @@ def judge_old(
     return {"wrong": wrong, "decided": decided, "ratio": _ratio(m, line_margin(oracle)), "margin": m}
 
 
-def simulate(sc: Scenario, groups: int, rng: random.Random) -> dict[str, dict[str, Any]]:
+def _one_group(sc: Scenario, rng: random.Random) -> dict[str, dict[str, Any]]:
+    """Every design's answer on one simulated group's trials."""
     auto, fixed = Design.auto(FIRST, LAST), Design()
     old_auto, old_fixed = old_rule.Design.auto(FIRST, LAST), old_rule.Design()
+    streams, var = trials(sc, rng)
+    keys = [f"s{k}" for k in range(len(streams))]
+    plans: dict[str, tuple[dict[str, int], Any, Any]] = {"new auto": (run_auto(streams, auto, race), auto, judge_new)}
+    plans.update({f"new fixed {m}": ({k: m for k in keys}, fixed, judge_new) for m in FIXED})
+    plans["old auto"] = (run_auto(streams, old_auto, old_rule.race_old), old_auto, judge_old)
+    plans["old fixed 3"] = ({k: 3 for k in keys}, old_fixed, judge_old)
+    out = {}
+    for name, (n, design, judge) in plans.items():
+        r = judge(sc, streams, var, n, design)
+        out[name] = {**r, "trials": sum(n.values())}
+    return out
+
+
+def _chunk(job: tuple[Scenario, str, int]) -> list[dict[str, dict[str, Any]]]:
+    sc, seed, groups = job
+    rng = random.Random(seed)
+    return [_one_group(sc, rng) for _ in range(groups)]
+
+
+CHUNK = 250  # groups per task of the pool: the seeds, and so the figures, do not depend on --jobs
+
+
+def simulate(sc: Scenario, groups: int, seed: int, pool: Any = None) -> dict[str, dict[str, Any]]:
+    """Each design's totals over `groups` groups (seeded per scenario and chunk), and its per-group records."""
+    jobs = [(sc, f"{seed} {sc.name} {c}", min(CHUNK, groups - c * CHUNK)) for c in range(-(-groups // CHUNK))]
+    chunks = pool.map(_chunk, jobs) if pool is not None else [_chunk(j) for j in jobs]
+    records = [g for ch in chunks for g in ch]
     tot: dict[str, dict[str, Any]] = {}
-    for _ in range(groups):
-        streams, var = trials(sc, rng)
-        keys = [f"s{k}" for k in range(len(streams))]
-        plans: dict[str, tuple[dict[str, int], Any, Any]] = {
-            "new auto": (run_auto(streams, auto, race), auto, judge_new)
-        }
-        plans.update({f"new fixed {m}": ({k: m for k in keys}, fixed, judge_new) for m in FIXED})
-        plans["old auto"] = (run_auto(streams, old_auto, old_rule.race_old), old_auto, judge_old)
-        plans["old fixed 3"] = ({k: 3 for k in keys}, old_fixed, judge_old)
-        for name, (n, design, judge) in plans.items():
-            r = judge(sc, streams, var, n, design)
-            t = tot.setdefault(name, {"wrong": 0, "decided": 0, "trials": 0, "ratios": [], "margins": []})
+    for g in records:
+        for name, r in g.items():
+            t = tot.setdefault(name, {"wrong": 0, "decided": 0, "trials": 0, "ratios": [], "margins": [], "each": []})
             t["wrong"] += r["wrong"]
             t["decided"] += r["decided"]
-            t["trials"] += sum(n.values())
+            t["trials"] += r["trials"]
+            t["each"].append(r)
             if r["ratio"] is not None:
                 t["ratios"].append(r["ratio"])
             if r["margin"] is not None:
@@ -298,58 +358,104 @@ def _median(xs: list[float]) -> float:
     return xs[len(xs) // 2] if xs else math.nan
 
 
+def paired(tot: dict[str, dict[str, Any]], a: str, b: str) -> list[float]:
+    """Per group, design a's line margin over design b's (groups where both have one, b's above 0)."""
+    out = []
+    for ra, rb in zip(tot[a]["each"], tot[b]["each"]):
+        if ra["margin"] is not None and rb["margin"] is not None and rb["margin"] > 0:
+            out.append(ra["margin"] / rb["margin"])
+    return out
+
+
+def median_interval(xs: list[float], seed: int = 5) -> tuple[float, float, float]:
+    """The median of per-group values and its bootstrap 95% percentile interval (the groups resampled)."""
+    if not xs:
+        return math.nan, math.nan, math.nan
+    rng = random.Random(seed)
+    meds = sorted(_median([rng.choice(xs) for _ in xs]) for _ in range(BOOTSTRAP))
+    return _median(xs), meds[int(0.025 * BOOTSTRAP)], meds[int(0.975 * BOOTSTRAP) - 1]
+
+
 def within_error(rate: float, groups: int, target: float = 0.05) -> bool:
     """At most the target, or above it by no more than the simulation's own error (one-sided binomial test at
     1%, z = 2.33), declared before any result."""
     return rate <= target or (rate - target) / math.sqrt(target * (1 - target) / groups) <= 2.33
 
 
+def _bounded(lo: int, hi: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{v} is outside {lo}..{hi}")
+        return v
+
+    return parse
+
+
+def lfc_bound(groups: int) -> float:
+    """Issue 54's bound at the least favourable configuration: 5% plus two standard errors."""
+    return 0.05 + 2 * math.sqrt(0.05 * 0.95 / groups)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--groups", type=int, default=400, help="simulated groups per scenario")
+    p.add_argument("--groups", type=_bounded(1, 10**6), default=200, help="simulated groups per scenario")
+    p.add_argument("--lfc-groups", type=_bounded(1, 10**6), default=5000, help="groups per issue-54 scenario")
+    p.add_argument("--jobs", type=_bounded(1, 64), default=2, help="worker processes")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--only", help="the scenarios whose name contains this")
     tiny.add(p)
     args = p.parse_args()
-    is_tiny = tiny.apply(args, groups=15, only="cv 10%")
+    is_tiny = tiny.apply(args, groups=15, lfc_groups=15, only="cv 10%")
     chosen = [s for s in scenarios() if not args.only or args.only in s.name]
     if is_tiny:
-        chosen = [s for s in chosen if s.name.startswith(("pair gap 30%", "G=5 rounds", "G=4 real"))]
-    rng = random.Random(args.seed)
+        chosen = [s for s in chosen if s.name.startswith(("pair gap 30%", "G=5 rounds", "G=4 real", "G=4 lfc noisy b"))]
     t0 = time.time()
     head = f"{'scenario':<28} {'design':<12} {'decided':>7} {'P(wrong)':>8} {'reps':>5} {'margin':>7}"
     print(f"{head} {'margin/oracle':>13}")
-    met = {"wrong": 0, "margin": 0}
+    met = {"wrong": 0, "margin": 0, "lfc": 0}
     worst = (0.0, "")
     old_vs_new: list[float] = []
-    for sc in chosen:
-        tot = simulate(sc, args.groups, rng)
-        for name, t in tot.items():
-            wrong = t["wrong"] / t["groups"]
-            if name.startswith("new"):
-                worst = max(worst, (wrong, f"{sc.name}, {name}"))
-            print(
-                f"{sc.name:<28} {name:<12} {t['decided_share']:>7.1%} {wrong:>8.1%} {t['reps']:>5.2f} "
-                f"{t['margin_median']:>7.0%} {t['ratio_median']:>8.2f} of {len(t['ratios']) / t['groups']:>4.0%}"
-            )
-        new = [t for k, t in tot.items() if k.startswith("new")]
-        ok_wrong = all(within_error(t["wrong"] / t["groups"], t["groups"]) for t in new)
-        r = tot["new auto"]["ratio_median"]
-        ok_margin = r <= 1.3
-        met["wrong"] += ok_wrong
-        met["margin"] += ok_margin
-        old_m, new_m = tot["old fixed 3"]["margin_median"], tot["new fixed 3"]["margin_median"]
-        if old_m == old_m and new_m == new_m and old_m > 0:
-            old_vs_new.append(new_m / old_m)
-        verdict = {True: "met", False: "NOT met"}
-        print(f"{sc.name:<28} targets: P(wrong) {verdict[ok_wrong]}, margin {verdict[ok_margin]}")
+    lfc: list[str] = []
+    with multiprocessing.Pool(args.jobs) if args.jobs > 1 else _NoPool() as pool:
+        for sc in chosen:
+            groups = args.lfc_groups if sc.lfc else args.groups
+            tot = simulate(sc, groups, args.seed, pool if args.jobs > 1 else None)
+            _print(sc, tot)
+            new = [t for k, t in tot.items() if k.startswith("new")]
+            for k, t in tot.items():
+                if k.startswith("new"):
+                    worst = max(worst, (t["wrong"] / t["groups"], f"{sc.name}, {k}"))
+            ok_wrong = all(within_error(t["wrong"] / t["groups"], t["groups"]) for t in new)
+            ok_margin = tot["new auto"]["ratio_median"] <= 1.3
+            met["wrong"] += ok_wrong
+            met["margin"] += ok_margin
+            old_m, new_m = tot["old fixed 3"]["margin_median"], tot["new fixed 3"]["margin_median"]
+            if old_m == old_m and new_m == new_m and old_m > 0:
+                old_vs_new.append(new_m / old_m)
+            verdict = {True: "met", False: "NOT met"}
+            line = f"{sc.name:<28} targets: P(wrong) {verdict[ok_wrong]}, margin {verdict[ok_margin]}"
+            if sc.least_favourable:
+                top = max(t["wrong"] / t["groups"] for t in new)
+                ok = top <= lfc_bound(groups)
+                met["lfc"] += ok
+                line += f"; least favourable, every design <= {lfc_bound(groups):.2%}: {verdict[ok]} (worst {top:.2%})"
+                lfc.append(f"{sc.name}: worst design {top:.2%}, {verdict[ok]}")
+            print(line)
+            if sc.name == "G=4 iid cv 10%":
+                _margin_targets(tot)
     n = len(chosen)
     print(
-        f"decisions_sim: {n} scenarios x {args.groups} groups, margin {MARGIN:.0%}, auto {FIRST}..{LAST} looking at "
-        f"{Design.auto(FIRST, LAST).looks} ({time.time() - t0:.0f} s)"
+        f"decisions_sim: {n} scenarios x {args.groups} groups ({args.lfc_groups} for issue 54's), margin "
+        f"{MARGIN:.0%}, auto {FIRST}..{LAST} looking at {Design.auto(FIRST, LAST).looks} ({time.time() - t0:.0f} s)"
     )
     print(f"P(any wrong answer per group) <= 5%: met in {met['wrong']} of {n} scenarios")
     print(f"  the worst (new rule): {worst[0]:.1%} ({worst[1]})")
+    if lfc:
+        print(f"least favourable configurations at 4 stacks: met in {met['lfc']} of {len(lfc)}: " + "; ".join(lfc))
     print(f"auto's margin / the blocked oracle's <= 1.3 in the median group: met in {met['margin']} of {n} scenarios")
     if old_vs_new:
         print(
@@ -358,6 +464,36 @@ def main() -> int:
     if is_tiny:  # the key figures exist and are sane, whatever they are
         assert n > 0 and 0 <= worst[0] <= 1, "the simulation produced no figures"
     return 0
+
+
+class _NoPool:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _print(sc: Scenario, tot: dict[str, dict[str, Any]]) -> None:
+    for name, t in tot.items():
+        wrong = t["wrong"] / t["groups"]
+        print(
+            f"{sc.name:<28} {name:<12} {t['decided_share']:>7.1%} {wrong:>8.2%} {t['reps']:>5.2f} "
+            f"{t['margin_median']:>7.0%} {t['ratio_median']:>8.2f} of {len(t['ratios']) / t['groups']:>4.0%}"
+        )
+
+
+def _margin_targets(tot: dict[str, dict[str, Any]]) -> None:
+    """Issue 54's margin targets at quick.yaml's shape, both rules at one look (fixed 3)."""
+    new, old = LOOK
+    vs_old = median_interval(paired(tot, new, old))
+    vs_oracle = median_interval(tot[new]["ratios"])
+    verdict = {True: "met", False: "NOT met"}
+    print(
+        f"margin at one look (fixed 3), the median group: new / old {vs_old[0]:.3f} [{vs_old[1]:.3f}, {vs_old[2]:.3f}] "
+        f"(target <= 0.70: {verdict[vs_old[0] <= 0.70]}); new / blocked oracle {vs_oracle[0]:.3f} "
+        f"[{vs_oracle[1]:.3f}, {vs_oracle[2]:.3f}] (target <= 1.2: {verdict[vs_oracle[0] <= 1.2]})"
+    )
 
 
 if __name__ == "__main__":

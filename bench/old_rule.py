@@ -340,7 +340,10 @@ class _Fit:
             s2 = self.ss1 / self.df1 if self.df1 else 0.0
             return interval(r, s2 / ra.n + s2 / rb.n, self.df1, level, margin, ra.n, rb.n, higher_is_better, POOLED)
         va, vb = _own(self.rel[a]) / ra.n, _own(self.rel[b]) / rb.n
-        df = (va + vb) ** 2 / (va**2 / (ra.n - 1) + vb**2 / (rb.n - 1)) if va and vb else max(ra.n, rb.n) - 1
+        if va and vb:
+            df = (va + vb) ** 2 / (va**2 / (ra.n - 1) + vb**2 / (rb.n - 1))
+        else:  # one side with no spread: the other side's n - 1 (issue 54; it was the larger n - 1)
+            df = (ra.n if va else rb.n) - 1 if va or vb else ra.n + rb.n - 2
         return interval(r, va + vb, df, level, margin, ra.n, rb.n, higher_is_better, WELCH)
 
     @staticmethod

@@ -56,7 +56,9 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
         [(r"P\(any wrong answer per group\) <= 5%: met in (?P<met>\d+) of (?P<scenarios>\d+) scenarios",
           {"scenarios": (1, 1000)}),
          (r"auto's margin / the blocked oracle's <= 1.3 in the median group: met in \d+ of \d+ scenarios", {}),
-         (r"G=4 real cv 10% +old auto ", {})],
+         (r"G=4 real cv 10% +old auto ", {}),
+         (r"G=4 lfc noisy best cv 10% +targets: .*; least favourable, every design <= [\d.]+%: (met|NOT met)", {}),
+         (r"least favourable configurations at 4 stacks: met in \d+ of 1", {})],
     ),
     "device_writes.py": (
         [],
@@ -97,8 +99,9 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
              r"(?P<pooled>[\d.]+) +(?P<oracle>\d+)% ",
              {"n": (3, 3), "level": (0.001, 0.05), "old": (0, 10000), "new": (0, 10000), "pooled": (0, 100),
               "oracle": (0, 10000)}),
-            (r"groups: 1; median new / old: \S+; median pooled / old: \S+; median oracle / old: \S+; "
-             r"median new / oracle: \S+", {}),
+            (r"groups: 1, every rule at one look; medians with bootstrap 95% intervals:", {}),
+            (r"median new / old: (?P<r>[\d.]+) \[[\d.]+, [\d.]+\]", {"r": (0.0, 100.0)}),
+            (r"median new / oracle: (?P<o>[\d.]+) \[[\d.]+, [\d.]+\]", {"o": (0.0, 100.0)}),
         ],
     ),
     "order_cost.py": (

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from strata.analysis.decisions.stats import change, ratio, summarize, t975
+from strata.analysis.decisions.answer import answer
+from strata.analysis.decisions.stats import change, ratio, summarize, t975, welch_df
 
 
 def test_t_quantiles():
@@ -88,3 +89,17 @@ def test_dunnett_critical_values_are_the_published_ones_and_scipys_multivariate_
     d = dunnett_one_sided(lams, 8, 0.05)
     mvt = stats.multivariate_t(loc=np.zeros(3), shape=corr, df=8)
     assert mvt.cdf(np.full(3, d), random_state=1) == pytest.approx(0.95, abs=3e-3)
+
+
+def test_a_side_with_no_spread_leaves_the_other_sides_degrees_of_freedom():
+    """Issue 54: Welch's degrees of freedom when one side has no spread are the other side's n - 1 (the
+    formula's limit), not the larger n - 1; the ratio's and the pair's intervals widen accordingly."""
+    assert welch_df(0.0, 10, 0.5, 3) == 2 and welch_df(0.5, 3, 0.0, 10) == 2
+    assert welch_df(1e-12, 10, 0.5, 3) == pytest.approx(2, rel=1e-6)  # the limit, approached
+    assert welch_df(0.0, 4, 0.0, 3) == 5
+    flat, noisy = summarize([100.0] * 10), summarize([90.0, 100.0, 110.0])
+    r = ratio(noisy, flat)
+    h = math.log(r.high / r.value)
+    assert h == pytest.approx(t975(2) * (noisy.se / noisy.mean))  # 2 degrees of freedom, not 9
+    a = answer(flat, noisy)
+    assert a.df == 2

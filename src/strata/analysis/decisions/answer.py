@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strata.analysis.decisions.sequential import BONFERRONI, POCOCK, levels
-from strata.analysis.decisions.stats import CONFIDENCE_ALPHA, Summary, t_two_sided
+from strata.analysis.decisions.stats import CONFIDENCE_ALPHA, Summary, t_two_sided, welch_df
 from strata.experiment.looks import planned_looks
 
 ALPHA = CONFIDENCE_ALPHA
@@ -222,7 +222,7 @@ def answer(a: Summary, b: Summary, margin: float = MARGIN, higher_is_better: boo
     if a.n < 2 or b.n < 2:
         return Answer(r, None, None, margin, a.n, b.n, alpha, higher_is_better)
     va, vb = (a.sd / a.mean) ** 2 / a.n, (b.sd / b.mean) ** 2 / b.n
-    df = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1)) if va and vb else max(a.n, b.n) - 1
+    df = welch_df(va, a.n, vb, b.n)
     return interval(r, va + vb, df, alpha, margin, a.n, b.n, higher_is_better, WELCH)
 
 

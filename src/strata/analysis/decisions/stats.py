@@ -153,9 +153,20 @@ def ratio(num: Summary, den: Summary) -> Ratio:
     s = math.sqrt(ra + rb)
     if s == 0:
         return Ratio(r, r, r)
-    df = (ra + rb) ** 2 / (ra**2 / (num.n - 1) + rb**2 / (den.n - 1)) if ra and rb else max(num.n, den.n) - 1
+    df = welch_df(ra, num.n, rb, den.n)
     h = t_two_sided(min(num.alpha, den.alpha), df) * s
     return Ratio(r, r * math.exp(-h), r * math.exp(h))
+
+
+def welch_df(va: float, n_a: int, vb: float, n_b: int) -> float:
+    """Welch's degrees of freedom of a difference whose two sides' variances (of their means) are va and vb.
+    A side with no spread adds nothing, so the other side's n - 1 (the limit of Welch's formula), not the
+    larger n - 1; neither with any: the two together, n_a + n_b - 2 (the interval is then a point anyway)."""
+    if va and vb:
+        return (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
+    if va or vb:
+        return float((n_a if va else n_b) - 1)
+    return float(n_a + n_b - 2)
 
 
 def ratio_of_ratios(num: Ratio, den: Ratio) -> Ratio:
