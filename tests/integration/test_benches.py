@@ -104,6 +104,15 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
             (r"median new / oracle: (?P<o>[\d.]+) \[[\d.]+, [\d.]+\]", {"o": (0.0, 100.0)}),
         ],
     ),
+    "pretest_frontier.py": (
+        [],
+        [
+            (r"level +lfc equal +lfc noisy best +lfc noisy other +quick: margin/oracle, own var", {}),
+            (r"10% +(?P<eq>[\d.]+)% +(?P<nb>[\d.]+)% +(?P<no>[\d.]+)% +(?P<m>[\d.]+), (?P<own>[\d.]+)%",
+             {"eq": (0, 100), "nb": (0, 100), "no": (0, 100), "m": (0.01, 100), "own": (0, 100)}),
+            (r"pretest_frontier: 20 groups per scenario, fixed 3, one look", {}),
+        ],
+    ),
     "order_cost.py": (
         [],
         [

@@ -136,6 +136,7 @@ def compare(
     higher_is_better: bool = True,
     known: dict[str, float] | None = None,
     one_variance: bool = False,
+    pretest: float = VARIANCES_PRETEST,
 ) -> Comparisons:
     """The leader of `group` and every other stack relative to the best, valid at once for the whole group.
 
@@ -148,7 +149,8 @@ def compare(
 
     `known`: each stack's variance of log(value) per trial, known (an oracle, for bench/ only): the same fit
     and reading, with the normal's critical values. `one_variance` (bench/ only): one residual variance for
-    every stack whatever Cochran's test says, the narrowest a blocked rule with estimated variances gives."""
+    every stack whatever Cochran's test says (valid only where the spreads agree). `pretest` (bench/ only): the
+    level of that test (bench/pretest_frontier.py prices each)."""
     present = {k: r for k, r in group.items() if r.n >= 1}
     ready = {k: r for k, r in present.items() if r.n >= 2 and all(v > 0 for v in r.values)}
     pool = ready or {k: r for k, r in present.items() if r.mean > 0}
@@ -157,7 +159,7 @@ def compare(
     sign = 1.0 if higher_is_better else -1.0
     pairs = max(len(present) - 1, 1)
     alpha = design.level(max(r.n for r in present.values()))
-    fit = _Fit(ready, sign, known, one_variance) if len(ready) >= 2 else None
+    fit = _Fit(ready, sign, known, one_variance, pretest) if len(ready) >= 2 else None
     if fit is not None and not fit.usable:
         fit = None
     if fit is not None:
@@ -244,6 +246,7 @@ class _Fit:
         sign: float = 1.0,
         known: dict[str, float] | None = None,
         one_variance: bool = False,
+        pretest: float = VARIANCES_PRETEST,
     ):
         self.runs = ready
         self.keys = list(ready)
@@ -267,7 +270,7 @@ class _Fit:
         a = ind.T @ (m**2) @ ind  # E[SS_k] = sum_l A_kl sigma_l^2 (the test reads the unbiased estimates)
         pattern = (tuple(self.owner.tolist()), tuple(-1 if r is None else r for r in rounds))
         self.alike = (
-            one_variance or self.df < 2 or _agree(self.stack_ss, _null_of(pattern, m, ind, a)) >= VARIANCES_PRETEST
+            one_variance or self.df < 2 or _agree(self.stack_ss, _null_of(pattern, m, ind, a)) >= pretest
         )
         self.method = (
             (BLOCKED if self.alike else BLOCKED_PER_STACK) if self.blocked else (POOLED if self.alike else WELCH)
