@@ -127,7 +127,8 @@ class Scenario:
     def least_favourable(self) -> bool:
         """The 4-stack LFC scenarios whose error the issue bounds at 5% plus two standard errors."""
         kinds = {"iid", "noisy best", "noisy other"}
-        return self.lfc and len(self.gaps) == 4 and self.gaps[1] > 0 and bool(self.noise & kinds)
+        shape = len(self.gaps) == 4 and self.gaps[1] > 0 and len(set(self.gaps[1:])) == 1  # one ahead, 3 equal
+        return self.lfc and shape and bool(self.noise & kinds)
 
 
 def scenarios() -> list[Scenario]:
