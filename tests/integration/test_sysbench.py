@@ -132,7 +132,10 @@ def test_native_read_write_and_read_only_with_innodbs_counters(tmp_path, env):
     assert rw["metrics"]["innodb"]["redo_bytes"] > 0 and rw["metrics"]["innodb"]["redo_writes"] > 0
     # the read-only run read its pages from its files, and the device under test moved them: judged, not flagged
     inno, cache = ro["metrics"]["innodb"], ro["flags"]["cache"]
-    assert inno["read_bytes"] == inno["buffer_pool_read_bytes"] > 32 << 20 and inno["redo_bytes"] < 1 << 20, inno
+    # the two counters are read by one SHOW GLOBAL STATUS, but not atomically: a page read under way between them
+    # is counted by one and not yet by the other (CI saw one 16 KiB page of 792 MiB), so a few pages may differ
+    pages_apart = abs(inno["read_bytes"] - inno["buffer_pool_read_bytes"]) / inno["page_bytes"]
+    assert inno["buffer_pool_read_bytes"] > 32 << 20 and pages_apart <= 8 and inno["redo_bytes"] < 1 << 20, inno
     assert cache["suspect"] is False and cache["evidence"]["read_disk_share"] >= 0.5, cache
     assert ro["metrics"]["cache"]["fits"] is False and rw["metrics"]["cache"]["fits"] is True
     data = Path(rw["stack_facts"]["filesystem"]["mountpoint"])

@@ -269,9 +269,7 @@ class _Fit:
         self.round_share = self._round_share(s2) if self.blocked else None
         a = ind.T @ (m**2) @ ind  # E[SS_k] = sum_l A_kl sigma_l^2 (the test reads the unbiased estimates)
         pattern = (tuple(self.owner.tolist()), tuple(-1 if r is None else r for r in rounds))
-        self.alike = (
-            one_variance or self.df < 2 or _agree(self.stack_ss, _null_of(pattern, m, ind, a)) >= pretest
-        )
+        self.alike = one_variance or self.df < 2 or _agree(self.stack_ss, _null_of(pattern, m, ind, a)) >= pretest
         self.method = (
             (BLOCKED if self.alike else BLOCKED_PER_STACK) if self.blocked else (POOLED if self.alike else WELCH)
         )
