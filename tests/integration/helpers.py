@@ -72,12 +72,12 @@ def leftovers(workdir: Path) -> list[str]:
     return left
 
 
-def wait_for(predicate, timeout_s: float, what: str):
+def wait_for(predicate, timeout_s: float, what: str, every_s: float = 0.2):
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         if predicate():
             return
-        time.sleep(0.2)
+        time.sleep(every_s)
     raise AssertionError(f"timed out waiting for {what}")
 
 

@@ -95,7 +95,11 @@ def _daemon_pid(state: Path) -> int | None:
     "runtime:docker:overlay2",
     "fault:daemon_died",
 )
-def test_a_dead_dockerd_is_started_again_for_the_next_trials(tmp_path, env):
+@pytest.mark.parametrize("when", ["at-the-barrier", "mid-io"])
+def test_a_dead_dockerd_is_started_again_for_the_next_trials(tmp_path, env, when):
+    """Killed as its first container is ready (strata at the barrier, or at `docker wait`'s start), or 2 s into
+    the I/O: either way the trial is `daemon_died`, and a new daemon runs the next trials (issue 62: the client's
+    EOF had come before the daemon's exit and was read as a runtime error, and the dead daemon was kept)."""
     workdir, e = env
     spec = write_spec(
         tmp_path / "s.yaml",
@@ -106,8 +110,9 @@ def test_a_dead_dockerd_is_started_again_for_the_next_trials(tmp_path, env):
     out = tmp_path / "out"
     proc = start_strata("run", spec, "-o", out, env=e)
     state = Path(e["STRATA_STATE_DIR"])
-    wait_for(lambda: bool(list(out.glob("trials/*/inst-0/ready"))), 300, "the first container to be ready")
-    time.sleep(2)
+    wait_for(lambda: bool(list(out.glob("trials/*/inst-0/ready"))), 300, "the first container to be ready", 0.02)
+    if when == "mid-io":
+        time.sleep(2)
     pid = _daemon_pid(state)
     assert pid, "no dockerd of this run found in its journal"
     os.kill(pid, signal.SIGKILL)

@@ -256,6 +256,7 @@ class FakeHost:
         monkeypatch.setattr(dockerd, "remove_tree", lambda p: self.calls.append(("rm", str(p))))
         monkeypatch.setattr(dockerd, "remove_tree_unless_failing", lambda p: self.calls.append(("rm", str(p))))
         self.cg_pids = {501, 502}
+        self.stuck: set[int] = set()  # processes no signal ends (in the kernel's D state)
 
     def docker(self, sock, *args, **kw):
         self.calls.append(("docker", *args))
@@ -270,8 +271,9 @@ class FakeHost:
         if sig == 9:
             self.cg_pids -= set(pids)
         for p in pids:
-            self.cmdlines.pop(p, None)
-        return []
+            if p not in self.stuck:
+                self.cmdlines.pop(p, None)
+        return [p for p in pids if p in self.stuck]
 
 
 def daemon_data(tmp_path) -> dict:
@@ -317,6 +319,23 @@ def test_undo_daemon_never_kills_a_reused_pid(monkeypatch, tmp_path):
     assert ("rm", data["data_root"]) in fake.calls
 
 
+def test_undo_daemon_returns_only_once_its_processes_are_gone(monkeypatch, tmp_path):
+    """Issue 62: a process that survives SIGKILL is named, and the entry stays for the next cleanup (nothing
+    it may hold is unmounted or removed under it)."""
+    data = daemon_data(tmp_path)
+    (tmp_path / "d.pid").write_text("4242")
+    fake = FakeHost(monkeypatch, answers=False, cmdlines={4242: f"/usr/sbin/dockerd -H unix://{data['sock']}"})
+    fake.stuck = {4242}
+    monkeypatch.setattr(dockerd, "exe_name", lambda pid: "dockerd")
+    with pytest.raises(StrataError, match=r"\[4242\] \(dockerd\).*survived SIGKILL") as e:
+        dockerd.undo_daemon(data)
+    assert "strata cleanup" in e.value.message()
+    assert ("kill", [4242], 9) in fake.calls and not any(c[0] in ("umount", "rm", "rmcg") for c in fake.calls)
+    fake.stuck = set()
+    dockerd.undo_daemon(data)  # gone at last: the next cleanup finishes
+    assert ("rm", data["run_dir"]) in fake.calls
+
+
 def test_undo_daemon_is_idempotent_with_nothing_left(monkeypatch, tmp_path):
     fake = FakeHost(monkeypatch, answers=False, cmdlines={})
     fake.cg_pids = set()
@@ -359,6 +378,8 @@ with open(os.environ["FAKE_STATE"] + ".calls", "a") as log:
     log.write(json.dumps(args) + "\\n")
 if args[0] == "wait":
     time.sleep(state.get("wait_s", 0))
+    if state.get("wait_eof"):  # the daemon's socket closed under the client
+        sys.exit("error during connect: unexpected EOF")
     print("\\n".join(str(state["codes"][n]) for n in args[1:]))
 elif args[0] == "inspect" and "{{{{.Name}}}}" in args[2]:  # Running.check: which have ended
     for n in args[3:]:
@@ -474,6 +495,33 @@ def test_wait_on_a_dead_private_daemon(monkeypatch, tmp_path):
     with pytest.raises(TrialFailure) as e:
         r.wait(20)
     assert e.value.category == "daemon_died"
+
+
+def test_wait_whose_client_reads_eof_before_the_daemon_has_exited(monkeypatch, tmp_path):
+    """The race of issue 62, at `docker wait`: the client fails first, the daemon's process exits a moment
+    later. The trial is `daemon_died` (its layer is built again), not a runtime error."""
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0}, "wait_eof": True})
+    monkeypatch.setattr(dockerd, "answers", lambda sock, timeout=5: False)
+    dying = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    s.daemon = dockerd.Daemon(dockerd.DaemonPaths("ab", tmp_path), "overlay2", dying, 0.1)
+    r = running_with(s, tmp_path, 1)
+    with pytest.raises(TrialFailure) as e:
+        r.wait(20)
+    assert e.value.category == "daemon_died" and e.value.layer == "runtime", e.value
+
+
+def test_wait_whose_client_fails_on_a_live_daemon_is_a_runtime_error(monkeypatch, tmp_path):
+    s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0}, "wait_eof": True})
+    monkeypatch.setattr(dockerd, "answers", lambda sock, timeout=5: True)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    s.daemon = dockerd.Daemon(dockerd.DaemonPaths("ab", tmp_path), "overlay2", alive, 0.1)
+    try:
+        with pytest.raises(TrialFailure) as e:
+            running_with(s, tmp_path, 1).wait(20)
+        assert e.value.category == "runtime" and "unexpected EOF" in str(e.value), (e.value, e.value.stderr)
+    finally:
+        alive.kill()
+        alive.wait()
 
 
 def docker_calls(tmp_path) -> list[list[str]]:
@@ -650,3 +698,41 @@ def test_the_set_up_a_session_did_is_taken_once(monkeypatch, tmp_path):
     wrapped = BarrierSession(s, part=None)
     assert _take_setup_s(wrapped) == 1.5 and s.setup_s == 0.0 and _take_setup_s(wrapped) == 0.0
     assert _take_setup_s(NativeSession(s.mounted)) == 0.0
+
+
+def _daemon(tmp_path, argv: list[str]) -> dockerd.Daemon:
+    paths = dockerd.DaemonPaths("ab12cd34", tmp_path / "root")
+    return dockerd.Daemon(paths, "overlay2", subprocess.Popen(argv), 0.0)
+
+
+def test_a_daemon_that_exits_just_after_its_clients_eof_died(monkeypatch, tmp_path):
+    """The race of issue 62: `docker wait` reads EOF as the kernel closes a killed daemon's socket, before the
+    process has exited. The daemon's own state, given a moment, says it died."""
+    monkeypatch.setattr(dockerd, "answers", lambda sock, timeout=5: False)  # its socket is closed
+    d = _daemon(tmp_path, [sys.executable, "-c", "import time; time.sleep(0.3)"])
+    assert d.alive()  # what the client's error saw
+    t0 = time.monotonic()
+    assert d.died(grace_s=5)
+    assert time.monotonic() - t0 < 4  # as soon as it exits, not at the end of the grace
+
+
+def test_a_daemon_that_answers_did_not_die(monkeypatch, tmp_path):
+    monkeypatch.setattr(dockerd, "answers", lambda sock, timeout=5: True)
+    d = _daemon(tmp_path, [sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        t0 = time.monotonic()
+        assert not d.died(grace_s=5) and time.monotonic() - t0 < 1
+    finally:
+        d.proc.kill()
+        d.proc.wait()
+
+
+def test_a_daemon_alive_but_silent_for_the_grace_died(monkeypatch, tmp_path):
+    """Hung, or shutting down: it is no daemon a next trial can use, so its layer is built again."""
+    monkeypatch.setattr(dockerd, "answers", lambda sock, timeout=5: False)
+    d = _daemon(tmp_path, [sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert d.died(grace_s=0.3)
+    finally:
+        d.proc.kill()
+        d.proc.wait()

@@ -271,3 +271,42 @@ def test_the_run_document_stores_the_order_its_seed_and_the_looks(tmp_path):
     _run(tmp_path, exp, wls, tmp_path / "auto")
     run = json.loads(next((tmp_path / "auto" / "runs").glob("*.json")).read_text())
     assert run["looks"] == [3, 4]
+
+
+def test_a_kept_runtime_whose_daemon_is_gone_is_built_again_before_the_next_trial(tmp_path):
+    """The trial before may have read the death as another failure (a client's EOF): the session's own watch
+    says so before the next trial, which gets a new runtime layer; a second death ends that stack."""
+    from strata.stack.journal import Journal
+    from strata.stack.provision import StackCache
+
+    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=3))
+    events: list = []
+    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    try:
+        _, _, first = cache.get(trials[0])
+        assert cache.get(trials[1])[2] is first and events.count(("rt+", "native")) == 1  # alive: kept
+        first.watch = lambda: ("daemon_died", "dockerd exited with code -9")
+        _, _, second = cache.get(trials[1])
+        assert second is not first and events.count(("rt+", "native")) == 2 and ("rt-", "native") in events
+        assert events.count(("fs+", "xfs")) == 1  # the layers below stay
+        second.watch = lambda: ("daemon_died", "dockerd exited with code -9")
+        with pytest.raises(StrataError, match="died twice"):
+            cache.get(trials[2])
+    finally:
+        cache.close()
+
+
+def test_a_lost_host_is_not_built_again(tmp_path):
+    """Only a death that names a layer rebuilds it: a host that is gone is not a layer strata can build."""
+    from strata.stack.journal import Journal
+    from strata.stack.provision import StackCache
+
+    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=2))
+    events: list = []
+    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    try:
+        _, _, first = cache.get(trials[0])
+        first.watch = lambda: ("host_lost", "192.0.2.2 stopped answering")
+        assert cache.get(trials[1])[2] is first and events.count(("rt+", "native")) == 1
+    finally:
+        cache.close()

@@ -3,7 +3,8 @@
 Layers nest (device -> file system -> runtime); when the next trial needs a
 different layer, that layer and every layer above it are torn down and built
 anew. A layer that died during a trial (a daemon, a remote target: the
-failure names the layer) is built again once for the next trial; a second
+failure names the layer, or the kept runtime's session says before the next
+trial that its daemon is gone) is built again once for the next trial; a second
 death ends that stack with a clear message. The plugins come from the
 registries, which unit tests replace with fakes. What it reads of a trial is `StackSpec`: the experiment's
 trial (experiment/expand.py) is one, without stack/ importing the experiment above it.
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
-from strata.core.errors import StrataError
+from strata.core.errors import LAYER_DIED, StrataError
 from strata.core.jsondoc import JsonObject
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.devices import REGISTRY as DEVICES
@@ -90,7 +91,11 @@ class StackCache:
             if key in self.failed:
                 raise self.failed[key]
             if depth < len(self.levels) and self.levels[depth][0] == key:
-                continue
+                if not self._found_dead(depth):
+                    continue
+                self.died(trial, LEVELS[depth])  # died after the last trial, or it was not told: built again
+                if key in self.failed:
+                    raise self.failed[key]
             self._close_from(depth)
             try:
                 self._open(depth, trial)
@@ -136,6 +141,14 @@ class StackCache:
             es.close()
             raise
         self.levels.append((None, es, value))
+
+    def _found_dead(self, depth: int) -> bool:
+        """A kept runtime whose daemon is gone, read from the session's own watch (its process, its bed)."""
+        handle = self.levels[depth][2]
+        if depth != LEVELS.index("runtime") or isinstance(handle, (DeviceHandle, Mounted)):
+            return False
+        failure = handle.watch()
+        return failure is not None and LAYER_DIED.get(failure[0]) == "runtime"
 
     def died(self, trial: StackSpec, layer: str) -> None:
         """A layer of the trial's stack died: tear it (and those above) down; build it again once."""

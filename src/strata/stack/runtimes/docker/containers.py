@@ -49,6 +49,7 @@ class Engine(Protocol):
     def client_argv(self, *args: str) -> list[str]: ...
     def client_env(self) -> dict[str, str]: ...
     def alive(self) -> bool: ...
+    def died(self) -> bool: ...  # after a client error: the daemon's own state, given a moment to show
 
 
 def undo_container(data: JsonObject) -> str | None:
@@ -155,7 +156,11 @@ class DockerRunning:
         codes = self._exit_codes(timeout_s, watch)
         outputs, oom = [], []
         for c, code in zip(self.containers, codes):
-            out = self._output(c, code)
+            try:
+                out = self._output(c, code)
+            except CommandError:  # `docker inspect` after the exit: the daemon may have died since
+                self._check_daemon(after_error=True)
+                raise
             if out is None:
                 oom.append(c.request.index)
                 out = InstanceOutput(c.request.index, c.request.out_dir, code, tail(c.request.out_dir / "stderr"))
@@ -210,9 +215,11 @@ class DockerRunning:
                 out[name] = int(code or 0)
         return out
 
-    def _check_daemon(self) -> None:
+    def _check_daemon(self, after_error: bool = False) -> None:
+        """While polling, a glance at the daemon's process; after a client error, its death is waited for a
+        moment (session.died), so that a killed daemon is named as such and not as the client's EOF."""
         s = self.session
-        if s.daemon is not None and not s.daemon.alive():
+        if s.daemon is not None and (s.died() if after_error else not s.daemon.alive()):
             self._daemon_died()
 
     def _exit_codes(self, timeout_s: float, watch: Watch | None) -> list[int]:
@@ -240,7 +247,7 @@ class DockerRunning:
                         "timeout", f"{len(names)} container(s) still ran {timeout_s:.0f} s after their expected end"
                     )
         if p.returncode != 0:
-            self._check_daemon()
+            self._check_daemon(after_error=True)
             self.stop()
             raise TrialFailure("runtime", f"docker wait failed: {err.strip()}")
         return [int(x) for x in out.split()]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from strata.core.errors import Unsupported
+from strata.core.errors import StrataError, Unsupported
 from strata.core.jsondoc import JsonObject, whole
 from strata.core.proc import CommandError
 from strata.stack.journal import Journal, Undos, need, strings
@@ -37,6 +37,7 @@ from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_pids,
     cmdline,
+    exe_name,
     is_running,
     own_cgroup_dirs,
     prime_blkio,
@@ -53,6 +54,10 @@ DOCKERD = "/usr/sbin/dockerd"  # Debian's docker.io 20.10
 RUN_ROOT = Path("/run/strata")
 DAEMON_START_TIMEOUT_S = 60
 DAEMON_STOP_TIMEOUT_S = 20
+KILL_WAIT_S = 10  # after SIGKILL: a process still there is stuck in the kernel
+# A client reads EOF on the socket as the kernel closes a killed daemon's files, before its process has exited:
+# how long a client error waits for the daemon's own state to say whether it died
+DEATH_GRACE_S = 5.0
 # The daemon's own environment: a fixed PATH, and a proxy that does not exist so
 # that nothing the daemon does by itself can reach a registry (the network rule).
 DAEMON_ENV = {
@@ -174,6 +179,19 @@ class Daemon:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def died(self, grace_s: float = DEATH_GRACE_S) -> bool:
+        """After a client error: whether dockerd died, from its own state, not from the client's words. Dead if
+        its process exits within `grace_s`, or is still there but no longer answers on its socket (hung, or
+        shutting down); alive as soon as it answers."""
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return True
+            if answers(self.sock, timeout=max(0.5, min(2.0, deadline - time.monotonic()))):
+                return self.proc.poll() is not None
+            time.sleep(0.05)
+        return not answers(self.sock, timeout=2)
+
     def log_tail(self, chars: int = STDERR_TAIL_CHARS) -> str:
         with contextlib.suppress(OSError):
             return self.paths.log.read_text(errors="replace")[-chars:]
@@ -250,11 +268,18 @@ def undo_daemon(data: JsonObject) -> str | None:
             break
         signal_and_wait(sorted(pids), signal.SIGKILL, 5)
     pid = _daemon_pid(data)
+    survivors = []
     if pid and signal_and_wait([pid], signal.SIGTERM, DAEMON_STOP_TIMEOUT_S):
-        signal_and_wait([pid], signal.SIGKILL, 5)
+        survivors += signal_and_wait([pid], signal.SIGKILL, KILL_WAIT_S)
     # containerd and its shims carry our run dir in their command lines
     left = signal_and_wait(procs_mentioning(run_dir.rstrip("/") + "/"), signal.SIGTERM, 5)
-    signal_and_wait(left, signal.SIGKILL, 5)
+    survivors = list(dict.fromkeys(survivors + signal_and_wait(left, signal.SIGKILL, KILL_WAIT_S)))
+    if survivors:  # returns only once they are gone: else the entry stays for the next cleanup
+        raise StrataError(
+            f"dockerd's processes {survivors} ({', '.join(exe_name(p) or '?' for p in survivors)}) of {sock} "
+            f"survived SIGKILL for {KILL_WAIT_S} s (stuck in the kernel, as on a hung device)",
+            "look at `cat /proc/PID/stack`, then run `strata cleanup` again",
+        )
     for root in (need(data, "data_root"), need(data, "exec_root"), run_dir):
         unmount_under(root)
     remove_cgroups(cgroup_dirs(need(data, "cgroup_parent"), strings(data, "cgroup_dirs", [])))

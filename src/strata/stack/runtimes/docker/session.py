@@ -94,6 +94,10 @@ class DockerSession(SetsUp):
     def alive(self) -> bool:
         return self.daemon.alive() if self.daemon is not None else client.answers(self.sock)
 
+    def died(self) -> bool:
+        """After a client error: whether the daemon died (a private one: its process and socket, daemon.died)."""
+        return self.daemon.died() if self.daemon is not None else not self.alive()
+
     def watch(self) -> tuple[str, str] | None:
         if self.daemon is not None and not self.daemon.alive():
             return ("daemon_died", f"{self.engine} ({self.name}) exited with code {self.daemon.proc.poll()}")
@@ -197,7 +201,7 @@ class DockerSession(SetsUp):
         except (CommandError, OSError) as e:
             with contextlib.suppress(CommandError, StrataError):
                 running.stop()
-            if not self.alive():
+            if self.died():
                 raise TrialFailure(
                     "daemon_died",
                     f"{self.engine} ({self.name}) died while creating containers",
