@@ -310,3 +310,20 @@ def test_a_lost_host_is_not_built_again(tmp_path):
         assert cache.get(trials[1])[2] is first and events.count(("rt+", "native")) == 1
     finally:
         cache.close()
+
+
+def test_a_kept_remote_device_found_lost_is_built_again_with_what_stands_on_it(tmp_path):
+    from strata.stack.journal import Journal
+    from strata.stack.provision import StackCache
+
+    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=2))
+    events: list = []
+    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    try:
+        device, _, first = cache.get(trials[0])
+        device.watch = lambda: ("remote_lost", "nbdkit on 192.0.2.2 exited")
+        _, _, second = cache.get(trials[1])
+        assert second is not first
+        assert [events.count((e, n)) for e, n in [("device+", "loop"), ("fs+", "xfs"), ("rt+", "native")]] == [2, 2, 2]
+    finally:
+        cache.close()

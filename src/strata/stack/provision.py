@@ -3,8 +3,8 @@
 Layers nest (device -> file system -> runtime); when the next trial needs a
 different layer, that layer and every layer above it are torn down and built
 anew. A layer that died during a trial (a daemon, a remote target: the
-failure names the layer, or the kept runtime's session says before the next
-trial that its daemon is gone) is built again once for the next trial; a second
+failure names the layer, or the kept layer's own watch says before the next
+trial that it is gone) is built again once for the next trial; a second
 death ends that stack with a clear message. The plugins come from the
 registries, which unit tests replace with fakes. What it reads of a trial is `StackSpec`: the experiment's
 trial (experiment/expand.py) is one, without stack/ importing the experiment above it.
@@ -143,12 +143,14 @@ class StackCache:
         self.levels.append((None, es, value))
 
     def _found_dead(self, depth: int) -> bool:
-        """A kept runtime whose daemon is gone, read from the session's own watch (its process, its bed)."""
+        """A kept layer that died since, read from its own watch: a remote device's target or link, a runtime's
+        daemon (its process, the Kubernetes bed's). A file system has none: it dies with its device."""
         handle = self.levels[depth][2]
-        if depth != LEVELS.index("runtime") or isinstance(handle, (DeviceHandle, Mounted)):
+        if isinstance(handle, Mounted):
             return False
-        failure = handle.watch()
-        return failure is not None and LAYER_DIED.get(failure[0]) == "runtime"
+        watch = handle.watch  # a device's is None unless it is remote
+        failure = watch() if watch is not None else None
+        return failure is not None and LAYER_DIED.get(failure[0]) == LEVELS[depth]
 
     def died(self, trial: StackSpec, layer: str) -> None:
         """A layer of the trial's stack died: tear it (and those above) down; build it again once."""
