@@ -283,10 +283,10 @@ class DockerRunning:
         log = s.daemon.log_tail() if s.daemon else ""
         with contextlib.suppress(Exception):
             self.stop()
+        how = f"exited with code {code}" if code is not None else "stopped answering on its socket"
         raise TrialFailure(
             "daemon_died",
-            f"{s.engine} ({s.name}) exited with code {code} during the trial; "
-            "strata starts it again for the next trial",
+            f"{s.engine} ({s.name}) {how} during the trial; strata starts it again for the next trial",
             log,
             layer="runtime",
         )

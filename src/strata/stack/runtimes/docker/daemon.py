@@ -187,10 +187,10 @@ class Daemon:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return True
-            if answers(self.sock, timeout=max(0.5, min(2.0, deadline - time.monotonic()))):
+            if answers(self.sock, timeout=max(1.0, deadline - time.monotonic())):  # a loaded daemon is slow
                 return self.proc.poll() is not None
             time.sleep(0.05)
-        return not answers(self.sock, timeout=2)
+        return self.proc.poll() is not None or not answers(self.sock, timeout=grace_s)
 
     def log_tail(self, chars: int = STDERR_TAIL_CHARS) -> str:
         with contextlib.suppress(OSError):
