@@ -158,3 +158,17 @@ def test_the_measured_window_of_jobs_reported_as_a_group():
     assert end - start == 2.0 and end == doc["timestamp_ms"] / 1000
     clones = _doc("dsync-jobfile.json")  # numjobs=2 without group_reporting: one entry a job, not summed
     assert job_runtime_ms(clones) == max(j["job_runtime"] for j in clones["jobs"])
+
+
+def test_a_killed_parse_check_is_not_read_as_a_rejected_job(monkeypatch):
+    import subprocess
+
+    from strata.workloads import fio as fio_mod
+
+    monkeypatch.setattr(fio_mod.shutil, "which", lambda name: "/usr/bin/fio")
+    done = subprocess.CompletedProcess(["fio"], -9, "", "")
+    monkeypatch.setattr(fio_mod.subprocess, "run", lambda *a, **kw: done)
+    (said,) = FIO.validate(FioParams(preset="rr"))
+    assert "killed by signal 9" in said and "rejects" not in said
+    done.returncode, done.stderr = 1, "fio: bad option --foo"
+    assert FIO.validate(FioParams(preset="rr")) == ["fio rejects the job: fio: bad option --foo"]

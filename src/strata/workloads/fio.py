@@ -219,6 +219,8 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
         if params.file:
             argv[-1] = params.file
         cp = subprocess.run([*argv, "--parse-only"], capture_output=True, text=True, timeout=30)
+        if cp.returncode < 0:  # killed: fio said nothing of the job (bench/chaos.py kills it)
+            return [f"fio's check of the job was killed by signal {-cp.returncode}: run the command again"]
         if cp.returncode != 0:
             return [f"fio rejects the job: {(cp.stderr or cp.stdout).strip()[-500:]}"]
         return []

@@ -1,0 +1,390 @@
+"""Chaos: strata run while a seeded schedule kills a part of it every few seconds (issue 62).
+
+The spec (written here) runs fio and pgbench natively, in Docker (a private dockerd, overlay2) and in
+Podman on xfs on a loop device: 4 stacks x 2 workloads x --repetitions rounds of short trials. While it
+runs, a schedule drawn from --seed waits 2-6 s, draws a kind of part (weights 1 for strata, 2 for each
+other), and kills one of that kind running at that moment (none running: nothing, and it waits again):
+
+- `strata`: the run itself (SIGKILL); then `strata cleanup` and `strata run --resume`, as the README says;
+- `dockerd`: the run's private daemon (SIGKILL);
+- `container`: the first process of a running container (SIGKILL: the container ends);
+- `fio`: a fio process of a trial (SIGKILL; not the plan's `--parse-only` check);
+- `server`: a PostgreSQL server of the run (its postmaster, SIGKILL).
+
+Only processes of this run are touched: a part is ours if the strata process, or a container shim or
+conmon of this run's workdir or daemon, is among its ancestors.
+
+Each fault's time is matched with the stored trial that was running then (its started_at..finished_at,
+read after that pass, before a resume runs a failed trial again); the trial must have failed, with the
+category the fault names: `daemon_died` (dockerd), `instance_died` (server; also for a container that
+held a server), `tool_error` (fio; a container of fio). A fault within 1 s of a trial's edge, or in no
+trial (between trials, in the run's own set-up), is counted as `between` and only has to lose nothing.
+When a pass has stored every trial, the next one starts a new results directory with the same spec.
+When --faults are injected, each results directory gets a last `--resume` without faults.
+
+At the end: trials lost (planned but not stored as ok after the last pass; or a trial stored twice),
+faults miscategorised (a failure of another category, or a trial that did not fail), leftovers after one
+`strata cleanup` (mounts, loop devices, processes of the workdir, cgroups, dockerd's run directories),
+and what a second cleanup still found. Targets: 0, 0, 0, "nothing left behind".
+
+A failed trial that no fault explains (none within its times: a layer kept dead from a fault between
+trials, say) is counted as miscategorised too. Run it on a machine where no other strata runs: the
+cgroup check reads every strata cgroup made while it ran.
+
+    bench/chaos.py [--faults 100] [--seed 1] [--repetitions 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STRATA = [str(Path(sys.executable).parent / "strata")]  # the venv's entry point
+KINDS = ("strata", "dockerd", "container", "fio", "server")
+WEIGHTS = {"strata": 1, "dockerd": 2, "container": 2, "fio": 2, "server": 2}
+# what the trial the fault hit must say (a container holds fio or a server: which one decides)
+EXPECTED = {
+    "dockerd": {"daemon_died"},
+    "fio": {"tool_error"},
+    "server": {"instance_died"},
+    "container": {"tool_error", "instance_died"},
+}
+EDGE_S = 1.0  # the stored times are whole seconds
+MAX_PASSES = 200  # a stack that fails whatever happens must not keep the bench going
+
+
+@dataclass
+class Fault:
+    t: float
+    kind: str
+    pid: int
+    what: str
+    workload: str = ""  # a container's: fio or a server
+    verdict: str = ""  # ok | between | miscategorised: ...
+
+
+@dataclass
+class Campaign:
+    out: Path
+    faults: list[Fault] = field(default_factory=list)
+    passes: int = 0
+
+
+def spec(workdir: Path, repetitions: int) -> dict:
+    return {
+        "name": "chaos",
+        "workdir": str(workdir),
+        "devices": [{"type": "loop", "size": "2GiB"}],
+        "filesystems": ["xfs"],
+        "runtimes": ["native", "docker:overlay2", "podman:overlay"],
+        "paths": ["bind"],
+        "workloads": [
+            {"fio": {"preset": "rr", "size": "32MiB", "runtime": 3, "ramp_time": 0}},
+            {"pgbench": {"scale": 1, "clients": 2, "threads": 1, "runtime": 4, "warmup": 1}},
+        ],
+        "loads": ["low"],
+        "repetitions": repetitions,
+    }
+
+
+# ---- the processes of this run -----------------------------------------------------------------------
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    try:
+        s = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name, rest = s[s.index("(") + 1 : s.rindex(")")], s[s.rindex(")") + 2 :].split()
+    return (name, int(rest[1])) if rest[0] != "Z" else None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _procs() -> dict[int, tuple[str, int, str]]:
+    """pid -> (name, ppid, command line) of every live process."""
+    out = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            st = _stat(int(p.name))
+            if st:
+                out[int(p.name)] = (st[0], st[1], _cmdline(int(p.name)))
+    return out
+
+
+def _ours(pid: int, procs: dict, roots: set[int], marks: list[str]) -> bool:
+    seen = 0
+    while pid > 1 and pid in procs and seen < 64:
+        if pid in roots or any(m in procs[pid][2] for m in marks):
+            return True
+        pid, seen = procs[pid][1], seen + 1
+    return False
+
+
+def targets(strata_pid: int | None, workdir: Path) -> dict[str, list[tuple[int, str, str]]]:
+    """Each kind's live parts of this run: (pid, what, the workload of a container)."""
+    procs = _procs()
+    daemons = [p for p, (n, _, c) in procs.items() if n == "dockerd" and str(workdir) in c]
+    marks = [str(workdir)] + [
+        c.split("unix://", 1)[1].split()[0].rsplit("/", 1)[0] for d in daemons for c in [procs[d][2]] if "unix://" in c
+    ]
+    roots = {strata_pid} if strata_pid else set()
+    found: dict[str, list[tuple[int, str, str]]] = {k: [] for k in KINDS}
+    if strata_pid and strata_pid in procs:
+        found["strata"].append((strata_pid, "strata run", ""))
+    found["dockerd"] = [(d, "dockerd", "") for d in daemons]
+    for pid, (name, ppid, _) in procs.items():
+        if not _ours(pid, procs, roots, marks):
+            continue
+        parent = procs.get(ppid, ("", 0, ""))[0]
+        if name == "fio" and "--parse-only" not in procs[pid][2]:  # a trial's, not the plan's check
+            found["fio"].append((pid, "fio", ""))
+        elif name == "postgres" and procs.get(ppid, ("",))[0] != "postgres":
+            found["server"].append((pid, "postgres (postmaster)", ""))
+        if parent.startswith("containerd-shim") or parent == "conmon":
+            kids = _descendants(pid, procs)
+            workload = "server" if any(procs[k][0] == "postgres" for k in kids) else "fio"
+            found["container"].append((pid, f"container init {name} (under {parent})", workload))
+    return found
+
+
+def _descendants(pid: int, procs: dict) -> set[int]:
+    kids, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for c, (_, pp, _) in procs.items():
+            if pp == p and c not in kids:
+                kids.add(c)
+                todo.append(c)
+    return kids | {pid}
+
+
+# ---- a pass of strata, and the schedule that kills its parts -------------------------------------------
+
+
+def strata(args: list, env: dict, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(STRATA + [str(a) for a in args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def one_pass(c: Campaign, spec_file: Path, env: dict, workdir: Path, rng: random.Random, budget: int) -> bool:
+    """Run (or resume) the campaign while faults come; True when strata was killed."""
+    c.passes += 1
+    resume = ["--resume"] if (c.out / "trials").exists() else []
+    log = open(c.out.with_suffix(f".pass{c.passes}.log"), "w")
+    proc = subprocess.Popen(
+        STRATA + ["run", str(spec_file), "-o", str(c.out), *resume],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        text=True,
+    )
+    killed = threading.Event()
+    stop = threading.Event()
+
+    def schedule() -> None:
+        while not stop.is_set() and len(c.faults) < budget:
+            if stop.wait(rng.uniform(2, 6)):
+                return
+            kind = rng.choices(KINDS, [WEIGHTS[k] for k in KINDS])[0]  # drawn first: strata stays 1 in 9
+            live = targets(proc.pid, workdir)[kind]
+            if not live:
+                continue
+            pid, what, workload = rng.choice(live)
+            t = time.time()
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
+            c.faults.append(Fault(t, kind, pid, what, workload))
+            if kind == "strata":
+                killed.set()
+                return
+
+    th = threading.Thread(target=schedule, daemon=True)
+    th.start()
+    proc.wait()
+    stop.set()
+    th.join()
+    log.close()
+    return killed.is_set()
+
+
+# ---- judging -----------------------------------------------------------------------------------------
+
+
+def _t(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+def stored(out: Path) -> dict[str, dict]:
+    res = {}
+    for f in (out / "trials").glob("*.json"):
+        with open(f) as fh:
+            r = json.load(fh)
+        res[r["trial_id"]] = r
+    return res
+
+
+def judge(c: Campaign, since: int) -> None:
+    """The faults of the last pass against the trials stored then (before a resume runs them again)."""
+    results = stored(c.out)
+    for f in c.faults[since:]:
+        if f.kind == "strata":
+            f.verdict = "ok"  # its trial is not stored; the resume runs it
+            continue
+        hit = [r for r in results.values() if _t(r["started_at"]) - EDGE_S <= f.t <= _t(r["finished_at"]) + EDGE_S]
+        inside = [r for r in hit if _t(r["started_at"]) + EDGE_S < f.t < _t(r["finished_at"]) - EDGE_S]
+        if len(inside) != 1:
+            f.verdict = "between"
+            continue
+        r = inside[0]
+        failed = r["flags"].get("failed") or {}
+        want = (
+            EXPECTED[f.kind]
+            if f.kind != "container"
+            else ({"instance_died"} if f.workload == "server" else {"tool_error"})
+        )
+        if r["status"] == "ok":
+            f.verdict = f"miscategorised: {r['trial_id']} {r['stack']} ok, not {sorted(want)}"
+        elif failed.get("category") in want:
+            f.verdict = "ok"
+        else:
+            f.verdict = (
+                f"miscategorised: {r['trial_id']} {r['stack']} {failed.get('category')}: "
+                f"{str(failed.get('message'))[:160]} (wanted {sorted(want)})"
+            )
+
+
+def unexplained(c: Campaign, since_t: float) -> list[str]:
+    """Trials of the last pass that failed with no fault within their times."""
+    out = []
+    for r in stored(c.out).values():
+        if r["status"] != "failed" or _t(r["started_at"]) < since_t - EDGE_S:
+            continue
+        lo, hi = _t(r["started_at"]) - EDGE_S, _t(r["finished_at"]) + EDGE_S
+        if not any(lo <= f.t <= hi for f in c.faults):
+            failed = r["flags"].get("failed") or {}
+            out.append(f"{r['trial_id']} {r['stack']} {failed.get('category')}: {str(failed.get('message'))[:160]}")
+    return out
+
+
+def leftovers(workdir: Path, cgroups_before: set[Path]) -> list[str]:
+    left = [
+        f"mount {ln.split()[1]}"
+        for ln in Path("/proc/mounts").read_text().splitlines()
+        if str(workdir) in ln.split()[1]
+    ]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    left += [f"loop {ln}" for ln in loops.splitlines() if str(workdir) in ln]
+    procs = _procs()
+    left += [f"process {p} {n}: {c[:100]}" for p, (n, _, c) in procs.items() if str(workdir) in c and p != os.getpid()]
+    left += [f"cgroup {cg}" for cg in sorted(set(Path("/sys/fs/cgroup").glob("*/strata*")) - cgroups_before)]
+    return left
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--faults", type=int, default=100, help="faults to inject (1 to 1000)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--repetitions", type=int, default=7, help="rounds of the spec (1 to 20): 6 trials each")
+    p.add_argument("--keep", type=Path, help="keep the results here")
+    a = p.parse_args()
+    if not 1 <= a.faults <= 1000 or not 1 <= a.repetitions <= 20:
+        p.error("--faults must be 1 to 1000 and --repetitions 1 to 20")
+    if os.geteuid() != 0:
+        p.error("run as root: strata makes loop devices, file systems and daemons")
+    rng = random.Random(a.seed)
+    tmp = Path(tempfile.mkdtemp(prefix="strata-chaos-"))
+    workdir = Path(f"/var/tmp/strata-chaos-{os.getpid()}")
+    env = {**os.environ, "STRATA_STATE_DIR": str(tmp / "state"), "PYTHONPATH": str(ROOT / "src")}
+    spec_file = tmp / "chaos.yaml"
+    spec_file.write_text(json.dumps(spec(workdir, a.repetitions)))
+    base = a.keep or tmp / "results"
+    base.mkdir(parents=True, exist_ok=True)
+    campaigns = [Campaign(base / "c1")]
+    cgroups_before = set(Path("/sys/fs/cgroup").glob("*/strata*"))
+    t0 = time.time()
+    odd: list[str] = []
+    while sum(c.passes for c in campaigns) < MAX_PASSES:
+        c = campaigns[-1]
+        total = sum(len(x.faults) for x in campaigns)
+        since, since_t = len(c.faults), time.time()
+        killed = one_pass(c, spec_file, env, workdir, rng, a.faults - total + len(c.faults))
+        judge(c, since)
+        odd += unexplained(c, since_t)
+        if killed:
+            strata(["cleanup"], env)
+        total = sum(len(x.faults) for x in campaigns)
+        if total >= a.faults:
+            break
+        runs = list((c.out / "runs").glob("*.json"))
+        planned = json.loads(runs[0].read_text())["trials"] if runs else None
+        done = stored(c.out)
+        if planned is not None and len(done) >= planned and all(r["status"] == "ok" for r in done.values()):
+            campaigns.append(Campaign(base / f"c{len(campaigns) + 1}"))
+    # the last pass of each campaign, with no faults: every planned trial stored as ok
+    lost, twice, planned_all = 0, 0, 0
+    for c in campaigns:
+        r = strata(["run", spec_file, "-o", c.out, "--resume"], env)
+        (c.out.with_suffix(".final.log")).write_text(r.stdout + r.stderr)
+        runs = sorted((c.out / "runs").glob("*.json"))
+        planned = json.loads(runs[0].read_text())["trials"]
+        planned_all += planned
+        done = stored(c.out)
+        lost += planned - sum(1 for x in done.values() if x["status"] == "ok")
+        ids = [json.loads(f.read_text())["trial_id"] for f in (c.out / "trials").glob("*.json")]
+        twice += len(ids) - len(set(ids))
+    first = strata(["cleanup"], env)
+    left = leftovers(workdir, cgroups_before)
+    second = strata(["cleanup"], env)
+    faults = [f for c in campaigns for f in c.faults]
+    bad = [f for f in faults if f.verdict.startswith("miscategorised")]
+    print(
+        f"chaos: seed {a.seed}, {len(campaigns)} results director(ies), {planned_all} trials planned, "
+        f"{sum(c.passes for c in campaigns)} passes, {time.time() - t0:.0f} s"
+    )
+    print(f"{'fault':>10} {'injected':>9} {'in a trial':>11} {'between':>8} {'miscategorised':>15}")
+    for k in KINDS:
+        fs = [f for f in faults if f.kind == k]
+        print(
+            f"{k:>10} {len(fs):>9} {sum(f.verdict == 'ok' for f in fs):>11} "
+            f"{sum(f.verdict == 'between' for f in fs):>8} {sum(f in bad for f in fs):>15}"
+        )
+    print(
+        f"faults injected {len(faults)}; trials lost {lost + twice} (target 0; stored twice {twice}); "
+        f"miscategorised {len(bad) + len(odd)} (target 0; failures no fault explains: {len(odd)}); "
+        f"leftovers {len(left)} (target 0)"
+    )
+    for f in bad:
+        print(f"  {f.kind} ({f.what}) at {f.t:.1f}: {f.verdict}")
+    for x in odd:
+        print(f"  failed with no fault: {x}")
+    for x in left:
+        print(f"  left: {x}")
+    print(f"  first cleanup: {first.stdout.strip()[-200:]}; second: {second.stdout.strip()[-200:]}")
+    if not a.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    clean = "nothing left behind" in second.stdout
+    return 0 if not (lost or twice or bad or odd or left) and clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
