@@ -28,8 +28,8 @@ faults miscategorised (a failure of another category, or a trial that did not fa
 and what a second cleanup still found. Targets: 0, 0, 0, "nothing left behind".
 
 A failed trial that no fault explains (none within its times: a layer kept dead from a fault between
-trials, say) is counted as miscategorised too. Run it on a machine where no other strata runs: the
-cgroup check reads every strata cgroup made while it ran.
+trials, say) is counted as miscategorised too. The cgroups checked are those this run's journals named
+(read every few seconds while it runs), so other runs on the machine are left out of the count.
 
     bench/chaos.py [--faults 100] [--seed 1] [--repetitions 7]
 """
@@ -184,7 +184,9 @@ def strata(args: list, env: dict, timeout: float = 3600) -> subprocess.Completed
     return subprocess.run(STRATA + [str(a) for a in args], capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def one_pass(c: Campaign, spec_file: Path, env: dict, workdir: Path, rng: random.Random, budget: int) -> bool:
+def one_pass(
+    c: Campaign, spec_file: Path, env: dict, workdir: Path, rng: random.Random, budget: int, cgroups: set[str]
+) -> bool:
     """Run (or resume) the campaign while faults come; True when strata was killed."""
     c.passes += 1
     resume = ["--resume"] if (c.out / "trials").exists() else []
@@ -199,10 +201,17 @@ def one_pass(c: Campaign, spec_file: Path, env: dict, workdir: Path, rng: random
     killed = threading.Event()
     stop = threading.Event()
 
+    state = Path(env["STRATA_STATE_DIR"])
+
     def schedule() -> None:
-        while not stop.is_set() and len(c.faults) < budget:
+        while not stop.is_set():
+            census(state, cgroups)
+            if len(c.faults) >= budget:
+                stop.wait(1)
+                continue
             if stop.wait(rng.uniform(2, 6)):
                 return
+            census(state, cgroups)
             kind = rng.choices(KINDS, [WEIGHTS[k] for k in KINDS])[0]  # drawn first: strata stays 1 in 9
             live = targets(proc.pid, workdir)[kind]
             if not live:
@@ -234,24 +243,34 @@ def _t(iso: str) -> float:
     return datetime.fromisoformat(iso).timestamp()
 
 
+def records(out: Path) -> list[dict]:
+    """Every stored attempt: a trial's `<id>.json`, and the failures a resume kept as `<id>.attempt-N.json`."""
+    found = []
+    for f in sorted((out / "trials").glob("*.json")):
+        with open(f) as fh:
+            found.append(json.load(fh))
+    return found
+
+
 def stored(out: Path) -> dict[str, dict]:
+    """Each trial's current record, `<id>.json`."""
     res = {}
     for f in (out / "trials").glob("*.json"):
-        with open(f) as fh:
-            r = json.load(fh)
-        res[r["trial_id"]] = r
+        if ".attempt-" not in f.name:
+            with open(f) as fh:
+                r = json.load(fh)
+            res[r["trial_id"]] = r
     return res
 
 
 def judge(c: Campaign, since: int) -> None:
     """The faults of the last pass against the trials stored then (before a resume runs them again)."""
-    results = stored(c.out)
+    attempts = records(c.out)
     for f in c.faults[since:]:
         if f.kind == "strata":
             f.verdict = "ok"  # its trial is not stored; the resume runs it
             continue
-        hit = [r for r in results.values() if _t(r["started_at"]) - EDGE_S <= f.t <= _t(r["finished_at"]) + EDGE_S]
-        inside = [r for r in hit if _t(r["started_at"]) + EDGE_S < f.t < _t(r["finished_at"]) - EDGE_S]
+        inside = [r for r in attempts if _t(r["started_at"]) + EDGE_S < f.t < _t(r["finished_at"]) - EDGE_S]
         if len(inside) != 1:
             f.verdict = "between"
             continue
@@ -276,7 +295,7 @@ def judge(c: Campaign, since: int) -> None:
 def unexplained(c: Campaign, since_t: float) -> list[str]:
     """Trials of the last pass that failed with no fault within their times."""
     out = []
-    for r in stored(c.out).values():
+    for r in records(c.out):
         if r["status"] != "failed" or _t(r["started_at"]) < since_t - EDGE_S:
             continue
         lo, hi = _t(r["started_at"]) - EDGE_S, _t(r["finished_at"]) + EDGE_S
@@ -286,7 +305,33 @@ def unexplained(c: Campaign, since_t: float) -> list[str]:
     return out
 
 
-def leftovers(workdir: Path, cgroups_before: set[Path]) -> list[str]:
+def census(state: Path, seen: set[str]) -> None:
+    """The cgroups this run's journals name (a daemon's or a store's parent, a native instance's paths), kept
+    while they exist: the journal of a run that ended is gone, and another run's cgroups are none of ours."""
+
+    def walk(v: object) -> None:
+        if isinstance(v, str) and (v.startswith("strata-") or "/sys/fs/cgroup/" in v):
+            seen.add(v.rstrip("/").rsplit("/", 1)[-1])
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    for j in (state / "journal").glob("*.jsonl"):
+        try:
+            lines = j.read_text().splitlines()
+        except OSError:
+            continue
+        for ln in lines:
+            try:
+                walk(json.loads(ln).get("data"))
+            except (ValueError, AttributeError):
+                continue
+
+
+def leftovers(workdir: Path, cgroups: set[str]) -> list[str]:
     left = [
         f"mount {ln.split()[1]}"
         for ln in Path("/proc/mounts").read_text().splitlines()
@@ -296,7 +341,7 @@ def leftovers(workdir: Path, cgroups_before: set[Path]) -> list[str]:
     left += [f"loop {ln}" for ln in loops.splitlines() if str(workdir) in ln]
     procs = _procs()
     left += [f"process {p} {n}: {c[:100]}" for p, (n, _, c) in procs.items() if str(workdir) in c and p != os.getpid()]
-    left += [f"cgroup {cg}" for cg in sorted(set(Path("/sys/fs/cgroup").glob("*/strata*")) - cgroups_before)]
+    left += [f"cgroup {cg}" for cg in sorted(Path("/sys/fs/cgroup").glob("*/strata*")) if cg.name in cgroups]
     return left
 
 
@@ -320,14 +365,14 @@ def main() -> int:
     base = a.keep or tmp / "results"
     base.mkdir(parents=True, exist_ok=True)
     campaigns = [Campaign(base / "c1")]
-    cgroups_before = set(Path("/sys/fs/cgroup").glob("*/strata*"))
+    cgroups: set[str] = set()  # named by this run's journals
     t0 = time.time()
     odd: list[str] = []
     while sum(c.passes for c in campaigns) < MAX_PASSES:
         c = campaigns[-1]
         total = sum(len(x.faults) for x in campaigns)
         since, since_t = len(c.faults), time.time()
-        killed = one_pass(c, spec_file, env, workdir, rng, a.faults - total + len(c.faults))
+        killed = one_pass(c, spec_file, env, workdir, rng, a.faults - total + len(c.faults), cgroups)
         judge(c, since)
         odd += unexplained(c, since_t)
         if killed:
@@ -343,17 +388,16 @@ def main() -> int:
     # the last pass of each campaign, with no faults: every planned trial stored as ok
     lost, twice, planned_all = 0, 0, 0
     for c in campaigns:
-        r = strata(["run", spec_file, "-o", c.out, "--resume"], env)
-        (c.out.with_suffix(".final.log")).write_text(r.stdout + r.stderr)
+        one_pass(c, spec_file, env, workdir, rng, 0, cgroups)  # no fault: the census only
         runs = sorted((c.out / "runs").glob("*.json"))
         planned = json.loads(runs[0].read_text())["trials"]
         planned_all += planned
         done = stored(c.out)
         lost += planned - sum(1 for x in done.values() if x["status"] == "ok")
-        ids = [json.loads(f.read_text())["trial_id"] for f in (c.out / "trials").glob("*.json")]
-        twice += len(ids) - len(set(ids))
+        ids = [r["trial_id"] for r in records(c.out) if r["status"] == "ok"]
+        twice += len(ids) - len(set(ids))  # a trial stored as ok once only, whatever its failed attempts
     first = strata(["cleanup"], env)
-    left = leftovers(workdir, cgroups_before)
+    left = leftovers(workdir, cgroups)
     second = strata(["cleanup"], env)
     faults = [f for c in campaigns for f in c.faults]
     bad = [f for f in faults if f.verdict.startswith("miscategorised")]

@@ -736,3 +736,19 @@ def test_a_daemon_alive_but_silent_for_the_grace_died(monkeypatch, tmp_path):
     finally:
         d.proc.kill()
         d.proc.wait()
+
+
+def test_a_dockerd_killed_as_it_starts_is_a_death_not_an_unsupported_driver(monkeypatch, tmp_path):
+    log = tmp_path / "dockerd.log"
+    log.write_text("level=info msg=starting\n")
+    monkeypatch.setattr(dockerd.DaemonPaths, "log", property(lambda self: log))
+    paths = dockerd.DaemonPaths("ab12cd34", tmp_path)
+    killed = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    killed.wait()
+    with pytest.raises(TrialFailure) as e:
+        dockerd.wait_ready(paths, killed)
+    assert e.value.category == "daemon_died" and e.value.layer == "runtime" and "signal 9" in str(e.value)
+    exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+    exited.wait()
+    with pytest.raises(Unsupported):  # it exited by itself: its log says what this host cannot do
+        dockerd.wait_ready(paths, exited)

@@ -327,3 +327,44 @@ def test_a_kept_remote_device_found_lost_is_built_again_with_what_stands_on_it(t
         assert [events.count((e, n)) for e, n in [("device+", "loop"), ("fs+", "xfs"), ("rt+", "native")]] == [2, 2, 2]
     finally:
         cache.close()
+
+
+def test_a_daemon_killed_as_it_starts_costs_one_trial_not_the_stack(tmp_path):
+    """A death while the layer is built (dockerd killed as it started) is a death, not what the host cannot
+    build: the trial fails `daemon_died`, the next one builds the layer again; only a second death ends it."""
+    import contextlib
+
+    from strata.core.errors import TrialFailure
+
+    exp, wls = _spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=3)
+    registries = fake_registries(tmp_path)
+    real = registries.runtimes["native"]
+    starts = []
+
+    class DiesAtFirstStart:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @contextlib.contextmanager
+        def provision(self, params, mounted, journal, workdir, host):
+            starts.append(1)
+            if len(starts) == 1:
+                raise TrialFailure("daemon_died", "dockerd was killed by signal 9 as it started", layer="runtime")
+            with real.provision(params, mounted, journal, workdir, host) as s:
+                yield s
+
+    registries.runtimes["native"] = DiesAtFirstStart()
+    trials, skipped = expand(exp, wls)
+    s = run_experiment(
+        exp,
+        wls,
+        trials,
+        skipped,
+        tmp_path / "out",
+        host=HOST,
+        registries=registries,
+        progress=Progress(len(trials), [0.1] * len(trials), quiet=True),
+    )
+    cats = sorted((r["status"], (r["flags"]["failed"] or {}).get("category")) for r in load_results(tmp_path / "out"))
+    assert cats == [("failed", "daemon_died"), ("ok", None), ("ok", None)] and s.failed == 1
+    assert len(starts) == 2

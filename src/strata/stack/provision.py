@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
-from strata.core.errors import LAYER_DIED, StrataError
+from strata.core.errors import LAYER_DIED, StrataError, TrialFailure
 from strata.core.jsondoc import JsonObject
 from strata.stack.blockdev import DeviceHandle
 from strata.stack.devices import REGISTRY as DEVICES
@@ -99,6 +99,10 @@ class StackCache:
             self._close_from(depth)
             try:
                 self._open(depth, trial)
+            except TrialFailure as e:  # a layer that died as it was built: died() counts it, a second ends it
+                if not e.layer:
+                    self.failed[key] = e
+                raise
             except Exception as e:
                 self.failed[key] = e
                 raise

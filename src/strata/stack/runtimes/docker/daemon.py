@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from strata.core.errors import StrataError, Unsupported
+from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.jsondoc import JsonObject, whole
 from strata.core.proc import CommandError
 from strata.stack.journal import Journal, Undos, need, strings
@@ -201,7 +201,15 @@ class Daemon:
 def wait_ready(paths: DaemonPaths, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
+        code = proc.poll()
+        if code is not None and code < 0:  # killed as it started: not what this host can build
+            raise TrialFailure(
+                "daemon_died",
+                f"dockerd was killed by signal {-code} as it started",
+                paths.log.read_text(errors="replace")[-STDERR_TAIL_CHARS:],
+                layer="runtime",
+            )
+        if code is not None:
             raise Unsupported(daemon_error(paths.log.read_text(errors="replace")))
         if answers(paths.sock, timeout=5):
             return

@@ -298,11 +298,18 @@ def docker_session(
         else workdir / f"docker-{driver}-{secrets.token_hex(3)}"
     )
     with private_daemon(driver, data_root, journal, remove_data_root=raw, prime_device=mounted.device.path) as daemon:
-        facts = {
-            **client.daemon_facts(daemon.sock, "private"),
-            "daemon_start_s": round(daemon.start_s, 3),
-            "cgroup_parent": daemon.paths.cgroup_parent,
-        }
+        try:
+            facts = {
+                **client.daemon_facts(daemon.sock, "private"),
+                "daemon_start_s": round(daemon.start_s, 3),
+                "cgroup_parent": daemon.paths.cgroup_parent,
+            }
+        except CommandError as e:
+            if daemon.died():
+                raise TrialFailure(
+                    "daemon_died", f"dockerd ({driver}) died as it started: {e}", daemon.log_tail(), layer="runtime"
+                ) from None
+            raise
         session = DockerSession(name, mounted, journal, daemon.sock, daemon.paths.id, daemon, facts)
         try:
             yield session
