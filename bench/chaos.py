@@ -15,10 +15,11 @@ Only processes of this run are touched: a part is ours if the strata process, or
 conmon of this run's workdir or daemon, is among its ancestors.
 
 Each fault's time is matched with the stored trial that was running then (its started_at..finished_at,
-read after that pass, before a resume runs a failed trial again); the trial must have failed, with the
-category the fault names: `daemon_died` (dockerd), `instance_died` (server; also for a container that
-held a server), `tool_error` (fio; a container of fio). A fault within 1 s of a trial's edge, or in no
-trial (between trials, in the run's own set-up), is counted as `between` and only has to lose nothing.
+read from every stored attempt, the failed ones kept as `<id>.attempt-K.json`; at the edge of two trials,
+the one that failed); the trial must have failed, with the category the fault names: `daemon_died`
+(dockerd), `instance_died` (server; also for a container that held a server), `tool_error` (fio; a
+container of fio). A fault in no trial (between trials, in the run's
+own set-up), or at the edge of two that both stood, is counted as `between` and only has to lose nothing.
 When a pass has stored every trial, the next one starts a new results directory with the same spec.
 When --faults are injected, each results directory gets a last `--resume` without faults.
 
@@ -270,7 +271,11 @@ def judge(c: Campaign, since: int) -> None:
         if f.kind == "strata":
             f.verdict = "ok"  # its trial is not stored; the resume runs it
             continue
-        inside = [r for r in attempts if _t(r["started_at"]) + EDGE_S < f.t < _t(r["finished_at"]) - EDGE_S]
+        # a fault ends its trial at once, so its time is near the trial's end: the window is the trial's, each
+        # edge widened by the stored times' whole second; at a boundary of two, the one that failed
+        inside = [r for r in attempts if _t(r["started_at"]) - EDGE_S <= f.t <= _t(r["finished_at"]) + EDGE_S]
+        if len(inside) > 1:
+            inside = [r for r in inside if r["status"] != "ok"] or inside
         if len(inside) != 1:
             f.verdict = "between"
             continue
@@ -400,6 +405,9 @@ def main() -> int:
     left = leftovers(workdir, cgroups)
     second = strata(["cleanup"], env)
     faults = [f for c in campaigns for f in c.faults]
+    (base / "faults.json").write_text(
+        json.dumps([{**vars(f), "campaign": c.out.name} for c in campaigns for f in c.faults], indent=1)
+    )
     bad = [f for f in faults if f.verdict.startswith("miscategorised")]
     print(
         f"chaos: seed {a.seed}, {len(campaigns)} results director(ies), {planned_all} trials planned, "

@@ -97,9 +97,15 @@ def test_resume_skips_stored_and_reruns_failed(tmp_path):
     victim["flags"]["failed"] = {"category": "tool_error", "message": "x", "stderr": ""}
     victim.pop("_path")
     store.result_path(victim["trial_id"]).write_text(json.dumps(victim))
+    (out / "trials" / victim["trial_id"] / "tx.4242").write_text("an earlier attempt's log\n")
     s = _run(tmp_path, exp, wls, out, resume=True)
     assert s.ok == 1 and s.skipped_stored == 3
     assert list((out / "trials").glob(f"{victim['trial_id']}.attempt-1.json"))
+    # its raw artifacts set aside whole: the new attempt's directory holds only its own (pgbench reads every log)
+    aside = out / "trials" / f"{victim['trial_id']}.earlier-1"
+    assert (aside / "tx.4242").exists() and not (out / "trials" / victim["trial_id"] / "tx.4242").exists()
+    assert (out / "trials" / victim["trial_id"] / "series.json").exists()
+    assert len(load_results(out)) == 4  # a directory set aside is no result
 
 
 def test_ok_results_are_never_overwritten(tmp_path):

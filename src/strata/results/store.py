@@ -5,6 +5,8 @@ Layout of a results directory:
     trials/<trial_id>.json      one result (results/result.py Result; its keys RESULT_FIELDS)
     trials/<trial_id>/          raw artifacts: inst-N/fio.json, series.json, logs
     trials/<trial_id>.attempt-K.json   an earlier failed attempt, kept when resumed
+    trials/<trial_id>.earlier-K/       an earlier attempt's raw artifacts (failed or killed), set aside when
+                                       the trial runs again; K counts in the order they were set aside
 
 The format's version and history, and the migrations of older results, are in schema.py.
 """
@@ -72,7 +74,16 @@ class ResultStore:
         return self.trials / f"{trial_id}.json"
 
     def artifacts_dir(self, trial_id: str) -> Path:
+        """The raw artifacts' directory of a new attempt of the trial. What an earlier attempt left there (a
+        failed or killed one, run again by --resume) is set aside whole as `<trial_id>.earlier-K/`: a workload
+        that reads every log of its directory (pgbench's per-process transaction logs) must not count an
+        earlier attempt's, and nothing of that attempt is overwritten."""
         d = self.trials / trial_id
+        if d.is_dir() and any(d.iterdir()):
+            k = 1
+            while (aside := self.trials / f"{trial_id}.earlier-{k}").exists():
+                k += 1
+            os.replace(d, aside)
         d.mkdir(parents=True, exist_ok=True)
         return d
 
