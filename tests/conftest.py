@@ -49,6 +49,7 @@ SHARED: dict[str, tuple[str, ...]] = {
         INTEGRATION + "test_remote_run.py",
         INTEGRATION + "test_studies.py::test_every_example_runs_to_a_complete_report_at_smoke_scale[shirinbab-runtimes",
         INTEGRATION + "test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[podman_vs_docker.py]",
+        INTEGRATION + "test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[chaos.py]",
     ),
 }
 
@@ -139,7 +140,7 @@ FULL_ONLY: dict[str, Why] = {
     **{
         BENCH + f"{bench}]": alone(f"bench/{bench} in its tiny mode")
         for bench in (
-            "auto_repetitions.py", "decisions_sim.py", "device_writes.py", "kubernetes_overhead.py", "order_cost.py",
+            "auto_repetitions.py", "chaos.py", "decisions_sim.py", "device_writes.py", "kubernetes_overhead.py", "order_cost.py",
             "overhead.py", "pgbench_overhead.py", "podman_vs_docker.py", "remote_hosts.py", "remote_overhead.py",
             "report_bench.py", "spec_fuzz.py", "swarm_overhead.py", "sysbench_overhead.py", "vm_overhead.py",
             "wml/run.sh", "ycsb_client.py", "ycsb_cluster_span.py", "ycsb_native_container.py", "ycsb_placement.py",

@@ -51,6 +51,15 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
             (r"pair 0: decisions agree: (yes|no: .+)", {}),
         ],
     ),
+    "chaos.py": (
+        [],
+        [
+            (r"faults injected (?P<faults>\d+); trials lost \d+ \(target 0; stored twice \d+\); miscategorised \d+",
+             {"faults": (1, 1000)}),
+            (r"leftovers (?P<left>\d+) \(target 0\)", {"left": (0, 0)}),  # whatever the faults: cleanup is whole
+            (r"fault +injected +in a trial +between +miscategorised", {}),
+        ],
+    ),
     "decisions_sim.py": (
         [],
         [(r"P\(any wrong answer per group\) <= 5%: met in (?P<met>\d+) of (?P<scenarios>\d+) scenarios",
