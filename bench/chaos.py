@@ -51,6 +51,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import tiny
 
@@ -65,6 +66,7 @@ EXPECTED = {
     "server": {"instance_died"},
     "container": {"tool_error", "instance_died"},
 }
+Procs = dict[int, tuple[str, int, str]]  # pid -> (name, ppid, command line)
 EDGE_S = 1.0  # the stored times are whole seconds
 MAX_PASSES = 200  # a stack that fails whatever happens must not keep the bench going
 
@@ -86,7 +88,7 @@ class Campaign:
     passes: int = 0
 
 
-def spec(workdir: Path, repetitions: int) -> dict:
+def spec(workdir: Path, repetitions: int) -> dict[str, Any]:
     return {
         "name": "chaos",
         "workdir": str(workdir),
@@ -122,7 +124,7 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def _procs() -> dict[int, tuple[str, int, str]]:
+def _procs() -> Procs:
     """pid -> (name, ppid, command line) of every live process."""
     out = {}
     for p in Path("/proc").iterdir():
@@ -133,7 +135,7 @@ def _procs() -> dict[int, tuple[str, int, str]]:
     return out
 
 
-def _ours(pid: int, procs: dict, roots: set[int], marks: list[str]) -> bool:
+def _ours(pid: int, procs: Procs, roots: set[int], marks: list[str]) -> bool:
     seen = 0
     while pid > 1 and pid in procs and seen < 64:
         if pid in roots or any(m in procs[pid][2] for m in marks):
@@ -169,7 +171,7 @@ def targets(strata_pid: int | None, workdir: Path) -> dict[str, list[tuple[int, 
     return found
 
 
-def _descendants(pid: int, procs: dict) -> set[int]:
+def _descendants(pid: int, procs: Procs) -> set[int]:
     kids, todo = set(), [pid]
     while todo:
         p = todo.pop()
@@ -183,12 +185,12 @@ def _descendants(pid: int, procs: dict) -> set[int]:
 # ---- a pass of strata, and the schedule that kills its parts -------------------------------------------
 
 
-def strata(args: list, env: dict, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+def strata(args: list[Any], env: dict[str, str], timeout: float = 3600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(STRATA + [str(a) for a in args], capture_output=True, text=True, env=env, timeout=timeout)
 
 
 def one_pass(
-    c: Campaign, spec_file: Path, env: dict, workdir: Path, rng: random.Random, budget: int, cgroups: set[str]
+    c: Campaign, spec_file: Path, env: dict[str, str], workdir: Path, rng: random.Random, budget: int, cgroups: set[str]
 ) -> bool:
     """Run (or resume) the campaign while faults come; True when strata was killed."""
     c.passes += 1
@@ -246,7 +248,7 @@ def _t(iso: str) -> float:
     return datetime.fromisoformat(iso).timestamp()
 
 
-def records(out: Path) -> list[dict]:
+def records(out: Path) -> list[dict[str, Any]]:
     """Every stored attempt: a trial's `<id>.json`, and the failures a resume kept as `<id>.attempt-N.json`."""
     found = []
     for f in sorted((out / "trials").glob("*.json")):
@@ -255,7 +257,7 @@ def records(out: Path) -> list[dict]:
     return found
 
 
-def stored(out: Path) -> dict[str, dict]:
+def stored(out: Path) -> dict[str, dict[str, Any]]:
     """Each trial's current record, `<id>.json`."""
     res = {}
     for f in (out / "trials").glob("*.json"):
