@@ -143,7 +143,8 @@ FULL_ONLY: dict[str, Why] = {
             "auto_repetitions.py", "chaos.py", "decisions_sim.py", "device_writes.py", "kubernetes_overhead.py",
             "order_cost.py", "overhead.py", "pgbench_overhead.py", "podman_vs_docker.py", "remote_hosts.py",
             "remote_overhead.py", "report_bench.py", "spec_fuzz.py", "swarm_overhead.py", "sysbench_overhead.py",
-            "vm_overhead.py", "wml/run.sh", "ycsb_client.py", "ycsb_cluster_span.py", "ycsb_native_container.py", "ycsb_placement.py",
+            "vm_overhead.py", "wml/run.sh", "ycsb_client.py", "ycsb_cluster_span.py", "ycsb_native_container.py",
+            "ycsb_placement.py",
         )
     },
     # ---- docker: the default tier keeps a real strata run in docker (quick.yaml, filebench, kubernetes'
