@@ -374,3 +374,24 @@ def test_a_daemon_killed_as_it_starts_costs_one_trial_not_the_stack(tmp_path):
     cats = sorted((r["status"], (r["flags"]["failed"] or {}).get("category")) for r in load_results(tmp_path / "out"))
     assert cats == [("failed", "daemon_died"), ("ok", None), ("ok", None)] and s.failed == 1
     assert len(starts) == 2
+
+
+def test_a_layer_that_stood_through_a_trial_between_its_deaths_is_built_again_each_time(tmp_path):
+    """Only deaths in a row end a stack: a daemon killed now and then (restarted by systemd, OOM-killed) costs
+    the trial it ran, not the run's remaining trials."""
+    from strata.stack.journal import Journal
+    from strata.stack.provision import StackCache
+
+    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=5))
+    events: list = []
+    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    try:
+        for i in range(2):  # dies, is rebuilt, stands through a trial; dies again, is rebuilt again
+            _, _, session = cache.get(trials[2 * i])
+            session.watch = lambda: ("daemon_died", "dockerd exited with code -9")
+            assert cache.get(trials[2 * i + 1])[2] is not session
+        assert events.count(("rt+", "native")) == 3
+        cache.get(trials[4])  # the rebuilt one stood: kept
+        assert events.count(("rt+", "native")) == 3
+    finally:
+        cache.close()

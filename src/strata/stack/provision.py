@@ -4,8 +4,8 @@ Layers nest (device -> file system -> runtime); when the next trial needs a
 different layer, that layer and every layer above it are torn down and built
 anew. A layer that died during a trial (a daemon, a remote target: the
 failure names the layer, or the kept layer's own watch says before the next
-trial that it is gone) is built again once for the next trial; a second
-death ends that stack with a clear message. The plugins come from the
+trial that it is gone) is built again for the next trial; a second death
+in a row, before a trial stood on the rebuilt layer, ends that stack with a clear message. The plugins come from the
 registries, which unit tests replace with fakes. What it reads of a trial is `StackSpec`: the experiment's
 trial (experiment/expand.py) is one, without stack/ importing the experiment above it.
 """
@@ -92,6 +92,7 @@ class StackCache:
                 raise self.failed[key]
             if depth < len(self.levels) and self.levels[depth][0] == key:
                 if not self._found_dead(depth):
+                    self.deaths.pop(key, None)  # it stood through a trial: only deaths in a row end a stack
                     continue
                 self.died(trial, LEVELS[depth])  # died after the last trial, or it was not told: built again
                 if key in self.failed:
@@ -167,7 +168,8 @@ class StackCache:
                 es.close()
         if self.deaths[key] > 1:
             self.failed[key] = StrataError(
-                f"the {layer} layer of {trial.stack} died twice in this run; its remaining trials are not run",
+                f"the {layer} layer of {trial.stack} died twice in a row, each time before a trial could stand on it; "
+                "its remaining trials in this run are not run",
                 "look at the failed trials' stderr (the log of what died), then "
                 "`strata run SPEC --resume` once the cause is fixed",
             )
