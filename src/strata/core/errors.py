@@ -52,8 +52,9 @@ FAILURE_CATEGORIES: dict[str, tuple[str, str]] = {
         "raise `limits.memory` or lower what each instance holds (bs x iodepth x numjobs, heap)",
     ),
     "daemon_died": (
-        "the container engine died during the trial",
-        "read its log in stderr; strata starts it again once for the next trial",
+        "the container engine (or the test bed's daemons) died during the trial or as it started",
+        "read its log in stderr; strata starts it again for the next trial "
+        "(twice in a row: that stack's remaining trials are not run)",
     ),
     "remote_lost": (
         "the remote storage target or its link was lost",
