@@ -73,9 +73,11 @@ def show(out: Path) -> None:
         m = r["metrics"]
         hosts = ", ".join(f"{h} {v['primary']['value']:.0f}" for h, v in (m.get("hosts") or {}).items())
         sync = r["flags"]["sync"]
+        read = (m.get("latency") or {}).get("READ")  # none when no read completed (a starved machine)
+        p99 = f"{read['p99_us'] / 1e3:.1f} ms" if read else "none (no read completed)"
         print(
             f"  {pl:>7} rep {r['labels'].get('repetition')}: {m['primary']['value']:7.0f} ops/s (hosts: {hosts}); "
-            f"read p99 {m['latency']['READ']['p99_us'] / 1e3:.1f} ms; client CPU share "
+            f"read p99 {p99}; client CPU share "
             f"{m['clients']['run'].get('client_cpu_share')}; sync {'suspect' if sync.get('suspect') else 'ok'} "
             f"(overlap {sync.get('overlap')}, host skew {sync.get('host_skew_s')})",
             flush=True,
