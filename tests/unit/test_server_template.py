@@ -249,3 +249,24 @@ def test_the_clients_cpu_share_is_read_where_the_workload_declares_it():
     assert usage.server_cpu_percent(r) == 35.0
     r["trial"] = {"workload": {"type": "fio"}}
     assert REGISTRY["fio"].metrics.client_cpu == () and usage.server_cpu_percent(r) == 60.0
+
+
+def test_a_step_that_fails_as_its_server_dies_is_the_servers_death(tmp_path):
+    """bench/chaos.py: a postmaster killed during the CHECKPOINT after the load closed the connection before its
+    container had ended; the step's failure waits for the servers to show a death (instance_died)."""
+    calls = []
+
+    def check(self, watch=None):
+        calls.append(1)
+        if len(calls) >= 3:  # the container ends a moment after the connection closed
+            raise TrialFailure("instance_died", "instance 0 ended with code 137 while it should have run")
+
+    running = type("R", (), {"check": check, "cgroups": [{}]})()
+    ctx = MeasureContext(running, None, 10, None, tmp_path)
+    (tmp_path / "inst-0").mkdir()
+    with pytest.raises(TrialFailure) as e:
+        Echo().fail_after(ctx, "the CHECKPOINT after the load failed on server 0: server closed the connection")
+    assert e.value.category == "instance_died"
+    calls.clear()
+    running.check = lambda self, watch=None: None  # every server stands: the step's own words
+    assert Echo().fail_after(ctx, "the CHECKPOINT failed: x").category == "tool_error"

@@ -205,8 +205,9 @@ class ServerTemplate(ToolWorkload[S], Constrained[S], ServerWorkload[S], HostToo
 
     def fail_after(self, ctx: MeasureContext, words: str, said: str = "") -> TrialFailure:
         """The failure of a step strata asked of the servers (a CHECKPOINT, a flush): a server that died, if one
-        did, is the cause (check_servers raises it); else `words`."""
-        lifecycle.check_servers(self, ctx)
+        did, is the cause (settle raises it: a killed server's connection closes before its process or container
+        has ended, so the servers get lifecycle.GRACE_S to show it); else `words`."""
+        lifecycle.settle(self, ctx)
         return TrialFailure("tool_error", words, said)
 
     def drives(self, params: S) -> bool:
