@@ -305,7 +305,8 @@ def unexplained(c: Campaign, since_t: float) -> tuple[list[str], int]:
 
 def census(state: Path, seen: set[str]) -> None:
     """The cgroups and run directories this run's journals name (a daemon's or a store's cgroup parent and run
-    directory, a native instance's cgroups), kept while they exist: the journal of a run that ended is gone, and another run's cgroups are none of ours."""
+    directory, a native instance's cgroups), kept while they exist: the journal of a run that ended is gone,
+    and another run's cgroups are none of ours."""
 
     def walk(v: object) -> None:
         if isinstance(v, str) and v.startswith(RUN_ROOT):  # a daemon's or a podman store's run directory
