@@ -33,13 +33,16 @@ trials, say) is counted as miscategorised too, but for the trials a stack did no
 died twice in a row (counted apart: the next pass runs them). The cgroups checked are those this run's journals named
 (read every few seconds while it runs), so other runs on the machine are left out of the count.
 
-    bench/chaos.py [--faults 100] [--seed 1] [--repetitions 7]
+Injecting stops after --faults, or after --minutes (the pass under way then runs to its end, without faults).
+
+    bench/chaos.py [--faults 100] [--seed 1] [--repetitions 7] [--minutes 120]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -177,7 +180,14 @@ def strata(args: list[Any], env: dict[str, str], timeout: float = 3600) -> subpr
 
 
 def one_pass(
-    c: Campaign, spec_file: Path, env: dict[str, str], workdir: Path, rng: random.Random, budget: int, cgroups: set[str]
+    c: Campaign,
+    spec_file: Path,
+    env: dict[str, str],
+    workdir: Path,
+    rng: random.Random,
+    budget: int,
+    cgroups: set[str],
+    deadline: float = math.inf,
 ) -> bool:
     """Run (or resume) the campaign while faults come; True when strata was killed."""
     c.passes += 1
@@ -198,7 +208,7 @@ def one_pass(
     def schedule() -> None:
         while not stop.is_set():
             census(state, cgroups)
-            if len(c.faults) >= budget:
+            if len(c.faults) >= budget or time.time() > deadline:
                 stop.wait(1)
                 continue
             if stop.wait(rng.uniform(2, 6)):
@@ -352,12 +362,13 @@ def main() -> int:
     p.add_argument("--faults", type=int, default=100, help="faults to inject (1 to 1000)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--repetitions", type=int, default=7, help="rounds of the spec (1 to 20): 6 trials each")
+    p.add_argument("--minutes", type=float, default=120, help="stop injecting after this long (1 to 600)")
     p.add_argument("--keep", type=Path, help="keep the results here")
     tiny.add(p)
     a = p.parse_args()
     is_tiny = tiny.apply(a, faults=3, repetitions=1)
-    if not 1 <= a.faults <= 1000 or not 1 <= a.repetitions <= 20:
-        p.error("--faults must be 1 to 1000 and --repetitions 1 to 20")
+    if not 1 <= a.faults <= 1000 or not 1 <= a.repetitions <= 20 or not 1 <= a.minutes <= 600:
+        p.error("--faults must be 1 to 1000, --repetitions 1 to 20 and --minutes 1 to 600")
     if os.geteuid() != 0:
         p.error("run as root: strata makes loop devices, file systems and daemons")
     rng = random.Random(a.seed)
@@ -371,20 +382,21 @@ def main() -> int:
     campaigns = [Campaign(base / "c1")]
     cgroups: set[str] = set()  # named by this run's journals
     t0 = time.time()
+    deadline = t0 + 60 * a.minutes
     odd: list[str] = []
     stopped = 0
     while sum(c.passes for c in campaigns) < MAX_PASSES:
         c = campaigns[-1]
         total = sum(len(x.faults) for x in campaigns)
         since, since_t = len(c.faults), time.time()
-        killed = one_pass(c, spec_file, env, workdir, rng, a.faults - total + len(c.faults), cgroups)
+        killed = one_pass(c, spec_file, env, workdir, rng, a.faults - total + len(c.faults), cgroups, deadline)
         judge(c, since)
         more, n = unexplained(c, since_t)
         odd, stopped = odd + more, stopped + n
         if killed:
             strata(["cleanup"], env)
         total = sum(len(x.faults) for x in campaigns)
-        if total >= a.faults:
+        if total >= a.faults or time.time() > deadline:
             break
         runs = list((c.out / "runs").glob("*.json"))
         planned = json.loads(runs[0].read_text())["trials"] if runs else None
