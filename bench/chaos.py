@@ -265,6 +265,14 @@ def stored(out: Path) -> dict[str, dict[str, Any]]:
     return res
 
 
+def _expected(kind: str, trial: dict[str, Any]) -> set[str]:
+    """The categories a fault of `kind` must give the trial it ended: a container's by the trial's workload,
+    not by what the container had started yet (a pgbench trial's may hold its server or a client)."""
+    if kind == "container":
+        return {"instance_died"} if trial["labels"]["workload"].startswith("pgbench") else {"tool_error"}
+    return EXPECTED[kind]
+
+
 def judge(c: Campaign, since: int) -> None:
     """The faults of the last pass against the trials stored then (before a resume runs them again)."""
     attempts = records(c.out)
@@ -282,9 +290,7 @@ def judge(c: Campaign, since: int) -> None:
             continue
         r = inside[0]
         failed = r["flags"].get("failed") or {}
-        want = EXPECTED[f.kind]
-        if f.kind == "container":  # by the trial's workload, not by what the container had started yet
-            want = {"instance_died"} if r["labels"]["workload"].startswith("pgbench") else {"tool_error"}
+        want = _expected(f.kind, r)
         if r["status"] == "ok":
             f.verdict = f"miscategorised: {r['trial_id']} {r['stack']} ok, not {sorted(want)}"
         elif failed.get("category") in want:

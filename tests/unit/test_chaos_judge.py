@@ -1,0 +1,45 @@
+"""bench/chaos.py's judgement of each fault against the stored attempt it ended (no machine needed)."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import chaos  # noqa: E402
+
+
+def _attempt(trials: Path, name: str, start: str, end: str, workload: str, category: str | None) -> None:
+    failed = {"category": category, "message": "m"} if category else None
+    doc = {
+        "trial_id": name.split(".")[0],
+        "stack": "loop/xfs/docker:overlay2/bind",
+        "labels": {"workload": workload},
+        "status": "failed" if category else "ok",
+        "started_at": f"2026-12-02T10:00:{start}+00:00",
+        "finished_at": f"2026-12-02T10:00:{end}+00:00",
+        "flags": {"failed": failed},
+    }
+    (trials / name).write_text(json.dumps(doc))
+
+
+def test_each_fault_is_judged_by_the_attempt_it_ended(tmp_path):
+    trials = tmp_path / "c1" / "trials"
+    trials.mkdir(parents=True)
+    t0 = chaos._t("2026-12-02T10:00:00+00:00")
+    _attempt(trials, "a.attempt-1.json", "00", "10", "pgbench-tpcb", "instance_died")  # a container of pgbench
+    _attempt(trials, "a.json", "30", "40", "pgbench-tpcb", None)
+    _attempt(trials, "b.json", "12", "20", "rr", "tool_error")  # fio, but a dockerd fault: wrong
+    _attempt(trials, "c.json", "50", "58", "rr", None)  # stood though its fio was killed: wrong
+    c = chaos.Campaign(tmp_path / "c1")
+    c.faults = [
+        chaos.Fault(t0 + 9.6, "container", 1, "container init sh"),
+        chaos.Fault(t0 + 15, "dockerd", 2, "dockerd"),
+        chaos.Fault(t0 + 25, "server", 3, "postgres"),  # in no trial
+        chaos.Fault(t0 + 55, "fio", 4, "fio"),
+        chaos.Fault(t0 + 35, "strata", 5, "strata run"),
+    ]
+    chaos.judge(c, 0)
+    verdicts = [f.verdict.split(":")[0] for f in c.faults]
+    assert verdicts == ["ok", "miscategorised", "between", "miscategorised", "ok"], [f.verdict for f in c.faults]
+    assert chaos.unexplained(c, t0) == ([], 0)  # every failure has its fault
