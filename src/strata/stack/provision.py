@@ -4,9 +4,9 @@ Layers nest (device -> file system -> runtime); when the next trial needs a
 different layer, that layer and every layer above it are torn down and built
 anew. A layer that died during a trial (a daemon, a remote target: the
 failure names the layer, or the kept layer's own watch says before the next
-trial that it is gone) is built again for the next trial; a second death
-in a row, before a trial stood on the rebuilt layer, ends that stack with a clear message. The plugins come from the
-registries, which unit tests replace with fakes. What it reads of a trial is `StackSpec`: the experiment's
+trial that it is gone) is built again for the next trial; a second death in
+a row, before a trial stood on the rebuilt layer, ends that stack with a clear
+message. The plugins come from the registries, which unit tests replace with fakes. What it reads of a trial is `StackSpec`: the experiment's
 trial (experiment/expand.py) is one, without stack/ importing the experiment above it.
 """
 
@@ -158,7 +158,8 @@ class StackCache:
         return failure is not None and LAYER_DIED.get(failure[0]) == LEVELS[depth]
 
     def died(self, trial: StackSpec, layer: str) -> None:
-        """A layer of the trial's stack died: tear it (and those above) down; build it again once."""
+        """A layer of the trial's stack died: tear it (and those above) down, to be built again for the next
+        trial; a second death in a row ends the stack."""
         depth = LEVELS.index(layer)
         key = self.keys(trial)[depth]
         self.deaths[key] = self.deaths.get(key, 0) + 1
