@@ -6,8 +6,9 @@ anew. A layer that died during a trial (a daemon, a remote target: the
 failure names the layer, or the kept layer's own watch says before the next
 trial that it is gone) is built again for the next trial; a second death in
 a row, before a trial stood on the rebuilt layer, ends that stack with a clear
-message. The plugins come from the registries, which unit tests replace with fakes. What it reads of a trial is `StackSpec`: the experiment's
-trial (experiment/expand.py) is one, without stack/ importing the experiment above it.
+message. The plugins come from the registries, which unit tests replace with
+fakes. What it reads of a trial is `StackSpec`: the experiment's trial
+(experiment/expand.py) is one, without stack/ importing the experiment above it.
 """
 
 from __future__ import annotations
