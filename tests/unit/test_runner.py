@@ -52,6 +52,14 @@ def state_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("STRATA_STATE_DIR", str(tmp_path / "state"))
 
 
+def _cache(tmp_path, events: list):
+    """A stack cache over the fake plugins, its journal in the test's state dir."""
+    from strata.stack.journal import Journal
+    from strata.stack.provision import StackCache
+
+    return StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+
+
 def test_whole_pipeline_stores_every_trial(tmp_path):
     exp, wls = _spec(tmp_path)
     events = []
@@ -282,12 +290,9 @@ def test_the_run_document_stores_the_order_its_seed_and_the_looks(tmp_path):
 def test_a_kept_runtime_whose_daemon_is_gone_is_built_again_before_the_next_trial(tmp_path):
     """The trial before may have read the death as another failure (a client's EOF): the session's own watch
     says so before the next trial, which gets a new runtime layer; a second death ends that stack."""
-    from strata.stack.journal import Journal
-    from strata.stack.provision import StackCache
-
     trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=3))
     events: list = []
-    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    cache = _cache(tmp_path, events)
     try:
         _, _, first = cache.get(trials[0])
         assert cache.get(trials[1])[2] is first and events.count(("rt+", "native")) == 1  # alive: kept
@@ -304,12 +309,9 @@ def test_a_kept_runtime_whose_daemon_is_gone_is_built_again_before_the_next_tria
 
 def test_a_lost_host_is_not_built_again(tmp_path):
     """Only a death that names a layer rebuilds it: a host that is gone is not a layer strata can build."""
-    from strata.stack.journal import Journal
-    from strata.stack.provision import StackCache
-
     trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=2))
     events: list = []
-    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    cache = _cache(tmp_path, events)
     try:
         _, _, first = cache.get(trials[0])
         first.watch = lambda: ("host_lost", "192.0.2.2 stopped answering")
@@ -319,12 +321,9 @@ def test_a_lost_host_is_not_built_again(tmp_path):
 
 
 def test_a_kept_remote_device_found_lost_is_built_again_with_what_stands_on_it(tmp_path):
-    from strata.stack.journal import Journal
-    from strata.stack.provision import StackCache
-
     trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=2))
     events: list = []
-    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    cache = _cache(tmp_path, events)
     try:
         device, _, first = cache.get(trials[0])
         device.watch = lambda: ("remote_lost", "nbdkit on 192.0.2.2 exited")
@@ -379,12 +378,9 @@ def test_a_daemon_killed_as_it_starts_costs_one_trial_not_the_stack(tmp_path):
 def test_a_layer_that_stood_through_a_trial_between_its_deaths_is_built_again_each_time(tmp_path):
     """Only deaths in a row end a stack: a daemon killed now and then (restarted by systemd, OOM-killed) costs
     the trial it ran, not the run's remaining trials."""
-    from strata.stack.journal import Journal
-    from strata.stack.provision import StackCache
-
     trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=5))
     events: list = []
-    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    cache = _cache(tmp_path, events)
     try:
         for i in range(2):  # dies, is rebuilt, stands through a trial; dies again, is rebuilt again
             _, _, session = cache.get(trials[2 * i])
