@@ -25,7 +25,8 @@ When --faults are injected, each results directory gets a last `--resume` withou
 
 At the end: trials lost (planned but not stored as ok after the last pass; or a trial stored twice),
 faults miscategorised (a failure of another category, or a trial that did not fail), leftovers after one
-`strata cleanup` (mounts, loop devices, processes of the workdir, cgroups, dockerd's run directories),
+`strata cleanup` (mounts, loop devices, processes of the workdir, cgroups and run directories, image
+copies in /var/tmp),
 and what a second cleanup still found. Targets: 0, 0, 0, "nothing left behind".
 
 A failed trial that no fault explains (none within its times: a layer kept dead from a fault between
@@ -41,6 +42,7 @@ Injecting stops after --faults, or after --minutes (the pass under way then runs
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -348,7 +350,12 @@ def census(state: Path, seen: set[str]) -> None:
                 continue
 
 
-def leftovers(workdir: Path, cgroups: set[str]) -> list[str]:
+def image_copies() -> set[Path]:
+    """containers/image's temporary copies in /var/tmp (a killed `podman load` left its blobs there)."""
+    return set(Path("/var/tmp").glob("storage*"))
+
+
+def leftovers(workdir: Path, cgroups: set[str], copies_before: set[Path]) -> list[str]:
     left = [
         f"mount {ln.split()[1]}"
         for ln in Path("/proc/mounts").read_text().splitlines()
@@ -360,6 +367,7 @@ def leftovers(workdir: Path, cgroups: set[str]) -> list[str]:
     left += [f"process {p} {n}: {c[:100]}" for p, (n, _, c) in procs.items() if str(workdir) in c and p != os.getpid()]
     left += [f"cgroup {cg}" for cg in sorted(Path("/sys/fs/cgroup").glob("*/strata*")) if cg.name in cgroups]
     left += [f"run directory {d}" for d in sorted(cgroups) if d.startswith(RUN_ROOT) and Path(d).exists()]
+    left += [f"image copy {d}" for d in sorted(image_copies() - copies_before)]
     return left
 
 
@@ -387,6 +395,7 @@ def main() -> int:
     base.mkdir(parents=True, exist_ok=True)
     campaigns = [Campaign(base / "c1")]
     cgroups: set[str] = set()  # named by this run's journals
+    copies_before = image_copies()
     t0 = time.time()
     deadline = t0 + 60 * a.minutes
     odd: list[str] = []
@@ -421,7 +430,9 @@ def main() -> int:
         ids = [r["trial_id"] for r in records(c.out) if r["status"] == "ok"]
         twice += len(ids) - len(set(ids))  # a trial stored as ok once only, whatever its failed attempts
     first = strata(["cleanup"], env)
-    left = leftovers(workdir, cgroups)
+    left = leftovers(workdir, cgroups, copies_before)
+    with contextlib.suppress(OSError):
+        workdir.rmdir()  # the workdir the first pass made (empty once cleaned up)
     second = strata(["cleanup"], env)
     faults = [f for c in campaigns for f in c.faults]
     (base / "faults.json").write_text(

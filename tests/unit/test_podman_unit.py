@@ -110,6 +110,10 @@ def test_each_store_has_its_own_locks_and_per_boot_files(tmp_path):
     (tmp_path / "run").mkdir()
     podman.write_conf(data)
     env = podman.client_env(data)
-    assert 'lock_type = "file"' in Path(env["CONTAINERS_CONF"]).read_text()
+    conf = Path(env["CONTAINERS_CONF"]).read_text()
+    assert 'lock_type = "file"' in conf
+    # an image's temporary copy in the store (removed with it), not in /var/tmp: a killed `podman load` left
+    # its blobs there (bench/chaos.py)
+    assert f'image_copy_tmp_dir = "{tmp_path / "root" / "tmp"}"' in conf and (tmp_path / "root" / "tmp").is_dir()
     args = podman.global_args(data)
     assert args[args.index("--tmpdir") + 1] == str(tmp_path / "run" / "libpod")

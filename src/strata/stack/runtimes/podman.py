@@ -106,8 +106,12 @@ def write_conf(data: dict[str, str]) -> None:
     """File locks in the store's run root instead of Podman's one shared-memory lock table
     (/dev/shm/libpod_lock, shared by every store on the host and the user's own podman): a
     client killed while it holds a lock, or a `podman wait` left blocked on the lock of a container
-    `rm` freed, then blocks nothing but this store, and the kernel drops a killed holder's flock."""
-    (Path(data["runroot"]) / CONF_NAME).write_text('[engine]\nlock_type = "file"\n')
+    `rm` freed, then blocks nothing but this store, and the kernel drops a killed holder's flock. An image's
+    temporary copy goes to the store too, not to /var/tmp, where a `podman load` killed mid-copy left its
+    blobs (hundreds of MiB each; found by bench/chaos.py), and is removed with the store."""
+    tmp = Path(data["root"]) / "tmp"  # an image's copy, in the store: a killed `podman load` leaves none in /var/tmp
+    tmp.mkdir(parents=True, exist_ok=True)
+    (Path(data["runroot"]) / CONF_NAME).write_text(f'[engine]\nlock_type = "file"\nimage_copy_tmp_dir = "{tmp}"\n')
 
 
 def podman(
