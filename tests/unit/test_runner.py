@@ -1,3 +1,4 @@
+import contextlib
 import json
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def _run(tmp_path, exp, wls, out, events=None, **kw):
         skipped,
         out,
         host=HOST,
-        registries=fake_registries(tmp_path, events, kw.pop("unsupported_runtime", None)),
+        registries=kw.pop("registries", None) or fake_registries(tmp_path, events, kw.pop("unsupported_runtime", None)),
         progress=Progress(len(trials), [0.1] * len(trials), quiet=True),
         **kw,
     )
@@ -52,12 +53,19 @@ def state_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("STRATA_STATE_DIR", str(tmp_path / "state"))
 
 
-def _cache(tmp_path, events: list):
-    """A stack cache over the fake plugins, its journal in the test's state dir."""
+@contextlib.contextmanager
+def _cache(tmp_path, repetitions: int):
+    """(a stack cache over the fake plugins, one stack's trials, the plugins' events), closed on the way out."""
     from strata.stack.journal import Journal
     from strata.stack.provision import StackCache
 
-    return StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=repetitions))
+    events: list = []
+    cache = StackCache(Journal("unit", tmp_path / "state"), tmp_path / "work", HOST, fake_registries(tmp_path, events))
+    try:
+        yield cache, trials, events
+    finally:
+        cache.close()
 
 
 def test_whole_pipeline_stores_every_trial(tmp_path):
@@ -290,10 +298,7 @@ def test_the_run_document_stores_the_order_its_seed_and_the_looks(tmp_path):
 def test_a_kept_runtime_whose_daemon_is_gone_is_built_again_before_the_next_trial(tmp_path):
     """The trial before may have read the death as another failure (a client's EOF): the session's own watch
     says so before the next trial, which gets a new runtime layer; a second death ends that stack."""
-    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=3))
-    events: list = []
-    cache = _cache(tmp_path, events)
-    try:
+    with _cache(tmp_path, 3) as (cache, trials, events):
         _, _, first = cache.get(trials[0])
         assert cache.get(trials[1])[2] is first and events.count(("rt+", "native")) == 1  # alive: kept
         first.watch = lambda: ("daemon_died", "dockerd exited with code -9")
@@ -303,35 +308,23 @@ def test_a_kept_runtime_whose_daemon_is_gone_is_built_again_before_the_next_tria
         second.watch = lambda: ("daemon_died", "dockerd exited with code -9")
         with pytest.raises(StrataError, match="died twice"):
             cache.get(trials[2])
-    finally:
-        cache.close()
 
 
 def test_a_lost_host_is_not_built_again(tmp_path):
     """Only a death that names a layer rebuilds it: a host that is gone is not a layer strata can build."""
-    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=2))
-    events: list = []
-    cache = _cache(tmp_path, events)
-    try:
+    with _cache(tmp_path, 2) as (cache, trials, events):
         _, _, first = cache.get(trials[0])
         first.watch = lambda: ("host_lost", "192.0.2.2 stopped answering")
         assert cache.get(trials[1])[2] is first and events.count(("rt+", "native")) == 1
-    finally:
-        cache.close()
 
 
 def test_a_kept_remote_device_found_lost_is_built_again_with_what_stands_on_it(tmp_path):
-    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=2))
-    events: list = []
-    cache = _cache(tmp_path, events)
-    try:
+    with _cache(tmp_path, 2) as (cache, trials, events):
         device, _, first = cache.get(trials[0])
         device.watch = lambda: ("remote_lost", "nbdkit on 192.0.2.2 exited")
         _, _, second = cache.get(trials[1])
         assert second is not first
         assert [events.count((e, n)) for e, n in [("device+", "loop"), ("fs+", "xfs"), ("rt+", "native")]] == [2, 2, 2]
-    finally:
-        cache.close()
 
 
 def test_a_daemon_killed_as_it_starts_costs_one_trial_not_the_stack(tmp_path):
@@ -359,17 +352,7 @@ def test_a_daemon_killed_as_it_starts_costs_one_trial_not_the_stack(tmp_path):
                 yield s
 
     registries.runtimes["native"] = DiesAtFirstStart()
-    trials, skipped = expand(exp, wls)
-    s = run_experiment(
-        exp,
-        wls,
-        trials,
-        skipped,
-        tmp_path / "out",
-        host=HOST,
-        registries=registries,
-        progress=Progress(len(trials), [0.1] * len(trials), quiet=True),
-    )
+    s = _run(tmp_path, exp, wls, tmp_path / "out", registries=registries)
     cats = sorted((r["status"], (r["flags"]["failed"] or {}).get("category")) for r in load_results(tmp_path / "out"))
     assert cats == [("failed", "daemon_died"), ("ok", None), ("ok", None)] and s.failed == 1
     assert len(starts) == 2
@@ -378,10 +361,7 @@ def test_a_daemon_killed_as_it_starts_costs_one_trial_not_the_stack(tmp_path):
 def test_a_layer_that_stood_through_a_trial_between_its_deaths_is_built_again_each_time(tmp_path):
     """Only deaths in a row end a stack: a daemon killed now and then (restarted by systemd, OOM-killed) costs
     the trial it ran, not the run's remaining trials."""
-    trials, _ = expand(*_spec(tmp_path, filesystems=["xfs"], paths=["bind"], repetitions=5))
-    events: list = []
-    cache = _cache(tmp_path, events)
-    try:
+    with _cache(tmp_path, 5) as (cache, trials, events):
         for i in range(2):  # dies, is rebuilt, stands through a trial; dies again, is rebuilt again
             _, _, session = cache.get(trials[2 * i])
             session.watch = lambda: ("daemon_died", "dockerd exited with code -9")
@@ -389,5 +369,3 @@ def test_a_layer_that_stood_through_a_trial_between_its_deaths_is_built_again_ea
         assert events.count(("rt+", "native")) == 3
         cache.get(trials[4])  # the rebuilt one stood: kept
         assert events.count(("rt+", "native")) == 3
-    finally:
-        cache.close()
