@@ -6,20 +6,29 @@ which differ between hosts whose specs differ in any detail. Each match gives
 B relative to A, decided as analysis/decisions/answer.py decides every comparison:
 higher, lower, the same within +-margin (A's `margin`, 5% by default), or
 undecided, on the log-scale 95% interval of the ratio of means (as pyperf's
-`compare_to` tells a change from noise).
+`compare_to` tells a change from noise). "Worse" follows the direction the workload
+declares for its headline (lower IOPS, or higher latency where that is the headline).
+
+As a gate (`strata compare A B --fail-on LEVEL`), a match fails at one of three levels,
+each holding the one before: `worse`, B decided worse than A by more than the margin (the
+whole interval beyond it); `regression`, B decided worse at all (the interval excludes no
+change, and does not lie within the margin); `undecided`, B not shown to be equivalent or
+better (also every match without an interval).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from strata.analysis.advice.compared import higher_is_better
 from strata.analysis.cells.baseline import apply_above_raw
 from strata.analysis.cells.cells import LABEL_KEYS, Cell, Result, build_cells
 from strata.analysis.cells.query import summary_of
-from strata.analysis.decisions.answer import BETTER, EQUIVALENT, WORSE, Answer, answer
+from strata.analysis.decisions.answer import BETTER, EQUIVALENT, UNDECIDED, WORSE, Answer, answer
 from strata.core.jsondoc import obj
 
 STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
+FAIL_ON = ("worse", "regression", "undecided")  # the gate's levels, each holding the one before
 
 
 def status(a: Answer) -> str:
@@ -38,7 +47,25 @@ class Match:
 
     @property
     def status(self) -> str:
-        return status(self.change)
+        """higher, lower, same or undecided: B's mean against A's (the direction is in `better`)."""
+        a = self.change
+        if a.outcome == EQUIVALENT or a.outcome == UNDECIDED:
+            return status(a)
+        return "higher" if (a.outcome == BETTER) == a.higher_is_better else "lower"
+
+    @property
+    def better(self) -> str:
+        """better, worse, same or undecided: B against A in the workload's own direction."""
+        return {BETTER: "better", WORSE: "worse", EQUIVALENT: "same"}.get(self.change.outcome, "undecided")
+
+    def fails(self, level: str) -> bool:
+        """Whether this match fails the gate at `level` (FAIL_ON; the module's docstring)."""
+        o = self.change.outcome
+        if level == "worse":
+            return o == WORSE and self.change.beyond_margin
+        if level == "regression":
+            return o == WORSE
+        return o in (WORSE, UNDECIDED)
 
     @property
     def name(self) -> str:
@@ -75,7 +102,8 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     return out
 
 
-def compare(results_a: list[Result], results_b: list[Result]) -> Comparison:
+def compare(results_a: list[Result], results_b: list[Result], margin: float | None = None) -> Comparison:
+    """B against A, configuration by configuration, at `margin` (default: A's, from its spec)."""
     ca, cb = build_cells(results_a, judge_steady=False), build_cells(results_b, judge_steady=False)
     apply_above_raw(ca)
     apply_above_raw(cb)
@@ -86,7 +114,7 @@ def compare(results_a: list[Result], results_b: list[Result]) -> Comparison:
         if a.unit != b.unit:
             mismatch.append(a.name)
             continue
-        ans = answer(summary_of(a), summary_of(b), a.margin)
+        ans = answer(summary_of(a), summary_of(b), a.margin if margin is None else margin, higher_is_better(a))
         matches.append(Match(dict(zip(LABEL_KEYS, key)), a.unit, a, b, ans, _differs(a, b)))
     only_a = [ia[k].name for k in sorted(set(ia) - set(ib))]
     only_b = [ib[k].name for k in sorted(set(ib) - set(ia))]

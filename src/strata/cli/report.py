@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from strata.cli.export import load_results_dir as load_results
+from strata.cli.jsonout import add_json_argument, emit
 from strata.core.errors import StrataError
 
 NAME = "report"
@@ -34,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="list the seed studies' claims that the report checks (id, claim, source, criterion)",
     )
+    add_json_argument(p, "print the summary as one JSON document instead of the text (the files are written as ever)")
 
 
 def list_findings() -> str:
@@ -58,9 +60,14 @@ def main(args: argparse.Namespace) -> int:
         raise StrataError("no results directory given", "strata report RESULTS (the directory of `strata run -o`)")
     results = load_results(args.results)
     title = args.title or "strata report: " + ", ".join(sorted({r.get("experiment", "") for r in results}))
-    _, files = report_files(results, title, tuple(args.series), args.jobs, args.png)
+    rep, files = report_files(results, title, tuple(args.series), args.jobs, args.png)
     out = Path(args.output or Path(args.results) / "report")
     write(files, out)
+    if args.json:
+        from strata.report.terminal import analysis_json
+
+        emit(NAME, {"results": args.results, "report": str(out / "report.html"), **analysis_json(rep.analysis)})
+        return 0
     print(files["summary.txt"].decode().rstrip())
     n_fig = sum(1 for k in files if k.endswith(".svg"))
     print(

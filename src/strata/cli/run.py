@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strata.cli.unsupported import record_unsupported
-from strata.cli.validate import print_plan
+from strata.cli.validate import add_part_arguments, print_plan
 from strata.core.errors import StrataError
 from strata.experiment.load import load_spec
 from strata.experiment.plan import resolve
@@ -38,12 +38,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="smoke: every stack, path, workload kind, load and report section of the spec, each trial made cheap "
         "(1 repetition, seconds, small sizes, sweeps cut to their ends): will it run here? (results/<name>-smoke)",
     )
+    add_part_arguments(p)
 
 
 def main(args: argparse.Namespace) -> int:
-    exp, workloads = load_spec(args.spec, args.scale)
+    exp, workloads = load_spec(args.spec, args.scale, args.set)
     host = run_host_facts(workloads)
     plan = resolve(exp, workloads, host)
+    if args.only:
+        plan = plan.only(args.only)
     out = Path(args.output or f"results/{exp.name}{'-smoke' if exp.scale == 'smoke' else ''}")
     check_scale(out, exp.scale)
     print_plan(exp, plan)
@@ -53,7 +56,15 @@ def main(args: argparse.Namespace) -> int:
     print(f"results: {out}")
     with _executor(exp) as executor:
         summary = run_experiment(
-            exp, workloads, plan.runnable, plan.skipped, out, resume=args.resume, host=host, executor=executor
+            exp,
+            workloads,
+            plan.runnable,
+            plan.skipped,
+            out,
+            resume=args.resume,
+            host=host,
+            executor=executor,
+            invocation={"set": list(args.set), "only": args.only},
         )
     record_unsupported(out, plan, summary.run_id, exp.name, host)
     print(

@@ -8,10 +8,13 @@ those each flag declares (`Declared.mark`, strata/results/flags/declared.py).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from strata.cli.export import load_results_dir
+from strata.cli.jsonout import add_json_argument, emit
 from strata.core.errors import FAILURE_CATEGORIES
 from strata.core.metrics import MetricSchema
 from strata.results import writes
@@ -24,6 +27,7 @@ HELP = "print stored results as a table, with validity flags"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", help="a results directory")
+    add_json_argument(p)
 
 
 def _num(v: float | None, scale: float, digits: int) -> str:
@@ -35,9 +39,9 @@ def headings(schemas: list[MetricSchema]) -> list[str]:
     return list(dict.fromkeys(h for s in schemas for m in s.fields for h, _ in m.shown()))
 
 
-def shown(r: dict[str, Any], schema: MetricSchema) -> dict[str, str]:
-    """{heading: text} of a result's fields, as its workload declares them; latencies of the direction
-    that did the most operations."""
+def values(r: dict[str, Any], schema: MetricSchema) -> dict[str, float]:
+    """{heading: value at the heading's scale} of a result's fields, as its workload declares them; latencies
+    of the direction that did the most operations."""
     d, out = schema.direction(r), {}
     for m in schema.fields:
         if m.show is None:
@@ -45,44 +49,106 @@ def shown(r: dict[str, Any], schema: MetricSchema) -> dict[str, str]:
         for heading, stat in m.shown():
             v = m.value(r, d, stat)
             if v is not None and heading not in out:
-                out[heading] = _num(v, m.show.scale, m.show.digits)
+                out[heading] = v / m.show.scale
     return out
 
 
-def table_text(results: list[dict[str, Any]]) -> str:
+def _digits() -> dict[str, int]:
+    """The digits each heading is printed with (the first workload that declares it)."""
+    from strata.workloads import declared
+
+    out: dict[str, int] = {}
+    for s in declared():
+        for m in s.fields:
+            if m.show is not None:
+                for heading, _ in m.shown():
+                    out.setdefault(heading, m.show.digits)
+    return out
+
+
+def rows(results: list[dict[str, Any]]) -> list[Row]:
+    """One row per stored result, in the table's order: what the text and `--json` both show."""
     from strata.workloads import declared, metrics_of
 
     measured = headings(declared())
-    head = ("stack", "workload", "load", "rep", "status", *measured, "WA", "flags")
     cols = columns()
-    rows = []
+    out = []
     for r in sorted(
         results,
         key=lambda r: (r.get("stack", ""), r["labels"]["workload"], r["labels"]["load"], r["labels"]["repetition"]),
     ):
         f = flatten(r, cols)
-        flags = marks(r)
-        values = shown(r, metrics_of(((r.get("trial") or {}).get("workload") or {}).get("type", "")))
-        rows.append(
-            (
-                f["stack"],
-                f["workload"],
-                f["load"],
-                str(f["repetition"]),
-                f["status"],
-                *(values.get(h, "-") for h in measured),
-                _num(writes.device(r), 1, 2),
-                " ".join(flags),
+        schema = metrics_of(((r.get("trial") or {}).get("workload") or {}).get("type", ""))
+        failed = Flags.of(r).failed
+        labels = r.get("labels") or {}
+        out.append(
+            Row(
+                str(r.get("trial_id", "")),
+                str(f["stack"]),
+                {k: str(labels.get(k, "")) for k in LABELS},
+                int(labels.get("repetition") or 0),
+                str(f["status"]),
+                {h: v for h, v in values(r, schema).items() if h in measured},
+                writes.device(r),
+                marks(r),
+                None if failed is None else {"category": failed.category or None, "message": failed.message},
+                [_warning(w) for w in r.get("warnings", [])],
             )
         )
-    if not rows:
+    return out
+
+
+LABELS = ("device", "filesystem", "runtime", "path", "workload", "load", "placement")
+
+
+@dataclass
+class Row:
+    trial_id: str
+    stack: str
+    labels: dict[str, str]
+    repetition: int
+    status: str
+    values: dict[str, float]  # heading -> value at the heading's scale (IOPS, MiB/s, us)
+    wa: float | None
+    flags: list[str]
+    failure: dict[str, str | None] | None
+    warnings: list[dict[str, str | None]]
+
+
+def _warning(w: object) -> dict[str, str | None]:
+    """A stored warning: {flag, message} (results before flags had names stored the message only)."""
+    if isinstance(w, dict):
+        return {"flag": str(w.get("flag") or "") or None, "message": str(w.get("message", ""))}
+    return {"flag": None, "message": str(w)}
+
+
+def table_text(results: list[dict[str, Any]]) -> str:
+    from strata.workloads import declared
+
+    measured = headings(declared())
+    head = ("stack", "workload", "load", "rep", "status", *measured, "WA", "flags")
+    digits = _digits()
+    table = [
+        (
+            row.stack,
+            row.labels["workload"],
+            row.labels["load"],
+            str(row.repetition),
+            row.status,
+            *(_num(row.values.get(h), 1, digits[h]) for h in measured),
+            _num(row.wa, 1, 2),
+            " ".join(row.flags),
+        )
+        for row in rows(results)
+    ]
+    if not table:
         return "no stored results"
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *table)]
 
     def line(row: Sequence[object]) -> str:
         return "  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip()
 
-    out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in table]
     notes = [w for r in results for w in r.get("warnings", [])]
     if any(writes.device(r) is not None for r in results):
         out += ["", WA_LEGEND]
@@ -91,6 +157,27 @@ def table_text(results: list[dict[str, Any]]) -> str:
         out.append("flags: " + legend())
     out += _legend(results)
     return "\n".join(out)
+
+
+def as_json(path: str, results: list[dict[str, Any]]) -> dict[str, object]:
+    """`strata show --json`: the table's rows with every value unrounded, and the legends (schema: cli/schemas.py)."""
+    from strata.workloads import declared
+
+    seen = sorted({f.category for r in results if (f := Flags.of(r).failed) and f.category})
+    return {
+        "results": path,
+        "columns": headings(declared()),
+        "rows": [dataclasses.asdict(row) for row in rows(results)],
+        "legend": {
+            "flags": legend(),
+            "wa": WA_LEGEND,
+            "failure_categories": {
+                c: {"meaning": FAILURE_CATEGORIES[c][0], "fix": FAILURE_CATEGORIES[c][1]}
+                for c in seen
+                if c in FAILURE_CATEGORIES
+            },
+        },
+    }
 
 
 WA_LEGEND = "WA = write amplification: bytes the device under test wrote per byte the workload wrote"
@@ -126,5 +213,9 @@ def _legend(results: list[dict[str, Any]]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    print(table_text(load_results_dir(args.results)))
+    results = load_results_dir(args.results)
+    if args.json:
+        emit(NAME, as_json(args.results, results))
+    else:
+        print(table_text(results))
     return 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from strata.cli.jsonout import add_json_argument, emit
+
 NAME = "studies"
 HELP = (
     "the seed studies: their experiments, the example that reproduces each and how it differs, what is not "
@@ -15,10 +17,14 @@ HELP = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("study", nargs="*", help="only these studies (003, 002, 004, 001: docs/studies.md numbers them)")
+    add_json_argument(p)
 
 
 def main(args: argparse.Namespace) -> int:
-    from strata.analysis.studies.overview import overview
+    from strata.analysis.studies.overview import overview, overview_doc
 
-    print(overview(args.study or None))
+    if args.json:
+        emit(NAME, overview_doc(args.study or None))
+    else:
+        print(overview(args.study or None))
     return 0

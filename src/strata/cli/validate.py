@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from strata.cli.jsonout import add_json_argument, emit
 from strata.core.host import host_facts
 from strata.experiment.expand import BASELINE_ROUNDS
 from strata.experiment.load import load_spec
@@ -21,12 +22,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", help="a YAML spec, e.g. examples/quick.yaml")
     p.add_argument("-v", "--verbose", action="store_true", help="list every trial")
     p.add_argument("--scale", choices=("full", "smoke"), default="full", help="the plan at this scale (see run)")
+    add_part_arguments(p)
+    add_json_argument(p)
+
+
+def add_part_arguments(p: argparse.ArgumentParser) -> None:
+    """--set and --only, the same for run and validate."""
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the spec (repeatable): a dotted path into the file, a YAML value, e.g. "
+        "--set devices.0.size=2GiB --set repetitions=3; validated like the file",
+    )
+    p.add_argument(
+        "--only",
+        metavar="EXPR",
+        help="only the trials whose labels match EXPR: words (globs) joined by and, or, not and parentheses, or "
+        "KEY=GLOB for one label (device, filesystem, runtime, path, workload, load, placement), e.g. "
+        "'xfs and rr and not docker'; --resume of the whole spec later runs the rest",
+    )
 
 
 def print_plan(exp: Experiment, plan: Plan, verbose: bool = False) -> None:
     print(
         f"experiment {exp.name}: {len(plan.trials)} trials ({len(plan.runnable)} runnable), "
         f"{len(plan.skipped)} impossible combinations skipped"
+        + (f"; the part --only {plan.part[0]!r} of {plan.part[1]} trials" if plan.part else "")
     )
     print("writes:")
     for w in plan.writes:
@@ -70,6 +93,48 @@ def print_plan(exp: Experiment, plan: Plan, verbose: bool = False) -> None:
             print(f"  {t.id} {t.label}{mark}")
 
 
+def plan_json(exp: Experiment, plan: Plan) -> dict[str, object]:
+    """`strata validate --json`: the plan the text prints, every trial listed (schema: cli/schemas.py)."""
+    repetitions: dict[str, object] = {"mode": "fixed", "count": exp.first_repetitions}
+    estimate = plan.estimate_s()
+    if exp.auto:
+        looks = Repetitions(exp, plan.runnable).looks
+        repetitions = {
+            "mode": "auto",
+            "min": exp.min_repetitions,
+            "max": exp.max_repetitions,
+            "looks": list(looks),
+            "margin": exp.margin,
+            "budget_s": exp.budget,
+        }
+        estimate_max = estimate * looks[-1] / exp.min_repetitions
+    else:
+        estimate_max = estimate
+    stacks = Counter(t.stack_key for t in plan.trials)
+    return {
+        "experiment": exp.name,
+        "scale": exp.scale,
+        "part": None if plan.part is None else {"only": plan.part[0], "of_trials": plan.part[1]},
+        "trials": [
+            {
+                "id": t.id,
+                "label": t.label,
+                "labels": t.names,
+                "repetition": t.repetition,
+                "unsupported": plan.unsupported.get(t.id),
+            }
+            for t in plan.trials
+        ],  # fmt: skip
+        "runnable": len(plan.runnable),
+        "writes": plan.writes,
+        "stacks": [{"stack": "/".join(k), "trials": n} for k, n in stacks.items()],
+        "repetitions": repetitions,
+        "estimate_s": {"first_rounds": estimate, "at_most": estimate_max},
+        "order_seed": exp.order_seed,
+        "skipped": [{"label": s.label, "reason": s.reason} for s in plan.skipped],
+    }
+
+
 def print_order(exp: Experiment, plan: Plan) -> None:
     """The random order within each planned round: its seed, and the stacks of each round in the order they run
     (each stack's trials together; `-v` lists every trial in run order)."""
@@ -86,7 +151,12 @@ def print_order(exp: Experiment, plan: Plan) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    exp, workloads = load_spec(args.spec, args.scale)
+    exp, workloads = load_spec(args.spec, args.scale, args.set)
     plan = resolve(exp, workloads, host_facts())
-    print_plan(exp, plan, args.verbose)
+    if args.only:
+        plan = plan.only(args.only)
+    if args.json:
+        emit(NAME, plan_json(exp, plan))
+    else:
+        print_plan(exp, plan, args.verbose)
     return 0

@@ -27,7 +27,7 @@ import itertools
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from strata.core.jsondoc import JsonObject
@@ -113,6 +113,19 @@ class Trial:
         return dataclasses.replace(self, repetition=repetition)
 
     @property
+    def names(self) -> dict[str, str]:
+        """The trial's labels, by layer (what `exclude:` and `--only` match: experiment/select.py)."""
+        return {
+            "device": self.device.name,
+            "filesystem": self.filesystem.name,
+            "runtime": self.runtime.name,
+            "path": self.path,
+            "workload": self.workload.name,
+            "load": self.load.name,
+            "placement": self.placement.name if self.placement else "",
+        }
+
+    @property
     def label(self) -> str:
         where = f" @{self.placement.name}" if self.placement else ""
         return f"{self.stack} {self.workload.name} {self.load.name}{where} #{self.repetition}"
@@ -136,6 +149,7 @@ def load_dump(load: Load) -> JsonObject:
 class Skipped:
     label: str
     reason: str
+    names: dict[str, str] = field(default_factory=dict, compare=False, hash=False)  # its labels, by layer
 
 
 def impossible(fs: FilesystemParams, rt: Layer, path: str, load: Load, workload: Layer | None) -> str | None:
@@ -210,7 +224,7 @@ def expand(exp: Experiment, workloads: list[Layer]) -> tuple[list[Trial], list[S
             f" @{where_name}" if where_name else ""
         )
         if reason or isinstance(placed, str):
-            skipped.append(Skipped(label, reason or str(placed)))
+            skipped.append(Skipped(label, reason or str(placed), names))
             continue
         for rep in range(exp.first_repetitions):
             t = Trial(dev, fs, rt, path, wl, load, rep, placed)

@@ -33,6 +33,8 @@ from strata.experiment.hosts import (
     normalize_placement,
 )
 from strata.experiment.model import Experiment
+from strata.experiment.overrides import apply as apply_overrides
+from strata.experiment.overrides import source_of
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
@@ -50,15 +52,20 @@ _UNION_TAGS = set(DEVICES) | set(RUNTIMES)
 Error = tuple[str, str, str]  # (key path, problem, fix)
 
 
-def load_spec(path: str | Path, scale: str = "full") -> tuple[Experiment, list[Layer]]:
-    """The experiment of a file, at its own scale or at `scale` (smoke: experiment/scale.py)."""
+def load_spec(
+    path: str | Path, scale: str = "full", overrides: list[str] | None = None
+) -> tuple[Experiment, list[Layer]]:
+    """The experiment of a file with the command line's `--set` overrides (experiment/overrides.py), at its own
+    scale or at `scale` (smoke: experiment/scale.py, applied after the overrides)."""
     path = Path(path)
     raw = _read_yaml(path)
+    if overrides:
+        raw = apply_overrides(raw, overrides, str(path))
     if scale == "smoke":
         from strata.experiment.scale import smoke
 
         raw = smoke(raw)
-    return parse_spec(raw, base_dir=path.parent, source=str(path))
+    return parse_spec(raw, base_dir=path.parent, source=source_of(str(path), overrides or []))
 
 
 def _fail(source: str, problem: str, fix: str) -> SpecErrors:

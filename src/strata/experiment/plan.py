@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.access import blocking
-from strata.core.errors import SpecErrors
+from strata.core.errors import SpecErrors, StrataError
 from strata.core.jsondoc import JsonObject
 from strata.core.params import Layer
-from strata.experiment import presets
+from strata.experiment import presets, select
 from strata.experiment.expand import Skipped, Trial, expand
 from strata.experiment.model import Experiment
 from strata.stack.devices import REGISTRY as DEVICES
@@ -41,6 +41,7 @@ class Plan:
     skipped: list[Skipped]
     unsupported: dict[str, str] = field(default_factory=dict)  # trial id -> reason
     writes: list[str] = field(default_factory=list)  # what gets written, in words
+    part: tuple[str, int] | None = None  # `--only EXPR` and the whole plan's count of trials (Plan.only)
 
     @property
     def runnable(self) -> list[Trial]:
@@ -50,6 +51,25 @@ class Plan:
         """Each trial's own estimate (its workload's), plus building each stack once."""
         stacks = {t.stack_key for t in self.runnable}
         return sum(t.workload_plugin.estimate_s(t.workload) for t in self.runnable) + STACK_OVERHEAD_S * len(stacks)
+
+    def only(self, expr: str) -> Plan:
+        """The plan of the trials whose labels match `--only EXPR` (experiment/select.py), or a StrataError
+        that lists the labels there are when none does."""
+        match = select.parse(expr)
+        trials = [t for t in self.trials if match(t.names)]
+        if not trials:
+            raise StrataError(
+                f"--only {expr!r} matches none of the plan's {len(self.trials)} trials",
+                f"match the labels there are: {select.labels_text([t.names for t in self.trials])}",
+            )
+        ids = {t.id for t in trials}
+        return Plan(
+            trials,
+            [s for s in self.skipped if match(s.names)],
+            {k: v for k, v in self.unsupported.items() if k in ids},
+            self.writes,
+            (expr, len(self.trials)),
+        )
 
     def too_large(self) -> str | None:
         """Why this plan needs the user's explicit go-ahead, or None."""

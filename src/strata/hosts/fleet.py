@@ -13,6 +13,7 @@ import secrets
 from typing import TYPE_CHECKING, Callable
 
 from strata.core.jsondoc import arr, num, obj
+from strata.run.doctor import check_doc
 from strata.stack.journal import Journal
 
 from .client import AgentRefused, AgentUnreachable
@@ -41,12 +42,32 @@ def _each(exp: Experiment, fn: Callable[[str, HostAgent], bool], log: Callable[[
     return bad
 
 
-def doctor(exp: Experiment, probe: bool, log: Callable[[str], None] = print) -> int:
+def doctor(
+    exp: Experiment, probe: bool, log: Callable[[str], None] = print, record: list[dict[str, object]] | None = None
+) -> int:
+    """Each host's checks, logged; with `record`, also one document per host appended to it (doctor --json)."""
+
     def one(name: str, a: HostAgent) -> bool:
         f = a.facts
         off = a.client.offset()
         clock = obj(f, "clock")
         kernel = obj(clock, "kernel")
+        rows = a.client.doctor(probe)
+        if record is not None:
+            record.append(
+                {
+                    "host": name,
+                    "node": {"hostname": a.node.get("hostname"), "address": a.node.get("address")},
+                    "agent": a.agent_id,
+                    "facts": {k: f.get(k) for k in ("os", "kernel", "cpus", "memory_bytes")},
+                    "clock": {
+                        "offset_s": off.offset_s,
+                        "uncertainty_s": off.uncertainty_s,
+                        "synchronized": kernel.get("synchronized"),
+                    },
+                    "checks": [check_doc(layer, plugin, reason) for layer, plugin, reason in rows],
+                }
+            )
         log(
             f"host {name}: node {a.node.get('hostname')} ({a.node.get('address')}), agent {a.agent_id}: "
             f"{f.get('os')}, kernel {f.get('kernel')}, {f.get('cpus')} CPUs, "
@@ -57,7 +78,6 @@ def doctor(exp: Experiment, probe: bool, log: Callable[[str], None] = print) -> 
             f"kernel synchronized: {kernel.get('synchronized')}"
             + (f", chrony offset {obj(clock, 'chrony').get('system_offset_s')} s" if "chrony" in clock else "")
         )
-        rows = a.client.doctor(probe)
         for layer, plugin, reason in rows:
             log(f"  {layer:<10} {plugin:<22} {'ok' if reason is None else 'NO'}" + (f"  {reason}" if reason else ""))
         return True

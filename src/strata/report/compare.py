@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from strata.analysis.cells.query import fmt, summary_of
-from strata.analysis.compare import Comparison
+from strata.analysis.compare import Comparison, Match
 from strata.report import figures
 from strata.report.csv import table_csv
 from strata.report.html import STYLE, inline_svg, table_html
@@ -102,6 +102,45 @@ def text(cmp: Comparison, name_a: str, name_b: str) -> str:
     if any(not m.change.known for m in cmp.matches):
         out.append("some changes have no interval: run 3 or more repetitions on both sides to tell significance")
     return "\n".join(out)
+
+
+def gate_text(failing: list[Match], level: str) -> str:
+    """What `--fail-on LEVEL` decided: each failing configuration with its interval, or that none failed."""
+    if not failing:
+        return f"gate --fail-on {level}: passed (no configuration fails at this level)"
+    lines = [f"gate --fail-on {level}: FAILED, {len(failing)} configuration(s):"]
+    lines += [f"  {m.name}: {m.better}, {m.change.interval_text()} at +-{m.change.margin:.0%}" for m in failing]
+    return "\n".join(lines)
+
+
+def as_json(cmp: Comparison, name_a: str, name_b: str, fail_on: str | None, failing: list[Match]) -> dict[str, object]:
+    """`strata compare --json` (its schema: strata/cli/schemas.py)."""
+    return {
+        "a": name_a,
+        "b": name_b,
+        "matches": [
+            {
+                "configuration": m.name,
+                "labels": m.labels,
+                "unit": m.unit,
+                "a": {"mean": summary_of(m.a).mean, "n": m.a.reps},
+                "b": {"mean": summary_of(m.b).mean, "n": m.b.reps},
+                "change": m.change.rel,
+                "ci_low": m.change.rel_low,
+                "ci_high": m.change.rel_high,
+                "margin": m.change.margin,
+                "higher_is_better": m.change.higher_is_better,
+                "status": m.status,
+                "b_is": m.better,
+                "differs": m.differs,
+            }
+            for m in cmp.matches
+        ],
+        "only_a": cmp.only_a,
+        "only_b": cmp.only_b,
+        "unit_mismatch": cmp.unit_mismatch,
+        "gate": None if fail_on is None else {"fail_on": fail_on, "failing": [m.name for m in failing]},
+    }
 
 
 def generate(cmp: Comparison, name_a: str, name_b: str, png: bool = False) -> dict[str, bytes]:

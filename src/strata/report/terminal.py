@@ -112,6 +112,44 @@ def analysis_text(a: Analysis) -> str:
     return "\n".join(lines)
 
 
+def analysis_json(a: Analysis) -> dict[str, object]:
+    """The summary as `strata report --json` prints it (schema: strata/cli/schemas.py): every configuration, not
+    only the first MAX_ROWS, with its mean, interval and flags; the warnings, advice and findings as sentences."""
+    n = a.counts
+    cells = []
+    for c in a.cells:
+        s = c.summary if c.values else None
+        r = ratio_to_raw(c, a.raw)
+        flags = {d.word: len(g.values) for d, g in c.groups() if g.values}
+        if c.failed:
+            flags[DECLARED[Flag.FAILED].word] = len(c.failed)
+        cells.append(
+            {
+                "stack": c.stack,
+                "tag": c.tag or None,
+                "labels": dict(c.labels),
+                "unit": c.unit,
+                "mean": s.mean if s is not None else None,
+                "half_width": s.half_width if s is not None else None,
+                "n": c.reps,
+                "x_raw": r.value if r else None,
+                "flags": flags,
+            }
+        )
+    return {
+        "smoke": a.smoke,
+        "trials": {"total": len(a.results), **{k: n.get(k, 0) for k in ("ok", "failed", "unsupported")}},
+        "hosts": len(a.hosts),
+        "configurations": cells,
+        "warnings": [{"kind": w.kind, "text": w.text(), "note": w.note, "items": w.items} for w in a.warnings],
+        "advice": [t for b in a.best for t in (b.text(), b.amplification) if t]
+        + [c.text() for c in a.containers]
+        + [m.text() for m in a.placement_advice],
+        "findings": [{"id": f.id, "status": o.status, "detail": o.detail} for f, o in a.findings],
+        "beside": [b.shape() for b in a.beside],
+    }
+
+
 def _apart_legend() -> str:
     """What each group a flag draws apart means (the flags' declarations): none is device performance."""
     groups = apart()

@@ -33,6 +33,12 @@ class Doctor(Protocol):
     def doctor(self, host: JsonObject, probe: bool) -> list[tuple[str, str | None]]: ...
 
 
+def check_doc(layer: str, name: str, reason: str | None) -> dict[str, str | None]:
+    """One row of `checks` as `strata doctor --json` gives it: ok, no, or not probed (`--quick`)."""
+    status = "ok" if reason is None else "not probed" if reason == NOT_PROBED else "no"
+    return {"layer": layer, "name": name, "status": status, "reason": reason}
+
+
 def checks(probe: bool = True) -> list[tuple[str, str, str | None]]:
     """(layer, name, None or why not) for every plugin of every layer; a plugin with variants (storage
     drivers) answers for each through its `doctor(host, probe)`."""

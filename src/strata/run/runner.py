@@ -100,6 +100,7 @@ def run_experiment(
     host: JsonObject | None = None,
     progress: Progress | None = None,
     executor: Trials | None = None,
+    invocation: JsonObject | None = None,
 ) -> RunSummary:
     host = host if host is not None else run_host_facts(workloads)
     store = ResultStore(out)
@@ -116,7 +117,9 @@ def run_experiment(
     run_doc = {
         "run_id": run_id,
         "experiment": exp.name,
-        "spec": exp.model_dump(),
+        "spec": exp.model_dump(),  # with the command line's overrides applied
+        # the command line's `--set` overrides and `--only` part (cli/run.py), when run from it
+        **({"invocation": invocation} if invocation else {}),
         "workloads": [w.model_dump() for w in workloads],
         "host": host,
         "started_at": now_iso(),

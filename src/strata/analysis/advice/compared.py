@@ -71,7 +71,7 @@ def of(group: list[Cell]) -> Compared:
     if offered is not None and offered.absolute(first.workload) is not None and first.schema.total_latency:
         stat = latency_stat(group)
         return Compared(f"{stat} latency", "ms", False, {c.key: _latency_runs(c, stat) for c in group})
-    return Compared("", first.unit, _higher_is_better(first), {c.key: c.runs for c in group})
+    return Compared("", first.unit, higher_is_better(first), {c.key: c.runs for c in group})
 
 
 def latency_stat(group: list[Cell]) -> str:
@@ -96,7 +96,7 @@ def _latency_runs(c: Cell, stat: str) -> Runs:
     return Runs.of(vals, rounds)
 
 
-def _higher_is_better(c: Cell) -> bool:
+def higher_is_better(c: Cell) -> bool:
     """The direction the workload declares for its headline (`Metric.better`); higher when it declares none."""
     name = next((str(obj(obj(r, "metrics"), "primary").get("metric", "")) for r in c.ok), "")
     fields = [f for f in c.schema.fields if f.headline and f.kind == "total"]

@@ -47,6 +47,70 @@ def overview(only: list[str] | None = None) -> str:
     return "\n".join(out)
 
 
+def overview_doc(only: list[str] | None = None) -> dict[str, object]:
+    """What `strata studies --json` prints: the same as `overview`, as data (schema: strata/cli/schemas.py)."""
+    known = [s.study for s in load()]
+    unknown = sorted(set(only or []) - set(known))
+    if unknown:
+        raise StrataError(f"no study {', '.join(unknown)}", f"name one of {', '.join(known)} (docs/studies.md)")
+    values = paper.load()
+    out = []
+    for s in load():
+        if only and s.study not in only:
+            continue
+        mine = [v for v in values if v.study == s.study]
+        out.append(
+            {
+                "study": s.study,
+                "reference": s.reference,
+                "measures": s.measures,
+                "differs": [{"what": what, "why": why} for what, why in s.differs],
+                "experiments": [
+                    {
+                        "where": e.where,
+                        "shows": e.shows,
+                        "example": e.example if e.example and not e.not_reproduced else None,
+                        "section": e.section or None,
+                        "not_reproduced": e.not_reproduced or None,
+                        "differs": e.differs or None,
+                    }
+                    for e in s.experiments
+                ],
+                "published_values": len(mine),
+                "unreproduced": [{"where": v.where, "why": v.not_reproduced} for v in mine if v.not_reproduced],
+                "result_cases": [
+                    {"name": c.name, "values": len(c.values)} for c in published.cases(s.study)
+                ],  # fmt: skip
+                "left_out": [
+                    {"where": x.value.where, "what": x.value.what, "why": x.why} for x in published.left_out(s.study)
+                ],
+                "unchecked_claims": [
+                    {"quote": c.quote.quote, "section": c.quote.section, "why": c.not_checkable}
+                    for c in s.claims
+                    if c.not_checkable
+                ],
+                "findings": [
+                    _finding_doc(f, published.judged(f, s.study))
+                    for f in FINDINGS
+                    if s.study in published.studies_of(f)
+                ],  # fmt: skip
+            }
+        )
+    return {"studies": out}
+
+
+def _finding_doc(f: Finding, o: Outcome) -> dict[str, object]:
+    return {
+        "id": f.id,
+        "own_reading": f.own_reading,
+        "status": o.status,
+        "claim": f.claim,
+        "criterion": f.criterion,
+        "numbers": list(o.numbers),
+        "to_decide": list(dict.fromkeys(o.needs)),
+    }
+
+
 def _experiment_lines(e: Experiment) -> list[str]:
     lines = [f"    {e.where}: {e.shows}"]
     if e.example and not e.not_reproduced:
