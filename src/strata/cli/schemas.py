@@ -51,7 +51,8 @@ CHECK = obj(layer=STR, name=STR, status={"enum": ["ok", "no", "not probed"]}, re
 
 PAYLOADS: dict[str, Schema] = {
     "show": obj(
-        "strata show --json: one row per stored trial, as the table, with the values unrounded",
+        "strata show --json: one row per stored trial, as the table, with the values unrounded; `values` is keyed "
+        "by the table's column headings, each value in its heading's unit (IOPS, MiB/s, us: microseconds)",
         results=STR,
         columns=arr(STR),
         rows=arr(
@@ -215,3 +216,65 @@ def fingerprint(command: str) -> str:
     """What a version holds: a short hash of its schema (tests/unit/test_json_output.py pins it per version)."""
     blob = json.dumps(schema(command), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _type(s: Schema) -> str:
+    if "anyOf" in s:
+        return " or ".join(_type(x) for x in s["anyOf"])
+    if "enum" in s:
+        return " | ".join(json.dumps(v) for v in s["enum"])
+    if "const" in s:
+        return json.dumps(s["const"])
+    t = s.get("type", "any")
+    if t == "array":
+        return f"array of {_type(s['items'])}"
+    if t == "object" and "additionalProperties" in s:
+        return f"map of {_type(s['additionalProperties'])}"
+    return str(t)
+
+
+def _members(s: Schema, path: str = "") -> list[str]:
+    """One line per member, its path (`rows[].labels`) and type, depth first."""
+    if "anyOf" in s:
+        inner = [x for x in s["anyOf"] if x.get("type") != "null"]
+        return _members(inner[0], path) if len(inner) == 1 else []
+    if s.get("type") == "array":
+        return _members(s["items"], path + "[]")
+    if "oneOf" in s:
+        out = []
+        for i, alt in enumerate(s["oneOf"], 1):
+            out.append(f"- one of ({i}):")
+            out += ["  " + line for line in _members(alt, path)]
+        return out
+    out = []
+    for name, sub in s.get("properties", {}).items():
+        here = f"{path}.{name}" if path else name
+        out.append(f"- `{here}`: {_type(sub)}")
+        out += _members(sub, here) if sub.get("type") in ("object", "array") or "anyOf" in sub else []
+    return out
+
+
+def markdown() -> str:
+    """docs/json.md (tests/unit/test_json_output.py keeps the file equal to this)."""
+    lines = [
+        "# JSON output",
+        "",
+        "<!-- generated from src/strata/cli/schemas.py: python -c 'from strata.cli.schemas import markdown; "
+        'print(markdown(), end="")\' > docs/json.md -->',
+        "",
+        "`strata show`, `compare`, `validate`, `doctor`, `studies` and `report` take `--json`: the command prints one",
+        "JSON document on stdout instead of its text, and exits as it would otherwise (docs/commands.md). An error",
+        "is still a message on stderr with exit 2, never a document. Each document names its schema first,",
+        '`"schema": "strata.<command>/<version>"`. Within a version members are only added; a member removed,',
+        "renamed or changed in meaning is a new version. Numbers JSON cannot hold (NaN, infinities) are null.",
+        "Each schema below is JSON Schema (draft 2020-12); every member listed is present (null where marked).",
+        "`strata export --ndjson FILE` writes each stored trial whole, one per line, in the stored result's own",
+        "format (its `schema_version`: src/strata/results/schema.py).",
+    ]
+    for command in VERSIONS:
+        s = schema(command)
+        lines += ["", f"## `{schema_id(command)}`", "", PAYLOADS[command].get("description", "") + ".", ""]
+        lines += _members(PAYLOADS[command])
+        lines += ["", "<details><summary>the schema</summary>", "", "```json", json.dumps(s, indent=1), "```", "",
+                  "</details>"]  # fmt: skip
+    return "\n".join(lines) + "\n"
