@@ -146,7 +146,7 @@ def test_interrupt_keeps_finished_trials(tmp_path):
     trials, skipped = expand(exp, wls)
 
     class Interrupting(Progress):
-        def start(self, label):
+        def start(self, label, live=None):
             if self.done_n == 2:
                 raise KeyboardInterrupt
 

@@ -1,13 +1,21 @@
-"""A progress line with ETA on stderr (a line per trial when stderr is not a terminal)."""
+"""A progress line with ETA on stderr (a line per trial when stderr is not a terminal).
+
+On a terminal the line also shows what the running trial does now, the workload's own current rate
+(workloads/base.py `LiveRate`: fio's status line, the databases' per-second lines), redrawn once a second
+by a thread of its own; not on a pipe or in a log, where a line a second would bury the trials' lines."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from strata.results.flags import Failure
 from strata.results.result import Result
+
+LIVE_S = 1.0  # how often the live rate is redrawn
 
 
 def fmt_s(s: float) -> str:
@@ -23,6 +31,10 @@ class Progress:
         self.quiet = quiet
         self.done_n, self.t0 = 0, time.time()
         self.spent_est = 0.0
+        self.lock = threading.Lock()  # the live thread and the trials' lines write the same line
+        self.line = ""
+        self.stop_live = threading.Event()
+        self.live_thread: threading.Thread | None = None
 
     def eta_s(self) -> float:
         remaining = sum(self.estimates[self.done_n :])
@@ -41,17 +53,45 @@ class Progress:
         self.total += 1
         self.estimates.append(estimate_s)
 
-    def start(self, label: str) -> None:
+    def start(self, label: str, live: Callable[[], str | None] | None = None) -> None:
+        """A trial starts; `live`, when given, says its current rate (shown on a terminal, once a second)."""
         if self.quiet:
             return
-        line = f"{self._bar()} {self.done_n}/{self.total} eta {fmt_s(self.eta_s())}  {label}"
-        if self.tty:
-            self.stream.write("\r\033[K" + line[:160])
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        self._stop_live()
+        self.line = f"{self._bar()} {self.done_n}/{self.total} eta {fmt_s(self.eta_s())}  {label}"
+        with self.lock:
+            if self.tty:
+                self.stream.write("\r\033[K" + self.line[:160])
+            else:
+                self.stream.write(self.line + "\n")
+            self.stream.flush()
+        if self.tty and live is not None:
+            self.stop_live.clear()
+            self.live_thread = threading.Thread(target=self._live, args=(live,), name="progress-live", daemon=True)
+            self.live_thread.start()
+
+    def _live(self, live: Callable[[], str | None]) -> None:
+        while not self.stop_live.wait(LIVE_S):
+            try:
+                now = live()
+            except Exception:  # noqa: BLE001  (what the line shows must never fail the trial)
+                now = None
+            if now is None:
+                continue
+            with self.lock:
+                if self.stop_live.is_set():
+                    return
+                self.stream.write("\r\033[K" + f"{self.line}  | now {now}"[:200])
+                self.stream.flush()
+
+    def _stop_live(self) -> None:
+        if self.live_thread is not None:
+            self.stop_live.set()
+            self.live_thread.join(timeout=5)
+            self.live_thread = None
 
     def done(self, result: Result) -> None:
+        self._stop_live()
         self.spent_est += self.estimates[self.done_n] if self.done_n < len(self.estimates) else 0
         self.done_n += 1
         if self.quiet:
@@ -66,10 +106,12 @@ class Progress:
     def note(self, text: str) -> None:
         if self.quiet:
             return
-        self.stream.write(("\r\033[K" if self.tty else "") + text + "\n")
-        self.stream.flush()
+        with self.lock:
+            self.stream.write(("\r\033[K" if self.tty else "") + text + "\n")
+            self.stream.flush()
 
     def finish(self) -> None:
+        self._stop_live()
         if not self.quiet and self.tty:
             self.stream.write("\r\033[K")
         if not self.quiet:

@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from strata.core.errors import StrataError
 from strata.core.jsondoc import JsonObject
@@ -25,6 +25,7 @@ from strata.run.trial import now_iso, run_trial
 from strata.stack.journal import Journal
 from strata.stack.provision import Registries, StackCache
 from strata.workloads import plugin_of
+from strata.workloads.base import LiveRate
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -146,7 +147,7 @@ def run_experiment(
                     continue
                 if t not in todo:  # a round `auto` added
                     progress.add(t.workload_plugin.estimate_s(t.workload))
-                progress.start(t.label)
+                progress.start(t.label, _live(t, store))
                 order.setdefault(t.repetition, []).append(t.label)
                 result = trials_on.run(t, store, run_id, exp.name, host)
                 result.design = reps.design_doc(t.workload.name)
@@ -183,6 +184,16 @@ def run_experiment(
             store.write_run(run_id, run_doc)
             progress.finish()
     return summary
+
+
+def _live(trial: Trial, store: ResultStore) -> Callable[[], str | None] | None:
+    """What the progress line calls for the trial's current rate: its workload's own (LiveRate), read from
+    the trial's artifacts directory while it runs here; None for a workload that says none."""
+    plugin = trial.workload_plugin
+    if not isinstance(plugin, LiveRate):
+        return None
+    trial_dir = store.trials / trial.id
+    return lambda: plugin.live_rate(trial_dir)
 
 
 def _variance(out: Path) -> JsonObject:

@@ -173,6 +173,15 @@ class Smoke(Protocol):
 
 
 @runtime_checkable
+class LiveRate(Protocol):
+    """A workload whose instances say their current rate while they run (fio's status line, the databases'
+    per-second lines): the progress line shows it (run/progress.py). Read from the files the instances write
+    under the trial's artifacts directory, never from the measurement, which this does not touch."""
+
+    def live_rate(self, trial_dir: Path) -> str | None: ...  # "24.5k IOPS, 96 MiB/s"; None: nothing to say yet
+
+
+@runtime_checkable
 class Upgrading(Protocol):
     """A workload whose part of the stored result changed with the format (schema.py)."""
 

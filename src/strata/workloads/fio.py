@@ -22,9 +22,11 @@ from strata.core.jsondoc import JsonArray, JsonObject, as_obj, num, obj, text
 from strata.core.metrics import Axis, BlockIo, Metric, MetricSchema, Show
 from strata.core.params import Load, Strict, size_at_most, size_field, sweep_ends
 from strata.core.units import parse_duration
+from strata.workloads import live
 from strata.workloads.base import (
     DeviceProbe,
     HostTools,
+    LiveRate,
     Parsed,
     Shorthand,
     Smoke,
@@ -162,7 +164,7 @@ class FioParams(Strict):
         return Path(self.file).read_text() if self.file else None
 
 
-class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, HostTools):
+class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, HostTools, LiveRate):
     name = "fio"
     params = FioParams
     metrics = METRICS
@@ -276,7 +278,14 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
             f"--write_bw_log={out}/fio",
             "--log_avg_msec=1000",
             "--per_job_logs=0",
+            # its status line a second on stdout (the instance's `stdout` file), beside the JSON in fio.json:
+            # the rate the progress line shows while the trial runs (live_rate)
+            "--eta=always",
+            "--eta-interval=1",
         ]
+
+    def live_rate(self, trial_dir: Path) -> str | None:
+        return live.fio_rate(trial_dir.glob("inst-*/stdout"))
 
     def _job(self, params: FioParams, load: Load, target: Target) -> list[str]:
         """The job without its output options: the same for the layout step and the run."""

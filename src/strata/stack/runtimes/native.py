@@ -78,7 +78,9 @@ class NativeSession:
         )
 
     def start(self, requests: list[InstanceRequest], handle: PathHandle, load: Load, sync_dir: Path) -> HostProcesses:
-        return HostProcesses(requests, self.journal, sync_dir=sync_dir)
+        # stdout to a file, as in a container: what an instance says while it runs (fio's status line) is read
+        # by the progress line (workloads/base.py LiveRate)
+        return HostProcesses(requests, self.journal, stdout_to_file=True, sync_dir=sync_dir)
 
     def watch(self) -> tuple[str, str] | None:
         return None

@@ -34,7 +34,8 @@ from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, Target
 from strata.core.metrics import Axis, Events, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
-from strata.workloads.base import MeasureContext, Parsed, Smoke, Workload, spec_file
+from strata.workloads import live
+from strata.workloads.base import LiveRate, MeasureContext, Parsed, Smoke, Workload, spec_file
 from strata.workloads.pgbench import metrics, postgres, sampling
 from strata.workloads.pgbench.params import PgbenchParams, entries
 from strata.workloads.pgbench.parse import failure, parse_progress, parse_summary
@@ -83,7 +84,7 @@ METRICS = MetricSchema(
 )
 
 
-class Pgbench(ServerTemplate[PgbenchParams], Smoke):
+class Pgbench(ServerTemplate[PgbenchParams], Smoke, LiveRate):
     name = "pgbench"
     params = PgbenchParams
     metrics = METRICS
@@ -167,6 +168,9 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke):
 
     def load_timeout_s(self, params: PgbenchParams) -> float:
         return 600 + params.scale * 3.0
+
+    def live_rate(self, trial_dir: Path) -> str | None:
+        return live.pgbench_rate(trial_dir)  # its clients' per-second lines
 
     def clients(self, phase: str, params: PgbenchParams, load: Load, out: Path, record: dict[str, Any]) -> list[Client]:
         servers = range(self.instances(params, load))

@@ -29,7 +29,8 @@ from strata.core.instances import ImageSpec, Target
 from strata.core.jsondoc import JsonObject
 from strata.core.metrics import Axis, Metric, MetricSchema, Show
 from strata.core.params import Load, sweep_ends
-from strata.workloads.base import MeasureContext, Parsed, Smoke, Workload
+from strata.workloads import live
+from strata.workloads.base import LiveRate, MeasureContext, Parsed, Smoke, Workload
 from strata.workloads.server import fields, lifecycle, records, transactions
 from strata.workloads.server.clients import Client
 from strata.workloads.server.script import sync_of
@@ -64,7 +65,7 @@ METRICS = MetricSchema(
 )
 
 
-class Sysbench(ServerTemplate[SysbenchParams], Smoke):
+class Sysbench(ServerTemplate[SysbenchParams], Smoke, LiveRate):
     name = "sysbench"
     params = SysbenchParams
     metrics = METRICS
@@ -140,6 +141,9 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke):
 
     def load_timeout_s(self, params: SysbenchParams) -> float:
         return 600 + params.tables * params.table_size / 5_000
+
+    def live_rate(self, trial_dir: Path) -> str | None:
+        return live.sysbench_rate(trial_dir)  # its clients' per-second lines
 
     def clients(self, phase: str, params: SysbenchParams, load: Load, out: Path, record: JsonObject) -> list[Client]:
         servers = range(self.instances(params, load))
