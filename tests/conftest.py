@@ -272,7 +272,6 @@ NOT_RUN_HERE: dict[str, str] = {
     "fault:container_start": f"{NO_TEST}: raised when the docker daemon refuses to create or start a container",
     "fault:runtime": f"{NO_TEST}: raised when a runtime fails while its instances run",
     "fault:provision": f"{NO_TEST}: raised when a command that builds a layer fails",
-    "command:compare": "runs on stored results only: tests/unit/test_report_cli.py",
     "command:studies": "reads the studies' published numbers, no machine: tests/unit/test_published.py runs it",
 }
 
