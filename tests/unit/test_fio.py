@@ -8,6 +8,7 @@ from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, Target
 from strata.core.params import Load
 from strata.workloads.fio import FIO, FioParams, aggregate, iops_series, load_fio_json
+from strata.workloads.fio import io_window as FIO_WINDOW
 from strata.workloads.latency import merge_bins, percentile, summarize
 
 DATA = Path(__file__).parents[1] / "data" / "fio" / "3.33"
@@ -95,6 +96,57 @@ def test_job_file_only_gets_its_target(tmp_path):
     assert FIO.direct_io(spec)
     FIO.stage(spec, tmp_path)
     assert (tmp_path / "job.fio").read_text() == job.read_text()
+
+
+def test_fio_holds_itself_at_the_barrier_after_its_setup(tmp_path):
+    """The real fio with the barrier's script (2 jobs): `ready` only when both jobs are set up, no I/O
+    before `go`, the measured I/O right after it, and no file in fio's working directory."""
+    import shutil
+    import subprocess
+    import time
+
+    if not shutil.which("fio"):
+        pytest.fail("fio is not installed: scripts/install installs it")
+    out, sync, data, cwd = (tmp_path / d for d in ("out", "sync", "data", "cwd"))
+    for d in (out, sync, data, cwd):
+        d.mkdir()
+    spec = FioParams(preset="rr", size="8M", runtime=1, ramp_time=0, direct=0)
+    assert FIO.barrier(spec) == "tool"
+    (out / "ready-jobs").write_text("job\njob\n")  # an earlier attempt's count
+    FIO.stage(spec, out)
+    argv = FIO.command(spec, Load(numjobs=2), Target("dir", str(data), str(out), sync_dir=str(sync)), 0)
+    assert not (out / "ready-jobs").exists()
+    subprocess.run(FIO.prepare(spec, Load(numjobs=2), Target("dir", str(data), str(out)), 0), check=True, cwd=cwd)
+    p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "ready").exists():
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr and p.stderr.read()
+            time.sleep(0.01)
+        assert (out / "ready-jobs").read_text() == "job\njob\n"
+        time.sleep(1.0)
+        assert p.poll() is None  # held
+        go = time.time()
+        (sync / "go").touch()
+        assert p.wait(timeout=60) == 0
+    finally:
+        p.kill()
+    start, end = FIO_WINDOW(json.loads((out / "fio.json").read_text()))
+    assert go - 0.05 < start < go + 0.5 and end > start
+    assert list(cwd.iterdir()) == []
+
+
+def test_a_job_file_and_a_run_without_barrier_get_no_prerun(tmp_path):
+    job = tmp_path / "x.fio"
+    job.write_text("[a]\nrw=randread\nsize=8m\n")
+    spec = FIO.parse_params({"type": "fio", "file": str(job)}, tmp_path)
+    assert FIO.barrier(spec) == "wrapper"
+    held = Target("dir", "/d", "/o", sync_dir="/s")
+    assert not any(a.startswith("--exec_prerun") for a in FIO.command(spec, Load(), held, 0))
+    local = FIO.command(FioParams(preset="rr"), Load(), Target("dir", "/d", "/o"), 0)
+    assert not any(a.startswith("--exec_prerun") for a in local)
+    (prerun,) = [a for a in FIO.command(FioParams(preset="rr"), Load(numjobs=3), held, 0) if "prerun" in a]
+    assert prerun == "--exec_prerun=sh /o/fio-barrier.sh /s/go /o/ready 3 #"
 
 
 def test_iops_series_from_fio_log(tmp_path):

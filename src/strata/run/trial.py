@@ -288,7 +288,7 @@ def _requests(
                 wl.command(params, load, target, i),
                 out,
                 prepare=wl.prepare(params, load, target, i),
-                barrier=wl.barrier,
+                barrier=wl.barrier(params),
                 network=network_of(wl, params),
                 image=image,
             )

@@ -135,13 +135,14 @@ class Workload(Protocol[P]):
 
     name: str  # registry key = spec `type` = JSON `workload.type`
     params: type[P]
-    barrier: str  # "wrapper": the runtime holds each instance at the start; "tool": the tool holds itself
     metrics: MetricSchema  # its result fields: columns, sweep axes, latencies, the headline's candidates
 
     @property
     def targets(self) -> tuple[str, ...]: ...  # the target kinds it runs on: "dir", "device" (a block device)
 
     def parse_params(self, raw: JsonObject, base_dir: Path) -> P: ...  # the spec's entry
+    # "wrapper": the runtime holds each instance at the start; "tool": the tool holds itself, after its own setup
+    def barrier(self, params: P) -> str: ...
     def available(self, host: Mapping[str, object], params: P | None = None) -> str | None: ...  # host facts
     def validate(self, params: P) -> list[str]: ...  # deeper checks before anything is built
     def versions(self) -> dict[str, str | None]: ...  # tool versions, stored with the host facts
@@ -303,7 +304,6 @@ class ToolWorkload(Generic[P]):
 
     name: str
     params: type[P]
-    barrier = "wrapper"
     targets: tuple[str, ...] = ("dir", "device")
     metrics: MetricSchema = EMPTY
 
@@ -312,6 +312,9 @@ class ToolWorkload(Generic[P]):
 
     def available(self, host: Mapping[str, object], params: P | None = None) -> str | None:
         return None
+
+    def barrier(self, params: P) -> str:
+        return "wrapper"
 
     def validate(self, params: P) -> list[str]:
         return []

@@ -101,7 +101,6 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
     name = "filebench"
     params = FilebenchParams
     metrics = METRICS
-    barrier = "tool"  # the engine makes its filesets, says it is ready and waits for the start itself
     targets = ("dir",)  # filesets are directory trees
 
     def smoke(self, raw: JsonObject) -> JsonObject:
@@ -123,6 +122,9 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
 
     def parse_params(self, raw: JsonObject, base_dir: Path) -> FilebenchParams:
         return FilebenchParams.model_validate(resolve_file(raw, base_dir, "Filebench file"))
+
+    def barrier(self, params: FilebenchParams) -> str:
+        return "tool"  # the engine makes its filesets, says it is ready and waits for the start itself
 
     def upgrade(self, result: JsonObject, version: int) -> None:
         """v1 -> v2: the headline is MB/s (study 004's unit), as the v1 report showed it."""
