@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from strata.collectors.cgroup import final_sections
+from strata.core import release
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest
 from strata.core.params import Limits, Load
@@ -429,8 +430,11 @@ def running_with(session, tmp_path, n: int) -> containers.DockerRunning:
 def test_wait_collects_outputs_and_removes_containers(monkeypatch, tmp_path):
     s = fake_session(monkeypatch, tmp_path, {"codes": {"c0": 0, "c1": 2}})
     r = running_with(s, tmp_path, 2)
+    before = time.time()
     go = r.go()
-    assert (tmp_path / "sync" / "go").exists() and go <= time.time()
+    # `go` names the start, a lead ahead, so every waiter starts then however late it saw the file
+    named = int((tmp_path / "sync" / "go").read_text()) / 1e9
+    assert named == pytest.approx(go, abs=1e-6) and before < go <= time.time() + release.LEAD_S
     outs = r.wait(10)
     assert [(o.index, o.returncode, o.start_time_s, o.end_time_s) for o in outs] == [
         (0, 0, 100.5, 102.25),

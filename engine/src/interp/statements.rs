@@ -323,6 +323,12 @@ impl Interp {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
+            // strata's `go` names the start (ns since the epoch, a little after it was written): wait for it,
+            // so every instance starts then however late it saw the file; anything else starts at once
+            let at = std::fs::read_to_string(go).ok().and_then(|t| t.trim().parse::<u64>().ok());
+            if let Some(ahead) = at.map(|ns| ns as f64 / 1e9 - unix_now()).filter(|s| *s > 0.0 && *s < 60.0) {
+                std::thread::sleep(std::time::Duration::from_secs_f64(ahead));
+            }
         }
         Ok(())
     }

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from strata.collectors.cgroup import oom_kills
+from strata.core import release
 from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
 from strata.core.jsondoc import JsonObject
@@ -151,13 +152,14 @@ class HostProcesses:
                 )
 
     def go(self) -> float:
-        t = time.time()
-        if self.sync_dir is not None:
-            (self.sync_dir / "go").touch()  # the instances that wait for it themselves
-        for i, r in enumerate(self.requests):
-            if i not in self.procs:
-                self._launch(i, r)
-        return t
+        """Release the instances that wait themselves (`go` names their start) and launch the others then."""
+        at = release.release(self.sync_dir) if self.sync_dir is not None else time.time()
+        held = [(i, r) for i, r in enumerate(self.requests) if i not in self.procs]
+        if held:
+            release.sleep_until(at)
+        for i, r in held:
+            self._launch(i, r)
+        return at
 
     def _launch(self, i: int, r: InstanceRequest) -> None:
         dirs = self._cgroup(i)

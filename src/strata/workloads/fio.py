@@ -17,6 +17,7 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from strata.core import release
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.jsondoc import JsonArray, JsonObject, as_obj, num, obj, text
@@ -350,13 +351,12 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
 
 # fio's `exec_prerun` runs in each job after its files are open and before its clock starts (backend.c,
 # thread_main): there each job adds itself to READY_JOBS, the last one writes the instance's `ready`, and
-# all wait for `go` ($1: go, $2: ready, $3: jobs). Polled as the container wrapper polls.
+# all wait for `go` and the start it names ($1: go, $2: ready, $3: jobs), as the container wrapper does.
 BARRIER_SCRIPT = "fio-barrier.sh"
 READY_JOBS = "ready-jobs"
 HOLD = """echo job >> "$2-jobs"
 if [ "$(wc -l < "$2-jobs")" -ge "$3" ]; then date +%s.%N > "$2.tmp" && mv "$2.tmp" "$2"; fi
-while [ ! -e "$1" ]; do sleep 0.005; done
-"""
+""" + release.wait_sh('"$1"')
 
 
 def _held(load: Load, target: Target) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from strata.core import release
 from strata.core.errors import StrataError
 from strata.core.instances import InstanceRequest
 from strata.core.params import Limits
@@ -46,8 +47,7 @@ if [ -e {OUT_DIR}/prepare.sh ]; then
 fi
 if [ ! -e {OUT_DIR}/tool-barrier ]; then
   date +%s.%N >{OUT_DIR}/ready
-  while [ ! -e {SYNC_DIR}/go ]; do sleep 0.005; done
-fi
+{release.wait_sh(f"{SYNC_DIR}/{release.GO}")}fi
 date +%s.%N >{OUT_DIR}/start
 "$@"
 rc=$?

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from strata.collectors.cgroup import final_counters, oom_kills
+from strata.core import release
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
 from strata.core.jsondoc import JsonObject, as_obj
@@ -148,9 +149,7 @@ class DockerRunning:
             time.sleep(0.05)
 
     def go(self) -> float:
-        t = time.time()
-        (self.sync_dir / "go").touch()
-        return t
+        return release.release(self.sync_dir)
 
     def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]:
         codes = self._exit_codes(timeout_s, watch)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
+from strata.core import release
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import InstanceOutput, InstanceRequest, Watch
 from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text, whole
@@ -118,9 +119,7 @@ class KubeRunning:
             self.on_ready()
 
     def go(self) -> float:
-        t = time.time()
-        (self.sync_dir / "go").touch()
-        return t
+        return release.release(self.sync_dir)
 
     def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]:
         deadline = time.monotonic() + timeout_s
