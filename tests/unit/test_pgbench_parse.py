@@ -385,11 +385,20 @@ def test_a_write_runs_wal_must_reach_the_device(tmp_path):
     )
 
 
-def test_a_tpcb_like_run_far_below_memory_is_flagged_for_its_reads_although_its_wal_reached_the_device(tmp_path):
+def test_a_tpcb_like_run_far_below_memory_says_its_reads_and_stays_compared_on_its_wal_flushes(tmp_path):
+    """Its commits wait on the WAL's flush, which is storage: the reads from memory are said (raised, expected),
+    the trial is not drawn apart; without the WAL reaching the device, or with commits that do not wait, it is."""
     p = PgbenchParams(clients=4, threads=2)
     parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["tpcb"], _observed(1, 200 * MiB)), 1))
+    assert parsed.memory["write_bound"] is True
     j = _judge(parsed, disk_read=0, disk_write=260 * MiB)
-    assert j.suspect and "its reads come from memory" in j.reason and j.evidence["write_disk_share"] > 1
+    assert j.suspect and j.expected and not j.warns and j.evidence["write_disk_share"] > 1
+    assert "its reads come from memory" in j.reason and "write-bound (its commits wait on the WAL's flush" in j.reason
+    short = _judge(parsed, disk_read=0, disk_write=3 * MiB)  # the WAL stayed in a cache: drawn apart
+    assert short.warns and "its reads come from memory" in short.reason and "loop7 moved 3 MiB" in short.reason
+    lax = PgbenchParams(clients=4, threads=2, synchronous_commit="off")
+    parsed = PGBENCH.parse(lax, _outputs(_trial(tmp_path / "lax", ["tpcb"], _observed(1, 200 * MiB)), 1))
+    assert "write_bound" not in parsed.memory and _judge(parsed, disk_read=0, disk_write=260 * MiB).warns
 
 
 def test_fio_keeps_its_words_in_the_cache_rule():

@@ -305,3 +305,51 @@ def test_fuzz_the_parser_never_raises_anything_but_a_trial_failure(tmp_path):
             assert sum(run.histogram.values()) == run.summary.events
         f = parse.failure("run", rng.choice([1, 2, -9, 139]), text)
         assert f.category in ("bad_input", "tool_error", "disk_full") and len(str(f)) < 1000
+
+
+def _judged(parsed, disk_read: int, disk_write: int):
+    from strata.results import validity
+
+    disks = {"loop7": {"read_bytes": disk_read, "write_bytes": disk_write}}
+    return validity.cache(
+        parsed.moved_bytes, disks, SYSBENCH.direct_io(None), "bind", parsed.moved_basis, parsed.memory
+    )
+
+
+def test_a_read_only_run_its_buffer_pool_holds_is_flagged_with_the_rows_that_would_not_fit(tmp_path):
+    """40 MiB of data beside a 128 MiB buffer pool (O_DIRECT): its reads come from memory, whatever the device
+    read; the fix names the rows a server needs (2 x 128 MiB / 40 MiB x 10,000 rows) and the pool."""
+    art = _trial(tmp_path, ["read_only"], read=8 << 20, data_set=40 << 20)
+    p = SysbenchParams(script="oltp_read_only", tables=1, table_size=10_000)
+    parsed = SYSBENCH.parse(p, [InstanceOutput(0, art / "inst-0", 0, "")])
+    j = _judged(parsed, disk_read=8 << 20, disk_write=0)
+    assert j.warns and "its reads come from memory" in j.reason and "write-bound" not in j.reason, j.reason
+    assert "tables x table_size of 64,001 rows or more a server (now 10,000" in j.reason
+    assert "a smaller innodb_buffer_pool_size" in j.reason
+    beyond = SysbenchParams(script="oltp_read_only", innodb_buffer_pool_size="16MiB")
+    parsed = SYSBENCH.parse(beyond, [InstanceOutput(0, art / "inst-0", 0, "")])
+    assert not _judged(parsed, disk_read=8 << 20, disk_write=0).suspect  # beyond the pool: read from its files
+
+
+def test_a_durable_write_run_says_its_reads_and_declares_innodbs_fsyncs(tmp_path):
+    art = _trial(tmp_path, ["read_write"], redo=40 << 20, data_set=40 << 20)
+    record = json.loads((art / "sysbench" / "clients.json").read_text())
+    record["observed"]["after"][0]["innodb_data_fsyncs"] = 3000
+    (art / "sysbench" / "clients.json").write_text(json.dumps(record))
+    parsed = SYSBENCH.parse(SysbenchParams(), [InstanceOutput(0, art / "inst-0", 0, "")])
+    assert (parsed.syncs.count, parsed.syncs.streams, parsed.syncs.what) == (3000, 2, "InnoDB's fsyncs")
+    j = _judged(parsed, disk_read=0, disk_write=60 << 20)
+    assert j.suspect and j.expected and not j.warns and "innodb_flush_log_at_trx_commit 1" in j.reason
+    lax = SysbenchParams(innodb_flush_log_at_trx_commit=2)
+    parsed = SYSBENCH.parse(lax, [InstanceOutput(0, art / "inst-0", 0, "")])
+    assert _judged(parsed, disk_read=0, disk_write=60 << 20).warns  # commits that do not wait: memory decides
+    three = SysbenchParams(innodb_flush_log_at_trx_commit=3)
+    parsed = SYSBENCH.parse(three, [InstanceOutput(0, art / "inst-0", 0, "")])
+    assert parsed.memory["write_bound"] is True
+
+
+def test_under_an_offered_rate_the_rate_is_stored_as_offered(tmp_path):
+    art = _trial(tmp_path, ["rate"])
+    m = SYSBENCH.parse(SysbenchParams(rate=200), [InstanceOutput(0, art / "inst-0", 0, "")]).metrics
+    assert m["offered"] == {"rate_tx_s": 200, "servers": 1}
+    assert SYSBENCH.metrics.offered is not None and SYSBENCH.metrics.offered.absolute({"rate": 200}) == 200

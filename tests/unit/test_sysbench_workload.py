@@ -124,7 +124,11 @@ def test_clients_and_rates_are_sweeps_and_none_is_flat_out(tmp_path):
         ("innodb_buffer_pool_size", "2TiB", "less than or equal to"),
         ("innodb_buffer_pool_size", "lots", "not a size"),
         ("innodb_log_file_size", "1MiB", "greater than or equal to 4194304"),
-        ("innodb_flush_log_at_trx_commit", 3, "0, 1 or 2"),
+        ("innodb_flush_log_at_trx_commit", 4, "0, 1, 2 or 3"),
+        ("rand_type", "zipfian", "zipfian needs sysbench 1.1"),
+        ("rand_type", "normal", "special', 'uniform', 'gaussian' or 'pareto'"),
+        ("rand_spec_pct", 0, "greater than or equal to 1"),
+        ("rand_pareto_h", 1, "less than 1"),
         ("innodb_flush_method", "O_SYNC", "'fsync', 'O_DSYNC'"),
         ("innodb_doublewrite", "sometimes", "valid boolean"),
         ("start_timeout", 1, "greater than or equal to 10"),
@@ -342,6 +346,32 @@ def test_each_phase_runs_one_sysbench_per_server(tmp_path):
     assert a[-2:] == ["oltp_read_write", "run"]
     (warm,) = SYSBENCH.clients("warmup", p, Load(), tmp_path, {})
     assert "--time=5" in warm.argv and "--histogram=on" not in warm.argv
+    # the draws: sysbench's own default said, on the warm-up and the run alike, never on the load
+    assert {"--rand-type=special", "--rand-spec-pct=1", "--rand-spec-res=75"} <= set(a) & set(warm.argv)
+    assert not any(x.startswith("--rand") for x in load[0].argv)
+
+
+@pytest.mark.parametrize(
+    "given, options, named",
+    [
+        ({"rand_type": "uniform"}, ["--rand-type=uniform"], "-rand_uniform"),
+        (
+            {"rand_type": "pareto", "rand_pareto_h": 0.1},
+            ["--rand-type=pareto", "--rand-pareto-h=0.1"],
+            "-rand_pareto_0.1",
+        ),
+        (
+            {"rand_spec_res": 50},
+            ["--rand-type=special", "--rand-spec-pct=1", "--rand-spec-res=50"],
+            "-rand_special_50-1",
+        ),
+        ({}, ["--rand-type=special", "--rand-spec-pct=1", "--rand-spec-res=75"], None),
+    ],
+)
+def test_the_draws_are_sysbenchs_options_and_a_non_default_is_in_the_name(given, options, named):
+    p = SysbenchParams(**given)
+    assert p.rand() == options
+    assert (named in p.name) if named else "-rand" not in p.name
 
 
 # ---- loads and runtimes ------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def cache(
     fits = memory_rule(memory)
     if not disks:
         if fits is not None:
-            return Judgement(Flag.CACHE, True, fits, evidence={"memory": _memory_evidence(memory)})
+            return _fits(fits, memory, {"memory": _memory_evidence(memory)}, [])
         return Judgement(Flag.CACHE, False, "no diskstats for the device: not checked")
     under_test = next(iter(disks.values()))
     per_disk: dict[str, dict[str, float]] = {name: {} for name in disks}
@@ -89,16 +89,33 @@ def cache(
         evidence["basis"] = basis
     if memory is not None:
         evidence["memory"] = _memory_evidence(memory)
-    if fits is not None:
-        reasons.insert(0, fits)
     shares = per_disk[next(iter(disks))]  # the share beside the bytes it is the share of: the device under test's
     if "read_share" in shares:
         evidence["read_disk_share"] = shares["read_share"]
     if "write_share" in shares:
         evidence["write_disk_share"] = shares["write_share"]
+    if fits is not None:
+        return _fits(fits, memory, evidence, reasons)
     return Judgement(
         Flag.CACHE, bool(reasons), "; ".join(reasons) or "every layer moved the workload's bytes", evidence=evidence
     )
+
+
+def _fits(fits: str, memory: Mapping[str, object] | None, evidence: CacheEvidence, reasons: list[str]) -> Cache:
+    """A data set that fits in memory: its reads come from memory, so a run bound by its reads measures memory
+    and is drawn apart. A write-bound run (`memory.write_bound`: its commits wait on its log's flush) measures
+    the storage that flush reaches: its reads are said (the flag raised, and expected), and it stays comparable
+    unless the bytes or the flushes (the flush check) say otherwise."""
+    if memory and memory.get("write_bound") is True and not reasons:
+        why = memory.get("write_bound_words") or "its commits wait on its log's flush to the device"
+        return Judgement(
+            Flag.CACHE,
+            True,
+            f"{fits}; write-bound ({why}), so it is compared: the flush and byte checks judge its storage",
+            expected=True,
+            evidence=evidence,
+        )
+    return Judgement(Flag.CACHE, True, "; ".join([fits, *reasons]), evidence=evidence)
 
 
 def byte_count(disk: Mapping[str, object], key: str) -> int:

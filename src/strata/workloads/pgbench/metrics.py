@@ -269,6 +269,11 @@ def _memory(params: PgbenchParams, data: int | None, mem: int | None, of: str) -
     out = memory.data_set(data, mem, of)
     if out is None or not data or mem is None:
         return out
+    if params.writes and params.fsync and params.synchronous_commit != "off":
+        out["write_bound"] = True
+        out["write_bound_words"] = (
+            f"its commits wait on the WAL's flush: synchronous_commit {params.synchronous_commit}"
+        )
     per_scale = data / params.scale
     need = int(2 * mem // per_scale) + 1
     out["fix"] = (

@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from strata.core.jsondoc import JsonObject, arr
-from strata.workloads.base import Parsed, headline
+from strata.workloads.base import Parsed, Syncs, headline
 from strata.workloads.server import latency, memory, records
 from strata.workloads.sysbench import parse as sp
 from strata.workloads.sysbench.mariadb import STATUS
@@ -72,8 +72,12 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
     if params.rate is not None:
         queues = [i.queue for r in runs for i in r.intervals if i.queue is not None]
         metrics["queue"] = {"max_length": max(queues, default=None), "seconds": len(queues)}
+        metrics["offered"] = {"rate_tx_s": params.rate, "servers": records.servers(recs)}
     moved = {"read": (innodb or {}).get("innodb_data_read", 0), "write": (innodb or {}).get("innodb_os_log_written", 0)}
     series = _series(runs)
+    # MariaDB 10.11 counts its redo log's fsyncs with its data files' (Innodb_data_fsyncs: 215 for 200 commits at
+    # innodb_flush_log_at_trx_commit=1, measured): a server's log flushes one at a time, its data files beside it
+    syncs = Syncs(innodb["innodb_data_fsyncs"], 2 * records.servers(recs), "InnoDB's fsyncs") if innodb else None
     return Parsed(
         metrics,
         moved,
@@ -81,6 +85,8 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
         [r.window for r in runs],
         dirs,
         moved_basis="as InnoDB's reads from its files and its redo log",
+        memory=_memory(params, metrics["cache"]),
+        syncs=syncs,
     )
 
 
@@ -155,5 +161,30 @@ def _cache(params: SysbenchParams, recs: list[JsonObject]) -> JsonObject:
     if judged is None or data is None or mem is None:
         return {"data_set_bytes": data, "memory_bytes": mem, "memory_of": of}
     rows = params.tables * params.table_size
-    fix = f"raise tables x table_size ({rows:,} rows a server) above what {of.split(' (')[0]} hold"
+    need = int(2 * mem / (data / (rows * servers)) / servers) + 1 if data else rows
+    shrink = (
+        "or a smaller innodb_buffer_pool_size"
+        if params.innodb_flush_method in DIRECT
+        else "or in a container a memory limit (limits.memory) below half the data set"
+    )
+    fix = (
+        f"for the device, a data set beyond that memory: tables x table_size of {need:,} rows or more a server "
+        f"(now {rows:,}; twice the memory), {shrink}"
+    )
     return {**judged, "fits": data <= mem, "fix": fix}
+
+
+def _memory(params: SysbenchParams, cache: JsonObject) -> JsonObject | None:
+    """What the cache rule judges (`Parsed.memory`): the data set beside the memory that caches it, and whether
+    the run is write-bound (its commits wait on the redo log's flush, which is storage)."""
+    out = memory.data_set(cache.get("data_set_bytes"), cache.get("memory_bytes"), str(cache.get("memory_of") or ""))
+    if out is None:
+        return None
+    out["fix"] = cache.get("fix")
+    if params.writes and params.durable:
+        out["write_bound"] = True
+        out["write_bound_words"] = (
+            f"its commits wait on the redo log's flush: innodb_flush_log_at_trx_commit "
+            f"{params.innodb_flush_log_at_trx_commit}"
+        )
+    return out

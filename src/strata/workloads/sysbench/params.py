@@ -1,7 +1,7 @@
 """The `sysbench` workload's spec: MariaDB 10.11 servers on the path under test, sysbench 1.0.20 on the host.
 
 `sysbench: {script: oltp_read_write, tables: 4, table_size: 100000, clients: [1, 8, 32], runtime: 60,
-warmup: 10, rate: none, innodb_buffer_pool_size: 128MiB, innodb_flush_log_at_trx_commit: 1,
+warmup: 10, rand_type: special, rate: none, innodb_buffer_pool_size: 128MiB, innodb_flush_log_at_trx_commit: 1,
 innodb_flush_method: O_DIRECT, innodb_log_file_size: 96MiB, innodb_doublewrite: true, settings: {...},
 redo_log: none}`. Every number is bounded; a list of any key is a sweep (experiment/load.py). `script` is
 one of sysbench's OLTP scripts or `file:PATH`, a Lua script of your own run as it is (against the tables
@@ -72,6 +72,17 @@ class SysbenchParams(Strict):
     )
     runtime: int = fields.runtime_field("seconds of the measured run (sysbench --time)")
     warmup: int = fields.warmup_field(0)
+    rand_type: Literal["special", "uniform", "gaussian", "pareto"] = Field(
+        default="special",
+        description="sysbench --rand-type, how the rows a transaction touches are drawn: special (sysbench's "
+        "default: rand_spec_res% of the draws go to rand_spec_pct% of the rows), uniform, gaussian, pareto "
+        "(zipfian needs sysbench 1.1; Debian 12 ships 1.0.20)",
+    )
+    rand_spec_pct: int = Field(default=1, ge=1, le=100, description="sysbench --rand-spec-pct (special), 1 to 100")
+    rand_spec_res: int = Field(default=75, ge=1, le=100, description="sysbench --rand-spec-res (special), 1 to 100")
+    rand_pareto_h: float = Field(
+        default=0.2, gt=0.0, lt=1.0, description="sysbench --rand-pareto-h (pareto), above 0 and below 1"
+    )
     rate: int | None = fields.rate_field(
         "sysbench --rate: offered transactions per second of each server, 1 to 10000000 (a list is a sweep); none: "
         "flat out"
@@ -82,10 +93,10 @@ class SysbenchParams(Strict):
         le=1 << 40,
         description="InnoDB's own cache, bytes or e.g. 1GiB, 8MiB to 1TiB",
     )
-    innodb_flush_log_at_trx_commit: Literal[0, 1, 2] = Field(
+    innodb_flush_log_at_trx_commit: Literal[0, 1, 2, 3] = Field(
         default=1,
-        description="1: each commit writes and flushes the redo log; 2: writes it, flushed once a second; 0: "
-        "both once a second",
+        description="1: each commit writes and flushes the redo log; 3: flushes it at prepare and at commit; 2: "
+        "writes it, flushed once a second; 0: both once a second",
     )
     innodb_flush_method: Literal["fsync", "O_DSYNC", "littlesync", "nosync", "O_DIRECT", "O_DIRECT_NO_FSYNC"] = Field(
         default="O_DIRECT", description="how InnoDB writes its data files (O_DIRECT: not through the page cache)"
@@ -113,6 +124,15 @@ class SysbenchParams(Strict):
     _settings = field_validator("settings", mode="before")(lambda v: settings.values(v, NOTATION))
     _redo = field_validator("redo_log", mode="before")(logpath.name)
 
+    @field_validator("rand_type", mode="before")
+    @classmethod
+    def _rand_type(cls, v: object) -> object:
+        if v == "zipfian":
+            raise ValueError(
+                "zipfian needs sysbench 1.1, and Debian 12 ships 1.0.20: use special, uniform, gaussian or pareto"
+            )
+        return v
+
     @field_validator("script")
     @classmethod
     def _script(cls, v: str) -> str:
@@ -125,6 +145,20 @@ class SysbenchParams(Strict):
         if self.script.startswith("file:") and not self.file:
             raise ValueError("`script: file:PATH` names a Lua script that was not found")
         return fields.named(self, default_name)
+
+    @property
+    def durable(self) -> bool:
+        """Each commit waits on its redo log's flush (innodb_flush_log_at_trx_commit 1 or 3)."""
+        return self.innodb_flush_log_at_trx_commit in (1, 3)
+
+    def rand(self) -> list[str]:
+        """sysbench's options for the draws: the type, and the parameters of that type alone."""
+        out = [f"--rand-type={self.rand_type}"]
+        if self.rand_type == "special":
+            out += [f"--rand-spec-pct={self.rand_spec_pct}", f"--rand-spec-res={self.rand_spec_res}"]
+        elif self.rand_type == "pareto":
+            out.append(f"--rand-pareto-h={self.rand_pareto_h:g}")
+        return out
 
     @property
     def builtin(self) -> str | None:
@@ -153,6 +187,9 @@ def default_name(p: SysbenchParams) -> str:
     name = f"sysbench-{script}-{p.tables}x{p.table_size}-c{p.clients}"
     name += f"-r{p.rate}" if p.rate is not None else ""
     name += f"-w{p.warmup}" if p.warmup else ""
+    if p.rand_type != "special" or (p.rand_spec_pct, p.rand_spec_res) != (1, 75):
+        draws = {"special": f"{p.rand_spec_res}-{p.rand_spec_pct}", "pareto": f"{p.rand_pareto_h:g}"}
+        name += f"-rand_{p.rand_type}" + (f"_{draws[p.rand_type]}" if p.rand_type in draws else "")
     differ = {
         "bp": (fields.size_word(p.innodb_buffer_pool_size), "128MiB"),
         "trx": (str(p.innodb_flush_log_at_trx_commit), "1"),

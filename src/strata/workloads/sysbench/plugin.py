@@ -27,7 +27,7 @@ from pathlib import Path
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, Target
 from strata.core.jsondoc import JsonObject
-from strata.core.metrics import Axis, Metric, MetricSchema, Show
+from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads import live
 from strata.workloads.base import LiveRate, MeasureContext, Parsed, Smoke, Workload
@@ -62,6 +62,8 @@ METRICS = MetricSchema(
     ),
     breakdown=("lat",),
     client_cpu=records.CLIENT_CPU,
+    # its clients offer each server a rate (`rate`, tx/s): then the advice compares latency, not the rate
+    offered=OfferedRate("rate", offered=("metrics", "offered", "rate_tx_s")),
 )
 
 
@@ -157,7 +159,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke, LiveRate):
         base = [*mariadb.connection(instance), f"--tables={params.tables}", f"--table-size={params.table_size}"]
         if phase == "load":
             return [*base, f"--threads={min(params.clients, params.tables)}", script, "prepare"]
-        argv = [*base, f"--threads={params.clients}"]
+        argv = [*base, f"--threads={params.clients}", *params.rand()]
         if params.rate is not None:
             argv.append(f"--rate={params.rate}")
         if phase == "warmup":
