@@ -113,16 +113,31 @@ def test_native_read_write_and_read_only_with_innodbs_counters(tmp_path, env):
     # InnoDB reads most of its pages from its files (O_DIRECT), and the device moves them
     rw = {**SMALL, "settings": {"innodb_io_capacity": 1000}}
     ro = {**SMALL, "script": "oltp_read_only", "tables": 4, "table_size": 100_000, "runtime": 20}
-    ro |= {"innodb_buffer_pool_size": "24MiB", "warmup": 3}
-    s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"sysbench": rw}, {"sysbench": ro}]))
+    ro |= {"innodb_buffer_pool_size": "24MiB", "warmup": 3, "rand_type": "uniform"}
+    held = {**SMALL, "script": "oltp_read_only", "runtime": 5}  # 2 x 10,000 rows: its 128 MiB pool holds them
+    s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"sysbench": w} for w in (rw, ro, held)]))
     cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1200)
     rs = {r["labels"]["workload"]: r for r in results(tmp_path / "out")}
-    rw, ro = (
+    rw, ro, held = (
         rs["sysbench-oltp_read_write-2x10000-c4-innodb_io_capacity_1000"],
-        rs["sysbench-oltp_read_only-4x100000-c4-w3-bp_24MiB"],
+        rs["sysbench-oltp_read_only-4x100000-c4-w3-rand_uniform-bp_24MiB"],
+        rs["sysbench-oltp_read_only-2x10000-c4"],
     )
     assert_measured(rw)
     assert_measured(ro, writes=False)
+    assert_measured(held, writes=False)
+    # the data set its buffer pool holds: the read-only run is flagged (drawn apart) with the rows that would not
+    # fit; the read-write run, whose commits wait on the redo log's flush, is said and compared
+    c = held["flags"]["cache"]
+    assert c["suspect"] and not c.get("expected") and "its reads come from memory" in c["reason"], c
+    assert "rows or more a server (now 20,000" in c["reason"] and held["metrics"]["cache"]["fits"] is True, c
+    c = rw["flags"]["cache"]
+    assert c["suspect"] and c.get("expected") and "write-bound" in c["reason"], c
+    assert rw["writes"]["syncs"]["what"] == "InnoDB's fsyncs" and rw["writes"]["syncs"]["count"] > 0, rw["writes"]
+    assert (
+        "--rand-type=uniform"
+        in (tmp_path / "out" / ro["artifacts"] / "sysbench" / "run" / "server-0" / "argv.txt").read_text()
+    )
     assert cp.returncode == 0, cp.stdout + cp.stderr
     # the settings in force, read from the running server: the map's and the spec's own
     settings, sources = rw["metrics"]["server"]["settings"], rw["metrics"]["server"]["sources"]
@@ -150,6 +165,40 @@ def test_native_read_write_and_read_only_with_innodbs_counters(tmp_path, env):
     print(
         f"\nnative xfs: read-write {rw['metrics']['tps']:.0f} tx/s, read-only {ro['metrics']['tps']:.0f} tx/s "
         f"({read_mib:.0f} MiB read by InnoDB, device share {cache['evidence']['read_disk_share']:.2f})"
+    )
+
+
+@covers(
+    "device:loop",
+    "filesystem:ext4",
+    "runtime:native",
+    "path:native/bind",
+    "workload:sysbench",
+    "workload:sysbench@native",
+)
+def test_innodbs_fsyncs_on_ext4_without_barriers_are_flagged_and_with_them_not(tmp_path, env):
+    """Issue 56: every commit fsyncs the redo log (innodb_flush_log_at_trx_commit=1); ext4 mounted barrier=0
+    passes none of them on as a flush, and the flush check, given InnoDB's own count, says so."""
+    workdir, e = env
+    writes = {**SMALL, "script": "oltp_write_only", "runtime": 6}
+    filesystems = ["ext4", {"type": "ext4", "mount_options": ["barrier=0"]}]
+    s = write_spec(tmp_path / "s.yaml", spec(workdir, filesystems=filesystems, workloads=[{"sysbench": writes}]))
+    cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1200)
+    rs = {r["labels"]["filesystem"]: r for r in results(tmp_path / "out")}
+    honest, dropped = rs["ext4"], rs["ext4-barrier0"]
+    for r in (honest, dropped):
+        assert_measured(r)
+        syncs = r["writes"]["syncs"]
+        # one fsync of the redo log a commit at least (group commit may join some): InnoDB's count
+        assert syncs["what"] == "InnoDB's fsyncs" and syncs["count"] >= 0.5 * r["metrics"]["transactions"]["processed"]
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    f = honest["flags"]["flush"]
+    assert not f["suspect"], f
+    f = dropped["flags"]["flush"]
+    assert f["suspect"] and "barrier=0" in f["reason"], f
+    print(
+        f"\nInnoDB's fsyncs: ext4 {honest['writes']['syncs']['count']} with "
+        f"{f['evidence']['per_disk'][f['evidence']['disks'][0]]['flush_ios']} flushes at barrier=0"
     )
 
 

@@ -108,3 +108,28 @@ def test_the_report_draws_latency_cpu_and_disk_against_clients_and_tables_each_p
     latency = [f for f in report.figures if f.kind == "latency"]
     stats = {row[3] for f in latency for row in f.table.rows}
     assert stats == {"mean", "p50", "p95", "p99", "p99_9"}
+
+
+def sb(fs, rep, tps, p99_ms, rate=None):
+    r = make_result(fs=fs, rep=rep, value=tps, workload="sb")
+    r["trial"]["workload"] = {"type": "sysbench", "name": "sb", "script": "oltp_read_write", "rate": rate}
+    lat = {"n": 1000, "mean": p99_ms * 0.3e6, "p99": p99_ms * 1e6}
+    r["metrics"] = {
+        "primary": headline(tps, "tx/s", "tps", tps=tps),
+        "tps": tps,
+        "read": {"tps": 0.0},
+        "write": {"tps": tps, "lat_ns": lat},
+    }
+    return r
+
+
+def test_sysbench_under_an_offered_rate_compares_p99_latency_as_pgbench_does():
+    """Issue 56: sysbench declares its rate, so stacks that keep up with it are told apart by their p99."""
+    rs = [sb("xfs", i, 2000 + i, 4.0 + i * 0.01, rate=2000) for i in range(3)]
+    rs += [sb("ext4", i, 2000 - i, 7.0 + i * 0.01, rate=2000) for i in range(3)]
+    (b,) = analyse(rs).best
+    assert b.best.fs_type == "xfs" and b.on.metric == "p99 latency" and not b.on.higher_is_better
+    assert "(on p99 latency, lower is better, under the offered rate)" in b.text()
+    flat = [sb("xfs", i, 2000 + i, 4.0) for i in range(3)] + [sb("ext4", i, 2400 + i, 7.0) for i in range(3)]
+    (b,) = analyse(flat).best
+    assert b.on.headline and b.best.fs_type == "ext4"
