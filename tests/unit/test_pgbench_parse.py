@@ -424,3 +424,25 @@ def test_transactions_skipped_and_late_under_a_latency_limit_are_counted_apart()
     s = run.summary
     assert (s.processed, s.skipped, s.late) == (5415, 4397, 1770)
     assert (run.logs.completed, run.logs.skipped, run.logs.latency.total) == (5415, 4397, 5415)
+
+
+def test_under_an_open_sync_method_the_wal_writes_are_the_syncs(tmp_path):
+    """Issue 56: under open_datasync pg_stat_wal.wal_sync stays 0 and every WAL write is an O_DSYNC write: the
+    flush check is given the writes (by_writes), as the server said its method was, not nothing."""
+    observed = _observed(1, 200 * MiB, syncs=300)
+    for c in observed["after"]:
+        c["wal_sync"] = 0
+    server = {"version": "15.18", "block_bytes": 8192, "settings": {"wal_sync_method": "open_datasync"}}
+    parsed = PGBENCH.parse(
+        PgbenchParams(clients=4, threads=2), _outputs(_trial(tmp_path, ["tpcb"], observed, server=server), 1)
+    )
+    s = parsed.syncs
+    assert (s.count, s.streams, s.by_writes) == (300, 1, True) and "open_datasync" in s.what
+    # as the spec set it, when the server's facts are not there
+    p = PgbenchParams(clients=4, threads=2, settings={"wal_sync_method": "open_sync"})
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path / "b", ["tpcb"], observed, memory=None), 1))
+    assert parsed.syncs.by_writes and "open_sync" in parsed.syncs.what
+    parsed = PGBENCH.parse(
+        PgbenchParams(clients=4, threads=2), _outputs(_trial(tmp_path / "c", ["tpcb"], _observed(1, MiB)), 1)
+    )
+    assert (parsed.syncs.what, parsed.syncs.by_writes, parsed.syncs.count) == ("WAL syncs", False, 100)

@@ -105,9 +105,8 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
     moved = {"read": (blocks or {}).get("read_bytes") or 0, "write": (wal or {}).get("bytes") or 0}
     series = _series(runs)
     windows = [_window(r.logs) for r in runs]
-    # WAL syncs (pg_stat_wal.wal_sync) wait one at a time on each server's WALWriteLock: one stream a server
     servers = sum(max(1, records.servers([r])) for r in recs)
-    syncs = Syncs(wal["syncs"], servers, "WAL syncs") if wal and wal.get("syncs") is not None else None
+    syncs = _syncs(wal, servers, _sync_method(params, server))
     return Parsed(
         metrics,
         moved,
@@ -240,6 +239,24 @@ def _checkpoints(
     if isinstance(clock, (int, float)) and isinstance(started, (int, float)):
         out["phase_s"] = round((started - clock) % params.checkpoint_timeout, 3)
     return out
+
+
+def _sync_method(params: PgbenchParams, server: JsonObject | None) -> str:
+    """The server's wal_sync_method: as it said it was in force, else as the spec set it (else the default)."""
+    said = as_obj((server or {}).get("settings") or {}, "settings").get("wal_sync_method")
+    return str(said or params.settings.get("wal_sync_method") or "fdatasync")
+
+
+def _syncs(wal: dict[str, int] | None, servers: int, method: str) -> Syncs | None:
+    """The syncs the servers asked for, one stream a server (they wait one at a time on its WALWriteLock):
+    pg_stat_wal.wal_sync under fsync or fdatasync; under open_datasync and open_sync (O_DSYNC, O_SYNC) that
+    counter stays 0 and every WAL write is synced itself, so they are its writes (`wal_write`, which counts
+    XLogWrite calls: at most as many as its synced writes, so the flushes owed are not overstated)."""
+    if not wal:
+        return None
+    if method.startswith("open_"):
+        return Syncs(wal["writes"], servers, f"WAL writes ({method}: each one synced)", by_writes=True)
+    return Syncs(wal["syncs"], servers, "WAL syncs") if wal.get("syncs") is not None else None
 
 
 def _block_bytes(server: JsonObject | None) -> int:
