@@ -111,11 +111,11 @@ def test_without_the_declaration_ycsb_is_no_database_to_the_studies(monkeypatch,
 
 
 def test_the_databases_declare_an_offered_rate_and_only_ycsb_a_mix_of_operations():
-    assert {n for n, w in REGISTRY.items() if w.metrics.offered is not None} == {"ycsb", "pgbench"}
+    assert {n for n, w in REGISTRY.items() if w.metrics.offered is not None} == {"ycsb", "pgbench", "sysbench"}
     assert {n for n, w in REGISTRY.items() if w.metrics.mix is not None} == {"ycsb"}
     for name, w in REGISTRY.items():
         s, fields = w.metrics, w.params.model_fields
-        if s.offered is not None:  # pgbench offers an absolute rate only, to one database per server
+        if s.offered is not None:  # pgbench and sysbench offer an absolute rate only, to one database per server
             assert {s.offered.rate, s.offered.share, s.offered.databases} - {None} <= set(fields), name
         for part in (s.device_latency, s.submission_latency):
             assert part is None or part in s.breakdown[:-1], f"{name}: {part} is no part of its breakdown"
