@@ -54,7 +54,7 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
     "barrier_release.py": (
         [],
         [
-            (r"before: poll 5 ms: host busy (?P<old>[\d.]+) while held, starts spread (?P<os>[\d.]+) ms", {"old": (0.0, 1.0)}),
+            (r"before: poll 5 ms: host busy (?P<old>[\d.]+) while held, starts spread [\d.]+ ms", {"old": (0.0, 1.0)}),
             (r"now: poll \d+ ms, lead \d+ ms: host busy (?P<new>[\d.]+) while held, starts spread [\d.]+ ms",
              {"new": (0.0, 1.0)}),
             (r"busy now / before: (?P<ratio>[\d.]+|nan); spread now / before: ([\d.]+|nan)", {}),
