@@ -63,6 +63,8 @@ SERIAL: tuple[str, ...] = (
     INTEGRATION + "test_docker.py::test_driver_runs_every_path",
     INTEGRATION + "test_docker.py::test_eight_containers_start_together",
     INTEGRATION + "test_native.py::test_until_steady_stops_early_and_records_steady_state",
+    # the host's CPU: a quiet run must be quiet, and the planted busy loops would slow every other test
+    INTEGRATION + "test_pgbench.py::test_a_cpu_hog_beside_the_run_is_flagged_saturated_and_a_quiet_run_not",
     INTEGRATION + "test_vm_tcg.py",
     # the machine's page cache: every trial, and a remote device's setup, drops every cached page
     # (drop_caches), which empties the cache these tests warm; beside another test the target read 39 of 48 MB

@@ -183,6 +183,45 @@ def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
 @covers(
     "device:loop",
     "filesystem:xfs",
+    "runtime:native",
+    "path:native/bind",
+    "workload:pgbench",
+    "workload:pgbench@native",
+)
+def test_a_cpu_hog_beside_the_run_is_flagged_saturated_and_a_quiet_run_not(tmp_path, env):
+    """Issue 56: the same tpcb-like run (its commits wait on the WAL's flush) alone, then beside two busy loops
+    (one a core): only the second is flagged, with the host's CPU shares. Serial: a quiet machine is the point."""
+    workdir, e = env
+    out = {}
+    for name in ("quiet", "hogged"):
+        s = write_spec(tmp_path / f"{name}.yaml", spec(workdir, name=f"pgbench-it-{name}"))
+        hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2 if name == "hogged" else 0)]
+        try:
+            strata("run", s, "-o", tmp_path / name, env=e, timeout=600)
+        finally:
+            for h in hogs:
+                h.kill()
+                h.wait()
+        (out[name],) = results(tmp_path / name)
+        assert_measured(out[name])
+    quiet, hogged = out["quiet"]["flags"]["saturated"], out["hogged"]["flags"]["saturated"]
+    assert not quiet["suspect"], quiet
+    assert hogged["suspect"] and not hogged.get("expected") and "the result measures the CPU" in hogged["reason"], (
+        hogged
+    )
+    assert hogged["evidence"]["cpu_busy_percent"] >= 95 > quiet["evidence"]["cpu_busy_percent"]
+    assert {"flag": "saturated", "message": hogged["reason"]} in out["hogged"]["warnings"]
+    show = strata("show", tmp_path / "hogged", env=e, check=0).stdout
+    assert "CPU" in show and "the host's CPU was saturated" in show, show
+    print(
+        f"\nhost CPU busy: quiet {quiet['evidence']['cpu_busy_percent']}%, beside two busy loops "
+        f"{hogged['evidence']['cpu_busy_percent']}%"
+    )
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
     "runtime:docker",
     "runtime:docker:overlay2",
     "path:docker/volume",

@@ -43,8 +43,8 @@ EXPORT_COLUMNS = (
     "read_bw_bytes write_bw_bytes "
     "read_clat_mean_ns read_clat_p99_ns read_lat_mean_ns read_lat_p99_ns read_slat_mean_ns write_clat_mean_ns "
     "write_clat_p99_ns write_lat_mean_ns write_lat_p99_ns write_slat_mean_ns cache_suspect sync_suspect "
-    "flush_suspect absorbed_suspect failed_category failed_message duration_s started_at kernel hostname "
-    "write_amplification"
+    "flush_suspect absorbed_suspect saturated_suspect failed_category failed_message duration_s started_at kernel "
+    "hostname write_amplification"
 ).split()
 
 

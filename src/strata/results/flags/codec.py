@@ -14,7 +14,10 @@ from strata.results.flags.disks import Absorbed, Cache, Flush
 from strata.results.flags.emulated import Emulated
 from strata.results.flags.failure import Failure
 from strata.results.flags.flag import Flag
-from strata.results.flags.judgement import Judgement
+from strata.results.flags.judgement import Judgement, NoEvidence
+
+# the saturated flag's value: the host's CPU shares as its evidence (validity/saturation.py)
+Saturated = Judgement[JsonObject, NoEvidence]
 from strata.results.flags.steady import Steady
 
 PENDING = Failure("pending")  # a stored flag not decoded yet (Flags.get decodes it); never read as a value
@@ -109,6 +112,10 @@ class Flags:
     @property
     def absorbed(self) -> Absorbed | None:
         return self._judgement(Flag.ABSORBED)
+
+    @property
+    def saturated(self) -> Saturated | None:
+        return self._judgement(Flag.SATURATED)
 
     @property
     def steady(self) -> Steady | None:

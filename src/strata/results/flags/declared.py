@@ -17,6 +17,13 @@ from strata.results.flags.flag import Flag
 from strata.results.flags.judgement import Judgement
 from strata.results.flags.steady import Steady
 
+# What to do when the host's CPU was saturated (validity/saturation.py judges it; its words live here, with
+# every flag's fix, so that flags/ imports nothing of validity/).
+SATURATED_FIX = (
+    "fewer clients, instances or jobs, nothing else running beside strata, or more cores; the trial's "
+    "flags.saturated gives the host's CPU shares"
+)
+
 # A flag's typed value. A stored suspicion's evidence is typed by its flag's accessor (judgement.py).
 Value = Judgement[Any, Any] | Steady | Emulated | Failure
 
@@ -141,6 +148,15 @@ DECLARED: dict[Flag, Declared] = {
             fix="each trial's flags.absorbed gives the workload's writes and the device's; a page cache or a "
             "journal took the O_DIRECT writes (ext4 mounted with data=journal, fuse-overlayfs): measure a stack "
             "that honors O_DIRECT, or compare it as buffered I/O",
+        ),
+        Declared(
+            Flag.SATURATED,
+            _judgement(Flag.SATURATED),
+            word="CPU",
+            meaning="the host's CPU was saturated",
+            mark=warned,
+            export=(Column("saturated_suspect", "bool", suspected),),
+            fix=SATURATED_FIX,
         ),
         Declared(
             Flag.FAILED,

@@ -21,6 +21,7 @@ class Flag(str, Enum):
     EMULATED = "emulated"
     FLUSH = "flush"
     ABSORBED = "absorbed"
+    SATURATED = "saturated"
     FAILED = "failed"
 
 

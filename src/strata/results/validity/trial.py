@@ -21,6 +21,7 @@ from strata.results.validity.disks import cache, cache_across_hosts
 from strata.results.validity.emulation import emulated, emulated_across_hosts
 from strata.results.validity.evidence import TrialEvidence
 from strata.results.validity.flushes import across_hosts, flush
+from strata.results.validity.saturation import saturated
 from strata.results.validity.series import steady
 from strata.results.validity.windows import sync
 
@@ -81,6 +82,14 @@ def _absorbed(ev: TrialEvidence) -> Value | None:
     return absorbed(ev.direct_writes, disks, ev.stack, window, ev.syncs.count if ev.syncs else 0)
 
 
+def _saturated(ev: TrialEvidence) -> Value | None:
+    if ev.parts is not None:
+        return across_hosts({h: f.saturated for h, f in ev.parts.items()}, Flag.SATURATED)
+    m = ev.moved
+    memory_by_design = m is not None and (not m.direct_io or m.path == "tmpfs")
+    return saturated(ev.collectors, memory_by_design)
+
+
 Judge = Callable[[TrialEvidence], Value | None]
 # The flags judged when a trial ends, in the order they are stored.
 JUDGES: dict[Flag, Judge] = {
@@ -90,6 +99,7 @@ JUDGES: dict[Flag, Judge] = {
     Flag.EMULATED: _emulated,
     Flag.FLUSH: _flush,
     Flag.ABSORBED: _absorbed,
+    Flag.SATURATED: _saturated,
 }
 
 
