@@ -83,9 +83,9 @@ def main() -> int:
         print(f"{name}: host busy {busy:.2f} while held, starts spread {spread * 1000:.1f} ms (worst round)")
     ob, nb = (sum(b for b, _ in r) / len(r) for r in (old, new))
     os_, ns = (max(s for _, s in r) for r in (old, new))
-    print(
-        f"busy now / before: {nb / ob if ob else float('nan'):.2f}; spread now / before: {ns / os_ if os_ else float('nan'):.2f}"
-    )
+    busy_ratio = nb / ob if ob else float("nan")
+    spread_ratio = ns / os_ if os_ else float("nan")
+    print(f"busy now / before: {busy_ratio:.2f}; spread now / before: {spread_ratio:.2f}")
     return 0
 
 

@@ -15,10 +15,10 @@ from strata.results.flags.emulated import Emulated
 from strata.results.flags.failure import Failure
 from strata.results.flags.flag import Flag
 from strata.results.flags.judgement import Judgement, NoEvidence
+from strata.results.flags.steady import Steady
 
 # the saturated flag's value: the host's CPU shares as its evidence (validity/saturation.py)
 Saturated = Judgement[JsonObject, NoEvidence]
-from strata.results.flags.steady import Steady
 
 PENDING = Failure("pending")  # a stored flag not decoded yet (Flags.get decodes it); never read as a value
 

@@ -45,6 +45,7 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
     qps = sum(r.summary.qps or 0.0 for r in runs)
     done: JsonObject = {"tps": tps, "lat_ns": _latency(runs)}
     innodb = records.deltas(recs, tuple(s.lower() for s in STATUS))
+    cache = _cache(params, recs)
     metrics: JsonObject = {
         "kind": "sysbench",
         "primary": headline(tps, "tx/s", "tps", SERIES, series_unit="tx/s", tps=tps, qps=qps),
@@ -56,7 +57,7 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
         "read": {"tps": 0.0} if params.writes else done,
         "write": done if params.writes else {"tps": 0.0},
         "innodb": _innodb(innodb, recs),
-        "cache": _cache(params, recs),
+        "cache": cache,
         "server": recs[0].get("server") or {},
         "flushed": [f for r in recs for f in arr(r, "flushed")],
         "clients": records.phases(recs),
@@ -85,7 +86,7 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
         [r.window for r in runs],
         dirs,
         moved_basis="as InnoDB's reads from its files and its redo log",
-        memory=_memory(params, metrics["cache"]),
+        memory=_memory(params, cache),
         syncs=syncs,
     )
 
@@ -177,7 +178,12 @@ def _cache(params: SysbenchParams, recs: list[JsonObject]) -> JsonObject:
 def _memory(params: SysbenchParams, cache: JsonObject) -> JsonObject | None:
     """What the cache rule judges (`Parsed.memory`): the data set beside the memory that caches it, and whether
     the run is write-bound (its commits wait on the redo log's flush, which is storage)."""
-    out = memory.data_set(cache.get("data_set_bytes"), cache.get("memory_bytes"), str(cache.get("memory_of") or ""))
+    data, mem = cache.get("data_set_bytes"), cache.get("memory_bytes")
+    out = memory.data_set(
+        data if isinstance(data, int) else None,
+        mem if isinstance(mem, int) else None,
+        str(cache.get("memory_of") or ""),
+    )
     if out is None:
         return None
     out["fix"] = cache.get("fix")
