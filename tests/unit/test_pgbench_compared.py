@@ -133,3 +133,15 @@ def test_sysbench_under_an_offered_rate_compares_p99_latency_as_pgbench_does():
     flat = [sb("xfs", i, 2000 + i, 4.0) for i in range(3)] + [sb("ext4", i, 2400 + i, 7.0) for i in range(3)]
     (b,) = analyse(flat).best
     assert b.on.headline and b.best.fs_type == "ext4"
+
+
+def test_a_latency_timed_from_the_intended_start_is_said_in_the_advice_line():
+    """Issue 56: ycsb under a target times each operation from its intended start; the advice line says so."""
+    rs = [sb("xfs", i, 2000, 4.0 + i * 0.01, rate=2000) for i in range(3)]
+    rs += [sb("ext4", i, 2000, 7.0 + i * 0.01, rate=2000) for i in range(3)]
+    (b,) = analyse(rs).best
+    assert "timed from" not in b.text()
+    for r in rs:
+        r["metrics"]["latency_timed_from"] = "intended"
+    (b,) = analyse(rs).best
+    assert "under the offered rate, timed from each operation's intended start)" in b.text()

@@ -2,6 +2,7 @@
 scripts, the metrics from captured YCSB output, the server hook with a fake Running, and
 `containers: auto` scaling through the whole pipeline (fake plugins, the null workload)."""
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from strata.run.scaling import FAILING, MAX, PEAK, Series
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import MeasureContext
-from strata.workloads.ycsb import metrics, script, server
+from strata.workloads.ycsb import client, metrics, parse, script, server
 from strata.workloads.ycsb.params import YcsbParams
 from strata.workloads.ycsb.plugin import VM_REASON
 
@@ -285,13 +286,13 @@ def test_client_runs_split_threads_and_target_per_database(tmp_path):
 # ---- metrics from captured YCSB output --------------------------------------------------
 
 
-def _captured_trial(tmp_path, runs: list[str]) -> Path:
+def _captured_trial(tmp_path, runs: list[str], captured: str = "run-a-dataintegrity") -> Path:
     """A trial's artifact dir holding captured real client outputs (tests/data/ycsb) as its run."""
     art = tmp_path / "art"
     dirs = []
     for name in runs:
         d = art / "ycsb" / "run" / name
-        shutil.copytree(DATA / "run-a-dataintegrity", d)
+        shutil.copytree(DATA / captured, d)
         dirs.append(str(d.relative_to(art)))
     (art / "inst-0").mkdir()
     record = {
@@ -552,3 +553,36 @@ def test_the_bandwidth_presets_measure_through_a_workload_that_probes_devices(mo
     monkeypatch.setattr(presets, "WORKLOADS", {})
     with pytest.raises(StrataError, match="CPU or MEM"):
         presets.device_read_bps("/dev/y")
+
+
+def test_under_a_target_latency_is_timed_from_each_operations_intended_start(tmp_path):
+    """Issue 56: a client at -target 400 with measurement.interval=both (captured: YCSB 0.17.0's own BasicDB with
+    4 ms of simulated delay). The operations are counted once; `lat_ns` is timed from the intended start, which
+    holds the throttle's queueing (coordinated omission), the time from the send beside it; YCSB's own summary
+    gives the same p99 for each (hdr, exactly)."""
+    captured = DATA / "run-a-target-intended"
+    m = metrics.parse_trial(
+        YcsbParams(target=400), _captured_trial(tmp_path, ["db0-c0"], "run-a-target-intended")
+    ).metrics
+    summary = parse.parse_summary((captured / "stdout.txt").read_text())
+    assert m["operations"] == {"READ": summary.operations["READ"], "UPDATE": summary.operations["UPDATE"]}
+    assert not any(op.startswith("Intended-") for op in summary.operations)
+    assert m["latency_timed_from"] == "intended"
+    reads = m["read"]
+    assert reads["lat_ns"]["n"] == reads["lat_ns_sent"]["n"] == summary.operations["READ"]
+    assert reads["lat_ns"]["p99"] > 5 * reads["lat_ns_sent"]["p99"]  # the queueing the send time leaves out
+    for section, lat in (("Intended-READ", reads["lat_ns"]), ("READ", reads["lat_ns_sent"])):
+        yc = summary.reported[section]["99thPercentileLatency(us)"]
+        assert lat["p99"] == pytest.approx(yc * 1000, rel=0.01), section
+    assert {"READ", "Intended-READ"} <= set(m["latency"])
+    flat = metrics.parse_trial(YcsbParams(), _captured_trial(tmp_path / "flat", ["db0-c0"])).metrics
+    assert flat["latency_timed_from"] == "sent" and "lat_ns_sent" not in flat["read"]
+
+
+def test_a_target_asks_the_client_for_both_timings():
+    run = client.ClientRun(
+        phase="run", workload=Path("w"), hosts=("127.0.1.1",), out_dir=Path("/o"), records=10, target_ops_s=100
+    )
+    assert client.properties(run)["measurement.interval"] == "both"
+    flat = dataclasses.replace(run, target_ops_s=None)
+    assert "measurement.interval" not in client.properties(flat)

@@ -36,6 +36,7 @@ class Compared:
     unit: str
     higher_is_better: bool
     runs_of: dict[str, Runs] = field(default_factory=dict)  # cell key -> its values, with their rounds
+    intended: bool = False  # the latency is timed from each operation's intended start (ycsb's, under a target)
 
     @property
     def headline(self) -> bool:
@@ -54,7 +55,10 @@ class Compared:
 
     def words(self) -> str:
         """What the group compares when it is not the headline, for the advice line ("" otherwise)."""
-        return "" if self.headline else f" (on {self.metric}, lower is better, under the offered rate)"
+        if self.headline:
+            return ""
+        timed = ", timed from each operation's intended start" if self.intended else ""
+        return f" (on {self.metric}, lower is better, under the offered rate{timed})"
 
     def gap(self, a: Answer) -> float:
         """How far the leader is ahead of another, from the other's Answer against it. An interval's ratio is
@@ -70,7 +74,9 @@ def of(group: list[Cell]) -> Compared:
     offered = first.schema.offered
     if offered is not None and offered.absolute(first.workload) is not None and first.schema.total_latency:
         stat = latency_stat(group)
-        return Compared(f"{stat} latency", "ms", False, {c.key: _latency_runs(c, stat) for c in group})
+        intended = all(obj(r, "metrics").get("latency_timed_from") == "intended" for c in group for r in c.ok)
+        runs = {c.key: _latency_runs(c, stat) for c in group}
+        return Compared(f"{stat} latency", "ms", False, runs, intended=intended and any(c.ok for c in group))
     return Compared("", first.unit, higher_is_better(first), {c.key: c.runs for c in group})
 
 

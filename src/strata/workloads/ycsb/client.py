@@ -116,6 +116,8 @@ def properties(run: ClientRun) -> dict[str, str]:
             p[key] = str(value)
     if run.data_integrity:
         p["dataintegrity"] = "true"
+    if run.target_ops_s:  # each operation timed from its intended start too (parse.py INTENDED)
+        p["measurement.interval"] = "both"
     p.update(run.extra)
     return p
 

@@ -60,6 +60,8 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     if not agg["series_ops_s"] and not agg["throughput_ops_s"]:
         raise TrialFailure("parse", "the YCSB clients reported no operations", outs[0].stderr[-4000:] if outs else "")
     value = agg["window_ops_s"] if agg["window_ops_s"] is not None else agg["throughput_ops_s"]
+    hists = yp.merged_histograms([d / "hdr" for d in dirs])
+    intended = any(op.startswith(yp.INTENDED) for op in hists)
     per_db = [v for a, r in zip(arts, records) for v in _per_database(*_clients_of(a, r, dirs, outs))]
     unexpected = sum(codes.get("UNEXPECTED_STATE", 0) for codes in agg["returns"].values())
     if params.data_integrity and unexpected:
@@ -76,8 +78,11 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
         "errors": agg["errors"],
         "latency": dict(agg["latency"]),
         "start_skew_s": agg["start_skew_s"],
-        "read": _direction(agg, dirs, READS),
-        "write": _direction(agg, dirs, WRITES),
+        "read": _direction(agg, hists, READS, intended),
+        "write": _direction(agg, hists, WRITES, intended),
+        # under a target each operation is timed from its intended start (YCSB's measurement.interval=both),
+        # so a throttled client's queueing is in its latency (coordinated omission); flat out from its send
+        "latency_timed_from": "intended" if intended else "sent",
         "clients": dict(obj(record, "phases")),
         "node_ready_s": record.get("node_ready_s"),
         "cache": _cache(params, record),
@@ -158,17 +163,27 @@ def _per_database(dirs: list[Path], outs: list[yp.ClientOutput]) -> list[float |
     return res
 
 
-def _direction(agg: yp.Aggregate, dirs: list[Path], ops: tuple[str, ...]) -> JsonObject:
-    """ops/s and merged latency (ns) of the reads or the writes, in the shape fio's results have."""
+def _direction(agg: yp.Aggregate, hists: dict[str, hdr.Histogram], ops: tuple[str, ...], intended: bool) -> JsonObject:
+    """ops/s and merged latency (ns) of the reads or the writes, in the shape fio's results have: timed from each
+    operation's intended start when the clients timed it so (`lat_ns`, with the time from its send beside it,
+    `lat_ns_sent`), else from its send."""
     n = sum(agg["operations"].get(op, 0) for op in ops)
-    hists = [h for op, h in yp.merged_histograms([d / "hdr" for d in dirs]).items() if op in ops]
-    lat = yp.latency(hdr.merge(hists))
     total_ops = sum(n for op, n in agg["operations"].items() if op != "VERIFY") or 1
     iops = (agg["throughput_ops_s"] or 0) * n / total_ops
+    sent = _ns(yp.latency(hdr.merge([h for op, h in hists.items() if op in ops])))
+    if not intended:
+        return {"iops": iops, "ops": n, "lat_ns": sent}
+    timed = [h for op, h in hists.items() if op.startswith(yp.INTENDED) and op.removeprefix(yp.INTENDED) in ops]
+    from_intended = _ns(yp.latency(hdr.merge(timed)))
+    return {"iops": iops, "ops": n, "lat_ns": from_intended, "lat_ns_sent": sent}
+
+
+def _ns(lat: JsonObject) -> JsonObject:
+    """YCSB's microseconds (latency()) as ns, with the count."""
     ns: JsonObject = {
         k.removesuffix("_us"): (figure(lat, k) * 1000 if v is not None else None) for k, v in lat.items() if k != "n"
     }
-    return {"iops": iops, "ops": n, "lat_ns": {"n": lat["n"], **ns}}
+    return {"n": lat["n"], **ns}
 
 
 def _windows(outs: list[yp.ClientOutput]) -> list[tuple[float, float] | None]:

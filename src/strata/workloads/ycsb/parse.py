@@ -28,10 +28,14 @@ from strata.workloads import hdr
 from strata.workloads.server import latency as server_latency
 from strata.workloads.server import records as server_records
 
-SUMMARY = re.compile(r"^\[([A-Z0-9_\-]+)\], ([^,]+), (.+)$")
+SUMMARY = re.compile(r"^\[([A-Za-z0-9_\-]+)\], ([^,]+), (.+)$")
 STATUS = re.compile(r"^(\S+ \S+) (\d+) sec: (\d+) operations;(?: ([\d.]+) current ops/sec;)?")
 # not operations: YCSB's JVM GC figures and the per-thread cleanup (which holds the driver's shutdown)
 NOT_OPERATIONS = ("OVERALL", "CLEANUP")
+# Under a target, `measurement.interval=both` (client.py) adds each operation timed from its intended start,
+# when the throttle meant to send it: `[Intended-READ], ...` on stdout and `hdr/Intended-READ.hdr`. They
+# are the same operations timed otherwise, never counted twice.
+INTENDED = "Intended-"
 
 
 @dataclass
@@ -51,6 +55,10 @@ def parse_summary(stdout: str) -> Summary:
             continue
         section, key, value = m.groups()
         if section.startswith("TOTAL_GC"):
+            continue
+        if section.startswith(INTENDED):  # latency figures only: the operations are counted once, above
+            if key != "Operations" and not key.startswith("Return="):
+                s.reported.setdefault(section, {})[key] = float(value)
             continue
         if section == "OVERALL":
             if key == "RunTime(ms)":
@@ -179,7 +187,9 @@ def aggregate(clients: list[ClientOutput]) -> Aggregate:
         "errors": sum(
             n for op, codes in returns.items() for code, n in codes.items() if code != "OK" and op not in NOT_OPERATIONS
         ),
-        "latency": {op: latency(h) for op, h in sorted(hists.items()) if op not in NOT_OPERATIONS},
+        "latency": {
+            op: latency(h) for op, h in sorted(hists.items()) if op.removeprefix(INTENDED) not in NOT_OPERATIONS
+        },
         "window_ops_s": sum(summed_series) / len(summed_series) if summed_series else None,
         "series_ops_s": summed_series,
         # clients' series are added second by second from each one's first operation; this
