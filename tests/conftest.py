@@ -220,6 +220,9 @@ FULL_ONLY: dict[str, Why] = {
     # ---- ycsb: the default tier keeps a native two-node cluster, kill -9 and the node failures
     IT + "test_ycsb_run.py::test_a_killed_database_container": alone("a Cassandra container killed mid-trial"),
     IT + "test_ycsb_run.py::test_strata_loopback": alone("STRATA_LOOPBACK on a real Cassandra"),
+    IT + "test_ycsb_run.py::test_under_a_target_the_latency_is_timed_from_the_intended_start": alone(
+        "Cassandra under an offered rate, timed from each operation's intended start"
+    ),
     # ---- VMs under TCG: the default tier keeps a strata run on a VM, the device, a bind share, kill -9
     VM + "test_a_killed_qemu_fails_the_trial": alone("a killed QEMU"),
     VM + "test_a_vm_that_does_not_boot_in_time": alone("a guest that does not boot in time"),
