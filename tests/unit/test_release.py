@@ -16,7 +16,9 @@ def test_waiters_start_at_the_named_time_not_when_they_saw_it(tmp_path):
     time.sleep(0.3)  # all polling
     at = release.release(tmp_path, lead_s=0.6)
     starts = [float(p.communicate(timeout=10)[0]) for p in waiters]
-    assert all(at - 0.01 <= s < at + 0.2 for s in starts), (at, starts)
+    # none before the named start, though each saw the file about half a second earlier; the upper bound only
+    # keeps a busy machine's late wake-up (timing belongs to bench/barrier_release.py)
+    assert all(at - 0.01 <= s < at + 1.0 for s in starts), (at, starts)
     assert not (tmp_path / "go.tmp").exists()
 
 
