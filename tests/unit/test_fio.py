@@ -132,7 +132,7 @@ def test_fio_holds_itself_at_the_barrier_after_its_setup(tmp_path):
     finally:
         p.kill()
     start, end = FIO_WINDOW(json.loads((out / "fio.json").read_text()))
-    assert go - 0.05 < start < go + 0.5 and end > start
+    assert go - 0.05 < start < go + 2.0 and end > start  # no I/O before `go` (the upper bound: a busy machine)
     assert list(cwd.iterdir()) == []
 
 
