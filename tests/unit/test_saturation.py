@@ -46,3 +46,21 @@ def test_across_hosts_any_hosts_saturation_is_the_trials():
     ev = validity.TrialEvidence(windows=[], starts=[], runtime_s=10.0, parts={"a": quiet, "b": busy})
     j = validity.judge_trial(ev)[0].saturated
     assert j.warns and "host b:" in j.reason and "host a" not in j.reason
+
+
+def test_a_databases_buffered_run_warns_a_tools_does_not():
+    """Cassandra does buffered I/O, yet its clients and servers share the CPU: it warns; buffered fio does not."""
+    from strata.results.validity.evidence import MovedBytes
+
+    busy = host(70.0, 29.0, 0.0, 1.0)
+    buffered = MovedBytes({}, {}, False, "bind")
+    tool = validity.TrialEvidence(windows=[], starts=[], runtime_s=1.0, collectors=busy, moved=buffered)
+    db = validity.TrialEvidence(
+        windows=[], starts=[], runtime_s=1.0, collectors=busy, moved=buffered, metrics={"clients": {"run": {}}}
+    )
+    assert not validity.judge_trial(tool)[0].saturated.warns
+    assert validity.judge_trial(db)[0].saturated.warns
+    tmpfs = validity.TrialEvidence(
+        windows=[], starts=[], runtime_s=1.0, collectors=busy, moved=MovedBytes({}, {}, True, "tmpfs")
+    )
+    assert validity.judge_trial(tmpfs)[0].saturated.expected

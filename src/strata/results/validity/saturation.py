@@ -3,8 +3,9 @@ much as the storage, and two stacks compared there differ in what they cost the 
 their storage gives.
 
 Judged from the host collector's totals over the collectors' window (collectors/host.py): busy is every
-tick but idle and iowait. A run that measures memory by design (buffered I/O, a tmpfs path: the cache flag
-is *expected*) is CPU-bound by nature: its flag is raised and expected, and does not warn.
+tick but idle and iowait. A run that measures memory by design (a tmpfs path; a tool's buffered I/O: the cache
+flag is *expected*) is CPU-bound by nature: its flag is raised and expected, and does not warn. A database's
+is never: its clients and servers share the CPU, however buffered its I/O (Cassandra's).
 """
 
 from __future__ import annotations

@@ -86,7 +86,10 @@ def _saturated(ev: TrialEvidence) -> Value | None:
     if ev.parts is not None:
         return across_hosts({h: f.saturated for h, f in ev.parts.items()}, Flag.SATURATED)
     m = ev.moved
-    memory_by_design = m is not None and (not m.direct_io or m.path == "tmpfs")
+    # a database's clients and servers share the host's CPU whatever its I/O (its metrics hold its clients'
+    # phases): never memory by design, however buffered (Cassandra)
+    database = "clients" in ev.metrics
+    memory_by_design = m is not None and (m.path == "tmpfs" or (not m.direct_io and not database))
     return saturated(ev.collectors, memory_by_design)
 
 
