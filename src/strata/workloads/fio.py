@@ -8,7 +8,6 @@ Output is json+ so latency histograms of N instances can be merged exactly.
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -17,7 +16,6 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from strata.core import release
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.jsondoc import JsonArray, JsonObject, as_obj, num, obj, text
@@ -38,6 +36,7 @@ from strata.workloads.base import (
     headline,
     resolve_file,
 )
+from strata.workloads.fio_hold import BARRIER_SCRIPT, HOLD, READY_JOBS, held
 from strata.workloads.fio_writes import direct_writes, jobs, jobs_of, syncs
 from strata.workloads.latency import figure, summarize
 
@@ -333,7 +332,7 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
         job = self._job(params, load, target)
         if params.file:
             return ["fio", *self._output_options(target.out_dir), *job]
-        return ["fio", job[0], *self._output_options(target.out_dir), *job[1:], *_held(load, target)]
+        return ["fio", job[0], *self._output_options(target.out_dir), *job[1:], *held(load, target)]
 
     def stage(self, params: FioParams, out_dir: Path) -> None:
         """Files an instance needs in its out dir before it starts: the job file, or the barrier's script
@@ -347,27 +346,6 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
     def parse(self, params: FioParams, outputs: list[InstanceOutput]) -> Parsed:
         docs = [load_fio_json(o) for o in outputs]
         return aggregate(docs, [iops_series(o.out_dir) for o in outputs])
-
-
-# fio's `exec_prerun` runs in each job after its files are open and before its clock starts (backend.c,
-# thread_main): there each job adds itself to READY_JOBS, the last one writes the instance's `ready`, and
-# all wait for `go` and the start it names ($1: go, $2: ready, $3: jobs), as the container wrapper does.
-BARRIER_SCRIPT = "fio-barrier.sh"
-READY_JOBS = "ready-jobs"
-HOLD = """echo job >> "$2-jobs"
-if [ "$(wc -l < "$2-jobs")" -ge "$3" ]; then date +%s.%N > "$2.tmp" && mv "$2.tmp" "$2"; fi
-""" + release.wait_sh('"$1"')
-
-
-def _held(load: Load, target: Target) -> list[str]:
-    """fio's options that hold its jobs at the trial's barrier; none without one (a local run, or a guest
-    whose agent holds it). The trailing `#` comments out the redirection fio appends to the command
-    (`> strata.prerun.txt 2>&1`), which would write a file in fio's working directory."""
-    if not target.sync_dir:
-        return []
-    script = f"{target.out_dir}/{BARRIER_SCRIPT}"
-    words = [script, f"{target.sync_dir}/go", f"{target.out_dir}/ready", str(load.numjobs)]
-    return [f"--exec_prerun=sh {shlex.join(words)} #"]
 
 
 def _part(doc: JsonObject, key: str) -> JsonObject:
