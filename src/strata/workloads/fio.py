@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, Self
@@ -224,10 +225,12 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
         """fio's own parser on the job (`--parse-only`), so a bad option fails before anything is built."""
         if not shutil.which("fio"):
             return []
-        argv = self.command(params, Load(), Target("dir", "/tmp", "/tmp"), 0)
-        if params.file:
-            argv[-1] = params.file
-        cp = subprocess.run([*argv, "--parse-only"], capture_output=True, text=True, timeout=30)
+        # a directory of its own: fio opens its --output file even to parse (it left /tmp/fio.json behind)
+        with tempfile.TemporaryDirectory(prefix="strata-fio-check-") as d:
+            argv = self.command(params, Load(), Target("dir", d, d), 0)
+            if params.file:
+                argv[-1] = params.file
+            cp = subprocess.run([*argv, "--parse-only"], capture_output=True, text=True, timeout=30, cwd=d)
         if cp.returncode < 0:  # killed: fio said nothing of the job (bench/chaos.py kills it)
             return [f"fio's check of the job was killed by signal {-cp.returncode}: run the command again"]
         if cp.returncode != 0:
