@@ -43,6 +43,7 @@ from strata.core.errors import StrataError, TrialFailure
 from strata.core.jsondoc import JsonObject
 from strata.workloads.server.facts import Server
 from strata.workloads.server.loopback import loopback_octet
+from strata.workloads.ycsb.conf import RULES, settle
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -52,7 +53,7 @@ MAX_SPAN_DATABASES = 64  # storage ports 7000..7126 stay below JMX's 7199
 DEFAULT_HEAP_BYTES = 1 * GiB
 MIN_MEMORY_BYTES = 1 * GiB  # a node under a smaller memory limit is a spec error
 READY_LINE = "Starting listening for CQL clients on"
-SERVER = Server("Cassandra node", noun="node")  # what the template reads of it (facts.py)
+SERVER = Server("Cassandra node", settings=RULES, noun="node")  # what the template reads of it (facts.py)
 START_TIMEOUT_S = 180.0
 LOG_TAIL_CHARS = 4000
 MAIN_CLASS = "org.apache.cassandra.service.CassandraDaemon"
@@ -181,7 +182,7 @@ class NodeConfig:
     cql_port: int = CQL_PORT
     num_tokens: int = 16
     ring_delay_ms: int = 1000
-    extra_yaml: JsonObject = field(default_factory=dict)  # more cassandra.yaml keys (tests, tuning)
+    extra_yaml: JsonObject = field(default_factory=dict)  # more cassandra.yaml keys: the spec's `settings` (conf.py)
 
     def __post_init__(self) -> None:
         if not 0 <= self.index < self.nodes:
@@ -264,7 +265,7 @@ def cassandra_yaml(cfg: NodeConfig) -> JsonObject:
         "auto_snapshot": False,  # a DROP or TRUNCATE between trials need not copy the data set
     }
     conf.update(cfg.extra_yaml)
-    return conf
+    return settle(conf)
 
 
 LOGBACK_XML = """<configuration scan="false" debug="false">

@@ -29,7 +29,7 @@ from pathlib import Path
 from strata.core.errors import StrataError, TrialFailure
 from strata.workloads.server import clients
 from strata.workloads.server.clients import ClientResult, tail_text
-from strata.workloads.ycsb.jars import BINDING_CLASS, RING_CHECK_CLASS
+from strata.workloads.ycsb.jars import BINDING_CLASS, COUNTERS_CLASS, RING_CHECK_CLASS
 
 WORKLOADS_DIR = Path(__file__).parent / "workloads"
 STANDARD = "abcdef"
@@ -155,6 +155,26 @@ def ring_check_argv(hosts: list[str], lib_dir: Path, port: int = 9042, java: str
         RING_CHECK_CLASS,
         ",".join(hosts),
         str(port),
+    ]
+
+
+def counters_argv(
+    mode: str, hosts: list[str], lib_dir: Path, keyspace: str, table: str, port: int = 9042, java: str = "java"
+) -> list[str]:
+    """Counters: each node's own counters (`read`; `probe`: with traced reads), or a flush of the table's
+    memtables on every node (`flush`); see Counters.java."""
+    return [
+        java,
+        "-Xmx256m",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
+        "-cp",
+        f"{lib_dir}/*",
+        COUNTERS_CLASS,
+        mode,
+        ",".join(hosts),
+        str(port),
+        keyspace,
+        table,
     ]
 
 

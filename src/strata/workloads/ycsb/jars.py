@@ -42,6 +42,7 @@ MAVEN_TIMEOUT_S = 1800
 MANIFEST = "MANIFEST.json"
 BINDING_CLASS = "strata.ycsb.CassandraDB"
 RING_CHECK_CLASS = "strata.ycsb.RingCheck"
+COUNTERS_CLASS = "strata.ycsb.Counters"
 JARS_IN_AGENT = Path("/opt/strata/jars")  # the agent image's copy of the manager's finished directories
 # where binding_source() looks in the agent image (strata's code is at /opt/strata/src/strata there)
 BINDING_IN_AGENT = "/opt/strata/java/ycsb-cassandra"

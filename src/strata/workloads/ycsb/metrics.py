@@ -30,6 +30,7 @@ from strata.workloads import hdr
 from strata.workloads.base import Parsed, headline
 from strata.workloads.latency import figure
 from strata.workloads.server import records as server_records
+from strata.workloads.ycsb import counters
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import RECORD_BYTES, YcsbParams
 from strata.workloads.ycsb.server import CLIENTS_DIR
@@ -89,8 +90,21 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     }
     if record.get("offered"):
         metrics["offered"] = record["offered"]
+    seen = counters.summary(record)
+    if seen is not None:
+        metrics["cassandra"] = seen
+    writes = sum(agg["operations"].get(op, 0) for op in WRITES)
+    dbs, nodes = _databases(record), whole(record, "servers") or 0
     series = [[i, v] for i, v in enumerate(agg["series_ops_s"])]
-    return Parsed(metrics, {"read": 0, "write": 0}, {SERIES: series} if series else {}, _windows(outs), dirs)
+    return Parsed(
+        metrics,
+        {"read": 0, "write": 0},
+        {SERIES: series} if series else {},
+        _windows(outs),
+        dirs,
+        syncs=counters.syncs(params, writes, nodes),
+        memory=counters.memory_judged(params, record, seen, dbs, writes),
+    )
 
 
 def serving(params: YcsbParams, record: JsonObject) -> Parsed:

@@ -17,7 +17,8 @@ from typing import Any, Literal, Self
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from strata.core.params import Strict
-from strata.workloads.server import fields
+from strata.workloads.server import fields, settings
+from strata.workloads.ycsb import conf
 
 CONSISTENCY = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "LOCAL_ONE", "EACH_QUORUM")
 LETTERS = "abcdef"
@@ -106,6 +107,11 @@ class YcsbParams(Strict):
     data_integrity: bool = Field(default=False, description="YCSB's dataintegrity check on every read")
     start_timeout: int = Field(default=300, ge=10, le=3600, description="seconds a node may take to come up")
     properties: dict[str, str] = Field(default_factory=dict, description="more YCSB -p NAME=VALUE settings")
+    settings: dict[str, str] = settings.settings_field(
+        "cassandra.yaml settings of every node, {NAME: VALUE}, checked against Cassandra's own list: e.g. "
+        "{commitlog_sync: batch} (periodic, strata's default: every 10000ms; batch; group with "
+        "commitlog_sync_group_window)"
+    )
     clients_on: str | None = Field(
         default=None,
         description="with cluster.hosts: the host whose agent runs the YCSB clients, one of the cluster's or "
@@ -116,6 +122,7 @@ class YcsbParams(Strict):
 
     _times = field_validator("runtime", "warmup", mode="before")(fields.seconds_or_none)
     _none = field_validator("target", mode="before")(fields.none_word)
+    _settings = field_validator("settings", mode="before")(lambda v: settings.values(v, conf.NOTATION))
 
     @model_validator(mode="before")
     @classmethod
@@ -139,6 +146,8 @@ class YcsbParams(Strict):
         out = handler(self)
         if isinstance(out, dict) and out.get("target_share") is None:
             out.pop("target_share", None)
+        if isinstance(out, dict) and not out.get("settings"):  # so too without a settings map
+            out.pop("settings", None)
         return out
 
     @field_validator("workload")
@@ -165,6 +174,8 @@ class YcsbParams(Strict):
             object.__setattr__(self, "runtime", 60)
         if self.workload.startswith("file:") and not self.file:
             raise ValueError("`workload: file:PATH` names a properties file that was not found")
+        for problem in conf.problems(self.settings):
+            raise ValueError(problem)
         if self.clients_on is not None and not self.cluster.hosts:
             raise ValueError(
                 "clients_on places the clients of a cluster that spans hosts: give cluster.hosts too "
@@ -180,8 +191,14 @@ class YcsbParams(Strict):
                 name += f"-{self.clusters}x{c.nodes}n-rf{c.replication_factor}"
             if c.hosts:
                 name += f"-on-{'+'.join(c.hosts)}-clients-{self.clients_host}"
+            name += settings.words(self.settings)
             object.__setattr__(self, "name", name)
         return self
+
+    @property
+    def durable(self) -> bool:
+        """Each write waits on its commit log's sync (commitlog_sync batch or group; periodic does not)."""
+        return conf.durable(self.settings)
 
     @property
     def peak_s(self) -> int:

@@ -35,7 +35,7 @@ from strata.workloads.server import fields, records
 from strata.workloads.server.clients import Client
 from strata.workloads.server.script import sync_of
 from strata.workloads.server.template import MemoryFloor, ServerTemplate
-from strata.workloads.ycsb import cassandra, jars, metrics, server
+from strata.workloads.ycsb import cassandra, conf, jars, metrics, server
 from strata.workloads.ycsb.client import client_failure
 from strata.workloads.ycsb.image import LIB_IN_IMAGE, image_spec
 from strata.workloads.ycsb.node import UNDO as NODE_UNDO
@@ -113,6 +113,7 @@ def node_config(
         conf_dir=lambda _: conf_dir,
         lib_dir=lib_dir,
         memory_limit_bytes=load.limits.memory,
+        extra_yaml=conf.typed(params.settings),
         **where,
     )
     return cfgs[i]
@@ -260,6 +261,9 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
 
     def phases(self, params: YcsbParams) -> tuple[str, ...]:
         return server.phases(params)
+
+    def observe(self, point: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: JsonObject) -> None:
+        server.observe(point, params, load, ctx, record)
 
     def after_phase(self, phase: str, params: YcsbParams, load: Load, ctx: MeasureContext, record: JsonObject) -> None:
         server.after_phase(phase, params, load, ctx, record)

@@ -28,6 +28,7 @@ OOM-killed one as `oom`, a node not up in time as `not_ready`, each with the tai
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from strata.core.errors import TrialFailure
-from strata.core.jsondoc import JsonObject, obj, whole
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, obj, whole
 from strata.core.params import Load
 from strata.workloads.base import MeasureContext
 from strata.workloads.latency import figure
@@ -51,6 +52,9 @@ from strata.workloads.ycsb.script import LOG_NAME, start_file
 CLIENTS_DIR = "ycsb"  # the clients' outputs and clients.json, under a trial's artifacts
 POLL_S = 0.5
 RING_TIMEOUT_S = 180
+COUNTERS_TIMEOUT_S = 90
+FLUSH_TIMEOUT_S = 180  # Counters.java gives the flush 120 s
+KEYSPACE = "ycsb"  # ClientRun's
 
 
 @dataclass
@@ -233,7 +237,52 @@ def phase_timeout_s(phase: str, params: YcsbParams) -> float:
 
 
 def record(params: YcsbParams, load: Load) -> JsonObject:
-    return {"databases": databases(params, load), "nodes": params.cluster.nodes, "phases": {}}
+    """clients.json's start: its databases, their nodes, and the nodes on this host (`servers`: the memory they
+    can use together is judged against the data, memory.usable)."""
+    local = sum(k is not None for db in layout(params, load) for k in db.instances)
+    return {"databases": databases(params, load), "nodes": params.cluster.nodes, "servers": local, "phases": {}}
+
+
+def table(params: YcsbParams) -> str:
+    return params.properties.get("table", "usertable")  # YCSB's `table` property, as the binding reads it
+
+
+def observe(point: str, params: YcsbParams, load: Load, ctx: MeasureContext, rec: JsonObject) -> None:
+    """The nodes' own counters `before` and `after` the measured run (Counters.java, over CQL), one entry per
+    node of this host in instance order, into the record (`observed`). Before the run every database's memtables
+    are flushed first (`flushed`), so that its reads find the data in SSTables, as a node that has run for a while
+    does, and the counters say what the reads then touched. A counter that cannot be read is said
+    ({"error": ...}), never a failed trial: the run's own numbers stand without it."""
+    lib = jars.ensure_ycsb() / "lib"
+    dbs = layout(params, load)
+    if point == "before":
+        rec["flushed"] = [_counters("flush", db.hosts, lib, params, db.port, ctx, FLUSH_TIMEOUT_S) for db in dbs]
+    mode = "probe" if point == "after" else "read"
+    seen: list[JsonValue] = []
+    for db in dbs:
+        local = [db.hosts[i] for i, k in enumerate(db.instances) if k is not None]
+        if not local:
+            continue
+        doc = _counters(mode, local, lib, params, db.port, ctx, COUNTERS_TIMEOUT_S)
+        nodes = doc.get("nodes")
+        seen += nodes if isinstance(nodes, list) else [{"address": a, **doc} for a in local]
+    as_obj(rec.setdefault("observed", {}), "observed")[point] = seen
+
+
+def _counters(
+    mode: str, hosts: list[str], lib: Path, params: YcsbParams, port: int, ctx: MeasureContext, timeout_s: float
+) -> JsonObject:
+    ctx.running.check(ctx.watch)
+    argv = client.counters_argv(mode, hosts, lib, KEYSPACE, table(params), port)
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"Counters {mode} did not answer within {timeout_s:.0f} s"}
+    try:
+        doc = json.loads(cp.stdout)
+    except ValueError:
+        return {"error": f"Counters {mode} exited with {cp.returncode}: {(cp.stderr or cp.stdout)[-300:]}"}
+    return doc if isinstance(doc, dict) else {"error": f"Counters {mode} printed no object"}
 
 
 def phases(params: YcsbParams) -> tuple[str, ...]:
