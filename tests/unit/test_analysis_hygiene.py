@@ -52,6 +52,19 @@ def test_a_databases_cache_warning_says_what_a_database_needs():
     assert fix.startswith("measure the device with O_DIRECT") and "data set larger than the memory" in fix
 
 
+def test_a_data_set_in_memory_is_warned_with_its_own_fix():
+    """A database flagged because its data set fits in memory (evidence.memory.fits) is warned in those words,
+    with the data set its fix names; O_DIRECT is advised only for the trials whose bytes fell short."""
+    db = make_result(fs="ext4", rep=0, value=900, cache=True)
+    db["flags"]["cache"]["evidence"]["memory"] = {"fits": True, "fix": "records of 40,000 or more (now 5,000)"}
+    alone = kinds([db])["cache"]
+    assert "fits in the memory their servers can use" in alone.message and "disk moved" not in alone.message
+    assert "O_DIRECT" not in alone.fix and "records of 40,000 or more" in alone.fix
+    both = kinds([db, make_result(fs="xfs", rep=0, value=900, cache=True)])["cache"]
+    assert "1 as their data set fits" in both.message and "1 as a disk moved" in both.message
+    assert "O_DIRECT" in both.fix and "records of 40,000" in both.fix
+
+
 def test_too_short_to_judge_is_its_own_warning():
     rs = [make_result(rep=i, steady={"steady": False, "judged": False}) for i in range(3)]
     w = kinds(rs)["steady"]

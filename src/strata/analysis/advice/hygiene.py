@@ -81,30 +81,37 @@ def _declared(cells: list[Cell]) -> list[HygieneWarning]:
 
 
 def _cache(cells: list[Cell]) -> list[HygieneWarning]:
-    cached = [f"{c.name} #{repetition(r)}" for c in cells for r in c.cached]
+    cached = [(f"{c.name} #{repetition(r)}", Flags.of(r).cache) for c in cells for r in c.cached]
     if not cached:
         return []
-    fix = (
-        "measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`); "
-        "see flags.cache.evidence in the trial's JSON"
-    )
-    judged = [Flags.of(r).cache for c in cells for r in c.cached]
-    if any(j is not None and j.evidence.get("basis") for j in judged):  # a database's bytes, not O_DIRECT I/O
-        fix += (
-            "; a workload whose bytes are not O_DIRECT I/O (evidence.basis) needs a data set larger than the "
-            "memory, or its writes forced to the device"
+    # a database whose data set fits in its servers' memory is flagged by that, whatever its bytes: its fix is a
+    # larger data set or a memory limit (the scale it says), not O_DIRECT
+    fits = [(name, m) for name, j in cached if j is not None and (m := j.evidence.get("memory") or {}).get("fits")]
+    by_bytes = len(cached) - len(fits)
+    whys, fixes = [], []
+    if by_bytes:
+        whys.append(disks.rule("their") if not fits else f"{by_bytes} as {disks.rule('their')}")
+        fixes.append("measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`)")
+        if any(j is not None and j.evidence.get("basis") for _, j in cached):  # a database's bytes, not O_DIRECT
+            fixes.append(
+                "a workload whose bytes are not O_DIRECT I/O (evidence.basis) needs a data set larger than the "
+                "memory, or its writes forced to the device"
+            )
+    if fits:
+        whys.append(
+            "their data set fits in the memory their servers can use"
+            if not by_bytes
+            else f"{len(fits)} as their data set fits in the memory their servers can use"
         )
-    # a database whose data set fits in its servers' memory says what would not (the scale to use)
-    fits = [m.get("fix") for j in judged if j is not None and (m := j.evidence.get("memory") or {}).get("fits")]
-    for said in list(dict.fromkeys(f for f in fits if f))[:2]:
-        fix += f"; {said}"
+        fixes += list(dict.fromkeys(str(m["fix"]) for _, m in fits if m.get("fix")))[:2]
+    fixes.append("see flags.cache.evidence in the trial's JSON")
     return [
         HygieneWarning(
             "cache",
-            f"a cache answered in {len(cached)} trial(s) ({disks.rule('their')}): they are drawn apart, labeled "
+            f"a cache answered in {len(cached)} trial(s) ({'; '.join(whys)}): they are drawn apart, labeled "
             "cache, never as device performance",
-            fix,
-            cached,
+            "; ".join(fixes),
+            [name for name, _ in cached],
         )
     ]
 

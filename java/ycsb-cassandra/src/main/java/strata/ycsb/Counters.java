@@ -4,8 +4,6 @@
 package strata.ycsb;
 
 import com.datastax.driver.core.Cluster;
-import com.datastax.driver.core.ExecutionInfo;
-import com.datastax.driver.core.QueryTrace;
 import com.datastax.driver.core.ResultSet;
 import com.datastax.driver.core.Row;
 import com.datastax.driver.core.Session;
@@ -17,6 +15,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.TreeSet;
+import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -28,21 +27,23 @@ import java.util.regex.Pattern;
  *   <li>{@code read}: per node, the memtable flushes and compactions done and pending
  *       ({@code thread_pools}), the table's SSTables on disk ({@code disk_usage}, whole MiB), its
  *       local reads and writes ({@code local_read_latency}, {@code local_write_latency}), the key and
- *       row caches ({@code caches}) and the durability settings in force ({@code settings}); and, from
- *       {@code PROBES} traced reads of the table's keys with that node as coordinator, the SSTables each
- *       read merged ("Merged data from memtables and N sstables", Cassandra's own trace line).
+ *       row caches ({@code caches}) and the durability settings in force ({@code settings}).
+ *   <li>{@code probe}: the same and, from {@code PROBES} traced reads of the table's keys with that node as coordinator, the SSTables each
+ *       read looked into (the distinct SSTables its trace names: "Partition index found for sstable N", "Key cache
+ *       hit for sstable N"), and the reads whose trace did not complete in time ({@code untraced}).
  *   <li>{@code flush}: every memtable of the table written to SSTables before the measured run, as
  *       nodetool flush would, without JMX: the table's {@code memtable_flush_period_in_ms} is set to
  *       {@code PERIOD_MS} (each memtable then flushes once that old), until every node's flush writer
  *       has completed a flush more and is idle, and set back to 0 (Cassandra's default: never).
  * </ul>
  *
- * <p>Usage: {@code Counters read|flush HOSTS PORT KEYSPACE TABLE}; HOSTS comma-separated. Prints one
+ * <p>Usage: {@code Counters read|probe|flush HOSTS PORT KEYSPACE TABLE}; HOSTS comma-separated. Prints one
  * JSON object; exit 0, 1 when a node could not be read (its entry says why), 2 on bad usage.
  */
 public final class Counters {
   static final int PROBES = 20;
   static final int PERIOD_MS = 1000;
+  static final long TRACE_WAIT_MS = 20_000;
   static final long FLUSH_TIMEOUT_MS = 120_000;
   static final String[] POOLS = {"MemtableFlushWriter", "CompactionExecutor"};
   static final String[] SETTINGS = {
@@ -138,9 +139,10 @@ public final class Counters {
       }
       j.append("}");
       if (probe) {
-        j.append(", \"probe\": ").append(probe(s, ks, table));
+        String traced = probe(s, ks, table);  // before its key: a probe that fails leaves valid JSON
+        j.append(", \"probe\": ").append(traced);
       }
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | InterruptedException e) {
       return new String[] {"false", j.append(", \"error\": ").append(RingCheck.quote(e.toString())).append("}").toString()};
     }
     return new String[] {"true", j.append("}").toString()};
@@ -152,32 +154,62 @@ public final class Counters {
     return r == null ? "null" : String.valueOf(r.getLong("count"));
   }
 
-  /** The SSTables each of PROBES traced reads looked into, as Cassandra's trace says it (0: its memtables alone). */
-  static String probe(Session s, String ks, String table) {
+  /**
+   * The SSTables each of PROBES traced reads looked into, as Cassandra's trace says it (0: its memtables alone).
+   * The traces are read from system_traces once every read is done, each given TRACE_WAIT_MS to complete (its
+   * session's duration set): the driver's own fetch gives up after a few milliseconds on a busy node. A read
+   * whose trace never completed is counted in "untraced", not guessed.
+   */
+  static String probe(Session s, String ks, String table) throws InterruptedException {
     List<String> keys = new ArrayList<>();
     for (Row r : s.execute("SELECT y_id FROM " + ks + "." + table + " LIMIT " + PROBES)) {
       keys.add(r.getString("y_id"));
     }
-    List<Integer> merged = new ArrayList<>();
+    List<UUID> traces = new ArrayList<>();
     for (String key : keys) {
       ResultSet rs = s.execute(new SimpleStatement("SELECT * FROM " + ks + "." + table + " WHERE y_id = ?", key)
           .enableTracing());
-      ExecutionInfo info = rs.getExecutionInfo();
-      QueryTrace trace = info.getQueryTrace();
-      TreeSet<String> read = new TreeSet<>();
-      for (QueryTrace.Event e : trace.getEvents()) {
-        Matcher m = READ_SSTABLE.matcher(e.getDescription());
-        if (m.find()) {
-          read.add(m.group(1));
-        }
-      }
-      merged.add(read.size());
+      traces.add(rs.getExecutionInfo().getQueryTrace().getTraceId());
     }
-    StringBuilder b = new StringBuilder("{\"reads\": ").append(merged.size()).append(", \"sstables_read\": [");
+    List<Integer> merged = new ArrayList<>();
+    int untraced = 0;
+    long deadline = System.currentTimeMillis() + TRACE_WAIT_MS;
+    for (UUID id : traces) {
+      Integer n = sstablesRead(s, id);
+      while (n == null && System.currentTimeMillis() < deadline) {
+        Thread.sleep(200);
+        n = sstablesRead(s, id);
+      }
+      if (n == null) {
+        untraced++;
+      } else {
+        merged.add(n);
+      }
+    }
+    StringBuilder b = new StringBuilder("{\"reads\": ").append(traces.size()).append(", \"untraced\": ")
+        .append(untraced).append(", \"sstables_read\": [");
     for (int i = 0; i < merged.size(); i++) {
       b.append(i == 0 ? "" : ", ").append(merged.get(i));
     }
     return b.append("]}").toString();
+  }
+
+  /** The distinct SSTables one traced read named, or null while its trace is not complete. */
+  static Integer sstablesRead(Session s, UUID id) {
+    Row session = s.execute(new SimpleStatement(
+        "SELECT duration FROM system_traces.sessions WHERE session_id = ?", id)).one();
+    if (session == null || session.isNull("duration")) {
+      return null;
+    }
+    TreeSet<String> read = new TreeSet<>();
+    for (Row e : s.execute(new SimpleStatement(
+        "SELECT activity FROM system_traces.events WHERE session_id = ?", id))) {
+      Matcher m = READ_SSTABLE.matcher(e.getString("activity"));
+      if (m.find()) {
+        read.add(m.group(1));
+      }
+    }
+    return read.size();
   }
 
   /**
