@@ -29,7 +29,7 @@ from tests.coverage import covers
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
-SMALL = {"tables": 2, "table_size": 10000, "clients": 4, "runtime": 8}
+SMALL = {"tables": 2, "table_size": 10000, "clients": 4, "runtime": 8, "warmup": 2}
 
 
 @pytest.fixture
@@ -119,9 +119,9 @@ def test_native_read_write_and_read_only_with_innodbs_counters(tmp_path, env):
     cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=1200)
     rs = {r["labels"]["workload"]: r for r in results(tmp_path / "out")}
     rw, ro, held = (
-        rs["sysbench-oltp_read_write-2x10000-c4-innodb_io_capacity_1000"],
+        rs["sysbench-oltp_read_write-2x10000-c4-w2-innodb_io_capacity_1000"],
         rs["sysbench-oltp_read_only-4x100000-c4-w3-rand_uniform-bp_24MiB"],
-        rs["sysbench-oltp_read_only-2x10000-c4"],
+        rs["sysbench-oltp_read_only-2x10000-c4-w2"],
     )
     assert_measured(rw)
     assert_measured(ro, writes=False)

@@ -166,3 +166,18 @@ def test_an_unconfirmed_trial_under_auto_is_not_told_to_set_repetitions():
     assert "beat a single raw-device trial" in w["unconfirmed"].message
     assert "beyond the intervals" not in w["unconfirmed"].message
     assert "`repetitions: 3` or `auto`" in w["unconfirmed"].fix
+
+
+def test_a_tpcb_like_run_at_a_scale_below_its_clients_is_warned_with_the_fix():
+    """Issue 56: tpcb-like's every transaction updates one of `scale` branch rows; more clients than rows queue on
+    their locks, and pgbench's docs say so. select-only at the same shape, and tpcb-like at scale >= clients, not."""
+
+    def run(fs: str, script: str, scale: int, clients: int) -> dict:
+        r = make_result(fs=fs, rep=0, value=900, workload=f"pgbench-{script}")
+        r["trial"]["workload"] = {"type": "pgbench", "script": script, "scale": scale, "clients": clients}
+        return r
+
+    w = kinds([run("xfs", "tpcb-like", 20, 32), run("ext4", "tpcb-like", 32, 32)])["scale"]
+    assert "wait on row locks" in w.message and "scale to at least the number of clients" in w.fix
+    assert [i.split()[0] for i in w.items] == ["loop/xfs/native/bind"]
+    assert "scale" not in kinds([run("xfs", "select-only", 1, 32), run("ext4", "tpcb-like@9,select-only@1", 40, 32)])

@@ -236,9 +236,12 @@ def test_show_prints_a_ycsb_trials_operations_per_second(tmp_path):
     r = make_result(kind="ycsb", value=1.0, workload="ycsb-a")
     r["trial"]["workload"] = {"type": "ycsb", "name": "ycsb-a", "workload": "a", "target": None}
     r["metrics"] = parsed.metrics
-    head, _, row = table_text([r]).splitlines()
+    head, _, row, *legend = table_text([r]).splitlines()
     ops = row.split()[head.split().index("IOPS")]
     assert ops == f"{parsed.metrics['throughput_ops_s']:.0f}", (head, row)
+    # Cassandra's default commit log acknowledges a write before its sync: said in its own column, with its legend
+    assert head.split()[-1] == "durability" and row.endswith("NOT durable: commitlog_sync=periodic every 10000ms")
+    assert any(line.startswith("durability = ") for line in legend), legend
 
 
 def test_ycsb_latency_breakdown_is_its_own():

@@ -52,7 +52,7 @@ def state_dir(tmp_path, monkeypatch):
 
 def test_defaults_and_names():
     p = PgbenchParams()
-    assert (p.script, p.scale, p.clients, p.threads, p.runtime, p.rate) == ("tpcb-like", 10, 1, 1, 60, None)
+    assert (p.script, p.scale, p.clients, p.threads, p.runtime, p.rate) == ("tpcb-like", 10, 1, "auto", 60, None)
     # two timed checkpoints in the run, half an interval from either end (params.py)
     assert (p.warmup, p.checkpoint_timeout, p.max_wal_size, p.protocol, p.vacuum) == (15, 30, GiB, "simple", True)
     assert (p.synchronous_commit, p.fsync, p.shared_buffers, p.wal_level, p.full_page_writes) == (
@@ -63,6 +63,11 @@ def test_defaults_and_names():
         True,
     )
     assert p.name == "pgbench-tpcb-like-s10-c1" and p.writes
+    # threads: auto, a thread per 4 clients (pgbench's docs: a thread manages 2 to 10), never more than clients
+    assert [PgbenchParams(clients=c).effective_threads for c in (1, 4, 5, 8, 32)] == [1, 1, 2, 2, 8]
+    assert (
+        PgbenchParams(clients=2, threads=8).effective_threads == 2 and PgbenchParams(threads="AUTO").threads == "auto"
+    )
     q = PgbenchParams(
         script="select-only", clients=8, threads=2, rate=500, fsync=False, shared_buffers="1GiB", wal_level="minimal"
     )
@@ -84,7 +89,8 @@ def test_clients_threads_and_rates_are_sweeps_and_none_is_flat_out(tmp_path):
         ("scale", 0, "greater than or equal to 1"),
         ("scale", 10**9, "less than or equal to 100000"),
         ("clients", 5000, "less than or equal to 1000"),
-        ("threads", 0, "greater than or equal to 1"),
+        ("threads", 0, "from 1 to 1000, or auto"),
+        ("threads", "many", "from 1 to 1000, or auto"),
         ("runtime", "2d", "less than or equal to 86400"),
         ("runtime", "1e999", "not a duration"),
         ("warmup", -1, "between 0 and"),

@@ -65,11 +65,12 @@ PAYLOADS: dict[str, Schema] = {
                 values=of(NUM),
                 wa=opt(NUM),
                 flags=arr(STR),
+                durability=opt(STR),
                 failure=opt(FAILURE),
                 warnings=arr(WARNING),
             )
         ),
-        legend=obj(flags=STR, wa=STR, failure_categories=of(obj(meaning=STR, fix=STR))),
+        legend=obj(flags=STR, wa=STR, durability=STR, failure_categories=of(obj(meaning=STR, fix=STR))),
     ),
     "compare": obj(
         "strata compare --json: B relative to A, configuration by configuration, and the gate's decision",
@@ -185,6 +186,7 @@ PAYLOADS: dict[str, Schema] = {
                 n=INT,
                 x_raw=opt(NUM),
                 flags=of(INT),
+                durability=opt(STR),
             )
         ),
         warnings=arr(obj(kind=STR, text=STR, note=BOOL, items=arr(STR))),

@@ -20,6 +20,7 @@ from strata.core.metrics import MetricSchema
 from strata.results import writes
 from strata.results.export import columns, flatten
 from strata.results.flags import DECLARED, Flags
+from strata.workloads.server import durability
 
 NAME = "show"
 HELP = "print stored results as a table, with validity flags"
@@ -91,6 +92,7 @@ def rows(results: list[dict[str, Any]]) -> list[Row]:
                 {h: v for h, v in values(r, schema).items() if h in measured},
                 writes.device(r),
                 marks(r),
+                durability.shown(r.get("metrics") or {}) or None,
                 None if failed is None else {"category": failed.category or None, "message": failed.message},
                 [_warning(w) for w in r.get("warnings", [])],
             )
@@ -111,6 +113,7 @@ class Row:
     values: dict[str, float]  # heading -> value at the heading's scale (IOPS, MiB/s, us)
     wa: float | None
     flags: list[str]
+    durability: str | None  # a database's durability settings in force (workloads/server/durability.py)
     failure: dict[str, str | None] | None
     warnings: list[dict[str, str | None]]
 
@@ -126,7 +129,19 @@ def table_text(results: list[dict[str, Any]]) -> str:
     from strata.workloads import declared
 
     measured = headings(declared())
-    head = ("stack", "workload", "load", "rep", "status", *measured, "WA", "flags")
+    shown = rows(results)
+    durable = any(row.durability for row in shown)  # a column only where a database said its settings
+    head = (
+        "stack",
+        "workload",
+        "load",
+        "rep",
+        "status",
+        *measured,
+        "WA",
+        "flags",
+        *(("durability",) if durable else ()),
+    )
     digits = _digits()
     table = [
         (
@@ -138,8 +153,9 @@ def table_text(results: list[dict[str, Any]]) -> str:
             *(_num(row.values.get(h), 1, digits[h]) for h in measured),
             _num(row.wa, 1, 2),
             " ".join(row.flags),
+            *((row.durability or "-",) if durable else ()),
         )
-        for row in rows(results)
+        for row in shown
     ]
     if not table:
         return "no stored results"
@@ -150,8 +166,10 @@ def table_text(results: list[dict[str, Any]]) -> str:
 
     out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in table]
     notes = [w for r in results for w in r.get("warnings", [])]
-    if any(writes.device(r) is not None for r in results):
-        out += ["", WA_LEGEND]
+    legends = ([WA_LEGEND] if any(writes.device(r) is not None for r in results) else []) + (
+        [DURABILITY_LEGEND] if durable else []
+    )
+    out += [""] + legends if legends else []
     if any(r["status"] != "ok" for r in results) or notes:
         out.append("")
         out.append("flags: " + legend())
@@ -171,6 +189,7 @@ def as_json(path: str, results: list[dict[str, Any]]) -> dict[str, object]:
         "legend": {
             "flags": legend(),
             "wa": WA_LEGEND,
+            "durability": DURABILITY_LEGEND,
             "failure_categories": {
                 c: {"meaning": FAILURE_CATEGORIES[c][0], "fix": FAILURE_CATEGORIES[c][1]}
                 for c in seen
@@ -181,6 +200,10 @@ def as_json(path: str, results: list[dict[str, Any]]) -> dict[str, object]:
 
 
 WA_LEGEND = "WA = write amplification: bytes the device under test wrote per byte the workload wrote"
+DURABILITY_LEGEND = (
+    "durability = the database's settings that decide when a commit reaches the device, as the server had them; "
+    "NOT durable: a commit returned before its log reached the device, so its writes measure memory"
+)
 
 
 def marks(r: dict[str, Any]) -> list[str]:

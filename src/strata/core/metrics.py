@@ -135,6 +135,17 @@ class Events:
 
 
 @dataclass(frozen=True)
+class Caution:
+    """A shape of a workload's own parameters that makes its numbers measure something other than storage, which
+    the report warns of (analysis/advice/hygiene.py) with the fix: `check` reads a trial's resolved workload
+    (`trial.workload`) and says what is wrong in words, or None; `kind` names the warning."""
+
+    kind: str
+    check: Callable[[JsonObject], str | None]
+    fix: str
+
+
+@dataclass(frozen=True)
 class BlockIo:
     """A block I/O workload's parameters that the studies name in their own words: the access pattern
     (`pattern`: read, write, randread, randwrite, ...: random and sequential I/O) and the size of one I/O in
@@ -229,7 +240,8 @@ class MetricSchema:
     `events`: counts that compared trials must share (Events: PostgreSQL's checkpoints); `client_cpu`: where a
     trial stores the share of the host's CPUs its own clients took in the measured run (a server workload's
     clients run on the host beside the servers: analysis/cells/usage.py takes it from the host's busy share); ():
-    it runs no clients of its own."""
+    it runs no clients of its own; `cautions`: shapes of its parameters the report warns of (Caution: pgbench's
+    scale below its clients)."""
 
     fields: tuple[Metric, ...] = ()
     breakdown: tuple[str, ...] = ()
@@ -240,6 +252,7 @@ class MetricSchema:
     offered: OfferedRate | None = None
     mix: OperationMix | None = None
     events: tuple[Events, ...] = ()
+    cautions: tuple[Caution, ...] = ()
     client_cpu: tuple[str, ...] = ()
     io: BlockIo | None = None
 

@@ -41,7 +41,7 @@ from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads.base import Shorthand
 
 # Keys whose value is a list by nature, never a sweep.
-_LIST_KEYS = {"mount_options", "mkfs_options", "set"}
+_LIST_KEYS = {"mount_options", "mkfs_options", "set", "options"}  # options: a client's own (server workloads)
 MAX_FILE_BYTES = 4 << 20
 MAX_DEPTH = 40  # nesting of mappings and lists
 MAX_NODES = 200_000  # YAML nodes with every alias expanded (a "billion laughs" file stops here)

@@ -104,6 +104,7 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
         if not others:
             continue
         labels = short_labels([c.stack for c in others])
+        durable = any(c.durability for c in others)  # a column only where a database said its settings
         rows: list[list[object]] = []
         bars: list[Bar] = []
         per_cell = [(c, _bars_of(c, a, labels[c.stack], has_raw)) for c in others]
@@ -125,6 +126,7 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
                         c.unit,
                         bar["note"],
                         wa.mean if (wa := amplification.device(c)) is not None else None,
+                        *([c.durability or None] if durable else []),
                     ]
                 )
         if not bars:
@@ -166,6 +168,7 @@ def _ratio_figures(a: Analysis) -> list[Figure]:
                         "unit",
                         "note",
                         "write amplification",
+                        *(["durability"] if durable else []),
                     ],
                     rows,
                 ),

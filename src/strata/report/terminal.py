@@ -32,7 +32,10 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def _cells(a: Analysis) -> list[str]:
-    rows = [["stack", "workload", "load", "mean", "95% CI", "n", "x raw", "flags"]]
+    durable = any(c.durability for c in a.cells)  # a column only where a database said its settings
+    rows = [
+        ["stack", "workload", "load", "mean", "95% CI", "n", "x raw", "flags", *(["durability"] if durable else [])]
+    ]
     for c in a.cells[:MAX_ROWS]:
         s = c.summary if c.values else None
         ci = f"+-{fmt(s.half_width)}" if s is not None and s.half_width is not None else "-"
@@ -50,6 +53,7 @@ def _cells(a: Analysis) -> list[str]:
                 str(c.reps),
                 f"{r.value:.2f}" if r else "-",
                 " ".join(flags),
+                *([c.durability or "-"] if durable else []),
             ]
         )
     out = _table(rows)
@@ -134,6 +138,7 @@ def analysis_json(a: Analysis) -> dict[str, object]:
                 "n": c.reps,
                 "x_raw": r.value if r else None,
                 "flags": flags,
+                "durability": c.durability or None,
             }
         )
     return {

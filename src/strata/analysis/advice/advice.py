@@ -39,6 +39,8 @@ from strata.analysis.decisions.answer import EQUIVALENT, WORSE, Answer, answer, 
 from strata.analysis.decisions.criterion import MAX_USEFUL_REPETITIONS
 from strata.analysis.decisions.groups import Comparisons, compare, repetitions_to_decide
 from strata.analysis.measured.sweeps import Sweep, peak
+from strata.core.jsondoc import obj
+from strata.workloads.server import durability
 
 BEST, EQUIVALENT_GROUP, UNDECIDED_GROUP = "best", "equivalent", "undecided"
 
@@ -63,6 +65,7 @@ class Best:
     own: Answer | None = None  # the leader's ratio to the best: what choosing it costs at most
     lead_high: float | None = None  # when it alone may be the best: its lead over the next is at most this
     on: compared.Compared | None = None  # what the group compared, and which way is better (compared.py)
+    lax: str = ""  # the non-durable settings its stacks ran under, in words ("": every one durable)
 
     def answer_of(self, c: Cell) -> Answer:
         return self.by_cell.get(c.key) or self.answers[c.stack]
@@ -106,6 +109,9 @@ class Best:
         return self.own.supported if self.own is not None else None
 
     def text(self) -> str:
+        return self._answer() + (f"; {self.lax}" if self.lax else "")
+
+    def _answer(self) -> str:
         on = self.on.words() if self.on is not None else ""
         where = f"{self.workload} at load {self.load} on {self.best.labels['device']}{on}"
         head = f"{self.best.stack} ({fmt(self.value, self.unit)}, n={self.best.reps})"
@@ -160,6 +166,7 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
         top = by_key[cmp.leader] if cmp.leader else on.ranked(group)[0]
         b = Best(top.labels["workload"], top.labels["load"], on.unit, top, None, None, candidates=len(group), on=on)
         b.amplification = amplification.advice(group)
+        b.lax = not_durable(group)
         others = sorted((c for c in group if c is not top), key=lambda c: on.gap(cmp.answers[c.key]))
         if others:
             b.runner_up, b.method, b.own, b.lead_high = others[0], cmp.method, cmp.own, cmp.lead_high
@@ -171,6 +178,22 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
             b.need = _need(top, b, cmp)
         out.append(b)
     return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
+
+
+def not_durable(cells: list[Cell]) -> str:
+    """The settings under which some of the compared stacks' commits returned before their log reached the device
+    (workloads/server/durability.py), each with the stacks that ran under it; "" when none did."""
+    lax: dict[str, list[str]] = {}
+    for c in cells:
+        for setting in dict.fromkeys(k for r in c.ok for k in durability.lax_of(obj(r, "metrics"))):
+            lax.setdefault(setting, []).append(c.stack)
+    if not lax:
+        return ""
+    said = ", ".join(
+        f"{setting} ({'every stack' if len(stacks) == len(cells) else ', '.join(stacks)})"
+        for setting, stacks in lax.items()
+    )
+    return f"not durable: {said}: commits returned before their log reached the device, so writes measure memory"
 
 
 def _need(top: Cell, b: Best, cmp: Comparisons) -> str:

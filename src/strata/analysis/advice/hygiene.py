@@ -58,6 +58,7 @@ def check(cells: list[Cell], results: list[Result]) -> list[HygieneWarning]:
             out.append(w)
     out.extend(_steady(cells))
     out.extend(_events(cells))
+    out.extend(_cautions(cells))
     for fn in (_sync, _failed):
         w = fn(cells)
         if w:
@@ -137,6 +138,18 @@ def _events(cells: list[Cell]) -> list[HygieneWarning]:
                     )
                 )
     return out
+
+
+def _cautions(cells: list[Cell]) -> list[HygieneWarning]:
+    """What a workload declares of its own parameters that makes a number measure something else than storage
+    (core/metrics.py Caution: pgbench's scale below its clients), with the configurations it applies to."""
+    found: dict[tuple[str, str, str], list[str]] = {}  # (kind, what is wrong, fix) -> configurations
+    for c in cells:
+        for caution in c.schema.cautions:
+            said = caution.check(c.workload)
+            if said is not None:
+                found.setdefault((caution.kind, said, caution.fix), []).append(c.name)
+    return [HygieneWarning(kind, said, fix, items) for (kind, said, fix), items in found.items()]
 
 
 def _unconfirmed(cells: list[Cell]) -> HygieneWarning | None:

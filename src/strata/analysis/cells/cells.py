@@ -31,6 +31,7 @@ from strata.core.params import LoadCounts
 from strata.results import flags, validity
 from strata.results.flags import AboveRaw, Declared, Flag, Flags, Steady
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.workloads.server import durability
 
 if TYPE_CHECKING:
     from strata.experiment.model import DesignDoc
@@ -246,6 +247,11 @@ class Cell:
     def measured(self) -> list[Result]:
         """Every result with a measurement: the device numbers', then those drawn apart."""
         return self.ok + [r for g in self.apart.values() for r in g.results]
+
+    @property
+    def durability(self) -> str:
+        """Its database's durability settings in force, as `strata show` shows them ("": none stated)."""
+        return next((s for r in self.measured if (s := durability.shown(obj(r, "metrics")))), "")
 
     @property
     def cached(self) -> list[Result]:

@@ -44,6 +44,7 @@ from strata.workloads.pgbench import sampling
 from strata.workloads.pgbench.params import PgbenchParams
 from strata.workloads.pgbench.postgres import BLOCK_BYTES, COUNTERS
 from strata.workloads.server import latency, memory, records
+from strata.workloads.server.durability import Durability, Setting, value_of
 
 CLIENTS_DIR = "pgbench"
 SERIES = "pgbench_tps"
@@ -87,6 +88,7 @@ def parse_trial(params: PgbenchParams, arts: list[Path]) -> Parsed:
         "blocks": dict(blocks) if blocks is not None else None,
         "checkpoints": _checkpoints(checkpoints, params, recs, _started(runs)),
         "server": server,
+        "durability": durability(params, server).to_json(),
         "cache": cache,
         "clients": records.phases(recs),
         "node_ready_s": list(records.ready_s(recs)),
@@ -245,6 +247,42 @@ def _sync_method(params: PgbenchParams, server: JsonObject | None) -> str:
     """The server's wal_sync_method: as it said it was in force, else as the spec set it (else the default)."""
     said = as_obj((server or {}).get("settings") or {}, "settings").get("wal_sync_method")
     return str(said or params.settings.get("wal_sync_method") or "fdatasync")
+
+
+def durability(params: PgbenchParams, server: JsonObject | None) -> Durability:
+    """PostgreSQL's durability settings in force (the server's own, else the spec's): synchronous_commit and fsync
+    decide whether a commit waits on its WAL's flush; full_page_writes and wal_sync_method what the device sees."""
+    said = as_obj((server or {}).get("settings") or {}, "settings")
+    spec = {
+        "synchronous_commit": params.synchronous_commit,
+        "fsync": "on" if params.fsync else "off",
+        "full_page_writes": "on" if params.full_page_writes else "off",
+    }
+
+    def of(name: str, default: str) -> str:
+        return value_of(name, said, params.settings, spec, default=default)
+
+    sc, fsync, fpw, method = (
+        of("synchronous_commit", "on"),
+        of("fsync", "on"),
+        of("full_page_writes", "on"),
+        _sync_method(params, server),
+    )
+    return Durability(
+        (
+            Setting(
+                "synchronous_commit",
+                sc,
+                f"sc={sc}",
+                "a commit returns before its WAL is flushed" if sc == "off" else "",
+            ),
+            Setting(
+                "fsync", fsync, f"fsync={fsync}", "PostgreSQL never asks the device to flush" if fsync == "off" else ""
+            ),
+            Setting("full_page_writes", fpw, f"fpw={fpw}"),
+            Setting("wal_sync_method", method, method),
+        )
+    )
 
 
 def _syncs(wal: dict[str, int] | None, servers: int, method: str) -> Syncs | None:

@@ -2,7 +2,7 @@
 
 `pgbench: {script: tpcb-like, scale: 10, clients: [1, 8, 32], threads: 2, runtime: 60, warmup: 15,
 rate: none, protocol: simple, synchronous_commit: on, fsync: true, shared_buffers: 128MiB, wal_level:
-replica, full_page_writes: true, checkpoint_timeout: 30, max_wal_size: 1GiB, settings: {}, wal_path:
+replica, full_page_writes: true, checkpoint_timeout: 30, max_wal_size: 1GiB, settings: {}, options: [], wal_path:
 none}`. Every number is bounded; a list of any key is a sweep (experiment/load.py).
 
 - `script`: one of pgbench's built-in scripts or `file:PATH` (a pgbench script of your own, run as it is,
@@ -32,9 +32,11 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Strict, size_field
 from strata.workloads.pgbench.sampling import MIN_RATE as MIN_SAMPLING
 from strata.workloads.server import fields, logpath, settings
+from strata.workloads.server import options as client_options
 
 MiB = 1 << 20
 BUILTIN = ("tpcb-like", "simple-update", "select-only")
@@ -45,6 +47,10 @@ INIT_STEPS = re.compile(r"[dtgGvpf]{1,20}")  # pgbench -I: drop, tables, generat
 # A script that names one of these writes (its transactions' WAL must reach the device): fields.writes.
 WRITE_WORDS = re.compile(r"\b(insert|update|delete|merge|copy|create|drop|alter|truncate|vacuum|cluster)\b", re.I)
 SCRIPT_ENTRY = re.compile(r"(?P<what>[^@]+?)(?:@(?P<weight>\d{1,4}))?")
+
+
+# pgbench's docs: "a thread manages a few clients, say between 2 and 10"; `threads: auto` gives each thread 4
+CLIENTS_PER_THREAD = 4
 
 
 def entries(script: str) -> list[tuple[str, int | None]]:
@@ -87,11 +93,10 @@ class PgbenchParams(Strict):
         default=10, ge=1, le=100_000, description="pgbench -i -s: 100,000 accounts (16 MiB) per unit; 1 to 100000"
     )
     clients: int = fields.clients_field("pgbench -c: database sessions per server, 1 to 1000")
-    threads: int = Field(
-        default=1,
-        ge=1,
-        le=1000,
-        description="pgbench -j: client threads per server, 1 to 1000 (at most `clients` of them run)",
+    threads: int | Literal["auto"] = Field(
+        default="auto",
+        description="pgbench -j: client threads per server, 1 to 1000 (at most `clients` of them run); auto: one per "
+        f"{CLIENTS_PER_THREAD} clients, as pgbench's docs advise (a thread manages a few clients, between 2 and 10)",
     )
     runtime: int = fields.runtime_field(
         "seconds of the measured run (pgbench -T), 1 to 86400; a multiple of checkpoint_timeout puts the same "
@@ -177,6 +182,7 @@ class PgbenchParams(Strict):
         "any other PostgreSQL setting: {NAME: VALUE}, passed as postgres -c NAME=VALUE (wal_compression: lz4, "
         "huge_pages: off, wal_sync_method: ..., backend_flush_after: 0); checked against postgres --describe-config"
     )
+    options: list[str] = client_options.options_field("pgbench", "--progress-timestamp, --random-seed=7")
     wal_path: str | None = logpath.log_field("WAL (initdb --waldir)")
     start_timeout: int = fields.start_timeout_field()
     file: str | None = Field(default=None, description="(set from `script: file:PATH`: the first script file)")
@@ -185,6 +191,7 @@ class PgbenchParams(Strict):
     _times = field_validator("runtime", "warmup", "checkpoint_timeout", mode="before")(fields.seconds)
     _sizes = field_validator("shared_buffers", "max_wal_size", mode="before")(size_field)
     _settings = field_validator("settings", mode="before")(lambda v: settings.values(v))
+    _options = field_validator("options", mode="before")(client_options.values)
     _wal_path = field_validator("wal_path", mode="before")(lambda v: logpath.name(v))
     _none = field_validator("rate", "latency_limit", "init_steps", mode="before")(fields.none_word)
 
@@ -192,6 +199,15 @@ class PgbenchParams(Strict):
     @classmethod
     def _script(cls, v: str) -> str:
         entries(v)
+        return v
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _threads(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lower() == "auto":
+            return "auto"
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1000:
+            raise ValueError(f"threads is a whole number from 1 to 1000, or auto, not {str(v)[:40]!r}")
         return v
 
     @field_validator("log_sampling", mode="before")
@@ -241,7 +257,9 @@ class PgbenchParams(Strict):
 
     @property
     def effective_threads(self) -> int:
-        """pgbench -j: one thread runs one client or more, never none."""
+        """pgbench -j: one thread runs one client or more, never none; `auto` one per CLIENTS_PER_THREAD clients."""
+        if self.threads == "auto":
+            return -(-self.clients // CLIENTS_PER_THREAD)
         return min(self.threads, self.clients)
 
     @property
@@ -251,6 +269,20 @@ class PgbenchParams(Strict):
             if (flag == "-b" and what in WRITING_BUILTINS) or (flag == "-f" and fields.writes(what, WRITE_WORDS)):
                 return True
         return False
+
+
+def scale_below_clients(workload: JsonObject) -> str | None:
+    """A stored trial's tpcb-like run with fewer branches (one per unit of scale) than clients, in words: every
+    transaction updates one branch row, so clients beyond them queue on its lock, not on storage."""
+    scale, clients, script = workload.get("scale"), workload.get("clients"), workload.get("script")
+    if not isinstance(scale, int) or not isinstance(clients, int) or not isinstance(script, str):
+        return None
+    if scale >= clients or not any(what == "tpcb-like" for what, _ in entries(script)):
+        return None
+    return (
+        "tpcb-like at a scale below its clients: every transaction updates one of `scale` branch rows, so the "
+        "clients beyond them wait on row locks, not on storage"
+    )
 
 
 def _script_words(p: PgbenchParams) -> str:
@@ -263,7 +295,7 @@ def _script_words(p: PgbenchParams) -> str:
 
 def default_name(p: PgbenchParams) -> str:
     name = f"pgbench-{_script_words(p)}-s{p.scale}-c{p.clients}"
-    name += f"-j{p.threads}" if p.threads > 1 else ""
+    name += f"-j{p.threads}" if p.threads != "auto" else ""
     name += f"-r{p.rate}" if p.rate else ""
     name += f"-w{p.warmup}" if p.warmup != 15 else ""
     name += f"-M{p.protocol}" if p.protocol != "simple" else ""
@@ -289,5 +321,6 @@ def default_name(p: PgbenchParams) -> str:
     }
     name += "".join(f"-{key}_{value}" for key, (value, default) in server.items() if value != default)
     name += settings.words(p.settings)
+    name += client_options.words(p.options)
     name += f"-walon{p.wal_path}" if p.wal_path else ""
     return name

@@ -32,14 +32,14 @@ from typing import Any
 
 from strata.core.errors import TrialFailure
 from strata.core.instances import ImageSpec, Target
-from strata.core.metrics import Axis, Events, Metric, MetricSchema, OfferedRate, Show
+from strata.core.metrics import Axis, Caution, Events, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads import live
 from strata.workloads.base import LiveRate, MeasureContext, Parsed, Smoke, Workload, spec_file
 from strata.workloads.pgbench import metrics, postgres, sampling
-from strata.workloads.pgbench.params import PgbenchParams, entries
+from strata.workloads.pgbench.params import PgbenchParams, entries, scale_below_clients
 from strata.workloads.pgbench.parse import failure, parse_progress, parse_summary
-from strata.workloads.server import fields, lifecycle, records, transactions
+from strata.workloads.server import fields, lifecycle, options, records, transactions
 from strata.workloads.server.clients import Client
 from strata.workloads.server.script import sync_of
 from strata.workloads.server.template import MemoryFloor, ServerTemplate
@@ -56,7 +56,7 @@ ERROR_LINE = re.compile(r"\b(FATAL|PANIC|ERROR):|^\S+: error: |Permission denied
 METRICS = MetricSchema(
     fields=(
         Metric("clients", "parameter", type="int", axis=Axis("clients", 2, detail=True)),
-        Metric("threads", "parameter", type="int", export=False),
+        Metric("threads", "parameter", type="int", export=False, key=("metrics", "pgbench", "threads")),  # -j as run
         Metric("scale", "parameter", type="int", context=True, text=lambda v: f"scale {v}"),
         transactions.SCRIPT,
         transactions.RATE,
@@ -81,7 +81,62 @@ METRICS = MetricSchema(
             "checkpoint_timeout (metrics.checkpoints.requested counts those it forced)",
         ),
     ),
+    # tpcb-like's every transaction updates one of `scale` branch rows: more clients than rows wait on row locks
+    cautions=(
+        Caution(
+            "scale",
+            scale_below_clients,
+            "set scale to at least the number of clients (pgbench's docs: -c values in excess of -s leave "
+            "transactions blocked waiting for other transactions), or run fewer clients",
+        ),
+    ),
 )
+
+
+# pgbench's options strata sets itself (`options` refuses them), each with the key that sets it
+_RUN = "strata times the run itself: `runtime` and `warmup`"
+_LOG = "strata logs every transaction it samples: `log_sampling`"
+_INIT = (
+    "the load's own keys set it (`init_steps`, `fillfactor`, `foreign_keys`, `partitions`, ...); options go to the run"
+)
+MANAGED_OPTIONS = {
+    "client": "`clients`",
+    "jobs": "`threads`",
+    "time": _RUN,
+    "transactions": _RUN,
+    "progress": "strata reads its per-second lines (--progress 1)",
+    "rate": "`rate`",
+    "latency-limit": "`latency_limit`",
+    "max-tries": "`max_tries`",
+    "protocol": "`protocol`",
+    "builtin": "`script`",
+    "file": "`script: file:PATH`",
+    "select-only": "`script: select-only`",
+    "skip-some-updates": "`script: simple-update`",
+    "scale": "`scale`",
+    "no-vacuum": "`vacuum`",
+    "vacuum-all": "`vacuum`",
+    "log": _LOG,
+    "log-prefix": _LOG,
+    "sampling-rate": _LOG,
+    "aggregate-interval": _LOG,
+    "host": "strata connects each client to its own server",
+    "port": "strata connects each client to its own server",
+    "username": "strata connects each client to its own server",
+    "initialize": _INIT,
+    "init-steps": _INIT,
+    "fillfactor": _INIT,
+    "foreign-keys": _INIT,
+    "partitions": _INIT,
+    "partition-method": _INIT,
+    "unlogged-tables": _INIT,
+    "tablespace": _INIT,
+    "index-tablespace": _INIT,
+    "quiet": _INIT,
+    "help": "strata runs the benchmark",
+    "version": "strata runs the benchmark",
+    "show-script": "strata runs the benchmark",
+}
 
 
 class Pgbench(ServerTemplate[PgbenchParams], Smoke, LiveRate):
@@ -89,6 +144,11 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke, LiveRate):
     params = PgbenchParams
     metrics = METRICS
     server = postgres.SERVER
+
+    def validate(self, params: PgbenchParams) -> list[str]:
+        """The settings map (the template's), and the client's own options against `pgbench --help`."""
+        known = options.read_help((f"{postgres.PG_BIN}/pgbench", "--help"), "`pgbench --help`")
+        return super().validate(params) + options.problems(params.options, known, MANAGED_OPTIONS, "pgbench")
 
     def smoke(self, raw: dict[str, Any]) -> dict[str, Any]:
         """experiment/scale.py: scale 1, 5 s runs without warm-up; the sweeps of clients, threads and
@@ -197,6 +257,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke, LiveRate):
             argv += ["--latency-limit", f"{params.latency_limit:g}"]
         if params.max_tries > 1:
             argv += ["--max-tries", str(params.max_tries)]
+        argv += params.options  # the spec's own, checked against pgbench --help (validate)
         if phase == "warmup":  # its progress lines: the throughput `log_sampling: auto` reads
             return [*argv, "-T", str(params.warmup), "--progress", "1", postgres.DATABASE]
         argv += ["-T", str(params.runtime), "--progress", "1", "--log", "--log-prefix", "tx"]

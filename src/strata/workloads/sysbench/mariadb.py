@@ -226,6 +226,7 @@ ALWAYS = (
     "innodb_data_file_buffering",
     "innodb_flush_neighbors",
     "log_bin",
+    "sync_binlog",
     "version",
 )
 FACTS_SQL = (

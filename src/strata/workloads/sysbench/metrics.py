@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata.core.jsondoc import JsonObject, arr
+from strata.core.jsondoc import JsonObject, arr, as_obj
 from strata.workloads.base import Parsed, Syncs, headline
 from strata.workloads.server import latency, memory, records
+from strata.workloads.server.durability import Durability, Setting, value_of
 from strata.workloads.sysbench import parse as sp
 from strata.workloads.sysbench.mariadb import STATUS
 from strata.workloads.sysbench.params import SysbenchParams
@@ -59,6 +60,7 @@ def parse_trial(params: SysbenchParams, arts: list[Path]) -> Parsed:
         "innodb": _innodb(innodb, recs),
         "cache": cache,
         "server": recs[0].get("server") or {},
+        "durability": durability(params, as_obj(recs[0].get("server") or {}, "server")).to_json(),
         "flushed": [f for r in recs for f in arr(r, "flushed")],
         "clients": records.phases(recs),
         "node_ready_s": list(records.ready_s(recs)),
@@ -194,3 +196,41 @@ def _memory(params: SysbenchParams, cache: JsonObject) -> JsonObject | None:
             f"{params.innodb_flush_log_at_trx_commit}"
         )
     return out
+
+
+# innodb_flush_log_at_trx_commit: why a commit under each value returns before its redo log reaches the device
+LAX_TRX_COMMIT = {
+    "0": "a commit returns before its redo log is written; the log is flushed once a second",
+    "2": "a commit returns once its redo log is written to the page cache; it is flushed once a second",
+}
+
+
+def durability(params: SysbenchParams, server: JsonObject) -> Durability:
+    """InnoDB's durability settings in force (the server's own, else the spec's, else MariaDB's defaults): the
+    redo log's flush at commit, the binary log and its syncs, the doublewrite buffer and the data files' method."""
+    said = as_obj(server.get("settings") or {}, "settings")
+    spec = {
+        "innodb_flush_log_at_trx_commit": str(params.innodb_flush_log_at_trx_commit),
+        "innodb_doublewrite": "ON" if params.innodb_doublewrite else "OFF",
+        "innodb_flush_method": params.innodb_flush_method,
+    }
+
+    def of(name: str, default: str) -> str:
+        return value_of(name, said, params.settings, spec, default=default)
+
+    trx, binlog, sync_binlog = of("innodb_flush_log_at_trx_commit", "1"), of("log_bin", "OFF"), of("sync_binlog", "0")
+    doublewrite, method = of("innodb_doublewrite", "ON"), of("innodb_flush_method", "O_DIRECT")
+    return Durability(
+        (
+            Setting("innodb_flush_log_at_trx_commit", trx, f"trx_commit={trx}", LAX_TRX_COMMIT.get(trx, "")),
+            Setting("log_bin", binlog, f"binlog={binlog}"),
+            Setting("sync_binlog", sync_binlog, f"sync_binlog={sync_binlog}"),
+            Setting("innodb_doublewrite", doublewrite, f"doublewrite={doublewrite}"),
+            Setting(
+                "innodb_flush_method",
+                method,
+                method,
+                "InnoDB never flushes its data files" if method == "nosync" else "",
+            ),
+        )
+    )

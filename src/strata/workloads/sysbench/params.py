@@ -1,8 +1,8 @@
 """The `sysbench` workload's spec: MariaDB 10.11 servers on the path under test, sysbench 1.0.20 on the host.
 
 `sysbench: {script: oltp_read_write, tables: 4, table_size: 100000, clients: [1, 8, 32], runtime: 60,
-warmup: 10, rand_type: special, rate: none, innodb_buffer_pool_size: 128MiB, innodb_flush_log_at_trx_commit: 1,
-innodb_flush_method: O_DIRECT, innodb_log_file_size: 96MiB, innodb_doublewrite: true, settings: {...},
+warmup: 15, rand_type: special, rate: none, innodb_buffer_pool_size: 128MiB, innodb_flush_log_at_trx_commit: 1,
+innodb_flush_method: O_DIRECT, innodb_log_file_size: 96MiB, innodb_doublewrite: true, settings: {...}, options: [],
 redo_log: none}`. Every number is bounded; a list of any key is a sweep (experiment/load.py). `script` is
 one of sysbench's OLTP scripts or `file:PATH`, a Lua script of your own run as it is (against the tables
 the load made with oltp_common's `prepare`). The five InnoDB settings are those that decide what reaches
@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from strata.core.params import Strict, size_field
 from strata.workloads.server import fields, logpath, settings
+from strata.workloads.server import options as client_options
 
 MiB = 1 << 20
 # sysbench 1.0.20's OLTP scripts (/usr/share/sysbench): every one prepares its tables with oltp_common
@@ -31,6 +32,7 @@ WRITING_BUILTINS = (
     "oltp_update_non_index",
 )
 BUILTIN = (*WRITING_BUILTINS[:2], *READING_BUILTINS[:2], *WRITING_BUILTINS[2:], *READING_BUILTINS[2:])
+WARMUP_S = 15  # as pgbench's: the same seconds of unmeasured transactions before either database's run
 FLUSH_METHODS = ("fsync", "O_DSYNC", "littlesync", "nosync", "O_DIRECT", "O_DIRECT_NO_FSYNC")
 # A script whose SQL names one of these writes (its transactions' redo log must reach the device): fields.writes.
 WRITE_WORDS = re.compile(r"\b(insert|update|delete|replace|create|drop|alter|truncate)\b", re.I)
@@ -71,7 +73,7 @@ class SysbenchParams(Strict):
         "sysbench --threads: client threads per server, each its own database session (pgbench's clients), 1 to 1000"
     )
     runtime: int = fields.runtime_field("seconds of the measured run (sysbench --time)")
-    warmup: int = fields.warmup_field(0)
+    warmup: int = fields.warmup_field(WARMUP_S, " (pgbench's default: the buffer pool and the redo log settle first)")
     rand_type: Literal["special", "uniform", "gaussian", "pareto"] = Field(
         default="special",
         description="sysbench --rand-type, how the rows a transaction touches are drawn: special (sysbench's "
@@ -114,6 +116,7 @@ class SysbenchParams(Strict):
         "any other MariaDB server setting, {name: value} as mariadbd takes it (innodb_io_capacity: 2000); each "
         "name checked against `mariadbd --verbose --help` before anything is built"
     )
+    options: list[str] = client_options.options_field("sysbench", "--skip_trx=on, --range_size=10")
     redo_log: str | None = logpath.log_field("redo log (innodb_log_group_home_dir)")
     start_timeout: int = fields.start_timeout_field()
     file: str | None = Field(default=None, description="(set from `script: file:PATH`)")
@@ -123,6 +126,7 @@ class SysbenchParams(Strict):
     _none = field_validator("rate", mode="before")(fields.none_word)
     _settings = field_validator("settings", mode="before")(lambda v: settings.values(v, NOTATION))
     _redo = field_validator("redo_log", mode="before")(logpath.name)
+    _options = field_validator("options", mode="before")(client_options.values)
 
     @field_validator("rand_type", mode="before")
     @classmethod
@@ -186,7 +190,7 @@ def default_name(p: SysbenchParams) -> str:
     script = p.builtin or "file-" + (p.file or "script").rsplit("/", 1)[-1].removesuffix(".lua")
     name = f"sysbench-{script}-{p.tables}x{p.table_size}-c{p.clients}"
     name += f"-r{p.rate}" if p.rate is not None else ""
-    name += f"-w{p.warmup}" if p.warmup else ""
+    name += f"-w{p.warmup}" if p.warmup != WARMUP_S else ""
     if p.rand_type != "special" or (p.rand_spec_pct, p.rand_spec_res) != (1, 75):
         draws = {"special": f"{p.rand_spec_res}-{p.rand_spec_pct}", "pareto": f"{p.rand_pareto_h:g}"}
         name += f"-rand_{p.rand_type}" + (f"_{draws[p.rand_type]}" if p.rand_type in draws else "")
@@ -199,4 +203,4 @@ def default_name(p: SysbenchParams) -> str:
     }
     name += "".join(f"-{key}_{value}" for key, (value, default) in differ.items() if value != default)
     name += f"-redo_{p.redo_log}" if p.redo_log else ""
-    return name + settings.words(p.settings)
+    return name + settings.words(p.settings) + client_options.words(p.options)

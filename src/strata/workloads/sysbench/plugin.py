@@ -31,7 +31,7 @@ from strata.core.metrics import Axis, Metric, MetricSchema, OfferedRate, Show
 from strata.core.params import Load, sweep_ends
 from strata.workloads import live
 from strata.workloads.base import LiveRate, MeasureContext, Parsed, Smoke, Workload
-from strata.workloads.server import fields, lifecycle, records, transactions
+from strata.workloads.server import fields, lifecycle, options, records, transactions
 from strata.workloads.server.clients import Client
 from strata.workloads.server.script import sync_of
 from strata.workloads.server.template import MemoryFloor, ServerTemplate
@@ -67,11 +67,57 @@ METRICS = MetricSchema(
 )
 
 
+# sysbench's options strata sets itself (`options` refuses them), each with the key that sets it
+_RUN = "strata times the run itself: `runtime` and `warmup`"
+_TO = "strata connects each client to its own server"
+_RAND = "`rand_type` and its parameters"
+MANAGED_OPTIONS = {
+    "threads": "`clients`",
+    "num-threads": "`clients`",
+    "time": _RUN,
+    "max-time": _RUN,
+    "events": _RUN,
+    "max-requests": _RUN,
+    "rate": "`rate`",
+    "tx-rate": "`rate`",
+    "report-interval": "strata reads its per-second lines (--report-interval=1)",
+    "histogram": "strata merges its latency histograms (--histogram=on)",
+    "tables": "`tables`",
+    "table_size": "`table_size`",
+    "table-size": "`table_size`",
+    "rand-type": _RAND,
+    "rand-spec-pct": _RAND,
+    "rand-spec-res": _RAND,
+    "rand-pareto-h": _RAND,
+    "db-driver": _TO,
+    "mysql-host": _TO,
+    "mysql-port": _TO,
+    "mysql-socket": _TO,
+    "mysql-user": _TO,
+    "mysql-password": _TO,
+    "mysql-db": _TO,
+    "config-file": "every option is in the spec",
+    "help": "strata runs the benchmark",
+    "version": "strata runs the benchmark",
+}
+
+
 class Sysbench(ServerTemplate[SysbenchParams], Smoke, LiveRate):
     name = "sysbench"
     params = SysbenchParams
     metrics = METRICS
     server = mariadb.SERVER
+
+    def validate(self, params: SysbenchParams) -> list[str]:
+        """The settings map (the template's), and the client's own options against sysbench's --help and its
+        script's own (`sysbench SCRIPT help`)."""
+        script = params.builtin or params.file or ""
+        known = options.union(
+            "`sysbench --help` and `sysbench SCRIPT help`",
+            options.read_help(("sysbench", "--help"), "`sysbench --help`"),
+            *([options.read_help(("sysbench", script, "help"), f"`sysbench {script} help`")] if script else []),
+        )
+        return super().validate(params) + options.problems(params.options, known, MANAGED_OPTIONS, "sysbench")
 
     def smoke(self, raw: JsonObject) -> JsonObject:
         """experiment/scale.py: 1,000 rows in each of 2 tables, 5 s runs without warm-up; the sweeps of clients
@@ -162,6 +208,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke, LiveRate):
         argv = [*base, f"--threads={params.clients}", *params.rand()]
         if params.rate is not None:
             argv.append(f"--rate={params.rate}")
+        argv += params.options  # the spec's own, checked against sysbench's --help (validate)
         if phase == "warmup":
             return [*argv, f"--time={params.warmup}", script, "run"]
         return [*argv, f"--time={params.runtime}", "--report-interval=1", "--histogram=on", script, "run"]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from strata.core.errors import StrataError
 from strata.core.jsondoc import JsonObject, JsonValue
+from strata.workloads.server.durability import Durability, Setting, value_of
 from strata.workloads.server.settings import Catalog, Known, Notation, Rules
 
 SYNC_MODES = ("periodic", "batch", "group")
@@ -106,6 +107,26 @@ def problems(settings: dict[str, str]) -> list[str]:
 def durable(settings: dict[str, str]) -> bool:
     """Each write waits on its commit log's sync (batch or group): periodic acknowledges it before."""
     return sync(settings) in ("batch", "group")
+
+
+def durability(said: JsonObject, settings: dict[str, str]) -> Durability:
+    """A node's commit-log durability in force (its own settings as Counters read them, else the spec's map, else
+    strata's default): periodic acknowledges a write before its sync, batch and group after it."""
+    mode = value_of("commitlog_sync", said, settings, default="periodic").lower()
+    pace = {"periodic": ("commitlog_sync_period", "10000ms"), "group": ("commitlog_sync_group_window", "")}
+    out = [
+        Setting(
+            "commitlog_sync",
+            mode,
+            f"commitlog_sync={mode}",
+            "a write is acknowledged before its commit log is synced" if mode == "periodic" else "",
+        )
+    ]
+    if mode in pace:
+        name, default = pace[mode]
+        every = value_of(name, said, settings, default=default)
+        out.append(Setting(name, every, f"every {every}"))
+    return Durability(tuple(out))
 
 
 def parse_names(text: str) -> Catalog | None:

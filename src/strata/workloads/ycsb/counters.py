@@ -79,6 +79,13 @@ def _node(b: JsonObject, a: JsonObject) -> JsonObject:
     return out
 
 
+def settings_of(summary: JsonObject | None) -> JsonObject:
+    """The settings in force of the first node that said them ({}: none did, or an older result)."""
+    nodes = (summary or {}).get("nodes")
+    said = [_obj(n, "settings") for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
+    return next((s for s in said if s), {})
+
+
 def _obj(d: JsonObject, key: str) -> JsonObject:
     v = d.get(key)
     return v if isinstance(v, dict) else {}

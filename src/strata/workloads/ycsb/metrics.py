@@ -30,7 +30,7 @@ from strata.workloads import hdr
 from strata.workloads.base import Parsed, headline
 from strata.workloads.latency import figure
 from strata.workloads.server import records as server_records
-from strata.workloads.ycsb import counters
+from strata.workloads.ycsb import conf, counters
 from strata.workloads.ycsb import parse as yp
 from strata.workloads.ycsb.params import RECORD_BYTES, YcsbParams
 from strata.workloads.ycsb.server import CLIENTS_DIR
@@ -93,6 +93,7 @@ def parse_trial(params: YcsbParams, art: Path | list[Path]) -> Parsed:
     seen = counters.summary(record)
     if seen is not None:
         metrics["cassandra"] = seen
+    metrics["durability"] = conf.durability(counters.settings_of(seen), params.settings).to_json()
     writes = sum(agg["operations"].get(op, 0) for op in WRITES)
     dbs, nodes = _databases(record), whole(record, "servers") or 0
     series = [[i, v] for i, v in enumerate(agg["series_ops_s"])]
