@@ -223,6 +223,10 @@ FULL_ONLY: dict[str, Why] = {
     IT + "test_ycsb_run.py::test_under_a_target_the_latency_is_timed_from_the_intended_start": alone(
         "Cassandra under an offered rate, timed from each operation's intended start"
     ),
+    IT + "test_ycsb_validity.py::test_a_data_set_beyond_its_containers_memory_limit_is_not_flagged": alone(
+        "a Cassandra data set beyond a container's memory limit (1.2 million records), read from the device and not "
+        "flagged"
+    ),
     # ---- VMs under TCG: the default tier keeps a strata run on a VM, the device, a bind share, kill -9
     VM + "test_a_killed_qemu_fails_the_trial": alone("a killed QEMU"),
     VM + "test_a_vm_that_does_not_boot_in_time": alone("a guest that does not boot in time"),

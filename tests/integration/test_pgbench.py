@@ -123,6 +123,21 @@ def assert_measured(r: dict, writes: bool = True, servers: int = 1):
     assert server["settings"]["block_size"] == "8192" and m["blocks"]["read_bytes"] == 8192 * m["blocks"]["read"]
 
 
+@covers("command:validate", "command:run", stored=False)
+def test_a_client_option_pgbench_lacks_or_strata_sets_is_refused_before_anything_is_built(tmp_path, env):
+    """Issue 56: each option is checked against the host's own `pgbench --help`, with the closest names, and one
+    strata sets itself is refused with its key; exit 2, nothing built."""
+    workdir, e = env
+    w = {**SMALL, "options": ["--progres-timestamp", "--client=3"]}
+    s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"pgbench": w}]))
+    for argv in (["validate", s], ["run", s, "-o", tmp_path / "out"]):
+        cp = strata(*argv, env=e, check=2)
+        said = cp.stdout + cp.stderr
+        assert "pgbench has no option --progres-timestamp (did you mean --progress-timestamp" in said, said
+        assert "strata sets pgbench's --client itself (`clients`)" in said and "Traceback" not in said, said
+    assert not workdir.exists() and not (tmp_path / "out").exists()
+
+
 def _containers(state: Path) -> list[dict]:
     from strata.stack.journal import pending
 
@@ -143,13 +158,17 @@ def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
     # stop at the table's 16 MiB a checkpoint, and 45 s made 29.6 MiB on a busy 2-core machine; at scale 4 they
     # have 64 MiB of pages to copy. The flag for its reads does not depend on it: its data set fits in memory
     tpcb = {**SMALL, "scale": 4, "clients": 8, "runtime": 45}
-    select = {**SMALL, "script": "select-only"}
+    # pgbench's own options pass through (issue 56), and threads: auto gives 4 clients one thread
+    select = {k: v for k, v in SMALL.items() if k != "threads"} | {
+        "script": "select-only",
+        "options": ["--random-seed=7"],
+    }
     dsync = {**SMALL, "settings": {"wal_sync_method": "open_datasync"}}  # every WAL write O_DSYNC, wal_sync 0
     workloads = [{"pgbench": w} for w in (tpcb, select, dsync)]
     s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=workloads))
     cp = strata("run", s, "-o", tmp_path / "out", env=e, timeout=900)
     rs = {r["labels"]["workload"]: r for r in results(tmp_path / "out")}
-    tpcb, sel = rs["pgbench-tpcb-like-s4-c8-j2-w2"], rs["pgbench-select-only-s1-c4-j2-w2"]
+    tpcb, sel = rs["pgbench-tpcb-like-s4-c8-j2-w2"], rs["pgbench-select-only-s1-c4-w2-orandom-seed_7"]
     dsync = rs["pgbench-tpcb-like-s1-c4-j2-w2-wal_sync_method_opendatasync"]
     assert_measured(tpcb)
     assert_measured(sel, writes=False)
@@ -171,6 +190,18 @@ def test_native_tpcb_like_and_select_only_with_the_cache_rule(tmp_path, env):
     # the select-only run's 16 MiB data set is in memory: flagged, with the scale that would not be
     assert sel["metrics"]["cache"]["fits_in_memory"] is True
     assert sel["flags"]["cache"]["suspect"] is True and "scale " in sel["flags"]["cache"]["reason"]
+    argv = (tmp_path / "out" / sel["artifacts"] / "pgbench" / "run" / "server-0" / "argv.txt").read_text().split()
+    assert "--random-seed=7" in argv and argv[argv.index("-j") + 1] == "1", argv
+    assert sel["metrics"]["pgbench"]["threads"] == 1
+    # the durability settings in force, the server's own, stored and shown (issue 56)
+    d = tpcb["metrics"]["durability"]
+    assert d["durable"] is True and d["shown"] == "sc=on fsync=on fpw=on fdatasync", d
+    assert dsync["metrics"]["durability"]["settings"]["wal_sync_method"] == "open_datasync"
+    shown = strata("show", tmp_path / "out", env=e, check=0).stdout
+    assert "durable: sc=on fsync=on fpw=on fdatasync" in shown and "durability = " in shown, shown
+    # tpcb-like at scale 4 with 8 clients: its transactions queue on 4 branch rows, and the report says so
+    summary = strata("report", tmp_path / "out", env=e, check=0).stdout
+    assert "every transaction updates one of `scale` branch rows" in summary and "pgbench-tpcb-like-s4-c8" in summary
     data = Path(tpcb["stack_facts"]["filesystem"]["mountpoint"])
     assert f"{data}/strata-data/pg-0" in (tmp_path / "out" / tpcb["artifacts"] / "command.json").read_text()
     assert tpcb["metrics"]["server"]["wal_dirs"] == [f"{data}/strata-data/pg-0/pg_wal"]  # with its data

@@ -2,6 +2,7 @@
 refused where strata sets them, passed to the warm-up and the run (workloads/server/options.py)."""
 
 import random
+import re
 
 import pytest
 from pydantic import ValidationError
@@ -95,3 +96,23 @@ def test_sysbench_checks_against_its_own_help_and_its_scripts():
     assert "did you mean --range_size" in said
     (said,) = SYSBENCH.validate(SysbenchParams(options=["--threads=3"]))
     assert "strata sets sysbench's --threads itself (`clients`)" in said
+
+
+def test_ycsb_properties_are_bounded_and_those_strata_sets_are_refused():
+    """YCSB prints no list of its properties to check a name against: the shape is bounded, YAML's numbers are
+    read as YCSB reads them, and the properties strata sets itself (its measurements) are refused with the key."""
+    from strata.workloads.ycsb.params import YcsbParams
+
+    assert YcsbParams(properties={"readproportion": 0.5, "x.y": True}).properties == {
+        "readproportion": "0.5",
+        "x.y": "true",
+    }
+    for bad, said in (
+        ({"measurementtype": "raw"}, "strata sets it itself"),
+        ({"threadcount": "3"}, "(`threads`)"),
+        ({"a b": "x"}, "a YCSB property is a name"),
+        ({"a": "x" * 1001}, "at most 1000 characters"),
+        ({f"p{i}": "1" for i in range(101)}, "at most 100 properties"),
+    ):
+        with pytest.raises(ValidationError, match=re.escape(said)):
+            YcsbParams(properties=bad)

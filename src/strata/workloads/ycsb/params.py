@@ -12,6 +12,7 @@ another peak, so the share is what carries over).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Self
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
@@ -73,6 +74,35 @@ class Span(Strict):
 
     host: str
     addresses: dict[str, str]
+
+
+PROPERTY = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,99}")
+# The -p properties strata sets itself (`properties` refuses them; workloads/ycsb/client.py), with the key
+_TO = "each client reaches its own database"
+_MEASURED = "strata merges the clients' HdrHistograms and reads their status lines"
+MANAGED_PROPERTIES = {
+    "hosts": _TO,
+    "port": _TO,
+    "cassandra.keyspace": _TO,
+    "cassandra.replicationfactor": "`cluster.replication_factor`",
+    "cassandra.readconsistencylevel": "`cluster.consistency`",
+    "cassandra.writeconsistencylevel": "`cluster.consistency`",
+    "cassandra.createschema": "strata creates each database's table",
+    "threadcount": "`threads`",
+    "recordcount": "`records`",
+    "operationcount": "`operations`",
+    "maxexecutiontime": "`runtime`",
+    "insertstart": "strata splits the load between its clients",
+    "insertcount": "strata splits the load between its clients",
+    "dataintegrity": "`data_integrity`",
+    "target": "`target`",
+    "status.interval": _MEASURED,
+    "measurementtype": _MEASURED,
+    "measurement.interval": _MEASURED,
+    "hdrhistogram.fileoutput": _MEASURED,
+    "hdrhistogram.output.path": _MEASURED,
+    "hdrhistogram.percentiles": _MEASURED,
+}
 
 
 class YcsbParams(Strict):
@@ -159,11 +189,28 @@ class YcsbParams(Strict):
             raise ValueError(f"unknown YCSB workload {v!r}: use a letter a-f or file:PATH of a properties file")
         return v.lower()
 
-    @field_validator("properties")
+    @field_validator("properties", mode="before")
     @classmethod
-    def _props(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _props(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v  # pydantic names the type it wants
         if len(v) > 100:
             raise ValueError("at most 100 properties")
+        # YAML's numbers and booleans as YCSB reads them: 0.5, true
+        v = {
+            k: str(x).lower() if isinstance(x, bool) else str(x) if isinstance(x, (int, float)) else x
+            for k, x in v.items()
+        }
+        for name, value in v.items():
+            if not isinstance(name, str):
+                raise ValueError(f"property {str(name)[:60]!r}: a property's name is text")
+            if not PROPERTY.fullmatch(name) or not isinstance(value, str) or len(value) > 1000 or "\n" in value:
+                raise ValueError(
+                    f"property {name[:60]!r}: a YCSB property is a name of letters, digits, '.', '_' and '-', with a "
+                    "value of at most 1000 characters on one line"
+                )
+            if name in MANAGED_PROPERTIES:
+                raise ValueError(f"property {name!r}: strata sets it itself ({MANAGED_PROPERTIES[name]})")
         return v
 
     @model_validator(mode="after")
