@@ -191,6 +191,9 @@ def test_innodbs_fsyncs_on_ext4_without_barriers_are_flagged_and_with_them_not(t
         syncs = r["writes"]["syncs"]
         # one fsync of the redo log a commit at least (group commit may join some): InnoDB's count
         assert syncs["what"] == "InnoDB's fsyncs" and syncs["count"] >= 0.5 * r["metrics"]["transactions"]["processed"]
+        # the durability settings in force, the server's own (issue 56)
+        d = r["metrics"]["durability"]
+        assert d["durable"] and d["shown"] == "trx_commit=1 binlog=OFF sync_binlog=0 doublewrite=ON O_DIRECT", d
     assert cp.returncode == 0, cp.stdout + cp.stderr
     f = honest["flags"]["flush"]
     assert not f["suspect"], f

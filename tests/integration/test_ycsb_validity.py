@@ -59,6 +59,8 @@ def test_a_smoke_run_of_the_xu2017_example_is_flagged_from_its_counters(tmp_path
     c = r["flags"]["cache"]
     # workload D's inserts wait on no sync (commitlog_sync periodic): the run is not write-bound, its reads decide
     assert node["settings"]["commitlog_sync"] == "periodic", node["settings"]
+    d = r["metrics"]["durability"]  # as the node said it (issue 56): a write acknowledged before its sync
+    assert not d["durable"] and d["settings"]["commitlog_sync"] == "periodic" and "commitlog_sync" in d["lax"], d
     assert c["suspect"] and not c.get("expected") and "its reads come from memory" in c["reason"], c
     mem = c["evidence"]["memory"]
     assert mem["fits"] is True and "records of" in c["reason"] and "limits.memory" in c["reason"], c
@@ -143,6 +145,7 @@ def test_batch_commit_log_syncs_on_ext4_without_barriers_are_flagged_and_with_th
     for r in (honest, dropped):
         assert r["status"] == "ok", r["flags"].get("failed")
         assert counted(r)["settings"]["commitlog_sync"] == "batch"
+        assert r["metrics"]["durability"]["durable"] and r["metrics"]["durability"]["shown"] == "commitlog_sync=batch"
         syncs = r["writes"]["syncs"]
         assert "commit-log syncs" in syncs["what"] and syncs["count"] > 0, syncs
         c = r["flags"]["cache"]  # the data fits, but each write waits on its sync: compared, the flushes judged
