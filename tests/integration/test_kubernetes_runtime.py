@@ -4,14 +4,18 @@ and through a Docker volume, in one result format; a StorageClass-provisioned cl
 mid-trial ends that trial as `instance_died` and the run goes on; `kill -9` of strata, then `strata
 cleanup` leaves no pod, volume, claim, namespace or cluster process behind."""
 
+import contextlib
 import json
 import signal
+import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
+from strata.stack.kube.api import ApiError
 from strata.stack.runtimes.kubernetes.cluster import connect
 from tests.coverage import covers
 
@@ -232,8 +236,58 @@ def test_a_users_cluster_through_its_kubeconfig(tmp_path, env):
         left = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]]
         assert not [n for n in left if n.startswith("strata-")], left
         assert not [v for v in api.get("/api/v1/persistentvolumes")["items"] if "local" in v["spec"]]
+        # issue 55: a user who authenticates through an exec plugin (EKS's, GKE's, AKS's kind): a script that
+        # prints an ExecCredential holding a token the bed's API server accepts (a service account's)
+        plugin_kc = _exec_kubeconfig(tmp_path, api, facts, "print-token")
+        exec_spec = _spec(workdir, runtimes=[{**runtime, "kubeconfig": str(plugin_kc)}], paths=["hostpath"])
+        cp = strata("run", write_spec(tmp_path / "x.yaml", exec_spec), "-o", tmp_path / "x", env=e, timeout=1800)
+        assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+        (r,) = results(tmp_path / "x")
+        assert r["status"] == "ok" and r["stack_facts"]["runtime"]["cluster"] == facts["server"], r["flags"]
+        # a plugin that fails: its own words, exit 2, nothing built
+        failing = _exec_kubeconfig(tmp_path, api, facts, "fail")
+        bad = _spec(workdir, runtimes=[{**runtime, "kubeconfig": str(failing)}], paths=["hostpath"])
+        cp = strata("run", write_spec(tmp_path / "f.yaml", bad), "-o", tmp_path / "f", env=e, timeout=600)
+        said = cp.stdout + cp.stderr
+        assert cp.returncode == 2 and "error: the session expired, log in again" in said and "Traceback" not in said, (
+            said
+        )
     finally:
         strata("testbed", "kubernetes", "down", env=bed_env, check=0, timeout=300)
+
+
+def _exec_kubeconfig(tmp_path: Path, api, facts: dict, mode: str) -> Path:
+    """A kubeconfig of the bed whose user is an exec plugin: `print-token` prints a service account's token (an
+    ExecCredential v1 with its expiry), `fail` says what a cloud's plugin says when its login expired."""
+    sa = "strata-exec"
+    with contextlib.suppress(ApiError):  # made once per bed
+        api.post("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": sa}})
+        api.post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            {
+                "metadata": {"name": sa},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": "default"}],
+            },
+        )
+    req = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
+    token = api.post(f"/api/v1/namespaces/default/serviceaccounts/{sa}/token", req)["status"]["token"]
+    plugin = tmp_path / f"plugin-{mode}"
+    if mode == "fail":
+        body = 'print("error: the session expired, log in again", file=sys.stderr)\nsys.exit(1)\n'
+    else:
+        cred = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}
+        body = f"print({json.dumps(json.dumps(cred))})\n"
+    plugin.write_text(f"#!{sys.executable}\nimport sys\n{body}")
+    plugin.chmod(0o755)
+    doc = yaml.safe_load(Path(facts["kubeconfig"]).read_text())
+    doc["users"] = [{"name": "exec", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
+                                                      "command": str(plugin), "interactiveMode": "Never"}}}]  # fmt: skip
+    for c in doc["contexts"]:
+        c["context"]["user"] = "exec"
+    kc = tmp_path / f"exec-{mode}.kubeconfig"
+    kc.write_text(yaml.safe_dump(doc))
+    return kc
 
 
 @covers(

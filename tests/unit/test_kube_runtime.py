@@ -86,7 +86,7 @@ def test_a_kubeconfig_with_inline_credentials_or_a_token(tmp_path, monkeypatch):
     assert open(a.api.ca, "rb").read() == b"CA PEM" and open(a.api.key, "rb").read() == b"K"
     assert (tmp_path / "state" / "kube-credentials").stat().st_mode & 0o777 == 0o700
     assert cluster.connect(str(kc), "b").api.token == "s3cret"
-    with pytest.raises(StrataError, match="plugin"):
+    with pytest.raises(StrataError, match="the credential plugin's apiVersion is missing"):
         cluster.connect(str(kc), "e")
     with pytest.raises(StrataError, match="no context named 'zz'"):
         cluster.connect(str(kc), "zz")

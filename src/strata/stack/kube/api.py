@@ -1,7 +1,7 @@
-"""A small Kubernetes API client: JSON over HTTPS with a client certificate, nothing else.
+"""A small Kubernetes API client: JSON over HTTPS, nothing else.
 
-strata talks to the test bed's apiserver (and later a user's) with the
-certificate files of a kubeconfig; no kubectl, no client library.
+strata talks to the test bed's apiserver or a user's with what a kubeconfig gives: certificate files, a
+bearer token, or an exec credential plugin (credentials.py); no kubectl, no client library.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Callable, Mapping, TypeVar
 
 from strata.core.errors import StrataError
 from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text
+from strata.stack.kube.credentials import ExecPlugin
 
 T = TypeVar("T")
 
@@ -33,24 +34,65 @@ class Api:
     cert: str | None = None  # a client certificate and key, or
     key: str | None = None
     token: str | None = None  # a bearer token (a user's kubeconfig)
+    plugin: ExecPlugin | None = None  # an exec credential plugin: its token or certificate, asked when due
 
-    def _context(self) -> ssl.SSLContext:
+    def _context(self, cert: str | None, key: str | None) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=self.ca)
-        if self.cert and self.key:
-            ctx.load_cert_chain(self.cert, self.key)
+        if cert and key:
+            ctx.load_cert_chain(cert, key)
         return ctx
 
-    def request(self, method: str, path: str, body: Mapping[str, object] | None = None, timeout: float = 30) -> str:
-        """The API's answer as text (a pod's log, /readyz); `body` is sent as JSON."""
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.server + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, object] | bytes | None = None,
+        timeout: float = 30,
+        headers: Mapping[str, str] | None = None,
+    ) -> str:
+        """The API's answer as text (a pod's log, /readyz); `body` is sent as JSON (bytes as they are)."""
+        return self.raw(method, path, body, timeout, headers).decode(errors="replace")
+
+    def raw(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, object] | bytes | None = None,
+        timeout: float = 30,
+        headers: Mapping[str, str] | None = None,
+    ) -> bytes:
+        """The API's answer as bytes; a credential the API refuses (401) is asked of its plugin once more."""
         try:
-            with urllib.request.urlopen(req, context=self._context(), timeout=timeout) as resp:
-                answer: str = resp.read().decode(errors="replace")
+            return self._send(method, path, body, timeout, headers)
+        except ApiError as e:
+            if e.status != 401 or self.plugin is None:
+                raise
+            self.plugin.forget()
+            return self._send(method, path, body, timeout, headers)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, object] | bytes | None,
+        timeout: float,
+        headers: Mapping[str, str] | None,
+    ) -> bytes:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        if data is not None and not isinstance(body, bytes):
+            req.add_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        token, cert, key = self.token, self.cert, self.key
+        if self.plugin is not None:
+            c = self.plugin.credential()
+            token, cert, key = c.token or token, c.cert or cert, c.key or key
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, context=self._context(cert, key), timeout=timeout) as resp:
+                answer: bytes = resp.read()
                 return answer
         except urllib.error.HTTPError as e:
             raise ApiError(e.code, e.read().decode(errors="replace"))

@@ -3,8 +3,9 @@
 Everything strata creates in a cluster is journaled before it exists, with the kubeconfig (and context)
 that reaches it, so `strata cleanup` after `kill -9` removes it from the journal alone: the run's
 namespace (its pods and claims go with it) and the cluster-scoped PersistentVolumes of `local` paths.
-A user's kubeconfig may hold its credentials inline (`*-data`, base64) or as files, or a bearer token;
-inline ones are written to a private directory (0700) under the state dir for the TLS context.
+A user's kubeconfig may hold its credentials inline (`*-data`, base64) or as files, a bearer token (or its
+file), or an exec credential plugin (stack/kube/credentials.py: EKS's, GKE's, AKS's); inline ones and a plugin's
+certificate are written to a private directory (0700) under the state dir for the TLS context.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from strata.core.errors import StrataError
 from strata.core.jsondoc import JsonArray, JsonObject, ShapeError, arr, as_obj, flag, obj, text
 from strata.stack.journal import Journal, Undos, need, state_dir
 from strata.stack.kube.api import Api, ApiError
+from strata.stack.kube.credentials import plugin
 
 DELETE_TIMEOUT_S = 180
 
@@ -88,20 +90,30 @@ def _connect(doc: JsonObject, path: Path, context: str | None, own: bool) -> Clu
             f"{path}: the cluster {ctx.get('cluster')} skips TLS verification",
             "give the kubeconfig the cluster's certificate-authority",
         )
-    if user.get("exec") or user.get("auth-provider"):
+    if user.get("auth-provider"):
         raise StrataError(
-            f"{path}: the user {ctx.get('user')} authenticates through a plugin (exec/auth-provider)",
-            "give strata a kubeconfig with a client certificate or a token (docs/kubernetes.md: RBAC)",
+            f"{path}: the user {ctx.get('user')} authenticates through an auth-provider (removed from kubectl in "
+            "Kubernetes 1.26)",
+            "give strata a kubeconfig whose user is an exec plugin, a client certificate or a token "
+            "(docs/kubernetes.md: your cluster)",
         )
     token = text(user, "token") or None
     if not token and user.get("tokenFile"):
-        token = Path(text(user, "tokenFile")).read_text().strip()
+        token_file = Path(text(user, "tokenFile")).expanduser()
+        token_file = token_file if token_file.is_absolute() else path.parent / token_file
+        try:
+            token = token_file.read_text().strip()
+        except OSError as e:
+            raise StrataError(f"{path}: cannot read the user's tokenFile {token_file}: {e}", "fix the kubeconfig")
+    where = f"{path} (user {ctx.get('user')})"
+    exec_plugin = plugin(obj(user, "exec"), cluster, path, where, base) if user.get("exec") else None
     api = Api(
         text(cluster, "server"),
         _material(cluster, "certificate-authority", base, path),
         _material(user, "client-certificate", base, path),
         _material(user, "client-key", base, path),
         token,
+        exec_plugin,
     )
     return Cluster(api, str(path), ctx_name, own)
 
