@@ -281,8 +281,10 @@ def _exec_kubeconfig(tmp_path: Path, api, facts: dict, mode: str) -> Path:
     plugin.write_text(f"#!{sys.executable}\nimport sys\n{body}")
     plugin.chmod(0o755)
     doc = yaml.safe_load(Path(facts["kubeconfig"]).read_text())
-    doc["users"] = [{"name": "exec", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
-                                                      "command": str(plugin), "interactiveMode": "Never"}}}]  # fmt: skip
+    user = {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}
+    }
+    doc["users"] = [{"name": "exec", "user": user}]
     for c in doc["contexts"]:
         c["context"]["user"] = "exec"
     kc = tmp_path / f"exec-{mode}.kubeconfig"
