@@ -186,14 +186,14 @@ def test_every_module_imports_first():
 
 
 def _recorded_kinds() -> dict[str, set[str]]:
-    """Each kind the code records in a journal (`journal.intent("KIND"`, or a `_tracked(journal, seqs, "KIND"`
+    """Each kind the code records in a journal (`journal.intent("KIND"`, or a `tracked(journal, seqs, "KIND"`
     that records it), with the modules that record it."""
     root = Path(__file__).resolve().parents[2] / "src"
     kinds: dict[str, set[str]] = {}
     for p in (root / "strata").rglob("*.py"):
         text = p.read_text()
         found = re.findall(r'\bintent\(\s*"([\w-]+)"', text)
-        found += re.findall(r'_tracked\(\s*journal,\s*seqs,\s*"([\w-]+)"', text)
+        found += re.findall(r'\b_?tracked\(\s*(?:self\.)?journal,\s*(?:self\.)?seqs,\s*"([\w-]+)"', text)
         for kind in found:
             kinds.setdefault(kind, set()).add(str(p.relative_to(root)))
     return kinds

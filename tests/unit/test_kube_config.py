@@ -160,3 +160,81 @@ def test_missing_parts_name_their_packages(tmp_path):
     assert "etcd (package etcd-server)" in missing and "ctr (package containerd)" in missing
     assert f"CNI plugin {tmp_path / 'host-local'} (package containernetworking-plugins)" in missing
     assert not any("bridge" in m or "runc" in m for m in missing)
+
+
+def multi(tmp_path: Path, n: int = 3) -> tuple[config.Plan, list[config.NodePlan]]:
+    """A bed of `n` nodes: the control plane on the bridge's first address, node I on the next, pods apart."""
+    p = config.Plan("a1b2c3", tmp_path / "bed", "192.0.2.224/28", "192.0.2.208/28", 23790, 23800, 26443, "192.0.2.225")
+    addresses = [str(a) for a in ipaddress.ip_network(p.node_block).hosts()]
+    pods = ["192.0.2.192/28", "192.0.2.176/28", "192.0.2.160/28"][:n]
+    from strata.stack.kube import nodes
+
+    return p, nodes.plans(p.token, p.root, addresses[1:], pods, p.server)
+
+
+def test_a_bed_of_several_nodes_keeps_the_network_rule_on_every_node(tmp_path):
+    """Issue 55: each node's flags and files, with the control plane's, name only loopback and 192.0.2.0/24."""
+    p, ns = multi(tmp_path)
+    kube = Path("/cache/kube")
+    parts = [all_text(p)] + [
+        json.dumps(
+            [
+                config.kubelet_argv(kube, n),
+                config.kubelet_config(n),
+                config.cni_config(n),
+                config.containerd_config(n, {"192.0.2.10:5000": "/ca.crt"}),
+                config.kubeconfig(n, "kubelet-client"),
+                n.enter(["true"]),
+            ]
+        )
+        for n in ns
+    ]
+    found = IPV4.findall("".join(parts))
+    assert len(found) > 30
+    for addr, prefix in found:
+        net = ipaddress.ip_network(f"{addr}/{prefix or 32}", strict=False)
+        assert any(net.subnet_of(a) for a in ALLOWED), f"{addr}/{prefix} breaks the network rule"
+
+
+def test_the_apiserver_listens_where_the_nodes_reach_it(tmp_path):
+    p, ns = multi(tmp_path)
+    assert f"--bind-address={p.bind}" in config.apiserver_argv(Path("/k"), p) and p.server.startswith(
+        "https://192.0.2.225:"
+    )
+    assert all(n.server == p.server for n in ns)
+    assert all(
+        json.loads(config.kubeconfig(n, "kubelet-client"))["clusters"][0]["cluster"]["server"] == p.server for n in ns
+    )
+    apiserver = next(c for c in config.certificates(p, ns) if c.name == "apiserver")
+    assert "192.0.2.225" in apiserver.ips
+
+
+def test_each_node_is_apart_from_the_others(tmp_path):
+    """Names, addresses, pods' blocks, cgroup roots, sockets and namespaces: none shared between two nodes."""
+    _, ns = multi(tmp_path)
+    for attr in ("node_name", "node_addr", "node_block", "cgroup_root", "containerd_sock", "netns", "mount_ns", "root"):
+        values = [getattr(n, attr) for n in ns]
+        assert len(set(values)) == len(values), attr
+    assert [n.node_addr for n in ns] == ["192.0.2.226", "192.0.2.227", "192.0.2.228"]
+    assert all(len(str(n.containerd_sock)) + len(".ttrpc") < 104 for n in ns)
+    n = ns[1]
+    assert n.enter(["kubelet"])[:3] == ["nsenter", f"--net=/run/netns/{n.netns}", f"--mount={n.mount_ns}"]
+    assert (
+        config.kubelet_config(n)["address"] == n.node_addr and config.kubelet_config(n)["cgroupRoot"] == n.cgroup_root
+    )
+
+
+def test_each_node_has_its_own_kubelet_certificates(tmp_path):
+    p, ns = multi(tmp_path, 2)
+    certs = {c.name: c for c in config.certificates(p, ns)}
+    assert "kubelet" not in certs and "kubelet-client" not in certs  # no node is this machine
+    for n in ns:
+        assert certs[f"kubelet-n{n.index}"].ips == (n.node_addr,)
+        assert certs[f"kubelet-client-n{n.index}"].cn == f"system:node:{n.node_name}"
+
+
+def test_containerd_trusts_a_registry_by_its_ca_only(tmp_path):
+    toml = config.containerd_config(plan(tmp_path), {"192.0.2.40:5000": "/bed/registry-ca.crt"})
+    assert '[plugins."io.containerd.grpc.v1.cri".registry.configs."192.0.2.40:5000".tls]' in toml
+    assert 'ca_file = "/bed/registry-ca.crt"' in toml and "insecure_skip_verify" not in toml
+    assert "registry.configs" not in config.containerd_config(plan(tmp_path))

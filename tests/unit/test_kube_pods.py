@@ -15,8 +15,9 @@ from strata.stack.runtimes.kubernetes import pods
 def manifest(path="hostpath", limits=None, network="none") -> dict:
     req = InstanceRequest(1, ["fio", "--name=x"], Path("/r/out/1"), network=network)
     return pods.pod_manifest(
-        "strata-r1-1", "strata-r1", "r1", "node-a", req, path, "/mnt/fs/data1", limits or Limits(), "img:1", "/r/sync"
-    )
+        "strata-r1-1", "strata-r1", "r1", pods.Placement("node-a"), req, path, "/mnt/fs/data1", limits or Limits(),
+        "img:1", "/r/sync",
+    )  # fmt: skip
 
 
 def test_an_instance_is_a_pod_pinned_to_its_node_under_the_wrapper():
@@ -82,6 +83,27 @@ def test_a_pods_end(status, category):
         assert got[0] in FAILURE_CATEGORIES
 
 
+def test_a_pod_on_another_node_goes_by_its_hostname_with_the_runs_tolerations_and_pulls_its_image():
+    """Issue 55: a node strata reaches through its agent: the scheduler admits the pod there (and binds a
+    WaitForFirstConsumer claim there), its image from the user's registry with the pull secret."""
+    req = InstanceRequest(0, ["fio"], Path("/r/out/0"))
+    tol = {"key": "dedicated", "operator": "Equal", "value": "storage", "effect": "NoSchedule"}
+    where = pods.Placement("node-b", by_name=False, tolerations=(tol,), pull="IfNotPresent", pull_secret="regcred")
+    m = pods.pod_manifest(
+        "p", "ns", "r1", where, req, "hostpath", "/var/lib/strata/ns/data/t/0", Limits(), "reg:5000/s/fio:1",
+        "/var/lib/strata/ns/trials/t/sync", out_dir="/var/lib/strata/ns/trials/t/inst-0",
+    )  # fmt: skip
+    spec = m["spec"]
+    assert "nodeName" not in spec and spec["nodeSelector"] == {"kubernetes.io/hostname": "node-b"}
+    assert spec["tolerations"] == [tol] and spec["imagePullSecrets"] == [{"name": "regcred"}]
+    assert spec["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert vols["out"]["hostPath"]["path"] == "/var/lib/strata/ns/trials/t/inst-0"  # on the node, not here
+    assert pods.pod_end({"metadata": {"name": "p"}, "status": {"containerStatuses": [
+        {"state": {"waiting": {"reason": "ImagePullBackOff", "message": "x509: unknown authority"}}}]}}) == (
+        "instance_died", "pod p cannot start: ImagePullBackOff: x509: unknown authority")  # fmt: skip
+
+
 def test_a_deleted_pod_ends_the_trial():
     assert pods.pod_end(None)[0] == "instance_died"
     assert pods.pod_end({"metadata": {"name": "p", "deletionTimestamp": "x"}, "status": {}})[0] == "instance_died"
@@ -91,7 +113,7 @@ def test_a_deleted_pod_ends_the_trial():
 def test_a_servers_log_on_a_path_of_its_own_is_a_second_volume():
     req = InstanceRequest(0, ["postgres"], Path("/r/out/0"), network="host")
     m = pods.pod_manifest(
-        "p", "ns", "r1", "node-a", req, "hostpath", "/mnt/fs/d0", Limits(), "img:1", "/r/sync", None,
+        "p", "ns", "r1", pods.Placement("node-a"), req, "hostpath", "/mnt/fs/d0", Limits(), "img:1", "/r/sync", None,
         ("local", "/mnt/fs/l0", "log-0"),
     )  # fmt: skip
     mounts = {v["name"]: v["mountPath"] for v in m["spec"]["containers"][0]["volumeMounts"]}

@@ -1,4 +1,5 @@
-"""strata testbed kubernetes up|down|status|load: a single-node Kubernetes cluster on this machine to test on."""
+"""strata testbed kubernetes up|down|status|load: a Kubernetes cluster on this machine to test on (one node, this
+machine; or with --nodes N, N nodes each a test host of its own)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 from strata.core.errors import StrataError
-from strata.core.jsondoc import num, text
+from strata.core.jsondoc import arr, num, text
 
 NAME = "testbed"
 HELP = "a test bed on this machine: `kubernetes up|down|status|load`"
@@ -24,8 +25,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="bed", metavar="BED", required=True)
     k = sub.add_parser("kubernetes", help="etcd, the Kubernetes control plane, a kubelet, containerd")
     ks = k.add_subparsers(dest="action", metavar="ACTION", required=True)
-    up = ks.add_parser("up", help="build (once) and start the cluster; returns once the node is Ready")
+    up = ks.add_parser("up", help="build (once) and start the cluster; returns once every node is Ready")
     up.add_argument("--foreground", action="store_true", help="stay in the foreground; Ctrl-C brings it down")
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N nodes (1 to 4), each a test host of its own (network and mount namespaces, containerd, kubelet, "
+        "disk), the control plane on this machine; default: one node, this machine",
+    )
+    up.add_argument("--disk-size", default="2GiB", metavar="SIZE", help="each node's disk (with --nodes): 2GiB")
+    up.add_argument(
+        "--registry-ca",
+        action="append",
+        default=[],
+        metavar="HOST:PORT=CA_FILE",
+        help="a registry the nodes pull from, its certificate verified against CA_FILE (repeatable)",
+    )
     ks.add_parser("down", help="stop the cluster and remove everything it made")
     ks.add_parser("status", help="the running cluster's kubeconfig, addresses and processes (JSON)")
     load = ks.add_parser("load", help="import an image tarball (`docker save` format) into the node")
@@ -36,10 +53,12 @@ def main(args: argparse.Namespace) -> int:
     from strata.stack.kube import bed
 
     if args.action == "up":
+        nodes, disk_bytes, registries = _up_options(args)
         if args.foreground:
-            bed.hold()
+            bed.hold(nodes=nodes, disk_bytes=disk_bytes, registries=registries)
             return 0
-        return _up_detached()
+        options = ["--nodes", str(nodes), "--disk-size", str(args.disk_size)]
+        return _up_detached(options + [o for r in args.registry_ca for o in ("--registry-ca", r)])
     if args.action == "down":
         return _down()
     facts = bed.current()
@@ -55,13 +74,38 @@ def main(args: argparse.Namespace) -> int:
         raise StrataError(f"{args.tarball} is not a file", "give a tarball made by `docker save`")
     from strata.stack.kube import images
 
-    print(images.import_tarball(Path(text(facts, "containerd")), args.tarball).strip())
+    node_facts = [n for n in arr(facts, "nodes") if isinstance(n, dict)]
+    sockets = [text(n, "containerd") for n in node_facts] or [text(facts, "containerd")]
+    for sock in sockets:  # every node's containerd
+        print(images.import_tarball(Path(sock), args.tarball).strip())
     return 0
 
 
-def _up_detached() -> int:
-    """Start `up --foreground` in a session of its own (it holds the bed and its journal), wait until it is
-    ready or has failed, and say where its log is."""
+def _up_options(args: argparse.Namespace) -> tuple[int, int, dict[str, str]]:
+    """--nodes, --disk-size and --registry-ca, checked: bad ones are errors that name the fix."""
+    from strata.core.units import parse_size
+    from strata.stack.kube.nodes import MAX_NODES
+
+    if not 0 <= args.nodes <= MAX_NODES:
+        raise StrataError(f"--nodes {args.nodes}", f"give from 1 to {MAX_NODES} nodes")
+    try:
+        disk_bytes = parse_size(str(args.disk_size))
+    except ValueError as e:
+        raise StrataError(f"--disk-size {args.disk_size!r}: {e}", "give a size such as 2GiB") from None
+    if not 512 << 20 <= disk_bytes <= 1 << 40:
+        raise StrataError(f"--disk-size {args.disk_size}", "give from 512MiB to 1TiB")
+    registries: dict[str, str] = {}
+    for item in args.registry_ca:
+        host, sep, ca = str(item).partition("=")
+        if not sep or ":" not in host or not Path(ca).is_file():
+            raise StrataError(f"--registry-ca {item!r}", "give HOST:PORT=CA_FILE, the CA's certificate as a file")
+        registries[host] = str(Path(ca).resolve())
+    return args.nodes, disk_bytes, registries
+
+
+def _up_detached(options: list[str]) -> int:
+    """Start `up --foreground OPTIONS` in a session of its own (it holds the bed and its journal), wait until it
+    is ready or has failed, and say where its log is."""
     from strata.stack.kube import bed
 
     if bed.current():
@@ -70,7 +114,7 @@ def _up_detached() -> int:
     log_path = bed.beds_dir() / "holder.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "strata.cli.main", "testbed", "kubernetes", "up", "--foreground"],
+            [sys.executable, "-m", "strata.cli.main", "testbed", "kubernetes", "up", "--foreground", *options],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

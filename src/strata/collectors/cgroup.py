@@ -11,7 +11,7 @@ series here ends at the last sample taken while it ran.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from strata.collectors.sampler import column, deltas
 from strata.core.jsondoc import JsonObject
@@ -20,9 +20,13 @@ if TYPE_CHECKING:
     from strata.collectors.base import CollectContext
 
 
-def _read_int(path: Path) -> int | None:
+def _local(path: str) -> str:
+    return Path(path).read_text()
+
+
+def _read_int(path: Path, read: Callable[[str], str] = _local) -> int | None:
     try:
-        return int(path.read_text().strip())
+        return int(read(str(path)).strip())
     except (OSError, ValueError):
         return None
 
@@ -40,9 +44,9 @@ def blkio_bytes(lines: list[str]) -> dict[str, int]:
     return out
 
 
-def read_blkio(path: Path) -> dict[str, int]:
+def read_blkio(path: Path, read: Callable[[str], str] = _local) -> dict[str, int]:
     try:
-        return blkio_bytes(path.read_text().splitlines())
+        return blkio_bytes(read(str(path)).splitlines())
     except OSError:
         return blkio_bytes([])
 
@@ -52,16 +56,18 @@ class CgroupCollector:
 
     def __init__(self, ctx: CollectContext | None) -> None:
         self.dirs: list[dict[str, str]] = list(ctx.cgroups) if ctx else []
+        self.read = ctx.read if ctx else _local
         self.samples: list[list[dict[str, int | None]]] = []  # per reading, per instance: counter -> value
 
     def sample(self) -> list[dict[str, int | None]]:
         row: list[dict[str, int | None]] = []
+        read = self.read
         for d in self.dirs:
-            blk = read_blkio(Path(d.get("blkio", "/nonexistent")) / "blkio.throttle.io_service_bytes")
+            blk = read_blkio(Path(d.get("blkio", "/nonexistent")) / "blkio.throttle.io_service_bytes", read)
             row.append(
                 {
-                    "cpu_usage_ns": _read_int(Path(d.get("cpuacct", "/nonexistent")) / "cpuacct.usage"),
-                    "memory_bytes": _read_int(Path(d.get("memory", "/nonexistent")) / "memory.usage_in_bytes"),
+                    "cpu_usage_ns": _read_int(Path(d.get("cpuacct", "/nonexistent")) / "cpuacct.usage", read),
+                    "memory_bytes": _read_int(Path(d.get("memory", "/nonexistent")) / "memory.usage_in_bytes", read),
                     **blk,
                 }
             )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from strata.collectors.sampler import column, deltas
 from strata.core.jsondoc import JsonObject, JsonValue, arr, as_obj, obj
@@ -78,21 +78,27 @@ def read_diskstats(names: list[str], text: str | None = None) -> dict[str, dict[
     return out
 
 
-def queue_facts(name: str, sysfs: Path = SYSFS_BLOCK) -> dict[str, str | bool | None]:
+def _local(path: str) -> str:
+    return Path(path).read_text()
+
+
+def queue_facts(
+    name: str, sysfs: Path = SYSFS_BLOCK, read: Callable[[str], str] = _local
+) -> dict[str, str | bool | None]:
     """A disk's `write_cache` ("write back", "write through") and `fua` (whether it takes writes with Force
-    Unit Access) from sysfs; a partition's are its disk's. None where sysfs does not say."""
-    queue = sysfs / name / "queue"
-    if not queue.is_dir():
-        queue = sysfs / name / ".." / "queue"  # a partition: /sys/class/block/vda1 -> .../vda/vda1
+    Unit Access) from sysfs; a partition's are its disk's (/sys/class/block/vda1 -> .../vda/vda1, its queue
+    one level up). None where sysfs does not say."""
     out: dict[str, str | bool | None] = {"write_cache": None, "fua": None}
-    try:
-        out["write_cache"] = (queue / "write_cache").read_text().strip() or None
-    except OSError:
-        pass
-    try:
-        out["fua"] = (queue / "fua").read_text().strip() == "1"
-    except OSError:
-        pass
+    for queue in (sysfs / name / "queue", sysfs / name / ".." / "queue"):
+        try:
+            out["write_cache"] = read(str(queue / "write_cache")).strip() or None
+        except OSError:
+            continue
+        try:
+            out["fua"] = read(str(queue / "fua")).strip() == "1"
+        except OSError:
+            pass
+        break
     return out
 
 
@@ -131,12 +137,13 @@ class DiskstatsCollector:
 
     def __init__(self, ctx: CollectContext | None, sysfs: Path = SYSFS_BLOCK) -> None:
         self.names: list[str] = list(dict.fromkeys(ctx.diskstats)) if ctx else []
-        self.queues = {n: queue_facts(n, sysfs) for n in self.names}
+        self.read = ctx.read if ctx else _local
+        self.queues = {n: queue_facts(n, sysfs, self.read) for n in self.names}
         self.samples: list[dict[str, dict[str, int]]] = []  # per reading: disk -> its diskstats fields
         self.times: list[float] = []
 
     def sample(self) -> dict[str, dict[str, int]]:
-        s = read_diskstats(self.names)
+        s = read_diskstats(self.names, self.read("/proc/diskstats"))
         self.samples.append(s)
         self.times.append(time.time())
         return s

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from strata.collectors.sampler import column, deltas
 from strata.core.jsondoc import JsonObject
@@ -14,14 +14,18 @@ if TYPE_CHECKING:
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
-def read_cpu() -> dict[str, int]:
-    first = Path("/proc/stat").read_text().splitlines()[0].split()
+def _local(path: str) -> str:
+    return Path(path).read_text()
+
+
+def read_cpu(read: Callable[[str], str] = _local) -> dict[str, int]:
+    first = read("/proc/stat").splitlines()[0].split()
     return dict(zip(CPU_FIELDS, map(int, first[1:9])))
 
 
-def read_meminfo() -> dict[str, int]:
+def read_meminfo(read: Callable[[str], str] = _local) -> dict[str, int]:
     out = {}
-    for line in Path("/proc/meminfo").read_text().splitlines():
+    for line in read("/proc/meminfo").splitlines():
         key, _, rest = line.partition(":")
         out[key] = int(rest.split()[0]) * 1024
     return out
@@ -31,12 +35,13 @@ class HostCollector:
     name = "host"
 
     def __init__(self, ctx: CollectContext | None = None) -> None:
+        self.read = ctx.read if ctx else _local
         self.cpu: list[dict[str, int]] = []
         self.cache: list[int] = []
         self.dirty: list[int] = []
 
     def sample(self) -> dict[str, int]:
-        c, m = read_cpu(), read_meminfo()
+        c, m = read_cpu(self.read), read_meminfo(self.read)
         self.cpu.append(c)
         self.cache.append(m.get("Cached", 0))
         self.dirty.append(m.get("Dirty", 0))

@@ -145,6 +145,14 @@ class InstanceOutput:
     facts: JsonObject = field(default_factory=dict)  # what the runtime says of the instance (stored with the result)
 
 
+@runtime_checkable
+class ReadsNode(Protocol):
+    """A Running whose instances run on another machine (a Kubernetes node strata reaches through its agent):
+    the collectors read that machine's /proc and /sys files through it (raising OSError when they cannot)."""
+
+    def read(self, path: str) -> str: ...
+
+
 class Running(Protocol):
     """Instances created, preparing or waiting at the barrier."""
 

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Protocol
 
 from strata.collectors import REGISTRY as COLLECTORS
-from strata.collectors.base import CollectContext
+from strata.collectors.base import CollectContext, read_file
 from strata.collectors.cgroup import final_counters
 from strata.collectors.diskstats import within
 from strata.collectors.sampler import Sampler
 from strata.core.errors import StrataError, TrialFailure, Unsupported
-from strata.core.instances import InstanceOutput, InstanceRequest, Rendezvous, Running, Watch
+from strata.core.instances import InstanceOutput, InstanceRequest, ReadsNode, Rendezvous, Running, Watch
 from strata.core.jsondoc import JsonObject, JsonValue, as_obj, obj, whole
 from strata.core.proc import CommandError
 from strata.experiment import presets
@@ -244,7 +244,8 @@ def _collector(
 
     @contextlib.contextmanager
     def collect() -> Iterator[Sampler]:
-        ctx = CollectContext(_disks(device, handle), running.cgroups)
+        read = running.read if isinstance(running, ReadsNode) else read_file  # the node's files, where they run
+        ctx = CollectContext(_disks(device, handle), running.cgroups, read)
         with Sampler([cls(ctx) for cls in COLLECTORS.values()] + list(device.collectors)) as sampler:
             samplers.append(sampler)
             yield sampler

@@ -28,8 +28,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +35,7 @@ from types import FrameType
 from typing import Callable, Iterator, TypedDict
 
 from strata.core.errors import StrataError
-from strata.core.jsondoc import JsonObject, JsonValue, arr, as_obj, num, obj, text
+from strata.core.jsondoc import JsonObject, arr, as_obj, num, obj, text
 from strata.core.proc import sh
 from strata.stack import netns
 from strata.stack.journal import Journal, Undos, cleanup, need, state_dir, strings
@@ -45,22 +43,20 @@ from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_hierarchies,
     cgroup_pids,
-    cmdline,
     is_running,
     procs_mentioning,
     remove_cgroups,
-    remove_tree,
     remove_tree_but_live_sockets,
     signal_and_wait,
     unmount_under,
 )
 
 from . import build, config, images, pki, provisioner
+from . import nodes as nodes_mod
 from .api import Api, ApiError, items, name_of
+from .procs import READY_TIMEOUT_S, Processes, Seqs, free_port, tracked, undo_process, undo_root, unwind
 
-STOP_TIMEOUT_S = 15
 JOURNAL_PREFIX = "kubernetes-"
-READY_TIMEOUT_S = 180
 
 
 def beds_dir() -> Path:
@@ -81,6 +77,7 @@ class BedFacts(TypedDict):
     containerd: str
     addresses: dict[str, str]
     pids: dict[str, int]
+    nodes: list[nodes_mod.NodeFacts]  # a bed of several nodes: each node; []: the single node is this machine
 
 
 @dataclass
@@ -88,7 +85,13 @@ class Bed:
     plan: config.Plan
     kube: Path
     api: Api
-    pids: dict[str, int] = field(default_factory=dict)
+    procs: Processes
+    # a bed of several nodes (nodes.py): each node, a test host; none: the single node is this machine
+    nodes: list[nodes_mod.Node] = field(default_factory=list)
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return self.procs.pids
 
     @property
     def kubeconfig(self) -> Path:
@@ -107,20 +110,20 @@ class Bed:
             "containerd": str(self.plan.containerd_sock),
             "addresses": config.addresses(self.plan),
             "pids": dict(self.pids),
+            "nodes": [n.facts() for n in self.nodes],
         }
 
     def load_image(self, tarball: Path) -> str:
+        """Import a `docker save` tarball into the node's containerd (every node's, on a bed of several)."""
+        if self.nodes:
+            return "".join(images.import_tarball(n.plan.containerd_sock, tarball) for n in self.nodes)
         return images.import_tarball(self.plan.containerd_sock, tarball)
 
     def dead(self) -> list[str]:
-        return [name for name, pid in self.pids.items() if not is_running(pid)]
+        return self.procs.dead()
 
 
 # ---- undo actions -------------------------------------------------------------------
-
-
-def _undo_root(data: JsonObject) -> None:
-    remove_tree(Path(need(data, "path")))
 
 
 def _undo_bridge(data: JsonObject) -> None:
@@ -131,14 +134,6 @@ def _undo_bridge(data: JsonObject) -> None:
 
 def _undo_route(data: JsonObject) -> None:
     sh(["ip", "route", "del", "blackhole", need(data, "block")], check=False, timeout=30)
-
-
-def _undo_process(data: JsonObject) -> None:
-    """Stop one of the bed's processes, only if that pid still is it (its command line names the bed's root)."""
-    pid = int(num(data, "pid") or 0)
-    if pid and need(data, "marker") in cmdline(pid) and is_running(pid):
-        if signal_and_wait([pid], signal.SIGTERM, STOP_TIMEOUT_S):
-            signal_and_wait([pid], signal.SIGKILL, 5)
 
 
 def _undo_node(data: JsonObject) -> None:
@@ -176,23 +171,6 @@ def _undo_fixed_dirs(root: str, made: list[str]) -> None:
 # ---- bring-up ----------------------------------------------------------------------------
 
 
-Undo = Callable[[JsonObject], object]
-Seqs = list[tuple[int, JsonObject, Undo]]  # what was made, undone in reverse on the way out
-
-
-def _tracked(journal: Journal, seqs: Seqs, kind: str, undo: Undo, **data: JsonValue) -> int:
-    seq = journal.intent(kind, **data)
-    seqs.append((seq, data, undo))
-    return seq
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((config.LOOPBACK, 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 PARTS = {  # program -> the Debian package that has it
     "etcd": "etcd-server",
     "containerd": "containerd",
@@ -217,90 +195,130 @@ def missing_parts(which: Callable[[str], str | None] = shutil.which, cni_dir: Pa
 
 
 @contextlib.contextmanager
-def kubernetes_bed(journal: Journal, log: Callable[[str], None] = print, data_dir: Path | None = None) -> Iterator[Bed]:
-    """Build (once), start and yield a single-node cluster; drain and undo all of it on exit.
-    With `data_dir` (a directory on the file system under test) the kubelet's root, where emptyDir
-    volumes live, is bound onto data_dir/kubelet and the provisioner's volumes go to data_dir/pv, so
-    that what pods write lands on that file system, as a private dockerd's data-root does."""
+def kubernetes_bed(
+    journal: Journal,
+    log: Callable[[str], None] = print,
+    data_dir: Path | None = None,
+    nodes: int = 0,
+    disk_bytes: int = nodes_mod.DISK_BYTES,
+    registries: dict[str, str] | None = None,
+) -> Iterator[Bed]:
+    """Build (once), start and yield a cluster; drain and undo all of it on exit.
+
+    With `nodes` = 0, one node: this machine, its kubelet and containerd beside the control plane. With `data_dir`
+    (a directory on the file system under test) the kubelet's root, where emptyDir volumes live, is bound onto
+    data_dir/kubelet and the provisioner's volumes go to data_dir/pv, so that what pods write lands on that file
+    system, as a private dockerd's data-root does. With `nodes` = N (1 to 4), N nodes, each a test host of its
+    own (nodes.py) with a disk of `disk_bytes`, the control plane on this machine; `registries` (host:port -> CA
+    file) are the registries their containerd trusts for pulls."""
     missing = missing_parts()
     if missing:
         raise StrataError(f"the Kubernetes test bed needs {', '.join(missing)}", "run scripts/install")
+    if not 0 <= nodes <= nodes_mod.MAX_NODES:
+        raise StrataError(f"a test bed of {nodes} nodes", f"give from 1 to {nodes_mod.MAX_NODES} nodes")
     kube, pause = build.binaries(log=log)
     token = secrets.token_hex(3)
     root = beds_dir() / token
     seqs: Seqs = []
     bed = None
     try:
-        _tracked(journal, seqs, "kube-root", _undo_root, path=str(root))
+        tracked(journal, seqs, "kube-root", undo_root, path=str(root))
         root.mkdir(parents=True)
-        plan = _network(journal, seqs, token, root)
-        for short in (plan.run_dir, plan.kubelet_dir):
-            _tracked(journal, seqs, "kube-root", _undo_root, path=str(short))
-            short.mkdir()
-        if data_dir is not None:  # undone with the kubelet's dir (remove_tree unmounts what is below it)
-            (data_dir / "kubelet").mkdir(parents=True, exist_ok=True)
-            sh(["mount", "--bind", str(data_dir / "kubelet"), str(plan.kubelet_dir)])
-        _write_files(plan)
+        (root / "logs").mkdir()
+        plan, node_plans = _network(journal, seqs, token, root, nodes)
+        if not nodes:
+            for short in (plan.run_dir, plan.kubelet_dir):
+                tracked(journal, seqs, "kube-root", undo_root, path=str(short))
+                short.mkdir()
+            if data_dir is not None:  # undone with the kubelet's dir (remove_tree unmounts what is below it)
+                (data_dir / "kubelet").mkdir(parents=True, exist_ok=True)
+                sh(["mount", "--bind", str(data_dir / "kubelet"), str(plan.kubelet_dir)])
+        _write_files(plan, node_plans, registries)
         log(f"certificates and configuration in {root}")
-        bed = Bed(plan, kube, _admin_api(plan))
-        _node_cgroups(journal, seqs, plan)
-        _start(journal, seqs, bed, "etcd", config.etcd_argv(plan))
-        _wait_etcd(bed)
-        _start(journal, seqs, bed, "kube-apiserver", config.apiserver_argv(kube, plan))
-        bed.api.wait("the apiserver was not ready", bed.api.answers, READY_TIMEOUT_S, _fix(bed, "kube-apiserver"))
-        _start(journal, seqs, bed, "kube-controller-manager", config.controller_manager_argv(kube, plan))
-        _start(journal, seqs, bed, "kube-scheduler", config.scheduler_argv(kube, plan))
-        _start(journal, seqs, bed, "containerd", ["containerd", "--config", str(plan.path("containerd.toml"))])
-        _wait_containerd(bed)
-        bed.load_image(images.pause_tarball(pause, plan.path("pause.tar")))
-        _start(journal, seqs, bed, "kubelet", config.kubelet_argv(kube, plan))
-        _wait_node(bed)
-        log(f"node {plan.node_name} Ready at {plan.node_addr}; apiserver {plan.server}")
-        with provisioner.serving(bed.api, plan.node_name, (data_dir or root) / "pv"):
+        bed = Bed(plan, kube, _admin_api(plan), Processes(journal, seqs, str(root), root / "logs"))
+        _control_plane(bed)
+        pause_tar = images.pause_tarball(pause, plan.path("pause.tar"))
+        if node_plans:
+            nodes_mod.private_dir(journal, seqs, root / "ns")
+            nodes_mod.mount_points(journal, seqs)
+            for n in node_plans:
+                bed.nodes.append(nodes_mod.start(journal, seqs, bed.procs, n, kube, disk_bytes, pause_tar))
+            nodes_mod.wait_ready(bed.api, bed.procs, bed.nodes)
+        else:
+            _node_cgroups(journal, seqs, plan)
+            bed.procs.start("containerd", ["containerd", "--config", str(plan.path("containerd.toml"))])
+            _wait_containerd(bed)
+            bed.load_image(pause_tar)
+            bed.procs.start("kubelet", config.kubelet_argv(kube, plan))
+            _wait_node(bed)
+        _wait_default_account(bed)
+        sides: list[config.NodeSide] = [n.plan for n in bed.nodes] or [plan]
+        for side in sides:
+            log(f"node {side.node_name} Ready at {side.node_addr}")
+        log(f"apiserver {plan.server}")
+        if bed.nodes:
+            serving = provisioner.serving_nodes(bed.api, {n.plan.node_name: nodes_mod.remove_in(n) for n in bed.nodes})
+        else:
+            serving = provisioner.serving(bed.api, plan.node_name, (data_dir or root) / "pv")
+        with serving:
             yield bed
     finally:
         if bed is not None:
             with contextlib.suppress(Exception):  # best effort: the undo below removes what is left anyway
                 _drain(bed)
-        for seq, data, undo in reversed(seqs):
-            try:
-                undo(data)
-            finally:
-                journal.release(seq)
+        unwind(journal, seqs)
 
 
-def _network(journal: Journal, seqs: Seqs, token: str, root: Path) -> config.Plan:
-    """The node's /28 on a bridge strata makes and addresses, and the service /28 beside it."""
+def _network(
+    journal: Journal, seqs: Seqs, token: str, root: Path, nodes: int
+) -> tuple[config.Plan, list[config.NodePlan]]:
+    """A bridge strata makes and addresses, holding a /28: the single node and its pods, or on a bed of several
+    the control plane's address and the nodes' (each node's pods get a /28 of their own); and the service /28,
+    routed nowhere."""
     with netns.allocation_lock():
         used, routes = netns.host_usage()
-        node = netns.pick_block(netns.POOL, used, routes, prefix=config.BLOCK_PREFIX)
-        service = node and netns.pick_block(netns.POOL, used, [*routes, node], prefix=config.BLOCK_PREFIX)
-        if node is None or service is None:
-            raise StrataError(f"no two free /{config.BLOCK_PREFIX} in {netns.POOL}", "remove stale namespaces")
-        plan = config.Plan(token, root, str(node), str(service), _free_port(), _free_port(), _free_port())
-        _tracked(journal, seqs, "kube-bridge", _undo_bridge, name=plan.bridge)
+        blocks: list[ipaddress.IPv4Network] = []
+        for _ in range(2 + nodes):  # the bridge's, the services', each node's pods'
+            block = netns.pick_block(netns.POOL, used, [*routes, *blocks], prefix=config.BLOCK_PREFIX)
+            if block is None:
+                raise StrataError(
+                    f"no {2 + nodes} free /{config.BLOCK_PREFIX} in {netns.POOL}",
+                    "remove stale namespaces (strata cleanup)",
+                )
+            blocks.append(block)
+        bridge_block, service = blocks[0], blocks[1]
+        addresses = [str(a) for a in bridge_block.hosts()]
+        ports = (free_port(), free_port(), free_port())
+        bind = addresses[0] if nodes else config.LOOPBACK
+        plan = config.Plan(token, root, str(bridge_block), str(service), *ports, bind=bind)
+        node_plans = nodes_mod.plans(token, root, addresses[1:], [str(b) for b in blocks[2:]], plan.server)
+        tracked(journal, seqs, "kube-bridge", _undo_bridge, name=plan.bridge)
         sh(["ip", "link", "add", plan.bridge, "type", "bridge"])
         Path(f"/proc/sys/net/ipv6/conf/{plan.bridge}/disable_ipv6").write_text("1")
-        prefix = ipaddress.ip_network(plan.node_block).prefixlen
-        sh(["ip", "addr", "add", f"{plan.node_addr}/{prefix}", "dev", plan.bridge])
+        sh(["ip", "addr", "add", f"{plan.node_addr}/{bridge_block.prefixlen}", "dev", plan.bridge])
         sh(["ip", "link", "set", plan.bridge, "up"])
         # the service /28 is routed nowhere: a blackhole keeps any stray packet off eth0's /24
-        _tracked(journal, seqs, "kube-route", _undo_route, block=plan.service_block)
+        tracked(journal, seqs, "kube-route", _undo_route, block=plan.service_block)
         sh(["ip", "route", "add", "blackhole", plan.service_block])
-    return plan
+        for n in node_plans:
+            nodes_mod.link(journal, seqs, n, plan.bridge, bridge_block.prefixlen)
+    return plan, node_plans
 
 
-def _write_files(plan: config.Plan) -> None:
-    pki.make_all(plan.path("pki"), config.certificates(plan))
-    for user in ("admin", "controller-manager", "scheduler", "kubelet-client"):
-        name = "kubelet" if user == "kubelet-client" else user
-        plan.path(f"{name}.kubeconfig").write_text(config.kubeconfig(plan, user))
+def _write_files(plan: config.Plan, node_plans: list[config.NodePlan], registries: dict[str, str] | None) -> None:
+    pki.make_all(plan.path("pki"), config.certificates(plan, node_plans))
+    for user in ("admin", "controller-manager", "scheduler"):
+        plan.path(f"{user}.kubeconfig").write_text(config.kubeconfig(plan, user))
+    if node_plans:
+        for n in node_plans:
+            nodes_mod.write_files(n, plan.path("pki"), registries)
+        return
+    plan.path("kubelet.kubeconfig").write_text(config.kubeconfig(plan, "kubelet-client"))
     plan.path("kubelet.json").write_text(json.dumps(config.kubelet_config(plan), indent=1))
     plan.path("containerd").mkdir()
-    plan.path("containerd.toml").write_text(config.containerd_config(plan))
+    plan.path("containerd.toml").write_text(config.containerd_config(plan, registries))
     plan.path("cni").mkdir()
     plan.path("cni", "10-strata.conflist").write_text(json.dumps(config.cni_config(plan), indent=1))
-    plan.path("logs").mkdir()
 
 
 def _admin_api(plan: config.Plan) -> Api:
@@ -308,9 +326,20 @@ def _admin_api(plan: config.Plan) -> Api:
     return Api(plan.server, str(p / "ca.crt"), str(p / "admin.crt"), str(p / "admin.key"))
 
 
+def _control_plane(bed: Bed) -> None:
+    """etcd, then the apiserver, the controller manager and the scheduler."""
+    plan, run = bed.plan, bed.procs
+    run.start("etcd", config.etcd_argv(plan))
+    _wait_etcd(bed)
+    run.start("kube-apiserver", config.apiserver_argv(bed.kube, plan))
+    bed.api.wait("the apiserver was not ready", bed.api.answers, READY_TIMEOUT_S, run.fix("kube-apiserver"))
+    run.start("kube-controller-manager", config.controller_manager_argv(bed.kube, plan))
+    run.start("kube-scheduler", config.scheduler_argv(bed.kube, plan))
+
+
 def _node_cgroups(journal: Journal, seqs: Seqs, plan: config.Plan) -> None:
     """The kubelet's cgroup root, made in every v1 hierarchy (the kubelet requires that it exists)."""
-    _tracked(
+    tracked(
         journal,
         seqs,
         "kube-node",
@@ -326,37 +355,8 @@ def _node_cgroups(journal: Journal, seqs: Seqs, plan: config.Plan) -> None:
             (mountpoint / plan.cgroup_root.strip("/")).mkdir(exist_ok=True)
 
 
-def _start(journal: Journal, seqs: Seqs, bed: Bed, name: str, argv: list[str]) -> None:
-    seq = _tracked(journal, seqs, "kube-process", _undo_process, name=name, marker=str(bed.plan.root))
-    with open(bed.plan.path("logs", f"{name}.log"), "w") as log:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    journal.update(seq, pid=proc.pid)
-    seqs[-1][1]["pid"] = proc.pid
-    bed.pids[name] = proc.pid
-
-
 def log_tail(bed: Bed, name: str, chars: int = 1500) -> str:
-    try:
-        return bed.plan.path("logs", f"{name}.log").read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""
-
-
-def _fix(bed: Bed, name: str) -> str:
-    return f"read {bed.plan.path('logs', name + '.log')}; its end:\n{log_tail(bed, name)}"
-
-
-def _wait_until(what: str, test: Callable[[], object], bed: Bed, name: str, timeout_s: float = READY_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not is_running(bed.pids[name]):
-            raise StrataError(f"{name} exited while starting", _fix(bed, name))
-        if test():
-            return
-        time.sleep(0.3)
-    raise StrataError(f"{what} within {timeout_s:.0f} s", _fix(bed, name))
+    return bed.procs.log_tail(name, chars)
 
 
 def _wait_etcd(bed: Bed) -> None:
@@ -369,7 +369,7 @@ def _wait_etcd(bed: Bed) -> None:
         except OSError:
             return False
 
-    _wait_until("etcd was not healthy", healthy, bed, "etcd")
+    bed.procs.wait_until("etcd was not healthy", healthy, "etcd")
 
 
 def _wait_containerd(bed: Bed) -> None:
@@ -378,7 +378,7 @@ def _wait_containerd(bed: Bed) -> None:
     def answers() -> bool:
         return sock.exists() and sh(["ctr", "--address", str(sock), "version"], check=False, timeout=10).returncode == 0
 
-    _wait_until("containerd did not answer", answers, bed, "containerd")
+    bed.procs.wait_until("containerd did not answer", answers, "containerd")
 
 
 def _wait_node(bed: Bed) -> None:
@@ -392,15 +392,17 @@ def _wait_node(bed: Bed) -> None:
         conditions = map(as_obj, arr(obj(node, "status"), "conditions"))
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
-    _wait_until(f"node {name} was not Ready", ready, bed, "kubelet")
+    bed.procs.wait_until(f"node {name} was not Ready", ready, "kubelet")
 
+
+def _wait_default_account(bed: Bed) -> None:
     def default_account() -> bool:  # pods are admitted only once their namespace's service account exists
         try:
             return bool(bed.api.get("/api/v1/namespaces/default/serviceaccounts/default"))
         except (ApiError, OSError):
             return False
 
-    _wait_until("the default service account did not appear", default_account, bed, "kube-controller-manager")
+    bed.procs.wait_until("the default service account did not appear", default_account, "kube-controller-manager")
 
 
 def _drain(bed: Bed, timeout_s: float = 60) -> None:
@@ -441,9 +443,15 @@ class Stop(Exception):
     pass
 
 
-def hold(log: Callable[[str], None] = print) -> None:
-    """Bring a bed up and keep it until SIGTERM/SIGINT (or one of its processes dies), then undo it all.
-    The journal is this process's: `strata cleanup` leaves the bed alone while it lives, undoes it after."""
+def hold(
+    log: Callable[[str], None] = print,
+    nodes: int = 0,
+    disk_bytes: int = nodes_mod.DISK_BYTES,
+    registries: dict[str, str] | None = None,
+) -> None:
+    """Bring a bed up (`nodes`, `disk_bytes`, `registries`: kubernetes_bed's) and keep it until SIGTERM/SIGINT (or
+    one of its processes dies), then undo it all. The journal is this process's: `strata cleanup` leaves the bed
+    alone while it lives, undoes it after."""
     if current():
         raise StrataError("a Kubernetes test bed already runs here", "strata testbed kubernetes down")
     n = undo_orphans(log=log)  # a bed whose holder was killed still runs: it goes first
@@ -457,7 +465,7 @@ def hold(log: Callable[[str], None] = print) -> None:
     signal.signal(signal.SIGTERM, stop)
     journal = Journal(f"{JOURNAL_PREFIX}{os.getpid()}")
     try:
-        with kubernetes_bed(journal, log=log) as bed:
+        with kubernetes_bed(journal, log=log, nodes=nodes, disk_bytes=disk_bytes, registries=registries) as bed:
             facts = {**bed.facts(), "holder": os.getpid(), "state": "ready"}
             current_file().write_text(json.dumps(facts, indent=1))
             log(f"ready; kubeconfig {bed.kubeconfig}")
@@ -478,9 +486,11 @@ def undo_orphans(log: Callable[[str], None] = print) -> int:
 
 # The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).
 UNDO: Undos = {
-    "kube-root": _undo_root,
+    "kube-root": undo_root,
     "kube-bridge": _undo_bridge,
     "kube-route": _undo_route,
-    "kube-process": _undo_process,
+    "kube-process": undo_process,
     "kube-node": _undo_node,
+    **nodes_mod.UNDO,
+    **netns.UNDO,
 }

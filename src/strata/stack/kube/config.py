@@ -19,6 +19,7 @@ import ipaddress
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from strata.core.jsondoc import JsonObject
 
@@ -38,11 +39,14 @@ FIXED_HOST_DIRS = ("/var/lib/kubelet", "/var/log/containers", "/var/lib/cni", "/
 class Plan:
     token: str
     root: Path  # certificates, configuration, data of etcd, containerd and the kubelet, logs
-    node_block: str  # the bridge's /28: node address first, pods after it
+    node_block: str  # the bridge's /28: node address first, pods after it (a bed of several: the nodes')
     service_block: str  # the apiserver's service range: allocated, never routed
     etcd_port: int
     etcd_peer_port: int
     apiserver_port: int
+    # where the apiserver listens: the loopback, or on a bed of several nodes the bridge's first address, which
+    # the nodes reach from their namespaces (and strata from this machine's)
+    bind: str = LOOPBACK
 
     @property
     def node_name(self) -> str:
@@ -72,7 +76,7 @@ class Plan:
 
     @property
     def server(self) -> str:
-        return f"https://{LOOPBACK}:{self.apiserver_port}"
+        return f"https://{self.bind}:{self.apiserver_port}"
 
     def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)
@@ -93,6 +97,75 @@ class Plan:
         return self.run_dir / "containerd.sock"
 
 
+# The node's disk on a bed of several nodes, mounted in the node's own mount namespace, and strata's agent's root
+# there (bound onto that disk), both paths as the node's processes see them.
+NODE_DATA = Path("/var/lib/strata-node")
+AGENT_ROOT = Path("/var/lib/strata")
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """One node of a bed of several: a test host (its own network and mount namespaces, containerd, kubelet,
+    cgroup root and disk). It offers what the node-side functions below read of a `Plan` (NodeSide): its own
+    directory, name, address, pods' /28 and sockets."""
+
+    token: str
+    index: int  # 1..N
+    root: Path  # its certificates, configuration, containerd's data and logs, on this machine
+    node_addr: str  # on the bed's bridge
+    node_block: str  # its pods' /28, on a bridge inside its namespace
+    server: str  # the apiserver, as the node reaches it
+
+    @property
+    def node_name(self) -> str:
+        return f"strata-{self.token}-n{self.index}"
+
+    @property
+    def netns(self) -> str:
+        return f"strata-k8s-{self.token}-n{self.index}"
+
+    @property
+    def bridge(self) -> str:
+        return "strata-pods"  # inside the node's namespace: no other node's bridge shares its name space
+
+    @property
+    def pod_range(self) -> tuple[str, str]:
+        hosts = list(ipaddress.ip_network(self.node_block).hosts())
+        return str(hosts[0]), str(hosts[-1])
+
+    @property
+    def cgroup_root(self) -> str:
+        return f"/strata-k8s-{self.token}-n{self.index}"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(f"/run/strata-k8s-{self.token}-n{self.index}")
+
+    @property
+    def kubelet_dir(self) -> Path:
+        return NODE_DATA / "kubelet"  # on the node's disk: emptyDir volumes are the node's
+
+    @property
+    def containerd_sock(self) -> Path:
+        return self.run_dir / "containerd.sock"
+
+    @property
+    def mount_ns(self) -> Path:
+        """The file that holds the node's mount namespace (a bind mount of /proc/PID/ns/mnt)."""
+        return self.root.parent / "ns" / f"n{self.index}.mnt"
+
+    @property
+    def disk_file(self) -> Path:
+        return self.root / "disk.img"
+
+    def path(self, *parts: str) -> Path:
+        return self.root.joinpath(*parts)
+
+    def enter(self, argv: list[str]) -> list[str]:
+        """`argv` run inside the node: its network and mount namespaces."""
+        return ["nsenter", f"--net=/run/netns/{self.netns}", f"--mount={self.mount_ns}", "--", *argv]
+
+
 # ---- certificates ------------------------------------------------------------------
 
 
@@ -106,13 +179,14 @@ class CertSpec:
     server: bool = False
 
 
-def certificates(plan: Plan) -> list[CertSpec]:
-    """Every certificate the cluster uses, each signed by the bed's own CA."""
-    return [
+def certificates(plan: Plan, nodes: list[NodePlan] | None = None) -> list[CertSpec]:
+    """Every certificate the cluster uses, each signed by the bed's own CA: the control plane's, and each node's
+    kubelet's (`kubelet`, `kubelet-client`; on a bed of several nodes `kubelet-nI`, `kubelet-client-nI`)."""
+    out = [
         CertSpec(
             "apiserver",
             "kube-apiserver",
-            ips=(LOOPBACK, plan.node_addr, plan.first_service_addr),
+            ips=tuple(dict.fromkeys((LOOPBACK, plan.bind, plan.node_addr, plan.first_service_addr))),
             dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
             server=True,
         ),
@@ -120,13 +194,44 @@ def certificates(plan: Plan) -> list[CertSpec]:
         CertSpec("admin", "strata-admin", org="system:masters"),
         CertSpec("controller-manager", "system:kube-controller-manager"),
         CertSpec("scheduler", "system:kube-scheduler"),
-        CertSpec("kubelet-client", f"system:node:{plan.node_name}", org="system:nodes"),
-        CertSpec("kubelet", plan.node_name, ips=(plan.node_addr,), dns=(plan.node_name,), server=True),
     ]
+    sides: list[tuple[str, NodeSide]] = [(f"-n{n.index}", n) for n in nodes] if nodes else [("", plan)]
+    for suffix, n in sides:
+        out.append(CertSpec(f"kubelet-client{suffix}", f"system:node:{n.node_name}", org="system:nodes"))
+        out.append(CertSpec(f"kubelet{suffix}", n.node_name, ips=(n.node_addr,), dns=(n.node_name,), server=True))
+    return out
 
 
-def kubeconfig(plan: Plan, user: str) -> str:
-    """A kubeconfig for `user` (a certificate name) talking to the apiserver on the loopback."""
+class NodeSide(Protocol):
+    """What the node-side configuration reads of a plan: the single node's `Plan`, or a `NodePlan`."""
+
+    @property
+    def token(self) -> str: ...
+    @property
+    def server(self) -> str: ...
+    @property
+    def node_name(self) -> str: ...
+    @property
+    def node_addr(self) -> str: ...
+    @property
+    def node_block(self) -> str: ...
+    @property
+    def bridge(self) -> str: ...
+    @property
+    def pod_range(self) -> tuple[str, str]: ...
+    @property
+    def cgroup_root(self) -> str: ...
+    @property
+    def run_dir(self) -> Path: ...
+    @property
+    def kubelet_dir(self) -> Path: ...
+    @property
+    def containerd_sock(self) -> Path: ...
+    def path(self, *parts: str) -> Path: ...
+
+
+def kubeconfig(plan: NodeSide, user: str) -> str:
+    """A kubeconfig for `user` (a certificate name in the plan's pki) talking to the apiserver."""
     pki = plan.path("pki")
     return json.dumps(
         {
@@ -177,7 +282,7 @@ def apiserver_argv(kube: Path, plan: Plan) -> list[str]:
         str(kube),
         "kube-apiserver",
         f"--etcd-servers=http://{LOOPBACK}:{plan.etcd_port}",
-        f"--bind-address={LOOPBACK}",
+        f"--bind-address={plan.bind}",
         f"--secure-port={plan.apiserver_port}",
         f"--advertise-address={plan.node_addr}",
         f"--service-cluster-ip-range={plan.service_block}",
@@ -229,7 +334,7 @@ def scheduler_argv(kube: Path, plan: Plan) -> list[str]:
     ]
 
 
-def kubelet_argv(kube: Path, plan: Plan) -> list[str]:
+def kubelet_argv(kube: Path, plan: NodeSide) -> list[str]:
     return [
         str(kube),
         "kubelet",
@@ -243,7 +348,7 @@ def kubelet_argv(kube: Path, plan: Plan) -> list[str]:
     ]
 
 
-def kubelet_config(plan: Plan) -> JsonObject:
+def kubelet_config(plan: NodeSide) -> JsonObject:
     """KubeletConfiguration: cgroup v1 allowed explicitly (failCgroupV1), cgroupfs driver, listening on
     the node address only, no DNS handed to pods, eviction thresholds that a shared machine does not
     trip."""
@@ -280,10 +385,11 @@ def kubelet_config(plan: Plan) -> JsonObject:
     }
 
 
-def containerd_config(plan: Plan) -> str:
+def containerd_config(plan: NodeSide, registries: dict[str, str] | None = None) -> str:
     """containerd 1.6 (version 2 configuration): its own root, state and socket; runc with cgroupfs;
     the bed's CNI configuration; the pause image strata built; pod namespaces under its state dir;
-    oom_score_adj never below containerd's own."""
+    oom_score_adj never below containerd's own; `registries` (host:port -> CA file) trusted for pulls, their
+    certificate verified against that CA (never skipped)."""
     c = plan.path("containerd")
     return f"""version = 2
 root = "{c / "root"}"
@@ -324,10 +430,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{plan.path("cni")}"
+""" + "".join(
+        f"""  [plugins."io.containerd.grpc.v1.cri".registry.configs."{host}".tls]
+    ca_file = "{ca}"
 """
+        for host, ca in sorted((registries or {}).items())
+    )
 
 
-def cni_config(plan: Plan) -> JsonObject:
+def cni_config(plan: NodeSide) -> JsonObject:
     """The pods' network: a veth each on the bed's bridge (which strata made and addressed), addresses
     from the node's /28, no default route (a pod reaches the node and its neighbours, nothing else)."""
     first, last = plan.pod_range
@@ -360,7 +471,7 @@ def addresses(plan: Plan) -> dict[str, str]:
         "node_block": plan.node_block,
         "pod_range": "-".join(plan.pod_range),
         "service_block": plan.service_block,
-        "apiserver": f"{LOOPBACK}:{plan.apiserver_port}",
+        "apiserver": f"{plan.bind}:{plan.apiserver_port}",
         "etcd": f"{LOOPBACK}:{plan.etcd_port}",
         "etcd_peer": f"{LOOPBACK}:{plan.etcd_peer_port}",
         "kubelet": f"{plan.node_addr}:10250",

@@ -6,7 +6,9 @@ same API: it sees a Pending claim of its class, makes a directory under `base`, 
 PersistentVolume (hostPath, pinned to the node, the claim in its claimRef) that the controller-manager's
 PV controller then binds, exactly as it binds any provisioned volume. A volume released by its claim is
 removed with its directory (reclaimPolicy Delete). The directory is on the file system strata built
-when the bed runs a stack (`kubernetes_bed(data_dir=...)`), so `pvc:strata-hostpath` measures it.
+when the bed runs a stack (`kubernetes_bed(data_dir=...)`), so `pvc:strata-hostpath` measures it. On a bed of
+several nodes the class binds once the scheduler chose the first pod's node, and the volume is a directory on
+that node's own disk.
 """
 
 from __future__ import annotations
@@ -16,25 +18,31 @@ import shutil
 import ssl
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text
 
 from .api import Api, ApiError
+from .config import NODE_DATA
 
 CLASS = "strata-hostpath"
 PROVISIONER = "strata.local/hostpath"
 POLL_S = 0.5
 
 
-def storage_class() -> JsonObject:
+SELECTED_NODE = "volume.kubernetes.io/selected-node"  # the scheduler's choice for a WaitForFirstConsumer claim
+
+
+def storage_class(binding: str = "Immediate") -> JsonObject:
+    """The class: bound at once on a single node; on a bed of several, once the scheduler chose the first pod's
+    node (WaitForFirstConsumer), where the volume is then made."""
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
         "metadata": {"name": CLASS},
         "provisioner": PROVISIONER,
         "reclaimPolicy": "Delete",
-        "volumeBindingMode": "Immediate",
+        "volumeBindingMode": binding,
     }
 
 
@@ -71,9 +79,16 @@ def volume_for(claim: JsonObject, node: str, base: Path) -> JsonObject:
 
 
 class Provisioner(threading.Thread):
-    def __init__(self, api: Api, node: str, base: Path):
+    """`node`: the single node every volume goes to, its directories made here under `base`; or None, each volume
+    on the node the scheduler chose for its claim (SELECTED_NODE), under `base` inside that node, made by the
+    kubelet (DirectoryOrCreate) and removed through `removers[node]`."""
+
+    def __init__(
+        self, api: Api, node: str | None, base: Path, removers: dict[str, Callable[[Path], None]] | None = None
+    ):
         super().__init__(name="strata-provisioner", daemon=True)
         self.api, self.node, self.base = api, node, base
+        self.removers = removers or {}
         self.stopped = threading.Event()
         self.errors: list[str] = []
 
@@ -96,8 +111,12 @@ class Provisioner(threading.Thread):
                 self.reclaim(pv)
 
     def provision(self, claim: JsonObject) -> None:
-        pv = volume_for(claim, self.node, self.base)
-        Path(_host_path(pv)).mkdir(parents=True, exist_ok=True)
+        node = self.node or obj(obj(claim, "metadata"), "annotations").get(SELECTED_NODE)
+        if not isinstance(node, str) or not node:
+            return  # not yet: the scheduler chooses its node with the first pod that uses it
+        pv = volume_for(claim, node, self.base)
+        if self.node is not None:
+            Path(_host_path(pv)).mkdir(parents=True, exist_ok=True)
         try:
             self.api.post("/api/v1/persistentvolumes", pv)
         except ApiError as e:
@@ -107,7 +126,12 @@ class Provisioner(threading.Thread):
     def reclaim(self, pv: JsonObject) -> None:
         path = Path(_host_path(pv))
         if path.parent == self.base:  # only directories this provisioner made
-            shutil.rmtree(path, ignore_errors=True)
+            if self.node is not None:
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                remove = self.removers.get(_node_of(pv))
+                if remove is not None:
+                    remove(path)
         with contextlib.suppress(ApiError):
             self.api.delete(f"/api/v1/persistentvolumes/{text(obj(pv, 'metadata'), 'name')}")
 
@@ -123,13 +147,36 @@ def _host_path(pv: JsonObject) -> str:
     return path
 
 
+def _node_of(pv: JsonObject) -> str:
+    """The node a volume is pinned to (its nodeAffinity's hostname)."""
+    for term in map(as_obj, arr(obj(obj(obj(pv, "spec"), "nodeAffinity"), "required"), "nodeSelectorTerms")):
+        for e in map(as_obj, arr(term, "matchExpressions")):
+            values = arr(e, "values")
+            if e.get("key") == "kubernetes.io/hostname" and values:
+                return str(values[0])
+    return ""
+
+
 @contextlib.contextmanager
 def serving(api: Api, node: str, base: Path) -> Iterator[Provisioner]:
-    """The StorageClass and its provisioner, for as long as the bed runs."""
+    """The StorageClass and its provisioner on a single node, for as long as the bed runs."""
     base.mkdir(parents=True, exist_ok=True)
+    with _started(api, Provisioner(api, node, base), "Immediate") as p:
+        yield p
+
+
+@contextlib.contextmanager
+def serving_nodes(api: Api, removers: dict[str, Callable[[Path], None]]) -> Iterator[Provisioner]:
+    """The StorageClass and its provisioner on a bed of several nodes: each volume on its first pod's node, on
+    that node's disk (config.NODE_DATA/pv)."""
+    with _started(api, Provisioner(api, None, NODE_DATA / "pv", removers), "WaitForFirstConsumer") as p:
+        yield p
+
+
+@contextlib.contextmanager
+def _started(api: Api, p: Provisioner, binding: str) -> Iterator[Provisioner]:
     with contextlib.suppress(ApiError):  # a bed restarted on the same etcd data keeps its class
-        api.post("/apis/storage.k8s.io/v1/storageclasses", storage_class())
-    p = Provisioner(api, node, base)
+        api.post("/apis/storage.k8s.io/v1/storageclasses", storage_class(binding))
     p.start()
     try:
         yield p

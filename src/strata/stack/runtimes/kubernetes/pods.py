@@ -1,7 +1,8 @@
 """The pod of one instance, and what a pod's end means for the trial (pure functions).
 
-Each instance is a pod pinned to a node (`nodeName`: no scheduler choice),
-running the workload image (loaded into the node, never pulled) under the
+Each instance is a pod on one node (Placement: pinned by `nodeName`, or by its
+hostname label on a node strata reaches through its agent), running the workload
+image (loaded into the node, or pulled from the user's registry) under the
 same wrapper as docker's containers (stack/runtimes/docker/cmdline.py: the
 prepare step, the start barrier on the sync dir, start/end stamps, output in
 the out dir, never in container logs). The trial's cpu and memory limits
@@ -16,6 +17,7 @@ talk to servers on the loopback.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from strata.core.instances import InstanceRequest
 from strata.core.jsondoc import JsonArray, JsonObject, arr, as_obj, obj, text
@@ -68,11 +70,36 @@ def data_volume(path: str, host_dir: str | None, claim: str | None = None) -> Js
     raise ValueError(f"unknown path {path}")
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a trial's pods go and how they get their image: pinned by `nodeName` (the node strata runs on: no
+    scheduler), or by the node's hostname label with `tolerations` (another node: the scheduler admits the pod
+    and binds a WaitForFirstConsumer claim there); the image loaded into the node (`Never` pulled) or pulled
+    from a registry (`IfNotPresent`, with `pull_secret`)."""
+
+    node: str
+    by_name: bool = True
+    tolerations: tuple[JsonObject, ...] = ()
+    pull: str = "Never"
+    pull_secret: str | None = None
+
+    def spec(self) -> JsonObject:
+        out: JsonObject = {"nodeName": self.node} if self.by_name else {"nodeSelector": {HOSTNAME: self.node}}
+        if self.tolerations:
+            out["tolerations"] = list(self.tolerations)
+        if self.pull_secret:
+            out["imagePullSecrets"] = [{"name": self.pull_secret}]
+        return out
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
 def pod_manifest(
     name: str,
     namespace: str,
     run_id: str,
-    node: str,
+    placement: Placement,
     request: InstanceRequest,
     path: str,
     host_dir: str | None,
@@ -81,9 +108,11 @@ def pod_manifest(
     sync_dir: str,
     claim: str | None = None,
     log: tuple[str, str | None, str | None] | None = None,
+    out_dir: str | None = None,
 ) -> JsonObject:
     """`log`: a server's log on a path of its own (its path, host directory and claim), mounted at
-    LOG_IN_CONTAINER beside the data."""
+    LOG_IN_CONTAINER beside the data; `out_dir`: the instance's out dir on the node, when it is not
+    `request.out_dir` here (a node strata reaches through its agent)."""
     mounts: JsonArray = [
         {"name": "out", "mountPath": OUT_DIR},
         {"name": "sync", "mountPath": SYNC_DIR},
@@ -92,12 +121,12 @@ def pod_manifest(
     container: JsonObject = {
         "name": "instance",
         "image": image,
-        "imagePullPolicy": "Never",
+        "imagePullPolicy": placement.pull,
         "command": ["/bin/sh", "-c", CGROUP_NOTE + WRAPPER, "strata-wrap", *request.argv],
         "volumeMounts": mounts,
     }
     volumes: JsonArray = [
-        {"name": "out", "hostPath": {"path": str(request.out_dir), "type": "Directory"}},
+        {"name": "out", "hostPath": {"path": out_dir or str(request.out_dir), "type": "Directory"}},
         {"name": "sync", "hostPath": {"path": sync_dir, "type": "Directory"}},
         data_volume(path, host_dir, claim),
     ]
@@ -108,7 +137,7 @@ def pod_manifest(
     if res:
         container["resources"] = res
     spec: JsonObject = {
-        "nodeName": node,
+        **placement.spec(),
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
@@ -145,7 +174,14 @@ def pod_end(pod: JsonObject | None) -> tuple[str, str] | None:
         if ended and ended.get("reason") == "OOMKilled":
             return "oom", f"pod {name}: the OOM killer ended it (exit {ended.get('exitCode')})"
         waiting = obj(obj(cs, "state"), "waiting")
-        if waiting and waiting.get("reason") in ("ErrImageNeverPull", "CreateContainerError", "RunContainerError"):
+        if waiting and waiting.get("reason") in (
+            "ErrImageNeverPull",
+            "CreateContainerError",
+            "RunContainerError",
+            "ErrImagePull",
+            "ImagePullBackOff",
+            "InvalidImageName",
+        ):
             return "instance_died", f"pod {name} cannot start: {waiting['reason']}: {text(waiting, 'message')}"
     if obj(pod, "metadata").get("deletionTimestamp"):
         return "instance_died", f"pod {name} is being deleted"

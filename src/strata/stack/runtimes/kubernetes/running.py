@@ -28,7 +28,9 @@ from strata.stack.runtimes.docker.cmdline import PREPARE_FAILED
 from strata.stack.runtimes.docker.containers import read_time, tail
 
 from . import pods
+from .agent import AgentError
 from .cluster import Cluster, intent
+from .remote import Remote
 
 POLL_S = 0.5
 GONE_TIMEOUT_S = 120
@@ -40,6 +42,26 @@ class Pod:
     request: InstanceRequest
     deleted: bool = False
     seq: int | None = None  # its journal entry
+
+
+@dataclass
+class OnNode:
+    """A trial's files on a node strata reaches through its agent: the trial's directory under the run's root
+    there, its sync directory, and each instance's out directory (by index), as the agent names them."""
+
+    remote: Remote
+    trial: str  # relative to the run's root on the node
+    outs: dict[int, str]
+
+    @property
+    def sync(self) -> str:
+        return f"{self.trial}/sync"
+
+    def sync_path(self) -> str:
+        return self.remote.node_path(self.sync)
+
+    def out_path(self, index: int) -> str:
+        return self.remote.node_path(self.outs[index])
 
 
 class PodSession(Protocol):
@@ -55,10 +77,12 @@ class PodSession(Protocol):
 
 
 class KubeRunning:
-    def __init__(self, session: PodSession, sync_dir: Path, limits: Limits) -> None:
+    def __init__(self, session: PodSession, sync_dir: Path, limits: Limits, on_node: OnNode | None = None) -> None:
         self.session = session
         self.sync_dir = sync_dir
         self.limits = limits
+        self.on_node = on_node  # a node strata reaches through its agent: the files are there
+        self._seen_ready: dict[str, bool] = {}  # the agent's last answer: each waiting pod's `ready` file
         self.pods: list[Pod] = []
         self.cgroups: list[dict[str, str]] = []
         # called once every pod is ready (a claim bound by its first pod: its facts)
@@ -80,6 +104,11 @@ class KubeRunning:
             raise
 
     def create(self, manifests: list[tuple[Pod, JsonObject]]) -> None:
+        if self.on_node is not None:  # each instance's staged out dir, and the sync dir, on the node
+            agent = self.on_node.remote.agent
+            agent.mkdirs([self.on_node.sync])
+            for p, _ in manifests:
+                agent.put_dir(p.request.out_dir, self.on_node.outs[p.request.index])
         for p, m in manifests:
             p.seq = intent(self.session.cluster, self.session.journal, self._path(p))
             self.pods.append(p)
@@ -92,7 +121,7 @@ class KubeRunning:
         deadline = time.monotonic() + timeout_s
         waiting = list(self.pods)
         while waiting:
-            waiting = [p for p in waiting if not (p.request.out_dir / "ready").exists()]
+            waiting = [p for p in waiting if not self._ready(p, waiting)]
             for p in waiting:
                 pod = self._get(p)
                 end = pods.pod_end(pod)
@@ -114,12 +143,24 @@ class KubeRunning:
                 )
             if waiting:
                 time.sleep(0.1)
-        self.cgroups = [_cgroups(p.request.out_dir) for p in self.pods]
+        self.cgroups = [self._cgroups(p) for p in self.pods]
         if self.on_ready is not None:
             self.on_ready()
 
     def go(self) -> float:
+        if self.on_node is not None:  # in the node's clock: the pods compare their start with it there
+            return self.on_node.remote.agent.go(self.on_node.sync, release.LEAD_S)
         return release.release(self.sync_dir)
+
+    def read(self, path: str) -> str:
+        """A /proc or /sys file of the node the pods run on, for the collectors (core/instances.py ReadsNode)."""
+        if self.on_node is not None:
+            return self.on_node.remote.agent.read(path)
+        return Path(path).read_text()
+
+    def uids(self) -> list[str]:
+        """Each pod's uid, in the instances' order (the agent finds a pod's volumes by it)."""
+        return [text(obj(self._get(p) or {}, "metadata"), "uid") for p in self.pods]
 
     def wait(self, timeout_s: float, watch: Watch | None = None) -> list[InstanceOutput]:
         deadline = time.monotonic() + timeout_s
@@ -148,6 +189,7 @@ class KubeRunning:
                         f"{len(self.pods) - len(codes)} pod(s) still ran {timeout_s:.0f} s after their expected end",
                     )
                 time.sleep(POLL_S)
+        self._fetch()
         outputs = [self._output(p, codes[p.name]) for p in self.pods]
         self.stop()
         return outputs
@@ -169,6 +211,30 @@ class KubeRunning:
                     tail(p.request.out_dir / "stderr"),
                 )
 
+    def _ready(self, p: Pod, waiting: list[Pod]) -> bool:
+        """Whether the pod passed its prepare step (its `ready` file), asked of the node's agent for all the
+        waiting pods at once."""
+        if self.on_node is None:
+            return (p.request.out_dir / "ready").exists()
+        if p is waiting[0]:
+            rels = [f"{self.on_node.outs[w.request.index]}/ready" for w in waiting]
+            self._seen_ready = self.on_node.remote.agent.exists(rels)
+        return self._seen_ready.get(f"{self.on_node.outs[p.request.index]}/ready", False)
+
+    def _cgroups(self, p: Pod) -> dict[str, str]:
+        if self.on_node is None:
+            return _cgroups(p.request.out_dir)
+        with contextlib.suppress(AgentError, StrataError, ValueError):
+            return cgroups_of(self.on_node.remote.agent.cat(f"{self.on_node.outs[p.request.index]}/proc-cgroup"))
+        return {}
+
+    def _fetch(self) -> None:
+        """The instances' outputs from the node into their out dirs here, where the workload parses them."""
+        if self.on_node is None:
+            return
+        for p in self.pods:
+            self.on_node.remote.agent.get_dir(self.on_node.outs[p.request.index], p.request.out_dir)
+
     def stop(self) -> None:
         """Delete every pod of this trial and wait until they are gone (their mounts with them)."""
         live = [p for p in self.pods if not p.deleted]
@@ -187,6 +253,9 @@ class KubeRunning:
                     break  # the cluster is going away: its undo (journaled) removes the pod
                 time.sleep(0.2)
             p.deleted = True
+        if self.on_node is not None and live:  # the trial's files on the node (its outputs were fetched)
+            with contextlib.suppress(AgentError, OSError):
+                self.on_node.remote.agent.remove(self.on_node.trial)
         with contextlib.suppress(ValueError):
             self.session.running.remove(self)
 

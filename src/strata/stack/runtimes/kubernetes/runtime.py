@@ -3,10 +3,13 @@
 Without `kubeconfig:` strata starts its Kubernetes test bed (stack/kube: etcd, the control plane and a
 kubelet built here, containerd, runc) for each stack, with the kubelet's root and the provisioner's
 volumes on the file system under test, as a private dockerd keeps its data-root there; the pods' image
-is loaded into its containerd without a registry. With `kubeconfig:` the pods run on your cluster,
-pinned to `node:`, which must be this machine (strata reads the pods' outputs through hostPath
-directories and the disks through /proc/diskstats here); the image must be importable into that node's
-containerd (`ctr -n k8s.io images import`) or already be there.
+is loaded into its containerd without a registry. With `kubeconfig:` the pods run on your cluster, on
+`node:` (a name or a label selector; default this machine's node if it is one, else the first node that
+takes the pods). On this machine's node strata reads the pods' outputs and the disks here, and imports the
+image into the node's containerd (or, with `images:`, pushes it to your registry). On another node strata
+places its agent there (remote.py, agent.py) and reaches the node only through the API server: the image is
+pushed to `images:` and pulled by the node, the pods go to the node by its hostname label with the run's
+`tolerations`, and the cache, flush and absorbed checks judge the node's own disks.
 
 Kubernetes has no block-I/O limit: read_bps-style limits (and the BW/ALL presets) are refused with that
 reason; cpus and memory become resources.limits (pods.py).
@@ -35,7 +38,7 @@ from strata.stack.kube.api import items, name_of
 from strata.stack.runtimes.base import RefusesLimits
 from strata.stack.runtimes.docker import daemon
 
-from . import cluster, pods
+from . import agent, cluster, pods, remote
 from .cluster import Cluster, connect, namespace
 from .params import KubernetesParams
 from .session import KubernetesSession
@@ -55,17 +58,14 @@ def _local_addresses() -> set[str]:
     return set()
 
 
-def this_node(cluster: Cluster) -> str:
-    """The cluster's node that is this machine: by host name, else by one of its addresses."""
+def this_node(cluster: Cluster) -> str | None:
+    """The cluster's node that is this machine: by host name, else by one of its addresses; None: none is."""
     names = {socket.gethostname(), *_local_addresses()}  # no getfqdn: it may ask a DNS server (the network rule)
     for n in items(cluster.api.get("/api/v1/nodes")):
         addrs = map(as_obj, arr(obj(n, "status"), "addresses"))
         if name_of(n) in names or any(a.get("address") in names for a in addrs):
             return name_of(n)
-    raise StrataError(
-        "no node of the cluster is this machine (by host name or address)",
-        "run strata on a node of the cluster, or name it with `node:`",
-    )
+    return None
 
 
 class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
@@ -141,16 +141,58 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
         cluster = connect(params.kubeconfig, params.context)
         if not cluster.api.answers():
             raise Unsupported(f"the cluster of {params.kubeconfig} does not answer at {cluster.api.server}")
-        node = params.node or this_node(cluster)
-        facts: JsonObject = {"runtime": "kubernetes", "cluster": cluster.api.server, "node": node, "node_is_here": True}
-        facts["version"] = text(cluster.api.get("/version"), "gitVersion")
-        with namespace(cluster, ns, journal):
-            loader = self._user_loader(node, params.containerd_socket)
-            session = KubernetesSession(params, mounted, journal, cluster, node, ns, facts, loader)
-            try:
-                yield session
-            finally:
-                session.close()
+        if params.namespace is not None:  # before anything is made in it
+            remote.check_pod_security(cluster, params.namespace)
+        here = this_node(cluster)
+        wanted = params.node if params.node is not None else here
+        node = (
+            wanted
+            if wanted is not None and wanted == here
+            else remote.choose_node(cluster, wanted, params.toleration_docs())
+        )
+        facts: JsonObject = {"runtime": "kubernetes", "cluster": cluster.api.server, "node": node}
+        facts |= {"node_is_here": node == here, "version": text(cluster.api.get("/version"), "gitVersion")}
+        with self._namespace(cluster, params, ns, journal) as ns:
+            if node == here:
+                loader = (
+                    remote.publisher(params) if params.images else self._user_loader(node, params.containerd_socket)
+                )
+                session = KubernetesSession(
+                    params, mounted, journal, cluster, node, ns, facts, loader, self._placement(params, node, True)
+                )
+                try:
+                    yield session
+                finally:
+                    session.close()
+                return
+            publish = remote.publisher(params)
+            with remote.placed_agent(cluster, journal, ns, node, params, publish(agent.image())) as rem:
+                offset, within = remote.clock_offset(rem.agent)
+                facts |= {"agent": {"root": rem.root, "port": params.agent_port, "clock_offset_s": offset,
+                                    "clock_uncertainty_s": within, "node": rem.agent.facts()}}  # fmt: skip
+                where = self._placement(params, node, False)
+                session = KubernetesSession(params, mounted, journal, cluster, node, ns, facts, publish, where, rem)
+                try:
+                    yield session
+                finally:
+                    session.close()
+
+    @contextlib.contextmanager
+    def _namespace(self, cluster: Cluster, params: KubernetesParams, ns: str, journal: Journal) -> Iterator[str]:
+        """The user's namespace as it is (`namespace:`), or one strata makes and deletes."""
+        if params.namespace is not None:
+            yield params.namespace
+            return
+        with namespace(cluster, ns, journal) as made:
+            yield made
+
+    @staticmethod
+    def _placement(params: KubernetesParams, node: str, here: bool) -> pods.Placement:
+        """This machine's node by name, its image loaded (or pulled from `images:`); another node by its hostname
+        label with the run's tolerations, its image pulled."""
+        pull = "IfNotPresent" if params.images else "Never"
+        tolerations = tuple(params.toleration_docs())
+        return pods.Placement(node, here, tolerations, pull, params.pull_secret)
 
     @contextlib.contextmanager
     def _bed(

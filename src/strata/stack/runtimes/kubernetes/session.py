@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 from strata.core.errors import Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
-from strata.core.jsondoc import JsonArray, JsonObject, obj, text
+from strata.core.jsondoc import JsonArray, JsonObject, JsonValue, arr, as_obj, obj, text
 from strata.core.params import Load, path_kind
 from strata.stack.blockdev import disk_of
 from strata.stack.filesystems.base import Mounted
@@ -42,9 +42,11 @@ from strata.stack.paths import (
 from strata.stack.runtimes.docker.cmdline import stage
 
 from . import pods
+from .agent import AgentError
 from .cluster import Cluster, cluster_object, wait_phase
 from .params import KubernetesParams
-from .running import KubeRunning, Pod
+from .remote import Remote
+from .running import KubeRunning, OnNode, Pod
 
 BIND_TIMEOUT_S = 180
 KUBELET_ROOT = "/var/lib/kubelet"  # a user's node: where its emptyDir volumes live (the kubelet's default)
@@ -76,6 +78,8 @@ class KubernetesSession:
         namespace: str,
         facts: JsonObject,
         loader: Callable[[ImageSpec], str],
+        placement: pods.Placement | None = None,
+        remote: Remote | None = None,
     ) -> None:
         self.name = params.name
         self.params = params
@@ -86,6 +90,8 @@ class KubernetesSession:
         self.namespace = namespace
         self.facts = facts
         self.load_image = loader  # ImageSpec -> the image's name in the node
+        self.placement = placement or pods.Placement(node)
+        self.remote = remote  # a node that is not this machine: its agent
         self.images: dict[str, str] = {}
         self.running: list[KubeRunning] = []
         # the test bed's processes: a callable naming the dead ones
@@ -107,22 +113,30 @@ class KubernetesSession:
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
         kind, n = path_kind(name), load.containers
         tag = safe_name(trial_dir.name).lower().replace("_", "-").replace(".", "-")[:40].strip("-")
+        if self.remote is not None:  # the node's page cache, as a trial here drops this machine's
+            self.remote.agent.drop_caches()
         if kind == "emptydir":
             handle = PathHandle(
                 name, "dir", DATA_IN_CONTAINER, None, [PerInstance() for _ in range(n)], facts=self._emptydir()
             )
-            if not self.facts.get("bed"):  # the node's kubelet directory, not the file system strata built
+            if self.remote is not None:
+                handle.disks = []  # the pod's volume on the node: found once the pods run (_volume_disks)
+            elif not self.facts.get("bed"):  # the node's kubelet directory, not the file system strata built
                 handle.disks = disks_holding(KUBELET_ROOT)
             yield handle
         elif kind == "hostpath":
             with self._dirs(tag, n) as dirs:
-                yield PathHandle(
+                handle = PathHandle(
                     name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), [PerInstance(dir=str(d)) for d in dirs]
                 )
+                self._node_dir_disks(handle, dirs[0])
+                yield handle
         elif kind == "local":
             with self._dirs(tag, n) as dirs, self._local_claims(tag, dirs) as claims:
                 per = [PerInstance(dir=str(d), claim=c) for d, c in zip(dirs, claims)]
-                yield PathHandle(name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), per, facts={"volume": "local"})
+                handle = PathHandle(name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), per, facts={"volume": "local"})
+                self._node_dir_disks(handle, dirs[0])
+                yield handle
         elif kind == "pvc":
             storage_class = name.split(":", 1)[1]
             with self._class_claims(tag, n, storage_class) as (claims, facts):
@@ -157,7 +171,17 @@ class KubernetesSession:
         why = pods.unsupported_limits(load.limits)
         if why:
             raise Unsupported(why)
-        running = KubeRunning(self, sync_dir, load.limits)
+        if self.remote is not None and any(r.network == "host" for r in requests):
+            raise Unsupported(
+                f"a server workload's clients run on strata's machine and reach its servers on the loopback: its pods "
+                f"must run on this machine's node, not on {self.remote.node}"
+            )
+        self._count += 1
+        on_node = None
+        if self.remote is not None:  # the instances' files on the node, through its agent
+            trial = f"trials/{safe_name(sync_dir.parent.name)[:40]}-{self._count}"
+            on_node = OnNode(self.remote, trial, {r.index: f"{trial}/inst-{r.index}" for r in requests})
+        running = KubeRunning(self, sync_dir, load.limits, on_node)
         self.running.append(running)
         manifests = []
         for r in requests:
@@ -165,26 +189,28 @@ class KubernetesSession:
             log = handle.log
             at = log.per_instance[r.index] if log is not None and r.index < len(log.per_instance) else {}
             stage(r)
-            self._count += 1
             name = pods.pod_name(str(self._count), r.index)
             m = pods.pod_manifest(
                 name,
                 self.namespace,
                 self.namespace,
-                self.node,
+                self.placement,
                 r,
                 handle.name,
                 inst.get("dir"),
                 load.limits,
                 self._image(r.image),
-                str(sync_dir),
+                on_node.sync_path() if on_node else str(sync_dir),
                 inst.get("claim"),
                 (log.name, at.get("dir"), at.get("claim")) if log is not None else None,
+                on_node.out_path(r.index) if on_node else None,
             )
             manifests.append((Pod(name, r), m))
         running.create(manifests)
         if path_kind(handle.name) == "pvc":
-            running.on_ready = lambda: self._claim_facts(handle)  # a WaitForFirstConsumer claim binds now
+            running.on_ready = lambda: self._claim_facts(handle, running)  # a WaitForFirstConsumer claim binds now
+        elif self.remote is not None and path_kind(handle.name) == "emptydir":
+            running.on_ready = lambda: self._pod_volume_disks(handle, running, {})
         return running
 
     def close(self) -> None:
@@ -200,6 +226,12 @@ class KubernetesSession:
 
     @contextlib.contextmanager
     def _dirs(self, tag: str, n: int) -> Iterator[list[Path]]:
+        """A directory per instance: on the file system under test here, or on the node through its agent (then
+        as the node names them)."""
+        if self.remote is not None:
+            with self._node_dirs(tag, n) as dirs:
+                yield dirs
+            return
         base = self._data_root() / tag
         dirs = [base / str(i) for i in range(n)]
         try:
@@ -208,6 +240,18 @@ class KubernetesSession:
             yield dirs
         finally:
             shutil.rmtree(base, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def _node_dirs(self, tag: str, n: int) -> Iterator[list[Path]]:
+        remote = self.remote
+        assert remote is not None
+        rels = [f"data/{tag}/{i}" for i in range(n)]
+        remote.agent.mkdirs(rels)
+        try:
+            yield [Path(remote.node_path(r)) for r in rels]
+        finally:
+            with contextlib.suppress(AgentError):
+                remote.agent.remove(f"data/{tag}")
 
     def _emptydir(self) -> JsonObject:
         facts: JsonObject = {"volume": "emptyDir", "where": "the kubelet's root directory on the node"}
@@ -245,7 +289,7 @@ class KubernetesSession:
                         "persistentVolumeReclaimPolicy": "Retain",
                         "storageClassName": "",
                         "local": {"path": str(d)},
-                        "nodeAffinity": _on_node(self.node),
+                        "nodeAffinity": _on_node(self.placement.node),
                     },
                 }
                 stack.enter_context(cluster_object(self.cluster, self.journal, "/api/v1/persistentvolumes", body))
@@ -283,9 +327,17 @@ class KubernetesSession:
                     wait_phase(api, self._claims_path(c), ("Bound",), BIND_TIMEOUT_S, f"claim {c} of {storage_class}")
             yield claims, facts
 
-    def _claim_facts(self, handle: PathHandle) -> None:
-        """The bound volume of each claim: its source, and the disks that hold it when this host sees them."""
+    def _claim_facts(self, handle: PathHandle, running: KubeRunning) -> None:
+        """The bound volume of each claim: its source, and the disks that hold it when this host sees them (on a
+        node strata reaches through its agent: as the agent finds them under each pod's volume)."""
         api, disks, volumes = self.cluster.api, list[str](), JsonArray()
+        if self.remote is not None:
+            named = {}
+            for inst in handle.per_instance:
+                claim = api.get(self._claims_path(inst["claim"]))
+                named[inst["claim"]] = text(obj(claim, "spec"), "volumeName")
+            self._pod_volume_disks(handle, running, named)
+            return
         for inst in handle.per_instance:
             claim = api.get(self._claims_path(inst["claim"]))
             pv_name = text(obj(claim, "spec"), "volumeName")
@@ -307,6 +359,49 @@ class KubernetesSession:
             handle.facts["cache_check"] = "not made: the claim's storage is not visible from this host"
         else:
             handle.facts["disks"] = [*disks]
+
+    def _node_dir_disks(self, handle: PathHandle, d: Path) -> None:
+        """A directory of strata's on a node it reaches through its agent: the disks under it there (else the
+        device's, this machine's: the path is on the file system under test)."""
+        if self.remote is None:
+            return
+        got = self.remote.agent.disks(path=str(d))
+        handle.disks = [str(x) for x in arr(got, "disks")]
+        handle.facts |= {"node": self.remote.node, "node_dir": str(d.parent), "fs": got.get("fs")}
+        if handle.disks:
+            handle.facts["disks"] = list[JsonValue](handle.disks)
+        else:
+            handle.facts["cache_check"] = f"not made: {got.get('why')}"
+
+    def _pod_volume_disks(self, handle: PathHandle, running: KubeRunning, volumes: dict[str, str]) -> None:
+        """The disks under each pod's `data` volume on the node, as its agent finds them (`volumes`: claim ->
+        its volume's name; an emptyDir is the pod's `data`); where none holds it, why, in the path's facts."""
+        remote = self.remote
+        assert remote is not None
+        api, disks, found = self.cluster.api, list[str](), JsonArray()
+        for inst, uid in zip(handle.per_instance, running.uids()):
+            claim = inst.get("claim")
+            volume = volumes.get(claim, "") if claim else "data"
+            source = ""
+            if volume and claim:
+                spec = obj(api.get(f"/api/v1/persistentvolumes/{volume}"), "spec")
+                source = next((k for k in ("hostPath", "local", "csi", "nfs", "iscsi", "rbd") if k in spec), "other")
+                at = text(obj(spec, source), "path") if source in ("hostPath", "local") else ""
+                got = remote.agent.disks(path=at) if at else remote.agent.disks(pod=uid, volume=volume)
+            else:
+                got = remote.agent.disks(pod=uid, volume=volume)
+            seen = [str(d) for d in arr(got, "disks")]
+            disks += [d for d in seen if d not in disks]
+            found.append({"volume": volume, "source": source or "emptyDir", "disks": list[JsonValue](seen),
+                          "fs": got.get("fs"), "why": got.get("why")})  # fmt: skip
+        handle.facts["volumes"] = found
+        handle.facts["node"] = remote.node
+        handle.disks = disks
+        if disks:
+            handle.facts["disks"] = list[JsonValue](disks)
+        else:
+            whys = sorted({str(v.get("why")) for v in map(as_obj, found) if v.get("why")})
+            handle.facts["cache_check"] = f"not made: {'; '.join(whys) or 'no block device holds the volume'}"
 
     def node_is_here(self) -> bool:
         return bool(self.facts.get("node_is_here"))
