@@ -18,11 +18,8 @@ import contextlib
 import secrets
 import shutil
 import signal
-import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -31,6 +28,8 @@ import yaml
 
 from strata.stack import netns
 from strata.stack.journal import Journal
+from strata.stack.kube.bedregistry import answers as _answers
+from strata.stack.kube.bedregistry import config
 from strata.stack.kube.config import CertSpec
 from strata.stack.kube.pki import make_all
 
@@ -55,33 +54,6 @@ class RegistryHost:
     def prefix(self) -> str:
         """An `images:` prefix on this registry."""
         return f"{self.addr}:{self.port}/strata"
-
-
-def config(addr: str, port: int, root: Path, cert: Path, key: Path) -> dict[str, object]:
-    """docker-registry's configuration: filesystem storage under `root`, one TLS listener on addr:port."""
-    return {
-        "version": 0.1,
-        "log": {"level": "info", "fields": {"service": "registry"}},
-        "storage": {"filesystem": {"rootdirectory": str(root)}, "maintenance": {"uploadpurging": {"enabled": False}}},
-        "http": {
-            "addr": f"{addr}:{port}",
-            "net": "tcp",
-            "secret": secrets.token_hex(16),
-            "tls": {"certificate": str(cert), "key": str(key)},
-        },
-    }
-
-
-def _answers(url: str, ca_file: Path) -> bool:
-    """Whether the registry's API root answers over TLS verified with `ca_file` (no proxy, whatever the env)."""
-    opener = urllib.request.build_opener(
-        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file))
-    )
-    try:
-        with opener.open(url, timeout=2) as r:
-            return bool(r.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], url: str, ca_file: Path, log: Path) -> None:

@@ -37,6 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     up.add_argument("--disk-size", default="2GiB", metavar="SIZE", help="each node's disk (with --nodes): 2GiB")
     up.add_argument(
+        "--registry",
+        action="store_true",
+        help="with --nodes: a registry of the bed's own on a test host of its bridge (TLS, the bed's CA), which the "
+        "nodes pull from; `status` gives its `images:` prefix and CA",
+    )
+    up.add_argument(
         "--registry-ca",
         action="append",
         default=[],
@@ -50,14 +56,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from strata.stack.kube import bed
+    from strata.stack.kube import holder as bed
 
     if args.action == "up":
         nodes, disk_bytes, registries = _up_options(args)
         if args.foreground:
-            bed.hold(nodes=nodes, disk_bytes=disk_bytes, registries=registries)
+            bed.hold(nodes=nodes, disk_bytes=disk_bytes, registries=registries, registry=args.registry)
             return 0
-        options = ["--nodes", str(nodes), "--disk-size", str(args.disk_size)]
+        options = ["--nodes", str(nodes), "--disk-size", str(args.disk_size)] + (
+            ["--registry"] if args.registry else []
+        )
         return _up_detached(options + [o for r in args.registry_ca for o in ("--registry-ca", r)])
     if args.action == "down":
         return _down()
@@ -94,6 +102,10 @@ def _up_options(args: argparse.Namespace) -> tuple[int, int, dict[str, str]]:
         raise StrataError(f"--disk-size {args.disk_size!r}: {e}", "give a size such as 2GiB") from None
     if not 512 << 20 <= disk_bytes <= 1 << 40:
         raise StrataError(f"--disk-size {args.disk_size}", "give from 512MiB to 1TiB")
+    if args.registry and not args.nodes:
+        raise StrataError(
+            "--registry without --nodes", "give --nodes N: the registry is a test host of the bed's bridge"
+        )
     registries: dict[str, str] = {}
     for item in args.registry_ca:
         host, sep, ca = str(item).partition("=")
@@ -106,7 +118,7 @@ def _up_options(args: argparse.Namespace) -> tuple[int, int, dict[str, str]]:
 def _up_detached(options: list[str]) -> int:
     """Start `up --foreground OPTIONS` in a session of its own (it holds the bed and its journal), wait until it
     is ready or has failed, and say where its log is."""
-    from strata.stack.kube import bed
+    from strata.stack.kube import holder as bed
 
     if bed.current():
         raise StrataError("a Kubernetes test bed already runs here", "strata testbed kubernetes down")
@@ -140,7 +152,7 @@ def _up_detached(options: list[str]) -> int:
 
 
 def _down() -> int:
-    from strata.stack.kube import bed
+    from strata.stack.kube import holder as bed
 
     facts = bed.current()
     if not facts:

@@ -31,19 +31,17 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Callable, Iterator, TypedDict
 
 from strata.core.errors import StrataError
-from strata.core.jsondoc import JsonObject, arr, as_obj, num, obj, text
+from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text
 from strata.core.proc import sh
 from strata.stack import netns
-from strata.stack.journal import Journal, Undos, cleanup, need, state_dir, strings
+from strata.stack.journal import Journal, Undos, need, state_dir, strings
 from strata.stack.procfs import (
     cgroup_dirs,
     cgroup_hierarchies,
     cgroup_pids,
-    is_running,
     procs_mentioning,
     remove_cgroups,
     remove_tree_but_live_sockets,
@@ -51,7 +49,7 @@ from strata.stack.procfs import (
     unmount_under,
 )
 
-from . import build, config, images, pki, provisioner
+from . import bedregistry, build, config, images, pki, provisioner
 from . import nodes as nodes_mod
 from .api import Api, ApiError, items, name_of
 from .procs import READY_TIMEOUT_S, Processes, Seqs, free_port, tracked, undo_process, undo_root, unwind
@@ -78,6 +76,7 @@ class BedFacts(TypedDict):
     addresses: dict[str, str]
     pids: dict[str, int]
     nodes: list[nodes_mod.NodeFacts]  # a bed of several nodes: each node; []: the single node is this machine
+    registry: JsonObject | None  # its own registry: {address, port, prefix, ca}
 
 
 @dataclass
@@ -88,6 +87,7 @@ class Bed:
     procs: Processes
     # a bed of several nodes (nodes.py): each node, a test host; none: the single node is this machine
     nodes: list[nodes_mod.Node] = field(default_factory=list)
+    registry: JsonObject | None = None  # its own registry (bedregistry.py): address, prefix, CA
 
     @property
     def pids(self) -> dict[str, int]:
@@ -111,6 +111,7 @@ class Bed:
             "addresses": config.addresses(self.plan),
             "pids": dict(self.pids),
             "nodes": [n.facts() for n in self.nodes],
+            "registry": self.registry,
         }
 
     def load_image(self, tarball: Path) -> str:
@@ -202,6 +203,7 @@ def kubernetes_bed(
     nodes: int = 0,
     disk_bytes: int = nodes_mod.DISK_BYTES,
     registries: dict[str, str] | None = None,
+    registry: bool = False,
 ) -> Iterator[Bed]:
     """Build (once), start and yield a cluster; drain and undo all of it on exit.
 
@@ -210,7 +212,8 @@ def kubernetes_bed(
     data_dir/kubelet and the provisioner's volumes go to data_dir/pv, so that what pods write lands on that file
     system, as a private dockerd's data-root does. With `nodes` = N (1 to 4), N nodes, each a test host of its
     own (nodes.py) with a disk of `disk_bytes`, the control plane on this machine; `registries` (host:port -> CA
-    file) are the registries their containerd trusts for pulls."""
+    file) are the registries their containerd trusts for pulls; with `registry`, the bed serves one of its own on a
+    test host of its bridge (bedregistry.py), which they trust by the bed's CA."""
     missing = missing_parts()
     if missing:
         raise StrataError(f"the Kubernetes test bed needs {', '.join(missing)}", "run scripts/install")
@@ -225,7 +228,10 @@ def kubernetes_bed(
         tracked(journal, seqs, "kube-root", undo_root, path=str(root))
         root.mkdir(parents=True)
         (root / "logs").mkdir()
-        plan, node_plans = _network(journal, seqs, token, root, nodes)
+        plan, node_plans, registry_addr = _network(journal, seqs, token, root, nodes, registry)
+        trusted = dict(registries or {})
+        if registry_addr:
+            trusted[f"{registry_addr}:{bedregistry.PORT}"] = str(plan.path("pki", "ca.crt"))
         if not nodes:
             for short in (plan.run_dir, plan.kubelet_dir):
                 tracked(journal, seqs, "kube-root", undo_root, path=str(short))
@@ -233,10 +239,14 @@ def kubernetes_bed(
             if data_dir is not None:  # undone with the kubelet's dir (remove_tree unmounts what is below it)
                 (data_dir / "kubelet").mkdir(parents=True, exist_ok=True)
                 sh(["mount", "--bind", str(data_dir / "kubelet"), str(plan.kubelet_dir)])
-        _write_files(plan, node_plans, registries)
+        _write_files(plan, node_plans, trusted, registry_addr)
         log(f"certificates and configuration in {root}")
         bed = Bed(plan, kube, _admin_api(plan), Processes(journal, seqs, str(root), root / "logs"))
         _control_plane(bed)
+        if registry_addr:
+            bed.registry = bedregistry.start(
+                bed.procs, _registry_netns(token), registry_addr, root / "registry", plan.path("pki")
+            )
         pause_tar = images.pause_tarball(pause, plan.path("pause.tar"))
         if node_plans:
             nodes_mod.private_dir(journal, seqs, root / "ns")
@@ -269,9 +279,13 @@ def kubernetes_bed(
         unwind(journal, seqs)
 
 
+def _registry_netns(token: str) -> str:
+    return f"strata-k8s-{token}-reg"
+
+
 def _network(
-    journal: Journal, seqs: Seqs, token: str, root: Path, nodes: int
-) -> tuple[config.Plan, list[config.NodePlan]]:
+    journal: Journal, seqs: Seqs, token: str, root: Path, nodes: int, registry: bool
+) -> tuple[config.Plan, list[config.NodePlan], str | None]:
     """A bridge strata makes and addresses, holding a /28: the single node and its pods, or on a bed of several
     the control plane's address and the nodes' (each node's pods get a /28 of their own); and the service /28,
     routed nowhere."""
@@ -292,6 +306,7 @@ def _network(
         bind = addresses[0] if nodes else config.LOOPBACK
         plan = config.Plan(token, root, str(bridge_block), str(service), *ports, bind=bind)
         node_plans = nodes_mod.plans(token, root, addresses[1:], [str(b) for b in blocks[2:]], plan.server)
+        registry_addr = addresses[1 + nodes] if registry else None
         tracked(journal, seqs, "kube-bridge", _undo_bridge, name=plan.bridge)
         sh(["ip", "link", "add", plan.bridge, "type", "bridge"])
         Path(f"/proc/sys/net/ipv6/conf/{plan.bridge}/disable_ipv6").write_text("1")
@@ -300,13 +315,21 @@ def _network(
         # the service /28 is routed nowhere: a blackhole keeps any stray packet off eth0's /24
         tracked(journal, seqs, "kube-route", _undo_route, block=plan.service_block)
         sh(["ip", "route", "add", "blackhole", plan.service_block])
+        prefix = bridge_block.prefixlen
         for n in node_plans:
-            nodes_mod.link(journal, seqs, n, plan.bridge, bridge_block.prefixlen)
-    return plan, node_plans
+            nodes_mod.link(journal, seqs, n.netns, f"skv{token}{n.index}", n.node_addr, plan.bridge, prefix)
+        if registry_addr:
+            nodes_mod.link(journal, seqs, _registry_netns(token), f"skv{token}r", registry_addr, plan.bridge, prefix)
+    return plan, node_plans, registry_addr
 
 
-def _write_files(plan: config.Plan, node_plans: list[config.NodePlan], registries: dict[str, str] | None) -> None:
-    pki.make_all(plan.path("pki"), config.certificates(plan, node_plans))
+def _write_files(
+    plan: config.Plan, node_plans: list[config.NodePlan], registries: dict[str, str], registry_addr: str | None
+) -> None:
+    certs = config.certificates(plan, node_plans)
+    if registry_addr:
+        certs.append(config.CertSpec("registry", "strata-bed-registry", ips=(registry_addr,), server=True))
+    pki.make_all(plan.path("pki"), certs)
     for user in ("admin", "controller-manager", "scheduler"):
         plan.path(f"{user}.kubeconfig").write_text(config.kubeconfig(plan, user))
     if node_plans:
@@ -420,68 +443,6 @@ def _drain(bed: Bed, timeout_s: float = 60) -> None:
         if out.returncode == 0 and not out.stdout.split():
             return
         time.sleep(0.5)
-
-
-# ---- the bed as a background service (strata testbed kubernetes up/down) ------------------------
-
-
-def current_file() -> Path:
-    return beds_dir() / "current.json"
-
-
-def current() -> JsonObject | None:
-    """The running bed's facts (holder pid, kubeconfig, addresses), or None when none runs."""
-    try:
-        facts = as_obj(json.loads(current_file().read_text()), str(current_file()))
-        holder = int(num(facts, "holder") or 0)
-    except (OSError, ValueError):
-        return None
-    return facts if holder and is_running(holder) else None
-
-
-class Stop(Exception):
-    pass
-
-
-def hold(
-    log: Callable[[str], None] = print,
-    nodes: int = 0,
-    disk_bytes: int = nodes_mod.DISK_BYTES,
-    registries: dict[str, str] | None = None,
-) -> None:
-    """Bring a bed up (`nodes`, `disk_bytes`, `registries`: kubernetes_bed's) and keep it until SIGTERM/SIGINT (or
-    one of its processes dies), then undo it all. The journal is this process's: `strata cleanup` leaves the bed
-    alone while it lives, undoes it after."""
-    if current():
-        raise StrataError("a Kubernetes test bed already runs here", "strata testbed kubernetes down")
-    n = undo_orphans(log=log)  # a bed whose holder was killed still runs: it goes first
-    if n:
-        log(f"undid {n} resource(s) of a test bed whose holder was killed")
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the teardown short
-        raise Stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    journal = Journal(f"{JOURNAL_PREFIX}{os.getpid()}")
-    try:
-        with kubernetes_bed(journal, log=log, nodes=nodes, disk_bytes=disk_bytes, registries=registries) as bed:
-            facts = {**bed.facts(), "holder": os.getpid(), "state": "ready"}
-            current_file().write_text(json.dumps(facts, indent=1))
-            log(f"ready; kubeconfig {bed.kubeconfig}")
-            while not bed.dead():
-                time.sleep(1)
-            log(f"stopping: {', '.join(bed.dead())} exited (see {bed.plan.path('logs')})")
-    except (Stop, KeyboardInterrupt):
-        log("stopping")
-    finally:
-        current_file().unlink(missing_ok=True)
-        journal.close()
-
-
-def undo_orphans(log: Callable[[str], None] = print) -> int:
-    """Undo the beds whose holder died (kill -9) from their journals; returns the resources undone."""
-    return cleanup(log=log, pattern=f"{JOURNAL_PREFIX}*.jsonl", undo=UNDO)
 
 
 # The undo action of each kind this module journals (declared by the plugins that use it: stack/journal.py Undoing).

@@ -148,18 +148,19 @@ def plans(token: str, root: Path, addresses: list[str], pod_blocks: list[str], s
     ]
 
 
-def link(journal: Journal, seqs: Seqs, node: config.NodePlan, bridge: str, prefix: int) -> None:
-    """The node's network namespace on the bed's bridge, with its address; loopback up, IPv6 off."""
-    host_if, ns_if = f"skv{node.token}{node.index}", "eth0"
-    tracked(journal, seqs, "netns", netns.undo_netns, name=node.netns)
-    sh(["ip", "netns", "add", node.netns])
+def link(journal: Journal, seqs: Seqs, name: str, host_if: str, addr: str, bridge: str, prefix: int) -> None:
+    """A network namespace `name` on the bed's bridge (a node's, the registry's), with its address; loopback
+    up, IPv6 off."""
+    ns_if = "eth0"
+    tracked(journal, seqs, "netns", netns.undo_netns, name=name)
+    sh(["ip", "netns", "add", name])
     tracked(journal, seqs, "veth", netns.undo_veth, host_if=host_if)
-    sh(["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", node.netns])
+    sh(["ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", name])
     Path(f"/proc/sys/net/ipv6/conf/{host_if}/disable_ipv6").write_text("1")
     sh(["ip", "link", "set", host_if, "master", bridge, "up"])
-    enter = ["nsenter", f"--net={netns.NETNS_DIR / node.netns}"]
+    enter = ["nsenter", f"--net={netns.NETNS_DIR / name}"]
     sh([*enter, "sysctl", "-q", "-w", f"net.ipv6.conf.{ns_if}.disable_ipv6=1"])
-    sh([*enter, "ip", "addr", "add", f"{node.node_addr}/{prefix}", "dev", ns_if])
+    sh([*enter, "ip", "addr", "add", f"{addr}/{prefix}", "dev", ns_if])
     sh([*enter, "ip", "link", "set", ns_if, "up"])
     sh([*enter, "ip", "link", "set", "lo", "up"])
 

@@ -70,11 +70,12 @@ class Processes:
         self.journal, self.seqs, self.marker, self.logs = journal, seqs, marker, logs
         self.pids: dict[str, int] = {}
 
-    def start(self, name: str, argv: list[str]) -> int:
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> int:
+        """`argv` as the bed's process `name`; `env`: its whole environment (default: strata's)."""
         seq = tracked(self.journal, self.seqs, "kube-process", undo_process, name=name, marker=self.marker)
         with open(self.logs / f"{name}.log", "w") as log:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
             )
         self.journal.update(seq, pid=proc.pid)
         self.seqs[-1][1]["pid"] = proc.pid
