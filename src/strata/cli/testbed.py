@@ -43,6 +43,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "nodes pull from; `status` gives its `images:` prefix and CA",
     )
     up.add_argument(
+        "--buffered-disk",
+        action="append",
+        type=int,
+        default=[],
+        metavar="I",
+        help="with --nodes: node I's disk without direct I/O (this machine's page cache answers for it: a planted "
+        "cache for the cache check); repeatable",
+    )
+    up.add_argument(
         "--registry-ca",
         action="append",
         default=[],
@@ -61,11 +70,14 @@ def main(args: argparse.Namespace) -> int:
     if args.action == "up":
         nodes, disk_bytes, registries = _up_options(args)
         if args.foreground:
-            bed.hold(nodes=nodes, disk_bytes=disk_bytes, registries=registries, registry=args.registry)
+            buffered = tuple(args.buffered_disk)
+            bed.hold(
+                nodes=nodes, disk_bytes=disk_bytes, registries=registries, registry=args.registry, buffered=buffered
+            )
             return 0
-        options = ["--nodes", str(nodes), "--disk-size", str(args.disk_size)] + (
-            ["--registry"] if args.registry else []
-        )
+        options = ["--nodes", str(nodes), "--disk-size", str(args.disk_size)]
+        options += ["--registry"] if args.registry else []
+        options += [o for i in args.buffered_disk for o in ("--buffered-disk", str(i))]
         return _up_detached(options + [o for r in args.registry_ca for o in ("--registry-ca", r)])
     if args.action == "down":
         return _down()
@@ -102,6 +114,8 @@ def _up_options(args: argparse.Namespace) -> tuple[int, int, dict[str, str]]:
         raise StrataError(f"--disk-size {args.disk_size!r}: {e}", "give a size such as 2GiB") from None
     if not 512 << 20 <= disk_bytes <= 1 << 40:
         raise StrataError(f"--disk-size {args.disk_size}", "give from 512MiB to 1TiB")
+    if any(not 1 <= i <= args.nodes for i in args.buffered_disk):
+        raise StrataError(f"--buffered-disk {args.buffered_disk}", f"name nodes from 1 to --nodes ({args.nodes})")
     if args.registry and not args.nodes:
         raise StrataError(
             "--registry without --nodes", "give --nodes N: the registry is a test host of the bed's bridge"

@@ -204,6 +204,7 @@ def kubernetes_bed(
     disk_bytes: int = nodes_mod.DISK_BYTES,
     registries: dict[str, str] | None = None,
     registry: bool = False,
+    buffered: tuple[int, ...] = (),
 ) -> Iterator[Bed]:
     """Build (once), start and yield a cluster; drain and undo all of it on exit.
 
@@ -213,7 +214,8 @@ def kubernetes_bed(
     system, as a private dockerd's data-root does. With `nodes` = N (1 to 4), N nodes, each a test host of its
     own (nodes.py) with a disk of `disk_bytes`, the control plane on this machine; `registries` (host:port -> CA
     file) are the registries their containerd trusts for pulls; with `registry`, the bed serves one of its own on a
-    test host of its bridge (bedregistry.py), which they trust by the bed's CA."""
+    test host of its bridge (bedregistry.py), which they trust by the bed's CA; the nodes of `buffered` get a disk
+    without direct I/O (this machine's page cache answers for it: a planted cache to test the cache check on)."""
     missing = missing_parts()
     if missing:
         raise StrataError(f"the Kubernetes test bed needs {', '.join(missing)}", "run scripts/install")
@@ -252,7 +254,8 @@ def kubernetes_bed(
             nodes_mod.private_dir(journal, seqs, root / "ns")
             nodes_mod.mount_points(journal, seqs)
             for n in node_plans:
-                bed.nodes.append(nodes_mod.start(journal, seqs, bed.procs, n, kube, disk_bytes, pause_tar))
+                buffer = n.index in buffered
+                bed.nodes.append(nodes_mod.start(journal, seqs, bed.procs, n, kube, disk_bytes, pause_tar, buffer))
             nodes_mod.wait_ready(bed.api, bed.procs, bed.nodes)
         else:
             _node_cgroups(journal, seqs, plan)

@@ -46,8 +46,9 @@ def hold(
     disk_bytes: int = nodes_mod.DISK_BYTES,
     registries: dict[str, str] | None = None,
     registry: bool = False,
+    buffered: tuple[int, ...] = (),
 ) -> None:
-    """Bring a bed up (`nodes`, `disk_bytes`, `registries`, `registry`: kubernetes_bed's) and keep it until
+    """Bring a bed up (`nodes`, `disk_bytes`, `registries`, `registry`, `buffered`: kubernetes_bed's) and keep it until
     SIGTERM/SIGINT (or one of its processes dies), then undo it all. The journal is this process's: `strata
     cleanup` leaves the bed alone while it lives, undoes it after."""
     if current():
@@ -64,7 +65,13 @@ def hold(
     journal = Journal(f"{JOURNAL_PREFIX}{os.getpid()}")
     try:
         with kubernetes_bed(
-            journal, log=log, nodes=nodes, disk_bytes=disk_bytes, registries=registries, registry=registry
+            journal,
+            log=log,
+            nodes=nodes,
+            disk_bytes=disk_bytes,
+            registries=registries,
+            registry=registry,
+            buffered=buffered,
         ) as bed:
             facts = {**bed.facts(), "holder": os.getpid(), "state": "ready"}
             current_file().write_text(json.dumps(facts, indent=1))

@@ -63,6 +63,7 @@ FIXED_IN_NODE = {
 
 
 class NodeFacts(TypedDict):
+    buffered: bool
     name: str
     index: int
     address: str
@@ -79,10 +80,12 @@ class NodeFacts(TypedDict):
 class Node:
     plan: config.NodePlan
     disk: str  # /dev/loopN
+    buffered: bool = False  # its disk without direct I/O: a planted cache
 
     def facts(self) -> NodeFacts:
         p = self.plan
         return {
+            "buffered": self.buffered,
             "name": p.node_name,
             "index": p.index,
             "address": p.node_addr,
@@ -209,12 +212,14 @@ def start(
     kube: Path,
     disk_bytes: int,
     pause_tarball: Path,
+    buffered: bool = False,
 ) -> Node:
-    """The node's mount namespace, disk, cgroups, containerd (with the pause image) and kubelet."""
+    """The node's mount namespace, disk (`buffered`: its loop device without direct I/O, so this machine's page
+    cache answers for it: a test bed's planted cache), cgroups, containerd (with the pause image) and kubelet."""
     tracked(journal, seqs, "kube-mount-ns", _undo_mount_ns, path=str(node.mount_ns))
     node.mount_ns.touch()
     sh(["unshare", f"--mount={node.mount_ns}", "--propagation", "slave", "true"])
-    disk = _disk(journal, seqs, node, disk_bytes)
+    disk = _disk(journal, seqs, node, disk_bytes, buffered)
     inside: list[list[str]] = [["mount", "-o", "noatime", disk, str(config.NODE_DATA)]]
     inside += [["mkdir", "-p", str(config.NODE_DATA / d)] for d in ("kubelet", "strata", "pv")]
     inside += [["mount", "--bind", str(node.path(sub)), fixed] for fixed, sub in FIXED_IN_NODE.items()]
@@ -239,15 +244,16 @@ def start(
     _wait_containerd(procs, node, f"containerd-{name}")
     images.import_tarball(node.containerd_sock, pause_tarball)
     procs.start(f"kubelet-{name}", node.enter(config.kubelet_argv(kube, node)))
-    return Node(node, disk)
+    return Node(node, disk, buffered)
 
 
-def _disk(journal: Journal, seqs: Seqs, node: config.NodePlan, size: int) -> str:
-    """The node's loop device with direct I/O over its own file, with xfs on it."""
+def _disk(journal: Journal, seqs: Seqs, node: config.NodePlan, size: int, buffered: bool) -> str:
+    """The node's loop device over its own file (with direct I/O unless `buffered`), with xfs on it."""
     tracked(journal, seqs, "file", BLOCK_UNDO["file"], path=str(node.disk_file))
     fill_file(node.disk_file, size)
     seq = tracked(journal, seqs, "loop", Loop.undo["loop"], backing_file=str(node.disk_file))
-    dev = sh(["losetup", "--find", "--show", "--direct-io=on", str(node.disk_file)]).stdout.strip()
+    dio = "off" if buffered else "on"
+    dev = sh(["losetup", "--find", "--show", f"--direct-io={dio}", str(node.disk_file)]).stdout.strip()
     journal.update(seq, device=dev)
     sh(["mkfs.xfs", "-q", "-f", dev], timeout=120)
     return dev

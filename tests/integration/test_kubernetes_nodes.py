@@ -1,0 +1,252 @@
+"""Issue 55 on a real test bed of several nodes (`strata testbed kubernetes up --nodes 3 --registry`): each node a
+test host (its own network and mount namespaces, containerd, kubelet, cgroup root and disk), strata on none of
+them, reaching a node only through the API server and its agent there.
+
+- the network rule on every node: every address a node, a pod or a listening socket has is 127.0.0.0/8 or
+  192.0.2.0/24; `down` leaves nothing (namespaces, links, loop devices, mounts, processes, cgroups, files);
+- fio in pods on node 2 through `pvc:strata-hostpath` and `local`, its image pulled from the bed's registry
+  (TLS, the bed's CA; no `ctr import`), its cache check judged from node 2's own disk; a planted cache (node 3's
+  disk without direct I/O) flagged, node 2's honest disk not;
+- kill -9 of strata mid-trial, then one `strata cleanup`: nothing of the run left in the cluster or on any node.
+"""
+
+import ipaddress
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from strata.stack.kube.api import Api
+from tests.coverage import covers
+
+from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
+
+pytestmark = pytest.mark.integration
+ALLOWED = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("192.0.2.0/24")]
+UP_TIMEOUT_S = 5400
+NODE_DIR = "/var/lib/strata"  # the agent's root: bound onto each node's disk
+
+
+def _allowed(addr: str) -> bool:
+    net = ipaddress.ip_network(addr, strict=False)
+    return any(net.subnet_of(a) for a in ALLOWED)
+
+
+@pytest.fixture
+def bed(tmp_path):
+    """A bed of three nodes with its registry; node 3's disk without direct I/O (a planted cache)."""
+    env = {"STRATA_STATE_DIR": str(tmp_path / "bed-state")}
+    up = strata("testbed", "kubernetes", "up", "--nodes", "3", "--registry", "--buffered-disk", "3", "--disk-size",
+                "2GiB", env=env, timeout=UP_TIMEOUT_S)  # fmt: skip
+    assert up.returncode == 0, f"up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
+    facts = json.loads(strata("testbed", "kubernetes", "status", env=env, check=0).stdout)
+    try:
+        yield facts, env
+    finally:
+        down = strata("testbed", "kubernetes", "down", env=env, timeout=600)
+        assert down.returncode == 0, down.stdout + down.stderr
+    assert _bed_leftovers(facts) == []
+
+
+def _api(facts: dict) -> Api:
+    pki = Path(facts["root"]) / "pki"
+    return Api(facts["server"], str(pki / "ca.crt"), str(pki / "admin.crt"), str(pki / "admin.key"))
+
+
+def _in_node(node: dict, argv: list[str]) -> str:
+    enter = ["nsenter", f"--net=/run/netns/{node['netns']}", f"--mount={node['mount_ns']}", "--"]
+    return subprocess.run(enter + argv, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+def _bed_leftovers(facts: dict) -> list[str]:
+    token, root = facts["token"], facts["root"]
+    left = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if root in cmd or f"strata-k8s-{token}" in cmd:
+                left.append(f"process {p.name}: {cmd[:120]}")
+    left += [f"mount {ln.split()[1]}" for ln in Path("/proc/mounts").read_text().splitlines() if root in ln]
+    left += [f"netns {n}" for n in os.listdir("/run/netns") if token in n] if Path("/run/netns").is_dir() else []
+    left += [f"link {n}" for n in os.listdir("/sys/class/net") if token in n]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    left += [f"loop {ln.split(':')[0]}" for ln in loops.splitlines() if root in ln]
+    left += [f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"*/strata-k8s-{token}-n*")]
+    left += [f"directory {root}"] if Path(root).exists() else []
+    left += [f"directory {d}" for d in Path("/run").glob(f"strata-k8s-{token}-n*")]
+    return left
+
+
+@covers("runtime:kubernetes:testbed", "command:testbed", stored=False)
+def test_each_node_is_a_test_host_of_its_own_and_keeps_the_network_rule(bed):
+    facts, _ = bed
+    api = _api(facts)
+    nodes = facts["nodes"]
+    assert [n["index"] for n in nodes] == [1, 2, 3] and _allowed(facts["server"].split("//")[1].rsplit(":", 1)[0])
+    assert facts["registry"]["prefix"].startswith(facts["registry"]["address"] + ":5000/")
+    for what in ("name", "address", "netns", "mount_ns", "disk", "containerd", "pod_block", "cgroup_root"):
+        assert len({n[what] for n in nodes}) == 3, what  # nothing shared between two nodes
+    for n in nodes:
+        k8s = api.get(f"/api/v1/nodes/{n['name']}")
+        internal = [a["address"] for a in k8s["status"]["addresses"] if a["type"] == "InternalIP"]
+        assert internal == [n["address"]] and _allowed(n["address"]) and _allowed(n["pod_block"])
+        # inside the node: its addresses, routes and listeners, all in the allowed ranges
+        addrs = json.loads(_in_node(n, ["ip", "-j", "addr"]))
+        local = [a["local"] for link in addrs for a in link.get("addr_info", []) if a.get("family") == "inet"]
+        assert n["address"] in local and all(_allowed(a) for a in local), local
+        routes = _in_node(n, ["ip", "-4", "route", "show", "table", "all"])
+        assert "default" not in routes.split() and all(
+            _allowed(a) for a in re.findall(r"\d+\.\d+\.\d+\.\d+(?:/\d+)?", routes)
+        )
+        listening = _in_node(n, ["ss", "-Htuln"])
+        for line in listening.splitlines():
+            where = line.split()[4].rsplit(":", 1)[0].strip("[]")
+            assert where != "*" and _allowed(where), line  # never a wildcard, never another range
+        # its own disk: xfs on its loop device, mounted inside the node only
+        assert _in_node(n, ["findmnt", "-no", "SOURCE,FSTYPE", "/var/lib/strata-node"]).split() == [n["disk"], "xfs"]
+        assert "/var/lib/strata-node" not in [ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines()]
+        direct = Path(f"/sys/block/{Path(n['disk']).name}/loop/dio").read_text().strip()
+        assert direct == ("0" if n["buffered"] else "1")
+    pods = api.get("/api/v1/pods")["items"]
+    assert all(_allowed(p["status"].get("podIP") or "127.0.0.1") for p in pods)
+
+
+def _spec(workdir: Path, facts: dict, node: str, paths: list[str]) -> dict:
+    runtime = {
+        "type": "kubernetes",
+        "kubeconfig": str(Path(facts["root"]) / "admin.kubeconfig"),
+        "node": node,
+        "images": facts["registry"]["prefix"],
+        "registry_ca": facts["registry"]["ca"],
+        "claim_size": "512MiB",
+    }
+    return {
+        "name": "nodes",
+        "workdir": str(workdir),
+        "devices": [{"type": "loop", "size": "256MiB"}],
+        "filesystems": ["xfs"],
+        "runtimes": [runtime],
+        "paths": paths,
+        # random reads of a small file, direct I/O in the pod: node 2's disk moves them; node 3's loop device,
+        # without direct I/O, hands them to this machine's page cache, which holds the file after the first pass
+        "workloads": [
+            {
+                "fio": {
+                    "rw": "randread",
+                    "bs": "4k",
+                    "size": "64MiB",
+                    "runtime": 6,
+                    "ramp_time": 1,
+                    "ioengine": "psync",
+                    "direct": 1,
+                }
+            }
+        ],  # fmt: skip
+        "loads": [{"name": "one", "jobs": 1, "iodepth": 1}],
+    }
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:kubeconfig",
+    "path:kubernetes/pvc",
+    "path:kubernetes/local",
+    "workload:fio",
+    "workload:fio@kubernetes",
+)
+def test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3_is_flagged(bed, tmp_path):
+    facts, _ = bed
+    n2, n3 = facts["nodes"][1], facts["nodes"][2]
+    workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
+    e = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    out = tmp_path / "out"
+    spec = _spec(workdir, facts, n2["name"], ["pvc:strata-hostpath", "local"])
+    cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", out, env=e, timeout=2400)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    rs = {r["labels"]["path"]: r for r in results(out)}
+    assert set(rs) == {"pvc:strata-hostpath", "local"}
+    disk2 = Path(n2["disk"]).name
+    for path, r in rs.items():
+        assert r["status"] == "ok", (path, r["flags"].get("failed"))
+        rt, where = r["stack_facts"]["runtime"], r["stack_facts"]["path"]
+        assert rt["node"] == n2["name"] and rt["node_is_here"] is False and rt["agent"]["node"]["node"] == n2["name"]
+        assert where["disks"][0] == disk2, where  # node 2's own disk, found by its agent
+        c = r["flags"]["cache"]
+        assert not c["suspect"], c  # direct I/O to node 2's disk: honest
+        moved = r["collectors"]["diskstats"][disk2]
+        assert moved["read_bytes"] > 0 and c["evidence"]["read_disk_share"] >= 0.5, (moved, c)
+    # the image came from the registry: named by it in node 2's containerd, never imported under its own tag
+    images = _in_node(n2, ["ctr", "--address", n2["containerd"], "-n", "k8s.io", "images", "ls", "-q"]).split()
+    prefix = facts["registry"]["prefix"]
+    assert any(i.startswith(prefix + "/strata-fio:") for i in images), images
+    assert not any(i.startswith("strata-fio:") or i.startswith("docker.io/library/strata-fio") for i in images)
+    # the planted cache: node 3's disk buffered by this machine's page cache
+    out3 = tmp_path / "out3"
+    spec3 = _spec(workdir, facts, n3["name"], ["local"])
+    cp = strata("run", write_spec(tmp_path / "s3.yaml", spec3), "-o", out3, env=e, timeout=2400)
+    (r3,) = results(out3)
+    assert r3["status"] == "ok" and r3["stack_facts"]["path"]["disks"][0] == Path(n3["disk"]).name, r3["flags"]
+    c3 = r3["flags"]["cache"]
+    assert c3["suspect"] and c3["evidence"]["read_disk_share"] < 0.5, c3
+    assert leftovers(workdir) == []
+    api = _api(facts)
+    left = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]]
+    assert not [n for n in left if n.startswith("strata-")], left
+    for n in facts["nodes"]:
+        assert _in_node(n, ["find", NODE_DIR, "-mindepth", "1", "-maxdepth", "1"]).split() == [], n["name"]
+    print(
+        f"\nnode 2 pvc: {rs['pvc:strata-hostpath']['metrics']['primary']['value']:,.0f} IOPS, read share "
+        f"{rs['pvc:strata-hostpath']['flags']['cache']['evidence']['read_disk_share']:.2f}; node 3 (buffered): "
+        f"{r3['metrics']['primary']['value']:,.0f} IOPS, read share {c3['evidence']['read_disk_share']:.2f}"
+    )
+
+
+@covers("runtime:kubernetes", "runtime:kubernetes:kubeconfig", "path:kubernetes/local", "workload:fio",
+        "workload:fio@kubernetes", "fault:kill9", "command:cleanup", stored=False)  # fmt: skip
+def test_kill_9_of_strata_mid_trial_then_one_cleanup_leaves_nothing_in_the_cluster_or_on_a_node(bed, tmp_path):
+    facts, _ = bed
+    n2 = facts["nodes"][1]
+    workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
+    e = {"STRATA_STATE_DIR": str(tmp_path / "state")}
+    spec = _spec(workdir, facts, n2["name"], ["local"])
+    spec["workloads"][0]["fio"]["runtime"] = 60
+    proc = start_strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", tmp_path / "out", env=e)
+    api = _api(facts)
+
+    def running() -> bool:
+        pods = [p for p in api.get("/api/v1/pods")["items"] if p["metadata"]["namespace"].startswith("strata-")]
+        return any(
+            p["metadata"]["name"].startswith("strata-1-") and p["status"].get("phase") == "Running" for p in pods
+        )
+
+    wait_for(running, 900, "an instance pod running on node 2")
+    time.sleep(3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(60)
+    assert _in_node(n2, ["find", NODE_DIR, "-mindepth", "1", "-maxdepth", "1"]).split()  # the run's files, left
+    cp = strata("cleanup", env=e, timeout=900)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    namespaces = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]]
+    assert not [n for n in namespaces if n.startswith("strata-")], namespaces
+    volumes = api.get("/api/v1/persistentvolumes")["items"]
+    assert not [v for v in volumes if "local" in v["spec"]], [v["metadata"]["name"] for v in volumes]
+    for n in facts["nodes"]:
+        assert _in_node(n, ["find", NODE_DIR, "-mindepth", "1", "-maxdepth", "1"]).split() == [], n["name"]
+        mounts = _in_node(n, ["cat", "/proc/self/mounts"])
+        assert NODE_DIR + "/strata-" not in mounts, n["name"]
+        procs = [p for p in Path(f"/sys/fs/cgroup/memory{n['cgroup_root']}").rglob("cgroup.procs")]
+        pods = [line for f in procs if "kubepods" in str(f) for line in f.read_text().split()]
+        assert not [p for p in pods if "fio" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")], n["name"]
+    assert leftovers(workdir) == []
+    assert strata("cleanup", env=e, check=0).stdout.strip().endswith("nothing left behind")
