@@ -38,10 +38,11 @@ def _allowed(addr: str) -> bool:
     return any(net.subnet_of(a) for a in ALLOWED)
 
 
-@pytest.fixture
-def bed(tmp_path):
-    """A bed of three nodes with its registry; node 3's disk without direct I/O (a planted cache)."""
-    env = {"STRATA_STATE_DIR": str(tmp_path / "bed-state")}
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    """A bed of three nodes with its registry; node 3's disk without direct I/O (a planted cache). One for the
+    module's tests: it takes about a minute to come up."""
+    env = {"STRATA_STATE_DIR": str(tmp_path_factory.mktemp("bed") / "state")}
     up = strata("testbed", "kubernetes", "up", "--nodes", "3", "--registry", "--buffered-disk", "3", "--disk-size",
                 "2GiB", env=env, timeout=UP_TIMEOUT_S)  # fmt: skip
     assert up.returncode == 0, f"up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
@@ -132,7 +133,7 @@ def _spec(workdir: Path, facts: dict, node: str, paths: list[str]) -> dict:
     return {
         "name": "nodes",
         "workdir": str(workdir),
-        "devices": [{"type": "loop", "size": "256MiB"}],
+        "devices": [{"type": "loop", "size": "512MiB"}],
         "filesystems": ["xfs"],
         "runtimes": [runtime],
         "paths": paths,
@@ -151,7 +152,7 @@ def _spec(workdir: Path, facts: dict, node: str, paths: list[str]) -> dict:
                 }
             }
         ],  # fmt: skip
-        "loads": [{"name": "one", "jobs": 1, "iodepth": 1}],
+        "loads": [{"name": "one", "numjobs": 1, "iodepth": 1}],
     }
 
 
@@ -197,8 +198,9 @@ def test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3
     cp = strata("run", write_spec(tmp_path / "s3.yaml", spec3), "-o", out3, env=e, timeout=2400)
     (r3,) = results(out3)
     assert r3["status"] == "ok" and r3["stack_facts"]["path"]["disks"][0] == Path(n3["disk"]).name, r3["flags"]
-    c3 = r3["flags"]["cache"]
-    assert c3["suspect"] and c3["evidence"]["read_disk_share"] < 0.5, c3
+    c3 = r3["flags"]["cache"]  # node 3's loop device moved the bytes, the disk below it (this machine's) did not
+    below = [d for d, seen in c3["evidence"]["per_disk"].items() if d != Path(n3["disk"]).name]
+    assert c3["suspect"] and below and all(c3["evidence"]["per_disk"][d]["read_share"] < 0.5 for d in below), c3
     assert leftovers(workdir) == []
     api = _api(facts)
     left = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]]
@@ -208,7 +210,7 @@ def test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3
     print(
         f"\nnode 2 pvc: {rs['pvc:strata-hostpath']['metrics']['primary']['value']:,.0f} IOPS, read share "
         f"{rs['pvc:strata-hostpath']['flags']['cache']['evidence']['read_disk_share']:.2f}; node 3 (buffered): "
-        f"{r3['metrics']['primary']['value']:,.0f} IOPS, read share {c3['evidence']['read_disk_share']:.2f}"
+        f"{r3['metrics']['primary']['value']:,.0f} IOPS, flagged: {c3['reason']}"
     )
 
 

@@ -298,6 +298,7 @@ def apiserver_argv(kube: Path, plan: Plan) -> list[str]:
         f"--service-account-signing-key-file={pki / 'sa.key'}",
         "--service-account-issuer=https://kubernetes.default.svc",
         "--authorization-mode=Node,RBAC",
+        "--allow-privileged=true",  # strata's agent on a node is a privileged pod (its namespace's PSA admits it)
         "--enable-admission-plugins=NodeRestriction",
         "--profiling=false",
         "--v=1",

@@ -9,6 +9,7 @@ the node's /proc and /sys through it, so the cache, flush and absorbed checks ju
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -149,11 +150,12 @@ def placed_agent(
     try:
         cluster.api.post(f"/api/v1/namespaces/{namespace}/pods", body)
     except ApiError as e:
-        if e.status in (400, 403, 422) and "PodSecurity" in e.body:
+        if e.status in (400, 403, 422):
             raise StrataError(
-                f"the cluster refused strata's privileged agent in namespace {namespace}: {e.body[:400]}",
-                f"allow privileged pods there (kubectl label namespace {namespace} "
-                "pod-security.kubernetes.io/enforce=privileged), or use a namespace that does",
+                f"the cluster refused strata's privileged agent in namespace {namespace}: {_message(e.body)}",
+                f"allow privileged pods there (kube-apiserver --allow-privileged=true; kubectl label namespace "
+                f"{namespace} pod-security.kubernetes.io/enforce=privileged; and any admission policy), or use a "
+                "namespace that does",
             ) from None
         raise
     client = agent_mod.AgentClient(cluster.api, namespace, name, params.agent_port, token, node)
@@ -165,6 +167,14 @@ def placed_agent(
         with contextlib.suppress(ApiError, OSError, StrataError):
             delete_and_wait(cluster.api, path, 120)
             journal.release(seq)
+
+
+def _message(body: str) -> str:
+    """The API's own message of a refusal (its Status object's), else the body."""
+    try:
+        return text(as_obj(json.loads(body), "status"), "message") or body[:400]
+    except (ValueError, StrataError):
+        return body[:400]
 
 
 def _wait_running(cluster: Cluster, namespace: str, name: str, timeout_s: float = agent_mod.READY_TIMEOUT_S) -> None:
