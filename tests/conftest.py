@@ -33,6 +33,7 @@ SHARED: dict[str, tuple[str, ...]] = {
         *(
             INTEGRATION + f"test_benches.py::test_bench_runs_to_its_result_in_tiny_mode[{bench}"
             for bench in (
+                "kubernetes_agent",
                 "kubernetes_overhead",
                 "vm_overhead",
                 "ycsb_client",
@@ -142,7 +143,8 @@ FULL_ONLY: dict[str, Why] = {
     **{
         BENCH + f"{bench}]": alone(f"bench/{bench} in its tiny mode")
         for bench in (
-            "auto_repetitions.py", "chaos.py", "decisions_sim.py", "device_writes.py", "kubernetes_overhead.py",
+            "auto_repetitions.py", "chaos.py", "decisions_sim.py", "device_writes.py", "kubernetes_agent.py",
+            "kubernetes_overhead.py",
             "order_cost.py", "overhead.py", "pgbench_overhead.py", "podman_vs_docker.py", "remote_hosts.py",
             "remote_overhead.py", "report_bench.py", "spec_fuzz.py", "swarm_overhead.py", "sysbench_overhead.py",
             "vm_overhead.py", "wml/run.sh", "ycsb_client.py", "ycsb_cluster_span.py", "ycsb_native_container.py",
@@ -170,7 +172,14 @@ FULL_ONLY: dict[str, Why] = {
         "a pod under cpu and memory limits (the default tier's pods run without limits)"),
     IT + "test_kubernetes_pods.py::test_a_pod_past_its_memory_limit_ends_as_oom": alone("a pod's OOM"),
     KUBE + "test_a_pod_deleted_mid_trial": alone("a pod deleted mid-trial: instance_died as kubernetes reports it"),
-    KUBE + "test_a_users_cluster_through_its_kubeconfig": alone("a cluster reached through its kubeconfig"),
+    KUBE + "test_a_users_cluster_through_its_kubeconfig": alone("a cluster reached through its kubeconfig, its user "
+                                                                "an exec credential plugin too"),
+    IT + "test_kubernetes_nodes.py::test_each_node_is_a_test_host_of_its_own_and_keeps_the_network_rule": alone(
+        "a test bed of several nodes, each a test host, the network rule on every node"),
+    IT + "test_kubernetes_nodes.py::test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3_is_"
+         "flagged": alone("fio on another node through strata's agent, images from a registry, its disks judged"),
+    IT + "test_kubernetes_nodes.py::test_kill_9_of_strata_mid_trial_then_one_cleanup_leaves_nothing_in_the_cluster_"
+         "or_on_a_node": alone("kill -9 mid-trial on another node, then one cleanup in the cluster and every node"),
     KUBE + "test_cassandra_under_ycsb_in_a_pod": alone("Cassandra in a pod"),
     IT + "test_kubernetes_testbed.py::test_up_runs_fio_in_a_pod_and_down_leaves_nothing": alone(
         "`strata testbed kubernetes up` and `down`"),

@@ -101,6 +101,15 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
             (r"verdict: the hdrhistogram package (serves|does not serve) as well", {}),
         ],
     ),
+    "kubernetes_agent.py": (
+        [],
+        [
+            (r"round 1: sampled (?P<sampled>[\d,]+) IOPS, idle (?P<idle>[\d,]+) IOPS, ratio",
+             {"sampled": IOPS, "idle": IOPS}),
+            (r"agent sampling / idle, geometric mean of paired ratios: (?P<ratio>[\d.]+) .* over 1 rounds",
+             {"ratio": RATIO}),
+        ],
+    ),
     "kubernetes_overhead.py": (
         [],
         [
