@@ -120,7 +120,7 @@ class KubernetesSession:
                 name, "dir", DATA_IN_CONTAINER, None, [PerInstance() for _ in range(n)], facts=self._emptydir()
             )
             if self.remote is not None:
-                handle.disks = []  # the pod's volume on the node: found once the pods run (_volume_disks)
+                handle.disks = []  # the pod's volume on the node: found once the pods run (_pod_volume_disks)
             elif not self.facts.get("bed"):  # the node's kubelet directory, not the file system strata built
                 handle.disks = disks_holding(KUBELET_ROOT)
             yield handle
