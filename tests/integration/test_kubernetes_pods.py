@@ -48,8 +48,9 @@ def _run(bed, tmp_path, name, argv, limits, release=True):
         d.mkdir()
     req = InstanceRequest(0, argv, out)
     m = pods.pod_manifest(
-        name, "strata-it", "it", bed.plan.node_name, req, "hostpath", str(data), limits, image_tag(FIO), str(sync)
-    )
+        name, "strata-it", "it", pods.Placement(bed.plan.node_name), req, "hostpath", str(data), limits,
+        image_tag(FIO), str(sync),
+    )  # fmt: skip
     bed.api.post("/api/v1/namespaces/strata-it/pods", m)
     path = f"/api/v1/namespaces/strata-it/pods/{name}"
     if release:
