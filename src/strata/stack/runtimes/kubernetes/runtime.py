@@ -34,7 +34,7 @@ from strata.stack import buildcache
 from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal, Undoing, Undos
 from strata.stack.kube import bed as kube_bed
-from strata.stack.kube.api import items, name_of
+from strata.stack.kube.api import ApiError, items, name_of
 from strata.stack.runtimes.base import RefusesLimits
 from strata.stack.runtimes.docker import daemon
 
@@ -84,8 +84,17 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
         return shorthand(self.name, text)
 
     def available(self, host: JsonObject, params: KubernetesParams | None = None) -> str | None:
+        """With a kubeconfig: the cluster answers as its user (an exec plugin runs now, before anything is built:
+        a plugin that fails stops the run with its own words, a StrataError); else the test bed can be built."""
         if params is not None and params.kubeconfig is not None:
-            return None if Path(params.kubeconfig).expanduser().exists() else f"no kubeconfig at {params.kubeconfig}"
+            if not Path(params.kubeconfig).expanduser().exists():
+                return f"no kubeconfig at {params.kubeconfig}"
+            api = connect(params.kubeconfig, params.context).api
+            try:
+                api.get("/version", timeout=15)
+            except (ApiError, OSError) as e:
+                return f"the cluster of {params.kubeconfig} does not answer at {api.server}: {str(e)[:300]}"
+            return None
         from strata.stack.kube.build import binaries_built, go_binary
 
         missing = kube_bed.missing_parts()
