@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from strata.collectors.base import CollectContext
 from strata.collectors.diskstats import DiskstatsCollector
 from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest
@@ -144,7 +145,7 @@ def fio(filename: str, runtime_s: int = 4, **kw) -> dict:
 
 def sampled(dev, fn):
     """Run fn() between two samples of the device's diskstats and its own collectors."""
-    collectors = [DiskstatsCollector(dev), *dev.collectors]
+    collectors = [DiskstatsCollector(CollectContext(dev.diskstats, [])), *dev.collectors]
     for c in collectors:
         c.sample()
     out = fn()
@@ -297,7 +298,7 @@ def test_fio_in_a_container_on_the_remote_device(tmp_path):
                 )
                 running = s.start([req], h, load, trial / "sync")
                 running.ready(120)
-                stats_before = DiskstatsCollector(dev)
+                stats_before = DiskstatsCollector(CollectContext(dev.diskstats, []))
                 stats_before.sample()
                 running.go()
                 [out] = running.wait(180)
