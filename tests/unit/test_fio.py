@@ -224,3 +224,31 @@ def test_a_killed_parse_check_is_not_read_as_a_rejected_job(monkeypatch):
     assert "killed by signal 9" in said and "rejects" not in said
     done.returncode, done.stderr = 1, "fio: bad option --foo"
     assert FIO.validate(FioParams(preset="rr")) == ["fio rejects the job: fio: bad option --foo"]
+
+
+def test_fdatasyncs_are_counted_and_their_latency_is_stored_and_merged():
+    """Issue 58: fio 3.33 leaves fdatasync= calls out of sync.total_ios (0 here for 1,823 of them): their latency's own
+    count is the flush check's; the syncs' latency is stored (metrics.sync.lat_ns), merged across instances from
+    the bins like the others, exported and shown."""
+    from strata.cli.show import values
+    from strata.core.metrics import export_columns
+    from strata.workloads.fio import METRICS
+    from strata.workloads.fio_writes import syncs
+
+    doc = _doc("etcd-fdatasync-jsonplus.json")
+    job = doc["jobs"][0]
+    assert job["sync"]["total_ios"] == 0 and job["sync"]["lat_ns"]["N"] == 1823  # the captured fio's own count
+    s = syncs([doc])
+    assert s.count == 1823 and s.what == "fdatasync" and not s.by_writes
+    one, two = aggregate([doc]).metrics["sync"], aggregate([doc, doc]).metrics["sync"]
+    assert one["total_ios"] == 1823 and two["total_ios"] == 2 * 1823
+    fio_p99 = float(job["sync"]["lat_ns"]["percentile"]["99.000000"])
+    assert one["lat_ns"]["p99"] == pytest.approx(fio_p99, rel=0.02) and two["lat_ns"]["p99"] == one["lat_ns"]["p99"]
+    assert two["lat_ns"]["n"] == 2 * 1823
+    m = METRICS.field("latency", "sync_lat")
+    r = {"metrics": aggregate([doc]).metrics}
+    assert m.value(r, "read", "p99") == one["lat_ns"]["p99"]
+    cols = [c for c, f, d, _ in export_columns([METRICS]) if f is m]
+    assert "sync_lat_p99_ns" in cols and not any(c.startswith(("read_sync", "write_sync")) for c in cols)
+    assert values(r, METRICS)["sync p99 us"] == pytest.approx(one["lat_ns"]["p99"] / 1000)
+    assert "sync" not in aggregate([_doc("randread-loop-jsonplus.json")]).metrics  # no sync asked: none stored

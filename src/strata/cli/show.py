@@ -128,8 +128,9 @@ def _warning(w: object) -> dict[str, str | None]:
 def table_text(results: list[dict[str, Any]]) -> str:
     from strata.workloads import declared
 
-    measured = headings(declared())
     shown = rows(results)
+    # the measurement columns some row has a value in: a workload's heading none of these results has is left out
+    measured = [h for h in headings(declared()) if any(h in row.values for row in shown)]
     durable = any(row.durability for row in shown)  # a column only where a database said its settings
     head = (
         "stack",

@@ -12,7 +12,8 @@ Where a field is stored follows from its kind (`Metric.path`):
     total          metrics.primary.<name>
     per_direction  metrics.read.<name>, metrics.write.<name>
     latency        metrics.read.<name>_ns.<stat>, metrics.write.<name>_ns.<stat> (a summary in ns:
-                   n, mean, min, max, p50, p90, p95, p99, p99_9: workloads/latency.py's percentiles)
+                   n, mean, min, max, p50, p90, p95, p99, p99_9: workloads/latency.py's percentiles);
+                   one stored apart from the directions names its place (`key`: fio's syncs, metrics.sync.lat_ns)
 """
 
 from __future__ import annotations
@@ -221,6 +222,8 @@ class Metric:
         """(column name, direction, statistic) of each export column of this field."""
         if self.kind == "per_direction":
             return [(f"{d}_{self.name}", d, None) for d in DIRECTIONS]
+        if self.kind == "latency" and self.key:  # stored apart from the directions (fio's syncs): no direction
+            return [(f"{self.name}_{s}_ns", None, s) for s in self.stats]
         if self.kind == "latency":
             return [(f"{d}_{self.name}_{s}_ns", d, s) for d in DIRECTIONS for s in self.stats]
         return [(self.name, None, None)]
@@ -322,4 +325,5 @@ def export_columns(schemas: Iterable[MetricSchema]) -> list[tuple[str, Metric, s
         out += [(c, f, d, s) for f in merged(schemas, kind) if f.export for c, d, s in f.columns()]
     lats = [f for f in merged(schemas, "latency") if f.export]
     out += [(c, f, d, s) for d in DIRECTIONS for f in lats for c, fd, s in f.columns() if fd == d]
+    out += [(c, f, None, s) for f in lats for c, fd, s in f.columns() if fd is None]
     return out

@@ -19,7 +19,7 @@ from pydantic import Field, field_validator, model_validator
 
 from strata.core.errors import StrataError, TrialFailure
 from strata.core.instances import ImageSpec, InstanceOutput, Target
-from strata.core.jsondoc import JsonArray, JsonObject, as_obj, num, obj, text
+from strata.core.jsondoc import JsonArray, JsonObject, as_obj, num, obj, text, whole
 from strata.core.metrics import Axis, BlockIo, Metric, MetricSchema, Show
 from strata.core.params import Load, Strict, size_at_most, size_field, sweep_ends
 from strata.core.units import parse_duration
@@ -97,6 +97,17 @@ METRICS = MetricSchema(
         Metric("clat", "latency", "ns", "lower", label="completion", stats=LATENCY_STATS),
         Metric("lat", "latency", "ns", "lower", label="total", stats=LATENCY_STATS, show=Show("lat {stat} us", 1000)),
         Metric("slat", "latency", "ns", "lower", label="submission", stats=("mean",)),
+        # the syncs a job asked for (fsync=, fdatasync=): their own latency, merged like the others (etcd's disk check)
+        Metric(
+            "sync_lat",
+            "latency",
+            "ns",
+            "lower",
+            label="sync (fsync, fdatasync)",
+            stats=LATENCY_STATS,
+            show=Show("sync {stat} us", 1000, stats=("p99",)),
+            key=("metrics", "sync", "lat_ns"),
+        ),
     ),
     breakdown=("slat", "clat", "lat"),
     in_flight=True,
@@ -396,6 +407,9 @@ def aggregate(docs: list[JsonObject], series: list[dict[int, float]] | None = No
         moved[ddir] = int(sum(figure(p, "io_bytes") for p in parts))
         for k in ("iops", "bw_bytes"):
             totals[k] = totals.get(k, 0) + sum(figure(p, k) for p in parts)
+    synced = [obj(obj(j, "sync"), "lat_ns") for d in docs for j in _jobs(d)]
+    if any(whole(s, "N") for s in synced):  # the syncs' latency, when a job asked for any
+        metrics["sync"] = {"total_ios": sum(whole(s, "N") or 0 for s in synced), "lat_ns": summarize(list(synced))}
     instances: JsonArray = []
     runtimes: list[int] = []
     for d in docs:
