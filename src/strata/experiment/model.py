@@ -50,6 +50,8 @@ class DesignDoc(TypedDict):
     looks: NotRequired[list[int]]
     scale: NotRequired[str]  # "smoke": never compared as measurements
     latency_stat: NotRequired[str]  # what the advice compares under an offered rate, when not p99
+    compare: NotRequired[str]  # a latency the advice compares instead of the headline (fio's sync_lat)
+    latency_target_ms: NotRequired[float]  # the latency every stack is judged against (etcd's 10 ms)
 
 
 class Exclude(Strict):
@@ -102,6 +104,19 @@ class Experiment(Strict):
         description="under an offered rate (a database's clients offering a fixed rate: pgbench's `rate`, ycsb's "
         "`target`), the throughput is the rate offered: the advice compares this statistic of the latency "
         "instead, lower being better",
+    )
+    compare: str = Field(
+        default="headline",
+        pattern=r"^[a-z][a-z0-9_]{0,39}$",
+        description="what the advice compares: `headline` (each workload's own: fio's IOPS, pgbench's tx/s), or "
+        "a latency the workloads declare (fio's `sync_lat`: its fsync/fdatasync latency), at `latency_stat`, "
+        "lower being better",
+    )
+    latency_target: float | None = Field(
+        default=None,
+        description="a latency every stack is judged against, e.g. 10ms (etcd's docs: the 99th percentile of its "
+        "WAL's fdatasync below 10 ms): the advice says, on the compared latency's interval, whether each stack is "
+        "below it, above it, or undecided; 1us to 1h",
     )
     precision: float = Field(
         default=0.05,
@@ -186,6 +201,20 @@ class Experiment(Strict):
 
     _budget = field_validator("budget", mode="before")(lambda v: None if v is None else parse_duration(v))
 
+    @field_validator("latency_target", mode="before")
+    @classmethod
+    def _target(cls, v: object) -> object:
+        """A latency as `10ms`, `500us` or seconds, bounded to 1 us .. 1 h."""
+        if v is None:
+            return None
+        if isinstance(v, str) and v.strip().lower().endswith("us"):
+            seconds = parse_duration(v.strip()[:-2] or "x") / 1e6
+        else:
+            seconds = parse_duration(v) if isinstance(v, (int, float, str)) and not isinstance(v, bool) else -1.0
+        if not 1e-6 <= seconds <= 3600:
+            raise ValueError("a latency target from 1us to 1h, e.g. 10ms")
+        return seconds
+
     @model_validator(mode="after")
     def _auto(self) -> Experiment:
         if self.min_repetitions > self.max_repetitions:
@@ -227,6 +256,10 @@ class Experiment(Strict):
             design["scale"] = "smoke"
         if self.latency_stat != "p99":  # what the advice compares under an offered rate (analysis/advice/compared.py)
             design["latency_stat"] = self.latency_stat
+        if self.compare != "headline":
+            design["compare"] = self.compare
+        if self.latency_target is not None:
+            design["latency_target_ms"] = round(self.latency_target * 1000, 6)
         return design
 
     @property

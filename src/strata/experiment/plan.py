@@ -88,6 +88,7 @@ def resolve(exp: Experiment, workloads: list[Layer], host: JsonObject) -> Plan:
         + _workload_errors(workloads)
         + _load_errors(exp, trials, host)
         + _reach_errors(exp, trials)
+        + _compare_errors(exp, workloads)
     )
     if errors:
         raise SpecErrors(errors, "plan")
@@ -233,6 +234,22 @@ def _reach_errors(exp: Experiment, trials: list[Trial]) -> list[tuple[str, str, 
                     "/var/tmp/strata), or run the servers in containers only; strata does not loosen your directories",
                 )
             )
+    return errors
+
+
+def _compare_errors(exp: Experiment, workloads: list[Layer]) -> list[tuple[str, str, str]]:
+    """`compare:` names a latency every workload of the experiment declares (core/metrics.py)."""
+    if exp.compare == "headline":
+        return []
+    errors = []
+    for w in dict.fromkeys(w.type for w in workloads):
+        schema = WORKLOADS[w].metrics
+        if schema.field("latency", exp.compare) is None:
+            have = ", ".join(m.name for m in schema.of("latency")) or "none"
+            errors.append(
+                ("compare", f"{w} declares no latency {exp.compare!r} (its latencies: {have})",
+                 "compare `headline`, or one of the latencies every workload of the experiment declares"),
+            )  # fmt: skip
     return errors
 
 

@@ -130,7 +130,7 @@ def _warnings(a: Analysis) -> str:
 
 
 def _advice(a: Analysis) -> str:
-    texts = [t for b in a.best for t in (b.text(), b.amplification) if t]
+    texts = [t for b in a.best for t in b.lines()]
     texts += [c.text() for c in a.containers] + [m.text() for m in a.placement_advice]
     items = [f"<li>{escape(t)}</li>" for t in texts[:MAX_LIST]]
     if len(texts) > MAX_LIST:

@@ -82,7 +82,7 @@ def analysis_text(a: Analysis) -> str:
         lines += [f"  {'-' if w.note else '!'} {w.text()}" for w in a.warnings]
     if a.best or a.containers or a.placement_advice:
         lines += ["", "advice:"]
-        lines += [f"  - {t}" for b in a.best[:MAX_ROWS] for t in (b.text(), b.amplification) if t]
+        lines += [f"  - {t}" for b in a.best[:MAX_ROWS] for t in b.lines()]
         lines += [f"  - {c.text()}" for c in a.containers[:MAX_ROWS]]
         lines += [f"  - {m.text()}" for m in a.placement_advice[:MAX_ROWS]]
         more = sum(max(0, len(x) - MAX_ROWS) for x in (a.best, a.containers, a.placement_advice))
@@ -147,7 +147,7 @@ def analysis_json(a: Analysis) -> dict[str, object]:
         "hosts": len(a.hosts),
         "configurations": cells,
         "warnings": [{"kind": w.kind, "text": w.text(), "note": w.note, "items": w.items} for w in a.warnings],
-        "advice": [t for b in a.best for t in (b.text(), b.amplification) if t]
+        "advice": [t for b in a.best for t in b.lines()]
         + [c.text() for c in a.containers]
         + [m.text() for m in a.placement_advice],
         "findings": [{"id": f.id, "status": o.status, "detail": o.detail} for f, o in a.findings],

@@ -38,6 +38,7 @@ from strata.analysis.cells.query import by_context, fmt
 from strata.analysis.decisions.answer import EQUIVALENT, WORSE, Answer, answer, within_text
 from strata.analysis.decisions.criterion import MAX_USEFUL_REPETITIONS
 from strata.analysis.decisions.groups import Comparisons, compare, repetitions_to_decide
+from strata.analysis.decisions.stats import summarize
 from strata.analysis.measured.sweeps import Sweep, peak
 from strata.core.jsondoc import obj
 from strata.workloads.server import durability
@@ -66,6 +67,7 @@ class Best:
     lead_high: float | None = None  # when it alone may be the best: its lead over the next is at most this
     on: compared.Compared | None = None  # what the group compared, and which way is better (compared.py)
     lax: str = ""  # the non-durable settings its stacks ran under, in words ("": every one durable)
+    target: str = ""  # a line of its own: each stack's compared latency against the spec's `latency_target`
 
     def answer_of(self, c: Cell) -> Answer:
         return self.by_cell.get(c.key) or self.answers[c.stack]
@@ -110,6 +112,10 @@ class Best:
 
     def text(self) -> str:
         return self._answer() + (f"; {self.lax}" if self.lax else "")
+
+    def lines(self) -> list[str]:
+        """The group's advice: its answer, then its lines of their own (write amplification, a latency target)."""
+        return [t for t in (self.text(), self.amplification, self.target) if t]
 
     def _answer(self) -> str:
         on = self.on.words() if self.on is not None else ""
@@ -167,6 +173,7 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
         b = Best(top.labels["workload"], top.labels["load"], on.unit, top, None, None, candidates=len(group), on=on)
         b.amplification = amplification.advice(group)
         b.lax = not_durable(group)
+        b.target = against_target(group, on, b.workload, b.load)
         others = sorted((c for c in group if c is not top), key=lambda c: on.gap(cmp.answers[c.key]))
         if others:
             b.runner_up, b.method, b.own, b.lead_high = others[0], cmp.method, cmp.own, cmp.lead_high
@@ -178,6 +185,43 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
             b.need = _need(top, b, cmp)
         out.append(b)
     return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
+
+
+def against_target(cells: list[Cell], on: compared.Compared, workload: str, load: str) -> str:
+    """Each stack's compared latency against the spec's `latency_target` (etcd's 10 ms for its fdatasync p99),
+    on its interval: below when the whole interval is, above when the whole interval is, undecided otherwise;
+    "" without a target or when the group compares no latency."""
+    target = compared.design_of(cells).get("latency_target_ms")
+    if not isinstance(target, (int, float)) or on.headline:
+        return ""
+    verdicts: dict[str, list[str]] = {"above": [], "undecided": [], "below": []}
+    for c in sorted(cells, key=lambda c: -on.runs(c).mean if on.runs(c).n else 0):
+        s = summarize(list(on.runs(c).values))
+        if not s.n:
+            continue
+        hi = s.ci_high if s.ci_high is not None else s.mean
+        lo = s.ci_low if s.ci_low is not None else s.mean
+        shown = f"{c.stack} {s.mean:.2f} ms" + (f" [{lo:.2f}, {hi:.2f}]" if s.ci_high is not None else " (no interval)")
+        kind = (
+            "below"
+            if hi < target and s.ci_high is not None
+            else "above"
+            if lo > target and s.ci_low is not None
+            else "undecided"
+        )
+        verdicts[kind].append(shown)
+    if not any(verdicts.values()):
+        return ""
+    head = f"{workload} at load {load}: {on.metric} against {target:g} ms"
+    n = sum(len(v) for v in verdicts.values())
+    if len(verdicts["below"]) == n:
+        return f"{head}: below it on every stack (the highest: {verdicts['below'][0]})"
+    parts = [f"{k}{'' if k == 'undecided' else ' it'} on {', '.join(v)}" for k, v in verdicts.items() if v]
+    return (
+        f"{head}: "
+        + "; ".join(parts)
+        + (" (undecided: more repetitions narrow the interval)" if verdicts["undecided"] else "")
+    )
 
 
 def not_durable(cells: list[Cell]) -> str:

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from strata.analysis.cells.cells import Cell
 from strata.analysis.decisions.answer import Answer
 from strata.analysis.decisions.groups import Runs
-from strata.core.jsondoc import obj, whole
+from strata.core.jsondoc import JsonObject, obj, whole
+from strata.core.metrics import Metric
 
 DEFAULT_LATENCY_STAT = "p99"
 LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99", "p99_9")
@@ -37,6 +38,7 @@ class Compared:
     higher_is_better: bool
     runs_of: dict[str, Runs] = field(default_factory=dict)  # cell key -> its values, with their rounds
     intended: bool = False  # the latency is timed from each operation's intended start (ycsb's, under a target)
+    why: str = "under the offered rate"  # why a latency is compared, in words (the spec's `compare:` otherwise)
 
     @property
     def headline(self) -> bool:
@@ -58,7 +60,7 @@ class Compared:
         if self.headline:
             return ""
         timed = ", timed from each operation's intended start" if self.intended else ""
-        return f" (on {self.metric}, lower is better, under the offered rate{timed})"
+        return f" (on {self.metric}, lower is better, {self.why}{timed})"
 
     def gap(self, a: Answer) -> float:
         """How far the leader is ahead of another, from the other's Answer against it. An interval's ratio is
@@ -69,15 +71,28 @@ class Compared:
 
 
 def of(group: list[Cell]) -> Compared:
-    """What `group` (one advice group) compares: latency under an absolute offered rate, else the headline."""
+    """What `group` (one advice group) compares: the latency the spec names (`compare:`), else latency under an
+    absolute offered rate, else the headline."""
     first = group[0]
+    chosen = design_of(group).get("compare")
+    named = first.schema.field("latency", chosen) if isinstance(chosen, str) else None
+    if named is not None:
+        stat = latency_stat(group)
+        runs = {c.key: _latency_runs(c, stat, named) for c in group}
+        return Compared(f"{stat} {named.label or named.name} latency", "ms", False, runs, why="as the spec compares")
     offered = first.schema.offered
-    if offered is not None and offered.absolute(first.workload) is not None and first.schema.total_latency:
+    total = first.schema.field("latency", first.schema.total_latency or "")
+    if offered is not None and offered.absolute(first.workload) is not None and total is not None:
         stat = latency_stat(group)
         intended = all(obj(r, "metrics").get("latency_timed_from") == "intended" for c in group for r in c.ok)
-        runs = {c.key: _latency_runs(c, stat) for c in group}
+        runs = {c.key: _latency_runs(c, stat, total) for c in group}
         return Compared(f"{stat} latency", "ms", False, runs, intended=intended and any(c.ok for c in group))
     return Compared("", first.unit, higher_is_better(first), {c.key: c.runs for c in group})
+
+
+def design_of(group: list[Cell]) -> JsonObject:
+    """The design stored with the group's first result that has one (the spec's choices: {} when none)."""
+    return next((obj(r, "design") for c in group for r in c.ok if r.get("design")), {})
 
 
 def latency_stat(group: list[Cell]) -> str:
@@ -90,12 +105,11 @@ def latency_stat(group: list[Cell]) -> str:
     return DEFAULT_LATENCY_STAT
 
 
-def _latency_runs(c: Cell, stat: str) -> Runs:
-    """A cell's whole latency at `stat`, in ms, with the round of each repetition that stored it."""
-    m = c.schema.field("latency", c.schema.total_latency or "")
+def _latency_runs(c: Cell, stat: str, m: Metric) -> Runs:
+    """A cell's latency `m` at `stat`, in ms, with the round of each repetition that stored it."""
     vals, rounds = [], []
     for r in c.ok:
-        v = m.value(r, c.schema.direction(r), stat) if m is not None else None
+        v = m.value(r, c.schema.direction(r), stat)
         if isinstance(v, (int, float)) and v > 0:
             vals.append(float(v) / NS_PER_MS)
             rounds.append(whole(obj(r, "trial"), "repetition", -1) or 0)
