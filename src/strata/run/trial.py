@@ -32,6 +32,7 @@ from strata.experiment import presets
 from strata.results import validity, writes
 from strata.results.flags import Flag, Flags
 from strata.results.result import Labels, Result
+from strata.stack.blockdev import allocation, loop_backing
 from strata.stack.runtimes.base import LogSession, SetsUp
 from strata.workloads.base import LogOnPath, MeasureContext, Parsed, Workload, network_of
 
@@ -171,6 +172,7 @@ def _measure(
             outputs = wl.measure(params, load, ctx)
             if isinstance(running, Rendezvous):  # across hosts: the part's outputs (hosts/part.py)
                 running.report(outputs)
+            written = _written(device, handle)  # before the path goes: its files, or the device's backing file
         finally:
             running.stop()
         _layers_alive(watch, outputs)
@@ -197,7 +199,7 @@ def _measure(
     if finals:
         summary["cgroups_final"] = finals
     result.metrics, result.collectors = parsed.metrics, summary
-    _judge(trial, wl, disks, session, parsed, outputs, summary, result, _measured(series, parsed, disks))
+    _judge(trial, wl, disks, session, parsed, outputs, summary, result, _measured(series, parsed, disks), written)
 
 
 def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: Result) -> Load:
@@ -228,6 +230,26 @@ def _layers_alive(watch: Watch, outputs: list[InstanceOutput]) -> None:
     if failure:
         seen = "\n".join(f"instance {o.index} exited {o.returncode}: {(o.stderr or '')[-500:]}" for o in outputs)
         raise TrialFailure(*failure, stderr=seen)
+
+
+def _written(device: DeviceHandle | NoDevice, handle: PathHandle | None) -> JsonObject | None:
+    """How much of what the instances read was ever written (the cache check tells holes from a cache): their
+    files on this host, or on the raw device a loop device's backing file; None where neither is known here."""
+    if handle is not None and handle.target_kind == "dir":
+        dirs = [Path(d) for i in handle.per_instance if (d := i.get("dir"))] or (
+            [Path(handle.host_path)] if handle.host_path else []
+        )
+        dirs = [d for d in dirs if d.is_dir()]
+        if not dirs:
+            return None
+        size, allocated = allocation(dirs)
+        return {"size_bytes": size, "allocated_bytes": allocated, "of": "the files under the path"} if size else None
+    under_test = device.diskstats[0] if device.diskstats else None
+    backing = loop_backing(under_test) if under_test else None
+    if backing is None or not backing.is_file():
+        return None
+    size, allocated = allocation([backing])
+    return {"size_bytes": size, "allocated_bytes": allocated, "of": f"the backing file {backing} of {under_test}"}
 
 
 def _disks(device: DeviceHandle | NoDevice, handle: PathHandle | None) -> list[str]:
@@ -318,6 +340,7 @@ def _judge(
     summary: JsonObject,
     result: Result,
     measured: dict[str, dict[str, float]] | None = None,
+    written: JsonObject | None = None,
 ) -> None:
     """The validity flags, each with its evidence (validity/); suspicions become warnings; and what the
     workload wrote and synced beside what each layer wrote (`writes`)."""
@@ -336,6 +359,7 @@ def _judge(
             trial.path,
             parsed.moved_basis,
             parsed.memory,
+            written,
         ),
         runtime_facts=session.facts,
         measured=measured,

@@ -88,8 +88,13 @@ def _cache(cells: list[Cell]) -> list[HygieneWarning]:
     # a database whose data set fits in its servers' memory is flagged by that, whatever its bytes: its fix is a
     # larger data set or a memory limit (the scale it says), not O_DIRECT
     fits = [(name, m) for name, j in cached if j is not None and (m := j.evidence.get("memory") or {}).get("fits")]
-    by_bytes = len(cached) - len(fits)
+    # reads of blocks never written (a sparse file, a loop device over one): holes, not a cache; written first
+    holes = [name for name, j in cached if j is not None and j.reason.startswith("the data was never written")]
+    by_bytes = len(cached) - len(fits) - len(holes)
     whys, fixes = [], []
+    if holes:
+        whys.append(f"{len(holes)} read data never written, which reads as zeros without the device")
+        fixes.append("write the data first (`precondition: fill`), or let the workload lay out its own files")
     if by_bytes:
         whys.append(disks.rule("their") if not fits else f"{by_bytes} as {disks.rule('their')}")
         fixes.append("measure the device with O_DIRECT on a path that honours it (loop devices with `direct_io: true`)")

@@ -29,6 +29,9 @@ class CacheEvidence(TypedDict, total=False):
     # a database's data set beside the memory its servers can use: {data_set_bytes, memory_bytes, memory_of,
     # fits, fix} (a data set that fits is read from memory: validity/disks.py `memory_rule`)
     memory: dict[str, object]
+    # how much of what the workload read was ever written: {size_bytes, allocated_bytes, of, share} (a hole reads as
+    # zeros without the device: validity/disks.py `never_written`)
+    written: dict[str, object]
     disk: str  # schema 1: the one disk checked
 
 

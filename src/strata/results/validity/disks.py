@@ -42,6 +42,7 @@ def cache(
     path: str,
     basis: str = "",
     memory: JsonObject | None = None,
+    written: JsonObject | None = None,
 ) -> Cache:
     """`disks`: diskstats totals of each layer below the workload (the device under test first,
     then what lies below it). The device under test sees only our file system, so it is not
@@ -49,7 +50,9 @@ def cache(
     or a storage host really moved. A shortfall at any layer is a cache. `basis`: what the
     workload's bytes are when they are not O_DIRECT I/O ("as WAL": bytes a database must write),
     kept in the evidence and said in the reason. `memory`: a database's data set and the memory its
-    servers can use; one that fits is read from memory (`memory_rule`), whatever the bytes say."""
+    servers can use; one that fits is read from memory (`memory_rule`), whatever the bytes say. `written`: how
+    much of the storage read was ever written; reads that fell short of it where most of it never was read holes,
+    not a cache (`never_written`)."""
     if path == "tmpfs":
         return Judgement(Flag.CACHE, True, "the tmpfs path measures memory, not the device", expected=True)
     fits = memory_rule(memory)
@@ -103,8 +106,39 @@ def cache(
         evidence["write_disk_share"] = shares["write_share"]
     if fits is not None:
         return _fits(fits, memory, evidence, reasons)
+    holes = never_written(written, any(r.startswith("the workload read ") for r in reasons))
+    if written is not None:
+        evidence["written"] = {**written, "share": round(_written_share(written) or 0.0, 4)}
+    if holes:
+        reasons = [holes] + [r for r in reasons if not r.startswith("the workload read ")]
     return Judgement(
         Flag.CACHE, bool(reasons), "; ".join(reasons) or "every layer moved the workload's bytes", evidence=evidence
+    )
+
+
+# Reads that fell short where less than this share of what was read was ever written read holes.
+MIN_WRITTEN_SHARE = 0.5
+
+
+def _written_share(written: Mapping[str, object] | None) -> float | None:
+    size, allocated = (written or {}).get("size_bytes"), (written or {}).get("allocated_bytes")
+    if not isinstance(size, int) or not isinstance(allocated, int) or size <= 0:
+        return None
+    return min(1.0, allocated / size)
+
+
+def never_written(written: Mapping[str, object] | None, reads_short: bool) -> str | None:
+    """Why reads that a layer below did not move read blocks never written (a sparse file, a loop device over one,
+    a region never written since a trim): those read as zeros without the device, which is no cache and no device
+    performance either. None when the reads did not fall short, or most of what was read was written."""
+    share = _written_share(written)
+    if not reads_short or share is None or share >= MIN_WRITTEN_SHARE or written is None:
+        return None
+    size, allocated = int(str(written["size_bytes"])), int(str(written["allocated_bytes"]))
+    return (
+        f"the data was never written: of the {size / 2**20:,.0f} MiB read ({written.get('of')}), "
+        f"{allocated / 2**20:,.0f} MiB ({share:.0%}) were ever written, and the rest reads as zeros without the "
+        "device: write it first (`precondition: fill`), or let the workload lay out its own file"
     )
 
 

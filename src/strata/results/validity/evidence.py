@@ -56,6 +56,9 @@ class MovedBytes:
     basis: str = ""  # what the workload's bytes are when not O_DIRECT I/O ("as WAL": bytes a database must write)
     # a database's data set and the memory its servers can use ({data_set_bytes, memory_bytes, memory_of, fix})
     memory: JsonObject | None = None
+    # how much of the storage the workload read was ever written ({size_bytes, allocated_bytes, of}: its files'
+    # blocks, or a loop device's backing file's): a hole reads as zeros without the device (validity/disks.py)
+    written: JsonObject | None = None
 
 
 @dataclass(frozen=True)

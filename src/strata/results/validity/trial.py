@@ -51,7 +51,7 @@ def _cache(ev: TrialEvidence) -> Value | None:
     if ev.parts is not None:
         return cache_across_hosts({h: f.cache for h, f in ev.parts.items()})
     m = ev.moved
-    return None if m is None else cache(m.moved, m.disks, m.direct_io, m.path, m.basis, m.memory)
+    return None if m is None else cache(m.moved, m.disks, m.direct_io, m.path, m.basis, m.memory, m.written)
 
 
 def _sync(ev: TrialEvidence) -> Value | None:
