@@ -172,6 +172,10 @@ FULL_ONLY: dict[str, Why] = {
         "a pod under cpu and memory limits (the default tier's pods run without limits)"),
     IT + "test_kubernetes_pods.py::test_a_pod_past_its_memory_limit_ends_as_oom": alone("a pod's OOM"),
     KUBE + "test_a_pod_deleted_mid_trial": alone("a pod deleted mid-trial: instance_died as kubernetes reports it"),
+    KUBE + "test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster[pvc-block]": covered(
+        (KUBE + "test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster[local]",
+         KUBE + "test_fio_on_a_block_claim_is_judged_on_the_loop_device_its_volume_names"),
+        "cleanup after kill -9 with a block claim mapped: its loop device and the kubelet's lock over it detached"),
     KUBE + "test_a_users_cluster_through_its_kubeconfig": alone("a cluster reached through its kubeconfig, its user "
                                                                 "an exec credential plugin too"),
     IT + "test_kubernetes_nodes.py::test_each_node_is_a_test_host_of_its_own_and_keeps_the_network_rule": alone(

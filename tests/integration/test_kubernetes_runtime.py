@@ -7,6 +7,7 @@ cleanup` leaves no pod, volume, claim, namespace or cluster process behind."""
 import contextlib
 import json
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -125,6 +126,65 @@ def test_fio_in_pods_on_every_path_beside_native_and_docker(tmp_path, env):
     "filesystem:xfs",
     "runtime:kubernetes",
     "runtime:kubernetes:testbed",
+    "path:kubernetes/pvc-block",
+    "workload:fio",
+    "workload:fio@kubernetes",
+)
+def test_fio_on_a_block_claim_is_judged_on_the_loop_device_its_volume_names(tmp_path, env):
+    """Issue 58: `pvc-block:strata-loop`: a claim of volumeMode Block, served by the bed's provisioner as a loop
+    device over an image on the file system under test, is a device in the pod; fio reads and writes it raw, and
+    the cache and flush checks read that loop device (not the kubelet's own loop device over it), then the stack's
+    device below the image, then the disk below that."""
+    workdir, e = env
+    fio = {"size": "64MiB", "runtime": 3, "ramp_time": 0}
+    spec = _spec(
+        workdir,
+        runtimes=[{"type": "kubernetes", "claim_size": "256MiB"}],
+        paths=["pvc-block:strata-loop"],
+        workloads=[
+            {"fio": {"preset": "rr", **fio}},
+            {"fio": {"name": "syncw", "rw": "randwrite", "bs": "4k", **fio, "options": {"fsync": 1}}},
+        ],
+    )
+    out = tmp_path / "out"
+    cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", out, env=e, timeout=1200)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    rs = {r["labels"]["workload"]: r for r in results(out)}
+    assert set(rs) == {"rr", "syncw"}
+    for name, r in rs.items():
+        assert r["status"] == "ok", (name, r["flags"]["failed"])
+        facts = r["stack_facts"]["path"]
+        assert (facts["storage_class"], facts["provisioner"], facts["volume_mode"]) == (
+            "strata-loop", "strata.local/loop", "Block",
+        )  # fmt: skip
+        (volume,) = facts["volumes"]
+        assert volume["source"] == "local" and volume["volume_mode"] == "Block", volume
+        device = volume["device"]  # the PV's local.path: the loop device the provisioner attached
+        assert device.startswith("/dev/loop"), volume
+        stack_device = r["stack_facts"]["device"]["kernel_name"]
+        cache = r["flags"]["cache"]
+        assert cache["suspect"] is False, cache
+        disks = cache["evidence"]["disks"]
+        assert disks[:2] == [device.removeprefix("/dev/"), stack_device], (disks, device, stack_device)
+        written = cache["evidence"]["written"]  # the image was written through: no hole reads as zeros
+        assert written["share"] == 1.0 and "/strata-k8s/pv-block/" in written["of"], written
+        moved = cache["evidence"]["per_disk"][disks[0]]
+        direction = "read" if name == "rr" else "write"
+        workload_bytes = cache["evidence"][f"{direction}_workload_bytes"]
+        assert workload_bytes > 0 and moved[f"{direction}_bytes"] >= workload_bytes, (moved, workload_bytes)
+        print(f"\n{name}: {disks[0]} (the claim's loop device) moved {moved[f'{direction}_bytes']:,} bytes "
+              f"of {direction}s for the workload's {workload_bytes:,}; below it {disks[1:]}")  # fmt: skip
+    flush = rs["syncw"]["flags"]["flush"]  # each fsync of the device reached the claim's loop device as a flush
+    claim_device = rs["syncw"]["stack_facts"]["path"]["volumes"][0]["device"].removeprefix("/dev/")
+    assert flush["suspect"] is False and flush["evidence"]["disks"][0] == claim_device, flush
+    assert flush["evidence"]["per_disk"][claim_device]["flush_ios"] > 0, flush
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:testbed",
     "path:kubernetes/hostpath",
     "workload:fio",
     "workload:fio@kubernetes",
@@ -158,24 +218,32 @@ def test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on(tmp_path, en
     assert rs[1]["status"] == "ok", rs[1]["flags"]["failed"]
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("local", marks=covers("path:kubernetes/local", stored=False), id="local"),
+        pytest.param("pvc-block:strata-loop", marks=covers("path:kubernetes/pvc-block", stored=False), id="pvc-block"),
+    ],
+)
 @covers(
     "device:loop",
     "filesystem:xfs",
     "runtime:kubernetes",
     "runtime:kubernetes:testbed",
-    "path:kubernetes/local",
     "workload:fio",
     "workload:fio@kubernetes",
     "fault:kill9",
     stored=False,
 )
-def test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster(tmp_path, env):
+def test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster(tmp_path, env, path):
+    """On a block claim (pvc-block:strata-loop) also no loop device: neither the volume's, over its image on the file
+    system under test, nor the kubelet's own over the volume's device (its lock of a mapped block volume)."""
     workdir, e = env
     state = Path(e["STRATA_STATE_DIR"])
     spec = _spec(
         workdir,
-        runtimes=["kubernetes"],
-        paths=["local"],
+        runtimes=[{"type": "kubernetes", "claim_size": "256MiB"}],
+        paths=[path],
         workloads=[{"fio": {"preset": "rr", "size": "64MiB", "runtime": 120, "ramp_time": 0}}],
     )
     out = tmp_path / "out"
@@ -184,17 +252,27 @@ def test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster(tmp_
     api = _api(state)
     namespaces = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]]
     assert [n for n in namespaces if n.startswith("strata-")], namespaces
-    assert [v for v in api.get("/api/v1/persistentvolumes")["items"] if "local" in v["spec"]]
+    volumes = [v["spec"] for v in api.get("/api/v1/persistentvolumes")["items"] if "local" in v["spec"]]
+    assert volumes
+    (token,) = [d.name for d in (state / "kubernetes").iterdir() if d.is_dir()]
+    ours = (str(workdir), f"strata-kubelet-{token}")  # the volume's image; the kubelet's lock over its device
+    if path.startswith("pvc-block"):
+        assert volumes[0].get("volumeMode") == "Block" and volumes[0]["local"]["path"].startswith("/dev/loop")
+        attached = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+        assert [ln for ln in attached.splitlines() if "/strata-k8s/pv-block/" in ln], attached
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     assert _bed_processes(state), "the cluster outlives a killed strata"
     cp = strata("cleanup", env=e, check=0)
     print(f"\n{cp.stdout}")
-    for kind in ("kube-namespace", "kube-object", "kube-node", "kube-process"):
+    kinds = ("kube-namespace", "kube-object", "kube-node", "kube-process")
+    for kind in kinds + (("kube-loop-volumes",) if path.startswith("pvc-block") else ()):
         assert f"undid {kind}" in cp.stdout, kind
     assert "kept" not in cp.stdout
     assert _bed_processes(state) == []
     assert not list((state / "journal").glob("*.jsonl"))
+    attached = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert not [ln for ln in attached.splitlines() if any(o in ln for o in ours)], attached
 
 
 @covers(

@@ -122,3 +122,35 @@ def test_a_servers_log_on_a_path_of_its_own_is_a_second_volume():
     assert vols["log"] == {"name": "log", "persistentVolumeClaim": {"claimName": "log-0"}}
     assert "log" not in {v["name"] for v in manifest()["spec"]["volumes"]}
     assert pods.LOG_PATHS == ("hostpath", "local")  # on the stack's device: the cache check sees the log's writes
+
+
+def test_a_block_claim_is_a_device_in_the_container_not_a_mount():
+    """pvc-block:CLASS (issue 58): the claim is the pod's `data` volume, attached as `volumeDevices` at the device path
+    every runtime hands a device at; nothing is mounted at /data."""
+    req = InstanceRequest(0, ["fio", "--filename=/dev/strata-dev"], Path("/r/out/0"))
+    m = pods.pod_manifest(
+        "p", "ns", "r1", pods.Placement("node-a"), req, "pvc-block:strata-loop", None, Limits(), "img:1", "/r/sync",
+        "data-0",
+    )  # fmt: skip
+    c = m["spec"]["containers"][0]
+    assert c["volumeDevices"] == [{"name": "data", "devicePath": "/dev/strata-dev"}]
+    assert [v["name"] for v in c["volumeMounts"]] == ["out", "sync"]
+    vols = {v["name"]: v for v in m["spec"]["volumes"]}
+    assert vols["data"] == {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}
+    assert "volumeDevices" not in manifest()["spec"]["containers"][0]  # a directory's path: mounted, as before
+    assert {"name": "data", "mountPath": "/data"} in manifest()["spec"]["containers"][0]["volumeMounts"]
+    with pytest.raises(ValueError):
+        manifest("pvc-block:strata-loop")  # a claim's path without its claim
+
+
+def test_a_block_claim_asks_for_volume_mode_block():
+    block = pods.claim_manifest("data-0", "strata-loop", 512 << 20, block=True)
+    assert block["spec"] == {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "strata-loop",
+        "resources": {"requests": {"storage": str(512 << 20)}},
+        "volumeMode": "Block",
+    }
+    files = pods.claim_manifest("data-0", "", 1 << 30, volume="pv-1")
+    assert "volumeMode" not in files["spec"] and files["spec"]["volumeName"] == "pv-1"
+    assert files["kind"] == "PersistentVolumeClaim" and files["metadata"] == {"name": "data-0"}

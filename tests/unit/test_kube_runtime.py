@@ -2,6 +2,7 @@
 and what cannot be combined with it."""
 
 import base64
+from pathlib import Path
 
 import pytest
 import yaml
@@ -120,3 +121,132 @@ def test_a_pod_ended_on_its_own_gives_its_exit_code():
     assert running._exit_code(pod) == 3
     assert running._exit_code({"status": {"containerStatuses": [{"state": {"running": {}}}]}}) is None
     assert running._exit_code(None) is None
+
+
+# ---- pvc-block:CLASS: a claim of volumeMode Block, a device in the pod (issue 58) ----------------------------
+
+
+@pytest.mark.parametrize(
+    "bad,said",
+    [
+        ("pvc-block", "'pvc-block' names no StorageClass: write pvc-block:CLASS"),
+        ("pvc-block:", "'pvc-block:' names no StorageClass: write pvc-block:CLASS"),
+        ("pvc-block:Fast", "'Fast' is not a StorageClass's name"),
+        ("pvc-block:a_b", "'a_b' is not a StorageClass's name"),
+        ("pvcblock:a", "one of layer, volume"),
+        ("emptydir:a", "only pvc:CLASS and pvc-block:CLASS take an argument"),
+    ],
+)
+def test_a_malformed_block_claim_path_is_a_spec_error_that_says_how_to_write_it(bad, said):
+    with pytest.raises(SpecErrors) as e:
+        _spec(paths=[bad])
+    assert "paths" in str(e.value) and said in str(e.value), str(e.value)
+
+
+def test_fio_on_a_block_claim_gets_a_device_and_a_workload_that_needs_a_directory_is_refused():
+    from strata.stack.paths import path_target_kind
+
+    assert KUBERNETES.target_kind(KubernetesParams(), "pvc-block:strata-loop") == "device"
+    assert KUBERNETES.target_kind(KubernetesParams(), "pvc:strata-hostpath") == "dir"
+    assert path_target_kind("pvc-block:x") == "device" and path_target_kind("pvc:x") == "dir"
+    exp, workloads = _spec(
+        paths=["pvc-block:strata-loop"],
+        workloads=[{"fio": {"preset": "rr", "size": "64MiB"}}, {"filebench": {"personality": "varmail"}}],
+    )
+    trials, skipped = expand(exp, workloads)
+    assert [(t.path, t.workload.type, t.filesystem.type) for t in trials] == [("pvc-block:strata-loop", "fio", "xfs")]
+    (refused,) = [s for s in skipped if "varmail" in s.label and "/xfs/" in s.label]
+    assert "the filebench workload needs a directory, and the pvc-block:strata-loop path of kubernetes gives a " in (
+        refused.reason
+    )
+    assert "(local, hostpath, emptydir, pvc:CLASS)" in refused.reason, refused.reason  # the runtime's directories
+    (raw,) = [s for s in skipped if " rr " in s.label and "/raw/" in s.label]
+    assert "needs a file system on the device, not raw" in raw.reason, raw.reason
+
+
+def test_a_servers_log_is_never_put_on_a_block_claim():
+    from strata.workloads.server import logpath
+
+    assert "pvc-block" not in logpath.DIR_PATHS and "device" not in logpath.DIR_PATHS
+    with pytest.raises(ValueError, match="not a path for a server's log"):
+        logpath.name("pvc-block:strata-loop")
+
+
+def test_the_workloads_data_must_fit_a_block_claim_at_plan_time():
+    from strata.experiment.plan import _fit_errors
+
+    exp, workloads = _spec(
+        paths=["pvc-block:strata-loop"],
+        runtimes=[{"type": "kubernetes", "claim_size": "32MiB"}],
+        workloads=[{"fio": {"preset": "rr", "size": "64MiB"}}],
+    )
+    trials, _ = expand(exp, workloads)
+    ((where, problem, fix),) = _fit_errors(exp, trials)
+    assert where == "workloads (rr)"
+    assert problem == (
+        "64 MiB of data do not fit the 32 MiB device the kubernetes runtime gives each instance on "
+        "pvc-block:strata-loop"
+    ), problem
+    assert "`claim_size` larger" in fix
+    exp, workloads = _spec(paths=["pvc-block:strata-loop"], runtimes=[{"type": "kubernetes", "claim_size": "64MiB"}])
+    assert _fit_errors(exp, expand(exp, workloads)[0]) == []
+    assert KUBERNETES.path_bytes(KubernetesParams(claim_size="1GiB"), "pvc:x") is None  # a file system's: not fixed
+
+
+def test_the_provisioner_serves_a_block_claim_with_a_pinned_local_volume_of_its_loop_device(tmp_path):
+    claim = {
+        "metadata": {"name": "data-0", "namespace": "strata-1", "uid": "u-2"},
+        "spec": {
+            "resources": {"requests": {"storage": "536870912"}},
+            "storageClassName": provisioner.BLOCK_CLASS,
+            "volumeMode": "Block",
+            "accessModes": ["ReadWriteOnce"],
+        },
+    }
+    assert provisioner.unservable(claim) is None
+    pv = provisioner.block_volume_for(claim, "node-a", "/dev/loop7", tmp_path / "pvc-u-2.img")
+    spec = pv["spec"]
+    assert pv["metadata"]["name"] == "pvc-u-2"
+    assert pv["metadata"]["annotations"] == {
+        "pv.kubernetes.io/provisioned-by": provisioner.BLOCK_PROVISIONER,
+        provisioner.IMAGE: str(tmp_path / "pvc-u-2.img"),
+    }
+    assert spec["volumeMode"] == "Block" and spec["local"] == {"path": "/dev/loop7"} and "hostPath" not in spec
+    assert spec["storageClassName"] == "strata-loop" and spec["capacity"] == {"storage": "536870912"}
+    assert spec["claimRef"]["uid"] == "u-2" and spec["persistentVolumeReclaimPolicy"] == "Delete"
+    term = spec["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+    assert term == {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-a"]}
+    assert "volumeMode" not in provisioner.volume_for(claim, "node-a", tmp_path)["spec"]  # a directory's
+
+
+def test_each_bed_class_refuses_the_other_volume_mode_with_the_class_that_serves_it():
+    def claim(cls, mode):
+        return {"spec": {"storageClassName": cls, "volumeMode": mode}}
+
+    assert "a claim of volumeMode Block takes strata-loop" in provisioner.unservable(claim("strata-hostpath", "Block"))
+    assert "takes strata-hostpath" in provisioner.unservable(claim("strata-loop", "Filesystem"))
+    assert "takes strata-hostpath" in provisioner.unservable({"spec": {"storageClassName": "strata-loop"}})
+    assert provisioner.unservable(claim("strata-hostpath", "Filesystem")) is None
+    assert provisioner.unservable(claim("fast-ssd", "Block")) is None  # another class: not the bed's to say
+
+
+def test_a_block_claims_image_is_its_request_in_whole_mib():
+    from strata.stack.kube import loopvolumes
+
+    assert loopvolumes.quantity_bytes("4Gi") == 4 << 30 and loopvolumes.quantity_bytes("500M") == 500 * 10**6
+    assert loopvolumes.quantity_bytes("1073741824") == 1 << 30
+    assert loopvolumes.image_bytes("500M") == 477 << 20  # 476.8 MiB, rounded up
+    assert loopvolumes.image_bytes("1") == 1 << 20 and loopvolumes.image_bytes("64Mi") == 64 << 20
+    with pytest.raises(ValueError, match="is not a quantity of bytes"):
+        loopvolumes.quantity_bytes("1.5Gi")
+    assert loopvolumes.image_path(Path("/d"), "pvc-u") == Path("/d/pvc-u.img")
+
+
+def test_several_instances_devices_are_checked_on_the_disks_below_them_all():
+    from strata.stack.runtimes.kubernetes.session import common_layers, device_name, disks_under_device
+
+    assert common_layers([["loop7", "loop3", "vda"]]) == ["loop7", "loop3", "vda"]
+    assert common_layers([["loop7", "loop3", "vda"], ["loop8", "loop3", "vda"]]) == ["loop3", "vda"]
+    assert common_layers([["nvme1n1"], ["nvme2n1"]]) == [] and common_layers([]) == []
+    assert device_name(__file__) is None and device_name("/nonexistent") is None  # no block device
+    assert disks_under_device("strata-no-such-disk") == ["strata-no-such-disk"]  # no loop device: nothing below

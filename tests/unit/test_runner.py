@@ -279,6 +279,30 @@ def test_the_disks_a_trial_watches_are_its_paths_own_or_else_its_devices():
     assert _disks(device, PathHandle("pvc:x", "dir", "/data", disks=[])) == []
 
 
+def test_what_was_written_under_a_block_claim_is_its_own_devices_backing_file(tmp_path, monkeypatch):
+    """pvc-block:CLASS (issue 58): the holes the cache check tells from a cache are those of the claim's loop device's
+    image, not of the stack's device (whose image strata filled)."""
+    from types import SimpleNamespace
+
+    from strata.run import trial
+    from strata.stack.paths import PathHandle
+
+    images = {"loop0": tmp_path / "stack.img", "loop7": tmp_path / "claim.img"}
+    images["loop0"].write_bytes(b"x" * 4096)
+    with open(images["loop7"], "wb") as f:
+        f.truncate(1 << 20)  # never written
+    monkeypatch.setattr(trial, "loop_backing", lambda kname: images.get(kname))
+    device = SimpleNamespace(diskstats=["loop0", "vda"])
+    claim = PathHandle("pvc-block:strata-loop", "device", "/dev/strata-dev", disks=["loop7", "loop0", "vda"])
+    written = trial._written(device, claim)
+    assert written == {
+        "size_bytes": 1 << 20,
+        "allocated_bytes": 0,
+        "of": f"the backing file {images['loop7']} of loop7",
+    }
+    assert trial._written(device, None)["of"] == f"the backing file {images['loop0']} of loop0"
+
+
 def test_the_run_document_stores_the_order_its_seed_and_the_looks(tmp_path):
     """Issue 41: the random order within each round is recorded (its seed, and every round's trials in the
     order they ran), with the looks the run planned and the set-up time it did not count against the budget."""

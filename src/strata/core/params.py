@@ -67,24 +67,39 @@ def size_field(v: object) -> int | None:
 
 # The path vocabulary: the directory or device the workload uses. A runtime declares
 # which of them it provides (stack/runtimes/base.py). `pvc` is written `pvc:CLASS` (a claim of a
-# Kubernetes StorageClass); every other path is its bare name.
-PATHS = ("layer", "volume", "bind", "tmpfs", "device", "image", "local", "hostpath", "emptydir", "pvc")
+# Kubernetes StorageClass, mounted as a file system) and `pvc-block` `pvc-block:CLASS` (a claim of
+# volumeMode Block, handed to the pod as a device); every other path is its bare name.
+PATHS = (
+    "layer", "volume", "bind", "tmpfs", "device", "image", "local", "hostpath", "emptydir", "pvc", "pvc-block",
+)  # fmt: skip
+CLASS_PATHS = ("pvc", "pvc-block")  # written WORD:CLASS
+DEVICE_PATHS = ("device", "pvc-block")  # an instance gets a block device on them, never a directory
 _CLASS = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a DNS subdomain: a StorageClass's name
 
 
 def path_kind(path: str) -> str:
-    """The vocabulary word of a path as written (`pvc:fast` -> `pvc`)."""
+    """The vocabulary word of a path as written (`pvc:fast` -> `pvc`, `pvc-block:fast` -> `pvc-block`)."""
     return path.split(":", 1)[0]
 
 
+def path_word(kind: str) -> str:
+    """A path word as the user writes it: `pvc:CLASS`, `pvc-block:CLASS`, else the word itself."""
+    return f"{kind}:CLASS" if kind in CLASS_PATHS else kind
+
+
 def _path_name(v: str) -> str:
-    kind, _, arg = v.partition(":")
+    kind, colon, arg = v.partition(":")
     if kind not in PATHS:
-        raise ValueError(f"unknown path {v!r}: one of {', '.join(p if p != 'pvc' else 'pvc:CLASS' for p in PATHS)}")
-    if kind == "pvc" and not _CLASS.fullmatch(arg):
-        raise ValueError(f"{v!r}: write pvc:CLASS with the name of a StorageClass (lower case, digits, '-', '.')")
-    if kind != "pvc" and arg:
-        raise ValueError(f"{v!r}: only pvc takes an argument (pvc:CLASS)")
+        raise ValueError(f"unknown path {v[:80]!r}: one of {', '.join(map(path_word, PATHS))}")
+    if kind in CLASS_PATHS and not arg:
+        raise ValueError(f"{v!r} names no StorageClass: write {kind}:CLASS with the class's name")
+    if kind in CLASS_PATHS and not _CLASS.fullmatch(arg):
+        raise ValueError(
+            f"{v[:80]!r}: {arg[:60]!r} is not a StorageClass's name (lower case letters, digits, '-' and '.'): write "
+            f"{kind}:CLASS"
+        )
+    if kind not in CLASS_PATHS and colon:
+        raise ValueError(f"{v[:80]!r}: only {' and '.join(map(path_word, CLASS_PATHS))} take an argument")
     return v
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata.core.jsondoc import JsonObject
-from strata.core.params import Layer, Load, path_kind
+from strata.core.params import DEVICE_PATHS, Layer, Load, path_kind, path_word
 from strata.experiment.hosts import Placed, Placement, place, place_span
 from strata.experiment.model import Experiment
 from strata.stack.devices import REGISTRY as DEVICES
@@ -157,7 +157,7 @@ def impossible(fs: FilesystemParams, rt: Layer, path: str, load: Load, workload:
     says which paths it provides and whether it runs several instances or applies limits."""
     if path == "device" and fs.type != "raw":
         return "the device path writes the block device itself: it needs filesystem raw"
-    if fs.type == "raw" and path != "device":
+    if fs.type == "raw" and path_kind(path) not in DEVICE_PATHS:  # a claim's device: the runtime says
         return f"filesystem raw has no directory for the {path} path: use path device"
     plugin = RUNTIMES[rt.type]
     if path_kind(path) not in plugin.paths:
@@ -172,9 +172,11 @@ def impossible(fs: FilesystemParams, rt: Layer, path: str, load: Load, workload:
     kind = plugin.target_kind(rt, path)
     wl = WORKLOADS.get(workload.type) if workload is not None else None
     if wl is not None and kind not in wl.targets:
+        dirs = [path_word(p) for p in plugin.paths if plugin.target_kind(rt, p) == "dir"]
+        vm = "; a VM's disk with guest_filesystem" if plugin.isolation == "vm" else ""
         return (
             f"the {wl.name} workload needs a directory, and the {path} path of {rt.name} gives a block device: "
-            "use a path on a file system (bind, volume, layer; a VM's disk with guest_filesystem)"
+            f"use a path on a file system ({', '.join(dirs) or 'none on ' + rt.name}{vm})"
         )
     reason = plugin.impossible(rt, fs)
     if reason is None and isinstance(wl, Constrained):

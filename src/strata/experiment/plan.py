@@ -25,6 +25,7 @@ from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.devices import guarded_name, served_by
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.runtimes import REGISTRY as RUNTIMES
+from strata.stack.runtimes.base import SizedPaths
 from strata.workloads import REGISTRY as WORKLOADS
 from strata.workloads import plugin_of
 from strata.workloads.base import Constrained, HostUser, span_of
@@ -168,6 +169,21 @@ def _fit_errors(exp: Experiment, trials: list[Trial]) -> list[tuple[str, str, st
             continue
         wl = t.workload_plugin
         need = wl.data_bytes(t.workload, t.load)
+        sized = t.runtime_plugin if isinstance(t.runtime_plugin, SizedPaths) else None
+        device = sized.path_bytes(t.runtime, t.path) if sized is not None else None
+        if sized is not None and device is not None:  # a device of the runtime's (a claim's): the data goes there
+            on = ("fit-device", t.runtime.name, t.workload.name, t.load.name, t.path)
+            if need > device and on not in seen:
+                seen.add(on)
+                errors.append(
+                    (
+                        f"workloads ({t.workload.name})",
+                        f"{need >> 20} MiB of data do not fit the {device >> 20} MiB device the {t.runtime.name} "
+                        f"runtime gives each instance on {t.path}",
+                        f"make the workload's `size` smaller, or the runtime's `{sized.sized_by}` larger",
+                    )
+                )
+            continue
         room = size if t.path == "device" else fs.usable_bytes(size)
         spread = t.placement is not None and span_of(wl, t.workload, t.load) is None
         per_host = t.placement.max_instances if spread and t.placement else t.load.containers  # spanning: each host

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from strata.core.params import PATHS, Limits, Load
+from strata.core.params import PATHS, Limits, Load, path_word
 from strata.experiment import model
 from strata.experiment.hosts import HostSpec, Placement, SwarmSpec
 from strata.stack.devices import REGISTRY as DEVICES
@@ -94,14 +94,16 @@ def generate() -> str:
     parts += [section(t, c) for t, c in sections()]
     parts.append(
         "## paths\n\nOne of "
-        + ", ".join(f"`{p}`" if p != "pvc" else "`pvc:CLASS`" for p in PATHS)
+        + ", ".join(f"`{path_word(p)}`" for p in PATHS)
         + ": `layer` = the container's writable layer (storage driver), `volume` = a named Docker volume per "
         "container, `bind` = a directory of the file system under test (natively: the mount point), `tmpfs` = "
         "memory (measures RAM, always flagged), `device` = the block device itself (raw only), `image` = a "
         "VM's data disk as a file on the file system under test; for pods: `hostpath` = a directory of the file "
         "system under test, `local` = the same as a `local` PersistentVolume and its claim, `emptydir` = the "
         "kubelet's directory (on strata's test bed: on the file system under test), `pvc:CLASS` = a claim of the "
-        "StorageClass CLASS, provisioned by the cluster on its own storage. Each runtime provides some of them: "
+        "StorageClass CLASS, provisioned by the cluster on its own storage, `pvc-block:CLASS` = a claim of the "
+        "StorageClass CLASS with volumeMode Block, handed to the pod as a block device (a workload that needs a "
+        "directory is refused on it, as on `device`). Each runtime provides some of them: "
         + "; ".join(f"{n}: {', '.join(p.paths)}" for n, p in RUNTIMES.items())
         + ".\n"
     )

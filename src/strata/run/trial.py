@@ -234,7 +234,8 @@ def _layers_alive(watch: Watch, outputs: list[InstanceOutput]) -> None:
 
 def _written(device: DeviceHandle | NoDevice, handle: PathHandle | None) -> JsonObject | None:
     """How much of what the instances read was ever written (the cache check tells holes from a cache): their
-    files on this host, or on the raw device a loop device's backing file; None where neither is known here."""
+    files on this host, or on a device (the raw device, a claim's block device) a loop device's backing file;
+    None where neither is known here."""
     if handle is not None and handle.target_kind == "dir":
         dirs = [Path(d) for i in handle.per_instance if (d := i.get("dir"))] or (
             [Path(handle.host_path)] if handle.host_path else []
@@ -244,7 +245,8 @@ def _written(device: DeviceHandle | NoDevice, handle: PathHandle | None) -> Json
             return None
         size, allocated = allocation(dirs)
         return {"size_bytes": size, "allocated_bytes": allocated, "of": "the files under the path"} if size else None
-    under_test = device.diskstats[0] if device.diskstats else None
+    disks = _disks(device, handle)
+    under_test = disks[0] if disks else None
     backing = loop_backing(under_test) if under_test else None
     if backing is None or not backing.is_file():
         return None

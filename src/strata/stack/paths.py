@@ -19,6 +19,7 @@ from typing import Iterator, TypedDict
 
 from strata.core.errors import Unsupported
 from strata.core.jsondoc import JsonObject
+from strata.core.params import DEVICE_PATHS, path_kind
 from strata.stack.filesystems.base import Mounted
 from strata.stack.procfs import remove_tree
 
@@ -64,8 +65,9 @@ class PathHandle:
 
 
 def path_target_kind(path: str) -> str:
-    """What an instance gets on a path: the block device itself, or a directory."""
-    return "device" if path == "device" else "dir"
+    """What an instance gets on a path: a block device (the device under test, a claim of volumeMode Block), or
+    a directory."""
+    return "device" if path_kind(path) in DEVICE_PATHS else "dir"
 
 
 def safe_name(text: str) -> str:

@@ -7,6 +7,9 @@ and the CNI bridge and host-local plugins (Debian's). Addresses: config.py
 
 - the bed's root directory (certificates, configuration, the data of etcd,
   containerd and the kubelet, logs), removed last;
+- on a bed of one node, the directory of `strata-loop`'s images (loopvolumes.py):
+  the loop devices over them detached, and the kubelet's locks over those, once
+  everything made after it is undone (the pods and the kubelet gone);
 - the pods' bridge, holding the node's /28 of 192.0.2.0/24 (chosen free, under
   stack/netns.py's lock, with the service /28 beside it);
 - the node: the kubelet's cgroup root in every hierarchy, the pods' processes
@@ -49,7 +52,7 @@ from strata.stack.procfs import (
     unmount_under,
 )
 
-from . import bedregistry, build, config, images, pki, provisioner
+from . import bedregistry, build, config, images, loopvolumes, pki, provisioner
 from . import nodes as nodes_mod
 from .api import Api, ApiError, items, name_of
 from .procs import READY_TIMEOUT_S, Processes, Seqs, free_port, tracked, undo_process, undo_root, unwind
@@ -230,6 +233,9 @@ def kubernetes_bed(
         tracked(journal, seqs, "kube-root", undo_root, path=str(root))
         root.mkdir(parents=True)
         (root / "logs").mkdir()
+        blocks = (data_dir or root) / "pv-block"  # strata-loop's images: released after the kubelet and pods went
+        if not nodes:
+            tracked(journal, seqs, "kube-loop-volumes", loopvolumes.undo_loop_volumes, dir=str(blocks))
         plan, node_plans, registry_addr = _network(journal, seqs, token, root, nodes, registry)
         trusted = dict(registries or {})
         if registry_addr:
@@ -272,7 +278,7 @@ def kubernetes_bed(
         if bed.nodes:
             serving = provisioner.serving_nodes(bed.api, {n.plan.node_name: nodes_mod.remove_in(n) for n in bed.nodes})
         else:
-            serving = provisioner.serving(bed.api, plan.node_name, (data_dir or root) / "pv")
+            serving = provisioner.serving(bed.api, plan.node_name, (data_dir or root) / "pv", blocks)
         with serving:
             yield bed
     finally:
@@ -457,4 +463,5 @@ UNDO: Undos = {
     "kube-node": _undo_node,
     **nodes_mod.UNDO,
     **netns.UNDO,
+    **loopvolumes.UNDO,
 }

@@ -16,7 +16,7 @@ instance from the host (`isolation`); a stored result names its runtime
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ContextManager, Protocol, TypeVar, runtime_checkable
+from typing import Any, ContextManager, Protocol, TypeVar, runtime_checkable
 
 from strata.core.instances import InstanceRequest, Isolation, Running, Target
 from strata.core.jsondoc import JsonObject
@@ -63,6 +63,17 @@ class RefusesLimits(Protocol):
     """A runtime that applies some limits but not all (a pod's CPU and memory, not its I/O bandwidth)."""
 
     def refused_limits(self, limits: Limits) -> str | None: ...  # why these limits cannot apply, or None
+
+
+@runtime_checkable
+class SizedPaths(Protocol):
+    """A runtime whose instances get a device of a size it fixes on some paths (a Kubernetes claim of volumeMode
+    Block is a device of the storage it requests): the plan refuses a workload whose data does not fit it, and
+    names the runtime's parameter that sizes it (`sized_by`) in the fix."""
+
+    sized_by: str
+
+    def path_bytes(self, params: Any, path: str) -> int | None: ...  # the device's bytes on `path`, or None
 
 
 @runtime_checkable

@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import Field
 
-from strata.core.params import PATHS, path_kind
+from strata.core.params import DEVICE_PATHS, PATHS, path_kind
 from strata.stack.runtimes.base import LogPaths
 from strata.workloads.base import RuntimeTraits
 
-DIR_PATHS = tuple(p for p in PATHS if p != "device")  # a log is a directory
+DIR_PATHS = tuple(p for p in PATHS if p not in DEVICE_PATHS)  # a log is a directory
 
 
 def log_field(what: str) -> Any:  # what pydantic's Field returns

@@ -21,11 +21,18 @@ from dataclasses import dataclass
 
 from strata.core.instances import InstanceRequest
 from strata.core.jsondoc import JsonArray, JsonObject, arr, as_obj, obj, text
-from strata.core.params import Limits
-from strata.stack.paths import DATA_IN_CONTAINER, LOG_IN_CONTAINER, OUT_DIR, SYNC_DIR
+from strata.core.params import Limits, path_kind
+from strata.stack.paths import (
+    DATA_IN_CONTAINER,
+    DEVICE_IN_CONTAINER,
+    LOG_IN_CONTAINER,
+    OUT_DIR,
+    SYNC_DIR,
+    path_target_kind,
+)
 from strata.stack.runtimes.docker.cmdline import WRAPPER
 
-PATHS = ("local", "hostpath", "emptydir", "pvc")
+PATHS = ("local", "hostpath", "emptydir", "pvc", "pvc-block")
 # A server's log on a path of its own: those on the stack's device only (the cache check must see its writes).
 LOG_PATHS = ("hostpath", "local")
 # Before the wrapper: the container's cgroups as the host names them (v1: /proc/self/cgroup shows host
@@ -59,15 +66,41 @@ def pod_name(run_id: str, index: int) -> str:
 
 
 def data_volume(path: str, host_dir: str | None, claim: str | None = None) -> JsonObject:
-    """The pod's `data` volume: a hostPath directory, an emptyDir, or a claim (`local`, `pvc:CLASS`)."""
-    kind = path.split(":", 1)[0]
+    """The pod's `data` volume: a hostPath directory, an emptyDir, or a claim (`local`, `pvc:CLASS`, and
+    `pvc-block:CLASS`, whose claim is of volumeMode Block: the container gets it as a device, `attachment`)."""
+    kind = path_kind(path)
     if kind == "hostpath":
         return {"name": "data", "hostPath": {"path": host_dir, "type": "Directory"}}
     if kind == "emptydir":
         return {"name": "data", "emptyDir": {}}
-    if kind in ("local", "pvc") and claim:
+    if kind in ("local", "pvc", "pvc-block") and claim:
         return {"name": "data", "persistentVolumeClaim": {"claimName": claim}}
     raise ValueError(f"unknown path {path}")
+
+
+def attachment(path: str, name: str, at: str) -> tuple[str, JsonObject]:
+    """How the container gets the volume `name` of a path: a device at DEVICE_IN_CONTAINER (`volumeDevices`) on a
+    path that gives a block device, else mounted at `at` (`volumeMounts`)."""
+    if path_target_kind(path) == "device":
+        return "volumeDevices", {"name": name, "devicePath": DEVICE_IN_CONTAINER}
+    return "volumeMounts", {"name": name, "mountPath": at}
+
+
+def claim_manifest(
+    name: str, storage_class: str, size_bytes: int, volume: str | None = None, block: bool = False
+) -> JsonObject:
+    """A PersistentVolumeClaim of `size_bytes` of `storage_class` (bound by name to `volume` when given; "" is no
+    class: a static volume); of volumeMode Block with `block` (`pvc-block:CLASS`: the pod gets it as a device)."""
+    spec: JsonObject = {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": storage_class,
+        "resources": {"requests": {"storage": str(size_bytes)}},
+    }
+    if block:
+        spec["volumeMode"] = "Block"
+    if volume:
+        spec["volumeName"] = volume
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec}
 
 
 @dataclass(frozen=True)
@@ -113,11 +146,7 @@ def pod_manifest(
     """`log`: a server's log on a path of its own (its path, host directory and claim), mounted at
     LOG_IN_CONTAINER beside the data; `out_dir`: the instance's out dir on the node, when it is not
     `request.out_dir` here (a node strata reaches through its agent)."""
-    mounts: JsonArray = [
-        {"name": "out", "mountPath": OUT_DIR},
-        {"name": "sync", "mountPath": SYNC_DIR},
-        {"name": "data", "mountPath": DATA_IN_CONTAINER},
-    ]
+    mounts: JsonArray = [{"name": "out", "mountPath": OUT_DIR}, {"name": "sync", "mountPath": SYNC_DIR}]
     container: JsonObject = {
         "name": "instance",
         "image": image,
@@ -125,6 +154,11 @@ def pod_manifest(
         "command": ["/bin/sh", "-c", CGROUP_NOTE + WRAPPER, "strata-wrap", *request.argv],
         "volumeMounts": mounts,
     }
+    key, data = attachment(path, "data", DATA_IN_CONTAINER)
+    if key == "volumeMounts":
+        mounts.append(data)
+    else:  # a claim of volumeMode Block: a device in the container, not a mount
+        container["volumeDevices"] = [data]
     volumes: JsonArray = [
         {"name": "out", "hostPath": {"path": out_dir or str(request.out_dir), "type": "Directory"}},
         {"name": "sync", "hostPath": {"path": sync_dir, "type": "Directory"}},

@@ -35,7 +35,8 @@ from strata.stack.filesystems.base import FilesystemParams, Mounted
 from strata.stack.journal import Journal, Undoing, Undos
 from strata.stack.kube import bed as kube_bed
 from strata.stack.kube.api import ApiError, items, name_of
-from strata.stack.runtimes.base import RefusesLimits
+from strata.stack.paths import path_target_kind
+from strata.stack.runtimes.base import RefusesLimits, SizedPaths
 from strata.stack.runtimes.docker import daemon
 
 from . import agent, cluster, pods, remote
@@ -68,7 +69,7 @@ def this_node(cluster: Cluster) -> str | None:
     return None
 
 
-class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
+class Kubernetes(RefusesLimits, SizedPaths, Prebuilds, ImageBuilder, Undoing):
     name = "kubernetes"
     params = KubernetesParams
     # the run's namespace and objects in it, the test bed, and what building its image uses
@@ -79,6 +80,7 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
     log_paths = pods.LOG_PATHS
     concurrent = True
     limits = True
+    sized_by = "claim_size"  # a pvc-block claim's device (SizedPaths)
 
     def shorthand(self, text: str) -> dict[str, str] | None:
         return shorthand(self.name, text)
@@ -124,11 +126,17 @@ class Kubernetes(RefusesLimits, Prebuilds, ImageBuilder, Undoing):
 
     def impossible(self, params: KubernetesParams, fs: FilesystemParams) -> str | None:
         if fs.type == "raw":
-            return "pods get directories: the kubernetes runtime needs a file system (not raw)"
+            return "the kubernetes runtime needs a file system on the device, not raw (its test bed lives there)"
         return None
 
     def target_kind(self, params: KubernetesParams, path: str) -> str:
-        return "dir"
+        """A claim of volumeMode Block (`pvc-block:CLASS`) is a device in the pod; every other path a directory."""
+        return path_target_kind(path)
+
+    def path_bytes(self, params: KubernetesParams, path: str) -> int | None:
+        """A claim of volumeMode Block is a device of the storage each claim requests (at least: a class may round
+        it up), which the workload's data must fit."""
+        return params.claim_size if path_target_kind(path) == "device" else None
 
     def refused_limits(self, limits: Limits) -> str | None:
         return pods.unsupported_limits(limits)

@@ -9,7 +9,12 @@ Per trial it prepares a path and runs the instances as pods (pods.py, running.py
 - `pvc:CLASS`: a claim of the StorageClass you name, provisioned by the cluster; its volume's storage
   is the cluster's, not the stack's device, and the result says which (`stack_facts.path`). The cache
   check reads the disks that hold the volume when this host can see them, and says it could not be
-  made when it cannot (a network or CSI volume).
+  made when it cannot (a network or CSI volume);
+- `pvc-block:CLASS`: a claim of that class with volumeMode Block, attached to the pod as a device
+  (`volumeDevices`, at DEVICE_IN_CONTAINER): the workload gets a block device, as on the `device` path.
+  The cache and flush checks read the node's block device under the claim (the device a `local` volume
+  names, else the one the kubelet mapped into the pod) and each disk below it; on a node strata reaches
+  through its agent they are refused (Unsupported), not guessed.
 
 Claims and volumes are journaled (cluster.py); the namespace takes every pod and claim with it.
 """
@@ -19,24 +24,31 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
+import time
+import urllib.parse
+from itertools import repeat
 from pathlib import Path
 from typing import Callable, Iterator
 
-from strata.core.errors import Unsupported
+from strata.core.errors import StrataError, Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
 from strata.core.jsondoc import JsonArray, JsonObject, JsonValue, arr, as_obj, obj, text
 from strata.core.params import Load, path_kind
-from strata.stack.blockdev import disk_of
+from strata.stack.blockdev import disk_of, loop_backing
 from strata.stack.filesystems.base import Mounted
 from strata.stack.journal import Journal
+from strata.stack.kube import provisioner
 from strata.stack.kube.api import ApiError, items, name_of
 from strata.stack.paths import (
     DATA_IN_CONTAINER,
+    DEVICE_IN_CONTAINER,
     LOG_IN_CONTAINER,
     OUT_DIR,
     SYNC_DIR,
     PathHandle,
     PerInstance,
+    path_target_kind,
     safe_name,
 )
 from strata.stack.runtimes.docker.cmdline import stage
@@ -65,6 +77,32 @@ def disks_holding(path: str) -> list[str]:
             below = disks_holding(backing.read_text().strip())
         return [k, *[d for d in below if d != k]]
     return []
+
+
+def device_name(path: str) -> str | None:
+    """The kernel name of the block device at `path` (a device node, or a link to one: a partition keeps its own
+    name), None when `path` is no block device."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if stat.S_ISBLK(st.st_mode):
+            link = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+            return link.resolve().name if link.exists() else None
+    return None
+
+
+def disks_under_device(kname: str) -> list[str]:
+    """A block device and each disk below it: a loop device's backing file's disks ([kname] for any other)."""
+    backing = loop_backing(kname)
+    below = disks_holding(str(backing)) if backing is not None else []
+    return [kname, *[d for d in below if d != kname]]
+
+
+def common_layers(chains: list[list[str]]) -> list[str]:
+    """The disks every chain goes through, in the first chain's order: what several instances' devices share below
+    them (the file system that holds each claim's image), each of which sees every instance's bytes (pure)."""
+    if not chains:
+        return []
+    return [d for d in chains[0] if all(d in c for c in chains[1:])]
 
 
 class KubernetesSession:
@@ -101,7 +139,7 @@ class KubernetesSession:
     # -- RuntimeSession ---------------------------------------------------------------------------
 
     def target(self, handle: PathHandle, host_out: Path) -> Target:
-        return Target("dir", DATA_IN_CONTAINER, OUT_DIR, host_tools=False, sync_dir=SYNC_DIR)
+        return Target(handle.target_kind, handle.target_path, OUT_DIR, host_tools=False, sync_dir=SYNC_DIR)
 
     def watch(self) -> tuple[str, str] | None:
         dead = self.watch_bed() if self.watch_bed else []
@@ -137,12 +175,20 @@ class KubernetesSession:
                 handle = PathHandle(name, "dir", DATA_IN_CONTAINER, str(dirs[0].parent), per, facts={"volume": "local"})
                 self._node_dir_disks(handle, dirs[0])
                 yield handle
-        elif kind == "pvc":
-            storage_class = name.split(":", 1)[1]
-            with self._class_claims(tag, n, storage_class) as (claims, facts):
-                yield PathHandle(
-                    name, "dir", DATA_IN_CONTAINER, None, [PerInstance(claim=c) for c in claims], facts=facts
+        elif kind in ("pvc", "pvc-block"):
+            storage_class, block = name.split(":", 1)[1], kind == "pvc-block"
+            if block and self.remote is not None:
+                raise Unsupported(
+                    f"{name} on node {self.remote.node}: strata's agent finds the disks under a directory, not under "
+                    "a claim's block device, so the cache and flush checks could not be made there: run it on this "
+                    "machine's node (`node:`), or use pvc:CLASS there"
                 )
+            if self.facts.get("bed"):
+                self._bed_can_serve(storage_class, block, n)
+            with self._class_claims(tag, n, storage_class, block) as (claims, facts):
+                where = DEVICE_IN_CONTAINER if block else DATA_IN_CONTAINER
+                per = [PerInstance(claim=c) for c in claims]
+                yield PathHandle(name, path_target_kind(name), where, None, per, facts=facts)
         else:
             raise Unsupported(f"the kubernetes runtime has the paths {', '.join(pods.PATHS)}, not {name}")
 
@@ -207,7 +253,7 @@ class KubernetesSession:
             )
             manifests.append((Pod(name, r), m))
         running.create(manifests)
-        if path_kind(handle.name) == "pvc":
+        if path_kind(handle.name) in ("pvc", "pvc-block"):
             running.on_ready = lambda: self._claim_facts(handle, running)  # a WaitForFirstConsumer claim binds now
         elif self.remote is not None and path_kind(handle.name) == "emptydir":
             running.on_ready = lambda: self._pod_volume_disks(handle, running, {})
@@ -259,15 +305,8 @@ class KubernetesSession:
             facts["where"] = "the kubelet's root, bound onto the file system under test"
         return facts
 
-    def _claim(self, name: str, storage_class: str, volume: str | None = None) -> JsonObject:
-        spec: JsonObject = {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": storage_class,
-            "resources": {"requests": {"storage": str(self.params.claim_size)}},
-        }
-        if volume:
-            spec["volumeName"] = volume
-        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec}
+    def _claim(self, name: str, storage_class: str, volume: str | None = None, block: bool = False) -> JsonObject:
+        return pods.claim_manifest(name, storage_class, self.params.claim_size, volume, block)
 
     def _claims_path(self, name: str = "") -> str:
         return f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims" + (f"/{name}" if name else "")
@@ -302,9 +341,28 @@ class KubernetesSession:
                 wait_phase(self.cluster.api, self._claims_path(c), ("Bound",), BIND_TIMEOUT_S, f"claim {c}")
             yield made
 
+    def _bed_can_serve(self, storage_class: str, block: bool, n: int) -> None:
+        """On the test bed: the class serves this volume mode, and the images of `strata-loop` fit the file system
+        under test (each claim is an image of claim_size there); Unsupported with the fix, else."""
+        mode = "Block" if block else "Filesystem"
+        why = provisioner.unservable({"spec": {"storageClassName": storage_class, "volumeMode": mode}})
+        if why:
+            raise Unsupported(f"the test bed's {why}")
+        if storage_class == provisioner.BLOCK_CLASS and self.mounted.mountpoint is not None:
+            need, free = n * self.params.claim_size, shutil.disk_usage(self.mounted.mountpoint).free
+            if need > free:
+                raise Unsupported(
+                    f"the test bed's {storage_class} makes each claim an image of claim_size on the file system under "
+                    f"test: {n} x {self.params.claim_size >> 20} MiB do not fit its {free >> 20} MiB free; set the "
+                    "runtime's claim_size smaller (it must still hold the workload's data) or the device larger"
+                )
+
     @contextlib.contextmanager
-    def _class_claims(self, tag: str, n: int, storage_class: str) -> Iterator[tuple[list[str], JsonObject]]:
-        """A claim of `storage_class` per instance; bound now (Immediate) or by the first pod."""
+    def _class_claims(
+        self, tag: str, n: int, storage_class: str, block: bool = False
+    ) -> Iterator[tuple[list[str], JsonObject]]:
+        """A claim of `storage_class` per instance (of volumeMode Block with `block`); bound now (Immediate) or by
+        the first pod."""
         api = self.cluster.api
         try:
             sc = api.get(f"/apis/storage.k8s.io/v1/storageclasses/{storage_class}")
@@ -316,20 +374,54 @@ class KubernetesSession:
                 )
             raise
         facts: JsonObject = {"volume": "claim", "storage_class": storage_class, "provisioner": text(sc, "provisioner")}
+        if block:
+            facts["volume_mode"] = "Block"
         claims = [f"data-{i}" for i in range(n)]
         with contextlib.ExitStack() as stack:
             for c in claims:
-                stack.enter_context(
-                    cluster_object(self.cluster, self.journal, self._claims_path(), self._claim(c, storage_class))
-                )
+                body = self._claim(c, storage_class, block=block)
+                stack.enter_context(cluster_object(self.cluster, self.journal, self._claims_path(), body))
             if sc.get("volumeBindingMode", "Immediate") == "Immediate":
                 for c in claims:
-                    wait_phase(api, self._claims_path(c), ("Bound",), BIND_TIMEOUT_S, f"claim {c} of {storage_class}")
+                    self._wait_bound(c, storage_class)
             yield claims, facts
+
+    def _wait_bound(self, claim: str, storage_class: str) -> None:
+        """Until the claim is Bound; what its provisioner said of it (its Warning events) in the error when it is not
+        in time, or at once when the test bed's provisioner refused it (it does not try again)."""
+        path, deadline = self._claims_path(claim), time.monotonic() + BIND_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if obj(self.cluster.api.get(path), "status").get("phase") == "Bound":
+                return
+            said, final = self._claim_warnings(claim)
+            if final:
+                raise Unsupported(f"claim {claim} of {storage_class}: {said}")
+            time.sleep(0.25)
+        said, _ = self._claim_warnings(claim)
+        raise StrataError(
+            f"claim {claim} of {storage_class}: not Bound after {BIND_TIMEOUT_S} s"
+            + (f"; its provisioner said: {said}" if said else ""),
+            "look at the cluster's events (kubectl get events): does the class's provisioner run, and serve "
+            "this volume mode?",
+        )
+
+    def _claim_warnings(self, claim: str) -> tuple[str, bool]:
+        """The claim's Warning events' messages, and whether the test bed's provisioner gave up on it."""
+        selector = urllib.parse.quote(f"involvedObject.name={claim},involvedObject.kind=PersistentVolumeClaim")
+        try:
+            events = items(self.cluster.api.get(f"/api/v1/namespaces/{self.namespace}/events?fieldSelector={selector}"))
+        except ApiError:
+            return "", False
+        warned = [e for e in events if text(e, "type") == "Warning"]
+        said = "; ".join(dict.fromkeys(text(e, "message") for e in warned))[-800:]
+        final = any(text(obj(e, "source"), "component") == provisioner.COMPONENT for e in warned)
+        return said, final
 
     def _claim_facts(self, handle: PathHandle, running: KubeRunning) -> None:
         """The bound volume of each claim: its source, and the disks that hold it when this host sees them (on a
-        node strata reaches through its agent: as the agent finds them under each pod's volume)."""
+        node strata reaches through its agent: as the agent finds them under each pod's volume). A claim of
+        volumeMode Block: its device (the `local` path its volume names, else the one the kubelet mapped into the
+        pod) and each disk below it."""
         api, disks, volumes = self.cluster.api, list[str](), JsonArray()
         if self.remote is not None:
             named = {}
@@ -338,7 +430,8 @@ class KubernetesSession:
                 named[inst["claim"]] = text(obj(claim, "spec"), "volumeName")
             self._pod_volume_disks(handle, running, named)
             return
-        for inst in handle.per_instance:
+        block, chains = handle.target_kind == "device", list[list[str]]()
+        for inst, uid in zip(handle.per_instance, running.uids() if block else repeat("")):
             claim = api.get(self._claims_path(inst["claim"]))
             pv_name = text(obj(claim, "spec"), "volumeName")
             if not pv_name:
@@ -349,16 +442,42 @@ class KubernetesSession:
             vol: JsonObject = {"name": pv_name, "source": source, "capacity": obj(spec, "capacity").get("storage", "")}
             if source == "csi":
                 vol["driver"] = text(obj(spec, "csi"), "driver")
-            if where and self.node_is_here() and os.path.exists(where):
+            if block:
+                vol["volume_mode"] = text(spec, "volumeMode", "Filesystem")
+                chain = self._block_disks(where, uid, pv_name, vol) if self.node_is_here() else []
+                if chain:
+                    chains.append(chain)
+            elif where and self.node_is_here() and os.path.exists(where):
                 vol["path"] = where
                 disks += [d for d in disks_holding(where) if d not in disks]
             volumes.append(vol)
         handle.facts["volumes"] = volumes
+        if block:
+            disks = common_layers(chains) if len(chains) == len(handle.per_instance) else []
         handle.disks = disks
-        if not disks:
-            handle.facts["cache_check"] = "not made: the claim's storage is not visible from this host"
-        else:
+        if disks:
             handle.facts["disks"] = [*disks]
+        elif block and chains and len(chains) == len(handle.per_instance):
+            handle.facts["cache_check"] = "not made: the instances' claims are devices with no disk below in common"
+        else:
+            handle.facts["cache_check"] = "not made: the claim's storage is not visible from this host"
+
+    def _block_disks(self, where: str | None, pod_uid: str, volume: str, vol: JsonObject) -> list[str]:
+        """The node's block device under a claim of volumeMode Block, and each disk below it, with the device's path
+        in `vol`: the `local` (or hostPath) path its volume names, else the link the kubelet made in the pod's
+        directory to the device it mapped (a CSI volume's); [] when neither is a block device here."""
+        found = [where] if where else []
+        root = self.facts.get("kubelet_root") or KUBELET_ROOT
+        if pod_uid:
+            found += sorted(str(p) for p in Path(str(root), "pods", pod_uid, "volumeDevices").glob(f"*/{volume}"))
+        for path in found:
+            kname = device_name(path)
+            if kname is not None:
+                vol["device"] = path if path == where else os.path.realpath(path)
+                chain = disks_under_device(kname)
+                vol["disks"] = list[JsonValue](chain)
+                return chain
+        return []
 
     def _node_dir_disks(self, handle: PathHandle, d: Path) -> None:
         """A directory of strata's on a node it reaches through its agent: the disks under it there (else the
