@@ -4,9 +4,10 @@ them, reaching a node only through the API server and its agent there.
 
 - the network rule on every node: every address a node, a pod or a listening socket has is 127.0.0.0/8 or
   192.0.2.0/24; `down` leaves nothing (namespaces, links, loop devices, mounts, processes, cgroups, files);
-- fio in pods on node 2 through `pvc:strata-hostpath` and `local`, its image pulled from the bed's registry
-  (TLS, the bed's CA; no `ctr import`), its cache check judged from node 2's own disk; a planted cache (node 3's
-  disk without direct I/O) flagged, node 2's honest disk not;
+- fio in pods on node 2 through `pvc:strata-hostpath`, `local` and `pvc-block:strata-loop` (a loop device over
+  an image on node 2's disk), its image pulled from the bed's registry (TLS, the bed's CA; no `ctr import`), its
+  cache check judged from node 2's own disk (below the claim's loop device for the block claim); a planted cache
+  (node 3's disk without direct I/O) flagged, node 2's honest disk not;
 - kill -9 of strata mid-trial, then one `strata cleanup`: nothing of the run left in the cluster or on any node.
 """
 
@@ -81,6 +82,8 @@ def _bed_leftovers(facts: dict) -> list[str]:
     left += [f"link {n}" for n in os.listdir("/sys/class/net") if token in n]
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     left += [f"loop {ln.split(':')[0]}" for ln in loops.splitlines() if root in ln]
+    # strata-loop's images, and the kubelets' locks over their devices, lived on the nodes' disks
+    left += [f"loop {ln}" for ln in loops.splitlines() if "/var/lib/strata-node/" in ln]
     left += [f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"*/strata-k8s-{token}-n*")]
     left += [f"directory {root}"] if Path(root).exists() else []
     left += [f"directory {d}" for d in Path("/run").glob(f"strata-k8s-{token}-n*")]
@@ -162,6 +165,7 @@ def _spec(workdir: Path, facts: dict, node: str, paths: list[str]) -> dict:
     "runtime:kubernetes",
     "runtime:kubernetes:kubeconfig",
     "path:kubernetes/pvc",
+    "path:kubernetes/pvc-block",
     "path:kubernetes/local",
     "workload:fio",
     "workload:fio@kubernetes",
@@ -172,16 +176,23 @@ def test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3
     workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
     e = {"STRATA_STATE_DIR": str(tmp_path / "state")}
     out = tmp_path / "out"
-    spec = _spec(workdir, facts, n2["name"], ["pvc:strata-hostpath", "local"])
+    spec = _spec(workdir, facts, n2["name"], ["pvc:strata-hostpath", "local", "pvc-block:strata-loop"])
     cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", out, env=e, timeout=2400)
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
     rs = {r["labels"]["path"]: r for r in results(out)}
-    assert set(rs) == {"pvc:strata-hostpath", "local"}
+    assert set(rs) == {"pvc:strata-hostpath", "local", "pvc-block:strata-loop"}
     disk2 = Path(n2["disk"]).name
     for path, r in rs.items():
         assert r["status"] == "ok", (path, r["flags"].get("failed"))
         rt, where = r["stack_facts"]["runtime"], r["stack_facts"]["path"]
         assert rt["node"] == n2["name"] and rt["node_is_here"] is False and rt["agent"]["node"]["node"] == n2["name"]
+        if path.startswith("pvc-block"):  # the claim's loop device, over its image on node 2's disk
+            (volume,) = where["volumes"]
+            assert volume["source"] == "local" and volume["fs"] == "block device", volume
+            assert where["disks"][0] == Path(volume["path"]).name and where["disks"][1] == disk2, where
+            block = r["flags"]["cache"]["evidence"]
+            assert block["disks"][:2] == where["disks"][:2] and block["per_disk"][disk2]["read_share"] >= 0.5, block
+            continue
         assert where["disks"][0] == disk2, where  # node 2's own disk, found by its agent
         c = r["flags"]["cache"]
         assert not c["suspect"], c  # direct I/O to node 2's disk: honest
@@ -207,6 +218,12 @@ def test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3
     assert not [n for n in left if n.startswith("strata-")], left
     for n in facts["nodes"]:
         assert _in_node(n, ["find", NODE_DIR, "-mindepth", "1", "-maxdepth", "1"]).split() == [], n["name"]
+    blocked = rs["pvc-block:strata-loop"]["flags"]["cache"]["evidence"]
+    print(
+        f"\nnode 2 pvc-block: {blocked['disks'][0]} moved {blocked['per_disk'][blocked['disks'][0]]['read_bytes']:,} "
+        f"bytes of the workload's {blocked['read_workload_bytes']:,}, {disk2} below it "
+        f"{blocked['per_disk'][disk2]['read_bytes']:,}"
+    )
     print(
         f"\nnode 2 pvc: {rs['pvc:strata-hostpath']['metrics']['primary']['value']:,.0f} IOPS, read share "
         f"{rs['pvc:strata-hostpath']['flags']['cache']['evidence']['read_disk_share']:.2f}; node 3 (buffered): "

@@ -232,3 +232,25 @@ def test_params_of_a_remote_node_are_bounded():
             KubernetesParams(kubeconfig="/k", **bad)
     with pytest.raises(Unsupported, match="images: REGISTRY/PREFIX"):
         remote.publisher(KubernetesParams(kubeconfig="/k"))
+
+
+def test_the_agent_finds_a_block_volumes_device_through_the_kubelets_link_as_the_node_sees_it(tmp_path, monkeypatch):
+    """pvc-block:CLASS on another node (issue 58): the kubelet links a pod's block volume to its device under
+    pods/UID/volumeDevices/<plugin>/NAME; an absolute link names the node's path, followed under the kubelet's root,
+    never this container's."""
+    kubelet = tmp_path / "kubelet"
+    link = kubelet / "pods" / "uid-1" / "volumeDevices" / "kubernetes.io~local-volume" / "pvc-1"
+    link.parent.mkdir(parents=True)
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "loop7").touch()
+    link.symlink_to(tmp_path / "dev" / "loop7")  # absolute, as the kubelet makes it
+    monkeypatch.setattr(nodeagent, "kubelet_root", lambda pid: str(kubelet))
+    me = os.getpid()  # /proc/ME/root is / here: the node's root in this test
+    at = nodeagent.volume_path(me, "uid-1", "pvc-1")
+    assert at == str(link)
+    assert nodeagent.in_node(me, at) == Path(f"/proc/{me}/root{tmp_path}/dev/loop7")
+    relative = link.with_name("pvc-2")
+    relative.symlink_to("../../../../../dev/loop7")  # relative to the link's directory
+    assert nodeagent.in_node(me, str(relative)) == Path(f"/proc/{me}/root{tmp_path}/dev/loop7")
+    with pytest.raises(nodeagent.Refused, match="has no volume pvc-3"):
+        nodeagent.volume_path(me, "uid-1", "pvc-3")

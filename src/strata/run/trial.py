@@ -245,6 +245,8 @@ def _written(device: DeviceHandle | NoDevice, handle: PathHandle | None) -> Json
             return None
         size, allocated = allocation(dirs)
         return {"size_bytes": size, "allocated_bytes": allocated, "of": "the files under the path"} if size else None
+    if handle is not None and handle.disks_on is not None:  # another machine's disks: not this /sys's
+        return None
     disks = _disks(device, handle)
     under_test = disks[0] if disks else None
     backing = loop_backing(under_test) if under_test else None

@@ -59,6 +59,9 @@ class PathHandle:
     # A runtime may fill them once the instances run (a claim bound when its first pod starts).
     disks: list[str] | None = None
     facts: JsonObject = field(default_factory=dict)
+    # The machine those disks are on when it is not this one (a Kubernetes node strata reaches through its agent):
+    # their names mean nothing in this machine's /sys.
+    disks_on: str | None = None
     # A server's log (PostgreSQL's WAL) on a path of its own, beside this one: the runtime mounts it in each
     # instance at its `target_path` (LOG_IN_CONTAINER), or gives native instances a directory of its own.
     log: PathHandle | None = None

@@ -7,9 +7,10 @@ and the CNI bridge and host-local plugins (Debian's). Addresses: config.py
 
 - the bed's root directory (certificates, configuration, the data of etcd,
   containerd and the kubelet, logs), removed last;
-- on a bed of one node, the directory of `strata-loop`'s images (loopvolumes.py):
-  the loop devices over them detached, and the kubelet's locks over those, once
-  everything made after it is undone (the pods and the kubelet gone);
+- the directory of `strata-loop`'s images (loopvolumes.py; on a bed of several
+  nodes, one inside each node, nodes.py): the loop devices over them detached,
+  and the kubelet's locks over those, once everything made after it is undone
+  (the pods and the kubelet gone);
 - the pods' bridge, holding the node's /28 of 192.0.2.0/24 (chosen free, under
   stack/netns.py's lock, with the service /28 beside it);
 - the node: the kubelet's cgroup root in every hierarchy, the pods' processes
@@ -233,7 +234,7 @@ def kubernetes_bed(
         tracked(journal, seqs, "kube-root", undo_root, path=str(root))
         root.mkdir(parents=True)
         (root / "logs").mkdir()
-        blocks = (data_dir or root) / "pv-block"  # strata-loop's images: released after the kubelet and pods went
+        blocks = (data_dir or root) / provisioner.BLOCKS  # strata-loop's images: released after the kubelet and pods
         if not nodes:
             tracked(journal, seqs, "kube-loop-volumes", loopvolumes.undo_loop_volumes, dir=str(blocks))
         plan, node_plans, registry_addr = _network(journal, seqs, token, root, nodes, registry)
@@ -276,7 +277,9 @@ def kubernetes_bed(
             log(f"node {side.node_name} Ready at {side.node_addr}")
         log(f"apiserver {plan.server}")
         if bed.nodes:
-            serving = provisioner.serving_nodes(bed.api, {n.plan.node_name: nodes_mod.remove_in(n) for n in bed.nodes})
+            removers = {n.plan.node_name: nodes_mod.remove_in(n) for n in bed.nodes}
+            enters = {n.plan.node_name: loopvolumes.in_mount_ns(str(n.plan.mount_ns)) for n in bed.nodes}
+            serving = provisioner.serving_nodes(bed.api, removers, enters)
         else:
             serving = provisioner.serving(bed.api, plan.node_name, (data_dir or root) / "pv", blocks)
         with serving:

@@ -24,7 +24,8 @@ Routes (JSON unless said; every one but `health` needs the run's token in X-Stra
     POST   /v1/go?dir=R&lead_s=S            the barrier's `go` file in R: the start S from now, ns since the epoch
     POST   /v1/drop_caches                  sync, then the node's page cache dropped
     GET    /v1/disks?path=P                 {disks, fs, source, why}: the block device under a node path (as the
-    GET    /v1/disks?pod=UID&volume=NAME    kubelet sees it), or under a pod's volume, and each disk below it
+    GET    /v1/disks?pod=UID&volume=NAME    kubelet sees it), or under a pod's volume, and each disk below it; a
+                                            block device's path (a block volume's) is that device
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import platform
 import re
 import shutil
 import signal
+import stat
 import sys
 import tarfile
 import time
@@ -189,25 +191,43 @@ def kubelet_root(pid: int) -> str:
 
 
 def volume_path(kpid: int, pod: str, volume: str) -> str:
-    """Where the kubelet mounted a pod's volume: pods/UID/volumes/<plugin>/NAME (a CSI volume's data in `mount`)."""
+    """Where the kubelet put a pod's volume: pods/UID/volumes/<plugin>/NAME (a CSI volume's data in `mount`), or a
+    block volume's link to its device, pods/UID/volumeDevices/<plugin>/NAME."""
     root = kubelet_root(kpid)
-    base = Path(f"/proc/{kpid}/root{root}/pods/{pod}/volumes")
-    for plugin in sorted(base.iterdir()) if base.is_dir() else []:
-        d = plugin / volume
-        if d.exists():
-            inner = d / "mount" if (d / "mount").is_dir() and plugin.name.endswith("~csi") else d
-            return str(inner)[len(f"/proc/{kpid}/root") :]
+    for kind in ("volumes", "volumeDevices"):
+        base = Path(f"/proc/{kpid}/root{root}/pods/{pod}/{kind}")
+        for plugin in sorted(base.iterdir()) if base.is_dir() else []:
+            d = plugin / volume
+            if os.path.lexists(d):
+                inner = d / "mount" if (d / "mount").is_dir() and plugin.name.endswith("~csi") else d
+                return str(inner)[len(f"/proc/{kpid}/root") :]
     raise Refused(404, f"pod {pod} has no volume {volume} under {root}/pods (is it running on this node?)")
+
+
+def in_node(kpid: int, path: str, hops: int = 8) -> Path:
+    """`path` as the node sees it, reached from here through the kubelet's root (/proc/PID/root): a link at the end
+    followed there too (an absolute one names the node's path, not this container's)."""
+    root = f"/proc/{kpid}/root"
+    for _ in range(hops):
+        seen = Path(root + path)
+        if not seen.is_symlink():
+            return seen
+        target = os.readlink(seen)
+        path = target if target.startswith("/") else os.path.normpath(os.path.join(os.path.dirname(path), target))
+    return Path(root + path)
 
 
 def disks_under(kpid: int, path: str) -> dict[str, object]:
     """The disks holding `path` as the kubelet sees it: its block device (a partition's disk), then each disk
-    below a loop device's backing file; none, and why, for a file system no block device holds."""
-    seen = Path(f"/proc/{kpid}/root") / path.lstrip("/")
+    below a loop device's backing file; none, and why, for a file system no block device holds. A block device's
+    path (a block volume's device, or the kubelet's link to it) is that device itself (a partition keeps its
+    name), then the disks below it."""
     try:
-        st = os.stat(seen)
+        st = os.stat(in_node(kpid, path))
     except OSError as e:
         raise Refused(404, f"{path}: {e.strerror}")
+    if stat.S_ISBLK(st.st_mode):
+        return _below(kpid, block_name(st.st_rdev, whole=False), "block device", path)
     fs, source = mount_of(kpid, path)
     dev = st.st_dev
     if os.major(dev) == 0 and source.startswith("/dev/"):  # btrfs and the like: an anonymous device
@@ -217,8 +237,12 @@ def disks_under(kpid: int, path: str) -> dict[str, object]:
             pass
     if os.major(dev) == 0:
         return {"disks": [], "fs": fs, "source": source, "why": f"no block device holds it: {fs} ({source})"}
+    return _below(kpid, block_name(dev), fs, source)
+
+
+def _below(kpid: int, name: str, fs: str, source: str) -> dict[str, object]:
+    """The disk `name` and each disk below it: a loop device's backing file's, as the node sees the file."""
     disks: list[str] = []
-    name = block_name(dev)
     while name and name not in disks and len(disks) < 8:
         disks.append(name)
         backing = HOST_SYS / "block" / name / "loop" / "backing_file"
@@ -232,14 +256,14 @@ def disks_under(kpid: int, path: str) -> dict[str, object]:
     return {"disks": disks, "fs": fs, "source": source, "why": None}
 
 
-def block_name(dev: int) -> str:
-    """The kernel name of a block device's disk (a partition's parent disk)."""
+def block_name(dev: int, whole: bool = True) -> str:
+    """The kernel name of a block device's disk (a partition's parent disk; with `whole` False, the partition)."""
     link = HOST_SYS / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}"
     try:
         real = Path(os.path.realpath(link))
     except OSError:
         return ""
-    if (real / "partition").exists():
+    if whole and (real / "partition").exists():
         real = real.parent
     return real.name if real.name != f"{os.major(dev)}:{os.minor(dev)}" else ""
 

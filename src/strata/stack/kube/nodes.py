@@ -47,7 +47,7 @@ from strata.stack.procfs import (
     signal_and_wait,
 )
 
-from . import config, images
+from . import config, images, loopvolumes
 from .api import Api, ApiError
 from .procs import Processes, Seqs, tracked, undo_root
 
@@ -226,6 +226,9 @@ def start(
     inside.append(["mount", "--bind", str(config.NODE_DATA / "strata"), str(config.AGENT_ROOT)])
     for argv in inside:
         sh(["nsenter", f"--mount={node.mount_ns}", "--", *argv], timeout=60)
+    # strata-loop's images on the node's disk: released once the node's pods and kubelet are gone, before its disk
+    blocks = str(config.NODE_DATA / loopvolumes.DIR_NAME)
+    tracked(journal, seqs, "kube-loop-volumes", loopvolumes.undo_loop_volumes, dir=blocks, mount_ns=str(node.mount_ns))
     tracked(
         journal,
         seqs,

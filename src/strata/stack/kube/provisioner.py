@@ -12,11 +12,12 @@ several nodes the class binds once the scheduler chose the first pod's node, and
 that node's own disk.
 
 A claim of `strata-loop` (volumeMode Block: `pvc-block:strata-loop`) gets an image file of its size under
-`blocks` (beside `base`: on the file system strata built), written through, and a loop device with direct I/O
-over it (loopvolumes.py), which its PersistentVolume (volumeMode Block) names as its `local` path; released, the
-loop device is detached and the image removed. Only a bed of one node serves it. A claim a class cannot serve
-(a Block claim of `strata-hostpath`, a Filesystem claim of `strata-loop`, an image that does not fit) gets a
-Warning event `ProvisioningFailed` saying why, as a CSI provisioner's does, and is left Pending.
+`blocks` (beside `base`: on the file system strata built; on a bed of several nodes, on the chosen node's disk,
+made inside the node), written through, and a loop device with direct I/O over it (loopvolumes.py), which its
+PersistentVolume (volumeMode Block) names as its `local` path; released, the loop device is detached and the
+image removed. A claim a class cannot serve (a Block claim of `strata-hostpath`, a Filesystem claim of
+`strata-loop`, an image that does not fit) gets a Warning event `ProvisioningFailed` saying why, as a CSI
+provisioner's does, and is left Pending.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ BLOCK_CLASS = "strata-loop"
 BLOCK_PROVISIONER = "strata.local/loop"
 IMAGE = "strata.local/image"  # a block volume's annotation: the image file under its loop device
 COMPONENT = "strata-provisioner"  # the source of its events
+BLOCKS = loopvolumes.DIR_NAME  # the directory of the block volumes' images, beside the directories' (`pv`)
 POLL_S = 0.5
 
 
@@ -120,8 +122,8 @@ def unservable(claim: JsonObject) -> str | None:
 class Provisioner(threading.Thread):
     """`node`: the single node every volume goes to, its directories made here under `base` and its block volumes'
     images under `blocks`; or None, each volume on the node the scheduler chose for its claim (SELECTED_NODE), under
-    `base` inside that node, made by the kubelet (DirectoryOrCreate) and removed through `removers[node]` (no block
-    volumes: `blocks` is None)."""
+    `base` inside that node, made by the kubelet (DirectoryOrCreate) and removed through `removers[node]`, and each
+    block volume's image under `blocks` inside that node, through `enters[node]` (None: no block volumes)."""
 
     def __init__(
         self,
@@ -130,10 +132,11 @@ class Provisioner(threading.Thread):
         base: Path,
         removers: dict[str, Callable[[Path], None]] | None = None,
         blocks: Path | None = None,
+        enters: dict[str, loopvolumes.Enter] | None = None,
     ):
         super().__init__(name="strata-provisioner", daemon=True)
         self.api, self.node, self.base, self.blocks = api, node, base, blocks
-        self.removers = removers or {}
+        self.removers, self.enters = removers or {}, enters or {}
         self.stopped = threading.Event()
         self.errors: list[str] = []
         self.refused: set[str] = set()  # claims (uids) told why they cannot be served: not tried again
@@ -162,7 +165,7 @@ class Provisioner(threading.Thread):
             return
         why = unservable(claim)
         if why is None and obj(claim, "spec").get("volumeMode") == "Block" and self.blocks is None:
-            why = f"{BLOCK_CLASS} is served on a test bed of one node only"
+            why = f"{BLOCK_CLASS} is not served on this test bed"
         if why is not None:
             self.refuse(claim, why)
             return
@@ -177,9 +180,17 @@ class Provisioner(threading.Thread):
             Path(_host_path(pv)).mkdir(parents=True, exist_ok=True)
         self.create(pv)
 
+    def enter(self, node: str) -> loopvolumes.Enter | None:
+        """How a command runs where `node`'s images are: here on a single node, else inside that node."""
+        return loopvolumes.here if self.node is not None else self.enters.get(node)
+
     def provision_block(self, claim: JsonObject, node: str) -> None:
         """An image of the claim's size, written through, a loop device over it, and the volume naming it."""
         assert self.blocks is not None
+        enter = self.enter(node)
+        if enter is None:
+            self.refuse(claim, f"node {node} is not one of the test bed's")
+            return
         name = f"pvc-{text(obj(claim, 'metadata'), 'uid')}"
         try:
             self.api.get(f"/api/v1/persistentvolumes/{name}")
@@ -191,20 +202,21 @@ class Provisioner(threading.Thread):
         request = text(obj(obj(obj(claim, "spec"), "resources"), "requests"), "storage", "1Gi")
         try:
             size = loopvolumes.image_bytes(request)
-            free = shutil.disk_usage(self.blocks).free
+            free = loopvolumes.free_bytes(self.blocks.parent, enter)
             if size > free:
                 raise ValueError(
-                    f"an image of {size >> 20} MiB does not fit the {free >> 20} MiB free in {self.blocks}: "
-                    "ask for less storage"
+                    f"an image of {size >> 20} MiB does not fit the {free >> 20} MiB free in {self.blocks.parent}"
+                    + (f" on node {node}" if self.node is None else "")
+                    + ": ask for less storage"
                 )
-            device = loopvolumes.make(image, size)
+            device = loopvolumes.make(image, size, enter)
         except (StrataError, CommandError, ValueError) as e:
             self.refuse(claim, e.problem if isinstance(e, StrataError) else str(e))
             return
         try:
             self.create(block_volume_for(claim, node, device, image))
         except Exception:
-            loopvolumes.release(image)
+            loopvolumes.release(image, enter=enter)
             raise
 
     def create(self, pv: JsonObject) -> None:
@@ -244,9 +256,10 @@ class Provisioner(threading.Thread):
     def reclaim(self, pv: JsonObject) -> None:
         meta = obj(pv, "metadata")
         image = obj(meta, "annotations").get(IMAGE)
-        if isinstance(image, str) and self.blocks is not None:
-            if Path(image).parent == self.blocks:  # only images this provisioner made
-                loopvolumes.release(Path(image))
+        if isinstance(image, str):
+            enter = self.enter(_node_of(pv))
+            if enter is not None and Path(image).parent == self.blocks:  # only images this provisioner made
+                loopvolumes.release(Path(image), enter=enter)
         else:
             self.remove_dir(pv)
         with contextlib.suppress(ApiError):
@@ -288,7 +301,7 @@ def _node_of(pv: JsonObject) -> str:
 def serving(api: Api, node: str, base: Path, blocks: Path | None = None) -> Iterator[Provisioner]:
     """The StorageClasses and their provisioner on a single node, for as long as the bed runs (`blocks`: where the
     block volumes' images go, default beside `base`: pv-block)."""
-    blocks = blocks or base.with_name("pv-block")
+    blocks = blocks or base.with_name(BLOCKS)
     for d in (base, blocks):
         d.mkdir(parents=True, exist_ok=True)
     with _started(api, Provisioner(api, node, base, blocks=blocks), "Immediate") as p:
@@ -296,10 +309,13 @@ def serving(api: Api, node: str, base: Path, blocks: Path | None = None) -> Iter
 
 
 @contextlib.contextmanager
-def serving_nodes(api: Api, removers: dict[str, Callable[[Path], None]]) -> Iterator[Provisioner]:
+def serving_nodes(
+    api: Api, removers: dict[str, Callable[[Path], None]], enters: dict[str, loopvolumes.Enter]
+) -> Iterator[Provisioner]:
     """The StorageClasses and their provisioner on a bed of several nodes: each volume on its first pod's node, on
-    that node's disk (config.NODE_DATA/pv); a claim of `strata-loop` is refused with the reason."""
-    with _started(api, Provisioner(api, None, NODE_DATA / "pv", removers), "WaitForFirstConsumer") as p:
+    that node's disk (config.NODE_DATA/pv, a block volume's image in config.NODE_DATA/pv-block)."""
+    p = Provisioner(api, None, NODE_DATA / "pv", removers, NODE_DATA / BLOCKS, enters)
+    with _started(api, p, "WaitForFirstConsumer") as p:
         yield p
 
 

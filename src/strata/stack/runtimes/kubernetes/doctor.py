@@ -16,7 +16,7 @@ from .cluster import connect
 from .params import CONTAINERD_SOCK
 from .runtime import this_node
 
-LOCAL_SOURCES = {"kubernetes.io/no-provisioner", "rancher.io/local-path", "strata.local/hostpath"}
+LOCAL_SOURCES = {"kubernetes.io/no-provisioner", "rancher.io/local-path", "strata.local/hostpath", "strata.local/loop"}
 
 
 def report(kubeconfig: str, context: str | None = None) -> list[tuple[str, str, str | None]]:

@@ -13,8 +13,9 @@ Per trial it prepares a path and runs the instances as pods (pods.py, running.py
 - `pvc-block:CLASS`: a claim of that class with volumeMode Block, attached to the pod as a device
   (`volumeDevices`, at DEVICE_IN_CONTAINER): the workload gets a block device, as on the `device` path.
   The cache and flush checks read the node's block device under the claim (the device a `local` volume
-  names, else the one the kubelet mapped into the pod) and each disk below it; on a node strata reaches
-  through its agent they are refused (Unsupported), not guessed.
+  names, else the one the kubelet mapped into the pod) and each disk below it, here or, on a node strata
+  reaches through its agent, as the agent finds them; with several instances, the disks below every
+  instance's device (each sees all their bytes).
 
 Claims and volumes are journaled (cluster.py); the namespace takes every pod and claim with it.
 """
@@ -177,12 +178,6 @@ class KubernetesSession:
                 yield handle
         elif kind in ("pvc", "pvc-block"):
             storage_class, block = name.split(":", 1)[1], kind == "pvc-block"
-            if block and self.remote is not None:
-                raise Unsupported(
-                    f"{name} on node {self.remote.node}: strata's agent finds the disks under a directory, not under "
-                    "a claim's block device, so the cache and flush checks could not be made there: run it on this "
-                    "machine's node (`node:`), or use pvc:CLASS there"
-                )
             if self.facts.get("bed"):
                 self._bed_can_serve(storage_class, block, n)
             with self._class_claims(tag, n, storage_class, block) as (claims, facts):
@@ -485,7 +480,7 @@ class KubernetesSession:
         if self.remote is None:
             return
         got = self.remote.agent.disks(path=str(d))
-        handle.disks = [str(x) for x in arr(got, "disks")]
+        handle.disks, handle.disks_on = [str(x) for x in arr(got, "disks")], self.remote.node
         handle.facts |= {"node": self.remote.node, "node_dir": str(d.parent), "fs": got.get("fs")}
         if handle.disks:
             handle.facts["disks"] = list[JsonValue](handle.disks)
@@ -494,14 +489,15 @@ class KubernetesSession:
 
     def _pod_volume_disks(self, handle: PathHandle, running: KubeRunning, volumes: dict[str, str]) -> None:
         """The disks under each pod's `data` volume on the node, as its agent finds them (`volumes`: claim ->
-        its volume's name; an emptyDir is the pod's `data`); where none holds it, why, in the path's facts."""
+        its volume's name; an emptyDir is the pod's `data`); where none holds it, why, in the path's facts. A claim
+        of volumeMode Block: its device and the disks below it, and with several instances the disks below them all."""
         remote = self.remote
         assert remote is not None
-        api, disks, found = self.cluster.api, list[str](), JsonArray()
+        api, disks, found, chains = self.cluster.api, list[str](), JsonArray(), list[list[str]]()
         for inst, uid in zip(handle.per_instance, running.uids()):
             claim = inst.get("claim")
             volume = volumes.get(claim, "") if claim else "data"
-            source = ""
+            source, at = "", ""
             if volume and claim:
                 spec = obj(api.get(f"/api/v1/persistentvolumes/{volume}"), "spec")
                 source = next((k for k in ("hostPath", "local", "csi", "nfs", "iscsi", "rbd") if k in spec), "other")
@@ -511,11 +507,14 @@ class KubernetesSession:
                 got = remote.agent.disks(pod=uid, volume=volume)
             seen = [str(d) for d in arr(got, "disks")]
             disks += [d for d in seen if d not in disks]
+            chains += [seen] if seen else []
             found.append({"volume": volume, "source": source or "emptyDir", "disks": list[JsonValue](seen),
-                          "fs": got.get("fs"), "why": got.get("why")})  # fmt: skip
+                          "fs": got.get("fs"), "why": got.get("why")} | ({"path": at} if at else {}))  # fmt: skip
+        if handle.target_kind == "device":  # each instance's own device: the disks below them all
+            disks = common_layers(chains) if len(chains) == len(handle.per_instance) else []
         handle.facts["volumes"] = found
         handle.facts["node"] = remote.node
-        handle.disks = disks
+        handle.disks, handle.disks_on = disks, remote.node
         if disks:
             handle.facts["disks"] = list[JsonValue](disks)
         else:
