@@ -207,7 +207,7 @@ def against_target(
         if not s.n:
             continue
         hi = s.ci_high if s.ci_high is not None else s.mean
-        lo = s.ci_low if s.ci_low is not None else s.mean
+        lo = max(0.0, s.ci_low if s.ci_low is not None else s.mean)  # a latency is never below 0
         shown = f"{c.stack} {s.mean:.2f} ms" + (f" [{lo:.2f}, {hi:.2f}]" if s.ci_high is not None else " (no interval)")
         kind = (
             "below"
