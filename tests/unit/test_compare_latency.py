@@ -41,3 +41,19 @@ def test_the_advice_compares_the_sync_latency_the_spec_names_and_judges_it_again
         + _synced("ext4", (4.0, 4.2, 3.8), {"repetitions": 3, "margin": 0.05})
     )
     assert plain.best[0].target == "" and "sync" not in plain.best[0].text()  # the headline, as before
+
+
+def test_a_stack_whose_syncs_never_reached_the_device_is_named_not_judged():
+    """ext4 mounted barrier=0 (etcd's check flags it NOFLUSH): left out of the comparison and of the verdicts, and
+    named in the target's line with its flag, so a reader never takes its silence for a pass."""
+    design = {"repetitions": 3, "margin": 0.05, "compare": "sync_lat", "latency_target_ms": 10.0}
+    dropped = []
+    for r in _synced("ext4", (0.1, 0.1, 0.1), design):
+        r["labels"]["filesystem"] = "ext4-barrier0"
+        r["trial"]["filesystem"]["name"] = "ext4-barrier0"
+        r["flags"]["flush"] = {"suspect": True, "reason": "the device saw no flush", "evidence": {}}
+        dropped.append(r)
+    a = analyse(_synced("xfs", (2.0, 2.1, 1.9), design) + dropped)
+    (b,) = a.best
+    assert "below it on every stack compared (the highest: loop/xfs/native/bind 2.00 ms [" in b.target, b.target
+    assert b.target.endswith("; not judged, every trial drawn apart: loop/ext4-barrier0/native/bind (NOFLUSH)")

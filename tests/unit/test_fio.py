@@ -8,7 +8,7 @@ from strata.core.errors import TrialFailure
 from strata.core.instances import InstanceOutput, Target
 from strata.core.params import Load
 from strata.workloads.fio import FIO, FioParams, aggregate, iops_series, load_fio_json
-from strata.workloads.fio import io_window as FIO_WINDOW
+from strata.workloads.fio_output import io_window as FIO_WINDOW
 from strata.workloads.latency import merge_bins, percentile, summarize
 
 DATA = Path(__file__).parents[1] / "data" / "fio" / "3.33"
@@ -157,7 +157,7 @@ def test_iops_series_from_fio_log(tmp_path):
 def test_fio_declares_its_syncs_and_o_direct_writes_from_its_own_json():
     """fsync=1 under group_reporting: one entry for 2 jobs, libaio syncs once its queue drained (2 streams);
     fio counts the syncs apart from the writes."""
-    from strata.workloads.fio import aggregate
+    from strata.workloads.fio_output import aggregate
     from strata.workloads.fio_writes import direct_writes, syncs
 
     doc = _doc("randwrite-fsync-jsonplus.json")
@@ -201,7 +201,7 @@ def test_no_syncs_and_reads_only():
 def test_the_measured_window_of_jobs_reported_as_a_group():
     """Regression (issue 44): under group_reporting fio sums `job_runtime` over the entry's jobs (2 jobs of
     2 s: 4000 ms), which put a 32-job trial's window 3 minutes before its start; each job ran 2 s."""
-    from strata.workloads.fio import io_window, job_runtime_ms
+    from strata.workloads.fio_output import io_window, job_runtime_ms
 
     doc = _doc("randrw-instance0.json")
     assert doc["jobs"][0]["job_runtime"] == 4000 and doc["jobs"][0]["job options"]["numjobs"] == "2"

@@ -21,7 +21,7 @@ DATA = ROOT / "tests" / "data" / "results"
 PINNED = {
     "strata.show/1": "d4f0ccb066a6b709",
     "strata.compare/1": "d67c279b1ccbecee",
-    "strata.validate/1": "3ce2c1ef28427774",
+    "strata.validate/1": "b5d2df63588dd0ba",
     "strata.doctor/1": "d2c7e3bfd3ca2722",
     "strata.studies/1": "09148445cd70fee6",
     "strata.report/1": "191a96f33946b637",

@@ -18,7 +18,8 @@ from strata.report.model import build
 from strata.results.export import columns, flatten, to_csv
 from strata.workloads import REGISTRY
 from strata.workloads.base import ToolWorkload
-from strata.workloads.fio import FioParams, aggregate
+from strata.workloads.fio import FioParams
+from strata.workloads.fio_output import aggregate
 from strata.workloads.latency import PERCENTILES
 from strata.workloads.null import NULL, NullParams
 from strata.workloads.ycsb import metrics as ycsb_metrics

@@ -37,6 +37,11 @@ REPRODUCERS = [  # (document, the key path its error names)
     ),
     ({**BASE, "workloads": [{"pgbench": {"latency_limit": "1e999", "checkpoint_timeout": "1e999"}}]}, None),
     (
+        {**BASE, "devices": [{"type": "loop", "precondition": {"fill": "1e999", "steady": {"round": "9" * 400}}}]},
+        "devices[0].precondition.fill",
+    ),
+    ({**BASE, "devices": [{"type": "zram", "precondition": {"steady": {"max_rounds": 2**70}}}]}, None),
+    (
         {
             **BASE,
             "workloads": [{"fio": {"preset": "rr", "bs": [f"{k}k" for k in range(4, 1004)]}}],

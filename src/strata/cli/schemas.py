@@ -106,6 +106,7 @@ PAYLOADS: dict[str, Schema] = {
         trials=arr(obj(id=STR, label=STR, labels=LABELS, repetition=INT, unsupported=opt(STR))),
         runnable=INT,
         writes=arr(STR),
+        preconditions=arr(STR),
         stacks=arr(obj(stack=STR, trials=INT)),
         repetitions={"type": "object", "required": ["mode"], "properties": {"mode": {"enum": ["fixed", "auto"]}}},
         estimate_s=obj(first_rounds=NUM, at_most=NUM),

@@ -54,6 +54,10 @@ def print_plan(exp: Experiment, plan: Plan, verbose: bool = False) -> None:
     print("writes:")
     for w in plan.writes:
         print(f"  {w}")
+    if plan.preconditions:
+        print("precondition (once per device built, before its first trial; not counted in the time below):")
+        for p in plan.preconditions:
+            print(f"  {p}")
     stacks = Counter(t.stack_key for t in plan.trials)
     print("stacks (device/filesystem/runtime: trials):")
     for key, n in stacks.items():
@@ -127,6 +131,7 @@ def plan_json(exp: Experiment, plan: Plan) -> dict[str, object]:
         ],  # fmt: skip
         "runnable": len(plan.runnable),
         "writes": plan.writes,
+        "preconditions": plan.preconditions,
         "stacks": [{"stack": "/".join(k), "trials": n} for k, n in stacks.items()],
         "repetitions": repetitions,
         "estimate_s": {"first_rounds": estimate, "at_most": estimate_max},

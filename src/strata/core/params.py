@@ -11,9 +11,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Protocol, Self, TypeVar, overload
+from typing import Annotated, Any, ClassVar, Literal, Protocol, Self, TypeVar, overload
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from strata.core.units import parse_size
 
@@ -25,6 +34,20 @@ class Strict(BaseModel):
     """Unknown keys are errors (a typo must not be ignored), and parameters never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # Keys added after results were stored: left out of a dump while at their default, so that a stored
+    # trial's resolved parameters (its id, its cell: experiment/expand.py) are what they were.
+    LATER: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _later_at_default(self, handler: SerializerFunctionWrapHandler) -> Any:
+        dumped = handler(self)
+        if self.LATER and isinstance(dumped, dict):
+            for k in self.LATER:
+                if k in dumped and getattr(self, k) == type(self).model_fields[k].get_default(
+                    call_default_factory=True
+                ):
+                    del dumped[k]
+        return dumped
 
 
 class Layer(Protocol):

@@ -9,6 +9,7 @@ does not fit its file system, a workload file its own tool rejects.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +23,9 @@ from strata.experiment import presets, select
 from strata.experiment.expand import Skipped, Trial, expand
 from strata.experiment.model import Experiment
 from strata.stack.devices import REGISTRY as DEVICES
-from strata.stack.devices import guarded_name, served_by
+from strata.stack.devices import guarded_name, precondition_of, served_by
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
+from strata.stack.precondition import discard_refusal, plan_text
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.stack.runtimes.base import SizedPaths
 from strata.workloads import REGISTRY as WORKLOADS
@@ -43,6 +45,8 @@ class Plan:
     unsupported: dict[str, str] = field(default_factory=dict)  # trial id -> reason
     writes: list[str] = field(default_factory=list)  # what gets written, in words
     part: tuple[str, int] | None = None  # `--only EXPR` and the whole plan's count of trials (Plan.only)
+    # each device's `precondition:` and its parts' times, in words: once per device built, before its trials
+    preconditions: list[str] = field(default_factory=list)
 
     @property
     def runnable(self) -> list[Trial]:
@@ -143,6 +147,15 @@ def _device_errors(exp: Experiment, plan: Plan) -> list[tuple[str, str, str]]:
                     plan.writes.append(f"host {name}: " + plugin.writes(dev, Path(h.workdir or exp.workdir)))
         else:
             plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
+        pre = precondition_of(dev)
+        if pre is not None:
+            plan.preconditions.append(f"{dev.name}: {plan_text(pre, plugin.size_bytes(dev))}")
+            kname = Path(os.path.realpath(guarded_name(dev))).name
+            refused = discard_refusal(kname) if pre.purge and guarded_name(dev).startswith("/dev/") else None
+            if refused:
+                errors.append(
+                    (f"devices[{i}].precondition.purge", refused, "remove `purge` (a `fill` still writes it all)")
+                )
     return errors
 
 

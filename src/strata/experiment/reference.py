@@ -18,6 +18,7 @@ from strata.experiment import model
 from strata.experiment.hosts import HostSpec, Placement, SwarmSpec
 from strata.stack.devices import REGISTRY as DEVICES
 from strata.stack.filesystems import FilesystemParams
+from strata.stack.precondition import Precondition, Steady
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY as WORKLOADS
 
@@ -26,6 +27,7 @@ def sections() -> list[tuple[str, type[BaseModel]]]:
     return (
         [("Experiment (the top level of a spec file)", model.Experiment)]
         + [(f"devices: `type: {name}`", p.params) for name, p in DEVICES.items()]
+        + [("devices: precondition (loop, zram, block)", Precondition), ("devices: precondition.steady", Steady)]
         + [("filesystems", FilesystemParams)]
         + [(f"runtimes: `type: {name}`", p.params) for name, p in RUNTIMES.items()]
         + [("loads", Load), ("loads: limits (per container)", Limits), ("exclude (each entry)", model.Exclude)]

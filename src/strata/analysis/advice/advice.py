@@ -41,6 +41,7 @@ from strata.analysis.decisions.groups import Comparisons, compare, repetitions_t
 from strata.analysis.decisions.stats import summarize
 from strata.analysis.measured.sweeps import Sweep, peak
 from strata.core.jsondoc import obj
+from strata.results import flags
 from strata.workloads.server import durability
 
 BEST, EQUIVALENT_GROUP, UNDECIDED_GROUP = "best", "equivalent", "undecided"
@@ -163,7 +164,10 @@ def _cost_text(cost: float) -> str:
 
 def best_stacks(cells: list[Cell]) -> list[Best]:
     out: list[Best] = []
-    for group in by_context([c for c in cells if c.values and not c.is_raw and not c.emulated]).values():
+    eligible = [c for c in cells if not c.is_raw and not c.emulated]
+    # a cell all of whose trials a flag drew apart: not compared, but named where its group is judged
+    drawn_apart = by_context([c for c in eligible if not c.values and any(a.results for a in c.apart.values())])
+    for context, group in by_context([c for c in eligible if c.values]).items():
         on = compared.of(group)  # the values compared and their direction: the headline, or latency under a rate
         group = [c for c in group if on.runs(c).n] or group
         by_key = {c.key: c for c in group}
@@ -173,7 +177,7 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
         b = Best(top.labels["workload"], top.labels["load"], on.unit, top, None, None, candidates=len(group), on=on)
         b.amplification = amplification.advice(group)
         b.lax = not_durable(group)
-        b.target = against_target(group, on, b.workload, b.load)
+        b.target = against_target(group, on, b.workload, b.load, drawn_apart.get(context, []))
         others = sorted((c for c in group if c is not top), key=lambda c: on.gap(cmp.answers[c.key]))
         if others:
             b.runner_up, b.method, b.own, b.lead_high = others[0], cmp.method, cmp.own, cmp.lead_high
@@ -187,9 +191,12 @@ def best_stacks(cells: list[Cell]) -> list[Best]:
     return sorted(out, key=lambda b: (b.workload, b.best.outstanding, b.load))
 
 
-def against_target(cells: list[Cell], on: compared.Compared, workload: str, load: str) -> str:
+def against_target(
+    cells: list[Cell], on: compared.Compared, workload: str, load: str, apart: list[Cell] | None = None
+) -> str:
     """Each stack's compared latency against the spec's `latency_target` (etcd's 10 ms for its fdatasync p99),
     on its interval: below when the whole interval is, above when the whole interval is, undecided otherwise;
+    the stacks of `apart` (every trial drawn apart by a flag) named as not judged, with the flag's word;
     "" without a target or when the group compares no latency."""
     target = compared.design_of(cells).get("latency_target_ms")
     if not isinstance(target, (int, float)) or on.headline:
@@ -200,7 +207,7 @@ def against_target(cells: list[Cell], on: compared.Compared, workload: str, load
         if not s.n:
             continue
         hi = s.ci_high if s.ci_high is not None else s.mean
-        lo = s.ci_low if s.ci_low is not None else s.mean
+        lo = max(0.0, s.ci_low if s.ci_low is not None else s.mean)  # a latency is never below 0
         shown = f"{c.stack} {s.mean:.2f} ms" + (f" [{lo:.2f}, {hi:.2f}]" if s.ci_high is not None else " (no interval)")
         kind = (
             "below"
@@ -213,14 +220,21 @@ def against_target(cells: list[Cell], on: compared.Compared, workload: str, load
     if not any(verdicts.values()):
         return ""
     head = f"{workload} at load {load}: {on.metric} against {target:g} ms"
+    words = [(c.stack, ", ".join(d.word for d in flags.apart() if c.apart[d.flag].results)) for c in apart or []]
+    unjudged = (
+        "; not judged, every trial drawn apart: " + ", ".join(f"{stack} ({word})" for stack, word in words)
+        if words
+        else ""
+    )
     n = sum(len(v) for v in verdicts.values())
     if len(verdicts["below"]) == n:
-        return f"{head}: below it on every stack (the highest: {verdicts['below'][0]})"
+        return f"{head}: below it on every stack compared (the highest: {verdicts['below'][0]}){unjudged}"
     parts = [f"{k}{'' if k == 'undecided' else ' it'} on {', '.join(v)}" for k, v in verdicts.items() if v]
     return (
         f"{head}: "
         + "; ".join(parts)
         + (" (undecided: more repetitions narrow the interval)" if verdicts["undecided"] else "")
+        + unjudged
     )
 
 

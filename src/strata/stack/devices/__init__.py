@@ -8,6 +8,7 @@ from strata.stack.devices.block import BLOCK
 from strata.stack.devices.loop import LOOP
 from strata.stack.devices.remote import REMOTE
 from strata.stack.devices.zram import ZRAM
+from strata.stack.precondition import Precondition
 
 PLUGINS: list[Device[Any]] = [LOOP, ZRAM, BLOCK, REMOTE]  # each checked against the Protocol (scripts/lint)
 REGISTRY: dict[str, Device[Any]] = {d.name: d for d in PLUGINS}
@@ -26,10 +27,25 @@ def served_at(params: DeviceSpec) -> str | None:
     return plugin.served_at(params) if isinstance(plugin, Served) else None
 
 
+def precondition_of(params: DeviceSpec) -> Precondition | None:
+    """The device's `precondition:` (stack/precondition.py), None where it has none or it does nothing."""
+    pre = getattr(params, "precondition", None)
+    return pre if isinstance(pre, Precondition) and not pre.empty else None
+
+
 def guarded_name(params: DeviceSpec) -> str:
     """The device as the destroy guard's fix names it: a host's block device by its path, any other by its name."""
     plugin = REGISTRY.get(params.type)
     return plugin.device_path(params) if isinstance(plugin, HostDevice) else params.name
 
 
-__all__ = ["REGISTRY", "Device", "DeviceHandle", "DeviceSpec", "guarded_name", "served_at", "served_by"]
+__all__ = [
+    "REGISTRY",
+    "Device",
+    "DeviceHandle",
+    "DeviceSpec",
+    "guarded_name",
+    "precondition_of",
+    "served_at",
+    "served_by",
+]

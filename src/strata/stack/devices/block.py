@@ -20,6 +20,7 @@ from strata.core.params import Strict, shorthand
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root, write_problems
 from strata.stack.devices.base import HostDevice
 from strata.stack.journal import Journal
+from strata.stack.precondition import Precondition, apply
 
 
 class BlockParams(Strict):
@@ -34,6 +35,10 @@ class BlockParams(Strict):
         description="a remote device you attached (e.g. nvme-tcp, iscsi): "
         "reported as remote storage, compared with local devices",
     )
+    precondition: Precondition | None = Field(
+        default=None, description="purge, fill, steady: done once to each device built, before its first trial"
+    )
+    LATER = frozenset({"precondition"})
 
     @model_validator(mode="after")
     def _default_name(self) -> Self:
@@ -81,6 +86,8 @@ class Block(HostDevice[BlockParams]):
         facts = {**block_facts(kname), "type": "block"}
         if params.remote:
             facts["remote"] = params.remote
+        size = whole(facts, "size_bytes") or 0
+        apply(params.precondition, params.path, size, facts)
         yield DeviceHandle(params.name, params.path, whole(facts, "size_bytes") or 0, [kname], facts)
 
 

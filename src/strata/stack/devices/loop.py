@@ -20,18 +20,28 @@ from strata.core.proc import sh
 from strata.stack import blockdev
 from strata.stack.blockdev import DeviceHandle, block_facts, disk_of, fill_file, needs_root
 from strata.stack.journal import Journal, Undoing, Undos, need
+from strata.stack.precondition import Precondition, apply
 
 MAX_SIZE_BYTES = 1 << 50  # 1 PiB: a bound on what a typo can ask for
 
 
 class LoopParams(Strict):
-    """A loop device over a file that strata fills (a sparse file would answer reads from holes)."""
+    """A loop device over a file that strata fills (a sparse file answers reads from holes: `sparse: true`
+    leaves it so, as a thin volume never written is)."""
 
     type: Literal["loop"] = "loop"
     name: str = Field(default="loop", description="the name used in results and stack labels")
     size: int = Field(default=4 * 2**30, description="bytes; accepts 4GiB, 512M")
     direct_io: bool = Field(default=True, description="losetup --direct-io=on; false makes a buffered loop device")
     backing_file: str | None = Field(default=None, description="default: WORKDIR/<name>.img")
+    sparse: bool = Field(
+        default=False,
+        description="leave the image unwritten, as a thin volume is (its reads are of holes until written)",
+    )
+    precondition: Precondition | None = Field(
+        default=None, description="purge, fill, steady: done once to each device built, before its first trial"
+    )
+    LATER = frozenset({"sparse", "precondition"})
     _v = field_validator("size", mode="before")(size_field)
 
     @field_validator("size")
@@ -84,7 +94,8 @@ class Loop(Undoing):
         return []
 
     def writes(self, params: LoopParams, workdir: Path) -> str:
-        return f"{image_path(params, workdir)} ({params.size >> 20} MiB loop image, created and removed)"
+        image = "sparse loop image" if params.sparse else "loop image"
+        return f"{image_path(params, workdir)} ({params.size >> 20} MiB {image}, created and removed)"
 
     def size_bytes(self, params: LoopParams) -> int:
         return params.size
@@ -99,9 +110,15 @@ class Loop(Undoing):
         backing.parent.mkdir(parents=True, exist_ok=True)
         fseq = journal.intent("file", path=str(backing))
         try:
-            fill_file(backing, params.size)
+            if params.sparse:
+                with backing.open("wb") as f:
+                    f.truncate(params.size)
+            else:
+                fill_file(backing, params.size)
             with attach(backing, params.direct_io, journal) as dev:
-                yield self._handle(params, dev, backing, workdir)
+                handle = self._handle(params, dev, backing, workdir)
+                apply(params.precondition, dev, params.size, handle.facts)
+                yield handle
         finally:
             backing.unlink(missing_ok=True)
             journal.release(fseq)
@@ -120,6 +137,7 @@ class Loop(Undoing):
             "type": "loop",
             "backing_file": str(backing),
             "direct_io": dio,
+            "sparse": params.sparse,
             "backing_disk": backing_disk,
             "backing_disk_facts": block_facts(backing_disk) if backing_disk else {},
         }

@@ -14,6 +14,7 @@ from strata.core.params import Strict, shorthand, size_field
 from strata.core.proc import sh
 from strata.stack.blockdev import DeviceHandle, block_facts, needs_root
 from strata.stack.journal import Journal, Undoing, Undos
+from strata.stack.precondition import Precondition, apply
 
 CONTROL = Path("/sys/class/zram-control")
 
@@ -25,6 +26,10 @@ class ZramParams(Strict):
     name: str = "zram"
     size: int = Field(default=2 * 2**30, ge=16 << 20, le=1 << 44, description="bytes")
     _v = field_validator("size", mode="before")(size_field)
+    precondition: Precondition | None = Field(
+        default=None, description="purge, fill, steady: done once to each device built, before its first trial"
+    )
+    LATER = frozenset({"precondition"})
 
 
 def _undo_zram(data: JsonObject) -> None:
@@ -71,13 +76,9 @@ class Zram(Undoing):
             num = int((CONTROL / "hot_add").read_text().strip())
             journal.update(seq, num=num)
             Path(f"/sys/block/zram{num}/disksize").write_text(str(params.size))
-            yield DeviceHandle(
-                params.name,
-                f"/dev/zram{num}",
-                params.size,
-                [f"zram{num}"],
-                {**block_facts(f"zram{num}"), "type": "zram"},
-            )
+            facts = {**block_facts(f"zram{num}"), "type": "zram"}
+            apply(params.precondition, f"/dev/zram{num}", params.size, facts)
+            yield DeviceHandle(params.name, f"/dev/zram{num}", params.size, [f"zram{num}"], facts)
         finally:
             _undo_zram({"num": num})
             journal.release(seq)

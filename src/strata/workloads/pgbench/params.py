@@ -183,6 +183,7 @@ class PgbenchParams(Strict):
         "huge_pages: off, wal_sync_method: ..., backend_flush_after: 0); checked against postgres --describe-config"
     )
     options: list[str] = client_options.options_field("pgbench", "--progress-timestamp, --random-seed=7")
+    LATER = frozenset({"options"})  # absent from the stored trials made before it
     wal_path: str | None = logpath.log_field("WAL (initdb --waldir)")
     start_timeout: int = fields.start_timeout_field()
     file: str | None = Field(default=None, description="(set from `script: file:PATH`: the first script file)")

@@ -117,6 +117,7 @@ class SysbenchParams(Strict):
         "name checked against `mariadbd --verbose --help` before anything is built"
     )
     options: list[str] = client_options.options_field("sysbench", "--skip_trx=on, --range_size=10")
+    LATER = frozenset({"options"})  # absent from the stored trials made before it
     redo_log: str | None = logpath.log_field("redo log (innodb_log_group_home_dir)")
     start_timeout: int = fields.start_timeout_field()
     file: str | None = Field(default=None, description="(set from `script: file:PATH`)")
