@@ -93,8 +93,9 @@ SPREAD: tuple[str, ...] = (
 # default-tier test, or only by full-only tests (the README lists those keys), or is in NOT_RUN_HERE with its
 # reason. Each full-only test says why it may leave the default tier: `covered(TESTS, HOW)`, default-tier tests
 # (node ids or their prefixes) that run every key it declares, or `alone(WHAT)`, what only it runs, which the
-# full tier keeps. Entries name tests (or a parametrized test's cases), never whole files: a test added to a file
-# is in the default tier until it says otherwise.
+# full tier keeps. Entries are exact test ids (a parametrized test's case, or the test without its case for all
+# of them), never prefixes or files: a test added to a file, or named after another, is in the default tier
+# until it says otherwise.
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,8 @@ FULL_ONLY: dict[str, Why] = {
     IT + "test_kubernetes_pods.py::test_an_instance_pod_waits_at_the_barrier_then_runs_fio_under_its_limits": alone(
         "a pod under cpu and memory limits (the default tier's pods run without limits)"),
     IT + "test_kubernetes_pods.py::test_a_pod_past_its_memory_limit_ends_as_oom": alone("a pod's OOM"),
-    KUBE + "test_a_pod_deleted_mid_trial": alone("a pod deleted mid-trial: instance_died as kubernetes reports it"),
+    KUBE + "test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on": alone(
+        "a pod deleted mid-trial: instance_died as kubernetes reports it"),
     KUBE + "test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster[pvc-block]": covered(
         (KUBE + "test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster[local]",
          KUBE + "test_fio_on_a_block_claim_is_judged_on_the_loop_device_its_volume_names"),
@@ -184,34 +186,38 @@ FULL_ONLY: dict[str, Why] = {
          "flagged": alone("fio on another node through strata's agent, images from a registry, its disks judged"),
     IT + "test_kubernetes_nodes.py::test_kill_9_of_strata_mid_trial_then_one_cleanup_leaves_nothing_in_the_cluster_"
          "or_on_a_node": alone("kill -9 mid-trial on another node, then one cleanup in the cluster and every node"),
-    KUBE + "test_cassandra_under_ycsb_in_a_pod": alone("Cassandra in a pod"),
+    KUBE + "test_cassandra_under_ycsb_in_a_pod_passes_its_data_integrity_check": alone("Cassandra in a pod"),
     IT + "test_kubernetes_testbed.py::test_up_runs_fio_in_a_pod_and_down_leaves_nothing": alone(
         "`strata testbed kubernetes up` and `down`"),
-    IT + "test_kubernetes_testbed.py::test_after_kill_9_of_the_holder_nothing_is_left[": alone(
+    IT + "test_kubernetes_testbed.py::test_after_kill_9_of_the_holder_nothing_is_left": alone(
         "the test bed's holder killed, then `cleanup`, `down` or `up`"),
-    IT + "test_kubernetes_testbed.py::test_down_leaves_a_socket": alone("`testbed down` beside another process"),
+    IT + "test_kubernetes_testbed.py::test_down_leaves_a_socket_another_process_bound_in_a_fixed_dir_the_"
+         "bed_made": alone("`testbed down` beside another process"),
     # ---- native: the default tier keeps every file system, zram, refusals, failures, kill -9 and SIGTERM
     IT + "test_native.py::test_signal_tears_down_and_resume_finishes[2]": covered(
         IT + "test_native.py::test_signal_tears_down_and_resume_finishes[15]", "a signal, teardown and --resume"),
     # ---- remote: the default tier keeps a strata run on the remote device and the nbd failure paths
     IT + "test_remote_nbd.py::test_fio_in_a_container_on_the_remote_device": covered(
         IT + "test_remote_run.py::test_every_stack_on_the_remote_device", "docker on the remote device"),
-    IT + "test_remote_run.py::test_a_killed_target_ends_the_trial": covered(
+    IT + "test_remote_run.py::test_a_killed_target_ends_the_trial_and_the_next_one_gets_a_fresh_storage_host": covered(
         (IT + "test_remote_nbd.py::test_killed_target_mid_fio", IT + "test_remote_run.py::test_every_stack"),
         "a killed target mid-trial; a strata run on the remote device"),
     IT + "test_remote_run.py::test_kill9_on_a_remote_device_then_one_cleanup_leaves_nothing[podman:overlay]": alone(
         "podman's store on a remote device, cleaned up after kill -9"),
     # ---- swarm test hosts: the default tier keeps a trial spanning two hosts, an agent lost, kill -9
     IT + "test_swarm.py::test_a_remote_device_served_by_another_host": alone("a remote device across test hosts"),
-    IT + "test_swarm.py::test_a_storage_host_lost_mid_trial": alone("a storage host lost mid-trial"),
+    IT + "test_swarm.py::test_a_storage_host_lost_mid_trial_is_host_lost_and_the_run_goes_on": alone(
+        "a storage host lost mid-trial"),
     IT + "test_swarm.py::test_doctor_and_cleanup_on_every_host": alone("doctor and cleanup with --hosts"),
     IT + "test_swarm_ycsb.py::test_cassandra_on_one_host_and_across_two": alone("Cassandra on test hosts"),
-    IT + "test_swarm_ycsb.py::test_one_cluster_across_two_hosts": alone("one Cassandra cluster across two hosts"),
-    IT + "test_swarm_ycsb.py::test_a_database_on_one_host_with_its_clients": alone("YCSB clients on a host of "
-                                                                                   "their own"),
-    IT + "test_swarm_ycsb.py::test_a_node_killed_on_a_serving_host": alone("a Cassandra node killed on a test host"),
-    IT + "test_swarm_pgbench.py::test_one_server_on_each_host": alone("PostgreSQL servers across test hosts, merged "
-                                                                      "into one result"),
+    IT + "test_swarm_ycsb.py::test_one_cluster_across_two_hosts_with_its_clients_on_one": alone(
+        "one Cassandra cluster across two hosts"),
+    IT + "test_swarm_ycsb.py::test_a_database_on_one_host_with_its_clients_on_a_host_of_their_own": alone(
+        "YCSB clients on a host of their own"),
+    IT + "test_swarm_ycsb.py::test_a_node_killed_on_a_serving_host_fails_the_trial_there": alone(
+        "a Cassandra node killed on a test host"),
+    IT + "test_swarm_pgbench.py::test_one_server_on_each_host_merges_into_one_result": alone(
+        "PostgreSQL servers across test hosts, merged into one result"),
     # ---- pgbench: the default tier keeps native servers, servers in containers, a killed server, kill -9
     IT + "test_pgbench.py::test_kill_9_in_a_container_then_cleanup_leaves_nothing": covered(
         (IT + "test_pgbench.py::test_kill_9_natively", IT + "test_pgbench.py::test_two_servers_in_containers"),
@@ -231,8 +237,12 @@ FULL_ONLY: dict[str, Why] = {
         "cleanup of a killed sysbench run; a MariaDB server in a container on a volume"),
     IT + "test_sysbench.py::test_a_pod_on_the_test_bed": alone("MariaDB in a pod"),
     # ---- ycsb: the default tier keeps a native two-node cluster, kill -9 and the node failures
-    IT + "test_ycsb_run.py::test_a_killed_database_container": alone("a Cassandra container killed mid-trial"),
-    IT + "test_ycsb_run.py::test_strata_loopback": alone("STRATA_LOOPBACK on a real Cassandra"),
+    IT + "test_ycsb_run.py::test_a_killed_database_container_fails_its_trial_and_the_run_goes_on": alone(
+        "a Cassandra container killed mid-trial"
+    ),
+    IT + "test_ycsb_run.py::test_strata_loopback_moves_the_nodes_to_a_block_of_their_own": alone(
+        "STRATA_LOOPBACK on a real Cassandra"
+    ),
     IT + "test_ycsb_run.py::test_under_a_target_the_latency_is_timed_from_the_intended_start": alone(
         "Cassandra under an offered rate, timed from each operation's intended start"
     ),
@@ -241,15 +251,15 @@ FULL_ONLY: dict[str, Why] = {
         "flagged"
     ),
     # ---- VMs under TCG: the default tier keeps a strata run on a VM, the device, a bind share, kill -9
-    VM + "test_a_killed_qemu_fails_the_trial": alone("a killed QEMU"),
-    VM + "test_a_vm_that_does_not_boot_in_time": alone("a guest that does not boot in time"),
+    VM + "test_a_killed_qemu_fails_the_trial_and_leaves_nothing": alone("a killed QEMU"),
+    VM + "test_a_vm_that_does_not_boot_in_time_fails_with_its_console": alone("a guest that does not boot in time"),
     VM + "test_filebench_personality_with_the_engine": alone("a Filebench personality in a guest"),
     VM + "test_fio_on_a_bind_share[9p]": alone("a bind share into the guest over 9p"),
-    VM + "test_fio_on_a_qcow2_image": alone("a qcow2 image with a guest file system"),
+    VM + "test_fio_on_a_qcow2_image_with_a_guest_file_system": alone("a qcow2 image with a guest file system"),
     VM + "test_limits_become_vcpus_memory_and_throttling": alone("limits on a VM"),
     VM + "test_qemu_block_throttling_on_the_device": alone("QEMU's block throttling"),
-    VM + "test_a_vm_disk_cache_that_drops_the_guests_flushes": alone("a VM disk cache that drops the guest's "
-                                                                      "flushes, flagged"),
+    VM + "test_a_vm_disk_cache_that_drops_the_guests_flushes_is_flagged": alone(
+        "a VM disk cache that drops the guest's flushes, flagged"),
 }  # fmt: skip
 
 
@@ -307,11 +317,10 @@ def not_run_here(key: str) -> str | None:
 
 
 def full_only(nodeid: str) -> Why | None:
-    """Why the test runs in the full tier only, or None: it is in the default tier."""
-    for prefix, why in FULL_ONLY.items():
-        if nodeid.startswith(prefix):
-            return why
-    return None
+    """Why the test runs in the full tier only, or None: it is in the default tier. An entry is a test's exact
+    id, or a parametrized test's id without its case (then every case): never a prefix, so a new test whose
+    name extends an entry's stays in the default tier."""
+    return FULL_ONLY.get(nodeid) or FULL_ONLY.get(nodeid.split("[", 1)[0])
 
 
 def group_of(nodeid: str) -> str | None:

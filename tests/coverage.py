@@ -257,8 +257,8 @@ def full_only_list(declared: dict[str, dict[str, Any] | None]) -> str:
         if keys:
             lines.append(f"- {title}: {', '.join(f'`{k}`' for k in keys)}")
     combos = []
-    for prefix, why in FULL_ONLY.items():
-        nodes = [n for n in declared if n.startswith(prefix)]
+    for why in FULL_ONLY.values():
+        nodes = [n for n in declared if full_only(n) is why]
         keys = {k for n in nodes for k in (declared[n] or {}).get("keys", ())}
         if not why.covered_by and nodes and all(tiers.get(k) == "default" for k in keys) and full_only(nodes[0]):
             combos.append(why.reason)

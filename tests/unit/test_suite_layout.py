@@ -65,11 +65,18 @@ def test_groups():
     assert group_of("tests/unit/test_spec.py::test_x") is None
 
 
-def test_every_full_only_entry_names_collected_tests_and_says_why(nodeids):
-    for prefix, why in FULL_ONLY.items():
-        assert "::" in prefix, f"FULL_ONLY names a whole file, so a test added to it would leave CI unseen: {prefix}"
-        assert any(n.startswith(prefix) for n in nodeids), f"FULL_ONLY names no collected test: {prefix}"
-        assert why.reason.strip(), f"{prefix}: a full-only test must say why"
+def test_every_full_only_entry_is_a_collected_test_and_says_why(nodeids):
+    """Exact ids (issue 61): an entry that names no test, a truncated name or a whole file, fails here."""
+    tests = set(nodeids) | {n.split("[", 1)[0] for n in nodeids}
+    for entry, why in FULL_ONLY.items():
+        assert entry in tests, f"FULL_ONLY names no collected test (entries are exact test ids): {entry}"
+        assert why.reason.strip(), f"{entry}: a full-only test must say why"
+
+
+def test_a_test_whose_name_extends_a_full_only_entry_stays_in_the_default_tier():
+    entry = next(e for e in FULL_ONLY if "[" not in e)
+    assert full_only(entry) is FULL_ONLY[entry] and full_only(entry + "[case]") is FULL_ONLY[entry]
+    assert full_only(entry + "_and_more") is None
 
 
 # ---- what the tiers cover, derived from the tests' declarations (tests/coverage.py) ----
