@@ -99,11 +99,20 @@ def podman_left() -> list[str]:
 
 
 def tool_version(*argv: str) -> str:
-    """The version a tool prints of itself (`dockerd --version`: 'Docker version 20.10.24+dfsg1, build ...')."""
+    """The version a tool prints of itself: `dockerd --version` 'Docker version 20.10.24+dfsg1, build ...',
+    `sysbench --version` 'sysbench 1.0.20', `mariadbd --version` 'mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 ...',
+    `postgres --version` 'postgres (PostgreSQL) 15.8'."""
     out = subprocess.run(list(argv), capture_output=True, text=True, timeout=30).stdout
-    m = re.search(r"version (\d+\.\d+[\w.+~-]*)", out)
+    m = re.search(r"(?:version |Ver |\) |^\S+ )(\d+\.\d+[\w.+~-]*)", out, re.M)
     assert m, f"{' '.join(argv)} printed no version: {out!r}"
     return m.group(1).rstrip(",")
+
+
+def postgres_binary() -> str:
+    """This host's PostgreSQL server (Debian's /usr/lib/postgresql/MAJOR/bin/postgres), the newest major."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parts[-3]))
+    assert found, "no PostgreSQL server under /usr/lib/postgresql (scripts/install installs it)"
+    return str(found[-1])
 
 
 def kernel_has(module: str) -> bool:

@@ -42,6 +42,8 @@ from tests.coverage import covers
 
 from .helpers import leftovers, results, start_strata, strata, wait_for, write_spec
 
+# 1800 s, not the default 600: a test here runs several trials, each of which builds its PostgreSQL servers,
+# loads pgbench's tables before it warms up and is timed; one test brings up the Kubernetes test bed
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 SMALL = {"scale": 1, "clients": 4, "threads": 2, "runtime": 8, "warmup": 2}
 BEYOND = {"limits": {"memory": "160MiB"}}  # with shared_buffers 32MiB: a data set of 320 MiB (scale 20) is beyond it
