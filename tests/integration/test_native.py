@@ -363,6 +363,6 @@ def test_until_steady_stops_early_and_records_steady_state(tmp_path, env):
     r = results(tmp_path / "out")[0]
     ss = r["metrics"]["steadystate"]
     assert ss["criterion"].startswith("iops_slope")
-    if ss["attained"]:
-        assert ss["runtime_ms"] < 44_000  # fio stopped before the maximum
+    # fio's slope over 10 s within 2% after a 5 s ramp: a loop device alone (a serial test) settles well before 45 s
+    assert ss["attained"] and ss["runtime_ms"] < 44_000, ss  # fio stopped before the maximum
     assert r["flags"]["steady"]["judged"] and r["flags"]["steady"]["tool"] == ss

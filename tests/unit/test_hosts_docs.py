@@ -62,10 +62,31 @@ def test_readers_of_agent_documents_fuzz():
             return {rng.choice(keys): value(depth + 1) for _ in range(3)}
         return [None, rng.random() < 0.5, rng.randrange(-5, 100), rng.random() * 100, rng.choice(["", "x", "/f"])][kind]
 
+    def output_shape(o) -> None:
+        assert isinstance(o["index"], int) and isinstance(o["returncode"], int) and not isinstance(o["index"], bool)
+        assert isinstance(o["out_dir"], str) and isinstance(o["stderr"], str) and isinstance(o["facts"], dict)
+        assert all(o[k] is None or isinstance(o[k], float) for k in ("start_time_s", "end_time_s")), o
+
+    def doctor_shape(row) -> None:
+        assert isinstance(row, tuple) and len(row) == 3 and all(isinstance(x, str) for x in row[:2])
+        assert row[2] is None or isinstance(row[2], str)
+
+    def request_shape(req) -> None:
+        assert all(isinstance(x, str) for x in (req.part, req.run, req.experiment))
+        assert isinstance(req.trial, dict) and isinstance(req.files, dict) and isinstance(req.first_index, int)
+        assert req.go_timeout_s is None or isinstance(req.go_timeout_s, float)
+
+    read = 0
     for _ in range(2000):
         v = value()
-        for read in (output_doc, doctor_row, lambda v: PartRequest.from_json(v) if isinstance(v, dict) else None):
+        checks = [(output_doc, output_shape), (doctor_row, doctor_shape)]
+        checks += [(PartRequest.from_json, request_shape)] if isinstance(v, dict) else []
+        for reader, shape in checks:
             try:
-                read(v)
-            except ShapeError:
-                pass
+                got = reader(v)
+            except ShapeError as e:
+                assert str(e), reader
+                continue
+            shape(got)
+            read += 1
+    assert read > 100  # the generator makes documents of the expected shape too, not only refusals

@@ -47,10 +47,30 @@ def test_as_obj_refuses_a_non_object():
 def test_fuzz_readers_never_raise_anything_but_shape_errors():
     rng = random.Random(20261128)
     values = [None, True, 0, -1, 2.5, float("nan"), "", "x", [], [1], {}, {"k": 1}]
+    # each reader: the types it returns, and whether a value is one it must take (None: missing, its default)
+    takes = {
+        obj: (dict, lambda v: isinstance(v, dict)),
+        arr: (list, lambda v: isinstance(v, list)),
+        text: (str, lambda v: isinstance(v, str)),
+        num: (float, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
+        whole: (
+            int,
+            lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+        ),
+        flag: (bool, lambda v: isinstance(v, bool)),
+    }
     for _ in range(2000):
-        doc = {"k": rng.choice(values)}
-        for reader in (obj, arr, text, num, whole, flag):
+        v = rng.choice(values)
+        doc = {"k": v}
+        for reader, (kind, fits) in takes.items():
             try:
-                reader(doc, "k")
-            except ShapeError:
-                pass
+                got = reader(doc, "k")
+            except ShapeError as e:
+                assert v is not None and not fits(v), (reader.__name__, v)  # only a value of another type
+                assert "'k' should be" in str(e)
+                continue
+            if v is None:  # null is the default: {} or [] or "" or False, and None for a number
+                assert got in ({}, [], "", False, None), (reader.__name__, got)
+            else:
+                assert fits(v) and isinstance(got, kind) and (got == v or got != got), (reader.__name__, v, got)
+                assert kind is bool or not isinstance(got, bool), (reader.__name__, got)
