@@ -1,7 +1,7 @@
 """Seeded mutation fuzzing of the experiment-file validator: it must answer every input with a plan or
 SpecErrors naming the problem, never a traceback, a hang or a runaway allocation.
 
-The unit suite runs a few thousand mutants of every example (tests/unit/test_spec_fuzz.py); this
+The unit suite runs 1,500 mutants, the examples taken in turn (tests/unit/test_spec_fuzz.py); this
 script runs as many as asked, through the whole of `strata validate` but the host checks:
 
     python3 bench/spec_fuzz.py --mutants 50000 --seed 7
