@@ -1,4 +1,8 @@
+import copy
 import json
+import math
+import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -151,3 +155,165 @@ def test_validate_reports_an_engine_error_against_the_users_file(tmp_path, capsy
     err = capsys.readouterr().err
     line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if "bogusop" in text)
     assert f"{bad}:{line}:" in err and "bogusop" in err and "Traceback" not in err
+
+
+# ---- fuzz: the engine's output as read (docs/style.md, item 12) ---------------------------------------------
+
+ODD_VALUES = ["x", None, [], {}, -1, -(10**12), 10**30, 2**64, 10**400, 1.5e308, True, False, 0, ""]
+# what a failed trial of the engine's own is (an error record, no end, a protocol of another version, a run that
+# stopped early), beside output strata cannot read (`parse`)
+ENGINE_FAILURES = {"parse", "tool_error", "bad_input", "stopped_early", "disk_full"}
+
+
+def _members(v, at=()):
+    """(path, in a small container) of every member: the histograms' buckets would otherwise take most picks."""
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else []
+    for k, x in items:
+        yield at + (k,), len(v) <= 40
+        yield from _members(x, at + (k,))
+
+
+def _mutate_records(rng: random.Random, text: str) -> bytes:
+    """Records of the protocol's form, a member dropped or given another type, one to three times."""
+    records = [json.loads(line) for line in text.splitlines()]
+    for _ in range(rng.randint(1, 3)):
+        small = rng.random() < 0.8
+        paths = [p for p, s in _members(records) if len(p) > 1 and s == small] or [
+            p for p, _ in _members(records) if len(p) > 1
+        ]
+        *up, key = rng.choice(paths)
+        parent = records
+        for k in up:
+            parent = parent[k]
+        if rng.random() < 0.3:
+            del parent[key]
+        else:
+            parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def _mutate_lines(rng: random.Random, text: str) -> bytes:
+    """Cut short, a stretch deleted or written twice, a character or a line changed, a byte that is no UTF-8."""
+    data = text.encode()
+    for _ in range(rng.randint(1, 3)):
+        i, n = rng.randrange(len(data) or 1), rng.randint(1, 200)
+        op = rng.randrange(5)
+        if op == 0:
+            data = data[:i]
+        elif op == 1:
+            data = data[:i] + data[i + n :]
+        elif op == 2:
+            data = data[:i] + data[i : i + n] + data[i:]
+        elif op == 3:
+            data = (
+                data[:i]
+                + rng.choice([b"0", b"9", b".", b",", b":", b"{", b"]", b'"', b"-", b"e", b"\n"])
+                + data[i + 1 :]
+            )
+        else:
+            data = data[:i] + rng.choice([b"\xff", b"\n\n", b'{"type":"interval"}\n', b"[]\n"]) + data[i:]
+    return data
+
+
+def _engine_outputs(tmp_path: Path, outputs: list[bytes], rc: int = 0) -> list[InstanceOutput]:
+    outs = []
+    for i, data in enumerate(outputs):
+        d = tmp_path / f"inst-{i}"
+        d.mkdir(parents=True)
+        (d / OUTPUT).write_bytes(data)
+        outs.append(InstanceOutput(i, d, rc, ""))
+    return outs
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def test_fuzz_the_engines_output_is_read_or_a_failed_trial_never_a_traceback(tmp_path):
+    """Seeded mutants of the captured engine outputs, of one or two instances: a result whose headline is a finite
+    number, its bytes whole and each flowop's figures there, or a TrialFailure (the engine's own failures keep
+    their categories; anything else is a parse failure)."""
+    rng = random.Random(61_05_04)
+    texts = {f.name: f.read_text() for f in sorted(DATA.glob("*.jsonl"))}
+    spec = FilebenchParams(personality="varmail")
+    answers = Counter()
+    for n in range(400):
+        given = [
+            (_mutate_records if rng.random() < 0.6 else _mutate_lines)(rng, texts[rng.choice(sorted(texts))])
+            for _ in range(rng.choice([1, 1, 2]))
+        ]
+        outs = _engine_outputs(tmp_path / f"c{n}", given, rc=rng.choice([0, 0, 0, 1]))
+        try:
+            parsed = FILEBENCH.parse(spec, outs)
+        except TrialFailure as e:
+            assert e.category in ENGINE_FAILURES and len(str(e)) < 1000, (n, e.category, e)
+            answers[e.category] += 1
+            continue
+        answers["read"] += 1
+        m = parsed.metrics
+        assert _finite(m["primary"]["value"]) and m["primary"]["unit"] == "MB/s", (n, m["primary"])
+        assert all(isinstance(v, int) for v in parsed.moved_bytes.values()), (n, parsed.moved_bytes)
+        assert len(m["instances"]) == len(parsed.windows) == len(outs), n
+        for f in m["flowops"]:
+            assert {"name", "type", "ops", "ops_per_s", "mb_per_s", "latency_us"} <= set(f), (n, f)
+            assert all(v is None or isinstance(v, (int, float)) for v in f["latency_us"].values()), (n, f)
+    assert answers["read"] > 50 and answers["parse"] > 100, answers
+
+
+def _end_edited(edit) -> bytes:
+    """varmail-instance0.jsonl with its end record's data edited in place."""
+    begin, end = [json.loads(line) for line in (DATA / "varmail-instance0.jsonl").read_text().splitlines()]
+    edit(end)
+    return (json.dumps(begin) + "\n" + json.dumps(end) + "\n").encode()
+
+
+def _set(path: str, value):
+    def edit(record: dict) -> None:
+        *up, key = [int(k) if k.isdigit() else k for k in path.split("/")]
+        parent = record
+        for k in up:
+            parent = parent[k]
+        if value == "-":
+            del parent[key]
+        else:
+            parent[key] = value
+
+    return edit
+
+
+SHAPES = {  # case: (the instances' outputs, what escaped before the fix as a traceback)
+    "a record without its type": ([_end_edited(_set("type", "-"))], "KeyError: 'type'"),
+    "an end without stopped_early": ([_end_edited(_set("data/stopped_early", "-"))], "KeyError: 'stopped_early'"),
+    "an end whose data is a list": ([_end_edited(_set("data", []))], "ShapeError: 'data' should be an object"),
+    "a bucket that is no integer": (
+        [_end_edited(_set("data/flowops/0/histogram/bucket_ns_upper/0", 1.5))],
+        "ShapeError: a bucket should be an integer",
+    ),
+    "a flowop without its ops": (
+        [_end_edited(_set("data/flowops/0/ops", "-"))],
+        "ShapeError: 'ops' should be a number",
+    ),
+    "an instance with fewer flowops": (
+        [_end_edited(lambda r: None), _end_edited(lambda r: r["data"]["flowops"].pop())],
+        "IndexError: list index out of range",
+    ),
+    "a rate beyond a float": ([_end_edited(_set("data/summary/mb_per_s", 10**400))], "OverflowError"),
+    "a byte that is no UTF-8": ([b"\xff" + (DATA / "varmail-instance0.jsonl").read_bytes()], "UnicodeDecodeError"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHAPES))
+def test_engine_records_strata_cannot_read_are_a_parse_failure(tmp_path, case):
+    """What the fuzz found (SHAPES' second column: what escaped before), each a parse failure naming it."""
+    given, _ = SHAPES[case]
+    with pytest.raises(TrialFailure) as e:
+        FILEBENCH.parse(FilebenchParams(personality="varmail"), _engine_outputs(tmp_path, given))
+    assert e.value.category == "parse" and len(str(e.value)) < 1000 and "engine" in str(e.value)
+
+
+def test_engine_figures_beyond_a_float_are_a_parse_failure_not_an_infinite_headline(tmp_path):
+    """Two instances of 1.5e308 MB/s each summed to an infinite headline, stored as a result."""
+    huge = _end_edited(_set("data/summary/mb_per_s", 1.5e308))
+    with pytest.raises(TrialFailure, match="give the headline inf") as e:
+        FILEBENCH.parse(FilebenchParams(personality="varmail"), _engine_outputs(tmp_path, [huge, huge]))
+    assert e.value.category == "parse"

@@ -1,4 +1,7 @@
+import copy
 import json
+import math
+import random
 from collections import Counter
 from pathlib import Path
 
@@ -252,3 +255,149 @@ def test_fdatasyncs_are_counted_and_their_latency_is_stored_and_merged():
     assert "sync_lat_p99_ns" in cols and not any(c.startswith(("read_sync", "write_sync")) for c in cols)
     assert values(r, METRICS)["sync p99 us"] == pytest.approx(one["lat_ns"]["p99"] / 1000)
     assert "sync" not in aggregate([_doc("randread-loop-jsonplus.json")]).metrics  # no sync asked: none stored
+
+
+# ---- fuzz: fio's JSON as read (docs/style.md, item 12) --------------------------------------------------
+
+# Values a corrupted member may hold instead of fio's: another type, a negative or a huge number (beyond a float too)
+ODD_VALUES = ["x", None, [], {}, -1, -(10**12), 10**30, 2**64, 10**400, 1.5e308, True, False, 0, ""]
+
+
+def _members(v, at=()):
+    """(path, in a small container) of every member of a JSON document: fio's bins (maps of hundreds of
+    buckets) would otherwise take nearly every pick."""
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else []
+    for k, x in items:
+        yield at + (k,), len(v) <= 40
+        yield from _members(x, at + (k,))
+
+
+def _mutate_doc(rng: random.Random, doc: dict) -> dict:
+    """A member dropped or given another type, one to three times."""
+    for _ in range(rng.randint(1, 3)):
+        small = rng.random() < 0.8
+        paths = [p for p, s in _members(doc) if s == small] or [p for p, _ in _members(doc)]
+        *up, key = rng.choice(paths)
+        parent = doc
+        for k in up:
+            parent = parent[k]
+        if rng.random() < 0.3:
+            del parent[key]
+        else:
+            parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))
+    return doc
+
+
+def _mutate_text(rng: random.Random, text: str) -> str:
+    """Cut short, a stretch deleted or written twice, a character changed."""
+    for _ in range(rng.randint(1, 3)):
+        i, n = rng.randrange(len(text) or 1), rng.randint(1, 200)
+        op = rng.randrange(4)
+        if op == 0:
+            text = text[:i]
+        elif op == 1:
+            text = text[:i] + text[i + n :]
+        elif op == 2:
+            text = text[:i] + text[i : i + n] + text[i:]
+        else:
+            text = text[:i] + rng.choice('0123456789.,:{}[]" -eEx') + text[i + 1 :]
+    return text
+
+
+def _fio_outputs(tmp_path: Path, texts: list[str]) -> list[InstanceOutput]:
+    outs = []
+    for k, text in enumerate(texts):
+        d = tmp_path / f"inst-{k}"
+        d.mkdir(parents=True)
+        (d / "fio.json").write_text(text)
+        outs.append(InstanceOutput(index=k, out_dir=d, returncode=0, stderr=""))
+    return outs
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return _is_real(v) and math.isfinite(v)
+
+
+def test_fuzz_fios_json_is_read_or_a_parse_failure_never_a_traceback(tmp_path):
+    """Seeded mutants of every captured fio JSON, of one or two instances: each is a result whose headline is a
+    finite number and whose bytes are whole (not negative where fio's were not), or a TrialFailure."""
+    rng = random.Random(61_05_01)
+    texts = {f.name: f.read_text() for f in sorted(DATA.glob("*.json"))}
+    answers = Counter()
+    for n in range(400):
+        given = []
+        for _ in range(rng.choice([1, 1, 2])):
+            text = texts[rng.choice(sorted(texts))]
+            given.append(
+                json.dumps(_mutate_doc(rng, json.loads(text))) if rng.random() < 0.6 else _mutate_text(rng, text)
+            )
+        outs = _fio_outputs(tmp_path / f"c{n}", given)
+        try:
+            parsed = FIO.parse(FioParams(preset="rr"), outs)
+        except TrialFailure as e:
+            # no JSON at all is fio's own failure (it wrote nothing), anything else that cannot be read a parse one
+            assert e.category == "parse" or not all("{" in t for t in given), (n, e.category, e)
+            assert len(str(e)) < 1000, n
+            answers[e.category] += 1
+            continue
+        answers["read"] += 1
+        m = parsed.metrics
+        assert _is_number(m["primary"]["value"]) and m["primary"]["unit"] in ("IOPS", "MB/s"), (n, m["primary"])
+        assert len(m["instances"]) == len(outs) and set(parsed.moved_bytes) == {"read", "write"}
+        docs = [json.loads(t[t.find("{") :]) for t in given]
+        for ddir, moved in parsed.moved_bytes.items():
+            assert isinstance(moved, int), (n, ddir, moved)
+            if all(j[ddir]["io_bytes"] >= 0 for d in docs for j in d["jobs"]):
+                assert moved >= 0, (n, ddir, moved)
+            lat = m[ddir]["lat_ns"]  # numbers as fio wrote them (a figure of 1.5e308 ns may give an infinite mean)
+            assert all(lat[k] is None or _is_real(lat[k]) for k in ("mean", "p50", "p99", "max")), (n, lat)
+    assert answers["read"] > 50 and answers["parse"] > 100, answers
+
+
+def _bad(doc: dict, where: str, value) -> dict:
+    """`doc` with the member at `where` (keys joined by /, `-` deletes it) set to `value`."""
+    *up, key = [int(k) if k.isdigit() else k for k in where.split("/")]
+    parent = doc
+    for k in up:
+        parent = parent[k]
+    if value == "-":
+        del parent[key]
+    else:
+        parent[key] = value
+    return doc
+
+
+SHAPES = [  # (where, value, what escaped before the fix as a traceback)
+    ("jobs", [], "IndexError: no job to read the headline's rw of"),
+    ("jobs", "-", "ValueError: fio's JSON has no jobs"),
+    ("jobs", 3, "ShapeError: 'jobs' should be an array"),
+    ("jobs/0/job options", 3, "ShapeError: 'job options' should be an object"),
+    ("jobs/0/read/clat_ns/bins", {"1000": "x"}, "ValueError: invalid literal for int()"),
+    ("jobs/0/read/clat_ns/bins", {"1000": None}, "ShapeError: a bin's count should be a number"),
+    ("jobs/0/read/clat_ns/N", True, "ShapeError: 'N' should be a number, not bool"),
+    ("jobs/0/read/clat_ns/N", 10**400, "OverflowError: int too large to convert to float"),
+    ("jobs/0/read/iops", 10**400, "OverflowError: int too large to convert to float"),
+    ("jobs/0/steadystate", {}, "KeyError: 'ss'"),
+]
+
+
+@pytest.mark.parametrize("where,value,was", SHAPES, ids=[was for _, _, was in SHAPES])
+def test_fio_json_of_another_shape_is_a_parse_failure(tmp_path, where, value, was):
+    """What the fuzz found, each a parse failure with the JSON's tail (`was`: the traceback before)."""
+    doc = _bad(_doc("randread-loop-jsonplus.json"), where, value)
+    with pytest.raises(TrialFailure) as e:
+        FIO.parse(FioParams(preset="rr"), _fio_outputs(tmp_path, [json.dumps(doc)]))
+    assert e.value.category == "parse" and str(e.value).startswith("fio's JSON is not what fio writes: ")
+    assert "fio.json: ..." in e.value.stderr
+
+
+def test_fio_figures_beyond_a_float_are_a_parse_failure_not_an_infinite_headline(tmp_path):
+    """Two instances of 1.5e308 IOPS each summed to an infinite headline, stored as a result."""
+    doc = json.dumps(_bad(_doc("randread-loop-jsonplus.json"), "jobs/0/read/iops", 1.5e308))
+    with pytest.raises(TrialFailure, match="its figures give the headline inf") as e:
+        FIO.parse(FioParams(preset="rr"), _fio_outputs(tmp_path, [doc, doc]))
+    assert e.value.category == "parse"

@@ -4,6 +4,8 @@ the protocol, the latency limit, the init options and the VACUUM before the run;
 and its fix. The server's list is a fake here (`postgres --describe-config` is read in the integration
 tests)."""
 
+import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from strata.experiment.plan import resolve
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads import REGISTRY
 from strata.workloads.pgbench import postgres
-from strata.workloads.pgbench.params import PgbenchParams, entries
+from strata.workloads.pgbench.params import BUILTIN, PgbenchParams, entries
 from strata.workloads.server import settings
 from strata.workloads.server.settings import Catalog, Known
 
@@ -302,3 +304,112 @@ def test_every_script_file_of_a_weighted_mix_travels_with_a_part_across_hosts(tm
         Path(f).is_relative_to(tmp_path / "agent") and Path(f).read_text() == "SELECT 1;\n" for f in moved["files"]
     )
     assert PgbenchParams.model_validate(moved).files == moved["files"] != w.files
+
+
+# ---- fuzz: a user's `script:` and its files (docs/style.md, item 12) -------------------------------------------
+
+FOUND = ["file:a.sql", "file:sub/b.sql", "file:é.sql", " file:a.sql\n"]  # written beside the spec (mostly)
+ODD_PATHS = [
+    "file:a,b.sql",
+    "file:big.sql",
+    "file:../x.sql",
+    "file:no such.sql",
+    "file:dir",
+    "file:" + "d" * 300,
+    "file:" + "x/" * 2000 + "y.sql",
+    "file:a\x00b.sql",
+    "file:\u202e.sql",
+]
+SCRIPT_NAMES = [*BUILTIN, *FOUND, *ODD_PATHS, "file:", "tpcb", "TPCB-LIKE", "🙂", ""]
+WEIGHTS = ["", "@1", "@9", "@1000", "@0", "@1001", "@9999", "@99999999999999999999", "@-1", "@1.5", "@", "@@2", "@٣"]
+SCRIPT_FILES = {
+    "a.sql": b"SELECT 1;\n",
+    "sub/b.sql": b"UPDATE pgbench_accounts SET abalance = 0 WHERE aid = 1;\n",
+    "é.sql": "-- update nothing\n\\set aid random(1, 100000 * :scale)\nSELECT 1;\n".encode(),
+    "a,b.sql": b"\xff\xfe\x00 INSERT",  # a comma splits `file:a,b.sql` in two: never found
+}
+
+
+def _script(rng: random.Random) -> str:
+    """Half of them scripts of pgbench's syntax (built-in or file:, some paths odd, weights in range), the others
+    anything: odd names and weights, stray characters, many entries, a script repeated a few hundred times."""
+    if rng.random() < 0.5:
+        names = [rng.choice(rng.choice([BUILTIN, FOUND, FOUND, ODD_PATHS])) for _ in range(rng.randint(1, 4))]
+        return ", ".join(name + rng.choice(WEIGHTS[:4]) for name in names)
+    entries_ = [rng.choice(SCRIPT_NAMES) + rng.choice(WEIGHTS) for _ in range(rng.choice([1, 2, 3, 5, 17, 40]))]
+    text = rng.choice([",", ", ", ",,", " , "]).join(entries_)
+    if rng.random() < 0.2:
+        i = rng.randrange(len(text) + 1)
+        text = text[:i] + rng.choice([",", "@", ":", "é", "\x00", " ", "99999"]) + text[i:]
+    return text * (rng.randint(2, 300) if rng.random() < 0.05 else 1)
+
+
+def _says_the_problem(e: Exception) -> bool:
+    return len(str(e)) < 1000 and any(w in str(e) for w in ("script", "scale"))
+
+
+def test_fuzz_a_users_scripts_are_read_or_refused_in_a_few_words(tmp_path):
+    """Random `script:` strings and script files: each is entries pgbench takes (1 to 16, weights 1 to 1000,
+    files found and read) or a ValueError (pydantic's ValidationError is one) whose short message names `script`
+    (or `scale`, also given odd values), never a traceback."""
+    from strata.workloads.pgbench.params import MAX_SCRIPTS, MAX_WEIGHT
+
+    rng = random.Random(61_05_05)
+    base = tmp_path / "spec"
+    (base / "sub").mkdir(parents=True)
+    (base / "dir").mkdir()
+    (base / "big.sql").write_bytes(b"-" * ((1 << 20) + 1))  # beyond fields.MAX_SCRIPT_BYTES
+    answers = Counter()
+    for n in range(400):
+        for name, text in SCRIPT_FILES.items():
+            (base / name).unlink(missing_ok=True)
+            if rng.random() < 0.8:
+                (base / name).write_bytes(text)
+        script = _script(rng)
+        try:
+            said = entries(script)
+        except ValueError as e:
+            assert _says_the_problem(e), (n, script[:80], str(e)[:300])
+            answers["entries refused"] += 1
+        else:
+            assert 1 <= len(said) <= MAX_SCRIPTS, (n, script[:80])
+            for what, weight in said:
+                assert isinstance(what, str) and (what in BUILTIN or what.startswith("file:")), (n, what)
+                assert weight is None or (type(weight) is int and 1 <= weight <= MAX_WEIGHT), (n, weight)
+            assert len(said) == 1 or all(w is not None for _, w in said), (n, said)
+        raw = {"script": script, **({"scale": rng.choice([1, 0, 10**20, "x"])} if rng.random() < 0.2 else {})}
+        try:
+            p = PGBENCH.parse_params(raw, base)
+        except ValueError as e:
+            assert _says_the_problem(e), (n, script[:80], str(e)[:300])
+            answers["refused"] += 1
+            continue
+        answers["taken"] += 1
+        runs = p.runs()
+        assert [f for f, _, _ in runs] == ["-f" if w.startswith("file:") else "-b" for w, _ in entries(p.script)]
+        for flag, what, weight in runs:
+            assert flag == "-b" and what in BUILTIN or flag == "-f" and Path(what).is_file(), (n, flag, what)
+            assert weight is None or 1 <= weight <= MAX_WEIGHT
+        assert isinstance(p.writes, bool) and p.name.startswith("pgbench-") and len(p.files) <= MAX_SCRIPTS
+        if p.files:  # the same script without the files found beside a spec: refused, naming them
+            with pytest.raises(ValueError, match="names a pgbench script that was not found"):
+                PgbenchParams(script=p.script)
+        else:
+            assert PgbenchParams(script=p.script).runs() == runs
+    assert answers["taken"] > 40 and answers["refused"] > 100, answers
+
+
+@pytest.mark.parametrize(
+    "script,was",
+    [
+        ("file:" + "d" * 300, "OSError: [Errno 36] File name too long"),
+        ("file:" + "x/" * 2000 + "y.sql@1001", "a message of 4,064 characters (the whole path)"),
+        ("file:" + "x/" * 2000 + "y.sql", "a message of 8,064 characters (the path and the script, whole)"),
+    ],
+    ids=["a name too long", "a long path's weight", "a long path not found"],
+)
+def test_a_script_path_of_any_length_is_refused_in_a_few_words(tmp_path, script, was):
+    """What the fuzz found (`was`: the traceback or the message before)."""
+    with pytest.raises(ValueError) as e:
+        PGBENCH.parse_params({"script": script}, tmp_path)
+    assert len(str(e.value)) < 1000 and "script" in str(e.value) and "..." in str(e.value)

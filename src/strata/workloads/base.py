@@ -378,8 +378,17 @@ def spec_file(path: str, base_dir: Path, what: str, max_bytes: int | None = None
     `max_bytes`); `said`, the spec's words for it, in the message."""
     p = Path(path)
     p = p if p.is_absolute() else base_dir / p
-    if not p.is_file():
-        raise ValueError(f"no {what} at {p}" + (f" ({said})" if said else ""))
-    if max_bytes is not None and p.stat().st_size > max_bytes:
-        raise ValueError(f"the {what} {p} is above {max_bytes >> 20} MiB: is it a {what}?")
-    return str(p.resolve())
+    shown = _bounded(str(p))  # a path of any length typed: said in a message of bounded length
+    try:
+        if not p.is_file():
+            raise ValueError(f"no {what} at {shown}" + (f" ({_bounded(said)})" if said else ""))
+        if max_bytes is not None and p.stat().st_size > max_bytes:
+            raise ValueError(f"the {what} {shown} is above {max_bytes >> 20} MiB: is it a {what}?")
+        return str(p.resolve())
+    except OSError as e:  # a name too long for the file system, say: the user's path, not a bug of strata's
+        raise ValueError(f"no {what} at {shown}: {e.strerror}") from None
+
+
+def _bounded(text: str, most: int = 200) -> str:
+    """`text`, its middle left out beyond `most` characters."""
+    return text if len(text) <= most else f"{text[: most // 2]}...{text[-most // 2 :]}"

@@ -12,6 +12,7 @@ flag records that as expected, not as an error.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import subprocess
 from collections import Counter
@@ -45,6 +46,9 @@ PERSONALITY_FILES = {
 PERSONALITIES = tuple(PERSONALITY_FILES)
 PROTOCOL = 1
 OUTPUT = "engine.jsonl"
+# What reading records of the protocol's form but not its members raises (a missing key, another type, a number
+# beyond a float, an instance with fewer flowops than the first): a parse failure, never strata's traceback.
+UNREADABLE = (LookupError, TypeError, ValueError, ArithmeticError)
 # The engine's error kinds (engine/src/error.rs) as failure categories.
 ENGINE_ERRORS = {"syntax": "bad_input", "semantic": "bad_input", "io": "tool_error", "runtime": "tool_error"}
 SYNC_FLOWOPS = ("fsync", "fsyncset")  # the flowops that ask for syncs (fsyncset: one op, each file of a set)
@@ -190,8 +194,15 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
 
     def parse(self, params: FilebenchParams, outputs: list[InstanceOutput]) -> Parsed:
         ends = [read_end(o) for o in outputs]
-        parsed = aggregate(ends)
-        parsed.windows = [_window(e) for e in ends]
+        try:
+            parsed = aggregate(ends)
+            parsed.windows = [_window(e) for e in ends]
+        except UNREADABLE as e:  # records of the protocol's form whose members are not the engine's
+            said = f"the engine's end records are not what it writes: {_said(e)}"
+            raise TrialFailure("parse", said, _tails(outputs)) from None
+        value = as_obj(parsed.metrics["primary"], "primary").get("value")
+        if not isinstance(value, (int, float)) or not math.isfinite(value):  # figures that add up beyond a float
+            raise TrialFailure("parse", f"the engine's figures give the headline {value!r}", _tails(outputs))
         return parsed
 
 
@@ -234,11 +245,32 @@ def _int(v: JsonValue, what: str) -> int:
     return v
 
 
+def _said(e: Exception) -> str:
+    return f"{type(e).__name__}: {e}"[:300]
+
+
+def _tails(outputs: list[InstanceOutput]) -> str:
+    """The end of each instance's output, for a parse failure."""
+    paths = [o.out_dir / OUTPUT for o in outputs]
+    return "\n".join(f"{p}: ...{p.read_text(errors='replace')[-1000:]}" for p in paths if p.exists())[-4000:]
+
+
 def read_end(o: InstanceOutput) -> JsonObject:
-    """The `end` record of one instance; an `error` record or a missing end is a failed trial."""
+    """The `end` record of one instance; an `error` record or a missing end is a failed trial, and so is a record
+    whose members are not the protocol's (a parse failure, never a KeyError)."""
     path = o.out_dir / OUTPUT
-    lines = path.read_text().splitlines() if path.exists() else []
+    lines = path.read_text(errors="replace").splitlines() if path.exists() else []
     records = [_record(line, o) for line in lines]
+    try:
+        return _end(o, records)
+    except UNREADABLE as e:
+        tail = (o.stderr + "\n" + "\n".join(lines))[-4000:]
+        raise TrialFailure(
+            "parse", f"engine instance {o.index} wrote records that are not the protocol's: {_said(e)}", tail
+        ) from None
+
+
+def _end(o: InstanceOutput, records: list[JsonObject]) -> JsonObject:
     begin = next((obj(r, "data") for r in records if r["type"] == "begin"), None)
     if begin and begin.get("protocol") != PROTOCOL:
         raise TrialFailure(

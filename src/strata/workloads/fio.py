@@ -8,6 +8,7 @@ Output is json+ so latency histograms of N instances can be merged exactly.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import tempfile
@@ -38,7 +39,15 @@ from strata.workloads.base import (
     resolve_file,
 )
 from strata.workloads.fio_hold import BARRIER_SCRIPT, HOLD, READY_JOBS, held
-from strata.workloads.fio_output import SEQUENTIAL, SERIES, aggregate, as_part, iops_series, load_fio_json
+from strata.workloads.fio_output import (
+    SEQUENTIAL,
+    SERIES,
+    aggregate,
+    as_part,
+    iops_series,
+    load_fio_json,
+    unreadable,
+)
 
 PRESETS = {
     "rr": {"rw": "randread", "bs": 4096},
@@ -353,7 +362,16 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
 
     def parse(self, params: FioParams, outputs: list[InstanceOutput]) -> Parsed:
         docs = [load_fio_json(o) for o in outputs]
-        return aggregate(docs, [iops_series(o.out_dir) for o in outputs])
+        try:
+            parsed = aggregate(docs, [iops_series(o.out_dir) for o in outputs])
+        except (LookupError, TypeError, ValueError, ArithmeticError) as e:
+            # JSON read whole but not in fio's shape (a member missing or of another type, no job, a number beyond
+            # a float): output strata cannot read, a failed trial like bad JSON, not strata's traceback
+            raise unreadable(outputs, f"{type(e).__name__}: {e}") from None
+        value = as_obj(parsed.metrics["primary"], "primary").get("value")
+        if not isinstance(value, (int, float)) or not math.isfinite(value):  # figures that add up beyond a float
+            raise unreadable(outputs, f"its figures give the headline {value!r}")
+        return parsed
 
 
 def fio_version() -> str | None:

@@ -38,6 +38,15 @@ def load_fio_json(o: InstanceOutput) -> JsonObject:
         raise TrialFailure("parse", f"fio instance {o.index} wrote unreadable JSON: {e}", text[-4000:])
 
 
+def unreadable(outputs: list[InstanceOutput], what: str) -> TrialFailure:
+    """A parse failure for JSON that loads but that strata cannot read as fio's, with each instance's JSON's tail."""
+    tails = []
+    for o in outputs:
+        path = o.out_dir / "fio.json"
+        tails.append(f"{path}: ...{path.read_text(errors='replace')[-1000:]}" if path.exists() else f"{path}: none")
+    return TrialFailure("parse", f"fio's JSON is not what fio writes: {what[:300]}", "\n".join(tails)[-4000:])
+
+
 def _category(text: str) -> str:
     t = text.lower()
     if "no space left" in t or "enospc" in t:

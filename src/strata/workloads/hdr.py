@@ -33,6 +33,8 @@ from typing import Iterable, Iterator
 V2_ENCODING_COOKIE = 0x1C849303
 V2_COMPRESSED_COOKIE = 0x1C849304
 V2_HEADER = struct.Struct(">iiiiqqd")  # cookie, payload length, normalizing offset, digits, lowest, highest, ratio
+MAX_DIGITS = 5  # HdrHistogram's numberOfSignificantValueDigits: 0 to 5
+MAX_VALUE = (1 << 63) - 1  # the largest value a (Java long) histogram holds
 
 
 class HdrError(ValueError):
@@ -170,25 +172,36 @@ def _zigzag_varints(payload: bytes) -> Iterator[int]:
 
 
 def decode(b64: str) -> Histogram:
-    """One V2 (optionally compressed) histogram, as in a log line's last field."""
-    raw = base64.b64decode(b64)
-    cookie = struct.unpack_from(">i", raw)[0]
-    if cookie & ~0xF0 == V2_COMPRESSED_COOKIE:
-        length = struct.unpack_from(">i", raw, 4)[0]
-        raw = zlib.decompress(raw[8 : 8 + length])
+    """One V2 (optionally compressed) histogram, as in a log line's last field; anything else is an HdrError."""
+    try:
+        raw = base64.b64decode(b64)
         cookie = struct.unpack_from(">i", raw)[0]
-    if cookie & ~0xF0 != V2_ENCODING_COOKIE:
-        raise HdrError(f"not a V2 HdrHistogram encoding (cookie {cookie:#x})")
-    _, payload_len, normalizing, digits, lowest, _highest, _ratio = V2_HEADER.unpack_from(raw)
+        if cookie & ~0xF0 == V2_COMPRESSED_COOKIE:
+            length = struct.unpack_from(">i", raw, 4)[0]
+            raw = zlib.decompress(raw[8 : 8 + length])
+            cookie = struct.unpack_from(">i", raw)[0]
+        if cookie & ~0xF0 != V2_ENCODING_COOKIE:
+            raise HdrError(f"not a V2 HdrHistogram encoding (cookie {cookie:#x})")
+        _, payload_len, normalizing, digits, lowest, _highest, _ratio = V2_HEADER.unpack_from(raw)
+    except HdrError:
+        raise
+    except (ValueError, struct.error, zlib.error) as e:  # bad base64 (a ValueError), too short, bad deflate
+        raise HdrError(f"not an encoded histogram: {e}") from None
     if normalizing != 0:
         raise HdrError("a shifted histogram (normalizing index offset != 0): YCSB never writes one")
+    # HdrHistogram's own bounds: beyond them the grid's arithmetic would build numbers of unbounded size
+    if not 0 <= digits <= MAX_DIGITS or lowest < 1:
+        raise HdrError(f"a histogram of {digits} significant digits, lowest value {lowest}: not one HdrHistogram makes")
     h = Histogram(lowest=lowest, digits=digits)
+    last = h.index_of(MAX_VALUE)
     index = 0
     for v in _zigzag_varints(raw[V2_HEADER.size : V2_HEADER.size + payload_len]):
         if v < 0:
             index += -v
         else:
             if v:
+                if index > last:
+                    raise HdrError(f"a count at index {index}, beyond the grid's last ({last}) of 64-bit values")
                 h.counts[index] = v
             index += 1
     return h
@@ -207,16 +220,19 @@ LINE = re.compile(r"^(?:Tag=[^,]*,)?([\d.]+),([\d.]+),([\d.]+),(\S+)$")
 def read_log(path: Path) -> tuple[float | None, list[Interval]]:
     """(StartTime in epoch seconds or None, intervals) of one HistogramLogWriter file."""
     start, intervals = None, []
-    for line in Path(path).read_text().splitlines():
+    for line in Path(path).read_text(errors="replace").splitlines():
         line = line.strip()
-        if line.startswith("#[StartTime:"):
-            start = float(line.split()[1])
-        if not line or line.startswith("#") or line.startswith('"'):
-            continue
-        m = LINE.match(line)
-        if not m:
-            raise HdrError(f"{path}: not a histogram log line: {line[:80]}")
-        intervals.append(Interval(float(m.group(1)), float(m.group(2)), decode(m.group(4))))
+        try:
+            if line.startswith("#[StartTime:"):
+                start = float(line.split()[1])
+            if not line or line.startswith("#") or line.startswith('"'):
+                continue
+            m = LINE.match(line)
+            if not m:
+                raise HdrError("not a histogram log line")
+            intervals.append(Interval(float(m.group(1)), float(m.group(2)), decode(m.group(4))))
+        except (ValueError, IndexError) as e:  # HdrError is a ValueError; float() of `1.2.3`, a bare StartTime
+            raise HdrError(f"{path}: {e}: {line[:80]}") from None
     return start, intervals
 
 

@@ -70,7 +70,8 @@ def entries(script: str) -> list[tuple[str, int | None]]:
             )
         weight = int(m.group("weight")) if m.group("weight") else None
         if weight is not None and not 1 <= weight <= MAX_WEIGHT:
-            raise ValueError(f"`script`: the weight of {what} is {weight}: 1 to {MAX_WEIGHT}")
+            shown = what if len(what) <= 60 else what[:57] + "..."  # a path of any length typed: a short message
+            raise ValueError(f"`script`: the weight of {shown} is {weight}: 1 to {MAX_WEIGHT}")
         out.append((what, weight))
     if len(out) > 1 and any(w is None for _, w in out):
         out = [(w, n if n is not None else 1) for w, n in out]  # pgbench's own default weight

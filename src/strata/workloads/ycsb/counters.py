@@ -28,6 +28,7 @@ from strata.workloads.server import memory
 from strata.workloads.ycsb.params import RECORD_BYTES, YcsbParams
 
 MiB = 1 << 20
+LONG = 1 << 63  # Counters.java writes Java longs
 POOLS = {"flushes": "MemtableFlushWriter", "compactions": "CompactionExecutor"}
 WAITED = {"ONE": 1, "LOCAL_ONE": 1, "TWO": 2, "THREE": 3}  # replicas a write waits for; quorums and ALL below
 
@@ -92,7 +93,9 @@ def _obj(d: JsonObject, key: str) -> JsonObject:
 
 
 def _int(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    """A counter as Counters wrote it (a Java long); anything else is unknown, never a number beyond a float's range
+    that a ratio or a size would then overflow on."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -LONG <= v < LONG else None
 
 
 def _pool(d: JsonObject, pool: str, key: str) -> int | None:

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypedDict
 
+from strata.core.errors import TrialFailure
 from strata.core.jsondoc import JsonObject
 from strata.workloads import hdr
 from strata.workloads.server import latency as server_latency
@@ -36,6 +37,7 @@ NOT_OPERATIONS = ("OVERALL", "CLEANUP")
 # when the throttle meant to send it: `[Intended-READ], ...` on stdout and `hdr/Intended-READ.hdr`. They
 # are the same operations timed otherwise, never counted twice.
 INTENDED = "Intended-"
+TAIL = 4000  # the characters of an unreadable output kept with its failure
 
 
 @dataclass
@@ -48,30 +50,39 @@ class Summary:
 
 
 def parse_summary(stdout: str) -> Summary:
+    """YCSB's summary; a line of its form whose figure is no number is a parse failure (never a ValueError)."""
     s = Summary()
     for line in stdout.splitlines():
         m = SUMMARY.match(line.strip())
         if not m:
             continue
-        section, key, value = m.groups()
-        if section.startswith("TOTAL_GC"):
-            continue
-        if section.startswith(INTENDED):  # latency figures only: the operations are counted once, above
-            if key != "Operations" and not key.startswith("Return="):
-                s.reported.setdefault(section, {})[key] = float(value)
-            continue
-        if section == "OVERALL":
-            if key == "RunTime(ms)":
-                s.runtime_ms = float(value)
-            elif key == "Throughput(ops/sec)":
-                s.throughput_ops_s = float(value)
-        elif key == "Operations":
-            s.operations[section] = int(value)
-        elif key.startswith("Return="):
-            s.returns.setdefault(section, {})[key[len("Return=") :]] = int(value)
-        else:
-            s.reported.setdefault(section, {})[key] = float(value)
+        try:
+            _summary_line(s, *m.groups())
+        except ValueError:
+            raise TrialFailure(
+                "parse", f"YCSB's summary line {line[:200]!r} holds no number where YCSB writes one", stdout[-TAIL:]
+            ) from None
     return s
+
+
+def _summary_line(s: Summary, section: str, key: str, value: str) -> None:
+    if section.startswith("TOTAL_GC"):
+        return
+    if section.startswith(INTENDED):  # latency figures only: the operations are counted once, above
+        if key != "Operations" and not key.startswith("Return="):
+            s.reported.setdefault(section, {})[key] = float(value)
+        return
+    if section == "OVERALL":
+        if key == "RunTime(ms)":
+            s.runtime_ms = float(value)
+        elif key == "Throughput(ops/sec)":
+            s.throughput_ops_s = float(value)
+    elif key == "Operations":
+        s.operations[section] = int(value)
+    elif key.startswith("Return="):
+        s.returns.setdefault(section, {})[key[len("Return=") :]] = int(value)
+    else:
+        s.reported.setdefault(section, {})[key] = float(value)
 
 
 @dataclass
@@ -87,13 +98,16 @@ def parse_status(stderr: str) -> list[StatusPoint]:
     points = []
     for line in stderr.splitlines():
         m = STATUS.match(line)
-        if m:
+        if not m:
+            continue
+        try:
             stamp = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S:%f").timestamp()
-            points.append(
-                StatusPoint(
-                    stamp, int(m.group(2)), int(m.group(3)), float(m.group(4)) if m.group(4) is not None else None
-                )
-            )
+            rate = float(m.group(4)) if m.group(4) is not None else None
+            points.append(StatusPoint(stamp, int(m.group(2)), int(m.group(3)), rate))
+        except ValueError:  # a date or a figure YCSB never writes (a line cut or garbled): unreadable output
+            raise TrialFailure(
+                "parse", f"YCSB's status line {line[:200]!r} is not one it writes", stderr[-TAIL:]
+            ) from None
     return points
 
 
@@ -125,9 +139,16 @@ def merged_histograms(hdr_dirs: list[Path]) -> dict[str, hdr.Histogram]:
     by_op: dict[str, list[hdr.Histogram]] = {}
     for d in hdr_dirs:
         for f in sorted(Path(d).glob("*.hdr")):
-            _, intervals = hdr.read_log(f)
+            try:
+                _, intervals = hdr.read_log(f)
+            except hdr.HdrError as e:
+                tail = f.read_text(errors="replace")[-TAIL:]
+                raise TrialFailure("parse", f"YCSB's histogram log is unreadable: {str(e)[:500]}", tail) from None
             by_op.setdefault(f.stem, []).extend(i.histogram for i in intervals)
-    return {op: h for op, hs in by_op.items() if (h := hdr.merge(hs)) is not None}
+    try:
+        return {op: h for op, hs in by_op.items() if (h := hdr.merge(hs)) is not None}
+    except hdr.HdrError as e:  # a log whose header a corrupted line changed: not YCSB's one grid
+        raise TrialFailure("parse", f"YCSB's histogram logs do not add up: {e}", "") from None
 
 
 @dataclass
