@@ -97,9 +97,10 @@ def test_a_log_that_fills_the_file_system_is_disk_full(tmp_path):
             "filesystems": ["ext4"],
             "runtimes": ["native"],
             "paths": ["bind"],
-            # webserver's log grows by 8 KiB per append: 64 MiB fill within the 20 s
+            # webserver's log grows by 8 KiB per append: the 64 MiB fill, and the run ends there (disk_full), seconds
+            # in on a quiet machine; the 300 s runtime is only a ceiling, so that a busy one fills it too
             "workloads": [
-                {"filebench": {"personality": "webserver", "runtime": 20, "set": {"nthreads": 2, "nfiles": 50}}},
+                {"filebench": {"personality": "webserver", "runtime": 300, "set": {"nthreads": 2, "nfiles": 50}}},
                 {"filebench": {"personality": "varmail", "runtime": 2, "set": {"nthreads": 2, "nfiles": 50}}},
             ],
         },
