@@ -270,3 +270,15 @@ def test_a_step_that_fails_as_its_server_dies_is_the_servers_death(tmp_path):
     calls.clear()
     running.check = lambda self, watch=None: None  # every server stands: the step's own words
     assert Echo().fail_after(ctx, "the CHECKPOINT failed: x").category == "tool_error"
+
+
+def test_a_server_whose_port_was_taken_says_so_and_how_to_give_each_run_its_own(echo, tmp_path):
+    """Two strata runs at once with one STRATA_LOOPBACK: the second server's bind fails, and its trial says why,
+    not only PostgreSQL's "could not create any TCP/IP sockets" (found by bench/chaos.py beside a test's run)."""
+    bind = 'LOG:  could not bind IPv4 address "127.0.0.1": Address already in use'
+    fatal = f"{bind}\nFATAL:  could not create any TCP/IP sockets"
+    failed = _run(tmp_path, fatal=fatal)["flags"]["failed"]
+    assert failed["category"] == "instance_died" and failed["message"].endswith(lifecycle.PORT_TAKEN)
+    assert "STRATA_LOOPBACK=X" in failed["message"] and bind in failed["stderr"]
+    other = _run(tmp_path / "other", fatal="FATAL:  could not create any TCP/IP sockets")["flags"]["failed"]
+    assert lifecycle.PORT_TAKEN not in other["message"]  # said only where the server's own words show it

@@ -5,8 +5,9 @@ The binaries are Debian 12's `postgresql-15` (/usr/lib/postgresql/15/bin), on th
 servers and the clients, and in the image strata builds for containers and pods (`image_spec`).
 
 - Address: 127.0.0.1 only, no Unix socket (the network rule). Server k of this run listens on port
-  16384 + 64 X + k (X: `STRATA_LOOPBACK`, 0 by default), so two runs on one machine never share a
-  port, and every port stays below Linux's ephemeral range (32768 and up).
+  16384 + 64 X + k (X: `STRATA_LOOPBACK`, 0 by default), so two runs on one machine at once, each given its
+  own X, never share a port (with one X, the second server to start says its port was taken), and every port
+  stays below Linux's ephemeral range (32768 and up).
 - PostgreSQL refuses to run as root: the script makes the data directory the `postgres` user's
   (Debian's packages create that user, on the host and in the image) and runs `initdb` and the
   server as that user (`setpriv`, which execs, so the script signals the server itself).

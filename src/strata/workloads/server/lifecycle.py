@@ -37,7 +37,7 @@ from strata.core.instances import InstanceOutput
 from strata.core.jsondoc import JsonObject, as_obj, whole
 from strata.core.params import Load
 from strata.workloads.base import MeasureContext, P, P_contra, rendezvous
-from strata.workloads.server import clients, memory
+from strata.workloads.server import clients, loopback, memory
 from strata.workloads.server.clients import Client
 from strata.workloads.server.facts import Server
 from strata.workloads.server.script import LAUNCHED, STOP_FILE
@@ -156,6 +156,15 @@ def log_tail(text: str, chars: int = LOG_TAIL_CHARS) -> str:
     return text[-chars:]
 
 
+# What a server's bind of its port says when another process holds it (PostgreSQL's "could not bind IPv4 address
+# ...", MariaDB's "Bind on TCP/IP port"): strata's servers take fixed ports of the run's block (loopback.py).
+IN_USE = "Address already in use"
+PORT_TAKEN = (
+    "its port was taken: another strata run on this machine uses the same block of ports (give each run at the "
+    f"same time its own {loopback.LOOPBACK_ENV}=X, 0 to 255), or a server outside strata holds it"
+)
+
+
 def wait_ready(
     ctx: MeasureContext,
     instance: int,
@@ -179,6 +188,8 @@ def wait_ready(
             tail = log_tail(server_log(ctx.art, instance, log_name))
             said = find(e.stderr + "\n" + tail)
             words = f"{what} ended while starting: {said} ({e})" if said else f"{what} ended while starting: {e}"
+            if IN_USE in e.stderr + tail:  # its address and port were another process's
+                words += f"; {PORT_TAKEN}"
             raise TrialFailure(e.category, words, (e.stderr + "\n" + tail).strip()[-2 * LOG_TAIL_CHARS :], e.layer)
         if time.monotonic() - t0 > timeout_s:
             tail = log_tail(server_log(ctx.art, instance, log_name))
