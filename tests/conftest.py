@@ -301,8 +301,10 @@ NOT_RUN_HERE: dict[str, str] = {
     "fault:stopped_early": f"{NO_TEST}: unit-tested on the engine's output (tests/unit/test_filebench.py)",
     "fault:internal": f"{NO_TEST}: a bug in strata, by definition unplanned; its record is unit-tested "
     "(tests/unit/test_flags.py)",
-    "fault:container_start": f"{NO_TEST}: raised when the docker daemon refuses to create or start a container",
-    "fault:runtime": f"{NO_TEST}: raised when a runtime fails while its instances run",
+    "fault:container_start": f"{NO_TEST}: unit-tested on a fake docker client that the daemon refuses "
+    "(tests/unit/test_docker_unit.py)",
+    "fault:runtime": f"{NO_TEST}: unit-tested on a fake docker client whose `docker wait` fails on a live daemon "
+    "(tests/unit/test_docker_unit.py)",
     "fault:provision": f"{NO_TEST}: raised when a command that builds a layer fails",
     "command:studies": "reads the studies' published numbers, no machine: tests/unit/test_published.py runs it",
 }

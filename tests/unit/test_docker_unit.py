@@ -389,6 +389,8 @@ elif args[0] == "inspect":
     print(json.dumps({{"OOMKilled": args[-1] in state.get("oom", [])}}))
 elif args[0] in ("rm", "version"):
     print("20.10")
+elif args[0] == "create" and state.get("create_refused"):  # the daemon refuses the container
+    sys.exit("Error response from daemon: " + state["create_refused"])
 """
 
 
@@ -756,3 +758,15 @@ def test_a_dockerd_killed_as_it_starts_is_a_death_not_an_unsupported_driver(monk
     exited.wait()
     with pytest.raises(Unsupported):  # it exited by itself: its log says what this host cannot do
         dockerd.wait_ready(paths, exited)
+
+
+def test_a_container_the_daemon_refuses_to_create_is_container_start(monkeypatch, tmp_path):
+    """The daemon answers but refuses the container (a bad mount, a name taken): `container_start`, with its
+    words, and nothing of the trial left running; not `daemon_died`, the daemon still answers."""
+    s = fake_session(monkeypatch, tmp_path, {"codes": {}, "create_refused": "invalid mount config for type bind"})
+    monkeypatch.setattr(s, "image_for", lambda spec: "strata-fio:x")
+    monkeypatch.setattr(s, "_journal_container", lambda running, r, handle, image: ["create", "--name", "c0", image])
+    req = InstanceRequest(0, ["true"], tmp_path / "out0")
+    with pytest.raises(TrialFailure) as e:
+        s.start([req], PathHandle("bind", "dir", "/data", str(tmp_path / "data")), Load(), tmp_path / "sync")
+    assert e.value.category == "container_start" and "invalid mount config for type bind" in str(e.value), e.value
