@@ -250,3 +250,31 @@ def test_several_instances_devices_are_checked_on_the_disks_below_them_all():
     assert common_layers([["nvme1n1"], ["nvme2n1"]]) == [] and common_layers([]) == []
     assert device_name(__file__) is None and device_name("/nonexistent") is None  # no block device
     assert disks_under_device("strata-no-such-disk") == ["strata-no-such-disk"]  # no loop device: nothing below
+
+
+def test_a_dead_kubelet_or_containerd_of_the_bed_is_the_runtimes_death_named(tmp_path):
+    """Issue 62 for the test bed's daemons: decided from their own processes (a pid that exited), not from a
+    client's error; the session's watch names each dead one as `daemon_died`, which the stack cache reads to
+    build the runtime again (test_runner.py holds that rule for any runtime's watch)."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from strata.stack.kube.procs import Processes
+    from strata.stack.runtimes.kubernetes.session import KubernetesSession
+
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        procs = Processes(None, [], "strata-k8s-test", tmp_path)  # no journal: nothing is started
+        procs.pids = {"containerd": alive.pid, "kubelet": exited.pid}
+        assert procs.dead() == ["kubelet"]
+        watched = KubernetesSession.watch(SimpleNamespace(watch_bed=procs.dead))
+        assert watched == ("daemon_died", "the Kubernetes test bed's kubelet exited")
+        procs.pids = {"containerd": alive.pid}
+        assert KubernetesSession.watch(SimpleNamespace(watch_bed=procs.dead)) is None
+        assert KubernetesSession.watch(SimpleNamespace(watch_bed=None)) is None  # your cluster: no bed
+    finally:
+        alive.kill()
+        alive.wait()
