@@ -285,6 +285,9 @@ def judge(c: Campaign, since: int) -> None:
         # a fault ends its trial at once, so its time is near the trial's end: the window is the trial's, each
         # edge widened by the stored times' whole second; at a boundary of two, the one that failed
         inside = [r for r in attempts if _t(r["started_at"]) - EDGE_S <= f.t <= _t(r["finished_at"]) + EDGE_S]
+        if f.kind == "dockerd":  # a private dockerd serves docker stacks only: one killed as another stack's trial
+            # began was the stack before's, being torn down (a trial's time includes building its stack)
+            inside = [r for r in inside if r["stack"].split("/")[2].startswith("docker")]
         if len(inside) > 1:
             inside = [r for r in inside if r["status"] != "ok"] or inside
         if len(inside) != 1:

@@ -9,11 +9,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import chaos  # noqa: E402
 
 
-def _attempt(trials: Path, name: str, start: str, end: str, workload: str, category: str | None) -> None:
+def _attempt(
+    trials: Path, name: str, start: str, end: str, workload: str, category: str | None, runtime: str = "docker:overlay2"
+) -> None:
     failed = {"category": category, "message": "m"} if category else None
     doc = {
         "trial_id": name.split(".")[0],
-        "stack": "loop/xfs/docker:overlay2/bind",
+        "stack": f"loop/xfs/{runtime}/bind",
         "labels": {"workload": workload},
         "status": "failed" if category else "ok",
         "started_at": f"2026-12-02T10:00:{start}+00:00",
@@ -31,6 +33,7 @@ def test_each_fault_is_judged_by_the_attempt_it_ended(tmp_path):
     _attempt(trials, "a.json", "30", "40", "pgbench-tpcb", None)
     _attempt(trials, "b.json", "12", "20", "rr", "tool_error")  # fio, but a dockerd fault: wrong
     _attempt(trials, "c.json", "50", "58", "rr", None)  # stood though its fio was killed: wrong
+    _attempt(trials, "d.json", "41", "48", "rr", "tool_error", "podman:overlay")  # its container killed
     c = chaos.Campaign(tmp_path / "c1")
     c.faults = [
         chaos.Fault(t0 + 9.6, "container", 1, "container init sh"),
@@ -38,8 +41,12 @@ def test_each_fault_is_judged_by_the_attempt_it_ended(tmp_path):
         chaos.Fault(t0 + 25, "server", 3, "postgres"),  # in no trial
         chaos.Fault(t0 + 55, "fio", 4, "fio"),
         chaos.Fault(t0 + 35, "strata", 5, "strata run"),
+        chaos.Fault(t0 + 42, "dockerd", 6, "dockerd"),  # the docker stack's, torn down as Podman's trial began
+        chaos.Fault(t0 + 46, "container", 7, "container init sh"),
     ]
     chaos.judge(c, 0)
     verdicts = [f.verdict.split(":")[0] for f in c.faults]
-    assert verdicts == ["ok", "miscategorised", "between", "miscategorised", "ok"], [f.verdict for f in c.faults]
+    assert verdicts == ["ok", "miscategorised", "between", "miscategorised", "ok", "between", "ok"], [
+        f.verdict for f in c.faults
+    ]
     assert chaos.unexplained(c, t0) == ([], 0)  # every failure has its fault
