@@ -1,4 +1,3 @@
-import copy
 import json
 import math
 import random
@@ -12,6 +11,8 @@ from strata.core.instances import InstanceOutput, Target
 from strata.core.params import Load
 from strata.experiment.load import parse_spec
 from strata.workloads.filebench import FILEBENCH, OUTPUT, PERSONALITIES, PERSONALITIES_DIR, FilebenchParams, read_end
+
+from .fuzzing import mutate_members
 
 DATA = Path(__file__).parents[1] / "data" / "strata-wml" / "0.1.0"
 BASE = {"name": "t", "devices": ["loop"], "filesystems": ["ext4"], "runtimes": ["docker"], "paths": ["volume"]}
@@ -159,36 +160,14 @@ def test_validate_reports_an_engine_error_against_the_users_file(tmp_path, capsy
 
 # ---- fuzz: the engine's output as read (docs/style.md, item 12) ---------------------------------------------
 
-ODD_VALUES = ["x", None, [], {}, -1, -(10**12), 10**30, 2**64, 10**400, 1.5e308, True, False, 0, ""]
 # what a failed trial of the engine's own is (an error record, no end, a protocol of another version, a run that
 # stopped early), beside output strata cannot read (`parse`)
 ENGINE_FAILURES = {"parse", "tool_error", "bad_input", "stopped_early", "disk_full"}
 
 
-def _members(v, at=()):
-    """(path, in a small container) of every member: the histograms' buckets would otherwise take most picks."""
-    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else []
-    for k, x in items:
-        yield at + (k,), len(v) <= 40
-        yield from _members(x, at + (k,))
-
-
 def _mutate_records(rng: random.Random, text: str) -> bytes:
     """Records of the protocol's form, a member dropped or given another type, one to three times."""
-    records = [json.loads(line) for line in text.splitlines()]
-    for _ in range(rng.randint(1, 3)):
-        small = rng.random() < 0.8
-        paths = [p for p, s in _members(records) if len(p) > 1 and s == small] or [
-            p for p, _ in _members(records) if len(p) > 1
-        ]
-        *up, key = rng.choice(paths)
-        parent = records
-        for k in up:
-            parent = parent[k]
-        if rng.random() < 0.3:
-            del parent[key]
-        else:
-            parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))
+    records = mutate_members(rng, [json.loads(line) for line in text.splitlines()], below=1)
     return "".join(json.dumps(r) + "\n" for r in records).encode()
 
 

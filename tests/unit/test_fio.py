@@ -1,4 +1,3 @@
-import copy
 import json
 import math
 import random
@@ -13,6 +12,8 @@ from strata.core.params import Load
 from strata.workloads.fio import FIO, FioParams, aggregate, iops_series, load_fio_json
 from strata.workloads.fio_output import io_window as FIO_WINDOW
 from strata.workloads.latency import merge_bins, percentile, summarize
+
+from .fuzzing import mutate_members
 
 DATA = Path(__file__).parents[1] / "data" / "fio" / "3.33"
 
@@ -259,35 +260,8 @@ def test_fdatasyncs_are_counted_and_their_latency_is_stored_and_merged():
 
 # ---- fuzz: fio's JSON as read (docs/style.md, item 12) --------------------------------------------------
 
+
 # Values a corrupted member may hold instead of fio's: another type, a negative or a huge number (beyond a float too)
-ODD_VALUES = ["x", None, [], {}, -1, -(10**12), 10**30, 2**64, 10**400, 1.5e308, True, False, 0, ""]
-
-
-def _members(v, at=()):
-    """(path, in a small container) of every member of a JSON document: fio's bins (maps of hundreds of
-    buckets) would otherwise take nearly every pick."""
-    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else []
-    for k, x in items:
-        yield at + (k,), len(v) <= 40
-        yield from _members(x, at + (k,))
-
-
-def _mutate_doc(rng: random.Random, doc: dict) -> dict:
-    """A member dropped or given another type, one to three times."""
-    for _ in range(rng.randint(1, 3)):
-        small = rng.random() < 0.8
-        paths = [p for p, s in _members(doc) if s == small] or [p for p, _ in _members(doc)]
-        *up, key = rng.choice(paths)
-        parent = doc
-        for k in up:
-            parent = parent[k]
-        if rng.random() < 0.3:
-            del parent[key]
-        else:
-            parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))
-    return doc
-
-
 def _mutate_text(rng: random.Random, text: str) -> str:
     """Cut short, a stretch deleted or written twice, a character changed."""
     for _ in range(rng.randint(1, 3)):
@@ -333,7 +307,7 @@ def test_fuzz_fios_json_is_read_or_a_parse_failure_never_a_traceback(tmp_path):
         for _ in range(rng.choice([1, 1, 2])):
             text = texts[rng.choice(sorted(texts))]
             given.append(
-                json.dumps(_mutate_doc(rng, json.loads(text))) if rng.random() < 0.6 else _mutate_text(rng, text)
+                json.dumps(mutate_members(rng, json.loads(text))) if rng.random() < 0.6 else _mutate_text(rng, text)
             )
         outs = _fio_outputs(tmp_path / f"c{n}", given)
         try:
