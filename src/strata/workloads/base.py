@@ -14,6 +14,7 @@ workload starts its servers, loads them, then measures its clients).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -108,6 +109,20 @@ class Parsed:
         primary = self.metrics.get("primary")
         name = primary.get("series") if isinstance(primary, dict) else None
         return self.series.get(name) if isinstance(name, str) else None
+
+
+# What reading a tool's output of the right form but not the tool's members raises (a member missing or of another
+# type, a number beyond a float): output strata cannot read, a `parse` failure, never strata's traceback.
+UNREADABLE = (LookupError, TypeError, ValueError, ArithmeticError)
+
+
+def unfinite_headline(parsed: Parsed) -> str | None:
+    """'figures give the headline inf' when a parsed headline is no finite number (figures that add up beyond a
+    float), else None."""
+    primary = parsed.metrics.get("primary")
+    value = primary.get("value") if isinstance(primary, dict) else None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return None if ok else f"figures give the headline {value!r}"
 
 
 def headline(value: float | None, unit: str, metric: str, series: str | None = None, **extra: JsonValue) -> JsonObject:

@@ -12,7 +12,6 @@ flag records that as expected, not as an error.
 from __future__ import annotations
 
 import json
-import math
 import shlex
 import subprocess
 from collections import Counter
@@ -27,7 +26,18 @@ from strata.core.instances import ImageSpec, InstanceOutput, Target
 from strata.core.jsondoc import JsonArray, JsonObject, JsonValue, ShapeError, arr, as_obj, obj, text
 from strata.core.metrics import Metric, MetricSchema, Operations, Show
 from strata.core.params import Load, Strict
-from strata.workloads.base import Parsed, Smoke, Syncs, ToolWorkload, Upgrading, Workload, headline, resolve_file
+from strata.workloads.base import (
+    UNREADABLE,
+    Parsed,
+    Smoke,
+    Syncs,
+    ToolWorkload,
+    Upgrading,
+    Workload,
+    headline,
+    resolve_file,
+    unfinite_headline,
+)
 from strata.workloads.engine import engine_binary
 from strata.workloads.latency import PERCENTILES, figure, percentile
 
@@ -46,9 +56,6 @@ PERSONALITY_FILES = {
 PERSONALITIES = tuple(PERSONALITY_FILES)
 PROTOCOL = 1
 OUTPUT = "engine.jsonl"
-# What reading records of the protocol's form but not its members raises (a missing key, another type, a number
-# beyond a float, an instance with fewer flowops than the first): a parse failure, never strata's traceback.
-UNREADABLE = (LookupError, TypeError, ValueError, ArithmeticError)
 # The engine's error kinds (engine/src/error.rs) as failure categories.
 ENGINE_ERRORS = {"syntax": "bad_input", "semantic": "bad_input", "io": "tool_error", "runtime": "tool_error"}
 SYNC_FLOWOPS = ("fsync", "fsyncset")  # the flowops that ask for syncs (fsyncset: one op, each file of a set)
@@ -200,9 +207,9 @@ class Filebench(ToolWorkload[FilebenchParams], Smoke, Upgrading):
         except UNREADABLE as e:  # records of the protocol's form whose members are not the engine's
             said = f"the engine's end records are not what it writes: {_said(e)}"
             raise TrialFailure("parse", said, _tails(outputs)) from None
-        value = as_obj(parsed.metrics["primary"], "primary").get("value")
-        if not isinstance(value, (int, float)) or not math.isfinite(value):  # figures that add up beyond a float
-            raise TrialFailure("parse", f"the engine's figures give the headline {value!r}", _tails(outputs))
+        wrong = unfinite_headline(parsed)
+        if wrong:
+            raise TrialFailure("parse", f"the engine's {wrong}", _tails(outputs))
         return parsed
 
 

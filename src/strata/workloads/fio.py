@@ -8,7 +8,6 @@ Output is json+ so latency histograms of N instances can be merged exactly.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import subprocess
 import tempfile
@@ -26,6 +25,7 @@ from strata.core.params import Load, Strict, size_at_most, size_field, sweep_end
 from strata.core.units import parse_duration
 from strata.workloads import live
 from strata.workloads.base import (
+    UNREADABLE,
     DeviceProbe,
     HostTools,
     LiveRate,
@@ -37,6 +37,7 @@ from strata.workloads.base import (
     Workload,
     headline,
     resolve_file,
+    unfinite_headline,
 )
 from strata.workloads.fio_hold import BARRIER_SCRIPT, HOLD, READY_JOBS, held
 from strata.workloads.fio_output import (
@@ -364,13 +365,13 @@ class Fio(ToolWorkload[FioParams], Shorthand, Smoke, Upgrading, DeviceProbe, Hos
         docs = [load_fio_json(o) for o in outputs]
         try:
             parsed = aggregate(docs, [iops_series(o.out_dir) for o in outputs])
-        except (LookupError, TypeError, ValueError, ArithmeticError) as e:
+        except UNREADABLE as e:
             # JSON read whole but not in fio's shape (a member missing or of another type, no job, a number beyond
             # a float): output strata cannot read, a failed trial like bad JSON, not strata's traceback
             raise unreadable(outputs, f"{type(e).__name__}: {e}") from None
-        value = as_obj(parsed.metrics["primary"], "primary").get("value")
-        if not isinstance(value, (int, float)) or not math.isfinite(value):  # figures that add up beyond a float
-            raise unreadable(outputs, f"its figures give the headline {value!r}")
+        wrong = unfinite_headline(parsed)
+        if wrong:
+            raise unreadable(outputs, f"its {wrong}")
         return parsed
 
 
