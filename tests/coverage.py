@@ -9,17 +9,18 @@ exercises no key that one does not. The universe is read from the registries, ne
 device, file system, runtime, storage driver, VM share, path, workload or failure category is a key the suite
 must place.
 
-A test that runs `strata run` into its tmp_path (the default, `stored=True`) has its declaration checked against
-the trials it stored (`keys_of_trial`): a key it declares but no stored trial shows, or a trial it stored shows
-but it does not declare, fails the test (tests/integration/conftest.py). A test that stores no trial showing
-its keys (`stored=False`: it drives the library below the run loop, or kills strata before a trial ends) is held
-to the static rules only.
+Every declaration is checked against what the test ran (tests/integration/conftest.py): the trials it stored
+under its tmp_path (`keys_of_trial`), and the events of tests/integration/ledger.py (each `strata` command with
+its exit code, each trial run through the library, a kill -9 and the cleanup after it, a bench's exit code:
+`keys_of_events`). A key it declares but did not run, or a stored trial's key it does not declare, fails the
+test. Only what ran counts: a trial refused as `unsupported` gives `refused:KEY` keys, which cover nothing;
+a trial that failed before its instances started counts its lower layers only; a command refused with exit 2
+gives `refused:command:NAME`.
 """
 
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,24 +53,21 @@ LIFECYCLE = {
 }
 
 
-def covers(*keys: str, stored: bool = True) -> pytest.MarkDecorator:
-    """The keys a test's real run exercises; `stored`: whether the trials it stores show them (then checked)."""
-    return pytest.mark.covers(*keys, stored=stored)
+REFUSED = "refused:"  # a key whose cell was tried and refused (an `unsupported` trial, a command's exit 2)
 
 
-@dataclass(frozen=True)
-class Declared:
-    keys: frozenset[str]
-    stored: bool
+def covers(*keys: str) -> pytest.MarkDecorator:
+    """The keys a test's real run exercises (checked against what it ran), and the `refused:` keys it
+    expects refused."""
+    return pytest.mark.covers(*keys)
 
 
-def declared(item: pytest.Item) -> Declared | None:
+def declared(item: pytest.Item) -> frozenset[str] | None:
     """A collected test's declaration (the markers of a parametrized case and of its function, merged)."""
     marks = list(item.iter_markers("covers"))
     if not marks:
         return None
-    keys = frozenset(k for m in marks for k in m.args)
-    return Declared(keys, all(m.kwargs.get("stored", True) for m in marks))
+    return frozenset(k for m in marks for k in m.args)
 
 
 def _literal(model: Any, field: str) -> tuple[str, ...]:
@@ -131,10 +129,31 @@ def benches() -> list[str]:
     return sorted(importlib.import_module("tests.integration.test_benches").BENCHES)
 
 
+# Failures before any instance started: the layers below the runtime were built, the workload never ran.
+NOT_STARTED = ("container_start", "vm_start", "boot_timeout")
+# Failures that built nothing the trial names (a layer's build failed, or the host refused the cell).
+NOT_BUILT = ("provision", "unsupported")
+
+
 def keys_of_trial(trial: dict[str, Any], failure: str | None = None, facts: dict[str, Any] | None = None) -> set[str]:
     """The keys one trial exercises: its resolved form (`Trial.resolved()`, the `trial` of a stored result),
     for a failed one its failure category, and what the stack's facts say it chose (a VM's share under
-    `auto`)."""
+    `auto`). Only what ran counts: a refused trial (`unsupported`) gives its keys as `refused:` keys, a trial
+    whose build failed (`provision`) its failure alone, one whose instances never started (NOT_STARTED) its
+    layers below the workload."""
+    keys = _layer_keys(trial, facts)
+    if failure in NOT_BUILT:
+        keys = {REFUSED + k for k in keys} if failure == "unsupported" else set()
+    elif failure in NOT_STARTED:
+        keys = {k for k in keys if not k.startswith("workload:")}
+    if failure:
+        keys.add(f"fault:{failure}")
+        if failure in BY_RUNTIME:
+            keys.add(f"fault:{failure}@{trial['runtime']['type']}")
+    return keys
+
+
+def _layer_keys(trial: dict[str, Any], facts: dict[str, Any] | None) -> set[str]:
     keys: set[str] = set()
     chosen = ((facts or {}).get("runtime") or {}).get("share")
     if chosen and trial["runtime"]["type"] == "vm" and trial["path"] == "bind":
@@ -150,17 +169,13 @@ def keys_of_trial(trial: dict[str, Any], failure: str | None = None, facts: dict
     keys.add(f"filesystem:{trial['filesystem']['type']}")
     keys.add(f"runtime:{rt['type']}")
     keys.add(f"path:{rt['type']}/{path.split(':', 1)[0]}")
-    keys.add(f"workload:{wl['type']}")
     placement = trial.get("placement")
+    keys.add(f"workload:{wl['type']}")
     keys.add(f"workload:{wl['type']}@{'hosts' if placement else rt['type']}")
     if placement:
         keys.add("hosts:span" if len(placement["instances"]) > 1 else "hosts:one")
     if dev.get("host"):
         keys.add("hosts:storage-host")
-    if failure:
-        keys.add(f"fault:{failure}")
-        if failure in BY_RUNTIME:
-            keys.add(f"fault:{failure}@{rt['type']}")
     return keys
 
 
@@ -176,20 +191,83 @@ def keys_of_results(root: Path, since: float) -> set[str]:
             r = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
-        if "trial" not in r:
+        if "trial" not in r or r.get("status") is None:
             continue
         failed = (r.get("flags") or {}).get("failed") or {}
-        category = failed.get("category") if r.get("status") != "ok" else None
+        category = (failed.get("category") or "internal") if r["status"] != "ok" else None
         keys |= keys_of_trial(r["trial"], category, r.get("stack_facts"))
     return keys
+
+
+EXAMPLES = ROOT / "examples"
+BENCH_DIR = ROOT / "bench"
+
+
+def keys_of_events(events: list[dict[str, Any]]) -> set[str]:
+    """The keys of a test's ledger (tests/integration/ledger.py): a command that ran to its end (exit 0, or 1:
+    a trial failed, a gate held) gives `command:NAME`, and `example:SPEC` for an example it ran or
+    validated, `hosts:*-on-every-host` for `doctor`/`cleanup --hosts` that passed, `runtime:kubernetes:testbed`
+    for a `testbed kubernetes up` that passed; exit 2 gives
+    `refused:command:NAME`. A `strata run` killed with SIGKILL, then a cleanup that exited 0, gives
+    `fault:kill9`; one that ended on SIGINT or SIGTERM (exit 130) `fault:signal`. What the library built or
+    ran gives its keys, a failure it raised `fault:CATEGORY`; a bench that exited 0 `bench:NAME`."""
+    keys: set[str] = set()
+    killed = False
+    for e in events:
+        kind = e["kind"]
+        if kind == "built":
+            keys |= set(e["keys"])
+        elif kind == "failed":
+            keys.add(f"fault:{e['category']}")
+            if e["category"] in BY_RUNTIME:
+                keys.add(f"fault:{e['category']}@{e['runtime']}")
+        elif kind == "bench" and e["rc"] == 0:
+            keys.add(f"bench:{e['name']}")
+        elif kind == "kill9" and e["rc"] == -9 and e["undone"] > 0:
+            keys.add("fault:kill9")
+        elif kind == "command" and e["argv"]:
+            name, rc, args = e["argv"][0], e["rc"], e["argv"][1:]
+            if rc in (0, 1):
+                keys.add(f"command:{name}")
+                keys |= {f"example:{Path(a).name}" for a in args if name in ("run", "validate") and _example(a)}
+                if name in ("doctor", "cleanup") and "--hosts" in args and rc == 0:
+                    keys.add(f"hosts:{name}-on-every-host")
+                if name == "cleanup" and rc == 0 and killed:
+                    keys.add("fault:kill9")
+                if name == "testbed" and args[:2] == ["kubernetes", "up"] and rc == 0:
+                    keys.add("runtime:kubernetes:testbed")
+            elif rc == 2:
+                keys.add(f"{REFUSED}command:{name}")
+            elif rc == 130 and name == "run":
+                keys.add("fault:signal")
+            killed = killed or (rc == -9 and name == "run")
+    return keys
+
+
+def _example(arg: str) -> bool:
+    """An example's file, or a copy of it under its own name (a test's cut of it, docs/development.md)."""
+    p = Path(arg)
+    return p.suffix == ".yaml" and (EXAMPLES / p.name).is_file()
+
+
+def mismatch(declared: frozenset[str], observed: set[str]) -> tuple[set[str], set[str]]:
+    """(declared keys the test did not run, keys its stored trials ran that it does not declare). A declared
+    `refused:KEY` also holds when KEY ran (a host that can build the cell). Not held against a test: a failure
+    category or refusal it did not declare (a host may refuse a cell), or a command or example it ran in passing."""
+    missing = {
+        k for k in declared if k not in observed and not (k.startswith(REFUSED) and k[len(REFUSED) :] in observed)
+    }
+    allowed = declared | {k[len(REFUSED) :] for k in declared if k.startswith(REFUSED)}
+    extra = {k for k in observed - allowed if derivable(k) and not k.startswith("fault:")}
+    return missing, extra
 
 
 DERIVED_HOSTS = ("hosts:one", "hosts:span", "hosts:storage-host")
 
 
 def derivable(key: str) -> bool:
-    """Whether a stored trial can show the key (the others are only declared: lifecycle, the host commands,
-    examples and benches)."""
+    """Whether a stored trial shows the key (the others come from the ledger's events only: commands,
+    lifecycle, examples, benches, the host commands)."""
     kind = key.split(":", 1)[0]
     return (
         kind in ("device", "filesystem", "runtime", "path", "workload")
@@ -198,21 +276,37 @@ def derivable(key: str) -> bool:
     )
 
 
-def mismatch(declared: frozenset[str], observed: set[str]) -> tuple[set[str], set[str]]:
-    """(declared keys no stored trial shows, keys the stored trials show that are not declared). A failure
-    category the test did not declare is not held against it: a host may refuse a cell (unsupported)."""
-    claimed = {k for k in declared if derivable(k)}
-    return claimed - observed, {k for k in observed - claimed if not k.startswith("fault:")}
-
-
 def keys_of_spec(spec: Path, scale: str = "smoke") -> frozenset[str]:
-    """The keys of every trial an experiment file plans (at `scale`), without looking at the host."""
-    from strata.experiment.expand import expand
+    """The keys of every trial an experiment file plans (at `scale`) on this host: a trial its plugins say
+    this host cannot run (the plan's `unsupported`, as `strata validate` shows it) gives `refused:` keys."""
+    from strata.core.host import host_facts
     from strata.experiment.load import load_spec
+    from strata.experiment.plan import resolve
 
     exp, workloads = load_spec(spec, scale)
-    trials, _ = expand(exp, workloads)
-    return frozenset(k for t in trials for k in keys_of_trial(t.resolved(), facts=_host_choice(t.resolved())))
+    plan = resolve(exp, workloads, host_facts())
+    keys: set[str] = set()
+    for t in plan.trials:
+        r = t.resolved()
+        refused = t.id in plan.unsupported or refused_here(r["runtime"].get("storage_driver"))
+        keys |= keys_of_trial(r, "unsupported" if refused else None, _host_choice(r))
+    return frozenset(keys)
+
+
+# Storage drivers whose daemons refuse to start without a kernel module (their refusal comes at run time, in
+# the daemon's own words, not from the plan).
+DRIVER_MODULES = {"devicemapper": "dm_mod", "aufs": "aufs", "zfs": "zfs"}
+
+
+def refused_here(driver: str | None) -> bool:
+    """Whether a container runtime's storage driver needs a kernel module this host lacks."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from tests.integration.helpers import kernel_has
+
+    module = DRIVER_MODULES.get(driver or "")
+    return module is not None and not kernel_has(module)
 
 
 def _host_choice(trial: dict[str, Any]) -> dict[str, Any] | None:
@@ -268,7 +362,8 @@ def full_only_list(declared: dict[str, dict[str, Any] | None]) -> str:
 
 
 def tiers_of(declared: dict[str, dict[str, Any] | None]) -> dict[str, str]:
-    """key -> "default" (a default-tier test runs it) or "full" (only full-only tests do)."""
+    """key -> "default" (a default-tier test runs it) or "full" (only full-only tests do); a `refused:` key
+    places nothing."""
     import sys
 
     sys.path.insert(0, str(ROOT))
@@ -277,6 +372,8 @@ def tiers_of(declared: dict[str, dict[str, Any] | None]) -> dict[str, str]:
     tiers: dict[str, str] = {}
     for node, d in declared.items():
         for key in (d or {}).get("keys", ()):
+            if key.startswith(REFUSED):
+                continue  # a refusal runs nothing
             if tiers.get(key) != "default":
                 tiers[key] = "full" if full_only(node) else "default"
     return tiers

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.coverage import declared, keys_of_results, mismatch
+from tests.coverage import declared, keys_of_events, keys_of_results, mismatch
+from tests.integration import ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 CALL_PASSED = pytest.StashKey[bool]()
@@ -42,6 +43,11 @@ def own_loopback_block(monkeypatch):
         monkeypatch.setenv("STRATA_LOOPBACK", str(10 + int(worker[2:])))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    ledger.enter(item.module.__name__)  # before any fixture: a shared fixture's records are its module's
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
@@ -52,18 +58,21 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(autouse=True)
 def covers_what_it_declares(request, tmp_path):
-    """A test that declares `covers(...)` of trials it stores (tests/coverage.py) stored trials that show exactly
-    the keys it declares: a key it claims but did not run, or ran but did not declare, fails it."""
+    """A test's `covers(...)` (tests/coverage.py) is what it ran: the trials it stored under its tmp_path and
+    its ledger's events (tests/integration/ledger.py). A key it claims but did not run, or a stored trial's key
+    it did not declare, fails it."""
     since = time.time() - 1
+    ledger.begin()
     yield
-    d = declared(request.node)
-    if d is None or not d.stored or not request.node.stash.get(CALL_PASSED, False):
+    keys = declared(request.node)
+    if keys is None or not request.node.stash.get(CALL_PASSED, False):
         return
-    observed = keys_of_results(tmp_path, since)
-    missing, extra = mismatch(d.keys, observed)
+    observed = keys_of_results(tmp_path, since) | keys_of_events(ledger.events())
+    missing, extra = mismatch(keys, observed)
     if missing or extra:
         pytest.fail(
-            f"the keys this test declares (covers) are not those of the trials it stored under {tmp_path}: "
-            f"declared but not run {sorted(missing)}, run but not declared {sorted(extra)} (tests/coverage.py)",
+            f"the keys this test declares (covers) are not those it ran (its trials under {tmp_path} and its "
+            f"ledger): declared but not run {sorted(missing)}, run but not declared {sorted(extra)} "
+            "(tests/coverage.py)",
             pytrace=False,
         )

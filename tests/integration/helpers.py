@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.integration import ledger
+
 
 def write_spec(path: Path, spec: dict) -> Path:
     path.write_text(yaml.safe_dump(spec))
@@ -18,13 +20,18 @@ def write_spec(path: Path, spec: dict) -> Path:
 
 
 def strata(*args, env=None, timeout=900, check=None) -> subprocess.CompletedProcess:
-    cp = subprocess.run(
-        [sys.executable, "-m", "strata.cli.main", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+    try:
+        cp = subprocess.run(
+            [sys.executable, "-m", "strata.cli.main", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
+    except subprocess.TimeoutExpired:
+        ledger.command(list(args), None)
+        raise
+    ledger.command(list(args), cp.returncode)
     if check is not None:
         assert cp.returncode == check, f"exit {cp.returncode}\nstdout:\n{cp.stdout}\nstderr:\n{cp.stderr}"
     return cp
@@ -37,7 +44,7 @@ def _interruptible() -> None:
 
 
 def start_strata(*args, env=None) -> subprocess.Popen:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "strata.cli.main", *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -45,6 +52,8 @@ def start_strata(*args, env=None) -> subprocess.Popen:
         env={**os.environ, **(env or {})},
         preexec_fn=_interruptible,
     )
+    ledger.started(list(args), proc)
+    return proc
 
 
 def results(out: Path) -> list[dict]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.coverage import covers
+from tests.integration import ledger
 
 # ycsb_cluster_span's tiny run took 5 min with the machine loaded (test hosts, Cassandra across them): the
 # bench's own limit below stops it first, so that its output is in the failure
@@ -266,18 +267,18 @@ def _benches() -> set[str]:
     return found - HELPERS
 
 
-@covers(stored=False)
+@covers()
 def test_every_bench_has_a_tiny_run_here():
     assert _benches() == set(BENCHES), "a bench without its tiny run in BENCHES (or one that is gone)"
 
 
-@pytest.mark.parametrize("bench", [pytest.param(b, marks=covers(f"bench:{b}", stored=False)) for b in sorted(BENCHES)])
+@pytest.mark.parametrize("bench", [pytest.param(b, marks=covers(f"bench:{b}")) for b in sorted(BENCHES)])
 def test_bench_runs_to_its_result_in_tiny_mode(bench, tmp_path):
     extra, checks = BENCHES[bench]
     _runs_to_its_result(bench, extra, checks, tmp_path)
 
 
-@covers("bench:sysbench_overhead.py", stored=False)
+@covers("bench:sysbench_overhead.py")
 def test_an_abba_bench_measures_the_spread_by_hand_alone_in_tiny_mode(tmp_path):
     """`--hand-only`, the spread a design rests on (bench/abba.py): the side by hand only, the client counts
     alternated within each round, no strata trial."""
@@ -304,6 +305,7 @@ def _runs_to_its_result(bench: str, extra: list[str], checks: Checks, tmp_path: 
     env = {**os.environ, "STRATA_STATE_DIR": str(tmp_path / "state"), "PYTHONUNBUFFERED": "1"}
     cp = subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
     out = cp.stdout + cp.stderr
+    ledger.bench(bench, cp.returncode)
     assert cp.returncode == 0, f"{bench} exited {cp.returncode}:\n{out[-4000:]}"
     assert "tiny mode" in cp.stdout, f"{bench} did not say its figures mean nothing:\n{out[-2000:]}"
     for pattern, ranges in checks:

@@ -36,18 +36,25 @@ from strata.stack.runtimes.docker.runtime import DOCKER, DockerParams
 from strata.stack.runtimes.docker.session import DockerSession
 from tests.coverage import covers
 
+from . import ledger
 from .helpers import kernel_has, tool_version
 
 BASE_IMAGE = ImageSpec()  # the Debian base: sh, dd, coreutils
 NO_LIMITS = Limits()
 
 
+@contextlib.contextmanager
 def provision_loop(params, journal, wd):
-    return LOOP.provision(params, journal, wd)
+    with LOOP.provision(params, journal, wd) as dev:
+        ledger.built("device:loop")
+        yield dev
 
 
+@contextlib.contextmanager
 def provision_fs(fs, dev, journal, wd):
-    return FILESYSTEMS[fs.type].provision(fs, dev, journal, wd)
+    with FILESYSTEMS[fs.type].provision(fs, dev, journal, wd) as mounted:
+        ledger.built(f"filesystem:{fs.type}")
+        yield mounted
 
 
 pytestmark = pytest.mark.integration
@@ -87,6 +94,7 @@ def stack(tmp: Path, fs_type: str, driver: str, size_mib: int = 1024):
         provision_fs(FilesystemParams(type=fs_type), dev, journal, wd) as mounted,
         DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, wd, {}) as s,
     ):
+        ledger.built("runtime:docker", f"runtime:docker:{driver}")
         yield s, journal
     assert_nothing_left(journal, wd)  # only after a clean exit: never hide the test's own failure
 
@@ -141,11 +149,16 @@ def run_once(
         reqs = [InstanceRequest(i, argv, trial / f"out{i}", image=image_spec) for i in range(n)]
         running = s.start(reqs, h, load, trial / "sync")
         running.ready(60)
+        ledger.built(f"path:docker/{path}")  # its containers started on it
         assert len(running.cgroups) == n and all(Path(c["memory"]).is_dir() for c in running.cgroups)
         time.sleep(0.3)
         assert not any((r.out_dir / "start").exists() for r in reqs), "a container passed the barrier early"
         go = running.go()
-        outs = running.wait(timeout_s)
+        try:
+            outs = running.wait(timeout_s)
+        except TrialFailure as e:
+            ledger.failed(e.category, "docker")
+            raise
         return h, go, outs
 
 
@@ -165,7 +178,7 @@ def _driver_case(fs_type, driver, size, paths, n):
     return pytest.param(
         fs_type, driver, size, paths, n,
         id=f"{driver}-on-{fs_type}",
-        marks=covers(*keys, *(f"path:docker/{p}" for p in paths), stored=False),
+        marks=covers(*keys, *(f"path:docker/{p}" for p in paths)),
     )  # fmt: skip
 
 
@@ -208,7 +221,6 @@ def test_driver_runs_every_path(tmp_path, fs_type, driver, size, paths, n):
     "runtime:docker",
     "runtime:docker:overlay2",
     "path:docker/device",
-    stored=False,
 )
 def test_device_path_on_a_raw_device(tmp_path):
     with stack(tmp_path, "raw", "overlay2", 256) as (s, journal):
@@ -237,15 +249,8 @@ UNSUPPORTED = [  # (file system, driver, the daemon's words, the kernel module w
         pytest.param(
             *d,
             id=f"{d[1]}-on-{d[0]}",
-            # a driver this host can run (btrfs) is not exercised by its refusal on another file system
-            marks=covers(
-                "device:loop",
-                f"filesystem:{d[0]}",
-                "runtime:docker",
-                "fault:unsupported",
-                *([f"runtime:docker:{d[1]}"] if d[3] or d[1] == "zfs" else []),
-                stored=False,
-            ),
+            # refused here: a driver this host can run (btrfs) is not exercised by its refusal on another file system
+            marks=covers("device:loop", f"filesystem:{d[0]}", f"refused:runtime:docker:{d[1]}"),
         )
         for d in UNSUPPORTED
     ],
@@ -263,8 +268,10 @@ def test_unsupported_driver_gives_the_daemon_text(tmp_path, fs_type, driver, tex
         try:
             with DOCKER.provision(DockerParams(storage_driver=driver), mounted, journal, wd, {}) as session:
                 started = session.facts.get("storage_driver")  # the daemon's own word of the driver it runs
+                ledger.built("runtime:docker", f"runtime:docker:{started}")
         except Unsupported as e:
             refusal = str(e)
+            ledger.built(f"refused:runtime:docker:{driver}")
         if module is None or not kernel_has(module):
             assert not started and refusal is not None and text in refusal, refusal
             assert not (mounted.mountpoint / "docker").exists()
@@ -290,7 +297,7 @@ def overlay2_ext4(tmp_path_factory):
         yield s
 
 
-@covers("device:loop", "filesystem:ext4", "runtime:docker", "runtime:docker:overlay2", "path:docker/bind", stored=False)
+@covers("device:loop", "filesystem:ext4", "runtime:docker", "runtime:docker:overlay2", "path:docker/bind")
 def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
     """The limit as the kernel holds it: the container's own cgroup rule, its bytes from the cgroup's counters, and
     dd's own timing of the writes alone (the unthrottled read-back left out). A throttle is a ceiling: a busy
@@ -321,7 +328,6 @@ def test_write_bps_limit_on_a_bind_mount(overlay2_ext4, tmp_path):
     "path:docker/layer",
     "fault:oom",
     "fault:oom@docker",
-    stored=False,
 )
 def test_oom_is_reported(overlay2_ext4, tmp_path):
     with pytest.raises(TrialFailure) as e:
@@ -345,16 +351,17 @@ def test_oom_is_reported(overlay2_ext4, tmp_path):
     "path:docker/tmpfs",
     "fault:timeout",
     "fault:timeout@docker",
-    stored=False,
 )
 def test_timeout_kills_the_containers(overlay2_ext4, tmp_path):
     s = overlay2_ext4
     load = Load()
     with s.path("tmpfs", tmp_path, load) as h:
         running = s.start([InstanceRequest(0, ["sleep", "60"], tmp_path / "out0")], h, load, tmp_path / "sync")
+        ledger.built("path:docker/tmpfs")
         running.go()
         with pytest.raises(TrialFailure) as e:
             running.wait(1)
+    ledger.failed(e.value.category, "docker")
     assert e.value.category == "timeout"
     assert client.docker(s.sock, "ps", "-aq").stdout.strip() == ""
 
@@ -365,7 +372,6 @@ def test_timeout_kills_the_containers(overlay2_ext4, tmp_path):
     "runtime:docker",
     "runtime:docker:overlay2",
     "path:docker/volume",
-    stored=False,
 )
 def test_eight_containers_start_together(overlay2_ext4, tmp_path):
     _, go, outs = run_once(overlay2_ext4, "volume", tmp_path, 8, ["sh", "-c", DD.format(t="/data/f", n=4)])
@@ -384,7 +390,6 @@ def test_eight_containers_start_together(overlay2_ext4, tmp_path):
     "runtime:docker:system",
     "path:docker/volume",
     "path:docker/bind",
-    stored=False,
 )
 def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
     """`docker:system` against a stand-in for the user's daemon (a private one at a patched socket):
@@ -398,6 +403,7 @@ def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
     ):
         monkeypatch.setattr(client, "SYSTEM_SOCKET", users.sock)
         with DOCKER.provision(DockerParams(storage_driver="system"), mounted, journal, wd, {}) as s:
+            ledger.built("runtime:docker", "runtime:docker:system")
             assert s.daemon is None and s.facts["daemon"] == "system"
             for path in ("volume", "bind"):
                 _, _, outs = run_once(s, path, tmp_path / path, 1, ["sh", "-c", DD.format(t="/data/f", n=4)])
@@ -416,7 +422,6 @@ def test_system_daemon_is_used_as_it_is(tmp_path, monkeypatch):
     "runtime:docker",
     "runtime:docker:overlay2",
     "path:docker/tmpfs",
-    stored=False,
 )
 def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatch):
     """How the engine binary gets into the image: a new tag, built in a private build daemon
@@ -442,7 +447,7 @@ def test_extra_files_make_a_new_image(overlay2_ext4, tmp_path, state, monkeypatc
     )
 
 
-@covers(stored=False)  # the probe `strata doctor` uses: no driver runs a trial
+@covers()  # the probe `strata doctor` uses: no driver runs a trial
 def test_probe_driver(tmp_path):
     assert probe.probe_driver("overlay2", tmp_path) is None
     assert "AUFS was not found in /proc/filesystems" in probe.probe_driver("aufs", tmp_path)
@@ -459,7 +464,6 @@ def test_probe_driver(tmp_path):
     "runtime:docker:overlay2",
     "path:docker/bind",
     "fault:daemon_died",
-    stored=False,
 )
 def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
     with stack(tmp_path, "ext4", "overlay2") as (s, journal):
@@ -467,10 +471,12 @@ def test_dead_daemon_is_reported_and_cleaned_up(tmp_path):
         with s.path("bind", tmp_path / "t", load) as h:
             reqs = [InstanceRequest(i, ["sleep", "300"], tmp_path / f"out{i}") for i in range(2)]
             running = s.start(reqs, h, load, tmp_path / "sync")
+            ledger.built("path:docker/bind")
             running.go()
             os.kill(s.daemon.proc.pid, signal.SIGKILL)
             with pytest.raises(TrialFailure) as e:
                 running.wait(60)
+            ledger.failed(e.value.category, "docker")
             assert e.value.category == "daemon_died"
             # the containers outlive dockerd under containerd-shim until the teardown
     # stack() checked: no process, mount, cgroup or loop device left
@@ -509,7 +515,6 @@ KILLED_SCRIPT = textwrap.dedent("""\
     "runtime:docker:overlay2",
     "path:docker/volume",
     "fault:kill9",
-    stored=False,
 )
 def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     # its own state dir: cleanup() must see only the killed run's journal, not this process's
@@ -529,6 +534,10 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
         line = p.stdout.readline()
         print(f"\nkilled run ready after {time.monotonic() - t:.1f} s")
         assert line.startswith("READY"), line
+        # the killed run's stack, built: its containers on a volume
+        ledger.built(
+            "device:loop", "filesystem:ext4", "runtime:docker", "runtime:docker:overlay2", "path:docker/volume"
+        )
         jpath = Path(line.split()[1])
         daemon = next(e["data"] for e in jn.pending(jpath) if e["kind"] == "daemon")
         assert procfs.cgroup_pids(procfs.cgroup_dirs(daemon["cgroup_parent"], daemon["cgroup_dirs"]))  # containers run
@@ -540,6 +549,7 @@ def test_kill9_then_cleanup_leaves_nothing(tmp_path, state, daemon_too):
     logs: list[str] = []
     t = time.monotonic()
     undone = jn.cleanup(own_state, log=logs.append, undo=undo_actions())
+    ledger.kill9(p.returncode, undone)
     print(f"cleanup took {time.monotonic() - t:.1f} s")
     assert not jpath.exists(), logs
     assert undone >= 6, logs  # file, loop, mount, daemon, volumes, containers

@@ -20,7 +20,7 @@ def _rows(text):
     return rows
 
 
-@covers("command:doctor", stored=False)
+@covers("command:doctor")
 def test_doctor_probes_every_storage_driver():
     scratch = Path("/var/tmp/strata-doctor")
     was_there = scratch.exists()
@@ -51,7 +51,7 @@ def test_doctor_probes_every_storage_driver():
         assert "AUFS was not found" in rows["docker:aufs"][1]
 
 
-@covers("command:doctor", stored=False)
+@covers("command:doctor")
 def test_doctor_quick_does_not_claim_drivers_work():
     rows = _rows(strata("doctor", "--quick", check=0).stdout)
     assert rows["docker:devicemapper"][0] == "?" and "not probed" in rows["docker:devicemapper"][1]

@@ -79,7 +79,7 @@ def _gone(reg: RegistryHost) -> list[str]:
     return left + ([f"files {reg.root}"] if reg.root.exists() else [])
 
 
-@covers(stored=False)
+@covers()
 def test_a_real_image_is_pushed_over_verified_tls_and_is_there(tmp_path: Path, tarball: Path) -> None:
     with registry_host(tmp_path) as reg:
         assert _listeners(reg) == ([f"{reg.addr}:{reg.port}"], [])  # its one listener, on the test host only
@@ -103,7 +103,7 @@ def test_a_real_image_is_pushed_over_verified_tls_and_is_there(tmp_path: Path, t
     assert _gone(reg) == []
 
 
-@covers(stored=False)
+@covers()
 def test_a_push_without_the_ca_fails_on_the_certificate_even_where_the_registry_is_called_insecure(
     tmp_path: Path, tarball: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -90,7 +90,7 @@ def _bed_leftovers(facts: dict) -> list[str]:
     return left
 
 
-@covers("runtime:kubernetes:testbed", "command:testbed", stored=False)
+@covers("runtime:kubernetes:testbed", "command:testbed")
 def test_each_node_is_a_test_host_of_its_own_and_keeps_the_network_rule(bed):
     facts, _ = bed
     api = _api(facts)
@@ -232,7 +232,7 @@ def test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3
 
 
 @covers("runtime:kubernetes", "runtime:kubernetes:kubeconfig", "path:kubernetes/local", "workload:fio",
-        "workload:fio@kubernetes", "fault:kill9", "command:cleanup", stored=False)  # fmt: skip
+        "workload:fio@kubernetes", "fault:kill9", "command:cleanup")  # fmt: skip
 def test_kill_9_of_strata_mid_trial_then_one_cleanup_leaves_nothing_in_the_cluster_or_on_a_node(bed, tmp_path):
     facts, _ = bed
     n2 = facts["nodes"][1]

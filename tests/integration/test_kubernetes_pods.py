@@ -15,6 +15,7 @@ from strata.stack.runtimes.docker.image import build_image_tarball, image_tag
 from strata.stack.runtimes.kubernetes import pods
 from tests.coverage import covers
 
+from . import ledger
 from .helpers import cgroup_v2, wait_for
 
 pytestmark = pytest.mark.integration
@@ -30,6 +31,7 @@ def bed(tmp_path_factory):
     journal = Journal("kube-pods-test", state)
     try:
         with kubernetes_bed(journal, log=lambda _: None) as b:
+            ledger.built("runtime:kubernetes", "runtime:kubernetes:testbed")
             b.load_image(build_image_tarball(FIO))
             b.api.post("/api/v1/namespaces", {"metadata": {"name": "strata-it"}})
             yield b
@@ -58,7 +60,15 @@ def _run(bed, tmp_path, name, argv, limits, release=True):
         assert not (out / "start").exists()  # held at the barrier
         (sync / "go").touch()
     wait_for(lambda: bed.api.get(path)["status"].get("phase") in ("Succeeded", "Failed"), 180, "the pod's end")
-    return bed.api.get(path), out, data
+    pod = bed.api.get(path)
+    if (out / "start").exists():  # past the barrier: it ran on its hostPath volume
+        ledger.built("path:kubernetes/hostpath")
+    end = pods.pod_end(pod)
+    if end:
+        ledger.failed(end[0], "kubernetes")
+    elif pod["status"]["phase"] == "Succeeded" and argv[0] == "fio":
+        ledger.built("workload:fio", "workload:fio@kubernetes")
+    return pod, out, data
 
 
 @covers(
@@ -67,7 +77,6 @@ def _run(bed, tmp_path, name, argv, limits, release=True):
     "path:kubernetes/hostpath",
     "workload:fio",
     "workload:fio@kubernetes",
-    stored=False,
 )
 def test_an_instance_pod_waits_at_the_barrier_then_runs_fio_under_its_limits(bed, tmp_path):
     argv = ["fio", "--name=k", "--directory=/data", "--rw=randread", "--bs=4k", "--size=4m", "--direct=1"]
@@ -93,7 +102,6 @@ def test_an_instance_pod_waits_at_the_barrier_then_runs_fio_under_its_limits(bed
     "path:kubernetes/hostpath",
     "fault:oom",
     "fault:oom@kubernetes",
-    stored=False,
 )
 def test_a_pod_past_its_memory_limit_ends_as_oom(bed, tmp_path):
     argv = ["sh", "-c", 'a=$(head -c 400000000 /dev/zero | tr "\\0" a)']

@@ -221,8 +221,8 @@ def test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on(tmp_path, en
 @pytest.mark.parametrize(
     "path",
     [
-        pytest.param("local", marks=covers("path:kubernetes/local", stored=False), id="local"),
-        pytest.param("pvc-block:strata-loop", marks=covers("path:kubernetes/pvc-block", stored=False), id="pvc-block"),
+        pytest.param("local", marks=covers("path:kubernetes/local"), id="local"),
+        pytest.param("pvc-block:strata-loop", marks=covers("path:kubernetes/pvc-block"), id="pvc-block"),
     ],
 )
 @covers(
@@ -233,7 +233,6 @@ def test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on(tmp_path, en
     "workload:fio",
     "workload:fio@kubernetes",
     "fault:kill9",
-    stored=False,
 )
 def test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster(tmp_path, env, path):
     """On a block claim (pvc-block:strata-loop) also no loop device: neither the volume's, over its image on the file

@@ -20,8 +20,10 @@ from strata.core.instances import ImageSpec
 from strata.stack.kube.api import Api
 from strata.stack.kube.config import FIXED_HOST_DIRS
 from strata.stack.runtimes.docker.image import build_image_tarball
+from strata.stack.runtimes.kubernetes import pods
 from tests.coverage import covers
 
+from . import ledger
 from .helpers import strata, wait_for
 
 pytestmark = pytest.mark.integration
@@ -121,7 +123,7 @@ def _fio_pod(name: str, image: str, host_dir: Path) -> dict:
     }
 
 
-@covers("runtime:kubernetes:testbed", "command:testbed", "fault:oom", "fault:oom@kubernetes", stored=False)
+@covers("runtime:kubernetes:testbed", "command:testbed", "fault:oom", "fault:oom@kubernetes")
 def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
     tarball = build_image_tarball(ImageSpec("fio", packages=("fio",)))
     before = {d for d in FIXED_HOST_DIRS if Path(d).exists()}
@@ -169,6 +171,9 @@ def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
         path = f"/api/v1/namespaces/default/pods/{hog['metadata']['name']}"
         wait_for(lambda: api.get(path)["status"].get("phase") in ("Succeeded", "Failed"), 180, "the hog pod's end")
         ended = api.get(path)["status"]["containerStatuses"][0]["state"]["terminated"]
+        end = pods.pod_end(api.get(path))  # what strata's runtime makes of it
+        if end:
+            ledger.failed(end[0], "kubernetes")
         assert ended["reason"] == "OOMKilled" and ended["exitCode"] == 137, ended
     finally:
         down = strata("testbed", "kubernetes", "down", env=env, timeout=300)
@@ -178,7 +183,7 @@ def test_up_runs_fio_in_a_pod_and_down_leaves_nothing(env, tmp_path):
 
 
 @pytest.mark.parametrize("undo", ["cleanup", "down", "up"])
-@covers("runtime:kubernetes:testbed", "command:testbed", "fault:kill9", stored=False)
+@covers("runtime:kubernetes:testbed", "command:testbed", "fault:kill9")
 def test_after_kill_9_of_the_holder_nothing_is_left(env, undo):
     before = {d for d in FIXED_HOST_DIRS if Path(d).exists()}
     facts = _up(env)
@@ -196,11 +201,13 @@ def test_after_kill_9_of_the_holder_nothing_is_left(env, undo):
             assert not Path(f"/sys/class/net/skb{facts['token']}").exists()
             journals = [j.name for j in (Path(env["STRATA_STATE_DIR"]) / "journal").glob("*.jsonl")]
             assert journals == [f"kubernetes-{again['holder']}.jsonl"]  # only the new bed's
+            ledger.kill9(-signal.SIGKILL, len(facts["pids"]))  # the new bed undid the orphan's processes
             strata("testbed", "kubernetes", "down", env=env, check=0, timeout=300)
         else:
             args = ("cleanup",) if undo == "cleanup" else ("testbed", "kubernetes", "down")
             cp = strata(*args, env=env, check=0, timeout=300)
             assert "undid kube-process" in cp.stdout and "undid kube-node" in cp.stdout, cp.stdout
+            ledger.kill9(-signal.SIGKILL, cp.stdout.count("undid "))
     finally:
         strata("cleanup", env=env, timeout=300)
     assert _leftovers(facts, env, before) == []
@@ -213,7 +220,7 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-@covers("runtime:kubernetes:testbed", "command:testbed", stored=False)
+@covers("runtime:kubernetes:testbed", "command:testbed")
 def test_down_leaves_a_socket_another_process_bound_in_a_fixed_dir_the_bed_made(env):
     """A private dockerd's containerd keeps its shims' sockets in /run/containerd/s, one of the fixed dirs: a
     bed that made such a dir removes it at its end, but never a socket some process still has bound there."""

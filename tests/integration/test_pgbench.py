@@ -125,7 +125,7 @@ def assert_measured(r: dict, writes: bool = True, servers: int = 1):
     assert server["settings"]["block_size"] == "8192" and m["blocks"]["read_bytes"] == 8192 * m["blocks"]["read"]
 
 
-@covers("command:validate", "command:run", stored=False)
+@covers("command:validate", "command:run")
 def test_a_client_option_pgbench_lacks_or_strata_sets_is_refused_before_anything_is_built(tmp_path, env):
     """Issue 56: each option is checked against the host's own `pgbench --help`, with the closest names, and one
     strata sets itself is refused with its key; exit 2, nothing built."""
@@ -464,7 +464,6 @@ def test_servers_that_fail_at_start_say_why_in_their_own_words(tmp_path, env):
 
 @covers(
     "workload:pgbench@native",
-    stored=False,
 )
 def test_a_native_workdir_under_a_private_directory_is_refused_before_the_first_trial(tmp_path, env):
     _, e = env
@@ -523,7 +522,6 @@ def test_a_server_killed_mid_run_fails_its_trial_and_the_run_goes_on(tmp_path, e
     "workload:pgbench",
     "workload:pgbench@native",
     "fault:kill9",
-    stored=False,
 )
 def test_kill_9_natively_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
@@ -549,7 +547,6 @@ def test_kill_9_natively_then_cleanup_leaves_nothing(tmp_path, env):
     "workload:pgbench",
     "workload:pgbench@docker",
     "fault:kill9",
-    stored=False,
 )
 def test_kill_9_in_a_container_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
@@ -604,7 +601,7 @@ def test_a_pod_on_the_test_bed(tmp_path, env):
     print(f"\na pod on hostpath: {r['metrics']['tps']:.0f} tx/s")
 
 
-@covers("workload:pgbench@docker", stored=False)
+@covers()  # an image built, no trial
 def test_the_servers_image_holds_postgresql_15():
     """What `strata image build` makes for the workload: Debian's PostgreSQL server (no registry), whatever its
     major version."""

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@covers("command:prepare", stored=False)
+@covers("command:prepare")
 def test_prepare_finds_every_build_of_the_examples_in_the_cache():
     specs = sorted(str(p) for p in (ROOT / "examples").glob("*.yaml"))
     cp = strata("prepare", "--check", *specs, timeout=300)
@@ -30,7 +30,7 @@ def test_prepare_finds_every_build_of_the_examples_in_the_cache():
     assert any(line.startswith("Kubernetes test bed binaries: cached") for line in lines)
 
 
-@covers("command:image", stored=False)
+@covers("command:image")
 def test_image_build_names_each_workloads_tarball_in_the_cache():
     """`strata image build SPEC`: the tarball of each workload image the spec needs, built or found."""
     cp = strata("image", "build", str(ROOT / "examples" / "postgres.yaml"), timeout=900)

@@ -31,15 +31,27 @@ from strata.stack import netns
 from strata.stack.blockdev import disk_of
 from strata.stack.filesystems import REGISTRY as FILESYSTEMS
 from strata.stack.filesystems import FilesystemParams as Filesystem
-from strata.stack.remote import RemoteDevice, nbd, provision_remote
+from strata.stack.remote import RemoteDevice, nbd
+from strata.stack.remote import provision_remote as _provision_remote
 from strata.stack.remote.device import STALL_S
 from tests.coverage import covers
 
+from . import ledger
 from .helpers import kernel_has
 
 
+@contextlib.contextmanager
 def provision_fs(fs, dev, journal, wd):
-    return FILESYSTEMS[fs.type].provision(fs, dev, journal, wd)
+    with FILESYSTEMS[fs.type].provision(fs, dev, journal, wd) as mounted:
+        ledger.built(f"filesystem:{fs.type}")
+        yield mounted
+
+
+@contextlib.contextmanager
+def provision_remote(params: RemoteDevice, journal, wd):
+    with _provision_remote(params, journal, wd) as dev:
+        ledger.built("device:remote", f"device:remote:{params.transport}")
+        yield dev
 
 
 pytestmark = pytest.mark.integration
@@ -166,7 +178,7 @@ def wait_for(predicate, timeout_s: float, what: str) -> float:
 # ---- the device works -------------------------------------------------------------------
 
 
-@covers("device:remote", "device:remote:nbd", "filesystem:ext4", stored=False)
+@covers("device:remote", "device:remote:nbd", "filesystem:ext4")
 def test_nbd_device_with_ext4_and_fio(tmp_path):
     with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
         f = dev.facts
@@ -211,7 +223,7 @@ def test_nbd_device_with_ext4_and_fio(tmp_path):
         assert dev.watch() is None
 
 
-@covers("device:remote", "device:remote:nbd", stored=False)
+@covers("device:remote", "device:remote:nbd")
 def test_a_caching_target_shows_in_the_evidence(tmp_path, monkeypatch):
     """Why the target runs with cache=none and strata drops its cached pages: without them, the
     storage host's page cache answers O_DIRECT reads of the client, and the evidence says so (the
@@ -233,7 +245,7 @@ def test_a_caching_target_shows_in_the_evidence(tmp_path, monkeypatch):
         assert target["read_bytes"] < 0.1 * read  # ... the disk almost nothing
 
 
-@covers("device:remote", "device:remote:nbd", stored=False)
+@covers("device:remote", "device:remote:nbd")
 def test_rate_shapes_both_ends_of_the_link(tmp_path):
     with remote(tmp_path, rate="100mbit") as (dev, _, journal, wd):
         net = dev.facts["network"]
@@ -255,7 +267,7 @@ def test_rate_shapes_both_ends_of_the_link(tmp_path):
         assert 0 < bw <= 1.25 * 10**8 / 8  # a cap: noise only lowers it
 
 
-@covers("device:remote", "device:remote:nbd", stored=False)
+@covers("device:remote", "device:remote:nbd")
 def test_latency_needs_netem(tmp_path):
     """This kernel has no netem: an added latency is unsupported with tc's own words; where
     netem exists, both ends get the delay."""
@@ -280,13 +292,13 @@ def test_latency_needs_netem(tmp_path):
     "filesystem:ext4",
     "runtime:docker",
     "runtime:docker:overlay2",
-    stored=False,
 )
 def test_fio_in_a_container_on_the_remote_device(tmp_path):
     from strata.stack.runtimes.docker.runtime import DOCKER, DockerParams
 
     with remote(tmp_path, fs="ext4", size=1024 * MiB) as (dev, mounted, journal, wd):
         with DOCKER.provision(DockerParams(storage_driver="overlay2"), mounted, journal, wd, {}) as s:
+            ledger.built("runtime:docker", "runtime:docker:overlay2")
             load = Load()
             trial = tmp_path / "trial"
             with s.path("volume", trial, load) as h:
@@ -332,12 +344,13 @@ def _lost_within(dev, timeout_s: float = LOSS_BOUND_S) -> tuple[float, tuple[str
     while time.monotonic() - t < timeout_s:
         lost = dev.watch()
         if lost:
+            ledger.failed(lost[0], "native")
             return time.monotonic() - t, lost
         time.sleep(0.1)
     raise AssertionError(f"watch() said nothing for {timeout_s} s")
 
 
-@covers("device:remote", "device:remote:nbd", "filesystem:ext4", "fault:remote_lost", stored=False)
+@covers("device:remote", "device:remote:nbd", "filesystem:ext4", "fault:remote_lost")
 def test_killed_target_mid_fio_ends_within_seconds_and_leaves_nothing(tmp_path):
     with remote(tmp_path, fs="ext4") as (dev, mounted, journal, wd):
         fio(str(mounted.mountpoint / "data"), 1)  # lay out the file
@@ -354,7 +367,7 @@ def test_killed_target_mid_fio_ends_within_seconds_and_leaves_nothing(tmp_path):
     # the context's exit tore down ext4 on the dead device, the loop, FUSE, nbdfuse, the namespace
 
 
-@covers("device:remote", "device:remote:nbd", "fault:remote_lost", stored=False)
+@covers("device:remote", "device:remote:nbd", "fault:remote_lost")
 def test_cut_link_mid_fio_is_remote_lost(tmp_path):
     with remote(tmp_path) as (dev, _, journal, wd):
         p = _fio_in_background(dev.path)
@@ -367,7 +380,7 @@ def test_cut_link_mid_fio_is_remote_lost(tmp_path):
         assert p.returncode != 0
 
 
-@covers("device:remote", "device:remote:nbd", "fault:remote_lost", stored=False)
+@covers("device:remote", "device:remote:nbd", "fault:remote_lost")
 def test_stalled_target_is_remote_lost_and_teardown_completes(tmp_path, monkeypatch):
     """A target that stops answering (SIGSTOP) with its process and link intact: only the stall
     check can see it; it aborts the FUSE connection and nothing hangs."""
@@ -387,7 +400,7 @@ def test_stalled_target_is_remote_lost_and_teardown_completes(tmp_path, monkeypa
             os.kill(target, signal.SIGCONT)
 
 
-@covers("device:remote", "device:remote:nbd", "filesystem:ext4", "fault:remote_lost", stored=False)
+@covers("device:remote", "device:remote:nbd", "filesystem:ext4", "fault:remote_lost")
 def test_target_frozen_before_teardown_does_not_hang_the_unmount(tmp_path, monkeypatch):
     """The target stops answering between trials; tearing down ext4 above writes to the device and
     waits. The watcher, still running under the file system's teardown, sees the stall and aborts
@@ -405,6 +418,8 @@ def test_target_frozen_before_teardown_does_not_hang_the_unmount(tmp_path, monke
         # the unmount's writeback waited on the frozen target until the stall check saw it and aborted the
         # connection; remote() has checked that nothing is left (mount, loop device, FUSE, nbdfuse, namespace)
         lost = dev.watch()
+        if lost:
+            ledger.failed(lost[0], "native")
         assert lost is not None and lost[0] == "remote_lost" and "in flight" in lost[1], lost
     finally:
         if target is not None:
@@ -412,7 +427,7 @@ def test_target_frozen_before_teardown_does_not_hang_the_unmount(tmp_path, monke
                 os.kill(target, signal.SIGCONT)
 
 
-@covers("device:remote", "device:remote:nbd", "fault:remote_lost", stored=False)
+@covers("device:remote", "device:remote:nbd", "fault:remote_lost")
 def test_fuse_abort_through_fusectl(tmp_path):
     """The fallback when nbdfuse cannot be killed: abort the connection in /sys/fs/fuse/connections."""
     mounted_here = False
@@ -455,7 +470,7 @@ PROVISION_AND_HANG = textwrap.dedent("""
 """)
 
 
-@covers("device:remote", "device:remote:nbd", "fault:kill9", stored=False)
+@covers("device:remote", "device:remote:nbd", "fault:kill9")
 def test_kill9_of_strata_then_cleanup_removes_everything(tmp_path, state):
     wd = tmp_path / "wd"
     p = subprocess.Popen(
@@ -471,18 +486,20 @@ def test_kill9_of_strata_then_cleanup_removes_everything(tmp_path, state):
         pytest.fail(f"the provisioning process did not get ready: {line}{p.communicate(timeout=30)[1]}")
     _, ns_name, host_if = line.split()
     network = {"netns": ns_name, "host_if": host_if}
+    ledger.built("device:remote", "device:remote:nbd")  # served to the killed process
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=10)
     left = leftovers(wd, network)
     kinds = {item.split(" ")[0] for item in left}
     assert {"mount", "loop", "process", "netns", "veth", "file"} <= kinds, left  # all of it outlived strata
     undone = jn.cleanup(directory=state, log=print, undo=undo_actions())
+    ledger.kill9(p.returncode, undone)
     assert undone >= 8
     assert leftovers(wd, network) == []
     assert list((state / "journal").glob("*.jsonl")) == []
 
 
-@covers("device:remote", "device:remote:nbd", stored=False)
+@covers("device:remote", "device:remote:nbd")
 def test_backing_path_needs_destroy(tmp_path):
     journal = jn.Journal(f"it-remote-guard-{os.getpid()}")
     img = tmp_path / "disk.img"

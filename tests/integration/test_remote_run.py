@@ -139,7 +139,6 @@ def test_a_killed_target_ends_the_trial_and_the_next_one_gets_a_fresh_storage_ho
             marks=covers(
                 "device:remote", "device:remote:nbd", "filesystem:xfs", f"runtime:{rt.split(':')[0]}", f"runtime:{rt}",
                 f"path:{rt.split(':')[0]}/volume", "workload:fio", f"workload:fio@{rt.split(':')[0]}", "fault:kill9",
-                stored=False,
             ),
         )
         for rt in ("podman:overlay", "docker:overlay2")

@@ -83,7 +83,7 @@ def report_dir(tmp_path_factory) -> Path:
     return out
 
 
-@covers(stored=False)
+@covers()
 def test_a_broken_page_is_detected(tmp_path):
     page = tmp_path / "broken.html"
     page.write_text("<!doctype html><html><body><p>broken</p><script>notAFunction();</script></body></html>")
@@ -91,14 +91,14 @@ def test_a_broken_page_is_detected(tmp_path):
     assert any("notAFunction" in m for m in msgs), msgs
 
 
-@covers(stored=False)
+@covers()
 def test_report_loads_without_console_messages(report_dir, tmp_path):
     cp = run_browser(report_dir / "report.html", tmp_path, "--dump-dom")
     assert console_messages(cp.stderr) == []
     assert 'data-figures="' in cp.stdout
 
 
-@covers(stored=False)
+@covers()
 def test_every_figure_renders_with_axes_and_labels(report_dir, tmp_path):
     probed = tmp_path / "probed.html"
     probed.write_text((report_dir / "report.html").read_text().replace("</body>", PROBE + "</body>"))
@@ -116,7 +116,7 @@ def test_every_figure_renders_with_axes_and_labels(report_dir, tmp_path):
         assert label in labels
 
 
-@covers(stored=False)
+@covers()
 def test_screenshot(report_dir, tmp_path):
     shot = tmp_path / "report.png"
     cp = run_browser(report_dir / "report.html", tmp_path, f"--screenshot={shot}", "--window-size=1280,2000")

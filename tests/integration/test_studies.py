@@ -146,7 +146,7 @@ def counterparts() -> dict[str, list[tuple[str, str, str]]]:
     return out
 
 
-@covers(stored=False)
+@covers()
 def test_the_studies_table_names_real_examples():
     rows = counterparts()
     assert rows, "docs/studies.md lost its table of figures and tables"
@@ -193,7 +193,7 @@ def _present(section: str, report: Path) -> bool:
 def _example(example: str):
     """The example as a case whose declared keys are those of the trials its run here plans (tests/coverage.py)."""
     if example in PLAN_ONLY:
-        return pytest.param(example, marks=covers(f"example:{example}", "command:validate", stored=False))
+        return pytest.param(example, marks=covers(f"example:{example}", "command:validate"))
     with tempfile.TemporaryDirectory() as tmp:
         keys = keys_of_spec(_spec(example, Path("/var/tmp/strata-plan"), Path(tmp)))
     return pytest.param(example, marks=covers(*sorted(keys), f"example:{example}", "command:run", "command:report"))

@@ -177,7 +177,6 @@ def _fio_running(workdir: Path) -> bool:
     "workload:fio@hosts",
     "hosts:span",
     "fault:kill9",
-    stored=False,
 )
 def test_cleanup_after_kill_9_removes_the_services_and_what_the_agents_built(bed, tmp_path):
     b, env = bed
@@ -196,7 +195,7 @@ def test_cleanup_after_kill_9_removes_the_services_and_what_the_agents_built(bed
     _clean(b)
 
 
-@covers("hosts:doctor-on-every-host", "hosts:cleanup-on-every-host", stored=False)
+@covers("hosts:doctor-on-every-host", "hosts:cleanup-on-every-host")
 def test_doctor_and_cleanup_on_every_host(bed, tmp_path):
     b, env = bed
     spec = _spec(b, tmp_path)

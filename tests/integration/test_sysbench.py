@@ -233,7 +233,7 @@ def test_a_setting_the_server_rejects_fails_its_trial_in_the_servers_words(tmp_p
     assert cp.returncode == 1
 
 
-@covers("workload:sysbench@native", stored=False)
+@covers("workload:sysbench@native")
 def test_a_workdir_the_mysql_user_cannot_enter_is_named_with_the_fix(tmp_path):
     """The template checks the servers' user's reach before anything is built (as for PostgreSQL's)."""
     private = Path(f"/var/tmp/strata-sysbench-private-{uuid.uuid4().hex[:8]}")
@@ -293,7 +293,6 @@ def test_a_server_in_a_container_on_a_named_volume_under_a_memory_limit(tmp_path
     "workload:sysbench",
     "workload:sysbench@native",
     "fault:kill9",
-    stored=False,
 )
 def test_kill_9_natively_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
@@ -319,7 +318,6 @@ def test_kill_9_natively_then_cleanup_leaves_nothing(tmp_path, env):
     "workload:sysbench",
     "workload:sysbench@docker",
     "fault:kill9",
-    stored=False,
 )
 def test_kill_9_in_a_container_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
@@ -366,7 +364,7 @@ def test_a_pod_on_the_test_bed(tmp_path, env):
     print(f"\na pod on hostpath: {r['metrics']['tps']:.0f} tx/s, p99 {p99_ms:.1f} ms")
 
 
-@covers("workload:sysbench@docker", stored=False)
+@covers()  # an image built, no trial
 def test_the_servers_image_holds_mariadb():
     """What `strata image build` makes for the workload: Debian's MariaDB 10.11 (no registry)."""
     import subprocess

@@ -42,15 +42,22 @@ from strata.workloads.filebench import Filebench
 from strata.workloads.fio import Fio
 from tests.coverage import covers
 
+from . import ledger
 from .helpers import leftovers, strata
 
 
+@contextlib.contextmanager
 def provision_loop(params, journal, workdir):
-    return LOOP.provision(params, journal, workdir)
+    with LOOP.provision(params, journal, workdir) as dev:
+        ledger.built("device:loop")
+        yield dev
 
 
+@contextlib.contextmanager
 def provision_fs(fs, dev, journal, workdir):
-    return FILESYSTEMS[fs.type].provision(fs, dev, journal, workdir)
+    with FILESYSTEMS[fs.type].provision(fs, dev, journal, workdir) as mounted:
+        ledger.built(f"filesystem:{fs.type}")
+        yield mounted
 
 
 pytestmark = pytest.mark.integration
@@ -89,6 +96,7 @@ class Stack:
         dev = self.es.enter_context(provision_loop(LoopDevice(name="vm", size=size_bytes), self.journal, self.workdir))
         mounted = self.es.enter_context(provision_fs(Filesystem(type=fs), dev, self.journal, self.workdir))
         session = self.es.enter_context(provision_vm(VmRuntime(**params), mounted, self.journal, self.workdir, {}))
+        ledger.built("runtime:vm")
         return dev, session
 
     def close(self) -> None:
@@ -115,14 +123,28 @@ def run(session, dev, path: str, wl, raw: dict, load: Load, art: Path):
         requests = _requests(wl, spec, load, session, handle, art)
         running = session.start(requests, handle, load, art / "sync")
         try:
-            running.ready(600)
+            try:
+                running.ready(600)
+            except TrialFailure as e:
+                ledger.failed(e.category, "vm")
+                raise
+            _ran_on(session, path)
             ctx = CollectContext(dev.diskstats, running.cgroups)
             with Sampler([cls(ctx) for cls in COLLECTORS.values()]) as sampler:
                 running.go()
                 outputs = running.wait(2 * wl.estimate_s(spec) + 300)
         finally:
             running.stop()
+    if all(o.returncode == 0 for o in outputs):
+        ledger.built(f"workload:{wl.name}", f"workload:{wl.name}@vm")
     return spec, outputs, sampler
+
+
+def _ran_on(session, path: str) -> None:
+    """The VMs booted on `path`; on a bind share, the share asked for and the one the host chose."""
+    ledger.built(f"path:vm/{path}")
+    if path == "bind":
+        ledger.built(f"runtime:vm:{session.params.share}", f"runtime:vm:{session.facts['share']}")
 
 
 def host_disk_bytes(sampler, dev) -> dict:
@@ -133,7 +155,7 @@ def host_disk_bytes(sampler, dev) -> dict:
 # ---- fio on each path -----------------------------------------------------------------------
 
 
-@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm", stored=False)
+@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm")
 def test_fio_on_the_device(stack, tmp_path):
     dev, session = stack.open("raw")
     facts = session.facts
@@ -170,7 +192,7 @@ def test_fio_on_the_device(stack, tmp_path):
     assert not flag["suspect"], flag
 
 
-@covers("device:loop", "runtime:vm", "path:vm/image", "workload:fio", "workload:fio@vm", stored=False)
+@covers("device:loop", "runtime:vm", "path:vm/image", "workload:fio", "workload:fio@vm")
 def test_fio_on_a_qcow2_image_with_a_guest_file_system(stack, tmp_path):
     dev, session = stack.open("ext4", 512 << 20, image_format="qcow2", guest_filesystem="ext4")
     spec, outputs, sampler = run(session, dev, "image", Fio(), FIO, Load(), tmp_path / "t2")
@@ -187,11 +209,11 @@ def test_fio_on_a_qcow2_image_with_a_guest_file_system(stack, tmp_path):
 @pytest.mark.parametrize(
     "share",
     [
-        pytest.param("auto", marks=covers("runtime:vm:auto", "runtime:vm:virtiofs", stored=False)),  # here
-        pytest.param("9p", marks=covers("runtime:vm:9p", stored=False)),
+        pytest.param("auto", marks=covers("runtime:vm:auto", "runtime:vm:virtiofs")),  # here
+        pytest.param("9p", marks=covers("runtime:vm:9p")),
     ],
 )
-@covers("device:loop", "filesystem:ext4", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm", stored=False)
+@covers("device:loop", "filesystem:ext4", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm")
 def test_fio_on_a_bind_share(stack, tmp_path, share):
     dev, session = stack.open("ext4", 256 << 20, share=share)
     # `auto` takes virtiofs where the host's probe boot mounted it (virtiofsd present and working), else 9p: the
@@ -216,7 +238,7 @@ def test_fio_on_a_bind_share(stack, tmp_path, share):
         assert not flag["suspect"], flag
 
 
-@covers("device:loop", "runtime:vm", "path:vm/image", "workload:filebench", "workload:filebench@vm", stored=False)
+@covers("device:loop", "runtime:vm", "path:vm/image", "workload:filebench", "workload:filebench@vm")
 def test_filebench_personality_with_the_engine(stack, tmp_path):
     dev, session = stack.open("ext4", 512 << 20, guest_filesystem="ext4")
     raw = {"personality": "randomfileaccess", "runtime": 3, "set": {"nfiles": 100, "nthreads": 2}}
@@ -226,7 +248,7 @@ def test_filebench_personality_with_the_engine(stack, tmp_path):
     assert parsed.metrics["primary"]["ops_per_s"] > 0
 
 
-@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm", stored=False)
+@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm")
 def test_two_vms_at_one_barrier(stack, tmp_path):
     dev, session = stack.open("raw")
     spec, outputs, sampler = run(session, dev, "device", Fio(), FIO, Load(containers=2), tmp_path / "t5")
@@ -240,7 +262,7 @@ def test_two_vms_at_one_barrier(stack, tmp_path):
     assert all((o.out_dir / "vm-cpu.json").exists() for o in outputs)
 
 
-@covers("device:loop", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm", stored=False)
+@covers("device:loop", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm")
 def test_limits_become_vcpus_memory_and_throttling(stack, tmp_path):
     """Device: QEMU's block throttling; bind: blkio rules for QEMU and virtiofsd; cpus and memory: the VM's size."""
     dev, session = stack.open("ext4", 256 << 20)
@@ -255,7 +277,7 @@ def test_limits_become_vcpus_memory_and_throttling(stack, tmp_path):
     assert Fio().parse(spec, outputs).metrics["read"]["iops"] < 50 * 1.3
 
 
-@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm", stored=False)
+@covers("device:loop", "runtime:vm", "path:vm/device", "workload:fio", "workload:fio@vm")
 def test_qemu_block_throttling_on_the_device(stack, tmp_path):
     dev, session = stack.open("raw")
     spec, outputs, _ = run(session, dev, "device", Fio(), FIO, Load(limits=Limits(read_iops=50)), tmp_path / "tq")
@@ -267,7 +289,7 @@ def test_qemu_block_throttling_on_the_device(stack, tmp_path):
 # ---- failures ---------------------------------------------------------------------------
 
 
-@covers("device:loop", "runtime:vm", "path:vm/device", "fault:boot_timeout", stored=False)
+@covers("device:loop", "runtime:vm", "fault:boot_timeout")
 def test_a_vm_that_does_not_boot_in_time_fails_with_its_console(stack, tmp_path):
     dev, session = stack.open("raw", boot_timeout_s=3)
     with pytest.raises(TrialFailure) as e:
@@ -277,7 +299,7 @@ def test_a_vm_that_does_not_boot_in_time_fails_with_its_console(stack, tmp_path)
     assert "Linux version" in console and console[-200:] in e.value.stderr  # the failure carries its tail
 
 
-@covers("device:loop", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm", "fault:vm_died", stored=False)
+@covers("device:loop", "runtime:vm", "path:vm/bind", "workload:fio", "workload:fio@vm", "fault:vm_died")
 def test_a_killed_qemu_fails_the_trial_and_leaves_nothing(stack, tmp_path):
     dev, session = stack.open("ext4", 256 << 20)
     spec = Fio().parse_params({**FIO, "runtime": 60}, Path("."))
@@ -287,12 +309,15 @@ def test_a_killed_qemu_fails_the_trial_and_leaves_nothing(stack, tmp_path):
     with session.path("bind", art, load) as handle:
         requests = _requests(Fio(), spec, load, session, handle, art)
         running = session.start(requests, handle, load, art / "sync")
+        _ran_on(session, "bind")
         running.go()
         time.sleep(5)
+        ledger.built("workload:fio", "workload:fio@vm")  # for 5 s, until its VM is killed
         pids = [p.popen.pid for vm in running.vms for p in vm.procs]
         os.kill(running.vms[0].qemu.popen.pid, signal.SIGKILL)
         with pytest.raises(TrialFailure) as e:
             running.wait(300)
+        ledger.failed(e.value.category, "vm")
         running.stop()
     assert e.value.category == "vm_died" and "killed by signal 9" in str(e.value)
     assert "console.log" in e.value.stderr
@@ -325,7 +350,7 @@ KILLED_RUN = textwrap.dedent("""
 """)
 
 
-@covers("device:loop", "runtime:vm", "fault:kill9", stored=False)
+@covers("device:loop", "runtime:vm", "fault:kill9")
 def test_kill_9_then_cleanup_removes_everything(tmp_path, guest):
     state, workdir, art = tmp_path / "state", Path(f"/var/tmp/strata-it-vm-{uuid.uuid4().hex[:8]}"), tmp_path / "t8"
     (tmp_path / "killed.py").write_text(KILLED_RUN)
@@ -345,12 +370,15 @@ def test_kill_9_then_cleanup_removes_everything(tmp_path, guest):
         run_dir = next((e["data"]["path"] for e in entries if e["kind"] == "vm_rundir"), None)
         assert {"loop", "mount", "vm_image", "vm_rundir", "vm_cgroup", "vm_process"} <= kinds, kinds
         assert Path(image).exists() and Path(run_dir).is_dir()
+        ledger.built("device:loop", "runtime:vm")  # the killed process's VM was up
     finally:
         p.kill()
         p.wait()
         # the CLI knows the vm kinds; it runs even when an assertion above failed (nothing is left behind)
         out = strata("cleanup", env={"STRATA_STATE_DIR": str(state)}).stdout
-    assert "could not undo" not in out and int(out.strip().splitlines()[-1].split()[1]) >= 6, out
+    undone = int(out.strip().splitlines()[-1].split()[1])
+    ledger.kill9(p.returncode, undone)
+    assert "could not undo" not in out and undone >= 6, out
     assert not list((state / "journal").glob("*.jsonl"))
     assert not Path(image).exists() and not Path(run_dir).exists()
     assert leftovers(workdir) == [] and vm_leftovers(str(tmp_path)) == [] and vm_leftovers(run_dir) == []

@@ -22,6 +22,7 @@ from strata.stack.journal import Journal
 from strata.workloads.ycsb import cassandra, jars, node
 from tests.coverage import covers
 
+from . import ledger
 from .helpers import leftovers, wait_for
 
 pytestmark = pytest.mark.integration
@@ -56,6 +57,7 @@ def ext4(state):
             LOOP.provision(LoopDevice(size=3 * GiB), journal, workdir) as dev,
             EXT4.provision(Filesystem(type="ext4"), dev, journal, workdir) as mounted,
         ):
+            ledger.built("device:loop", "filesystem:ext4")
             yield workdir, mounted.mountpoint, journal
     finally:
         journal.close()
@@ -76,7 +78,7 @@ def native(homes, workdir, mountpoint, cfgs_kw=None, nodes=1, name="n"):
     )
 
 
-@covers("workload:ycsb", "filesystem:ext4", "fault:tool_error", stored=False)
+@covers("device:loop", "filesystem:ext4", "fault:tool_error")  # a Cassandra node, no YCSB run
 def test_node_with_a_bad_option_fails_with_its_log(ext4, homes):
     workdir, mnt, journal = ext4
     cfg = native(homes, workdir, mnt, {"extra_yaml": {"no_such_option_xyz": 1}}, name="b")[0]
@@ -87,11 +89,12 @@ def test_node_with_a_bad_option_fails_with_its_log(ext4, homes):
     ):
         with pytest.raises(TrialFailure) as e:
             n.wait_ready(timeout_s=120)
+    ledger.failed(e.value.category, "native")
     assert e.value.category == "tool_error"
     assert "no_such_option_xyz" in e.value.stderr and "exited while starting" in str(e.value)
 
 
-@covers("workload:ycsb", "filesystem:ext4", "fault:timeout", stored=False)
+@covers("device:loop", "filesystem:ext4", "fault:timeout")  # a Cassandra node, no YCSB run
 def test_node_not_ready_in_time_fails_with_its_log(ext4, homes):
     workdir, mnt, journal = ext4
     cfg = native(homes, workdir, mnt, name="t")[0]
@@ -104,6 +107,7 @@ def test_node_not_ready_in_time_fails_with_its_log(ext4, homes):
         wait_for(lambda: len(n.read_log()) > 1000, 120, "the first log lines")
         with pytest.raises(TrialFailure) as e:
             n.wait_ready(timeout_s=1)
+        ledger.failed(e.value.category, "native")
         pid = n.pid
     assert e.value.category == "timeout" and "was not ready within 1 s" in str(e.value)
     log = (workdir / "t0.log").read_text()
@@ -112,7 +116,7 @@ def test_node_not_ready_in_time_fails_with_its_log(ext4, homes):
     assert not Path(f"/proc/{pid}").exists() or "CassandraDaemon" not in Path(f"/proc/{pid}/cmdline").read_text()
 
 
-@covers("workload:ycsb", stored=False)
+@covers()  # the jars' cache: no trial
 def test_jars_need_no_network_once_cached(homes, tmp_path, monkeypatch):
     """With Maven Central unreachable: the cached jars are used as they are, a changed binding
     builds offline from strata's Maven repository, and an empty cache is a clear StrataError."""

@@ -208,7 +208,6 @@ def test_a_killed_database_container_fails_its_trial_and_the_run_goes_on(tmp_pat
     "workload:ycsb",
     "workload:ycsb@docker",
     "fault:kill9",
-    stored=False,
 )
 def test_kill_9_then_cleanup_removes_the_node_its_container_and_dirs(tmp_path, env):
     workdir, e = env
