@@ -136,6 +136,9 @@ FULL_ONLY: dict[str, Why] = {
     STUDY + "xu2017-filesystems.yaml]": alone("the file system study's sweeps through to its figures"),
     STUDY + "xu2017-storage.yaml]": alone("every docker storage driver, supported or not, in one study"),
     STUDY + "xu2017-placement.yaml]": alone("the smoke plan of Cassandra containers placed on two Swarm hosts"),
+    IT + "test_engine_build.py::test_two_checkouts_at_different_paths_build_the_same_engine": alone(
+        "two release builds of the engine at other paths (minutes of CPU): the same binary as the checkout's"
+    ),
     # ---- the benches' tiny runs: each checks that its bench still runs to its figures (what a bench adds is its
     # figure, taken by hand: docs/overhead.md); oracle_margin's tiny run (synthetic trials, seconds) is default
     IT + "test_benches.py::test_an_abba_bench_measures_the_spread_by_hand_alone_in_tiny_mode": alone(
