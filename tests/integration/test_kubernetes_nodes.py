@@ -231,8 +231,7 @@ def test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3
     )
 
 
-@covers("runtime:kubernetes", "runtime:kubernetes:kubeconfig", "path:kubernetes/local", "workload:fio",
-        "workload:fio@kubernetes", "fault:kill9", "command:cleanup")  # fmt: skip
+@covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none
 def test_kill_9_of_strata_mid_trial_then_one_cleanup_leaves_nothing_in_the_cluster_or_on_a_node(bed, tmp_path):
     facts, _ = bed
     n2 = facts["nodes"][1]

@@ -225,15 +225,7 @@ def test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on(tmp_path, en
         pytest.param("pvc-block:strata-loop", marks=covers("path:kubernetes/pvc-block"), id="pvc-block"),
     ],
 )
-@covers(
-    "device:loop",
-    "filesystem:xfs",
-    "runtime:kubernetes",
-    "runtime:kubernetes:testbed",
-    "workload:fio",
-    "workload:fio@kubernetes",
-    "fault:kill9",
-)
+@covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none
 def test_kill9_then_cleanup_leaves_no_pod_claim_volume_namespace_or_cluster(tmp_path, env, path):
     """On a block claim (pvc-block:strata-loop) also no loop device: neither the volume's, over its image on the file
     system under test, nor the kubelet's own over the volume's device (its lock of a mapped block volume)."""

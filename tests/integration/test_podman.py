@@ -156,16 +156,7 @@ def test_podman_says_what_it_cannot_do(tmp_path, env):
             assert r["status"] == "ok" or r["flags"]["failed"]["message"], r["flags"]["failed"]
 
 
-@covers(
-    "device:loop",
-    "filesystem:xfs",
-    "runtime:podman",
-    "runtime:podman:overlay",
-    "path:podman/volume",
-    "workload:fio",
-    "workload:fio@podman",
-    "fault:kill9",
-)
+@covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none
 def test_kill9_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
     spec = write_spec(

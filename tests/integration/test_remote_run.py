@@ -136,10 +136,7 @@ def test_a_killed_target_ends_the_trial_and_the_next_one_gets_a_fresh_storage_ho
     [
         pytest.param(
             rt,
-            marks=covers(
-                "device:remote", "device:remote:nbd", "filesystem:xfs", f"runtime:{rt.split(':')[0]}", f"runtime:{rt}",
-                f"path:{rt.split(':')[0]}/volume", "workload:fio", f"workload:fio@{rt.split(':')[0]}", "fault:kill9",
-            ),
+            marks=covers("fault:kill9", "command:cleanup"),  # killed before a trial ended: it stores none
         )
         for rt in ("podman:overlay", "docker:overlay2")
     ],

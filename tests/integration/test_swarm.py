@@ -168,16 +168,7 @@ def _fio_running(workdir: Path) -> bool:
     return any(str(workdir) in line and "--time_based" in line for line in cp.stdout.splitlines())
 
 
-@covers(
-    "device:loop",
-    "filesystem:xfs",
-    "runtime:native",
-    "path:native/bind",
-    "workload:fio",
-    "workload:fio@hosts",
-    "hosts:span",
-    "fault:kill9",
-)
+@covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none
 def test_cleanup_after_kill_9_removes_the_services_and_what_the_agents_built(bed, tmp_path):
     b, env = bed
     fio = {"rw": "randread", "bs": "4k", "size": "64MiB", "runtime": 60, "direct": True}

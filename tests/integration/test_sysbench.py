@@ -285,15 +285,7 @@ def test_a_server_in_a_container_on_a_named_volume_under_a_memory_limit(tmp_path
     print(f"\na container on a volume: {r['metrics']['tps']:.0f} tx/s, {r['metrics']['qps']:.0f} queries/s")
 
 
-@covers(
-    "device:loop",
-    "filesystem:xfs",
-    "runtime:native",
-    "path:native/bind",
-    "workload:sysbench",
-    "workload:sysbench@native",
-    "fault:kill9",
-)
+@covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none
 def test_kill_9_natively_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
     s = write_spec(tmp_path / "s.yaml", spec(workdir, workloads=[{"sysbench": {**SMALL, "runtime": 120}}]))
@@ -309,16 +301,7 @@ def test_kill_9_natively_then_cleanup_leaves_nothing(tmp_path, env):
     wait_for(lambda: our_processes(tmp_path, workdir) == [], 30, "the client to end with its server")
 
 
-@covers(
-    "device:loop",
-    "filesystem:xfs",
-    "runtime:docker",
-    "runtime:docker:overlay2",
-    "path:docker/volume",
-    "workload:sysbench",
-    "workload:sysbench@docker",
-    "fault:kill9",
-)
+@covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none
 def test_kill_9_in_a_container_then_cleanup_leaves_nothing(tmp_path, env):
     workdir, e = env
     s = write_spec(

@@ -199,16 +199,7 @@ def test_a_killed_database_container_fails_its_trial_and_the_run_goes_on(tmp_pat
     print(f"\nkilled container: its trial failed as {failed['category']}; the run ended {after_s:.0f} s later")
 
 
-@covers(
-    "device:loop",
-    "filesystem:ext4",
-    "runtime:docker",
-    "runtime:docker:overlay2",
-    "path:docker/volume",
-    "workload:ycsb",
-    "workload:ycsb@docker",
-    "fault:kill9",
-)
+@covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none
 def test_kill_9_then_cleanup_removes_the_node_its_container_and_dirs(tmp_path, env):
     workdir, e = env
     s = write_spec(
