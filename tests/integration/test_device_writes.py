@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from strata.results.validity.absorbed import MIN_CHECKED_WRITES
+from strata.results.validity.flushes import MIN_CHECKED_SYNCS
 from strata.results.writes import MIN_AMPLIFIED_BYTES
 from tests.coverage import covers
 
@@ -16,7 +18,10 @@ from .helpers import leftovers, results, strata, write_spec
 
 pytestmark = pytest.mark.integration
 
-# An fsync after every 4 KiB random write: each must reach the device as a flush.
+# An fsync after every 4 KiB random write: each must reach the device as a flush. The flags judge only runs
+# past their checks' own minimums (MIN_CHECKED_SYNCS, MIN_CHECKED_WRITES), which these 4 s runs pass a hundred
+# times over: 9,873 fsyncs and 57,867 O_DIRECT random writes in 4 s on ext4 on a loop device, measured beside a
+# chaos bench (2026-12-07). A busy machine slows them, never a hundredfold.
 FSYNC = {"fio": {"name": "fsync", "rw": "randwrite", "bs": "4k", "size": "64MiB", "runtime": 4, "ramp_time": 1,
                  "options": {"fsync": 1}}}  # fmt: skip
 
@@ -54,7 +59,7 @@ def test_ext4_without_barriers_is_flagged_and_with_them_not(tmp_path, env):
     honest, dropped = rs["ext4"], rs["ext4-barrier0"]
     for r in (honest, dropped):
         syncs = r["writes"]["syncs"]
-        assert syncs["what"] == "fsync" and syncs["streams"] == 1 and syncs["count"] >= 100, syncs
+        assert syncs["what"] == "fsync" and syncs["streams"] == 1 and syncs["count"] >= MIN_CHECKED_SYNCS, syncs
         assert syncs["count"] == pytest.approx(r["metrics"]["write"]["total_ios"], abs=2)  # one after each write
         loop = r["flags"]["flush"]["evidence"]["disks"][0]
         disk = r["collectors"]["diskstats"][loop]
@@ -83,7 +88,7 @@ def test_o_direct_random_writes_into_ext4s_journal_are_flagged_and_on_plain_ext4
             "filesystem")  # fmt: skip
     plain, journal = rs["ext4"], rs["ext4-datajournal"]
     for r in (plain, journal):
-        assert r["writes"]["direct"]["random"] and r["writes"]["direct"]["count"] >= 1000
+        assert r["writes"]["direct"]["random"] and r["writes"]["direct"]["count"] >= MIN_CHECKED_WRITES
         assert r["writes"]["syncs"]["count"] == 0 and "flush" not in r["flags"]  # asked for none
     a = plain["flags"]["absorbed"]
     assert not a["suspect"], a
@@ -112,7 +117,7 @@ def test_a_tmpfs_path_in_docker_is_flagged_and_a_volume_not(tmp_path, env):
                 workloads=[FSYNC]), "path")  # fmt: skip
     tmpfs, volume = rs["tmpfs"]["flags"]["flush"], rs["volume"]["flags"]["flush"]
     assert tmpfs["suspect"] and "tmpfs" in tmpfs["reason"] and "volume" in tmpfs["reason"], tmpfs
-    assert rs["tmpfs"]["writes"]["syncs"]["count"] >= 100
+    assert rs["tmpfs"]["writes"]["syncs"]["count"] >= MIN_CHECKED_SYNCS
     assert not volume["suspect"], volume
 
 
