@@ -166,7 +166,8 @@ def targets(strata_pid: int | None, workdir: Path) -> dict[str, list[tuple[int, 
             continue
         parent = procs.get(ppid, ("", 0, ""))[0]
         if name == "fio" and "--parse-only" not in procs[pid][2]:  # a trial's, not the plan's check
-            found["fio"].append((pid, "fio"))
+            # fio laying out its files before the barrier (--create_only) is the instance's prepare step
+            found["fio"].append((pid, "fio (prepare step)" if "--create_only=1" in procs[pid][2] else "fio"))
         elif name == "postgres" and procs.get(ppid, ("",))[0] != "postgres":
             found["server"].append((pid, "postgres (postmaster)"))
         if parent.startswith("containerd-shim") or parent == "conmon":
@@ -267,11 +268,14 @@ def stored(out: Path) -> dict[str, dict[str, Any]]:
     return res
 
 
-def _expected(kind: str, trial: dict[str, Any]) -> set[str]:
+def _expected(kind: str, what: str, trial: dict[str, Any]) -> set[str]:
     """The categories a fault of `kind` must give the trial it ended: a container's by the trial's workload,
-    not by what the container had started yet (a pgbench trial's may hold its server or a client)."""
+    not by what the container had started yet (a pgbench trial's may hold its server or a client); a fio
+    killed while it laid out its files, `prepare`."""
     if kind == "container":
         return {"instance_died"} if trial["labels"]["workload"].startswith("pgbench") else {"tool_error"}
+    if kind == "fio" and what.endswith("(prepare step)"):
+        return {"prepare"}
     return EXPECTED[kind]
 
 
@@ -295,7 +299,7 @@ def judge(c: Campaign, since: int) -> None:
             continue
         r = inside[0]
         failed = r["flags"].get("failed") or {}
-        want = _expected(f.kind, r)
+        want = _expected(f.kind, f.what, r)
         if r["status"] == "ok":
             f.verdict = f"miscategorised: {r['trial_id']} {r['stack']} ok, not {sorted(want)}"
         elif failed.get("category") in want:

@@ -50,3 +50,15 @@ def test_each_fault_is_judged_by_the_attempt_it_ended(tmp_path):
         f.verdict for f in c.faults
     ]
     assert chaos.unexplained(c, t0) == ([], 0)  # every failure has its fault
+
+
+def test_a_fio_killed_while_it_laid_out_its_files_is_the_prepare_step(tmp_path):
+    trials = tmp_path / "c1" / "trials"
+    trials.mkdir(parents=True)
+    t0 = chaos._t("2026-12-02T10:00:00+00:00")
+    _attempt(trials, "a.json", "00", "10", "rr", "prepare", "native")
+    _attempt(trials, "b.json", "20", "30", "rr", "prepare", "native")
+    c = chaos.Campaign(tmp_path / "c1")
+    c.faults = [chaos.Fault(t0 + 5, "fio", 1, "fio (prepare step)"), chaos.Fault(t0 + 25, "fio", 2, "fio")]
+    chaos.judge(c, 0)
+    assert [f.verdict.split(":")[0] for f in c.faults] == ["ok", "miscategorised"], [f.verdict for f in c.faults]
