@@ -122,7 +122,7 @@ def test_cache_flag_follows_the_disk_evidence_for_both_loop_modes(tmp_path, env)
         assert r["flags"]["cache"]["suspect"] == (judged and short)
 
 
-@covers("command:validate", "command:run")
+@covers("refused:command:validate", "refused:command:run")
 def test_what_cannot_work_is_refused_before_anything_is_built(tmp_path, env):
     """A bad fio option (fio's own parser) and data larger than the file system: exit 2, nothing built."""
     workdir, e = env
@@ -327,7 +327,7 @@ def test_block_device_holding_data_is_refused_without_consent(tmp_path, env):
         subprocess.run(["losetup", "-d", dev])
 
 
-@covers()
+@covers("refused:command:validate")
 def test_bad_spec_exits_2_with_every_error(tmp_path, env):
     workdir, e = env
     spec = write_spec(tmp_path / "s.yaml", {**_spec(workdir), "filesystems": ["zfs"], "loads": ["extreme"], "oops": 1})

@@ -125,7 +125,7 @@ def assert_measured(r: dict, writes: bool = True, servers: int = 1):
     assert server["settings"]["block_size"] == "8192" and m["blocks"]["read_bytes"] == 8192 * m["blocks"]["read"]
 
 
-@covers("command:validate", "command:run")
+@covers("refused:command:validate", "refused:command:run")
 def test_a_client_option_pgbench_lacks_or_strata_sets_is_refused_before_anything_is_built(tmp_path, env):
     """Issue 56: each option is checked against the host's own `pgbench --help`, with the closest names, and one
     strata sets itself is refused with its key; exit 2, nothing built."""
@@ -462,9 +462,7 @@ def test_servers_that_fail_at_start_say_why_in_their_own_words(tmp_path, env):
     )
 
 
-@covers(
-    "workload:pgbench@native",
-)
+@covers("refused:command:run")  # refused before the first trial
 def test_a_native_workdir_under_a_private_directory_is_refused_before_the_first_trial(tmp_path, env):
     _, e = env
     private = Path(tempfile.mkdtemp(prefix="strata-it-"))  # as mktemp -d makes it: 0700, root's

@@ -63,7 +63,16 @@ def _run(tmp_path, env, device: dict, name: str, check: int = 0) -> tuple[list[d
     return results(tmp_path / name), cp
 
 
-@covers("device:loop", "filesystem:raw", "path:native/device", "workload:fio", "workload:fio@native", "runtime:native")
+@covers(
+    "device:loop",
+    "filesystem:raw",
+    "path:native/device",
+    "workload:fio",
+    "workload:fio@native",
+    "runtime:native",
+    "command:validate",
+    "command:show",
+)
 def test_reads_of_a_sparse_image_are_flagged_never_written_and_after_fill_not(tmp_path, env, xfs_dir):
     mnt, below = xfs_dir
     loop = {"type": "loop", "size": "256MiB", "sparse": True}

@@ -233,7 +233,7 @@ def test_a_setting_the_server_rejects_fails_its_trial_in_the_servers_words(tmp_p
     assert cp.returncode == 1
 
 
-@covers("workload:sysbench@native")
+@covers("refused:command:run")  # refused before the first trial
 def test_a_workdir_the_mysql_user_cannot_enter_is_named_with_the_fix(tmp_path):
     """The template checks the servers' user's reach before anything is built (as for PostgreSQL's)."""
     private = Path(f"/var/tmp/strata-sysbench-private-{uuid.uuid4().hex[:8]}")

@@ -665,3 +665,33 @@ def test_a_virtiofs_share_without_virtiofsd_is_a_vm_start_failure(tmp_path, monk
     with pytest.raises(TrialFailure, match="virtiofsd not found") as e:
         vms._shares(vm, {})
     assert e.value.category == "vm_start"
+
+
+@pytest.mark.parametrize("signal_number", [9, 15])
+def test_a_qemu_killed_mid_trial_is_vm_died_named_with_its_signal_and_console(tmp_path, signal_number):
+    """QEMU's death is read from QEMU's own process (its exit status), whatever the guest was doing: the trial
+    ends as `vm_died` with the signal and the console's tail, and every VM of the trial is stopped."""
+    from types import SimpleNamespace
+
+    from strata.core.errors import TrialFailure
+    from strata.core.instances import InstanceRequest
+    from strata.stack.vm.running import Vm
+
+    session = SimpleNamespace(journal=None, running=[])
+    running = VmRunning(session, None, Load(), tmp_path / "sync", None)
+    session.running.append(running)
+    out = tmp_path / "inst-0"
+    out.mkdir()
+    (out / "console.log").write_text("Linux version 6.1\nstrata-agent: running fio\n")
+    popen = subprocess.Popen(["sleep", "60"])
+    vm = Vm(InstanceRequest(0, ["fio"], out))
+    vm.qemu = qemu.Proc("qemu", popen, 1, "m")
+    running.vms.append(vm)
+    running.check()  # alive: nothing to say
+    os.kill(popen.pid, signal_number)
+    popen.wait()
+    with pytest.raises(TrialFailure) as e:
+        running.wait(30)
+    assert e.value.category == "vm_died" and f"killed by signal {signal_number}" in str(e.value)
+    assert "strata-agent: running fio" in e.value.stderr  # the console's tail comes with it
+    assert running.stopped and running not in session.running
