@@ -237,7 +237,8 @@ def _check_above_raw(result: Result, baselines: dict[tuple[object, ...], Result]
     raw = baselines.get(key)
     if raw is None:
         return
-    judged = validity.above_raw_of(result, raw)
+    moved = validity.bytes_moved(result.flags.cache)
+    judged = validity.above_raw(result.headline[0], raw.headline[0], raw.trial_id, moved)
     if judged:
         result.flags.set(judged.flag, judged)
         result.warnings += [w.to_json() for w in validity.warnings_of(Flags({judged.flag: judged}))]

@@ -11,16 +11,10 @@ their ratio (`above_raw_repeated`, which the report applies: analysis/cells/base
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from strata.core.jsondoc import JsonObject, obj, text
 from strata.core.params import LoadCounts
 from strata.results.flags import AboveRaw, AboveRawEvidence, Flag, Judgement
-from strata.results.validity.disks import bytes_moved
 from strata.stack.runtimes import REGISTRY as RUNTIMES
-
-if TYPE_CHECKING:
-    from strata.results.result import Result
 
 # Above the raw device by more than this is suspicious. Single short trials on a
 # shared VM varied 4x back to back on the same loop device (9864 vs 2414 IOPS, seen
@@ -62,12 +56,6 @@ def above_raw(
         reason,
         evidence={"raw_value": raw_value, "raw_trial": raw_trial, "ratio": ratio, "bytes_moved": moved},
     )
-
-
-def above_raw_of(result: Result, raw: Result) -> AboveRaw | None:
-    """A result against a result of its raw device (`raw_baseline_key` alike; the runner judges each trial
-    as it ends, the raw trials having run first)."""
-    return above_raw(result.headline[0], raw.headline[0], raw.trial_id, bytes_moved(result.flags.cache))
 
 
 def above_raw_repeated(
