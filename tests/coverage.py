@@ -250,15 +250,15 @@ def _example(arg: str) -> bool:
     return p.suffix == ".yaml" and (EXAMPLES / p.name).is_file()
 
 
-def mismatch(declared: frozenset[str], observed: set[str]) -> tuple[set[str], set[str]]:
-    """(declared keys the test did not run, keys its stored trials ran that it does not declare). A declared
-    `refused:KEY` also holds when KEY ran (a host that can build the cell). Not held against a test: a failure
-    category or refusal it did not declare (a host may refuse a cell), or a command or example it ran in passing."""
-    missing = {
-        k for k in declared if k not in observed and not (k.startswith(REFUSED) and k[len(REFUSED) :] in observed)
-    }
+def mismatch(declared: frozenset[str], ran: set[str], stored: set[str]) -> tuple[set[str], set[str]]:
+    """(declared keys the test did not run, keys its stored trials ran that it does not declare): `ran`, every
+    key it ran (its stored trials' and its ledger's); `stored`, its stored trials' alone (a shared fixture's
+    ledger is not held against each test of the module). A declared `refused:KEY` also holds when KEY ran (a
+    host that can build the cell). Not held against a test: a failure category or refusal it did not declare
+    (a host may refuse a cell)."""
+    missing = {k for k in declared if k not in ran and not (k.startswith(REFUSED) and k[len(REFUSED) :] in ran)}
     allowed = declared | {k[len(REFUSED) :] for k in declared if k.startswith(REFUSED)}
-    extra = {k for k in observed - allowed if derivable(k) and not k.startswith("fault:")}
+    extra = {k for k in stored - allowed if derivable(k) and not k.startswith("fault:")}
     return missing, extra
 
 

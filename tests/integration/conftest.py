@@ -67,8 +67,8 @@ def covers_what_it_declares(request, tmp_path):
     keys = declared(request.node)
     if keys is None or not request.node.stash.get(CALL_PASSED, False):
         return
-    observed = keys_of_results(tmp_path, since) | keys_of_events(ledger.events())
-    missing, extra = mismatch(keys, observed)
+    stored = keys_of_results(tmp_path, since)
+    missing, extra = mismatch(keys, stored | keys_of_events(ledger.events()), stored)
     if missing or extra:
         pytest.fail(
             f"the keys this test declares (covers) are not those it ran (its trials under {tmp_path} and its "

@@ -249,10 +249,11 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
         ],
     ),
     "ycsb_native_container.py": ([], [(r"workload A: container / native = (?P<ratio>[\d.]+)", {"ratio": RATIO})]),
+    # the spread trial's own figures, one host's and the other's: its placement advice is left to the analysis,
+    # which draws none when a busy machine made the two hosts' I/O windows overlap too little (sync suspect)
     "ycsb_placement.py": (
         [],
-        [(r"placed \(measured\): 2 on one host .*; 1\+1 on 2 hosts \(spread\) (?P<spread>[\d.,]+) ops/s",
-          {"spread": (1, 1e7)})],
+        [(r"spread rep 0: +(?P<spread>[\d.,]+) ops/s \(hosts: a [\d.,]+, b [\d.,]+\)", {"spread": (1, 1e7)})],
     ),
 }  # fmt: skip
 
@@ -300,8 +301,8 @@ def _runs_to_its_result(bench: str, extra: list[str], checks: Checks, tmp_path: 
     """Run `bench --tiny` with `extra` arguments; its output, once each of `checks` matched within its ranges."""
     script = BENCH / bench
     argv = ["bash", str(script), "--tiny"] if bench.endswith(".sh") else [sys.executable, str(script), "--tiny"]
-    if bench == "report_bench.py":
-        extra = ["--dir", str(tmp_path / "synth")]
+    if bench == "report_bench.py":  # its synthetic trials beside tmp_path: not trials this test ran (@covers)
+        extra = ["--dir", str(tmp_path.parent / f"{tmp_path.name}-synth")]
     env = {**os.environ, "STRATA_STATE_DIR": str(tmp_path / "state"), "PYTHONUNBUFFERED": "1"}
     cp = subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
     out = cp.stdout + cp.stderr

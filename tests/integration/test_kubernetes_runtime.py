@@ -225,8 +225,8 @@ def test_a_pod_deleted_mid_trial_ends_the_trial_and_the_run_goes_on(tmp_path, en
 @pytest.mark.parametrize(
     "path",
     [
-        pytest.param("local", marks=covers("path:kubernetes/local"), id="local"),
-        pytest.param("pvc-block:strata-loop", marks=covers("path:kubernetes/pvc-block"), id="pvc-block"),
+        pytest.param("local", id="local"),
+        pytest.param("pvc-block:strata-loop", id="pvc-block"),
     ],
 )
 @covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none

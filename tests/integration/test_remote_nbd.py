@@ -267,7 +267,7 @@ def test_rate_shapes_both_ends_of_the_link(tmp_path):
         assert 0 < bw <= 1.25 * 10**8 / 8  # a cap: noise only lowers it
 
 
-@covers("device:remote", "device:remote:nbd")
+@covers("refused:device:remote:nbd")  # refused where this kernel has no netem, built where it has
 def test_latency_needs_netem(tmp_path):
     """This kernel has no netem: an added latency is unsupported with tc's own words; where
     netem exists, both ends get the delay."""
@@ -278,6 +278,7 @@ def test_latency_needs_netem(tmp_path):
                 pytest.fail("provisioned without netem")
         assert "Specified qdisc kind is unknown" in str(e.value)
         assert leftovers(tmp_path / "wd", None) == []
+        ledger.built("refused:device:remote", "refused:device:remote:nbd")
     else:
         with remote(tmp_path, latency="50us") as (dev, _, journal, wd):
             shown = subprocess.run(

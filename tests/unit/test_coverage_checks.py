@@ -31,9 +31,12 @@ def test_an_ok_trial_runs_its_keys():
 def test_a_refused_trial_runs_nothing_and_gives_refusal_keys():
     keys = coverage.keys_of_trial(TRIAL, "unsupported")
     assert keys == {f"refused:{k}" for k in LAYERS} | {"fault:unsupported"}
-    missing, _ = coverage.mismatch(frozenset({"runtime:podman:zfs"}), keys)
+    missing, _ = coverage.mismatch(frozenset({"runtime:podman:zfs"}), keys, keys)
     assert missing == {"runtime:podman:zfs"}  # a refusal covers nothing
-    assert coverage.mismatch(frozenset({"refused:runtime:podman:zfs", "fault:unsupported"}), keys) == (set(), set())
+    assert coverage.mismatch(frozenset({"refused:runtime:podman:zfs", "fault:unsupported"}), keys, keys) == (
+        set(),
+        set(),
+    )
 
 
 def test_a_failed_build_runs_only_its_failure_and_an_unstarted_trial_no_workload():
@@ -46,16 +49,19 @@ def test_a_failed_build_runs_only_its_failure_and_an_unstarted_trial_no_workload
 
 def test_a_declared_refusal_holds_where_the_host_runs_the_cell():
     ran = coverage.keys_of_trial(TRIAL)
-    assert coverage.mismatch(frozenset({"refused:runtime:podman:zfs"} | LAYERS - {"runtime:podman:zfs"}), ran) == (
-        set(),
-        set(),
-    )
+    declared = frozenset({"refused:runtime:podman:zfs"} | LAYERS - {"runtime:podman:zfs"})
+    assert coverage.mismatch(declared, ran, ran) == (set(), set())
 
 
 def test_a_stored_key_not_declared_and_a_declared_key_not_run_both_fail():
-    missing, extra = coverage.mismatch(frozenset({"device:loop", "workload:ycsb@docker"}), LAYERS)
+    missing, extra = coverage.mismatch(frozenset({"device:loop", "workload:ycsb@docker"}), LAYERS, LAYERS)
     assert missing == {"workload:ycsb@docker"}
     assert extra == LAYERS - {"device:loop"}
+
+
+def test_what_the_ledger_alone_shows_is_not_held_against_an_undeclaring_test():
+    """A module's shared fixture built a stack that this test (a probe, a jar cache) does not use."""
+    assert coverage.mismatch(frozenset(), LAYERS, set()) == (set(), set())
 
 
 def _command(*argv, rc):
