@@ -121,13 +121,13 @@ def run(session, dev, path: str, wl, raw: dict, load: Load, art: Path):
     art.mkdir(parents=True, exist_ok=True)
     with session.path(path, art, load) as handle:
         requests = _requests(wl, spec, load, session, handle, art)
-        running = session.start(requests, handle, load, art / "sync")
+        try:  # the VMs boot as they start
+            running = session.start(requests, handle, load, art / "sync")
+        except TrialFailure as e:
+            ledger.failed(e.category, "vm")
+            raise
         try:
-            try:
-                running.ready(600)
-            except TrialFailure as e:
-                ledger.failed(e.category, "vm")
-                raise
+            running.ready(600)
             _ran_on(session, path)
             ctx = CollectContext(dev.diskstats, running.cgroups)
             with Sampler([cls(ctx) for cls in COLLECTORS.values()]) as sampler:
