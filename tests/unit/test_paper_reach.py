@@ -85,16 +85,16 @@ CUTS = [("shirinbab-cassandra.yaml", "001", "Table 2"), ("xu2017-cassandra.yaml"
 
 @pytest.mark.parametrize("example, study, where", CUTS)
 def test_the_suites_smoke_cut_of_a_cassandra_study_meets_its_values(tmp_path, example, study, where):
-    """tests/integration/test_studies.py runs each Cassandra study cut to fit the suite (SPEC_CUTS) and asserts
-    that its report sets a value beside a result; here, the plan of that cut produces such a configuration."""
+    """tests/integration/test_studies.py runs each Cassandra study cut to fit the suite (SPEC_CUTS); here, the plan
+    of that cut produces configurations that meet the study's values (at smoke scale their results are flagged
+    cache, their data set in memory, and drawn apart: test_studies.py `_in_memory`)."""
     import sys
 
     import yaml
 
     sys.path.insert(0, str(EXAMPLES.parent))
-    from tests.integration.test_studies import BESIDE, SPEC_CUTS
+    from tests.integration.test_studies import SPEC_CUTS
 
-    assert BESIDE[example] == (study, where)
     doc = yaml.safe_load((EXAMPLES / example).read_text())
     cut = dict(SPEC_CUTS[example][0])
     doc["exclude"] = list(doc.get("exclude") or []) + cut.pop("exclude_more", [])
