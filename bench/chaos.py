@@ -270,10 +270,10 @@ def stored(out: Path) -> dict[str, dict[str, Any]]:
 
 def _expected(kind: str, what: str, trial: dict[str, Any]) -> set[str]:
     """The categories a fault of `kind` must give the trial it ended: a container's by the trial's workload,
-    not by what the container had started yet (a pgbench trial's may hold its server or a client); a fio
-    killed while it laid out its files, `prepare`."""
-    if kind == "container":
-        return {"instance_died"} if trial["labels"]["workload"].startswith("pgbench") else {"tool_error"}
+    not by what the container had started yet (a pgbench trial's may hold its server or a client; a fio trial's,
+    its prepare step or its run); a fio killed while it laid out its files, `prepare`."""
+    if kind == "container":  # a fio trial's container may die in its prepare step (fio laying out its files)
+        return {"instance_died"} if trial["labels"]["workload"].startswith("pgbench") else {"tool_error", "prepare"}
     if kind == "fio" and what.endswith("(prepare step)"):
         return {"prepare"}
     return EXPECTED[kind]

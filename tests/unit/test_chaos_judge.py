@@ -62,3 +62,15 @@ def test_a_fio_killed_while_it_laid_out_its_files_is_the_prepare_step(tmp_path):
     c.faults = [chaos.Fault(t0 + 5, "fio", 1, "fio (prepare step)"), chaos.Fault(t0 + 25, "fio", 2, "fio")]
     chaos.judge(c, 0)
     assert [f.verdict.split(":")[0] for f in c.faults] == ["ok", "miscategorised"], [f.verdict for f in c.faults]
+
+
+def test_a_fio_trials_container_killed_in_its_prepare_step_is_the_prepare_step(tmp_path):
+    trials = tmp_path / "c1" / "trials"
+    trials.mkdir(parents=True)
+    t0 = chaos._t("2026-12-02T10:00:00+00:00")
+    _attempt(trials, "a.json", "00", "10", "rr", "prepare")  # exited 137 before the start
+    _attempt(trials, "b.json", "20", "30", "pgbench-tpcb", "prepare")
+    c = chaos.Campaign(tmp_path / "c1")
+    c.faults = [chaos.Fault(t0 + 5, "container", 1, "container init sh"), chaos.Fault(t0 + 25, "container", 2, "sh")]
+    chaos.judge(c, 0)
+    assert [f.verdict.split(":")[0] for f in c.faults] == ["ok", "miscategorised"], [f.verdict for f in c.faults]
