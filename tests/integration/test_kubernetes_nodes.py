@@ -213,6 +213,8 @@ def test_fio_on_node_2_is_judged_from_node_2s_disk_and_a_planted_cache_on_node_3
     below = [d for d, seen in c3["evidence"]["per_disk"].items() if d != Path(n3["disk"]).name]
     assert c3["suspect"] and below and all(c3["evidence"]["per_disk"][d]["read_share"] < 0.5 for d in below), c3
     assert leftovers(workdir) == []
+    if workdir.exists():  # the run's workdir, empty: nothing of it is left
+        workdir.rmdir()
     api = _api(facts)
     left = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]]
     assert not [n for n in left if n.startswith("strata-")], left
@@ -268,3 +270,5 @@ def test_kill_9_of_strata_mid_trial_then_one_cleanup_leaves_nothing_in_the_clust
         assert not [p for p in pods if "fio" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")], n["name"]
     assert leftovers(workdir) == []
     assert strata("cleanup", env=e, check=0).stdout.strip().endswith("nothing left behind")
+    if workdir.exists():
+        workdir.rmdir()
