@@ -14,7 +14,8 @@ other), and kills one of that kind running at that moment (none running: nothing
 Only processes of this run are touched: a part is ours if the strata process, or a container shim or
 conmon of this run's workdir or daemon, is among its ancestors.
 
-Each fault's time is matched with the stored trial that was running then (its started_at..finished_at,
+Each fault's time is matched with the stored trial that was running then (its result file's write time less
+its duration_s, or its whole-second started_at..finished_at,
 read from every stored attempt, the failed ones kept as `<id>.attempt-K.json`; at the edge of two trials,
 the one that failed); the trial must have failed, with the category the fault names: `daemon_died`
 (dockerd), `instance_died` (server; also for a container of a pgbench trial, which may hold the server
@@ -74,6 +75,10 @@ EXPECTED = {
 RUN_ROOT = "/run/strata/"  # where dockerd and podman stores keep their sockets and state
 Procs = dict[int, tuple[str, int, str]]  # pid -> (name, ppid, command line)
 EDGE_S = 1.0  # the stored times are whole seconds
+# A result file is written as its trial ends, and its duration_s is exact: its mtime less duration_s places the
+# trial to within the write's delay, where the whole-second times, each widened by EDGE_S, spill a second into
+# the trials before and after (seed 7: a dockerd killed 0.1 s after a trial was stored, judged against it).
+PRECISE_EDGE_S = 0.25  # before the start only: the write's delay
 MAX_PASSES = 200  # a stack that fails whatever happens must not keep the bench going
 
 
@@ -249,12 +254,23 @@ def _t(iso: str) -> float:
 
 
 def records(out: Path) -> list[dict[str, Any]]:
-    """Every stored attempt: a trial's `<id>.json`, and the failures a resume kept as `<id>.attempt-N.json`."""
+    """Every stored attempt: a trial's `<id>.json`, and the failures a resume kept as `<id>.attempt-N.json`
+    (a rename: the file keeps the time it was written), each with that time as `_written`."""
     found = []
     for f in sorted((out / "trials").glob("*.json")):
         with open(f) as fh:
-            found.append(json.load(fh))
+            found.append({**json.load(fh), "_written": f.stat().st_mtime})
     return found
+
+
+def window(r: dict[str, Any]) -> tuple[float, float]:
+    """When a stored attempt ran: from its file's write time and its exact duration_s where they agree with its
+    whole-second times, else those times widened by EDGE_S."""
+    lo, hi = _t(r["started_at"]), _t(r["finished_at"])
+    written, took = r.get("_written"), r.get("duration_s")
+    if isinstance(written, float) and isinstance(took, (int, float)) and hi <= written < hi + 1 + EDGE_S:
+        return written - took - PRECISE_EDGE_S, written  # a fault after the write cannot have changed it
+    return lo - EDGE_S, hi + EDGE_S
 
 
 def stored(out: Path) -> dict[str, dict[str, Any]]:
@@ -286,9 +302,9 @@ def judge(c: Campaign, since: int) -> None:
         if f.kind == "strata":
             f.verdict = "ok"  # its trial is not stored; the resume runs it
             continue
-        # a fault ends its trial at once, so its time is near the trial's end: the window is the trial's, each
-        # edge widened by the stored times' whole second; at a boundary of two, the one that failed
-        inside = [r for r in attempts if _t(r["started_at"]) - EDGE_S <= f.t <= _t(r["finished_at"]) + EDGE_S]
+        # a fault ends its trial at once, so its time is near the trial's end: the window is the trial's
+        # (`window`); at a boundary of two, the one that failed
+        inside = [r for r in attempts if window(r)[0] <= f.t <= window(r)[1]]
         if f.kind == "dockerd":  # a private dockerd serves docker stacks only: one killed as another stack's trial
             # began was the stack before's, being torn down (a trial's time includes building its stack)
             inside = [r for r in inside if r["stack"].split("/")[2].startswith("docker")]
