@@ -122,12 +122,15 @@ DOCKER_DRIVER = IT + "test_docker.py::test_driver_runs_every_path["
 KUBE = IT + "test_kubernetes_runtime.py::"
 VM = IT + "test_vm_tcg.py::"
 FULL_ONLY: dict[str, Why] = {
-    # ---- the examples at smoke scale: the default tier runs quick.yaml (the README's main job), postgres.yaml
+    # ---- the examples at smoke scale: the default tier runs quick.yaml (the README's main job), etcd-disk.yaml
     # and xu2017-remote.yaml (a study); `strata validate --scale smoke` of every example is a unit test
     # (tests/unit/test_scale.py), so each example's plan is checked in the default tier
     STUDY + "cache-check.yaml]": alone("the cache-check example whole: fuse-overlayfs beside overlay2 and native"),
     STUDY + "jobfile.yaml]": alone("a .fio job file run natively and in docker, through to the report"),
     STUDY + "kubernetes.yaml]": alone("the kubernetes example whole: fio on every pod path beside native"),
+    STUDY + "postgres.yaml]": alone("the PostgreSQL example whole: pgbench natively and in docker through a volume, "
+                                   "a bind mount and the layer on xfs and ext4, under a memory limit, to its "
+                                   "report (40 trials: 5 to 8 minutes of a worker)"),
     STUDY + "mariadb.yaml]": alone("the MariaDB example whole: sysbench natively and in docker through a volume and a "
                                   "bind mount on xfs and ext4, to its report"),
     STUDY + "ramadan-filesystems.yaml]": alone("Filebench personalities on ext4, xfs and btrfs with the btrfs driver"),

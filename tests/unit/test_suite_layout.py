@@ -136,9 +136,11 @@ def test_the_readme_says_what_only_the_full_tier_runs(declared):
     )
 
 
-def test_the_tiers_deselect_as_the_table_says():
-    """`scripts/test` (no --full) leaves exactly the FULL_ONLY tests out; a test named on the command line runs."""
-    full = _collect("--full")
+def test_the_tiers_deselect_as_the_table_says(nodeids):
+    """`scripts/test` (no --full) leaves exactly the FULL_ONLY tests out; a test named on the command line runs.
+    The full tier's ids are the module's own collection with --full (`declared`: every item, before any is
+    deselected), so the suite is collected twice here, not three times."""
+    full = nodeids
     default = _collect()
     assert set(default) < set(full)
     assert {n for n in full if full_only(n)} == set(full) - set(default)
