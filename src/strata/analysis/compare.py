@@ -18,14 +18,16 @@ better (also every match without an interval).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from strata.analysis.advice.compared import higher_is_better
 from strata.analysis.cells.baseline import apply_above_raw
-from strata.analysis.cells.cells import LABEL_KEYS, Cell, Result, build_cells
+from strata.analysis.cells.cells import LABEL_KEYS, Cell, build_cells
 from strata.analysis.cells.query import summary_of
 from strata.analysis.decisions.answer import BETTER, EQUIVALENT, UNDECIDED, WORSE, Answer, answer
-from strata.core.jsondoc import obj
+from strata.core.jsondoc import JsonObject, obj
+from strata.results.result import Result
 
 STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
 FAIL_ON = ("worse", "regression", "undecided")  # the gate's levels, each holding the one before
@@ -102,7 +104,9 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     return out
 
 
-def compare(results_a: list[Result], results_b: list[Result], margin: float | None = None) -> Comparison:
+def compare(
+    results_a: Iterable[Result | JsonObject], results_b: Iterable[Result | JsonObject], margin: float | None = None
+) -> Comparison:
     """B against A, configuration by configuration, at `margin` (default: A's, from its spec)."""
     ca, cb = build_cells(results_a, judge_steady=False), build_cells(results_b, judge_steady=False)
     apply_above_raw(ca)

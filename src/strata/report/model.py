@@ -14,9 +14,9 @@ from __future__ import annotations
 from strata.analysis.advice import amplification
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.baseline import apart_ratio, baseline_key, ratio_to_raw
-from strata.analysis.cells.cells import Cell, Result, artifact, repetition, series_of
+from strata.analysis.cells.cells import Cell, artifact, repetition, series_of
 from strata.analysis.measured.sweeps import peak
-from strata.core.jsondoc import JsonObject, ShapeError, arr, as_obj, obj, text
+from strata.core.jsondoc import JsonObject, ShapeError, arr, as_obj, obj
 from strata.report.amplification import amplification_figures
 from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels, with_shared
@@ -40,6 +40,7 @@ from strata.report.remote import remote_figures
 from strata.report.runtimes import runtime_figures
 from strata.report.tables import report_tables, workload_groups
 from strata.results.flags import Declared
+from strata.results.result import Result
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
 MAX_FIGURES_PER_KIND = {
@@ -421,8 +422,8 @@ def _series_figures(a: Analysis, wanted: tuple[str, ...]) -> list[Figure]:
         ]
         group = next((d for d, g in cell.groups() if any(r is x for x in g.results)), None)
         cached = f" ({SERIES_NOTE.get(group.apart, group.apart)}: not device performance)" if group else ""
-        title = f"time series: {cell.name} #{repetition(r)} (trial {r['trial_id']}){cached}"
-        fid = figure_id("series", text(r, "trial_id"))
+        title = f"time series: {cell.name} #{repetition(r)} (trial {r.trial_id}){cached}"
+        fid = figure_id("series", r.trial_id)
         out.append(
             Figure(
                 fid,
@@ -438,7 +439,7 @@ def _series_figures(a: Analysis, wanted: tuple[str, ...]) -> list[Figure]:
 
 
 def _pick_series(a: Analysis, wanted: tuple[str, ...]) -> list[tuple[Result, Cell]]:
-    by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.measured}
+    by_id = {r.trial_id: (r, c) for c in a.cells for r in c.measured}
     picked = [by_id[t] for t in wanted if t in by_id]
     unsteady = [(r, c) for c in a.cells for r, s in c.steady if s and s.warns]
     cached = [(r, c) for c in a.cells for r in c.cached]
@@ -456,11 +457,10 @@ def series_data(r: Result) -> dict[str, SeriesPoints | dict[str, SeriesPoints]]:
     series, the containers' I/O: {series name: {member: [(t_s, value), ...]}})."""
     out: dict[str, SeriesPoints | dict[str, SeriesPoints]] = {}
     ws = artifact(r, "workload-series.json") or {}
-    primary = obj(obj(r, "metrics"), "primary")
-    name = primary.get("series")
-    if isinstance(name, str) and ws.get(name):
-        tool = obj(obj(r, "trial"), "workload").get("type")
-        label = f"{primary.get('series_unit') or primary.get('unit')} ({tool})"
+    primary = r.primary
+    name = primary.series
+    if name and ws.get(name):
+        label = f"{primary.series_unit or primary.unit} ({r.workload_type})"
         out[label] = [(float(t), float(v)) for t, v in series_of(ws[name]) or []]
     s = artifact(r, "series.json") or {}
     t = _numbers(s, "t")
@@ -468,7 +468,7 @@ def series_data(r: Result) -> dict[str, SeriesPoints | dict[str, SeriesPoints]]:
         return out
     t0 = t[0]
     ts = [x - t0 for x in t[1:]]
-    disk = obj(obj(r, "stack_facts"), "device").get("kernel_name")
+    disk = r.collected.kernel_name
     stats = obj(s, "diskstats")
     dev = as_obj((stats.get(disk) if isinstance(disk, str) else None) or next(iter(stats.values()), {}), "diskstats")
     if dev.get("util_percent"):

@@ -16,13 +16,16 @@ strata's addition, the loader's `_path`) is kept in `extra` and written back.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from strata.core.jsondoc import JsonObject, as_obj
 from strata.results.flags import Flags
 from strata.results.schema import migrate
+from strata.results.stored import Collected, Headline, HostFacts, TrialDoc
 from strata.results.validity.evidence import headline_of
 from strata.results.validity.trial import WarningDoc
 from strata.results.writes import Writes
@@ -62,13 +65,13 @@ class Result:
     experiment: str = ""
     stack: str = ""
     labels: Labels = field(default_factory=lambda: no_labels())
-    trial: dict[str, Any] = field(default_factory=dict)  # the resolved trial (experiment/expand.py Trial.resolved)
-    host: dict[str, Any] = field(default_factory=dict)  # the host's facts (core/host.py), the tools' versions
-    metrics: dict[str, Any] = field(default_factory=dict)  # the workload's (workloads/base.py Parsed.metrics)
+    trial: JsonObject = field(default_factory=dict)  # the resolved trial (experiment/expand.py Trial.resolved)
+    host: JsonObject = field(default_factory=dict)  # the host's facts (core/host.py), the tools' versions
+    metrics: JsonObject = field(default_factory=dict)  # the workload's (workloads/base.py Parsed.metrics)
     flags: Flags = field(default_factory=Flags)
     warnings: list[WarningDoc] = field(default_factory=list)
-    stack_facts: dict[str, Any] = field(default_factory=dict)  # what each layer said of itself
-    collectors: dict[str, Any] = field(default_factory=dict)  # the collectors' totals (collectors/)
+    stack_facts: JsonObject = field(default_factory=dict)  # what each layer said of itself
+    collectors: JsonObject = field(default_factory=dict)  # the collectors' totals (collectors/)
     artifacts: str | None = None  # the trial's artifact directory, relative to the results directory
     status: str | None = None  # "ok", "failed" or "unsupported" (store.py STATUSES); None: not ended
     started_at: str | None = None
@@ -77,11 +80,13 @@ class Result:
     setup_s: float | None = None  # building the stack, apart from the trial's own time
     writes: Writes | None = None  # results/writes.py
     design: DesignDoc | None = None  # how the repetitions were taken (run/repeat.py design_doc)
-    hosts: dict[str, Any] | None = None  # across hosts: each host's node, clock, part (hosts/executor.py)
-    extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as read
+    hosts: dict[str, JsonObject] | None = None  # across hosts: each host's node, clock, part (hosts/executor.py)
+    extra: JsonObject = field(default_factory=dict)  # keys this version does not know, kept as read
+    # the file it was loaded from (store.py load_results; None: not loaded), never stored
+    file: str | None = field(default=None, compare=False)
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Result:
+    def from_json(cls, doc: dict[str, Any], file: str | None = None) -> Result:
         """A result in this version's form (`to_json`'s, or a stored file's once migrated)."""
         return cls(
             trial_id=doc.get("trial_id") or "",
@@ -106,12 +111,13 @@ class Result:
             design=doc.get("design"),
             hosts=doc.get("hosts"),
             extra={k: v for k, v in doc.items() if k not in KNOWN},
+            file=file,
         )
 
     @classmethod
-    def from_stored(cls, doc: JsonObject) -> Result:
+    def from_stored(cls, doc: JsonObject, file: str | None = None) -> Result:
         """A stored result of any version (schema.py upgrades an older one, in place, first)."""
-        return cls.from_json(migrate(doc))
+        return cls.from_json(migrate(doc), file)
 
     def to_json(self) -> dict[str, object]:
         """The stored form, without `schema_version` (the store adds it)."""
@@ -143,7 +149,7 @@ class Result:
         return doc | {k: v for k, v in optional.items() if v is not None} | self.extra
 
     def stored(self) -> JsonObject:
-        """The stored form as the JSON document `load_results` gives back (what the analysis reads)."""
+        """The stored form as the JSON document the store writes (without `schema_version`)."""
         return as_obj(json.loads(json.dumps(self.to_json())))
 
     @property
@@ -152,10 +158,53 @@ class Result:
         return headline_of(self.metrics)
 
     @property
+    def primary(self) -> Headline:
+        """The headline, whole: its value and unit, the field it is and its per-second series."""
+        return Headline.of(self.metrics)
+
+    @property
     def workload_type(self) -> str:
         """The registry key of the trial's workload ("" when the trial was not read)."""
-        return str((self.trial.get("workload") or {}).get("type") or "")
+        return self.layers.workload.type
+
+    # What the read side reads, typed (results/stored.py); each read once, when first asked: a stored result is
+    # not changed once loaded.
+    @functools.cached_property
+    def layers(self) -> TrialDoc:
+        """The resolved trial, layer by layer, with its load and placement."""
+        return TrialDoc.of(self.trial)
+
+    @functools.cached_property
+    def host_facts(self) -> HostFacts:
+        return HostFacts.of(self.host)
+
+    @functools.cached_property
+    def collected(self) -> Collected:
+        """The collectors' totals the analysis reads."""
+        return Collected.of(self.collectors, self.stack_facts)
+
+    @property
+    def repetition(self) -> int:
+        """Its repetition as labelled (0 when it has none), to name the trial in a message."""
+        return self.labels.get("repetition", 0)
+
+    @property
+    def repetitions(self) -> int | None:
+        """The repetitions its design fixed (None: `auto`, or stored without a design)."""
+        n = None if self.design is None else self.design.get("repetitions")
+        return n if isinstance(n, int) else None
+
+    @property
+    def scale(self) -> str | None:
+        """The scale it was taken at (experiment/scale.py: "smoke" is never a measurement), None: full."""
+        return None if self.design is None else self.design.get("scale")
+
+
+def typed(results: Iterable[Result | JsonObject]) -> list[Result]:
+    """Results as the read side reads them: a stored document given as such (a study's published numbers, a
+    test's synthetic result) is read as `load_results` reads a file."""
+    return [r if isinstance(r, Result) else Result.from_stored(r) for r in results]
 
 
 # The keys a Result reads into its fields (the store's `schema_version` too: once read, it is this version's).
-KNOWN = frozenset(f.name for f in fields(Result) if f.name != "extra") | {"schema_version"}
+KNOWN = frozenset(f.name for f in fields(Result) if f.name not in ("extra", "file")) | {"schema_version"}

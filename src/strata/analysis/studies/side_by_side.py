@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import usage
-from strata.analysis.cells.cells import Cell, Result
+from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import summary_of
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
 from strata.analysis.studies.paper_match import (
@@ -37,6 +37,7 @@ from strata.analysis.studies.paper_match import (
 from strata.core.jsondoc import JsonValue
 from strata.core.metrics import dig
 from strata.core.params import DEPTH, JOBS
+from strata.results.result import Result
 
 # Units that measure throughput (higher is better) and time (lower is better).
 THROUGHPUT_UNITS = ("MB/s", "KB/s", "IOPS", "ops/s")
