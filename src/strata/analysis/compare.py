@@ -26,7 +26,7 @@ from strata.analysis.cells.baseline import apply_above_raw
 from strata.analysis.cells.cells import LABEL_KEYS, Cell, build_cells
 from strata.analysis.cells.query import summary_of
 from strata.analysis.decisions.answer import BETTER, EQUIVALENT, UNDECIDED, WORSE, Answer, answer
-from strata.core.jsondoc import JsonObject, obj
+from strata.core.jsondoc import JsonObject
 from strata.results.result import Result
 
 STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
@@ -95,7 +95,7 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     """Parameters that differ under the same labels (a 1 GiB file on one host, 4 GiB on the other)."""
     out = []
     for section in ("device", "filesystem", "runtime", "workload", "load"):
-        x, y = obj(a.trial, section), obj(b.trial, section)
+        x, y = a.layers.section(section), b.layers.section(section)
         out += [
             f"{section}.{k}: {x.get(k)} vs {y.get(k)}"
             for k in sorted(set(x) | set(y))

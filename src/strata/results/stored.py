@@ -1,5 +1,6 @@
 """What the read side reads of a stored result, typed: the trial's layers, load and placement, the host's facts,
-the collectors' totals and the headline (results/result.py `Result` hands them out, each read once).
+the collectors' totals and the headline (results/result.py `Result` hands them out, each read once), and the
+collectors' per-second samples a trial keeps beside it (`Samples`: its series.json).
 
 The stored JSON is read here, member by member (strata.core.jsondoc), so that the analysis and the report
 read attributes and never the stored paths. What is a plugin's own stays its JSON: a layer's parameters
@@ -8,9 +9,9 @@ read attributes and never the stored paths. What is a plugin's own stays its JSO
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from strata.core.jsondoc import JsonObject, JsonValue, arr, num, obj, text, whole
+from strata.core.jsondoc import JsonObject, JsonValue, ShapeError, arr, as_obj, num, obj, text, whole
 
 
 @dataclass(frozen=True)
@@ -168,3 +169,42 @@ class Collected:
             num(obj(obj(collectors, "remote_procs"), "target"), "cpu_percent"),
             name,
         )
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The collectors' per-second samples of a trial (its artifact series.json), as the report draws them; each
+    number as stored (an int stays an int), a series the trial did not sample empty."""
+
+    t: list[float]  # each sample's time; none: nothing sampled (then nor is anything else read)
+    util_percent: list[float] = field(default_factory=list)  # the device under test's (else the first disk's)
+    iowait_percent: list[float] = field(default_factory=list)  # the host's
+    page_cache_bytes: list[float] = field(default_factory=list)
+    cgroups: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # read, write bytes by group
+
+    @classmethod
+    def of(cls, doc: JsonObject, disk: str) -> Samples:
+        """`disk`: the kernel name of the device under test (Collected.kernel_name)."""
+        t = _numbers(doc, "t")
+        if not t:
+            return cls(t)
+        stats = obj(doc, "diskstats")
+        dev = as_obj(stats.get(disk) or next(iter(stats.values()), {}), "diskstats")
+        host = obj(doc, "host")
+        cpu = obj(host, "cpu_percent")
+        groups = {k: as_obj(g, "cgroups") for k, g in obj(doc, "cgroups").items()}
+        return cls(
+            t,
+            _numbers(dev, "util_percent") if dev.get("util_percent") else [],
+            _numbers(cpu, "iowait") if cpu.get("iowait") else [],
+            _numbers(host, "page_cache_bytes") if host.get("page_cache_bytes") else [],
+            {k: (_numbers(g, "read_bytes"), _numbers(g, "write_bytes")) for k, g in groups.items()},
+        )
+
+
+def _numbers(d: JsonObject, key: str) -> list[float]:
+    """d[key] as an array of numbers, kept as stored (a missing or null member is empty)."""
+    xs = [x for x in arr(d, key) if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    if len(xs) != len(arr(d, key)):
+        raise ShapeError(f"{key!r} should hold numbers only")
+    return xs

@@ -35,7 +35,6 @@ from strata.analysis.findings.verdict import (
     ratio_decision,
     verdict,
 )
-from strata.core.jsondoc import obj
 from strata.results.result import Result
 
 if TYPE_CHECKING:
@@ -166,7 +165,7 @@ def _against_no_limit(ctx: Measurements, preset: str) -> list[tuple[Cell, Cell]]
     free = {same_but_limits(c): c for c in ctx.cells if c.values and not limits_of(c)}
     out = []
     for c in ctx.cells:
-        if c.values and obj(c.load, "limits").get("preset") == preset:
+        if c.values and c.layers.preset == preset:
             base = free.get(same_but_limits(c))
             if base is not None:
                 out.append((base, c))

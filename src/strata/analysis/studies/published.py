@@ -48,10 +48,11 @@ from strata.analysis.studies.paper_match import Facts
 from strata.analysis.studies.side_by_side import paper_ratio
 from strata.analysis.studies.stated import Stated, Statements, bound, marks
 from strata.analysis.studies.studies import load as load_studies
-from strata.core.jsondoc import JsonObject, JsonValue, as_obj, num, obj, text
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, num, obj
 from strata.core.params import LoadCounts
 from strata.results.result import Result
 from strata.results.schema import SCHEMA_VERSION
+from strata.results.stored import TrialDoc
 from strata.workloads.base import headline
 
 REPETITIONS = 2  # identical: the interval of a published number is the number
@@ -385,8 +386,9 @@ def _results(study: str, case: str, cfg: Config, published: JsonObject) -> tuple
     if cfg.facts.get("workload") is None:
         return [], "the study names no workload for it"
     trial, labels = _trial(spec_of(cfg.facts, published))
-    workload = obj(trial, "workload")
-    schema = schema_of(text(workload, "type"))
+    layers = TrialDoc.of(trial)
+    workload = layers.workload.params
+    schema = schema_of(layers.workload.type)
     m = dict(cfg.metrics)
     unit = cfg.unit  # the study's unit of a throughput it gives; else the workload's headline's
     if "throughput" not in m:
@@ -395,7 +397,7 @@ def _results(study: str, case: str, cfg: Config, published: JsonObject) -> tuple
         if offered is not None and rate is not None:  # the load generator held the database to it (study 001)
             m["throughput"] = float(rate) * int(offered.databases_of(workload) or 1)
         elif schema.in_flight and "lat:mean" in m:  # Little's law: the I/Os in flight over the mean latency
-            flight = LoadCounts.of(obj(trial, "load")).in_flight
+            flight = LoadCounts.of(layers.load).in_flight
             m["throughput"] = _round(flight / (m["lat:mean"] / 1e9))
         else:
             said = ", ".join(WORDS.get(k, k) for k in sorted(m)) or "nothing"

@@ -229,7 +229,7 @@ class _Facts:
 
     def __init__(self, cells: list[Cell]):
         self.cells = cells
-        self.facts = [facts_of(c.labels, c.trial) for c in cells]
+        self.facts = [facts_of(c.labels, c.layers) for c in cells]
         self.here: dict[int, str] = {}
         _derive_offered(self)
         self.index: dict[str, dict[str, set[int]]] = {}
@@ -343,7 +343,7 @@ def _latency(c: Cell, name: str, stat: str, unit: str) -> tuple[float | None, st
 
 def _peak_containers(cells: list[Cell]) -> float | None:
     """The container count of the highest aggregate throughput, over a sweep of otherwise equal cells."""
-    facts = [facts_of(c.labels, c.trial) for c in cells]
+    facts = [facts_of(c.labels, c.layers) for c in cells]
     if sweep_points(facts, "containers") < 2:
         return None
     return float(max(cells, key=lambda c: summary_of(c).mean).containers)
