@@ -1,28 +1,30 @@
 """One trial's result, typed: what run/trial.py builds, the store writes and the readers read by attribute.
 
-The stored form is the JSON `to_json` gives (store.py writes it with `schema_version`); `from_json` reads
+The stored form is the JSON `to_json` gives (store.py `stored_doc` adds `schema_version`); `from_json` reads
 that form back (a part's result sent by a host's agent, a result stored by this version), and `from_stored`
 reads every stored format, an older one upgraded in memory first (schema.py's migrations: stored files are
-never rewritten). What a workload, a collector or a layer says of the trial (`metrics`, `collectors`,
-`stack_facts`, `host`, the resolved `trial`) is each plugin's own JSON, kept as it is; the flags are typed
-(`flags.Flags`, their one codec).
+never rewritten): what store.py `load_results` returns, each with the `file` it was read from. What a
+workload, a collector or a layer says of the trial (`metrics`, `collectors`, `stack_facts`, `host`, the
+resolved `trial`) is each plugin's own JSON, kept as it is; the flags are typed (`flags.Flags`, their one
+codec). The read side (analysis/, report/, show, export) reads those documents through typed views, each
+read once (results/stored.py: `layers`, the trial's layers, load and placement; `primary`, the headline;
+`host_facts`; `collected`, the collectors' totals), and a workload's own fields through its `MetricSchema`.
 
 The keys (store.py RESULT_FIELDS): every result has `trial_id` .. `collectors`, and `artifacts` (a trimmed
 copy may lack it: tests/data/results/quick-a); `status` once the trial ended; `started_at`, `finished_at`,
 `duration_s` once it ran (or was refused); `setup_s` when it built a stack; `writes` when it was judged;
 `design` when the runner stored its design; `hosts` across hosts. A key this version does not know (a newer
-strata's addition, the loader's `_path`) is kept in `extra` and written back.
+strata's addition) is kept in `extra` and written back.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
-from strata.core.jsondoc import JsonObject, as_obj
+from strata.core.jsondoc import JsonObject
 from strata.results.flags import Flags
 from strata.results.schema import migrate
 from strata.results.stored import Collected, Headline, HostFacts, TrialDoc
@@ -147,10 +149,6 @@ class Result:
             "hosts": self.hosts,
         }
         return doc | {k: v for k, v in optional.items() if v is not None} | self.extra
-
-    def stored(self) -> JsonObject:
-        """The stored form as the JSON document the store writes (without `schema_version`)."""
-        return as_obj(json.loads(json.dumps(self.to_json())))
 
     @property
     def headline(self) -> tuple[float | None, str]:

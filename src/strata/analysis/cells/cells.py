@@ -3,7 +3,7 @@
 A cell is everything in the resolved trial but the repetition number (the
 trial id hashes the same thing plus the repetition, see experiment/expand.py).
 Its throughput is the headline the workload named in `metrics.primary`
-(validity.headline); its parameters and latencies are read as its workload
+(`Result.headline`); its parameters and latencies are read as its workload
 declares them (`Workload.metrics`, strata/core/metrics.py).
 
 Trials a flag draws apart (its declaration's `apart`, strata/results/flags/declared.py:
