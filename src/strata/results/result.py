@@ -22,9 +22,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
-from strata.core.jsondoc import JsonObject
+from strata.core.jsondoc import JsonObject, ShapeError, arr, as_obj, obj, text
 from strata.results.flags import Flags
 from strata.results.schema import migrate
 from strata.results.stored import Collected, Headline, HostFacts, TrialDoc
@@ -88,30 +88,32 @@ class Result:
     file: str | None = field(default=None, compare=False)
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any], file: str | None = None) -> Result:
-        """A result in this version's form (`to_json`'s, or a stored file's once migrated)."""
+    def from_json(cls, doc: JsonObject, file: str | None = None) -> Result:
+        """A result in this version's form (`to_json`'s, or a stored file's once migrated). The plugins' documents
+        are read as objects; the record's own (labels, warnings, writes, design) are this version's, as written."""
+        hosts = doc.get("hosts")
         return cls(
-            trial_id=doc.get("trial_id") or "",
-            run_id=doc.get("run_id") or "",
-            experiment=doc.get("experiment") or "",
-            stack=doc.get("stack") or "",
-            labels=doc.get("labels") or no_labels(),
-            trial=doc.get("trial") or {},
-            host=doc.get("host") or {},
-            metrics=doc.get("metrics") or {},
+            trial_id=text(doc, "trial_id"),
+            run_id=text(doc, "run_id"),
+            experiment=text(doc, "experiment"),
+            stack=text(doc, "stack"),
+            labels=cast(Labels, doc.get("labels") or no_labels()),
+            trial=obj(doc, "trial"),
+            host=obj(doc, "host"),
+            metrics=obj(doc, "metrics"),
             flags=Flags.of(doc),
-            warnings=list(doc.get("warnings") or []),
-            stack_facts=doc.get("stack_facts") or {},
-            collectors=doc.get("collectors") or {},
-            artifacts=doc.get("artifacts"),
-            status=doc.get("status"),
-            started_at=doc.get("started_at"),
-            finished_at=doc.get("finished_at"),
-            duration_s=doc.get("duration_s"),
-            setup_s=doc.get("setup_s"),
-            writes=doc.get("writes"),
-            design=doc.get("design"),
-            hosts=doc.get("hosts"),
+            warnings=cast("list[WarningDoc]", list(arr(doc, "warnings"))),
+            stack_facts=obj(doc, "stack_facts"),
+            collectors=obj(doc, "collectors"),
+            artifacts=_text(doc, "artifacts"),
+            status=_text(doc, "status"),
+            started_at=_text(doc, "started_at"),
+            finished_at=_text(doc, "finished_at"),
+            duration_s=_number(doc, "duration_s"),
+            setup_s=_number(doc, "setup_s"),
+            writes=cast("Writes | None", doc.get("writes")),
+            design=cast("DesignDoc | None", doc.get("design")),
+            hosts=None if hosts is None else {h: as_obj(v, h) for h, v in as_obj(hosts, "hosts").items()},
             extra={k: v for k, v in doc.items() if k not in KNOWN},
             file=file,
         )
@@ -196,6 +198,20 @@ class Result:
     def scale(self) -> str | None:
         """The scale it was taken at (experiment/scale.py: "smoke" is never a measurement), None: full."""
         return None if self.design is None else self.design.get("scale")
+
+
+def _text(doc: JsonObject, key: str) -> str | None:
+    return None if doc.get(key) is None else text(doc, key)
+
+
+def _number(doc: JsonObject, key: str) -> float | None:
+    """A number as stored (an int stays an int, as the export writes it), or None."""
+    v = doc.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ShapeError(f"{key!r} should be a number, not {type(v).__name__}")
+    return v
 
 
 def typed(results: Iterable[Result | JsonObject]) -> list[Result]:
