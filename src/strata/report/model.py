@@ -14,7 +14,7 @@ from __future__ import annotations
 from strata.analysis.advice import amplification
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.baseline import apart_ratio, baseline_key, ratio_to_raw
-from strata.analysis.cells.cells import Cell, artifact, repetition, series_of
+from strata.analysis.cells.cells import Cell, artifact, series_of
 from strata.analysis.measured.sweeps import peak
 from strata.report.amplification import amplification_figures
 from strata.report.detail import detail_figures
@@ -422,7 +422,7 @@ def _series_figures(a: Analysis, wanted: tuple[str, ...]) -> list[Figure]:
         ]
         group = next((d for d, g in cell.groups() if any(r is x for x in g.results)), None)
         cached = f" ({SERIES_NOTE.get(group.apart, group.apart)}: not device performance)" if group else ""
-        title = f"time series: {cell.name} #{repetition(r)} (trial {r.trial_id}){cached}"
+        title = f"time series: {cell.name} #{r.repetition} (trial {r.trial_id}){cached}"
         fid = figure_id("series", r.trial_id)
         out.append(
             Figure(

@@ -74,11 +74,6 @@ def series_of(v: JsonValue) -> list[list[float]] | None:
     return points
 
 
-def repetition(result: Result) -> int:
-    """A result's repetition as labelled (0 when it has none), to name the trial in a message."""
-    return result.repetition
-
-
 def freeze(d: JsonObject, drop: str = "name") -> Frozen:
     """A hashable copy of a flat-ish JSON object (sorted keys; nested values by repr, which is canonical
     for stored results: they are written with sorted keys)."""
@@ -102,11 +97,6 @@ def throughput(result: Result) -> tuple[float | None, str]:
 def direction(result: Result) -> str:
     """The data direction whose latency represents the trial (read unless it writes more)."""
     return schema_of(result.workload_type).direction(result)
-
-
-def workload_type(result: Result) -> str:
-    """The registry key of a stored result's workload ("" when it has none)."""
-    return result.workload_type
 
 
 def design_of(result: Result) -> DesignDoc | None:
