@@ -107,7 +107,7 @@ def main() -> int:
                 out = Path(d) / f"{kind}-{i}"
                 reps = args.reps if kind == "fixed" else "auto"
                 times[kind] += strata_run(spec(f"{kind}{i}", str(wd), args.runtime, reps, args), out)
-                trials[kind] += sum(1 for r in load_results(out) if r.get("status") == "ok")
+                trials[kind] += sum(1 for r in load_results(out) if r.status == "ok")
                 decided[kind].append(advice(out))
                 if kind == "auto":
                     run = json.loads(next((out / "runs").glob("*.json")).read_text())

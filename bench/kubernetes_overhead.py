@@ -59,8 +59,8 @@ def main() -> int:
             return 1
         by: dict[tuple[str, int], dict[str, float]] = {}
         for r in load_results(f"{d}/out"):
-            key = (r["labels"]["load"], r["labels"]["repetition"])
-            by.setdefault(key, {})[r["labels"]["runtime"]] = r["metrics"]["primary"]["value"]
+            key = (r.labels["load"], r.labels["repetition"])
+            by.setdefault(key, {})[r.labels["runtime"]] = r.primary.value or 0.0
     for load in sorted({k[0] for k in by}):
         ratios = []
         for (ld, rep), v in sorted(by.items()):

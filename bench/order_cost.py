@@ -51,7 +51,7 @@ def spec(name: str, wd: str, order: str, args: argparse.Namespace) -> dict[str, 
 def builds(out: Path) -> tuple[float, int, int]:
     """(the run's set-up seconds, the stacks built, the rounds) from its run document and results."""
     run = json.loads(next((out / "runs").glob("*.json")).read_text())
-    setup = sum(float(r.get("setup_s") or 0.0) for r in load_results(out))
+    setup = sum(float(r.setup_s or 0.0) for r in load_results(out))
     rounds = run.get("order", {}).get("rounds") or []
     seq = [label.split(" ")[0].rsplit("/", 1)[0] for r in rounds for label in r]
     changes = sum(1 for a, b in zip([None, *seq], seq) if a != b)

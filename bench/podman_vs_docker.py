@@ -56,7 +56,7 @@ def main() -> int:
             return 1
         by: dict[int, dict[str, float]] = {}
         for r in load_results(f"{d}/out"):
-            by.setdefault(r["labels"]["repetition"], {})[r["labels"]["runtime"]] = r["metrics"]["primary"]["value"]
+            by.setdefault(r.labels["repetition"], {})[r.labels["runtime"]] = r.primary.value or 0.0
     ratios = []
     for rep in sorted(by):
         dk, pm = by[rep].get("docker:overlay2"), by[rep].get("podman:overlay")

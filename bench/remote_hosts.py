@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 from swarm_overhead import ok  # noqa: E402
 
+from strata.core.metrics import dig  # noqa: E402
 from strata.hosts.testbed import Bed  # noqa: E402
 
 WAYS = ("local", "ns-on-a", "host-b")
@@ -63,8 +64,8 @@ def run(bed: Bed, root: Path, args: argparse.Namespace) -> None:
             out = root / f"{way}-{i}"
             s = strata_run(docs[way], out)
             rs = ok(out)
-            value = rs[0]["metrics"]["primary"]["value"] if rs else float("nan")
-            lat_ns = ((rs[0]["metrics"].get("read") or {}).get("lat_ns") or {}).get("mean") if rs else None
+            value = (rs[0].primary.value or 0.0) if rs else float("nan")
+            lat_ns = dig(rs[0], ("metrics", "read", "lat_ns", "mean")) if rs else None
             lat = lat_ns / 1000 if lat_ns else None
             iops[way].append(value)
             print(f"round {i} {way:>8}: {value:8.0f} IOPS, mean latency {lat or float('nan'):.0f} us ({s:.0f} s)")

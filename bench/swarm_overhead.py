@@ -32,14 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
 from strata.hosts.testbed import Bed  # noqa: E402
+from strata.results.flags.comparisons import SyncExtra  # noqa: E402
+from strata.results.result import Result  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 
-def ok(out: Path) -> list[dict[str, Any]]:
-    rs = [r for r in load_results(out) if r.get("status") == "ok"]
-    failed = [r for r in load_results(out) if r.get("status") != "ok"]
+def ok(out: Path) -> list[Result]:
+    rs = [r for r in load_results(out) if r.status == "ok"]
+    failed = [r for r in load_results(out) if r.status != "ok"]
     for r in failed:
-        print(f"  (failed: {r['stack']} {r.get('flags', {}).get('failed')})")
+        print(f"  (failed: {r.stack} {r.flags.failed})")
     return rs
 
 
@@ -68,7 +70,7 @@ def overhead(bed: Bed, root: Path, args: argparse.Namespace) -> None:
         for doc in (local, swarm):
             out = root / f"{doc['name']}-{i}"
             s = strata_run(doc, out)
-            values = [r["metrics"]["primary"]["value"] for r in ok(out)]
+            values = [r.primary.value or 0.0 for r in ok(out)]
             iops[doc["name"]] += values
             print(
                 f"round {i} {doc['name']:>6}: {values[0] if values else float('nan'):8.0f} IOPS ({s:.0f} s)", flush=True
@@ -102,20 +104,22 @@ def skew(bed: Bed, root: Path, args: argparse.Namespace) -> None:
     }
     s = strata_run(doc, root / "skew")
     print(f"skew run: {s:.0f} s")
-    for r in sorted(ok(root / "skew"), key=lambda r: r["trial"]["load"]["containers"]):
-        sync = r["flags"]["sync"]
+    for r in sorted(ok(root / "skew"), key=lambda r: r.layers.containers):
+        sync = r.flags.sync
+        said: SyncExtra = sync.extra if sync else {}
         offsets = ", ".join(
-            f"{h} {v['offset_s'] * 1e3:+.2f} ms (+/- {v['uncertainty_s'] * 1e3:.2f})" for h, v in sync["hosts"].items()
+            f"{h} {float(str(v['offset_s'])) * 1e3:+.2f} ms (+/- {float(str(v['uncertainty_s'])) * 1e3:.2f})"
+            for h, v in said.get("hosts", {}).items()
         )
-        host_skew, skew_all = sync.get("host_skew_s"), sync.get("skew_s")
-        release = sync.get("release_skew_s")
+        host_skew, skew_all = said.get("host_skew_s"), said.get("skew_s")
+        release = said.get("release_skew_s")
         print(
-            f"{r['trial']['load']['containers'] // 2} per host: barrier release skew across hosts "
+            f"{r.layers.containers // 2} per host: barrier release skew across hosts "
             f"{release * 1e3 if release is not None else float('nan'):.1f} ms; hosts' first I/O skew "
             f"{host_skew * 1e3 if host_skew is not None else float('nan'):.1f} ms, every instance's "
-            f"{skew_all * 1e3 if skew_all is not None else float('nan'):.1f} ms (basis {sync.get('basis')}, "
-            f"sync {'suspect' if sync.get('suspect') else 'ok'}: {sync.get('reason')}); clock offsets {offsets}; "
-            f"{r['metrics']['primary']['value']:.0f} IOPS",
+            f"{skew_all * 1e3 if skew_all is not None else float('nan'):.1f} ms (basis {said.get('basis')}, "
+            f"sync {'suspect' if sync and sync.suspect else 'ok'}: {sync.reason if sync else ''}); "
+            f"clock offsets {offsets}; {r.primary.value or 0.0:.0f} IOPS",
             flush=True,
         )
 

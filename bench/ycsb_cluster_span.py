@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
+from strata.core.metrics import dig  # noqa: E402
 from strata.hosts.testbed import Bed  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
@@ -70,21 +71,22 @@ def spec(bed: Bed, root: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def show(out: Path) -> None:
-    rs = sorted(load_results(out), key=lambda r: (r["labels"].get("repetition", 0), r["labels"]["workload"]))
+    rs = sorted(load_results(out), key=lambda r: (r.repetition, r.labels["workload"]))
     ops: dict[str, list[float]] = {}
     p99: dict[str, list[float]] = {}
     for r in rs:
-        name = r["labels"]["workload"]
-        if r.get("status") != "ok":
-            print(f"  {name} rep {r['labels'].get('repetition')}: {r['status']} {r['flags'].get('failed')}", flush=True)
+        name = r.labels["workload"]
+        if r.status != "ok":
+            print(f"  {name} rep {r.repetition}: {r.status} {r.flags.failed}", flush=True)
             continue
-        m = r["metrics"]
-        ops.setdefault(name, []).append(m["primary"]["value"])
-        p99.setdefault(name, []).append(m["latency"]["READ"]["p99_us"] / 1e3)
+        value = r.primary.value or 0.0
+        ops.setdefault(name, []).append(value)
+        p99.setdefault(name, []).append(dig(r, ("metrics", "latency", "READ", "p99_us")) / 1e3)
+        sync = r.flags.sync
         print(
-            f"  {name:>18} rep {r['labels'].get('repetition')}: {m['primary']['value']:7.0f} ops/s; "
-            f"read p99 {p99[name][-1]:.1f} ms; nodes ready {m.get('node_ready_s')} s; "
-            f"sync {'suspect' if r['flags']['sync'].get('suspect') else 'ok'}",
+            f"  {name:>18} rep {r.repetition}: {value:7.0f} ops/s; "
+            f"read p99 {p99[name][-1]:.1f} ms; nodes ready {r.metrics.get('node_ready_s')} s; "
+            f"sync {'suspect' if sync and sync.suspect else 'ok'}",
             flush=True,
         )
     base = statistics.median(ops["one-host"]) if ops.get("one-host") else None

@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchbed import bench_bed, fresh, strata_run  # noqa: E402
 
 from strata.analysis.analyse import analyse  # noqa: E402
+from strata.core.metrics import dig  # noqa: E402
 from strata.hosts.testbed import Bed  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
@@ -65,21 +66,23 @@ def spec(
 
 def show(out: Path) -> None:
     rs = load_results(out)
-    for r in sorted(rs, key=lambda r: (r["labels"].get("repetition", 0), r["trial"]["placement"]["name"])):
-        pl = r["trial"]["placement"]["name"]
-        if r.get("status") != "ok":
-            print(f"  {pl} rep {r['labels'].get('repetition')}: {r['status']} {r['flags'].get('failed')}", flush=True)
+    for r in sorted(rs, key=lambda r: (r.repetition, r.layers.placement.name)):
+        pl = r.layers.placement.name
+        if r.status != "ok":
+            print(f"  {pl} rep {r.repetition}: {r.status} {r.flags.failed}", flush=True)
             continue
-        m = r["metrics"]
-        hosts = ", ".join(f"{h} {v['primary']['value']:.0f}" for h, v in (m.get("hosts") or {}).items())
-        sync = r["flags"]["sync"]
-        read = (m.get("latency") or {}).get("READ")  # none when no read completed (a starved machine)
+        per_host = dig(r, ("metrics", "hosts")) or {}
+        hosts = ", ".join(f"{h} {v['primary']['value']:.0f}" for h, v in per_host.items())
+        sync = r.flags.sync
+        said = sync.extra if sync else {}
+        read = dig(r, ("metrics", "latency", "READ"))  # none when no read completed (a starved machine)
         p99 = f"{read['p99_us'] / 1e3:.1f} ms" if read else "none (no read completed)"
         print(
-            f"  {pl:>7} rep {r['labels'].get('repetition')}: {m['primary']['value']:7.0f} ops/s (hosts: {hosts}); "
+            f"  {pl:>7} rep {r.repetition}: {r.primary.value or 0.0:7.0f} ops/s (hosts: {hosts}); "
             f"read p99 {p99}; client CPU share "
-            f"{m['clients']['run'].get('client_cpu_share')}; sync {'suspect' if sync.get('suspect') else 'ok'} "
-            f"(overlap {sync.get('overlap')}, host skew {sync.get('host_skew_s')})",
+            f"{dig(r, ('metrics', 'clients', 'run', 'client_cpu_share'))}; "
+            f"sync {'suspect' if sync and sync.suspect else 'ok'} "
+            f"(overlap {said.get('overlap')}, host skew {said.get('host_skew_s')})",
             flush=True,
         )
     for p in analyse(rs).placements:

@@ -11,13 +11,14 @@ from synth_results import make_result  # noqa: E402
 
 from strata.analysis.cells import baseline  # noqa: E402
 from strata.analysis.cells.cells import build_cells, throughput, trial_steady  # noqa: E402
+from strata.results.result import Result  # noqa: E402
 
 
 def test_headline_metric_per_workload_kind():
-    assert throughput(make_result(rw="randread", value=5000))[1] == "IOPS"
-    v, unit = throughput(make_result(rw="read", bs=131072, value=800))
+    assert throughput(Result.from_stored(make_result(rw="randread", value=5000)))[1] == "IOPS"
+    v, unit = throughput(Result.from_stored(make_result(rw="read", bs=131072, value=800)))
     assert unit == "MB/s" and v == pytest.approx(800, rel=1e-3)
-    assert throughput(make_result(kind="filebench", value=42.0)) == (42.0, "MB/s")
+    assert throughput(Result.from_stored(make_result(kind="filebench", value=42.0))) == (42.0, "MB/s")
 
 
 def test_repetitions_group_into_one_cell_and_cache_is_kept_apart():
@@ -50,13 +51,12 @@ def test_above_raw_beyond_the_intervals_is_drawn_apart_as_unconfirmed():
 
 def test_steady_from_flags_or_from_the_series(tmp_path):
     r = make_result(steady={"steady": True, "reason": "runner"})
-    assert trial_steady(r).reason == "runner"
+    assert trial_steady(Result.from_stored(r)).reason == "runner"
     r = make_result()
     d = tmp_path / "trials" / r["trial_id"]
     d.mkdir(parents=True)
     (d / "workload-series.json").write_text(json.dumps({"fio_iops": [[t, 100 + t * 10] for t in range(8)]}))
-    r["_path"] = str(tmp_path / "trials" / f"{r['trial_id']}.json")
-    s = trial_steady(r)
+    s = trial_steady(Result.from_stored(r, str(tmp_path / "trials" / f"{r['trial_id']}.json")))
     assert s.judged and not s.steady
 
 
@@ -72,7 +72,7 @@ def test_real_results_load():
 
     root = Path(__file__).resolve().parents[1] / "data" / "results"
     rs = load(root / "small")
-    assert len(rs) == 16 and all(r["_path"].endswith(".json") for r in rs)
+    assert len(rs) == 16 and all(r.file.endswith(".json") for r in rs)
     sets = ("fs-compare", "sweeps", "bs-sweep", "quick-a", "quick-b", "pgbench-ee1f538")
     assert len(load(root)) == len(rs) + sum(len(load(root / d)) for d in sets)
 
@@ -84,7 +84,7 @@ def test_load_skips_attempts_and_checks_the_schema(tmp_path):
     (tmp_path / "trials").mkdir()
     (tmp_path / "trials" / f"{r['trial_id']}.json").write_text(json.dumps(r))
     (tmp_path / "trials" / f"{r['trial_id']}.attempt-1.json").write_text(json.dumps({**r, "status": "failed"}))
-    assert [x["status"] for x in load(tmp_path)] == ["ok"]
+    assert [x.status for x in load(tmp_path)] == ["ok"]
     (tmp_path / "trials" / "future.json").write_text(json.dumps({**r, "schema_version": 99}))
     with pytest.raises(ValueError, match="upgrade strata"):
         load(tmp_path)

@@ -18,6 +18,7 @@ from strata.analysis.studies.paper import latency_metric
 from strata.analysis.studies.paper_match import facts_of
 from strata.core.metrics import Metric, MetricSchema, OfferedRate, OperationMix
 from strata.core.params import Strict
+from strata.results.stored import TrialDoc
 from strata.workloads import REGISTRY
 from strata.workloads.base import ToolWorkload
 from strata.workloads.ycsb import metrics as ycsb_metrics
@@ -137,7 +138,7 @@ def test_a_configurations_facts_read_the_offered_rate_as_declared(memtier):
     def facts(workload):
         r = make_result()
         r["trial"]["workload"] = workload
-        return facts_of(r["labels"], r["trial"])
+        return facts_of(r["labels"], TrialDoc.of(r["trial"]))
 
     f = facts({"type": "memtier", "shards": 2, "rate": None, "rate_share": 0.4})
     assert (f["clusters"], f["offered"], f["peak_measured"]) == (2, 0.4, True)

@@ -12,6 +12,7 @@ from strata.experiment.expand import expand
 from strata.experiment.load import parse_spec
 from strata.results import validity
 from strata.results.flags import DECLARED, Emulated, Failure, Flag, Flags, Judgement, Steady, record
+from strata.results.schema import migrate
 from strata.results.store import load_results
 from strata.results.validity import snia
 from strata.run.progress import Progress
@@ -22,6 +23,11 @@ from .fakes import fake_registries
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "results"
 STORED = ["small", "fs-compare", "sweeps", "bs-sweep", "pgbench-ee1f538"]
+
+
+def _docs(path):
+    """The stored results under `path` as their JSON, migrated: what the flags' codec reads."""
+    return [migrate(json.loads(Path(r.file).read_text())) for r in load_results(path)]
 
 
 def canonical(doc) -> str:
@@ -38,7 +44,7 @@ def round_trips(flags: dict) -> None:
 @pytest.mark.parametrize("name", STORED)
 def test_stored_results_round_trip(name):
     """cache, above_raw (split out of v1's cache by the migration), sync and a null failed, as captured."""
-    results = load_results(DATA / name)
+    results = _docs(DATA / name)
     seen = set()
     for r in results:
         round_trips(r["flags"])
@@ -49,7 +55,7 @@ def test_stored_results_round_trip(name):
 def test_a_stored_flag_is_decoded_when_first_asked_for():
     """The report asks every result for one flag at a time: reading decodes that one, and writing back
     gives the stored flags whole, in their order, whichever were asked for."""
-    r = load_results(DATA / "small")[0]
+    r = _docs(DATA / "small")[0]
     flags = Flags.of(r)
     assert set(flags.stored) == {Flag(k) for k, v in r["flags"].items() if v is not None}
     assert flags.cache is not None and flags.cache.flag == Flag.CACHE
@@ -88,8 +94,8 @@ def test_steady_is_stored_as_before():
     """validity.steady writes the SNIA verdict, the series' statistics and the tool's verdict, as before: on a
     real fio series (too short to judge) and on a long one, with fio's own verdict; since 2026-11 also the
     basis of the verdict and the trend over the whole window (the drift), which older results lack."""
-    r = next(r for r in load_results(DATA / "small") if r["status"] == "ok")
-    real = json.loads((DATA / "small" / r["artifacts"] / "workload-series.json").read_text())["fio_iops"]
+    r = next(r for r in load_results(DATA / "small") if r.status == "ok")
+    real = json.loads((DATA / "small" / r.artifacts / "workload-series.json").read_text())["fio_iops"]
     long = [[t, 1000 + 10 * (t % 3)] for t in range(12)]
     tool = {"attained": True, "criterion": "iops_slope:0.5%"}
     for series, t in ((real, None), (long, None), (long, tool)):
@@ -157,13 +163,13 @@ def test_what_the_runner_stores_round_trips(tmp_path, monkeypatch):
     run_experiment(exp, wls, trials, skipped, tmp_path / "out", host={}, registries=registries, progress=progress)
     results = load_results(tmp_path / "out")
     for r in results:
-        on_disk = json.loads(Path(r["_path"]).read_text())["flags"]
+        on_disk = json.loads(Path(r.file).read_text())["flags"]
         round_trips(on_disk)
-        f = Flags.of(r)
-        assert (f.failed is not None) == (r["status"] == "failed")
-        if r["status"] == "ok":  # judged: a failed trial has no measurement to judge
+        f = r.flags
+        assert (f.failed is not None) == (r.status == "failed")
+        if r.status == "ok":  # judged: a failed trial has no measurement to judge
             assert f.emulated.reason == "TCG" and f.warns(Flag.EMULATED)
-    failed = [Flags.of(r).failed for r in results if r["status"] == "failed"]
+    failed = [r.flags.failed for r in results if r.status == "failed"]
     assert failed and all(f.category == "tool_error" for f in failed)
 
 
@@ -244,7 +250,7 @@ def test_the_cache_across_hosts_is_suspect_when_any_host_is():
 
 def test_a_flag_judged_anew_wins_over_the_stored_one():
     """With lazy decoding, a value written over a flag not yet decoded must not be replaced by the stored one."""
-    r = load_results(DATA / "small")[0]
+    r = _docs(DATA / "small")[0]
     flags = Flags.of(r)
     assert Flag.SYNC in flags.stored
     flags.set(Flag.SYNC, None)
@@ -257,7 +263,7 @@ def test_warns_of_one_flag_agrees_with_the_whole_decoding(name):
     Flags.of(result).warns says, for every flag of every stored result, and for a flag a result lacks."""
     from strata.results import flags as codec
 
-    for r in load_results(DATA / name):
+    for r in _docs(DATA / name):
         for f in Flag:
             assert codec.warns(r, f) == Flags.of(r).warns(f), (f, r["flags"].get(f.value))
     assert codec.warns({}, Flag.CACHE) is False and codec.warns({"flags": {"cache": None}}, Flag.CACHE) is False

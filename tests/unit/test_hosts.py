@@ -363,10 +363,10 @@ def test_a_trial_spanning_two_agents_through_http(tmp_path, two_agents):
     summary = run_experiment(exp, wls, trials, skipped, tmp_path / "out", host={"kernel": "m"}, executor=ex)
     assert summary.exit_code == 0
     (r,) = load_results(tmp_path / "out")
-    assert r["status"] == "ok" and r["metrics"]["primary"]["value"] == pytest.approx(1000)
-    assert set(r["metrics"]["hosts"]) == {"a", "b"} and set(r["hosts"]) == {"a", "b"}
-    assert r["hosts"]["a"]["clock"]["samples"] == 5 and "go_at" in r["hosts"]["b"]
-    assert (tmp_path / "out" / "trials" / r["trial_id"] / "hosts" / "b").is_dir()
+    assert r.status == "ok" and r.metrics["primary"]["value"] == pytest.approx(1000)
+    assert set(r.metrics["hosts"]) == {"a", "b"} and set(r.hosts) == {"a", "b"}
+    assert r.hosts["a"]["clock"]["samples"] == 5 and "go_at" in r.hosts["b"]
+    assert (tmp_path / "out" / "trials" / r.trial_id / "hosts" / "b").is_dir()
     run_doc = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
     assert set(run_doc["hosts"]) == {"a", "b"}
     # the agents tore their stacks down when the run closed
@@ -404,10 +404,10 @@ def test_an_agent_gone_mid_trial_is_host_lost_and_the_run_goes_on(tmp_path, two_
     summary = run_experiment(exp, wls, trials, skipped, tmp_path / "out", host={"kernel": "m"}, executor=ex)
     killer.join()
     assert summary.exit_code == 1
-    by = {r["trial"]["placement"]["name"]: r for r in load_results(tmp_path / "out")}
-    failed = by["spread"]["flags"]["failed"]
-    assert failed["category"] == "host_lost" and "host b" in failed["message"]
-    assert by["a"]["status"] == "ok"  # the run went on with the host that remained
+    by = {r.trial["placement"]["name"]: r for r in load_results(tmp_path / "out")}
+    failed = by["spread"].flags.failed
+    assert failed.category == "host_lost" and "host b" in failed.message
+    assert by["a"].status == "ok"  # the run went on with the host that remained
     assert time.monotonic() - t0 < 60
 
 
@@ -527,12 +527,12 @@ def test_a_remote_device_served_from_another_host(tmp_path, two_agents, monkeypa
     assert summary.exit_code == 0
     assert served == [("b", None, "127.0.0.1")]  # served once for the run, for both repetitions
     for r in load_results(tmp_path / "out"):
-        assert r["status"] == "ok"
-        assert r["trial"]["device"]["host"] == "b" and r["trial"]["device"]["served_at"] is None  # the identity
-        assert r["hosts"]["b"]["role"] == "storage" and r["hosts"]["b"]["served_at"] == "127.0.0.1:10809/0a1b2c3d"
-        assert r["hosts"]["b"]["moved"]["nbdkit"]["read_bytes"] == 64 << 20
-        assert r["hosts"]["b"]["moved"]["vdz"]["read_bytes"] == 64 << 20
-        assert set(r["metrics"]["hosts"]) == {"a"}  # the instances ran on a only
+        assert r.status == "ok"
+        assert r.trial["device"]["host"] == "b" and r.trial["device"]["served_at"] is None  # the identity
+        assert r.hosts["b"]["role"] == "storage" and r.hosts["b"]["served_at"] == "127.0.0.1:10809/0a1b2c3d"
+        assert r.hosts["b"]["moved"]["nbdkit"]["read_bytes"] == 64 << 20
+        assert r.hosts["b"]["moved"]["vdz"]["read_bytes"] == 64 << 20
+        assert set(r.metrics["hosts"]) == {"a"}  # the instances ran on a only
     client_devices = [e for e in servers[0].agent.registries.devices["remote"].events if e[0] == "device+"]
     assert client_devices  # host a built the client of the served device
 

@@ -16,6 +16,7 @@ from strata.core.metrics import KINDS, Axis, Metric, MetricSchema, Show, export_
 from strata.core.params import Strict
 from strata.report.model import build
 from strata.results.export import columns, flatten, to_csv
+from strata.results.result import Result
 from strata.workloads import REGISTRY
 from strata.workloads.base import ToolWorkload
 from strata.workloads.fio import FioParams
@@ -193,10 +194,10 @@ def test_a_new_workloads_fields_are_export_columns(slap):
     for col in ("clients", "scale", "tps", "read_transactions", "write_transactions", "read_wait_mean_ns"):
         assert col in names
     assert "read_wait_p99_ns" not in names and "write_tx_p99_ns" in names
-    row = flatten(sb_result(clients=4, tps=2000.0))
+    row = flatten(Result.from_stored(sb_result(clients=4, tps=2000.0)))
     assert (row["clients"], row["scale"], row["tps"], row["read_tx_p99_ns"]) == (4, 10, 2000.0, 12e6)
     assert row["iops"] is None and row["rw"] is None
-    assert to_csv([sb_result()]).decode().splitlines()[0].split(",") == names
+    assert to_csv([Result.from_stored(sb_result())]).decode().splitlines()[0].split(",") == names
 
 
 def test_a_new_workloads_axis_is_a_sweep(slap):

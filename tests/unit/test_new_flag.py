@@ -25,6 +25,7 @@ from strata.report.terminal import analysis_text
 from strata.results import flags, validity
 from strata.results.export import flatten, to_csv
 from strata.results.flags import Column, Declared, Flags, Judgement, suspected, warned
+from strata.results.result import Result
 from strata.results.store import load_results
 from strata.run.progress import Progress
 from strata.run.runner import run_experiment
@@ -79,22 +80,22 @@ def results(tmp_path, monkeypatch):
     reg = fake_registries(tmp_path)
     run_experiment(exp, wls, trials, skipped, tmp_path / "out", host={}, registries=reg, progress=progress)
     out = load_results(tmp_path / "out")
-    assert {r["labels"]["path"] for r in out} == {"device", "bind"} and all(r["status"] == "ok" for r in out)
+    assert {r.labels["path"] for r in out} == {"device", "bind"} and all(r.status == "ok" for r in out)
     return out
 
 
-def _noisy(r: dict) -> bool:
-    return r["labels"]["path"] == "bind"
+def _noisy(r: Result) -> bool:
+    return r.labels["path"] == "bind"
 
 
 def test_the_toy_flag_is_judged_stored_and_read_back(results):
     for r in results:
-        stored = json.loads(Path(r["_path"]).read_text())
+        stored = json.loads(Path(r.file).read_text())
         assert "noisy" in stored["flags"]
         assert Flags.from_json(stored["flags"]).to_json() == stored["flags"]  # the codec round-trips it
-        assert Flags.of(r).warns(Toy.NOISY) == flags.warns(r, Toy.NOISY) == _noisy(r)
+        assert r.flags.warns(Toy.NOISY) == flags.warns(stored, Toy.NOISY) == _noisy(r)
         warning = {"flag": "noisy", "message": "a neighbour shared the disk"}
-        assert (warning in r["warnings"]) == _noisy(r)
+        assert (warning in r.warnings) == _noisy(r)
 
 
 def test_the_export_and_show_render_it_from_its_declaration(results):

@@ -25,7 +25,7 @@ def plan(example: Path, scale: str) -> list[dict]:
     for t in trials:
         if t.repetition == 0:
             r = base_result(t, "plan", exp.name, {})
-            out.append(facts_of(dict(r.labels), r.trial))
+            out.append(facts_of(dict(r.labels), r.layers))
     return out
 
 

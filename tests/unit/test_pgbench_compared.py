@@ -84,7 +84,7 @@ def test_results_stored_before_issue_43_still_load_and_their_rate_is_compared_on
     from strata.results.store import load_results
 
     rs = load_results(Path(__file__).parents[1] / "data" / "results" / "pgbench-ee1f538")
-    assert len(rs) == 4 and all(r["status"] == "ok" and "checkpoints" not in r["metrics"] for r in rs)
+    assert len(rs) == 4 and all(r.status == "ok" and "checkpoints" not in r.metrics for r in rs)
     a = analyse(rs)
     by = {b.workload: b for b in a.best}
     rated, flat = by["pgbench-select-only-s1-c2-j2-r200"], by["pgbench-tpcb-like-s1-c2-j2"]

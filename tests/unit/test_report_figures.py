@@ -184,11 +184,12 @@ def test_series_with_containers(tmp_path):
     import json
 
     from strata.report.model import series_data
+    from strata.results.result import Result
 
     r = make_result(runtime="docker", path="volume", containers=2)
     d = tmp_path / "trials" / r["trial_id"]
     d.mkdir(parents=True)
-    r["_path"] = str(tmp_path / "trials" / f"{r['trial_id']}.json")
+    stored = Result.from_stored(r, str(tmp_path / "trials" / f"{r['trial_id']}.json"))
     (d / "series.json").write_text(
         json.dumps(
             {
@@ -202,7 +203,7 @@ def test_series_with_containers(tmp_path):
             }
         )
     )
-    data = series_data(r)
+    data = series_data(stored)
     assert data["container I/O MB/s"]["container 1"] == [(1, 2.0), (2, 2.0), (3, 2.0)]
     from strata.report.model import Figure, Table
 

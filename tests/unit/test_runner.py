@@ -76,12 +76,16 @@ def test_whole_pipeline_stores_every_trial(tmp_path):
     results = load_results(tmp_path / "out")
     assert len(results) == 4
     r = results[0]
-    assert r["schema_version"] == 2 and r["status"] == "ok" and r["metrics"]["primary"]["iops"] == 500
-    assert r["flags"]["failed"] is None and "sync" in r["flags"] and "cache" in r["flags"]
-    assert (tmp_path / "out" / r["artifacts"] / "series.json").exists()
+    assert (
+        json.loads(Path(r.file).read_text())["schema_version"] == 2
+        and r.status == "ok"
+        and r.metrics["primary"]["iops"] == 500
+    )
+    assert r.flags.failed is None and "sync" in r.flags.to_json() and "cache" in r.flags.to_json()
+    assert (tmp_path / "out" / r.artifacts / "series.json").exists()
     # every trial holds its writes: the null workload declares no syncs and no O_DIRECT writes, and wrote nothing
-    assert r["writes"]["syncs"] is None and r["writes"]["direct"] is None and r["writes"]["amplification"] is None
-    assert "flush" not in r["flags"] and "absorbed" not in r["flags"]  # neither applies
+    assert r.writes["syncs"] is None and r.writes["direct"] is None and r.writes["amplification"] is None
+    assert "flush" not in r.flags.to_json() and "absorbed" not in r.flags.to_json()  # neither applies
     # each stack provisioned once, torn down in reverse order, and nothing left in the journal
     assert events.count(("device+", "loop")) == 1 and events[-1] == ("device-", "loop")
     assert events.count(("fs+", "xfs")) == 2  # once per round: the repetitions are interleaved
@@ -94,8 +98,8 @@ def test_failed_trial_is_recorded_and_the_run_goes_on(tmp_path):
     exp, wls = _spec(tmp_path, workloads=[{"null": {"fail": True, "name": "bad"}}, {"null": {"name": "good"}}])
     s = _run(tmp_path, exp, wls, tmp_path / "out")
     assert s.failed == 4 and s.ok == 4 and s.exit_code == 1
-    bad = [r for r in load_results(tmp_path / "out") if r["status"] == "failed"]
-    assert all(r["flags"]["failed"]["category"] == "tool_error" for r in bad)
+    bad = [r for r in load_results(tmp_path / "out") if r.status == "failed"]
+    assert all(r.flags.failed.category == "tool_error" for r in bad)
 
 
 def test_resume_skips_stored_and_reruns_failed(tmp_path):
@@ -109,18 +113,18 @@ def test_resume_skips_stored_and_reruns_failed(tmp_path):
     # a failed trial is rerun on resume and the failed attempt is kept beside it
     store = ResultStore(out)
     victim = load_results(out)[0]
-    victim["status"] = "failed"
-    victim["flags"]["failed"] = {"category": "tool_error", "message": "x", "stderr": ""}
-    victim.pop("_path")
-    store.result_path(victim["trial_id"]).write_text(json.dumps(victim))
-    (out / "trials" / victim["trial_id"] / "tx.4242").write_text("an earlier attempt's log\n")
+    doc = json.loads(Path(victim.file).read_text())
+    doc["status"] = "failed"
+    doc["flags"]["failed"] = {"category": "tool_error", "message": "x", "stderr": ""}
+    store.result_path(victim.trial_id).write_text(json.dumps(doc))
+    (out / "trials" / victim.trial_id / "tx.4242").write_text("an earlier attempt's log\n")
     s = _run(tmp_path, exp, wls, out, resume=True)
     assert s.ok == 1 and s.skipped_stored == 3
-    assert list((out / "trials").glob(f"{victim['trial_id']}.attempt-1.json"))
+    assert list((out / "trials").glob(f"{victim.trial_id}.attempt-1.json"))
     # its raw artifacts set aside whole: the new attempt's directory holds only its own (pgbench reads every log)
-    aside = out / "trials" / f"{victim['trial_id']}.earlier-1"
-    assert (aside / "tx.4242").exists() and not (out / "trials" / victim["trial_id"] / "tx.4242").exists()
-    assert (out / "trials" / victim["trial_id"] / "series.json").exists()
+    aside = out / "trials" / f"{victim.trial_id}.earlier-1"
+    assert (aside / "tx.4242").exists() and not (out / "trials" / victim.trial_id / "tx.4242").exists()
+    assert (out / "trials" / victim.trial_id / "series.json").exists()
     assert len(load_results(out)) == 4  # a directory set aside is no result
 
 
@@ -136,8 +140,8 @@ def test_unsupported_runtime_is_recorded_with_its_reason(tmp_path):
         tmp_path, runtimes=["native", "docker:devicemapper"], paths=["device", "bind", "volume"], repetitions=1
     )
     s = _run(tmp_path, exp, wls, tmp_path / "out", unsupported_runtime="docker:devicemapper")
-    unsup = [r for r in load_results(tmp_path / "out") if r["status"] == "unsupported"]
-    assert unsup and all("driver not supported" in r["flags"]["failed"]["message"] for r in unsup)
+    unsup = [r for r in load_results(tmp_path / "out") if r.status == "unsupported"]
+    assert unsup and all("driver not supported" in r.flags.failed.message for r in unsup)
     assert s.ok == 2 and s.exit_code == 0
 
 
@@ -206,7 +210,7 @@ def test_auto_repetitions_stop_when_precise_or_at_the_maximum(tmp_path):
     s = _run(tmp_path, exp, wls, tmp_path / "out")
     by = {}
     for r in load_results(tmp_path / "out"):
-        by.setdefault(r["labels"]["workload"], []).append(r["labels"]["repetition"])
+        by.setdefault(r.labels["workload"], []).append(r.labels["repetition"])
     assert sorted(by["steady"]) == [0, 1, 2] and sorted(by["noisy"]) == list(range(6))
     run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
     stops = {k.split()[1]: v for k, v in run["repetitions"].items()}
@@ -233,8 +237,8 @@ def test_auto_repetitions_race_a_clearly_worse_stack_out_before_a_close_one(tmp_
     _run(tmp_path, exp, wls, tmp_path / "out")
     reps = {}
     for r in load_results(tmp_path / "out"):
-        reps[r["labels"]["filesystem"]] = reps.get(r["labels"]["filesystem"], 0) + 1
-        assert r["design"] == {"repetitions": "auto", "min": 3, "max": 20, "looks": [3, 6, 11, 20], "margin": 0.05}
+        reps[r.labels["filesystem"]] = reps.get(r.labels["filesystem"], 0) + 1
+        assert r.design == {"repetitions": "auto", "min": 3, "max": 20, "looks": [3, 6, 11, 20], "margin": 0.05}
     run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
     stops = {k.split("/")[1]: v["stopped"] for k, v in run["repetitions"].items()}
     assert stops["ext4"] == "eliminated" and reps["ext4"] == 3
@@ -258,7 +262,7 @@ def test_a_workload_margin_of_its_own_is_stored_with_its_results(tmp_path):
         workloads=[{"null": {"name": "tight-one"}}, {"null": {"name": "loose"}}],
     )
     _run(tmp_path, exp, wls, tmp_path / "out")
-    margins = {r["labels"]["workload"]: r["design"]["margin"] for r in load_results(tmp_path / "out")}
+    margins = {r.labels["workload"]: r.design["margin"] for r in load_results(tmp_path / "out")}
     assert margins == {"tight-one": 0.01, "loose": 0.04}
     with pytest.raises(StrataError):
         _spec(tmp_path, margins={"x": "150%"})
@@ -310,7 +314,7 @@ def test_the_run_document_stores_the_order_its_seed_and_the_looks(tmp_path):
     _run(tmp_path, exp, wls, tmp_path / "out")
     run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
     assert run["order"]["seed"] == 5 and len(run["order"]["rounds"]) == 2
-    ran = [r["trial"] for r in sorted(load_results(tmp_path / "out"), key=lambda r: r["started_at"])]
+    ran = [r.trial for r in sorted(load_results(tmp_path / "out"), key=lambda r: r.started_at)]
     assert [len(x) for x in run["order"]["rounds"]] == [3, 3] and "setup_s" in run
     assert all(isinstance(r, dict) for r in ran)
     exp, wls = _spec(tmp_path, repetitions="auto", max_repetitions=4)
@@ -377,7 +381,9 @@ def test_a_daemon_killed_as_it_starts_costs_one_trial_not_the_stack(tmp_path):
 
     registries.runtimes["native"] = DiesAtFirstStart()
     s = _run(tmp_path, exp, wls, tmp_path / "out", registries=registries)
-    cats = sorted((r["status"], (r["flags"]["failed"] or {}).get("category")) for r in load_results(tmp_path / "out"))
+    cats = sorted(
+        (r.status, (r.flags.to_json()["failed"] or {}).get("category")) for r in load_results(tmp_path / "out")
+    )
     assert cats == [("failed", "daemon_died"), ("ok", None), ("ok", None)] and s.failed == 1
     assert len(starts) == 2
 

@@ -144,15 +144,15 @@ def _run(tmp_path, runtimes=("native",), loads=None, **params):
 
 def test_a_server_workload_is_its_commands_its_probe_and_its_parser(echo, tmp_path):
     r = _run(tmp_path, runtimes=("docker",), loads=[{"containers": 2}])
-    assert r["status"] == "ok", r["flags"]
-    rec = r["metrics"]["record"]
-    assert r["metrics"]["primary"]["value"] == 2 * 200.0  # two servers' clients, the run after the load
+    assert r.status == "ok", r.flags.to_json()
+    rec = r.metrics["record"]
+    assert r.metrics["primary"]["value"] == 2 * 200.0  # two servers' clients, the run after the load
     assert list(rec["phases"]) == ["load", "run"] and rec["servers"] == 2 and len(rec["node_ready_s"]) == 2
     assert rec["phases"]["run"]["clients"] == ["echo/run/c0", "echo/run/c1"] and rec["observed"] == {
         "before": "seen",
         "after": "seen",
     }
-    art = tmp_path / "out" / r["artifacts"]
+    art = tmp_path / "out" / r.artifacts
     assert (art / "sync" / "stop").exists() and (art / "inst-0" / "node.launched").exists()
     assert "echo-1.conf" in (art / "command.json").read_text()
 
@@ -166,20 +166,20 @@ def test_an_echo_server_refuses_a_vm_and_asks_for_the_hosts_network():
 
 def test_a_server_that_dies_mid_run_ends_the_trial_with_every_servers_log(echo, tmp_path):
     r = _run(tmp_path, die_after_s=1.5, runtime=1)
-    failed = r["flags"]["failed"]
-    assert r["status"] == "failed" and failed["category"] == "instance_died", failed
+    failed = r.flags.failed.to_json()
+    assert r.status == "failed" and failed["category"] == "instance_died", failed
     assert "--- server 0" in failed["stderr"] and "listening" in failed["stderr"]
     assert "echo server exited with code 3 before it was asked to stop" in failed["stderr"]
 
 
 def test_a_server_that_never_answers_is_not_ready_with_its_log(echo, tmp_path):
-    failed = _run(tmp_path, never_ready=True)["flags"]["failed"]
+    failed = _run(tmp_path, never_ready=True).flags.failed.to_json()
     assert failed["category"] == "not_ready" and "echo server 0 was not ready within 2 s" in failed["message"]
     assert "starting" in failed["stderr"]
 
 
 def test_a_client_that_fails_fails_the_trial_in_the_workloads_words(echo, tmp_path):
-    failed = _run(tmp_path, client_exit=4)["flags"]["failed"]
+    failed = _run(tmp_path, client_exit=4).flags.failed.to_json()
     assert failed["category"] == "tool_error" and failed["message"] == "the echo client (run) exited with 4"
     assert "echo: refused" in failed["stderr"]
 
@@ -202,7 +202,7 @@ def test_a_client_beyond_its_phase_is_killed_as_a_timeout(tmp_path, monkeypatch)
 
 def test_a_setup_that_fails_at_start_puts_its_own_error_line_in_the_message(echo, tmp_path):
     said = 'echoinit: error: could not access directory "/x/pg-0": Permission denied'
-    failed = _run(tmp_path, setup_error=said)["flags"]["failed"]
+    failed = _run(tmp_path, setup_error=said).flags.failed.to_json()
     assert failed["category"] == "instance_died" and failed["message"].startswith(
         f"echo server 0 ended while starting: {said}"
     )
@@ -211,7 +211,7 @@ def test_a_setup_that_fails_at_start_puts_its_own_error_line_in_the_message(echo
 
 def test_a_server_that_fails_at_start_puts_its_logs_last_error_line_in_the_message(echo, tmp_path):
     fatal = "FATAL:  could not create any TCP/IP sockets"
-    failed = _run(tmp_path, fatal=fatal)["flags"]["failed"]
+    failed = _run(tmp_path, fatal=fatal).flags.failed.to_json()
     assert (
         failed["category"] == "instance_died"
         and f"ended while starting: {fatal} (instance 0 ended" in failed["message"]
@@ -223,12 +223,12 @@ def test_a_server_that_fails_at_start_puts_its_logs_last_error_line_in_the_messa
 
 def test_its_log_goes_on_a_path_of_its_own_and_the_record_holds_the_servers_memory(echo, tmp_path):
     r = _run(tmp_path, log="bind")
-    assert r["status"] == "ok", r["flags"]
-    where = r["stack_facts"]["log_path"]
+    assert r.status == "ok", r.flags.to_json()
+    where = r.stack_facts["log_path"]
     assert where["path"] == "bind" and where["in_instance"].endswith("/strata-log") and where["on_host"]
-    art = tmp_path / "out" / r["artifacts"]
+    art = tmp_path / "out" / r.artifacts
     assert f"log at {where['in_instance']}" in (art / "inst-0" / "node.log").read_text()
-    rec = r["metrics"]["record"]
+    rec = r.metrics["record"]
     assert rec["memory"]["bytes"] > 0 and rec["memory"]["of"].startswith("MemTotal") and rec["server"] == {}
     assert Echo().impossible(EchoParams(log="volume"), REGISTRY_RUNTIMES["native"]).endswith("(only bind)")
 
@@ -239,6 +239,7 @@ def test_the_clients_cpu_share_is_read_where_the_workload_declares_it():
     through the declaration: a workload that runs no clients of its own (fio) has nothing taken off."""
     from strata.analysis.cells import usage
     from strata.core.metrics import dig
+    from strata.results.result import Result
     from strata.workloads.server import records
 
     run = {"wall_s": 5.0, "clients": ["c0"], "client_cpu_s": [1.0], "client_cpu_share": 0.25}
@@ -246,9 +247,9 @@ def test_the_clients_cpu_share_is_read_where_the_workload_declares_it():
     assert dig(stored, records.CLIENT_CPU) == 0.25
     assert {REGISTRY[w].metrics.client_cpu for w in ("ycsb", "pgbench", "sysbench")} == {records.CLIENT_CPU}
     r = {**stored, "trial": {"workload": {"type": "pgbench"}}, "collectors": {"host": {"cpu_idle_percent": 40.0}}}
-    assert usage.server_cpu_percent(r) == 35.0
+    assert usage.server_cpu_percent(Result.from_stored(r)) == 35.0
     r["trial"] = {"workload": {"type": "fio"}}
-    assert REGISTRY["fio"].metrics.client_cpu == () and usage.server_cpu_percent(r) == 60.0
+    assert REGISTRY["fio"].metrics.client_cpu == () and usage.server_cpu_percent(Result.from_stored(r)) == 60.0
 
 
 def test_a_step_that_fails_as_its_server_dies_is_the_servers_death(tmp_path):
@@ -277,8 +278,8 @@ def test_a_server_whose_port_was_taken_says_so_and_how_to_give_each_run_its_own(
     not only PostgreSQL's "could not create any TCP/IP sockets" (found by bench/chaos.py beside a test's run)."""
     bind = 'LOG:  could not bind IPv4 address "127.0.0.1": Address already in use'
     fatal = f"{bind}\nFATAL:  could not create any TCP/IP sockets"
-    failed = _run(tmp_path, fatal=fatal)["flags"]["failed"]
+    failed = _run(tmp_path, fatal=fatal).flags.failed.to_json()
     assert failed["category"] == "instance_died" and failed["message"].endswith(lifecycle.PORT_TAKEN)
     assert "STRATA_LOOPBACK=X" in failed["message"] and bind in failed["stderr"]
-    other = _run(tmp_path / "other", fatal="FATAL:  could not create any TCP/IP sockets")["flags"]["failed"]
+    other = _run(tmp_path / "other", fatal="FATAL:  could not create any TCP/IP sockets").flags.failed.to_json()
     assert lifecycle.PORT_TAKEN not in other["message"]  # said only where the server's own words show it

@@ -5,6 +5,7 @@ import pytest
 
 from strata.results import writes
 from strata.results.flags import Flag, Flags
+from strata.results.result import Result
 from strata.results.validity import TrialEvidence, judge_trial
 from strata.results.validity.absorbed import (
     JOURNAL_MERGES_PER_SYNC,
@@ -203,7 +204,7 @@ def test_writes_record_and_amplification():
     rec = writes.record(parsed, {"loop0": {"write_bytes": 210 << 20}, "vda": {"write_bytes": 0}}, "measured")
     assert rec["amplification"] == {"loop0": 2.1, "vda": 0.0} and rec["syncs"]["count"] == 10
     assert rec["direct"] == {"count": 5, "bytes": 100 << 20, "random": True} and rec["window"] == "measured"
-    assert writes.device({"writes": rec}) == 2.1
+    assert writes.device(rec) == 2.1
     small = Parsed({}, {"write": writes.MIN_AMPLIFIED_BYTES - 1})
     assert writes.record(small, {"loop0": {"write_bytes": 1 << 30}}, "trial")["amplification"] is None
     assert writes.record(Parsed({}, {"write": writes.MIN_AMPLIFIED_BYTES}), {"loop0": {}}, "trial")[
@@ -212,8 +213,9 @@ def test_writes_record_and_amplification():
 
 
 def test_older_results_have_no_write_amplification():
-    assert writes.of_result({"flags": {}, "collectors": {"diskstats": {"loop0": {"write_bytes": 1}}}}) is None
-    assert writes.device({}) is None
+    older = Result.from_stored({"flags": {}, "collectors": {"diskstats": {"loop0": {"write_bytes": 1}}}})
+    assert writes.amplification_of(older.writes) is None
+    assert writes.device(None) is None
 
 
 def test_across_hosts_each_hosts_layers():
@@ -221,4 +223,4 @@ def test_across_hosts_each_hosts_layers():
     b = {"workload_bytes": 20, "amplification": {"loop0": 3.0, "vda": 4.0}}
     rec = writes.across_hosts({"a": a, "b": b, "c": None})
     assert rec["workload_bytes"] == 30 and rec["amplification"] == {"a:loop0": 1.0, "b:loop0": 3.0, "b:vda": 4.0}
-    assert writes.device({"writes": rec}) == pytest.approx(1.0)
+    assert writes.device(rec) == pytest.approx(1.0)

@@ -376,8 +376,8 @@ def test_containers_auto_runs_through_the_pipeline(tmp_path):
         progress=Progress(1, [0.1], quiet=True),
     )
     results = load_results(tmp_path / "out")
-    assert s.ok == 3 and sorted(r["trial"]["load"]["containers"] for r in results) == [1, 2, 3]
-    assert {r["labels"]["load"] for r in results} == {"j1xqd1x1c", "j1xqd1x2c", "j1xqd1x3c"}
+    assert s.ok == 3 and sorted(r.trial["load"]["containers"] for r in results) == [1, 2, 3]
+    assert {r.labels["load"] for r in results} == {"j1xqd1x1c", "j1xqd1x2c", "j1xqd1x3c"}
     run = json.loads(next((tmp_path / "out" / "runs").glob("*.json")).read_text())
     (series,) = run["scaling"].values()
     assert series == {"counts": [1, 2, 3], "throughput": [100.0, 200.0, 300.0], "peak": 3, "stopped": MAX}

@@ -10,15 +10,18 @@ live run.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from strata.analysis.advice import advice, hygiene, placement
-from strata.analysis.cells.cells import Cell, Result
+from strata.analysis.cells.cells import Cell
 from strata.analysis.findings import findings
 from strata.analysis.findings.verdict import Outcome
 from strata.analysis.measured.measurements import Measurements
 from strata.analysis.studies import side_by_side
-from strata.core.jsondoc import JsonObject, obj, text
+from strata.core.jsondoc import JsonObject
+from strata.results.result import Result
+from strata.results.stored import HostFacts
 
 
 @dataclass
@@ -41,24 +44,23 @@ class Analysis(Measurements):
     @property
     def smoke(self) -> int:
         """How many results were taken at the smoke scale (experiment/scale.py): none is a measurement."""
-        return sum(1 for r in self.results if obj(r, "design").get("scale") == "smoke")
+        return sum(1 for r in self.results if r.scale == "smoke")
 
     @property
     def counts(self) -> Counter[str]:
-        return Counter(text(r, "status", "?") for r in self.results)
+        return Counter(r.status or "?" for r in self.results)
 
     @property
-    def hosts(self) -> list[JsonObject]:
+    def hosts(self) -> list[HostFacts]:
         """The facts of each host the results ran on (core/host.py), by host name."""
-        seen: dict[str, JsonObject] = {}
+        seen: dict[str, HostFacts] = {}
         for r in self.results:
-            h = obj(r, "host")
-            seen.setdefault(text(h, "hostname", "?"), h)
+            seen.setdefault(r.host_facts.hostname, r.host_facts)
         return [seen[k] for k in sorted(seen)]
 
     @property
     def experiments(self) -> list[str]:
-        return sorted({text(r, "experiment") for r in self.results})
+        return sorted({r.experiment for r in self.results})
 
     def workloads(self) -> list[str]:
         return sorted({c.labels["workload"] for c in self.cells})
@@ -67,11 +69,11 @@ class Analysis(Measurements):
         return [c for c in self.cells if c.labels["workload"] == workload]
 
 
-def analyse(results: list[Result], judge_steady: bool = True) -> Analysis:
+def analyse(results: Iterable[Result | JsonObject], judge_steady: bool = True) -> Analysis:
     return conclude(describe(results, judge_steady))
 
 
-def describe(results: list[Result], judge_steady: bool = True) -> Analysis:
+def describe(results: Iterable[Result | JsonObject], judge_steady: bool = True) -> Analysis:
     """The measurements: cells, the raw baselines, sweeps and tables; all that the report's figures draw, so
     that they can be drawn while conclude() runs."""
     return Analysis.of(results, judge_steady)

@@ -18,14 +18,16 @@ better (also every match without an interval).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from strata.analysis.advice.compared import higher_is_better
 from strata.analysis.cells.baseline import apply_above_raw
-from strata.analysis.cells.cells import LABEL_KEYS, Cell, Result, build_cells
+from strata.analysis.cells.cells import LABEL_KEYS, Cell, build_cells
 from strata.analysis.cells.query import summary_of
 from strata.analysis.decisions.answer import BETTER, EQUIVALENT, UNDECIDED, WORSE, Answer, answer
-from strata.core.jsondoc import obj
+from strata.core.jsondoc import JsonObject
+from strata.results.result import Result
 
 STATUS = {BETTER: "higher", WORSE: "lower", EQUIVALENT: "same"}
 FAIL_ON = ("worse", "regression", "undecided")  # the gate's levels, each holding the one before
@@ -93,7 +95,7 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     """Parameters that differ under the same labels (a 1 GiB file on one host, 4 GiB on the other)."""
     out = []
     for section in ("device", "filesystem", "runtime", "workload", "load"):
-        x, y = obj(a.trial, section), obj(b.trial, section)
+        x, y = a.layers.section(section), b.layers.section(section)
         out += [
             f"{section}.{k}: {x.get(k)} vs {y.get(k)}"
             for k in sorted(set(x) | set(y))
@@ -102,7 +104,9 @@ def _differs(a: Cell, b: Cell) -> list[str]:
     return out
 
 
-def compare(results_a: list[Result], results_b: list[Result], margin: float | None = None) -> Comparison:
+def compare(
+    results_a: Iterable[Result | JsonObject], results_b: Iterable[Result | JsonObject], margin: float | None = None
+) -> Comparison:
     """B against A, configuration by configuration, at `margin` (default: A's, from its spec)."""
     ca, cb = build_cells(results_a, judge_steady=False), build_cells(results_b, judge_steady=False)
     apply_above_raw(ca)

@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from strata.cli.jsonout import finite
 from strata.core.errors import StrataError
 from strata.results.export import to_csv, to_parquet
-from strata.results.store import load_results
+from strata.results.result import Result
+from strata.results.store import load_results, stored_doc
 
 NAME = "export"
 HELP = "write stored results as CSV, Parquet (one row per trial) or newline-delimited JSON (one trial per line)"
@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_results_dir(path: str) -> list[dict[str, Any]]:
+def load_results_dir(path: str) -> list[Result]:
     """The results under `path`, or a StrataError that says what to give instead."""
     if not Path(path).is_dir():
         raise StrataError(f"no results directory at {path}", "give the directory passed to `strata run -o`")
@@ -65,6 +65,7 @@ def load_results_dir(path: str) -> list[dict[str, Any]]:
         raise StrataError(str(e), "remove or repair that file")
 
 
-def to_ndjson(result: dict[str, Any]) -> bytes:
+def to_ndjson(result: Result) -> bytes:
     """One stored trial as one line of JSON (a NaN or infinity, which JSON has no word for, as null)."""
-    return json.dumps(finite(result), separators=(",", ":"), sort_keys=True, allow_nan=False).encode() + b"\n"
+    doc = finite(stored_doc(result))
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True, allow_nan=False).encode() + b"\n"

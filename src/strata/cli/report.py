@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.results:
         raise StrataError("no results directory given", "strata report RESULTS (the directory of `strata run -o`)")
     results = load_results(args.results)
-    title = args.title or "strata report: " + ", ".join(sorted({r.get("experiment", "") for r in results}))
+    title = args.title or "strata report: " + ", ".join(sorted({r.experiment for r in results}))
     rep, files = report_files(results, title, tuple(args.series), args.jobs, args.png)
     out = Path(args.output or Path(args.results) / "report")
     write(files, out)

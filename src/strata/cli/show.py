@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from strata.cli.export import load_results_dir
 from strata.cli.jsonout import add_json_argument, emit
 from strata.core.errors import FAILURE_CATEGORIES
+from strata.core.jsondoc import JsonObject
 from strata.core.metrics import MetricSchema
 from strata.results import writes
 from strata.results.export import columns, flatten
-from strata.results.flags import DECLARED, Flags
+from strata.results.flags import DECLARED
+from strata.results.result import Result, typed
 from strata.workloads.server import durability
 
 NAME = "show"
@@ -40,7 +41,7 @@ def headings(schemas: list[MetricSchema]) -> list[str]:
     return list(dict.fromkeys(h for s in schemas for m in s.fields for h, _ in m.shown()))
 
 
-def values(r: dict[str, Any], schema: MetricSchema) -> dict[str, float]:
+def values(r: Result, schema: MetricSchema) -> dict[str, float]:
     """{heading: value at the heading's scale} of a result's fields, as its workload declares them; latencies
     of the direction that did the most operations."""
     d, out = schema.direction(r), {}
@@ -67,7 +68,7 @@ def _digits() -> dict[str, int]:
     return out
 
 
-def rows(results: list[dict[str, Any]]) -> list[Row]:
+def rows(results: list[Result]) -> list[Row]:
     """One row per stored result, in the table's order: what the text and `--json` both show."""
     from strata.workloads import declared, metrics_of
 
@@ -76,25 +77,25 @@ def rows(results: list[dict[str, Any]]) -> list[Row]:
     out = []
     for r in sorted(
         results,
-        key=lambda r: (r.get("stack", ""), r["labels"]["workload"], r["labels"]["load"], r["labels"]["repetition"]),
+        key=lambda r: (r.stack, r.labels["workload"], r.labels["load"], r.labels["repetition"]),
     ):
         f = flatten(r, cols)
-        schema = metrics_of(((r.get("trial") or {}).get("workload") or {}).get("type", ""))
-        failed = Flags.of(r).failed
-        labels = r.get("labels") or {}
+        schema = metrics_of(r.workload_type)
+        failed = r.flags.failed
+        labels: Mapping[str, object] = r.labels
         out.append(
             Row(
-                str(r.get("trial_id", "")),
+                r.trial_id,
                 str(f["stack"]),
                 {k: str(labels.get(k, "")) for k in LABELS},
-                int(labels.get("repetition") or 0),
+                r.repetition,
                 str(f["status"]),
                 {h: v for h, v in values(r, schema).items() if h in measured},
-                writes.device(r),
+                writes.device(r.writes),
                 marks(r),
-                durability.shown(r.get("metrics") or {}) or None,
+                durability.shown(r.metrics) or None,
                 None if failed is None else {"category": failed.category or None, "message": failed.message},
-                [_warning(w) for w in r.get("warnings", [])],
+                [_warning(w) for w in r.warnings],
             )
         )
     return out
@@ -125,9 +126,10 @@ def _warning(w: object) -> dict[str, str | None]:
     return {"flag": None, "message": str(w)}
 
 
-def table_text(results: list[dict[str, Any]]) -> str:
+def table_text(stored: Iterable[Result | JsonObject]) -> str:
     from strata.workloads import declared
 
+    results = typed(stored)
     shown = rows(results)
     # the measurement columns some row has a value in: a workload's heading none of these results has is left out
     measured = [h for h in headings(declared()) if any(h in row.values for row in shown)]
@@ -166,23 +168,23 @@ def table_text(results: list[dict[str, Any]]) -> str:
         return "  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip()
 
     out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in table]
-    notes = [w for r in results for w in r.get("warnings", [])]
-    legends = ([WA_LEGEND] if any(writes.device(r) is not None for r in results) else []) + (
+    notes = [w for r in results for w in r.warnings]
+    legends = ([WA_LEGEND] if any(writes.device(r.writes) is not None for r in results) else []) + (
         [DURABILITY_LEGEND] if durable else []
     )
     out += [""] + legends if legends else []
-    if any(r["status"] != "ok" for r in results) or notes:
+    if any(r.status != "ok" for r in results) or notes:
         out.append("")
         out.append("flags: " + legend())
     out += _legend(results)
     return "\n".join(out)
 
 
-def as_json(path: str, results: list[dict[str, Any]]) -> dict[str, object]:
+def as_json(path: str, results: list[Result]) -> dict[str, object]:
     """`strata show --json`: the table's rows with every value unrounded, and the legends (schema: cli/schemas.py)."""
     from strata.workloads import declared
 
-    seen = sorted({f.category for r in results if (f := Flags.of(r).failed) and f.category})
+    seen = sorted({f.category for r in results if (f := r.flags.failed) and f.category})
     return {
         "results": path,
         "columns": headings(declared()),
@@ -207,9 +209,9 @@ DURABILITY_LEGEND = (
 )
 
 
-def marks(r: dict[str, Any]) -> list[str]:
+def marks(r: Result) -> list[str]:
     """A result's flags as each flag's declaration marks them (CACHE, SKEW, a failure's category)."""
-    flags, out = Flags.of(r), []
+    flags, out = r.flags, []
     for d in DECLARED.values():
         if d.mark is not None and (v := flags.get(d.flag)) is not None and (m := d.mark(d, v)):
             out.append(m)
@@ -225,9 +227,9 @@ def legend() -> str:
     )
 
 
-def _legend(results: list[dict[str, Any]]) -> list[str]:
+def _legend(results: list[Result]) -> list[str]:
     """What each failure category in the table means and what to do about it."""
-    seen = sorted({f.category for r in results if (f := Flags.of(r).failed) and f.category})
+    seen = sorted({f.category for r in results if (f := r.flags.failed) and f.category})
     if not seen:
         return []
     return ["failure categories:"] + [

@@ -19,10 +19,25 @@ Where a field is stored follows from its kind (`Metric.path`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal, Protocol, TypeAlias, Union
 
 from strata.core import jsondoc
 from strata.core.jsondoc import JsonObject
+
+
+class Stored(Protocol):
+    """A stored result as the read side holds it (results/result.py Result): the members a field's path starts
+    at (`trial`, `metrics`; the module docstring)."""
+
+    @property
+    def trial(self) -> JsonObject: ...
+
+    @property
+    def metrics(self) -> JsonObject: ...
+
+
+# What a field is read from: a stored result, typed, or its JSON (a result being parsed, a test's document).
+Doc: TypeAlias = Union[Stored, JsonObject]
 
 Kind = Literal["parameter", "total", "per_direction", "latency"]
 KINDS: tuple[Kind, ...] = ("parameter", "total", "per_direction", "latency")
@@ -58,7 +73,7 @@ class Operations:
     word: str  # what one is called in a table's heading ("flowop")
     columns: tuple[tuple[str, tuple[str, ...]], ...]
 
-    def of(self, result: JsonObject) -> list[JsonObject]:
+    def of(self, result: Doc) -> list[JsonObject]:
         v = dig(result, self.key)
         return [e for e in v if isinstance(e, dict)] if isinstance(v, list) else []
 
@@ -67,10 +82,10 @@ class Operations:
         return dig(entry, path)
 
 
-def dig(result: object, path: tuple[str, ...]) -> Any:
+def dig(result: Doc, path: tuple[str, ...]) -> Any:
     """The value at `path` in a stored result, or None where a key is missing (Any: the callers, in analysis
     and report, read numbers and strings of stored results through it)."""
-    v = result
+    v: object = result if isinstance(result, dict) else {"trial": result.trial, "metrics": result.metrics}
     for k in path:
         v = v.get(k) if isinstance(v, dict) else None
     return v
@@ -130,7 +145,7 @@ class Events:
     word: str
     fix: str
 
-    def count(self, result: JsonObject) -> int | None:
+    def count(self, result: Doc) -> int | None:
         v = dig(result, self.key)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -168,7 +183,7 @@ class OperationMix:
     mean: str = "mean"
     ns: float = 1.0  # ns per unit of `mean`
 
-    def mean_ns(self, result: JsonObject) -> float | None:
+    def mean_ns(self, result: Doc) -> float | None:
         """The mean latency (ns) over every operation of one stored result, or None when it holds none."""
         by_type = dig(result, self.key)
         summaries = by_type.values() if isinstance(by_type, dict) else []
@@ -207,7 +222,7 @@ class Metric:
             "latency": ("metrics", direction, f"{self.name}_ns"),
         }[self.kind]
 
-    def value(self, result: JsonObject, direction: str = "read", stat: str | None = None) -> Any:
+    def value(self, result: Doc, direction: str = "read", stat: str | None = None) -> Any:
         """The stored value, or None where the result has none."""
         return dig(result, self.path(direction) + ((stat,) if stat else ()))
 
@@ -259,7 +274,7 @@ class MetricSchema:
     client_cpu: tuple[str, ...] = ()
     io: BlockIo | None = None
 
-    def clients_cpu_share(self, result: JsonObject) -> float | None:
+    def clients_cpu_share(self, result: Doc) -> float | None:
         """The share (0 to 1) of the host's CPUs the workload's own clients took in the measured run, or None."""
         v = dig(result, self.client_cpu) if self.client_cpu else None
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -285,7 +300,7 @@ class MetricSchema:
         text = ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
         return text[:1].upper() + text[1:]
 
-    def direction(self, result: JsonObject) -> str:
+    def direction(self, result: Doc) -> str:
         """The data direction whose latency represents a trial: read, unless the first per-direction rate
         (operations per second) is higher for writes."""
         rates = self.of("per_direction")

@@ -247,7 +247,7 @@ class Agent:
         part.wait_state(want, min(timeout_s, 30.0))
         return {**part.status(), "agent": self.id}
 
-    def part_result(self, part_id: str) -> JsonObject:
+    def part_result(self, part_id: str) -> dict[str, object]:
         part, run_id, _ = self.part(part_id)
         if part.result is None:
             raise AgentError(409, f"part {part_id} is {part.state}, not done")
@@ -265,7 +265,7 @@ class Agent:
             for o in part.outputs
         ]
         times: JsonObject = dict(part.times)
-        return {"result": part.result.stored(), "outputs": outputs, "times": times, "agent": self.id}
+        return {"result": part.result.to_json(), "outputs": outputs, "times": times, "agent": self.id}
 
     def artifacts(self, part_id: str) -> Path:
         """A tar of the part's artifacts (its trial directory), made once."""

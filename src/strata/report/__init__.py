@@ -14,7 +14,7 @@ import gc
 import multiprocessing
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,15 +25,18 @@ from strata.report import csv, figures, html, terminal
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
-    from strata.analysis.cells.cells import Result
+    from strata.core.jsondoc import JsonObject
     from strata.report.parts import Figure, Report
+    from strata.results.result import Result
 
 Rendered = tuple[bytes, bytes | None]  # a figure's SVG, and its PNG when asked for
 
 PARALLEL_FROM = 6  # figures; below this a process pool costs more than it saves
 
 
-def build_report(results: list[Result], title: str = "strata report", series_ids: tuple[str, ...] = ()) -> Report:
+def build_report(
+    results: Iterable[Result | JsonObject], title: str = "strata report", series_ids: tuple[str, ...] = ()
+) -> Report:
     from strata.analysis.analyse import analyse
     from strata.report.model import build
 
@@ -57,7 +60,7 @@ def generate(report: Report, jobs: int | None = None, png: bool = False) -> dict
 
 
 def report_files(
-    results: list[Result],
+    results: Iterable[Result | JsonObject],
     title: str = "strata report",
     series_ids: tuple[str, ...] = (),
     jobs: int | None = None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.cells import Cell
-from strata.core.jsondoc import num, obj, text
 from strata.report.names import figure_id, short_labels, with_shared
 from strata.report.parts import MAX_LINES, Figure, Table
 from strata.report.parts import mean as mean_of
@@ -61,15 +60,11 @@ def detail(c: Cell) -> dict[str, float | None]:
     cpu: list[float | None] = []
     disk: list[float | None] = []
     for r in c.ok:
-        col = obj(r, "collectors")
-        idle = num(obj(col, "host"), "cpu_idle_percent")
+        idle = r.collected.cpu_idle_percent
         if idle is not None:
             cpu.append(100.0 - idle)
-        name = text(obj(obj(r, "stack_facts"), "device"), "kernel_name")
-        d = obj(obj(col, "diskstats"), name)
-        span_s = num(d, "span_s")
-        if span_s:
-            disk.append(((num(d, "read_bytes") or 0) + (num(d, "write_bytes") or 0)) / span_s / 1e6)
+        if (mb_s := r.collected.device_mb_s) is not None:
+            disk.append(mb_s)
     return {
         "p99_ms": p99 / 1e6 if p99 is not None else None,
         "mean_ms": mean / 1e6 if mean is not None else None,

@@ -18,7 +18,6 @@ from strata.analysis.findings.verdict import STATUSES, Outcome
 from strata.analysis.studies import studies
 from strata.analysis.studies.published import said
 from strata.analysis.studies.side_by_side import paper_ratio
-from strata.core.jsondoc import obj
 from strata.report.csv import cell_text
 from strata.report.parts import SMOKE_BANNER
 
@@ -98,9 +97,8 @@ def _header(report: Report) -> str:
     a = report.analysis
     n = a.counts
     hosts = "; ".join(
-        f"{escape(str(h.get('hostname', '?')))}: {escape(str(h.get('os', '')))}, kernel "
-        f"{escape(str(h.get('kernel', '')))}, {h.get('cpus', '?')} CPUs, "
-        f"{escape(', '.join(str(v) for v in obj(h, 'tools').values() if v))}"
+        f"{escape(h.hostname)}: {escape(h.os)}, kernel {escape(h.kernel)}, {'?' if h.cpus is None else h.cpus} CPUs, "
+        f"{escape(', '.join(v for v in h.tools.values() if v))}"
         for h in a.hosts
     )
     smoke = f'<div class="warn smoke"><b>{escape(SMOKE_BANNER.format(n=a.smoke))}</b></div>' if a.smoke else ""

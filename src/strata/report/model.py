@@ -14,9 +14,8 @@ from __future__ import annotations
 from strata.analysis.advice import amplification
 from strata.analysis.analyse import Analysis
 from strata.analysis.cells.baseline import apart_ratio, baseline_key, ratio_to_raw
-from strata.analysis.cells.cells import Cell, Result, artifact, repetition, series_of
+from strata.analysis.cells.cells import Cell, artifact, series_of
 from strata.analysis.measured.sweeps import peak
-from strata.core.jsondoc import JsonObject, ShapeError, arr, as_obj, obj, text
 from strata.report.amplification import amplification_figures
 from strata.report.detail import detail_figures
 from strata.report.names import figure_id, short_labels, with_shared
@@ -40,6 +39,8 @@ from strata.report.remote import remote_figures
 from strata.report.runtimes import runtime_figures
 from strata.report.tables import report_tables, workload_groups
 from strata.results.flags import Declared
+from strata.results.result import Result
+from strata.results.stored import Samples
 
 # Figures drawn per kind (the others keep their table and CSV): bounds report time on 10,000 trials.
 MAX_FIGURES_PER_KIND = {
@@ -421,8 +422,8 @@ def _series_figures(a: Analysis, wanted: tuple[str, ...]) -> list[Figure]:
         ]
         group = next((d for d, g in cell.groups() if any(r is x for x in g.results)), None)
         cached = f" ({SERIES_NOTE.get(group.apart, group.apart)}: not device performance)" if group else ""
-        title = f"time series: {cell.name} #{repetition(r)} (trial {r['trial_id']}){cached}"
-        fid = figure_id("series", text(r, "trial_id"))
+        title = f"time series: {cell.name} #{r.repetition} (trial {r.trial_id}){cached}"
+        fid = figure_id("series", r.trial_id)
         out.append(
             Figure(
                 fid,
@@ -438,7 +439,7 @@ def _series_figures(a: Analysis, wanted: tuple[str, ...]) -> list[Figure]:
 
 
 def _pick_series(a: Analysis, wanted: tuple[str, ...]) -> list[tuple[Result, Cell]]:
-    by_id = {r["trial_id"]: (r, c) for c in a.cells for r in c.measured}
+    by_id = {r.trial_id: (r, c) for c in a.cells for r in c.measured}
     picked = [by_id[t] for t in wanted if t in by_id]
     unsteady = [(r, c) for c in a.cells for r, s in c.steady if s and s.warns]
     cached = [(r, c) for c in a.cells for r in c.cached]
@@ -456,44 +457,27 @@ def series_data(r: Result) -> dict[str, SeriesPoints | dict[str, SeriesPoints]]:
     series, the containers' I/O: {series name: {member: [(t_s, value), ...]}})."""
     out: dict[str, SeriesPoints | dict[str, SeriesPoints]] = {}
     ws = artifact(r, "workload-series.json") or {}
-    primary = obj(obj(r, "metrics"), "primary")
-    name = primary.get("series")
-    if isinstance(name, str) and ws.get(name):
-        tool = obj(obj(r, "trial"), "workload").get("type")
-        label = f"{primary.get('series_unit') or primary.get('unit')} ({tool})"
+    primary = r.primary
+    name = primary.series
+    if name and ws.get(name):
+        label = f"{primary.series_unit or primary.unit} ({r.workload_type})"
         out[label] = [(float(t), float(v)) for t, v in series_of(ws[name]) or []]
-    s = artifact(r, "series.json") or {}
-    t = _numbers(s, "t")
-    if not t:
+    s = Samples.of(artifact(r, "series.json") or {}, r.collected.kernel_name)
+    if not s.t:
         return out
-    t0 = t[0]
-    ts = [x - t0 for x in t[1:]]
-    disk = obj(obj(r, "stack_facts"), "device").get("kernel_name")
-    stats = obj(s, "diskstats")
-    dev = as_obj((stats.get(disk) if isinstance(disk, str) else None) or next(iter(stats.values()), {}), "diskstats")
-    if dev.get("util_percent"):
-        out["device utilization %"] = list(zip(ts, _numbers(dev, "util_percent")))
-    host = obj(s, "host")
-    if obj(host, "cpu_percent").get("iowait"):
-        out["iowait %"] = list(zip(ts, _numbers(obj(host, "cpu_percent"), "iowait")))
-    if host.get("page_cache_bytes"):
-        out["page cache MiB"] = [(x, v / 2**20) for x, v in zip(ts, _numbers(host, "page_cache_bytes"))]
-    groups = {k: as_obj(g, "cgroups") for k, g in obj(s, "cgroups").items()}
-    if groups:
+    t0 = s.t[0]
+    ts = [x - t0 for x in s.t[1:]]
+    if s.util_percent:
+        out["device utilization %"] = list(zip(ts, s.util_percent))
+    if s.iowait_percent:
+        out["iowait %"] = list(zip(ts, s.iowait_percent))
+    if s.page_cache_bytes:
+        out["page cache MiB"] = [(x, v / 2**20) for x, v in zip(ts, s.page_cache_bytes)]
+    if s.cgroups:
         io = {
-            f"container {i}": [
-                (x, (a + b) / 1e6) for x, a, b in zip(ts, _numbers(g, "read_bytes"), _numbers(g, "write_bytes"))
-            ]
-            for i, g in sorted(groups.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else kv[0])
+            f"container {i}": [(x, (a + b) / 1e6) for x, a, b in zip(ts, read, write)]
+            for i, (read, write) in sorted(s.cgroups.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else kv[0])
         }
         if any(io.values()):
             out["container I/O MB/s"] = io
     return out
-
-
-def _numbers(d: JsonObject, key: str) -> list[float]:
-    """d[key] as an array of numbers, kept as stored (a missing or null member is empty)."""
-    xs = [x for x in arr(d, key) if isinstance(x, (int, float)) and not isinstance(x, bool)]
-    if len(xs) != len(arr(d, key)):
-        raise ShapeError(f"{key!r} should hold numbers only")
-    return xs

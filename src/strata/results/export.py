@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from strata.core.jsondoc import JsonObject, obj
 from strata.core.metrics import Metric, export_columns
 from strata.core.params import LoadCounts
 from strata.results import writes
-from strata.results.flags import DECLARED, Flags
+from strata.results.flags import DECLARED
+from strata.results.result import Result
 
 # Every result's columns, before and after the workloads' own (strata/core/metrics.py: `export_columns`)
 # and the flags' (each flag's declaration, in their order), with their types; the order is the export's
@@ -67,24 +67,23 @@ def columns() -> list[Column]:
     return [Column(n, t) for n, t in HEAD] + workload + flags + [Column(n, t) for n, t in TAIL]
 
 
-def flatten(r: JsonObject, cols: list[Column] | None = None) -> dict[str, object]:
+def flatten(r: Result, cols: list[Column] | None = None) -> dict[str, object]:
     """A stored result's row, column by column."""
-    t, lab, host = obj(r, "trial"), obj(r, "labels"), obj(r, "host")
-    f = Flags.of(r)
-    load = obj(t, "load")
+    lab: Mapping[str, object] = r.labels
+    f, load, host = r.flags, r.layers.load, r.host
     row = {
-        "trial_id": r.get("trial_id"),
-        "experiment": r.get("experiment"),
-        "status": r.get("status"),
-        "stack": r.get("stack"),
+        "trial_id": r.trial_id,
+        "experiment": r.experiment,
+        "status": r.status,
+        "stack": r.stack,
         **{k: lab.get(k) for k in ("device", "filesystem", "runtime", "path", "workload", "load", "repetition")},
         **{k: load.get(k) for k in LoadCounts.names()},
         **{c.name: c.cell(f.get(d.flag)) for d in DECLARED.values() for c in d.export},
-        "duration_s": r.get("duration_s"),
-        "started_at": r.get("started_at"),
+        "duration_s": r.duration_s,
+        "started_at": r.started_at,
         "kernel": host.get("kernel"),
         "hostname": host.get("hostname"),
-        "write_amplification": writes.device(r),
+        "write_amplification": writes.device(r.writes),
     }
     cols = columns() if cols is None else cols
     return {c.name: c.metric.value(r, c.direction or "read", c.stat) if c.metric else row.get(c.name) for c in cols}
@@ -107,12 +106,12 @@ def csv_bytes(
     return buf.getvalue().encode()
 
 
-def to_csv(results: Sequence[JsonObject]) -> bytes:
+def to_csv(results: Sequence[Result]) -> bytes:
     cols = columns()
     return csv_bytes([c.name for c in cols], (list(flatten(r, cols).values()) for r in results))
 
 
-def to_parquet(results: Sequence[JsonObject]) -> bytes:
+def to_parquet(results: Sequence[Result]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 

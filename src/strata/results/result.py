@@ -1,28 +1,33 @@
 """One trial's result, typed: what run/trial.py builds, the store writes and the readers read by attribute.
 
-The stored form is the JSON `to_json` gives (store.py writes it with `schema_version`); `from_json` reads
+The stored form is the JSON `to_json` gives (store.py `stored_doc` adds `schema_version`); `from_json` reads
 that form back (a part's result sent by a host's agent, a result stored by this version), and `from_stored`
 reads every stored format, an older one upgraded in memory first (schema.py's migrations: stored files are
-never rewritten). What a workload, a collector or a layer says of the trial (`metrics`, `collectors`,
-`stack_facts`, `host`, the resolved `trial`) is each plugin's own JSON, kept as it is; the flags are typed
-(`flags.Flags`, their one codec).
+never rewritten): what store.py `load_results` returns, each with the `file` it was read from. What a
+workload, a collector or a layer says of the trial (`metrics`, `collectors`, `stack_facts`, `host`, the
+resolved `trial`) is each plugin's own JSON, kept as it is; the flags are typed (`flags.Flags`, their one
+codec). The read side (analysis/, report/, show, export) reads those documents through typed views, each
+read once (results/stored.py: `layers`, the trial's layers, load and placement; `primary`, the headline;
+`host_facts`; `collected`, the collectors' totals), and a workload's own fields through its `MetricSchema`.
 
 The keys (store.py RESULT_FIELDS): every result has `trial_id` .. `collectors`, and `artifacts` (a trimmed
 copy may lack it: tests/data/results/quick-a); `status` once the trial ended; `started_at`, `finished_at`,
 `duration_s` once it ran (or was refused); `setup_s` when it built a stack; `writes` when it was judged;
 `design` when the runner stored its design; `hosts` across hosts. A key this version does not know (a newer
-strata's addition, the loader's `_path`) is kept in `extra` and written back.
+strata's addition) is kept in `extra` and written back.
 """
 
 from __future__ import annotations
 
-import json
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
-from strata.core.jsondoc import JsonObject, as_obj
+from strata.core.jsondoc import JsonObject, ShapeError, arr, as_obj, obj, text
 from strata.results.flags import Flags
 from strata.results.schema import migrate
+from strata.results.stored import Collected, Headline, HostFacts, TrialDoc
 from strata.results.validity.evidence import headline_of
 from strata.results.validity.trial import WarningDoc
 from strata.results.writes import Writes
@@ -62,13 +67,13 @@ class Result:
     experiment: str = ""
     stack: str = ""
     labels: Labels = field(default_factory=lambda: no_labels())
-    trial: dict[str, Any] = field(default_factory=dict)  # the resolved trial (experiment/expand.py Trial.resolved)
-    host: dict[str, Any] = field(default_factory=dict)  # the host's facts (core/host.py), the tools' versions
-    metrics: dict[str, Any] = field(default_factory=dict)  # the workload's (workloads/base.py Parsed.metrics)
+    trial: JsonObject = field(default_factory=dict)  # the resolved trial (experiment/expand.py Trial.resolved)
+    host: JsonObject = field(default_factory=dict)  # the host's facts (core/host.py), the tools' versions
+    metrics: JsonObject = field(default_factory=dict)  # the workload's (workloads/base.py Parsed.metrics)
     flags: Flags = field(default_factory=Flags)
     warnings: list[WarningDoc] = field(default_factory=list)
-    stack_facts: dict[str, Any] = field(default_factory=dict)  # what each layer said of itself
-    collectors: dict[str, Any] = field(default_factory=dict)  # the collectors' totals (collectors/)
+    stack_facts: JsonObject = field(default_factory=dict)  # what each layer said of itself
+    collectors: JsonObject = field(default_factory=dict)  # the collectors' totals (collectors/)
     artifacts: str | None = None  # the trial's artifact directory, relative to the results directory
     status: str | None = None  # "ok", "failed" or "unsupported" (store.py STATUSES); None: not ended
     started_at: str | None = None
@@ -77,41 +82,46 @@ class Result:
     setup_s: float | None = None  # building the stack, apart from the trial's own time
     writes: Writes | None = None  # results/writes.py
     design: DesignDoc | None = None  # how the repetitions were taken (run/repeat.py design_doc)
-    hosts: dict[str, Any] | None = None  # across hosts: each host's node, clock, part (hosts/executor.py)
-    extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as read
+    hosts: dict[str, JsonObject] | None = None  # across hosts: each host's node, clock, part (hosts/executor.py)
+    extra: JsonObject = field(default_factory=dict)  # keys this version does not know, kept as read
+    # the file it was loaded from (store.py load_results; None: not loaded), never stored
+    file: str | None = field(default=None, compare=False)
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Result:
-        """A result in this version's form (`to_json`'s, or a stored file's once migrated)."""
+    def from_json(cls, doc: JsonObject, file: str | None = None) -> Result:
+        """A result in this version's form (`to_json`'s, or a stored file's once migrated). The plugins' documents
+        are read as objects; the record's own (labels, warnings, writes, design) are this version's, as written."""
+        hosts = doc.get("hosts")
         return cls(
-            trial_id=doc.get("trial_id") or "",
-            run_id=doc.get("run_id") or "",
-            experiment=doc.get("experiment") or "",
-            stack=doc.get("stack") or "",
-            labels=doc.get("labels") or no_labels(),
-            trial=doc.get("trial") or {},
-            host=doc.get("host") or {},
-            metrics=doc.get("metrics") or {},
+            trial_id=text(doc, "trial_id"),
+            run_id=text(doc, "run_id"),
+            experiment=text(doc, "experiment"),
+            stack=text(doc, "stack"),
+            labels=cast(Labels, doc.get("labels") or no_labels()),
+            trial=obj(doc, "trial"),
+            host=obj(doc, "host"),
+            metrics=obj(doc, "metrics"),
             flags=Flags.of(doc),
-            warnings=list(doc.get("warnings") or []),
-            stack_facts=doc.get("stack_facts") or {},
-            collectors=doc.get("collectors") or {},
-            artifacts=doc.get("artifacts"),
-            status=doc.get("status"),
-            started_at=doc.get("started_at"),
-            finished_at=doc.get("finished_at"),
-            duration_s=doc.get("duration_s"),
-            setup_s=doc.get("setup_s"),
-            writes=doc.get("writes"),
-            design=doc.get("design"),
-            hosts=doc.get("hosts"),
+            warnings=cast("list[WarningDoc]", list(arr(doc, "warnings"))),
+            stack_facts=obj(doc, "stack_facts"),
+            collectors=obj(doc, "collectors"),
+            artifacts=_text(doc, "artifacts"),
+            status=_text(doc, "status"),
+            started_at=_text(doc, "started_at"),
+            finished_at=_text(doc, "finished_at"),
+            duration_s=_number(doc, "duration_s"),
+            setup_s=_number(doc, "setup_s"),
+            writes=cast("Writes | None", doc.get("writes")),
+            design=cast("DesignDoc | None", doc.get("design")),
+            hosts=None if hosts is None else {h: as_obj(v, h) for h, v in as_obj(hosts, "hosts").items()},
             extra={k: v for k, v in doc.items() if k not in KNOWN},
+            file=file,
         )
 
     @classmethod
-    def from_stored(cls, doc: JsonObject) -> Result:
+    def from_stored(cls, doc: JsonObject, file: str | None = None) -> Result:
         """A stored result of any version (schema.py upgrades an older one, in place, first)."""
-        return cls.from_json(migrate(doc))
+        return cls.from_json(migrate(doc), file)
 
     def to_json(self) -> dict[str, object]:
         """The stored form, without `schema_version` (the store adds it)."""
@@ -142,20 +152,73 @@ class Result:
         }
         return doc | {k: v for k, v in optional.items() if v is not None} | self.extra
 
-    def stored(self) -> JsonObject:
-        """The stored form as the JSON document `load_results` gives back (what the analysis reads)."""
-        return as_obj(json.loads(json.dumps(self.to_json())))
-
     @property
     def headline(self) -> tuple[float | None, str]:
         """(value, unit) of the headline: what the workload named in `metrics.primary`."""
         return headline_of(self.metrics)
 
     @property
+    def primary(self) -> Headline:
+        """The headline, whole: its value and unit, the field it is and its per-second series."""
+        return Headline.of(self.metrics)
+
+    @property
     def workload_type(self) -> str:
         """The registry key of the trial's workload ("" when the trial was not read)."""
-        return str((self.trial.get("workload") or {}).get("type") or "")
+        return self.layers.workload.type
+
+    # What the read side reads, typed (results/stored.py); each read once, when first asked: a stored result is
+    # not changed once loaded.
+    @functools.cached_property
+    def layers(self) -> TrialDoc:
+        """The resolved trial, layer by layer, with its load and placement."""
+        return TrialDoc.of(self.trial)
+
+    @functools.cached_property
+    def host_facts(self) -> HostFacts:
+        return HostFacts.of(self.host)
+
+    @functools.cached_property
+    def collected(self) -> Collected:
+        """The collectors' totals the analysis reads."""
+        return Collected.of(self.collectors, self.stack_facts)
+
+    @property
+    def repetition(self) -> int:
+        """Its repetition as labelled (0 when it has none), to name the trial in a message."""
+        return self.labels.get("repetition", 0)
+
+    @property
+    def repetitions(self) -> int | None:
+        """The repetitions its design fixed (None: `auto`, or stored without a design)."""
+        n = None if self.design is None else self.design.get("repetitions")
+        return n if isinstance(n, int) else None
+
+    @property
+    def scale(self) -> str | None:
+        """The scale it was taken at (experiment/scale.py: "smoke" is never a measurement), None: full."""
+        return None if self.design is None else self.design.get("scale")
+
+
+def _text(doc: JsonObject, key: str) -> str | None:
+    return None if doc.get(key) is None else text(doc, key)
+
+
+def _number(doc: JsonObject, key: str) -> float | None:
+    """A number as stored (an int stays an int, as the export writes it), or None."""
+    v = doc.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ShapeError(f"{key!r} should be a number, not {type(v).__name__}")
+    return v
+
+
+def typed(results: Iterable[Result | JsonObject]) -> list[Result]:
+    """Results as the read side reads them: a stored document given as such (a study's published numbers, a
+    test's synthetic result) is read as `load_results` reads a file."""
+    return [r if isinstance(r, Result) else Result.from_stored(r) for r in results]
 
 
 # The keys a Result reads into its fields (the store's `schema_version` too: once read, it is this version's).
-KNOWN = frozenset(f.name for f in fields(Result) if f.name != "extra") | {"schema_version"}
+KNOWN = frozenset(f.name for f in fields(Result) if f.name not in ("extra", "file")) | {"schema_version"}

@@ -23,9 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from strata.core.jsondoc import JsonObject
 from strata.results.result import Result
-from strata.results.schema import SCHEMA_VERSION, migrate
+from strata.results.schema import SCHEMA_VERSION
 
 STATUSES = ("ok", "failed", "unsupported")
 RESULT_FIELDS = (
@@ -48,6 +47,11 @@ RESULT_FIELDS = (
     "collectors",
     "artifacts",
 )
+
+
+def stored_doc(result: Result) -> dict[str, object]:
+    """A result as the store writes it: its JSON, with the format's version."""
+    return {"schema_version": SCHEMA_VERSION, **result.to_json()}
 
 
 def atomic_write_json(path: Path, doc: Mapping[str, object]) -> None:
@@ -109,7 +113,7 @@ class ResultStore:
             while (keep := path.with_name(f"{result.trial_id}.attempt-{k}.json")).exists():
                 k += 1
             os.replace(path, keep)
-        atomic_write_json(path, {"schema_version": SCHEMA_VERSION, **result.to_json()})
+        atomic_write_json(path, stored_doc(result))
         return path
 
     def write_run(self, run_id: str, doc: Mapping[str, object]) -> None:
@@ -150,8 +154,9 @@ def results_dirs(root: str) -> list[str]:
     return sorted(found)
 
 
-def load_results(root: Path | str, include_attempts: bool = False) -> list[dict[str, Any]]:
-    """Every stored trial result under `root` (a results dir, or a folder of them), each with `_path`."""
+def load_results(root: Path | str, include_attempts: bool = False) -> list[Result]:
+    """Every stored trial result under `root` (a results dir, or a folder of them), migrated, each with the
+    `file` it was read from."""
     paths = []
     for d in results_dirs(str(root)):
         trials = os.path.join(d, "trials")
@@ -178,16 +183,14 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parse(path: str, data: bytes) -> JsonObject:
+def _parse(path: str, data: bytes) -> Result:
     try:
         doc = json.loads(data)
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        doc = migrate(doc)
+        return Result.from_stored(doc, path)
     except ValueError as e:
         raise ValueError(f"{path} is not a readable result: {e}")
-    doc["_path"] = path
-    return doc
 
 
 def load_runs(root: Path | str) -> list[dict[str, Any]]:

@@ -66,11 +66,10 @@ def amplification(workload_bytes: int, layers: dict[str, LayerCounters]) -> dict
     return {name: round(float(number(d, "write_bytes") or 0) / workload_bytes, 4) for name, d in layers.items()}
 
 
-def of_result(result: JsonObject) -> dict[str, float] | None:
-    """A stored result's write amplification per layer (the device under test first), or None: not given,
-    or stored before it was. (An older result's disks were counted over the whole trial, ramp included,
+def amplification_of(stored: Writes | None) -> dict[str, float] | None:
+    """A result's write amplification per layer (the device under test first), from its `writes`, or None: not
+    given, or stored before it was. (An older result's disks were counted over the whole trial, ramp included,
     which the workload's bytes leave out: no amplification is derived from them.)"""
-    stored = result.get("writes")
     amp = stored.get("amplification") if isinstance(stored, dict) else None
     if not isinstance(amp, dict) or not amp:
         return None
@@ -89,7 +88,7 @@ def across_hosts(per_host: dict[str, Writes | None]) -> Writes:
     }
 
 
-def device(result: JsonObject) -> float | None:
-    """The write amplification of the device under test (the first layer), or None."""
-    amp = of_result(result)
+def device(stored: Writes | None) -> float | None:
+    """The write amplification of the device under test (the first layer), from a result's `writes`, or None."""
+    amp = amplification_of(stored)
     return next(iter(amp.values()), None) if amp else None

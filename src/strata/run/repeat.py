@@ -35,7 +35,7 @@ from strata.analysis.cells.query import by_context, match_key
 from strata.analysis.decisions.answer import Design
 from strata.analysis.decisions.racing import DECIDED, race
 from strata.analysis.decisions.stats import summarize
-from strata.core.jsondoc import JsonObject
+from strata.core.jsondoc import whole
 from strata.experiment.expand import BASELINE_ROUNDS, Trial, in_rounds
 from strata.experiment.looks import budget_looks
 from strata.results.result import Result
@@ -81,7 +81,7 @@ class Repetitions:
                 self.scaling.setdefault(scaling.series_key(t.resolved()), scaling.Series(t))
         self.seen: set[str | None] = set()
         # every finished trial of the run, for the racing (the analysis reads results in their stored form)
-        self.results: list[JsonObject] = []  # the stored results so far (Result.to_json)
+        self.results: list[Result] = []  # the results so far
         self.setup_s = 0.0  # building stacks (and loading images) in this run: not counted against the budget
         self.looks = self._plan_looks()
         for r in stored or []:
@@ -109,7 +109,7 @@ class Repetitions:
         if result.trial_id in self.seen:
             return
         self.seen.add(result.trial_id)
-        self.results.append(result.stored())
+        self.results.append(result)
         if result.setup_s is not None and result.run_id == self.run_id:
             self.setup_s += float(result.setup_s)
         self._record_scaling(result)
@@ -142,12 +142,13 @@ class Repetitions:
 
     def _record_scaling(self, result: Result) -> None:
         t = result.trial
-        if not isinstance(t.get("load"), dict) or t["load"].get("scale") != "auto":
+        load = t.get("load")
+        if not isinstance(load, dict) or load.get("scale") != "auto":
             return
         series = self.scaling.get(scaling.series_key(t))
         if series is None:
             return
-        n = t["load"].get("containers", 1)
+        n = whole(load, "containers", 1) or 1
         value, _ = result.headline
         if result.status == "ok" and value is not None:
             series.values.setdefault(n, []).append(value)

@@ -112,7 +112,7 @@ def run_experiment(
         )
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     summary = RunSummary(run_id)
-    stored = [Result.from_json(r) for r in load_results(out)] if resume else []  # load_results migrated them
+    stored = load_results(out) if resume else []
     reps = Repetitions(exp, trials, stored, run_id)
     done_ids = {r.trial_id for r in stored if r.status in ("ok", "unsupported")}
     run_doc = {

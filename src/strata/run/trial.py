@@ -26,7 +26,7 @@ from strata.collectors.diskstats import within
 from strata.collectors.sampler import Sampler
 from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import InstanceOutput, InstanceRequest, ReadsNode, Rendezvous, Running, Watch
-from strata.core.jsondoc import JsonObject, JsonValue, as_obj, obj, whole
+from strata.core.jsondoc import JsonObject, JsonValue, arr, as_obj, obj, text, whole
 from strata.core.proc import CommandError
 from strata.experiment import presets
 from strata.results import validity, writes
@@ -109,9 +109,10 @@ def run_trial(
     try:
         device, mounted, session = stacks.get(trial)
         setup_s = result.setup_s = round(time.time() - t0, 3)  # building the stack (or none: it stood)
+        fs_facts: JsonObject = {"mount_options": mounted.mount_options, "mountpoint": str(mounted.mountpoint or "")}
         result.stack_facts = {
             "device": device.facts,
-            "filesystem": {"mount_options": mounted.mount_options, "mountpoint": str(mounted.mountpoint or "")},
+            "filesystem": fs_facts,
             "runtime": session.facts,
         }
         _measure(trial, device, session, store, result)
@@ -209,8 +210,8 @@ def _resolved_load(load: Load, device: DeviceHandle | NoDevice, result: Result) 
     from strata.core.host import host_facts
 
     facts = result.host
-    cores = facts.get("cpus") or os.cpu_count() or 1
-    memory = facts.get("memory_bytes") or whole(host_facts(), "memory_bytes") or 0
+    cores = whole(facts, "cpus") or os.cpu_count() or 1
+    memory = whole(facts, "memory_bytes") or whole(host_facts(), "memory_bytes") or 0
     bps = presets.device_read_bps(device.path) if presets.needs_bandwidth(load.limits) else None
     load, record = presets.resolve(load, cores, memory, bps)
     if record:
@@ -349,8 +350,8 @@ def _judge(
     """The validity flags, each with its evidence (validity/); suspicions become warnings; and what the
     workload wrote and synced beside what each layer wrote (`writes`)."""
     stats = obj(summary, "diskstats")  # the diskstats collector's totals, per disk
-    fs = result.trial.get("filesystem") or {}
-    mounted = str((result.stack_facts.get("filesystem") or {}).get("mount_options") or "").split(",")
+    fs = obj(result.trial, "filesystem")
+    mounted = str(obj(result.stack_facts, "filesystem").get("mount_options") or "").split(",")
     evidence = validity.TrialEvidence.of(
         parsed,
         wl.runtime_s(trial.workload),
@@ -369,9 +370,9 @@ def _judge(
         measured=measured,
         stack={
             "path": trial.path,
-            "filesystem": fs.get("type"),
-            "mount_options": [o for o in dict.fromkeys([*fs.get("mount_options", []), *mounted]) if o],
-            "runtime": result.trial.get("runtime") or {},
+            "filesystem": text(fs, "type") or None,
+            "mount_options": [o for o in dict.fromkeys([*map(str, arr(fs, "mount_options")), *mounted]) if o],
+            "runtime": obj(result.trial, "runtime"),
         },
     )
     layers, window = evidence.layers()

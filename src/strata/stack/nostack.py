@@ -14,6 +14,7 @@ from typing import Iterator, NoReturn
 
 from strata.collectors.base import Collector
 from strata.core.instances import InstanceRequest
+from strata.core.jsondoc import JsonObject
 from strata.core.params import Load
 from strata.stack.hostprocs import HostProcesses
 
@@ -22,7 +23,7 @@ REASON = "no instance runs on this host (it runs only the workload's clients): n
 
 class NoDevice:
     path = None
-    facts = {"built": False, "reason": REASON}
+    facts: JsonObject = {"built": False, "reason": REASON}
     diskstats: list[str] = []
     collectors: list[Collector] = []
     watch = None
@@ -34,7 +35,7 @@ class NoMount:
 
 
 class NoSession:
-    facts = {"built": False, "reason": REASON}
+    facts: JsonObject = {"built": False, "reason": REASON}
 
     def watch(self) -> tuple[str, str] | None:
         return None  # nothing built here to die

@@ -40,7 +40,6 @@ from strata.analysis.decisions.criterion import MAX_USEFUL_REPETITIONS
 from strata.analysis.decisions.groups import Comparisons, compare, repetitions_to_decide
 from strata.analysis.decisions.stats import summarize
 from strata.analysis.measured.sweeps import Sweep, peak
-from strata.core.jsondoc import obj
 from strata.results import flags
 from strata.workloads.server import durability
 
@@ -243,7 +242,7 @@ def not_durable(cells: list[Cell]) -> str:
     (workloads/server/durability.py), each with the stacks that ran under it; "" when none did."""
     lax: dict[str, list[str]] = {}
     for c in cells:
-        for setting in dict.fromkeys(k for r in c.ok for k in durability.lax_of(obj(r, "metrics"))):
+        for setting in dict.fromkeys(k for r in c.ok for k in durability.lax_of(r.metrics)):
             lax.setdefault(setting, []).append(c.stack)
     if not lax:
         return ""

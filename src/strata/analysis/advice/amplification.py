@@ -35,7 +35,7 @@ def of_cell(c: Cell) -> list[Layer]:
     per: dict[int, list[float]] = {}
     names: dict[int, str] = {}
     for r in c.measured:
-        for i, (name, v) in enumerate((writes.of_result(r) or {}).items()):
+        for i, (name, v) in enumerate((writes.amplification_of(r.writes) or {}).items()):
             per.setdefault(i, []).append(float(v))
             names.setdefault(i, name)
     return [Layer(i, names[i], summarize(per[i])) for i in sorted(per)]

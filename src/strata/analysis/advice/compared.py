@@ -16,12 +16,12 @@ direction chosen here (`Compared.runs`, `higher_is_better`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from strata.analysis.cells.cells import Cell
 from strata.analysis.decisions.answer import Answer
 from strata.analysis.decisions.groups import Runs
-from strata.core.jsondoc import JsonObject, obj, whole
 from strata.core.metrics import Metric
 
 DEFAULT_LATENCY_STAT = "p99"
@@ -84,22 +84,22 @@ def of(group: list[Cell]) -> Compared:
     total = first.schema.field("latency", first.schema.total_latency or "")
     if offered is not None and offered.absolute(first.workload) is not None and total is not None:
         stat = latency_stat(group)
-        intended = all(obj(r, "metrics").get("latency_timed_from") == "intended" for c in group for r in c.ok)
+        intended = all(r.metrics.get("latency_timed_from") == "intended" for c in group for r in c.ok)
         runs = {c.key: _latency_runs(c, stat, total) for c in group}
         return Compared(f"{stat} latency", "ms", False, runs, intended=intended and any(c.ok for c in group))
     return Compared("", first.unit, higher_is_better(first), {c.key: c.runs for c in group})
 
 
-def design_of(group: list[Cell]) -> JsonObject:
+def design_of(group: list[Cell]) -> Mapping[str, object]:
     """The design stored with the group's first result that has one (the spec's choices: {} when none)."""
-    return next((obj(r, "design") for c in group for r in c.ok if r.get("design")), {})
+    return next((r.design for c in group for r in c.ok if r.design), {})
 
 
 def latency_stat(group: list[Cell]) -> str:
     """The latency statistic the spec names for comparisons under an offered rate (its design's `latency_stat`)."""
     for c in group:
         for r in c.ok:
-            stat = obj(r, "design").get("latency_stat")
+            stat = None if r.design is None else r.design.get("latency_stat")
             if stat in LATENCY_STATS:
                 return str(stat)
     return DEFAULT_LATENCY_STAT
@@ -112,13 +112,13 @@ def _latency_runs(c: Cell, stat: str, m: Metric) -> Runs:
         v = m.value(r, c.schema.direction(r), stat)
         if isinstance(v, (int, float)) and v > 0:
             vals.append(float(v) / NS_PER_MS)
-            rounds.append(whole(obj(r, "trial"), "repetition", -1) or 0)
+            rounds.append(-1 if (n := r.layers.repetition) is None else n)
     return Runs.of(vals, rounds)
 
 
 def higher_is_better(c: Cell) -> bool:
     """The direction the workload declares for its headline (`Metric.better`); higher when it declares none."""
-    name = next((str(obj(obj(r, "metrics"), "primary").get("metric", "")) for r in c.ok), "")
+    name = next((r.primary.metric for r in c.ok), "")
     fields = [f for f in c.schema.fields if f.headline and f.kind == "total"]
     m = next((f for f in fields if f.name == name), None)
     return m is None or m.better != "lower"

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from strata.analysis.cells.cells import Cell, Result, repetition
+from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import by_context
-from strata.core.jsondoc import obj, text, whole
 from strata.experiment.expand import BASELINE_ROUNDS
-from strata.results import flags, validity
-from strata.results.flags import DECLARED, Flags
+from strata.results import validity
+from strata.results.flags import DECLARED
+from strata.results.result import Result
 from strata.results.validity import disks, raw, repetitions, series
 
 MIN_REPETITIONS = 3  # fewer leave a configuration's interval too wide to call a difference
@@ -75,14 +75,14 @@ def _declared(cells: list[Cell]) -> list[HygieneWarning]:
     for d in DECLARED.values():
         if not d.fix:
             continue
-        items = [f"{c.name} #{repetition(r)}" for c in cells for r in c.measured if flags.warns(r, d.flag)]
+        items = [f"{c.name} #{r.repetition}" for c in cells for r in c.measured if r.flags.warns(d.flag)]
         if items:
             out.append(HygieneWarning(d.key, f"{len(items)} trial(s) flagged {d.word}: {d.meaning}", d.fix, items))
     return out
 
 
 def _cache(cells: list[Cell]) -> list[HygieneWarning]:
-    cached = [(f"{c.name} #{repetition(r)}", Flags.of(r).cache) for c in cells for r in c.cached]
+    cached = [(f"{c.name} #{r.repetition}", r.flags.cache) for c in cells for r in c.cached]
     if not cached:
         return []
     # a database whose data set fits in its servers' memory is flagged by that, whatever its bytes: its fix is a
@@ -165,7 +165,7 @@ def _unconfirmed(cells: list[Cell]) -> HygieneWarning | None:
     singly = [c for c in cells if c not in by_interval and (c.above_raw or c.unconfirmed)]
     decided = [f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" for c in by_interval if c.above_raw]
     single = [
-        f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" if c.above_raw else f"{c.name} #{repetition(r)}"
+        f"{c.name} ({c.above_raw.evidence['ratio']:.2f}x raw)" if c.above_raw else f"{c.name} #{r.repetition}"
         for c in singly
         for r in (c.unconfirmed[:1] if c.above_raw else c.unconfirmed)
     ]
@@ -204,7 +204,7 @@ def _planned(c: Cell) -> int:
     `repetitions` (its trials, stored before the design was)."""
     if c.design.first:
         return _auto_plan(c)
-    stored = [n for r in c.ok + c.failed + c.unconfirmed if (n := whole(obj(r, "design"), "repetitions"))]
+    stored = [n for r in c.ok + c.failed + c.unconfirmed if (n := r.repetitions)]
     return max(stored, default=len(c.ok) + len(c.failed) + len(c.unconfirmed))
 
 
@@ -318,7 +318,7 @@ def _steady(cells: list[Cell]) -> list[HygieneWarning]:
         for r, s in c.steady:
             if s is None:
                 continue
-            item = f"{c.name} #{repetition(r)}"
+            item = f"{c.name} #{r.repetition}"
             verdict = "warns" if s.warns else "short" if not s.judged else ""
             if verdict:
                 found.setdefault((s.basis or "snia", verdict), []).append(item)
@@ -371,9 +371,9 @@ def _sync(cells: list[Cell]) -> HygieneWarning | None:
     items = []
     for c in cells:
         for r in c.measured:
-            s = Flags.of(r).sync
+            s = r.flags.sync
             if s is not None and s.suspect:
-                items.append(f"{c.name} #{repetition(r)} (skew {s.extra.get('skew_s', 0):.1f} s)")
+                items.append(f"{c.name} #{r.repetition} (skew {s.extra.get('skew_s', 0):.1f} s)")
     if not items:
         return None
     return HygieneWarning(
@@ -389,10 +389,10 @@ def _failed(cells: list[Cell]) -> HygieneWarning | None:
     items = []
     for c in cells:
         for r in c.failed:
-            f = Flags.of(r).failed
+            f = r.flags.failed
             category = f.category if f else None
-            cats[str(category or r.get("status"))] += 1  # a str: sorted below
-            items.append(f"{c.name} #{repetition(r)}: {category}")
+            cats[str(category or r.status)] += 1  # a str: sorted below
+            items.append(f"{c.name} #{r.repetition}: {category}")
     if not items:
         return None
     summary = ", ".join(f"{n} {k}" for k, n in sorted(cats.items()))
@@ -407,7 +407,7 @@ def _failed(cells: list[Cell]) -> HygieneWarning | None:
 
 def _hosts(results: list[Result]) -> list[HygieneWarning]:
     out = []
-    hosts = sorted({text(obj(r, "host"), "hostname", "?") for r in results if r.get("host")})
+    hosts = sorted({r.host_facts.hostname for r in results if r.host})
     if len(hosts) > 1:
         out.append(
             HygieneWarning(
@@ -417,7 +417,7 @@ def _hosts(results: list[Result]) -> list[HygieneWarning]:
                 hosts,
             )
         )
-    notes = sorted({str(n) for r in results if (n := obj(r, "host").get("note"))})
+    notes = sorted({n for r in results if (n := r.host_facts.note)})
     for n in notes:
         out.append(
             HygieneWarning(

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from strata.analysis.cells.cells import Cell, direction
 from strata.analysis.cells.query import fmt, summary_of
 from strata.analysis.decisions.stats import Change, Summary, change
-from strata.core.jsondoc import obj, text, whole
 
 TIE = 0.05
 MEASURED = "measured"
@@ -139,7 +138,7 @@ def measured(cells: list[Cell]) -> list[MeasuredPlacement]:
     """Every group of cells that differ only in placement and hold a one-host and a spread placement."""
     groups: dict[str, list[Cell]] = {}
     for c in cells:
-        if c.values and not c.emulated and obj(c.trial, "placement").get("instances"):
+        if c.values and not c.emulated and c.placement.instances:
             groups.setdefault(_without_placement(c), []).append(c)
     out = []
     for group in groups.values():
@@ -167,11 +166,9 @@ def measured(cells: list[Cell]) -> list[MeasuredPlacement]:
 
 
 def _placed(c: Cell) -> Placed:
-    pl = obj(c.trial, "placement")
     way = direction(c.ok[0]) if c.ok else "read"
-    instances = obj(pl, "instances")
-    per_host = {h: whole(instances, h) or 0 for h in instances}
-    return Placed(c, text(pl, "name"), per_host, summary_of(c), _p99(c), direction=way)
+    per_host = dict(c.placement.instances or {})
+    return Placed(c, c.placement.name, per_host, summary_of(c), _p99(c), direction=way)
 
 
 def for_stack(found: list[MeasuredPlacement], stack: str, workload: str) -> MeasuredPlacement | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from strata.analysis.cells.cells import Apart, Cell, add_ok
 from strata.analysis.cells.query import summary_of
 from strata.analysis.decisions.stats import Ratio, ratio, summarize
-from strata.core.jsondoc import text
 from strata.results import validity
 from strata.results.flags import AboveRaw, Flag
 
@@ -50,7 +49,7 @@ def above_raw(c: Cell, raw: Cell, values: list[float]) -> AboveRaw | None:
     baseline, by the interval of their ratio where both have repetitions."""
     s = summarize(values)
     r = ratio(s, summary_of(raw))
-    raw_id = text(raw.ok[0], "trial_id") if raw.ok else None
+    raw_id = raw.ok[0].trial_id if raw.ok else None
     return validity.above_raw_repeated(s.mean, summary_of(raw).mean, raw_id, r.value, r.low, r.high)
 
 

@@ -3,7 +3,7 @@
 A cell is everything in the resolved trial but the repetition number (the
 trial id hashes the same thing plus the repetition, see experiment/expand.py).
 Its throughput is the headline the workload named in `metrics.primary`
-(validity.headline); its parameters and latencies are read as its workload
+(`Result.headline`); its parameters and latencies are read as its workload
 declares them (`Workload.metrics`, strata/core/metrics.py).
 
 Trials a flag draws apart (its declaration's `apart`, strata/results/flags/declared.py:
@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,11 +26,13 @@ from strata.analysis.cells.load import read_bytes
 from strata.analysis.decisions.answer import MARGIN, Design
 from strata.analysis.decisions.groups import Runs
 from strata.analysis.decisions.stats import Summary, summarize
-from strata.core.jsondoc import JsonObject, JsonValue, ShapeError, arr, as_obj, num, obj, text, whole
+from strata.core.jsondoc import JsonObject, JsonValue, ShapeError
 from strata.core.metrics import MetricSchema
 from strata.core.params import LoadCounts
 from strata.results import flags, validity
-from strata.results.flags import AboveRaw, Declared, Flag, Flags, Steady
+from strata.results.flags import AboveRaw, Declared, Flag, Steady
+from strata.results.result import Result, typed
+from strata.results.stored import Layer, Placement, TrialDoc
 from strata.stack.runtimes import REGISTRY as RUNTIMES
 from strata.workloads.server import durability
 
@@ -38,18 +41,15 @@ if TYPE_CHECKING:
 
 LABEL_KEYS = ("device", "filesystem", "runtime", "path", "workload", "load")
 
-# A stored trial result as the loader hands it (results/store.py load_results: the stored JSON, migrated,
-# with the loader's `_path`): read member by member (strata.core.jsondoc), as a boundary.
-Result = JsonObject
 Frozen = tuple[tuple[str, str | int | float | None], ...]  # a JSON object as a hashable key (`freeze`)
 
 
 def artifact(result: Result, name: str) -> JsonObject | None:
     """A JSON artifact of a stored trial (series.json, workload-series.json), or None (absent, unreadable,
     or not an object)."""
-    if "_path" not in result:
+    if result.file is None:
         return None
-    path = os.path.join(os.path.dirname(text(result, "_path")), text(result, "trial_id"), name)
+    path = os.path.join(os.path.dirname(result.file), result.trial_id, name)
     try:
         doc: JsonValue = json.loads(read_bytes(path))
     except (OSError, ValueError):
@@ -74,11 +74,6 @@ def series_of(v: JsonValue) -> list[list[float]] | None:
     return points
 
 
-def repetition(result: Result) -> JsonValue:
-    """A result's repetition as labelled (0 when it has none), to name the trial in a message."""
-    return obj(result, "labels").get("repetition", 0)
-
-
 def freeze(d: JsonObject, drop: str = "name") -> Frozen:
     """A hashable copy of a flat-ish JSON object (sorted keys; nested values by repr, which is canonical
     for stored results: they are written with sorted keys)."""
@@ -96,39 +91,33 @@ def schema_of(workload_type: str) -> MetricSchema:
 
 def throughput(result: Result) -> tuple[float | None, str]:
     """(value, unit) of a result's headline throughput."""
-    return validity.headline(result)
+    return result.headline
 
 
 def direction(result: Result) -> str:
     """The data direction whose latency represents the trial (read unless it writes more)."""
-    return schema_of(workload_type(result)).direction(result)
-
-
-def workload_type(result: Result) -> str:
-    """The registry key of a stored result's workload ("" when it has none)."""
-    return text(obj(obj(result, "trial"), "workload"), "type")
+    return schema_of(result.workload_type).direction(result)
 
 
 def design_of(result: Result) -> DesignDoc | None:
     """A stored result's `design` as the steady judgement reads it (results/validity/series.py: how many
     repetitions, and the margin), or None when it has none (fixed repetitions: results/schema.py)."""
-    d = result.get("design")
+    d = result.design
     if d is None:
         return None
-    d = as_obj(d, "design")
-    margin = num(d, "margin")
+    margin = d.get("margin")
     if d.get("repetitions") == "auto":
         return {"repetitions": "auto", "margin": MARGIN if margin is None else margin}
-    n = whole(d, "repetitions")  # absent: read as one repetition, as the judgement did (not repeated)
+    n = d.get("repetitions")  # absent: read as one repetition, as the judgement did (not repeated)
     return {"repetitions": 1 if n is None else n, "margin": MARGIN if margin is None else margin}
 
 
 def trial_steady(result: Result) -> Steady | None:
     """flags.steady when the runner stored it, otherwise judged from the headline's per-second series."""
-    f = Flags.of(result).steady
+    f = result.flags.steady
     if f is not None:
         return f
-    name = text(obj(obj(result, "metrics"), "primary"), "series")
+    name = result.primary.series
     series = (artifact(result, "workload-series.json") or {}).get(name) if name else None
     return validity.steady(series_of(series), design=design_of(result))
 
@@ -149,7 +138,7 @@ def _apart_groups() -> dict[Flag, Apart]:
 class Cell:
     key: str
     labels: dict[str, str]
-    trial: JsonObject  # the resolved trial, as stored
+    layers: TrialDoc  # the resolved trial, layer by layer
     experiment: str
     ok: list[Result] = field(default_factory=list)
     failed: list[Result] = field(default_factory=list)
@@ -163,27 +152,34 @@ class Cell:
     tag: str = ""
 
     def __post_init__(self) -> None:
-        lab, t = self.labels, self.trial
+        lab, t = self.labels, self.layers
         self.stack: str = f"{lab['device']}/{lab['filesystem']}/{lab['runtime']}/{lab['path']}"
-        fs, rt = obj(t, "filesystem"), obj(t, "runtime")
-        self.fs_type = text(fs, "type")
-        self.mount_options = [str(o) for o in arr(fs, "mount_options")]
-        self.runtime_type = text(rt, "type")
+        self.device: Layer = t.device
+        self.fs_type = t.filesystem.type
+        self.fs_name = t.filesystem.name
+        self.mount_options = list(t.mount_options)
+        self.runtime_type = t.runtime.type
         # what the runtime plugin says it is: the baseline (native), and what isolates an instance
         runtime = RUNTIMES.get(self.runtime_type)
         self.baseline = validity.is_baseline_runtime(self.runtime_type)
         self.isolation = runtime.isolation if runtime is not None else ""
-        self.driver = None if rt.get("storage_driver") is None else text(rt, "storage_driver")
-        self.path = text(t, "path")
-        self.workload = obj(t, "workload")
-        self.load = obj(t, "load")
-        n = whole(self.load, "containers")
-        self.containers = 1 if n is None else n
+        self.driver = t.storage_driver
+        self.path = t.path
+        self.workload = t.workload.params  # the workload plugin's own parameters
+        self.load = t.load
+        self.limits = t.limits
+        self.placement: Placement = t.placement
+        self.containers = t.containers
         # I/Os in flight the load asks for: jobs x iodepth x containers
         self.outstanding: int = LoadCounts.of(self.load).per_instance * self.containers
-        self.is_raw = validity.is_raw_baseline(t)
-        self.kind = text(self.workload, "type")
+        self.is_raw = validity.is_raw_baseline(t.doc)
+        self.kind = t.workload.type
         self.schema = schema_of(self.kind)
+
+    @property
+    def trial(self) -> JsonObject:
+        """The resolved trial as stored (what its key and its raw baseline's are worked out from)."""
+        return self.layers.doc
 
     @functools.cached_property
     def raw_key(self) -> tuple[object, ...]:
@@ -193,7 +189,7 @@ class Cell:
 
     @property
     def name(self) -> str:
-        where = text(obj(self.trial, "placement"), "name")  # on the experiment's hosts (hosts/)
+        where = self.placement.name  # on the experiment's hosts (hosts/)
         return (
             f"{self.stack} {self.labels['workload']} {self.labels['load']}"
             + (f" @{where}" if where else "")
@@ -218,12 +214,13 @@ class Cell:
     @functools.cached_property
     def margin(self) -> float:
         """The spec's margin of equivalence, as stored with its results."""
-        return num(self._design_doc, "margin", MARGIN) or 0.0
+        margin = None if self._design_doc is None else self._design_doc.get("margin")
+        return MARGIN if margin is None else float(margin)
 
     @functools.cached_property
-    def _design_doc(self) -> JsonObject:
-        """The first `design` stored with its results (empty: fixed repetitions)."""
-        return next((obj(r, "design") for r in self.ok + self.failed if r.get("design")), {})
+    def _design_doc(self) -> DesignDoc | None:
+        """The first `design` stored with its results (None: fixed repetitions)."""
+        return next((r.design for r in self.ok + self.failed if r.design), None)
 
     @property
     def reps(self) -> int:
@@ -232,7 +229,7 @@ class Cell:
     @property
     def runs(self) -> Runs:
         """Its values with the round (repetition) of each: what the group comparisons pair by round."""
-        return Runs.of(self.values, [whole(obj(r, "trial"), "repetition", -1) or 0 for r in self.ok])
+        return Runs.of(self.values, [-1 if (n := r.layers.repetition) is None else n for r in self.ok])
 
     def groups(self) -> list[tuple[Declared, Apart]]:
         """Each flag's group of results drawn apart, in the flags' order (empty ones too)."""
@@ -251,7 +248,7 @@ class Cell:
     @property
     def durability(self) -> str:
         """Its database's durability settings in force, as `strata show` shows them ("": none stated)."""
-        return next((s for r in self.measured if (s := durability.shown(obj(r, "metrics")))), "")
+        return next((s for r in self.measured if (s := durability.shown(r.metrics))), "")
 
     @property
     def cached(self) -> list[Result]:
@@ -274,7 +271,7 @@ class Cell:
     @property
     def emulated(self) -> bool:
         """Measured under emulation (a VM under TCG): never storage performance to compare."""
-        return any(flags.warns(r, Flag.EMULATED) for r in self.measured)
+        return any(r.flags.warns(Flag.EMULATED) for r in self.measured)
 
     def param(self, name: str) -> JsonValue:
         """A parameter of the workload (as resolved and stored), or None."""
@@ -312,18 +309,17 @@ def cell_key(trial: JsonObject) -> str:
     return hashlib.sha1(config_key(trial).encode()).hexdigest()[:12]
 
 
-def build_cells(results: list[Result], judge_steady: bool = True) -> list[Cell]:
+def build_cells(results: Iterable[Result | JsonObject], judge_steady: bool = True) -> list[Cell]:
     """Group results into cells, in a stable order (by stack, workload, load)."""
     cells: dict[str, Cell] = {}
-    for r in results:
-        if r.get("status") == "unsupported" or "trial" not in r:
+    for r in typed(results):
+        if r.status == "unsupported" or not r.trial:
             continue
-        trial = obj(r, "trial")
-        key = config_key(trial)
+        key = config_key(r.trial)
         c = cells.get(key)
         if c is None:
-            labels = {k: str(obj(r, "labels").get(k, "")) for k in LABEL_KEYS}
-            c = cells[key] = Cell(cell_key(trial), labels, trial, text(r, "experiment"))
+            labels = {k: str(r.labels.get(k, "")) for k in LABEL_KEYS}
+            c = cells[key] = Cell(cell_key(r.trial), labels, r.layers, r.experiment)
         _add(c, r, judge_steady)
     for c in cells.values():
         c.summary = summarize(c.values, c.design.level(len(c.values), sides=2))
@@ -332,7 +328,7 @@ def build_cells(results: list[Result], judge_steady: bool = True) -> list[Cell]:
 
 
 def _add(c: Cell, r: Result, judge_steady: bool) -> None:
-    if r.get("status") != "ok":
+    if r.status != "ok":
         c.failed.append(r)
         return
     value, unit = throughput(r)
@@ -341,7 +337,7 @@ def _add(c: Cell, r: Result, judge_steady: bool) -> None:
         return
     c.unit = unit
     for flag, group in c.apart.items():  # the first flag that draws it apart (a cache before above_raw)
-        if flags.warns(r, flag):
+        if r.flags.warns(flag):
             group.results.append(r)
             group.values.append(value)
             return

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from strata.analysis.cells.cells import Cell
 from strata.analysis.decisions.stats import Change, Summary, change
-from strata.core.jsondoc import JsonObject, obj, text, whole
+from strata.core.jsondoc import JsonObject, text, whole
 from strata.core.params import PRESET_LIMITS
 
 
@@ -91,7 +91,7 @@ def match_key(c: Cell, also: tuple[str, ...] = ()) -> tuple[object, ...]:
 
 def _layer(c: Cell, name: str) -> object:
     return {
-        "filesystem": text(obj(c.trial, "filesystem"), "name"),
+        "filesystem": c.fs_name,
         "fs_type": c.fs_type,
         "runtime": c.labels["runtime"],
         "path": c.path,
@@ -114,7 +114,7 @@ def pairs(a: list[Cell], b: list[Cell], also: tuple[str, ...] = ()) -> list[tupl
 
 def limits_of(c: Cell) -> JsonObject:
     """The limits a cell ran with; a preset (003 Table 2) counts as the limits it sets."""
-    lim = dict(obj(c.load, "limits"))
+    lim = dict(c.limits)
     preset = lim.pop("preset", None)
     lim.pop("share", None)
     out: JsonObject = {k: v for k, v in lim.items() if v is not None}
@@ -125,7 +125,7 @@ def limits_of(c: Cell) -> JsonObject:
 
 def device_name(c: Cell) -> str:
     """The name of the device a cell ran on (the spec's, as resolved)."""
-    return text(obj(c.trial, "device"), "name")
+    return c.device.name
 
 
 def same_but_limits(c: Cell) -> tuple[object, ...]:

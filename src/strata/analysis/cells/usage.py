@@ -20,20 +20,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from strata.analysis.cells.cells import Result, schema_of, workload_type
+from strata.analysis.cells.cells import schema_of
 from strata.analysis.decisions.stats import Summary, summarize
-from strata.core.jsondoc import num, obj, text
+from strata.results.result import Result
 
 
 def host_busy_percent(r: Result) -> float | None:
-    idle = num(obj(obj(r, "collectors"), "host"), "cpu_idle_percent")
+    idle = r.collected.cpu_idle_percent
     return None if idle is None else 100.0 - idle
 
 
 def clients_percent(r: Result) -> float:
     """A server workload's clients' share of the host's CPUs in the measured run, in percent (0 when none ran
     here, or its workload runs no clients of its own)."""
-    share = schema_of(workload_type(r)).clients_cpu_share(r)
+    share = schema_of(r.workload_type).clients_cpu_share(r)
     return 100.0 * share if share is not None else 0.0
 
 
@@ -45,25 +45,19 @@ def server_cpu_percent(r: Result) -> float | None:
 
 def target_cpu_percent(r: Result) -> float | None:
     """A remote device's storage target process, as a share of the host's CPUs (percent)."""
-    target = obj(obj(obj(r, "collectors"), "remote_procs"), "target")
-    cpu_percent, cpus = num(target, "cpu_percent"), num(obj(r, "host"), "cpus")
+    cpu_percent, cpus = r.collected.target_cpu_percent, r.host_facts.cpus
     if cpu_percent is None or not cpus:
         return None
     return cpu_percent / cpus
 
 
 def disk_mb_s(r: Result) -> float | None:
-    name = text(obj(obj(r, "stack_facts"), "device"), "kernel_name")
-    d = obj(obj(obj(r, "collectors"), "diskstats"), name)
-    span_s = num(d, "span_s")
-    if not span_s:
-        return None
-    return ((num(d, "read_bytes") or 0) + (num(d, "write_bytes") or 0)) / span_s / 1e6
+    return r.collected.device_mb_s
 
 
 def per_kops(value: float | None, r: Result) -> float | None:
     """A per-trial figure per 1,000 operations per second of the trial's headline (CPU per unit of work)."""
-    ops = num(obj(obj(r, "metrics"), "primary"), "value")
+    ops = r.primary.value
     return None if value is None or not ops else value / (ops / 1000.0)
 
 

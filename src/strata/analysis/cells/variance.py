@@ -21,12 +21,12 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from strata.core.jsondoc import JsonObject, obj, text
-from strata.results.flags import Flags
+from strata.core.jsondoc import JsonObject
 from strata.results.validity import STEADY_WINDOW_S
 
 if TYPE_CHECKING:
-    from strata.analysis.cells.cells import Cell, Result
+    from strata.analysis.cells.cells import Cell
+    from strata.results.result import Result
 
 MIN_TRIAL_S = float(STEADY_WINDOW_S)  # the shortest trial the steady-state check can judge
 
@@ -130,7 +130,7 @@ def of_cells(cells: list[Cell]) -> dict[str, Components]:
             if st is None:
                 continue
             stats.append(st)
-            duration_s = r.get("duration_s")
+            duration_s = r.duration_s
             if isinstance(duration_s, (int, float)):
                 overheads.append(max(float(duration_s) - st[0], 0.0))
         comp = from_stats(stats, sum(overheads) / len(overheads) if overheads else None)
@@ -140,13 +140,13 @@ def of_cells(cells: list[Cell]) -> dict[str, Components]:
 
 
 def _stats(r: Result) -> tuple[int, float, float] | None:
-    steady = Flags.of(r).steady
+    steady = r.flags.steady
     st = steady.series if steady else None
     if isinstance(st, dict) and {"seconds", "mean", "sd"} <= set(st):
         return int(st["seconds"]), float(st["mean"]), float(st["sd"])
     from strata.analysis.cells.cells import artifact
 
-    name = text(obj(obj(r, "metrics"), "primary"), "series")
+    name = r.primary.series
     s = (artifact(r, "workload-series.json") or {}).get(name) if name else None
     values = [v for v in (_value(p) for p in s) if v is not None] if isinstance(s, list) else []
     if len(values) < 2:

@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strata.analysis.decisions.sequential import BONFERRONI, POCOCK, levels
 from strata.analysis.decisions.stats import CONFIDENCE_ALPHA, Summary, t_two_sided, welch_df
 from strata.experiment.looks import planned_looks
+
+if TYPE_CHECKING:
+    from strata.experiment.model import DesignDoc
 
 ALPHA = CONFIDENCE_ALPHA
 MARGIN = 0.05  # the default margin of equivalence (a spec key: `margin`)
@@ -97,11 +100,10 @@ class Design:
         return {"repetitions": "auto", "min": self.first, "max": self.last, "looks": list(self.looks)}
 
     @classmethod
-    def of(cls, doc: dict[str, Any] | None) -> Design:
+    def of(cls, doc: DesignDoc | None) -> Design:
         """From a stored result's `design` (absent: fixed repetitions; without `looks`: stored before looks
         were planned, when every round was a look, each spending alpha / (max - min + 1))."""
-        doc = doc or {}
-        if doc.get("repetitions") != "auto":
+        if doc is None or doc.get("repetitions") != "auto":
             return cls()
         first, last = int(doc.get("min", 0)), int(doc.get("max", 0))
         if "looks" not in doc:

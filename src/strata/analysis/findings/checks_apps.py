@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def _preset(c: Cell) -> str | None:
-    preset = obj(c.load, "limits").get("preset")
+    preset = c.layers.preset
     return None if preset is None else str(preset)
 
 

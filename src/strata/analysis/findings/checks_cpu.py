@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from strata.analysis.cells import usage
-from strata.analysis.cells.cells import Cell, Result
+from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import fmt, limits_of, pairs, same_but_limits, select, summary_of
 from strata.analysis.decisions.criterion import Bound, above, at_least, at_most, below, decides
 from strata.analysis.decisions.stats import Summary, change, ratio, t_two_sided
@@ -35,7 +35,7 @@ from strata.analysis.findings.verdict import (
     ratio_decision,
     verdict,
 )
-from strata.core.jsondoc import num, obj
+from strata.results.result import Result
 
 if TYPE_CHECKING:
     from strata.analysis.measured.measurements import Measurements
@@ -129,7 +129,7 @@ def vm_cpu_overhead(ctx: Measurements) -> Outcome:
 
 def _busy_at_rate(r: Result, rate: float) -> float | None:
     """A trial's host CPU share scaled to another throughput (the same work per operation)."""
-    cpu, ops = usage.host_busy_percent(r), num(obj(obj(r, "metrics"), "primary"), "value")
+    cpu, ops = usage.host_busy_percent(r), r.primary.value
     return None if cpu is None or not ops else cpu * rate / ops
 
 
@@ -165,7 +165,7 @@ def _against_no_limit(ctx: Measurements, preset: str) -> list[tuple[Cell, Cell]]
     free = {same_but_limits(c): c for c in ctx.cells if c.values and not limits_of(c)}
     out = []
     for c in ctx.cells:
-        if c.values and obj(c.load, "limits").get("preset") == preset:
+        if c.values and c.layers.preset == preset:
             base = free.get(same_but_limits(c))
             if base is not None:
                 out.append((base, c))

@@ -31,7 +31,6 @@ from strata.analysis.findings.verdict import (
 )
 from strata.analysis.measured.sweeps import Line, Point
 from strata.core.params import JOBS
-from strata.results.flags import Flags
 from strata.results.validity import MIN_ABOVE, min_share, shows_cache
 
 if TYPE_CHECKING:
@@ -214,7 +213,7 @@ def above_raw_is_cache(ctx: Measurements) -> Outcome:
         if raw is None or not vals or sum(vals) / len(vals) <= MIN_ABOVE * summary_of(raw).mean:
             continue
         f = sum(vals) / len(vals) / summary_of(raw).mean
-        shares = [s for r in c.measured if (s := min_share(Flags.of(r).cache)) is not None]
+        shares = [s for r in c.measured if (s := min_share(r.flags.cache)) is not None]
         if not shares:
             need = "no byte evidence: the cache check needs the diskstats of the layers below (direct I/O)"
             text = f"{c.name}: {f:.2f}x raw, the disk moved an unknown share of the bytes"

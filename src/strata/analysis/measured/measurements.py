@@ -7,12 +7,15 @@ own numbers (studies/published.py) are measured here and judged by the same chec
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Self
 
 from strata.analysis.cells import baseline
-from strata.analysis.cells.cells import Cell, Result, build_cells
+from strata.analysis.cells.cells import Cell, build_cells
 from strata.analysis.measured import grid, sweeps
+from strata.core.jsondoc import JsonObject
+from strata.results.result import Result, typed
 
 
 @dataclass
@@ -24,9 +27,10 @@ class Measurements:
     grids: list[grid.Grid] = field(default_factory=list)
 
     @classmethod
-    def of(cls, results: list[Result], judge_steady: bool = True) -> Self:
+    def of(cls, stored: Iterable[Result | JsonObject], judge_steady: bool = True) -> Self:
         """Cells, with results above the raw device moved apart as unconfirmed, the raw baselines, sweeps and
         tables."""
+        results = typed(stored)
         cells = build_cells(results, judge_steady)
         baseline.apply_above_raw(cells)
         m = cls(results, cells, baseline.raw_index(cells))

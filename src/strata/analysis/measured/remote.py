@@ -9,12 +9,10 @@ same type as the remote's backing store (a file, like a loop image) is preferred
 from __future__ import annotations
 
 from strata.analysis.cells.cells import Cell
-from strata.core.jsondoc import obj
 
 
 def is_remote(c: Cell) -> bool:
-    dev = obj(c.trial, "device")
-    return dev.get("type") == "remote" or bool(dev.get("remote"))
+    return c.device.type == "remote" or bool(c.device.get("remote"))
 
 
 def same_but_device(c: Cell) -> tuple[object, ...]:
@@ -30,4 +28,4 @@ def remote_pairs(cells: list[Cell]) -> list[tuple[Cell, Cell]]:
 
 
 def _preference(c: Cell) -> tuple[object, ...]:
-    return (obj(c.trial, "device").get("type") not in ("loop", "block"), c.labels["device"])
+    return (c.device.type not in ("loop", "block"), c.labels["device"])

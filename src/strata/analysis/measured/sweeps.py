@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import summary_of
-from strata.core.jsondoc import ShapeError, obj
+from strata.core.jsondoc import ShapeError
 from strata.core.metrics import Axis, merged
 from strata.core.params import DEPTH, JOBS
 
@@ -105,7 +105,7 @@ def find(cells: list[Cell]) -> list[Sweep]:
         for c in cells:
             if not (c.values or c.apart_values):
                 continue
-            x = obj(c.trial, dim.section).get(dim.name)
+            x = c.layers.section(dim.section).get(dim.name)
             if x is None:  # not swept in this cell (a flat-out run has no offered rate)
                 continue
             if isinstance(x, bool) or not isinstance(x, (int, float)):

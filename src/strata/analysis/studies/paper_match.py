@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from strata.analysis.cells.cells import schema_of
 from strata.core.jsondoc import JsonObject, JsonValue, arr, obj
 from strata.core.params import INSTANCES, JOBS, LoadCounts
+from strata.results.stored import TrialDoc
 
 if TYPE_CHECKING:
     from strata.analysis.studies.paper import PaperValue
@@ -41,23 +42,22 @@ NOT_COMPARED = ("load",)
 Facts = dict[str, JsonValue]
 
 
-def facts_of(labels: Mapping[str, JsonValue], trial: JsonObject) -> Facts:
+def facts_of(labels: Mapping[str, JsonValue], trial: TrialDoc) -> Facts:
     """What a study's value may name of a configuration, from its labels and its resolved trial."""
-    wl, ld = obj(trial, "workload"), obj(trial, "load")
-    cluster = obj(wl, "cluster")
-    limits = obj(ld, "limits")
-    schema = schema_of(str(wl.get("type", "")))
+    wl, ld, limits = trial.workload.params, trial.load, trial.limits
+    cluster = obj(wl, "cluster")  # a database's own parameters (ycsb's Cassandra cluster)
+    schema = schema_of(trial.workload.type)
     offered, io = schema.offered, schema.io  # a database's clients offer it a rate; a block I/O's pattern and size
     return {
-        "device": obj(trial, "device").get("name"),
+        "device": trial.device.name,
         "workload": labels.get("workload"),
         "filesystem": labels.get("filesystem"),
         "runtime": labels.get("runtime"),
-        "path": trial.get("path"),
+        "path": trial.path,
         "load": labels.get("load"),
         **LoadCounts.of(ld).facts(),
         "limits": limits.get("preset") or ("none" if not any(v for k, v in limits.items() if k != "share") else None),
-        "attached": "remote" if obj(trial, "device").get("type") == "remote" else "local",
+        "attached": "remote" if trial.device.type == "remote" else "local",
         "profile": wl.get("profile"),
         "replication_factor": cluster.get("replication_factor"),
         "nodes": cluster.get("nodes"),
@@ -71,9 +71,9 @@ def facts_of(labels: Mapping[str, JsonValue], trial: JsonObject) -> Facts:
     }
 
 
-def _hosts(trial: JsonObject, cluster: JsonObject) -> int:
+def _hosts(trial: TrialDoc, cluster: JsonObject) -> int:
     """The hosts the trial's instances run on: its placement's, a database spanning hosts', else this one."""
-    placed = obj(obj(trial, "placement"), "instances")
+    placed = trial.placement.instances or {}
     spans = arr(cluster, "hosts")
     return max(1, sum(1 for n in placed.values() if n), len(spans))
 

@@ -37,7 +37,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from strata.analysis.cells.cells import cell_key
 from strata.analysis.findings.findings import Finding, view
@@ -49,13 +48,12 @@ from strata.analysis.studies.paper_match import Facts
 from strata.analysis.studies.side_by_side import paper_ratio
 from strata.analysis.studies.stated import Stated, Statements, bound, marks
 from strata.analysis.studies.studies import load as load_studies
-from strata.core.jsondoc import JsonObject, JsonValue, as_obj, num, obj, text
+from strata.core.jsondoc import JsonObject, JsonValue, as_obj, num, obj
 from strata.core.params import LoadCounts
+from strata.results.result import Result
 from strata.results.schema import SCHEMA_VERSION
+from strata.results.stored import TrialDoc
 from strata.workloads.base import headline
-
-if TYPE_CHECKING:
-    from strata.analysis.cells.cells import Result
 
 REPETITIONS = 2  # identical: the interval of a published number is the number
 ANCHORS = {"throughput": 1000.0, "lat": 100_000.0, "cpu_util": 50.0, "target_cpu": 1.0}  # ns for a latency
@@ -289,7 +287,7 @@ def build(study: str, published: JsonObject, values: list[PaperValue]) -> tuple[
             rs, why = _results(study, c.name, cfg, published)
             results += rs
             if rs:
-                cells[k] = cell_key(obj(rs[0], "trial"))
+                cells[k] = cell_key(rs[0].trial)
             for v in cfg.values if why else ():
                 why_not.setdefault(id(v), why)
         ordered = list({id(v): v for cfg in c.configs.values() for v in cfg.values}.values())
@@ -388,8 +386,9 @@ def _results(study: str, case: str, cfg: Config, published: JsonObject) -> tuple
     if cfg.facts.get("workload") is None:
         return [], "the study names no workload for it"
     trial, labels = _trial(spec_of(cfg.facts, published))
-    workload = obj(trial, "workload")
-    schema = schema_of(text(workload, "type"))
+    layers = TrialDoc.of(trial)
+    workload = layers.workload.params
+    schema = schema_of(layers.workload.type)
     m = dict(cfg.metrics)
     unit = cfg.unit  # the study's unit of a throughput it gives; else the workload's headline's
     if "throughput" not in m:
@@ -398,7 +397,7 @@ def _results(study: str, case: str, cfg: Config, published: JsonObject) -> tuple
         if offered is not None and rate is not None:  # the load generator held the database to it (study 001)
             m["throughput"] = float(rate) * int(offered.databases_of(workload) or 1)
         elif schema.in_flight and "lat:mean" in m:  # Little's law: the I/Os in flight over the mean latency
-            flight = LoadCounts.of(obj(trial, "load")).in_flight
+            flight = LoadCounts.of(layers.load).in_flight
             m["throughput"] = _round(flight / (m["lat:mean"] / 1e9))
         else:
             said = ", ".join(WORDS.get(k, k) for k in sorted(m)) or "nothing"
@@ -439,7 +438,7 @@ def _results(study: str, case: str, cfg: Config, published: JsonObject) -> tuple
         r["trial_id"] = hashlib.sha256(f"{study} {case} {_key(cfg.facts)} {rep}".encode()).hexdigest()[:16]
         lab: JsonObject = {**labels, "repetition": rep}
         r["labels"], r["trial"] = lab, {**trial, "repetition": rep}
-        out.append(r)
+        out.append(Result.from_stored(r))  # as the store would load it
     return out, ""
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from strata.analysis.cells import usage
-from strata.analysis.cells.cells import Cell, Result
+from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import summary_of
 from strata.analysis.studies.paper import SHARE, PaperValue, latency_metric, load
 from strata.analysis.studies.paper_match import (
@@ -37,6 +37,7 @@ from strata.analysis.studies.paper_match import (
 from strata.core.jsondoc import JsonValue
 from strata.core.metrics import dig
 from strata.core.params import DEPTH, JOBS
+from strata.results.result import Result
 
 # Units that measure throughput (higher is better) and time (lower is better).
 THROUGHPUT_UNITS = ("MB/s", "KB/s", "IOPS", "ops/s")
@@ -228,7 +229,7 @@ class _Facts:
 
     def __init__(self, cells: list[Cell]):
         self.cells = cells
-        self.facts = [facts_of(c.labels, c.trial) for c in cells]
+        self.facts = [facts_of(c.labels, c.layers) for c in cells]
         self.here: dict[int, str] = {}
         _derive_offered(self)
         self.index: dict[str, dict[str, set[int]]] = {}
@@ -342,7 +343,7 @@ def _latency(c: Cell, name: str, stat: str, unit: str) -> tuple[float | None, st
 
 def _peak_containers(cells: list[Cell]) -> float | None:
     """The container count of the highest aggregate throughput, over a sweep of otherwise equal cells."""
-    facts = [facts_of(c.labels, c.trial) for c in cells]
+    facts = [facts_of(c.labels, c.layers) for c in cells]
     if sweep_points(facts, "containers") < 2:
         return None
     return float(max(cells, key=lambda c: summary_of(c).mean).containers)

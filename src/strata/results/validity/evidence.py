@@ -41,7 +41,7 @@ class StackWords(TypedDict, total=False):
     path: str
     filesystem: str | None
     mount_options: list[str]
-    runtime: dict[str, object]  # the runtime's parameters, as the trial resolved them
+    runtime: JsonObject  # the runtime's parameters, as the trial resolved them
 
 
 @dataclass(frozen=True)
