@@ -401,6 +401,21 @@ def test_a_tpcb_like_run_far_below_memory_says_its_reads_and_stays_compared_on_i
     assert "write_bound" not in parsed.memory and _judge(parsed, disk_read=0, disk_write=260 * MiB).warns
 
 
+def test_a_write_bound_run_whose_reads_from_memory_cross_the_byte_rules_minimum_is_still_compared(tmp_path):
+    """The full tier of 2026-12-07: a tpcb-like run (73 MiB of data, 24 GiB of memory) read 32.02 MiB from outside
+    its server's own cache, just past the byte rule's 32 MiB, and the device read none of it. Those reads are what
+    fitting in memory says already: the run stays compared (raised, expected) as long as its WAL reached the
+    device; a WAL that did not still draws it apart."""
+    p = PgbenchParams(clients=4, threads=2)
+    parsed = PGBENCH.parse(p, _outputs(_trial(tmp_path, ["tpcb"], _observed(1, 200 * MiB, reads=6000)), 1))
+    assert parsed.memory["write_bound"] is True and parsed.moved_bytes["read"] >= 32 * MiB
+    j = _judge(parsed, disk_read=0, disk_write=260 * MiB)
+    assert j.suspect and j.expected and not j.warns, j.reason
+    assert "its reads come from memory" in j.reason and "write-bound" in j.reason
+    short = _judge(parsed, disk_read=0, disk_write=3 * MiB)
+    assert short.warns and "loop7 moved 3 MiB" in short.reason
+
+
 def test_fio_keeps_its_words_in_the_cache_rule():
     j = validity.cache({"read": 100 * MiB}, {"loop0": {"read_bytes": MiB}}, True, "bind")
     assert "100 MiB with O_DIRECT but loop0" in j.reason and "basis" not in j.evidence
