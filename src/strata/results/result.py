@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
-from strata.core.jsondoc import JsonObject, ShapeError, arr, as_obj, obj, text
-from strata.results.flags import Flags
+from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text
+from strata.results.flags import Flags, number
 from strata.results.schema import migrate
 from strata.results.stored import Collected, Headline, HostFacts, TrialDoc
 from strata.results.validity.evidence import headline_of
@@ -109,8 +109,8 @@ class Result:
             status=_text(doc, "status"),
             started_at=_text(doc, "started_at"),
             finished_at=_text(doc, "finished_at"),
-            duration_s=_number(doc, "duration_s"),
-            setup_s=_number(doc, "setup_s"),
+            duration_s=number(doc, "duration_s"),
+            setup_s=number(doc, "setup_s"),
             writes=cast("Writes | None", doc.get("writes")),
             design=cast("DesignDoc | None", doc.get("design")),
             hosts=None if hosts is None else {h: as_obj(v, h) for h, v in as_obj(hosts, "hosts").items()},
@@ -202,16 +202,6 @@ class Result:
 
 def _text(doc: JsonObject, key: str) -> str | None:
     return None if doc.get(key) is None else text(doc, key)
-
-
-def _number(doc: JsonObject, key: str) -> float | None:
-    """A number as stored (an int stays an int, as the export writes it), or None."""
-    v = doc.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ShapeError(f"{key!r} should be a number, not {type(v).__name__}")
-    return v
 
 
 def typed(results: Iterable[Result | JsonObject]) -> list[Result]:
