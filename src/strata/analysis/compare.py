@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from strata.analysis.advice.compared import higher_is_better
-from strata.analysis.cells.baseline import apply_above_raw
-from strata.analysis.cells.cells import LABEL_KEYS, Cell, build_cells
+from strata.analysis.cells.across import judged_cells
+from strata.analysis.cells.cells import LABEL_KEYS, Cell
 from strata.analysis.cells.query import summary_of
 from strata.analysis.decisions.answer import BETTER, EQUIVALENT, UNDECIDED, WORSE, Answer, answer
 from strata.core.jsondoc import JsonObject
@@ -108,9 +108,7 @@ def compare(
     results_a: Iterable[Result | JsonObject], results_b: Iterable[Result | JsonObject], margin: float | None = None
 ) -> Comparison:
     """B against A, configuration by configuration, at `margin` (default: A's, from its spec)."""
-    ca, cb = build_cells(results_a, judge_steady=False), build_cells(results_b, judge_steady=False)
-    apply_above_raw(ca)
-    apply_above_raw(cb)
+    ca, cb = judged_cells(results_a, judge_steady=False), judged_cells(results_b, judge_steady=False)
     ia, ib = _index(ca), _index(cb)
     matches, mismatch = [], []
     for key in sorted(set(ia) & set(ib)):

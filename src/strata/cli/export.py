@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from strata.analysis.cells.across import judge_results
 from strata.cli.jsonout import finite
 from strata.core.errors import StrataError
 from strata.results.export import to_csv, to_parquet
@@ -46,6 +47,9 @@ def main(args: argparse.Namespace) -> int:
         else:
             Path(args.ndjson).write_bytes(lines)
             print(f"{args.ndjson}: {len(results)} lines", file=say)
+    # the tables carry the flags judged across the stored trials (above the raw device); the trials above are
+    # written whole, as stored
+    judge_results(results)
     if args.csv:
         Path(args.csv).write_bytes(to_csv(results))
         print(f"{args.csv}: {len(results)} rows", file=say)

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from strata.analysis.cells.across import judge_results
 from strata.cli.export import load_results_dir
 from strata.cli.jsonout import add_json_argument, emit
 from strata.core.errors import FAILURE_CATEGORIES
@@ -130,6 +131,7 @@ def table_text(stored: Iterable[Result | JsonObject]) -> str:
     from strata.workloads import declared
 
     results = typed(stored)
+    judge_results(results)  # above the raw device: judged across the stored trials, not stored
     shown = rows(results)
     # the measurement columns some row has a value in: a workload's heading none of these results has is left out
     measured = [h for h in headings(declared()) if any(h in row.values for row in shown)]
@@ -240,6 +242,7 @@ def _legend(results: list[Result]) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     results = load_results_dir(args.results)
+    judge_results(results)  # above the raw device: judged across the stored trials, not stored
     if args.json:
         emit(NAME, as_json(args.results, results))
     else:

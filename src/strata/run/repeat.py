@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, TypedDict
 
-from strata.analysis.cells.baseline import apply_above_raw
-from strata.analysis.cells.cells import build_cells, config_key
+from strata.analysis.cells.across import judged_cells
+from strata.analysis.cells.cells import config_key
 from strata.analysis.cells.query import by_context, match_key
 from strata.analysis.decisions.answer import Design
 from strata.analysis.decisions.racing import DECIDED, race
@@ -226,8 +226,7 @@ class Repetitions:
     def _race(self, design: Design, look: bool) -> tuple[dict[str, str], set[str], dict[str, list[str]]]:
         """The advice groups raced at a look (config -> why it stops), the configurations compared with
         another, and each raw baseline's dependents."""
-        cells = build_cells(self.results, judge_steady=False)
-        apply_above_raw(cells)
+        cells = judged_cells(self.results, judge_steady=False)
         cells = [c for c in cells if config_key(c.trial) in self.configs and c.values]
         out: dict[str, str] = {}
         compared: set[str] = set()

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Callable, Protocol
 from strata.core.errors import StrataError
 from strata.core.jsondoc import JsonObject
 from strata.results import validity
-from strata.results.flags import Flags
 from strata.results.result import Result
 from strata.results.store import ResultStore, load_results
 from strata.run.progress import Progress
@@ -138,7 +137,6 @@ def run_experiment(
     todo = [t for t in trials if t.id not in done_ids]
     progress = progress or Progress(len(todo), [t.workload_plugin.estimate_s(t.workload) for t in todo])
     old = signal.signal(signal.SIGTERM, _on_sigterm)
-    baselines = _baselines(stored)
     try:
         for round_ in reps.rounds():
             for t in round_:
@@ -152,7 +150,6 @@ def run_experiment(
                 result = trials_on.run(t, store, run_id, exp.name, host)
                 result.design = reps.design_doc(t.workload.name)
                 validity.judge_design(result.flags, result.design)
-                _check_above_raw(result, baselines)
                 store.write(result)
                 reps.record(result)
                 summary.results.append(result)
@@ -199,11 +196,11 @@ def _live(trial: Trial, store: ResultStore) -> Callable[[], str | None] | None:
 def _variance(out: Path) -> JsonObject:
     """Where the noise lives, per configuration: within a trial and between trials (analysis/cells/variance.py),
     from the per-second series stored with the trials."""
-    from strata.analysis.cells.cells import build_cells
+    from strata.analysis.cells.across import judged_cells
     from strata.analysis.cells.variance import of_cells
 
     try:
-        return {name: c.to_json() for name, c in of_cells(build_cells(load_results(out), judge_steady=False)).items()}
+        return {name: c.to_json() for name, c in of_cells(judged_cells(load_results(out), judge_steady=False)).items()}
     except (OSError, ValueError) as e:  # never lose the run document over a statistic
         return {"error": str(e)}
 
@@ -216,29 +213,3 @@ def run_host_facts(workloads: list[Layer]) -> JsonObject:
     for w in workloads:
         tools.update(plugin_of(w).versions())
     return {**host_facts(), "tools": tools}
-
-
-def _baselines(results: list[Result]) -> dict[tuple[object, ...], Result]:
-    out = {}
-    for r in results:
-        if r.status == "ok" and validity.is_raw_baseline(r.trial):
-            out[validity.raw_baseline_key(r.trial)] = r
-    return out
-
-
-def _check_above_raw(result: Result, baselines: dict[tuple[object, ...], Result]) -> None:
-    """Flag a result above the raw device of the same workload (raw trials run first)."""
-    if result.status != "ok":
-        return
-    key = validity.raw_baseline_key(result.trial)
-    if validity.is_raw_baseline(result.trial):
-        baselines[key] = result
-        return
-    raw = baselines.get(key)
-    if raw is None:
-        return
-    moved = validity.bytes_moved(result.flags.cache)
-    judged = validity.above_raw(result.headline[0], raw.headline[0], raw.trial_id, moved)
-    if judged:
-        result.flags.set(judged.flag, judged)
-        result.warnings += [w.to_json() for w in validity.warnings_of(Flags({judged.flag: judged}))]

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from strata.analysis.cells.cells import Cell
 from strata.analysis.cells.query import by_context
 from strata.experiment.expand import BASELINE_ROUNDS
-from strata.results import validity
 from strata.results.flags import DECLARED
 from strata.results.result import Result
 from strata.results.validity import disks, raw, repetitions, series
@@ -251,7 +250,7 @@ def _auto_plan(c: Cell) -> int:
 
 
 def _spread(cells: list[Cell]) -> HygieneWarning | None:
-    spread = [c for c in cells if c.summary and validity.spread(c.summary.cv).warns]
+    spread = [c for c in cells if c.spread is not None and c.spread.warns]
     if not spread:
         return None
     quiet = "keep other work off the host and the device while measuring"

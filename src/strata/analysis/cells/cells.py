@@ -30,7 +30,7 @@ from strata.core.jsondoc import JsonObject, JsonValue, ShapeError
 from strata.core.metrics import MetricSchema
 from strata.core.params import LoadCounts
 from strata.results import flags, validity
-from strata.results.flags import AboveRaw, Declared, Flag, Steady
+from strata.results.flags import AboveRaw, Declared, Flag, Spread, Steady
 from strata.results.result import Result, typed
 from strata.results.stored import Layer, Placement, TrialDoc
 from strata.stack.runtimes import REGISTRY as RUNTIMES
@@ -148,7 +148,8 @@ class Cell:
     apart: dict[Flag, Apart] = field(default_factory=_apart_groups)
     steady: list[tuple[Result, Steady | None]] = field(default_factory=list)
     summary: Summary = field(default_factory=lambda: summarize([]))  # of its values: build_cells sets it
-    above_raw: AboveRaw | None = None  # the cell above its raw device, as the report judged it (baseline.py)
+    above_raw: AboveRaw | None = None  # the cell above its raw device, judged across trials (across.py)
+    spread: Spread | None = None  # its repetitions' spread, judged across trials (across.py)
     tag: str = ""
 
     def __post_init__(self) -> None:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Self
 
 from strata.analysis.cells import baseline
-from strata.analysis.cells.cells import Cell, build_cells
+from strata.analysis.cells.across import judged_cells
+from strata.analysis.cells.cells import Cell
 from strata.analysis.measured import grid, sweeps
 from strata.core.jsondoc import JsonObject
 from strata.results.result import Result, typed
@@ -31,8 +32,7 @@ class Measurements:
         """Cells, with results above the raw device moved apart as unconfirmed, the raw baselines, sweeps and
         tables."""
         results = typed(stored)
-        cells = build_cells(results, judge_steady)
-        baseline.apply_above_raw(cells)
+        cells = judged_cells(results, judge_steady)
         m = cls(results, cells, baseline.raw_index(cells))
         m.sweeps = sweeps.find(cells)
         m.grids = grid.grids(cells)

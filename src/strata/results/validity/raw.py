@@ -6,7 +6,8 @@ compared with. A result above it cannot be device performance (study 003, sectio
 respect the O_DIRECT flag"). With byte evidence that the device moved the bytes,
 that is not proof of a cache: the result is *unconfirmed* (a suspect outlier, or
 a disturbed raw baseline) until repetitions of both decide, by the interval of
-their ratio (`above_raw_repeated`, which the report applies: analysis/cells/baseline.py).
+their ratio (`above_raw_repeated`). Both are judged when stored results become cells
+(analysis/cells/across.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The spread flag: how much the repetitions of one configuration vary (their coefficient of variation).
 
-Judged by the report, once repetitions exist (analysis/advice/hygiene.py asks it of every configuration).
+Judged across trials when stored results become cells (analysis/cells/across.py); analysis/advice/hygiene.py
+words the configurations it warns of.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 Each flag judged when a trial ends has its judge here (`JUDGES`): a function
 of the trial's `TrialEvidence` to the flag's value, or None when the flag does
 not apply (stored as null where its declaration says so, flags.DECLARED).
-The flags judged later have theirs where the evidence exists: above_raw when
-the raw device's trial is known (the runner; raw.py), spread and above_raw by
-intervals once repetitions exist (the report; repetitions.py, raw.py), the
-steady flag's basis once the design is stored (series.py).
+The flags that need other trials (above_raw, its interval once repetitions exist,
+spread: raw.py, repetitions.py) are judged when stored results become cells
+(analysis/cells/across.py); the steady flag's basis once the design is stored
+(series.py).
 """
 
 from __future__ import annotations
