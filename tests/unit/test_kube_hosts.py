@@ -57,6 +57,7 @@ def test_kubernetes_nodes_as_hosts_place_as_swarm_hosts_do():
     [
         (lambda s: s["runtimes"].append("native"), "runtime native does not run on the Kubernetes nodes"),
         (lambda s: s["runtimes"][0].pop("kubeconfig"), "does not run on the Kubernetes nodes"),
+        (lambda s: s["runtimes"][0].update(node="n2"), "the hosts name the nodes"),
         (lambda s: s["hosts"].update(c="swarm-node"), "Swarm nodes and Kubernetes nodes in one experiment"),
         (lambda s: s["hosts"].update(c={"kubernetes": "n2"}), "hosts a and c name one node, n2"),
         (lambda s: s["hosts"]["a"].update(docker="unix:///x"), "a Kubernetes node is reached through its API"),
@@ -199,3 +200,30 @@ def test_a_lease_strata_may_not_read_is_not_judged(monkeypatch, status):
     for _ in range(10):
         now[0] += 60
         assert lease.lost() is None
+
+
+def test_a_lease_unwatched_between_trials_is_judged_from_the_next_read(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(lease_mod.time, "monotonic", lambda: now[0])
+    lease = NodeLease(lambda path: {"spec": {"renewTime": "t0"}}, "n2", lost_after_s=30)
+    assert lease.lost() is None
+    now[0] += 300  # no trial watched it meanwhile: not 300 s without a renewal
+    assert lease.lost() is None
+    for _ in range(16):  # watched again, and never renewed
+        now[0] += 2
+        why = lease.lost()
+    assert why is not None and "for 32 s" in why
+
+
+def test_the_session_ends_a_trial_on_a_lost_node_as_host_lost():
+    from types import SimpleNamespace
+
+    from strata.stack.runtimes.kubernetes.session import KubernetesSession
+
+    lost = SimpleNamespace(lost=lambda: "node n2: its kubelet has not renewed its Lease for 31 s")
+    assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=lost)) == (
+        "host_lost",
+        "node n2: its kubelet has not renewed its Lease for 31 s",
+    )
+    alive = SimpleNamespace(lost=lambda: None)
+    assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=alive)) is None

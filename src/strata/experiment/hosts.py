@@ -213,6 +213,14 @@ def check_kubernetes_hosts(hosts: dict[str, HostSpec], runtimes: Sequence[Layer]
                     "with Kubernetes nodes as hosts, every runtime is `kubernetes` with the cluster's `kubeconfig:`",
                 )
             )
+        elif getattr(r, "node", None) is not None:
+            problems.append(
+                (
+                    f"runtimes[{i}].node",
+                    "with Kubernetes nodes as hosts, the hosts name the nodes and `placement:` puts the pods there",
+                    "leave the runtime's `node:` out",
+                )
+            )
     seen: dict[str, str] = {}
     for h in kube:
         node = hosts[h].kubernetes

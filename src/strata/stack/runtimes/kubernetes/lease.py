@@ -8,6 +8,7 @@ node's clock offset does not matter; a Lease that has not changed for `lost_afte
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable
 
@@ -25,14 +26,14 @@ class NodeLease:
         self.path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}"
         self.seen: str | None = None
         self.changed_at = time.monotonic()
-        self.checked_at = 0.0
+        self.checked_at = -math.inf
         self.readable = True  # a cluster without Leases (or without the right to read them): not judged
 
     def lost(self) -> str | None:
         now = time.monotonic()
         if not self.readable or now - self.checked_at < CHECK_S:
             return self._judge(now)
-        self.checked_at = now
+        previous, self.checked_at = self.checked_at, now
         try:
             renewed = text(obj(self.get(self.path), "spec"), "renewTime")
         except ApiError as e:
@@ -42,7 +43,8 @@ class NodeLease:
             return self._judge(now)  # the API server's trouble, not the node's: judged on what was seen
         except OSError:
             return self._judge(now)
-        if renewed != self.seen:
+        # a first read, or one after a gap (between trials nothing watches): the Lease as it is now is the baseline
+        if renewed != self.seen or now - previous > self.lost_after_s:
             self.seen, self.changed_at = renewed, now
         return self._judge(now)
 
