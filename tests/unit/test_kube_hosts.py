@@ -227,3 +227,14 @@ def test_the_session_ends_a_trial_on_a_lost_node_as_host_lost():
     )
     alive = SimpleNamespace(lost=lambda: None)
     assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=alive)) is None
+
+
+@pytest.mark.parametrize("command", ["doctor", "cleanup"])
+def test_doctor_and_cleanup_on_every_host_say_what_to_run_instead_for_kubernetes_nodes(command):
+    from strata.hosts import fleet
+
+    exp, _ = parse_spec(copy.deepcopy(SPEC))
+    call = (lambda: fleet.doctor(exp, False)) if command == "doctor" else (lambda: fleet.cleanup(exp))
+    with pytest.raises(StrataError, match="hosts are Kubernetes nodes") as e:
+        call()
+    assert "`strata cleanup` undoes what a run left on the nodes" in e.value.fix
