@@ -33,6 +33,7 @@ import yaml
 from abba import paired
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from strata.core.jsondoc import num, obj  # noqa: E402
 from strata.results.store import load_results  # noqa: E402
 
 MAX_REPETITIONS = 50
@@ -65,16 +66,18 @@ def spec(facts: dict[str, Any], workdir: Path, args: argparse.Namespace) -> dict
         "registry_ca": facts["registry"]["ca"],
     }
     fio = {"rw": "randread", "bs": "4k", "size": args.size, "runtime": args.runtime, "ramp_time": 2,
-           "ioengine": "libaio", "iodepth": 16, "direct": 1}  # fmt: skip
+           "ioengine": "libaio", "direct": 1}  # fmt: skip
     return {
         "name": "kubernetes-placement",
         "workdir": str(workdir),
-        "devices": [{"type": "loop", "size": "512MiB"}],
+        "devices": [
+            {"type": "loop", "size": "2GiB"}
+        ],  # the plan's room for the pods' files (each node's disk holds them)
         "filesystems": ["xfs"],
         "runtimes": [runtime],
         "paths": ["emptydir"],
         "workloads": [{"fio": fio}],
-        "loads": [{"name": f"{PODS}pods", "numjobs": 1, "containers": PODS}],
+        "loads": [{"name": f"{PODS}pods", "numjobs": 1, "iodepth": 16, "containers": PODS}],
         "hosts": {"a": {"kubernetes": "strata.io/bed-node=1"}, "b": {"kubernetes": "strata.io/bed-node=2"}},
         "placement": [{"a": PODS}, "spread"],
         "repetitions": args.repetitions,
@@ -107,9 +110,9 @@ def main() -> None:
         if r.status != "ok":
             print(f"round {r.repetition + 1}: {where}: {r.status} {r.flags.failed}", flush=True)
             continue
-        iops = float(r.metrics["read"]["iops"])
-        per = r.metrics.get("hosts") or {}
-        shares = ", ".join(f"{h} {float(v['read']['iops']):,.0f}" for h, v in per.items())
+        iops = num(obj(r.metrics, "read"), "iops") or 0.0
+        per = obj(r.metrics, "hosts")
+        shares = ", ".join(f"{h} {num(obj(obj(per, h), 'read'), 'iops') or 0.0:,.0f}" for h in per)
         sync = r.flags.sync
         overlap = sync.extra.get("overlap") if sync else None
         print(f"round {r.repetition + 1}: {where}: {iops:,.0f} IOPS (nodes: {shares}), overlap {overlap}", flush=True)

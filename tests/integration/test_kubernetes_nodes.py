@@ -282,6 +282,7 @@ def _hosts_spec(workdir: Path, facts: dict, nodes: dict[str, int], containers: i
     """Hosts that are the bed's nodes, by the label the bed gives node I (strata.io/bed-node=I)."""
     spec = _spec(workdir, facts, "", [path])
     del spec["runtimes"][0]["node"]
+    spec["devices"][0]["size"] = "1GiB"  # the plan's room for every pod's file (each node's own disk holds them)
     spec["hosts"] = {h: {"kubernetes": f"strata.io/bed-node={i}"} for h, i in nodes.items()}
     spec["placement"] = ["spread"]
     spec["loads"] = [{"name": f"x{containers}", "numjobs": 1, "iodepth": 1, "containers": containers}]
@@ -319,7 +320,7 @@ def _nothing_left(facts: dict, workdir: Path, state: Path) -> None:
     assert _local_agents(state) == []
     assert not list((state / "kube-agents").glob("*")) if (state / "kube-agents").exists() else True
     assert leftovers(workdir) == []
-    assert not list(workdir.glob("strata-kube-*")) if workdir.exists() else True
+    assert not list(workdir.glob("kube-*")) if workdir.exists() else True  # the nodes' agents' workdirs
 
 
 def _fio_bins(path: Path) -> dict[int, int]:

@@ -238,3 +238,20 @@ def test_doctor_and_cleanup_on_every_host_say_what_to_run_instead_for_kubernetes
     with pytest.raises(StrataError, match="hosts are Kubernetes nodes") as e:
         call()
     assert "`strata cleanup` undoes what a run left on the nodes" in e.value.fix
+
+
+def test_an_agents_directory_with_a_mount_still_under_it_is_kept(tmp_path):
+    """Its journal failed to undo a mount: removing the directory would delete what the mounted file system
+    holds. It is left, and said, for `strata cleanup` to undo first."""
+    work = tmp_path / "kube-a"
+    (work / "mnt").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(work / "mnt")], check=True)
+    try:
+        (work / "mnt" / "data").write_text("kept")
+        with pytest.raises(RuntimeError, match="is still mounted under"):
+            kubenodes._remove(work)
+        assert (work / "mnt" / "data").read_text() == "kept"
+    finally:
+        subprocess.run(["umount", str(work / "mnt")], check=True)
+    kubenodes._remove(work)
+    assert not work.exists()

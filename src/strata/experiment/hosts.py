@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
@@ -87,6 +88,12 @@ class HostSpec(Strict):
         if self.docker is not None and not re.match(r"^(unix|ssh|tcp)://.+", self.docker):
             raise ValueError(f"docker {self.docker!r} is not unix:///PATH, ssh://USER@HOST or tcp://HOST:PORT")
         return self
+
+    def workdir_of(self, name: str, default: str) -> Path:
+        """Where the host's agent builds its stacks: the host's workdir (default the experiment's) on a Swarm
+        node; for a Kubernetes node, whose agent runs on this machine, a directory of its own in it."""
+        base = Path(self.workdir or default)
+        return base / f"kube-{name}" if self.kubernetes is not None else base
 
     @property
     def selector(self) -> str:

@@ -147,8 +147,17 @@ def _undo_agent(data: JsonObject) -> None:
         left = list((Path(state) / "agent" / "journal").glob("*.jsonl"))
         if left:
             raise RuntimeError(f"the agent's journal {left[0]} still holds resources: {'; '.join(lines)[-400:]}")
-    shutil.rmtree(state, ignore_errors=True)
-    shutil.rmtree(text(data, "workdir"), ignore_errors=True)
+    for d in (state, text(data, "workdir")):
+        _remove(Path(d))
+
+
+def _remove(d: Path) -> None:
+    """A directory of the agent's, unless something is still mounted under it (its journal failed to undo)."""
+    mounted = [ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines() if len(ln.split()) > 1]
+    under = [m for m in mounted if m == str(d) or m.startswith(f"{d}/")]
+    if under:
+        raise RuntimeError(f"{under[0]} is still mounted under {d}: left for `strata cleanup` to undo first")
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -164,7 +173,7 @@ def node_agents(
     try:
         for name, spec in exp.hosts.items():
             state = root / f"{run}-{name}"
-            work = Path(spec.workdir or exp.workdir) / f"strata-kube-{run}-{name}"
+            work = spec.workdir_of(name, exp.workdir)
             data: JsonObject = {"state": str(state), "workdir": str(work), "host": name}
             seq = journal.intent("kube-agent", **data)
             state.mkdir(parents=True, exist_ok=True)
