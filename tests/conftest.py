@@ -202,6 +202,8 @@ FULL_ONLY: dict[str, Why] = {
          "runs": alone("a node's kubelet stopped mid-trial: host_lost naming it"),
     IT + "test_kubernetes_nodes.py::test_kill_9_of_strata_with_pods_on_two_nodes_then_one_cleanup_leaves_"
          "nothing": alone("kill -9 with pods on two nodes, then one cleanup: the nodes' agents stopped, nothing left"),
+    IT + "test_kubernetes_nodes.py::test_the_kubernetes_nodes_example_runs_at_smoke_scale_on_three_nodes": alone(
+        "examples/kubernetes-nodes.yaml at smoke scale on a bed of three nodes"),
     KUBE + "test_cassandra_under_ycsb_in_a_pod_passes_its_data_integrity_check": alone("Cassandra in a pod"),
     IT + "test_kubernetes_testbed.py::test_up_runs_fio_in_a_pod_and_down_leaves_nothing": alone(
         "`strata testbed kubernetes up` and `down`"),

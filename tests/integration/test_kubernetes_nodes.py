@@ -495,3 +495,50 @@ def test_kill_9_of_strata_with_pods_on_two_nodes_then_one_cleanup_leaves_nothing
     assert strata("cleanup", env=e, check=0).stdout.strip().endswith("nothing left behind")
     if workdir.exists():
         workdir.rmdir()
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:kubeconfig",
+    "path:kubernetes/emptydir",
+    "workload:fio",
+    "workload:fio@hosts",
+    "hosts:span",
+    "hosts:kubernetes-span",
+    "example:kubernetes-nodes.yaml",
+    "command:run",
+    "command:report",
+)
+def test_the_kubernetes_nodes_example_runs_at_smoke_scale_on_three_nodes(bed, tmp_path):
+    """examples/kubernetes-nodes.yaml as its header says to run it on the bed: 8 pods on one node, 4 + 4 on two
+    and 3 + 3 + 2 on three, and 3 and 12 pods spread over three; the report compares the placements."""
+    facts, _ = bed
+    workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
+    state = tmp_path / "state"
+    e = {"STRATA_STATE_DIR": str(state)}
+    example = Path(__file__).resolve().parents[2] / "examples" / "kubernetes-nodes.yaml"
+    sets = [
+        f"runtimes.0.kubeconfig={Path(facts['root']) / 'admin.kubeconfig'}",
+        f"runtimes.0.images={facts['registry']['prefix']}",
+        f"runtimes.0.registry_ca={facts['registry']['ca']}",
+        f"workdir={workdir}",
+    ]
+    argv = [a for s in sets for a in ("--set", s)]
+    cp = strata("run", example, "--scale", "smoke", *argv, "-o", tmp_path / "out", env=e, timeout=3600)
+    assert cp.returncode in (0, 1), cp.stdout[-3000:] + cp.stderr[-3000:]
+    rs = results(tmp_path / "out")
+    placed = sorted((r["trial"]["placement"]["name"], r["trial"]["load"]["containers"]) for r in rs)
+    assert placed == [("a4+b4", 8), ("a8", 8), ("spread", 3), ("spread", 8), ("spread", 12)], placed
+    bad = [(r["labels"], r["flags"].get("failed")) for r in rs if r["status"] != "ok"]
+    assert not bad, bad
+    for r in rs:
+        hosts = {h for h, n in r["trial"]["placement"]["instances"].items() if n}
+        assert set(r["metrics"]["hosts"]) == hosts and set(r["flags"]["cache"]["evidence"]["hosts"]) == hosts
+    rep = strata("report", tmp_path / "out", "-o", tmp_path / "report", env=e, timeout=900)
+    assert rep.returncode == 0, rep.stdout[-2000:] + rep.stderr[-2000:]
+    assert (tmp_path / "report" / "report.html").exists()
+    _nothing_left(facts, workdir, state)
+    if workdir.exists():
+        workdir.rmdir()
