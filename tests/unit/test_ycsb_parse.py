@@ -409,3 +409,26 @@ def test_a_counter_beyond_a_java_long_is_unknown_not_an_overflow():
     assert s["nodes"][0]["sstable_mib"] is None and counters.sstable_bytes(s) is None
     judged = counters.memory_judged(YcsbParams(), record, s, 1, 0)
     assert judged is not None and "the rows" in judged["data_set_of"]
+
+
+def test_a_cleanup_log_two_threads_wrote_at_once_is_not_read(tmp_path):
+    """YCSB opens the CLEANUP log from the first thread that cleans up; two at once can both open it, and one
+    truncates the other's line (the bytes of a full tier's trial, 2026-12-07). CLEANUP is never reported: the
+    trial is read as before, its operations' latency the same."""
+    header = (
+        "#[Logging for: CLEANUP]\n#[Histogram log format version 1.3]\n"
+        "#[StartTime: 1796684316.280 (seconds since epoch), Mon Dec 07 22:58:36 UTC 2026]\n"
+        '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n'
+    )
+    lines = (
+        "0.009,0.039,0.022,HISTFAAAACR42pNpmSzMwMDAxgABzFCaEULV/7f/AGGxMjGdD2UCAGQJBS0=\n"
+        "0.048,0.018,0.000,HISTFAAAABx42pNpmSzMwMDAyAABzFAaxmey/wBlAQA8yQJ9\n"
+    )
+    garbled = header + "\0" * 72 + lines
+    d = tmp_path / "client"
+    shutil.copytree(DATA / "run-a-target-intended", d)
+    before = parse.aggregate([parse.client_output(d)])
+    for name in ("CLEANUP", "Intended-CLEANUP"):
+        (d / "hdr" / f"{name}.hdr").write_text(garbled)
+        after = parse.aggregate([parse.client_output(d)])
+        assert after["latency"] == before["latency"] and "Intended-READ" in after["latency"], name
