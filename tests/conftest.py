@@ -35,6 +35,7 @@ SHARED: dict[str, tuple[str, ...]] = {
             for bench in (
                 "kubernetes_agent",
                 "kubernetes_overhead",
+                "kubernetes_placement",
                 "vm_overhead",
                 "ycsb_client",
                 "ycsb_cluster_span",
@@ -154,7 +155,7 @@ FULL_ONLY: dict[str, Why] = {
         BENCH + f"{bench}]": alone(f"bench/{bench} in its tiny mode")
         for bench in (
             "auto_repetitions.py", "chaos.py", "decisions_sim.py", "device_writes.py", "kubernetes_agent.py",
-            "kubernetes_overhead.py",
+            "kubernetes_overhead.py", "kubernetes_placement.py",
             "order_cost.py", "overhead.py", "pgbench_overhead.py", "podman_vs_docker.py", "remote_hosts.py",
             "remote_overhead.py", "report_bench.py", "spec_fuzz.py", "swarm_overhead.py", "sysbench_overhead.py",
             "vm_overhead.py", "wml/run.sh", "ycsb_client.py", "ycsb_cluster_span.py", "ycsb_native_container.py",
@@ -195,6 +196,14 @@ FULL_ONLY: dict[str, Why] = {
          "flagged": alone("fio on another node through strata's agent, images from a registry, its disks judged"),
     IT + "test_kubernetes_nodes.py::test_kill_9_of_strata_mid_trial_then_one_cleanup_leaves_nothing_in_the_cluster_"
          "or_on_a_node": alone("kill -9 mid-trial on another node, then one cleanup in the cluster and every node"),
+    IT + "test_kubernetes_nodes.py::test_eight_fio_pods_spread_over_two_nodes_are_one_trial_judged_node_by_node": alone(
+        "one trial's pods over two nodes: merged, each node's metrics and cache check"),
+    IT + "test_kubernetes_nodes.py::test_a_nodes_kubelet_stopped_mid_trial_is_host_lost_naming_it_and_the_next_trial_"
+         "runs": alone("a node's kubelet stopped mid-trial: host_lost naming it"),
+    IT + "test_kubernetes_nodes.py::test_kill_9_of_strata_with_pods_on_two_nodes_then_one_cleanup_leaves_"
+         "nothing": alone("kill -9 with pods on two nodes, then one cleanup: the nodes' agents stopped, nothing left"),
+    IT + "test_kubernetes_nodes.py::test_the_kubernetes_nodes_example_runs_at_smoke_scale_on_three_nodes": alone(
+        "examples/kubernetes-nodes.yaml at smoke scale on a bed of three nodes"),
     KUBE + "test_cassandra_under_ycsb_in_a_pod_passes_its_data_integrity_check": alone("Cassandra in a pod"),
     IT + "test_kubernetes_testbed.py::test_up_runs_fio_in_a_pod_and_down_leaves_nothing": alone(
         "`strata testbed kubernetes up` and `down`"),

@@ -41,6 +41,7 @@ HOST_MODES = {
     "hosts:one": "a trial placed on one test host, through its agent",
     "hosts:span": "one trial whose instances run on two or more hosts, merged into one result",
     "hosts:storage-host": "a remote device served by another host of the experiment",
+    "hosts:kubernetes-span": "one trial whose pods run on two or more Kubernetes nodes, merged into one result",
     "hosts:doctor-on-every-host": "`strata doctor --hosts`: every host's agent asked",
     "hosts:cleanup-on-every-host": "`strata cleanup --hosts`: every host's agent journal undone",
 }
@@ -174,6 +175,9 @@ def _layer_keys(trial: dict[str, Any], facts: dict[str, Any] | None) -> set[str]
     keys.add(f"workload:{wl['type']}@{'hosts' if placement else rt['type']}")
     if placement:
         keys.add("hosts:span" if len(placement["instances"]) > 1 else "hosts:one")
+        nodes = placement.get("nodes") or {}
+        if len(placement["instances"]) > 1 and all(str(n).startswith("kubernetes:") for n in nodes.values()):
+            keys.add("hosts:kubernetes-span")
     if dev.get("host"):
         keys.add("hosts:storage-host")
     return keys
@@ -262,7 +266,7 @@ def mismatch(declared: frozenset[str], ran: set[str], stored: set[str]) -> tuple
     return missing, extra
 
 
-DERIVED_HOSTS = ("hosts:one", "hosts:span", "hosts:storage-host")
+DERIVED_HOSTS = ("hosts:one", "hosts:span", "hosts:storage-host", "hosts:kubernetes-span")
 
 
 def derivable(key: str) -> bool:

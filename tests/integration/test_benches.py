@@ -111,6 +111,14 @@ BENCHES: dict[str, tuple[list[str], Checks]] = {
              {"ratio": RATIO}),
         ],
     ),
+    "kubernetes_placement.py": (
+        [],
+        [
+            (r"round 1: spread: (?P<spread>[\d,]+) IOPS \(nodes: a [\d,]+, b [\d,]+\)", {"spread": IOPS}),
+            (r"4 \+ 4 on two nodes / 8 on one, geometric mean of paired ratios: (?P<ratio>[\d.]+) .* over 1 rounds",
+             {"ratio": RATIO}),
+        ],
+    ),
     "kubernetes_overhead.py": (
         [],
         [

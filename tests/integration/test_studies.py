@@ -102,6 +102,13 @@ SPEC_CUTS: dict[str, tuple[dict, str, set[str]]] = {
         "with its clients on a host of their own runs in tests/integration/test_swarm_ycsb.py",
         set(),
     ),
+    "kubernetes-nodes.yaml": (
+        {},
+        "three Kubernetes nodes with a registry (a bed of several nodes, about a minute to come up): only its "
+        "smoke plan is checked here; its smoke run, on the bed's nodes, is in tests/integration/"
+        "test_kubernetes_nodes.py",
+        set(),
+    ),
     "xu2017-placement.yaml": (
         {},
         "two hosts of a real Swarm, each loading the Cassandra image into its own dockerd, with up to 12 "
@@ -110,7 +117,7 @@ SPEC_CUTS: dict[str, tuple[dict, str, set[str]]] = {
         set(),
     ),
 }
-PLAN_ONLY = {"shirinbab-cluster-hosts.yaml", "xu2017-placement.yaml"}
+PLAN_ONLY = {"kubernetes-nodes.yaml", "shirinbab-cluster-hosts.yaml", "xu2017-placement.yaml"}
 
 
 def _etcd_disk(rs: list[dict], report: Path) -> None:

@@ -209,13 +209,13 @@ def test_every_kind_a_module_journals_is_declared_by_a_plugin():
     `strata cleanup` meets it ("could not undo"). The Swarm's machinery (the manager's services, the test hosts)
     declares its own beside them, which `strata cleanup` adds."""
     from strata.cli.cleanup import undo
-    from strata.hosts import deploy, testbed
+    from strata.hosts import deploy, kubenodes, testbed
     from strata.run.undo import undo_actions
 
     recorded = _recorded_kinds()
     assert {"loop", "mount", "container", "vm_process", "kube-process", "cassandra-jvm", "bridge"} <= set(recorded)
     by_plugins = set(undo_actions())
-    swarm = set(deploy.UNDO) | set(testbed.UNDO)
+    swarm = set(deploy.UNDO) | set(testbed.UNDO) | set(kubenodes.UNDO)
     missing = {k: sorted(m) for k, m in recorded.items() if k not in by_plugins | swarm}
     assert not missing, f"journaled, but no plugin declares its undo action: {missing}"
     assert set(recorded) <= set(undo()), "strata cleanup must know every kind"

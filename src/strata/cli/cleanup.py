@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from strata.hosts import deploy, testbed
+from strata.hosts import deploy, kubenodes, testbed
 from strata.run.undo import undo_actions
 from strata.stack.journal import UndoFn, cleanup, live_runs
 
@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def undo() -> dict[str, UndoFn]:
     """What this command undoes: the plugins' declared undo actions, and the Swarm machinery's (the manager's
     services, the test hosts)."""
-    return undo_actions(deploy.UNDO, testbed.UNDO)
+    return undo_actions(deploy.UNDO, testbed.UNDO, kubenodes.UNDO)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
@@ -36,13 +37,20 @@ MAX_INSTANCES = 256  # as Load.containers
 DEFAULT_PORT = 7450
 DEFAULT_STATE_DIR = "/var/lib/strata"
 DEFAULT_SOCKET = "/var/run/docker.sock"
+KUBE_NODE = re.compile(r"[a-z0-9]([a-z0-9.,=/_-]{0,251}[a-z0-9])?", re.I)  # as the kubernetes runtime's `node:`
 
 
 class HostSpec(Strict):
-    """One machine of the experiment: a Swarm node, and where strata's agent keeps its things there."""
+    """One machine of the experiment: a Swarm node, and where strata's agent keeps its things there; or a node of
+    the kubernetes runtime's cluster."""
 
     node: str | None = Field(default=None, description="the Swarm node's hostname or ID")
     label: str | None = Field(default=None, description="KEY=VALUE: the one Swarm node carrying this node label")
+    kubernetes: str | None = Field(
+        default=None,
+        description="a node of the kubernetes runtime's cluster: its name, or a label selector (k=v,k2=v2: the first "
+        "node it names that takes the pods); every host of the experiment is then a Kubernetes node",
+    )
     workdir: str | None = Field(
         default=None, description="loop images and mount points on this host (default: the experiment's workdir)"
     )
@@ -59,8 +67,18 @@ class HostSpec(Strict):
 
     @model_validator(mode="after")
     def _one_selector(self) -> HostSpec:
-        if (self.node is None) == (self.label is None):
-            raise ValueError("name the host's Swarm node with exactly one of `node:` or `label:`")
+        if sum(v is not None for v in (self.node, self.label, self.kubernetes)) != 1:
+            raise ValueError(
+                "name the host with exactly one of `node:` or `label:` (a Swarm node) or `kubernetes:` (a Kubernetes "
+                "node)"
+            )
+        if self.kubernetes is not None and not KUBE_NODE.fullmatch(self.kubernetes):
+            raise ValueError(
+                f"kubernetes {self.kubernetes[:80]!r}: a node's name or a label selector k=v,k2=v2 of at most 253 "
+                "characters"
+            )
+        if self.kubernetes is not None and self.docker is not None:
+            raise ValueError("`docker:` reaches a Swarm node's daemon; a Kubernetes node is reached through its API")
         if self.label is not None and not re.fullmatch(r"[^=\s]+=[^=\s]*", self.label):
             raise ValueError(f"label {self.label!r} is not KEY=VALUE")
         for key in ("workdir", "state_dir", "docker_socket"):
@@ -71,9 +89,17 @@ class HostSpec(Strict):
             raise ValueError(f"docker {self.docker!r} is not unix:///PATH, ssh://USER@HOST or tcp://HOST:PORT")
         return self
 
+    def workdir_of(self, name: str, default: str) -> Path:
+        """Where the host's agent builds its stacks: the host's workdir (default the experiment's) on a Swarm
+        node; for a Kubernetes node, whose agent runs on this machine, a directory of its own in it."""
+        base = Path(self.workdir or default)
+        return base / f"kube-{name}" if self.kubernetes is not None else base
+
     @property
     def selector(self) -> str:
         """The node as a trial's identity records it."""
+        if self.kubernetes is not None:
+            return f"kubernetes:{self.kubernetes}"
         return f"node={self.node}" if self.node is not None else f"label:{self.label}"
 
 
@@ -170,6 +196,45 @@ def check_names(hosts: dict[str, HostSpec], placements: list[Placement]) -> list
                         f"one of: {', '.join(hosts)}",
                     )
                 )
+    return problems
+
+
+def check_kubernetes_hosts(hosts: dict[str, HostSpec], runtimes: Sequence[Layer]) -> list[tuple[str, str, str]]:
+    """(key path, problem, fix) of hosts that are Kubernetes nodes: all of them or none, every runtime the
+    kubernetes runtime on a cluster (`kubeconfig:`), and no two hosts naming one node."""
+    kube = [h for h, s in hosts.items() if s.kubernetes is not None]
+    if not kube:
+        return []
+    problems = []
+    if len(kube) != len(hosts):
+        swarm = [h for h in hosts if h not in kube]
+        problems.append(
+            (f"hosts.{swarm[0]}", "Swarm nodes and Kubernetes nodes in one experiment", "make every host one kind")
+        )
+    for i, r in enumerate(runtimes):
+        if r.type != "kubernetes" or getattr(r, "kubeconfig", None) is None:
+            problems.append(
+                (
+                    f"runtimes[{i}]",
+                    f"runtime {r.name} does not run on the Kubernetes nodes `hosts:` names",
+                    "with Kubernetes nodes as hosts, every runtime is `kubernetes` with the cluster's `kubeconfig:`",
+                )
+            )
+        elif getattr(r, "node", None) is not None:
+            problems.append(
+                (
+                    f"runtimes[{i}].node",
+                    "with Kubernetes nodes as hosts, the hosts name the nodes and `placement:` puts the pods there",
+                    "leave the runtime's `node:` out",
+                )
+            )
+    seen: dict[str, str] = {}
+    for h in kube:
+        node = hosts[h].kubernetes
+        assert node is not None, "kube holds the hosts with a Kubernetes node"
+        if node in seen:
+            problems.append((f"hosts.{h}", f"hosts {seen[node]} and {h} name one node, {node}", "name each node once"))
+        seen.setdefault(node, h)
     return problems
 
 

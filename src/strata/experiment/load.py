@@ -27,6 +27,7 @@ from strata.core.errors import SpecErrors
 from strata.core.params import LOAD_PRESETS, Layer
 from strata.experiment.hosts import (
     check_device_hosts,
+    check_kubernetes_hosts,
     check_names,
     check_workload_hosts,
     normalize_hosts,
@@ -179,7 +180,7 @@ def parse_spec(raw: object, base_dir: Path = Path("."), source: str = "spec") ->
         parsed += _workload_params(w, where, base_dir, errors)
     if exp is not None:
         errors += _unique_names(exp) + check_names(exp.hosts, exp.placement)
-        errors += check_device_hosts(exp.hosts, exp.devices)
+        errors += check_device_hosts(exp.hosts, exp.devices) + check_kubernetes_hosts(exp.hosts, exp.runtimes)
         errors += check_workload_hosts(exp.hosts, parsed)
     if errors or exp is None:  # no Experiment without an error saying why
         raise SpecErrors(_dedupe(errors), source)

@@ -144,7 +144,7 @@ def _device_errors(exp: Experiment, plan: Plan) -> list[tuple[str, str, str]]:
             used |= {served_by(dev)}  # a remote device's storage host
             for name, h in exp.hosts.items():
                 if name in used:
-                    plan.writes.append(f"host {name}: " + plugin.writes(dev, Path(h.workdir or exp.workdir)))
+                    plan.writes.append(f"host {name}: " + plugin.writes(dev, h.workdir_of(name, exp.workdir)))
         else:
             plan.writes.append(plugin.writes(dev, Path(exp.workdir)))
         pre = precondition_of(dev)

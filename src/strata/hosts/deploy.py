@@ -265,7 +265,14 @@ def service_argv(
 
 @contextlib.contextmanager
 def agents(exp: Experiment, journal: Journal, log: Callable[[str], None] = print) -> Iterator[dict[str, HostAgent]]:
-    """One agent per host of the experiment, answering; removed (services and agents) on exit."""
+    """One agent per host of the experiment, answering; removed (services and agents) on exit. Hosts that
+    are Kubernetes nodes get theirs on this machine (kubenodes.py)."""
+    from .kubenodes import is_kubernetes, node_agents
+
+    if is_kubernetes(exp):
+        with node_agents(exp, journal, log) as found:
+            yield found
+        return
     manager = exp.swarm.manager
     all_nodes = nodes(manager)
     placed = {name: find_node(name, spec, all_nodes) for name, spec in exp.hosts.items()}

@@ -40,6 +40,7 @@ from .merge import PartOutcome, merge
 from .part import PartRequest, output_doc
 
 if TYPE_CHECKING:
+    from strata.core.params import Layer, Load
     from strata.experiment.expand import Trial
     from strata.results.store import ResultStore
 
@@ -116,7 +117,8 @@ class HostTrials:
                 clock={**offsets[a.name].to_json(), **obj(a.facts, "clock")},
                 facts={k: v for k, v in a.facts.items() if k != "clock"},  # every node's host facts
             )
-        self._ship_image(trial, [a for a, (_, n, _) in zip(agents, placed) if n > 0])  # a host without instances: none
+        # a host without instances needs no image, nor does a Kubernetes node (its pods pull from `images:`)
+        self._ship_image(trial, [a for a, (_, n, _) in zip(agents, placed) if n > 0 and not a.node.get("kubernetes")])
         served = self._serve(trial, run_id, hosts)
         wl = trial.workload_plugin
         addresses = {a.name: text(a.node, "address") for a in agents}
@@ -124,10 +126,7 @@ class HostTrials:
         docs: dict[str, JsonObject] = {}
         for (h, n, first), a in zip(placed, agents):
             pid = f"{trial.id}-{h}-{secrets.token_hex(3)}"
-            params, load = part_of(wl, trial.workload, trial.load, h, n, addresses)
-            part_trial = dataclasses.replace(trial, workload=params, load=load, placement=None)
-            if served:
-                part_trial = dataclasses.replace(part_trial, device=storage.part_device(trial, served))
+            part_trial = part_trial_of(trial, a, *part_of(wl, trial.workload, trial.load, h, n, addresses), served)
             files: JsonObject = dict(shipped_files(trial.workload))
             docs[h] = PartRequest(pid, run_id, experiment, part_trial.resolved(), files, first).to_json()
             parts.append(bar.RemotePart(h, a.client, pid, a.agent_id, offsets[h].offset_s))
@@ -302,6 +301,20 @@ class HostTrials:
                     a.client.close_run(run_id)
                 except (AgentUnreachable, AgentRefused):
                     pass
+
+
+def part_trial_of(
+    trial: Trial, a: HostAgent, params: Layer, load: Load, served: storage.Storage | None = None
+) -> Trial:
+    """The trial one host's part runs: its share of the workload and load, no placement, its device served from
+    the storage host, and on a Kubernetes node its pods pinned to that node (the agent is on this machine:
+    kubenodes.py)."""
+    part = dataclasses.replace(trial, workload=params, load=load, placement=None)
+    if a.node.get("kubernetes"):
+        part = dataclasses.replace(part, runtime=trial.runtime.model_copy(update={"node": text(a.node, "hostname")}))
+    if served:
+        part = dataclasses.replace(part, device=storage.part_device(trial, served))
+    return part
 
 
 def _brief(status: JsonObject) -> JsonObject:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Callable
 
+from strata.core.errors import StrataError
 from strata.core.jsondoc import arr, num, obj
 from strata.run.doctor import check_doc
 from strata.stack.journal import Journal
 
 from .client import AgentRefused, AgentUnreachable
 from .deploy import agents
+from .kubenodes import is_kubernetes
 
 if TYPE_CHECKING:
     from strata.experiment.model import Experiment
@@ -27,6 +29,12 @@ if TYPE_CHECKING:
 
 def _each(exp: Experiment, fn: Callable[[str, HostAgent], bool], log: Callable[[str], None] = print) -> int:
     """`fn(name, agent) -> bool` (healthy) on every host's agent; the number of hosts that failed."""
+    if is_kubernetes(exp):  # their agents run on this machine, whose checks and journals are the local ones
+        raise StrataError(
+            "the experiment's hosts are Kubernetes nodes: strata's agents for them run on this machine, and the "
+            "kubernetes runtime checks each node (its agent, its disks) when a run places pods on it",
+            "`strata doctor` checks this machine and `strata cleanup` undoes what a run left on the nodes",
+        )
     journal = Journal(f"swarm-{secrets.token_hex(4)}")
     bad = 0
     try:

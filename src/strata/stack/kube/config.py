@@ -53,6 +53,10 @@ class Plan:
         return f"strata-{self.token}"
 
     @property
+    def node_labels(self) -> str:
+        return ""
+
+    @property
     def bridge(self) -> str:
         return f"skb{self.token}"[:15]
 
@@ -100,6 +104,7 @@ class Plan:
 # The node's disk on a bed of several nodes, mounted in the node's own mount namespace, and strata's agent's root
 # there (bound onto that disk), both paths as the node's processes see them.
 NODE_DATA = Path("/var/lib/strata-node")
+BED_NODE_LABEL = "strata.io/bed-node"  # on a bed of several nodes node I carries strata.io/bed-node=I
 AGENT_ROOT = Path("/var/lib/strata")
 
 
@@ -119,6 +124,11 @@ class NodePlan:
     @property
     def node_name(self) -> str:
         return f"strata-{self.token}-n{self.index}"
+
+    @property
+    def node_labels(self) -> str:
+        """The node's index as a label, which a spec selects it by whatever the bed's token (BED_NODE_LABEL=2)."""
+        return f"{BED_NODE_LABEL}={self.index}"
 
     @property
     def netns(self) -> str:
@@ -211,6 +221,8 @@ class NodeSide(Protocol):
     def server(self) -> str: ...
     @property
     def node_name(self) -> str: ...
+    @property
+    def node_labels(self) -> str: ...
     @property
     def node_addr(self) -> str: ...
     @property
@@ -345,6 +357,7 @@ def kubelet_argv(kube: Path, plan: NodeSide) -> list[str]:
         f"--cert-dir={plan.kubelet_dir / 'pki'}",
         f"--hostname-override={plan.node_name}",
         f"--node-ip={plan.node_addr}",
+        *([f"--node-labels={plan.node_labels}"] if plan.node_labels else []),
         "--v=1",
     ]
 

@@ -61,6 +61,13 @@ class KubernetesParams(Strict):
         default=10299, ge=1024, le=65535, description="the port strata's agent listens on, on the node's address"
     )
     claim_size: int = Field(default=4 << 30, description="the storage each claim (local, pvc:CLASS) requests")
+    node_lost_s: float = Field(
+        default=30.0,
+        ge=15,
+        le=600,
+        description="a node whose kubelet has not renewed its Lease this long ends the trial as host_lost (the "
+        "kubelet renews it every 10 s by default)",
+    )
     containerd_socket: str = Field(
         default=CONTAINERD_SOCK, description="with a kubeconfig: the node's containerd, where strata imports its image"
     )

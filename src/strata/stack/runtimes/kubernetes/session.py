@@ -57,6 +57,7 @@ from strata.stack.runtimes.docker.cmdline import stage
 from . import pods
 from .agent import AgentError
 from .cluster import Cluster, cluster_object, wait_phase
+from .lease import NodeLease
 from .params import KubernetesParams
 from .remote import Remote
 from .running import KubeRunning, OnNode, Pod
@@ -128,6 +129,8 @@ class KubernetesSession:
         self.node = node
         self.namespace = namespace
         self.facts = facts
+        # a node of a cluster strata did not start for this stack: its kubelet may stop under the trial
+        self.lease = None if cluster.own else NodeLease(cluster.api.get, node, params.node_lost_s)
         self.load_image = loader  # ImageSpec -> the image's name in the node
         self.placement = placement or pods.Placement(node)
         self.remote = remote  # a node that is not this machine: its agent
@@ -146,7 +149,8 @@ class KubernetesSession:
         dead = self.watch_bed() if self.watch_bed else []
         if dead:
             return ("daemon_died", f"the Kubernetes test bed's {', '.join(dead)} exited")
-        return None
+        lost = self.lease.lost() if self.lease is not None else None
+        return ("host_lost", lost) if lost else None
 
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
