@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from strata.core.errors import StrataError
 from strata.core.jsondoc import JsonObject, arr, as_obj, obj, text
 from strata.stack.journal import Journal, Undos, state_dir
+from strata.stack.procfs import signal_and_wait
 
 from .client import AgentClient, AgentRefused, AgentUnreachable
 from .executor import HostAgent
@@ -130,17 +131,8 @@ def _undo_agent(data: JsonObject) -> None:
     from strata.stack.journal import cleanup as journal_cleanup
 
     state = text(data, "state")
-    for pid in _agents_of(state):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_S
-    while _agents_of(state) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    for pid in _agents_of(state):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    while _agents_of(state) and time.monotonic() < deadline + 30:
-        time.sleep(0.2)
+    stuck = signal_and_wait(_agents_of(state), signal.SIGTERM, STOP_S)
+    signal_and_wait(stuck, signal.SIGKILL, 30)
     if Path(state).is_dir():
         lines: list[str] = []
         journal_cleanup(Path(state) / "agent", log=lines.append, undo=undo_actions())
