@@ -20,17 +20,16 @@ import argparse
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator
 
 import tiny
 from abba import paired
+from kubebed import bed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from strata.core.instances import ImageSpec  # noqa: E402
@@ -44,24 +43,6 @@ from strata.stack.runtimes.kubernetes.cluster import Cluster, namespace  # noqa:
 from strata.stack.runtimes.kubernetes.params import KubernetesParams  # noqa: E402
 
 MAX_ROUNDS = 100
-
-
-def _strata(*args: str, env: dict[str, str], timeout: float = 3600) -> str:
-    cp = subprocess.run([sys.executable, "-m", "strata.cli.main", *args], capture_output=True, text=True,
-                        env={**os.environ, **env}, timeout=timeout)  # fmt: skip
-    if cp.returncode != 0:
-        raise SystemExit(f"strata {' '.join(args)} exited {cp.returncode}:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
-    return cp.stdout
-
-
-@contextlib.contextmanager
-def bed(state: Path) -> Iterator[dict[str, object]]:
-    env = {"STRATA_STATE_DIR": str(state)}
-    _strata("testbed", "kubernetes", "up", "--nodes", "2", "--registry", "--disk-size", "2GiB", env=env)
-    try:
-        yield json.loads(_strata("testbed", "kubernetes", "status", env=env))
-    finally:
-        _strata("testbed", "kubernetes", "down", env=env, timeout=600)
 
 
 def fio_pod(name: str, ns: str, node: str, image: str, runtime: int, size: str) -> dict[str, object]:

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import tiny
 import yaml
 from abba import paired
+from kubebed import bed, strata_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from strata.core.jsondoc import num, obj  # noqa: E402
@@ -38,24 +36,6 @@ from strata.results.store import load_results  # noqa: E402
 
 MAX_REPETITIONS = 50
 PODS = 8
-
-
-def _strata(*args: str, env: dict[str, str], timeout: float = 3600) -> str:
-    cp = subprocess.run([sys.executable, "-m", "strata.cli.main", *args], capture_output=True, text=True,
-                        env={**os.environ, **env}, timeout=timeout)  # fmt: skip
-    if cp.returncode != 0:
-        raise SystemExit(f"strata {' '.join(args)} exited {cp.returncode}:\n{cp.stdout[-2000:]}{cp.stderr[-2000:]}")
-    return cp.stdout
-
-
-@contextlib.contextmanager
-def bed(state: Path) -> Iterator[dict[str, Any]]:
-    env = {"STRATA_STATE_DIR": str(state)}
-    _strata("testbed", "kubernetes", "up", "--nodes", "2", "--registry", "--disk-size", "3GiB", env=env)
-    try:
-        yield json.loads(_strata("testbed", "kubernetes", "status", env=env))
-    finally:
-        _strata("testbed", "kubernetes", "down", env=env, timeout=600)
 
 
 def spec(facts: dict[str, Any], workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -98,9 +78,10 @@ def main() -> None:
         root = Path(tmp)
         state = root / "state"
         workdir = Path(f"/var/tmp/strata-bench-kplace-{uuid.uuid4().hex[:8]}")
-        with bed(state) as facts:
+        with bed(state, "3GiB") as facts:
             (root / "s.yaml").write_text(yaml.safe_dump(spec(facts, workdir, args)))
-            _strata("run", str(root / "s.yaml"), "-o", str(root / "out"), env={"STRATA_STATE_DIR": str(root / "run")})
+            run_env = {"STRATA_STATE_DIR": str(root / "run")}
+            strata_cli("run", str(root / "s.yaml"), "-o", str(root / "out"), env=run_env)
             results = load_results(root / "out")
         with contextlib.suppress(OSError):
             workdir.rmdir()

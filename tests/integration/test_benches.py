@@ -27,6 +27,7 @@ HELPERS = {
     "abba.py",
     "benchbed.py",
     "cassandra_container.py",
+    "kubebed.py",
     "old_rule.py",
     "synth_results.py",
     "tiny.py",
