@@ -295,8 +295,8 @@ def _pods_on(api: Api, node: str) -> list[dict]:
     return [p for p in pods if p["spec"].get("nodeName") == node and p["metadata"]["name"].startswith("strata-1-")]
 
 
-def _local_agents(state: Path) -> list[str]:
-    """strata's agents for the nodes, on this machine, of runs under this state dir."""
+def _pids(match) -> list[int]:
+    """The processes whose argument list `match` (a list of bytes) accepts."""
     out = []
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
@@ -304,9 +304,14 @@ def _local_agents(state: Path) -> list[str]:
                 argv = (p / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"strata.hosts.main" in argv and any(str(state).encode() in a for a in argv):
-                out.append(p.name)
+            if match(argv):
+                out.append(int(p.name))
     return out
+
+
+def _local_agents(state: Path) -> list[int]:
+    """strata's agents for the nodes, on this machine, of runs under this state dir."""
+    return _pids(lambda argv: b"strata.hosts.main" in argv and any(str(state).encode() in a for a in argv))
 
 
 def _nothing_left(facts: dict, workdir: Path, state: Path) -> None:
@@ -412,15 +417,9 @@ def test_eight_fio_pods_spread_over_two_nodes_are_one_trial_judged_node_by_node(
 
 
 def _kubelet(node: dict) -> int:
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                argv = (p / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"kubelet" in argv and f"--hostname-override={node['name']}".encode() in argv:
-                return int(p.name)
-    raise AssertionError(f"no kubelet of {node['name']}")
+    override = f"--hostname-override={node['name']}".encode()
+    (pid,) = _pids(lambda argv: b"kubelet" in argv and override in argv)
+    return pid
 
 
 @covers(
