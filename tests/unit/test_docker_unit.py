@@ -165,6 +165,13 @@ def test_create_argv(tmp_path):
     assert argv[i + 4 :] == ["strata-wrap", *req.argv]
 
 
+@pytest.mark.parametrize("network, flag", [("none", "none"), ("host", "host"), ("node", "host"), ("bridge", "none")])
+def test_an_instance_is_on_the_hosts_network_or_none_never_a_bridge(tmp_path, network, flag):
+    req = InstanceRequest(0, ["true"], tmp_path / "out0", network=network)
+    argv = cmdline.create_argv("n", "ab", req, handle("layer", [{}]), Limits(), "/dev/loop7", "img", tmp_path)
+    assert ("--network", flag) in list(zip(argv, argv[1:]))
+
+
 def test_create_argv_rejects_a_comma(tmp_path):
     req = InstanceRequest(0, ["true"], tmp_path / "a,b")
     with pytest.raises(StrataError):

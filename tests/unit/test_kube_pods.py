@@ -38,6 +38,18 @@ def test_no_in_cluster_client_and_no_host_network_unless_asked():
     assert spec["automountServiceAccountToken"] is False and spec["enableServiceLinks"] is False
     assert "hostNetwork" not in spec
     assert manifest(network="host")["spec"]["hostNetwork"] is True
+    assert manifest(network="node")["spec"]["hostNetwork"] is True  # a server other nodes reach at its node's address
+
+
+def test_servers_on_a_remote_nodes_loopback_are_refused_but_not_those_on_its_address():
+    def reqs(network):
+        return [InstanceRequest(0, ["x"], Path("/o/0")), InstanceRequest(1, ["x"], Path("/o/1"), network=network)]
+
+    why = pods.unreachable_servers(reqs("host"), "node-b")
+    assert "reach its servers on the loopback" in why and "not on node-b" in why and "cluster.hosts" in why
+    assert pods.unreachable_servers(reqs("host"), None) is None  # this machine's node: the loopback is theirs
+    assert pods.unreachable_servers(reqs("node"), "node-b") is None
+    assert pods.unreachable_servers(reqs("none"), "node-b") is None
 
 
 def test_limits_become_resources_with_equal_requests():

@@ -233,6 +233,27 @@ def test_its_log_goes_on_a_path_of_its_own_and_the_record_holds_the_servers_memo
     assert Echo().impossible(EchoParams(log="volume"), REGISTRY_RUNTIMES["native"]).endswith("(only bind)")
 
 
+def test_servers_on_a_node_strata_reaches_through_an_agent_are_judged_by_that_nodes_memory():
+    """A Kubernetes node that is not strata's machine: its MemTotal and page cache, read through the running
+    (core/instances.py ReadsNode), not this machine's; a running without a node of its own reads here."""
+    from strata.workloads.server import memory
+
+    meminfo = "MemTotal:        4096 kB\nCached:          1024 kB\n"
+    read = []
+
+    class OnNode:
+        def read(self, path):
+            read.append(path)
+            return meminfo
+
+    running = OnNode()
+    assert lifecycle.node_reader(running) == running.read
+    assert memory.usable(Load(), 2, lifecycle.node_reader(running)) == {"bytes": 4 << 20, "of": "MemTotal, the host's memory"}
+    assert lifecycle.page_cache_bytes(running) == 1 << 20 and read == ["/proc/meminfo"] * 2
+    assert isinstance(lifecycle.page_cache_bytes(object()), int) and read == ["/proc/meminfo"] * 2  # read here
+    assert memory.usable(Load(), 1)["bytes"] == memory.mem_total_bytes() != 4 << 20
+
+
 def test_the_clients_cpu_share_is_read_where_the_workload_declares_it():
     """records.phases puts each phase's clients' CPU share where `records.CLIENT_CPU` says, every server workload
     declares that place (MetricSchema.client_cpu), and the analysis takes the share off the host's busy share only

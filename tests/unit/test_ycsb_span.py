@@ -140,6 +140,19 @@ def test_each_host_part_runs_its_node_of_every_database_at_its_address():
     assert fio_load.containers == 1 and fio == FIO.params(preset="rr")
 
 
+def test_a_spanning_parts_nodes_are_on_the_hosts_network_reached_at_its_node_address():
+    """"node": the runtime puts them on the host's network as "host" does, and a Kubernetes node that is not
+    strata's machine runs them (its clients reach them at the node's address, not on its loopback)."""
+    from strata.core.instances import InstanceRequest
+    from strata.stack.runtimes.kubernetes import pods
+    from strata.workloads.base import network_of
+
+    part = YCSB.part(_span(3, ("a", "b", "c")), Load(), "b", 1, ADDR)[0]
+    assert network_of(YCSB, part) == "node" and network_of(YCSB, YcsbParams()) == "host"
+    request = InstanceRequest(0, ["cassandra"], Path("/o/0"), network=network_of(YCSB, part))
+    assert pods.unreachable_servers([request], "node-b") is None
+
+
 def test_a_part_without_the_hosts_address_is_a_clear_error():
     from strata.core.errors import StrataError
 

@@ -127,7 +127,9 @@ class InstanceRequest:
     argv: list[str]
     out_dir: Path  # on the host; the instance sees it at `Target.out_dir`
     prepare: list[str] | None = None  # runs before the barrier, outside the measured window
-    network: str = "none"  # "host": the instance talks to servers on 127.0.0.0/8
+    # "host": the instance talks to servers on 127.0.0.0/8; "node": it is a server other hosts reach at its host's
+    # node address (a cluster that spans hosts), on that host's network as with "host"
+    network: str = "none"
     image: ImageSpec | None = None  # what a container or guest image must hold
     barrier: str = "wrapper"  # "tool": the tool itself writes `ready` and waits for `go` (after its own setup)
 

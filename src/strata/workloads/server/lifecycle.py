@@ -32,8 +32,9 @@ import time
 from pathlib import Path
 from typing import Callable, Protocol, TypedDict
 
+from strata.collectors.base import read_file
 from strata.core.errors import TrialFailure
-from strata.core.instances import InstanceOutput
+from strata.core.instances import InstanceOutput, ReadsNode, Running
 from strata.core.jsondoc import JsonObject, as_obj, whole
 from strata.core.params import Load
 from strata.workloads.base import MeasureContext, P, P_contra, rendezvous
@@ -93,7 +94,7 @@ def measure(wl: Hooks[P], params: P, load: Load, ctx: MeasureContext) -> list[In
     running, art = ctx.running, ctx.art
     record = wl.record(params, load)
     phases = as_obj(record["phases"], "phases")  # the record's own, filled below in order
-    record["memory"] = memory.usable(load, whole(record, "servers") or 0)
+    record["memory"] = memory.usable(load, whole(record, "servers") or 0, node_reader(running))
     running.ready(ctx.prepare_timeout_s)
     running.go()
     record["node_ready_s"] = list(wl.start_servers(params, load, ctx))
@@ -109,7 +110,7 @@ def measure(wl: Hooks[P], params: P, load: Load, ctx: MeasureContext) -> list[In
     with ctx.collect():
         run = run_phase(wl, "run", params, load, ctx, record)
         phases["run"] = phase_doc(run)
-        record["page_cache_bytes"] = page_cache_bytes()
+        record["page_cache_bytes"] = page_cache_bytes(running)
     wl.observe("after", params, load, ctx, record)
     write_record(art / wl.clients_dir, record)
     rendezvous(running, "measured", lambda: check_servers(wl, ctx))  # the other hosts' servers may stop
@@ -129,7 +130,7 @@ def serve(wl: Hooks[P], ctx: MeasureContext, record: JsonObject) -> list[Instanc
     t0 = time.monotonic()
     with ctx.collect():
         rendezvous(ctx.running, "measured", lambda: check_servers(wl, ctx))
-        record["page_cache_bytes"] = page_cache_bytes()
+        record["page_cache_bytes"] = page_cache_bytes(ctx.running)
     record["served_s"] = round(time.monotonic() - t0, 3)
     write_record(ctx.art / wl.clients_dir, record)
     (ctx.art / "sync" / STOP_FILE).touch()
@@ -312,5 +313,11 @@ def phase_doc(phase: Phase) -> JsonObject:
     }
 
 
-def page_cache_bytes() -> int | None:
-    return memory.meminfo_bytes("Cached")
+def node_reader(running: Running) -> Callable[[str], str]:
+    """How to read the servers' machine's /proc files: through the running on a node strata reaches through its
+    agent (a Kubernetes node), else here."""
+    return running.read if isinstance(running, ReadsNode) else read_file
+
+
+def page_cache_bytes(running: Running) -> int | None:
+    return memory.meminfo_bytes("Cached", node_reader(running))

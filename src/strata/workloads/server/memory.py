@@ -5,31 +5,35 @@ host's (`MemTotal`) for servers without a limit, natively or in containers and p
 or each container's or pod's memory limit (`limits.memory`), to which its page cache is charged. A data
 set no larger than that memory is read from it once it is warm, whatever the device: the workload states
 its data set and this memory with its parsed result (`Parsed.memory`), and the cache check judges them
-(results/validity/disks.py) beside the bytes the device moved.
+(results/validity/disks.py) beside the bytes the device moved. Servers on a machine strata reaches through an
+agent (a Kubernetes node) are judged by that machine's /proc/meminfo, read as the collectors read it (`read`).
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
+from strata.collectors.base import read_file
 from strata.collectors.host import read_meminfo
 from strata.core.jsondoc import JsonObject
 from strata.core.params import Load
 
 
-def meminfo_bytes(key: str) -> int | None:
+def meminfo_bytes(key: str, read: Callable[[str], str] = read_file) -> int | None:
     """A figure of /proc/meminfo in bytes (`MemTotal`, `Cached`: the page cache), or None when it cannot be read."""
     try:
-        return read_meminfo().get(key)
+        return read_meminfo(read).get(key)
     except (OSError, ValueError, IndexError):
         return None
 
 
-def mem_total_bytes() -> int | None:
-    return meminfo_bytes("MemTotal")
+def mem_total_bytes(read: Callable[[str], str] = read_file) -> int | None:
+    return meminfo_bytes("MemTotal", read)
 
 
-def usable(load: Load, servers: int) -> JsonObject:
+def usable(load: Load, servers: int, read: Callable[[str], str] = read_file) -> JsonObject:
     """The memory this host's `servers` can use together, and what bounds it (stored in clients.json)."""
-    total = mem_total_bytes()
+    total = mem_total_bytes(read)
     limit = load.limits.memory
     if limit is not None and servers > 0:
         together = limit * servers

@@ -198,11 +198,16 @@ class Ycsb(ServerTemplate[YcsbParams], Smoke, SelfPlacing[YcsbParams], Prebuilds
         missing = [h for h in params.cluster.hosts if not addresses.get(h)]
         if missing:
             raise StrataError(
-                f"no node address of host {missing[0]}: the Swarm reports none for its node",
-                "check `docker node inspect` on the manager: Status.Addr names the node's address",
+                f"no node address of host {missing[0]}: its Swarm or Kubernetes node reports none",
+                "check `docker node inspect` on the manager (Status.Addr), or the Kubernetes node's InternalIP "
+                "(kubectl get node NODE -o wide)",
             )
         span = Span(host=host, addresses={h: addresses[h] for h in params.cluster.hosts})
         return params.model_copy(update={"span": span}), load
+
+    def network(self, params: YcsbParams) -> str:
+        """A host's part of clusters that span hosts: nodes other hosts reach at this host's node address."""
+        return "node" if params.span is not None else super().network(params)
 
     def part_host(self, params: YcsbParams) -> str | None:
         return params.span.host if params.span is not None else None

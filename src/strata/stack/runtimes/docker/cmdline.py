@@ -120,7 +120,7 @@ def create_argv(
     for p in (request.out_dir, sync_dir):
         if "," in str(p):
             raise StrataError(f"{p}: docker --mount cannot take a path with a comma", "choose another results dir")
-    network = "host" if request.network == "host" else "none"  # never a bridge (the network rule)
+    network = "host" if request.network in ("host", "node") else "none"  # never a bridge (the network rule)
     return [
         "create",
         "--name",

@@ -11,7 +11,7 @@ kubelet's own eviction order does not single out one instance); Kubernetes
 has no block-I/O limit, so bps/iops limits are refused with the reason.
 The network rule: no service account token (no in-cluster client), no
 service environment variables, and `hostNetwork` only for instances that
-talk to servers on the loopback.
+talk to servers on the loopback, or serve other hosts at the node's address.
 """
 
 from __future__ import annotations
@@ -48,6 +48,19 @@ def unsupported_limits(limits: Limits) -> str | None:
     if given:
         return f"Kubernetes has no block-I/O limit: {', '.join(given)} cannot be applied to a pod"
     return None
+
+
+def unreachable_servers(requests: list[InstanceRequest], remote_node: str | None) -> str | None:
+    """Why these instances cannot run on `remote_node`, a node that is not strata's machine (None: they can).
+    Servers on the node's loopback (`host`) are out of reach of their clients, which run on strata's machine;
+    servers on the node's address (`node`: a cluster whose nodes span Kubernetes nodes as hosts) are not."""
+    if remote_node is None or not any(r.network == "host" for r in requests):
+        return None
+    return (
+        f"a server workload's clients run on strata's machine and reach its servers on the loopback: its pods must "
+        f"run on this machine's node, not on {remote_node}, unless its servers span the nodes as hosts (ycsb: "
+        f"`hosts:` of Kubernetes nodes and `cluster.hosts`, docs/many-hosts.md)"
+    )
 
 
 def resources(limits: Limits) -> JsonObject:
@@ -179,7 +192,7 @@ def pod_manifest(
         "containers": [container],
         "volumes": volumes,
     }
-    if request.network == "host":
+    if request.network in ("host", "node"):
         spec["hostNetwork"] = True
     return {
         "apiVersion": "v1",

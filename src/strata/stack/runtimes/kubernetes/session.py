@@ -216,11 +216,9 @@ class KubernetesSession:
         why = pods.unsupported_limits(load.limits)
         if why:
             raise Unsupported(why)
-        if self.remote is not None and any(r.network == "host" for r in requests):
-            raise Unsupported(
-                f"a server workload's clients run on strata's machine and reach its servers on the loopback: its pods "
-                f"must run on this machine's node, not on {self.remote.node}"
-            )
+        why = pods.unreachable_servers(requests, self.remote.node if self.remote is not None else None)
+        if why:
+            raise Unsupported(why)
         self._count += 1
         on_node = None
         if self.remote is not None:  # the instances' files on the node, through its agent
