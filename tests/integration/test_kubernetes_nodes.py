@@ -547,3 +547,67 @@ def test_the_kubernetes_nodes_example_runs_at_smoke_scale_on_three_nodes(bed, tm
     _nothing_left(facts, workdir, state)
     if workdir.exists():
         workdir.rmdir()
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:kubeconfig",
+    "path:kubernetes/local",
+    "workload:ycsb",
+    "workload:ycsb@hosts",
+    "hosts:span",
+    "hosts:kubernetes-span",
+)
+def test_one_cassandra_cluster_over_three_nodes_at_rf_3_passes_its_data_integrity_check(bed, tmp_path):
+    """Study 001's layout on the bed: node i of one cluster in a pod on bed node i+1, on the node's network at its
+    address (InternalIP), its data on a `local` volume of the file system strata built on that node's disk; RF 3 at
+    QUORUM, so every write reaches all three nodes and every read two; the clients on strata's machine (host a's
+    part), which reaches the nodes' addresses. Every read verified (YCSB's data-integrity check)."""
+    facts, _ = bed
+    workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
+    state = tmp_path / "state"
+    out = tmp_path / "out"
+    hosts = ["a", "b", "c"]
+    spec = _hosts_spec(workdir, facts, {h: i + 1 for i, h in enumerate(hosts)}, 1, "local", 8)
+    del spec["placement"]  # the cluster places itself: node i on hosts[i]
+    cluster = {"nodes": 3, "replication_factor": 3, "hosts": hosts}
+    ycsb = {"workload": "a", "records": 1000, "runtime": 8, "warmup": 2, "threads": 4, "data_integrity": True}
+    spec["workloads"] = [{"ycsb": {**ycsb, "cluster": cluster}}]
+    spec["loads"] = [{"name": "one", "containers": 1}]
+    cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", out, env={"STRATA_STATE_DIR": str(state)},
+                timeout=3600)  # fmt: skip
+    rs = results(out)
+    assert len(rs) == 1, (cp.stdout[-3000:], cp.stderr[-3000:])  # one trial: the cluster places itself
+    (r,) = rs
+    assert r["status"] == "ok", (r["flags"].get("failed"), cp.stdout[-3000:])
+    assert r["trial"]["placement"]["name"] == "span-a+b+c"
+    assert r["trial"]["placement"]["instances"] == {"a": 1, "b": 1, "c": 1}
+    node_of = {h: facts["nodes"][i]["name"] for i, h in enumerate(hosts)}
+    assert {h: r["hosts"][h]["node"]["hostname"] for h in hosts} == node_of
+    m, per = r["metrics"], r["metrics"]["hosts"]
+    assert m["errors"] == 0 and m["operations"]["READ"] > 100 and m["operations"]["UPDATE"] > 0
+    assert m["returns"]["VERIFY"] == {"OK": m["operations"]["READ"]}, m["returns"]  # every read verified
+    assert per["b"]["role"] == per["c"]["role"] == "nodes" and m["primary"]["value"] == per["a"]["primary"]["value"]
+    assert len(m["node_ready_s"]) == 3  # each part timed its own node
+    # each node listened on its Kubernetes node's address, on that node, and met the others there
+    art = out / "trials" / r["trial_id"] / "hosts"
+    addr = {h: r["hosts"][h]["node"]["address"] for h in hosts}
+    assert all(ipaddress.ip_address(a) in ALLOWED[1] for a in addr.values()), addr
+    for h in hosts:
+        conf = (art / h / "inst-0" / "conf" / "cassandra.yaml").read_text()
+        assert f"listen_address: {addr[h]}" in conf and f"{addr['a']}:7000" in conf, h  # node 0 (on a) the seed
+        assert r["stack_facts"]["hosts"][h]["runtime"]["node"] == node_of[h]
+    log_a = (art / "a" / "inst-0" / "node.log").read_text()
+    assert addr["b"] in log_a and addr["c"] in log_a  # a's node met b's and c's
+    # each node's servers are judged by that node's memory; its collectors read that node
+    assert set(r["collectors"]["hosts"]) == set(hosts)
+    _nothing_left(facts, workdir, state)
+    if workdir.exists():
+        workdir.rmdir()
+    print(
+        f"\nycsb a, one cluster over three Kubernetes nodes (RF 3, QUORUM), clients on strata's machine: "
+        f"{m['primary']['value']:.0f} ops/s, read p99 {m['latency']['READ']['p99_us']} us, nodes ready "
+        f"{m['node_ready_s']} s, {m['operations']['READ']} reads verified"
+    )

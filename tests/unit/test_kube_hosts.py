@@ -255,3 +255,51 @@ def test_an_agents_directory_with_a_mount_still_under_it_is_kept(tmp_path):
         subprocess.run(["umount", str(work / "mnt")], check=True)
     kubenodes._remove(work)
     assert not work.exists()
+
+
+def test_a_servers_lifecycle_files_on_a_node_reached_through_its_agent_are_written_and_read_there(tmp_path):
+    """A Cassandra node's turn to start and its stop reach the pod's sync dir on its node, and its log is read there
+    while it runs (the pods' files are on the node, not on strata's machine); strata's own copy stays beside."""
+    import tarfile
+    from types import SimpleNamespace
+
+    from strata.core.instances import FilesElsewhere, InstanceRequest
+    from strata.core.params import Limits
+    from strata.stack.runtimes.kubernetes.agent import AgentError
+    from strata.stack.runtimes.kubernetes.running import KubeRunning, OnNode, Pod
+
+    node_root = tmp_path / "node"
+
+    class Agent:
+        def put_dir(self, local, rel):
+            with tarfile.open(tmp_path / "t.tar", "w") as t:
+                t.add(str(local), arcname=".")
+            with tarfile.open(tmp_path / "t.tar") as t:
+                t.extractall(node_root / rel, filter="data")
+
+        def cat(self, rel):
+            f = node_root / rel
+            if not f.is_file():
+                raise AgentError(f"node-b: 404 {rel!r} is not a file")
+            return f.read_text()
+
+    sync = tmp_path / "art" / "sync"
+    sync.mkdir(parents=True)
+    on_node = OnNode(SimpleNamespace(agent=Agent()), "trials/t-1", {0: "trials/t-1/inst-0"})
+    running = KubeRunning(SimpleNamespace(), sync, Limits(), on_node)
+    running.pods.append(Pod("strata-1-0", InstanceRequest(0, ["x"], tmp_path / "art" / "inst-0", network="node")))
+    assert isinstance(running, FilesElsewhere)
+    running.signal("start-1")
+    assert (node_root / "trials/t-1/sync/start-1").is_file() and (sync / "start-1").is_file()
+    with pytest.raises(OSError):  # not written yet
+        running.output(0, "node.log")
+    (node_root / "trials/t-1/inst-0").mkdir(parents=True)
+    (node_root / "trials/t-1/inst-0/node.log").write_text("Starting listening for CQL clients")
+    assert running.output(0, "node.log") == "Starting listening for CQL clients"
+    with pytest.raises(OSError, match="no instance 3"):
+        running.output(3, "node.log")
+    local = KubeRunning(SimpleNamespace(), sync, Limits())  # this machine's node: the files are here
+    local.pods.append(Pod("strata-1-0", InstanceRequest(0, ["x"], tmp_path / "here")))
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "node.log").write_text("here")
+    assert local.output(0, "node.log") == "here"

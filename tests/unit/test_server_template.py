@@ -87,7 +87,7 @@ class Echo(ServerTemplate[EchoParams]):
         return 5 + params.runtime
 
     def ready(self, params: EchoParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
-        return "listening" in lifecycle.server_log(ctx.art, instance, self.server.log_name)
+        return "listening" in lifecycle.server_log(ctx, instance, self.server.log_name)
 
     def start_timeout_s(self, params: EchoParams) -> float:
         return 2.0 if params.never_ready else 30.0
@@ -248,10 +248,43 @@ def test_servers_on_a_node_strata_reaches_through_an_agent_are_judged_by_that_no
 
     running = OnNode()
     assert lifecycle.node_reader(running) == running.read
-    assert memory.usable(Load(), 2, lifecycle.node_reader(running)) == {"bytes": 4 << 20, "of": "MemTotal, the host's memory"}
+    assert memory.usable(Load(), 2, lifecycle.node_reader(running)) == {
+        "bytes": 4 << 20,
+        "of": "MemTotal, the host's memory",
+    }
     assert lifecycle.page_cache_bytes(running) == 1 << 20 and read == ["/proc/meminfo"] * 2
     assert isinstance(lifecycle.page_cache_bytes(object()), int) and read == ["/proc/meminfo"] * 2  # read here
     assert memory.usable(Load(), 1)["bytes"] == memory.mem_total_bytes() != 4 << 20
+
+
+def test_the_lifecycles_files_go_and_come_where_the_servers_run(tmp_path):
+    """A running whose instances' files are elsewhere (core/instances.py FilesElsewhere: a Kubernetes node strata
+    reaches through its agent): the stop and a turn to start written there too, the servers' logs read there; any
+    other running: the trial's own directories."""
+    import contextlib
+
+    class Elsewhere:
+        def __init__(self):
+            self.signals = []
+
+        def signal(self, name):
+            self.signals.append(name)
+
+        def output(self, index, name):
+            if name != "node.log":
+                raise OSError("no such file")
+            return f"log of {index}"
+
+    (tmp_path / "sync").mkdir()
+    ctx = MeasureContext(Elsewhere(), contextlib.nullcontext, 10.0, None, tmp_path)
+    lifecycle.signal(ctx, "start-1")
+    assert (tmp_path / "sync" / "start-1").is_file() and ctx.running.signals == ["start-1"]
+    assert lifecycle.server_log(ctx, 2, "node.log") == "log of 2" and lifecycle.server_log(ctx, 2, "x.log") == ""
+    here = MeasureContext(object(), contextlib.nullcontext, 10.0, None, tmp_path)
+    (tmp_path / "inst-2").mkdir()
+    (tmp_path / "inst-2" / "node.log").write_text("local")
+    lifecycle.signal(here, "stop")
+    assert (tmp_path / "sync" / "stop").is_file() and lifecycle.server_log(here, 2, "node.log") == "local"
 
 
 def test_the_clients_cpu_share_is_read_where_the_workload_declares_it():

@@ -141,8 +141,8 @@ def test_each_host_part_runs_its_node_of_every_database_at_its_address():
 
 
 def test_a_spanning_parts_nodes_are_on_the_hosts_network_reached_at_its_node_address():
-    """"node": the runtime puts them on the host's network as "host" does, and a Kubernetes node that is not
-    strata's machine runs them (its clients reach them at the node's address, not on its loopback)."""
+    """Network "node": the runtime puts them on the host's network as "host" does, and a Kubernetes node that
+    is not strata's machine runs them (its clients reach them at its address, not on its loopback)."""
     from strata.core.instances import InstanceRequest
     from strata.stack.runtimes.kubernetes import pods
     from strata.workloads.base import network_of

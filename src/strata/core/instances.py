@@ -171,6 +171,17 @@ class Running(Protocol):
 
 
 @runtime_checkable
+class FilesElsewhere(Protocol):
+    """A Running whose instances' out and sync directories may be on another machine (a Kubernetes node strata
+    reaches through its agent): a server workload's lifecycle writes its files there (`signal`: a server's turn
+    to start, its stop, beside the copy in the trial's own sync dir) and reads its servers' logs there while
+    they run (`output`, raising OSError when it cannot)."""
+
+    def signal(self, name: str) -> None: ...
+    def output(self, index: int, name: str) -> str: ...
+
+
+@runtime_checkable
 class Rendezvous(Protocol):
     """Instances that are one host's part of a trial across hosts (hosts/part.py `BarrierRunning`): the
     workload meets the other hosts' parts before it measures ("measure") and after ("measured"), and

@@ -224,7 +224,7 @@ class Pgbench(ServerTemplate[PgbenchParams], Smoke, LiveRate):
     # ---- the server template's hooks -------------------------------------------------------
 
     def ready(self, params: PgbenchParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
-        return postgres.answers(lifecycle.server_log(ctx.art, instance, self.server.log_name), instance)
+        return postgres.answers(lifecycle.server_log(ctx, instance, self.server.log_name), instance)
 
     def load_timeout_s(self, params: PgbenchParams) -> float:
         return 600 + params.scale * 3.0

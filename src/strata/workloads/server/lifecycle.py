@@ -34,7 +34,7 @@ from typing import Callable, Protocol, TypedDict
 
 from strata.collectors.base import read_file
 from strata.core.errors import TrialFailure
-from strata.core.instances import InstanceOutput, ReadsNode, Running
+from strata.core.instances import FilesElsewhere, InstanceOutput, ReadsNode, Running
 from strata.core.jsondoc import JsonObject, as_obj, whole
 from strata.core.params import Load
 from strata.workloads.base import MeasureContext, P, P_contra, rendezvous
@@ -114,7 +114,7 @@ def measure(wl: Hooks[P], params: P, load: Load, ctx: MeasureContext) -> list[In
     wl.observe("after", params, load, ctx, record)
     write_record(art / wl.clients_dir, record)
     rendezvous(running, "measured", lambda: check_servers(wl, ctx))  # the other hosts' servers may stop
-    (art / "sync" / STOP_FILE).touch()
+    signal(ctx, STOP_FILE)
     outputs = running.wait(STOP_TIMEOUT_S, ctx.watch)
     if not outputs:  # a host that runs only the clients: they are its output
         return [
@@ -133,7 +133,7 @@ def serve(wl: Hooks[P], ctx: MeasureContext, record: JsonObject) -> list[Instanc
         record["page_cache_bytes"] = page_cache_bytes(ctx.running)
     record["served_s"] = round(time.monotonic() - t0, 3)
     write_record(ctx.art / wl.clients_dir, record)
-    (ctx.art / "sync" / STOP_FILE).touch()
+    signal(ctx, STOP_FILE)
     return ctx.running.wait(STOP_TIMEOUT_S, ctx.watch)
 
 
@@ -146,11 +146,22 @@ def write_record(out: Path, record: JsonObject) -> None:
 # ---- the servers ----------------------------------------------------------------------
 
 
-def server_log(art: Path, instance: int, log_name: str) -> str:
+def server_log(ctx: MeasureContext, instance: int, log_name: str) -> str:
+    """The server's log so far: in its out dir here, or where its instance runs (a Kubernetes node strata
+    reaches through its agent); "" while there is none."""
     try:
-        return (art / f"inst-{instance}" / log_name).read_text(errors="replace")
+        if isinstance(ctx.running, FilesElsewhere):
+            return ctx.running.output(instance, log_name)
+        return (ctx.art / f"inst-{instance}" / log_name).read_text(errors="replace")
     except OSError:
         return ""
+
+
+def signal(ctx: MeasureContext, name: str) -> None:
+    """One of the lifecycle's files in the sync dir (a server's turn to start, the stop), where the servers see it."""
+    (ctx.art / "sync" / name).touch()
+    if isinstance(ctx.running, FilesElsewhere):
+        ctx.running.signal(name)
 
 
 def log_tail(text: str, chars: int = LOG_TAIL_CHARS) -> str:
@@ -186,14 +197,14 @@ def wait_ready(
         try:
             ctx.running.check(ctx.watch)
         except TrialFailure as e:
-            tail = log_tail(server_log(ctx.art, instance, log_name))
+            tail = log_tail(server_log(ctx, instance, log_name))
             said = find(e.stderr + "\n" + tail)
             words = f"{what} ended while starting: {said} ({e})" if said else f"{what} ended while starting: {e}"
             if IN_USE in e.stderr + tail:  # its address and port were another process's
                 words += f"; {PORT_TAKEN}"
             raise TrialFailure(e.category, words, (e.stderr + "\n" + tail).strip()[-2 * LOG_TAIL_CHARS :], e.layer)
         if time.monotonic() - t0 > timeout_s:
-            tail = log_tail(server_log(ctx.art, instance, log_name))
+            tail = log_tail(server_log(ctx, instance, log_name))
             said = find(tail)
             raise TrialFailure(
                 "not_ready",
@@ -244,7 +255,7 @@ def check_servers(wl: Servers, ctx: MeasureContext) -> None:
         ctx.running.check(ctx.watch)
     except TrialFailure as e:
         if e.category in ("instance_died", "oom"):
-            tails = {k: log_tail(server_log(ctx.art, k, wl.server.log_name), 1500) for k in _instances(ctx)}
+            tails = {k: log_tail(server_log(ctx, k, wl.server.log_name), 1500) for k in _instances(ctx)}
             logs = "\n".join(f"--- {wl.server.noun} {k}\n{t}" for k, t in tails.items())
             said = wl.error_line(e.stderr + "\n" + "\n".join(tails.values()))
             raise TrialFailure(

@@ -175,7 +175,7 @@ class Sysbench(ServerTemplate[SysbenchParams], Smoke, LiveRate):
     # ---- the server template's hooks -------------------------------------------------------
 
     def ready(self, params: SysbenchParams, load: Load, ctx: MeasureContext, instance: int) -> bool:
-        return mariadb.answers(lifecycle.server_log(ctx.art, instance, self.server.log_name), instance)
+        return mariadb.answers(lifecycle.server_log(ctx, instance, self.server.log_name), instance)
 
     def start_servers(self, params: SysbenchParams, load: Load, ctx: MeasureContext) -> list[float]:
         """The template's, with the server's own first error line in a failure to start: from its log, or from

@@ -109,7 +109,7 @@ def start_nodes(wl: ServerTemplate[YcsbParams], params: YcsbParams, dbs: list[Db
             for db in dbs:
                 k = db.instances[i]
                 if k is not None:
-                    (ctx.art / "sync" / start_file(k)).touch()
+                    lifecycle.signal(ctx, start_file(k))
         for db in dbs:
             k = db.instances[i]
             if k is None:
@@ -141,7 +141,7 @@ def wait_node(
     line = f"{cassandra.READY_LINE} /{address}:{port}"
 
     def answers() -> bool:
-        return line in lifecycle.server_log(ctx.art, instance, LOG_NAME) and cassandra.cql_port_open(address, port)
+        return line in lifecycle.server_log(ctx, instance, LOG_NAME) and cassandra.cql_port_open(address, port)
 
     return lifecycle.wait_ready(ctx, instance, answers, f"Cassandra node {instance} at {address}", timeout_s, LOG_NAME)
 

@@ -11,6 +11,7 @@ cgroups, which the collectors sample as they sample a container's.
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,6 +158,28 @@ class KubeRunning:
         if self.on_node is not None:
             return self.on_node.remote.agent.read(path)
         return Path(path).read_text()
+
+    def signal(self, name: str) -> None:
+        """A file of the workload's in the sync dir (a server's turn to start, its stop), where the pods see it
+        (core/instances.py FilesElsewhere)."""
+        (self.sync_dir / name).touch()
+        if self.on_node is not None:
+            with tempfile.TemporaryDirectory() as d:
+                (Path(d) / name).touch()
+                self.on_node.remote.agent.put_dir(Path(d), self.on_node.sync)
+
+    def output(self, index: int, name: str) -> str:
+        """A file of instance `index`'s out dir while its pod runs (a server's log): on the node, through its agent,
+        up to the agent's 1 MiB a file."""
+        p = next((p for p in self.pods if p.request.index == index), None)
+        if p is None:
+            raise OSError(f"no instance {index}")
+        if self.on_node is not None:
+            try:
+                return self.on_node.remote.agent.cat(f"{self.on_node.outs[index]}/{name}")
+            except AgentError as e:  # not there yet, or past 1 MiB
+                raise OSError(str(e)) from None
+        return (p.request.out_dir / name).read_text(errors="replace")
 
     def uids(self) -> list[str]:
         """Each pod's uid, in the instances' order (the agent finds a pod's volumes by it)."""
