@@ -221,12 +221,57 @@ def test_the_session_ends_a_trial_on_a_lost_node_as_host_lost():
     from strata.stack.runtimes.kubernetes.session import KubernetesSession
 
     lost = SimpleNamespace(lost=lambda: "node n2: its kubelet has not renewed its Lease for 31 s")
-    assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=lost)) == (
+    assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=lost, agent_pod=None)) == (
         "host_lost",
         "node n2: its kubelet has not renewed its Lease for 31 s",
     )
     alive = SimpleNamespace(lost=lambda: None)
-    assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=alive)) is None
+    assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=alive, agent_pod=None)) is None
+
+
+def test_strata_s_agent_pod_ended_on_a_node_is_that_node_lost_at_once(monkeypatch):
+    """strata reaches a node only through its agent's pod there (restartPolicy Never): killed, deleted or evicted,
+    the node is lost to strata, whatever its kubelet's Lease says; the session ends the trial as host_lost."""
+    from types import SimpleNamespace
+
+    from strata.stack.runtimes.kubernetes.lease import AgentPod
+    from strata.stack.runtimes.kubernetes.session import KubernetesSession
+
+    now = [0.0]
+    monkeypatch.setattr(lease_mod.time, "monotonic", lambda: now[0])
+    path = "/api/v1/namespaces/strata-r1/pods/strata-agent-n2"
+    pod = {"metadata": {}, "status": {"phase": "Running"}}
+    reads = []
+
+    def get(p):
+        reads.append(p)
+        if pod is None:
+            raise ApiError(404, "not found")
+        return pod
+
+    watch = AgentPod(get, path, "n2")
+    assert watch.lost() is None
+    now[0] += 0.5
+    assert watch.lost() is None and len(reads) == 1  # read at most every CHECK_S
+    killed = {"terminated": {"exitCode": 137, "reason": "Error"}}
+    pod = {"metadata": {}, "status": {"phase": "Failed", "containerStatuses": [{"state": killed}]}}
+    now[0] += 3
+    why = watch.lost()
+    assert why == (
+        "node n2: strata's agent there (pod strata-agent-n2) ended (Error 137): strata reaches the node only through it"
+    )
+    alive = SimpleNamespace(lost=lambda: None)
+    assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=alive, agent_pod=watch)) == ("host_lost", why)
+    pod = None
+    deleted = AgentPod(get, path, "n2")
+    assert deleted.lost() == "node n2: strata's agent there (pod strata-agent-n2) was deleted"
+    deleting = AgentPod(lambda p: {"metadata": {"deletionTimestamp": "t"}, "status": {"phase": "Running"}}, path, "n2")
+    assert "(pod strata-agent-n2) ended (being deleted)" in deleting.lost()
+
+    def refused(p):
+        raise ApiError(403, "forbidden")
+
+    assert AgentPod(refused, path, "n2").lost() is None  # not judged
 
 
 @pytest.mark.parametrize("command", ["doctor", "cleanup"])

@@ -270,11 +270,12 @@ def test_a_dead_kubelet_or_containerd_of_the_bed_is_the_runtimes_death_named(tmp
         procs = Processes(None, [], "strata-k8s-test", tmp_path)  # no journal: nothing is started
         procs.pids = {"containerd": alive.pid, "kubelet": exited.pid}
         assert procs.dead() == ["kubelet"]
-        watched = KubernetesSession.watch(SimpleNamespace(watch_bed=procs.dead, lease=None))
+        watched = KubernetesSession.watch(SimpleNamespace(watch_bed=procs.dead, lease=None, agent_pod=None))
         assert watched == ("daemon_died", "the Kubernetes test bed's kubelet exited")
         procs.pids = {"containerd": alive.pid}
-        assert KubernetesSession.watch(SimpleNamespace(watch_bed=procs.dead, lease=None)) is None
-        assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=None)) is None  # your cluster: no bed
+        assert KubernetesSession.watch(SimpleNamespace(watch_bed=procs.dead, lease=None, agent_pod=None)) is None
+        # your cluster: no bed
+        assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=None, agent_pod=None)) is None
     finally:
         alive.kill()
         alive.wait()

@@ -98,8 +98,9 @@ class AgentClient:
     """One node's agent, through the API server's proxy of its pod."""
 
     def __init__(self, api: Api, namespace: str, pod: str, port: int, token: str, node: str) -> None:
-        self.api, self.node, self.token = api, node, token
-        self.base = f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy"
+        self.api, self.node, self.token, self.pod = api, node, token, pod
+        self.pod_path = f"/api/v1/namespaces/{namespace}/pods/{pod}"
+        self.base = f"{self.pod_path}:{port}/proxy"
 
     def _call(self, method: str, route: str, query: dict[str, object] | None = None, body: bytes | None = None,
               timeout: float = CALL_TIMEOUT_S) -> bytes:  # fmt: skip

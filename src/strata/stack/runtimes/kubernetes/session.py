@@ -57,7 +57,7 @@ from strata.stack.runtimes.docker.cmdline import stage
 from . import pods
 from .agent import AgentError
 from .cluster import Cluster, cluster_object, wait_phase
-from .lease import NodeLease
+from .lease import AgentPod, NodeLease
 from .params import KubernetesParams
 from .remote import Remote
 from .running import KubeRunning, OnNode, Pod
@@ -134,6 +134,7 @@ class KubernetesSession:
         self.load_image = loader  # ImageSpec -> the image's name in the node
         self.placement = placement or pods.Placement(node)
         self.remote = remote  # a node that is not this machine: its agent
+        self.agent_pod = None if remote is None else AgentPod(cluster.api.get, remote.agent.pod_path, node)
         self.images: dict[str, str] = {}
         self.running: list[KubeRunning] = []
         # the test bed's processes: a callable naming the dead ones
@@ -150,6 +151,7 @@ class KubernetesSession:
         if dead:
             return ("daemon_died", f"the Kubernetes test bed's {', '.join(dead)} exited")
         lost = self.lease.lost() if self.lease is not None else None
+        lost = lost or (self.agent_pod.lost() if self.agent_pod is not None else None)
         return ("host_lost", lost) if lost else None
 
     @contextlib.contextmanager
