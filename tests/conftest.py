@@ -204,6 +204,8 @@ FULL_ONLY: dict[str, Why] = {
          "nothing": alone("kill -9 with pods on two nodes, then one cleanup: the nodes' agents stopped, nothing left"),
     IT + "test_kubernetes_nodes.py::test_the_kubernetes_nodes_example_runs_at_smoke_scale_on_three_nodes": alone(
         "examples/kubernetes-nodes.yaml at smoke scale on a bed of three nodes"),
+    IT + "test_kubernetes_nodes.py::test_strata_s_agent_on_a_node_killed_mid_trial_is_host_lost_naming_it_and_the_"
+         "next_trial_runs": alone("strata's agent on a node killed mid-trial: host_lost naming it, a new agent next"),
     IT + "test_kubernetes_nodes.py::test_one_cassandra_cluster_over_three_nodes_at_rf_3_passes_its_data_integrity_"
          "check": alone("one Cassandra cluster over three Kubernetes nodes, three JVMs beside the bed"),
     KUBE + "test_cassandra_under_ycsb_in_a_pod_passes_its_data_integrity_check": alone("Cassandra in a pod"),

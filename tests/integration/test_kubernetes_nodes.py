@@ -8,7 +8,10 @@ them, reaching a node only through the API server and its agent there.
   an image on node 2's disk), its image pulled from the bed's registry (TLS, the bed's CA; no `ctr import`), its
   cache check judged from node 2's own disk (below the claim's loop device for the block claim); a planted cache
   (node 3's disk without direct I/O) flagged, node 2's honest disk not;
-- kill -9 of strata mid-trial, then one `strata cleanup`: nothing of the run left in the cluster or on any node.
+- kill -9 of strata mid-trial, then one `strata cleanup`: nothing of the run left in the cluster or on any node;
+- issue 57, the nodes as the experiment's hosts: 8 fio pods spread over two nodes as one trial; a node's kubelet
+  stopped, or strata's agent on it killed, mid-trial: host_lost naming it, the next trial ok; kill -9 and one
+  cleanup; the example at smoke scale; one Cassandra cluster over all three nodes at RF 3, every read verified.
 """
 
 import ipaddress
@@ -469,6 +472,68 @@ def test_a_nodes_kubelet_stopped_mid_trial_is_host_lost_naming_it_and_the_next_t
     assert "host b" in failed["message"] and f"node {n2['name']}" in failed["message"], failed
     assert "kubelet has not renewed its Lease" in failed["message"]
     assert rs[1]["metrics"]["hosts"]["b"]["read"]["iops"] > 0  # the node came back: the next trial ran on it
+    _nothing_left(facts, workdir, state)
+    if workdir.exists():
+        workdir.rmdir()
+
+
+def _node_agent(node: dict) -> int:
+    """strata's agent process on the node (its pod's), found by the node its environment names."""
+
+    def on_node(pid: int) -> bool:
+        want = f"STRATA_AGENT_NODE={node['name']}".encode()
+        try:
+            return want in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            return False
+
+    (pid,) = [p for p in _pids(lambda argv: any(a.endswith(b"strata-node-agent") for a in argv)) if on_node(p)]
+    return pid
+
+
+@covers(
+    "device:loop",
+    "filesystem:xfs",
+    "runtime:kubernetes",
+    "runtime:kubernetes:kubeconfig",
+    "path:kubernetes/emptydir",
+    "workload:fio",
+    "workload:fio@hosts",
+    "hosts:span",
+    "hosts:kubernetes-span",
+    "fault:host_lost",
+)
+def test_strata_s_agent_on_a_node_killed_mid_trial_is_host_lost_naming_it_and_the_next_trial_runs(bed, tmp_path):
+    """strata reaches node 2 only through its agent's pod there: SIGKILL to the agent while node 2's pod runs ends
+    the trial as host_lost naming the node at once (the kubelet lives on); the next trial places a new agent."""
+    facts, _ = bed
+    n2 = facts["nodes"][1]
+    workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
+    state = tmp_path / "state"
+    spec = _hosts_spec(workdir, facts, {"a": 1, "b": 2}, 2, "emptydir", 40)
+    spec["repetitions"] = 2
+    api = _api(facts)
+    killed: list[int] = []
+
+    def kill_the_agent():
+        wait_for(lambda: any(p["status"].get("phase") == "Running" for p in _pods_on(api, n2["name"])), 900, "a pod")
+        time.sleep(8)  # past the barrier: fio runs
+        pid = _node_agent(n2)
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    fault = threading.Thread(target=kill_the_agent)
+    fault.start()
+    cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", tmp_path / "out",
+                env={"STRATA_STATE_DIR": str(state)}, timeout=2400)  # fmt: skip
+    fault.join()
+    assert killed, cp.stdout[-2000:]
+    rs = sorted(results(tmp_path / "out"), key=lambda r: r["started_at"])
+    assert [r["status"] for r in rs] == ["failed", "ok"], [(r["status"], r["flags"].get("failed")) for r in rs]
+    failed = rs[0]["flags"]["failed"]
+    assert failed["category"] == "host_lost", failed
+    assert "host b" in failed["message"] and f"node {n2['name']}: strata's agent there" in failed["message"], failed
+    assert rs[1]["metrics"]["hosts"]["b"]["read"]["iops"] > 0  # a new agent: the next trial ran on the node
     _nothing_left(facts, workdir, state)
     if workdir.exists():
         workdir.rmdir()

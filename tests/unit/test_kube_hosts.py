@@ -232,6 +232,7 @@ def test_the_session_ends_a_trial_on_a_lost_node_as_host_lost():
 def test_strata_s_agent_pod_ended_on_a_node_is_that_node_lost_at_once(monkeypatch):
     """strata reaches a node only through its agent's pod there (restartPolicy Never): killed, deleted or evicted,
     the node is lost to strata, whatever its kubelet's Lease says; the session ends the trial as host_lost."""
+    from pathlib import Path
     from types import SimpleNamespace
 
     from strata.stack.runtimes.kubernetes.lease import AgentPod
@@ -262,6 +263,16 @@ def test_strata_s_agent_pod_ended_on_a_node_is_that_node_lost_at_once(monkeypatc
     )
     alive = SimpleNamespace(lost=lambda: None)
     assert KubernetesSession.watch(SimpleNamespace(watch_bed=None, lease=alive, agent_pod=watch)) == ("host_lost", why)
+    # the trial fails so, and its runtime is built again for the next trial: a new session places a new agent
+    from strata.core.errors import TrialFailure
+    from strata.core.params import Limits
+    from strata.stack.runtimes.kubernetes.running import KubeRunning
+
+    for gone, layer in ((True, "runtime"), (False, None)):
+        session = SimpleNamespace(watch=lambda: ("host_lost", why), agent_gone=gone)
+        with pytest.raises(TrialFailure) as e:
+            KubeRunning(session, Path("/nonexistent"), Limits()).check()
+        assert (e.value.category, str(e.value), e.value.layer) == ("host_lost", why, layer)
     pod = None
     deleted = AgentPod(get, path, "n2")
     assert deleted.lost() == "node n2: strata's agent there (pod strata-agent-n2) was deleted"

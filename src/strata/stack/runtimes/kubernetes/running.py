@@ -75,6 +75,8 @@ class PodSession(Protocol):
     running: list[KubeRunning]
 
     def watch(self) -> tuple[str, str] | None: ...
+    @property
+    def agent_gone(self) -> bool: ...  # strata's agent on the node ended: the session reaches it no more
 
 
 class KubeRunning:
@@ -289,11 +291,16 @@ class KubeRunning:
         if failure is not None:
             with contextlib.suppress(Exception):
                 self.stop()
-            raise TrialFailure(*failure)
+            raise self._failure(failure)
 
     def _problem(self, watch: Watch | None) -> TrialFailure | None:
         failure = self.session.watch() or (watch() if watch else None)
-        return TrialFailure(*failure) if failure else None
+        return self._failure(failure) if failure else None
+
+    def _failure(self, failure: tuple[str, str]) -> TrialFailure:
+        """The trial's failure; with the session's agent gone, its runtime built again for the next trial (a new
+        agent placed on the node)."""
+        return TrialFailure(*failure, layer="runtime" if self.session.agent_gone else None)
 
     def _output(self, p: Pod, code: int) -> InstanceOutput:
         out = p.request.out_dir

@@ -32,7 +32,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Callable, Iterator
 
-from strata.core.errors import StrataError, Unsupported
+from strata.core.errors import StrataError, TrialFailure, Unsupported
 from strata.core.instances import ImageSpec, InstanceRequest, Target
 from strata.core.jsondoc import JsonArray, JsonObject, JsonValue, arr, as_obj, obj, text
 from strata.core.params import Load, path_kind
@@ -154,10 +154,17 @@ class KubernetesSession:
         lost = lost or (self.agent_pod.lost() if self.agent_pod is not None else None)
         return ("host_lost", lost) if lost else None
 
+    @property
+    def agent_gone(self) -> bool:
+        return self.agent_pod is not None and self.agent_pod.why is not None
+
     @contextlib.contextmanager
     def path(self, name: str, trial_dir: Path, load: Load) -> Iterator[PathHandle]:
         kind, n = path_kind(name), load.containers
         tag = safe_name(trial_dir.name).lower().replace("_", "-").replace(".", "-")[:40].strip("-")
+        gone = self.agent_pod.lost() if self.agent_pod is not None else None
+        if gone:  # lost between trials: this session reaches the node no more; the next places a new agent
+            raise TrialFailure("host_lost", gone, layer="runtime")
         if self.remote is not None:  # the node's page cache, as a trial here drops this machine's
             self.remote.agent.drop_caches()
         if kind == "emptydir":
