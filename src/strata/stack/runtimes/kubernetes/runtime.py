@@ -183,7 +183,8 @@ class Kubernetes(RefusesLimits, SizedPaths, Prebuilds, ImageBuilder, Undoing):
                     session.close()
                 return
             publish = remote.publisher(params)
-            with remote.placed_agent(cluster, journal, ns, node, params, publish(agent.image())) as rem:
+            agent_ref = publish(agent.image())
+            with remote.placed_agent(cluster, journal, ns, node, params, agent_ref) as rem:
                 offset, within = remote.clock_offset(rem.agent)
                 facts |= {"agent": {"root": rem.root, "port": params.agent_port, "clock_offset_s": offset,
                                     "clock_uncertainty_s": within, "node": rem.agent.facts()}}  # fmt: skip
@@ -193,6 +194,12 @@ class Kubernetes(RefusesLimits, SizedPaths, Prebuilds, ImageBuilder, Undoing):
                     yield session
                 finally:
                     session.close()
+            if session.agent_gone:  # it died with the run's files on the node: an agent in its place removes them
+                with (
+                    contextlib.suppress(StrataError, ApiError, OSError),
+                    remote.placed_agent(cluster, journal, ns, node, params, agent_ref),
+                ):
+                    pass  # an agent removes its root (the run's files on the node) as it ends
 
     @contextlib.contextmanager
     def _namespace(self, cluster: Cluster, params: KubernetesParams, ns: str, journal: Journal) -> Iterator[str]:
