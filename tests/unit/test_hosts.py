@@ -282,6 +282,22 @@ def test_instances_are_numbered_across_hosts_in_the_managers_clock(tmp_path):
     assert outputs[1].facts["host"] == "b"
 
 
+def test_pods_on_a_kubernetes_node_are_moved_by_that_nodes_clock_too(tmp_path):
+    """A part whose pods ran on a node strata reached through its agent: they stamped their times in the node's
+    clock, 0.5 s ahead of the part's host here; the instances' times and windows are moved by both offsets, a
+    server workload's clients' windows (on the part's host) by the host's only."""
+    from strata.hosts.merge import shifted_windows
+
+    parts = [_outcome(tmp_path, "a", 0, 0.0, 100, 50.0), _outcome(tmp_path, "b", 1, 2.0, 200, 52.5)]
+    parts[1].result.stack_facts = {"runtime": {"runtime": "kubernetes", "agent": {"clock_offset_s": 0.5}}}
+    assert parts[0].pods_offset_s == 0.0 and parts[1].pods_offset_s == 0.5
+    outputs, hosts = instance_outputs(parts)
+    assert [o.start_time_s for o in outputs] == [50.0, 50.0]
+    windows = [(50.0, 51.0), (52.5, 53.5)]
+    assert shifted_windows(windows, hosts, parts) == [(50.0, 51.0), (50.0, 51.0)]
+    assert shifted_windows(windows, hosts, parts, in_instances=False) == [(50.0, 51.0), (50.5, 51.5)]
+
+
 def test_merge_sums_the_hosts_and_keeps_each(tmp_path):
     exp, wls = parse_spec({**BASE, "hosts": HOSTS, "placement": ["spread"], "loads": [{"containers": 2}]})
     (trial,) = expand(exp, wls)[0]

@@ -366,12 +366,13 @@ def test_the_clients_windows_belong_to_the_host_whose_artifacts_hold_them(tmp_pa
     from strata.hosts.clock import Offset
     from strata.hosts.merge import PartOutcome, shifted_windows, sync_hosts, window_hosts
     from strata.results import validity
+    from strata.results.result import Result
 
     a = _serving_art(tmp_path / "hosts" / "a", 7.0)
     b = _part_art(tmp_path / "hosts" / "b", ["db0-c0"], 9.0)
     parsed = YCSB.parse(_span(), _outputs(a, b))
     parts = [
-        PartOutcome(h, i, {}, [], art, Offset(off, 0.001, 5), {"running": 100.0 + off})
+        PartOutcome(h, i, Result(), [], art, Offset(off, 0.001, 5), {"running": 100.0 + off})
         for i, (h, art, off) in enumerate((("a", a, 0.5), ("b", b, -0.25)))
     ]
     hosts = window_hosts(parsed, ["a", "b"], parts)

@@ -12,7 +12,9 @@ Validity across hosts (each judged by validity/, from one `TrialEvidence` with e
   host); the trial is suspect if any host is, with every host's evidence;
 - sync: the union of every instance's I/O window, each moved into the
   manager's clock by its host's measured offset (clock.py), with the offsets
-  and their uncertainty recorded;
+  and their uncertainty recorded; an instance in a pod on a Kubernetes node
+  stamped its window in that node's clock, moved as well by the node's offset
+  from its part's host (`pods_offset_s`, measured through strata's agent there);
 - steady: the aggregate per-second series;
 - emulated: when any host's part ran under CPU emulation;
 - flush, absorbed: each host's disks against its own instances' syncs and writes
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strata.core.instances import InstanceOutput
+from strata.core.jsondoc import num, obj
 from strata.results import validity, writes
 from strata.results.flags import Sync
 from strata.results.result import Result
@@ -53,6 +56,12 @@ class PartOutcome:
     offset: Offset
     times: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def pods_offset_s(self) -> float:
+        """The clock the part's instances stamped their times in, minus its host's: a Kubernetes node's that strata
+        reached through its agent, measured as the part's runtime started (`stack_facts.runtime.agent`); else 0."""
+        return num(obj(obj(self.result.stack_facts, "runtime"), "agent"), "clock_offset_s") or 0.0
+
 
 def instance_outputs(parts: list[PartOutcome]) -> tuple[list[InstanceOutput], list[str]]:
     """Every instance of the trial, numbered across hosts, with times in the manager's clock; and the
@@ -60,7 +69,7 @@ def instance_outputs(parts: list[PartOutcome]) -> tuple[list[InstanceOutput], li
     outputs: list[InstanceOutput] = []
     hosts: list[str] = []
     for p in parts:
-        shift = p.offset.offset_s
+        shift = p.offset.offset_s + p.pods_offset_s
         for o in sorted(p.outputs, key=lambda o: o["index"]):
             outputs.append(
                 InstanceOutput(
@@ -85,9 +94,13 @@ def window_hosts(parsed: Parsed, hosts: list[str], parts: list[PartOutcome]) -> 
     return [next((p.host for p in parts if d.is_relative_to(p.art)), "?") for d in parsed.window_dirs]
 
 
-def shifted_windows(windows: list[Window], hosts: list[str], parts: list[PartOutcome]) -> list[Window]:
-    """Every window in the manager's clock (`hosts`: each window's), moved by its host's measured offset."""
-    offset = {p.host: p.offset.offset_s for p in parts}
+def shifted_windows(
+    windows: list[Window], hosts: list[str], parts: list[PartOutcome], in_instances: bool = True
+) -> list[Window]:
+    """Every window in the manager's clock (`hosts`: each window's), moved by its host's measured offset, and the
+    instances' windows (`in_instances`; not a server workload's clients', which run on the part's host) by their
+    pods' node's too."""
+    offset = {p.host: p.offset.offset_s + (p.pods_offset_s if in_instances else 0.0) for p in parts}
     return [(w[0] - offset.get(h, 0.0), w[1] - offset.get(h, 0.0)) if w else None for w, h in zip(windows, hosts)]
 
 
@@ -100,7 +113,11 @@ def sync_hosts(sync: Sync, shifted: list[Window], hosts: list[str], parts: list[
             starts[h] = min(w[0], starts.get(h, w[0]))
     first = min(starts.values()) if starts else 0.0
     sync.extra["hosts"] = {
-        p.host: {**p.offset.to_json(), "first_io_s": round(starts[p.host] - first, 6) if p.host in starts else None}
+        p.host: {
+            **p.offset.to_json(),
+            **({"pods_offset_s": p.pods_offset_s} if p.pods_offset_s else {}),
+            "first_io_s": round(starts[p.host] - first, 6) if p.host in starts else None,
+        }
         for p in parts
     }
     sync.extra["host_skew_s"] = (max(starts.values()) - first) if starts else None
@@ -125,7 +142,7 @@ def merge(trial: Trial, parts: list[PartOutcome], art: Path, result: Result) -> 
     result.stack_facts = {"hosts": {p.host: p.result.stack_facts for p in parts}}
     result.writes = writes.across_hosts({p.host: p.result.writes for p in parts})
     hosts_of = window_hosts(parsed, hosts, parts)
-    shifted = shifted_windows(parsed.windows, hosts_of, parts)
+    shifted = shifted_windows(parsed.windows, hosts_of, parts, in_instances=parsed.window_dirs is None)
     evidence = validity.TrialEvidence.of(
         parsed,
         wl.runtime_s(params),
