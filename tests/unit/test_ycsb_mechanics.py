@@ -410,3 +410,20 @@ def test_jvm_undo_finds_our_jvm_by_its_command_line(tmp_path):
         for p in (ours, other):
             p.kill()
             p.wait()
+
+
+def test_the_settings_list_read_from_the_jars_is_kept_outside_the_trees_the_agent_image_holds(tmp_path, monkeypatch):
+    """The agent image is keyed by what the jars' trees hold (jars.agent_trees): a list written into one of them
+    at a trial's first settings check, after `strata prepare` built the image, made every later test ask for the
+    image again (a fresh machine's full tier: 37 serial tests failed at setup)."""
+    from strata.workloads.ycsb import conf
+
+    monkeypatch.setenv("STRATA_CACHE_DIR", str(tmp_path))
+    cass, binding = jars.cassandra_home(), jars.ycsb_home()  # the binding's sources are in the package
+    kept = conf.names_cache(cass, binding)
+    assert kept.is_relative_to(tmp_path)
+    assert (
+        not kept.is_relative_to(cass) and not kept.is_relative_to(binding) and not kept.is_relative_to(binding.parent)
+    )
+    other = conf.names_cache(cass, binding.parent / "cassandra-binding-0123456789ab")
+    assert other != kept  # one list per Cassandra version and binding

@@ -2,7 +2,8 @@
 
 - Checked before anything is built (workloads/server/settings.py) against the node's own list: every public
   field of Cassandra's `Config` class and the older names its `@Replaces` keeps, read by reflection from the
-  assembled jars (`Counters names`, in the binding) and cached per Cassandra version. Where the jars are not
+  assembled jars (`Counters names`, in the binding) and cached per Cassandra version and binding, outside the
+  jars' own directories (`names_cache`). Where the jars are not
   assembled yet the node judges at start: an unknown key stops it ("Invalid yaml") and its error line is the
   trial's failure.
 - Refused: the keys strata sets itself (`MANAGED`: directories, addresses, ports, seeds, the cluster's name).
@@ -180,7 +181,16 @@ def catalog() -> Catalog | None:
         return None
     if not (binding / jars.MANIFEST).is_file():
         return None
-    return read_names(cass / "lib", binding / "lib", cass / "config-names.json")
+    return read_names(cass / "lib", binding / "lib", names_cache(cass, binding))
+
+
+def names_cache(cassandra: Path, binding: Path) -> Path:
+    """Where the list read from these jars is kept: beside the jars' directories, never in them, since the agent
+    image holds those trees and is keyed by what they hold (a list written in one after `strata prepare` built
+    the image made every later run ask for the image again)."""
+    from strata.workloads.ycsb import jars
+
+    return jars.cache_dir() / "config-names" / f"{cassandra.name}+{binding.parent.name}-{binding.name}.json"
 
 
 RULES = Rules(lambda: catalog(), MANAGED, NOTATION)
