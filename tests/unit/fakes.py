@@ -46,7 +46,7 @@ class FakeFilesystem:
     @contextlib.contextmanager
     def provision(self, params, dev, journal, workdir):
         mp = self.root / f"mnt-{dev.name}-{params.name}"
-        mp.mkdir(exist_ok=True)
+        mp.mkdir(parents=True, exist_ok=True)
         self.events.append(("fs+", params.name))
         yield Mounted(params, dev, None if params.type == "raw" else mp, "fake")
         self.events.append(("fs-", params.name))

@@ -343,7 +343,11 @@ def test_merge_flags_a_trial_whose_host_dropped_its_syncs_and_keeps_each_hosts_w
 def two_agents(tmp_path):
     servers, found = [], {}
     for name in ("a", "b"):
-        agent = Agent(name, tmp_path / name / "work", tmp_path / name / "state", registries=fake_registries(tmp_path))
+        # each agent its own fake mount points, as two machines have: shared, one part's teardown of its bind
+        # directory raced the other's setup (a full tier on a loaded machine: FileNotFoundError in host a)
+        agent = Agent(
+            name, tmp_path / name / "work", tmp_path / name / "state", registries=fake_registries(tmp_path / name)
+        )
         agent._facts = {"hostname": name, "kernel": "test"}  # host facts are not what this tests
         server = AgentServer(agent, "127.0.0.1", 0, "tok")
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

@@ -31,8 +31,15 @@ def _undo_mount(data: JsonObject) -> None:
         time.sleep(0.25)
     else:
         sh(["umount", "-l", mp])
+    for _ in range(8):  # a mount point just let go of can be busy for a moment (seen once under a SIGINT)
+        try:
+            Path(mp).rmdir()
+            break
+        except FileNotFoundError:
+            break
+        except OSError:
+            time.sleep(0.25)
     with contextlib.suppress(OSError):
-        Path(mp).rmdir()
         if Path(mp).parent.name == "mnt":  # strata's own parent of mount points, when it is empty
             Path(mp).parent.rmdir()
 
@@ -73,9 +80,9 @@ class Mkfs(Undoing):
     ) -> Iterator[Mounted]:
         sh([*self.argv, *params.mkfs_options, device.path], timeout=1200)
         mp = workdir / "mnt" / f"{device.name}-{params.name}"
-        mp.mkdir(parents=True, exist_ok=True)
-        seq = journal.intent("mount", mountpoint=str(mp), device=device.path)
+        seq = journal.intent("mount", mountpoint=str(mp), device=device.path)  # before its directory exists
         try:
+            mp.mkdir(parents=True, exist_ok=True)
             opts = ["-o", ",".join(params.mount_options)] if params.mount_options else []
             sh(["mount", "-t", self.name, *opts, device.path, str(mp)])
             yield Mounted(params, device, mp, mount_options_of(str(mp)))
