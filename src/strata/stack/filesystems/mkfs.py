@@ -31,7 +31,7 @@ def _undo_mount(data: JsonObject) -> None:
         time.sleep(0.25)
     else:
         sh(["umount", "-l", mp])
-    for _ in range(8):  # a mount point just let go of can be busy for a moment (seen once under a SIGINT)
+    for _ in range(8):  # a mount point just let go of can be busy for a moment
         try:
             Path(mp).rmdir()
             break
