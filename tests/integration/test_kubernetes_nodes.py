@@ -419,6 +419,35 @@ def test_eight_fio_pods_spread_over_two_nodes_are_one_trial_judged_node_by_node(
     )
 
 
+def _two_trials_with_a_fault_on_node_2(bed, tmp_path, fault, runtime: dict | None = None) -> tuple[list[dict], object]:
+    """Two trials of fio pods on nodes 1 and 2 (40 s each), `fault` run once node 2's pod has run 8 s (past the
+    barrier: fio runs); the results in the order they began, strata's exit, and nothing left afterwards."""
+    facts, _ = bed
+    n2 = facts["nodes"][1]
+    workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
+    state = tmp_path / "state"
+    spec = _hosts_spec(workdir, facts, {"a": 1, "b": 2}, 2, "emptydir", 40)
+    spec["runtimes"][0].update(runtime or {})
+    spec["repetitions"] = 2
+    api = _api(facts)
+
+    def when_running():
+        wait_for(lambda: any(p["status"].get("phase") == "Running" for p in _pods_on(api, n2["name"])), 900, "a pod")
+        time.sleep(8)
+        fault()
+
+    thread = threading.Thread(target=when_running)
+    thread.start()
+    cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", tmp_path / "out",
+                env={"STRATA_STATE_DIR": str(state)}, timeout=2400)  # fmt: skip
+    thread.join()
+    rs = sorted(results(tmp_path / "out"), key=lambda r: r["started_at"])
+    _nothing_left(facts, workdir, state)
+    if workdir.exists():
+        workdir.rmdir()
+    return rs, cp
+
+
 def _kubelet(node: dict) -> int:
     override = f"--hostname-override={node['name']}".encode()
     (pid,) = _pids(lambda argv: b"kubelet" in argv and override in argv)
@@ -440,17 +469,9 @@ def _kubelet(node: dict) -> int:
 def test_a_nodes_kubelet_stopped_mid_trial_is_host_lost_naming_it_and_the_next_trial_runs(bed, tmp_path):
     facts, _ = bed
     n2 = facts["nodes"][1]
-    workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
-    state = tmp_path / "state"
-    spec = _hosts_spec(workdir, facts, {"a": 1, "b": 2}, 2, "emptydir", 40)
-    spec["runtimes"][0]["node_lost_s"] = 15
-    spec["repetitions"] = 2
-    api = _api(facts)
     stopped: list[float] = []
 
     def stop_the_kubelet():
-        wait_for(lambda: any(p["status"].get("phase") == "Running" for p in _pods_on(api, n2["name"])), 900, "a pod")
-        time.sleep(8)  # past the barrier: fio runs
         pid = _kubelet(n2)
         os.kill(pid, signal.SIGSTOP)
         stopped.append(time.time())
@@ -459,22 +480,14 @@ def test_a_nodes_kubelet_stopped_mid_trial_is_host_lost_naming_it_and_the_next_t
         finally:
             os.kill(pid, signal.SIGCONT)
 
-    fault = threading.Thread(target=stop_the_kubelet)
-    fault.start()
-    cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", tmp_path / "out",
-                env={"STRATA_STATE_DIR": str(state)}, timeout=2400)  # fmt: skip
-    fault.join()
+    rs, cp = _two_trials_with_a_fault_on_node_2(bed, tmp_path, stop_the_kubelet, {"node_lost_s": 15})
     assert stopped, cp.stdout[-2000:]
-    rs = sorted(results(tmp_path / "out"), key=lambda r: r["started_at"])
     assert [r["status"] for r in rs] == ["failed", "ok"], [(r["status"], r["flags"].get("failed")) for r in rs]
     failed = rs[0]["flags"]["failed"]
     assert failed["category"] == "host_lost", failed
     assert "host b" in failed["message"] and f"node {n2['name']}" in failed["message"], failed
     assert "kubelet has not renewed its Lease" in failed["message"]
     assert rs[1]["metrics"]["hosts"]["b"]["read"]["iops"] > 0  # the node came back: the next trial ran on it
-    _nothing_left(facts, workdir, state)
-    if workdir.exists():
-        workdir.rmdir()
 
 
 def _node_agent(node: dict) -> int:
@@ -508,35 +521,20 @@ def test_strata_s_agent_on_a_node_killed_mid_trial_is_host_lost_naming_it_and_th
     the trial as host_lost naming the node at once (the kubelet lives on); the next trial places a new agent."""
     facts, _ = bed
     n2 = facts["nodes"][1]
-    workdir = Path(f"/var/tmp/strata-nodes-{uuid.uuid4().hex[:8]}")
-    state = tmp_path / "state"
-    spec = _hosts_spec(workdir, facts, {"a": 1, "b": 2}, 2, "emptydir", 40)
-    spec["repetitions"] = 2
-    api = _api(facts)
     killed: list[int] = []
 
     def kill_the_agent():
-        wait_for(lambda: any(p["status"].get("phase") == "Running" for p in _pods_on(api, n2["name"])), 900, "a pod")
-        time.sleep(8)  # past the barrier: fio runs
         pid = _node_agent(n2)
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
 
-    fault = threading.Thread(target=kill_the_agent)
-    fault.start()
-    cp = strata("run", write_spec(tmp_path / "s.yaml", spec), "-o", tmp_path / "out",
-                env={"STRATA_STATE_DIR": str(state)}, timeout=2400)  # fmt: skip
-    fault.join()
+    rs, cp = _two_trials_with_a_fault_on_node_2(bed, tmp_path, kill_the_agent)
     assert killed, cp.stdout[-2000:]
-    rs = sorted(results(tmp_path / "out"), key=lambda r: r["started_at"])
     assert [r["status"] for r in rs] == ["failed", "ok"], [(r["status"], r["flags"].get("failed")) for r in rs]
     failed = rs[0]["flags"]["failed"]
     assert failed["category"] == "host_lost", failed
     assert "host b" in failed["message"] and f"node {n2['name']}: strata's agent there" in failed["message"], failed
     assert rs[1]["metrics"]["hosts"]["b"]["read"]["iops"] > 0  # a new agent: the next trial ran on the node
-    _nothing_left(facts, workdir, state)
-    if workdir.exists():
-        workdir.rmdir()
 
 
 @covers("fault:kill9", "command:cleanup")  # killed before a trial ended: it stores none
